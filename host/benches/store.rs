@@ -1,0 +1,2 @@
+//! Placeholder until the benchmark harness lands.
+fn main() {}

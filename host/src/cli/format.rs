@@ -1,0 +1,58 @@
+//! Rendering helpers shared by the commands' human-readable output.
+
+use std::io::Write;
+
+use serde::Serialize;
+
+/// A unix-milliseconds time in the local time zone, to the minute.
+pub fn time(ms: i64) -> String {
+    jiff::Timestamp::from_millisecond(ms)
+        .map(|t| {
+            t.to_zoned_datetime(jiff::tz::TimeZone::system())
+                .strftime("%Y-%m-%d %H:%M")
+                .to_string()
+        })
+        .unwrap_or_else(|_| "?".to_string())
+}
+
+/// A token count the way status lines show it: `950`, `12k`, `1.2M`.
+pub fn tokens(n: u64) -> String {
+    match n {
+        0..1_000 => n.to_string(),
+        1_000..1_000_000 => format!("{}k", n / 1_000),
+        _ => format!("{:.1}M", n as f64 / 1_000_000.0),
+    }
+}
+
+/// Context use: `63% 124k/198k`, or `-` when the window or the use is unknown.
+pub fn context_use(used: Option<u64>, window: Option<u64>) -> String {
+    match (used, window) {
+        (Some(used), Some(window)) if window > 0 => {
+            format!(
+                "{}% {}/{}",
+                used * 100 / window,
+                tokens(used),
+                tokens(window)
+            )
+        }
+        (Some(used), _) => tokens(used),
+        _ => "-".to_string(),
+    }
+}
+
+/// `text` cut to `max` characters, with an ellipsis when cut.
+pub fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut s: String = text.chars().take(max.saturating_sub(1)).collect();
+    s.push('…');
+    s
+}
+
+/// Writes `value` as pretty JSON followed by a newline.
+pub fn json(out: &mut dyn Write, value: &impl Serialize) -> anyhow::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, value)?;
+    writeln!(out)?;
+    Ok(())
+}

@@ -1,0 +1,43 @@
+//! `seshat sessions …`: the saved conversations.
+
+mod append;
+mod delete;
+mod export;
+mod import;
+mod list;
+mod show;
+
+use std::process::ExitCode;
+
+use clap::Subcommand;
+
+use super::Context;
+
+/// The `sessions` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// List this project's sessions, most recent first.
+    List(list::Args),
+    /// Show a session: the live view the model sees, or with --full everything ever saved.
+    Show(show::Args),
+    /// Delete a session and everything saved with it.
+    Delete(delete::Args),
+    /// Write a session's full record (messages, compactions, trims) as JSON Lines on stdout.
+    Export(export::Args),
+    /// Import a session written by `sessions export`.
+    Import(import::Args),
+    /// Append messages, read as JSON Lines from stdin, to a session (for scripts).
+    Append(append::Args),
+}
+
+/// Runs a `sessions` subcommand.
+pub fn run(ctx: &Context, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        SessionsCommand::List(args) => list::run(ctx, &args),
+        SessionsCommand::Show(args) => show::run(ctx, &args),
+        SessionsCommand::Delete(args) => delete::run(ctx, &args),
+        SessionsCommand::Export(args) => export::run(ctx, &args),
+        SessionsCommand::Import(args) => import::run(ctx, &args),
+        SessionsCommand::Append(args) => append::run(ctx, &args),
+    }
+}

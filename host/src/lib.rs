@@ -1,0 +1,13 @@
+//! Seshat: an AI agent runtime whose job is the agent's memory.
+//!
+//! This crate is the Rust SDK and the engine behind the `seshat` CLI:
+//!
+//! * [`store`] keeps every conversation in a local SQLite file, append-only, resumable;
+//! * [`paths`] decides where files live and which project a directory belongs to.
+//!
+//! See `ARCHITECTURE.md` at the repository root for the map of the whole system.
+
+pub mod paths;
+pub mod store;
+
+pub use store::Store;

@@ -1,0 +1,395 @@
+//! Appending messages and reading them back, with the compaction and trim records beside them.
+
+use rusqlite::{OptionalExtension, Row, Transaction, TransactionBehavior, params};
+
+use super::model::{
+    Compaction, CompactionStatus, CompactionTrigger, Message, MessageStatus, NewMessage, Part,
+    Role, Trim, Usage,
+};
+use super::{Error, Result, Store, now_ms};
+
+/// Longest automatic title, in characters.
+const TITLE_CHARS: usize = 80;
+
+pub(super) const MESSAGE_COLUMNS: &str = "seq, role, parts, usage, status, created_at";
+
+fn json_column<T: serde::de::DeserializeOwned>(idx: usize, text: &str) -> rusqlite::Result<T> {
+    serde_json::from_str(text).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
+pub(super) fn message_from_row(row: &Row<'_>) -> rusqlite::Result<Message> {
+    let role: String = row.get(1)?;
+    let parts: String = row.get(2)?;
+    let usage: Option<String> = row.get(3)?;
+    let status: String = row.get(4)?;
+    let bad = |idx, what: String| {
+        rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, what.into())
+    };
+    Ok(Message {
+        seq: row.get(0)?,
+        role: Role::parse(&role).ok_or_else(|| bad(1, format!("unknown role {role}")))?,
+        parts: json_column(2, &parts)?,
+        usage: usage.map(|u| json_column(3, &u)).transpose()?,
+        status: MessageStatus::parse(&status)
+            .ok_or_else(|| bad(4, format!("unknown status {status}")))?,
+        created_at: row.get(5)?,
+    })
+}
+
+pub(super) const COMPACTION_COLUMNS: &str = "trigger, tokens_before, tokens_after, through_seq, \
+     first_kept_seq, pinned_seq, summary, model, status, error, created_at";
+
+pub(super) fn compaction_from_row(row: &Row<'_>) -> rusqlite::Result<Compaction> {
+    let trigger: String = row.get(0)?;
+    let status: String = row.get(8)?;
+    Ok(Compaction {
+        trigger: if trigger == "manual" {
+            CompactionTrigger::Manual
+        } else {
+            CompactionTrigger::Auto
+        },
+        tokens_before: row.get(1)?,
+        tokens_after: row.get(2)?,
+        through_seq: row.get(3)?,
+        first_kept_seq: row.get(4)?,
+        pinned_seq: row.get(5)?,
+        summary: row.get(6)?,
+        model: row.get(7)?,
+        status: if status == "ok" {
+            CompactionStatus::Ok
+        } else {
+            CompactionStatus::Failed
+        },
+        error: row.get(9)?,
+        created_at: row.get(10)?,
+    })
+}
+
+pub(super) const TRIM_COLUMNS: &str = "seq, part, original_size, new_size, replacement, created_at";
+
+pub(super) fn trim_from_row(row: &Row<'_>) -> rusqlite::Result<Trim> {
+    Ok(Trim {
+        seq: row.get(0)?,
+        part: row.get(1)?,
+        original_size: row.get(2)?,
+        new_size: row.get(3)?,
+        replacement: row.get(4)?,
+        created_at: row.get(5)?,
+    })
+}
+
+/// A title from the first line of a user message's text.
+fn title_from(parts: &[Part]) -> Option<String> {
+    let text = parts.iter().find_map(|p| match p {
+        Part::Text { text } => Some(text.as_str()),
+        _ => None,
+    })?;
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+    let mut title: String = line.chars().take(TITLE_CHARS).collect();
+    if line.chars().count() > TITLE_CHARS {
+        title.push('…');
+    }
+    Some(title)
+}
+
+/// Inserts one message at `seq` inside an open transaction.
+pub(super) fn insert_message(
+    tx: &Transaction<'_>,
+    session: &str,
+    seq: u64,
+    msg: &NewMessage,
+    at: i64,
+) -> Result<()> {
+    let parts = serde_json::to_string(&msg.parts).map_err(|e| Error::Corrupt {
+        table: "messages",
+        message: e.to_string(),
+    })?;
+    let usage = msg
+        .usage
+        .map(|u| serde_json::to_string(&u))
+        .transpose()
+        .map_err(|e| Error::Corrupt {
+            table: "messages",
+            message: e.to_string(),
+        })?;
+    tx.prepare_cached(
+        "INSERT INTO messages (session_id, seq, role, parts, usage, status, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![
+        session,
+        seq,
+        msg.role.as_str(),
+        parts,
+        usage,
+        msg.status.as_str(),
+        at
+    ])?;
+    Ok(())
+}
+
+impl Store {
+    /// Appends messages to a session in one transaction and returns their seqs. When this returns,
+    /// the messages survive a crash of the process.
+    pub fn append(&mut self, session: &str, messages: &[NewMessage]) -> Result<Vec<u64>> {
+        let now = now_ms();
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let (count, has_title): (u64, bool) = tx
+            .prepare_cached("SELECT message_count, title IS NOT NULL FROM sessions WHERE id = ?1")?
+            .query_row([session], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?
+            .ok_or_else(|| Error::SessionNotFound(session.to_string()))?;
+        let mut title = None;
+        let mut totals = Usage::default();
+        let mut context = None;
+        let mut seqs = Vec::with_capacity(messages.len());
+        for (i, msg) in messages.iter().enumerate() {
+            let seq = count + 1 + i as u64;
+            insert_message(&tx, session, seq, msg, now)?;
+            if !has_title && title.is_none() && msg.role == Role::User {
+                title = title_from(&msg.parts);
+            }
+            if let Some(u) = msg.usage {
+                totals.input_tokens += u.input_tokens;
+                totals.output_tokens += u.output_tokens;
+                totals.cache_read_tokens += u.cache_read_tokens;
+                totals.cache_creation_tokens += u.cache_creation_tokens;
+                context = u.context_tokens.or(context);
+            }
+            seqs.push(seq);
+        }
+        tx.prepare_cached(
+            "UPDATE sessions SET message_count = ?2, updated_at = ?3, title = coalesce(title, ?4), \
+             input_tokens = input_tokens + ?5, output_tokens = output_tokens + ?6, \
+             cache_read_tokens = cache_read_tokens + ?7, cache_creation_tokens = cache_creation_tokens + ?8, \
+             context_tokens = coalesce(?9, context_tokens) WHERE id = ?1",
+        )?
+        .execute(params![
+            session,
+            count + messages.len() as u64,
+            now,
+            title,
+            totals.input_tokens,
+            totals.output_tokens,
+            totals.cache_read_tokens,
+            totals.cache_creation_tokens,
+            context
+        ])?;
+        tx.commit()?;
+        Ok(seqs)
+    }
+
+    /// Every message of the session as appended, in order (nothing compacted or trimmed).
+    pub fn full_history(&self, session: &str) -> Result<Vec<Message>> {
+        self.session(session)?;
+        self.messages_from(session, 1)
+    }
+
+    /// Messages with `seq >= from`, in order.
+    pub(super) fn messages_from(&self, session: &str, from: u64) -> Result<Vec<Message>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq"
+        ))?;
+        let rows = stmt.query_map(params![session, from], message_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// One message by seq.
+    pub fn message(&self, session: &str, seq: u64) -> Result<Option<Message>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 AND seq = ?2"
+        ))?;
+        Ok(stmt
+            .query_row(params![session, seq], message_from_row)
+            .optional()?)
+    }
+
+    /// Every compaction record of the session, oldest first.
+    pub fn compactions(&self, session: &str) -> Result<Vec<Compaction>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {COMPACTION_COLUMNS} FROM compactions WHERE session_id = ?1 ORDER BY id"
+        ))?;
+        let rows = stmt.query_map([session], compaction_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Every trim record of the session, oldest first.
+    pub fn trims(&self, session: &str) -> Result<Vec<Trim>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {TRIM_COLUMNS} FROM trims WHERE session_id = ?1 ORDER BY id"
+        ))?;
+        let rows = stmt.query_map([session], trim_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Records a compaction, but only if the session's history still ends at
+    /// `compaction.through_seq` (otherwise [`Error::Conflict`] and nothing is written). A success
+    /// resets the session's failure counter; a failure increments it. Returns the counter after.
+    pub fn record_compaction(&mut self, session: &str, compaction: &Compaction) -> Result<u32> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let count: u64 = tx
+            .query_row(
+                "SELECT message_count FROM sessions WHERE id = ?1",
+                [session],
+                |r| r.get(0),
+            )
+            .optional()?
+            .ok_or_else(|| Error::SessionNotFound(session.to_string()))?;
+        if count != compaction.through_seq {
+            return Err(Error::Conflict {
+                session: session.into(),
+                expected: compaction.through_seq,
+                found: count,
+            });
+        }
+        insert_compaction(&tx, session, compaction)?;
+        let failures: u32 = tx.query_row(
+            "UPDATE sessions SET compaction_failures = CASE WHEN ?2 = 'ok' THEN 0 ELSE compaction_failures + 1 END, \
+             updated_at = ?3 WHERE id = ?1 RETURNING compaction_failures",
+            params![session, status_str(compaction.status), now_ms()],
+            |r| r.get(0),
+        )?;
+        tx.commit()?;
+        Ok(failures)
+    }
+
+    /// Records trims of tool results. Each names a message and a part, which must be a tool result
+    /// whose original content is longer than the replacement. All or none.
+    pub fn record_trims(
+        &mut self,
+        session: &str,
+        trims: &[(u64, u32, String)],
+    ) -> Result<Vec<Trim>> {
+        let now = now_ms();
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut out = Vec::with_capacity(trims.len());
+        for (seq, part, replacement) in trims {
+            let original_size = tool_result_size(&tx, session, *seq, *part)?;
+            let trim = Trim {
+                seq: *seq,
+                part: *part,
+                original_size,
+                new_size: replacement.len() as u64,
+                replacement: replacement.clone(),
+                created_at: now,
+            };
+            if trim.new_size >= original_size {
+                return Err(Error::InvalidTrim {
+                    seq: *seq,
+                    part: *part,
+                    reason: format!(
+                        "the replacement ({} bytes) is not shorter than the original ({original_size})",
+                        trim.new_size
+                    ),
+                });
+            }
+            insert_trim(&tx, session, &trim)?;
+            out.push(trim);
+        }
+        tx.execute(
+            "UPDATE sessions SET updated_at = ?2 WHERE id = ?1",
+            params![session, now],
+        )?;
+        tx.commit()?;
+        Ok(out)
+    }
+
+    /// Sets the failed-compaction counter (manual compaction clears it) and the flag that turns
+    /// summarising off for the session.
+    pub fn set_compaction_state(
+        &mut self,
+        session: &str,
+        failures: u32,
+        auto_compact_disabled: bool,
+    ) -> Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let n = tx.execute(
+            "UPDATE sessions SET compaction_failures = ?2, auto_compact_disabled = ?3 WHERE id = ?1",
+            params![session, failures, auto_compact_disabled],
+        )?;
+        tx.commit()?;
+        if n == 0 {
+            return Err(Error::SessionNotFound(session.to_string()));
+        }
+        Ok(())
+    }
+}
+
+/// The size in bytes of a tool result's original content.
+fn tool_result_size(tx: &Transaction<'_>, session: &str, seq: u64, part: u32) -> Result<u64> {
+    let invalid = |reason: &str| Error::InvalidTrim {
+        seq,
+        part,
+        reason: reason.to_string(),
+    };
+    let parts: String = tx
+        .query_row(
+            "SELECT parts FROM messages WHERE session_id = ?1 AND seq = ?2",
+            params![session, seq],
+            |r| r.get(0),
+        )
+        .optional()?
+        .ok_or_else(|| invalid("no such message"))?;
+    let parts: Vec<Part> = serde_json::from_str(&parts).map_err(|e| Error::Corrupt {
+        table: "messages",
+        message: e.to_string(),
+    })?;
+    match parts.get(part as usize) {
+        Some(Part::ToolResult { content, .. }) => Ok(content.len() as u64),
+        Some(_) => Err(invalid("only tool results can be trimmed")),
+        None => Err(invalid("no such part")),
+    }
+}
+
+pub(super) fn status_str(s: CompactionStatus) -> &'static str {
+    match s {
+        CompactionStatus::Ok => "ok",
+        CompactionStatus::Failed => "failed",
+    }
+}
+
+pub(super) fn insert_compaction(tx: &Transaction<'_>, session: &str, c: &Compaction) -> Result<()> {
+    let trigger = match c.trigger {
+        CompactionTrigger::Auto => "auto",
+        CompactionTrigger::Manual => "manual",
+    };
+    tx.prepare_cached(
+        "INSERT INTO compactions (session_id, trigger, tokens_before, tokens_after, through_seq, \
+         first_kept_seq, pinned_seq, summary, model, status, error, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    )?
+    .execute(params![
+        session,
+        trigger,
+        c.tokens_before,
+        c.tokens_after,
+        c.through_seq,
+        c.first_kept_seq,
+        c.pinned_seq,
+        c.summary,
+        c.model,
+        status_str(c.status),
+        c.error,
+        c.created_at
+    ])?;
+    Ok(())
+}
+
+pub(super) fn insert_trim(tx: &Transaction<'_>, session: &str, t: &Trim) -> Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO trims (session_id, seq, part, original_size, new_size, replacement, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![session, t.seq, t.part, t.original_size, t.new_size, t.replacement, t.created_at])?;
+    Ok(())
+}

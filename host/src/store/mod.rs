@@ -1,0 +1,75 @@
+//! The session store: every conversation in one local SQLite file.
+//!
+//! Messages are append-only (enforced by triggers); compactions and trims are records beside the
+//! originals. Every write is one `BEGIN IMMEDIATE` transaction, the file is in WAL mode with a
+//! busy timeout, so several processes can share it and a crash loses no acknowledged write.
+
+mod error;
+mod messages;
+mod migrations;
+mod model;
+mod open;
+mod sessions;
+mod transfer;
+mod view;
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::Connection;
+
+pub use error::{Error, Result};
+pub use migrations::{APPLICATION_ID, LATEST as SCHEMA_VERSION};
+pub use model::{
+    Compaction, CompactionStatus, CompactionTrigger, Message, MessageStatus, NewMessage,
+    NewSession, Part, Role, SessionInfo, Trim, Usage,
+};
+pub use sessions::ListFilter;
+pub use view::{COMPACTION_MARKER, LiveView, Origin, ViewEntry, summary_text};
+
+/// How long a writer waits for another process's transaction before giving up.
+pub const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// An open session database.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed, mode 0600) and migrates the database at `path`.
+    ///
+    /// A non-empty file without Seshat's application id, or with a schema newer than this binary,
+    /// is refused and left byte-for-byte untouched.
+    pub fn open(path: &Path) -> Result<Self> {
+        let conn = open::open(path)?;
+        Ok(Self {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The database file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The underlying connection, for read-only inspection (tests, benchmarks, diagnostics).
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+}
+
+/// The current time in unix milliseconds.
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}

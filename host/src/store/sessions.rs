@@ -1,0 +1,235 @@
+//! Sessions: create, find by id prefix, list, delete, and the compaction-breaker fields.
+
+use rusqlite::{OptionalExtension, Row, TransactionBehavior, params};
+
+use super::model::{NewSession, SessionInfo, Usage};
+use super::{Error, Result, Store, now_ms};
+
+/// The shortest prefix `sessions list` shows.
+pub const MIN_SHORT_ID: usize = 8;
+
+/// Which sessions [`Store::list_sessions`] returns.
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    /// Only this project's sessions; `None` for every project.
+    pub project: Option<String>,
+    /// At most this many, newest first.
+    pub limit: Option<usize>,
+}
+
+pub(super) const SESSION_COLUMNS: &str = "id, title, project, provider, model, context_window, \
+     created_at, updated_at, message_count, input_tokens, output_tokens, cache_read_tokens, \
+     cache_creation_tokens, context_tokens, compaction_failures, auto_compact_disabled, metadata";
+
+pub(super) fn session_from_row(row: &Row<'_>) -> rusqlite::Result<SessionInfo> {
+    let metadata: String = row.get(16)?;
+    Ok(SessionInfo {
+        id: row.get(0)?,
+        title: row.get(1)?,
+        project: row.get(2)?,
+        provider: row.get(3)?,
+        model: row.get(4)?,
+        context_window: row.get(5)?,
+        created_at: row.get(6)?,
+        updated_at: row.get(7)?,
+        message_count: row.get(8)?,
+        totals: Usage {
+            input_tokens: row.get(9)?,
+            output_tokens: row.get(10)?,
+            cache_read_tokens: row.get(11)?,
+            cache_creation_tokens: row.get(12)?,
+            context_tokens: None,
+        },
+        context_tokens: row.get(13)?,
+        compaction_failures: row.get(14)?,
+        auto_compact_disabled: row.get(15)?,
+        metadata: serde_json::from_str(&metadata).map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(16, rusqlite::types::Type::Text, Box::new(e))
+        })?,
+    })
+}
+
+impl Store {
+    /// Creates a session and returns it.
+    pub fn create_session(&mut self, new: NewSession) -> Result<SessionInfo> {
+        let id = ulid::Ulid::generate().to_string();
+        let now = now_ms();
+        let metadata = new.metadata.unwrap_or_else(|| serde_json::json!({}));
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute(
+            "INSERT INTO sessions (id, project, provider, model, context_window, created_at, \
+             updated_at, metadata) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)",
+            params![
+                id,
+                new.project,
+                new.provider,
+                new.model,
+                new.context_window,
+                now,
+                metadata.to_string()
+            ],
+        )?;
+        tx.commit()?;
+        self.session(&id)
+    }
+
+    /// The session with exactly this id.
+    pub fn session(&self, id: &str) -> Result<SessionInfo> {
+        self.conn
+            .query_row(
+                &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"),
+                [id],
+                session_from_row,
+            )
+            .optional()?
+            .ok_or_else(|| Error::SessionNotFound(id.to_string()))
+    }
+
+    /// Resolves a full id or any unique prefix of one (case-insensitive) to the full id.
+    pub fn resolve(&self, prefix: &str) -> Result<String> {
+        let wanted = prefix.trim().to_ascii_uppercase();
+        if wanted.is_empty() || !wanted.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return Err(Error::SessionNotFound(prefix.to_string()));
+        }
+        // Ids are upper-case Crockford base32, so every id with this prefix sorts in
+        // [prefix, prefix + '~').
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id FROM sessions WHERE id >= ?1 AND id < ?1 || '~' ORDER BY id LIMIT 6",
+        )?;
+        let found: Vec<String> = stmt
+            .query_map([&wanted], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        match found.len() {
+            0 => Err(Error::SessionNotFound(prefix.to_string())),
+            1 => Ok(found.into_iter().next().unwrap_or_default()),
+            _ => Err(Error::AmbiguousSession {
+                prefix: prefix.to_string(),
+                candidates: found,
+            }),
+        }
+    }
+
+    /// Sessions, most recently updated first.
+    pub fn list_sessions(&self, filter: &ListFilter) -> Result<Vec<SessionInfo>> {
+        let limit = filter.limit.map_or(-1, |l| l as i64);
+        let rows = match &filter.project {
+            Some(project) => {
+                let mut stmt = self.conn.prepare_cached(&format!(
+                    "SELECT {SESSION_COLUMNS} FROM sessions WHERE project = ?1 \
+                     ORDER BY updated_at DESC, id DESC LIMIT ?2"
+                ))?;
+                stmt.query_map(params![project, limit], session_from_row)?
+                    .collect::<rusqlite::Result<Vec<_>>>()?
+            }
+            None => {
+                let mut stmt = self.conn.prepare_cached(&format!(
+                    "SELECT {SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, id DESC LIMIT ?1"
+                ))?;
+                stmt.query_map(params![limit], session_from_row)?
+                    .collect::<rusqlite::Result<Vec<_>>>()?
+            }
+        };
+        Ok(rows)
+    }
+
+    /// The most recently updated session of a project (what `chat --continue` resumes).
+    pub fn latest_session(&self, project: &str) -> Result<Option<SessionInfo>> {
+        let filter = ListFilter {
+            project: Some(project.to_string()),
+            limit: Some(1),
+        };
+        Ok(self.list_sessions(&filter)?.into_iter().next())
+    }
+
+    /// For each of `ids`, the shortest prefix (at least [`MIN_SHORT_ID`] characters) that no
+    /// other session in the database shares.
+    pub fn short_ids(&self, ids: &[&str]) -> Result<Vec<String>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT id FROM sessions ORDER BY id")?;
+        let all: Vec<String> = stmt
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(ids
+            .iter()
+            .map(|id| shortest_unique_prefix(&all, id))
+            .collect())
+    }
+
+    /// Deletes a session with its messages, compactions and trims. The only way an original
+    /// message is ever removed.
+    pub fn delete_session(&mut self, id: &str) -> Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let n = tx.execute("DELETE FROM sessions WHERE id = ?1", [id])?;
+        tx.commit()?;
+        if n == 0 {
+            return Err(Error::SessionNotFound(id.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Records which model and window a session uses from now on.
+    pub fn set_session_model(
+        &mut self,
+        id: &str,
+        provider: Option<&str>,
+        model: Option<&str>,
+        context_window: Option<u64>,
+    ) -> Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let n = tx.execute(
+            "UPDATE sessions SET provider = ?2, model = ?3, context_window = ?4, updated_at = ?5 WHERE id = ?1",
+            params![id, provider, model, context_window, now_ms()],
+        )?;
+        tx.commit()?;
+        if n == 0 {
+            return Err(Error::SessionNotFound(id.to_string()));
+        }
+        Ok(())
+    }
+}
+
+/// The shortest prefix of `id` (at least [`MIN_SHORT_ID`]) not shared with its neighbours in the
+/// sorted list `all`.
+fn shortest_unique_prefix(all: &[String], id: &str) -> String {
+    let common = |other: &str| {
+        id.bytes()
+            .zip(other.bytes())
+            .take_while(|(a, b)| a == b)
+            .count()
+    };
+    let at = all.partition_point(|x| x.as_str() < id);
+    let before = at
+        .checked_sub(1)
+        .and_then(|i| all.get(i))
+        .map_or(0, |s| common(s));
+    let after = all
+        .get(at)
+        .filter(|s| s.as_str() == id)
+        .map_or(at, |_| at + 1);
+    let after = all.get(after).map_or(0, |s| common(s));
+    let len = (before.max(after) + 1).max(MIN_SHORT_ID).min(id.len());
+    id[..len].to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shortest_unique_prefix;
+
+    #[test]
+    fn prefix_grows_past_shared_characters() {
+        let all: Vec<String> = ["AAAAAAAAAA1", "AAAAAAAAAA2", "AAAAAAAB00", "ZZZZZZZZZZZ"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(shortest_unique_prefix(&all, "AAAAAAAAAA1"), "AAAAAAAAAA1");
+        assert_eq!(shortest_unique_prefix(&all, "AAAAAAAB00"), "AAAAAAAB");
+        assert_eq!(shortest_unique_prefix(&all, "ZZZZZZZZZZZ"), "ZZZZZZZZ");
+    }
+}

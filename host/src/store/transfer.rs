@@ -1,0 +1,285 @@
+//! `sessions export` / `sessions import`: one session as JSON Lines.
+//!
+//! The first line is the session, then its messages in seq order, then its compactions, then its
+//! trims, each line tagged by `record`. Export is deterministic, so export → import into an empty
+//! database → export gives the same bytes. Import validates every line and reference inside one
+//! transaction: malformed input names the line and field and writes nothing.
+
+use std::io::{BufRead, Write};
+
+use rusqlite::{Transaction, TransactionBehavior, params};
+use serde::{Deserialize, Serialize};
+
+use super::messages::{insert_compaction, insert_message, insert_trim};
+use super::model::{Compaction, Message, NewMessage, Part, SessionInfo, Trim};
+use super::{Error, Result, Store};
+
+/// One line of an export.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "record", rename_all = "snake_case")]
+enum Record {
+    Session(SessionInfo),
+    Message(Message),
+    Compaction(Compaction),
+    Trim(Trim),
+}
+
+impl Store {
+    /// Writes the full record of a session (messages, compactions, trims) as JSON Lines.
+    pub fn export(&self, session: &str, out: &mut dyn Write) -> Result<()> {
+        let info = self.session(session)?;
+        let io = |source| Error::Io {
+            action: "cannot write export of",
+            path: self.path.clone(),
+            source,
+        };
+        let mut write = |record: &Record| -> Result<()> {
+            serde_json::to_writer(&mut *out, record).map_err(|e| io(e.into()))?;
+            out.write_all(b"\n").map_err(io)
+        };
+        write(&Record::Session(info))?;
+        for m in self.messages_from(session, 1)? {
+            write(&Record::Message(m))?;
+        }
+        for c in self.compactions(session)? {
+            write(&Record::Compaction(c))?;
+        }
+        for t in self.trims(session)? {
+            write(&Record::Trim(t))?;
+        }
+        out.flush().map_err(io)
+    }
+
+    /// Imports one exported session. With `new_id` the session gets a fresh id; otherwise an id
+    /// already present is refused. Returns the imported session's id. All or nothing.
+    pub fn import(&mut self, input: &mut dyn BufRead, new_id: bool) -> Result<String> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let id = Importer::default().run(&tx, input, new_id)?;
+        tx.commit()?;
+        Ok(id)
+    }
+}
+
+#[derive(Default)]
+struct Importer {
+    id: String,
+    session_line: usize,
+    declared_count: u64,
+    messages: Vec<Message>,
+    last_line: usize,
+}
+
+fn invalid(line: usize, message: impl Into<String>) -> Error {
+    Error::InvalidImport {
+        line,
+        message: message.into(),
+    }
+}
+
+impl Importer {
+    fn run(
+        mut self,
+        tx: &Transaction<'_>,
+        input: &mut dyn BufRead,
+        new_id: bool,
+    ) -> Result<String> {
+        let mut buf = String::new();
+        let mut line = 0;
+        loop {
+            buf.clear();
+            line += 1;
+            let n = input
+                .read_line(&mut buf)
+                .map_err(|e| invalid(line, format!("cannot read input: {e}")))?;
+            if n == 0 {
+                break;
+            }
+            if buf.trim().is_empty() {
+                continue;
+            }
+            self.last_line = line;
+            let record = parse(line, &buf)?;
+            self.apply(tx, line, record, new_id)?;
+        }
+        if self.id.is_empty() {
+            return Err(invalid(1, "expected a `session` record, found no input"));
+        }
+        if self.messages.len() as u64 != self.declared_count {
+            return Err(invalid(
+                self.session_line,
+                format!(
+                    "field `message_count` is {} but {} message records follow",
+                    self.declared_count,
+                    self.messages.len()
+                ),
+            ));
+        }
+        Ok(self.id)
+    }
+
+    fn apply(
+        &mut self,
+        tx: &Transaction<'_>,
+        line: usize,
+        record: Record,
+        new_id: bool,
+    ) -> Result<()> {
+        match record {
+            Record::Session(s) => {
+                if !self.id.is_empty() {
+                    return Err(invalid(
+                        line,
+                        "a second `session` record: import one session per file",
+                    ));
+                }
+                self.session_line = line;
+                self.declared_count = s.message_count;
+                self.id = if new_id {
+                    ulid::Ulid::generate().to_string()
+                } else {
+                    valid_id(line, &s.id)?
+                };
+                let exists: bool = tx.query_row(
+                    "SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1)",
+                    [&self.id],
+                    |r| r.get(0),
+                )?;
+                if exists {
+                    return Err(Error::SessionExists(self.id.clone()));
+                }
+                if !s.metadata.is_object() {
+                    return Err(invalid(line, "field `metadata`: expected a JSON object"));
+                }
+                tx.execute(
+                    "INSERT INTO sessions (id, title, project, provider, model, context_window, created_at, \
+                     updated_at, message_count, input_tokens, output_tokens, cache_read_tokens, \
+                     cache_creation_tokens, context_tokens, compaction_failures, auto_compact_disabled, metadata) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                    params![
+                        self.id,
+                        s.title,
+                        s.project,
+                        s.provider,
+                        s.model,
+                        s.context_window,
+                        s.created_at,
+                        s.updated_at,
+                        s.message_count,
+                        s.totals.input_tokens,
+                        s.totals.output_tokens,
+                        s.totals.cache_read_tokens,
+                        s.totals.cache_creation_tokens,
+                        s.context_tokens,
+                        s.compaction_failures,
+                        s.auto_compact_disabled,
+                        s.metadata.to_string()
+                    ],
+                )?;
+            }
+            _ if self.id.is_empty() => {
+                return Err(invalid(line, "expected a `session` record first"));
+            }
+            Record::Message(m) => {
+                let expected = self.messages.len() as u64 + 1;
+                if m.seq != expected {
+                    return Err(invalid(
+                        line,
+                        format!("field `seq`: expected {expected}, found {}", m.seq),
+                    ));
+                }
+                let new = NewMessage {
+                    role: m.role,
+                    parts: m.parts.clone(),
+                    usage: m.usage,
+                    status: m.status,
+                };
+                insert_message(tx, &self.id, m.seq, &new, m.created_at)?;
+                self.messages.push(m);
+            }
+            Record::Compaction(c) => {
+                let count = self.messages.len() as u64;
+                let check = |field: &str, v: Option<u64>, max: u64| match v {
+                    Some(v) if v == 0 || v > max => Err(invalid(
+                        line,
+                        format!("field `{field}`: {v} is outside 1..={max}"),
+                    )),
+                    _ => Ok(()),
+                };
+                check("through_seq", Some(c.through_seq), count)?;
+                check("first_kept_seq", c.first_kept_seq, c.through_seq + 1)?;
+                check("pinned_seq", c.pinned_seq, c.through_seq)?;
+                insert_compaction(tx, &self.id, &c).map_err(|e| invalid(line, e.to_string()))?;
+            }
+            Record::Trim(t) => {
+                let content = self
+                    .messages
+                    .get((t.seq as usize).wrapping_sub(1))
+                    .and_then(|m| m.parts.get(t.part as usize))
+                    .and_then(|p| match p {
+                        Part::ToolResult { content, .. } => Some(content),
+                        _ => None,
+                    })
+                    .ok_or_else(|| {
+                        invalid(
+                            line,
+                            format!(
+                                "fields `seq`/`part`: message {} part {} is not a tool result",
+                                t.seq, t.part
+                            ),
+                        )
+                    })?;
+                if t.original_size != content.len() as u64 {
+                    return Err(invalid(
+                        line,
+                        format!(
+                            "field `original_size`: the tool result has {} bytes",
+                            content.len()
+                        ),
+                    ));
+                }
+                if t.new_size != t.replacement.len() as u64 || t.new_size >= t.original_size {
+                    return Err(invalid(
+                        line,
+                        "field `new_size`: must be the replacement's length and smaller than `original_size`",
+                    ));
+                }
+                insert_trim(tx, &self.id, &t)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Parses one line, naming the field at fault.
+fn parse(line: usize, text: &str) -> Result<Record> {
+    let de = &mut serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let inner = inner.to_string();
+        // serde_json appends " at line 1 column N", which is noise on a one-line record.
+        let inner = inner
+            .split(" at line ")
+            .next()
+            .unwrap_or(&inner)
+            .to_string();
+        if path == "." {
+            invalid(line, inner)
+        } else {
+            invalid(line, format!("field `{path}`: {inner}"))
+        }
+    })
+}
+
+fn valid_id(line: usize, id: &str) -> Result<String> {
+    ulid::Ulid::from_string(id)
+        .map(|u| u.to_string())
+        .map_err(|_| {
+            invalid(
+                line,
+                format!("field `id`: `{id}` is not a session id (a 26-character ULID)"),
+            )
+        })
+}

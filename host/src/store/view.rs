@@ -1,0 +1,154 @@
+//! The live view: what the next model request is built from.
+//!
+//! It is derived, never stored: the latest successful compaction's summary (as one user-role
+//! message ending with [`COMPACTION_MARKER`]), the pinned latest user request when it lies before
+//! the cut, then every message from the first kept one, with trims applied.
+
+use std::collections::HashMap;
+
+use rusqlite::{OptionalExtension, params};
+use serde::Serialize;
+
+use super::messages::{COMPACTION_COLUMNS, TRIM_COLUMNS, compaction_from_row, trim_from_row};
+use super::model::{Compaction, Message, MessageStatus, Part, Role, SessionInfo, Trim};
+use super::{Result, Store};
+
+/// The fixed marker that follows a summary in the live view. Documented in the README; tools and
+/// people can search for it.
+pub const COMPACTION_MARKER: &str = "[Seshat: the conversation above this point was compacted into the summary \
+     above. The original messages are kept in the session history.]";
+
+/// The text of the user-role message that stands for the compacted history.
+pub fn summary_text(summary: &str) -> String {
+    format!(
+        "Summary of the earlier conversation:\n\n{}\n\n{COMPACTION_MARKER}",
+        summary.trim()
+    )
+}
+
+/// Why an entry is in the live view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// The summary of the compacted history, with the marker.
+    Summary,
+    /// The latest user request, kept verbatim although it lies before the cut.
+    Pinned,
+    /// A message kept as is (trims applied).
+    Kept,
+}
+
+/// One message of the live view.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ViewEntry {
+    /// Why it is here.
+    pub origin: Origin,
+    /// The original message's seq (none for the summary).
+    pub seq: Option<u64>,
+    /// Role (the summary is a user message).
+    pub role: Role,
+    /// Content, trims applied.
+    pub parts: Vec<Part>,
+    /// The original's status.
+    pub status: MessageStatus,
+    /// The trims applied to this message.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub trims: Vec<Trim>,
+}
+
+/// What the next model request is built from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LiveView {
+    /// The session.
+    pub session: SessionInfo,
+    /// The compaction in force, if any.
+    pub compaction: Option<Compaction>,
+    /// The messages, in order.
+    pub entries: Vec<ViewEntry>,
+}
+
+impl Store {
+    /// The live view of a session.
+    pub fn live_view(&self, session: &str) -> Result<LiveView> {
+        let info = self.session(session)?;
+        let compaction = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {COMPACTION_COLUMNS} FROM compactions WHERE session_id = ?1 AND status = 'ok' \
+                 ORDER BY id DESC LIMIT 1"
+            ))?
+            .query_row([session], compaction_from_row)
+            .optional()?;
+        let first_kept = compaction
+            .as_ref()
+            .and_then(|c| c.first_kept_seq)
+            .unwrap_or(1);
+        let mut trims = self.trims_from(
+            session,
+            first_kept.min(pinned_of(compaction.as_ref(), first_kept)),
+        )?;
+
+        let mut entries = Vec::new();
+        if let Some(c) = &compaction {
+            entries.push(ViewEntry {
+                origin: Origin::Summary,
+                seq: None,
+                role: Role::User,
+                parts: vec![Part::Text {
+                    text: summary_text(c.summary.as_deref().unwrap_or_default()),
+                }],
+                status: MessageStatus::Synthetic,
+                trims: Vec::new(),
+            });
+            if let Some(pinned) = c.pinned_seq.filter(|&p| p < first_kept)
+                && let Some(msg) = self.message(session, pinned)?
+            {
+                entries.push(entry(Origin::Pinned, msg, &mut trims));
+            }
+        }
+        for msg in self.messages_from(session, first_kept)? {
+            entries.push(entry(Origin::Kept, msg, &mut trims));
+        }
+        Ok(LiveView {
+            session: info,
+            compaction,
+            entries,
+        })
+    }
+
+    /// Trims of messages with `seq >= from`, grouped by seq, oldest first.
+    fn trims_from(&self, session: &str, from: u64) -> Result<HashMap<u64, Vec<Trim>>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {TRIM_COLUMNS} FROM trims WHERE session_id = ?1 AND seq >= ?2 ORDER BY id"
+        ))?;
+        let mut by_seq: HashMap<u64, Vec<Trim>> = HashMap::new();
+        for trim in stmt.query_map(params![session, from], trim_from_row)? {
+            let trim = trim?;
+            by_seq.entry(trim.seq).or_default().push(trim);
+        }
+        Ok(by_seq)
+    }
+}
+
+fn pinned_of(c: Option<&Compaction>, default: u64) -> u64 {
+    c.and_then(|c| c.pinned_seq).unwrap_or(default)
+}
+
+/// A view entry for `msg` with its trims applied (the latest trim of a part wins).
+fn entry(origin: Origin, msg: Message, trims: &mut HashMap<u64, Vec<Trim>>) -> ViewEntry {
+    let trims = trims.remove(&msg.seq).unwrap_or_default();
+    let mut parts = msg.parts;
+    for trim in &trims {
+        if let Some(Part::ToolResult { content, .. }) = parts.get_mut(trim.part as usize) {
+            content.clone_from(&trim.replacement);
+        }
+    }
+    ViewEntry {
+        origin,
+        seq: Some(msg.seq),
+        role: msg.role,
+        parts,
+        status: msg.status,
+        trims,
+    }
+}
