@@ -8,14 +8,14 @@
 use std::io::{BufRead, Write};
 
 use rusqlite::{Transaction, TransactionBehavior, params};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::messages::{insert_compaction, insert_message, insert_trim};
 use super::model::{Compaction, Message, NewMessage, Part, SessionInfo, Trim};
 use super::{Error, Result, Store};
 
 /// One line of an export.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize)]
 #[serde(tag = "record", rename_all = "snake_case")]
 enum Record {
     Session(SessionInfo),
@@ -252,25 +252,52 @@ impl Importer {
     }
 }
 
-/// Parses one line, naming the field at fault.
+/// Parses one line, naming the field at fault. The `record` tag is read first and the rest is
+/// decoded as that record's type, so errors carry the path inside it.
 fn parse(line: usize, text: &str) -> Result<Record> {
-    let de = &mut serde_json::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        let inner = inner.to_string();
-        // serde_json appends " at line 1 column N", which is noise on a one-line record.
-        let inner = inner
-            .split(" at line ")
-            .next()
-            .unwrap_or(&inner)
-            .to_string();
-        if path == "." {
-            invalid(line, inner)
-        } else {
-            invalid(line, format!("field `{path}`: {inner}"))
+    let mut value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| invalid(line, clean(&e)))?;
+    let tag = match value.as_object_mut().and_then(|o| o.remove("record")) {
+        Some(serde_json::Value::String(tag)) => tag,
+        Some(_) => return Err(invalid(line, "field `record`: expected a string")),
+        None => {
+            return Err(invalid(
+                line,
+                "missing field `record` (session, message, compaction or trim)",
+            ));
+        }
+    };
+    fn decode<T: serde::de::DeserializeOwned>(line: usize, value: serde_json::Value) -> Result<T> {
+        serde_path_to_error::deserialize(value).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = clean(e.inner());
+            if path == "." {
+                invalid(line, inner)
+            } else {
+                invalid(line, format!("field `{path}`: {inner}"))
+            }
+        })
+    }
+    Ok(match tag.as_str() {
+        "session" => Record::Session(decode(line, value)?),
+        "message" => Record::Message(decode(line, value)?),
+        "compaction" => Record::Compaction(decode(line, value)?),
+        "trim" => Record::Trim(decode(line, value)?),
+        other => {
+            return Err(invalid(
+                line,
+                format!(
+                    "field `record`: unknown record `{other}` (expected session, message, compaction or trim)"
+                ),
+            ));
         }
     })
+}
+
+/// serde_json's message without its " at line 1 column N" suffix (noise on a one-line record).
+fn clean(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    text.split(" at line ").next().unwrap_or(&text).to_string()
 }
 
 fn valid_id(line: usize, id: &str) -> Result<String> {

@@ -1,0 +1,9 @@
+//! Integration tests of the `seshat` crate and binary: one test binary, one module per area.
+
+mod cli;
+mod concurrency;
+mod crash;
+mod ids;
+mod migrations;
+mod store;
+mod support;

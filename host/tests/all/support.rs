@@ -1,0 +1,123 @@
+//! Shared helpers: temporary homes, running the real binary, the repository's fixtures.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use seshat::store::{NewSession, Store};
+
+/// A temporary `SESHAT_HOME` with its database path.
+pub struct Home {
+    pub dir: tempfile::TempDir,
+}
+
+impl Home {
+    pub fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn db(&self) -> PathBuf {
+        self.dir.path().join("seshat.db")
+    }
+
+    pub fn store(&self) -> Store {
+        Store::open(&self.db()).expect("open store")
+    }
+
+    /// `seshat` with this home, a fixed time zone and width, run in `cwd` (default: the home).
+    pub fn cmd(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_seshat"));
+        cmd.env_clear()
+            .env("SESHAT_HOME", self.path())
+            .env("TZ", "UTC")
+            .env("COLUMNS", "100")
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .current_dir(self.path())
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Runs `seshat args…` and returns its output.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd().args(args).output().expect("run seshat")
+    }
+
+    /// Runs `seshat args…`, asserting success and an empty stderr; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "seshat {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.stderr.is_empty(),
+            "seshat {args:?} wrote to stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("utf-8 stdout")
+    }
+
+    /// Runs `seshat args…`, asserting a non-zero exit and nothing on stdout; returns stderr.
+    pub fn fails(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            !out.status.success(),
+            "seshat {args:?} unexpectedly succeeded"
+        );
+        assert!(
+            out.stdout.is_empty(),
+            "seshat {args:?} wrote to stdout: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let err = String::from_utf8(out.stderr).expect("utf-8 stderr");
+        assert!(
+            !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+            "panic: {err}"
+        );
+        err
+    }
+
+    /// Creates a session in the given project.
+    pub fn session(&self, project: &str) -> String {
+        self.store()
+            .create_session(NewSession {
+                project: project.into(),
+                ..Default::default()
+            })
+            .expect("create")
+            .id
+    }
+}
+
+/// A file under the repository's `tests/fixtures`.
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures")
+        .join(name)
+}
+
+/// The first text part of a message.
+pub fn text_of(msg: &seshat::store::Message) -> &str {
+    msg.parts
+        .iter()
+        .find_map(|p| match p {
+            seshat::store::Part::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .unwrap_or("")
+}
+
+/// A JSONL line for `sessions append`.
+pub fn append_line(session: Option<&str>, text: &str) -> String {
+    let mut v = serde_json::json!({"role": "user", "parts": [{"type": "text", "text": text}]});
+    if let Some(s) = session {
+        v["session"] = s.into();
+    }
+    v.to_string()
+}
