@@ -4,15 +4,24 @@ use std::io::Write;
 
 use serde::Serialize;
 
+/// The local time zone, looked up once per process.
+static LOCAL: std::sync::LazyLock<jiff::tz::TimeZone> =
+    std::sync::LazyLock::new(jiff::tz::TimeZone::system);
+
 /// A unix-milliseconds time in the local time zone, to the minute.
 pub fn time(ms: i64) -> String {
     jiff::Timestamp::from_millisecond(ms)
         .map(|t| {
-            t.to_zoned_datetime(jiff::tz::TimeZone::system())
+            t.to_zoned_datetime(LOCAL.clone())
                 .strftime("%Y-%m-%d %H:%M")
                 .to_string()
         })
         .unwrap_or_else(|_| "?".to_string())
+}
+
+/// Buffered stdout: commands write through this and flush once at the end.
+pub fn stdout() -> std::io::BufWriter<std::io::StdoutLock<'static>> {
+    std::io::BufWriter::new(std::io::stdout().lock())
 }
 
 /// A token count the way status lines show it: `950`, `12k`, `1.2M`.

@@ -8,6 +8,9 @@ use super::{Error, Result, Store, now_ms};
 /// The shortest prefix `sessions list` shows.
 pub const MIN_SHORT_ID: usize = 8;
 
+/// Up to this many ids, [`Store::short_ids`] probes each id's neighbours instead of reading all.
+const NEIGHBOUR_LOOKUPS_UP_TO: usize = 256;
+
 /// Which sessions [`Store::list_sessions`] returns.
 #[derive(Debug, Clone, Default)]
 pub struct ListFilter {
@@ -146,6 +149,29 @@ impl Store {
     /// For each of `ids`, the shortest prefix (at least [`MIN_SHORT_ID`] characters) that no
     /// other session in the database shares.
     pub fn short_ids(&self, ids: &[&str]) -> Result<Vec<String>> {
+        // A short list looks up each id's two neighbours in the index; a long one reads every id
+        // once.
+        if ids.len() <= NEIGHBOUR_LOOKUPS_UP_TO {
+            let mut before = self
+                .conn
+                .prepare_cached("SELECT id FROM sessions WHERE id < ?1 ORDER BY id DESC LIMIT 1")?;
+            let mut after = self
+                .conn
+                .prepare_cached("SELECT id FROM sessions WHERE id > ?1 ORDER BY id LIMIT 1")?;
+            return ids
+                .iter()
+                .map(|id| {
+                    let mut near: Vec<String> = before
+                        .query_row([id], |r| r.get(0))
+                        .optional()?
+                        .into_iter()
+                        .collect();
+                    near.push((*id).to_string());
+                    near.extend(after.query_row([id], |r| r.get(0)).optional()?);
+                    Ok(shortest_unique_prefix(&near, id))
+                })
+                .collect();
+        }
         let mut stmt = self
             .conn
             .prepare_cached("SELECT id FROM sessions ORDER BY id")?;

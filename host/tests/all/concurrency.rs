@@ -102,7 +102,7 @@ fn four_processes_append_to_shared_and_own_sessions() {
             "shared session seq has a gap or repeat"
         );
     }
-    for p in 0..PROCESSES {
+    for (p, own) in own.iter().enumerate() {
         // Each process's messages to the shared session are all there, in the order it sent them.
         let mine: Vec<&str> = shared_history
             .iter()
@@ -114,7 +114,7 @@ fn four_processes_append_to_shared_and_own_sessions() {
             .collect();
         assert_eq!(mine, expected, "process {p}'s shared messages");
 
-        let history = store.full_history(&own[p]).unwrap();
+        let history = store.full_history(own).unwrap();
         let texts: Vec<&str> = history.iter().map(text_of).collect();
         let expected: Vec<String> = (0..PER_SESSION).map(|i| format!("p{p}-own-{i}")).collect();
         assert_eq!(texts, expected, "process {p}'s own session");
@@ -125,7 +125,7 @@ fn four_processes_append_to_shared_and_own_sessions() {
                 .all(|(i, m)| m.seq == i as u64 + 1)
         );
         assert_eq!(
-            store.session(&own[p]).unwrap().message_count,
+            store.session(own).unwrap().message_count,
             PER_SESSION as u64
         );
     }

@@ -33,6 +33,15 @@ fn thousand_sessions_in_a_tight_loop_get_distinct_short_ids() {
     let listed: HashSet<&str> = rows.iter().map(|r| r["id"].as_str().unwrap()).collect();
     assert_eq!(listed, ids.iter().map(String::as_str).collect());
 
+    // A short list finds the same prefixes by probing neighbours instead of reading every id.
+    let limited: Vec<serde_json::Value> =
+        serde_json::from_str(&home.ok(&["sessions", "list", "--all", "--limit", "100", "--json"])).unwrap();
+    assert_eq!(limited.len(), 100);
+    for (short, full) in limited.iter().zip(&rows) {
+        assert_eq!(short["id"], full["id"]);
+        assert_eq!(short["short_id"], full["short_id"], "the two ways disagree");
+    }
+
     for row in &rows {
         let (id, short) = (
             row["id"].as_str().unwrap(),

@@ -88,7 +88,7 @@ fn append_sets_title_totals_and_context() {
             &long,
             &[
                 NewMessage::text(Role::Assistant, "hello"),
-                NewMessage::text(Role::User, &"é".repeat(200)),
+                NewMessage::text(Role::User, "é".repeat(200)),
             ],
         )
         .unwrap();

@@ -38,7 +38,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let sessions = store.list_sessions(&filter)?;
     let ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
     let short = store.short_ids(&ids)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = format::stdout();
     if args.json {
         let rows: Vec<Row<'_>> = sessions
             .iter()
@@ -46,6 +46,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             .map(|(session, short_id)| Row { short_id, session })
             .collect();
         format::json(&mut out, &rows)?;
+        out.flush()?;
         return Ok(ExitCode::SUCCESS);
     }
     if sessions.is_empty() {
@@ -58,6 +59,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
                 ctx.project
             )?;
         }
+        out.flush()?;
         return Ok(ExitCode::SUCCESS);
     }
     let width = short.iter().map(String::len).max().unwrap_or(8);
@@ -77,5 +79,6 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             format::clip(s.title.as_deref().unwrap_or("(untitled)"), 60),
         )?;
     }
+    out.flush()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -32,7 +32,7 @@ struct Full {
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let store = ctx.store()?;
     let id = store.resolve(&args.id)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = format::stdout();
     if args.full {
         let full = Full {
             session: store.session(&id)?,
@@ -45,11 +45,13 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         } else {
             render_full(&mut out, &full)?;
         }
+        out.flush()?;
         return Ok(ExitCode::SUCCESS);
     }
     let view = store.live_view(&id)?;
     if args.json {
         format::json(&mut out, &view)?;
+        out.flush()?;
         return Ok(ExitCode::SUCCESS);
     }
     header(&mut out, &view.session)?;
@@ -80,6 +82,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             )?;
         }
     }
+    out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,4 +1,4 @@
--- 0002: compaction records, micro-compaction trims, and the failure breaker.
+-- 0002: compaction records, micro-compaction trims, the failure breaker, list indexes.
 
 ALTER TABLE sessions ADD COLUMN compaction_failures INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE sessions ADD COLUMN auto_compact_disabled INTEGER NOT NULL DEFAULT 0
@@ -37,3 +37,9 @@ CREATE TABLE trims (
 ) STRICT;
 
 CREATE INDEX trims_session ON trims (session_id, seq, part, id);
+
+-- Listing orders by (updated_at, id); index the tie-break too so a limited list never sorts.
+DROP INDEX sessions_project_updated;
+DROP INDEX sessions_updated;
+CREATE INDEX sessions_project_updated ON sessions (project, updated_at DESC, id DESC);
+CREATE INDEX sessions_updated ON sessions (updated_at DESC, id DESC);
