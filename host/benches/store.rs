@@ -25,11 +25,7 @@ fn main() {
 
 fn report(name: &str, ours: Duration, base: Duration, target: &str) {
     let ratio = ours.as_secs_f64() / base.as_secs_f64();
-    println!(
-        "| {name} | {} | {} | {ratio:.2}× | {target} |",
-        fmt(ours),
-        fmt(base)
-    );
+    println!("| {name} | {} | {} | {ratio:.2}× | {target} |", fmt(ours), fmt(base));
 }
 
 fn fmt(d: Duration) -> String {
@@ -58,12 +54,7 @@ fn median(runs: usize, mut f: impl FnMut()) -> Duration {
 /// A message like a chat writes: text, or a tool call, or a tool result, with usage on replies.
 fn message(i: usize) -> NewMessage {
     let (role, parts) = match i % 4 {
-        0 => (
-            Role::User,
-            vec![Part::Text {
-                text: format!("request {i}: please look at the build output"),
-            }],
-        ),
+        0 => (Role::User, vec![Part::Text { text: format!("request {i}: please look at the build output") }]),
         1 => (
             Role::Assistant,
             vec![Part::ToolCall {
@@ -74,18 +65,9 @@ fn message(i: usize) -> NewMessage {
         ),
         2 => (
             Role::Tool,
-            vec![Part::ToolResult {
-                call_id: format!("call_{}", i - 1),
-                content: "ok\n".repeat(100),
-                is_error: false,
-            }],
+            vec![Part::ToolResult { call_id: format!("call_{}", i - 1), content: "ok\n".repeat(100), is_error: false }],
         ),
-        _ => (
-            Role::Assistant,
-            vec![Part::Text {
-                text: format!("answer {i}: the build passes"),
-            }],
-        ),
+        _ => (Role::Assistant, vec![Part::Text { text: format!("answer {i}: the build passes") }]),
     };
     let usage = (role == Role::Assistant).then_some(Usage {
         input_tokens: 100,
@@ -93,12 +75,7 @@ fn message(i: usize) -> NewMessage {
         context_tokens: Some(1000 + i as u64),
         ..Default::default()
     });
-    NewMessage {
-        role,
-        parts,
-        usage,
-        status: MessageStatus::Complete,
-    }
+    NewMessage { role, parts, usage, status: MessageStatus::Complete }
 }
 
 /// A connection with exactly the PRAGMAs the store uses.
@@ -113,13 +90,7 @@ fn raw(path: &Path) -> Connection {
 
 fn new_store(dir: &Path, name: &str) -> (Store, String) {
     let mut store = Store::open(&dir.join(name)).unwrap();
-    let id = store
-        .create_session(NewSession {
-            project: "/bench".into(),
-            ..Default::default()
-        })
-        .unwrap()
-        .id;
+    let id = store.create_session(NewSession { project: "/bench".into(), ..Default::default() }).unwrap().id;
     (store, id)
 }
 
@@ -144,9 +115,7 @@ fn append(n: usize) {
         let mut conn = raw(&path);
         let t = Instant::now();
         for m in &msgs {
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .unwrap();
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).unwrap();
             let count: u64 = tx
                 .prepare_cached("SELECT message_count FROM sessions WHERE id = ?1")
                 .unwrap()
@@ -161,22 +130,15 @@ fn append(n: usize) {
             .unwrap()
             .execute(params![id, count + 1, m.role.as_str(), parts, usage])
             .unwrap();
-            tx.prepare_cached(
-                "UPDATE sessions SET message_count = ?2, updated_at = 0 WHERE id = ?1",
-            )
-            .unwrap()
-            .execute(params![id, count + 1])
-            .unwrap();
+            tx.prepare_cached("UPDATE sessions SET message_count = ?2, updated_at = 0 WHERE id = ?1")
+                .unwrap()
+                .execute(params![id, count + 1])
+                .unwrap();
             tx.commit().unwrap();
         }
         base = base.min(t.elapsed());
     }
-    report(
-        &format!("append {n} messages, one transaction each (best of 3)"),
-        ours,
-        base,
-        "≤ 1.5×",
-    );
+    report(&format!("append {n} messages, one transaction each (best of 3)"), ours, base, "≤ 1.5×");
 }
 
 fn live_view(n: usize) {
@@ -184,9 +146,7 @@ fn live_view(n: usize) {
     let (mut store, id) = new_store(dir.path(), "view.db");
     let msgs: Vec<NewMessage> = (0..n).map(message).collect();
     store.append(&id, &msgs).unwrap();
-    let ours = median(21, || {
-        assert_eq!(store.live_view(&id).unwrap().entries.len(), n)
-    });
+    let ours = median(21, || assert_eq!(store.live_view(&id).unwrap().entries.len(), n));
     let conn = raw(store.path());
     // Baseline: read the same rows and decode their JSON columns by hand.
     let base = median(21, || {
@@ -195,14 +155,7 @@ fn live_view(n: usize) {
                 "SELECT seq, role, parts, usage, status, created_at FROM messages WHERE session_id = ?1 ORDER BY seq",
             )
             .unwrap();
-        let rows: Vec<(
-            u64,
-            String,
-            serde_json::Value,
-            Option<serde_json::Value>,
-            String,
-            i64,
-        )> = stmt
+        let rows: Vec<(u64, String, serde_json::Value, Option<serde_json::Value>, String, i64)> = stmt
             .query_map([&id], |r| {
                 let parts: String = r.get(2)?;
                 let usage: Option<String> = r.get(3)?;
@@ -220,24 +173,13 @@ fn live_view(n: usize) {
             .unwrap();
         assert_eq!(rows.len(), n);
     });
-    report(
-        &format!("live view of a {n}-message session (median of 21)"),
-        ours,
-        base,
-        "≤ 2×",
-    );
+    report(&format!("live view of a {n}-message session (median of 21)"), ours, base, "≤ 2×");
 }
 
 fn sessions_db(dir: &Path, n: usize) -> std::path::PathBuf {
     let mut store = Store::open(&dir.join("list.db")).unwrap();
     for i in 0..n {
-        let id = store
-            .create_session(NewSession {
-                project: "/bench".into(),
-                ..Default::default()
-            })
-            .unwrap()
-            .id;
+        let id = store.create_session(NewSession { project: "/bench".into(), ..Default::default() }).unwrap().id;
         if i % 10 == 0 {
             store.append(&id, &[message(0), message(3)]).unwrap();
         }
@@ -249,10 +191,7 @@ fn list(n: usize) {
     let dir = tempfile::tempdir().unwrap();
     let path = sessions_db(dir.path(), n);
     let store = Store::open(&path).unwrap();
-    let filter = ListFilter {
-        project: Some("/bench".into()),
-        limit: None,
-    };
+    let filter = ListFilter { project: Some("/bench".into()), limit: None };
     let ours = median(21, || {
         let sessions = store.list_sessions(&filter).unwrap();
         let ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
@@ -269,27 +208,13 @@ fn list(n: usize) {
             )
             .unwrap();
         let rows: Vec<(String, Option<String>, String, i64, u64, String)> = stmt
-            .query_map(["/bench"], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(7)?,
-                    r.get(8)?,
-                    r.get(16)?,
-                ))
-            })
+            .query_map(["/bench"], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(7)?, r.get(8)?, r.get(16)?)))
             .unwrap()
             .collect::<rusqlite::Result<_>>()
             .unwrap();
         assert_eq!(rows.len(), n);
     });
-    report(
-        &format!("list {n} sessions with short ids (median of 21)"),
-        ours,
-        base,
-        "≤ 2×",
-    );
+    report(&format!("list {n} sessions with short ids (median of 21)"), ours, base, "≤ 2×");
 }
 
 fn list_process(n: usize) {
@@ -298,32 +223,20 @@ fn list_process(n: usize) {
     let bin = env!("CARGO_BIN_EXE_seshat");
     let run = |cmd: &mut Command| {
         let out = cmd.output().expect("run");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         assert!(out.stdout.len() > n * 20);
     };
-    let ours = median(11, || {
-        run(Command::new(bin).args(["--db", path.to_str().unwrap(), "sessions", "list", "--all"]))
-    });
+    let ours =
+        median(11, || run(Command::new(bin).args(["--db", path.to_str().unwrap(), "sessions", "list", "--all"])));
     let Ok(_) = Command::new("sqlite3").arg("-version").output() else {
-        println!(
-            "| `seshat sessions list` process, {n} sessions | {} | sqlite3 not installed | - | - |",
-            fmt(ours)
-        );
+        println!("| `seshat sessions list` process, {n} sessions | {} | sqlite3 not installed | - | - |", fmt(ours));
         return;
     };
     let sql = "SELECT id, updated_at, message_count, context_tokens, context_window, title FROM sessions \
                ORDER BY updated_at DESC, id DESC;";
-    let base = median(11, || {
-        run(Command::new("sqlite3").args([path.to_str().unwrap(), sql]))
-    });
+    let base = median(11, || run(Command::new("sqlite3").args([path.to_str().unwrap(), sql])));
     report(
-        &format!(
-            "`seshat sessions list --all` process vs `sqlite3` shell, {n} sessions (median of 11)"
-        ),
+        &format!("`seshat sessions list --all` process vs `sqlite3` shell, {n} sessions (median of 11)"),
         ours,
         base,
         "-",

@@ -3,11 +3,15 @@
 //! This crate is the Rust SDK and the engine behind the `seshat` CLI:
 //!
 //! * [`store`] keeps every conversation in a local SQLite file, append-only, resumable;
-//! * [`paths`] decides where files live and which project a directory belongs to.
+//! * [`paths`] decides where files live and which project a directory belongs to;
+//! * [`plugins`] loads the policies as sandboxed WebAssembly components;
+//! * [`config`] reads the user's and the project's `config.toml`.
 //!
 //! See `ARCHITECTURE.md` at the repository root for the map of the whole system.
 
+pub mod config;
 pub mod paths;
+pub mod plugins;
 pub mod store;
 
 pub use store::Store;

@@ -11,6 +11,10 @@ use etcetera::BaseStrategy;
 /// The environment variable that, when set, holds everything Seshat reads or writes.
 pub const HOME_ENV: &str = "SESHAT_HOME";
 
+/// The environment variable that, when set, overrides only the cache directory (tests share one
+/// compiled-plugin cache this way).
+pub const CACHE_ENV: &str = "SESHAT_CACHE_DIR";
+
 /// File name of the session database inside the data directory.
 pub const DB_FILE: &str = "seshat.db";
 
@@ -35,28 +39,29 @@ pub struct Dirs {
 
 impl Dirs {
     /// Resolves the directories from the process environment: `SESHAT_HOME` when set (everything
-    /// lives under it), otherwise the XDG data, config and cache directories.
+    /// lives under it), otherwise the XDG data, config and cache directories; `SESHAT_CACHE_DIR`
+    /// moves the cache alone.
     pub fn from_env() -> Result<Self, Error> {
-        match std::env::var_os(HOME_ENV).filter(|v| !v.is_empty()) {
-            Some(home) => Ok(Self::under(Path::new(&home))),
+        let mut dirs = match std::env::var_os(HOME_ENV).filter(|v| !v.is_empty()) {
+            Some(home) => Self::under(Path::new(&home)),
             None => {
                 let xdg = etcetera::choose_base_strategy().map_err(|_| Error::NoHome)?;
-                Ok(Self {
+                Self {
                     data: xdg.data_dir().join("seshat"),
                     config: xdg.config_dir().join("seshat"),
                     cache: xdg.cache_dir().join("seshat"),
-                })
+                }
             }
+        };
+        if let Some(cache) = std::env::var_os(CACHE_ENV).filter(|v| !v.is_empty()) {
+            dirs.cache = PathBuf::from(cache);
         }
+        Ok(dirs)
     }
 
     /// The layout used when everything lives under one directory (`SESHAT_HOME`).
     pub fn under(home: &Path) -> Self {
-        Self {
-            data: home.to_path_buf(),
-            config: home.to_path_buf(),
-            cache: home.join("cache"),
-        }
+        Self { data: home.to_path_buf(), config: home.to_path_buf(), cache: home.join("cache") }
     }
 
     /// The default database path.
@@ -72,10 +77,7 @@ impl Dirs {
 /// so no git binary is needed. The result is canonical where the path exists.
 pub fn project_key(dir: &Path) -> String {
     let dir = canonical(dir);
-    let key = dir
-        .ancestors()
-        .find_map(git_project_root)
-        .unwrap_or_else(|| dir.clone());
+    let key = dir.ancestors().find_map(git_project_root).unwrap_or_else(|| dir.clone());
     key.to_string_lossy().into_owned()
 }
 
@@ -125,10 +127,7 @@ mod tests {
         let root = tmp.path().join("repo");
         fs::create_dir_all(root.join(".git")).unwrap();
         fs::create_dir_all(root.join("src/deep")).unwrap();
-        assert_eq!(
-            project_key(&root.join("src/deep")),
-            canonical(&root).to_string_lossy()
-        );
+        assert_eq!(project_key(&root.join("src/deep")), canonical(&root).to_string_lossy());
     }
 
     #[test]
@@ -141,10 +140,7 @@ mod tests {
         let wt = tmp.path().join("feature-checkout");
         fs::create_dir_all(wt.join("src")).unwrap();
         fs::write(wt.join(".git"), format!("gitdir: {}\n", wt_git.display())).unwrap();
-        assert_eq!(
-            project_key(&wt.join("src")),
-            canonical(&root).to_string_lossy()
-        );
+        assert_eq!(project_key(&wt.join("src")), canonical(&root).to_string_lossy());
     }
 
     #[test]
@@ -161,9 +157,7 @@ mod tests {
     #[test]
     fn seshat_home_holds_everything() {
         let d = Dirs::under(Path::new("/h"));
-        assert!(
-            d.data.starts_with("/h") && d.config.starts_with("/h") && d.cache.starts_with("/h")
-        );
+        assert!(d.data.starts_with("/h") && d.config.starts_with("/h") && d.cache.starts_with("/h"));
         assert_eq!(d.db_path(), Path::new("/h/seshat.db"));
     }
 }

@@ -5,17 +5,12 @@ use std::io::Write;
 use serde::Serialize;
 
 /// The local time zone, looked up once per process.
-static LOCAL: std::sync::LazyLock<jiff::tz::TimeZone> =
-    std::sync::LazyLock::new(jiff::tz::TimeZone::system);
+static LOCAL: std::sync::LazyLock<jiff::tz::TimeZone> = std::sync::LazyLock::new(jiff::tz::TimeZone::system);
 
 /// A unix-milliseconds time in the local time zone, to the minute.
 pub fn time(ms: i64) -> String {
     jiff::Timestamp::from_millisecond(ms)
-        .map(|t| {
-            t.to_zoned_datetime(LOCAL.clone())
-                .strftime("%Y-%m-%d %H:%M")
-                .to_string()
-        })
+        .map(|t| t.to_zoned_datetime(LOCAL.clone()).strftime("%Y-%m-%d %H:%M").to_string())
         .unwrap_or_else(|_| "?".to_string())
 }
 
@@ -37,12 +32,7 @@ pub fn tokens(n: u64) -> String {
 pub fn context_use(used: Option<u64>, window: Option<u64>) -> String {
     match (used, window) {
         (Some(used), Some(window)) if window > 0 => {
-            format!(
-                "{}% {}/{}",
-                used * 100 / window,
-                tokens(used),
-                tokens(window)
-            )
+            format!("{}% {}/{}", used * 100 / window, tokens(used), tokens(window))
         }
         (Some(used), _) => tokens(used),
         _ => "-".to_string(),

@@ -1,25 +1,23 @@
 //! Command-line parsing and dispatch: one file per subcommand.
 
 mod format;
+mod plugins;
 mod sessions;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
+use seshat::config::Config;
 use seshat::paths::{self, Dirs};
+use seshat::plugins::{Catalog, Runtime};
 use seshat::store::Store;
 
 /// Seshat keeps an AI agent's memory: every conversation saved and resumable, each request kept
 /// inside the context window by compaction, and long-term notes.
 #[derive(Debug, Parser)]
-#[command(
-    name = "seshat",
-    version,
-    propagate_version = true,
-    max_term_width = 100
-)]
+#[command(name = "seshat", version, propagate_version = true, max_term_width = 100)]
 pub struct Cli {
     /// Use this database file instead of the default (`$SESHAT_HOME/seshat.db`, else
     /// `~/.local/share/seshat/seshat.db`).
@@ -35,25 +33,39 @@ enum Command {
     /// List, show, export, import and delete saved sessions.
     #[command(subcommand)]
     Sessions(sessions::SessionsCommand),
+    /// List, check and create plugins (trimmers, summarisers, providers).
+    #[command(subcommand)]
+    Plugins(plugins::PluginsCommand),
 }
 
 /// What every command may need: where files are and which project we are in.
 pub struct Context {
     db: PathBuf,
+    dirs: Dirs,
     project: String,
 }
 
 impl Context {
     fn from_cli(cli: &Cli) -> anyhow::Result<Self> {
-        let db = match &cli.db {
-            Some(db) => db.clone(),
-            None => Dirs::from_env()?.db_path(),
-        };
+        let dirs = Dirs::from_env()?;
+        let db = cli.db.clone().unwrap_or_else(|| dirs.db_path());
         let cwd = std::env::current_dir().context("cannot read the current directory")?;
-        Ok(Self {
-            db,
-            project: paths::project_key(&cwd),
-        })
+        Ok(Self { db, dirs, project: paths::project_key(&cwd) })
+    }
+
+    /// The user's and the project's configuration, merged.
+    fn config(&self) -> anyhow::Result<Config> {
+        Ok(Config::load(&self.dirs.config, Some(Path::new(&self.project)))?)
+    }
+
+    /// Every installed plugin.
+    fn catalog(&self) -> Catalog {
+        Catalog::discover(&self.dirs.config, Some(Path::new(&self.project)))
+    }
+
+    /// The plugin runtime, caching compiled plugins under the cache directory.
+    fn runtime(&self) -> Runtime {
+        Runtime::new(Some(self.dirs.cache.join("plugins")))
     }
 
     /// Opens the session database.
@@ -67,5 +79,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let ctx = Context::from_cli(&cli)?;
     match cli.command {
         Command::Sessions(cmd) => sessions::run(&ctx, cmd),
+        Command::Plugins(cmd) => plugins::run(&ctx, cmd),
     }
 }

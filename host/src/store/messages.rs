@@ -3,8 +3,7 @@
 use rusqlite::{OptionalExtension, Row, Transaction, TransactionBehavior, params};
 
 use super::model::{
-    Compaction, CompactionStatus, CompactionTrigger, Message, MessageStatus, NewMessage, Part,
-    Role, Trim, Usage,
+    Compaction, CompactionStatus, CompactionTrigger, Message, MessageStatus, NewMessage, Part, Role, Trim, Usage,
 };
 use super::{Error, Result, Store, now_ms};
 
@@ -14,9 +13,8 @@ const TITLE_CHARS: usize = 80;
 pub(super) const MESSAGE_COLUMNS: &str = "seq, role, parts, usage, status, created_at";
 
 fn json_column<T: serde::de::DeserializeOwned>(idx: usize, text: &str) -> rusqlite::Result<T> {
-    serde_json::from_str(text).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, Box::new(e))
-    })
+    serde_json::from_str(text)
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, Box::new(e)))
 }
 
 pub(super) fn message_from_row(row: &Row<'_>) -> rusqlite::Result<Message> {
@@ -24,16 +22,14 @@ pub(super) fn message_from_row(row: &Row<'_>) -> rusqlite::Result<Message> {
     let parts: String = row.get(2)?;
     let usage: Option<String> = row.get(3)?;
     let status: String = row.get(4)?;
-    let bad = |idx, what: String| {
-        rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, what.into())
-    };
+    let bad =
+        |idx, what: String| rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, what.into());
     Ok(Message {
         seq: row.get(0)?,
         role: Role::parse(&role).ok_or_else(|| bad(1, format!("unknown role {role}")))?,
         parts: json_column(2, &parts)?,
         usage: usage.map(|u| json_column(3, &u)).transpose()?,
-        status: MessageStatus::parse(&status)
-            .ok_or_else(|| bad(4, format!("unknown status {status}")))?,
+        status: MessageStatus::parse(&status).ok_or_else(|| bad(4, format!("unknown status {status}")))?,
         created_at: row.get(5)?,
     })
 }
@@ -45,11 +41,7 @@ pub(super) fn compaction_from_row(row: &Row<'_>) -> rusqlite::Result<Compaction>
     let trigger: String = row.get(0)?;
     let status: String = row.get(8)?;
     Ok(Compaction {
-        trigger: if trigger == "manual" {
-            CompactionTrigger::Manual
-        } else {
-            CompactionTrigger::Auto
-        },
+        trigger: if trigger == "manual" { CompactionTrigger::Manual } else { CompactionTrigger::Auto },
         tokens_before: row.get(1)?,
         tokens_after: row.get(2)?,
         through_seq: row.get(3)?,
@@ -57,11 +49,7 @@ pub(super) fn compaction_from_row(row: &Row<'_>) -> rusqlite::Result<Compaction>
         pinned_seq: row.get(5)?,
         summary: row.get(6)?,
         model: row.get(7)?,
-        status: if status == "ok" {
-            CompactionStatus::Ok
-        } else {
-            CompactionStatus::Failed
-        },
+        status: if status == "ok" { CompactionStatus::Ok } else { CompactionStatus::Failed },
         error: row.get(9)?,
         created_at: row.get(10)?,
     })
@@ -95,38 +83,19 @@ fn title_from(parts: &[Part]) -> Option<String> {
 }
 
 /// Inserts one message at `seq` inside an open transaction.
-pub(super) fn insert_message(
-    tx: &Transaction<'_>,
-    session: &str,
-    seq: u64,
-    msg: &NewMessage,
-    at: i64,
-) -> Result<()> {
-    let parts = serde_json::to_string(&msg.parts).map_err(|e| Error::Corrupt {
-        table: "messages",
-        message: e.to_string(),
-    })?;
+pub(super) fn insert_message(tx: &Transaction<'_>, session: &str, seq: u64, msg: &NewMessage, at: i64) -> Result<()> {
+    let parts =
+        serde_json::to_string(&msg.parts).map_err(|e| Error::Corrupt { table: "messages", message: e.to_string() })?;
     let usage = msg
         .usage
         .map(|u| serde_json::to_string(&u))
         .transpose()
-        .map_err(|e| Error::Corrupt {
-            table: "messages",
-            message: e.to_string(),
-        })?;
+        .map_err(|e| Error::Corrupt { table: "messages", message: e.to_string() })?;
     tx.prepare_cached(
         "INSERT INTO messages (session_id, seq, role, parts, usage, status, created_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?
-    .execute(params![
-        session,
-        seq,
-        msg.role.as_str(),
-        parts,
-        usage,
-        msg.status.as_str(),
-        at
-    ])?;
+    .execute(params![session, seq, msg.role.as_str(), parts, usage, msg.status.as_str(), at])?;
     Ok(())
 }
 
@@ -135,9 +104,7 @@ impl Store {
     /// the messages survive a crash of the process.
     pub fn append(&mut self, session: &str, messages: &[NewMessage]) -> Result<Vec<u64>> {
         let now = now_ms();
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let (count, has_title): (u64, bool) = tx
             .prepare_cached("SELECT message_count, title IS NOT NULL FROM sessions WHERE id = ?1")?
             .query_row([session], |r| Ok((r.get(0)?, r.get(1)?)))
@@ -200,12 +167,10 @@ impl Store {
 
     /// One message by seq.
     pub fn message(&self, session: &str, seq: u64) -> Result<Option<Message>> {
-        let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 AND seq = ?2"
-        ))?;
-        Ok(stmt
-            .query_row(params![session, seq], message_from_row)
-            .optional()?)
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 AND seq = ?2"))?;
+        Ok(stmt.query_row(params![session, seq], message_from_row).optional()?)
     }
 
     /// Every compaction record of the session, oldest first.
@@ -219,9 +184,8 @@ impl Store {
 
     /// Every trim record of the session, oldest first.
     pub fn trims(&self, session: &str) -> Result<Vec<Trim>> {
-        let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT {TRIM_COLUMNS} FROM trims WHERE session_id = ?1 ORDER BY id"
-        ))?;
+        let mut stmt =
+            self.conn.prepare_cached(&format!("SELECT {TRIM_COLUMNS} FROM trims WHERE session_id = ?1 ORDER BY id"))?;
         let rows = stmt.query_map([session], trim_from_row)?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
@@ -230,23 +194,13 @@ impl Store {
     /// `compaction.through_seq` (otherwise [`Error::Conflict`] and nothing is written). A success
     /// resets the session's failure counter; a failure increments it. Returns the counter after.
     pub fn record_compaction(&mut self, session: &str, compaction: &Compaction) -> Result<u32> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let count: u64 = tx
-            .query_row(
-                "SELECT message_count FROM sessions WHERE id = ?1",
-                [session],
-                |r| r.get(0),
-            )
+            .query_row("SELECT message_count FROM sessions WHERE id = ?1", [session], |r| r.get(0))
             .optional()?
             .ok_or_else(|| Error::SessionNotFound(session.to_string()))?;
         if count != compaction.through_seq {
-            return Err(Error::Conflict {
-                session: session.into(),
-                expected: compaction.through_seq,
-                found: count,
-            });
+            return Err(Error::Conflict { session: session.into(), expected: compaction.through_seq, found: count });
         }
         insert_compaction(&tx, session, compaction)?;
         let failures: u32 = tx.query_row(
@@ -261,15 +215,9 @@ impl Store {
 
     /// Records trims of tool results. Each names a message and a part, which must be a tool result
     /// whose original content is longer than the replacement. All or none.
-    pub fn record_trims(
-        &mut self,
-        session: &str,
-        trims: &[(u64, u32, String)],
-    ) -> Result<Vec<Trim>> {
+    pub fn record_trims(&mut self, session: &str, trims: &[(u64, u32, String)]) -> Result<Vec<Trim>> {
         let now = now_ms();
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let mut out = Vec::with_capacity(trims.len());
         for (seq, part, replacement) in trims {
             let original_size = tool_result_size(&tx, session, *seq, *part)?;
@@ -294,25 +242,15 @@ impl Store {
             insert_trim(&tx, session, &trim)?;
             out.push(trim);
         }
-        tx.execute(
-            "UPDATE sessions SET updated_at = ?2 WHERE id = ?1",
-            params![session, now],
-        )?;
+        tx.execute("UPDATE sessions SET updated_at = ?2 WHERE id = ?1", params![session, now])?;
         tx.commit()?;
         Ok(out)
     }
 
     /// Sets the failed-compaction counter (manual compaction clears it) and the flag that turns
     /// summarising off for the session.
-    pub fn set_compaction_state(
-        &mut self,
-        session: &str,
-        failures: u32,
-        auto_compact_disabled: bool,
-    ) -> Result<()> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+    pub fn set_compaction_state(&mut self, session: &str, failures: u32, auto_compact_disabled: bool) -> Result<()> {
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let n = tx.execute(
             "UPDATE sessions SET compaction_failures = ?2, auto_compact_disabled = ?3 WHERE id = ?1",
             params![session, failures, auto_compact_disabled],
@@ -327,23 +265,13 @@ impl Store {
 
 /// The size in bytes of a tool result's original content.
 fn tool_result_size(tx: &Transaction<'_>, session: &str, seq: u64, part: u32) -> Result<u64> {
-    let invalid = |reason: &str| Error::InvalidTrim {
-        seq,
-        part,
-        reason: reason.to_string(),
-    };
+    let invalid = |reason: &str| Error::InvalidTrim { seq, part, reason: reason.to_string() };
     let parts: String = tx
-        .query_row(
-            "SELECT parts FROM messages WHERE session_id = ?1 AND seq = ?2",
-            params![session, seq],
-            |r| r.get(0),
-        )
+        .query_row("SELECT parts FROM messages WHERE session_id = ?1 AND seq = ?2", params![session, seq], |r| r.get(0))
         .optional()?
         .ok_or_else(|| invalid("no such message"))?;
-    let parts: Vec<Part> = serde_json::from_str(&parts).map_err(|e| Error::Corrupt {
-        table: "messages",
-        message: e.to_string(),
-    })?;
+    let parts: Vec<Part> =
+        serde_json::from_str(&parts).map_err(|e| Error::Corrupt { table: "messages", message: e.to_string() })?;
     match parts.get(part as usize) {
         Some(Part::ToolResult { content, .. }) => Ok(content.len() as u64),
         Some(_) => Err(invalid("only tool results can be trimmed")),

@@ -11,10 +11,7 @@ pub const APPLICATION_ID: i32 = 0x5345_5348;
 /// The migrations, in order; migration `i` (1-based) brings the schema to version `i`.
 const MIGRATIONS: &[(&str, &str)] = &[
     ("0001_init", include_str!("migrations/0001_init.sql")),
-    (
-        "0002_compaction",
-        include_str!("migrations/0002_compaction.sql"),
-    ),
+    ("0002_compaction", include_str!("migrations/0002_compaction.sql")),
 ];
 
 /// The schema version this binary writes.

@@ -20,8 +20,8 @@ use rusqlite::Connection;
 pub use error::{Error, Result};
 pub use migrations::{APPLICATION_ID, LATEST as SCHEMA_VERSION};
 pub use model::{
-    Compaction, CompactionStatus, CompactionTrigger, Message, MessageStatus, NewMessage,
-    NewSession, Part, Role, SessionInfo, Trim, Usage,
+    Compaction, CompactionStatus, CompactionTrigger, Message, MessageStatus, NewMessage, NewSession, Part, Role,
+    SessionInfo, Trim, Usage,
 };
 pub use sessions::ListFilter;
 pub use view::{COMPACTION_MARKER, LiveView, Origin, ViewEntry, summary_text};
@@ -37,9 +37,7 @@ pub struct Store {
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store")
-            .field("path", &self.path)
-            .finish_non_exhaustive()
+        f.debug_struct("Store").field("path", &self.path).finish_non_exhaustive()
     }
 }
 
@@ -50,10 +48,7 @@ impl Store {
     /// is refused and left byte-for-byte untouched.
     pub fn open(path: &Path) -> Result<Self> {
         let conn = open::open(path)?;
-        Ok(Self {
-            conn,
-            path: path.to_path_buf(),
-        })
+        Ok(Self { conn, path: path.to_path_buf() })
     }
 
     /// The database file's path.
@@ -69,7 +64,5 @@ impl Store {
 
 /// The current time in unix milliseconds.
 pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }

@@ -137,17 +137,9 @@ impl Part {
     pub fn byte_size(&self) -> usize {
         match self {
             Part::Text { text } => text.len(),
-            Part::ToolCall {
-                id,
-                name,
-                arguments,
-            } => id.len() + name.len() + arguments.len(),
-            Part::ToolResult {
-                call_id, content, ..
-            } => call_id.len() + content.len(),
-            Part::Thinking { text, signature } => {
-                text.len() + signature.as_ref().map_or(0, String::len)
-            }
+            Part::ToolCall { id, name, arguments } => id.len() + name.len() + arguments.len(),
+            Part::ToolResult { call_id, content, .. } => call_id.len() + content.len(),
+            Part::Thinking { text, signature } => text.len() + signature.as_ref().map_or(0, String::len),
             Part::RedactedThinking { data } => data.len(),
         }
     }
@@ -193,12 +185,7 @@ pub struct NewMessage {
 impl NewMessage {
     /// A complete message of one text part.
     pub fn text(role: Role, text: impl Into<String>) -> Self {
-        Self {
-            role,
-            parts: vec![Part::Text { text: text.into() }],
-            usage: None,
-            status: MessageStatus::Complete,
-        }
+        Self { role, parts: vec![Part::Text { text: text.into() }], usage: None, status: MessageStatus::Complete }
     }
 }
 

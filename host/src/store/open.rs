@@ -13,13 +13,7 @@ use super::{BUSY_TIMEOUT, Error, Result};
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
 pub(super) fn open(path: &Path) -> Result<Connection> {
-    let io = |action| {
-        move |source| Error::Io {
-            action,
-            path: path.to_path_buf(),
-            source,
-        }
-    };
+    let io = |action| move |source| Error::Io { action, path: path.to_path_buf(), source };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         create_private_dir(dir).map_err(io("cannot create directory for"))?;
     }
@@ -31,20 +25,13 @@ pub(super) fn open(path: &Path) -> Result<Connection> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
     let found = migrations::version(&conn)?;
     if found > migrations::LATEST {
-        return Err(Error::NewerSchema {
-            path: path.to_path_buf(),
-            found,
-            supported: migrations::LATEST,
-        });
+        return Err(Error::NewerSchema { path: path.to_path_buf(), found, supported: migrations::LATEST });
     }
     conn.pragma_update(None, "foreign_keys", true)?;
     migrations::migrate(&mut conn)?;
     let mode: String = conn.pragma_update_and_check(None, "journal_mode", "wal", |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
-        return Err(Error::Corrupt {
-            table: "journal_mode",
-            message: format!("cannot use WAL (got {mode})"),
-        });
+        return Err(Error::Corrupt { table: "journal_mode", message: format!("cannot use WAL (got {mode})") });
     }
     // In WAL mode NORMAL loses nothing on a process crash; only an OS crash can drop the last
     // transactions.
@@ -55,30 +42,20 @@ pub(super) fn open(path: &Path) -> Result<Connection> {
 /// Refuses a non-empty file that is not a Seshat database, reading only its header bytes so that
 /// SQLite never gets the chance to roll back, checkpoint or otherwise write to it.
 fn check_header(path: &Path) -> Result<()> {
-    let foreign = |reason: &str| Error::ForeignDatabase {
-        path: path.to_path_buf(),
-        reason: reason.into(),
-    };
+    let foreign = |reason: &str| Error::ForeignDatabase { path: path.to_path_buf(), reason: reason.into() };
     let mut file = match fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(source) => {
-            return Err(Error::Io {
-                action: "cannot read",
-                path: path.to_path_buf(),
-                source,
-            });
+            return Err(Error::Io { action: "cannot read", path: path.to_path_buf(), source });
         }
     };
     let mut header = Vec::with_capacity(100);
-    file.by_ref()
-        .take(100)
-        .read_to_end(&mut header)
-        .map_err(|source| Error::Io {
-            action: "cannot read",
-            path: path.to_path_buf(),
-            source,
-        })?;
+    file.by_ref().take(100).read_to_end(&mut header).map_err(|source| Error::Io {
+        action: "cannot read",
+        path: path.to_path_buf(),
+        source,
+    })?;
     if header.is_empty() {
         return Ok(());
     }
@@ -87,9 +64,7 @@ fn check_header(path: &Path) -> Result<()> {
     }
     let app_id = i32::from_be_bytes([header[68], header[69], header[70], header[71]]);
     if app_id != APPLICATION_ID {
-        return Err(foreign(&format!(
-            "its application id is {app_id:#x}, not Seshat's {APPLICATION_ID:#x}"
-        )));
+        return Err(foreign(&format!("its application id is {app_id:#x}, not Seshat's {APPLICATION_ID:#x}")));
     }
     Ok(())
 }
@@ -97,10 +72,7 @@ fn check_header(path: &Path) -> Result<()> {
 #[cfg(unix)]
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
+    fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
 }
 
 #[cfg(not(unix))]

@@ -46,9 +46,8 @@ pub(super) fn session_from_row(row: &Row<'_>) -> rusqlite::Result<SessionInfo> {
         context_tokens: row.get(13)?,
         compaction_failures: row.get(14)?,
         auto_compact_disabled: row.get(15)?,
-        metadata: serde_json::from_str(&metadata).map_err(|e| {
-            rusqlite::Error::FromSqlConversionFailure(16, rusqlite::types::Type::Text, Box::new(e))
-        })?,
+        metadata: serde_json::from_str(&metadata)
+            .map_err(|e| rusqlite::Error::FromSqlConversionFailure(16, rusqlite::types::Type::Text, Box::new(e)))?,
     })
 }
 
@@ -58,21 +57,11 @@ impl Store {
         let id = ulid::Ulid::generate().to_string();
         let now = now_ms();
         let metadata = new.metadata.unwrap_or_else(|| serde_json::json!({}));
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         tx.execute(
             "INSERT INTO sessions (id, project, provider, model, context_window, created_at, \
              updated_at, metadata) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)",
-            params![
-                id,
-                new.project,
-                new.provider,
-                new.model,
-                new.context_window,
-                now,
-                metadata.to_string()
-            ],
+            params![id, new.project, new.provider, new.model, new.context_window, now, metadata.to_string()],
         )?;
         tx.commit()?;
         self.session(&id)
@@ -81,11 +70,7 @@ impl Store {
     /// The session with exactly this id.
     pub fn session(&self, id: &str) -> Result<SessionInfo> {
         self.conn
-            .query_row(
-                &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"),
-                [id],
-                session_from_row,
-            )
+            .query_row(&format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"), [id], session_from_row)
             .optional()?
             .ok_or_else(|| Error::SessionNotFound(id.to_string()))
     }
@@ -98,19 +83,14 @@ impl Store {
         }
         // Ids are upper-case Crockford base32, so every id with this prefix sorts in
         // [prefix, prefix + '~').
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT id FROM sessions WHERE id >= ?1 AND id < ?1 || '~' ORDER BY id LIMIT 6",
-        )?;
-        let found: Vec<String> = stmt
-            .query_map([&wanted], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT id FROM sessions WHERE id >= ?1 AND id < ?1 || '~' ORDER BY id LIMIT 6")?;
+        let found: Vec<String> = stmt.query_map([&wanted], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
         match found.len() {
             0 => Err(Error::SessionNotFound(prefix.to_string())),
             1 => Ok(found.into_iter().next().unwrap_or_default()),
-            _ => Err(Error::AmbiguousSession {
-                prefix: prefix.to_string(),
-                candidates: found,
-            }),
+            _ => Err(Error::AmbiguousSession { prefix: prefix.to_string(), candidates: found }),
         }
     }
 
@@ -123,15 +103,13 @@ impl Store {
                     "SELECT {SESSION_COLUMNS} FROM sessions WHERE project = ?1 \
                      ORDER BY updated_at DESC, id DESC LIMIT ?2"
                 ))?;
-                stmt.query_map(params![project, limit], session_from_row)?
-                    .collect::<rusqlite::Result<Vec<_>>>()?
+                stmt.query_map(params![project, limit], session_from_row)?.collect::<rusqlite::Result<Vec<_>>>()?
             }
             None => {
                 let mut stmt = self.conn.prepare_cached(&format!(
                     "SELECT {SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, id DESC LIMIT ?1"
                 ))?;
-                stmt.query_map(params![limit], session_from_row)?
-                    .collect::<rusqlite::Result<Vec<_>>>()?
+                stmt.query_map(params![limit], session_from_row)?.collect::<rusqlite::Result<Vec<_>>>()?
             }
         };
         Ok(rows)
@@ -139,10 +117,7 @@ impl Store {
 
     /// The most recently updated session of a project (what `chat --continue` resumes).
     pub fn latest_session(&self, project: &str) -> Result<Option<SessionInfo>> {
-        let filter = ListFilter {
-            project: Some(project.to_string()),
-            limit: Some(1),
-        };
+        let filter = ListFilter { project: Some(project.to_string()), limit: Some(1) };
         Ok(self.list_sessions(&filter)?.into_iter().next())
     }
 
@@ -152,44 +127,28 @@ impl Store {
         // A short list looks up each id's two neighbours in the index; a long one reads every id
         // once.
         if ids.len() <= NEIGHBOUR_LOOKUPS_UP_TO {
-            let mut before = self
-                .conn
-                .prepare_cached("SELECT id FROM sessions WHERE id < ?1 ORDER BY id DESC LIMIT 1")?;
-            let mut after = self
-                .conn
-                .prepare_cached("SELECT id FROM sessions WHERE id > ?1 ORDER BY id LIMIT 1")?;
+            let mut before =
+                self.conn.prepare_cached("SELECT id FROM sessions WHERE id < ?1 ORDER BY id DESC LIMIT 1")?;
+            let mut after = self.conn.prepare_cached("SELECT id FROM sessions WHERE id > ?1 ORDER BY id LIMIT 1")?;
             return ids
                 .iter()
                 .map(|id| {
-                    let mut near: Vec<String> = before
-                        .query_row([id], |r| r.get(0))
-                        .optional()?
-                        .into_iter()
-                        .collect();
+                    let mut near: Vec<String> = before.query_row([id], |r| r.get(0)).optional()?.into_iter().collect();
                     near.push((*id).to_string());
                     near.extend(after.query_row([id], |r| r.get(0)).optional()?);
                     Ok(shortest_unique_prefix(&near, id))
                 })
                 .collect();
         }
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT id FROM sessions ORDER BY id")?;
-        let all: Vec<String> = stmt
-            .query_map([], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        Ok(ids
-            .iter()
-            .map(|id| shortest_unique_prefix(&all, id))
-            .collect())
+        let mut stmt = self.conn.prepare_cached("SELECT id FROM sessions ORDER BY id")?;
+        let all: Vec<String> = stmt.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+        Ok(ids.iter().map(|id| shortest_unique_prefix(&all, id)).collect())
     }
 
     /// Deletes a session with its messages, compactions and trims. The only way an original
     /// message is ever removed.
     pub fn delete_session(&mut self, id: &str) -> Result<()> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let n = tx.execute("DELETE FROM sessions WHERE id = ?1", [id])?;
         tx.commit()?;
         if n == 0 {
@@ -206,9 +165,7 @@ impl Store {
         model: Option<&str>,
         context_window: Option<u64>,
     ) -> Result<()> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let n = tx.execute(
             "UPDATE sessions SET provider = ?2, model = ?3, context_window = ?4, updated_at = ?5 WHERE id = ?1",
             params![id, provider, model, context_window, now_ms()],
@@ -224,21 +181,10 @@ impl Store {
 /// The shortest prefix of `id` (at least [`MIN_SHORT_ID`]) not shared with its neighbours in the
 /// sorted list `all`.
 fn shortest_unique_prefix(all: &[String], id: &str) -> String {
-    let common = |other: &str| {
-        id.bytes()
-            .zip(other.bytes())
-            .take_while(|(a, b)| a == b)
-            .count()
-    };
+    let common = |other: &str| id.bytes().zip(other.bytes()).take_while(|(a, b)| a == b).count();
     let at = all.partition_point(|x| x.as_str() < id);
-    let before = at
-        .checked_sub(1)
-        .and_then(|i| all.get(i))
-        .map_or(0, |s| common(s));
-    let after = all
-        .get(at)
-        .filter(|s| s.as_str() == id)
-        .map_or(at, |_| at + 1);
+    let before = at.checked_sub(1).and_then(|i| all.get(i)).map_or(0, |s| common(s));
+    let after = all.get(at).filter(|s| s.as_str() == id).map_or(at, |_| at + 1);
     let after = all.get(after).map_or(0, |s| common(s));
     let len = (before.max(after) + 1).max(MIN_SHORT_ID).min(id.len());
     id[..len].to_string()
@@ -250,10 +196,8 @@ mod tests {
 
     #[test]
     fn prefix_grows_past_shared_characters() {
-        let all: Vec<String> = ["AAAAAAAAAA1", "AAAAAAAAAA2", "AAAAAAAB00", "ZZZZZZZZZZZ"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let all: Vec<String> =
+            ["AAAAAAAAAA1", "AAAAAAAAAA2", "AAAAAAAB00", "ZZZZZZZZZZZ"].iter().map(|s| s.to_string()).collect();
         assert_eq!(shortest_unique_prefix(&all, "AAAAAAAAAA1"), "AAAAAAAAAA1");
         assert_eq!(shortest_unique_prefix(&all, "AAAAAAAB00"), "AAAAAAAB");
         assert_eq!(shortest_unique_prefix(&all, "ZZZZZZZZZZZ"), "ZZZZZZZZ");

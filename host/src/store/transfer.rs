@@ -28,11 +28,7 @@ impl Store {
     /// Writes the full record of a session (messages, compactions, trims) as JSON Lines.
     pub fn export(&self, session: &str, out: &mut dyn Write) -> Result<()> {
         let info = self.session(session)?;
-        let io = |source| Error::Io {
-            action: "cannot write export of",
-            path: self.path.clone(),
-            source,
-        };
+        let io = |source| Error::Io { action: "cannot write export of", path: self.path.clone(), source };
         let mut write = |record: &Record| -> Result<()> {
             serde_json::to_writer(&mut *out, record).map_err(|e| io(e.into()))?;
             out.write_all(b"\n").map_err(io)
@@ -53,9 +49,7 @@ impl Store {
     /// Imports one exported session. With `new_id` the session gets a fresh id; otherwise an id
     /// already present is refused. Returns the imported session's id. All or nothing.
     pub fn import(&mut self, input: &mut dyn BufRead, new_id: bool) -> Result<String> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let id = Importer::default().run(&tx, input, new_id)?;
         tx.commit()?;
         Ok(id)
@@ -72,27 +66,17 @@ struct Importer {
 }
 
 fn invalid(line: usize, message: impl Into<String>) -> Error {
-    Error::InvalidImport {
-        line,
-        message: message.into(),
-    }
+    Error::InvalidImport { line, message: message.into() }
 }
 
 impl Importer {
-    fn run(
-        mut self,
-        tx: &Transaction<'_>,
-        input: &mut dyn BufRead,
-        new_id: bool,
-    ) -> Result<String> {
+    fn run(mut self, tx: &Transaction<'_>, input: &mut dyn BufRead, new_id: bool) -> Result<String> {
         let mut buf = String::new();
         let mut line = 0;
         loop {
             buf.clear();
             line += 1;
-            let n = input
-                .read_line(&mut buf)
-                .map_err(|e| invalid(line, format!("cannot read input: {e}")))?;
+            let n = input.read_line(&mut buf).map_err(|e| invalid(line, format!("cannot read input: {e}")))?;
             if n == 0 {
                 break;
             }
@@ -119,33 +103,17 @@ impl Importer {
         Ok(self.id)
     }
 
-    fn apply(
-        &mut self,
-        tx: &Transaction<'_>,
-        line: usize,
-        record: Record,
-        new_id: bool,
-    ) -> Result<()> {
+    fn apply(&mut self, tx: &Transaction<'_>, line: usize, record: Record, new_id: bool) -> Result<()> {
         match record {
             Record::Session(s) => {
                 if !self.id.is_empty() {
-                    return Err(invalid(
-                        line,
-                        "a second `session` record: import one session per file",
-                    ));
+                    return Err(invalid(line, "a second `session` record: import one session per file"));
                 }
                 self.session_line = line;
                 self.declared_count = s.message_count;
-                self.id = if new_id {
-                    ulid::Ulid::generate().to_string()
-                } else {
-                    valid_id(line, &s.id)?
-                };
-                let exists: bool = tx.query_row(
-                    "SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1)",
-                    [&self.id],
-                    |r| r.get(0),
-                )?;
+                self.id = if new_id { ulid::Ulid::generate().to_string() } else { valid_id(line, &s.id)? };
+                let exists: bool =
+                    tx.query_row("SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1)", [&self.id], |r| r.get(0))?;
                 if exists {
                     return Err(Error::SessionExists(self.id.clone()));
                 }
@@ -184,27 +152,18 @@ impl Importer {
             Record::Message(m) => {
                 let expected = self.messages.len() as u64 + 1;
                 if m.seq != expected {
-                    return Err(invalid(
-                        line,
-                        format!("field `seq`: expected {expected}, found {}", m.seq),
-                    ));
+                    return Err(invalid(line, format!("field `seq`: expected {expected}, found {}", m.seq)));
                 }
-                let new = NewMessage {
-                    role: m.role,
-                    parts: m.parts.clone(),
-                    usage: m.usage,
-                    status: m.status,
-                };
+                let new = NewMessage { role: m.role, parts: m.parts.clone(), usage: m.usage, status: m.status };
                 insert_message(tx, &self.id, m.seq, &new, m.created_at)?;
                 self.messages.push(m);
             }
             Record::Compaction(c) => {
                 let count = self.messages.len() as u64;
                 let check = |field: &str, v: Option<u64>, max: u64| match v {
-                    Some(v) if v == 0 || v > max => Err(invalid(
-                        line,
-                        format!("field `{field}`: {v} is outside 1..={max}"),
-                    )),
+                    Some(v) if v == 0 || v > max => {
+                        Err(invalid(line, format!("field `{field}`: {v} is outside 1..={max}")))
+                    }
                     _ => Ok(()),
                 };
                 check("through_seq", Some(c.through_seq), count)?;
@@ -224,19 +183,13 @@ impl Importer {
                     .ok_or_else(|| {
                         invalid(
                             line,
-                            format!(
-                                "fields `seq`/`part`: message {} part {} is not a tool result",
-                                t.seq, t.part
-                            ),
+                            format!("fields `seq`/`part`: message {} part {} is not a tool result", t.seq, t.part),
                         )
                     })?;
                 if t.original_size != content.len() as u64 {
                     return Err(invalid(
                         line,
-                        format!(
-                            "field `original_size`: the tool result has {} bytes",
-                            content.len()
-                        ),
+                        format!("field `original_size`: the tool result has {} bytes", content.len()),
                     ));
                 }
                 if t.new_size != t.replacement.len() as u64 || t.new_size >= t.original_size {
@@ -255,27 +208,19 @@ impl Importer {
 /// Parses one line, naming the field at fault. The `record` tag is read first and the rest is
 /// decoded as that record's type, so errors carry the path inside it.
 fn parse(line: usize, text: &str) -> Result<Record> {
-    let mut value: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| invalid(line, clean(&e)))?;
+    let mut value: serde_json::Value = serde_json::from_str(text).map_err(|e| invalid(line, clean(&e)))?;
     let tag = match value.as_object_mut().and_then(|o| o.remove("record")) {
         Some(serde_json::Value::String(tag)) => tag,
         Some(_) => return Err(invalid(line, "field `record`: expected a string")),
         None => {
-            return Err(invalid(
-                line,
-                "missing field `record` (session, message, compaction or trim)",
-            ));
+            return Err(invalid(line, "missing field `record` (session, message, compaction or trim)"));
         }
     };
     fn decode<T: serde::de::DeserializeOwned>(line: usize, value: serde_json::Value) -> Result<T> {
         serde_path_to_error::deserialize(value).map_err(|e| {
             let path = e.path().to_string();
             let inner = clean(e.inner());
-            if path == "." {
-                invalid(line, inner)
-            } else {
-                invalid(line, format!("field `{path}`: {inner}"))
-            }
+            if path == "." { invalid(line, inner) } else { invalid(line, format!("field `{path}`: {inner}")) }
         })
     }
     Ok(match tag.as_str() {
@@ -286,9 +231,7 @@ fn parse(line: usize, text: &str) -> Result<Record> {
         other => {
             return Err(invalid(
                 line,
-                format!(
-                    "field `record`: unknown record `{other}` (expected session, message, compaction or trim)"
-                ),
+                format!("field `record`: unknown record `{other}` (expected session, message, compaction or trim)"),
             ));
         }
     })
@@ -303,10 +246,5 @@ fn clean(e: &serde_json::Error) -> String {
 fn valid_id(line: usize, id: &str) -> Result<String> {
     ulid::Ulid::from_string(id)
         .map(|u| u.to_string())
-        .map_err(|_| {
-            invalid(
-                line,
-                format!("field `id`: `{id}` is not a session id (a 26-character ULID)"),
-            )
-        })
+        .map_err(|_| invalid(line, format!("field `id`: `{id}` is not a session id (a 26-character ULID)")))
 }

@@ -20,10 +20,7 @@ pub const COMPACTION_MARKER: &str = "[Seshat: the conversation above this point 
 
 /// The text of the user-role message that stands for the compacted history.
 pub fn summary_text(summary: &str) -> String {
-    format!(
-        "Summary of the earlier conversation:\n\n{}\n\n{COMPACTION_MARKER}",
-        summary.trim()
-    )
+    format!("Summary of the earlier conversation:\n\n{}\n\n{COMPACTION_MARKER}", summary.trim())
 }
 
 /// Why an entry is in the live view.
@@ -79,14 +76,8 @@ impl Store {
             ))?
             .query_row([session], compaction_from_row)
             .optional()?;
-        let first_kept = compaction
-            .as_ref()
-            .and_then(|c| c.first_kept_seq)
-            .unwrap_or(1);
-        let mut trims = self.trims_from(
-            session,
-            first_kept.min(pinned_of(compaction.as_ref(), first_kept)),
-        )?;
+        let first_kept = compaction.as_ref().and_then(|c| c.first_kept_seq).unwrap_or(1);
+        let mut trims = self.trims_from(session, first_kept.min(pinned_of(compaction.as_ref(), first_kept)))?;
 
         let mut entries = Vec::new();
         if let Some(c) = &compaction {
@@ -94,9 +85,7 @@ impl Store {
                 origin: Origin::Summary,
                 seq: None,
                 role: Role::User,
-                parts: vec![Part::Text {
-                    text: summary_text(c.summary.as_deref().unwrap_or_default()),
-                }],
+                parts: vec![Part::Text { text: summary_text(c.summary.as_deref().unwrap_or_default()) }],
                 status: MessageStatus::Synthetic,
                 trims: Vec::new(),
             });
@@ -109,11 +98,7 @@ impl Store {
         for msg in self.messages_from(session, first_kept)? {
             entries.push(entry(Origin::Kept, msg, &mut trims));
         }
-        Ok(LiveView {
-            session: info,
-            compaction,
-            entries,
-        })
+        Ok(LiveView { session: info, compaction, entries })
     }
 
     /// Trims of messages with `seq >= from`, grouped by seq, oldest first.
@@ -143,12 +128,5 @@ fn entry(origin: Origin, msg: Message, trims: &mut HashMap<u64, Vec<Trim>>) -> V
             content.clone_from(&trim.replacement);
         }
     }
-    ViewEntry {
-        origin,
-        seq: Some(msg.seq),
-        role: msg.role,
-        parts,
-        status: msg.status,
-        trims,
-    }
+    ViewEntry { origin, seq: Some(msg.seq), role: msg.role, parts, status: msg.status, trims }
 }

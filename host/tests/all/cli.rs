@@ -9,15 +9,8 @@ const FIXTURE_ID: &str = "01JFXAMP1E0000000000000001";
 
 fn home_with_fixture() -> Home {
     let home = Home::new();
-    let out = home.ok(&[
-        "sessions",
-        "import",
-        fixture("session-export.jsonl").to_str().unwrap(),
-    ]);
-    assert_eq!(
-        out,
-        format!("Imported session {FIXTURE_ID} (8 messages).\n")
-    );
+    let out = home.ok(&["sessions", "import", fixture("session-export.jsonl").to_str().unwrap()]);
+    assert_eq!(out, format!("Imported session {FIXTURE_ID} (8 messages).\n"));
     home
 }
 
@@ -43,27 +36,15 @@ fn help_texts() {
 fn list_show_and_full_output() {
     let home = home_with_fixture();
     insta::assert_snapshot!("list_all", home.ok(&["sessions", "list", "--all"]));
-    insta::assert_snapshot!(
-        "list_all_json",
-        home.ok(&["sessions", "list", "--all", "--json"])
-    );
+    insta::assert_snapshot!("list_all_json", home.ok(&["sessions", "list", "--all", "--json"]));
     insta::assert_snapshot!("show_live_view", home.ok(&["sessions", "show", "01jfxamp"]));
-    insta::assert_snapshot!(
-        "show_full",
-        home.ok(&["sessions", "show", "01JFXAMP", "--full"])
-    );
-    let json: serde_json::Value =
-        serde_json::from_str(&home.ok(&["sessions", "show", FIXTURE_ID, "--json"])).unwrap();
-    let origins: Vec<&str> = json["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["origin"].as_str().unwrap())
-        .collect();
+    insta::assert_snapshot!("show_full", home.ok(&["sessions", "show", "01JFXAMP", "--full"]));
+    let json: serde_json::Value = serde_json::from_str(&home.ok(&["sessions", "show", FIXTURE_ID, "--json"])).unwrap();
+    let origins: Vec<&str> =
+        json["entries"].as_array().unwrap().iter().map(|e| e["origin"].as_str().unwrap()).collect();
     assert_eq!(origins, ["summary", "pinned", "kept", "kept", "kept"]);
     let full: serde_json::Value =
-        serde_json::from_str(&home.ok(&["sessions", "show", FIXTURE_ID, "--full", "--json"]))
-            .unwrap();
+        serde_json::from_str(&home.ok(&["sessions", "show", FIXTURE_ID, "--full", "--json"])).unwrap();
     assert_eq!(full["messages"].as_array().unwrap().len(), 8);
     assert_eq!(full["trims"].as_array().unwrap().len(), 2);
 }
@@ -77,58 +58,30 @@ fn list_is_per_project_unless_all() {
     let key = seshat::paths::project_key(&project);
     let mine = home.session(&key);
 
-    let out = home
-        .cmd()
-        .current_dir(project.join("src"))
-        .args(["sessions", "list", "--json"])
-        .output()
-        .unwrap();
+    let out = home.cmd().current_dir(project.join("src")).args(["sessions", "list", "--json"]).output().unwrap();
     let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
     let ids: Vec<&str> = rows.iter().map(|r| r["id"].as_str().unwrap()).collect();
-    assert_eq!(
-        ids,
-        [mine.as_str()],
-        "a subdirectory of the repository lists the repository's sessions only"
-    );
+    assert_eq!(ids, [mine.as_str()], "a subdirectory of the repository lists the repository's sessions only");
 
     let out = home.ok(&["sessions", "list"]);
     assert!(out.starts_with("No sessions in this project"), "{out}");
-    assert_eq!(
-        home.ok(&["sessions", "list", "--all", "--limit", "1", "--json"])
-            .matches("\"short_id\"")
-            .count(),
-        1
-    );
+    assert_eq!(home.ok(&["sessions", "list", "--all", "--limit", "1", "--json"]).matches("\"short_id\"").count(), 1);
 }
 
 #[test]
 fn unknown_and_ambiguous_ids_are_clear_errors() {
     let home = home_with_fixture();
     let err = home.fails(&["sessions", "show", "01ZZZZZZ"]);
-    assert!(
-        err.contains("no session matches `01ZZZZZZ`") && err.contains("sessions list --all"),
-        "{err}"
-    );
+    assert!(err.contains("no session matches `01ZZZZZZ`") && err.contains("sessions list --all"), "{err}");
     let err = home.fails(&["sessions", "show", "not an id!"]);
     assert!(err.contains("no session matches"), "{err}");
 
-    let copy = home.ok(&[
-        "sessions",
-        "import",
-        "--new-id",
-        fixture("session-export.jsonl").to_str().unwrap(),
-    ]);
+    let copy = home.ok(&["sessions", "import", "--new-id", fixture("session-export.jsonl").to_str().unwrap()]);
     assert!(copy.starts_with("Imported session "));
     let err = home.fails(&["sessions", "show", "01"]);
-    assert!(
-        err.contains("`01` matches several sessions") && err.contains("type more of the id"),
-        "{err}"
-    );
+    assert!(err.contains("`01` matches several sessions") && err.contains("type more of the id"), "{err}");
     for cmd in ["export", "delete"] {
-        assert!(
-            home.fails(&["sessions", cmd, "01"])
-                .contains("matches several sessions")
-        );
+        assert!(home.fails(&["sessions", cmd, "01"]).contains("matches several sessions"));
     }
 }
 
@@ -137,16 +90,10 @@ fn delete_needs_confirmation_when_not_interactive() {
     let home = home_with_fixture();
     let err = home.fails(&["sessions", "delete", "01JFXAMP"]);
     assert!(err.contains("pass --yes"), "{err}");
-    assert!(
-        home.ok(&["sessions", "list", "--all"]).contains("01JFXAMP"),
-        "deleted without confirmation"
-    );
+    assert!(home.ok(&["sessions", "list", "--all"]).contains("01JFXAMP"), "deleted without confirmation");
     let out = home.ok(&["sessions", "delete", "01JFXAMP", "--yes"]);
     assert_eq!(out, format!("Deleted session {FIXTURE_ID} (8 messages).\n"));
-    assert_eq!(
-        home.ok(&["sessions", "list", "--all"]),
-        "No sessions yet.\n"
-    );
+    assert_eq!(home.ok(&["sessions", "list", "--all"]), "No sessions yet.\n");
 }
 
 #[test]
@@ -165,19 +112,9 @@ fn export_import_export_through_the_cli_is_byte_identical() {
 
     // From stdin, too.
     let third = Home::new();
-    let mut child = third
-        .cmd()
-        .args(["sessions", "import", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(exported.as_bytes())
-        .unwrap();
+    let mut child =
+        third.cmd().args(["sessions", "import", "-"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(exported.as_bytes()).unwrap();
     assert!(child.wait_with_output().unwrap().status.success());
     assert_eq!(third.ok(&["sessions", "export", FIXTURE_ID]), exported);
 }
@@ -190,14 +127,8 @@ fn malformed_import_file_names_line_and_field_and_imports_nothing() {
     let file = home.path().join("bad.jsonl");
     std::fs::write(&file, bad).unwrap();
     let err = home.fails(&["sessions", "import", file.to_str().unwrap()]);
-    assert!(
-        err.contains("line 4: field `parts[0]`: missing field `call_id`; nothing was imported"),
-        "{err}"
-    );
-    assert_eq!(
-        home.ok(&["sessions", "list", "--all"]),
-        "No sessions yet.\n"
-    );
+    assert!(err.contains("line 4: field `parts[0]`: missing field `call_id`; nothing was imported"), "{err}");
+    assert_eq!(home.ok(&["sessions", "list", "--all"]), "No sessions yet.\n");
 
     let err = home.fails(&["sessions", "import", "/no/such/file.jsonl"]);
     assert!(err.contains("cannot open /no/such/file.jsonl"), "{err}");
@@ -221,18 +152,10 @@ fn append_acknowledges_each_message_and_stops_at_a_bad_line() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(!out.status.success());
-    assert_eq!(
-        String::from_utf8(out.stdout).unwrap(),
-        format!("{FIXTURE_ID} 9\n{other} 1\n")
-    );
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), format!("{FIXTURE_ID} 9\n{other} 1\n"));
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("line 3: missing field `parts`"), "{err}");
     let store = home.store();
@@ -249,17 +172,11 @@ fn a_closed_stdout_is_not_a_panic() {
     let mut store = home.store();
     let id = home.session("/big");
     let big = "x".repeat(64 * 1024);
-    let msgs: Vec<_> = (0..20)
-        .map(|_| seshat::store::NewMessage::text(seshat::store::Role::User, big.clone()))
-        .collect();
+    let msgs: Vec<_> =
+        (0..20).map(|_| seshat::store::NewMessage::text(seshat::store::Role::User, big.clone())).collect();
     store.append(&id, &msgs).unwrap();
-    let mut child = home
-        .cmd()
-        .args(["sessions", "export", &id])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child =
+        home.cmd().args(["sessions", "export", &id]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let mut first = [0u8; 16];
     child.stdout.take().unwrap().read_exact(&mut first).unwrap();
     // stdout is now closed: the export hits a broken pipe.
@@ -276,13 +193,7 @@ fn usage_errors_go_to_stderr_with_a_non_zero_exit() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("Usage: seshat"));
     let err = home.fails(&["sessions", "list", "--limit", "many"]);
-    assert!(
-        err.contains("invalid value 'many' for '--limit <N>'"),
-        "{err}"
-    );
+    assert!(err.contains("invalid value 'many' for '--limit <N>'"), "{err}");
     let err = home.fails(&["sessions", "frobnicate"]);
-    assert!(
-        err.contains("unrecognized subcommand 'frobnicate'"),
-        "{err}"
-    );
+    assert!(err.contains("unrecognized subcommand 'frobnicate'"), "{err}");
 }

@@ -14,9 +14,7 @@ const PER_SESSION: usize = 1_000;
 fn four_processes_append_to_shared_and_own_sessions() {
     let home = Home::new();
     let shared = home.session("/concurrency");
-    let own: Vec<String> = (0..PROCESSES)
-        .map(|_| home.session("/concurrency"))
-        .collect();
+    let own: Vec<String> = (0..PROCESSES).map(|_| home.session("/concurrency")).collect();
     let barrier = Arc::new(Barrier::new(PROCESSES));
 
     let workers: Vec<_> = (0..PROCESSES)
@@ -36,12 +34,7 @@ fn four_processes_append_to_shared_and_own_sessions() {
                 barrier.wait();
                 for i in 0..PER_SESSION {
                     writeln!(stdin, "{}", append_line(None, &format!("p{p}-own-{i}"))).unwrap();
-                    writeln!(
-                        stdin,
-                        "{}",
-                        append_line(Some(&shared), &format!("p{p}-shared-{i}"))
-                    )
-                    .unwrap();
+                    writeln!(stdin, "{}", append_line(Some(&shared), &format!("p{p}-shared-{i}"))).unwrap();
                 }
             });
             let stdout = child.stdout.take().unwrap();
@@ -63,74 +56,38 @@ fn four_processes_append_to_shared_and_own_sessions() {
         writer.join().unwrap();
         let (times, acks) = reader.join().unwrap();
         let mut stderr = String::new();
-        child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut stderr)
-            .unwrap();
+        child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
         let status = child.wait().unwrap();
         assert!(status.success(), "process {p} failed: {stderr}");
-        assert!(
-            !stderr.to_lowercase().contains("locked"),
-            "process {p} reported: {stderr}"
-        );
+        assert!(!stderr.to_lowercase().contains("locked"), "process {p} reported: {stderr}");
         assert!(stderr.is_empty(), "process {p} wrote to stderr: {stderr}");
-        assert_eq!(
-            acks.len(),
-            2 * PER_SESSION,
-            "process {p} acknowledged too few appends"
-        );
+        assert_eq!(acks.len(), 2 * PER_SESSION, "process {p} acknowledged too few appends");
         spans.push((times[0], *times.last().unwrap()));
     }
 
     // The processes really ran at the same time: every one started before any one finished.
     let latest_start = spans.iter().map(|s| s.0).max().unwrap();
     let earliest_end = spans.iter().map(|s| s.1).min().unwrap();
-    assert!(
-        latest_start < earliest_end,
-        "the appends did not overlap in time"
-    );
+    assert!(latest_start < earliest_end, "the appends did not overlap in time");
 
     let store = home.store();
     let shared_history = store.full_history(&shared).unwrap();
     assert_eq!(shared_history.len(), PROCESSES * PER_SESSION);
     for (i, m) in shared_history.iter().enumerate() {
-        assert_eq!(
-            m.seq,
-            i as u64 + 1,
-            "shared session seq has a gap or repeat"
-        );
+        assert_eq!(m.seq, i as u64 + 1, "shared session seq has a gap or repeat");
     }
     for (p, own) in own.iter().enumerate() {
         // Each process's messages to the shared session are all there, in the order it sent them.
-        let mine: Vec<&str> = shared_history
-            .iter()
-            .map(text_of)
-            .filter(|t| t.starts_with(&format!("p{p}-")))
-            .collect();
-        let expected: Vec<String> = (0..PER_SESSION)
-            .map(|i| format!("p{p}-shared-{i}"))
-            .collect();
+        let mine: Vec<&str> = shared_history.iter().map(text_of).filter(|t| t.starts_with(&format!("p{p}-"))).collect();
+        let expected: Vec<String> = (0..PER_SESSION).map(|i| format!("p{p}-shared-{i}")).collect();
         assert_eq!(mine, expected, "process {p}'s shared messages");
 
         let history = store.full_history(own).unwrap();
         let texts: Vec<&str> = history.iter().map(text_of).collect();
         let expected: Vec<String> = (0..PER_SESSION).map(|i| format!("p{p}-own-{i}")).collect();
         assert_eq!(texts, expected, "process {p}'s own session");
-        assert!(
-            history
-                .iter()
-                .enumerate()
-                .all(|(i, m)| m.seq == i as u64 + 1)
-        );
-        assert_eq!(
-            store.session(own).unwrap().message_count,
-            PER_SESSION as u64
-        );
+        assert!(history.iter().enumerate().all(|(i, m)| m.seq == i as u64 + 1));
+        assert_eq!(store.session(own).unwrap().message_count, PER_SESSION as u64);
     }
-    assert_eq!(
-        store.session(&shared).unwrap().message_count,
-        (PROCESSES * PER_SESSION) as u64
-    );
+    assert_eq!(store.session(&shared).unwrap().message_count, (PROCESSES * PER_SESSION) as u64);
 }

@@ -15,15 +15,9 @@ const ACK_FLOOR: usize = 2_000;
 
 #[test]
 fn sigkill_mid_append_loses_no_acknowledged_message() {
-    let seed: u64 = std::env::var("SESHAT_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
+    let seed: u64 = std::env::var("SESHAT_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
+    });
     println!("crash test seed: {seed} (rerun with SESHAT_TEST_SEED={seed})");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
 
@@ -59,10 +53,7 @@ fn sigkill_mid_append_loses_no_acknowledged_message() {
         std::thread::sleep(delay.saturating_sub(start.elapsed()));
         child.kill().expect("SIGKILL");
         let status = child.wait().unwrap();
-        assert!(
-            !status.success(),
-            "round {round}: the child finished before it was killed"
-        );
+        assert!(!status.success(), "round {round}: the child finished before it was killed");
         this_round.extend(reader.join().unwrap());
         writer.join().unwrap();
 
@@ -74,37 +65,21 @@ fn sigkill_mid_append_loses_no_acknowledged_message() {
 
         // After every kill the database must open cleanly and pass an integrity check.
         let store = home.store();
-        let check: String = store
-            .connection()
-            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-            .unwrap();
+        let check: String = store.connection().query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
         assert_eq!(check, "ok", "round {round} (seed {seed})");
     }
 
     let store = home.store();
     let history = store.full_history(&id).unwrap();
     for (seq, text) in &acknowledged {
-        let msg = history
-            .get(*seq as usize - 1)
-            .unwrap_or_else(|| panic!("acknowledged seq {seq} is missing (seed {seed})"));
+        let msg =
+            history.get(*seq as usize - 1).unwrap_or_else(|| panic!("acknowledged seq {seq} is missing (seed {seed})"));
         assert_eq!(msg.seq, *seq);
-        assert_eq!(
-            text_of(msg),
-            text,
-            "seq {seq} holds the wrong message (seed {seed})"
-        );
+        assert_eq!(text_of(msg), text, "seq {seq} holds the wrong message (seed {seed})");
     }
     for (i, msg) in history.iter().enumerate() {
         assert_eq!(msg.seq, i as u64 + 1, "seq has a gap");
     }
-    println!(
-        "{} acknowledged appends over {ROUNDS} kills; {} messages stored",
-        acknowledged.len(),
-        history.len()
-    );
-    assert!(
-        acknowledged.len() >= ACK_FLOOR,
-        "only {} acknowledged appends (floor {ACK_FLOOR})",
-        acknowledged.len()
-    );
+    println!("{} acknowledged appends over {ROUNDS} kills; {} messages stored", acknowledged.len(), history.len());
+    assert!(acknowledged.len() >= ACK_FLOOR, "only {} acknowledged appends (floor {ACK_FLOOR})", acknowledged.len());
 }

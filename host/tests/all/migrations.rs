@@ -17,57 +17,32 @@ fn version_1_fixture_upgrades_with_its_data() {
     let home = Home::new();
     let db = home.path().join("old.db");
     fs::copy(fixture("store-v1.sqlite"), &db).unwrap();
-    let before: u32 = Connection::open(&db)
-        .unwrap()
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .unwrap();
+    let before: u32 = Connection::open(&db).unwrap().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
     assert_eq!(before, 1, "the fixture must stay at version 1");
 
     let mut store = Store::open(&db).unwrap();
-    let version: u32 = store
-        .connection()
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .unwrap();
+    let version: u32 = store.connection().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
     assert_eq!(version, SCHEMA_VERSION);
 
     let s1 = store.session("01JFV1AAAA0000000000000001").unwrap();
     assert_eq!(s1.title.as_deref(), Some("Fix the flaky upload test"));
-    assert_eq!(
-        (s1.message_count, s1.totals.input_tokens, s1.context_tokens),
-        (4, 1500, Some(2640))
-    );
-    assert_eq!(
-        (s1.compaction_failures, s1.auto_compact_disabled),
-        (0, false),
-        "new columns take their defaults"
-    );
+    assert_eq!((s1.message_count, s1.totals.input_tokens, s1.context_tokens), (4, 1500, Some(2640)));
+    assert_eq!((s1.compaction_failures, s1.auto_compact_disabled), (0, false), "new columns take their defaults");
     assert_eq!(s1.metadata["origin"], "fixture-v1");
     let history = store.full_history(&s1.id).unwrap();
     assert_eq!(history.len(), 4);
-    assert!(
-        matches!(&history[1].parts[0], Part::Thinking { signature: Some(s), .. } if s == "sig-abc")
-    );
+    assert!(matches!(&history[1].parts[0], Part::Thinking { signature: Some(s), .. } if s == "sig-abc"));
     assert!(matches!(&history[1].parts[1], Part::ToolCall { id, .. } if id == "call_1"));
     assert_eq!(history[3].status, seshat::store::MessageStatus::Interrupted);
 
     // The upgraded database is fully usable: append, trim, compact.
-    assert_eq!(
-        store
-            .append(&s1.id, &[NewMessage::text(Role::User, "go on")])
-            .unwrap(),
-        vec![5]
-    );
-    store
-        .record_trims(&s1.id, &[(3, 0, "[trimmed]".into())])
-        .unwrap();
+    assert_eq!(store.append(&s1.id, &[NewMessage::text(Role::User, "go on")]).unwrap(), vec![5]);
+    store.record_trims(&s1.id, &[(3, 0, "[trimmed]".into())]).unwrap();
     assert_eq!(store.list_sessions(&Default::default()).unwrap().len(), 3);
 
     // And the CLI reads it.
     let out = home.ok(&["--db", db.to_str().unwrap(), "sessions", "list", "--all"]);
-    assert!(
-        out.contains("Fix the flaky upload test") && out.contains("Plan the release"),
-        "{out}"
-    );
+    assert!(out.contains("Fix the flaky upload test") && out.contains("Plan the release"), "{out}");
 }
 
 #[test]
@@ -83,15 +58,11 @@ fn newer_schema_is_refused_and_left_untouched() {
     let before = bytes(&db);
 
     let err = Store::open(&db).unwrap_err();
-    assert!(
-        matches!(err, Error::NewerSchema { found: 99, supported, .. } if supported == SCHEMA_VERSION),
-        "{err}"
-    );
+    assert!(matches!(err, Error::NewerSchema { found: 99, supported, .. } if supported == SCHEMA_VERSION), "{err}");
     assert_eq!(err.code(), "newer_schema");
     let stderr = home.fails(&["sessions", "list"]);
     assert!(
-        stderr.contains("99")
-            && stderr.contains(&format!("the {SCHEMA_VERSION} this seshat supports")),
+        stderr.contains("99") && stderr.contains(&format!("the {SCHEMA_VERSION} this seshat supports")),
         "{stderr}"
     );
     assert!(stderr.contains("Upgrade seshat"), "{stderr}");
@@ -105,9 +76,7 @@ fn foreign_sqlite_database_is_refused_and_left_untouched() {
     // Another application's live WAL database, with un-checkpointed changes in its -wal file.
     let other = Connection::open(&db).unwrap();
     other.pragma_update(None, "journal_mode", "wal").unwrap();
-    other
-        .execute_batch("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('keep me');")
-        .unwrap();
+    other.execute_batch("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('keep me');").unwrap();
     let wal = home.path().join("other-app.db-wal");
     let (main_before, wal_before) = (bytes(&db), bytes(&wal));
     assert!(!wal_before.is_empty());
@@ -115,24 +84,11 @@ fn foreign_sqlite_database_is_refused_and_left_untouched() {
     let err = Store::open(&db).unwrap_err();
     assert_eq!(err.code(), "foreign_database", "{err}");
     let stderr = home.fails(&["--db", db.to_str().unwrap(), "sessions", "list"]);
-    assert!(
-        stderr.contains("is not a Seshat database") && stderr.contains("left untouched"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("is not a Seshat database") && stderr.contains("left untouched"), "{stderr}");
 
-    assert_eq!(
-        bytes(&db),
-        main_before,
-        "the foreign database file was modified"
-    );
-    assert_eq!(
-        bytes(&wal),
-        wal_before,
-        "the foreign database's WAL was modified"
-    );
-    let body: String = other
-        .query_row("SELECT body FROM notes", [], |r| r.get(0))
-        .unwrap();
+    assert_eq!(bytes(&db), main_before, "the foreign database file was modified");
+    assert_eq!(bytes(&wal), wal_before, "the foreign database's WAL was modified");
+    let body: String = other.query_row("SELECT body FROM notes", [], |r| r.get(0)).unwrap();
     assert_eq!(body, "keep me");
 }
 
@@ -154,10 +110,8 @@ fn new_database_is_private_and_an_empty_file_is_adopted() {
     home.ok(&["sessions", "list"]);
     let mode = fs::metadata(home.db()).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600, "database mode is {mode:o}");
-    let app_id: i32 = Connection::open(home.db())
-        .unwrap()
-        .query_row("PRAGMA application_id", [], |r| r.get(0))
-        .unwrap();
+    let app_id: i32 =
+        Connection::open(home.db()).unwrap().query_row("PRAGMA application_id", [], |r| r.get(0)).unwrap();
     assert_eq!(app_id, seshat::store::APPLICATION_ID);
 
     let empty = home.path().join("empty.db");
@@ -172,26 +126,14 @@ fn two_processes_creating_one_database_at_once_both_succeed() {
     for _ in 0..5 {
         let home = Home::new();
         let children: Vec<_> = (0..4)
-            .map(|_| {
-                home.cmd()
-                    .args(["sessions", "list"])
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .unwrap()
-            })
+            .map(|_| home.cmd().args(["sessions", "list"]).stderr(std::process::Stdio::piped()).spawn().unwrap())
             .collect();
         for child in children {
             let out = child.wait_with_output().unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         }
-        let version: u32 = Connection::open(home.db())
-            .unwrap()
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .unwrap();
+        let version: u32 =
+            Connection::open(home.db()).unwrap().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
         assert_eq!(version, SCHEMA_VERSION);
     }
 }

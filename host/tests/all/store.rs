@@ -2,8 +2,8 @@
 //! export/import.
 
 use seshat::store::{
-    COMPACTION_MARKER, Compaction, CompactionStatus, CompactionTrigger, Error, ListFilter,
-    MessageStatus, NewMessage, NewSession, Origin, Part, Role, Store, Usage,
+    COMPACTION_MARKER, Compaction, CompactionStatus, CompactionTrigger, Error, ListFilter, MessageStatus, NewMessage,
+    NewSession, Origin, Part, Role, Store, Usage,
 };
 
 use crate::support::{Home, fixture, text_of};
@@ -11,17 +11,8 @@ use crate::support::{Home, fixture, text_of};
 fn tool_call(id: &str) -> NewMessage {
     NewMessage {
         role: Role::Assistant,
-        parts: vec![Part::ToolCall {
-            id: id.into(),
-            name: "read".into(),
-            arguments: "{}".into(),
-        }],
-        usage: Some(Usage {
-            input_tokens: 10,
-            output_tokens: 5,
-            context_tokens: Some(100),
-            ..Default::default()
-        }),
+        parts: vec![Part::ToolCall { id: id.into(), name: "read".into(), arguments: "{}".into() }],
+        usage: Some(Usage { input_tokens: 10, output_tokens: 5, context_tokens: Some(100), ..Default::default() }),
         status: MessageStatus::Complete,
     }
 }
@@ -29,11 +20,7 @@ fn tool_call(id: &str) -> NewMessage {
 fn tool_result(id: &str, content: &str) -> NewMessage {
     NewMessage {
         role: Role::Tool,
-        parts: vec![Part::ToolResult {
-            call_id: id.into(),
-            content: content.into(),
-            is_error: false,
-        }],
+        parts: vec![Part::ToolResult { call_id: id.into(), content: content.into(), is_error: false }],
         usage: None,
         status: MessageStatus::Complete,
     }
@@ -41,13 +28,7 @@ fn tool_result(id: &str, content: &str) -> NewMessage {
 
 /// A session of 10 messages: user, call, result, … with two user requests.
 fn ten_messages(store: &mut Store) -> String {
-    let id = store
-        .create_session(NewSession {
-            project: "/p".into(),
-            ..Default::default()
-        })
-        .unwrap()
-        .id;
+    let id = store.create_session(NewSession { project: "/p".into(), ..Default::default() }).unwrap().id;
     let msgs = vec![
         NewMessage::text(Role::User, "first request\nwith detail"),
         tool_call("a"),
@@ -60,10 +41,7 @@ fn ten_messages(store: &mut Store) -> String {
         tool_result("c", &"z".repeat(3000)),
         NewMessage::text(Role::Assistant, "done c"),
     ];
-    assert_eq!(
-        store.append(&id, &msgs).unwrap(),
-        (1..=10).collect::<Vec<u64>>()
-    );
+    assert_eq!(store.append(&id, &msgs).unwrap(), (1..=10).collect::<Vec<u64>>());
     id
 }
 
@@ -73,24 +51,14 @@ fn append_sets_title_totals_and_context() {
     let mut store = home.store();
     let id = ten_messages(&mut store);
     let s = store.session(&id).unwrap();
-    assert_eq!(
-        s.title.as_deref(),
-        Some("first request"),
-        "title is the first line of the first user message"
-    );
+    assert_eq!(s.title.as_deref(), Some("first request"), "title is the first line of the first user message");
     assert_eq!(s.message_count, 10);
     assert_eq!((s.totals.input_tokens, s.totals.output_tokens), (30, 15));
     assert_eq!(s.context_tokens, Some(100));
 
     let long = store.create_session(NewSession::default()).unwrap().id;
     store
-        .append(
-            &long,
-            &[
-                NewMessage::text(Role::Assistant, "hello"),
-                NewMessage::text(Role::User, "é".repeat(200)),
-            ],
-        )
+        .append(&long, &[NewMessage::text(Role::Assistant, "hello"), NewMessage::text(Role::User, "é".repeat(200))])
         .unwrap();
     let title = store.session(&long).unwrap().title.unwrap();
     assert_eq!(title.chars().count(), 81, "80 characters and an ellipsis");
@@ -103,13 +71,9 @@ fn originals_cannot_be_rewritten_or_deleted() {
     let mut store = home.store();
     let id = ten_messages(&mut store);
     let conn = store.connection();
-    let err = conn
-        .execute("UPDATE messages SET parts = '[]' WHERE seq = 1", [])
-        .unwrap_err();
+    let err = conn.execute("UPDATE messages SET parts = '[]' WHERE seq = 1", []).unwrap_err();
     assert!(err.to_string().contains("append-only"), "{err}");
-    let err = conn
-        .execute("DELETE FROM messages WHERE seq = 1", [])
-        .unwrap_err();
+    let err = conn.execute("DELETE FROM messages WHERE seq = 1", []).unwrap_err();
     assert!(err.to_string().contains("append-only"), "{err}");
     assert_eq!(store.full_history(&id).unwrap().len(), 10);
 }
@@ -118,17 +82,9 @@ fn originals_cannot_be_rewritten_or_deleted() {
 fn append_to_a_missing_session_is_an_error_and_writes_nothing() {
     let home = Home::new();
     let mut store = home.store();
-    let err = store
-        .append(
-            "01JFNOPE000000000000000000",
-            &[NewMessage::text(Role::User, "x")],
-        )
-        .unwrap_err();
+    let err = store.append("01JFNOPE000000000000000000", &[NewMessage::text(Role::User, "x")]).unwrap_err();
     assert_eq!(err.code(), "session_not_found");
-    let n: i64 = store
-        .connection()
-        .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
-        .unwrap();
+    let n: i64 = store.connection().query_row("SELECT count(*) FROM messages", [], |r| r.get(0)).unwrap();
     assert_eq!(n, 0);
 }
 
@@ -143,17 +99,8 @@ fn live_view_applies_summary_pin_and_trims_while_full_history_keeps_originals() 
     assert_eq!(view.entries.len(), 10);
     assert!(view.entries.iter().all(|e| e.origin == Origin::Kept));
 
-    let trims = store
-        .record_trims(
-            &id,
-            &[(3, 0, "[x trimmed]".into()), (9, 0, "[z trimmed]".into())],
-        )
-        .unwrap();
-    assert_eq!(
-        (trims[0].original_size, trims[0].new_size),
-        (1000, 11),
-        "sizes are the content's bytes"
-    );
+    let trims = store.record_trims(&id, &[(3, 0, "[x trimmed]".into()), (9, 0, "[z trimmed]".into())]).unwrap();
+    assert_eq!((trims[0].original_size, trims[0].new_size), (1000, 11), "sizes are the content's bytes");
 
     let compaction = Compaction {
         trigger: CompactionTrigger::Auto,
@@ -171,8 +118,7 @@ fn live_view_applies_summary_pin_and_trims_while_full_history_keeps_originals() 
     assert_eq!(store.record_compaction(&id, &compaction).unwrap(), 0);
 
     let view = store.live_view(&id).unwrap();
-    let shape: Vec<(Origin, Option<u64>)> =
-        view.entries.iter().map(|e| (e.origin, e.seq)).collect();
+    let shape: Vec<(Origin, Option<u64>)> = view.entries.iter().map(|e| (e.origin, e.seq)).collect();
     assert_eq!(
         shape,
         vec![
@@ -189,17 +135,10 @@ fn live_view_applies_summary_pin_and_trims_while_full_history_keeps_originals() 
         Part::Text { text } => text.clone(),
         other => panic!("summary is {other:?}"),
     };
-    assert!(
-        summary.contains("The user asked for a and got it.")
-            && summary.ends_with(COMPACTION_MARKER)
-    );
+    assert!(summary.contains("The user asked for a and got it.") && summary.ends_with(COMPACTION_MARKER));
     assert_eq!(view.entries[0].role, Role::User);
-    assert!(
-        matches!(&view.entries[5].parts[0], Part::ToolResult { content, .. } if content == "[z trimmed]")
-    );
-    assert!(
-        matches!(&view.entries[3].parts[0], Part::ToolResult { content, .. } if content.len() == 2000)
-    );
+    assert!(matches!(&view.entries[5].parts[0], Part::ToolResult { content, .. } if content == "[z trimmed]"));
+    assert!(matches!(&view.entries[3].parts[0], Part::ToolResult { content, .. } if content.len() == 2000));
 
     // The originals are all still there, untrimmed.
     let full = store.full_history(&id).unwrap();
@@ -220,16 +159,11 @@ fn invalid_trims_are_rejected_whole() {
         ((3, 4, "x".to_string()), "no such part"),
         ((42, 0, "x".to_string()), "no such message"),
     ] {
-        let err = store
-            .record_trims(&id, &[(9, 0, "ok".into()), bad])
-            .unwrap_err();
+        let err = store.record_trims(&id, &[(9, 0, "ok".into()), bad]).unwrap_err();
         assert_eq!(err.code(), "invalid_trim");
         assert!(err.to_string().contains(why), "{err}");
     }
-    assert!(
-        store.trims(&id).unwrap().is_empty(),
-        "a rejected batch wrote a trim"
-    );
+    assert!(store.trims(&id).unwrap().is_empty(), "a rejected batch wrote a trim");
 }
 
 #[test]
@@ -254,27 +188,11 @@ fn compaction_is_refused_when_the_history_moved_on_and_failures_are_counted() {
     assert_eq!(store.record_compaction(&id, &failed).unwrap(), 2);
     // Another process appends: a compaction based on the old history must not land.
     let mut other = Store::open(store.path()).unwrap();
-    other
-        .append(&id, &[NewMessage::text(Role::User, "meanwhile")])
-        .unwrap();
+    other.append(&id, &[NewMessage::text(Role::User, "meanwhile")]).unwrap();
     let err = store.record_compaction(&id, &failed).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Conflict {
-                expected: 10,
-                found: 11,
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert!(matches!(err, Error::Conflict { expected: 10, found: 11, .. }), "{err}");
     assert_eq!(store.compactions(&id).unwrap().len(), 2);
-    assert_eq!(
-        store.session(&id).unwrap().compaction_failures,
-        2,
-        "the counter survives reopening"
-    );
+    assert_eq!(store.session(&id).unwrap().compaction_failures, 2, "the counter survives reopening");
 
     let ok = Compaction {
         status: CompactionStatus::Ok,
@@ -284,11 +202,7 @@ fn compaction_is_refused_when_the_history_moved_on_and_failures_are_counted() {
         error: None,
         ..failed
     };
-    assert_eq!(
-        store.record_compaction(&id, &ok).unwrap(),
-        0,
-        "a success resets the counter"
-    );
+    assert_eq!(store.record_compaction(&id, &ok).unwrap(), 0, "a success resets the counter");
     store.set_compaction_state(&id, 3, true).unwrap();
     let s = Store::open(store.path()).unwrap().session(&id).unwrap();
     assert_eq!((s.compaction_failures, s.auto_compact_disabled), (3, true));
@@ -299,64 +213,30 @@ fn list_latest_and_delete() {
     let home = Home::new();
     let mut store = home.store();
     let a = ten_messages(&mut store);
-    let b = store
-        .create_session(NewSession {
-            project: "/q".into(),
-            ..Default::default()
-        })
-        .unwrap()
-        .id;
+    let b = store.create_session(NewSession { project: "/q".into(), ..Default::default() }).unwrap().id;
     std::thread::sleep(std::time::Duration::from_millis(3));
-    let c = store
-        .create_session(NewSession {
-            project: "/p".into(),
-            ..Default::default()
-        })
-        .unwrap()
-        .id;
+    let c = store.create_session(NewSession { project: "/p".into(), ..Default::default() }).unwrap().id;
 
     let p: Vec<String> = store
-        .list_sessions(&ListFilter {
-            project: Some("/p".into()),
-            limit: None,
-        })
+        .list_sessions(&ListFilter { project: Some("/p".into()), limit: None })
         .unwrap()
         .into_iter()
         .map(|s| s.id)
         .collect();
-    assert_eq!(
-        p,
-        vec![c.clone(), a.clone()],
-        "newest first, this project only"
-    );
+    assert_eq!(p, vec![c.clone(), a.clone()], "newest first, this project only");
     assert_eq!(store.latest_session("/p").unwrap().unwrap().id, c);
     assert_eq!(store.latest_session("/q").unwrap().unwrap().id, b);
     assert!(store.latest_session("/nowhere").unwrap().is_none());
-    assert_eq!(
-        store
-            .list_sessions(&ListFilter {
-                project: None,
-                limit: Some(2)
-            })
-            .unwrap()
-            .len(),
-        2
-    );
+    assert_eq!(store.list_sessions(&ListFilter { project: None, limit: Some(2) }).unwrap().len(), 2);
 
     store.record_trims(&a, &[(3, 0, "t".into())]).unwrap();
     store.delete_session(&a).unwrap();
     assert_eq!(store.session(&a).unwrap_err().code(), "session_not_found");
     for table in ["messages", "trims", "compactions"] {
-        let n: i64 = store
-            .connection()
-            .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
-            .unwrap();
+        let n: i64 = store.connection().query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0)).unwrap();
         assert_eq!(n, 0, "{table} rows of a deleted session remain");
     }
-    assert_eq!(
-        store.delete_session(&a).unwrap_err().code(),
-        "session_not_found"
-    );
+    assert_eq!(store.delete_session(&a).unwrap_err().code(), "session_not_found");
     assert_eq!(store.list_sessions(&Default::default()).unwrap().len(), 2);
 }
 
@@ -368,10 +248,7 @@ fn export_import_export_is_byte_identical() {
     let id = store.import(&mut original.as_slice(), false).unwrap();
     let mut again = Vec::new();
     store.export(&id, &mut again).unwrap();
-    assert_eq!(
-        String::from_utf8(again).unwrap(),
-        String::from_utf8(original.clone()).unwrap()
-    );
+    assert_eq!(String::from_utf8(again).unwrap(), String::from_utf8(original.clone()).unwrap());
 
     // A session built through the API survives the round trip too.
     let built = ten_messages(&mut store);
@@ -386,23 +263,11 @@ fn export_import_export_is_byte_identical() {
     assert_eq!(first, second);
 
     // Importing an id that exists is refused; --new-id gives a fresh one with the same content.
-    assert_eq!(
-        store
-            .import(&mut original.as_slice(), false)
-            .unwrap_err()
-            .code(),
-        "session_exists"
-    );
+    assert_eq!(store.import(&mut original.as_slice(), false).unwrap_err().code(), "session_exists");
     let copy = store.import(&mut original.as_slice(), true).unwrap();
     assert_ne!(copy, id);
-    assert_eq!(
-        store.full_history(&copy).unwrap(),
-        store.full_history(&id).unwrap()
-    );
-    assert_eq!(
-        store.live_view(&copy).unwrap().entries,
-        store.live_view(&id).unwrap().entries
-    );
+    assert_eq!(store.full_history(&copy).unwrap(), store.full_history(&id).unwrap());
+    assert_eq!(store.live_view(&copy).unwrap().entries, store.live_view(&id).unwrap().entries);
 }
 
 #[test]
@@ -416,72 +281,27 @@ fn malformed_imports_name_the_line_and_field_and_import_nothing() {
     };
     let cases: Vec<(String, &str)> = vec![
         (String::new(), "line 1: expected a `session` record"),
-        (
-            lines[1..].join("\n"),
-            "line 1: expected a `session` record first",
-        ),
+        (lines[1..].join("\n"), "line 1: expected a `session` record first"),
         ("not json".into(), "line 1:"),
         (
-            with(
-                2,
-                &lines[2].replace("\"role\":\"assistant\"", "\"role\":\"robot\""),
-            ),
+            with(2, &lines[2].replace("\"role\":\"assistant\"", "\"role\":\"robot\"")),
             "line 3: field `role`: unknown variant `robot`",
         ),
+        (with(1, &lines[1].replace("\"text\":\"Find why uploads fail\"", "\"txt\":\"x\"")), "line 2: field `parts[0]`"),
+        (with(3, &lines[3].replace("\"seq\":3", "\"seq\":9")), "line 4: field `seq`: expected 3, found 9"),
         (
-            with(
-                1,
-                &lines[1].replace("\"text\":\"Find why uploads fail\"", "\"txt\":\"x\""),
-            ),
-            "line 2: field `parts[0]`",
-        ),
-        (
-            with(3, &lines[3].replace("\"seq\":3", "\"seq\":9")),
-            "line 4: field `seq`: expected 3, found 9",
-        ),
-        (
-            with(
-                0,
-                &lines[0].replace("\"message_count\":8", "\"message_count\":7"),
-            ),
+            with(0, &lines[0].replace("\"message_count\":8", "\"message_count\":7")),
             "line 1: field `message_count` is 7",
         ),
+        (with(0, &lines[0].replace("01JFXAMP1E0000000000000001", "not-an-id")), "line 1: field `id`"),
+        (with(9, &lines[9].replace("\"through_seq\":7", "\"through_seq\":70")), "line 10: field `through_seq`"),
+        (with(10, &lines[10].replace("\"seq\":3", "\"seq\":1")), "line 11: fields `seq`/`part`"),
         (
-            with(
-                0,
-                &lines[0].replace("01JFXAMP1E0000000000000001", "not-an-id"),
-            ),
-            "line 1: field `id`",
-        ),
-        (
-            with(
-                9,
-                &lines[9].replace("\"through_seq\":7", "\"through_seq\":70"),
-            ),
-            "line 10: field `through_seq`",
-        ),
-        (
-            with(10, &lines[10].replace("\"seq\":3", "\"seq\":1")),
-            "line 11: fields `seq`/`part`",
-        ),
-        (
-            with(
-                11,
-                &lines[11].replace("\"original_size\":1165", "\"original_size\":2"),
-            ),
+            with(11, &lines[11].replace("\"original_size\":1165", "\"original_size\":2")),
             "line 12: field `original_size`",
         ),
-        (
-            format!("{good}{}\n", lines[0]),
-            "line 13: a second `session` record",
-        ),
-        (
-            with(
-                1,
-                &lines[1].replace("\"created_at\"", "\"surprise\":1,\"created_at\""),
-            ),
-            "line 2: field `surprise`",
-        ),
+        (format!("{good}{}\n", lines[0]), "line 13: a second `session` record"),
+        (with(1, &lines[1].replace("\"created_at\"", "\"surprise\":1,\"created_at\"")), "line 2: field `surprise`"),
     ];
     let home = Home::new();
     let mut store = home.store();
@@ -491,14 +311,8 @@ fn malformed_imports_name_the_line_and_field_and_import_nothing() {
         let text = err.to_string();
         assert!(text.contains(expected), "expected `{expected}` in `{text}`");
         assert!(text.ends_with("nothing was imported"), "{text}");
-        assert!(
-            store.list_sessions(&Default::default()).unwrap().is_empty(),
-            "a failed import wrote a session"
-        );
-        let n: i64 = store
-            .connection()
-            .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
-            .unwrap();
+        assert!(store.list_sessions(&Default::default()).unwrap().is_empty(), "a failed import wrote a session");
+        let n: i64 = store.connection().query_row("SELECT count(*) FROM messages", [], |r| r.get(0)).unwrap();
         assert_eq!(n, 0);
     }
 }

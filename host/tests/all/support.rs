@@ -12,9 +12,7 @@ pub struct Home {
 
 impl Home {
     pub fn new() -> Self {
-        Self {
-            dir: tempfile::tempdir().expect("temp dir"),
-        }
+        Self { dir: tempfile::tempdir().expect("temp dir") }
     }
 
     pub fn path(&self) -> &Path {
@@ -50,56 +48,30 @@ impl Home {
     /// Runs `seshat args…`, asserting success and an empty stderr; returns stdout.
     pub fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "seshat {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(
-            out.stderr.is_empty(),
-            "seshat {args:?} wrote to stderr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "seshat {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.stderr.is_empty(), "seshat {args:?} wrote to stderr: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).expect("utf-8 stdout")
     }
 
     /// Runs `seshat args…`, asserting a non-zero exit and nothing on stdout; returns stderr.
     pub fn fails(&self, args: &[&str]) -> String {
         let out = self.run(args);
-        assert!(
-            !out.status.success(),
-            "seshat {args:?} unexpectedly succeeded"
-        );
-        assert!(
-            out.stdout.is_empty(),
-            "seshat {args:?} wrote to stdout: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
+        assert!(!out.status.success(), "seshat {args:?} unexpectedly succeeded");
+        assert!(out.stdout.is_empty(), "seshat {args:?} wrote to stdout: {}", String::from_utf8_lossy(&out.stdout));
         let err = String::from_utf8(out.stderr).expect("utf-8 stderr");
-        assert!(
-            !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
-            "panic: {err}"
-        );
+        assert!(!err.contains("panicked") && !err.contains("RUST_BACKTRACE"), "panic: {err}");
         err
     }
 
     /// Creates a session in the given project.
     pub fn session(&self, project: &str) -> String {
-        self.store()
-            .create_session(NewSession {
-                project: project.into(),
-                ..Default::default()
-            })
-            .expect("create")
-            .id
+        self.store().create_session(NewSession { project: project.into(), ..Default::default() }).expect("create").id
     }
 }
 
 /// A file under the repository's `tests/fixtures`.
 pub fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures")
-        .join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures").join(name)
 }
 
 /// The first text part of a message.

@@ -45,20 +45,12 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         if line.trim().is_empty() {
             continue;
         }
-        let parsed: Line =
-            serde_json::from_str(&line).map_err(|e| anyhow!("line {number}: {e}"))?;
+        let parsed: Line = serde_json::from_str(&line).map_err(|e| anyhow!("line {number}: {e}"))?;
         let session = match &parsed.session {
-            Some(prefix) => store
-                .resolve(prefix)
-                .with_context(|| format!("line {number}"))?,
+            Some(prefix) => store.resolve(prefix).with_context(|| format!("line {number}"))?,
             None => default.clone(),
         };
-        let msg = NewMessage {
-            role: parsed.role,
-            parts: parsed.parts,
-            usage: parsed.usage,
-            status: parsed.status,
-        };
+        let msg = NewMessage { role: parsed.role, parts: parsed.parts, usage: parsed.usage, status: parsed.status };
         let seq = store.append(&session, std::slice::from_ref(&msg))?[0];
         writeln!(out, "{session} {seq}")?;
         out.flush()?;

@@ -27,10 +27,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         if !stdin.is_terminal() {
             bail!("refusing to delete session {id} without confirmation: pass --yes");
         }
-        eprint!(
-            "Delete session {id} \"{title}\" and its {} messages? [y/N] ",
-            info.message_count
-        );
+        eprint!("Delete session {id} \"{title}\" and its {} messages? [y/N] ", info.message_count);
         std::io::stderr().flush()?;
         let mut answer = String::new();
         stdin.lock().read_line(&mut answer)?;
@@ -40,10 +37,6 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         }
     }
     store.delete_session(&id)?;
-    writeln!(
-        std::io::stdout().lock(),
-        "Deleted session {id} ({} messages).",
-        info.message_count
-    )?;
+    writeln!(std::io::stdout().lock(), "Deleted session {id} ({} messages).", info.message_count)?;
     Ok(ExitCode::SUCCESS)
 }

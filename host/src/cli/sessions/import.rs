@@ -23,19 +23,12 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let mut input: Box<dyn BufRead> = if args.file.as_os_str() == "-" {
         Box::new(std::io::stdin().lock())
     } else {
-        let file = File::open(&args.file)
-            .with_context(|| format!("cannot open {}", args.file.display()))?;
+        let file = File::open(&args.file).with_context(|| format!("cannot open {}", args.file.display()))?;
         Box::new(BufReader::new(file))
     };
     let mut store = ctx.store()?;
-    let id = store
-        .import(&mut input, args.new_id)
-        .with_context(|| format!("cannot import {}", args.file.display()))?;
+    let id = store.import(&mut input, args.new_id).with_context(|| format!("cannot import {}", args.file.display()))?;
     let info = store.session(&id)?;
-    writeln!(
-        std::io::stdout().lock(),
-        "Imported session {id} ({} messages).",
-        info.message_count
-    )?;
+    writeln!(std::io::stdout().lock(), "Imported session {id} ({} messages).", info.message_count)?;
     Ok(ExitCode::SUCCESS)
 }

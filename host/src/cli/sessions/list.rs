@@ -31,20 +31,14 @@ struct Row<'a> {
 
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let store = ctx.store()?;
-    let filter = ListFilter {
-        project: (!args.all).then(|| ctx.project.clone()),
-        limit: args.limit,
-    };
+    let filter = ListFilter { project: (!args.all).then(|| ctx.project.clone()), limit: args.limit };
     let sessions = store.list_sessions(&filter)?;
     let ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
     let short = store.short_ids(&ids)?;
     let mut out = format::stdout();
     if args.json {
-        let rows: Vec<Row<'_>> = sessions
-            .iter()
-            .zip(&short)
-            .map(|(session, short_id)| Row { short_id, session })
-            .collect();
+        let rows: Vec<Row<'_>> =
+            sessions.iter().zip(&short).map(|(session, short_id)| Row { short_id, session }).collect();
         format::json(&mut out, &rows)?;
         out.flush()?;
         return Ok(ExitCode::SUCCESS);
@@ -53,21 +47,13 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         if args.all {
             writeln!(out, "No sessions yet.")?;
         } else {
-            writeln!(
-                out,
-                "No sessions in this project ({}). `--all` lists every project.",
-                ctx.project
-            )?;
+            writeln!(out, "No sessions in this project ({}). `--all` lists every project.", ctx.project)?;
         }
         out.flush()?;
         return Ok(ExitCode::SUCCESS);
     }
     let width = short.iter().map(String::len).max().unwrap_or(8);
-    writeln!(
-        out,
-        "{:<width$}  {:<16}  {:>8}  {:<14}  TITLE",
-        "ID", "UPDATED", "MESSAGES", "CONTEXT"
-    )?;
+    writeln!(out, "{:<width$}  {:<16}  {:>8}  {:<14}  TITLE", "ID", "UPDATED", "MESSAGES", "CONTEXT")?;
     for (s, id) in sessions.iter().zip(&short) {
         writeln!(
             out,

@@ -66,20 +66,13 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     for entry in &view.entries {
         let label = match (entry.origin, entry.seq) {
             (Origin::Summary, _) => "summary of the compacted history".to_string(),
-            (Origin::Pinned, Some(seq)) => format!(
-                "{} #{seq} (pinned: the latest request)",
-                entry.role.as_str()
-            ),
+            (Origin::Pinned, Some(seq)) => format!("{} #{seq} (pinned: the latest request)", entry.role.as_str()),
             (_, seq) => format!("{} #{}", entry.role.as_str(), seq.unwrap_or_default()),
         };
         rule(&mut out, &label, entry.status.as_str())?;
         parts(&mut out, &entry.parts)?;
         for t in &entry.trims {
-            writeln!(
-                out,
-                "  (part {} trimmed: {} → {} bytes)",
-                t.part, t.original_size, t.new_size
-            )?;
+            writeln!(out, "  (part {} trimmed: {} → {} bytes)", t.part, t.original_size, t.new_size)?;
         }
     }
     out.flush()?;
@@ -87,12 +80,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
 }
 
 fn header(out: &mut dyn Write, s: &SessionInfo) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "Session {}  {}",
-        s.id,
-        s.title.as_deref().unwrap_or("(untitled)")
-    )?;
+    writeln!(out, "Session {}  {}", s.id, s.title.as_deref().unwrap_or("(untitled)"))?;
     let model = match (&s.provider, &s.model) {
         (Some(p), Some(m)) => format!("{p}/{m}"),
         (None, Some(m)) => m.clone(),
@@ -111,10 +99,7 @@ fn header(out: &mut dyn Write, s: &SessionInfo) -> std::io::Result<()> {
     writeln!(
         out,
         "tokens in {} out {} cache read {} cache write {}",
-        s.totals.input_tokens,
-        s.totals.output_tokens,
-        s.totals.cache_read_tokens,
-        s.totals.cache_creation_tokens,
+        s.totals.input_tokens, s.totals.output_tokens, s.totals.cache_read_tokens, s.totals.cache_creation_tokens,
     )
 }
 
@@ -130,16 +115,8 @@ fn parts(out: &mut dyn Write, parts: &[Part]) -> std::io::Result<()> {
     for part in parts {
         match part {
             Part::Text { text } => writeln!(out, "{text}")?,
-            Part::ToolCall {
-                id,
-                name,
-                arguments,
-            } => writeln!(out, "→ call {name} ({id}) {arguments}")?,
-            Part::ToolResult {
-                call_id,
-                content,
-                is_error,
-            } => {
+            Part::ToolCall { id, name, arguments } => writeln!(out, "→ call {name} ({id}) {arguments}")?,
+            Part::ToolResult { call_id, content, is_error } => {
                 let kind = if *is_error { "error" } else { "result" };
                 writeln!(out, "← {kind} for {call_id}:\n{content}")?;
             }
@@ -147,9 +124,7 @@ fn parts(out: &mut dyn Write, parts: &[Part]) -> std::io::Result<()> {
                 let signed = if signature.is_some() { ", signed" } else { "" };
                 writeln!(out, "(thinking{signed}) {text}")?;
             }
-            Part::RedactedThinking { data } => {
-                writeln!(out, "(redacted thinking, {} bytes)", data.len())?
-            }
+            Part::RedactedThinking { data } => writeln!(out, "(redacted thinking, {} bytes)", data.len())?,
         }
     }
     Ok(())
@@ -166,11 +141,7 @@ fn render_full(out: &mut dyn Write, full: &Full) -> std::io::Result<()> {
     )?;
     let mut compactions = full.compactions.iter().peekable();
     for m in &full.messages {
-        rule(
-            out,
-            &format!("{} #{}", m.role.as_str(), m.seq),
-            m.status.as_str(),
-        )?;
+        rule(out, &format!("{} #{}", m.role.as_str(), m.seq), m.status.as_str())?;
         parts(out, &m.parts)?;
         for t in full.trims.iter().filter(|t| t.seq == m.seq) {
             writeln!(
@@ -207,8 +178,7 @@ fn compaction(out: &mut dyn Write, c: &Compaction) -> std::io::Result<()> {
                 c.tokens_before,
                 c.tokens_after.map_or("?".into(), |t| t.to_string()),
                 c.first_kept_seq.unwrap_or(c.through_seq + 1),
-                c.pinned_seq
-                    .map_or(String::new(), |p| format!(", pinned #{p}")),
+                c.pinned_seq.map_or(String::new(), |p| format!(", pinned #{p}")),
                 c.model.as_deref().unwrap_or("-"),
             )?;
             writeln!(out, "{}", c.summary.as_deref().unwrap_or_default())

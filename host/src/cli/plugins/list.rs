@@ -1,0 +1,110 @@
+//! `seshat plugins list`.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use serde::Serialize;
+use seshat::plugins::{LoadedPlugin, Origin, PluginKind, cache};
+
+use crate::cli::{Context, format};
+
+/// Arguments of `plugins list`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Row {
+    id: String,
+    kind: PluginKind,
+    api_version: Option<String>,
+    #[serde(flatten)]
+    origin: Origin,
+    description: String,
+    allowed_hosts: Vec<String>,
+    limits: Option<seshat::plugins::Limits>,
+    selected: bool,
+    overridden: bool,
+    error: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Listing {
+    plugins: Vec<Row>,
+    /// Components compiled by this process (0 when everything came from the cache).
+    compiled: u64,
+    problems: Vec<String>,
+}
+
+pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
+    let config = ctx.config()?;
+    let catalog = ctx.catalog();
+    let runtime = ctx.runtime();
+    let mut rows = Vec::new();
+    for (i, entry) in catalog.entries().iter().enumerate() {
+        let kind = entry.manifest.kind;
+        let overridden = catalog.is_overridden(i);
+        let loaded: Result<LoadedPlugin, _> = runtime.load(entry, config.limits(kind));
+        rows.push(Row {
+            id: entry.manifest.id.clone(),
+            kind,
+            api_version: loaded.as_ref().ok().map(|l| l.api_version.clone()),
+            origin: entry.origin.clone(),
+            description: entry.manifest.description.clone(),
+            allowed_hosts: entry.manifest.allowed_hosts.clone(),
+            limits: loaded.as_ref().ok().map(|l| l.limits),
+            selected: !overridden && config.selected(kind) == Some(entry.manifest.id.as_str()),
+            overridden,
+            error: loaded.err().map(|e| e.to_string()),
+        });
+    }
+    let listing = Listing { plugins: rows, compiled: cache::compile_count(), problems: catalog.problems.clone() };
+    let mut out = format::stdout();
+    if args.json {
+        format::json(&mut out, &listing)?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(out, "{:<11} {:<22} {:<6} {:<9} {:<8} {:<22} SOURCE", "KIND", "ID", "API", "SELECTED", "HOSTS", "LIMITS")?;
+    for r in &listing.plugins {
+        let selected = if r.selected {
+            "yes"
+        } else if r.overridden {
+            "overridden"
+        } else {
+            ""
+        };
+        let limits = r.limits.map_or("-".to_string(), |l| format!("{} MiB, {} ms", l.memory_mib, l.time_ms));
+        let hosts = if r.allowed_hosts.is_empty() { "-".to_string() } else { r.allowed_hosts.join(",") };
+        writeln!(
+            out,
+            "{:<11} {:<22} {:<6} {:<9} {:<8} {:<22} {}",
+            r.kind.as_str(),
+            format::clip(&r.id, 22),
+            r.api_version.as_deref().unwrap_or("-"),
+            selected,
+            hosts,
+            limits,
+            r.origin,
+        )?;
+        if let Some(e) = &r.error {
+            writeln!(out, "  error: {e}")?;
+        }
+    }
+    for kind in PluginKind::ALL {
+        match config.selected(kind) {
+            Some(id) if !listing.plugins.iter().any(|r| r.kind == kind && r.id == id) => {
+                writeln!(out, "warning: the configured {kind} `{id}` is not installed")?;
+            }
+            _ => {}
+        }
+    }
+    for p in &listing.problems {
+        writeln!(out, "warning: {p}")?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,132 @@
+//! `seshat plugins new`: a plugin crate that builds anywhere, with the WIT and SDK written in.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context as _, bail};
+use seshat::plugins::PluginKind;
+
+use crate::cli::format;
+
+/// The wit-bindgen version the repository's plugins use (checked against `plugins/Cargo.lock`).
+pub const WIT_BINDGEN_VERSION: &str = "0.63.0";
+
+const SDK_SOURCE: &str = include_str!("../../../../plugins/sdk/src/lib.rs");
+const WIT: &str = include_str!("../../../../wit/seshat-plugin.wit");
+
+/// Arguments of `plugins new`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The kind: trimmer, summariser or provider.
+    kind: PluginKind,
+    /// The plugin's id (letters, digits, `-`, `_`); also the crate's directory name.
+    name: String,
+    /// Create the crate here instead of `./<name>`.
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+}
+
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    let name = &args.name;
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        bail!("`{name}` is not a valid plugin id: use letters, digits, `-` and `_`");
+    }
+    let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from(name));
+    if dir.exists() && std::fs::read_dir(&dir).map(|mut d| d.next().is_some()).unwrap_or(true) {
+        bail!("{} already exists and is not empty: pick another name or --dir", dir.display());
+    }
+    let kind = args.kind;
+    let template = match kind {
+        PluginKind::Trimmer => include_str!("templates/trimmer.rs"),
+        PluginKind::Summariser => include_str!("templates/summariser.rs"),
+        PluginKind::Provider => include_str!("templates/provider.rs"),
+    };
+    let provider_hosts = if kind == PluginKind::Provider { "allowed_hosts = [\"{base_url}\"]\n" } else { "" };
+    let files: [(&str, String); 7] = [
+        ("Cargo.toml", cargo_toml(name, kind)),
+        (
+            "plugin.toml",
+            format!(
+                "id = \"{name}\"\nkind = \"{kind}\"\napi = \"0.1.0\"\ndescription = \"A {kind} plugin.\"\n{provider_hosts}"
+            ),
+        ),
+        ("src/lib.rs", template.to_string()),
+        ("seshat-plugin-sdk/Cargo.toml", sdk_cargo_toml()),
+        ("seshat-plugin-sdk/src/lib.rs", SDK_SOURCE.to_string()),
+        ("seshat-plugin-sdk/wit/seshat-plugin.wit", WIT.to_string()),
+        ("README.md", readme(name, kind)),
+    ];
+    for (path, text) in &files {
+        write(&dir.join(path), text)?;
+    }
+    let mut out = format::stdout();
+    writeln!(out, "Created the {kind} plugin `{name}` in {}.", dir.display())?;
+    writeln!(out, "Build it:   cd {} && cargo build --release --target wasm32-wasip2", dir.display())?;
+    writeln!(out, "Then follow {}/README.md to check, install and select it.", dir.display())?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write(path: &Path, text: &str) -> anyhow::Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn cargo_toml(name: &str, kind: PluginKind) -> String {
+    format!(
+        r#"[package]
+name = "{name}"
+version = "0.1.0"
+edition = "2024"
+publish = false
+
+[lib]
+crate-type = ["cdylib"]
+
+[dependencies]
+seshat-plugin-sdk = {{ path = "seshat-plugin-sdk", features = ["{kind}"] }}
+
+# A workspace of its own: builds the same inside or outside any other workspace.
+[workspace]
+
+[profile.release]
+opt-level = 3
+lto = true
+codegen-units = 1
+strip = true
+panic = "abort"
+"#
+    )
+}
+
+fn sdk_cargo_toml() -> String {
+    format!(
+        r#"[package]
+name = "seshat-plugin-sdk"
+version = "0.1.0"
+edition = "2024"
+publish = false
+
+[features]
+trimmer = []
+summariser = []
+provider = []
+
+[dependencies]
+wit-bindgen = {{ version = "={WIT_BINDGEN_VERSION}", default-features = false, features = ["macros", "realloc"] }}
+"#
+    )
+}
+
+fn readme(name: &str, kind: PluginKind) -> String {
+    format!(
+        "# {name}\n\nA Seshat {kind} plugin.\n\n```sh\ncargo build --release --target wasm32-wasip2\n\
+         cp target/wasm32-wasip2/release/{file}.wasm plugin.wasm\nseshat plugins check plugin.wasm\n\
+         mkdir -p ~/.config/seshat/plugins/{name}\ncp plugin.wasm plugin.toml ~/.config/seshat/plugins/{name}/\n```\n\n\
+         Then select it in `~/.config/seshat/config.toml`:\n\n```toml\n[plugins]\n{kind} = \"{name}\"\n```\n",
+        file = name.replace('-', "_")
+    )
+}

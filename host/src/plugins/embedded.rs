@@ -1,0 +1,26 @@
+//! The default plugins, built from `plugins/` by `host/build.rs` and embedded in the binary.
+
+use super::{CatalogEntry, Manifest, Origin, WasmSource};
+
+struct Builtin {
+    manifest: &'static str,
+    wasm: &'static [u8],
+}
+
+const BUILTINS: &[Builtin] = &[Builtin {
+    manifest: include_str!("../../../plugins/trimmer/plugin.toml"),
+    wasm: include_bytes!(concat!(env!("OUT_DIR"), "/plugins/trimmer.wasm")),
+}];
+
+/// The built-in plugins as catalog entries.
+pub(super) fn entries() -> Vec<CatalogEntry> {
+    BUILTINS
+        .iter()
+        .map(|b| CatalogEntry {
+            manifest: Manifest::parse(b.manifest, std::path::Path::new("<builtin>"))
+                .expect("built-in manifests are checked by the tests"),
+            origin: Origin::Builtin,
+            wasm: WasmSource::Embedded(b.wasm),
+        })
+        .collect()
+}

@@ -1,0 +1,42 @@
+//! The process's one wasmtime `Engine`, with the epoch ticker that drives per-call time budgets.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use wasmtime::{Config, Engine};
+
+/// How often the engine's epoch advances; budgets are checked at this granularity.
+pub(super) const TICK: Duration = Duration::from_millis(5);
+
+/// The engine, created on first use with epoch interruption on, plus one background thread
+/// that advances its epoch every [`TICK`].
+pub(super) fn engine() -> &'static Engine {
+    static ENGINE: OnceLock<Engine> = OnceLock::new();
+    ENGINE.get_or_init(|| {
+        let mut config = Config::new();
+        config.epoch_interruption(true);
+        config.wasm_component_model(true);
+        config.cranelift_opt_level(wasmtime::OptLevel::Speed);
+        let engine = Engine::new(&config).expect("the engine configuration is valid");
+        let ticker = engine.clone();
+        std::thread::Builder::new()
+            .name("seshat-epoch".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(TICK);
+                    ticker.increment_epoch();
+                }
+            })
+            .expect("spawn the epoch thread");
+        engine
+    })
+}
+
+/// A stable number identifying which compiled artefacts this engine can load.
+pub(super) fn compatibility_hash() -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    engine().precompile_compatibility_hash().hash(&mut h);
+    env!("CARGO_PKG_VERSION").hash(&mut h);
+    h.finish()
+}

@@ -1,0 +1,100 @@
+//! Resource limits per plugin call: defaults per kind, overridable by the manifest and the user's
+//! configuration, never beyond the maxima.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::PluginKind;
+
+/// Limits requested by a manifest or configured by the user; unset fields fall through.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitRequest {
+    /// Linear memory cap in MiB.
+    pub memory_mib: Option<u64>,
+    /// Guest time per call in milliseconds (time inside host functions does not count).
+    pub time_ms: Option<u64>,
+    /// Summarisers: model calls per compaction.
+    pub complete_calls: Option<u32>,
+    /// Summarisers: the largest `max-tokens` a model call may ask for.
+    pub complete_max_tokens: Option<u32>,
+}
+
+/// The limits a plugin runs under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Limits {
+    /// Linear memory cap in MiB.
+    pub memory_mib: u64,
+    /// Guest time per call in milliseconds.
+    pub time_ms: u64,
+    /// Model calls per compaction (summarisers).
+    pub complete_calls: u32,
+    /// Largest `max-tokens` per model call (summarisers).
+    pub complete_max_tokens: u32,
+}
+
+/// The most any manifest or configuration can grant.
+pub const MAXIMUM: Limits =
+    Limits { memory_mib: 1024, time_ms: 60_000, complete_calls: 32, complete_max_tokens: 8_192 };
+
+impl Limits {
+    /// The defaults for a kind.
+    pub fn default_for(kind: PluginKind) -> Self {
+        let time_ms = match kind {
+            PluginKind::Trimmer | PluginKind::Provider => 2_000,
+            PluginKind::Summariser => 10_000,
+        };
+        Limits { memory_mib: 64, time_ms, complete_calls: 8, complete_max_tokens: 2_000 }
+    }
+
+    /// The defaults for `kind`, overridden by the manifest's request, then by the user's
+    /// configuration, each capped at [`MAXIMUM`].
+    pub fn resolve(kind: PluginKind, manifest: LimitRequest, config: LimitRequest) -> Self {
+        let d = Self::default_for(kind);
+        let pick = |m: Option<u64>, c: Option<u64>, default: u64, max: u64| c.or(m).unwrap_or(default).clamp(1, max);
+        let pick32 = |m: Option<u32>, c: Option<u32>, default: u32, max: u32| c.or(m).unwrap_or(default).clamp(1, max);
+        Limits {
+            memory_mib: pick(manifest.memory_mib, config.memory_mib, d.memory_mib, MAXIMUM.memory_mib),
+            time_ms: pick(manifest.time_ms, config.time_ms, d.time_ms, MAXIMUM.time_ms),
+            complete_calls: pick32(
+                manifest.complete_calls,
+                config.complete_calls,
+                d.complete_calls,
+                MAXIMUM.complete_calls,
+            ),
+            complete_max_tokens: pick32(
+                manifest.complete_max_tokens,
+                config.complete_max_tokens,
+                d.complete_max_tokens,
+                MAXIMUM.complete_max_tokens,
+            ),
+        }
+    }
+
+    /// The memory cap in bytes.
+    pub fn memory_bytes(&self) -> usize {
+        (self.memory_mib as usize) << 20
+    }
+
+    /// The guest-time budget.
+    pub fn time_budget(&self) -> Duration {
+        Duration::from_millis(self.time_ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_beats_manifest_beats_default_within_the_maximum() {
+        let m = LimitRequest { memory_mib: Some(128), time_ms: Some(999_999), ..Default::default() };
+        let c = LimitRequest { memory_mib: Some(32), ..Default::default() };
+        let l = Limits::resolve(PluginKind::Trimmer, m, c);
+        assert_eq!(l.memory_mib, 32);
+        assert_eq!(l.time_ms, MAXIMUM.time_ms);
+        assert_eq!(l.complete_calls, 8);
+        assert_eq!(Limits::resolve(PluginKind::Trimmer, m, LimitRequest::default()).memory_mib, 128);
+    }
+}

@@ -1,0 +1,289 @@
+//! The plugin runtime: WIT-defined WebAssembly components loaded by a small wasmtime host.
+//!
+//! Policies — the trimmer, the summariser, provider adapters — are plugins, so users swap them by
+//! dropping in a `.wasm` and changing one config line. Every call runs sandboxed (see
+//! [`sandbox`]): no files, environment, sockets or stdio; a memory cap; a guest-time budget. A
+//! trap drops only that instance. Compiled components are cached on disk.
+
+mod bindings;
+pub mod cache;
+mod catalog;
+mod embedded;
+mod engine;
+mod error;
+mod limits;
+mod manifest;
+mod provider;
+mod sandbox;
+mod summariser;
+mod trimmer;
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use wasmtime::component::Component;
+
+pub use catalog::{Catalog, CatalogEntry, Origin, WasmSource};
+pub use error::{Error, Result};
+pub use limits::{LimitRequest, Limits, MAXIMUM as MAXIMUM_LIMITS};
+pub use manifest::Manifest;
+pub use provider::{
+    AuthScheme, ChatRequest, HttpRequest, ModelInfo, ProviderInfo, ProviderPlugin, Response, StreamDecoder,
+    StreamEvent, ToolSpec,
+};
+pub use summariser::{Completion, CompletionRequest, ModelCall, ModelError, SummariserPlugin, SummaryRequest};
+pub use trimmer::{
+    TrimBudget, TrimEdit, TrimMessage, TrimPart, TrimmerPlugin, placeholder, validate as validate_edits,
+};
+
+use crate::store::{Part, Role};
+
+/// The contract versions this host speaks (semver-compatible with `0.1.0`).
+pub const API_VERSIONS: &str = "0.1.x";
+
+/// The kinds of plugin, one WIT world each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PluginKind {
+    /// Micro-compaction policy.
+    Trimmer,
+    /// Summary policy.
+    Summariser,
+    /// LLM provider adapter.
+    Provider,
+}
+
+impl PluginKind {
+    /// All kinds.
+    pub const ALL: [PluginKind; 3] = [PluginKind::Trimmer, PluginKind::Summariser, PluginKind::Provider];
+
+    /// The kind's name (also its WIT world).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PluginKind::Trimmer => "trimmer",
+            PluginKind::Summariser => "summariser",
+            PluginKind::Provider => "provider",
+        }
+    }
+
+    /// The interface a plugin of this kind exports.
+    pub fn export_interface(self) -> &'static str {
+        match self {
+            PluginKind::Trimmer => "trim",
+            PluginKind::Summariser => "summarise",
+            PluginKind::Provider => "translate",
+        }
+    }
+
+    fn from_export_interface(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.export_interface() == name)
+    }
+}
+
+impl std::fmt::Display for PluginKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for PluginKind {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| format!("unknown plugin kind `{s}`: expected trimmer, summariser or provider"))
+    }
+}
+
+/// A message as plugins see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginMessage {
+    /// Its seq, or 0 when not stored.
+    pub id: u64,
+    /// Who wrote it.
+    pub role: Role,
+    /// Its content.
+    pub parts: Vec<Part>,
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// Finished.
+    EndTurn,
+    /// Wants tool results.
+    ToolUse,
+    /// Output limit.
+    MaxTokens,
+    /// Stop sequence.
+    StopSequence,
+    /// Refused.
+    Refusal,
+    /// Something else.
+    Other(String),
+}
+
+/// A plugin compiled (or loaded from the cache) and checked to be of the kind its manifest says.
+#[derive(Clone)]
+pub struct LoadedPlugin {
+    /// Its manifest.
+    pub manifest: Manifest,
+    /// Where it came from.
+    pub origin: Origin,
+    /// SHA-256 of its `.wasm`.
+    pub sha256: String,
+    /// The contract version it was built for.
+    pub api_version: String,
+    /// The limits it runs under.
+    pub limits: Limits,
+    component: Component,
+}
+
+impl std::fmt::Debug for LoadedPlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedPlugin")
+            .field("manifest", &self.manifest)
+            .field("origin", &self.origin)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LoadedPlugin {
+    fn expect_kind(&self, kind: PluginKind) -> Result<()> {
+        if self.manifest.kind == kind {
+            Ok(())
+        } else {
+            Err(Error::WrongKind {
+                plugin: self.manifest.id.clone(),
+                expected: kind.as_str(),
+                found: format!("it is a {}", self.manifest.kind),
+            })
+        }
+    }
+}
+
+/// Loads plugins: compiles or fetches from the cache, and checks world and version.
+#[derive(Debug, Clone)]
+pub struct Runtime {
+    cache_dir: Option<PathBuf>,
+}
+
+impl Runtime {
+    /// A runtime caching compiled components in `cache_dir` (`None`: no disk cache).
+    pub fn new(cache_dir: Option<PathBuf>) -> Self {
+        Self { cache_dir }
+    }
+
+    /// Loads one plugin with the user's limit overrides for its kind.
+    pub fn load(&self, entry: &CatalogEntry, config_limits: LimitRequest) -> Result<LoadedPlugin> {
+        let wasm = entry.wasm.bytes()?;
+        self.load_bytes(&wasm, Some(entry.manifest.clone()), entry.origin.clone(), &entry.manifest.id, config_limits)
+    }
+
+    /// Loads a `.wasm` file that is not installed (`seshat plugins check`): its `plugin.toml` is
+    /// read from beside it when present, otherwise a manifest is made from what the component
+    /// exports. Returns whether a manifest was found.
+    pub fn load_file(
+        &self,
+        wasm: &std::path::Path,
+        config_limits: impl Fn(PluginKind) -> LimitRequest,
+    ) -> Result<(LoadedPlugin, bool)> {
+        let bytes = std::fs::read(wasm).map_err(|source| Error::Io { path: wasm.to_path_buf(), source })?;
+        let beside = wasm.with_file_name("plugin.toml");
+        let manifest = if beside.is_file() { Some(Manifest::read(&beside)?) } else { None };
+        let name = manifest
+            .as_ref()
+            .map(|m| m.id.clone())
+            .unwrap_or_else(|| wasm.file_stem().map_or("plugin".into(), |s| s.to_string_lossy().into_owned()));
+        let limits = manifest.as_ref().map(|m| config_limits(m.kind)).unwrap_or_default();
+        let found = manifest.is_some();
+        let plugin = self.load_bytes(&bytes, manifest, Origin::File(wasm.to_path_buf()), &name, limits)?;
+        Ok((plugin, found))
+    }
+
+    fn load_bytes(
+        &self,
+        wasm: &[u8],
+        manifest: Option<Manifest>,
+        origin: Origin,
+        name: &str,
+        config_limits: LimitRequest,
+    ) -> Result<LoadedPlugin> {
+        let sha256 = cache::sha256_hex(wasm);
+        let component = cache::load(self.cache_dir.as_deref(), wasm, &sha256).map_err(|e| Error::Load {
+            plugin: name.to_string(),
+            message: format!("not a valid WebAssembly component for this host: {e:#}"),
+        })?;
+        let (kind, api_version) = inspect(&component, name)?;
+        let manifest = match manifest {
+            Some(m) if m.kind != kind => {
+                return Err(Error::WrongKind {
+                    plugin: name.to_string(),
+                    expected: m.kind.as_str(),
+                    found: format!("its manifest says {} but the component is a {kind}", m.kind),
+                });
+            }
+            Some(m) => m,
+            None => Manifest {
+                id: name.to_string(),
+                kind,
+                api: api_version.clone(),
+                description: String::new(),
+                allowed_hosts: Vec::new(),
+                limits: LimitRequest::default(),
+            },
+        };
+        let limits = Limits::resolve(kind, manifest.limits, config_limits);
+        Ok(LoadedPlugin { manifest, origin, sha256, api_version, limits, component })
+    }
+}
+
+/// Which kind of plugin a component is and which contract version it was built for, from its
+/// exports; refuses anything this host cannot run, saying what was expected and found.
+fn inspect(component: &Component, plugin: &str) -> Result<(PluginKind, String)> {
+    let engine = engine::engine();
+    let exports: Vec<String> = component.component_type().exports(engine).map(|(name, _)| name.to_string()).collect();
+    let ours: Vec<(&str, &str)> = exports
+        .iter()
+        .filter_map(|e| e.strip_prefix("seshat:plugin/"))
+        .map(|rest| rest.split_once('@').unwrap_or((rest, "")))
+        .collect();
+    let Some(&(interface, version)) = ours.first() else {
+        return Err(Error::WrongKind {
+            plugin: plugin.to_string(),
+            expected: "Seshat plugin",
+            found: format!(
+                "it exports no seshat:plugin interface (exports: {})",
+                if exports.is_empty() { "none".to_string() } else { exports.join(", ") }
+            ),
+        });
+    };
+    if !(version == "0.1" || version.starts_with("0.1.")) {
+        return Err(Error::Incompatible {
+            plugin: plugin.to_string(),
+            expected: API_VERSIONS,
+            found: version.to_string(),
+        });
+    }
+    let kind = PluginKind::from_export_interface(interface).ok_or_else(|| Error::WrongKind {
+        plugin: plugin.to_string(),
+        expected: "Seshat plugin",
+        found: format!("it exports seshat:plugin/{interface}, which no plugin kind exports"),
+    })?;
+    Ok((kind, version.to_string()))
+}
+
+/// An error preparing an instance (imports that cannot be satisfied, exports of the wrong type).
+fn link_error(plugin: &str, err: &wasmtime::Error) -> Error {
+    Error::Load {
+        plugin: plugin.to_string(),
+        message: format!(
+            "its imports or exports do not match this host's seshat:plugin@{API_VERSIONS} (a plugin may import only \
+             its world's host interface and WASI): {err:#}"
+        ),
+    }
+}
+
+impl<H: Send> bindings::v0_1::wit::Host for sandbox::State<H> {}

@@ -1,0 +1,296 @@
+//! Trimmer plugins: metadata in, edits out. The host validates every edit and applies them.
+
+use std::sync::OnceLock;
+
+use serde::Serialize;
+use wasmtime::Store;
+use wasmtime::component::{HasSelf, Linker};
+
+use super::bindings::v0_1::trimmer as b;
+use super::bindings::v0_1::trimmer::seshat::plugin::{trim_host, trim_types};
+use super::limits::Limits;
+use super::sandbox::{self, State};
+use super::{Error, LoadedPlugin, PluginKind, Result, link_error};
+use crate::store::Role;
+
+/// What a trimmer sees of one part: no content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TrimPart {
+    /// The part's kind, as in [`crate::store::Part::kind`].
+    pub kind: &'static str,
+    /// Content size in bytes (after earlier trims).
+    pub bytes: u64,
+    /// Estimated tokens.
+    pub tokens: u64,
+}
+
+/// What a trimmer sees of one message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TrimMessage {
+    /// The message's seq.
+    pub id: u64,
+    /// Who wrote it.
+    pub role: Role,
+    /// Its parts.
+    pub parts: Vec<TrimPart>,
+    /// Estimated tokens of the whole message.
+    pub tokens: u64,
+    /// Whether it must not be trimmed.
+    pub protected: bool,
+}
+
+/// Where the request stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TrimBudget {
+    /// Estimated tokens now.
+    pub current_tokens: u64,
+    /// Aim for this.
+    pub target_tokens: u64,
+    /// Compaction starts above this.
+    pub threshold_tokens: u64,
+    /// The usable window.
+    pub window_tokens: u64,
+    /// Options from the user's config, a JSON object.
+    pub extra: String,
+}
+
+/// An edit a trimmer proposed and the host validated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum TrimEdit {
+    /// Keep `head` and `tail` bytes with a placeholder between.
+    HeadTail {
+        /// The message's seq.
+        message: u64,
+        /// The part index.
+        part: u32,
+        /// Bytes kept from the start.
+        head: u64,
+        /// Bytes kept from the end.
+        tail: u64,
+    },
+    /// Replace the content.
+    Replace {
+        /// The message's seq.
+        message: u64,
+        /// The part index.
+        part: u32,
+        /// The new content.
+        text: String,
+    },
+}
+
+impl TrimEdit {
+    /// The message and part the edit applies to.
+    pub fn target(&self) -> (u64, u32) {
+        match self {
+            TrimEdit::HeadTail { message, part, .. } | TrimEdit::Replace { message, part, .. } => (*message, *part),
+        }
+    }
+
+    /// The content after the edit. Head and tail are snapped inward to character boundaries and
+    /// joined by a placeholder that names the original size.
+    pub fn apply(&self, content: &str) -> String {
+        match self {
+            TrimEdit::Replace { text, .. } => text.clone(),
+            TrimEdit::HeadTail { head, tail, .. } => {
+                let len = content.len();
+                let mut h = (*head as usize).min(len);
+                while !content.is_char_boundary(h) {
+                    h -= 1;
+                }
+                let mut t = len.saturating_sub(*tail as usize).max(h);
+                while !content.is_char_boundary(t) {
+                    t += 1;
+                }
+                format!("{}{}{}", &content[..h], placeholder(len, t - h), &content[t..])
+            }
+        }
+    }
+}
+
+/// The stable text standing for what a head-tail trim removed.
+pub fn placeholder(original: usize, removed: usize) -> String {
+    format!("\n[… {removed} of {original} bytes trimmed by Seshat …]\n")
+}
+
+/// Serves a trimmer's `read-part` requests: (message seq, part index) → current content.
+type PartReader = Box<dyn FnMut(u64, u32) -> Option<String> + Send>;
+
+/// Host context of a trimmer call: where `read-part` gets content from.
+#[derive(Default)]
+pub(crate) struct TrimHost {
+    reader: Option<PartReader>,
+}
+
+impl trim_host::Host for State<TrimHost> {
+    fn read_part(&mut self, message: u64, part: u32) -> Option<String> {
+        self.host_time(|h| h.reader.as_mut().and_then(|read| read(message, part)))
+    }
+}
+
+impl trim_types::Host for State<TrimHost> {}
+
+fn linker() -> Result<&'static Linker<State<TrimHost>>, wasmtime::Error> {
+    static LINKER: OnceLock<Linker<State<TrimHost>>> = OnceLock::new();
+    if let Some(l) = LINKER.get() {
+        return Ok(l);
+    }
+    let mut linker = Linker::new(super::engine::engine());
+    wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+    b::Trimmer::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
+    Ok(LINKER.get_or_init(|| linker))
+}
+
+/// A loaded trimmer, ready to call. A trap drops its instance; the next call makes a new one.
+pub struct TrimmerPlugin {
+    id: String,
+    limits: Limits,
+    pre: b::TrimmerPre<State<TrimHost>>,
+    live: Option<(Store<State<TrimHost>>, b::Trimmer)>,
+}
+
+impl std::fmt::Debug for TrimmerPlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TrimmerPlugin").field("id", &self.id).field("limits", &self.limits).finish_non_exhaustive()
+    }
+}
+
+impl TrimmerPlugin {
+    /// Prepares a loaded plugin as a trimmer (type-checking its imports and exports).
+    pub fn new(plugin: &LoadedPlugin) -> Result<Self> {
+        plugin.expect_kind(PluginKind::Trimmer)?;
+        let id = plugin.manifest.id.clone();
+        let pre = linker()
+            .and_then(|l| l.instantiate_pre(&plugin.component))
+            .and_then(b::TrimmerPre::new)
+            .map_err(|e| link_error(&id, &e))?;
+        Ok(Self { id, limits: plugin.limits, pre, live: None })
+    }
+
+    /// The plugin's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Instantiates now (normally done lazily by the first call).
+    pub fn warm(&mut self) -> Result<()> {
+        self.instance().map(|_| ())
+    }
+
+    fn instance(&mut self) -> Result<&mut (Store<State<TrimHost>>, b::Trimmer)> {
+        if self.live.is_none() {
+            let mut store = sandbox::new_store(&self.limits, TrimHost::default());
+            sandbox::start_call(&mut store);
+            let bindings = match self.pre.instantiate(&mut store) {
+                Ok(b) => b,
+                Err(e) => return Err(sandbox::classify(&store, &e, &self.id, PluginKind::Trimmer, &self.limits)),
+            };
+            self.live = Some((store, bindings));
+        }
+        Ok(self.live.as_mut().expect("just created"))
+    }
+
+    /// Asks the trimmer for edits; `read_part` serves its requests for content. The answer is
+    /// validated against `messages`: any invalid edit rejects the whole answer.
+    pub fn trim(
+        &mut self,
+        messages: &[TrimMessage],
+        budget: &TrimBudget,
+        read_part: impl FnMut(u64, u32) -> Option<String> + Send + 'static,
+    ) -> Result<Vec<TrimEdit>> {
+        let metas: Vec<trim_types::MessageMeta> = messages.iter().map(to_meta).collect();
+        let wit_budget = trim_types::Budget {
+            current_tokens: budget.current_tokens,
+            target_tokens: budget.target_tokens,
+            threshold_tokens: budget.threshold_tokens,
+            window_tokens: budget.window_tokens,
+            extra: budget.extra.clone(),
+        };
+        let (id, limits) = (self.id.clone(), self.limits);
+        let (store, bindings) = self.instance()?;
+        store.data_mut().host.reader = Some(Box::new(read_part));
+        sandbox::start_call(store);
+        let result = bindings.seshat_plugin_trim().call_trim(&mut *store, &metas, &wit_budget);
+        store.data_mut().host.reader = None;
+        let edits = match result {
+            Ok(Ok(edits)) => edits,
+            Ok(Err(e)) => return Err(Error::Plugin { plugin: id, code: e.code, message: e.message }),
+            Err(trap) => {
+                let err = sandbox::classify(store, &trap, &id, PluginKind::Trimmer, &limits);
+                self.live = None;
+                return Err(err);
+            }
+        };
+        let edits: Vec<TrimEdit> = edits.into_iter().map(from_wit).collect();
+        validate(&edits, messages).map_err(|message| Error::InvalidOutput { plugin: id, message })?;
+        Ok(edits)
+    }
+}
+
+fn to_meta(m: &TrimMessage) -> trim_types::MessageMeta {
+    use super::bindings::v0_1::wit::PartKind;
+    trim_types::MessageMeta {
+        id: m.id,
+        role: m.role.into(),
+        parts: m
+            .parts
+            .iter()
+            .map(|p| trim_types::PartMeta {
+                kind: match p.kind {
+                    "tool_call" => PartKind::ToolCall,
+                    "tool_result" => PartKind::ToolResult,
+                    "thinking" => PartKind::Thinking,
+                    "redacted_thinking" => PartKind::RedactedThinking,
+                    _ => PartKind::Text,
+                },
+                bytes: p.bytes,
+                tokens: p.tokens,
+            })
+            .collect(),
+        tokens: m.tokens,
+        protected: m.protected,
+    }
+}
+
+fn from_wit(e: trim_types::Edit) -> TrimEdit {
+    match e {
+        trim_types::Edit::HeadTail(h) => {
+            TrimEdit::HeadTail { message: h.message, part: h.part, head: h.head, tail: h.tail }
+        }
+        trim_types::Edit::Replace(r) => TrimEdit::Replace { message: r.message, part: r.part, text: r.text },
+    }
+}
+
+/// Checks every edit: an existing, unprotected message; an existing tool-result part; strictly
+/// shorter content; at most one edit per part.
+pub fn validate(edits: &[TrimEdit], messages: &[TrimMessage]) -> std::result::Result<(), String> {
+    let mut seen = std::collections::HashSet::new();
+    for (i, edit) in edits.iter().enumerate() {
+        let (message, part) = edit.target();
+        let msg = messages
+            .iter()
+            .find(|m| m.id == message)
+            .ok_or_else(|| format!("edit {i} names message {message}, which it was not given"))?;
+        if msg.protected {
+            return Err(format!("edit {i} trims message {message}, which is protected"));
+        }
+        let p = msg.parts.get(part as usize).ok_or_else(|| {
+            format!("edit {i} names part {part} of message {message}, which has {} parts", msg.parts.len())
+        })?;
+        if p.kind != "tool_result" {
+            return Err(format!("edit {i} trims a {} part; only tool results may be trimmed", p.kind));
+        }
+        let shorter = match edit {
+            TrimEdit::HeadTail { head, tail, .. } => head.saturating_add(*tail) < p.bytes,
+            TrimEdit::Replace { text, .. } => (text.len() as u64) < p.bytes,
+        };
+        if !shorter {
+            return Err(format!("edit {i} does not shorten message {message} part {part} ({} bytes)", p.bytes));
+        }
+        if !seen.insert((message, part)) {
+            return Err(format!("edit {i} edits message {message} part {part} a second time"));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,210 @@
+//! The Seshat plugin SDK.
+//!
+//! A plugin implements one trait — [`trimmer::Trimmer`], [`summariser::Summariser`] or
+//! [`provider::Provider`] — and exports it with one macro. Enable the matching cargo feature
+//! (`trimmer`, `summariser` or `provider`) and build with
+//! `cargo build --release --target wasm32-wasip2`.
+//!
+//! ```ignore
+//! use seshat_plugin_sdk::trimmer::{Budget, Edit, Error, MessageMeta, Trimmer};
+//!
+//! struct Nothing;
+//! impl Trimmer for Nothing {
+//!     fn trim(_messages: Vec<MessageMeta>, _budget: Budget) -> Result<Vec<Edit>, Error> {
+//!         Ok(Vec::new())
+//!     }
+//! }
+//! seshat_plugin_sdk::export_trimmer!(Nothing);
+//! ```
+//!
+//! Plugins run sandboxed: no files, environment, sockets or stdio. What they need comes through
+//! the trait's arguments and the host functions re-exported here.
+
+extern crate alloc;
+extern crate self as seshat_plugin_sdk;
+
+#[doc(hidden)]
+pub use wit_bindgen as __wit_bindgen;
+
+/// The SDK's version, also written into every plugin as the `seshat-plugin-sdk` custom section.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The plugin contract's version this SDK speaks.
+pub const API_VERSION: &str = "0.1.0";
+
+/// Writes the SDK version custom section into the plugin (used by the export macros).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __version_section {
+    () => {
+        #[unsafe(link_section = "seshat-plugin-sdk")]
+        #[used]
+        static __SESHAT_PLUGIN_SDK_VERSION: [u8; 5] = *b"0.1.0";
+    };
+}
+
+/// Trimmer plugins: decide which tool results to shorten; the host applies the edits.
+#[cfg(feature = "trimmer")]
+pub mod trimmer {
+    #[doc(hidden)]
+    pub mod bindings {
+        wit_bindgen::generate!({
+            path: "wit",
+            world: "trimmer",
+            pub_export_macro: true,
+            export_macro_name: "__export_trimmer_world",
+            default_bindings_module: "::seshat_plugin_sdk::trimmer::__bindings",
+            runtime_path: "::seshat_plugin_sdk::__wit_bindgen::rt",
+        });
+    }
+    #[doc(hidden)]
+    pub use bindings as __bindings;
+    #[doc(hidden)]
+    pub use bindings::__export_trimmer_world;
+
+    pub use bindings::exports::seshat::plugin::trim::Guest as __Guest;
+    pub use bindings::seshat::plugin::trim_types::{Budget, Edit, HeadTail, MessageMeta, PartMeta, Replace};
+    pub use bindings::seshat::plugin::types::{Error, PartKind, Role};
+
+    /// The current content of one part, asked of the host. Ask only for what you need.
+    pub fn read_part(message: u64, part: u32) -> Option<alloc::string::String> {
+        bindings::seshat::plugin::trim_host::read_part(message, part)
+    }
+
+    /// A trimmer policy.
+    pub trait Trimmer {
+        /// Proposes edits that bring the request toward `budget.target_tokens`. Only tool results
+        /// of unprotected messages may be edited, and only made shorter; one invalid edit rejects
+        /// the whole answer.
+        fn trim(messages: alloc::vec::Vec<MessageMeta>, budget: Budget) -> Result<alloc::vec::Vec<Edit>, Error>;
+    }
+
+    impl<T: Trimmer> __Guest for T {
+        fn trim(messages: alloc::vec::Vec<MessageMeta>, budget: Budget) -> Result<alloc::vec::Vec<Edit>, Error> {
+            <T as Trimmer>::trim(messages, budget)
+        }
+    }
+
+    /// Exports a [`Trimmer`] implementation as the plugin's trimmer.
+    #[macro_export]
+    macro_rules! export_trimmer {
+        ($t:ident) => {
+            $crate::trimmer::__export_trimmer_world!($t with_types_in $crate::trimmer::__bindings);
+            $crate::__version_section!();
+        };
+    }
+}
+
+/// Summariser plugins: write the summary that replaces dropped messages.
+#[cfg(feature = "summariser")]
+pub mod summariser {
+    #[doc(hidden)]
+    pub mod bindings {
+        wit_bindgen::generate!({
+            path: "wit",
+            world: "summariser",
+            pub_export_macro: true,
+            export_macro_name: "__export_summariser_world",
+            default_bindings_module: "::seshat_plugin_sdk::summariser::__bindings",
+            runtime_path: "::seshat_plugin_sdk::__wit_bindgen::rt",
+        });
+    }
+    #[doc(hidden)]
+    pub use bindings as __bindings;
+    #[doc(hidden)]
+    pub use bindings::__export_summariser_world;
+
+    pub use bindings::exports::seshat::plugin::summarise::Guest as __Guest;
+    pub use bindings::exports::seshat::plugin::summarise::SummaryRequest;
+    pub use bindings::seshat::plugin::model::{Completion, CompletionRequest};
+    pub use bindings::seshat::plugin::types::{Error, Message, Part, Role, StopReason, ToolCall, ToolResult, Usage};
+
+    /// Calls the configured summary model through the host. Bounded per compaction.
+    pub fn complete(request: &CompletionRequest) -> Result<Completion, Error> {
+        bindings::seshat::plugin::model::complete(request)
+    }
+
+    /// A summariser policy.
+    pub trait Summariser {
+        /// Writes the summary that replaces `request.messages`, preserving the active requests,
+        /// the decisions made, the tool outcomes that still matter and the unresolved work.
+        fn summarise(request: SummaryRequest) -> Result<alloc::string::String, Error>;
+    }
+
+    impl<T: Summariser> __Guest for T {
+        fn summarise(request: SummaryRequest) -> Result<alloc::string::String, Error> {
+            <T as Summariser>::summarise(request)
+        }
+    }
+
+    /// Exports a [`Summariser`] implementation as the plugin's summariser.
+    #[macro_export]
+    macro_rules! export_summariser {
+        ($t:ident) => {
+            $crate::summariser::__export_summariser_world!($t with_types_in $crate::summariser::__bindings);
+            $crate::__version_section!();
+        };
+    }
+}
+
+/// Provider plugins: translate between Seshat's messages and one LLM HTTP API.
+#[cfg(feature = "provider")]
+pub mod provider {
+    #[doc(hidden)]
+    pub mod bindings {
+        wit_bindgen::generate!({
+            path: "wit",
+            world: "provider",
+            pub_export_macro: true,
+            export_macro_name: "__export_provider_world",
+            default_bindings_module: "::seshat_plugin_sdk::provider::__bindings",
+            runtime_path: "::seshat_plugin_sdk::__wit_bindgen::rt",
+        });
+    }
+    #[doc(hidden)]
+    pub use bindings as __bindings;
+    #[doc(hidden)]
+    pub use bindings::__export_provider_world;
+
+    pub use bindings::exports::seshat::plugin::translate::{
+        Auth, ChatRequest, Guest as __Guest, GuestDecoder, HttpRequest, ProviderInfo, Response, StreamEvent,
+        ToolCallDelta, ToolCallStart, ToolSpec,
+    };
+    pub use bindings::seshat::plugin::types::{
+        Error, Message, ModelInfo, Part, Role, StopReason, Thinking, ToolCall, ToolResult, Usage,
+    };
+
+    /// A provider adapter. `Decoder` is the per-answer stream decoder.
+    pub trait Provider {
+        /// The stream decoder type.
+        type Decoder: GuestDecoder + 'static;
+        /// What the provider serves.
+        fn info() -> ProviderInfo;
+        /// Turns a chat request into an HTTP request (never with credentials).
+        fn build_request(request: ChatRequest) -> Result<HttpRequest, Error>;
+        /// Decodes a whole answer or an error body.
+        fn parse_response(status: u16, body: alloc::vec::Vec<u8>) -> Result<Response, Error>;
+    }
+
+    impl<T: Provider> __Guest for T {
+        type Decoder = <T as Provider>::Decoder;
+        fn info() -> ProviderInfo {
+            <T as Provider>::info()
+        }
+        fn build_request(request: ChatRequest) -> Result<HttpRequest, Error> {
+            <T as Provider>::build_request(request)
+        }
+        fn parse_response(status: u16, body: alloc::vec::Vec<u8>) -> Result<Response, Error> {
+            <T as Provider>::parse_response(status, body)
+        }
+    }
+
+    /// Exports a [`Provider`] implementation as the plugin's provider.
+    #[macro_export]
+    macro_rules! export_provider {
+        ($t:ident) => {
+            $crate::provider::__export_provider_world!($t with_types_in $crate::provider::__bindings);
+            $crate::__version_section!();
+        };
+    }
+}
