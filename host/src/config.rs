@@ -23,7 +23,7 @@ pub struct Error {
 }
 
 /// The merged configuration.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Plugin selection and limits.
@@ -32,7 +32,7 @@ pub struct Config {
 }
 
 /// `[plugins]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PluginsConfig {
     /// The trimmer's id (default `trimmer`).
@@ -44,6 +44,9 @@ pub struct PluginsConfig {
     /// Limit overrides per kind: `[plugins.limits.trimmer]`.
     #[serde(default)]
     pub limits: BTreeMap<PluginKind, LimitRequest>,
+    /// Options handed to the selected plugin of a kind as a JSON object: `[plugins.options.trimmer]`.
+    #[serde(default)]
+    pub options: BTreeMap<PluginKind, toml::Table>,
 }
 
 impl Config {
@@ -63,6 +66,9 @@ impl Config {
         self.plugins.trimmer = p.trimmer.or(self.plugins.trimmer.take());
         self.plugins.summariser = p.summariser.or(self.plugins.summariser.take());
         self.plugins.provider = p.provider.or(self.plugins.provider.take());
+        for (kind, table) in p.options {
+            self.plugins.options.entry(kind).or_default().extend(table);
+        }
         for (kind, l) in p.limits {
             let base = self.plugins.limits.entry(kind).or_default();
             *base = LimitRequest {
@@ -81,6 +87,11 @@ impl Config {
             PluginKind::Summariser => Some(self.plugins.summariser.as_deref().unwrap_or("summariser")),
             PluginKind::Provider => self.plugins.provider.as_deref(),
         }
+    }
+
+    /// The options for plugins of `kind`, as the JSON object plugins receive (`{}` when none).
+    pub fn options_json(&self, kind: PluginKind) -> String {
+        self.plugins.options.get(&kind).and_then(|t| serde_json::to_string(t).ok()).unwrap_or_else(|| "{}".to_string())
     }
 
     /// The user's limit overrides for `kind`.

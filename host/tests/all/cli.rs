@@ -26,6 +26,10 @@ fn help_texts() {
         &["sessions", "export", "--help"],
         &["sessions", "import", "--help"],
         &["sessions", "append", "--help"],
+        &["plugins", "--help"],
+        &["plugins", "list", "--help"],
+        &["plugins", "check", "--help"],
+        &["plugins", "new", "--help"],
     ] {
         let name = args.join(" ").replace("--", "").replace(' ', "_");
         insta::assert_snapshot!(format!("help_{name}"), home.ok(args));

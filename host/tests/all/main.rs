@@ -5,5 +5,8 @@ mod concurrency;
 mod crash;
 mod ids;
 mod migrations;
+mod plugins;
+mod plugins_cli;
 mod store;
 mod support;
+mod trimmer_policy;

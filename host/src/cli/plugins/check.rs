@@ -45,7 +45,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
                 target_tokens: 0,
                 threshold_tokens: 0,
                 window_tokens: 0,
-                extra: "{}".into(),
+                extra: config.options_json(PluginKind::Trimmer),
             };
             let edits = t.trim(&[], &budget, |_, _| None)?;
             writeln!(out, "check call: trim of an empty history gave {} edits in {:.1} ms", edits.len(), ms(call))?;

@@ -61,7 +61,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             error: loaded.err().map(|e| e.to_string()),
         });
     }
-    let listing = Listing { plugins: rows, compiled: cache::compile_count(), problems: catalog.problems.clone() };
+    let listing = Listing { plugins: rows, compiled: cache::compile_count(), problems: catalog.problems };
     let mut out = format::stdout();
     if args.json {
         format::json(&mut out, &listing)?;

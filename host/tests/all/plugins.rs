@@ -1,0 +1,362 @@
+//! The plugin runtime through the library: sandbox limits, validation, kinds and versions,
+//! resources, the built-in trimmer.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use seshat::plugins::{
+    Catalog, CatalogEntry, ChatRequest, Completion, CompletionRequest, Error, LimitRequest, ModelCall, ModelError,
+    Origin, PluginKind, PluginMessage, ProviderPlugin, Runtime, StopReason, StreamEvent, SummariserPlugin,
+    SummaryRequest, TrimBudget, TrimEdit, TrimMessage, TrimPart, TrimmerPlugin,
+};
+use seshat::store::{Part, Role};
+
+/// A compiled-plugin cache shared by the tests of this binary.
+pub fn shared_cache() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("plugin-cache")
+}
+
+/// Installs `wasm` as a plugin directory with a manifest and returns its catalog entry.
+pub fn install(dir: &Path, id: &str, kind: &str, wasm: &str, extra_manifest: &str) -> CatalogEntry {
+    let d = dir.join(id);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::copy(wasm, d.join("plugin.wasm")).unwrap();
+    std::fs::write(
+        d.join("plugin.toml"),
+        format!("id = \"{id}\"\nkind = \"{kind}\"\napi = \"0.1.0\"\n{extra_manifest}"),
+    )
+    .unwrap();
+    CatalogEntry::from_dir(&d, Origin::User).unwrap()
+}
+
+fn runtime() -> Runtime {
+    Runtime::new(Some(shared_cache()))
+}
+
+fn hostile(limits: LimitRequest) -> (tempfile::TempDir, TrimmerPlugin) {
+    let dir = tempfile::tempdir().unwrap();
+    let entry = install(dir.path(), "hostile", "trimmer", seshat_test_plugins::HOSTILE, "");
+    let loaded = runtime().load(&entry, limits).unwrap();
+    (dir, TrimmerPlugin::new(&loaded).unwrap())
+}
+
+fn history() -> Vec<TrimMessage> {
+    let part = |kind, bytes| TrimPart { kind, bytes, tokens: bytes / 4 };
+    vec![
+        TrimMessage { id: 1, role: Role::User, parts: vec![part("text", 100)], tokens: 25, protected: false },
+        TrimMessage {
+            id: 2,
+            role: Role::Tool,
+            parts: vec![part("tool_result", 40_000)],
+            tokens: 10_000,
+            protected: false,
+        },
+        TrimMessage { id: 3, role: Role::User, parts: vec![part("text", 100)], tokens: 25, protected: true },
+    ]
+}
+
+fn budget(extra: &str) -> TrimBudget {
+    TrimBudget {
+        current_tokens: 50_000,
+        target_tokens: 20_000,
+        threshold_tokens: 40_000,
+        window_tokens: 60_000,
+        extra: extra.to_string(),
+    }
+}
+
+fn assert_recovers(plugin: &mut TrimmerPlugin) {
+    let edits = plugin.trim(&history(), &budget("noop"), |_, _| None).expect("the next call re-instantiates and works");
+    assert!(edits.is_empty());
+}
+
+#[test]
+fn an_infinite_loop_is_stopped_by_the_time_budget() {
+    let (_dir, mut plugin) = hostile(LimitRequest { time_ms: Some(300), ..Default::default() });
+    let start = Instant::now();
+    let err = plugin.trim(&history(), &budget("loop"), |_, _| None).unwrap_err();
+    let took = start.elapsed();
+    assert!(matches!(err, Error::Timeout { budget_ms: 300, .. }), "{err}");
+    assert_eq!(err.code(), "plugin_timeout");
+    assert!(err.to_string().contains("plugin `hostile` (trimmer) ran past its time budget of 300 ms"), "{err}");
+    assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(3), "stopped after {took:?}");
+    assert_recovers(&mut plugin);
+}
+
+#[test]
+fn guest_time_is_measured_not_wall_time_across_calls() {
+    let (_dir, mut plugin) = hostile(LimitRequest { time_ms: Some(400), ..Default::default() });
+    // Three calls of ~200 ms each: every call gets its own budget.
+    for _ in 0..3 {
+        plugin.trim(&history(), &budget("slow:200"), |_, _| None).unwrap();
+    }
+    let err = plugin.trim(&history(), &budget("slow:1000"), |_, _| None).unwrap_err();
+    assert_eq!(err.code(), "plugin_timeout", "{err}");
+}
+
+#[test]
+fn a_memory_bomb_hits_the_cap() {
+    let (_dir, mut plugin) = hostile(LimitRequest { memory_mib: Some(16), ..Default::default() });
+    let err = plugin.trim(&history(), &budget("membomb"), |_, _| None).unwrap_err();
+    assert!(matches!(err, Error::Memory { limit_mib: 16, .. }), "{err}");
+    assert!(err.to_string().contains("past the 16 MiB limit"), "{err}");
+    assert_recovers(&mut plugin);
+}
+
+#[test]
+fn a_panic_is_a_clear_error_and_the_plugin_restarts() {
+    let (_dir, mut plugin) = hostile(LimitRequest::default());
+    let err = plugin.trim(&history(), &budget("panic"), |_, _| None).unwrap_err();
+    assert_eq!(err.code(), "plugin_trap", "{err}");
+    assert!(err.to_string().starts_with("plugin `hostile` (trimmer) crashed: wasm trap"), "{err}");
+    assert_recovers(&mut plugin);
+}
+
+#[test]
+fn invalid_edits_are_rejected_whole() {
+    let (_dir, mut plugin) = hostile(LimitRequest::default());
+    for (mode, why) in [
+        ("edit-protected", "which is protected"),
+        ("edit-text", "only tool results may be trimmed"),
+        ("edit-grow", "does not shorten"),
+        ("edit-unknown", "which it was not given"),
+    ] {
+        let err = plugin.trim(&history(), &budget(mode), |_, _| None).unwrap_err();
+        assert_eq!(err.code(), "plugin_invalid_output", "{mode}: {err}");
+        assert!(err.to_string().contains("rejected whole") && err.to_string().contains(why), "{mode}: {err}");
+    }
+}
+
+#[test]
+fn read_part_serves_content_on_request_only() {
+    let (_dir, mut plugin) = hostile(LimitRequest::default());
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let log = asked.clone();
+    let err = plugin
+        .trim(&history(), &budget("read-part"), move |m, p| {
+            log.lock().unwrap().push((m, p));
+            Some("x".repeat(1234))
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("read 1234 bytes"), "{err}");
+    assert_eq!(*asked.lock().unwrap(), vec![(1, 0)]);
+}
+
+#[test]
+fn the_sandbox_has_no_files_env_or_sockets() {
+    let (dir, mut plugin) = hostile(LimitRequest::default());
+    let canary = format!("canary-{}", std::process::id());
+    let file = dir.path().join("canary.txt");
+    std::fs::write(&file, &canary).unwrap();
+    let err = plugin.trim(&history(), &budget(&format!("read-file:{}", file.display())), |_, _| None).unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("file error:") && !text.contains(&canary), "{text}");
+
+    let err = plugin.trim(&history(), &budget("read-env:PATH"), |_, _| None).unwrap_err();
+    assert!(err.to_string().contains("env error: environment variable not found; 0 variables visible"), "{err}");
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let err = plugin.trim(&history(), &budget(&format!("socket:{addr}")), |_, _| None).unwrap_err();
+    assert!(err.to_string().contains("socket error:"), "{err}");
+    assert_eq!(listener.accept().unwrap_err().kind(), std::io::ErrorKind::WouldBlock, "the plugin reached the socket");
+    assert_recovers(&mut plugin);
+}
+
+#[test]
+fn a_plugin_of_another_world_or_version_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    // A summariser whose manifest claims to be a trimmer.
+    let entry = install(dir.path(), "liar", "trimmer", seshat_test_plugins::SUMMARISER, "");
+    let err = runtime().load(&entry, LimitRequest::default()).unwrap_err();
+    assert_eq!(err.code(), "plugin_wrong_kind");
+    assert!(err.to_string().contains("its manifest says trimmer but the component is a summariser"), "{err}");
+
+    // A summariser asked to act as a trimmer.
+    let entry = install(dir.path(), "summ", "summariser", seshat_test_plugins::SUMMARISER, "");
+    let loaded = runtime().load(&entry, LimitRequest::default()).unwrap();
+    let err = TrimmerPlugin::new(&loaded).unwrap_err();
+    assert_eq!(err.to_string(), "plugin `summ` is not a trimmer: it is a summariser");
+
+    // Built for seshat:plugin@0.2.0.
+    let entry = install(dir.path(), "future", "trimmer", seshat_test_plugins::VERSION_0_2_0, "");
+    let err = runtime().load(&entry, LimitRequest::default()).unwrap_err();
+    assert_eq!(err.code(), "plugin_incompatible");
+    assert!(
+        err.to_string().contains("was built for seshat:plugin@0.2.0; this seshat speaks 0.1.x"),
+        "the message names what was expected and found: {err}"
+    );
+}
+
+#[test]
+fn a_plugin_built_against_0_1_1_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let entry = install(dir.path(), "newer-patch", "trimmer", seshat_test_plugins::SEMVER_0_1_1, "");
+    let loaded = runtime().load(&entry, LimitRequest::default()).unwrap();
+    assert_eq!(loaded.api_version, "0.1.1");
+    let mut plugin = TrimmerPlugin::new(&loaded).unwrap();
+    assert!(plugin.trim(&history(), &budget(""), |_, _| None).unwrap().is_empty());
+}
+
+#[test]
+fn manifest_limits_are_capped_and_config_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let entry = install(
+        dir.path(),
+        "greedy",
+        "trimmer",
+        seshat_test_plugins::HOSTILE,
+        "[limits]\nmemory_mib = 999999\ntime_ms = 5\n",
+    );
+    let loaded = runtime().load(&entry, LimitRequest { time_ms: Some(700), ..Default::default() }).unwrap();
+    assert_eq!(loaded.limits.memory_mib, seshat::plugins::MAXIMUM_LIMITS.memory_mib);
+    assert_eq!(loaded.limits.time_ms, 700);
+}
+
+struct ScriptedModel {
+    delay: Duration,
+    seen_max_tokens: Arc<Mutex<Vec<u32>>>,
+}
+
+impl ModelCall for ScriptedModel {
+    fn complete(&mut self, request: CompletionRequest) -> Result<Completion, ModelError> {
+        std::thread::sleep(self.delay);
+        self.seen_max_tokens.lock().unwrap().push(request.max_tokens);
+        Ok(Completion {
+            text: format!("answer to {}", request.messages.len()),
+            usage: None,
+            stop_reason: StopReason::EndTurn,
+        })
+    }
+}
+
+fn summariser(limits: LimitRequest) -> (tempfile::TempDir, SummariserPlugin) {
+    let dir = tempfile::tempdir().unwrap();
+    let entry = install(dir.path(), "test-summariser", "summariser", seshat_test_plugins::SUMMARISER, "");
+    let loaded = runtime().load(&entry, limits).unwrap();
+    (dir, SummariserPlugin::new(&loaded).unwrap())
+}
+
+fn summary_request(extra: &str) -> SummaryRequest {
+    SummaryRequest {
+        messages: vec![PluginMessage { id: 1, role: Role::User, parts: vec![Part::Text { text: "hi".into() }] }],
+        previous_summary: Some("before".into()),
+        max_tokens: 2_000,
+        model_window: 8_192,
+        extra: extra.into(),
+    }
+}
+
+#[test]
+fn time_inside_complete_does_not_count_against_the_budget() {
+    let (_dir, mut plugin) = summariser(LimitRequest { time_ms: Some(300), ..Default::default() });
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let model = ScriptedModel { delay: Duration::from_millis(400), seen_max_tokens: seen.clone() };
+    let summary = plugin.summarise(&summary_request("2"), Box::new(model)).unwrap();
+    assert_eq!(summary, "1 messages, previous Some(\"before\"), answers [answer to 1, answer to 1]");
+    assert_eq!(*seen.lock().unwrap(), vec![2_000, 2_000], "max_tokens is capped by the host");
+
+    let model = ScriptedModel { delay: Duration::ZERO, seen_max_tokens: seen };
+    let err = plugin.summarise(&summary_request("loop"), Box::new(model)).unwrap_err();
+    assert_eq!(err.code(), "plugin_timeout", "{err}");
+}
+
+#[test]
+fn complete_is_bounded_per_summary() {
+    let (_dir, mut plugin) = summariser(LimitRequest { complete_calls: Some(3), ..Default::default() });
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let model = ScriptedModel { delay: Duration::ZERO, seen_max_tokens: seen.clone() };
+    let err = plugin.summarise(&summary_request("5"), Box::new(model)).unwrap_err();
+    assert!(matches!(&err, Error::Plugin { code, .. } if code == "complete_limit"), "{err}");
+    assert_eq!(seen.lock().unwrap().len(), 3, "the model was called past the bound");
+}
+
+#[test]
+fn provider_decoder_resources_keep_their_own_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let entry = install(
+        dir.path(),
+        "test-provider",
+        "provider",
+        seshat_test_plugins::PROVIDER,
+        "allowed_hosts = [\"{base_url}\"]\n",
+    );
+    let loaded = runtime().load(&entry, LimitRequest::default()).unwrap();
+    let mut provider = ProviderPlugin::new(&loaded).unwrap();
+    assert_eq!(provider.allowed_hosts(), ["{base_url}"]);
+    let info = provider.info().unwrap();
+    assert_eq!((info.id.as_str(), info.models[0].context_window), ("test", 8_192));
+
+    {
+        let mut first = provider.decoder().unwrap();
+        assert_eq!(first.push("", "a").unwrap(), vec![StreamEvent::TextDelta { text: "1:a".into() }]);
+        assert_eq!(first.push("message", "b").unwrap(), vec![StreamEvent::TextDelta { text: "2:b".into() }]);
+        let err = first.push("error", "overloaded").unwrap_err();
+        assert!(matches!(&err, Error::Plugin { code, message, .. } if code == "stream" && message == "overloaded"));
+        assert_eq!(first.finish().unwrap(), vec![StreamEvent::Stop { reason: StopReason::Other("after 2".into()) }]);
+    }
+    let mut second = provider.decoder().unwrap();
+    assert_eq!(second.push("", "z").unwrap(), vec![StreamEvent::TextDelta { text: "1:z".into() }], "fresh state");
+    drop(second);
+
+    let request = |model: &str| ChatRequest {
+        model: model.into(),
+        system: None,
+        messages: vec![],
+        tools: vec![],
+        max_tokens: 10,
+        stream: true,
+        base_url: "http://127.0.0.1:1234".into(),
+        extra: "{}".into(),
+    };
+    let http = provider.build_request(&request("test-1")).unwrap();
+    assert_eq!(http.url, "http://127.0.0.1:1234/chat");
+    let err = provider.build_request(&request("bad-url")).unwrap_err();
+    assert_eq!(err.code(), "plugin_invalid_output", "{err}");
+    let response = provider.parse_response(200, b"hello").unwrap();
+    assert_eq!(response.message.parts, vec![Part::Text { text: "hello".into() }]);
+    let err = provider.parse_response(401, b"bad key").unwrap_err();
+    assert!(err.to_string().contains("[http_401]: bad key"), "{err}");
+}
+
+#[test]
+fn the_builtin_trimmer_trims_oldest_large_results_and_never_protected_ones() {
+    let catalog = Catalog::builtin();
+    let entry = catalog.find(PluginKind::Trimmer, "trimmer").unwrap();
+    let loaded = runtime().load(entry, LimitRequest::default()).unwrap();
+    let mut plugin = TrimmerPlugin::new(&loaded).unwrap();
+    let result = |id, tokens, protected| TrimMessage {
+        id,
+        role: Role::Tool,
+        parts: vec![TrimPart { kind: "tool_result", bytes: tokens * 4, tokens }],
+        tokens,
+        protected,
+    };
+    let messages =
+        vec![result(1, 300, false), result(2, 30_000, false), result(3, 30_000, false), result(4, 40_000, true)];
+    let budget = TrimBudget {
+        current_tokens: 110_000,
+        target_tokens: 70_000,
+        threshold_tokens: 100_000,
+        window_tokens: 140_000,
+        extra: "{}".into(),
+    };
+    let edits = plugin.trim(&messages, &budget, |_, _| None).unwrap();
+    let targets: Vec<(u64, u32)> = edits.iter().map(TrimEdit::target).collect();
+    assert_eq!(targets, vec![(2, 0), (3, 0)]);
+
+    let under = TrimBudget { current_tokens: 60_000, ..budget };
+    assert!(plugin.trim(&messages, &under, |_, _| None).unwrap().is_empty(), "under the target nothing is trimmed");
+}
+
+#[test]
+fn head_tail_edits_keep_character_boundaries_and_name_the_original_size() {
+    let content = "é".repeat(1000); // 2000 bytes
+    let edit = TrimEdit::HeadTail { message: 1, part: 0, head: 101, tail: 51 };
+    let out = edit.apply(&content);
+    assert!(out.starts_with(&"é".repeat(50)) && out.ends_with(&"é".repeat(25)), "{out}");
+    assert!(out.contains("[… 1850 of 2000 bytes trimmed by Seshat …]"), "{out}");
+    assert!(out.len() < content.len());
+}

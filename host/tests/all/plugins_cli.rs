@@ -1,0 +1,208 @@
+//! `seshat plugins …` as a process: listing, the warm cache, hostile plugins behind `check`,
+//! and a plugin crate made by `plugins new`.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::support::Home;
+
+/// Installs a test plugin under `$SESHAT_HOME/plugins/<id>/` and returns the wasm's path.
+fn install(home: &Home, id: &str, wasm: &str) -> std::path::PathBuf {
+    let dir = home.path().join("plugins").join(id);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(wasm, dir.join("plugin.wasm")).unwrap();
+    std::fs::write(dir.join("plugin.toml"), format!("id = \"{id}\"\nkind = \"trimmer\"\napi = \"0.1.0\"\n")).unwrap();
+    dir.join("plugin.wasm")
+}
+
+fn config(home: &Home, text: &str) {
+    std::fs::write(home.path().join("config.toml"), text).unwrap();
+}
+
+fn listing(home: &Home) -> serde_json::Value {
+    serde_json::from_str(&home.ok(&["plugins", "list", "--json"])).unwrap()
+}
+
+#[test]
+fn list_shows_the_builtin_trimmer_selected() {
+    let home = Home::new();
+    insta::assert_snapshot!("plugins_list", home.ok(&["plugins", "list"]));
+}
+
+#[test]
+fn a_warm_start_compiles_nothing_and_a_bad_cache_entry_is_recompiled() {
+    let home = Home::new();
+    install(&home, "hostile", seshat_test_plugins::HOSTILE);
+    let first = listing(&home);
+    assert_eq!(first["compiled"], 2, "a cold start compiles the builtin and the user plugin: {first}");
+    let second = listing(&home);
+    assert_eq!(second["compiled"], 0, "a warm start compiles nothing");
+    assert!(second["plugins"].as_array().unwrap().iter().all(|p| p["error"].is_null()), "{second}");
+
+    // Corrupt one entry, and replace the other with a foreign file whose digest does not match.
+    let cache = home.path().join("cache/plugins");
+    let mut entries: Vec<_> = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "cwasm"))
+        .collect();
+    entries.sort();
+    assert_eq!(entries.len(), 2);
+    let len = std::fs::metadata(&entries[0]).unwrap().len() as usize;
+    std::fs::write(&entries[0], vec![0xAB; len]).unwrap();
+    std::fs::write(&entries[1], b"\0asm not really a compiled component").unwrap();
+    let third = listing(&home);
+    assert_eq!(third["compiled"], 2, "bad entries are recompiled, never loaded: {third}");
+    assert!(third["plugins"].as_array().unwrap().iter().all(|p| p["error"].is_null()), "{third}");
+    assert_eq!(listing(&home)["compiled"], 0, "and the rewritten entries are good");
+}
+
+#[test]
+fn selecting_another_trimmer_is_one_config_line() {
+    let home = Home::new();
+    install(&home, "hostile", seshat_test_plugins::HOSTILE);
+    let selected = |v: &serde_json::Value| -> Vec<String> {
+        v["plugins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["selected"] == true)
+            .map(|p| p["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(selected(&listing(&home)), ["trimmer"]);
+    config(&home, "[plugins]\ntrimmer = \"hostile\"\n");
+    assert_eq!(selected(&listing(&home)), ["hostile"]);
+    config(&home, "[plugins]\ntrimmer = \"nope\"\n");
+    assert!(home.ok(&["plugins", "list"]).contains("warning: the configured trimmer `nope` is not installed"));
+    config(&home, "[plugins]\ntrimer = \"typo\"\n");
+    let err = home.fails(&["plugins", "list"]);
+    assert!(err.contains("invalid configuration") && err.contains("trimer"), "{err}");
+}
+
+/// Runs `plugins check` on the hostile plugin with `probe` configured; returns (stdout, stderr, ok).
+fn probe(home: &Home, wasm: &Path, probe: &str, env: &[(&str, &str)]) -> (String, String, bool) {
+    config(
+        home,
+        &format!(
+            "[plugins.options.trimmer]\nprobe = \"{probe}\"\n[plugins.limits.trimmer]\ntime_ms = 300\nmemory_mib = 16\n"
+        ),
+    );
+    let out = home.cmd().envs(env.iter().copied()).args(["plugins", "check", wasm.to_str().unwrap()]).output().unwrap();
+    let (stdout, stderr) = (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap());
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    (stdout, stderr, out.status.success())
+}
+
+#[test]
+fn hostile_plugins_get_nothing_and_change_nothing() {
+    let home = Home::new();
+    let wasm = install(&home, "hostile", seshat_test_plugins::HOSTILE);
+    let session = home.session("/hostile");
+    home.store().append(&session, &[seshat::store::NewMessage::text(seshat::store::Role::User, "keep me")]).unwrap();
+    let db = home.db();
+    let before = std::fs::read(&db).unwrap();
+    let canary = format!("canary-{}-{}", std::process::id(), session);
+    let canary_file = home.path().join("canary.txt");
+    std::fs::write(&canary_file, &canary).unwrap();
+    let env = [("SESHAT_CANARY", canary.as_str())];
+
+    let (out, err, ok) = probe(&home, &wasm, &format!("read-file:{}", canary_file.display()), &env);
+    assert!(!ok && err.contains("[observed]: file error:"), "{err}");
+    assert!(!out.contains(&canary) && !err.contains(&canary));
+
+    let (out, err, ok) = probe(&home, &wasm, "read-env:SESHAT_CANARY", &env);
+    assert!(!ok && err.contains("[observed]: env error: environment variable not found; 0 variables visible"), "{err}");
+    assert!(!out.contains(&canary) && !err.contains(&canary));
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let (_, err, ok) = probe(&home, &wasm, &format!("socket:{}", listener.local_addr().unwrap()), &env);
+    assert!(!ok && err.contains("[observed]: socket error:"), "{err}");
+    assert_eq!(listener.accept().unwrap_err().kind(), std::io::ErrorKind::WouldBlock, "the plugin connected");
+
+    let marker = format!("MARKER-{canary}");
+    let (out, err, ok) = probe(&home, &wasm, &format!("stdout:{marker}"), &env);
+    assert!(ok, "{err}");
+    assert!(!out.contains(&marker) && !err.contains(&marker), "the plugin's output reached the terminal: {out}{err}");
+
+    let (_, err, ok) = probe(&home, &wasm, "loop", &env);
+    assert!(!ok && err.contains("ran past its time budget of 300 ms of guest time and was stopped"), "{err}");
+    let (_, err, ok) = probe(&home, &wasm, "membomb", &env);
+    assert!(!ok && err.contains("tried to grow its memory past the 16 MiB limit"), "{err}");
+    let (_, err, ok) = probe(&home, &wasm, "panic", &env);
+    assert!(!ok && err.contains("crashed: wasm trap"), "{err}");
+
+    // The host still works and the database is byte-for-byte what it was.
+    assert!(home.ok(&["sessions", "list", "--all"]).contains("keep me"));
+    assert_eq!(std::fs::read(&db).unwrap(), before, "a hostile plugin changed the database");
+}
+
+#[test]
+fn check_refuses_other_worlds_and_versions_with_the_reason() {
+    let home = Home::new();
+    let err = home.fails(&["plugins", "check", seshat_test_plugins::VERSION_0_2_0]);
+    assert!(err.contains("was built for seshat:plugin@0.2.0; this seshat speaks 0.1.x"), "{err}");
+    let out = home.ok(&["plugins", "check", seshat_test_plugins::SEMVER_0_1_1]);
+    assert!(
+        out.contains("a trimmer plugin for seshat:plugin@0.1.1") && out.ends_with("ok: seshat would load it\n"),
+        "{out}"
+    );
+    let not_wasm = home.path().join("x.wasm");
+    std::fs::write(&not_wasm, "hello").unwrap();
+    let err = home.fails(&["plugins", "check", not_wasm.to_str().unwrap()]);
+    assert!(err.contains("cannot be loaded: not a valid WebAssembly component"), "{err}");
+    let err = home.fails(&["plugins", "check", "/no/such.wasm"]);
+    assert!(err.contains("cannot read /no/such.wasm"), "{err}");
+}
+
+#[test]
+fn plugins_new_makes_a_crate_that_builds_and_loads() {
+    let home = Home::new();
+    let dir = home.path().join("my-trimmer");
+    let out = home.ok(&["plugins", "new", "trimmer", "my-trimmer", "--dir", dir.to_str().unwrap()]);
+    assert!(out.starts_with("Created the trimmer plugin `my-trimmer`"), "{out}");
+    let lib = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
+    assert!(lib.lines().count() <= 25, "a complete custom trimmer is about 20 lines");
+
+    // Built the way the README says, in its own directory (its own workspace), sharing only the
+    // compiled dependencies with the repository's plugins.
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/wasm-plugins");
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--release", "--quiet", "--target", "wasm32-wasip2"])
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", &target)
+        .status()
+        .unwrap();
+    assert!(status.success(), "the new plugin does not build");
+    let wasm = target.join("wasm32-wasip2/release/my_trimmer.wasm");
+    std::fs::copy(&wasm, dir.join("plugin.wasm")).unwrap();
+    let out = home.ok(&["plugins", "check", dir.join("plugin.wasm").to_str().unwrap()]);
+    assert!(out.contains("manifest: id `my-trimmer`") && out.ends_with("ok: seshat would load it\n"), "{out}");
+
+    let err = home.fails(&["plugins", "new", "trimmer", "my-trimmer", "--dir", dir.to_str().unwrap()]);
+    assert!(err.contains("already exists"), "{err}");
+    let err = home.fails(&["plugins", "new", "widget", "x"]);
+    assert!(err.contains("unknown plugin kind `widget`"), "{err}");
+}
+
+#[test]
+fn the_new_crate_pins_the_wit_bindgen_the_repository_uses() {
+    let lock = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/Cargo.lock")).unwrap();
+    let version = lock
+        .split("[[package]]")
+        .find(|p| p.contains("name = \"wit-bindgen\"\n"))
+        .and_then(|p| p.lines().find_map(|l| l.strip_prefix("version = \"")))
+        .map(|v| v.trim_end_matches('"'))
+        .unwrap();
+    let home = Home::new();
+    let dir = home.path().join("p");
+    home.ok(&["plugins", "new", "provider", "p", "--dir", dir.to_str().unwrap()]);
+    let sdk = std::fs::read_to_string(dir.join("seshat-plugin-sdk/Cargo.toml")).unwrap();
+    assert!(sdk.contains(&format!("version = \"={version}\"")), "{sdk}");
+    let wit = std::fs::read_to_string(dir.join("seshat-plugin-sdk/wit/seshat-plugin.wit")).unwrap();
+    assert_eq!(
+        wit,
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit/seshat-plugin.wit")).unwrap()
+    );
+}

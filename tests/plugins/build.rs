@@ -1,0 +1,47 @@
+//! Builds the test-only guest crates in `guests/` for wasm32-wasip2 (see
+//! `plugins/build-guests.rs`) and writes their paths into `OUT_DIR/paths.rs`.
+
+include!("../../plugins/build-guests.rs");
+
+/// (cargo package, file name, constant name).
+const GUESTS: &[(&str, &str, &str)] = &[
+    ("test-hostile", "hostile", "HOSTILE"),
+    ("test-summariser", "summariser", "SUMMARISER"),
+    ("test-provider", "provider", "PROVIDER"),
+    ("test-semver-0-1-1", "semver-0-1-1", "SEMVER_0_1_1"),
+    ("test-version-0-2-0", "version-0-2-0", "VERSION_0_2_0"),
+];
+
+fn main() {
+    let here = std::path::PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let root = here.join("../..");
+    println!("cargo::rerun-if-changed={}", here.join("guests").display());
+    println!("cargo::rerun-if-changed={}", root.join("plugins").display());
+    println!("cargo::rerun-if-changed={}", root.join("wit").display());
+
+    // Two guests are built against the real WIT with another version number.
+    let wit = std::fs::read_to_string(root.join("wit/seshat-plugin.wit")).expect("read the WIT");
+    for (dir, version) in [("semver-0-1-1", "0.1.1"), ("version-0-2-0", "0.2.0")] {
+        let generated = here.join("guests").join(dir).join("wit-generated");
+        std::fs::create_dir_all(&generated).expect("create wit-generated");
+        let text = wit.replace("package seshat:plugin@0.1.0;", &format!("package seshat:plugin@{version};"));
+        let path = generated.join("seshat-plugin.wit");
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+            std::fs::write(&path, text).expect("write the versioned WIT");
+        }
+    }
+
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let packages: Vec<(&str, &str)> = GUESTS.iter().map(|(p, f, _)| (*p, *f)).collect();
+    build_guests(&here.join("guests/Cargo.toml"), &root.join("target/wasm-plugins"), &packages, &out);
+    let consts: String = GUESTS
+        .iter()
+        .map(|(_, file, name)| {
+            format!(
+                "/// The `{file}` test plugin.\npub const {name}: &str = {:?};\n",
+                out.join(format!("{file}.wasm")).display().to_string()
+            )
+        })
+        .collect();
+    std::fs::write(out.join("paths.rs"), consts).expect("write paths.rs");
+}

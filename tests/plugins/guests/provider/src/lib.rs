@@ -1,0 +1,72 @@
+//! A provider for tests: a decoder resource with state (it numbers the events it was fed), to
+//! prove exported resources work across calls.
+
+use std::cell::Cell;
+
+use seshat_plugin_sdk::provider::{
+    Auth, ChatRequest, Error, GuestDecoder, HttpRequest, Message, ModelInfo, Part, Provider, ProviderInfo, Response,
+    Role, StopReason, StreamEvent, Usage,
+};
+
+struct Test;
+
+impl Provider for Test {
+    type Decoder = Decoder;
+
+    fn info() -> ProviderInfo {
+        ProviderInfo {
+            id: "test".into(),
+            default_base_url: "http://127.0.0.1:9".into(),
+            auth: Auth::Header("x-test-key".into()),
+            key_env: Some("TEST_API_KEY".into()),
+            models: vec![ModelInfo { id: "test-1".into(), context_window: 8_192, max_output_tokens: 1_024, extra: "{}".into() }],
+        }
+    }
+
+    fn build_request(request: ChatRequest) -> Result<HttpRequest, Error> {
+        if request.model == "bad-url" {
+            return Ok(HttpRequest { method: "POST".into(), url: "file:///etc/passwd".into(), headers: vec![], body: vec![] });
+        }
+        Ok(HttpRequest {
+            method: "POST".into(),
+            url: format!("{}/chat", request.base_url),
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: format!("{{\"model\":\"{}\",\"messages\":{}}}", request.model, request.messages.len()).into_bytes(),
+        })
+    }
+
+    fn parse_response(status: u16, body: Vec<u8>) -> Result<Response, Error> {
+        if status != 200 {
+            return Err(Error { code: format!("http_{status}"), message: String::from_utf8_lossy(&body).into_owned() });
+        }
+        Ok(Response {
+            message: Message { id: 0, role: Role::Assistant, parts: vec![Part::Text(String::from_utf8_lossy(&body).into_owned())] },
+            usage: Some(Usage { input_tokens: 1, output_tokens: 2, cache_read_tokens: 0, cache_creation_tokens: 0, context_tokens: 1 }),
+            stop_reason: StopReason::EndTurn,
+        })
+    }
+}
+
+struct Decoder {
+    seen: Cell<u32>,
+}
+
+impl GuestDecoder for Decoder {
+    fn new() -> Self {
+        Decoder { seen: Cell::new(0) }
+    }
+
+    fn push(&self, event: String, data: String) -> Result<Vec<StreamEvent>, Error> {
+        if event == "error" {
+            return Err(Error { code: "stream".into(), message: data });
+        }
+        self.seen.set(self.seen.get() + 1);
+        Ok(vec![StreamEvent::TextDelta(format!("{}:{data}", self.seen.get()))])
+    }
+
+    fn finish(&self) -> Result<Vec<StreamEvent>, Error> {
+        Ok(vec![StreamEvent::Stop(StopReason::Other(format!("after {}", self.seen.get())))])
+    }
+}
+
+seshat_plugin_sdk::export_provider!(Test);
