@@ -29,6 +29,17 @@ pub struct Config {
     /// Plugin selection and limits.
     #[serde(default)]
     pub plugins: PluginsConfig,
+    /// Long-term memory.
+    #[serde(default)]
+    pub memory: MemoryConfig,
+}
+
+/// `[memory]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryConfig {
+    /// Token budget of the memory context given to a session at its start (default 2,000).
+    pub context_tokens: Option<usize>,
 }
 
 /// `[plugins]`.
@@ -62,6 +73,7 @@ impl Config {
     }
 
     fn merge(&mut self, over: Config) {
+        self.memory.context_tokens = over.memory.context_tokens.or(self.memory.context_tokens);
         let p = over.plugins;
         self.plugins.trimmer = p.trimmer.or(self.plugins.trimmer.take());
         self.plugins.summariser = p.summariser.or(self.plugins.summariser.take());
@@ -92,6 +104,11 @@ impl Config {
     /// The options for plugins of `kind`, as the JSON object plugins receive (`{}` when none).
     pub fn options_json(&self, kind: PluginKind) -> String {
         self.plugins.options.get(&kind).and_then(|t| serde_json::to_string(t).ok()).unwrap_or_else(|| "{}".to_string())
+    }
+
+    /// The token budget of the memory context.
+    pub fn memory_context_tokens(&self) -> usize {
+        self.memory.context_tokens.unwrap_or(crate::memory::DEFAULT_CONTEXT_TOKENS)
     }
 
     /// The user's limit overrides for `kind`.

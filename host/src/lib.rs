@@ -5,11 +5,13 @@
 //! * [`store`] keeps every conversation in a local SQLite file, append-only, resumable;
 //! * [`paths`] decides where files live and which project a directory belongs to;
 //! * [`plugins`] loads the policies as sandboxed WebAssembly components;
+//! * [`memory`] keeps long-term notes as a knowledge graph;
 //! * [`config`] reads the user's and the project's `config.toml`.
 //!
 //! See `ARCHITECTURE.md` at the repository root for the map of the whole system.
 
 pub mod config;
+pub mod memory;
 pub mod paths;
 pub mod plugins;
 pub mod store;

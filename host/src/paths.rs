@@ -76,9 +76,13 @@ impl Dirs {
 /// Git's files are read directly (`.git` as a directory, or a `gitdir:` file and its `commondir`),
 /// so no git binary is needed. The result is canonical where the path exists.
 pub fn project_key(dir: &Path) -> String {
-    let dir = canonical(dir);
-    let key = dir.ancestors().find_map(git_project_root).unwrap_or_else(|| dir.clone());
-    key.to_string_lossy().into_owned()
+    repository_key(dir).unwrap_or_else(|| canonical(dir).to_string_lossy().into_owned())
+}
+
+/// The project key of `dir` when it is inside a git work tree; `None` elsewhere. Memory uses this
+/// to decide whether it is "inside a project".
+pub fn repository_key(dir: &Path) -> Option<String> {
+    canonical(dir).ancestors().find_map(git_project_root).map(|k| k.to_string_lossy().into_owned())
 }
 
 /// If `worktree` has a `.git` entry, the directory that identifies its repository.

@@ -1,6 +1,8 @@
 //! Command-line parsing and dispatch: one file per subcommand.
 
 mod format;
+mod mcp;
+mod memory;
 mod plugins;
 mod sessions;
 
@@ -33,6 +35,10 @@ enum Command {
     /// List, show, export, import and delete saved sessions.
     #[command(subcommand)]
     Sessions(sessions::SessionsCommand),
+    /// Show and edit long-term memory: notes and the knowledge graph.
+    Memory(memory::Args),
+    /// Serve the memory tools over MCP (stdio) for other agents.
+    Mcp(mcp::Args),
     /// List, check and create plugins (trimmers, summarisers, providers).
     #[command(subcommand)]
     Plugins(plugins::PluginsCommand),
@@ -42,7 +48,10 @@ enum Command {
 pub struct Context {
     db: PathBuf,
     dirs: Dirs,
+    /// The project key (the repository, else the current directory).
     project: String,
+    /// The project key when inside a git repository (memory's notion of "inside a project").
+    repository: Option<String>,
 }
 
 impl Context {
@@ -50,7 +59,7 @@ impl Context {
         let dirs = Dirs::from_env()?;
         let db = cli.db.clone().unwrap_or_else(|| dirs.db_path());
         let cwd = std::env::current_dir().context("cannot read the current directory")?;
-        Ok(Self { db, dirs, project: paths::project_key(&cwd) })
+        Ok(Self { db, dirs, project: paths::project_key(&cwd), repository: paths::repository_key(&cwd) })
     }
 
     /// The user's and the project's configuration, merged.
@@ -80,5 +89,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Sessions(cmd) => sessions::run(&ctx, cmd),
         Command::Plugins(cmd) => plugins::run(&ctx, cmd),
+        Command::Memory(args) => memory::run(&ctx, &args),
+        Command::Mcp(args) => mcp::run(&ctx, &args),
     }
 }

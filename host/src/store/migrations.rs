@@ -12,6 +12,7 @@ pub const APPLICATION_ID: i32 = 0x5345_5348;
 const MIGRATIONS: &[(&str, &str)] = &[
     ("0001_init", include_str!("migrations/0001_init.sql")),
     ("0002_compaction", include_str!("migrations/0002_compaction.sql")),
+    ("0003_memory", include_str!("migrations/0003_memory.sql")),
 ];
 
 /// The schema version this binary writes.

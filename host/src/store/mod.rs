@@ -60,9 +60,14 @@ impl Store {
     pub fn connection(&self) -> &Connection {
         &self.conn
     }
+
+    /// The connection for other subsystems that keep their tables in this database (memory).
+    pub(crate) fn connection_mut(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
 }
 
-/// The current time in unix milliseconds.
-pub(crate) fn now_ms() -> i64 {
+/// The current time in unix milliseconds (the store's timestamps).
+pub fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }

@@ -1,0 +1,139 @@
+//! Plugin-runtime benchmarks, each beside a baseline measured in the same run.
+//!
+//! Run: `cargo bench -p seshat --bench plugins`.
+
+use std::time::{Duration, Instant};
+
+#[path = "../../plugins/trimmer/src/policy.rs"]
+#[allow(dead_code)]
+mod policy;
+
+use seshat::plugins::{Catalog, LimitRequest, PluginKind, Runtime, TrimBudget, TrimMessage, TrimPart, TrimmerPlugin};
+use seshat::store::Role;
+
+fn main() {
+    println!("| benchmark | seshat | baseline | ratio | target |");
+    println!("|---|---|---|---|---|");
+    let catalog = Catalog::builtin();
+    let entry = catalog.find(PluginKind::Trimmer, "trimmer").expect("builtin trimmer").clone();
+
+    // Cold: compile into an empty cache. Warm: load the entry the cold run wrote.
+    let mut cold = Vec::new();
+    let mut warm = Vec::new();
+    for _ in 0..7 {
+        let dir = tempfile::tempdir().unwrap();
+        let runtime = Runtime::new(Some(dir.path().to_path_buf()));
+        cold.push(time(|| drop(runtime.load(&entry, LimitRequest::default()).unwrap())));
+        warm.push(time(|| drop(runtime.load(&entry, LimitRequest::default()).unwrap())));
+    }
+    let (cold, warm) = (median(cold), median(warm));
+    report("load the default trimmer: from the cache (seshat) vs compiling it (baseline)", warm, cold, "≥ 20× faster");
+
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = Runtime::new(Some(dir.path().to_path_buf()));
+    let loaded = runtime.load(&entry, LimitRequest::default()).unwrap();
+    let instantiate = median(
+        (0..51)
+            .map(|_| {
+                let mut p = TrimmerPlugin::new(&loaded).unwrap();
+                time(|| p.warm().unwrap())
+            })
+            .collect(),
+    );
+    report("instantiate (seshat) vs load from the cache (baseline)", instantiate, warm, "-");
+
+    let mut plugin = TrimmerPlugin::new(&loaded).unwrap();
+    let empty =
+        TrimBudget { current_tokens: 0, target_tokens: 0, threshold_tokens: 0, window_tokens: 0, extra: "{}".into() };
+    plugin.trim(&[], &empty, |_, _| None).unwrap();
+    let noop = median((0..1001).map(|_| time(|| drop(plugin.trim(&[], &empty, |_, _| None).unwrap()))).collect());
+    let native_noop = median(
+        (0..1001)
+            .map(|_| time(|| drop(std::hint::black_box(native_trim(std::hint::black_box(&[]), &empty)))))
+            .collect(),
+    );
+    report("no-op trim call (seshat) vs the same call natively (baseline)", noop, native_noop, "-");
+
+    // A 1M-token history: 4,000 messages, a third of them tool results of varied size.
+    let history: Vec<TrimMessage> = (0..4_000u64)
+        .map(|i| {
+            let (role, kind, tokens) = match i % 3 {
+                0 => (Role::User, "text", 60),
+                1 => (Role::Assistant, "tool_call", 40),
+                _ => (Role::Tool, "tool_result", 200 + (i * 7919) % 1_300),
+            };
+            TrimMessage {
+                id: i + 1,
+                role,
+                parts: vec![TrimPart { kind, bytes: tokens * 4, tokens }],
+                tokens,
+                protected: i >= 3_994,
+            }
+        })
+        .collect();
+    let total: u64 = history.iter().map(|m| m.tokens).sum();
+    let window = 1_000_000u64;
+    let budget = TrimBudget {
+        current_tokens: total,
+        target_tokens: window / 2,
+        threshold_tokens: window * 85 / 100,
+        window_tokens: window,
+        extra: "{}".into(),
+    };
+    let wasm_edits = plugin.trim(&history, &budget, |_, _| None).unwrap();
+    assert_eq!(wasm_edits.len(), native_trim(&history, &budget).len(), "the two decide the same");
+    let ours = median((0..31).map(|_| time(|| drop(plugin.trim(&history, &budget, |_, _| None).unwrap()))).collect());
+    let native = median((0..31).map(|_| time(|| drop(std::hint::black_box(native_trim(&history, &budget))))).collect());
+    report(
+        &format!(
+            "default trimmer over a {}k-token, {}-message history (plugin vs native)",
+            total / 1000,
+            history.len()
+        ),
+        ours,
+        native,
+        "< 10 ms; ≤ 2×",
+    );
+    println!("\n{} edits proposed", wasm_edits.len());
+}
+
+/// The default trimmer's plugin body, compiled natively: same candidate selection, same policy.
+fn native_trim(messages: &[TrimMessage], budget: &TrimBudget) -> Vec<policy::Cut> {
+    let candidates: Vec<policy::Candidate> = messages
+        .iter()
+        .filter(|m| !m.protected)
+        .flat_map(|m| {
+            m.parts.iter().enumerate().filter(|(_, p)| p.kind == "tool_result").map(|(i, p)| policy::Candidate {
+                message: m.id,
+                part: i as u32,
+                bytes: p.bytes,
+                tokens: p.tokens,
+            })
+        })
+        .collect();
+    policy::decide(&candidates, budget.current_tokens, budget.target_tokens, budget.window_tokens)
+}
+
+fn time(f: impl FnOnce()) -> Duration {
+    let t = Instant::now();
+    f();
+    t.elapsed()
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn report(name: &str, ours: Duration, base: Duration, target: &str) {
+    let ratio = ours.as_secs_f64() / base.as_secs_f64();
+    println!("| {name} | {} | {} | {ratio:.3}× | {target} |", fmt(ours), fmt(base));
+}
+
+fn fmt(d: Duration) -> String {
+    if d >= Duration::from_millis(1) {
+        format!("{:.2} ms", d.as_secs_f64() * 1e3)
+    } else {
+        format!("{:.1} µs", d.as_secs_f64() * 1e6)
+    }
+}

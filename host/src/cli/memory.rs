@@ -1,0 +1,241 @@
+//! `seshat memory`: read and edit long-term memory from the command line.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::process::ExitCode;
+
+use anyhow::bail;
+use clap::ValueEnum;
+use serde_json::json;
+use seshat::memory::{Graph, Memory, Scope};
+
+use super::{Context, format};
+
+/// Arguments of `memory`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    seshat memory                                          # show user memory\n  \
+    seshat memory --scope project                          # this project's memory\n  \
+    seshat memory --action set --key style --value \"short answers, no preamble\"\n  \
+    seshat memory --action clear --scope user              # asks first; --yes for scripts\n  \
+    seshat memory --action context                         # what would be given to the agent\n  \
+    seshat memory --action search --query \"release plan\"   # ranked results")]
+pub struct Args {
+    /// What to do.
+    #[arg(long, value_enum, default_value_t = Action::Show)]
+    action: Action,
+    /// Which memory: user (about you), project (this repository), cross (shared everywhere).
+    /// Default: user for show, set and clear; all three for search and context.
+    #[arg(long, value_enum)]
+    scope: Option<ScopeArg>,
+    /// The note's key (set).
+    #[arg(long)]
+    key: Option<String>,
+    /// The note's value (set).
+    #[arg(long)]
+    value: Option<String>,
+    /// What to search for (search).
+    #[arg(long)]
+    query: Option<String>,
+    /// The deletion to undo (restore); `--action deleted` lists them.
+    #[arg(long)]
+    id: Option<i64>,
+    /// At most this many entities (show, search).
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+    /// Token budget (context; default from config, else 2000).
+    #[arg(long, value_name = "TOKENS")]
+    budget: Option<usize>,
+    /// Do not ask before clearing.
+    #[arg(long, short = 'y')]
+    yes: bool,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Action {
+    /// Show notes and entities of a scope.
+    Show,
+    /// Set a note: --key and --value.
+    Set,
+    /// Remove everything in a scope (a JSONL backup is written first).
+    Clear,
+    /// Print the memory context a new session is given.
+    Context,
+    /// Ranked search: --query.
+    Search,
+    /// List deletions that can be restored.
+    Deleted,
+    /// Undo a deletion: --id.
+    Restore,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ScopeArg {
+    User,
+    Project,
+    Cross,
+}
+
+impl From<ScopeArg> for Scope {
+    fn from(s: ScopeArg) -> Self {
+        match s {
+            ScopeArg::User => Scope::User,
+            ScopeArg::Project => Scope::Project,
+            ScopeArg::Cross => Scope::Cross,
+        }
+    }
+}
+
+pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
+    let config = ctx.config()?;
+    let mut store = ctx.store()?;
+    let mut memory = store.memory(ctx.repository.as_deref());
+    let scope: Option<Scope> = args.scope.map(Into::into);
+    let mut out = format::stdout();
+    match args.action {
+        Action::Show => {
+            let scope = scope.unwrap_or(Scope::User);
+            let notes = memory.notes(scope)?;
+            let (graph, more) = memory.read_graph(Some(scope), args.limit.unwrap_or(100))?;
+            if args.json {
+                format::json(
+                    &mut out,
+                    &json!({"scope": scope, "notes": notes, "entities": graph.entities, "relations": graph.relations, "more": more}),
+                )?;
+            } else {
+                writeln!(out, "{} memory{}", title(scope), where_(&memory, scope))?;
+                if notes.is_empty() && graph.entities.is_empty() {
+                    writeln!(out, "  (empty)")?;
+                }
+                for n in &notes {
+                    writeln!(out, "  {}: {}", n.key, n.value)?;
+                }
+                render_graph(&mut out, &graph)?;
+                if more {
+                    writeln!(out, "  … more entities: pass a larger --limit")?;
+                }
+            }
+        }
+        Action::Set => {
+            let (Some(key), Some(value)) = (&args.key, &args.value) else {
+                bail!("--action set needs --key and --value, e.g. --key style --value \"short answers\"");
+            };
+            if key.trim().is_empty() {
+                bail!("--key must not be empty");
+            }
+            let scope = scope.unwrap_or(Scope::User);
+            let note = memory.set_note(scope, key.trim(), value)?;
+            if args.json {
+                format::json(&mut out, &note)?;
+            } else {
+                writeln!(out, "Set `{}` in {} memory.", note.key, scope)?;
+            }
+        }
+        Action::Clear => {
+            let scope = scope.unwrap_or(Scope::User);
+            if !args.yes {
+                let stdin = std::io::stdin();
+                if !stdin.is_terminal() {
+                    bail!("refusing to clear {scope} memory without confirmation: pass --yes");
+                }
+                eprint!("Clear all {scope} memory{}? A backup is written first. [y/N] ", where_(&memory, scope));
+                std::io::stderr().flush()?;
+                let mut answer = String::new();
+                stdin.lock().read_line(&mut answer)?;
+                if !matches!(answer.trim(), "y" | "Y" | "yes" | "Yes" | "YES") {
+                    eprintln!("Nothing cleared.");
+                    return Ok(ExitCode::FAILURE);
+                }
+            }
+            let (backup, records) = memory.clear(scope, &ctx.dirs.data.join("backups"))?;
+            if args.json {
+                format::json(&mut out, &json!({"scope": scope, "records": records, "backup": backup}))?;
+            } else {
+                writeln!(out, "Cleared {scope} memory ({records} records). Backup: {}", backup.display())?;
+            }
+        }
+        Action::Context => {
+            let budget = args.budget.unwrap_or_else(|| config.memory_context_tokens());
+            let context = memory.context(budget)?;
+            if args.json {
+                format::json(&mut out, &context)?;
+            } else if context.text.is_empty() {
+                writeln!(out, "(no long-term memory yet: nothing would be given to the agent)")?;
+            } else {
+                write!(out, "{}", context.text)?;
+            }
+        }
+        Action::Search => {
+            let Some(query) = &args.query else { bail!("--action search needs --query") };
+            let (graph, more) = memory.search(query, scope, args.limit.unwrap_or(20))?;
+            if args.json {
+                format::json(
+                    &mut out,
+                    &json!({"entities": graph.entities, "relations": graph.relations, "more": more}),
+                )?;
+            } else {
+                if graph.entities.is_empty() {
+                    writeln!(out, "No memory matches `{query}`.")?;
+                }
+                render_graph(&mut out, &graph)?;
+                if more {
+                    writeln!(out, "… more matched: pass a larger --limit or a narrower --query")?;
+                }
+            }
+        }
+        Action::Deleted => {
+            let deletions = memory.deletions()?;
+            if args.json {
+                format::json(&mut out, &deletions)?;
+            } else if deletions.is_empty() {
+                writeln!(out, "Nothing to restore.")?;
+            } else {
+                for d in &deletions {
+                    writeln!(out, "{:>5}  {}  {}  {}", d.id, format::time(d.created_at), d.origin, d.summary)?;
+                }
+                writeln!(out, "Undo one with: seshat memory --action restore --id <ID>")?;
+            }
+        }
+        Action::Restore => {
+            let Some(id) = args.id else { bail!("--action restore needs --id (see `seshat memory --action deleted`)") };
+            let d = memory.restore(id)?;
+            if args.json {
+                format::json(&mut out, &d)?;
+            } else {
+                writeln!(out, "Restored deletion {} ({}: {}).", d.id, d.origin, d.summary)?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn title(scope: Scope) -> &'static str {
+    match scope {
+        Scope::User => "User",
+        Scope::Project => "Project",
+        Scope::Cross => "Cross-project",
+    }
+}
+
+fn where_(memory: &Memory<'_>, scope: Scope) -> String {
+    match (scope, memory.project()) {
+        (Scope::Project, Some(p)) => format!(" of {p}"),
+        _ => String::new(),
+    }
+}
+
+fn render_graph(out: &mut dyn Write, graph: &Graph) -> std::io::Result<()> {
+    for e in &graph.entities {
+        writeln!(out, "  {} ({}) [{}]", e.name, e.entity_type, e.scope)?;
+        for o in &e.observations {
+            writeln!(out, "    - {o}")?;
+        }
+    }
+    for r in &graph.relations {
+        writeln!(out, "  {} —{}→ {}", r.from, r.relation_type, r.to)?;
+    }
+    Ok(())
+}

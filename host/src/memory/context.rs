@@ -1,0 +1,145 @@
+//! What a session is given at its start: the user's memory, then the project's, then cross
+//! knowledge, most recently updated first, within a token budget. What was left out is stated in
+//! the text itself, never silently dropped.
+
+use rusqlite::params;
+use serde::Serialize;
+
+use super::{Memory, Result, Scope};
+
+/// The default budget of the memory context, in tokens.
+pub const DEFAULT_CONTEXT_TOKENS: usize = 2_000;
+
+/// Room kept for the closing line that says what was left out.
+const OMISSION_LINE_TOKENS: usize = 60;
+
+/// How much of one scope made it in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ContextSection {
+    /// The scope.
+    pub scope: Scope,
+    /// Notes included.
+    pub notes: usize,
+    /// Entities included.
+    pub entities: usize,
+    /// Notes left out.
+    pub omitted_notes: usize,
+    /// Entities left out.
+    pub omitted_entities: usize,
+}
+
+/// The memory context of a session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MemoryContext {
+    /// The text given to the agent (empty when there is no memory).
+    pub text: String,
+    /// Its estimated size in tokens.
+    pub tokens: usize,
+    /// The budget it was built for.
+    pub budget: usize,
+    /// Per scope, what was included and left out.
+    pub sections: Vec<ContextSection>,
+}
+
+/// A rough token estimate of text (about four characters a token).
+pub(crate) fn estimate_tokens(text: &str) -> usize {
+    text.chars().count().div_ceil(4)
+}
+
+impl Memory<'_> {
+    /// Builds the memory context within `budget` tokens.
+    pub fn context(&mut self, budget: usize) -> Result<MemoryContext> {
+        let mut places = vec![(Scope::User, String::new(), "About the user")];
+        if let Some(p) = &self.project {
+            places.push((Scope::Project, p.clone(), "This project"));
+        }
+        places.push((Scope::Cross, String::new(), "General knowledge"));
+
+        let usable = budget.saturating_sub(OMISSION_LINE_TOKENS);
+        let mut text = String::from("# Long-term memory\n");
+        let mut used = estimate_tokens(&text);
+        let mut sections = Vec::new();
+        for (scope, project, title) in places {
+            let mut section = ContextSection { scope, notes: 0, entities: 0, omitted_notes: 0, omitted_entities: 0 };
+            let mut body = String::new();
+            let fits = |line: String, used: &mut usize, body: &mut String| {
+                let t = estimate_tokens(&line);
+                if *used + t <= usable {
+                    *used += t;
+                    body.push_str(&line);
+                    true
+                } else {
+                    false
+                }
+            };
+            let header = format!("\n## {title}\n");
+            let header_tokens = estimate_tokens(&header);
+            used += header_tokens;
+            {
+                let mut stmt = self.conn.prepare_cached(
+                    "SELECT key, value FROM memory_notes WHERE scope = ?1 AND project = ?2 ORDER BY updated_at DESC, key",
+                )?;
+                let mut rows = stmt.query(params![scope.as_str(), project])?;
+                while let Some(row) = rows.next()? {
+                    let line = format!("- {}: {}\n", row.get::<_, String>(0)?, row.get::<_, String>(1)?);
+                    if fits(line, &mut used, &mut body) {
+                        section.notes += 1;
+                    } else {
+                        section.omitted_notes += 1;
+                    }
+                }
+            }
+            {
+                let mut stmt = self.conn.prepare_cached(
+                    "SELECT e.name, e.entity_type, (SELECT group_concat(content, '; ') FROM \
+                     (SELECT content FROM memory_observations WHERE entity_id = e.id AND deleted_by IS NULL ORDER BY id)) \
+                     FROM memory_entities e WHERE e.scope = ?1 AND e.project = ?2 AND e.deleted_by IS NULL \
+                     ORDER BY e.updated_at DESC, e.id DESC",
+                )?;
+                let mut rows = stmt.query(params![scope.as_str(), project])?;
+                while let Some(row) = rows.next()? {
+                    if used >= usable {
+                        section.omitted_entities += 1;
+                        continue;
+                    }
+                    let observations: Option<String> = row.get(2)?;
+                    let line = format!(
+                        "- {} ({}){}\n",
+                        row.get::<_, String>(0)?,
+                        row.get::<_, String>(1)?,
+                        observations.map(|o| format!(": {o}")).unwrap_or_default()
+                    );
+                    if fits(line, &mut used, &mut body) {
+                        section.entities += 1;
+                    } else {
+                        section.omitted_entities += 1;
+                    }
+                }
+            }
+            if body.is_empty() {
+                used -= header_tokens;
+            } else {
+                text.push_str(&header);
+                text.push_str(&body);
+            }
+            sections.push(section);
+        }
+        let omitted: Vec<String> = sections
+            .iter()
+            .filter(|s| s.omitted_notes + s.omitted_entities > 0)
+            .map(|s| format!("{}: {} notes and {} entities", s.scope, s.omitted_notes, s.omitted_entities))
+            .collect();
+        if !omitted.is_empty() {
+            text.push_str(&format!(
+                "\n_Left out to stay within {budget} tokens: {}. Use memory_search_nodes or memory_open_nodes to read them._\n",
+                omitted.join("; ")
+            ));
+        }
+        let nothing = sections.iter().all(|s| s.notes + s.entities + s.omitted_notes + s.omitted_entities == 0);
+        if nothing {
+            text.clear();
+        }
+        let tokens = estimate_tokens(&text);
+        Ok(MemoryContext { text, tokens, budget, sections })
+    }
+}

@@ -1,0 +1,521 @@
+//! The knowledge graph's operations. Each public method is one `BEGIN IMMEDIATE` transaction.
+
+use std::collections::{BTreeMap, HashSet};
+
+use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
+use serde::{Deserialize, Serialize};
+
+use super::{Error, Memory, Result, Scope, name_key};
+use crate::store::now_ms;
+
+/// An entity with its live observations.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entity {
+    /// Its name as first written.
+    pub name: String,
+    /// Its type, e.g. `person`, `project`, `decision`.
+    #[serde(rename = "entityType")]
+    pub entity_type: String,
+    /// Facts about it, oldest first.
+    pub observations: Vec<String>,
+    /// Where it lives.
+    pub scope: Scope,
+}
+
+/// A directed relation between two entities (by name), in active voice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Relation {
+    /// The entity it starts from.
+    pub from: String,
+    /// The entity it points to.
+    pub to: String,
+    /// The relation, e.g. `works_on`.
+    #[serde(rename = "relationType")]
+    pub relation_type: String,
+    /// Where it lives.
+    pub scope: Scope,
+}
+
+/// Entities and the relations among them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Graph {
+    /// The entities.
+    pub entities: Vec<Entity>,
+    /// The relations among them.
+    pub relations: Vec<Relation>,
+}
+
+/// Observations added to one entity.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ObservationAdds {
+    /// The entity.
+    #[serde(rename = "entityName")]
+    pub entity_name: String,
+    /// What was new (observations already present are not stored twice).
+    #[serde(rename = "addedObservations")]
+    pub added_observations: Vec<String>,
+}
+
+/// A tombstone batch: what one delete call removed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Deletion {
+    /// Its id, for `restore`.
+    pub id: i64,
+    /// The tool that deleted.
+    pub origin: String,
+    /// What it deleted.
+    pub summary: String,
+    /// Unix milliseconds.
+    pub created_at: i64,
+}
+
+/// Input of `create_entities`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct NewEntity {
+    /// Name.
+    pub name: String,
+    /// Type.
+    #[serde(rename = "entityType")]
+    pub entity_type: String,
+    /// Observations.
+    pub observations: Vec<String>,
+}
+
+/// Input of `create_relations` and `delete_relations`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct RelationSpec {
+    /// From.
+    pub from: String,
+    /// To.
+    pub to: String,
+    /// Type.
+    #[serde(rename = "relationType")]
+    pub relation_type: String,
+}
+
+fn begin(conn: &mut rusqlite::Connection) -> Result<Transaction<'_>> {
+    Ok(conn.transaction_with_behavior(TransactionBehavior::Immediate)?)
+}
+
+/// The live entity with `key` in the first of `places` that has one: (id, name, scope).
+fn find(tx: &Transaction<'_>, places: &[(Scope, String)], key: &str) -> Result<Option<(i64, String, Scope)>> {
+    let mut stmt = tx.prepare_cached(
+        "SELECT id, name FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3 AND deleted_by IS NULL",
+    )?;
+    for (scope, project) in places {
+        if let Some((id, name)) =
+            stmt.query_row(params![scope.as_str(), project, key], |r| Ok((r.get(0)?, r.get(1)?))).optional()?
+        {
+            return Ok(Some((id, name, *scope)));
+        }
+    }
+    Ok(None)
+}
+
+/// Adds observations to an entity (reviving tombstoned ones), indexing it once at the end.
+fn add_observations(tx: &Transaction<'_>, entity: i64, contents: &[String], now: i64) -> Result<Vec<String>> {
+    tx.prepare_cached("UPDATE memory_entities SET staged = 1 WHERE id = ?1")?.execute([entity])?;
+    let mut added = Vec::new();
+    let mut seen = HashSet::new();
+    for content in contents {
+        if content.trim().is_empty() || !seen.insert(content.as_str()) {
+            continue;
+        }
+        let existing: Option<Option<i64>> = tx
+            .prepare_cached("SELECT deleted_by FROM memory_observations WHERE entity_id = ?1 AND content = ?2")?
+            .query_row(params![entity, content], |r| r.get(0))
+            .optional()?;
+        match existing {
+            Some(None) => {}
+            Some(Some(_)) => {
+                tx.prepare_cached(
+                    "UPDATE memory_observations SET deleted_by = NULL WHERE entity_id = ?1 AND content = ?2",
+                )?
+                .execute(params![entity, content])?;
+                added.push(content.clone());
+            }
+            None => {
+                tx.prepare_cached(
+                    "INSERT INTO memory_observations (entity_id, content, created_at) VALUES (?1, ?2, ?3)",
+                )?
+                .execute(params![entity, content, now])?;
+                added.push(content.clone());
+            }
+        }
+    }
+    tx.prepare_cached("UPDATE memory_entities SET staged = 0, updated_at = ?2 WHERE id = ?1")?
+        .execute(params![entity, now])?;
+    Ok(added)
+}
+
+fn new_deletion(tx: &Transaction<'_>, origin: &str, summary: &str, now: i64) -> Result<i64> {
+    tx.execute(
+        "INSERT INTO memory_deletions (origin, summary, created_at) VALUES (?1, ?2, ?3)",
+        params![origin, summary, now],
+    )?;
+    Ok(tx.last_insert_rowid())
+}
+
+/// Loads entities by id, in the given order, with their live observations.
+pub(super) fn load_entities(conn: &rusqlite::Connection, ids: &[i64]) -> Result<Vec<Entity>> {
+    let mut entity = conn.prepare_cached("SELECT name, entity_type, scope FROM memory_entities WHERE id = ?1")?;
+    let mut obs = conn.prepare_cached(
+        "SELECT content FROM memory_observations WHERE entity_id = ?1 AND deleted_by IS NULL ORDER BY id",
+    )?;
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        let (name, entity_type, scope): (String, String, String) =
+            entity.query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        let observations = obs.query_map([id], |r| r.get(0))?.collect::<rusqlite::Result<Vec<String>>>()?;
+        out.push(Entity { name, entity_type, observations, scope: Scope::parse(&scope).unwrap_or(Scope::Cross) });
+    }
+    Ok(out)
+}
+
+/// Live relations in `places` whose two ends are both among `keys`.
+pub(super) fn relations_among(
+    conn: &rusqlite::Connection,
+    places: &[(Scope, String)],
+    keys: &HashSet<String>,
+) -> Result<Vec<Relation>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT from_name, from_key, to_name, to_key, relation_type FROM memory_relations \
+         WHERE scope = ?1 AND project = ?2 AND deleted_by IS NULL AND from_key = ?3 ORDER BY id",
+    )?;
+    let mut out = Vec::new();
+    for (scope, project) in places {
+        for key in keys {
+            let rows = stmt.query_map(params![scope.as_str(), project, key], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?, r.get::<_, String>(4)?))
+            })?;
+            for row in rows {
+                let (from, to, to_key, relation_type) = row?;
+                if keys.contains(&to_key) {
+                    out.push(Relation { from, to, relation_type, scope: *scope });
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+impl Memory<'_> {
+    /// Creates entities in `scope` (default: the project, else cross). An entity that already
+    /// exists there (same name under case folding) gets the new observations merged in — unlike the
+    /// reference server, which silently skips it. Returns each entity as it now is.
+    pub fn create_entities(&mut self, entities: &[NewEntity], scope: Option<Scope>) -> Result<Vec<Entity>> {
+        let (scope, project) = self.place(scope.unwrap_or_else(|| self.default_graph_scope()))?;
+        let now = now_ms();
+        let tx = begin(self.conn)?;
+        let mut ids = Vec::new();
+        for e in entities {
+            if e.name.trim().is_empty() {
+                return Err(Error::InvalidArguments {
+                    tool: "create_entities".into(),
+                    message: "an entity `name` is empty".into(),
+                });
+            }
+            let key = name_key(&e.name);
+            let existing: Option<(i64, Option<i64>)> = tx
+                .prepare_cached(
+                    "SELECT id, deleted_by FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3",
+                )?
+                .query_row(params![scope.as_str(), project, key], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?;
+            let id = match existing {
+                Some((id, None)) => id,
+                Some((id, Some(_))) => {
+                    // A deleted entity of that name comes back with the new content.
+                    tx.prepare_cached(
+                        "UPDATE memory_entities SET name = ?2, entity_type = ?3, deleted_by = NULL, updated_at = ?4 WHERE id = ?1",
+                    )?
+                    .execute(params![id, e.name.trim(), e.entity_type, now])?;
+                    id
+                }
+                None => {
+                    tx.prepare_cached(
+                        "INSERT INTO memory_entities (scope, project, name, name_key, entity_type, staged, created_at, updated_at) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?6)",
+                    )?
+                    .execute(params![scope.as_str(), project, e.name.trim(), key, e.entity_type, now])?;
+                    tx.last_insert_rowid()
+                }
+            };
+            add_observations(&tx, id, &e.observations, now)?;
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        let out = load_entities(&tx, &ids)?;
+        tx.commit()?;
+        Ok(out)
+    }
+
+    /// Adds observations to existing entities. An unknown entity is an error and nothing is
+    /// written (as in the reference server).
+    pub fn add_observations(
+        &mut self,
+        adds: &[(String, Vec<String>)],
+        scope: Option<Scope>,
+    ) -> Result<Vec<ObservationAdds>> {
+        let places = self.lookup_order(scope)?;
+        let now = now_ms();
+        let tx = begin(self.conn)?;
+        let mut out = Vec::new();
+        for (name, contents) in adds {
+            let (id, found_name, _) =
+                find(&tx, &places, &name_key(name))?.ok_or_else(|| Error::EntityNotFound(name.clone()))?;
+            let added = add_observations(&tx, id, contents, now)?;
+            out.push(ObservationAdds { entity_name: found_name, added_observations: added });
+        }
+        tx.commit()?;
+        Ok(out)
+    }
+
+    /// Creates relations in `scope` (default: the project, else cross). An existing relation is
+    /// not stored twice. Returns the relations that are new.
+    pub fn create_relations(&mut self, relations: &[RelationSpec], scope: Option<Scope>) -> Result<Vec<Relation>> {
+        let (scope, project) = self.place(scope.unwrap_or_else(|| self.default_graph_scope()))?;
+        let now = now_ms();
+        let tx = begin(self.conn)?;
+        let mut out = Vec::new();
+        for r in relations {
+            if r.from.trim().is_empty() || r.to.trim().is_empty() || r.relation_type.trim().is_empty() {
+                return Err(Error::InvalidArguments {
+                    tool: "create_relations".into(),
+                    message: "`from`, `to` and `relationType` must not be empty".into(),
+                });
+            }
+            let (fk, tk) = (name_key(&r.from), name_key(&r.to));
+            let existing: Option<Option<i64>> = tx
+                .prepare_cached(
+                    "SELECT deleted_by FROM memory_relations WHERE scope = ?1 AND project = ?2 AND from_key = ?3 \
+                     AND to_key = ?4 AND relation_type = ?5",
+                )?
+                .query_row(params![scope.as_str(), project, fk, tk, r.relation_type], |row| row.get(0))
+                .optional()?;
+            match existing {
+                Some(None) => continue,
+                Some(Some(_)) => {
+                    tx.prepare_cached(
+                        "UPDATE memory_relations SET deleted_by = NULL WHERE scope = ?1 AND project = ?2 AND from_key = ?3 \
+                         AND to_key = ?4 AND relation_type = ?5",
+                    )?
+                    .execute(params![scope.as_str(), project, fk, tk, r.relation_type])?;
+                }
+                None => {
+                    tx.prepare_cached(
+                        "INSERT INTO memory_relations (scope, project, from_name, from_key, to_name, to_key, relation_type, created_at) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                    )?
+                    .execute(params![scope.as_str(), project, r.from.trim(), fk, r.to.trim(), tk, r.relation_type, now])?;
+                }
+            }
+            out.push(Relation {
+                from: r.from.trim().into(),
+                to: r.to.trim().into(),
+                relation_type: r.relation_type.clone(),
+                scope,
+            });
+        }
+        tx.commit()?;
+        Ok(out)
+    }
+
+    /// Deletes entities (tombstones) with the relations that touch them. Names that do not exist
+    /// are not an error. Returns the deletion id (for restore) and how many entities it removed.
+    pub fn delete_entities(&mut self, names: &[String], scope: Option<Scope>) -> Result<(i64, usize)> {
+        let places = self.lookup_order(scope)?;
+        let visible = self.visible(scope)?;
+        let now = now_ms();
+        let tx = begin(self.conn)?;
+        let deletion = new_deletion(&tx, "memory_delete_entities", &format!("entities: {}", names.join(", ")), now)?;
+        let mut removed = 0;
+        for name in names {
+            let key = name_key(name);
+            let Some((id, _, _)) = find(&tx, &places, &key)? else { continue };
+            tx.prepare_cached("UPDATE memory_entities SET deleted_by = ?2, updated_at = ?3 WHERE id = ?1")?
+                .execute(params![id, deletion, now])?;
+            // Its observations go with it (and come back with it on restore).
+            tx.prepare_cached(
+                "UPDATE memory_observations SET deleted_by = ?2 WHERE entity_id = ?1 AND deleted_by IS NULL",
+            )?
+            .execute(params![id, deletion])?;
+            for (scope, project) in &visible {
+                tx.prepare_cached(
+                    "UPDATE memory_relations SET deleted_by = ?4 WHERE scope = ?1 AND project = ?2 \
+                     AND (from_key = ?3 OR to_key = ?3) AND deleted_by IS NULL",
+                )?
+                .execute(params![scope.as_str(), project, key, deletion])?;
+            }
+            removed += 1;
+        }
+        tx.commit()?;
+        Ok((deletion, removed))
+    }
+
+    /// Deletes observations (tombstones). Missing entities or observations are not an error.
+    pub fn delete_observations(
+        &mut self,
+        deletions: &[(String, Vec<String>)],
+        scope: Option<Scope>,
+    ) -> Result<(i64, usize)> {
+        let places = self.lookup_order(scope)?;
+        let now = now_ms();
+        let tx = begin(self.conn)?;
+        let names: Vec<&str> = deletions.iter().map(|(n, _)| n.as_str()).collect();
+        let deletion =
+            new_deletion(&tx, "memory_delete_observations", &format!("observations of: {}", names.join(", ")), now)?;
+        let mut removed = 0;
+        for (name, contents) in deletions {
+            let Some((id, _, _)) = find(&tx, &places, &name_key(name))? else { continue };
+            tx.prepare_cached("UPDATE memory_entities SET staged = 1 WHERE id = ?1")?.execute([id])?;
+            for content in contents {
+                removed += tx
+                    .prepare_cached(
+                        "UPDATE memory_observations SET deleted_by = ?3 WHERE entity_id = ?1 AND content = ?2 AND deleted_by IS NULL",
+                    )?
+                    .execute(params![id, content, deletion])?;
+            }
+            tx.prepare_cached("UPDATE memory_entities SET staged = 0, updated_at = ?2 WHERE id = ?1")?
+                .execute(params![id, now])?;
+        }
+        tx.commit()?;
+        Ok((deletion, removed))
+    }
+
+    /// Deletes relations (tombstones). Missing ones are not an error.
+    pub fn delete_relations(&mut self, relations: &[RelationSpec], scope: Option<Scope>) -> Result<(i64, usize)> {
+        let visible = self.visible(scope)?;
+        let now = now_ms();
+        let tx = begin(self.conn)?;
+        let deletion = new_deletion(&tx, "memory_delete_relations", &format!("{} relations", relations.len()), now)?;
+        let mut removed = 0;
+        for r in relations {
+            for (scope, project) in &visible {
+                removed += tx
+                    .prepare_cached(
+                        "UPDATE memory_relations SET deleted_by = ?6 WHERE scope = ?1 AND project = ?2 AND from_key = ?3 \
+                         AND to_key = ?4 AND relation_type = ?5 AND deleted_by IS NULL",
+                    )?
+                    .execute(params![scope.as_str(), project, name_key(&r.from), name_key(&r.to), r.relation_type, deletion])?;
+            }
+        }
+        tx.commit()?;
+        Ok((deletion, removed))
+    }
+
+    /// The named entities (in the visible scopes, or `scope`) and the relations among them.
+    pub fn open_nodes(&mut self, names: &[String], scope: Option<Scope>) -> Result<Graph> {
+        let places = self.visible(scope)?;
+        let tx = begin(self.conn)?;
+        let mut ids = Vec::new();
+        let mut keys = HashSet::new();
+        let mut stmt = tx.prepare_cached(
+            "SELECT id FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3 AND deleted_by IS NULL",
+        )?;
+        for name in names {
+            let key = name_key(name);
+            for (scope, project) in &places {
+                if let Some(id) =
+                    stmt.query_row(params![scope.as_str(), project, key], |r| r.get::<_, i64>(0)).optional()?
+                    && !ids.contains(&id)
+                {
+                    ids.push(id);
+                    keys.insert(key.clone());
+                }
+            }
+        }
+        drop(stmt);
+        let graph = Graph { entities: load_entities(&tx, &ids)?, relations: relations_among(&tx, &places, &keys)? };
+        tx.commit()?;
+        Ok(graph)
+    }
+
+    /// The whole visible graph (or one scope's), most recently updated entities first, at most
+    /// `limit` entities. Returns the graph and whether it was cut.
+    pub fn read_graph(&mut self, scope: Option<Scope>, limit: usize) -> Result<(Graph, bool)> {
+        let places = self.visible(scope)?;
+        let tx = begin(self.conn)?;
+        let mut rows: Vec<(i64, i64, String)> = Vec::new();
+        {
+            let mut stmt = tx.prepare_cached(
+                "SELECT id, updated_at, name_key FROM memory_entities WHERE scope = ?1 AND project = ?2 \
+                 AND deleted_by IS NULL ORDER BY updated_at DESC, id DESC LIMIT ?3",
+            )?;
+            for (scope, project) in &places {
+                let found = stmt.query_map(params![scope.as_str(), project, limit as i64 + 1], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })?;
+                rows.extend(found.collect::<rusqlite::Result<Vec<_>>>()?);
+            }
+        }
+        rows.sort_by(|a, b| b.1.cmp(&a.1).then(b.0.cmp(&a.0)));
+        let cut = rows.len() > limit;
+        rows.truncate(limit);
+        let ids: Vec<i64> = rows.iter().map(|r| r.0).collect();
+        let keys: HashSet<String> = rows.into_iter().map(|r| r.2).collect();
+        let graph = Graph { entities: load_entities(&tx, &ids)?, relations: relations_among(&tx, &places, &keys)? };
+        tx.commit()?;
+        Ok((graph, cut))
+    }
+
+    /// Deletions that can still be restored, newest first.
+    pub fn deletions(&mut self) -> Result<Vec<Deletion>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, origin, summary, created_at FROM memory_deletions WHERE restored_at IS NULL ORDER BY id DESC",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(Deletion { id: r.get(0)?, origin: r.get(1)?, summary: r.get(2)?, created_at: r.get(3)? })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Brings back everything one delete call removed.
+    pub fn restore(&mut self, deletion: i64) -> Result<Deletion> {
+        let now = now_ms();
+        let tx = begin(self.conn)?;
+        let found: Option<Deletion> = tx
+            .query_row(
+                "SELECT id, origin, summary, created_at FROM memory_deletions WHERE id = ?1 AND restored_at IS NULL",
+                [deletion],
+                |r| Ok(Deletion { id: r.get(0)?, origin: r.get(1)?, summary: r.get(2)?, created_at: r.get(3)? }),
+            )
+            .optional()?;
+        let found = found.ok_or(Error::NoSuchDeletion(deletion))?;
+        let entities: Vec<i64> = {
+            let mut stmt = tx.prepare("SELECT DISTINCT entity_id FROM memory_observations WHERE deleted_by = ?1")?;
+            stmt.query_map([deletion], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?
+        };
+        for id in &entities {
+            tx.execute("UPDATE memory_entities SET staged = 1 WHERE id = ?1", [id])?;
+        }
+        tx.execute("UPDATE memory_observations SET deleted_by = NULL WHERE deleted_by = ?1", [deletion])?;
+        for id in &entities {
+            tx.execute("UPDATE memory_entities SET staged = 0 WHERE id = ?1", [id])?;
+        }
+        tx.execute(
+            "UPDATE memory_entities SET deleted_by = NULL, updated_at = ?2 WHERE deleted_by = ?1",
+            params![deletion, now],
+        )?;
+        tx.execute("UPDATE memory_relations SET deleted_by = NULL WHERE deleted_by = ?1", [deletion])?;
+        tx.execute("UPDATE memory_deletions SET restored_at = ?2 WHERE id = ?1", params![deletion, now])?;
+        tx.commit()?;
+        Ok(found)
+    }
+
+    /// Counts of live entities per scope among the visible ones (for summaries).
+    pub fn counts(&mut self) -> Result<BTreeMap<Scope, usize>> {
+        let places = self.visible(None)?;
+        let mut out = BTreeMap::new();
+        for (scope, project) in places {
+            let n: i64 = self.conn.query_row(
+                "SELECT count(*) FROM memory_entities WHERE scope = ?1 AND project = ?2 AND deleted_by IS NULL",
+                params![scope.as_str(), project],
+                |r| r.get(0),
+            )?;
+            out.insert(scope, n as usize);
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,194 @@
+//! Long-term memory: a small knowledge graph of named entities with observations and relations,
+//! plus key/value notes, kept in the session database.
+//!
+//! Everything lives in a scope: `user` (about the person, visible in every project), `project`
+//! (one project, keyed by the project key) or `cross` (general knowledge, visible everywhere).
+//! Reads cover user + this project + cross unless a scope is named. Graph writes default to
+//! `project` inside a project, else `cross`; notes default to `user`.
+//!
+//! Every tool call is one `BEGIN IMMEDIATE` transaction, so concurrent agents never lose each
+//! other's writes. Names are unique per scope under Unicode case folding and NFC. Deletions made
+//! through the tools are tombstones that [`Memory::restore`] brings back.
+
+mod context;
+mod graph;
+mod notes;
+mod search;
+pub mod tools;
+
+use rusqlite::Connection;
+use serde::{Deserialize, Serialize};
+
+pub use context::{ContextSection, DEFAULT_CONTEXT_TOKENS, MemoryContext};
+pub use graph::{Deletion, Entity, Graph, ObservationAdds, Relation};
+pub use notes::Note;
+
+use crate::store::Store;
+
+/// Where a memory lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// About the person: visible in every project.
+    User,
+    /// About one project: visible in its sessions.
+    Project,
+    /// General knowledge shared by every session of every project.
+    Cross,
+}
+
+impl Scope {
+    /// The stored spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::User => "user",
+            Scope::Project => "project",
+            Scope::Cross => "cross",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "user" => Scope::User,
+            "project" => Scope::Project,
+            "cross" => Scope::Cross,
+            _ => return None,
+        })
+    }
+}
+
+impl std::fmt::Display for Scope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Errors from memory operations.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A tool argument is missing or malformed.
+    #[error("invalid arguments for {tool}: {message}")]
+    InvalidArguments {
+        /// The tool.
+        tool: String,
+        /// What is wrong, naming the field.
+        message: String,
+    },
+    /// An entity that must exist does not.
+    #[error("Entity with name {0} not found: create it with memory_create_entities first")]
+    EntityNotFound(String),
+    /// The project scope was named outside a project.
+    #[error("the project scope needs a project: run inside a git repository or name another scope (user, cross)")]
+    NoProject,
+    /// No such tool.
+    #[error("unknown memory tool `{0}`")]
+    UnknownTool(String),
+    /// No such deletion to restore.
+    #[error("no deletion {0} to restore: `seshat memory --action deleted` lists them")]
+    NoSuchDeletion(i64),
+    /// SQLite failed.
+    #[error("memory database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// A file could not be written (a backup).
+    #[error("cannot write {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+/// Result alias for memory operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The memory as seen from one project (or from none).
+pub struct Memory<'s> {
+    conn: &'s mut Connection,
+    project: Option<String>,
+}
+
+impl std::fmt::Debug for Memory<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Memory").field("project", &self.project).finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// The long-term memory, seen from `project` (a project key; `None` outside any project).
+    pub fn memory(&mut self, project: Option<&str>) -> Memory<'_> {
+        Memory { conn: self.connection_mut(), project: project.map(str::to_string) }
+    }
+}
+
+impl Memory<'_> {
+    /// The project this memory is seen from.
+    pub fn project(&self) -> Option<&str> {
+        self.project.as_deref()
+    }
+
+    /// Where graph writes go by default: the project inside one, else cross.
+    pub fn default_graph_scope(&self) -> Scope {
+        if self.project.is_some() { Scope::Project } else { Scope::Cross }
+    }
+
+    /// The scopes reads cover: `only` if given, else user, this project (if any) and cross.
+    fn visible(&self, only: Option<Scope>) -> Result<Vec<(Scope, String)>> {
+        match only {
+            Some(scope) => Ok(vec![self.place(scope)?]),
+            None => {
+                let mut v = vec![(Scope::User, String::new())];
+                if let Some(p) = &self.project {
+                    v.push((Scope::Project, p.clone()));
+                }
+                v.push((Scope::Cross, String::new()));
+                Ok(v)
+            }
+        }
+    }
+
+    /// The (scope, project column) pair for a scope.
+    fn place(&self, scope: Scope) -> Result<(Scope, String)> {
+        match scope {
+            Scope::Project => self.project.clone().map(|p| (Scope::Project, p)).ok_or(Error::NoProject),
+            other => Ok((other, String::new())),
+        }
+    }
+
+    /// The order in which a name is looked up for a change: the named scope, else this project,
+    /// then user, then cross.
+    fn lookup_order(&self, only: Option<Scope>) -> Result<Vec<(Scope, String)>> {
+        match only {
+            Some(_) => self.visible(only),
+            None => {
+                let mut v = Vec::new();
+                if let Some(p) = &self.project {
+                    v.push((Scope::Project, p.clone()));
+                }
+                v.push((Scope::User, String::new()));
+                v.push((Scope::Cross, String::new()));
+                Ok(v)
+            }
+        }
+    }
+}
+
+/// The identity of a name: Unicode case folding, then NFC. `Ærø` and `ærø` are one entity.
+pub fn name_key(name: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    let folded = caseless::default_case_fold_str(&name.trim().nfd().collect::<String>());
+    folded.nfc().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::name_key;
+
+    #[test]
+    fn keys_fold_case_and_normalise() {
+        assert_eq!(name_key("Ærø"), name_key("ærø"));
+        assert_eq!(name_key("Straße"), name_key("STRASSE"));
+        assert_eq!(name_key("e\u{301}"), name_key("\u{e9}"), "decomposed and composed é are one");
+        assert_ne!(name_key("cafe"), name_key("café"));
+    }
+}

@@ -1,0 +1,106 @@
+//! `search_nodes`: ranked word search (FTS5, bm25, names weighted above types above
+//! observations, diacritics ignored) followed by substring matches (FTS5 trigram), so everything
+//! the reference server's case-insensitive substring search finds is found too.
+
+use std::collections::HashSet;
+
+use rusqlite::params;
+
+use super::graph::{Graph, load_entities, relations_among};
+use super::{Memory, Result, Scope};
+
+/// bm25 weights of the indexed columns: name, type, observations.
+const RANK: &str = "bm25(10.0, 4.0, 1.0)";
+
+/// The words of a query as an FTS5 query: every word must appear (each quoted, so the query's
+/// punctuation is never FTS5 syntax).
+fn words_query(query: &str) -> Option<String> {
+    let words: Vec<String> =
+        query.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(|w| format!("\"{w}\"")).collect();
+    (!words.is_empty()).then(|| words.join(" "))
+}
+
+/// The whole query as one trigram phrase (a substring match).
+fn substring_query(query: &str) -> String {
+    format!("\"{}\"", query.replace('"', "\"\""))
+}
+
+/// SQL matching a live entity `e` in one of three (scope, project) places (bound as ?3..?8).
+const VISIBLE: &str = "e.deleted_by IS NULL AND e.staged = 0 AND ((e.scope = ?3 AND e.project = ?4) \
+     OR (e.scope = ?5 AND e.project = ?6) OR (e.scope = ?7 AND e.project = ?8))";
+
+impl Memory<'_> {
+    /// Entities matching `query` (at most `limit`, best first) and the relations among them;
+    /// `true` when more matched than were returned.
+    pub fn search(&mut self, query: &str, scope: Option<Scope>, limit: usize) -> Result<(Graph, bool)> {
+        let places = self.visible(scope)?;
+        let query = query.trim();
+        let want = limit as i64 + 1;
+        let p = |i: usize| places.get(i).or(places.first()).cloned().unwrap_or((Scope::User, String::new()));
+        let (p0, p1, p2) = (p(0), p(1), p(2));
+        let mut ids: Vec<i64> = Vec::new();
+        let mut seen = HashSet::new();
+        let mut push = |found: Vec<i64>, ids: &mut Vec<i64>| {
+            for id in found {
+                if seen.insert(id) {
+                    ids.push(id);
+                }
+            }
+        };
+        if query.is_empty() {
+            return Ok((Graph::default(), false));
+        }
+        if let Some(words) = words_query(query) {
+            let mut stmt = self.conn.prepare_cached(&format!(
+                "SELECT e.id FROM memory_fts f JOIN memory_entities e ON e.id = f.rowid \
+                 WHERE memory_fts MATCH ?1 AND rank MATCH '{RANK}' AND {VISIBLE} ORDER BY rank LIMIT ?2"
+            ))?;
+            let found = stmt
+                .query_map(params![words, want, p0.0.as_str(), p0.1, p1.0.as_str(), p1.1, p2.0.as_str(), p2.1], |r| {
+                    r.get(0)
+                })?
+                .collect::<rusqlite::Result<Vec<i64>>>()?;
+            push(found, &mut ids);
+        }
+        if (ids.len() as i64) < want {
+            let sql = if query.chars().count() >= 3 {
+                format!(
+                    "SELECT e.id FROM memory_trigram t JOIN memory_entities e ON e.id = t.rowid \
+                     WHERE memory_trigram MATCH ?1 AND {VISIBLE} ORDER BY e.updated_at DESC LIMIT ?2"
+                )
+            } else {
+                // Too short for trigrams: scan, as the reference does.
+                format!(
+                    "SELECT e.id FROM memory_entities e WHERE {VISIBLE} AND (instr(lower(e.name), lower(?1)) \
+                     OR instr(lower(e.entity_type), lower(?1)) OR EXISTS (SELECT 1 FROM memory_observations o \
+                     WHERE o.entity_id = e.id AND o.deleted_by IS NULL AND instr(lower(o.content), lower(?1)))) \
+                     ORDER BY e.updated_at DESC LIMIT ?2"
+                )
+            };
+            let needle = if query.chars().count() >= 3 { substring_query(query) } else { query.to_string() };
+            let mut stmt = self.conn.prepare_cached(&sql)?;
+            let found = stmt
+                .query_map(
+                    params![
+                        needle,
+                        want + ids.len() as i64,
+                        p0.0.as_str(),
+                        p0.1,
+                        p1.0.as_str(),
+                        p1.1,
+                        p2.0.as_str(),
+                        p2.1
+                    ],
+                    |r| r.get(0),
+                )?
+                .collect::<rusqlite::Result<Vec<i64>>>()?;
+            push(found, &mut ids);
+        }
+        let more = ids.len() > limit;
+        ids.truncate(limit);
+        let entities = load_entities(self.conn, &ids)?;
+        let keys: HashSet<String> = entities.iter().map(|e| super::name_key(&e.name)).collect();
+        let relations = relations_among(self.conn, &places, &keys)?;
+        Ok((Graph { entities, relations }, more))
+    }
+}
