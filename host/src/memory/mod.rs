@@ -20,7 +20,7 @@ use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 
 pub use context::{ContextSection, DEFAULT_CONTEXT_TOKENS, MemoryContext};
-pub use graph::{Deletion, Entity, Graph, ObservationAdds, Relation};
+pub use graph::{Deletion, Entity, Graph, NewEntity, ObservationAdds, Relation, RelationSpec};
 pub use notes::Note;
 
 use crate::store::Store;

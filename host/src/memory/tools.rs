@@ -90,7 +90,8 @@ fn relation_item() -> Value {
 }
 
 fn object(properties: Value, required: &[&str]) -> Value {
-    let mut schema = json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "required": required});
+    let mut schema =
+        json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "required": required});
     schema["properties"] = properties;
     schema
 }

@@ -30,6 +30,8 @@ fn help_texts() {
         &["plugins", "list", "--help"],
         &["plugins", "check", "--help"],
         &["plugins", "new", "--help"],
+        &["memory", "--help"],
+        &["mcp", "--help"],
     ] {
         let name = args.join(" ").replace("--", "").replace(' ', "_");
         insta::assert_snapshot!(format!("help_{name}"), home.ok(args));

@@ -1,9 +1,14 @@
 //! Integration tests of the `seshat` crate and binary: one test binary, one module per area.
 
+// Test helpers take JSON by value so call sites can pass `json!(…)` inline.
+#![allow(clippy::needless_pass_by_value)]
+
 mod cli;
 mod concurrency;
 mod crash;
 mod ids;
+mod memory;
+mod memory_cli;
 mod migrations;
 mod plugins;
 mod plugins_cli;

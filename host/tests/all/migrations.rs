@@ -137,3 +137,38 @@ fn two_processes_creating_one_database_at_once_both_succeed() {
         assert_eq!(version, SCHEMA_VERSION);
     }
 }
+
+#[test]
+fn version_2_fixture_upgrades_with_its_compactions_and_trims() {
+    let home = Home::new();
+    let db = home.path().join("v2.db");
+    fs::copy(fixture("store-v2.sqlite"), &db).unwrap();
+    let before: u32 = Connection::open(&db).unwrap().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert_eq!(before, 2, "the fixture must stay at version 2");
+
+    let mut store = Store::open(&db).unwrap();
+    let s1 = "01JFV1AAAA0000000000000001";
+    let compactions = store.compactions(s1).unwrap();
+    assert_eq!(compactions.len(), 1);
+    assert_eq!((compactions[0].first_kept_seq, compactions[0].pinned_seq), (Some(3), Some(1)));
+    let view = store.live_view(s1).unwrap();
+    let seqs: Vec<Option<u64>> = view.entries.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, vec![None, Some(1), Some(3), Some(4)], "summary, pinned request, kept messages");
+    assert!(matches!(&view.entries[2].parts[0], Part::ToolResult { content, .. } if content == "[trimmed]"));
+    let s2 = store.session("01JFV1AAAA0000000000000002").unwrap();
+    assert_eq!(s2.compaction_failures, 1);
+
+    // The new memory tables work on the upgraded file.
+    let mut memory = store.memory(Some("/work/alpha"));
+    let created = memory
+        .create_entities(
+            &[serde_json::from_value(
+                serde_json::json!({"name": "Fixture", "entityType": "test", "observations": ["upgraded"]}),
+            )
+            .unwrap()],
+            None,
+        )
+        .unwrap();
+    assert_eq!(created[0].observations, ["upgraded"]);
+    assert_eq!(memory.search("upgraded", None, 5).unwrap().0.entities.len(), 1);
+}

@@ -1,0 +1,397 @@
+//! Long-term memory through the library: the reference server's behaviours, where Seshat
+//! deliberately differs, search, index sync, scopes, context, restore and clear.
+
+use serde_json::{Value, json};
+use seshat::memory::{Scope, tools};
+
+use crate::support::Home;
+
+const PROJECT: &str = "/work/project-a";
+
+/// Calls a tool as the agent would (with the `memory_` prefix) and returns the structured result.
+fn call(home: &Home, project: Option<&str>, name: &str, args: Value) -> tools::ToolOutput {
+    let mut store = home.store();
+    let mut memory = store.memory(project);
+    tools::call(&mut memory, &format!("memory_{name}"), &args)
+}
+
+fn ok(home: &Home, name: &str, args: Value) -> Value {
+    let out = call(home, Some(PROJECT), name, args);
+    assert!(!out.is_error, "{name} failed: {}", out.text);
+    assert_eq!(serde_json::from_str::<Value>(&out.text).unwrap(), out.structured, "the text is the structured result");
+    out.structured
+}
+
+fn names(v: &Value) -> Vec<String> {
+    v["entities"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap().to_string()).collect()
+}
+
+fn seed(home: &Home) {
+    ok(
+        home,
+        "create_entities",
+        json!({"entities": [
+            {"name": "Alice", "entityType": "person", "observations": ["works on the Seshat runtime", "prefers Rust"]},
+            {"name": "Seshat", "entityType": "project", "observations": ["an agent memory runtime", "uses SQLite"]},
+            {"name": "Café Zürich", "entityType": "place", "observations": ["serves rustacean coffee"]},
+        ]}),
+    );
+    ok(
+        home,
+        "create_relations",
+        json!({"relations": [
+            {"from": "Alice", "to": "Seshat", "relationType": "works_on"},
+            {"from": "Alice", "to": "Café Zürich", "relationType": "visits"},
+        ]}),
+    );
+}
+
+#[test]
+fn add_observations_to_an_unknown_entity_is_an_error_and_writes_nothing() {
+    let home = Home::new();
+    seed(&home);
+    let out = call(
+        &home,
+        Some(PROJECT),
+        "add_observations",
+        json!({"observations": [{"entityName": "Alice", "contents": ["new fact"]}, {"entityName": "Nobody", "contents": ["x"]}]}),
+    );
+    assert!(out.is_error);
+    assert!(out.text.contains("Entity with name Nobody not found"), "{}", out.text);
+    let alice = ok(&home, "open_nodes", json!({"names": ["Alice"]}));
+    assert_eq!(alice["entities"][0]["observations"].as_array().unwrap().len(), 2, "the valid half was not kept either");
+}
+
+#[test]
+fn deleting_missing_things_is_not_an_error() {
+    let home = Home::new();
+    seed(&home);
+    assert_eq!(ok(&home, "delete_entities", json!({"entityNames": ["Nobody"]}))["success"], true);
+    ok(
+        &home,
+        "delete_observations",
+        json!({"deletions": [{"entityName": "Nobody", "observations": ["x"]}, {"entityName": "Alice", "observations": ["never said"]}]}),
+    );
+    ok(&home, "delete_relations", json!({"relations": [{"from": "A", "to": "B", "relationType": "c"}]}));
+    assert_eq!(names(&ok(&home, "read_graph", json!({}))).len(), 3);
+}
+
+#[test]
+fn deleting_an_entity_removes_its_relations_and_restore_brings_both_back() {
+    let home = Home::new();
+    seed(&home);
+    let deleted = ok(&home, "delete_entities", json!({"entityNames": ["alice"]}));
+    let graph = ok(&home, "read_graph", json!({}));
+    let mut left = names(&graph);
+    left.sort();
+    assert_eq!(left, ["Café Zürich", "Seshat"]);
+    assert!(graph["relations"].as_array().unwrap().is_empty(), "relations of a deleted entity remain: {graph}");
+    assert!(names(&ok(&home, "search_nodes", json!({"query": "prefers Rust"}))).is_empty(), "the index still finds it");
+
+    let id = deleted["deletion"].as_i64().unwrap();
+    home.store().memory(Some(PROJECT)).restore(id).unwrap();
+    let graph = ok(&home, "read_graph", json!({}));
+    assert_eq!(graph["entities"].as_array().unwrap().len(), 3);
+    assert_eq!(graph["relations"].as_array().unwrap().len(), 2);
+    let alice = ok(&home, "open_nodes", json!({"names": ["ALICE"]}));
+    assert_eq!(alice["entities"][0]["observations"], json!(["works on the Seshat runtime", "prefers Rust"]));
+    assert_eq!(names(&ok(&home, "search_nodes", json!({"query": "prefers rust"}))), ["Alice"]);
+}
+
+#[test]
+fn search_matches_name_type_and_observations_case_insensitively_with_relations_among_matches() {
+    let home = Home::new();
+    seed(&home);
+    assert_eq!(names(&ok(&home, "search_nodes", json!({"query": "ALICE"}))), ["Alice"]);
+    assert_eq!(names(&ok(&home, "search_nodes", json!({"query": "Project"}))), ["Seshat"], "by type");
+    assert_eq!(names(&ok(&home, "search_nodes", json!({"query": "sqlite"}))), ["Seshat"], "by observation");
+    let both = ok(&home, "search_nodes", json!({"query": "seshat"}));
+    let mut found = names(&both);
+    found.sort();
+    assert_eq!(found, ["Alice", "Seshat"], "a name and an observation");
+    assert_eq!(
+        both["relations"],
+        json!([{"from": "Alice", "to": "Seshat", "relationType": "works_on", "scope": "project"}])
+    );
+    assert_eq!(names(&both)[0], "Seshat", "a name match ranks above an observation match");
+}
+
+#[test]
+fn search_handles_words_diacritics_and_substrings() {
+    let home = Home::new();
+    seed(&home);
+    assert_eq!(names(&ok(&home, "search_nodes", json!({"query": "cafe zurich"}))), ["Café Zürich"], "accents ignored");
+    assert_eq!(names(&ok(&home, "search_nodes", json!({"query": "ZÜRICH"}))), ["Café Zürich"]);
+    assert_eq!(
+        names(&ok(&home, "search_nodes", json!({"query": "ustacea"}))),
+        ["Café Zürich"],
+        "a substring (trigram)"
+    );
+    assert_eq!(names(&ok(&home, "search_nodes", json!({"query": "memory runtime"}))), ["Seshat"], "multi-word");
+    assert_eq!(
+        names(&ok(&home, "search_nodes", json!({"query": "Ql"}))),
+        ["Seshat"],
+        "two letters: a scan, like the reference"
+    );
+    assert!(
+        names(&ok(&home, "search_nodes", json!({"query": "\"AND OR NEAR("}))).is_empty(),
+        "FTS syntax is never interpreted"
+    );
+}
+
+#[test]
+fn search_is_bounded_and_says_when_it_cut() {
+    let home = Home::new();
+    let entities: Vec<Value> =
+        (0..30).map(|i| json!({"name": format!("Service {i}"), "entityType": "service", "observations": ["deployed on friday"]})).collect();
+    ok(&home, "create_entities", json!({"entities": entities}));
+    let all = ok(&home, "search_nodes", json!({"query": "friday"}));
+    assert_eq!(all["entities"].as_array().unwrap().len(), 20, "default limit");
+    assert!(all["note"].as_str().unwrap().contains("more matched"), "{all}");
+    let five = ok(&home, "search_nodes", json!({"query": "friday", "limit": 5}));
+    assert_eq!(five["entities"].as_array().unwrap().len(), 5);
+    let exact = ok(&home, "search_nodes", json!({"query": "service 7"}));
+    assert_eq!(names(&exact)[0], "Service 7");
+}
+
+#[test]
+fn open_nodes_returns_the_named_entities_and_their_relations() {
+    let home = Home::new();
+    seed(&home);
+    let g = ok(&home, "open_nodes", json!({"names": ["alice", "SESHAT", "missing"]}));
+    assert_eq!(names(&g), ["Alice", "Seshat"]);
+    assert_eq!(g["relations"].as_array().unwrap().len(), 1, "only relations between the opened entities: {g}");
+}
+
+#[test]
+fn deliberate_difference_creating_an_existing_name_merges_and_names_fold_case() {
+    // The reference server keeps the first entity and silently drops the second create. Seshat
+    // treats `Ærø` and `ærø` as one entity and merges the new observations in.
+    let home = Home::new();
+    ok(
+        &home,
+        "create_entities",
+        json!({"entities": [{"name": "Ærø", "entityType": "island", "observations": ["in Denmark"]}]}),
+    );
+    let merged = ok(
+        &home,
+        "create_entities",
+        json!({"entities": [{"name": "ærø", "entityType": "island", "observations": ["in Denmark", "has ferries"]}]}),
+    );
+    assert_eq!(merged["entities"][0]["observations"], json!(["in Denmark", "has ferries"]), "never stored twice");
+    let graph = ok(&home, "read_graph", json!({}));
+    assert_eq!(names(&graph), ["Ærø"]);
+    let added = ok(
+        &home,
+        "add_observations",
+        json!({"observations": [{"entityName": "ÆRØ", "contents": ["has ferries", "windy"]}]}),
+    );
+    assert_eq!(added["results"][0]["addedObservations"], json!(["windy"]));
+}
+
+#[test]
+fn bad_arguments_are_tool_errors_naming_the_field() {
+    let home = Home::new();
+    for (tool, args, expected) in [
+        ("create_entities", json!({}), "missing field `entities`"),
+        ("create_entities", json!({"entities": [{"name": "x", "entityType": "t"}]}), "missing field `observations`"),
+        ("search_nodes", json!({"query": 3}), "invalid type"),
+        ("read_graph", json!({"scope": "everywhere"}), "unknown variant `everywhere`"),
+    ] {
+        let out = call(&home, Some(PROJECT), tool, args);
+        assert!(out.is_error && out.text.contains(expected), "{tool}: {}", out.text);
+        assert!(out.text.starts_with(&format!("invalid arguments for {tool}")), "{}", out.text);
+    }
+    let out = call(&home, Some(PROJECT), "teleport", json!({}));
+    assert!(out.is_error && out.text.contains("unknown memory tool"), "{}", out.text);
+    let out = call(&home, None, "create_entities", json!({"entities": [], "scope": "project"}));
+    assert!(out.is_error && out.text.contains("the project scope needs a project"), "{}", out.text);
+}
+
+#[test]
+fn scopes_separate_user_project_and_cross_memory() {
+    let home = Home::new();
+    ok(
+        &home,
+        "create_entities",
+        json!({"entities": [{"name": "Tabs", "entityType": "preference", "observations": ["the user wants tabs"]}], "scope": "user"}),
+    );
+    ok(
+        &home,
+        "create_entities",
+        json!({"entities": [{"name": "Build", "entityType": "fact", "observations": ["cargo build"]}]}),
+    );
+    ok(
+        &home,
+        "create_entities",
+        json!({"entities": [{"name": "Rust", "entityType": "language", "observations": ["ownership"]}], "scope": "cross"}),
+    );
+    // Another project sees the user's and cross memory, not project A's.
+    let other = call(&home, Some("/work/project-b"), "read_graph", json!({}));
+    let mut seen = names(&other.structured);
+    seen.sort();
+    assert_eq!(seen, ["Rust", "Tabs"]);
+    // Outside any project, graph writes go to cross.
+    let out = call(
+        &home,
+        None,
+        "create_entities",
+        json!({"entities": [{"name": "Loose", "entityType": "x", "observations": []}]}),
+    );
+    assert_eq!(out.structured["entities"][0]["scope"], "cross");
+    let only_user = ok(&home, "read_graph", json!({"scope": "user"}));
+    assert_eq!(names(&only_user), ["Tabs"]);
+    // The same name can live in two scopes; a change goes to this project's first.
+    ok(
+        &home,
+        "create_entities",
+        json!({"entities": [{"name": "Rust", "entityType": "language", "observations": ["edition 2024 here"]}]}),
+    );
+    ok(&home, "add_observations", json!({"observations": [{"entityName": "rust", "contents": ["clippy clean"]}]}));
+    let cross = ok(&home, "open_nodes", json!({"names": ["Rust"], "scope": "cross"}));
+    assert_eq!(cross["entities"][0]["observations"], json!(["ownership"]));
+}
+
+#[test]
+fn indexes_follow_updates_deletes_and_revivals() {
+    let home = Home::new();
+    seed(&home);
+    ok(&home, "add_observations", json!({"observations": [{"entityName": "Seshat", "contents": ["written in zig"]}]}));
+    assert_eq!(names(&ok(&home, "search_nodes", json!({"query": "zig"}))), ["Seshat"]);
+    ok(
+        &home,
+        "delete_observations",
+        json!({"deletions": [{"entityName": "Seshat", "observations": ["written in zig"]}]}),
+    );
+    assert!(
+        names(&ok(&home, "search_nodes", json!({"query": "zig"}))).is_empty(),
+        "a deleted observation is still indexed"
+    );
+    assert!(
+        names(&ok(&home, "search_nodes", json!({"query": "ritten in zi"}))).is_empty(),
+        "still in the trigram index"
+    );
+    ok(&home, "add_observations", json!({"observations": [{"entityName": "Seshat", "contents": ["written in zig"]}]}));
+    assert_eq!(
+        names(&ok(&home, "search_nodes", json!({"query": "zig"}))),
+        ["Seshat"],
+        "a revived observation is indexed"
+    );
+    ok(&home, "delete_entities", json!({"entityNames": ["Seshat"]}));
+    ok(
+        &home,
+        "create_entities",
+        json!({"entities": [{"name": "seshat", "entityType": "library", "observations": ["new life"]}]}),
+    );
+    let revived = ok(&home, "open_nodes", json!({"names": ["Seshat"]}));
+    assert_eq!(revived["entities"][0]["observations"], json!(["new life"]), "a re-created entity starts afresh");
+    assert!(names(&ok(&home, "search_nodes", json!({"query": "sqlite"}))).is_empty());
+    assert_eq!(names(&ok(&home, "search_nodes", json!({"query": "library"}))), ["seshat"]);
+    let store = home.store();
+    let fts: i64 = store.connection().query_row("SELECT count(*) FROM memory_fts", [], |r| r.get(0)).unwrap();
+    let tri: i64 = store.connection().query_row("SELECT count(*) FROM memory_trigram", [], |r| r.get(0)).unwrap();
+    let live: i64 = store
+        .connection()
+        .query_row("SELECT count(*) FROM memory_entities WHERE deleted_by IS NULL", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!((fts, tri), (live, live), "one index row per live entity");
+}
+
+#[test]
+fn context_lists_user_then_project_then_cross_within_budget_and_says_what_it_left_out() {
+    let home = Home::new();
+    let mut store = home.store();
+    let mut m = store.memory(Some(PROJECT));
+    m.set_note(Scope::User, "style", "short answers, no preamble").unwrap();
+    drop(m);
+    drop(store);
+    ok(
+        &home,
+        "create_entities",
+        json!({"entities": [{"name": "Build", "entityType": "fact", "observations": ["cargo test --workspace"]}]}),
+    );
+    ok(
+        &home,
+        "create_entities",
+        json!({"entities": [{"name": "Rust", "entityType": "language", "observations": ["ownership"]}], "scope": "cross"}),
+    );
+    let mut store = home.store();
+    let ctx = store.memory(Some(PROJECT)).context(2_000).unwrap();
+    let (user, project, cross) = (
+        ctx.text.find("style: short answers").unwrap(),
+        ctx.text.find("Build (fact): cargo test").unwrap(),
+        ctx.text.find("Rust (language): ownership").unwrap(),
+    );
+    assert!(user < project && project < cross, "{}", ctx.text);
+    assert!(!ctx.text.contains("Left out"), "{}", ctx.text);
+
+    let many: Vec<Value> = (0..200)
+        .map(|i| json!({"name": format!("Fact {i}"), "entityType": "fact", "observations": [format!("a fairly long observation number {i} about the build")]}))
+        .collect();
+    drop(store);
+    ok(&home, "create_entities", json!({"entities": many}));
+    let mut store = home.store();
+    let small = store.memory(Some(PROJECT)).context(300).unwrap();
+    assert!(small.tokens <= 300, "{} tokens", small.tokens);
+    let project_section = small.sections.iter().find(|s| s.scope == Scope::Project).unwrap();
+    assert!(project_section.omitted_entities > 150, "{project_section:?}");
+    assert!(
+        small.text.contains(&format!("project: 0 notes and {} entities", project_section.omitted_entities)),
+        "{}",
+        small.text
+    );
+    assert!(small.text.contains("Left out to stay within 300 tokens"), "{}", small.text);
+    assert!(small.text.contains("style: short answers"), "user memory comes first: {}", small.text);
+    let empty = Home::new();
+    assert_eq!(empty.store().memory(None).context(2_000).unwrap().text, "");
+}
+
+#[test]
+fn clear_writes_a_backup_first() {
+    let home = Home::new();
+    seed(&home);
+    let mut store = home.store();
+    let mut m = store.memory(Some(PROJECT));
+    let (backup, records) = m.clear(Scope::Project, &home.path().join("backups")).unwrap();
+    assert_eq!(records, 5, "3 entities and 2 relations");
+    let lines: Vec<Value> =
+        std::fs::read_to_string(&backup).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 5);
+    let alice = lines.iter().find(|l| l["name"] == "Alice").unwrap_or_else(|| panic!("{lines:?}"));
+    assert!(alice["observations"].as_array().unwrap().iter().any(|o| o["content"] == "prefers Rust"), "{alice}");
+    assert!(m.read_graph(None, 100).unwrap().0.entities.is_empty());
+}
+
+#[test]
+fn published_schemas_are_a_superset_of_the_reference_servers() {
+    let reference: Value =
+        serde_json::from_str(&std::fs::read_to_string(crate::support::shared_data("mcp-memory-tools.json")).unwrap())
+            .unwrap();
+    let ours = tools::definitions();
+    for tool in reference["tools"].as_array().unwrap() {
+        let name = tool["name"].as_str().unwrap();
+        let mine = ours.iter().find(|d| d.name == name).unwrap_or_else(|| panic!("{name} is missing"));
+        assert_superset(&tool["inputSchema"], &mine.input_schema, name);
+        assert_eq!(tool["annotations"]["readOnlyHint"], mine.read_only, "{name}");
+        assert_eq!(tool["annotations"]["destructiveHint"], mine.destructive, "{name}");
+        assert!(mine.description.len() > tool["description"].as_str().unwrap().len(), "{name}: say when to use it");
+    }
+}
+
+/// Every property, type and requirement of `reference` is in `ours`.
+fn assert_superset(reference: &Value, ours: &Value, at: &str) {
+    if let Some(t) = reference.get("type") {
+        assert_eq!(ours.get("type"), Some(t), "{at}: type");
+    }
+    for req in reference.get("required").and_then(Value::as_array).into_iter().flatten() {
+        assert!(ours["required"].as_array().unwrap().contains(req), "{at}: {req} must be required");
+    }
+    if let Some(props) = reference.get("properties").and_then(Value::as_object) {
+        for (k, v) in props {
+            assert_superset(v, &ours["properties"][k], &format!("{at}.{k}"));
+        }
+    }
+    if let Some(items) = reference.get("items") {
+        assert_superset(items, &ours["items"], &format!("{at}[]"));
+    }
+}

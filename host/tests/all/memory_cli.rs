@@ -1,0 +1,264 @@
+//! `seshat memory` and `seshat mcp` as processes: the seed's commands, a JSON-RPC client over real
+//! stdio, and eight processes writing one graph at once.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::support::Home;
+
+/// A `seshat mcp` child driven over its stdin/stdout.
+pub struct McpClient {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl McpClient {
+    pub fn start(home: &Home, cwd: &std::path::Path) -> Self {
+        let mut child = home
+            .cmd()
+            .arg("mcp")
+            .current_dir(cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn seshat mcp");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut client = Self { child, stdin, stdout, next_id: 0 };
+        let init = client.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "seshat-tests", "version": "0"}}),
+        );
+        assert_eq!(init["serverInfo"]["name"], "seshat-memory", "{init}");
+        assert!(init["capabilities"]["tools"].is_object(), "{init}");
+        client.notify("notifications/initialized");
+        client
+    }
+
+    fn notify(&mut self, method: &str) {
+        writeln!(self.stdin, "{}", json!({"jsonrpc": "2.0", "method": method})).unwrap();
+    }
+
+    /// Sends a request and returns its `result` (panicking on a JSON-RPC error).
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        writeln!(self.stdin, "{}", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).unwrap();
+        loop {
+            let mut line = String::new();
+            assert!(self.stdout.read_line(&mut line).unwrap() > 0, "the server closed stdout");
+            let msg: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON-RPC ({e}): {line}"));
+            if msg["id"] == id {
+                assert!(msg.get("error").is_none(), "{method} failed: {msg}");
+                return msg["result"].clone();
+            }
+        }
+    }
+
+    /// Calls a tool; returns (structuredContent, isError).
+    pub fn call(&mut self, name: &str, arguments: Value) -> (Value, bool) {
+        let result = self.request("tools/call", json!({"name": name, "arguments": arguments}));
+        let text: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(text, result["structuredContent"], "text and structured content agree");
+        (result["structuredContent"].clone(), result["isError"] == true)
+    }
+
+    pub fn close(mut self) {
+        drop(self.stdin);
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "seshat mcp exited with {status}");
+    }
+}
+
+fn repo(home: &Home, name: &str) -> std::path::PathBuf {
+    let dir = home.path().join(name);
+    std::fs::create_dir_all(dir.join(".git")).unwrap();
+    dir
+}
+
+#[test]
+fn mcp_server_lists_and_calls_the_tools_over_stdio() {
+    let home = Home::new();
+    let dir = repo(&home, "proj");
+    let mut client = McpClient::start(&home, &dir);
+    let tools = client.request("tools/list", json!({}));
+    let names: Vec<&str> = tools["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "create_entities",
+            "create_relations",
+            "add_observations",
+            "delete_entities",
+            "delete_observations",
+            "delete_relations",
+            "read_graph",
+            "search_nodes",
+            "open_nodes"
+        ]
+    );
+    let (created, err) = client.call(
+        "create_entities",
+        json!({"entities": [{"name": "Seshat", "entityType": "project", "observations": ["memory runtime"]}]}),
+    );
+    assert!(!err);
+    assert_eq!(created["entities"][0]["scope"], "project");
+    let (found, _) = client.call("search_nodes", json!({"query": "runtime"}));
+    assert_eq!(found["entities"][0]["name"], "Seshat");
+    let (error, err) =
+        client.call("add_observations", json!({"observations": [{"entityName": "Nope", "contents": ["x"]}]}));
+    assert!(err && error["error"].as_str().unwrap().contains("Entity with name Nope not found"), "{error}");
+    let (error, err) = client.call("search_nodes", json!({}));
+    assert!(err && error["error"].as_str().unwrap().contains("missing field `query`"), "{error}");
+    client.close();
+
+    // The CLI sees what the MCP client wrote.
+    let out = home.cmd().current_dir(&dir).args(["memory", "--scope", "project"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Seshat (project) [project]"));
+}
+
+#[test]
+fn eight_processes_writing_one_graph_lose_nothing() {
+    const PROCESSES: usize = 8;
+    const CALLS: usize = 200;
+    let home = Home::new();
+    let dir = repo(&home, "shared");
+    let workers: Vec<_> = (0..PROCESSES)
+        .map(|p| {
+            let mut client = McpClient::start(&home, &dir);
+            std::thread::spawn(move || {
+                for i in 0..CALLS {
+                    // Each block of five calls works on one shared entity, created by its first call.
+                    let shared = (i / 5) % 10;
+                    // The same names in a different case per process: one entity each.
+                    let name = if p % 2 == 0 { format!("SHARED-{shared}") } else { format!("shared-{shared}") };
+                    let (result, err) = match i % 5 {
+                        0 => client.call(
+                            "create_entities",
+                            json!({"entities": [{"name": name, "entityType": "thing", "observations": [format!("p{p}-created-{i}")]}]}),
+                        ),
+                        1 => client.call("add_observations", json!({"observations": [{"entityName": name, "contents": [format!("p{p}-added-{i}")]}]})),
+                        2 => client.call(
+                            "create_relations",
+                            json!({"relations": [{"from": name, "to": format!("Shared-{}", (shared + 1) % 10), "relationType": "next"}]}),
+                        ),
+                        3 => client.call(
+                            "create_entities",
+                            json!({"entities": [{"name": format!("Temp-p{p}-{i}"), "entityType": "temp", "observations": ["gone soon"]}]}),
+                        ),
+                        _ => {
+                            // Delete this process's temp entity and the observation it added three calls ago.
+                            client.call("delete_entities", json!({"entityNames": [format!("temp-P{p}-{}", i - 1)]}));
+                            client.call(
+                                "delete_observations",
+                                json!({"deletions": [{"entityName": name, "observations": [format!("p{p}-added-{}", i - 3)]}]}),
+                            )
+                        }
+                    };
+                    assert!(!err, "process {p} call {i}: {result}");
+                }
+                client.close();
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+
+    // The expected graph, computed from what each process did.
+    let mut expected: std::collections::BTreeMap<String, Vec<String>> = std::collections::BTreeMap::new();
+    for p in 0..PROCESSES {
+        for i in (0..CALLS).filter(|i| i % 5 == 0) {
+            expected.entry(format!("shared-{}", (i / 5) % 10)).or_default().push(format!("p{p}-created-{i}"));
+        }
+    }
+    let mut store = home.store();
+    let key = seshat::paths::repository_key(&dir);
+    let mut memory = store.memory(key.as_deref());
+    let (graph, more) = memory.read_graph(None, 500).unwrap();
+    assert!(!more);
+    let mut actual: std::collections::BTreeMap<String, Vec<String>> = std::collections::BTreeMap::new();
+    for e in &graph.entities {
+        let mut obs = e.observations.clone();
+        obs.sort();
+        actual.insert(e.name.to_lowercase(), obs);
+    }
+    for v in expected.values_mut() {
+        v.sort();
+    }
+    assert_eq!(actual, expected, "entities and observations after the run");
+    let mut relations: Vec<(String, String)> =
+        graph.relations.iter().map(|r| (r.from.to_lowercase(), r.to.to_lowercase())).collect();
+    relations.sort();
+    relations.dedup();
+    assert_eq!(relations.len(), 10, "one `next` relation per shared entity: {relations:?}");
+    assert_eq!(graph.relations.len(), 10, "no relation stored twice under another case");
+}
+
+#[test]
+fn the_seeds_memory_commands_work() {
+    let home = Home::new();
+    let dir = repo(&home, "proj");
+    let run = |args: &[&str]| {
+        let out = home.cmd().current_dir(&dir).args(args).output().unwrap();
+        (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap(), out.status.success())
+    };
+    let (out, _, ok) = run(&["memory", "--action", "set", "--key", "style", "--value", "short answers, no preamble"]);
+    assert!(ok);
+    assert_eq!(out, "Set `style` in user memory.\n");
+    insta::assert_snapshot!("memory_show_user", run(&["memory"]).0);
+    let (out, _, _) = run(&["memory", "--action", "context"]);
+    assert_eq!(out, "# Long-term memory\n\n## About the user\n- style: short answers, no preamble\n");
+    let (out, _, _) = run(&["memory", "--scope", "project"]);
+    assert!(out.contains("(empty)"), "{out}");
+
+    let (_, err, ok) = run(&["memory", "--action", "set", "--key", "style"]);
+    assert!(!ok && err.contains("--action set needs --key and --value"), "{err}");
+    let (_, err, ok) = run(&["memory", "--scope", "galaxy"]);
+    assert!(!ok && err.contains("invalid value 'galaxy' for '--scope <SCOPE>'"), "{err}");
+    let (_, err, ok) = run(&["memory", "--action", "dance"]);
+    assert!(!ok && err.contains("invalid value 'dance' for '--action <ACTION>'"), "{err}");
+    let (_, err, ok) = run(&["memory", "--action", "search"]);
+    assert!(!ok && err.contains("--action search needs --query"), "{err}");
+
+    let (_, err, ok) = run(&["memory", "--action", "clear", "--scope", "user"]);
+    assert!(!ok && err.contains("pass --yes"), "{err}");
+    let (out, _, ok) = run(&["memory", "--action", "clear", "--scope", "user", "--yes"]);
+    assert!(ok && out.starts_with("Cleared user memory (1 records). Backup: "), "{out}");
+    let backup = out.trim().rsplit("Backup: ").next().unwrap();
+    assert!(std::fs::read_to_string(backup).unwrap().contains("short answers, no preamble"));
+    assert!(run(&["memory"]).0.contains("(empty)"));
+}
+
+#[test]
+fn search_deleted_and_restore_from_the_cli() {
+    let home = Home::new();
+    let dir = repo(&home, "proj");
+    let mut client = McpClient::start(&home, &dir);
+    client.call(
+        "create_entities",
+        json!({"entities": [{"name": "Deploy", "entityType": "process", "observations": ["friday freeze"]}]}),
+    );
+    client.call("delete_entities", json!({"entityNames": ["deploy"]}));
+    client.close();
+    let run = |args: &[&str]| {
+        let out = home.cmd().current_dir(&dir).args(args).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(run(&["memory", "--action", "search", "--query", "freeze"]), "No memory matches `freeze`.\n");
+    let deleted: Value = serde_json::from_str(&run(&["memory", "--action", "deleted", "--json"])).unwrap();
+    let id = deleted[0]["id"].as_i64().unwrap();
+    assert_eq!(deleted[0]["origin"], "memory_delete_entities");
+    let out = run(&["memory", "--action", "restore", "--id", &id.to_string()]);
+    assert!(out.starts_with(&format!("Restored deletion {id}")), "{out}");
+    assert!(run(&["memory", "--action", "search", "--query", "freeze"]).contains("Deploy (process) [project]"));
+    let out =
+        home.cmd().current_dir(&dir).args(["memory", "--action", "restore", "--id", &id.to_string()]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("no deletion {id} to restore")));
+}
