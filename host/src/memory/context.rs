@@ -143,3 +143,31 @@ impl Memory<'_> {
         Ok(MemoryContext { text, tokens, budget, sections })
     }
 }
+
+impl crate::store::Store {
+    /// Builds the memory context for a session at its start and stores it in the session's
+    /// metadata (`memory_context`), so the session keeps the memory it started with even as memory
+    /// changes later.
+    pub fn snapshot_memory_context(
+        &mut self,
+        session: &str,
+        project: Option<&str>,
+        budget: usize,
+    ) -> Result<MemoryContext> {
+        let context = self.memory(project).context(budget)?;
+        let tx = self.connection_mut().transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let value = serde_json::json!({"text": context.text, "tokens": context.tokens, "budget": budget});
+        let n = tx.execute(
+            "UPDATE sessions SET metadata = json_set(metadata, '$.memory_context', json(?2)) WHERE id = ?1",
+            params![session, value.to_string()],
+        )?;
+        if n == 0 {
+            return Err(super::Error::InvalidArguments {
+                tool: "snapshot_memory_context".into(),
+                message: format!("no session {session}"),
+            });
+        }
+        tx.commit()?;
+        Ok(context)
+    }
+}

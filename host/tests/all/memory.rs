@@ -395,3 +395,21 @@ fn assert_superset(reference: &Value, ours: &Value, at: &str) {
         assert_superset(items, &ours["items"], &format!("{at}[]"));
     }
 }
+
+#[test]
+fn the_context_is_snapshotted_into_the_session_at_its_start() {
+    let home = Home::new();
+    seed(&home);
+    let session = home.session(PROJECT);
+    let mut store = home.store();
+    let taken = store.snapshot_memory_context(&session, Some(PROJECT), 2_000).unwrap();
+    assert!(taken.text.contains("Alice (person)"));
+    drop(store);
+    ok(&home, "delete_entities", json!({"entityNames": ["Alice"]}));
+    let store = home.store();
+    let meta = store.session(&session).unwrap().metadata;
+    assert_eq!(meta["memory_context"]["text"], taken.text.as_str(), "later changes do not touch the snapshot");
+    assert_eq!(meta["memory_context"]["budget"], 2_000);
+    let err = home.store().snapshot_memory_context("01NOPE", None, 10).unwrap_err();
+    assert!(err.to_string().contains("no session 01NOPE"), "{err}");
+}
