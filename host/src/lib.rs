@@ -6,6 +6,7 @@
 //! * [`paths`] decides where files live and which project a directory belongs to;
 //! * [`plugins`] loads the policies as sandboxed WebAssembly components;
 //! * [`memory`] keeps long-term notes as a knowledge graph;
+//! * [`window`] does the context-window arithmetic;
 //! * [`config`] reads the user's and the project's `config.toml`.
 //!
 //! See `ARCHITECTURE.md` at the repository root for the map of the whole system.
@@ -15,5 +16,6 @@ pub mod memory;
 pub mod paths;
 pub mod plugins;
 pub mod store;
+pub mod window;
 
 pub use store::Store;

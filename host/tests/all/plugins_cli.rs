@@ -206,3 +206,31 @@ fn the_new_crate_pins_the_wit_bindgen_the_repository_uses() {
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit/seshat-plugin.wit")).unwrap()
     );
 }
+
+#[test]
+fn a_project_plugin_overrides_a_user_plugin_of_the_same_id() {
+    let home = Home::new();
+    install(&home, "mine", seshat_test_plugins::HOSTILE);
+    let project = home.path().join("proj");
+    let dir = project.join(".seshat/plugins/mine");
+    std::fs::create_dir_all(project.join(".git")).unwrap();
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(seshat_test_plugins::SEMVER_0_1_1, dir.join("plugin.wasm")).unwrap();
+    std::fs::write(dir.join("plugin.toml"), "id = \"mine\"\nkind = \"trimmer\"\napi = \"0.1.1\"\n").unwrap();
+    std::fs::write(project.join(".seshat/config.toml"), "[plugins]\ntrimmer = \"mine\"\n").unwrap();
+    let out = home.cmd().current_dir(&project).args(["plugins", "list", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mine: Vec<&serde_json::Value> = v["plugins"].as_array().unwrap().iter().filter(|p| p["id"] == "mine").collect();
+    assert_eq!(mine.len(), 2);
+    assert_eq!((mine[0]["source"].as_str(), mine[0]["overridden"].as_bool()), (Some("user"), Some(true)));
+    assert_eq!((mine[1]["source"].as_str(), mine[1]["selected"].as_bool()), (Some("project"), Some(true)));
+    assert_eq!(mine[1]["api_version"], "0.1.1");
+    // A broken plugin directory is reported, not fatal.
+    std::fs::create_dir_all(project.join(".seshat/plugins/broken")).unwrap();
+    let out = home.cmd().current_dir(&project).args(["plugins", "list"]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success() && text.contains("warning: cannot read") && text.contains("broken/plugin.toml"),
+        "{text}"
+    );
+}
