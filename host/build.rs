@@ -4,7 +4,11 @@
 include!("../plugins/build-guests.rs");
 
 /// The default plugins: (cargo package, file name).
-const PLUGINS: &[(&str, &str)] = &[("seshat-trimmer", "trimmer")];
+const PLUGINS: &[(&str, &str)] = &[
+    ("seshat-trimmer", "trimmer"),
+    ("seshat-summariser", "summariser"),
+    ("seshat-summariser-extractive", "summariser-extractive"),
+];
 
 fn main() {
     let root = std::path::PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))

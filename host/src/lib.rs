@@ -6,11 +6,12 @@
 //! * [`paths`] decides where files live and which project a directory belongs to;
 //! * [`plugins`] loads the policies as sandboxed WebAssembly components;
 //! * [`memory`] keeps long-term notes as a knowledge graph;
-//! * [`window`] does the context-window arithmetic;
+//! * [`window`] does the context-window arithmetic and [`compaction`] keeps requests inside it;
 //! * [`config`] reads the user's and the project's `config.toml`.
 //!
 //! See `ARCHITECTURE.md` at the repository root for the map of the whole system.
 
+pub mod compaction;
 pub mod config;
 pub mod memory;
 pub mod paths;

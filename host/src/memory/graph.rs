@@ -112,13 +112,28 @@ fn find(tx: &Transaction<'_>, places: &[(Scope, String)], key: &str) -> Result<O
     Ok(None)
 }
 
-/// Adds observations to an entity (reviving tombstoned ones), indexing it once at the end.
-fn add_observations(tx: &Transaction<'_>, entity: i64, contents: &[String], now: i64) -> Result<Vec<String>> {
-    tx.prepare_cached("UPDATE memory_entities SET staged = 1 WHERE id = ?1")?.execute([entity])?;
+/// Adds observations to an entity (reviving tombstoned ones), indexing it once at the end. A
+/// `fresh` entity (just inserted, staged, with no observations yet) skips the lookups.
+fn add_observations(
+    tx: &Transaction<'_>,
+    entity: i64,
+    contents: &[String],
+    now: i64,
+    fresh: bool,
+) -> Result<Vec<String>> {
+    if !fresh {
+        tx.prepare_cached("UPDATE memory_entities SET staged = 1 WHERE id = ?1")?.execute([entity])?;
+    }
     let mut added = Vec::new();
     let mut seen = HashSet::new();
     for content in contents {
         if content.trim().is_empty() || !seen.insert(content.as_str()) {
+            continue;
+        }
+        if fresh {
+            tx.prepare_cached("INSERT INTO memory_observations (entity_id, content, created_at) VALUES (?1, ?2, ?3)")?
+                .execute(params![entity, content, now])?;
+            added.push(content.clone());
             continue;
         }
         let existing: Option<Option<i64>> = tx
@@ -208,6 +223,7 @@ impl Memory<'_> {
         let now = now_ms();
         let tx = begin(self.conn)?;
         let mut ids = Vec::new();
+        let mut out: Vec<Entity> = Vec::new();
         for e in entities {
             if e.name.trim().is_empty() {
                 return Err(Error::InvalidArguments {
@@ -222,15 +238,15 @@ impl Memory<'_> {
                 )?
                 .query_row(params![scope.as_str(), project, key], |r| Ok((r.get(0)?, r.get(1)?)))
                 .optional()?;
-            let id = match existing {
-                Some((id, None)) => id,
+            let (id, fresh) = match existing {
+                Some((id, None)) => (id, false),
                 Some((id, Some(_))) => {
                     // A deleted entity of that name comes back with the new content.
                     tx.prepare_cached(
                         "UPDATE memory_entities SET name = ?2, entity_type = ?3, deleted_by = NULL, updated_at = ?4 WHERE id = ?1",
                     )?
                     .execute(params![id, e.name.trim(), e.entity_type, now])?;
-                    id
+                    (id, false)
                 }
                 None => {
                     tx.prepare_cached(
@@ -238,15 +254,27 @@ impl Memory<'_> {
                          VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?6)",
                     )?
                     .execute(params![scope.as_str(), project, e.name.trim(), key, e.entity_type, now])?;
-                    tx.last_insert_rowid()
+                    (tx.last_insert_rowid(), true)
                 }
             };
-            add_observations(&tx, id, &e.observations, now)?;
-            if !ids.contains(&id) {
-                ids.push(id);
+            let added = add_observations(&tx, id, &e.observations, now, fresh)?;
+            match ids.iter().position(|&known| known == id) {
+                Some(i) => out[i] = load_entities(&tx, &[id])?.remove(0),
+                None if fresh => {
+                    ids.push(id);
+                    out.push(Entity {
+                        name: e.name.trim().into(),
+                        entity_type: e.entity_type.clone(),
+                        observations: added,
+                        scope,
+                    });
+                }
+                None => {
+                    ids.push(id);
+                    out.push(load_entities(&tx, &[id])?.remove(0));
+                }
             }
         }
-        let out = load_entities(&tx, &ids)?;
         tx.commit()?;
         Ok(out)
     }
@@ -265,7 +293,7 @@ impl Memory<'_> {
         for (name, contents) in adds {
             let (id, found_name, _) =
                 find(&tx, &places, &name_key(name))?.ok_or_else(|| Error::EntityNotFound(name.clone()))?;
-            let added = add_observations(&tx, id, contents, now)?;
+            let added = add_observations(&tx, id, contents, now, false)?;
             out.push(ObservationAdds { entity_name: found_name, added_observations: added });
         }
         tx.commit()?;

@@ -7,10 +7,20 @@ struct Builtin {
     wasm: &'static [u8],
 }
 
-const BUILTINS: &[Builtin] = &[Builtin {
-    manifest: include_str!("../../../plugins/trimmer/plugin.toml"),
-    wasm: include_bytes!(concat!(env!("OUT_DIR"), "/plugins/trimmer.wasm")),
-}];
+const BUILTINS: &[Builtin] = &[
+    Builtin {
+        manifest: include_str!("../../../plugins/trimmer/plugin.toml"),
+        wasm: include_bytes!(concat!(env!("OUT_DIR"), "/plugins/trimmer.wasm")),
+    },
+    Builtin {
+        manifest: include_str!("../../../plugins/summariser/plugin.toml"),
+        wasm: include_bytes!(concat!(env!("OUT_DIR"), "/plugins/summariser.wasm")),
+    },
+    Builtin {
+        manifest: include_str!("../../../plugins/summariser-extractive/plugin.toml"),
+        wasm: include_bytes!(concat!(env!("OUT_DIR"), "/plugins/summariser-extractive.wasm")),
+    },
+];
 
 /// The built-in plugins as catalog entries.
 pub(super) fn entries() -> Vec<CatalogEntry> {

@@ -265,13 +265,12 @@ fn from_wit(e: trim_types::Edit) -> TrimEdit {
 /// Checks every edit: an existing, unprotected message; an existing tool-result part; strictly
 /// shorter content; at most one edit per part.
 pub fn validate(edits: &[TrimEdit], messages: &[TrimMessage]) -> std::result::Result<(), String> {
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = std::collections::HashSet::with_capacity(edits.len());
+    let by_id: std::collections::HashMap<u64, &TrimMessage> = messages.iter().map(|m| (m.id, m)).collect();
     for (i, edit) in edits.iter().enumerate() {
         let (message, part) = edit.target();
-        let msg = messages
-            .iter()
-            .find(|m| m.id == message)
-            .ok_or_else(|| format!("edit {i} names message {message}, which it was not given"))?;
+        let msg =
+            by_id.get(&message).ok_or_else(|| format!("edit {i} names message {message}, which it was not given"))?;
         if msg.protected {
             return Err(format!("edit {i} trims message {message}, which is protected"));
         }

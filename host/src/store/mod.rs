@@ -24,6 +24,7 @@ pub use model::{
     SessionInfo, Trim, Usage,
 };
 pub use sessions::ListFilter;
+pub use sessions::MIN_SHORT_ID;
 pub use view::{COMPACTION_MARKER, LiveView, Origin, ViewEntry, summary_text};
 
 /// How long a writer waits for another process's transaction before giving up.

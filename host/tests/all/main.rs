@@ -4,6 +4,7 @@
 #![allow(clippy::needless_pass_by_value)]
 
 mod cli;
+mod compaction;
 mod concurrency;
 mod crash;
 mod ids;

@@ -34,7 +34,9 @@ fn a_warm_start_compiles_nothing_and_a_bad_cache_entry_is_recompiled() {
     let home = Home::new();
     install(&home, "hostile", seshat_test_plugins::HOSTILE);
     let first = listing(&home);
-    assert_eq!(first["compiled"], 2, "a cold start compiles the builtin and the user plugin: {first}");
+    let plugins = first["plugins"].as_array().unwrap().len();
+    assert!(plugins >= 2);
+    assert_eq!(first["compiled"], plugins, "a cold start compiles the builtins and the user plugin: {first}");
     let second = listing(&home);
     assert_eq!(second["compiled"], 0, "a warm start compiles nothing");
     assert!(second["plugins"].as_array().unwrap().iter().all(|p| p["error"].is_null()), "{second}");
@@ -47,12 +49,12 @@ fn a_warm_start_compiles_nothing_and_a_bad_cache_entry_is_recompiled() {
         .filter(|p| p.extension().is_some_and(|x| x == "cwasm"))
         .collect();
     entries.sort();
-    assert_eq!(entries.len(), 2);
+    assert_eq!(entries.len(), plugins);
     let len = std::fs::metadata(&entries[0]).unwrap().len() as usize;
     std::fs::write(&entries[0], vec![0xAB; len]).unwrap();
     std::fs::write(&entries[1], b"\0asm not really a compiled component").unwrap();
     let third = listing(&home);
-    assert_eq!(third["compiled"], 2, "bad entries are recompiled, never loaded: {third}");
+    assert_eq!(third["compiled"], 2, "the two bad entries are recompiled, never loaded: {third}");
     assert!(third["plugins"].as_array().unwrap().iter().all(|p| p["error"].is_null()), "{third}");
     assert_eq!(listing(&home)["compiled"], 0, "and the rewritten entries are good");
 }
@@ -66,7 +68,7 @@ fn selecting_another_trimmer_is_one_config_line() {
             .as_array()
             .unwrap()
             .iter()
-            .filter(|p| p["selected"] == true)
+            .filter(|p| p["selected"] == true && p["kind"] == "trimmer")
             .map(|p| p["id"].as_str().unwrap().to_string())
             .collect()
     };

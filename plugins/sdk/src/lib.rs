@@ -124,11 +124,64 @@ pub mod summariser {
         bindings::seshat::plugin::model::complete(request)
     }
 
-    /// A summariser policy.
+    /// What a summary must preserve: Seshat's standard instructions to the summary model.
+    pub const DEFAULT_INSTRUCTIONS: &str = "You are compacting a conversation between a user and an AI agent so \
+the agent can continue without the older messages. Write a concise summary that preserves: the user's active \
+requests (verbatim where short); the decisions made and why; the tool outcomes that still matter (files, \
+commands, results, errors); and the unresolved work and next steps. Keep names, paths, numbers and identifiers \
+exactly. Do not invent anything. If a previous summary is given, fold it in: the result replaces both.";
+
+    /// The dropped messages as a plain transcript, after the previous summary, for a model to read.
+    pub fn render_transcript(request: &SummaryRequest) -> alloc::string::String {
+        use core::fmt::Write as _;
+        let mut out = alloc::string::String::new();
+        if let Some(previous) = &request.previous_summary {
+            let _ = write!(out, "Previous summary:\n{previous}\n\nConversation since:\n");
+        }
+        for m in &request.messages {
+            let who = match m.role {
+                Role::System => "system",
+                Role::User => "user",
+                Role::Assistant => "assistant",
+                Role::Tool => "tool",
+            };
+            for p in &m.parts {
+                let _ = match p {
+                    Part::Text(t) => writeln!(out, "[{who}] {t}"),
+                    Part::ToolCall(c) => writeln!(out, "[{who} calls {}] {}", c.name, c.arguments),
+                    Part::ToolResult(r) => {
+                        let kind = if r.is_error { "error" } else { "result" };
+                        writeln!(out, "[{kind} of {}] {}", r.call_id, r.content)
+                    }
+                    Part::Thinking(_) | Part::RedactedThinking(_) => Ok(()),
+                };
+            }
+        }
+        out
+    }
+
+    /// A summariser policy. Both methods have defaults: override `instructions` to change what the
+    /// summary model is told, or `summarise` to write the summary some other way (even without a
+    /// model).
     pub trait Summariser {
-        /// Writes the summary that replaces `request.messages`, preserving the active requests,
-        /// the decisions made, the tool outcomes that still matter and the unresolved work.
-        fn summarise(request: SummaryRequest) -> Result<alloc::string::String, Error>;
+        /// The instructions given to the summary model.
+        fn instructions() -> alloc::string::String {
+            DEFAULT_INSTRUCTIONS.into()
+        }
+
+        /// Writes the summary that replaces `request.messages`. The default sends the transcript
+        /// with [`Summariser::instructions`] to the summary model.
+        fn summarise(request: SummaryRequest) -> Result<alloc::string::String, Error> {
+            let transcript = render_transcript(&request);
+            let ask = Message { id: 0, role: Role::User, parts: alloc::vec![Part::Text(transcript)] };
+            let answer = complete(&CompletionRequest {
+                system: Some(Self::instructions()),
+                messages: alloc::vec![ask],
+                max_tokens: request.max_tokens,
+                extra: "{}".into(),
+            })?;
+            Ok(answer.text)
+        }
     }
 
     impl<T: Summariser> __Guest for T {

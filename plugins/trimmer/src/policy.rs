@@ -50,17 +50,18 @@ pub fn decide(candidates: &[Candidate], current: u64, target: u64, window: u64) 
         return Vec::new();
     }
     let mut cuts = Vec::new();
+    let mut taken = vec![false; candidates.len()];
     let mut freed = 0u64;
     // First the large results, oldest first; then the remaining ones above the minimum.
     for floor in [LARGE_TOKENS, MIN_TOKENS] {
-        for c in candidates {
+        for (i, c) in candidates.iter().enumerate() {
             if freed >= need {
                 break;
             }
-            let already = cuts.iter().any(|k: &Cut| k.message == c.message && k.part == c.part);
-            if already || c.tokens < floor || c.bytes <= HEAD_BYTES + TAIL_BYTES {
+            if taken[i] || c.tokens < floor || c.bytes <= HEAD_BYTES + TAIL_BYTES {
                 continue;
             }
+            taken[i] = true;
             let kept = HEAD_BYTES + TAIL_BYTES;
             let saved = c.tokens - c.tokens * kept / c.bytes.max(1);
             freed += saved;

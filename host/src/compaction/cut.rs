@@ -1,0 +1,164 @@
+//! Where to cut the history (pure): keep recent messages from the newest back until the target,
+//! then move the cut back so that no kept tool result lacks its call, and so that the kept part
+//! starts at a turn boundary. The latest user request is pinned: kept verbatim even when it lies
+//! before the cut.
+//!
+//! A turn boundary is a user message or, inside a tool loop that followed the latest user request
+//! (whose request is pinned just before the kept part), an assistant message. The kept part never
+//! starts with tool results, whose calls would then be missing.
+
+use std::collections::HashMap;
+
+use crate::store::Role;
+
+/// What the cut needs to know about one message of the live view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    /// The message's seq.
+    pub seq: u64,
+    /// Who wrote it.
+    pub role: Role,
+    /// Its estimated tokens (trims applied).
+    pub tokens: u64,
+    /// Ids of the tool calls it makes.
+    pub calls: Vec<String>,
+    /// Call ids its tool results answer.
+    pub results: Vec<String>,
+    /// Whether it is a user request (a user message with text).
+    pub is_request: bool,
+}
+
+/// The decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cut {
+    /// Index (into the items) of the first kept message; `items.len()` keeps nothing.
+    pub first_kept: usize,
+    /// Index of the pinned latest user request, when it lies before the cut.
+    pub pinned: Option<usize>,
+}
+
+/// Chooses the cut so that the kept messages take at most `budget` tokens where possible (the
+/// pairing and boundary rules can only keep more, never split an exchange).
+pub fn choose(items: &[Item], budget: u64) -> Cut {
+    let latest_request = items.iter().rposition(|i| i.is_request);
+    let first = settle(items, walk(items, budget));
+    match latest_request {
+        Some(r) if r < first => {
+            // The request will be pinned before the kept part: make room for it.
+            let first = settle(items, walk(items, budget.saturating_sub(items[r].tokens)).max(r + 1));
+            Cut { first_kept: first, pinned: (r < first).then_some(r) }
+        }
+        _ => Cut { first_kept: first, pinned: None },
+    }
+}
+
+/// From the newest back while the budget allows: the index of the first kept item.
+fn walk(items: &[Item], budget: u64) -> usize {
+    let mut first = items.len();
+    let mut used = 0u64;
+    while first > 0 && used + items[first - 1].tokens <= budget {
+        first -= 1;
+        used += items[first].tokens;
+    }
+    first
+}
+
+/// Moves a cut back until every kept tool result has its call kept and the kept part starts at a
+/// turn boundary.
+pub fn settle(items: &[Item], mut first: usize) -> usize {
+    let call_index: HashMap<&str, usize> =
+        items.iter().enumerate().flat_map(|(i, it)| it.calls.iter().map(move |c| (c.as_str(), i))).collect();
+    loop {
+        let mut moved = false;
+        // Results answering calls before the cut pull the cut back to the call.
+        let earliest_call = items[first..]
+            .iter()
+            .flat_map(|it| it.results.iter())
+            .filter_map(|id| call_index.get(id.as_str()).copied())
+            .min();
+        if let Some(call) = earliest_call
+            && call < first
+        {
+            first = call;
+            moved = true;
+        }
+        // Never start with tool results or a system message.
+        while first < items.len() && first > 0 && matches!(items[first].role, Role::Tool | Role::System) {
+            first -= 1;
+            moved = true;
+        }
+        if !moved {
+            return first;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(seq: u64, tokens: u64) -> Item {
+        Item { seq, role: Role::User, tokens, calls: vec![], results: vec![], is_request: true }
+    }
+    fn call(seq: u64, tokens: u64, ids: &[&str]) -> Item {
+        Item {
+            seq,
+            role: Role::Assistant,
+            tokens,
+            calls: ids.iter().map(|s| s.to_string()).collect(),
+            results: vec![],
+            is_request: false,
+        }
+    }
+    fn result(seq: u64, tokens: u64, ids: &[&str]) -> Item {
+        Item {
+            seq,
+            role: Role::Tool,
+            tokens,
+            calls: vec![],
+            results: ids.iter().map(|s| s.to_string()).collect(),
+            is_request: false,
+        }
+    }
+    fn answer(seq: u64, tokens: u64) -> Item {
+        Item { seq, role: Role::Assistant, tokens, calls: vec![], results: vec![], is_request: false }
+    }
+
+    #[test]
+    fn keeps_from_the_newest_back_within_the_budget() {
+        let items = vec![user(1, 100), answer(2, 100), user(3, 100), answer(4, 100)];
+        let cut = choose(&items, 250);
+        assert_eq!(cut, Cut { first_kept: 2, pinned: None });
+    }
+
+    #[test]
+    fn never_separates_parallel_results_from_their_calls() {
+        let items =
+            vec![user(1, 10), call(2, 10, &["a", "b"]), result(3, 500, &["a"]), result(4, 10, &["b"]), answer(5, 10)];
+        // The budget reaches back to seq 4 only: its call (seq 2) must come along.
+        let cut = choose(&items, 30);
+        assert_eq!(cut.first_kept, 1);
+        assert_eq!(cut.pinned, Some(0));
+    }
+
+    #[test]
+    fn pins_the_latest_request_when_a_tool_loop_puts_it_before_the_cut() {
+        let mut items = vec![user(1, 10), answer(2, 10), user(3, 50)];
+        for k in 0..20u64 {
+            let id = format!("c{k}");
+            items.push(call(4 + 2 * k, 10, &[&id]));
+            items.push(result(5 + 2 * k, 100, &[&id]));
+        }
+        let cut = choose(&items, 300);
+        assert_eq!(cut.pinned, Some(2), "the request (seq 3) is pinned");
+        assert_eq!(items[cut.first_kept].role, Role::Assistant, "the kept part opens a tool exchange");
+        let kept: u64 = items[cut.first_kept..].iter().map(|i| i.tokens).sum();
+        assert!(kept + 50 <= 300, "kept {kept}");
+    }
+
+    #[test]
+    fn an_empty_budget_keeps_nothing_but_the_pin() {
+        let items = vec![user(1, 10), answer(2, 10)];
+        assert_eq!(choose(&items, 0), Cut { first_kept: 2, pinned: Some(0) });
+    }
+}

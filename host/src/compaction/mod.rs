@@ -1,0 +1,652 @@
+//! The compaction pipeline, checked before every model call.
+//!
+//! 1. Below the threshold ([`crate::window::Marks`]): nothing.
+//! 2. Micro-compaction: the trimmer plugin proposes trims of large tool results (metadata in,
+//!    edits out); the host validates and records them. If that brings the request under the
+//!    target, no model is called.
+//! 3. Summary: the summariser plugin writes a summary of the messages being dropped (and the
+//!    previous summary), calling the summary model through the host.
+//! 4. The cut ([`cut`]) keeps recent messages up to the target without splitting a tool call from
+//!    its result; the latest user request is pinned.
+//! 5. The compaction is recorded in one transaction, only if the history did not change meanwhile.
+//!    Originals stay; the live view is rebuilt from the record.
+//!
+//! Failures — a summary call that errors, or a pass that frees less than 5% of the working window
+//! — are counted in the session row; after [`MAX_CONSECUTIVE_FAILURES`] in a row, summarising
+//! stops for the session (micro-compaction goes on). Every request is checked against the hard
+//! limit, also with auto-compaction off: one that does not fit fails here with `compact_full`.
+//! Every outgoing request is made valid by [`pairing`].
+
+pub mod cut;
+pub mod pairing;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::plugins::{
+    Completion, CompletionRequest, ModelCall, ModelError, PluginMessage, SummariserPlugin, SummaryRequest, TrimBudget,
+    TrimMessage, TrimPart, TrimmerPlugin,
+};
+use crate::store::{
+    Compaction, CompactionStatus, CompactionTrigger, LiveView, MessageStatus, NewMessage, Origin, Part, Role, Store,
+};
+use crate::window::{self, Marks};
+
+/// After this many failed compactions in a row, summarising stops for the session.
+pub const MAX_CONSECUTIVE_FAILURES: u32 = 3;
+/// A pass that frees less than this share (percent) of the working window is a failure (thrash).
+pub const THRASH_PERCENT: u64 = 5;
+/// Tool outputs longer than this many characters are cut (head and tail) in summary requests.
+pub const SUMMARY_TOOL_OUTPUT_CHARS: usize = 2_000;
+
+/// Errors of the compaction pipeline. [`Error::code`] gives stable codes.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The request does not fit the model's window and compaction could not make it fit.
+    #[error(
+        "compact_full: the request needs ~{needed} tokens but at most {limit} fit ({window}-token window less \
+         {max_output} for the answer){hint}"
+    )]
+    CompactFull {
+        /// Estimated request size.
+        needed: u64,
+        /// The hard limit.
+        limit: u64,
+        /// The model's window.
+        window: u64,
+        /// Room kept for the answer.
+        max_output: u64,
+        /// What the user can do.
+        hint: String,
+    },
+    /// The summary could not be written; the turn ends, the user's message stays saved.
+    #[error("compaction failed ({failures} in a row): {message}")]
+    SummaryFailed {
+        /// Failures in a row, this one included.
+        failures: u32,
+        /// What went wrong.
+        message: String,
+    },
+    /// The store failed (including a conflicting concurrent change).
+    #[error(transparent)]
+    Store(#[from] crate::store::Error),
+    /// A plugin failed outside the summary (the trimmer).
+    #[error(transparent)]
+    Plugin(#[from] crate::plugins::Error),
+}
+
+impl Error {
+    /// A stable code: `compact_full`, `compact_failed`, or the underlying error's.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::CompactFull { .. } => "compact_full",
+            Error::SummaryFailed { .. } => "compact_failed",
+            Error::Store(e) => e.code(),
+            Error::Plugin(e) => e.code(),
+        }
+    }
+}
+
+/// Result alias.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Calls models for the compaction (the summary). The chat layer implements it with the real
+/// providers; tests script it.
+pub trait ModelClient: Send + Sync {
+    /// Calls `model`.
+    fn complete(&self, model: &str, request: CompletionRequest) -> std::result::Result<Completion, ModelError>;
+    /// The model's context window, when known.
+    fn context_window(&self, model: &str) -> Option<u64>;
+}
+
+/// A [`ModelClient`] bound to one model, as the summariser plugin's `complete` sees it.
+struct BoundModel {
+    client: Arc<dyn ModelClient>,
+    model: String,
+    calls: Arc<std::sync::atomic::AtomicU32>,
+}
+
+impl ModelCall for BoundModel {
+    fn complete(&mut self, request: CompletionRequest) -> std::result::Result<Completion, ModelError> {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.client.complete(&self.model, request)
+    }
+}
+
+/// The parts of a request that are not the conversation (all counted in the window).
+#[derive(Debug, Clone, Default)]
+pub struct Frame {
+    /// The system prompt (Seshat's, the project's instructions, the memory context).
+    pub system: String,
+    /// The tool schemas as sent.
+    pub tools: String,
+}
+
+impl Frame {
+    /// Estimated tokens.
+    pub fn tokens(&self) -> u64 {
+        window::estimate_text(&self.system) + window::estimate_text(&self.tools)
+    }
+}
+
+/// How compaction is set up for a session.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Whether compaction runs automatically before model calls.
+    pub auto_compact: bool,
+    /// The session model's context window; `None` disables auto-compaction (with a warning).
+    pub context_window: Option<u64>,
+    /// Room kept for the answer.
+    pub max_output_tokens: u64,
+    /// The session's model (summaries use it unless `summary_model` is set).
+    pub model: String,
+    /// Another model for summaries.
+    pub summary_model: Option<String>,
+    /// Options for the trimmer (JSON object).
+    pub trimmer_options: String,
+    /// Options for the summariser (JSON object).
+    pub summariser_options: String,
+}
+
+/// What a compaction did, for the CLI to say.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Report {
+    /// Estimated request tokens before.
+    pub tokens_before: u64,
+    /// Estimated request tokens after.
+    pub tokens_after: u64,
+    /// Tool results trimmed.
+    pub trimmed: usize,
+    /// Whether a summary replaced older messages.
+    pub summarised: bool,
+    /// Model calls made (0: no model was called).
+    pub model_calls: u32,
+    /// The model that wrote the summary.
+    pub summary_model: Option<String>,
+    /// Messages replaced by the summary.
+    pub dropped: usize,
+    /// Whether this was a dry run (nothing recorded).
+    pub dry_run: bool,
+}
+
+/// A request ready to send.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// The conversation, paired and in order.
+    pub messages: Vec<pairing::Msg>,
+    /// Estimated tokens of the whole request.
+    pub tokens: u64,
+    /// What compaction did before this call, if it ran.
+    pub compaction: Option<Report>,
+    /// Things the user should know (an unknown window, a tripped breaker).
+    pub warnings: Vec<String>,
+}
+
+/// Runs the pipeline with the selected plugins and model client.
+pub struct Compactor<'a> {
+    /// The trimmer.
+    pub trimmer: &'a mut TrimmerPlugin,
+    /// The summariser.
+    pub summariser: &'a mut SummariserPlugin,
+    /// Calls the summary model.
+    pub models: Arc<dyn ModelClient>,
+}
+
+impl std::fmt::Debug for Compactor<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Compactor").finish_non_exhaustive()
+    }
+}
+
+/// Estimated tokens of one view entry.
+fn entry_tokens(parts: &[Part]) -> u64 {
+    window::estimate_parts(parts)
+}
+
+/// Estimated tokens of the whole request: frame plus view.
+pub fn estimate_request(frame: &Frame, view: &LiveView) -> u64 {
+    frame.tokens() + view.entries.iter().map(|e| entry_tokens(&e.parts)).sum::<u64>()
+}
+
+impl Compactor<'_> {
+    /// Runs before every model call: compacts if the session passed the threshold, checks the
+    /// hard limit, and returns the paired request. Synthetic results for calls that never got one
+    /// are stored first.
+    pub fn before_call(
+        &mut self,
+        store: &mut Store,
+        session: &str,
+        frame: &Frame,
+        settings: &Settings,
+    ) -> Result<Prepared> {
+        let mut warnings = Vec::new();
+        let mut report = None;
+        let view = store.live_view(session)?;
+        let tokens = estimate_request(frame, &view);
+        match settings.context_window {
+            None => warnings.push(format!(
+                "the context window of `{}` is unknown: auto-compaction is off for this session (set it with --window \
+                 or in config)",
+                settings.model
+            )),
+            Some(window) if settings.auto_compact && tokens > Marks::new(window).threshold => {
+                let r = self.pass(store, session, frame, settings, CompactionTrigger::Auto, false)?;
+                if !r.summarised && store.session(session)?.compaction_failures >= MAX_CONSECUTIVE_FAILURES {
+                    warnings.push(format!(
+                        "summarising is off after {MAX_CONSECUTIVE_FAILURES} failed compactions in a row; \
+                         `seshat compact` retries"
+                    ));
+                }
+                report = Some(r);
+            }
+            Some(_) => {}
+        }
+        let view = store.live_view(session)?;
+        let mut messages: Vec<pairing::Msg> =
+            view.entries.iter().map(|e| pairing::Msg { seq: e.seq, role: e.role, parts: e.parts.clone() }).collect();
+        let stored = stored_answers(store, session, &messages)?;
+        let answered: HashSet<String> = stored.keys().cloned().collect();
+        let repair = pairing::repair(&mut messages, &answered);
+        if !stored.is_empty() {
+            // Results the store has but the view lost: send them with their calls.
+            messages.push(pairing::Msg { seq: None, role: Role::Tool, parts: stored.into_values().collect() });
+        }
+        if !repair.unanswered.is_empty() {
+            let parts: Vec<Part> =
+                repair.unanswered.iter().map(|(id, name)| pairing::synthetic_result(id, name)).collect();
+            let msg =
+                NewMessage { role: Role::Tool, parts: parts.clone(), usage: None, status: MessageStatus::Synthetic };
+            let seq = store.append(session, &[msg])?[0];
+            messages.push(pairing::Msg { seq: Some(seq), role: Role::Tool, parts });
+        }
+        let messages = pairing::arrange(messages);
+        let tokens_now = frame.tokens() + messages.iter().map(|m| entry_tokens(&m.parts)).sum::<u64>();
+        if let Some(window) = settings.context_window {
+            let limit = Marks::new(window).hard_limit(settings.max_output_tokens);
+            if tokens_now > limit {
+                let failures = store.session(session)?.compaction_failures;
+                let hint = if failures >= MAX_CONSECUTIVE_FAILURES {
+                    "; summarising is off after repeated failures: run `seshat compact` or start a new session"
+                        .to_string()
+                } else if !settings.auto_compact {
+                    "; auto-compaction is off: run `seshat compact`".to_string()
+                } else {
+                    "; start a new session or shorten the input".to_string()
+                };
+                return Err(Error::CompactFull {
+                    needed: tokens_now,
+                    limit,
+                    window,
+                    max_output: settings.max_output_tokens,
+                    hint,
+                });
+            }
+        }
+        let _ = tokens;
+        Ok(Prepared { messages, tokens: tokens_now, compaction: report, warnings })
+    }
+
+    /// Compacts now (`seshat compact`, `/compact`): ignores the breaker, and its success clears it.
+    pub fn compact(
+        &mut self,
+        store: &mut Store,
+        session: &str,
+        frame: &Frame,
+        settings: &Settings,
+        dry_run: bool,
+    ) -> Result<Report> {
+        self.pass(store, session, frame, settings, CompactionTrigger::Manual, dry_run)
+    }
+
+    fn pass(
+        &mut self,
+        store: &mut Store,
+        session: &str,
+        frame: &Frame,
+        settings: &Settings,
+        trigger: CompactionTrigger,
+        dry_run: bool,
+    ) -> Result<Report> {
+        let info = store.session(session)?;
+        let window = settings.context_window.or(info.context_window).unwrap_or(0);
+        let marks = Marks::new(window);
+        let view = store.live_view(session)?;
+        let before = estimate_request(frame, &view);
+        let mut report = Report { tokens_before: before, tokens_after: before, dry_run, ..Report::default() };
+
+        // Micro-compaction.
+        let trims = self.trims(&view, frame, &marks, settings)?;
+        report.trimmed = trims.len();
+        let view = if !trims.is_empty() && !dry_run {
+            store.record_trims(session, &trims)?;
+            store.live_view(session)?
+        } else {
+            view
+        };
+        let after_trims = if dry_run {
+            before.saturating_sub(
+                trims.iter().map(|(seq, part, replacement)| saved(&view, *seq, *part, replacement)).sum(),
+            )
+        } else {
+            estimate_request(frame, &view)
+        };
+        report.tokens_after = after_trims;
+        if trigger == CompactionTrigger::Auto && after_trims <= marks.target {
+            return Ok(report);
+        }
+        let breaker_open = info.compaction_failures >= MAX_CONSECUTIVE_FAILURES || info.auto_compact_disabled;
+        if trigger == CompactionTrigger::Auto && breaker_open {
+            return Ok(report);
+        }
+
+        // The cut.
+        let entries: Vec<&crate::store::ViewEntry> =
+            view.entries.iter().filter(|e| e.origin != Origin::Summary).collect();
+        let items: Vec<cut::Item> = entries.iter().map(|e| item(e)).collect();
+        let budget = marks.target.saturating_sub(frame.tokens() + window::SUMMARY_RESERVE);
+        let decision = cut::choose(&items, budget);
+        let dropped: Vec<&crate::store::ViewEntry> = entries[..decision.first_kept]
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| Some(*i) != decision.pinned)
+            .map(|(_, e)| *e)
+            .collect();
+        report.dropped = dropped.len();
+        if dropped.is_empty() {
+            return Ok(report);
+        }
+        let summary_model = settings.summary_model.clone().unwrap_or_else(|| settings.model.clone());
+        report.summary_model = Some(summary_model.clone());
+        let kept_tokens: u64 = entries[decision.first_kept..].iter().map(|e| entry_tokens(&e.parts)).sum::<u64>()
+            + decision.pinned.map_or(0, |p| entry_tokens(&entries[p].parts));
+        if dry_run {
+            report.tokens_after = frame.tokens() + kept_tokens + window::SUMMARY_RESERVE;
+            report.summarised = true;
+            return Ok(report);
+        }
+
+        // The summary, in chunks when the dropped part does not fit the summary model's window.
+        let calls = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let previous = view.compaction.as_ref().and_then(|c| c.summary.clone());
+        let summary = self.summarise(&dropped, previous, &summary_model, settings, &calls);
+        report.model_calls = calls.load(std::sync::atomic::Ordering::Relaxed);
+        let through_seq = info.message_count;
+        let first_kept_seq = entries.get(decision.first_kept).and_then(|e| e.seq).unwrap_or(through_seq + 1);
+        let pinned_seq = decision.pinned.and_then(|p| entries[p].seq);
+        let failed = |store: &mut Store, error: String| -> Result<Error> {
+            let failures = store.record_compaction(
+                session,
+                &Compaction {
+                    trigger,
+                    tokens_before: before,
+                    tokens_after: None,
+                    through_seq,
+                    first_kept_seq: None,
+                    pinned_seq: None,
+                    summary: None,
+                    model: Some(summary_model.clone()),
+                    status: CompactionStatus::Failed,
+                    error: Some(error.clone()),
+                    created_at: crate::store::now_ms(),
+                },
+            )?;
+            Ok(Error::SummaryFailed { failures, message: error })
+        };
+        let summary = match summary {
+            Ok(s) => cap_summary(&s),
+            Err(e) => return Err(failed(store, e)?),
+        };
+        let after = frame.tokens() + kept_tokens + window::estimate_text(&crate::store::summary_text(&summary)) + 4;
+        let freed = before.saturating_sub(after);
+        if freed * 100 < marks.usable * THRASH_PERCENT && trigger == CompactionTrigger::Auto {
+            return Err(failed(
+                store,
+                format!(
+                    "thrash: the summary would free only {freed} tokens (less than {THRASH_PERCENT}% of the window)"
+                ),
+            )?);
+        }
+        store.record_compaction(
+            session,
+            &Compaction {
+                trigger,
+                tokens_before: before,
+                tokens_after: Some(after),
+                through_seq,
+                first_kept_seq: Some(first_kept_seq),
+                pinned_seq,
+                summary: Some(summary),
+                model: Some(summary_model),
+                status: CompactionStatus::Ok,
+                error: None,
+                created_at: crate::store::now_ms(),
+            },
+        )?;
+        report.summarised = true;
+        report.tokens_after = after;
+        Ok(report)
+    }
+
+    /// Asks the trimmer for edits and turns them into replacements.
+    fn trims(
+        &mut self,
+        view: &LiveView,
+        frame: &Frame,
+        marks: &Marks,
+        settings: &Settings,
+    ) -> Result<Vec<(u64, u32, String)>> {
+        let requests: Vec<usize> = view
+            .entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.origin != Origin::Summary && is_request(e))
+            .map(|(i, _)| i)
+            .collect();
+        // The latest two user turns (from the second-to-last request on) are protected.
+        let protected_from =
+            if requests.len() >= 2 { requests[requests.len() - 2] } else { requests.first().copied().unwrap_or(0) };
+        let mut contents: HashMap<(u64, u32), String> = HashMap::new();
+        let messages: Vec<TrimMessage> = view
+            .entries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| {
+                let seq = e.seq?;
+                let parts: Vec<TrimPart> = e
+                    .parts
+                    .iter()
+                    .enumerate()
+                    .map(|(k, p)| {
+                        if let Part::ToolResult { content, .. } = p {
+                            contents.insert((seq, k as u32), content.clone());
+                        }
+                        let tokens = window::estimate_parts(std::slice::from_ref(p)) - window::MESSAGE_OVERHEAD;
+                        TrimPart { kind: p.kind(), bytes: content_len(p), tokens }
+                    })
+                    .collect();
+                Some(TrimMessage {
+                    id: seq,
+                    role: e.role,
+                    tokens: entry_tokens(&e.parts),
+                    parts,
+                    protected: i >= protected_from || e.origin == Origin::Pinned,
+                })
+            })
+            .collect();
+        let budget = TrimBudget {
+            current_tokens: estimate_request(frame, view),
+            target_tokens: marks.target,
+            threshold_tokens: marks.threshold,
+            window_tokens: marks.usable,
+            extra: settings.trimmer_options.clone(),
+        };
+        let shared = Arc::new(contents);
+        let reader = shared.clone();
+        let edits = self.trimmer.trim(&messages, &budget, move |m, p| reader.get(&(m, p)).cloned())?;
+        Ok(edits
+            .into_iter()
+            .filter_map(|e| {
+                let (seq, part) = e.target();
+                let current = shared.get(&(seq, part))?;
+                Some((seq, part, e.apply(current)))
+            })
+            .collect())
+    }
+
+    fn summarise(
+        &mut self,
+        dropped: &[&crate::store::ViewEntry],
+        previous: Option<String>,
+        model: &str,
+        settings: &Settings,
+        calls: &Arc<std::sync::atomic::AtomicU32>,
+    ) -> std::result::Result<String, String> {
+        let messages: Vec<PluginMessage> = dropped.iter().map(|e| summary_message(e)).collect();
+        let model_window = self.models.context_window(model).unwrap_or(settings.context_window.unwrap_or(0));
+        // Room for the messages in one summary request: the summary model's window less the
+        // answer, the previous summary and the instructions.
+        let room = model_window.saturating_sub(window::SUMMARY_RESERVE * 2 + 1_000);
+        let mut running = previous;
+        for chunk in chunks(&messages, room) {
+            let request = SummaryRequest {
+                messages: chunk.to_vec(),
+                previous_summary: running.clone(),
+                max_tokens: window::SUMMARY_RESERVE as u32,
+                model_window,
+                extra: settings.summariser_options.clone(),
+            };
+            let bound = BoundModel { client: self.models.clone(), model: model.to_string(), calls: calls.clone() };
+            running = Some(self.summariser.summarise(&request, Box::new(bound)).map_err(|e| e.to_string())?);
+        }
+        running.ok_or_else(|| "nothing to summarise".to_string())
+    }
+}
+
+fn content_len(p: &Part) -> u64 {
+    match p {
+        Part::ToolResult { content, .. } => content.len() as u64,
+        other => other.byte_size() as u64,
+    }
+}
+
+/// Tokens a replacement would save (dry runs).
+fn saved(view: &LiveView, seq: u64, part: u32, replacement: &str) -> u64 {
+    view.entries.iter().find(|e| e.seq == Some(seq)).and_then(|e| e.parts.get(part as usize)).map_or(0, |p| match p {
+        Part::ToolResult { content, .. } => {
+            window::estimate_text(content).saturating_sub(window::estimate_text(replacement))
+        }
+        _ => 0,
+    })
+}
+
+fn is_request(e: &crate::store::ViewEntry) -> bool {
+    e.role == Role::User && e.parts.iter().any(|p| matches!(p, Part::Text { .. }))
+}
+
+fn item(e: &crate::store::ViewEntry) -> cut::Item {
+    cut::Item {
+        seq: e.seq.unwrap_or(0),
+        role: e.role,
+        tokens: entry_tokens(&e.parts),
+        calls: e
+            .parts
+            .iter()
+            .filter_map(|p| if let Part::ToolCall { id, .. } = p { Some(id.clone()) } else { None })
+            .collect(),
+        results: e
+            .parts
+            .iter()
+            .filter_map(|p| if let Part::ToolResult { call_id, .. } = p { Some(call_id.clone()) } else { None })
+            .collect(),
+        is_request: is_request(e),
+    }
+}
+
+/// A dropped message as the summariser gets it: long tool outputs cut to a head and a tail.
+fn summary_message(e: &crate::store::ViewEntry) -> PluginMessage {
+    let parts = e
+        .parts
+        .iter()
+        .map(|p| match p {
+            Part::ToolResult { call_id, content, is_error } if content.chars().count() > SUMMARY_TOOL_OUTPUT_CHARS => {
+                let head: String = content.chars().take(SUMMARY_TOOL_OUTPUT_CHARS * 3 / 4).collect();
+                let tail: String = {
+                    let t: Vec<char> = content.chars().rev().take(SUMMARY_TOOL_OUTPUT_CHARS / 4).collect();
+                    t.into_iter().rev().collect()
+                };
+                Part::ToolResult {
+                    call_id: call_id.clone(),
+                    content: format!(
+                        "{head}\n[… {} characters cut …]\n{tail}",
+                        content.chars().count() - SUMMARY_TOOL_OUTPUT_CHARS
+                    ),
+                    is_error: *is_error,
+                }
+            }
+            other => other.clone(),
+        })
+        .collect();
+    PluginMessage { id: e.seq.unwrap_or(0), role: e.role, parts }
+}
+
+/// Splits messages into consecutive chunks of at most `room` estimated tokens (a single larger
+/// message is its own chunk).
+fn chunks(messages: &[PluginMessage], room: u64) -> Vec<&[PluginMessage]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut used = 0;
+    for (i, m) in messages.iter().enumerate() {
+        let t = window::estimate_parts(&m.parts);
+        if i > start && used + t > room {
+            out.push(&messages[start..i]);
+            start = i;
+            used = 0;
+        }
+        used += t;
+    }
+    if start < messages.len() {
+        out.push(&messages[start..]);
+    }
+    out
+}
+
+/// A summary longer than the reserve is cut to it.
+fn cap_summary(s: &str) -> String {
+    let max_chars = (window::SUMMARY_RESERVE * 4) as usize;
+    if s.chars().count() <= max_chars {
+        s.trim().to_string()
+    } else {
+        let cut: String = s.chars().take(max_chars).collect();
+        format!("{}\n[summary cut to the {}-token reserve]", cut.trim_end(), window::SUMMARY_RESERVE)
+    }
+}
+
+/// Stored results (by call id) of calls in `messages` that have no result there.
+fn stored_answers(store: &Store, session: &str, messages: &[pairing::Msg]) -> Result<HashMap<String, Part>> {
+    let answered_here: HashSet<&str> = messages
+        .iter()
+        .flat_map(|m| m.parts.iter())
+        .filter_map(|p| if let Part::ToolResult { call_id, .. } = p { Some(call_id.as_str()) } else { None })
+        .collect();
+    let open: HashSet<&str> = messages
+        .iter()
+        .flat_map(|m| m.parts.iter())
+        .filter_map(|p| if let Part::ToolCall { id, .. } = p { Some(id.as_str()) } else { None })
+        .filter(|id| !answered_here.contains(id))
+        .collect();
+    if open.is_empty() {
+        return Ok(HashMap::new());
+    }
+    // Rare (an interrupt, a resume): read the history once.
+    Ok(store
+        .full_history(session)?
+        .into_iter()
+        .flat_map(|m| m.parts.into_iter())
+        .filter_map(|p| match &p {
+            Part::ToolResult { call_id, .. } if open.contains(call_id.as_str()) => Some((call_id.clone(), p)),
+            _ => None,
+        })
+        .collect())
+}

@@ -1,0 +1,351 @@
+//! The compaction pipeline with the real default plugins and a scripted model.
+
+use std::sync::{Arc, Mutex};
+
+use seshat::compaction::{Compactor, Frame, ModelClient, Settings};
+use seshat::plugins::{
+    Catalog, Completion, CompletionRequest, LimitRequest, ModelError, PluginKind, Runtime, StopReason,
+    SummariserPlugin, TrimmerPlugin,
+};
+use seshat::store::{COMPACTION_MARKER, MessageStatus, NewMessage, NewSession, Origin, Part, Role, Store};
+
+use crate::plugins::shared_cache;
+use crate::support::Home;
+
+/// A model whose answers are scripted; it counts and keeps every request.
+#[derive(Default)]
+pub struct Scripted {
+    pub answers: Mutex<Vec<Result<String, String>>>,
+    pub requests: Mutex<Vec<(String, CompletionRequest)>>,
+    pub window: Option<u64>,
+}
+
+impl Scripted {
+    pub fn answering(answers: &[Result<&str, &str>]) -> Arc<Self> {
+        Arc::new(Self {
+            answers: Mutex::new(answers.iter().rev().map(|a| a.map(str::to_string).map_err(str::to_string)).collect()),
+            ..Self::default()
+        })
+    }
+    pub fn calls(&self) -> usize {
+        self.requests.lock().unwrap().len()
+    }
+}
+
+impl ModelClient for Scripted {
+    fn complete(&self, model: &str, request: CompletionRequest) -> Result<Completion, ModelError> {
+        self.requests.lock().unwrap().push((model.to_string(), request));
+        match self.answers.lock().unwrap().pop() {
+            Some(Ok(text)) => Ok(Completion { text, usage: None, stop_reason: StopReason::EndTurn }),
+            Some(Err(message)) => Err(ModelError { code: "http_500".into(), message }),
+            None => Err(ModelError { code: "script".into(), message: "no scripted answer left".into() }),
+        }
+    }
+    fn context_window(&self, _model: &str) -> Option<u64> {
+        self.window
+    }
+}
+
+pub struct Plugins {
+    pub trimmer: TrimmerPlugin,
+    pub summariser: SummariserPlugin,
+}
+
+pub fn plugins(summariser: &str) -> Plugins {
+    let catalog = Catalog::builtin();
+    let runtime = Runtime::new(Some(shared_cache()));
+    let load = |kind, id| runtime.load(catalog.find(kind, id).unwrap(), LimitRequest::default()).unwrap();
+    Plugins {
+        trimmer: TrimmerPlugin::new(&load(PluginKind::Trimmer, "trimmer")).unwrap(),
+        summariser: SummariserPlugin::new(&load(PluginKind::Summariser, summariser)).unwrap(),
+    }
+}
+
+pub fn settings(window: Option<u64>) -> Settings {
+    Settings {
+        auto_compact: true,
+        context_window: window,
+        max_output_tokens: 1_000,
+        model: "test-model".into(),
+        summary_model: None,
+        trimmer_options: "{}".into(),
+        summariser_options: "{}".into(),
+    }
+}
+
+fn text(role: Role, s: impl Into<String>) -> NewMessage {
+    NewMessage::text(role, s)
+}
+
+fn tool_pair(id: &str, output: &str) -> [NewMessage; 2] {
+    [
+        NewMessage {
+            role: Role::Assistant,
+            parts: vec![Part::ToolCall { id: id.into(), name: "run".into(), arguments: "{\"cmd\":\"make\"}".into() }],
+            usage: None,
+            status: MessageStatus::Complete,
+        },
+        NewMessage {
+            role: Role::Tool,
+            parts: vec![Part::ToolResult { call_id: id.into(), content: output.into(), is_error: false }],
+            usage: None,
+            status: MessageStatus::Complete,
+        },
+    ]
+}
+
+fn session(store: &mut Store, window: u64) -> String {
+    store
+        .create_session(NewSession { project: "/p".into(), context_window: Some(window), ..Default::default() })
+        .unwrap()
+        .id
+}
+
+/// `turns` exchanges of a request and a ~`size`-token answer.
+fn chat(store: &mut Store, id: &str, turns: usize, size: usize) {
+    for t in 0..turns {
+        store
+            .append(
+                id,
+                &[
+                    text(Role::User, format!("request {t}")),
+                    text(Role::Assistant, format!("answer {t} {}", "w ".repeat(size * 2))),
+                ],
+            )
+            .unwrap();
+    }
+}
+
+fn frame() -> Frame {
+    Frame { system: "You are a helpful agent.".into(), tools: String::new() }
+}
+
+#[test]
+fn trims_alone_can_suffice_without_a_model_call() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 40_000);
+    store.append(&id, &[text(Role::User, "build it")]).unwrap();
+    for k in 0..6 {
+        store.append(&id, &tool_pair(&format!("c{k}"), &"compiler output line\n".repeat(1_200))).unwrap();
+    }
+    // The latest two user turns are protected; the results above are older than both.
+    store.append(&id, &[text(Role::User, "thanks"), text(Role::Assistant, "ok")]).unwrap();
+    store.append(&id, &[text(Role::User, "and now?"), text(Role::Assistant, "done")]).unwrap();
+    let model = Scripted::answering(&[]);
+    let mut p = plugins("summariser");
+    let mut c = Compactor { trimmer: &mut p.trimmer, summariser: &mut p.summariser, models: model.clone() };
+    let prepared = c.before_call(&mut store, &id, &frame(), &settings(Some(40_000))).unwrap();
+    let report = prepared.compaction.expect("compaction ran");
+    assert!(report.trimmed > 0 && !report.summarised, "{report:?}");
+    assert_eq!((report.model_calls, model.calls()), (0, 0), "no model call");
+    assert!(report.tokens_after <= seshat::window::Marks::new(40_000).target, "{report:?}");
+    assert_eq!(store.trims(&id).unwrap().len(), report.trimmed);
+    let full = store.full_history(&id).unwrap();
+    assert!(matches!(&full[2].parts[0], Part::ToolResult { content, .. } if content.len() > 20_000), "originals stay");
+}
+
+#[test]
+fn the_summary_path_rebuilds_the_history() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 20_000);
+    chat(&mut store, &id, 40, 300);
+    let model = Scripted::answering(&[Ok("The user made 40 requests; all answered.")]);
+    let mut p = plugins("summariser");
+    let mut c = Compactor { trimmer: &mut p.trimmer, summariser: &mut p.summariser, models: model.clone() };
+    let prepared = c.before_call(&mut store, &id, &frame(), &settings(Some(20_000))).unwrap();
+    let report = prepared.compaction.unwrap();
+    assert!(report.summarised && report.model_calls == 1, "{report:?}");
+    assert!(prepared.tokens <= seshat::window::Marks::new(20_000).target + 2_000, "{}", prepared.tokens);
+    let (model_name, request) = &model.requests.lock().unwrap()[0];
+    assert_eq!(model_name, "test-model", "the session's own model by default");
+    assert!(request.system.as_deref().unwrap().contains("Active requests"), "the prompt file");
+    assert!(request.max_tokens <= 2_000, "capped at the reserve");
+    let view = store.live_view(&id).unwrap();
+    assert_eq!(view.entries[0].origin, Origin::Summary);
+    let Part::Text { text } = &view.entries[0].parts[0] else { panic!() };
+    assert!(text.contains("The user made 40 requests") && text.ends_with(COMPACTION_MARKER));
+    assert_eq!(prepared.messages[0].parts, view.entries[0].parts, "the request starts with the summary");
+    assert_eq!(store.full_history(&id).unwrap().len(), 80, "nothing deleted");
+    assert_eq!(store.session(&id).unwrap().compaction_failures, 0);
+}
+
+#[test]
+fn failures_end_the_turn_then_trip_the_breaker_then_compact_full() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 20_000);
+    chat(&mut store, &id, 40, 300);
+    let model = Scripted::answering(&[Err("overloaded"), Err("overloaded"), Err("overloaded")]);
+    let mut p = plugins("summariser");
+    for n in 1..=3u32 {
+        store.append(&id, &[text(Role::User, format!("try {n}"))]).unwrap();
+        let mut c = Compactor { trimmer: &mut p.trimmer, summariser: &mut p.summariser, models: model.clone() };
+        let err = c.before_call(&mut store, &id, &frame(), &settings(Some(20_000))).unwrap_err();
+        assert_eq!(err.code(), "compact_failed");
+        assert!(
+            err.to_string().contains(&format!("({n} in a row)")) && err.to_string().contains("overloaded"),
+            "{err}"
+        );
+        let last = store.full_history(&id).unwrap().pop().unwrap();
+        assert_eq!(last.parts, vec![Part::Text { text: format!("try {n}") }], "the user's message stays saved");
+    }
+    assert_eq!(model.calls(), 3);
+    // The counter survives a restart.
+    drop(store);
+    let mut store = home.store();
+    assert_eq!(store.session(&id).unwrap().compaction_failures, 3);
+    // Grow past the hard limit: no more summary attempts, the request fails locally.
+    chat(&mut store, &id, 40, 300);
+    let mut c = Compactor { trimmer: &mut p.trimmer, summariser: &mut p.summariser, models: model.clone() };
+    let err = c.before_call(&mut store, &id, &frame(), &settings(Some(20_000))).unwrap_err();
+    assert_eq!(err.code(), "compact_full", "{err}");
+    assert!(err.to_string().contains("run `seshat compact`"), "{err}");
+    assert_eq!(model.calls(), 3, "zero model calls once the breaker tripped");
+
+    // Manual compaction ignores the breaker and its success clears it.
+    let ok = Scripted::answering(&[Ok("part one"), Ok("summary after manual compaction"), Ok("more")]);
+    let mut c = Compactor { trimmer: &mut p.trimmer, summariser: &mut p.summariser, models: ok.clone() };
+    let report = c.compact(&mut store, &id, &frame(), &settings(Some(20_000)), false).unwrap();
+    assert!(report.summarised && ok.calls() >= 1 && report.model_calls as usize == ok.calls(), "{report:?}");
+    assert_eq!(store.session(&id).unwrap().compaction_failures, 0);
+}
+
+#[test]
+fn compact_full_is_checked_with_auto_compaction_off() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 10_000);
+    chat(&mut store, &id, 30, 300);
+    let model = Scripted::answering(&[]);
+    let mut p = plugins("summariser");
+    let mut c = Compactor { trimmer: &mut p.trimmer, summariser: &mut p.summariser, models: model.clone() };
+    let off = Settings { auto_compact: false, ..settings(Some(10_000)) };
+    let err = c.before_call(&mut store, &id, &frame(), &off).unwrap_err();
+    assert_eq!(err.code(), "compact_full");
+    assert!(err.to_string().contains("auto-compaction is off"), "{err}");
+    assert_eq!(model.calls(), 0);
+}
+
+#[test]
+fn an_unknown_window_disables_auto_compaction_with_a_warning() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 10_000);
+    chat(&mut store, &id, 30, 300);
+    let model = Scripted::answering(&[]);
+    let mut p = plugins("summariser");
+    let mut c = Compactor { trimmer: &mut p.trimmer, summariser: &mut p.summariser, models: model };
+    let prepared = c.before_call(&mut store, &id, &frame(), &settings(None)).unwrap();
+    assert!(prepared.compaction.is_none());
+    assert!(
+        prepared.warnings[0].contains("context window of `test-model` is unknown: auto-compaction is off"),
+        "{:?}",
+        prepared.warnings
+    );
+}
+
+#[test]
+fn the_thrash_guard_counts_a_pass_that_frees_almost_nothing() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 20_000);
+    // Small old messages, then one huge latest request that is pinned: a summary frees little.
+    chat(&mut store, &id, 3, 20);
+    store.append(&id, &[text(Role::User, format!("please read {}", "x ".repeat(36_000)))]).unwrap();
+    let model = Scripted::answering(&[Ok("short")]);
+    let mut p = plugins("summariser");
+    let mut c = Compactor { trimmer: &mut p.trimmer, summariser: &mut p.summariser, models: model };
+    let err = c.before_call(&mut store, &id, &frame(), &settings(Some(20_000))).unwrap_err();
+    assert!(err.to_string().contains("thrash"), "{err}");
+    assert_eq!(store.session(&id).unwrap().compaction_failures, 1);
+    assert!(store.live_view(&id).unwrap().compaction.is_none(), "a thrashing summary is not applied");
+}
+
+#[test]
+fn the_latest_request_is_pinned_when_a_tool_loop_puts_it_before_the_cut() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 20_000);
+    chat(&mut store, &id, 3, 50);
+    store.append(&id, &[text(Role::User, "fix every failing test")]).unwrap();
+    for k in 0..60 {
+        store.append(&id, &tool_pair(&format!("t{k}"), &"ok ".repeat(300))).unwrap();
+    }
+    let model = Scripted::answering(&[Ok("fixed 10 tests so far")]);
+    let mut p = plugins("summariser");
+    let mut c = Compactor { trimmer: &mut p.trimmer, summariser: &mut p.summariser, models: model };
+    let prepared = c.before_call(&mut store, &id, &frame(), &settings(Some(20_000))).unwrap();
+    assert!(prepared.compaction.unwrap().summarised);
+    let view = store.live_view(&id).unwrap();
+    assert_eq!(view.entries[1].origin, Origin::Pinned);
+    assert_eq!(view.entries[1].parts, vec![Part::Text { text: "fix every failing test".into() }]);
+    assert_eq!(view.entries[2].role, Role::Assistant, "the kept part opens a tool exchange");
+    assert!(seshat::compaction::pairing::is_paired(&prepared.messages));
+}
+
+#[test]
+fn a_dropped_part_larger_than_the_summary_models_window_is_summarised_in_chunks() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 60_000);
+    chat(&mut store, &id, 100, 500);
+    let model = Arc::new(Scripted {
+        answers: Mutex::new((0..20).map(|i| Ok(format!("running summary {i}"))).collect()),
+        window: Some(8_000),
+        ..Scripted::default()
+    });
+    let mut p = plugins("summariser");
+    let mut c = Compactor { trimmer: &mut p.trimmer, summariser: &mut p.summariser, models: model.clone() };
+    let report = c.before_call(&mut store, &id, &frame(), &settings(Some(60_000))).unwrap().compaction.unwrap();
+    assert!(report.model_calls >= 3, "{report:?}");
+    let requests = model.requests.lock().unwrap();
+    for (i, (_, r)) in requests.iter().enumerate() {
+        let Part::Text { text } = &r.messages[0].parts[0] else { panic!() };
+        assert!(seshat::window::estimate_text(text) < 8_000, "chunk {i} does not fit the summary model");
+        if i > 0 {
+            assert!(text.starts_with("Previous summary:\nrunning summary"), "chunk {i} carries the running summary");
+        }
+    }
+}
+
+#[test]
+fn switching_to_the_extractive_summariser_needs_no_model() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 20_000);
+    chat(&mut store, &id, 40, 300);
+    let model = Scripted::answering(&[]);
+    let mut p = plugins("summariser-extractive");
+    let mut c = Compactor { trimmer: &mut p.trimmer, summariser: &mut p.summariser, models: model.clone() };
+    let report = c.before_call(&mut store, &id, &frame(), &settings(Some(20_000))).unwrap().compaction.unwrap();
+    assert!(report.summarised && report.model_calls == 0 && model.calls() == 0, "{report:?}");
+    let summary = store.live_view(&id).unwrap().compaction.unwrap().summary.unwrap();
+    assert!(summary.starts_with("User requests:\n- request 0"), "{summary}");
+}
+
+#[test]
+fn unanswered_calls_get_a_stored_synthetic_result_and_orphans_are_not_sent() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 200_000);
+    store.append(&id, &[text(Role::User, "go")]).unwrap();
+    let [call, _] = tool_pair("lost", "");
+    store.append(&id, &[call]).unwrap();
+    store.append(&id, &[text(Role::User, "what happened?")]).unwrap();
+    let model = Scripted::answering(&[]);
+    let mut p = plugins("summariser");
+    let mut c = Compactor { trimmer: &mut p.trimmer, summariser: &mut p.summariser, models: model.clone() };
+    let prepared = c.before_call(&mut store, &id, &frame(), &settings(Some(200_000))).unwrap();
+    assert!(seshat::compaction::pairing::is_paired(&prepared.messages));
+    let roles: Vec<Role> = prepared.messages.iter().map(|m| m.role).collect();
+    assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool, Role::User], "the result follows its call");
+    let last = store.full_history(&id).unwrap().pop().unwrap();
+    assert_eq!(last.status, MessageStatus::Synthetic);
+    assert!(matches!(&last.parts[0], Part::ToolResult { call_id, is_error: true, .. } if call_id == "lost"));
+    // A second call adds nothing more.
+    let mut c = Compactor { trimmer: &mut p.trimmer, summariser: &mut p.summariser, models: model };
+    c.before_call(&mut store, &id, &frame(), &settings(Some(200_000))).unwrap();
+    assert_eq!(store.full_history(&id).unwrap().len(), 4);
+}
