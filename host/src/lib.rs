@@ -11,6 +11,7 @@
 //!
 //! See `ARCHITECTURE.md` at the repository root for the map of the whole system.
 
+pub mod client;
 pub mod compaction;
 pub mod config;
 pub mod memory;
@@ -19,4 +20,5 @@ pub mod plugins;
 pub mod store;
 pub mod window;
 
+pub use client::{Client, ClientConfig};
 pub use store::Store;

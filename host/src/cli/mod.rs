@@ -1,5 +1,6 @@
 //! Command-line parsing and dispatch: one file per subcommand.
 
+mod compact;
 mod format;
 mod mcp;
 mod memory;
@@ -35,6 +36,8 @@ enum Command {
     /// List, show, export, import and delete saved sessions.
     #[command(subcommand)]
     Sessions(sessions::SessionsCommand),
+    /// Compact a session now: trim large tool results, summarise older messages.
+    Compact(compact::Args),
     /// Show and edit long-term memory: notes and the knowledge graph.
     Memory(memory::Args),
     /// Serve the memory tools over MCP (stdio) for other agents.
@@ -90,6 +93,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sessions(cmd) => sessions::run(&ctx, cmd),
         Command::Plugins(cmd) => plugins::run(&ctx, cmd),
         Command::Memory(args) => memory::run(&ctx, &args),
+        Command::Compact(args) => compact::run(&ctx, &args),
         Command::Mcp(args) => mcp::run(&ctx, &args),
     }
 }

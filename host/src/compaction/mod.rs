@@ -210,6 +210,25 @@ pub fn estimate_request(frame: &Frame, view: &LiveView) -> u64 {
     frame.tokens() + view.entries.iter().map(|e| entry_tokens(&e.parts)).sum::<u64>()
 }
 
+/// How full the window is: the context tokens the provider last reported, plus that call's output,
+/// plus estimates of the messages appended since; with no report yet, or none since the last
+/// compaction, the estimate of the whole request.
+pub fn current_use(frame: &Frame, view: &LiveView) -> u64 {
+    let compacted_through = view.compaction.as_ref().map_or(0, |c| c.through_seq);
+    let report = view.entries.iter().enumerate().rev().find_map(|(i, e)| {
+        let usage = e.usage?;
+        let context = usage.context_tokens?;
+        (e.seq? > compacted_through).then_some((i, context, usage.output_tokens))
+    });
+    match report {
+        Some((i, context, output)) => {
+            let since: u64 = view.entries[i + 1..].iter().map(|e| entry_tokens(&e.parts)).sum();
+            window::Use { reported: Some(context), reported_output: output, since }.tokens().unwrap_or(0)
+        }
+        None => estimate_request(frame, view),
+    }
+}
+
 impl Compactor<'_> {
     /// Runs before every model call: compacts if the session passed the threshold, checks the
     /// hard limit, and returns the paired request. Synthetic results for calls that never got one
@@ -224,7 +243,7 @@ impl Compactor<'_> {
         let mut warnings = Vec::new();
         let mut report = None;
         let view = store.live_view(session)?;
-        let tokens = estimate_request(frame, &view);
+        let tokens = current_use(frame, &view);
         match settings.context_window {
             None => warnings.push(format!(
                 "the context window of `{}` is unknown: auto-compaction is off for this session (set it with --window \
@@ -284,7 +303,6 @@ impl Compactor<'_> {
                 });
             }
         }
-        let _ = tokens;
         Ok(Prepared { messages, tokens: tokens_now, compaction: report, warnings })
     }
 
@@ -313,7 +331,7 @@ impl Compactor<'_> {
         let window = settings.context_window.or(info.context_window).unwrap_or(0);
         let marks = Marks::new(window);
         let view = store.live_view(session)?;
-        let before = estimate_request(frame, &view);
+        let before = current_use(frame, &view).max(estimate_request(frame, &view));
         let mut report = Report { tokens_before: before, tokens_after: before, dry_run, ..Report::default() };
 
         // Micro-compaction.

@@ -48,6 +48,9 @@ pub struct ViewEntry {
     pub parts: Vec<Part>,
     /// The original's status.
     pub status: MessageStatus,
+    /// Usage of the model call that produced it (assistant messages).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::store::Usage>,
     /// The trims applied to this message.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub trims: Vec<Trim>,
@@ -87,6 +90,7 @@ impl Store {
                 role: Role::User,
                 parts: vec![Part::Text { text: summary_text(c.summary.as_deref().unwrap_or_default()) }],
                 status: MessageStatus::Synthetic,
+                usage: None,
                 trims: Vec::new(),
             });
             if let Some(pinned) = c.pinned_seq.filter(|&p| p < first_kept)
@@ -128,5 +132,5 @@ fn entry(origin: Origin, msg: Message, trims: &mut HashMap<u64, Vec<Trim>>) -> V
             content.clone_from(&trim.replacement);
         }
     }
-    ViewEntry { origin, seq: Some(msg.seq), role: msg.role, parts, status: msg.status, trims }
+    ViewEntry { origin, seq: Some(msg.seq), role: msg.role, parts, status: msg.status, usage: msg.usage, trims }
 }

@@ -31,6 +31,7 @@ fn help_texts() {
         &["plugins", "check", "--help"],
         &["plugins", "new", "--help"],
         &["memory", "--help"],
+        &["compact", "--help"],
         &["mcp", "--help"],
     ] {
         let name = args.join(" ").replace("--", "").replace(' ', "_");

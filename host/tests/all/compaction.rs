@@ -349,3 +349,87 @@ fn unanswered_calls_get_a_stored_synthetic_result_and_orphans_are_not_sent() {
     c.before_call(&mut store, &id, &frame(), &settings(Some(200_000))).unwrap();
     assert_eq!(store.full_history(&id).unwrap().len(), 4);
 }
+
+#[test]
+fn a_provider_report_drives_the_check_until_the_next_compaction() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 20_000);
+    chat(&mut store, &id, 4, 50);
+    // The provider says the last request was much larger than the estimate (big system prompt).
+    let reply = NewMessage {
+        role: Role::Assistant,
+        parts: vec![Part::Text { text: "ok".into() }],
+        usage: Some(seshat::store::Usage {
+            input_tokens: 17_000,
+            output_tokens: 10,
+            context_tokens: Some(17_000),
+            ..Default::default()
+        }),
+        status: MessageStatus::Complete,
+    };
+    store.append(&id, &[text(Role::User, "next"), reply, text(Role::User, "and?")]).unwrap();
+    let view = store.live_view(&id).unwrap();
+    let estimate = seshat::compaction::estimate_request(&frame(), &view);
+    let used = seshat::compaction::current_use(&frame(), &view);
+    assert!(estimate < 2_000, "{estimate}");
+    assert_eq!(used, 17_000 + 10 + seshat::window::estimate_parts(&[Part::Text { text: "and?".into() }]));
+}
+
+/// A session with a fixed id, imported, with `turns` long exchanges.
+fn import_long(home: &Home, turns: usize) -> String {
+    let id = "01JFCMPACT0000000000000001";
+    let mut lines = vec![json_line(
+        serde_json::json!({"record": "session", "id": id, "title": "long", "project": "/p",
+        "provider": null, "model": "m", "context_window": 8192, "created_at": 1, "updated_at": 1, "message_count": turns * 2,
+        "totals": {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "cache_creation_tokens": 0},
+        "context_tokens": null, "compaction_failures": 0, "auto_compact_disabled": false, "metadata": {}}),
+    )];
+    for t in 0..turns {
+        for (k, (role, text)) in [
+            ("user", format!("request {t}: please decide")),
+            ("assistant", format!("We will use plan {t}. {}", "detail ".repeat(120))),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            lines.push(json_line(serde_json::json!({"record": "message", "seq": t * 2 + k + 1, "role": role,
+                "parts": [{"type": "text", "text": text}], "status": "complete", "created_at": 1})));
+        }
+    }
+    let file = home.path().join("long.jsonl");
+    std::fs::write(&file, lines.concat()).unwrap();
+    home.ok(&["sessions", "import", file.to_str().unwrap()]);
+    id.to_string()
+}
+
+fn json_line(v: serde_json::Value) -> String {
+    format!("{v}\n")
+}
+
+#[test]
+fn seshat_compact_works_offline_with_the_extractive_summariser() {
+    let home = Home::new();
+    let id = import_long(&home, 20);
+    // The default summariser needs a provider: a clear error, nothing changed.
+    let err = home.fails(&["compact", &id]);
+    assert!(err.contains("no provider is configured") && err.contains("summariser-extractive"), "{err}");
+    assert!(home.store().compactions(&id).unwrap().iter().all(|c| c.status == seshat::store::CompactionStatus::Failed));
+
+    std::fs::write(home.path().join("config.toml"), "[plugins]\nsummariser = \"summariser-extractive\"\n").unwrap();
+    insta::assert_snapshot!("compact_dry_run", home.ok(&["compact", "01JFCMPACT", "--dry-run"]));
+    assert!(home.store().live_view(&id).unwrap().compaction.is_none(), "a dry run changes nothing");
+    insta::assert_snapshot!("compact", home.ok(&["compact", "01JFCMPACT"]));
+    let view = home.store().live_view(&id).unwrap();
+    let summary = view.compaction.unwrap().summary.unwrap();
+    assert!(
+        summary.contains("User requests:\n- request 0: please decide") && summary.contains("Decisions:"),
+        "{summary}"
+    );
+    assert_eq!(home.store().session(&id).unwrap().compaction_failures, 0, "a manual success clears the counter");
+    let shown = home.ok(&["sessions", "show", "01JFCMPACT"]);
+    assert!(
+        shown.contains("── summary of the compacted history [synthetic] ──")
+            && shown.contains(seshat::store::COMPACTION_MARKER)
+    );
+}

@@ -1,0 +1,109 @@
+//! `seshat compact`: compact a session now.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context as _, bail};
+use seshat::compaction::{Frame, ModelClient, Report};
+use seshat::plugins::{Completion, CompletionRequest, ModelError};
+use seshat::{Client, ClientConfig};
+
+use super::{Context, format};
+
+/// Arguments of `compact`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The session (id or unique prefix); default: this project's most recent.
+    id: Option<String>,
+    /// Say what would happen without changing anything or calling a model.
+    #[arg(long)]
+    dry_run: bool,
+    /// The model's context window in tokens, when the session does not record it.
+    #[arg(long, value_name = "TOKENS")]
+    window: Option<u64>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Summary calls need a provider; until one is configured, they fail with what to do.
+struct NoProvider;
+
+impl ModelClient for NoProvider {
+    fn complete(&self, model: &str, _request: CompletionRequest) -> Result<Completion, ModelError> {
+        Err(ModelError {
+            code: "no_provider".into(),
+            message: format!(
+                "no provider is configured to call `{model}`: set `provider` under [plugins] in config.toml, or select \
+                 the offline summariser with `summariser = \"summariser-extractive\"`"
+            ),
+        })
+    }
+    fn context_window(&self, _model: &str) -> Option<u64> {
+        None
+    }
+}
+
+pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
+    let config = ClientConfig {
+        auto_compact: true,
+        db_path: Some(ctx.db.clone()),
+        dirs: Some(ctx.dirs.clone()),
+        project: Some(ctx.project.clone()),
+        ..ClientConfig::default()
+    };
+    let mut client = Client::new(config, Arc::new(NoProvider))?;
+    let id = match &args.id {
+        Some(prefix) => client.store().resolve(prefix)?,
+        None => match client.store().latest_session(&ctx.project)? {
+            Some(s) => s.id,
+            None => bail!("no session in this project to compact: pass a session id (`seshat sessions list --all`)"),
+        },
+    };
+    let session = client.store().session(&id)?;
+    let Some(window) = args.window.or(session.context_window) else {
+        bail!("the context window of session {id} is unknown: pass --window <TOKENS>");
+    };
+    let model = session.model.clone().unwrap_or_else(|| "unknown-model".into());
+    let settings = client.settings(&model, Some(window), 0);
+    let report = client
+        .compact(&id, &Frame::default(), &settings, args.dry_run)
+        .with_context(|| format!("cannot compact {id}"))?;
+    let mut out = format::stdout();
+    if args.json {
+        format::json(&mut out, &report)?;
+    } else {
+        writeln!(out, "{}", describe(&id, &report))?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One line saying what a compaction did: what it freed and whether a model was called.
+pub fn describe(id: &str, r: &Report) -> String {
+    let freed = r.tokens_before.saturating_sub(r.tokens_after);
+    let verb = if r.dry_run { "Would compact" } else { "Compacted" };
+    let mut parts = Vec::new();
+    if r.trimmed > 0 {
+        parts.push(format!("trimmed {} tool results", r.trimmed));
+    }
+    if r.summarised {
+        parts.push(format!("summarised {} messages", r.dropped));
+    }
+    if parts.is_empty() {
+        return format!("Nothing to compact in session {id} (~{} tokens).", format::tokens(r.tokens_before));
+    }
+    let model = match (r.model_calls, &r.summary_model) {
+        (0, _) => "no model called".to_string(),
+        (n, Some(m)) => format!("{n} call{} to {m}", if n == 1 { "" } else { "s" }),
+        (n, None) => format!("{n} model calls"),
+    };
+    format!(
+        "{verb} session {id}: {} → {} tokens (freed {}); {}; {model}.",
+        format::tokens(r.tokens_before),
+        format::tokens(r.tokens_after),
+        format::tokens(freed),
+        parts.join(", ")
+    )
+}
