@@ -65,7 +65,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let Some(window) = args.window.or(session.context_window) else {
         bail!("the context window of session {id} is unknown: pass --window <TOKENS>");
     };
-    let model = session.model.clone().unwrap_or_else(|| "unknown-model".into());
+    let model = session.model.unwrap_or_else(|| "unknown-model".into());
     let settings = client.settings(&model, Some(window), 0);
     let report = client
         .compact(&id, &Frame::default(), &settings, args.dry_run)
