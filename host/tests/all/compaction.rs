@@ -428,8 +428,5 @@ fn seshat_compact_works_offline_with_the_extractive_summariser() {
     );
     assert_eq!(home.store().session(&id).unwrap().compaction_failures, 0, "a manual success clears the counter");
     let shown = home.ok(&["sessions", "show", "01JFCMPACT"]);
-    assert!(
-        shown.contains("── summary of the compacted history [synthetic] ──")
-            && shown.contains(seshat::store::COMPACTION_MARKER)
-    );
+    assert!(shown.contains("── summary of the compacted history [synthetic] ──") && shown.contains(COMPACTION_MARKER));
 }
