@@ -109,6 +109,9 @@ impl TrimEdit {
     }
 }
 
+/// The longest [`placeholder`] can be, in bytes: a head-tail edit must leave room for it.
+pub const PLACEHOLDER_MAX_BYTES: u64 = 96;
+
 /// The stable text standing for what a head-tail trim removed.
 pub fn placeholder(original: usize, removed: usize) -> String {
     format!("\n[… {removed} of {original} bytes trimmed by Seshat …]\n")
@@ -281,7 +284,9 @@ pub fn validate(edits: &[TrimEdit], messages: &[TrimMessage]) -> std::result::Re
             return Err(format!("edit {i} trims a {} part; only tool results may be trimmed", p.kind));
         }
         let shorter = match edit {
-            TrimEdit::HeadTail { head, tail, .. } => head.saturating_add(*tail) < p.bytes,
+            TrimEdit::HeadTail { head, tail, .. } => {
+                head.saturating_add(*tail).saturating_add(PLACEHOLDER_MAX_BYTES) < p.bytes
+            }
             TrimEdit::Replace { text, .. } => (text.len() as u64) < p.bytes,
         };
         if !shorter {

@@ -13,6 +13,7 @@ mod memory_cli;
 mod migrations;
 mod plugins;
 mod plugins_cli;
+mod props;
 mod store;
 mod support;
 mod trimmer_policy;

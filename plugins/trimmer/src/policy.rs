@@ -58,7 +58,8 @@ pub fn decide(candidates: &[Candidate], current: u64, target: u64, window: u64) 
             if freed >= need {
                 break;
             }
-            if taken[i] || c.tokens < floor || c.bytes <= HEAD_BYTES + TAIL_BYTES {
+            // Keeping head and tail of a result not much larger than them saves too little.
+            if taken[i] || c.tokens < floor || c.bytes <= 2 * (HEAD_BYTES + TAIL_BYTES) {
                 continue;
             }
             taken[i] = true;
