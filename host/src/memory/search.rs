@@ -30,7 +30,9 @@ fn substring_query(query: &str) -> String {
     format!("\"{}\"", query.replace('"', "\"\""))
 }
 
-/// SQL matching a live entity `e` in one of three (scope, project) places (bound as ?3..?8).
+/// SQL matching a live entity `e` in one of three (scope, project) places (bound as ?3..?8). The
+/// queries join with `CROSS JOIN` so that SQLite starts from the full-text match: left to itself
+/// it may scan every entity of the scopes through the OR terms instead (40 ms at 100k entities).
 const VISIBLE: &str = "e.deleted_by IS NULL AND e.staged = 0 AND ((e.scope = ?3 AND e.project = ?4) \
      OR (e.scope = ?5 AND e.project = ?6) OR (e.scope = ?7 AND e.project = ?8))";
 
@@ -58,7 +60,7 @@ impl Memory<'_> {
         if let Some(words) = words_query(query) {
             let mut stmt = self.conn.prepare_cached(&format!(
                 "SELECT e.id FROM (SELECT rowid, rank FROM memory_fts WHERE memory_fts MATCH ?1 AND rank MATCH '{RANK}' \
-                 ORDER BY rowid DESC LIMIT {RANKED_CANDIDATES}) f JOIN memory_entities e ON e.id = f.rowid \
+                 ORDER BY rowid DESC LIMIT {RANKED_CANDIDATES}) f CROSS JOIN memory_entities e ON e.id = f.rowid \
                  WHERE {VISIBLE} ORDER BY f.rank LIMIT ?2"
             ))?;
             let found = stmt
@@ -71,7 +73,7 @@ impl Memory<'_> {
         if (ids.len() as i64) < want {
             let sql = if query.chars().count() >= 3 {
                 format!(
-                    "SELECT e.id FROM memory_trigram t JOIN memory_entities e ON e.id = t.rowid \
+                    "SELECT e.id FROM memory_trigram t CROSS JOIN memory_entities e ON e.id = t.rowid \
                      WHERE memory_trigram MATCH ?1 AND {VISIBLE} ORDER BY t.rowid DESC LIMIT ?2"
                 )
             } else {
