@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 #[allow(dead_code)]
 mod policy;
 
-use seshat::plugins::{Catalog, LimitRequest, PluginKind, Runtime, TrimBudget, TrimMessage, TrimPart, TrimmerPlugin};
+use seshat::plugins::{
+    Catalog, LimitRequest, PluginKind, Runtime, TrimBudget, TrimEdit, TrimMessage, TrimPart, TrimmerPlugin,
+};
 use seshat::store::Role;
 
 fn main() {
@@ -52,7 +54,7 @@ fn main() {
             .map(|_| time(|| drop(std::hint::black_box(native_trim(std::hint::black_box(&[]), &empty)))))
             .collect(),
     );
-    report("no-op trim call (seshat) vs the same call natively (baseline)", noop, native_noop, "-");
+    report("no-op trim call (seshat) vs the same trim step natively (baseline)", noop, native_noop, "-");
 
     // A 1M-token history: 4,000 messages, a third of them tool results of varied size.
     let history: Vec<TrimMessage> = (0..4_000u64)
@@ -97,11 +99,13 @@ fn main() {
     println!("\n{} edits proposed", wasm_edits.len());
 }
 
-/// The default trimmer's plugin body, compiled natively: same candidate selection, same policy.
-fn native_trim(messages: &[TrimMessage], budget: &TrimBudget) -> Vec<policy::Cut> {
+/// The same trim step with the decision compiled natively: the plugin body (candidates from the
+/// metadata, the policy) plus what the host does with any trimmer's answer (edits, validation).
+fn native_trim(messages: &[TrimMessage], budget: &TrimBudget) -> Vec<TrimEdit> {
+    let protected: std::collections::HashSet<u64> = messages.iter().filter(|m| m.protected).map(|m| m.id).collect();
     let candidates: Vec<policy::Candidate> = messages
         .iter()
-        .filter(|m| !m.protected)
+        .filter(|m| !protected.contains(&m.id))
         .flat_map(|m| {
             m.parts.iter().enumerate().filter(|(_, p)| p.kind == "tool_result").map(|(i, p)| policy::Candidate {
                 message: m.id,
@@ -111,7 +115,13 @@ fn native_trim(messages: &[TrimMessage], budget: &TrimBudget) -> Vec<policy::Cut
             })
         })
         .collect();
-    policy::decide(&candidates, budget.current_tokens, budget.target_tokens, budget.window_tokens)
+    let edits: Vec<TrimEdit> =
+        policy::decide(&candidates, budget.current_tokens, budget.target_tokens, budget.window_tokens)
+            .into_iter()
+            .map(|c| TrimEdit::HeadTail { message: c.message, part: c.part, head: c.head, tail: c.tail })
+            .collect();
+    seshat::plugins::validate_edits(&edits, messages).expect("valid");
+    edits
 }
 
 fn time(f: impl FnOnce()) -> Duration {

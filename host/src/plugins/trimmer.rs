@@ -202,7 +202,7 @@ impl TrimmerPlugin {
         budget: &TrimBudget,
         read_part: impl FnMut(u64, u32) -> Option<String> + Send + 'static,
     ) -> Result<Vec<TrimEdit>> {
-        let metas: Vec<trim_types::MessageMeta> = messages.iter().map(to_meta).collect();
+        let (metas, parts) = to_meta(messages);
         let wit_budget = trim_types::Budget {
             current_tokens: budget.current_tokens,
             target_tokens: budget.target_tokens,
@@ -214,7 +214,7 @@ impl TrimmerPlugin {
         let (store, bindings) = self.instance()?;
         store.data_mut().host.reader = Some(Box::new(read_part));
         sandbox::start_call(store);
-        let result = bindings.seshat_plugin_trim().call_trim(&mut *store, &metas, &wit_budget);
+        let result = bindings.seshat_plugin_trim().call_trim(&mut *store, &metas, &parts, &wit_budget);
         store.data_mut().host.reader = None;
         let edits = match result {
             Ok(Ok(edits)) => edits,
@@ -231,15 +231,16 @@ impl TrimmerPlugin {
     }
 }
 
-fn to_meta(m: &TrimMessage) -> trim_types::MessageMeta {
+/// The metadata as two flat lists: messages, then every part in history order.
+fn to_meta(messages: &[TrimMessage]) -> (Vec<trim_types::MessageMeta>, Vec<trim_types::PartMeta>) {
     use super::bindings::v0_1::wit::PartKind;
-    trim_types::MessageMeta {
-        id: m.id,
-        role: m.role.into(),
-        parts: m
-            .parts
-            .iter()
-            .map(|p| trim_types::PartMeta {
+    let mut parts = Vec::with_capacity(messages.len() * 2);
+    let metas = messages
+        .iter()
+        .map(|m| {
+            parts.extend(m.parts.iter().enumerate().map(|(i, p)| trim_types::PartMeta {
+                message: m.id,
+                index: i as u32,
                 kind: match p.kind {
                     "tool_call" => PartKind::ToolCall,
                     "tool_result" => PartKind::ToolResult,
@@ -249,11 +250,11 @@ fn to_meta(m: &TrimMessage) -> trim_types::MessageMeta {
                 },
                 bytes: p.bytes,
                 tokens: p.tokens,
-            })
-            .collect(),
-        tokens: m.tokens,
-        protected: m.protected,
-    }
+            }));
+            trim_types::MessageMeta { id: m.id, role: m.role.into(), tokens: m.tokens, protected: m.protected }
+        })
+        .collect();
+    (metas, parts)
 }
 
 fn from_wit(e: trim_types::Edit) -> TrimEdit {

@@ -6,11 +6,11 @@
 //! `cargo build --release --target wasm32-wasip2`.
 //!
 //! ```ignore
-//! use seshat_plugin_sdk::trimmer::{Budget, Edit, Error, MessageMeta, Trimmer};
+//! use seshat_plugin_sdk::trimmer::{Budget, Edit, Error, MessageMeta, PartMeta, Trimmer};
 //!
 //! struct Nothing;
 //! impl Trimmer for Nothing {
-//!     fn trim(_messages: Vec<MessageMeta>, _budget: Budget) -> Result<Vec<Edit>, Error> {
+//!     fn trim(_messages: Vec<MessageMeta>, _parts: Vec<PartMeta>, _budget: Budget) -> Result<Vec<Edit>, Error> {
 //!         Ok(Vec::new())
 //!     }
 //! }
@@ -73,15 +73,24 @@ pub mod trimmer {
 
     /// A trimmer policy.
     pub trait Trimmer {
-        /// Proposes edits that bring the request toward `budget.target_tokens`. Only tool results
-        /// of unprotected messages may be edited, and only made shorter; one invalid edit rejects
-        /// the whole answer.
-        fn trim(messages: alloc::vec::Vec<MessageMeta>, budget: Budget) -> Result<alloc::vec::Vec<Edit>, Error>;
+        /// Proposes edits that bring the request toward `budget.target_tokens`. `parts` lists
+        /// every part of every message, in history order. Only tool results of unprotected
+        /// messages may be edited, and only made shorter; one invalid edit rejects the whole
+        /// answer.
+        fn trim(
+            messages: alloc::vec::Vec<MessageMeta>,
+            parts: alloc::vec::Vec<PartMeta>,
+            budget: Budget,
+        ) -> Result<alloc::vec::Vec<Edit>, Error>;
     }
 
     impl<T: Trimmer> __Guest for T {
-        fn trim(messages: alloc::vec::Vec<MessageMeta>, budget: Budget) -> Result<alloc::vec::Vec<Edit>, Error> {
-            <T as Trimmer>::trim(messages, budget)
+        fn trim(
+            messages: alloc::vec::Vec<MessageMeta>,
+            parts: alloc::vec::Vec<PartMeta>,
+            budget: Budget,
+        ) -> Result<alloc::vec::Vec<Edit>, Error> {
+            <T as Trimmer>::trim(messages, parts, budget)
         }
     }
 

@@ -2,20 +2,19 @@
 
 pub mod policy;
 
-use seshat_plugin_sdk::trimmer::{Budget, Edit, Error, HeadTail, MessageMeta, PartKind, Trimmer};
+use std::collections::HashSet;
+
+use seshat_plugin_sdk::trimmer::{Budget, Edit, Error, HeadTail, MessageMeta, PartKind, PartMeta, Trimmer};
 
 struct DefaultTrimmer;
 
 impl Trimmer for DefaultTrimmer {
-    fn trim(messages: Vec<MessageMeta>, budget: Budget) -> Result<Vec<Edit>, Error> {
-        let candidates: Vec<policy::Candidate> = messages
+    fn trim(messages: Vec<MessageMeta>, parts: Vec<PartMeta>, budget: Budget) -> Result<Vec<Edit>, Error> {
+        let protected: HashSet<u64> = messages.iter().filter(|m| m.protected).map(|m| m.id).collect();
+        let candidates: Vec<policy::Candidate> = parts
             .iter()
-            .filter(|m| !m.protected)
-            .flat_map(|m| {
-                m.parts.iter().enumerate().filter(|(_, p)| p.kind == PartKind::ToolResult).map(|(i, p)| {
-                    policy::Candidate { message: m.id, part: i as u32, bytes: p.bytes, tokens: p.tokens }
-                })
-            })
+            .filter(|p| p.kind == PartKind::ToolResult && !protected.contains(&p.message))
+            .map(|p| policy::Candidate { message: p.message, part: p.index, bytes: p.bytes, tokens: p.tokens })
             .collect();
         let cuts = policy::decide(&candidates, budget.current_tokens, budget.target_tokens, budget.window_tokens);
         Ok(cuts

@@ -2,7 +2,7 @@
 //! sandbox holds. Each probe returns what the plugin observed as its error message, so the tests
 //! can check the plugin really met the WASI error.
 
-use seshat_plugin_sdk::trimmer::{read_part, Budget, Edit, Error, HeadTail, MessageMeta, Replace, Trimmer};
+use seshat_plugin_sdk::trimmer::{read_part, Budget, Edit, Error, HeadTail, MessageMeta, PartMeta, Replace, Trimmer};
 
 struct Hostile;
 
@@ -24,7 +24,7 @@ fn arg(extra: &str) -> &str {
 }
 
 impl Trimmer for Hostile {
-    fn trim(messages: Vec<MessageMeta>, budget: Budget) -> Result<Vec<Edit>, Error> {
+    fn trim(messages: Vec<MessageMeta>, parts: Vec<PartMeta>, budget: Budget) -> Result<Vec<Edit>, Error> {
         let mode = instruction(&budget.extra).split(':').next().unwrap_or("");
         match mode {
             "loop" => {
@@ -76,7 +76,7 @@ impl Trimmer for Hostile {
             "edit-grow" => Ok(vec![Edit::Replace(Replace {
                 message: messages[1].id,
                 part: 0,
-                text: "x".repeat(messages[1].parts[0].bytes as usize + 1),
+                text: "x".repeat(parts.iter().find(|p| p.message == messages[1].id).map_or(0, |p| p.bytes) as usize + 1),
             })]),
             "edit-unknown" => Ok(vec![Edit::HeadTail(HeadTail { message: 999_999, part: 0, head: 0, tail: 0 })]),
             "slow" => {

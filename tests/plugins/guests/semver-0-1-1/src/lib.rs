@@ -8,6 +8,7 @@ struct Plugin;
 impl exports::seshat::plugin::trim::Guest for Plugin {
     fn trim(
         _messages: Vec<seshat::plugin::trim_types::MessageMeta>,
+        _parts: Vec<seshat::plugin::trim_types::PartMeta>,
         _budget: seshat::plugin::trim_types::Budget,
     ) -> Result<Vec<seshat::plugin::trim_types::Edit>, seshat::plugin::types::Error> {
         Ok(Vec::new())
