@@ -169,6 +169,8 @@ pub struct Report {
     pub dropped: usize,
     /// Whether this was a dry run (nothing recorded).
     pub dry_run: bool,
+    /// Microseconds spent inside plugin calls (trimmer and summariser, model calls included).
+    pub plugin_micros: u64,
 }
 
 /// A request ready to send.
@@ -335,7 +337,9 @@ impl Compactor<'_> {
         let mut report = Report { tokens_before: before, tokens_after: before, dry_run, ..Report::default() };
 
         // Micro-compaction.
+        let plugin_start = std::time::Instant::now();
         let trims = self.trims(&view, frame, &marks, settings)?;
+        report.plugin_micros += plugin_start.elapsed().as_micros() as u64;
         report.trimmed = trims.len();
         let view = if !trims.is_empty() && !dry_run {
             store.record_trims(session, &trims)?;
@@ -388,7 +392,9 @@ impl Compactor<'_> {
         // The summary, in chunks when the dropped part does not fit the summary model's window.
         let calls = Arc::new(std::sync::atomic::AtomicU32::new(0));
         let previous = view.compaction.as_ref().and_then(|c| c.summary.clone());
+        let plugin_start = std::time::Instant::now();
         let summary = self.summarise(&dropped, previous, &summary_model, settings, &calls);
+        report.plugin_micros += plugin_start.elapsed().as_micros() as u64;
         report.model_calls = calls.load(std::sync::atomic::Ordering::Relaxed);
         let through_seq = info.message_count;
         let first_kept_seq = entries.get(decision.first_kept).and_then(|e| e.seq).unwrap_or(through_seq + 1);
