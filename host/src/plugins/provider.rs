@@ -9,9 +9,8 @@ use wasmtime::component::{HasSelf, Linker, ResourceAny};
 
 use super::bindings::v0_1::provider as b;
 use super::bindings::v0_1::provider::exports::seshat::plugin::translate as t;
-use super::limits::Limits;
-use super::sandbox::{self, State};
-use super::{Error, LoadedPlugin, PluginKind, PluginMessage, Result, StopReason, link_error};
+use super::sandbox::{self, Slot, State};
+use super::{Error, LoadedPlugin, PluginKind, PluginMessage, Result, StopReason};
 use crate::store::Usage;
 
 /// How requests are authenticated (the host adds the credential).
@@ -169,47 +168,37 @@ pub struct Response {
     pub stop_reason: StopReason,
 }
 
-fn linker() -> Result<&'static Linker<State<()>>, wasmtime::Error> {
+fn linker() -> wasmtime::Result<&'static Linker<State<()>>> {
     static LINKER: OnceLock<Linker<State<()>>> = OnceLock::new();
-    if let Some(l) = LINKER.get() {
-        return Ok(l);
-    }
-    let mut linker = Linker::new(super::engine::engine());
-    wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
-    b::Provider::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
-    Ok(LINKER.get_or_init(|| linker))
+    sandbox::linker(&LINKER, |l| b::Provider::add_to_linker::<_, HasSelf<_>>(l, |s| s))
 }
 
 /// A loaded provider, ready to call.
 pub struct ProviderPlugin {
-    id: String,
-    limits: Limits,
     allowed_hosts: Vec<String>,
     pre: b::ProviderPre<State<()>>,
-    live: Option<(Store<State<()>>, b::Provider)>,
+    slot: Slot<(), b::Provider>,
 }
 
 impl std::fmt::Debug for ProviderPlugin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ProviderPlugin").field("id", &self.id).field("limits", &self.limits).finish_non_exhaustive()
+        f.debug_struct("ProviderPlugin")
+            .field("id", &self.slot.id)
+            .field("limits", &self.slot.limits)
+            .finish_non_exhaustive()
     }
 }
 
 impl ProviderPlugin {
     /// Prepares a loaded plugin as a provider.
     pub fn new(plugin: &LoadedPlugin) -> Result<Self> {
-        plugin.expect_kind(PluginKind::Provider)?;
-        let id = plugin.manifest.id.clone();
-        let pre = linker()
-            .and_then(|l| l.instantiate_pre(&plugin.component))
-            .and_then(b::ProviderPre::new)
-            .map_err(|e| link_error(&id, &e))?;
-        Ok(Self { id, limits: plugin.limits, allowed_hosts: plugin.manifest.allowed_hosts.clone(), pre, live: None })
+        let (pre, slot) = sandbox::prepare(plugin, PluginKind::Provider, linker(), b::ProviderPre::new)?;
+        Ok(Self { allowed_hosts: plugin.manifest.allowed_hosts.clone(), pre, slot: slot.with_bindings() })
     }
 
     /// The plugin's id.
     pub fn id(&self) -> &str {
-        &self.id
+        &self.slot.id
     }
 
     /// Hosts its manifest allows requests to.
@@ -225,26 +214,8 @@ impl ProviderPlugin {
             &b::Provider,
         ) -> wasmtime::Result<std::result::Result<R, super::bindings::v0_1::wit::Error>>,
     ) -> Result<R> {
-        let (id, limits) = (self.id.clone(), self.limits);
-        if self.live.is_none() {
-            let mut store = sandbox::new_store(&limits, ());
-            sandbox::start_call(&mut store);
-            match self.pre.instantiate(&mut store) {
-                Ok(b) => self.live = Some((store, b)),
-                Err(e) => return Err(sandbox::classify(&store, &e, &id, PluginKind::Provider, &limits)),
-            }
-        }
-        let (store, bindings) = self.live.as_mut().expect("just created");
-        sandbox::start_call(store);
-        match f(store, bindings) {
-            Ok(Ok(r)) => Ok(r),
-            Ok(Err(e)) => Err(Error::Plugin { plugin: id, code: e.code, message: e.message }),
-            Err(trap) => {
-                let err = sandbox::classify(store, &trap, &id, PluginKind::Provider, &limits);
-                self.live = None;
-                Err(err)
-            }
-        }
+        let pre = &self.pre;
+        self.slot.call(|s| pre.instantiate(s), f)
     }
 
     /// What the provider serves.
@@ -292,7 +263,7 @@ impl ProviderPlugin {
             base_url: request.base_url.clone(),
             extra: request.extra.clone(),
         };
-        let id = self.id.clone();
+        let id = self.slot.id.clone();
         let http = self.call(|s, b| b.seshat_plugin_translate().call_build_request(s, &req))?;
         let invalid = |message: String| Error::InvalidOutput { plugin: id.clone(), message };
         if http.method.is_empty() || !http.method.bytes().all(|c| c.is_ascii_uppercase()) {
@@ -331,7 +302,7 @@ pub struct StreamDecoder<'a> {
 
 impl std::fmt::Debug for StreamDecoder<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StreamDecoder").field("plugin", &self.plugin.id).finish_non_exhaustive()
+        f.debug_struct("StreamDecoder").field("plugin", &self.plugin.slot.id).finish_non_exhaustive()
     }
 }
 
@@ -352,14 +323,14 @@ impl StreamDecoder<'_> {
 
     fn live_resource(&self) -> Result<ResourceAny> {
         self.resource.ok_or_else(|| Error::Trap {
-            plugin: self.plugin.id.clone(),
+            plugin: self.plugin.slot.id.clone(),
             kind: PluginKind::Provider.as_str(),
             message: "the decoder was lost when the plugin was restarted".into(),
         })
     }
 
     fn after(&mut self, events: Result<Vec<t::StreamEvent>>) -> Result<Vec<StreamEvent>> {
-        if self.plugin.live.is_none() {
+        if !self.plugin.slot.is_live() {
             // The instance trapped and was dropped with the resource inside it.
             self.resource = None;
         }
@@ -369,7 +340,7 @@ impl StreamDecoder<'_> {
 
 impl Drop for StreamDecoder<'_> {
     fn drop(&mut self) {
-        if let (Some(resource), Some((store, _))) = (self.resource.take(), self.plugin.live.as_mut()) {
+        if let (Some(resource), Some(store)) = (self.resource.take(), self.plugin.slot.store_mut()) {
             // A failure here leaves the resource to die with the instance.
             let _ = resource.resource_drop(&mut *store);
         }

@@ -137,3 +137,91 @@ pub(super) fn classify<H>(
         Error::Trap { plugin, kind: kind_name, message }
     }
 }
+
+/// A `Linker` for one plugin kind, built once per process: WASI (with the empty context every
+/// store gets) plus the kind's host interfaces, added by `add`.
+pub(super) fn linker<H: Send + 'static>(
+    cell: &'static std::sync::OnceLock<wasmtime::component::Linker<State<H>>>,
+    add: impl FnOnce(&mut wasmtime::component::Linker<State<H>>) -> wasmtime::Result<()>,
+) -> wasmtime::Result<&'static wasmtime::component::Linker<State<H>>> {
+    if let Some(l) = cell.get() {
+        return Ok(l);
+    }
+    let mut linker = wasmtime::component::Linker::new(super::engine::engine());
+    wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+    add(&mut linker)?;
+    Ok(cell.get_or_init(|| linker))
+}
+
+/// Type-checks a loaded plugin against its kind's linker and bindings, once, at load.
+pub(super) fn prepare<H: Send + 'static, P>(
+    plugin: &super::LoadedPlugin,
+    kind: PluginKind,
+    linker: wasmtime::Result<&'static wasmtime::component::Linker<State<H>>>,
+    typed: impl FnOnce(wasmtime::component::InstancePre<State<H>>) -> wasmtime::Result<P>,
+) -> super::Result<(P, Slot<H, ()>)> {
+    plugin.expect_kind(kind)?;
+    let id = plugin.manifest.id.clone();
+    let pre = linker
+        .and_then(|l| l.instantiate_pre(&plugin.component))
+        .and_then(typed)
+        .map_err(|e| super::link_error(&id, &e))?;
+    Ok((pre, Slot { id, kind, limits: plugin.limits, live: None }))
+}
+
+/// One plugin's instance: made lazily, used for every call, dropped after a trap, deadline or
+/// memory-limit hit (the next call makes a fresh one).
+pub(super) struct Slot<H: 'static, B> {
+    pub(super) id: String,
+    pub(super) kind: PluginKind,
+    pub(super) limits: Limits,
+    live: Option<(Store<State<H>>, B)>,
+}
+
+impl<H: Default + Send + 'static> Slot<H, ()> {
+    /// The slot for instances with bindings of type `B`.
+    pub(super) fn with_bindings<B>(self) -> Slot<H, B> {
+        Slot { id: self.id, kind: self.kind, limits: self.limits, live: None }
+    }
+}
+
+impl<H: Default + Send + 'static, B> Slot<H, B> {
+    /// Runs `f` in the instance (made with `instantiate` first if there is none) with a fresh
+    /// time budget. A trap becomes an error naming the plugin and drops the instance; an error
+    /// the plugin returns becomes [`Error::Plugin`].
+    pub(super) fn call<R>(
+        &mut self,
+        instantiate: impl FnOnce(&mut Store<State<H>>) -> wasmtime::Result<B>,
+        f: impl FnOnce(&mut Store<State<H>>, &B) -> wasmtime::Result<Result<R, super::bindings::v0_1::wit::Error>>,
+    ) -> super::Result<R> {
+        if self.live.is_none() {
+            let mut store = new_store(&self.limits, H::default());
+            start_call(&mut store);
+            match instantiate(&mut store) {
+                Ok(b) => self.live = Some((store, b)),
+                Err(e) => return Err(classify(&store, &e, &self.id, self.kind, &self.limits)),
+            }
+        }
+        let (store, bindings) = self.live.as_mut().expect("just created");
+        start_call(store);
+        match f(store, bindings) {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(e)) => Err(Error::Plugin { plugin: self.id.clone(), code: e.code, message: e.message }),
+            Err(trap) => {
+                let err = classify(store, &trap, &self.id, self.kind, &self.limits);
+                self.live = None;
+                Err(err)
+            }
+        }
+    }
+
+    /// The live instance's store, if any (to release guest resources).
+    pub(super) fn store_mut(&mut self) -> Option<&mut Store<State<H>>> {
+        self.live.as_mut().map(|(s, _)| s)
+    }
+
+    /// Whether an instance is live.
+    pub(super) fn is_live(&self) -> bool {
+        self.live.is_some()
+    }
+}

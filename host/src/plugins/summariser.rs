@@ -3,16 +3,14 @@
 
 use std::sync::OnceLock;
 
-use wasmtime::Store;
 use wasmtime::component::{HasSelf, Linker};
 
 use super::bindings::v0_1::summariser as b;
 use super::bindings::v0_1::summariser::exports::seshat::plugin::summarise as export;
 use super::bindings::v0_1::summariser::seshat::plugin::model;
 use super::bindings::v0_1::wit;
-use super::limits::Limits;
-use super::sandbox::{self, State};
-use super::{Error, LoadedPlugin, PluginKind, PluginMessage, Result, StopReason, link_error};
+use super::sandbox::{self, Slot, State};
+use super::{Error, LoadedPlugin, PluginKind, PluginMessage, Result, StopReason};
 use crate::store::Usage;
 
 /// A model call a summariser asks for.
@@ -112,67 +110,42 @@ impl model::Host for State<ModelHost> {
     }
 }
 
-fn linker() -> Result<&'static Linker<State<ModelHost>>, wasmtime::Error> {
+fn linker() -> wasmtime::Result<&'static Linker<State<ModelHost>>> {
     static LINKER: OnceLock<Linker<State<ModelHost>>> = OnceLock::new();
-    if let Some(l) = LINKER.get() {
-        return Ok(l);
-    }
-    let mut linker = Linker::new(super::engine::engine());
-    wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
-    b::Summariser::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
-    Ok(LINKER.get_or_init(|| linker))
+    sandbox::linker(&LINKER, |l| b::Summariser::add_to_linker::<_, HasSelf<_>>(l, |s| s))
 }
 
 /// A loaded summariser, ready to call.
 pub struct SummariserPlugin {
-    id: String,
-    limits: Limits,
     pre: b::SummariserPre<State<ModelHost>>,
-    live: Option<(Store<State<ModelHost>>, b::Summariser)>,
+    slot: Slot<ModelHost, b::Summariser>,
 }
 
 impl std::fmt::Debug for SummariserPlugin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SummariserPlugin").field("id", &self.id).field("limits", &self.limits).finish_non_exhaustive()
+        f.debug_struct("SummariserPlugin")
+            .field("id", &self.slot.id)
+            .field("limits", &self.slot.limits)
+            .finish_non_exhaustive()
     }
 }
 
 impl SummariserPlugin {
     /// Prepares a loaded plugin as a summariser.
     pub fn new(plugin: &LoadedPlugin) -> Result<Self> {
-        plugin.expect_kind(PluginKind::Summariser)?;
-        let id = plugin.manifest.id.clone();
-        let pre = linker()
-            .and_then(|l| l.instantiate_pre(&plugin.component))
-            .and_then(b::SummariserPre::new)
-            .map_err(|e| link_error(&id, &e))?;
-        Ok(Self { id, limits: plugin.limits, pre, live: None })
+        let (pre, slot) = sandbox::prepare(plugin, PluginKind::Summariser, linker(), b::SummariserPre::new)?;
+        Ok(Self { pre, slot: slot.with_bindings() })
     }
 
     /// The plugin's id.
     pub fn id(&self) -> &str {
-        &self.id
+        &self.slot.id
     }
 
     /// Writes a summary. `model` serves the plugin's `complete` calls, at most
     /// `limits.complete_calls` of them, each capped at `limits.complete_max_tokens`.
     pub fn summarise(&mut self, request: &SummaryRequest, model: Box<dyn ModelCall>) -> Result<String> {
-        let (id, limits) = (self.id.clone(), self.limits);
-        if self.live.is_none() {
-            let mut store = sandbox::new_store(&limits, ModelHost::default());
-            sandbox::start_call(&mut store);
-            match self.pre.instantiate(&mut store) {
-                Ok(b) => self.live = Some((store, b)),
-                Err(e) => return Err(sandbox::classify(&store, &e, &id, PluginKind::Summariser, &limits)),
-            }
-        }
-        let (store, bindings) = self.live.as_mut().expect("just created");
-        *store.data_mut().host_mut() = ModelHost {
-            model: Some(model),
-            calls: 0,
-            max_calls: limits.complete_calls,
-            max_tokens: limits.complete_max_tokens,
-        };
+        let limits = self.slot.limits;
         let req = export::SummaryRequest {
             messages: request.messages.iter().map(Into::into).collect(),
             previous_summary: request.previous_summary.clone(),
@@ -180,20 +153,24 @@ impl SummariserPlugin {
             model_window: request.model_window,
             extra: request.extra.clone(),
         };
-        sandbox::start_call(store);
-        let result = bindings.seshat_plugin_summarise().call_summarise(&mut *store, &req);
-        store.data_mut().host_mut().model = None;
-        match result {
-            Ok(Ok(summary)) if summary.trim().is_empty() => {
-                Err(Error::InvalidOutput { plugin: id, message: "the summary is empty".into() })
-            }
-            Ok(Ok(summary)) => Ok(summary),
-            Ok(Err(e)) => Err(Error::Plugin { plugin: id, code: e.code, message: e.message }),
-            Err(trap) => {
-                let err = sandbox::classify(store, &trap, &id, PluginKind::Summariser, &limits);
-                self.live = None;
-                Err(err)
-            }
+        let pre = &self.pre;
+        let summary = self.slot.call(
+            |s| pre.instantiate(s),
+            |store, bindings| {
+                *store.data_mut().host_mut() = ModelHost {
+                    model: Some(model),
+                    calls: 0,
+                    max_calls: limits.complete_calls,
+                    max_tokens: limits.complete_max_tokens,
+                };
+                let result = bindings.seshat_plugin_summarise().call_summarise(&mut *store, &req);
+                store.data_mut().host_mut().model = None;
+                result
+            },
+        )?;
+        if summary.trim().is_empty() {
+            return Err(Error::InvalidOutput { plugin: self.slot.id.clone(), message: "the summary is empty".into() });
         }
+        Ok(summary)
     }
 }

@@ -3,14 +3,12 @@
 use std::sync::OnceLock;
 
 use serde::Serialize;
-use wasmtime::Store;
 use wasmtime::component::{HasSelf, Linker};
 
 use super::bindings::v0_1::trimmer as b;
 use super::bindings::v0_1::trimmer::seshat::plugin::{trim_host, trim_types};
-use super::limits::Limits;
-use super::sandbox::{self, State};
-use super::{Error, LoadedPlugin, PluginKind, Result, link_error};
+use super::sandbox::{self, Slot, State};
+use super::{Error, LoadedPlugin, PluginKind, Result};
 use crate::store::Role;
 
 /// What a trimmer sees of one part: no content.
@@ -134,64 +132,42 @@ impl trim_host::Host for State<TrimHost> {
 
 impl trim_types::Host for State<TrimHost> {}
 
-fn linker() -> Result<&'static Linker<State<TrimHost>>, wasmtime::Error> {
+fn linker() -> wasmtime::Result<&'static Linker<State<TrimHost>>> {
     static LINKER: OnceLock<Linker<State<TrimHost>>> = OnceLock::new();
-    if let Some(l) = LINKER.get() {
-        return Ok(l);
-    }
-    let mut linker = Linker::new(super::engine::engine());
-    wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
-    b::Trimmer::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
-    Ok(LINKER.get_or_init(|| linker))
+    sandbox::linker(&LINKER, |l| b::Trimmer::add_to_linker::<_, HasSelf<_>>(l, |s| s))
 }
 
 /// A loaded trimmer, ready to call. A trap drops its instance; the next call makes a new one.
 pub struct TrimmerPlugin {
-    id: String,
-    limits: Limits,
     pre: b::TrimmerPre<State<TrimHost>>,
-    live: Option<(Store<State<TrimHost>>, b::Trimmer)>,
+    slot: Slot<TrimHost, b::Trimmer>,
 }
 
 impl std::fmt::Debug for TrimmerPlugin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TrimmerPlugin").field("id", &self.id).field("limits", &self.limits).finish_non_exhaustive()
+        f.debug_struct("TrimmerPlugin")
+            .field("id", &self.slot.id)
+            .field("limits", &self.slot.limits)
+            .finish_non_exhaustive()
     }
 }
 
 impl TrimmerPlugin {
     /// Prepares a loaded plugin as a trimmer (type-checking its imports and exports).
     pub fn new(plugin: &LoadedPlugin) -> Result<Self> {
-        plugin.expect_kind(PluginKind::Trimmer)?;
-        let id = plugin.manifest.id.clone();
-        let pre = linker()
-            .and_then(|l| l.instantiate_pre(&plugin.component))
-            .and_then(b::TrimmerPre::new)
-            .map_err(|e| link_error(&id, &e))?;
-        Ok(Self { id, limits: plugin.limits, pre, live: None })
+        let (pre, slot) = sandbox::prepare(plugin, PluginKind::Trimmer, linker(), b::TrimmerPre::new)?;
+        Ok(Self { pre, slot: slot.with_bindings() })
     }
 
     /// The plugin's id.
     pub fn id(&self) -> &str {
-        &self.id
+        &self.slot.id
     }
 
     /// Instantiates now (normally done lazily by the first call).
     pub fn warm(&mut self) -> Result<()> {
-        self.instance().map(|_| ())
-    }
-
-    fn instance(&mut self) -> Result<&mut (Store<State<TrimHost>>, b::Trimmer)> {
-        if self.live.is_none() {
-            let mut store = sandbox::new_store(&self.limits, TrimHost::default());
-            sandbox::start_call(&mut store);
-            let bindings = match self.pre.instantiate(&mut store) {
-                Ok(b) => b,
-                Err(e) => return Err(sandbox::classify(&store, &e, &self.id, PluginKind::Trimmer, &self.limits)),
-            };
-            self.live = Some((store, bindings));
-        }
-        Ok(self.live.as_mut().expect("just created"))
+        let pre = &self.pre;
+        self.slot.call(|s| pre.instantiate(s), |_, _| Ok(Ok(())))
     }
 
     /// Asks the trimmer for edits; `read_part` serves its requests for content. The answer is
@@ -210,28 +186,22 @@ impl TrimmerPlugin {
             window_tokens: budget.window_tokens,
             extra: budget.extra.clone(),
         };
-        let (id, limits) = (self.id.clone(), self.limits);
-        let (store, bindings) = self.instance()?;
-        store.data_mut().host.reader = Some(Box::new(read_part));
-        sandbox::start_call(store);
-        let result = bindings.seshat_plugin_trim().call_trim(&mut *store, &metas, &parts, &wit_budget);
-        store.data_mut().host.reader = None;
-        let edits = match result {
-            Ok(Ok(edits)) => edits,
-            Ok(Err(e)) => return Err(Error::Plugin { plugin: id, code: e.code, message: e.message }),
-            Err(trap) => {
-                let err = sandbox::classify(store, &trap, &id, PluginKind::Trimmer, &limits);
-                self.live = None;
-                return Err(err);
-            }
-        };
+        let pre = &self.pre;
+        let edits = self.slot.call(
+            |s| pre.instantiate(s),
+            |store, bindings| {
+                store.data_mut().host_mut().reader = Some(Box::new(read_part));
+                let result = bindings.seshat_plugin_trim().call_trim(&mut *store, &metas, &parts, &wit_budget);
+                store.data_mut().host_mut().reader = None;
+                result
+            },
+        )?;
         let edits: Vec<TrimEdit> = edits.into_iter().map(from_wit).collect();
-        validate(&edits, messages).map_err(|message| Error::InvalidOutput { plugin: id, message })?;
+        validate(&edits, messages).map_err(|message| Error::InvalidOutput { plugin: self.slot.id.clone(), message })?;
         Ok(edits)
     }
 }
 
-/// The metadata as two flat lists: messages, then every part in history order.
 fn to_meta(messages: &[TrimMessage]) -> (Vec<trim_types::MessageMeta>, Vec<trim_types::PartMeta>) {
     use super::bindings::v0_1::wit::PartKind;
     let mut parts = Vec::with_capacity(messages.len() * 2);
