@@ -430,3 +430,19 @@ fn seshat_compact_works_offline_with_the_extractive_summariser() {
     let shown = home.ok(&["sessions", "show", "01JFCMPACT"]);
     assert!(shown.contains("── summary of the compacted history [synthetic] ──") && shown.contains(COMPACTION_MARKER));
 }
+
+#[test]
+fn compact_summary_model_picks_another_model_for_the_summary() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 20_000);
+    chat(&mut store, &id, 40, 300);
+    let model = Scripted::answering(&[Ok("short summary"), Ok("more")]);
+    let mut p = plugins("summariser");
+    let mut c = Compactor { trimmer: &mut p.trimmer, summariser: &mut p.summariser, models: model.clone() };
+    let s = Settings { summary_model: Some("small-model".into()), ..settings(Some(20_000)) };
+    let report = c.before_call(&mut store, &id, &frame(), &s).unwrap().compaction.unwrap();
+    assert_eq!(report.summary_model.as_deref(), Some("small-model"));
+    assert!(model.requests.lock().unwrap().iter().all(|(m, _)| m == "small-model"));
+    assert_eq!(store.live_view(&id).unwrap().compaction.unwrap().model.as_deref(), Some("small-model"));
+}
