@@ -178,7 +178,7 @@ impl TrimmerPlugin {
         budget: &TrimBudget,
         read_part: impl FnMut(u64, u32) -> Option<String> + Send + 'static,
     ) -> Result<Vec<TrimEdit>> {
-        let (metas, parts) = to_meta(messages);
+        let history = to_meta(messages);
         let wit_budget = trim_types::Budget {
             current_tokens: budget.current_tokens,
             target_tokens: budget.target_tokens,
@@ -191,7 +191,7 @@ impl TrimmerPlugin {
             |s| pre.instantiate(s),
             |store, bindings| {
                 store.data_mut().host_mut().reader = Some(Box::new(read_part));
-                let result = bindings.seshat_plugin_trim().call_trim(&mut *store, &metas, &parts, &wit_budget);
+                let result = bindings.seshat_plugin_trim().call_trim(&mut *store, &history, &wit_budget);
                 store.data_mut().host_mut().reader = None;
                 result
             },
@@ -202,29 +202,45 @@ impl TrimmerPlugin {
     }
 }
 
-fn to_meta(messages: &[TrimMessage]) -> (Vec<trim_types::MessageMeta>, Vec<trim_types::PartMeta>) {
-    use super::bindings::v0_1::wit::PartKind;
-    let mut parts = Vec::with_capacity(messages.len() * 2);
-    let metas = messages
-        .iter()
-        .map(|m| {
-            parts.extend(m.parts.iter().enumerate().map(|(i, p)| trim_types::PartMeta {
-                message: m.id,
-                index: i as u32,
-                kind: match p.kind {
-                    "tool_call" => PartKind::ToolCall,
-                    "tool_result" => PartKind::ToolResult,
-                    "thinking" => PartKind::Thinking,
-                    "redacted_thinking" => PartKind::RedactedThinking,
-                    _ => PartKind::Text,
-                },
-                bytes: p.bytes,
-                tokens: p.tokens,
-            }));
-            trim_types::MessageMeta { id: m.id, role: m.role.into(), tokens: m.tokens, protected: m.protected }
-        })
-        .collect();
-    (metas, parts)
+/// The metadata as columns (see the `history` record in the WIT).
+fn to_meta(messages: &[TrimMessage]) -> trim_types::History {
+    let parts = messages.iter().map(|m| m.parts.len()).sum();
+    let mut h = trim_types::History {
+        message_ids: Vec::with_capacity(messages.len()),
+        message_roles: Vec::with_capacity(messages.len()),
+        message_tokens: Vec::with_capacity(messages.len()),
+        message_protected: Vec::with_capacity(messages.len()),
+        part_messages: Vec::with_capacity(parts),
+        part_indexes: Vec::with_capacity(parts),
+        part_kinds: Vec::with_capacity(parts),
+        part_bytes: Vec::with_capacity(parts),
+        part_tokens: Vec::with_capacity(parts),
+    };
+    for m in messages {
+        h.message_ids.push(m.id);
+        h.message_roles.push(match m.role {
+            Role::System => 0,
+            Role::User => 1,
+            Role::Assistant => 2,
+            Role::Tool => 3,
+        });
+        h.message_tokens.push(m.tokens);
+        h.message_protected.push(u8::from(m.protected));
+        for (i, p) in m.parts.iter().enumerate() {
+            h.part_messages.push(m.id);
+            h.part_indexes.push(i as u32);
+            h.part_kinds.push(match p.kind {
+                "tool_call" => 1,
+                "tool_result" => 2,
+                "thinking" => 3,
+                "redacted_thinking" => 4,
+                _ => 0,
+            });
+            h.part_bytes.push(p.bytes);
+            h.part_tokens.push(p.tokens);
+        }
+    }
+    h
 }
 
 fn from_wit(e: trim_types::Edit) -> TrimEdit {

@@ -63,8 +63,77 @@ pub mod trimmer {
     pub use bindings::__export_trimmer_world;
 
     pub use bindings::exports::seshat::plugin::trim::Guest as __Guest;
-    pub use bindings::seshat::plugin::trim_types::{Budget, Edit, HeadTail, MessageMeta, PartMeta, Replace};
+    pub use bindings::seshat::plugin::trim_types::{Budget, Edit, HeadTail, History, Replace};
     pub use bindings::seshat::plugin::types::{Error, PartKind, Role};
+
+    /// One message, without its content.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct MessageMeta {
+        /// The message's seq.
+        pub id: u64,
+        /// Who wrote it.
+        pub role: Role,
+        /// Estimated tokens of the whole message.
+        pub tokens: u64,
+        /// Whether the host forbids trimming it.
+        pub protected: bool,
+    }
+
+    /// One part of a message, without its content.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct PartMeta {
+        /// The seq of its message.
+        pub message: u64,
+        /// Its index in that message.
+        pub index: u32,
+        /// What kind of part it is.
+        pub kind: PartKind,
+        /// Size of its content in bytes (after earlier trims).
+        pub bytes: u64,
+        /// Estimated tokens.
+        pub tokens: u64,
+    }
+
+    fn role(code: u8) -> Role {
+        match code {
+            0 => Role::System,
+            1 => Role::User,
+            2 => Role::Assistant,
+            _ => Role::Tool,
+        }
+    }
+
+    fn kind(code: u8) -> PartKind {
+        match code {
+            1 => PartKind::ToolCall,
+            2 => PartKind::ToolResult,
+            3 => PartKind::Thinking,
+            4 => PartKind::RedactedThinking,
+            _ => PartKind::Text,
+        }
+    }
+
+    /// The history's columns as one struct per message and one per part.
+    pub fn rows(h: &History) -> (alloc::vec::Vec<MessageMeta>, alloc::vec::Vec<PartMeta>) {
+        let messages = (0..h.message_ids.len())
+            .map(|i| MessageMeta {
+                id: h.message_ids[i],
+                role: role(h.message_roles[i]),
+                tokens: h.message_tokens[i],
+                protected: h.message_protected[i] != 0,
+            })
+            .collect();
+        let parts = (0..h.part_messages.len())
+            .map(|j| PartMeta {
+                message: h.part_messages[j],
+                index: h.part_indexes[j],
+                kind: kind(h.part_kinds[j]),
+                bytes: h.part_bytes[j],
+                tokens: h.part_tokens[j],
+            })
+            .collect();
+        (messages, parts)
+    }
 
     /// The current content of one part, asked of the host. Ask only for what you need.
     pub fn read_part(message: u64, part: u32) -> Option<alloc::string::String> {
@@ -85,11 +154,8 @@ pub mod trimmer {
     }
 
     impl<T: Trimmer> __Guest for T {
-        fn trim(
-            messages: alloc::vec::Vec<MessageMeta>,
-            parts: alloc::vec::Vec<PartMeta>,
-            budget: Budget,
-        ) -> Result<alloc::vec::Vec<Edit>, Error> {
+        fn trim(history: History, budget: Budget) -> Result<alloc::vec::Vec<Edit>, Error> {
+            let (messages, parts) = rows(&history);
             <T as Trimmer>::trim(messages, parts, budget)
         }
     }

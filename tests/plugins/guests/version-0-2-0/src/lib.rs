@@ -7,8 +7,7 @@ struct Plugin;
 
 impl exports::seshat::plugin::trim::Guest for Plugin {
     fn trim(
-        _messages: Vec<seshat::plugin::trim_types::MessageMeta>,
-        _parts: Vec<seshat::plugin::trim_types::PartMeta>,
+        _history: seshat::plugin::trim_types::History,
         _budget: seshat::plugin::trim_types::Budget,
     ) -> Result<Vec<seshat::plugin::trim_types::Edit>, seshat::plugin::types::Error> {
         Ok(Vec::new())
