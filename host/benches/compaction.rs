@@ -8,6 +8,9 @@
 //!
 //! Run: `cargo bench -p seshat --bench compaction`.
 
+mod common;
+use common::*;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -74,19 +77,6 @@ fn settings(window: u64) -> Settings {
         summary_model: None,
         trimmer_options: "{}".into(),
         summariser_options: "{}".into(),
-    }
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn fmt(d: Duration) -> String {
-    if d >= Duration::from_millis(1) {
-        format!("{:.2} ms", d.as_secs_f64() * 1e3)
-    } else {
-        format!("{:.0} µs", d.as_secs_f64() * 1e6)
     }
 }
 

@@ -5,6 +5,9 @@
 //!
 //! Run: `cargo bench -p seshat --bench memory` (`-- --quick` skips 100k).
 
+mod common;
+use common::*;
+
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -127,16 +130,6 @@ fn row(n: usize, name: &str, ours: &[Duration], base: &[Duration], target: &str)
         fmt(b50),
         p50.as_secs_f64() / b50.as_secs_f64()
     );
-}
-
-fn fmt(d: Duration) -> String {
-    if d >= Duration::from_secs(1) {
-        format!("{:.2} s", d.as_secs_f64())
-    } else if d >= Duration::from_millis(1) {
-        format!("{:.2} ms", d.as_secs_f64() * 1e3)
-    } else {
-        format!("{:.0} µs", d.as_secs_f64() * 1e6)
-    }
 }
 
 /// The same rows in plain tables (no FTS, no triggers, no case folding), same batches.

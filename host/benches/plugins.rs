@@ -2,7 +2,8 @@
 //!
 //! Run: `cargo bench -p seshat --bench plugins`.
 
-use std::time::{Duration, Instant};
+mod common;
+use common::*;
 
 #[path = "../../plugins/trimmer/src/policy.rs"]
 #[allow(dead_code)]
@@ -122,28 +123,4 @@ fn native_trim(messages: &[TrimMessage], budget: &TrimBudget) -> Vec<TrimEdit> {
             .collect();
     seshat::plugins::validate_edits(&edits, messages).expect("valid");
     edits
-}
-
-fn time(f: impl FnOnce()) -> Duration {
-    let t = Instant::now();
-    f();
-    t.elapsed()
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn report(name: &str, ours: Duration, base: Duration, target: &str) {
-    let ratio = ours.as_secs_f64() / base.as_secs_f64();
-    println!("| {name} | {} | {} | {ratio:.3}× | {target} |", fmt(ours), fmt(base));
-}
-
-fn fmt(d: Duration) -> String {
-    if d >= Duration::from_millis(1) {
-        format!("{:.2} ms", d.as_secs_f64() * 1e3)
-    } else {
-        format!("{:.1} µs", d.as_secs_f64() * 1e6)
-    }
 }

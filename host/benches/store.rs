@@ -5,6 +5,9 @@
 //! `synchronous=NORMAL`, foreign keys on, 10 s busy timeout), the same transaction shape and the
 //! same rows; the ratio is Seshat's time over the baseline's.
 
+mod common;
+use common::*;
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -21,34 +24,6 @@ fn main() {
     live_view(10_000 / scale);
     list(10_000 / scale);
     list_process(10_000 / scale);
-}
-
-fn report(name: &str, ours: Duration, base: Duration, target: &str) {
-    let ratio = ours.as_secs_f64() / base.as_secs_f64();
-    println!("| {name} | {} | {} | {ratio:.2}× | {target} |", fmt(ours), fmt(base));
-}
-
-fn fmt(d: Duration) -> String {
-    if d >= Duration::from_secs(1) {
-        format!("{:.2} s", d.as_secs_f64())
-    } else if d >= Duration::from_millis(1) {
-        format!("{:.2} ms", d.as_secs_f64() * 1e3)
-    } else {
-        format!("{:.1} µs", d.as_secs_f64() * 1e6)
-    }
-}
-
-/// The median of `runs` timings of `f`, alternating nothing else in between.
-fn median(runs: usize, mut f: impl FnMut()) -> Duration {
-    let mut times: Vec<Duration> = (0..runs)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[runs / 2]
 }
 
 /// A message like a chat writes: text, or a tool call, or a tool result, with usage on replies.
@@ -146,10 +121,10 @@ fn live_view(n: usize) {
     let (mut store, id) = new_store(dir.path(), "view.db");
     let msgs: Vec<NewMessage> = (0..n).map(message).collect();
     store.append(&id, &msgs).unwrap();
-    let ours = median(21, || assert_eq!(store.live_view(&id).unwrap().entries.len(), n));
+    let ours = median_of(21, || assert_eq!(store.live_view(&id).unwrap().entries.len(), n));
     let conn = raw(store.path());
     // Baseline: read the same rows and decode their JSON columns by hand.
-    let base = median(21, || {
+    let base = median_of(21, || {
         let mut stmt = conn
             .prepare_cached(
                 "SELECT seq, role, parts, usage, status, created_at FROM messages WHERE session_id = ?1 ORDER BY seq",
@@ -192,13 +167,13 @@ fn list(n: usize) {
     let path = sessions_db(dir.path(), n);
     let store = Store::open(&path).unwrap();
     let filter = ListFilter { project: Some("/bench".into()), limit: None };
-    let ours = median(21, || {
+    let ours = median_of(21, || {
         let sessions = store.list_sessions(&filter).unwrap();
         let ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(store.short_ids(&ids).unwrap().len(), n);
     });
     let conn = raw(&path);
-    let base = median(21, || {
+    let base = median_of(21, || {
         let mut stmt = conn
             .prepare_cached(
                 "SELECT id, title, project, provider, model, context_window, created_at, updated_at, \
@@ -227,14 +202,14 @@ fn list_process(n: usize) {
         assert!(out.stdout.len() > n * 20);
     };
     let ours =
-        median(11, || run(Command::new(bin).args(["--db", path.to_str().unwrap(), "sessions", "list", "--all"])));
+        median_of(11, || run(Command::new(bin).args(["--db", path.to_str().unwrap(), "sessions", "list", "--all"])));
     let Ok(_) = Command::new("sqlite3").arg("-version").output() else {
         println!("| `seshat sessions list` process, {n} sessions | {} | sqlite3 not installed | - | - |", fmt(ours));
         return;
     };
     let sql = "SELECT id, updated_at, message_count, context_tokens, context_window, title FROM sessions \
                ORDER BY updated_at DESC, id DESC;";
-    let base = median(11, || run(Command::new("sqlite3").args([path.to_str().unwrap(), sql])));
+    let base = median_of(11, || run(Command::new("sqlite3").args([path.to_str().unwrap(), sql])));
     report(
         &format!("`seshat sessions list --all` process vs `sqlite3` shell, {n} sessions (median of 11)"),
         ours,

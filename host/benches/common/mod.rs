@@ -1,0 +1,40 @@
+//! Timing and reporting helpers shared by the benchmark binaries.
+
+#![allow(dead_code)]
+
+use std::time::{Duration, Instant};
+
+/// How long `f` takes.
+pub fn time(f: impl FnOnce()) -> Duration {
+    let t = Instant::now();
+    f();
+    t.elapsed()
+}
+
+/// The median of some timings.
+pub fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// The median of `runs` timings of `f`.
+pub fn median_of(runs: usize, mut f: impl FnMut()) -> Duration {
+    median((0..runs).map(|_| time(&mut f)).collect())
+}
+
+/// A duration the way the tables show it.
+pub fn fmt(d: Duration) -> String {
+    if d >= Duration::from_secs(1) {
+        format!("{:.2} s", d.as_secs_f64())
+    } else if d >= Duration::from_millis(1) {
+        format!("{:.2} ms", d.as_secs_f64() * 1e3)
+    } else {
+        format!("{:.1} µs", d.as_secs_f64() * 1e6)
+    }
+}
+
+/// One table row: Seshat's time, the baseline's, their ratio and the target.
+pub fn report(name: &str, ours: Duration, base: Duration, target: &str) {
+    let ratio = ours.as_secs_f64() / base.as_secs_f64();
+    println!("| {name} | {} | {} | {ratio:.3}× | {target} |", fmt(ours), fmt(base));
+}
