@@ -1,5 +1,7 @@
 //! Sessions: create, find by id prefix, list, delete, and the compaction-breaker fields.
 
+use std::collections::HashMap;
+
 use rusqlite::{OptionalExtension, Row, TransactionBehavior, params};
 
 use super::model::{NewSession, SessionInfo, Usage};
@@ -133,16 +135,34 @@ impl Store {
             return ids
                 .iter()
                 .map(|id| {
-                    let mut near: Vec<String> = before.query_row([id], |r| r.get(0)).optional()?.into_iter().collect();
-                    near.push((*id).to_string());
-                    near.extend(after.query_row([id], |r| r.get(0)).optional()?);
-                    Ok(shortest_unique_prefix(&near, id))
+                    let b: Option<String> = before.query_row([id], |r| r.get(0)).optional()?;
+                    let a: Option<String> = after.query_row([id], |r| r.get(0)).optional()?;
+                    let shared = b.map_or(0, |b| common_prefix(id, &b)).max(a.map_or(0, |a| common_prefix(id, &a)));
+                    Ok(short(id, shared))
                 })
                 .collect();
         }
+        // One pass over the sorted ids, remembering each wanted id's neighbours (nothing else is
+        // copied out of SQLite).
+        let wanted: HashMap<&str, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+        let mut near: Vec<(usize, usize)> = vec![(0, 0); ids.len()];
         let mut stmt = self.conn.prepare_cached("SELECT id FROM sessions ORDER BY id")?;
-        let all: Vec<String> = stmt.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
-        Ok(ids.iter().map(|id| shortest_unique_prefix(&all, id)).collect())
+        let mut rows = stmt.query([])?;
+        let mut previous = String::new();
+        let mut pending: Option<usize> = None;
+        while let Some(row) = rows.next()? {
+            let id = row.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
+            if let Some(i) = pending.take() {
+                near[i].1 = common_prefix(ids[i], id);
+            }
+            if let Some(&i) = wanted.get(id) {
+                near[i].0 = common_prefix(id, &previous);
+                pending = Some(i);
+            }
+            previous.clear();
+            previous.push_str(id);
+        }
+        Ok(ids.iter().zip(near).map(|(id, (before, after))| short(id, before.max(after))).collect())
     }
 
     /// Deletes a session with its messages, compactions and trims. The only way an original
@@ -178,16 +198,25 @@ impl Store {
     }
 }
 
+/// How many leading bytes two ids share.
+fn common_prefix(a: &str, b: &str) -> usize {
+    a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count()
+}
+
+/// The prefix of `id` one longer than what it shares with a neighbour, at least [`MIN_SHORT_ID`].
+fn short(id: &str, shared: usize) -> String {
+    id[..(shared + 1).max(MIN_SHORT_ID).min(id.len())].to_string()
+}
+
 /// The shortest prefix of `id` (at least [`MIN_SHORT_ID`]) not shared with its neighbours in the
 /// sorted list `all`.
+#[cfg(test)]
 fn shortest_unique_prefix(all: &[String], id: &str) -> String {
-    let common = |other: &str| id.bytes().zip(other.bytes()).take_while(|(a, b)| a == b).count();
     let at = all.partition_point(|x| x.as_str() < id);
-    let before = at.checked_sub(1).and_then(|i| all.get(i)).map_or(0, |s| common(s));
+    let before = at.checked_sub(1).and_then(|i| all.get(i)).map_or(0, |s| common_prefix(id, s));
     let after = all.get(at).filter(|s| s.as_str() == id).map_or(at, |_| at + 1);
-    let after = all.get(after).map_or(0, |s| common(s));
-    let len = (before.max(after) + 1).max(MIN_SHORT_ID).min(id.len());
-    id[..len].to_string()
+    let after = all.get(after).map_or(0, |s| common_prefix(id, s));
+    short(id, before.max(after))
 }
 
 #[cfg(test)]
