@@ -574,16 +574,8 @@ fn item(e: &crate::store::ViewEntry) -> cut::Item {
         seq: e.seq.unwrap_or(0),
         role: e.role,
         tokens: entry_tokens(&e.parts),
-        calls: e
-            .parts
-            .iter()
-            .filter_map(|p| if let Part::ToolCall { id, .. } = p { Some(id.clone()) } else { None })
-            .collect(),
-        results: e
-            .parts
-            .iter()
-            .filter_map(|p| if let Part::ToolResult { call_id, .. } = p { Some(call_id.clone()) } else { None })
-            .collect(),
+        calls: e.parts.iter().filter_map(|p| p.tool_call_id().map(str::to_string)).collect(),
+        results: e.parts.iter().filter_map(|p| p.answered_call_id().map(str::to_string)).collect(),
         is_request: is_request(e),
     }
 }
@@ -649,15 +641,12 @@ fn cap_summary(s: &str) -> String {
 
 /// Stored results (by call id) of calls in `messages` that have no result there.
 fn stored_answers(store: &Store, session: &str, messages: &[pairing::Msg]) -> Result<HashMap<String, Part>> {
-    let answered_here: HashSet<&str> = messages
-        .iter()
-        .flat_map(|m| m.parts.iter())
-        .filter_map(|p| if let Part::ToolResult { call_id, .. } = p { Some(call_id.as_str()) } else { None })
-        .collect();
+    let answered_here: HashSet<&str> =
+        messages.iter().flat_map(|m| m.parts.iter()).filter_map(Part::answered_call_id).collect();
     let open: HashSet<&str> = messages
         .iter()
         .flat_map(|m| m.parts.iter())
-        .filter_map(|p| if let Part::ToolCall { id, .. } = p { Some(id.as_str()) } else { None })
+        .filter_map(Part::tool_call_id)
         .filter(|id| !answered_here.contains(id))
         .collect();
     if open.is_empty() {

@@ -49,21 +49,11 @@ pub fn repair(messages: &mut Vec<Msg>, answered_in_store: &HashSet<String>) -> R
             }
             _ => true,
         });
-        for p in &m.parts {
-            if let Part::ToolCall { id, .. } = p {
-                calls_seen.insert(id.clone());
-            }
-        }
+        calls_seen.extend(m.parts.iter().filter_map(Part::tool_call_id).map(str::to_string));
     }
     messages.retain(|m| !m.parts.is_empty());
-    let answered_here: HashSet<&str> = messages
-        .iter()
-        .flat_map(|m| m.parts.iter())
-        .filter_map(|p| match p {
-            Part::ToolResult { call_id, .. } => Some(call_id.as_str()),
-            _ => None,
-        })
-        .collect();
+    let answered_here: HashSet<&str> =
+        messages.iter().flat_map(|m| m.parts.iter()).filter_map(Part::answered_call_id).collect();
     for m in messages.iter() {
         for p in &m.parts {
             if let Part::ToolCall { id, name, .. } = p
@@ -130,11 +120,8 @@ pub fn arrange(messages: Vec<Msg>) -> Vec<Msg> {
     }
     let mut out = Vec::with_capacity(stripped.len() * 2);
     for m in stripped {
-        let answers: Vec<(Part, Option<u64>)> = m
-            .parts
-            .iter()
-            .filter_map(|p| if let Part::ToolCall { id, .. } = p { results.remove(id) } else { None })
-            .collect();
+        let answers: Vec<(Part, Option<u64>)> =
+            m.parts.iter().filter_map(|p| results.remove(p.tool_call_id()?)).collect();
         out.push(m);
         if let Some(seq) = answers.first().map(|a| a.1) {
             out.push(Msg { seq, role: Role::Tool, parts: answers.into_iter().map(|a| a.0).collect() });

@@ -133,6 +133,22 @@ impl Part {
         }
     }
 
+    /// The call id, if this is a tool call.
+    pub fn tool_call_id(&self) -> Option<&str> {
+        match self {
+            Part::ToolCall { id, .. } => Some(id),
+            _ => None,
+        }
+    }
+
+    /// The id of the call it answers, if this is a tool result.
+    pub fn answered_call_id(&self) -> Option<&str> {
+        match self {
+            Part::ToolResult { call_id, .. } => Some(call_id),
+            _ => None,
+        }
+    }
+
     /// Size of the part's content in bytes (what a trim measures).
     pub fn byte_size(&self) -> usize {
         match self {

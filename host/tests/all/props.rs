@@ -84,16 +84,8 @@ fn items(msgs: &[NewMessage]) -> Vec<Item> {
             seq: i as u64 + 1,
             role: m.role,
             tokens: seshat::window::estimate_parts(&m.parts),
-            calls: m
-                .parts
-                .iter()
-                .filter_map(|p| if let Part::ToolCall { id, .. } = p { Some(id.clone()) } else { None })
-                .collect(),
-            results: m
-                .parts
-                .iter()
-                .filter_map(|p| if let Part::ToolResult { call_id, .. } = p { Some(call_id.clone()) } else { None })
-                .collect(),
+            calls: m.parts.iter().filter_map(|p| p.tool_call_id().map(str::to_string)).collect(),
+            results: m.parts.iter().filter_map(|p| p.answered_call_id().map(str::to_string)).collect(),
             is_request: m.role == Role::User,
         })
         .collect()
@@ -149,7 +141,7 @@ proptest! {
         let answered_in_store: HashSet<String> = msgs
             .iter()
             .flat_map(|m| m.parts.iter())
-            .filter_map(|p| if let Part::ToolResult { call_id, .. } = p { Some(call_id.clone()) } else { None })
+            .filter_map(|p| p.answered_call_id().map(str::to_string))
             .collect();
         let repair = pairing::repair(&mut request, &answered_in_store);
         prop_assert!(repair.dropped_orphans.is_empty(), "the cut produced orphans: {:?}", repair.dropped_orphans);
@@ -159,7 +151,7 @@ proptest! {
         let expected_unanswered: HashSet<String> = request
             .iter()
             .flat_map(|m| m.parts.iter())
-            .filter_map(|p| if let Part::ToolCall { id, .. } = p { Some(id.clone()) } else { None })
+            .filter_map(|p| p.tool_call_id().map(str::to_string))
             .filter(|id| !answered_in_store.contains(id))
             .collect();
         let got: HashSet<String> = repair.unanswered.iter().map(|(id, _)| id.clone()).collect();
@@ -194,7 +186,7 @@ proptest! {
             let msgs = messages(chunk);
             store.append(&id, &msgs).unwrap();
             appended.extend(msgs);
-            let mut c = seshat::compaction::Compactor { trimmer: &mut p.trimmer, summariser: &mut p.summariser, models: model.clone() };
+            let mut c = p.compactor(model.clone());
             let frame = seshat::compaction::Frame::default();
             let s = settings(Some(12_000));
             let _ = c.compact(&mut store, &id, &frame, &s, false);
