@@ -51,6 +51,13 @@ pub struct Plugins {
     pub summariser: SummariserPlugin,
 }
 
+impl Plugins {
+    /// A compactor over these plugins, calling `model` for summaries.
+    pub fn compactor(&mut self, model: Arc<Scripted>) -> Compactor<'_> {
+        Compactor { trimmer: &mut self.trimmer, summariser: &mut self.summariser, models: model }
+    }
+}
+
 pub fn plugins(summariser: &str) -> Plugins {
     let catalog = Catalog::builtin();
     let runtime = Runtime::new(Some(shared_cache()));
@@ -134,7 +141,7 @@ fn trims_alone_can_suffice_without_a_model_call() {
     store.append(&id, &[text(Role::User, "and now?"), text(Role::Assistant, "done")]).unwrap();
     let model = Scripted::answering(&[]);
     let mut p = plugins("summariser");
-    let mut c = Compactor { trimmer: &mut p.trimmer, summariser: &mut p.summariser, models: model.clone() };
+    let mut c = p.compactor(model.clone());
     let prepared = c.before_call(&mut store, &id, &frame(), &settings(Some(40_000))).unwrap();
     let report = prepared.compaction.expect("compaction ran");
     assert!(report.trimmed > 0 && !report.summarised, "{report:?}");
@@ -153,7 +160,7 @@ fn the_summary_path_rebuilds_the_history() {
     chat(&mut store, &id, 40, 300);
     let model = Scripted::answering(&[Ok("The user made 40 requests; all answered.")]);
     let mut p = plugins("summariser");
-    let mut c = Compactor { trimmer: &mut p.trimmer, summariser: &mut p.summariser, models: model.clone() };
+    let mut c = p.compactor(model.clone());
     let prepared = c.before_call(&mut store, &id, &frame(), &settings(Some(20_000))).unwrap();
     let report = prepared.compaction.unwrap();
     assert!(report.summarised && report.model_calls == 1, "{report:?}");
@@ -181,7 +188,7 @@ fn failures_end_the_turn_then_trip_the_breaker_then_compact_full() {
     let mut p = plugins("summariser");
     for n in 1..=3u32 {
         store.append(&id, &[text(Role::User, format!("try {n}"))]).unwrap();
-        let mut c = Compactor { trimmer: &mut p.trimmer, summariser: &mut p.summariser, models: model.clone() };
+        let mut c = p.compactor(model.clone());
         let err = c.before_call(&mut store, &id, &frame(), &settings(Some(20_000))).unwrap_err();
         assert_eq!(err.code(), "compact_failed");
         assert!(
@@ -198,7 +205,7 @@ fn failures_end_the_turn_then_trip_the_breaker_then_compact_full() {
     assert_eq!(store.session(&id).unwrap().compaction_failures, 3);
     // Grow past the hard limit: no more summary attempts, the request fails locally.
     chat(&mut store, &id, 40, 300);
-    let mut c = Compactor { trimmer: &mut p.trimmer, summariser: &mut p.summariser, models: model.clone() };
+    let mut c = p.compactor(model.clone());
     let err = c.before_call(&mut store, &id, &frame(), &settings(Some(20_000))).unwrap_err();
     assert_eq!(err.code(), "compact_full", "{err}");
     assert!(err.to_string().contains("run `seshat compact`"), "{err}");
@@ -206,7 +213,7 @@ fn failures_end_the_turn_then_trip_the_breaker_then_compact_full() {
 
     // Manual compaction ignores the breaker and its success clears it.
     let ok = Scripted::answering(&[Ok("part one"), Ok("summary after manual compaction"), Ok("more")]);
-    let mut c = Compactor { trimmer: &mut p.trimmer, summariser: &mut p.summariser, models: ok.clone() };
+    let mut c = p.compactor(ok.clone());
     let report = c.compact(&mut store, &id, &frame(), &settings(Some(20_000)), false).unwrap();
     assert!(report.summarised && ok.calls() >= 1 && report.model_calls as usize == ok.calls(), "{report:?}");
     assert_eq!(store.session(&id).unwrap().compaction_failures, 0);
@@ -220,7 +227,7 @@ fn compact_full_is_checked_with_auto_compaction_off() {
     chat(&mut store, &id, 30, 300);
     let model = Scripted::answering(&[]);
     let mut p = plugins("summariser");
-    let mut c = Compactor { trimmer: &mut p.trimmer, summariser: &mut p.summariser, models: model.clone() };
+    let mut c = p.compactor(model.clone());
     let off = Settings { auto_compact: false, ..settings(Some(10_000)) };
     let err = c.before_call(&mut store, &id, &frame(), &off).unwrap_err();
     assert_eq!(err.code(), "compact_full");
@@ -236,7 +243,7 @@ fn an_unknown_window_disables_auto_compaction_with_a_warning() {
     chat(&mut store, &id, 30, 300);
     let model = Scripted::answering(&[]);
     let mut p = plugins("summariser");
-    let mut c = Compactor { trimmer: &mut p.trimmer, summariser: &mut p.summariser, models: model };
+    let mut c = p.compactor(model);
     let prepared = c.before_call(&mut store, &id, &frame(), &settings(None)).unwrap();
     assert!(prepared.compaction.is_none());
     assert!(
@@ -256,7 +263,7 @@ fn the_thrash_guard_counts_a_pass_that_frees_almost_nothing() {
     store.append(&id, &[text(Role::User, format!("please read {}", "x ".repeat(36_000)))]).unwrap();
     let model = Scripted::answering(&[Ok("short")]);
     let mut p = plugins("summariser");
-    let mut c = Compactor { trimmer: &mut p.trimmer, summariser: &mut p.summariser, models: model };
+    let mut c = p.compactor(model);
     let err = c.before_call(&mut store, &id, &frame(), &settings(Some(20_000))).unwrap_err();
     assert!(err.to_string().contains("thrash"), "{err}");
     assert_eq!(store.session(&id).unwrap().compaction_failures, 1);
@@ -275,7 +282,7 @@ fn the_latest_request_is_pinned_when_a_tool_loop_puts_it_before_the_cut() {
     }
     let model = Scripted::answering(&[Ok("fixed 10 tests so far")]);
     let mut p = plugins("summariser");
-    let mut c = Compactor { trimmer: &mut p.trimmer, summariser: &mut p.summariser, models: model };
+    let mut c = p.compactor(model);
     let prepared = c.before_call(&mut store, &id, &frame(), &settings(Some(20_000))).unwrap();
     assert!(prepared.compaction.unwrap().summarised);
     let view = store.live_view(&id).unwrap();
@@ -297,7 +304,7 @@ fn a_dropped_part_larger_than_the_summary_models_window_is_summarised_in_chunks(
         ..Scripted::default()
     });
     let mut p = plugins("summariser");
-    let mut c = Compactor { trimmer: &mut p.trimmer, summariser: &mut p.summariser, models: model.clone() };
+    let mut c = p.compactor(model.clone());
     let report = c.before_call(&mut store, &id, &frame(), &settings(Some(60_000))).unwrap().compaction.unwrap();
     assert!(report.model_calls >= 3, "{report:?}");
     let requests = model.requests.lock().unwrap();
@@ -318,7 +325,7 @@ fn switching_to_the_extractive_summariser_needs_no_model() {
     chat(&mut store, &id, 40, 300);
     let model = Scripted::answering(&[]);
     let mut p = plugins("summariser-extractive");
-    let mut c = Compactor { trimmer: &mut p.trimmer, summariser: &mut p.summariser, models: model.clone() };
+    let mut c = p.compactor(model.clone());
     let report = c.before_call(&mut store, &id, &frame(), &settings(Some(20_000))).unwrap().compaction.unwrap();
     assert!(report.summarised && report.model_calls == 0 && model.calls() == 0, "{report:?}");
     let summary = store.live_view(&id).unwrap().compaction.unwrap().summary.unwrap();
@@ -336,7 +343,7 @@ fn unanswered_calls_get_a_stored_synthetic_result_and_orphans_are_not_sent() {
     store.append(&id, &[text(Role::User, "what happened?")]).unwrap();
     let model = Scripted::answering(&[]);
     let mut p = plugins("summariser");
-    let mut c = Compactor { trimmer: &mut p.trimmer, summariser: &mut p.summariser, models: model.clone() };
+    let mut c = p.compactor(model.clone());
     let prepared = c.before_call(&mut store, &id, &frame(), &settings(Some(200_000))).unwrap();
     assert!(seshat::compaction::pairing::is_paired(&prepared.messages));
     let roles: Vec<Role> = prepared.messages.iter().map(|m| m.role).collect();
@@ -345,7 +352,7 @@ fn unanswered_calls_get_a_stored_synthetic_result_and_orphans_are_not_sent() {
     assert_eq!(last.status, MessageStatus::Synthetic);
     assert!(matches!(&last.parts[0], Part::ToolResult { call_id, is_error: true, .. } if call_id == "lost"));
     // A second call adds nothing more.
-    let mut c = Compactor { trimmer: &mut p.trimmer, summariser: &mut p.summariser, models: model };
+    let mut c = p.compactor(model);
     c.before_call(&mut store, &id, &frame(), &settings(Some(200_000))).unwrap();
     assert_eq!(store.full_history(&id).unwrap().len(), 4);
 }
@@ -439,7 +446,7 @@ fn compact_summary_model_picks_another_model_for_the_summary() {
     chat(&mut store, &id, 40, 300);
     let model = Scripted::answering(&[Ok("short summary"), Ok("more")]);
     let mut p = plugins("summariser");
-    let mut c = Compactor { trimmer: &mut p.trimmer, summariser: &mut p.summariser, models: model.clone() };
+    let mut c = p.compactor(model.clone());
     let s = Settings { summary_model: Some("small-model".into()), ..settings(Some(20_000)) };
     let report = c.before_call(&mut store, &id, &frame(), &s).unwrap().compaction.unwrap();
     assert_eq!(report.summary_model.as_deref(), Some("small-model"));
