@@ -1,5 +1,6 @@
-//! A trimmer built against seshat:plugin@0.1.1 (its WIT is the real one with the version changed,
-//! written by tests/plugins/build.rs), without the SDK.
+// A trimmer built without the SDK against this crate's `wit-generated`: the real WIT with the
+// version changed to 0.1.1 (written by tests/plugins/build.rs). `version-0-2-0` includes this
+// file, so it uses plain comments (an included file cannot carry inner doc comments).
 
 wit_bindgen::generate!({ path: "wit-generated", world: "trimmer" });
 
