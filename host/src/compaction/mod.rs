@@ -264,9 +264,10 @@ impl Compactor<'_> {
             }
             Some(_) => {}
         }
-        let view = store.live_view(session)?;
+        // The view changes only if compaction recorded something.
+        let view = if report.is_some() { store.live_view(session)? } else { view };
         let mut messages: Vec<pairing::Msg> =
-            view.entries.iter().map(|e| pairing::Msg { seq: e.seq, role: e.role, parts: e.parts.clone() }).collect();
+            view.entries.into_iter().map(|e| pairing::Msg { seq: e.seq, role: e.role, parts: e.parts }).collect();
         let stored = stored_answers(store, session, &messages)?;
         let answered: HashSet<String> = stored.keys().cloned().collect();
         let repair = pairing::repair(&mut messages, &answered);
