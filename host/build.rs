@@ -8,6 +8,8 @@ const PLUGINS: &[(&str, &str)] = &[
     ("seshat-trimmer", "trimmer"),
     ("seshat-summariser", "summariser"),
     ("seshat-summariser-extractive", "summariser-extractive"),
+    ("seshat-provider-anthropic", "provider-anthropic"),
+    ("seshat-provider-openai", "provider-openai"),
 ];
 
 fn main() {

@@ -32,6 +32,68 @@ pub struct Config {
     /// Long-term memory.
     #[serde(default)]
     pub memory: MemoryConfig,
+    /// `seshat chat`'s defaults.
+    #[serde(default)]
+    pub chat: ChatConfig,
+    /// Provider settings by name: `[providers.anthropic]`, `[providers.ollama]` (with
+    /// `plugin = "openai"`), …
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderConfig>,
+}
+
+/// `[chat]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChatConfig {
+    /// The model (default: the provider's first known model).
+    pub model: Option<String>,
+    /// Compact automatically (default true in the CLI).
+    pub auto_compact: Option<bool>,
+    /// The model that writes summaries (default: the session's model).
+    pub summary_model: Option<String>,
+    /// Most model calls in one turn of the agent loop (default 25).
+    pub max_iterations: Option<u32>,
+    /// Largest answer in tokens (default: the model's maximum, at most 16,384).
+    pub max_output_tokens: Option<u32>,
+    /// A file replacing Seshat's own system prompt.
+    pub system_prompt_file: Option<PathBuf>,
+    /// Read the project's `AGENTS.md` and `CLAUDE.md` into the system prompt (default true).
+    pub project_instructions: Option<bool>,
+}
+
+/// `[providers.<name>]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// The provider plugin's id (default: the section's name).
+    pub plugin: Option<String>,
+    /// The API's base URL (default: the plugin's, or `ANTHROPIC_BASE_URL` / `OPENAI_BASE_URL`).
+    pub base_url: Option<String>,
+    /// The environment variable holding the key (default: the plugin's convention).
+    pub api_key_env: Option<String>,
+    /// Seconds to wait for a connection (default 10).
+    pub connect_timeout_secs: Option<u64>,
+    /// Seconds to wait for the first byte of an answer (default 300: thinking models are slow).
+    pub first_byte_timeout_secs: Option<u64>,
+    /// Seconds a stream may stay silent between chunks (default 120).
+    pub idle_timeout_secs: Option<u64>,
+    /// Retries on 429, 5xx and connection errors, before the first streamed byte (default 3).
+    pub max_retries: Option<u32>,
+    /// Largest response accepted, in MiB (default 32).
+    pub max_response_mib: Option<u64>,
+    /// Models to add or override: `[providers.ollama.models."qwen3:8b"]`.
+    #[serde(default)]
+    pub models: BTreeMap<String, ModelConfig>,
+}
+
+/// `[providers.<name>.models.<id>]`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// Context window in tokens.
+    pub context_window: Option<u64>,
+    /// Largest output in tokens.
+    pub max_output_tokens: Option<u64>,
 }
 
 /// `[memory]`.
@@ -74,6 +136,27 @@ impl Config {
 
     fn merge(&mut self, over: Config) {
         self.memory.context_tokens = over.memory.context_tokens.or(self.memory.context_tokens);
+        let c = over.chat;
+        let mine = &mut self.chat;
+        mine.model = c.model.or(mine.model.take());
+        mine.auto_compact = c.auto_compact.or(mine.auto_compact);
+        mine.summary_model = c.summary_model.or(mine.summary_model.take());
+        mine.max_iterations = c.max_iterations.or(mine.max_iterations);
+        mine.max_output_tokens = c.max_output_tokens.or(mine.max_output_tokens);
+        mine.system_prompt_file = c.system_prompt_file.or(mine.system_prompt_file.take());
+        mine.project_instructions = c.project_instructions.or(mine.project_instructions);
+        for (name, p) in over.providers {
+            let base = self.providers.entry(name).or_default();
+            base.plugin = p.plugin.or(base.plugin.take());
+            base.base_url = p.base_url.or(base.base_url.take());
+            base.api_key_env = p.api_key_env.or(base.api_key_env.take());
+            base.connect_timeout_secs = p.connect_timeout_secs.or(base.connect_timeout_secs);
+            base.first_byte_timeout_secs = p.first_byte_timeout_secs.or(base.first_byte_timeout_secs);
+            base.idle_timeout_secs = p.idle_timeout_secs.or(base.idle_timeout_secs);
+            base.max_retries = p.max_retries.or(base.max_retries);
+            base.max_response_mib = p.max_response_mib.or(base.max_response_mib);
+            base.models.extend(p.models);
+        }
         let p = over.plugins;
         self.plugins.trimmer = p.trimmer.or(self.plugins.trimmer.take());
         self.plugins.summariser = p.summariser.or(self.plugins.summariser.take());

@@ -17,6 +17,7 @@ pub mod config;
 pub mod memory;
 pub mod paths;
 pub mod plugins;
+pub mod providers;
 pub mod store;
 pub mod window;
 

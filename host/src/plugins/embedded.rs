@@ -20,6 +20,14 @@ const BUILTINS: &[Builtin] = &[
         manifest: include_str!("../../../plugins/summariser-extractive/plugin.toml"),
         wasm: include_bytes!(concat!(env!("OUT_DIR"), "/plugins/summariser-extractive.wasm")),
     },
+    Builtin {
+        manifest: include_str!("../../../plugins/provider-anthropic/plugin.toml"),
+        wasm: include_bytes!(concat!(env!("OUT_DIR"), "/plugins/provider-anthropic.wasm")),
+    },
+    Builtin {
+        manifest: include_str!("../../../plugins/provider-openai/plugin.toml"),
+        wasm: include_bytes!(concat!(env!("OUT_DIR"), "/plugins/provider-openai.wasm")),
+    },
 ];
 
 /// The built-in plugins as catalog entries.

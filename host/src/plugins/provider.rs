@@ -64,15 +64,25 @@ pub struct ToolSpec {
     pub parameters: String,
 }
 
-/// A chat request in Seshat's terms.
+/// How one message is encoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodeOptions {
+    /// The model the request goes to.
+    pub model: String,
+    /// Whether this provider and model wrote the message (reasoning may be passed back).
+    pub same_model: bool,
+    /// Whether it is the request's last message (where a prompt-cache breakpoint goes).
+    pub cache_breakpoint: bool,
+}
+
+/// A chat request in Seshat's terms, without its conversation (the host splices the encoded
+/// messages into the body the plugin builds).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChatRequest {
     /// Model id.
     pub model: String,
     /// System prompt.
     pub system: Option<String>,
-    /// The conversation.
-    pub messages: Vec<PluginMessage>,
     /// Tools.
     pub tools: Vec<ToolSpec>,
     /// Largest answer.
@@ -85,6 +95,17 @@ pub struct ChatRequest {
     pub extra: String,
 }
 
+/// Where encoded messages go in a request body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Splice {
+    /// Byte offset in the body.
+    pub offset: usize,
+    /// Between two messages.
+    pub separator: String,
+    /// Whether a separator goes before the first too.
+    pub lead: bool,
+}
+
 /// An HTTP request built by a provider (no credentials).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpRequest {
@@ -94,8 +115,29 @@ pub struct HttpRequest {
     pub url: String,
     /// Headers.
     pub headers: Vec<(String, String)>,
-    /// Body.
+    /// Body, without the conversation.
     pub body: Vec<u8>,
+    /// Where the conversation goes.
+    pub splice: Option<Splice>,
+}
+
+impl HttpRequest {
+    /// The body with the encoded messages spliced in (empty fragments are skipped).
+    pub fn body_with<'a>(&self, fragments: impl IntoIterator<Item = &'a str>) -> Vec<u8> {
+        let Some(splice) = &self.splice else { return self.body.clone() };
+        let mut body = Vec::with_capacity(self.body.len() * 2);
+        body.extend_from_slice(&self.body[..splice.offset]);
+        let mut first = !splice.lead;
+        for fragment in fragments.into_iter().filter(|f| !f.is_empty()) {
+            if !first {
+                body.extend_from_slice(splice.separator.as_bytes());
+            }
+            first = false;
+            body.extend_from_slice(fragment.as_bytes());
+        }
+        body.extend_from_slice(&self.body[splice.offset..]);
+        body
+    }
 }
 
 /// One decoded streaming event.
@@ -243,12 +285,22 @@ impl ProviderPlugin {
         })
     }
 
+    /// Encodes one message as a fragment of the provider's wire format.
+    pub fn encode_message(&mut self, message: &PluginMessage, options: &EncodeOptions) -> Result<String> {
+        let message = message.into();
+        let options = t::EncodeOptions {
+            model: options.model.clone(),
+            same_model: options.same_model,
+            cache_breakpoint: options.cache_breakpoint,
+        };
+        self.call(|s, b| b.seshat_plugin_translate().call_encode_message(s, &message, &options))
+    }
+
     /// Builds the HTTP request for a chat request.
     pub fn build_request(&mut self, request: &ChatRequest) -> Result<HttpRequest> {
         let req = t::ChatRequest {
             model: request.model.clone(),
             system: request.system.clone(),
-            messages: request.messages.iter().map(Into::into).collect(),
             tools: request
                 .tools
                 .iter()
@@ -278,7 +330,24 @@ impl ProviderPlugin {
                 return Err(invalid(format!("invalid header `{name}`")));
             }
         }
-        Ok(HttpRequest { method: http.method, url: http.url, headers: http.headers, body: http.body })
+        let splice = match http.splice {
+            None => None,
+            Some(sp) => {
+                let offset = usize::try_from(sp.offset).ok().filter(|&o| o <= http.body.len());
+                let Some(offset) = offset else {
+                    return Err(invalid(format!(
+                        "the messages' place ({}) is past the end of the {}-byte body",
+                        sp.offset,
+                        http.body.len()
+                    )));
+                };
+                if sp.separator.len() > 16 {
+                    return Err(invalid("the message separator is longer than 16 bytes".into()));
+                }
+                Some(Splice { offset, separator: sp.separator, lead: sp.lead })
+            }
+        };
+        Ok(HttpRequest { method: http.method, url: http.url, headers: http.headers, body: http.body, splice })
     }
 
     /// Decodes a whole (non-streamed) answer or an error body.

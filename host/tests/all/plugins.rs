@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use seshat::plugins::{
-    Catalog, CatalogEntry, ChatRequest, Completion, CompletionRequest, Error, LimitRequest, ModelCall, ModelError,
-    Origin, PluginKind, PluginMessage, ProviderPlugin, Runtime, StopReason, StreamEvent, SummariserPlugin,
+    Catalog, CatalogEntry, ChatRequest, Completion, CompletionRequest, EncodeOptions, Error, LimitRequest, ModelCall,
+    ModelError, Origin, PluginKind, PluginMessage, ProviderPlugin, Runtime, StopReason, StreamEvent, SummariserPlugin,
     SummaryRequest, TrimBudget, TrimEdit, TrimMessage, TrimPart, TrimmerPlugin,
 };
 use seshat::store::{Part, Role};
@@ -304,7 +304,6 @@ fn provider_decoder_resources_keep_their_own_state() {
     let request = |model: &str| ChatRequest {
         model: model.into(),
         system: None,
-        messages: vec![],
         tools: vec![],
         max_tokens: 10,
         stream: true,
@@ -313,6 +312,19 @@ fn provider_decoder_resources_keep_their_own_state() {
     };
     let http = provider.build_request(&request("test-1")).unwrap();
     assert_eq!(http.url, "http://127.0.0.1:1234/chat");
+    let encode = |provider: &mut ProviderPlugin, id, last| {
+        let message = PluginMessage { id, role: Role::User, parts: vec![Part::Text { text: "hi".into() }] };
+        let options = EncodeOptions { model: "test-1".into(), same_model: true, cache_breakpoint: last };
+        provider.encode_message(&message, &options).unwrap()
+    };
+    let fragments = [encode(&mut provider, 1, false), String::new(), encode(&mut provider, 2, true)];
+    assert_eq!(
+        String::from_utf8(http.body_with(fragments.iter().map(String::as_str))).unwrap(),
+        r#"{"model":"test-1","messages":["1:Role::User:1","2:Role::User:1*"]}"#,
+        "fragments joined in order, the empty one skipped"
+    );
+    let err = provider.build_request(&request("bad-splice")).unwrap_err();
+    assert!(err.to_string().contains("past the end of the 0-byte body"), "{err}");
     let err = provider.build_request(&request("bad-url")).unwrap_err();
     assert_eq!(err.code(), "plugin_invalid_output", "{err}");
     let response = provider.parse_response(200, b"hello").unwrap();

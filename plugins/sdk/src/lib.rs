@@ -295,8 +295,8 @@ pub mod provider {
     pub use bindings::__export_provider_world;
 
     pub use bindings::exports::seshat::plugin::translate::{
-        Auth, ChatRequest, Guest as __Guest, GuestDecoder, HttpRequest, ProviderInfo, Response, StreamEvent,
-        ToolCallDelta, ToolCallStart, ToolSpec,
+        Auth, ChatRequest, EncodeOptions, Guest as __Guest, GuestDecoder, HttpRequest, ProviderInfo, Response,
+        Splice, StreamEvent, ToolCallDelta, ToolCallStart, ToolSpec,
     };
     pub use bindings::seshat::plugin::types::{
         Error, Message, ModelInfo, Part, Role, StopReason, Thinking, ToolCall, ToolResult, Usage,
@@ -308,7 +308,10 @@ pub mod provider {
         type Decoder: GuestDecoder + 'static;
         /// What the provider serves.
         fn info() -> ProviderInfo;
-        /// Turns a chat request into an HTTP request (never with credentials).
+        /// Encodes one message as a fragment of the wire format (empty to send nothing of it).
+        fn encode_message(message: Message, options: EncodeOptions) -> Result<alloc::string::String, Error>;
+        /// Turns a chat request into an HTTP request (never with credentials), with a
+        /// [`Splice`] saying where the encoded messages go.
         fn build_request(request: ChatRequest) -> Result<HttpRequest, Error>;
         /// Decodes a whole answer or an error body.
         fn parse_response(status: u16, body: alloc::vec::Vec<u8>) -> Result<Response, Error>;
@@ -318,6 +321,9 @@ pub mod provider {
         type Decoder = <T as Provider>::Decoder;
         fn info() -> ProviderInfo {
             <T as Provider>::info()
+        }
+        fn encode_message(message: Message, options: EncodeOptions) -> Result<alloc::string::String, Error> {
+            <T as Provider>::encode_message(message, options)
         }
         fn build_request(request: ChatRequest) -> Result<HttpRequest, Error> {
             <T as Provider>::build_request(request)

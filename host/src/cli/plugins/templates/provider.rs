@@ -1,7 +1,7 @@
 //! A provider plugin for Seshat: translates chat requests into one HTTP API and back.
 use seshat_plugin_sdk::provider::{
-    Auth, ChatRequest, Error, GuestDecoder, HttpRequest, Message, ModelInfo, Part, Provider, ProviderInfo, Response,
-    Role, StopReason, StreamEvent,
+    Auth, ChatRequest, EncodeOptions, Error, GuestDecoder, HttpRequest, Message, ModelInfo, Part, Provider,
+    ProviderInfo, Response, Role, Splice, StopReason, StreamEvent,
 };
 
 struct Plugin;
@@ -19,13 +19,25 @@ impl Provider for Plugin {
         }
     }
 
+    /// One message as a fragment of the body; the host caches it and splices it in.
+    fn encode_message(message: Message, _options: EncodeOptions) -> Result<String, Error> {
+        let text: Vec<String> = message
+            .parts
+            .into_iter()
+            .filter_map(|p| if let Part::Text(t) = p { Some(format!("{t:?}")) } else { None })
+            .collect();
+        Ok(format!("{{\"role\":\"{:?}\",\"text\":[{}]}}", message.role, text.join(",")))
+    }
+
     fn build_request(request: ChatRequest) -> Result<HttpRequest, Error> {
-        let body = format!("{{\"model\":{:?},\"messages\":{}}}", request.model, request.messages.len());
+        // The messages go between the brackets: the splice says where.
+        let head = format!("{{\"model\":{:?},\"messages\":[", request.model);
         Ok(HttpRequest {
             method: "POST".into(),
             url: format!("{}/v1/chat", request.base_url.trim_end_matches('/')),
             headers: vec![("content-type".into(), "application/json".into())],
-            body: body.into_bytes(),
+            splice: Some(Splice { offset: head.len() as u64, separator: ",".into(), lead: false }),
+            body: format!("{head}]}}").into_bytes(),
         })
     }
 

@@ -4,8 +4,8 @@
 use std::cell::Cell;
 
 use seshat_plugin_sdk::provider::{
-    Auth, ChatRequest, Error, GuestDecoder, HttpRequest, Message, ModelInfo, Part, Provider, ProviderInfo, Response,
-    Role, StopReason, StreamEvent, Usage,
+    Auth, ChatRequest, EncodeOptions, Error, GuestDecoder, HttpRequest, Message, ModelInfo, Part, Provider, ProviderInfo, Response,
+    Role, Splice, StopReason, StreamEvent, Usage,
 };
 
 struct Test;
@@ -23,15 +23,27 @@ impl Provider for Test {
         }
     }
 
+    fn encode_message(message: Message, options: EncodeOptions) -> Result<String, Error> {
+        // `id:role:parts`, with `*` marking a cache breakpoint.
+        let mark = if options.cache_breakpoint { "*" } else { "" };
+        Ok(format!("\"{}:{:?}:{}{mark}\"", message.id, message.role, message.parts.len()))
+    }
+
     fn build_request(request: ChatRequest) -> Result<HttpRequest, Error> {
         if request.model == "bad-url" {
-            return Ok(HttpRequest { method: "POST".into(), url: "file:///etc/passwd".into(), headers: vec![], body: vec![] });
+            return Ok(HttpRequest { method: "POST".into(), url: "file:///etc/passwd".into(), headers: vec![], body: vec![], splice: None });
         }
+        if request.model == "bad-splice" {
+            let splice = Some(Splice { offset: 1_000, separator: ",".into(), lead: false });
+            return Ok(HttpRequest { method: "POST".into(), url: format!("{}/chat", request.base_url), headers: vec![], body: vec![], splice });
+        }
+        let head = format!("{{\"model\":\"{}\",\"messages\":[", request.model);
         Ok(HttpRequest {
             method: "POST".into(),
             url: format!("{}/chat", request.base_url),
             headers: vec![("content-type".into(), "application/json".into())],
-            body: format!("{{\"model\":\"{}\",\"messages\":{}}}", request.model, request.messages.len()).into_bytes(),
+            splice: Some(Splice { offset: head.len() as u64, separator: ",".into(), lead: false }),
+            body: format!("{head}]}}").into_bytes(),
         })
     }
 

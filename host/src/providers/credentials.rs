@@ -1,0 +1,113 @@
+//! API keys: read from the environment by the host, added to requests for the allowed host only,
+//! and scrubbed from every text that could reach a person, a log or the database.
+
+use crate::plugins::{AuthScheme, ProviderInfo};
+
+/// A credential. Its `Debug` never shows it; only [`Secret::expose`] does, at the one place a
+/// header is built.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret([redacted])")
+    }
+}
+
+impl Secret {
+    /// Wraps a key.
+    pub fn new(key: impl Into<String>) -> Self {
+        Secret(key.into())
+    }
+
+    /// The key itself.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+/// What replaces a credential in text.
+pub const REDACTED: &str = "[redacted]";
+
+/// How requests of one provider are authenticated.
+#[derive(Debug, Clone)]
+pub struct Credentials {
+    scheme: AuthScheme,
+    key: Option<Secret>,
+}
+
+impl Credentials {
+    /// No credential at all.
+    pub fn none() -> Self {
+        Credentials { scheme: AuthScheme::None, key: None }
+    }
+
+    /// Reads the key from `env_name` (the config's `api_key_env`, else the plugin's convention).
+    /// A provider whose base URL the user configured may run without one (local servers);
+    /// otherwise a missing key is an error naming the variable to set.
+    pub fn from_env(info: &ProviderInfo, api_key_env: Option<&str>, base_url_configured: bool) -> Result<Self, String> {
+        if info.auth == AuthScheme::None {
+            return Ok(Self::none());
+        }
+        let name = api_key_env.or(info.key_env.as_deref());
+        let key = name.and_then(|n| std::env::var(n).ok()).filter(|k| !k.trim().is_empty());
+        match (key, name) {
+            (Some(k), _) => Ok(Credentials { scheme: info.auth.clone(), key: Some(Secret::new(k.trim())) }),
+            (None, _) if base_url_configured => Ok(Credentials { scheme: info.auth.clone(), key: None }),
+            (None, Some(n)) => Err(format!("set {n} to your {} API key (or api_key_env in config.toml)", info.id)),
+            (None, None) => Err(format!("set api_key_env for the {} provider in config.toml", info.id)),
+        }
+    }
+
+    /// The header to add, when there is a key.
+    pub(crate) fn header(&self) -> Option<(reqwest::header::HeaderName, reqwest::header::HeaderValue)> {
+        let key = self.key.as_ref()?;
+        let (name, value) = match &self.scheme {
+            AuthScheme::None => return None,
+            AuthScheme::Bearer => (reqwest::header::AUTHORIZATION, format!("Bearer {}", key.expose())),
+            AuthScheme::Header(h) => {
+                (reqwest::header::HeaderName::from_bytes(h.as_bytes()).ok()?, key.expose().to_string())
+            }
+        };
+        let mut value = reqwest::header::HeaderValue::from_str(&value).ok()?;
+        value.set_sensitive(true);
+        Some((name, value))
+    }
+
+    /// Header names a plugin may not set (credentials are the host's).
+    pub fn is_credential_header(&self, name: &str) -> bool {
+        name.eq_ignore_ascii_case("authorization")
+            || name.eq_ignore_ascii_case("x-api-key")
+            || name.eq_ignore_ascii_case("proxy-authorization")
+            || matches!(&self.scheme, AuthScheme::Header(h) if h.eq_ignore_ascii_case(name))
+    }
+
+    /// `text` with the key (if any) replaced by [`REDACTED`].
+    pub fn redact(&self, text: &str) -> String {
+        match &self.key {
+            Some(k) if !k.expose().is_empty() => text.replace(k.expose(), REDACTED),
+            _ => text.to_string(),
+        }
+    }
+
+    /// Whether a key will be sent.
+    pub fn has_key(&self) -> bool {
+        self.key.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_and_redaction_never_show_the_key() {
+        let c = Credentials { scheme: AuthScheme::Bearer, key: Some(Secret::new("sk-test-123456")) };
+        assert!(!format!("{c:?}").contains("sk-test"));
+        assert_eq!(c.redact("bad key sk-test-123456 here"), "bad key [redacted] here");
+        let (name, value) = c.header().unwrap();
+        assert_eq!(name, "authorization");
+        assert!(value.is_sensitive());
+        assert!(c.is_credential_header("Authorization") && !c.is_credential_header("content-type"));
+    }
+}

@@ -1,0 +1,511 @@
+//! The host side of provider plugins: the plugin translates, this module sends.
+//!
+//! A [`Provider`] is a provider plugin bound to the user's settings: its base URL, its credential
+//! (read from the environment, never shown to the plugin), the [`transport`] that sends requests
+//! only to a [`destination`] both the manifest and the configuration allow, and a cache of encoded
+//! messages so each message crosses into the plugin once and the request prefix stays
+//! byte-stable for prompt caching.
+
+pub mod credentials;
+pub mod destination;
+pub mod sse;
+pub mod transport;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use crate::compaction::pairing::Msg;
+use crate::config::ProviderConfig;
+use crate::plugins::{
+    ChatRequest, Completion, CompletionRequest, EncodeOptions, LoadedPlugin, ModelError, ModelInfo, PluginMessage,
+    ProviderInfo, ProviderPlugin, StopReason, StreamEvent, ToolSpec,
+};
+use crate::store::{Part, Usage};
+pub use credentials::{Credentials, REDACTED, Secret};
+pub use transport::{Cancel, Failure, Settings, Transport};
+
+/// Errors of a provider call. Every text here has been scrubbed of the credential.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Error {
+    /// Nothing is configured to talk to, or no key: says exactly what to set.
+    #[error("{0}")]
+    NotConfigured(String),
+    /// The request would go to a host that is not allowed; nothing was sent.
+    #[error("{0}")]
+    HostNotAllowed(String),
+    /// The plugin failed or returned something invalid.
+    #[error("{0}")]
+    Plugin(String),
+    /// The API answered with an error (mapped by the plugin), or the stream reported one.
+    #[error("{code}: {message}")]
+    Api {
+        /// The plugin's stable code (`auth_failed`, `rate_limited`, `server_error`, …).
+        code: String,
+        /// What happened and what to do.
+        message: String,
+    },
+    /// Sending or receiving failed.
+    #[error("{provider}: {message}")]
+    Transport {
+        /// The provider's name.
+        provider: String,
+        /// What went wrong (see [`Failure::describe`]).
+        message: String,
+        /// [`Failure::code`].
+        code: &'static str,
+    },
+}
+
+impl Error {
+    /// A stable code for scripts.
+    pub fn code(&self) -> &str {
+        match self {
+            Error::NotConfigured(_) => "provider_not_configured",
+            Error::HostNotAllowed(_) => "host_not_allowed",
+            Error::Plugin(_) => "plugin_failed",
+            Error::Api { code, .. } => code,
+            Error::Transport { code, .. } => code,
+        }
+    }
+}
+
+/// Result alias.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// One model call's input.
+#[derive(Debug, Clone)]
+pub struct Call<'a> {
+    /// The model.
+    pub model: &'a str,
+    /// The system prompt.
+    pub system: Option<&'a str>,
+    /// Tools offered.
+    pub tools: &'a [ToolSpec],
+    /// The conversation (paired, in order).
+    pub messages: &'a [Msg],
+    /// Largest answer.
+    pub max_tokens: u32,
+    /// Stream the answer.
+    pub stream: bool,
+    /// Stored messages after this seq were written with this provider and model (their
+    /// reasoning may be passed back); `None` for none.
+    pub same_model_after: Option<u64>,
+    /// Provider options, a JSON object.
+    pub extra: &'a str,
+}
+
+/// What came back. A cut-short answer keeps what arrived, with `error` saying why it stopped.
+#[derive(Debug, Clone, Default)]
+pub struct Answer {
+    /// The answer's parts in arrival order.
+    pub parts: Vec<Part>,
+    /// Usage, when the provider reported it.
+    pub usage: Option<Usage>,
+    /// Why the model stopped, when it said.
+    pub stop_reason: Option<StopReason>,
+    /// Set when the answer was cut short (interrupted, dropped, stalled, a mid-stream error).
+    pub error: Option<Error>,
+    /// HTTP attempts made.
+    pub attempts: u32,
+}
+
+impl Answer {
+    /// Applies one streamed event.
+    fn apply(&mut self, event: StreamEvent, tools: &mut HashMap<u32, usize>) {
+        match event {
+            StreamEvent::TextDelta { text } => match self.parts.last_mut() {
+                Some(Part::Text { text: t }) => t.push_str(&text),
+                _ => self.parts.push(Part::Text { text }),
+            },
+            StreamEvent::ThinkingDelta { text } => match self.parts.last_mut() {
+                Some(Part::Thinking { text: t, signature: None }) => t.push_str(&text),
+                _ => self.parts.push(Part::Thinking { text, signature: None }),
+            },
+            StreamEvent::ThinkingSignature { signature } => {
+                match self.parts.iter_mut().rev().find(|p| matches!(p, Part::Thinking { .. })) {
+                    Some(Part::Thinking { signature: s, .. }) => s.get_or_insert_with(String::new).push_str(&signature),
+                    _ => self.parts.push(Part::Thinking { text: String::new(), signature: Some(signature) }),
+                }
+            }
+            StreamEvent::RedactedThinking { data } => self.parts.push(Part::RedactedThinking { data }),
+            StreamEvent::ToolCallStart { index, id, name } => {
+                tools.insert(index, self.parts.len());
+                self.parts.push(Part::ToolCall { id, name, arguments: String::new() });
+            }
+            StreamEvent::ToolCallDelta { index, arguments } => {
+                if let Some(Part::ToolCall { arguments: a, .. }) =
+                    tools.get(&index).and_then(|&i| self.parts.get_mut(i))
+                {
+                    a.push_str(&arguments);
+                }
+            }
+            StreamEvent::Usage { usage } => self.usage = Some(usage),
+            StreamEvent::Stop { reason } => self.stop_reason = Some(reason),
+            StreamEvent::Error { code, message } => {
+                self.error.get_or_insert(Error::Api { code, message });
+            }
+        }
+    }
+
+    /// The answer's text parts joined.
+    pub fn text(&self) -> String {
+        self.parts.iter().filter_map(|p| if let Part::Text { text } = p { Some(text.as_str()) } else { None }).collect()
+    }
+}
+
+/// Key of an encoded message: (seq, content bytes — trims only shrink — , cache breakpoint,
+/// same model).
+type EncodeKey = (u64, usize, bool, bool);
+
+/// A provider plugin bound to its settings and credential.
+pub struct Provider {
+    name: String,
+    plugin: ProviderPlugin,
+    info: ProviderInfo,
+    base_url: String,
+    base_configured: bool,
+    credentials: Credentials,
+    transport: Transport,
+    models: Vec<ModelInfo>,
+    /// Encoded messages of the current session and model.
+    encoded: HashMap<EncodeKey, String>,
+    encoded_for: Option<String>,
+    /// Messages encoded by the plugin (not from the cache), for tests and benchmarks.
+    encode_calls: u64,
+    /// Warnings for the user (plain http to a remote host).
+    pub warnings: Vec<String>,
+}
+
+impl std::fmt::Debug for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Provider").field("name", &self.name).field("base_url", &self.base_url).finish_non_exhaustive()
+    }
+}
+
+/// The environment variable the official SDKs read for a provider's base URL.
+fn base_url_env(id: &str) -> Option<&'static str> {
+    match id {
+        "anthropic" => Some("ANTHROPIC_BASE_URL"),
+        "openai" => Some("OPENAI_BASE_URL"),
+        _ => None,
+    }
+}
+
+impl Provider {
+    /// Binds a loaded provider plugin to the configuration `config` under `name`.
+    pub fn new(name: &str, plugin: &LoadedPlugin, config: &ProviderConfig) -> Result<Self> {
+        let mut p = ProviderPlugin::new(plugin).map_err(|e| Error::Plugin(e.to_string()))?;
+        let info = p.info().map_err(|e| Error::Plugin(e.to_string()))?;
+        let env_base = base_url_env(&info.id).and_then(|v| std::env::var(v).ok()).filter(|v| !v.trim().is_empty());
+        let configured = config.base_url.clone().or(env_base);
+        let base_configured = configured.is_some();
+        let base_url = configured.unwrap_or_else(|| info.default_base_url.clone()).trim_end_matches('/').to_string();
+        let credentials = Credentials::from_env(&info, config.api_key_env.as_deref(), base_configured)
+            .map_err(|m| Error::NotConfigured(format!("no API key for provider `{name}`: {m}")))?;
+        let d = Settings::default();
+        let secs = |v: Option<u64>, d: Duration| v.map_or(d, Duration::from_secs);
+        let settings = Settings {
+            connect: secs(config.connect_timeout_secs, d.connect),
+            first_byte: secs(config.first_byte_timeout_secs, d.first_byte),
+            idle: secs(config.idle_timeout_secs, d.idle),
+            max_retries: config.max_retries.unwrap_or(d.max_retries),
+            max_response: config.max_response_mib.map_or(d.max_response, |m| m << 20),
+            ..d
+        };
+        let transport = Transport::new(settings).map_err(Error::NotConfigured)?;
+        let mut models = info.models.clone();
+        for (id, m) in &config.models {
+            match models.iter_mut().find(|x| &x.id == id) {
+                Some(x) => {
+                    x.context_window = m.context_window.unwrap_or(x.context_window);
+                    x.max_output_tokens = m.max_output_tokens.unwrap_or(x.max_output_tokens);
+                }
+                None => models.push(ModelInfo {
+                    id: id.clone(),
+                    context_window: m.context_window.unwrap_or(0),
+                    max_output_tokens: m.max_output_tokens.unwrap_or(4_096),
+                    extra: "{}".into(),
+                }),
+            }
+        }
+        Ok(Provider {
+            name: name.to_string(),
+            plugin: p,
+            info,
+            base_url,
+            base_configured,
+            credentials,
+            transport,
+            models,
+            encoded: HashMap::new(),
+            encoded_for: None,
+            encode_calls: 0,
+            warnings: Vec::new(),
+        })
+    }
+
+    /// Replaces the transport settings (tests use short timeouts and backoffs).
+    pub fn set_transport(&mut self, settings: Settings) -> Result<()> {
+        self.transport = Transport::new(settings).map_err(Error::NotConfigured)?;
+        Ok(())
+    }
+
+    /// The name it was configured under.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What the plugin serves.
+    pub fn info(&self) -> &ProviderInfo {
+        &self.info
+    }
+
+    /// Known models, with the configuration's additions and overrides.
+    pub fn models(&self) -> &[ModelInfo] {
+        &self.models
+    }
+
+    /// A known model.
+    pub fn model(&self, id: &str) -> Option<&ModelInfo> {
+        self.models.iter().find(|m| m.id == id)
+    }
+
+    /// The base URL requests go to.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// How many messages the plugin has encoded (cache misses).
+    pub fn encode_calls(&self) -> u64 {
+        self.encode_calls
+    }
+
+    /// Scrubs the credential from a text.
+    pub fn redact(&self, text: &str) -> String {
+        self.credentials.redact(text)
+    }
+
+    fn plugin_error(&self, e: &crate::plugins::Error) -> Error {
+        Error::Plugin(self.redact(&e.to_string()))
+    }
+
+    /// Encodes the conversation, from the cache where possible.
+    fn encode(&mut self, call: &Call<'_>) -> Result<Vec<String>> {
+        if self.encoded_for.as_deref() != Some(call.model) {
+            self.encoded.clear();
+            self.encoded_for = Some(call.model.to_string());
+        }
+        let last = call.messages.len().saturating_sub(1);
+        let mut out = Vec::with_capacity(call.messages.len());
+        for (i, m) in call.messages.iter().enumerate() {
+            let same_model = matches!((m.seq, call.same_model_after), (Some(s), Some(after)) if s > after);
+            let breakpoint = i == last;
+            let bytes: usize = m.parts.iter().map(Part::byte_size).sum();
+            let key = m.seq.map(|s| (s, bytes, breakpoint, same_model));
+            if let Some(hit) = key.and_then(|k| self.encoded.get(&k)) {
+                out.push(hit.clone());
+                continue;
+            }
+            let message = PluginMessage { id: m.seq.unwrap_or(0), role: m.role, parts: m.parts.clone() };
+            let options = EncodeOptions { model: call.model.to_string(), same_model, cache_breakpoint: breakpoint };
+            let fragment = self.plugin.encode_message(&message, &options).map_err(|e| self.plugin_error(&e))?;
+            self.encode_calls += 1;
+            if let Some(k) = key {
+                self.encoded.insert(k, fragment.clone());
+            }
+            out.push(fragment);
+        }
+        Ok(out)
+    }
+
+    /// Sends one model call; `on_event` sees each streamed event as it is decoded. Returns `Err`
+    /// when no answer arrived at all; a cut-short answer is `Ok` with [`Answer::error`] set.
+    pub fn send(&mut self, call: &Call<'_>, cancel: &Cancel, on_event: &mut dyn FnMut(&StreamEvent)) -> Result<Answer> {
+        let fragments = self.encode(call)?;
+        let request = ChatRequest {
+            model: call.model.to_string(),
+            system: call.system.map(str::to_string),
+            tools: call.tools.to_vec(),
+            max_tokens: call.max_tokens,
+            stream: call.stream,
+            base_url: self.base_url.clone(),
+            extra: call.extra.to_string(),
+        };
+        let http = self.plugin.build_request(&request).map_err(|e| self.plugin_error(&e))?;
+        if let Some((name, _)) = http.headers.iter().find(|(n, _)| self.credentials.is_credential_header(n)) {
+            return Err(Error::Plugin(format!(
+                "provider `{}` set the credential header `{name}` itself; only the host adds credentials",
+                self.name
+            )));
+        }
+        let to = destination::check(
+            &self.name,
+            &http.url,
+            self.plugin.allowed_hosts(),
+            &self.base_url,
+            self.base_configured,
+        )
+        .map_err(Error::HostNotAllowed)?;
+        if to.insecure_remote {
+            let w = format!("sending to {} over plain http (not encrypted)", destination::origin(&to.url));
+            if !self.warnings.contains(&w) {
+                self.warnings.push(w);
+            }
+        }
+        let body = http.body_with(fragments.iter().map(String::as_str));
+        tracing::trace!(provider = %self.name, bytes = body.len(), "request built");
+
+        let mut st = Decoding { answer: Answer::default(), tools: HashMap::new(), error: None };
+        let mut raw = Vec::new();
+        let outcome = if call.stream {
+            let mut framer = sse::Framer::default();
+            let mut decoder = self.plugin.decoder().map_err(|e| Error::Plugin(e.to_string()))?;
+            let outcome =
+                self.transport.send(&to, &http.method, &http.headers, &body, &self.credentials, cancel, &mut |bytes| {
+                    for e in framer.push(bytes) {
+                        st.push(&mut decoder, &e, on_event);
+                    }
+                });
+            if outcome.failure.is_none() && st.error.is_none() {
+                if let Some(e) = framer.finish() {
+                    st.push(&mut decoder, &e, on_event);
+                }
+                if st.answer.error.is_none() && st.error.is_none() {
+                    let events = decoder.finish();
+                    st.take(events, on_event);
+                }
+            }
+            outcome
+        } else {
+            self.transport.send(&to, &http.method, &http.headers, &body, &self.credentials, cancel, &mut |bytes| {
+                raw.extend_from_slice(bytes)
+            })
+        };
+        let mut answer = st.answer;
+        if let Some(e) = st.error {
+            answer.error.get_or_insert(e);
+        }
+        answer.attempts = outcome.attempts;
+        match outcome.failure {
+            Some(Failure::Status { status, body }) => {
+                let e = match self.plugin.parse_response(status, &body) {
+                    Err(crate::plugins::Error::Plugin { code, message, .. }) => Error::Api { code, message },
+                    Err(e) => self.plugin_error(&e),
+                    Ok(_) => Error::Api { code: "http_error".into(), message: format!("HTTP {status}") },
+                };
+                return Err(self.scrub(e));
+            }
+            Some(f) => {
+                let e = Error::Transport {
+                    provider: self.name.clone(),
+                    message: self.redact(&f.describe()),
+                    code: f.code(),
+                };
+                if !outcome.received {
+                    return Err(e);
+                }
+                answer.error.get_or_insert(e);
+            }
+            None if !call.stream => match self.plugin.parse_response(200, &raw) {
+                Ok(r) => {
+                    answer.parts = r.message.parts;
+                    answer.usage = r.usage;
+                    answer.stop_reason = Some(r.stop_reason);
+                }
+                Err(e) => return Err(self.scrub(self.plugin_error(&e))),
+            },
+            None => {}
+        }
+        if let Some(e) = answer.error.take() {
+            answer.error = Some(self.scrub(e));
+        }
+        if answer.error.is_none() && answer.stop_reason.is_none() {
+            answer.error = Some(Error::Api {
+                code: "incomplete_stream".into(),
+                message: format!("{}: the answer ended without a stop reason", self.name),
+            });
+        }
+        Ok(answer)
+    }
+
+    fn scrub(&self, e: Error) -> Error {
+        match e {
+            Error::Api { code, message } => Error::Api { code, message: self.redact(&message) },
+            Error::Plugin(m) => Error::Plugin(self.redact(&m)),
+            other => other,
+        }
+    }
+}
+
+/// A streamed answer being decoded.
+struct Decoding {
+    answer: Answer,
+    tools: HashMap<u32, usize>,
+    /// The decoder failed: the rest of the stream is ignored.
+    error: Option<Error>,
+}
+
+impl Decoding {
+    fn push(
+        &mut self,
+        decoder: &mut crate::plugins::StreamDecoder<'_>,
+        event: &sse::Event,
+        on_event: &mut dyn FnMut(&StreamEvent),
+    ) {
+        if self.error.is_none() {
+            let events = decoder.push(&event.event, &event.data);
+            self.take(events, on_event);
+        }
+    }
+
+    fn take(&mut self, events: crate::plugins::Result<Vec<StreamEvent>>, on_event: &mut dyn FnMut(&StreamEvent)) {
+        match events {
+            Ok(events) => {
+                for d in events {
+                    on_event(&d);
+                    self.answer.apply(d, &mut self.tools);
+                }
+            }
+            Err(crate::plugins::Error::Plugin { code, message, .. }) => self.error = Some(Error::Api { code, message }),
+            Err(e) => self.error = Some(Error::Plugin(e.to_string())),
+        }
+    }
+}
+
+/// A [`Provider`] shared between the chat loop and the compaction pipeline (summary calls).
+#[derive(Debug, Clone)]
+pub struct SharedProvider(pub std::sync::Arc<std::sync::Mutex<Provider>>);
+
+impl crate::compaction::ModelClient for SharedProvider {
+    fn complete(&self, model: &str, request: CompletionRequest) -> std::result::Result<Completion, ModelError> {
+        let mut p = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let messages: Vec<Msg> =
+            request.messages.into_iter().map(|m| Msg { seq: None, role: m.role, parts: m.parts }).collect();
+        let call = Call {
+            model,
+            system: request.system.as_deref(),
+            tools: &[],
+            messages: &messages,
+            max_tokens: request.max_tokens,
+            stream: false,
+            same_model_after: None,
+            extra: "{}",
+        };
+        let answer = p
+            .send(&call, &Cancel::default(), &mut |_| {})
+            .map_err(|e| ModelError { code: e.code().to_string(), message: e.to_string() })?;
+        if let Some(e) = &answer.error {
+            return Err(ModelError { code: e.code().to_string(), message: e.to_string() });
+        }
+        Ok(Completion {
+            text: answer.text(),
+            usage: answer.usage,
+            stop_reason: answer.stop_reason.unwrap_or(StopReason::EndTurn),
+        })
+    }
+
+    fn context_window(&self, model: &str) -> Option<u64> {
+        let p = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        p.model(model).map(|m| m.context_window).filter(|&w| w > 0)
+    }
+}

@@ -1,0 +1,384 @@
+//! Sending one provider request: timeouts (connect, first byte, idle), retries with backoff
+//! before the first streamed byte only, a response size cap, no redirects across hosts, and
+//! cancellation (Ctrl-C) at any point.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+
+use super::credentials::Credentials;
+use super::destination::Destination;
+
+/// Timeouts, retries and caps of a provider's requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settings {
+    /// Waiting for a connection.
+    pub connect: Duration,
+    /// Waiting for the answer's first byte (headers and first chunk).
+    pub first_byte: Duration,
+    /// Silence allowed between two chunks of a stream.
+    pub idle: Duration,
+    /// Retries on 429, 5xx and connection errors (before the first byte of the answer).
+    pub max_retries: u32,
+    /// The first backoff; doubled each retry unless the server says `retry-after`.
+    pub backoff: Duration,
+    /// Largest `retry-after` honoured; a longer one ends the attempts.
+    pub max_retry_after: Duration,
+    /// Largest response in bytes.
+    pub max_response: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            connect: Duration::from_secs(10),
+            first_byte: Duration::from_secs(300),
+            idle: Duration::from_secs(120),
+            max_retries: 3,
+            backoff: Duration::from_millis(500),
+            max_retry_after: Duration::from_secs(60),
+            max_response: 32 << 20,
+        }
+    }
+}
+
+/// A cancellation flag shared with a signal handler.
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Arc<(AtomicBool, tokio::sync::Notify)>);
+
+impl Cancel {
+    /// Requests cancellation (safe from any thread).
+    pub fn cancel(&self) {
+        self.0.0.store(true, Ordering::SeqCst);
+        self.0.1.notify_waiters();
+    }
+
+    /// Whether cancellation was requested.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.0.load(Ordering::SeqCst)
+    }
+
+    /// Clears the flag for the next turn.
+    pub fn reset(&self) {
+        self.0.0.store(false, Ordering::SeqCst);
+    }
+
+    async fn cancelled(&self) {
+        loop {
+            let notified = self.0.1.notified();
+            if self.is_cancelled() {
+                return;
+            }
+            // A notify between the check and the wait is caught by the short timeout.
+            let _ = tokio::time::timeout(Duration::from_millis(50), notified).await;
+        }
+    }
+}
+
+/// How a request ended without a usable answer. Texts never contain the credential.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// The server answered with an error status (after retries); the body for the plugin to map.
+    Status {
+        /// HTTP status.
+        status: u16,
+        /// The body (capped).
+        body: Vec<u8>,
+    },
+    /// A timeout.
+    Timeout {
+        /// `connect`, `first_byte` or `idle`.
+        phase: &'static str,
+        /// The limit.
+        after: Duration,
+    },
+    /// The connection failed or broke.
+    Connection(String),
+    /// The server redirected to another host, which is not followed.
+    Redirect(String),
+    /// The response passed the size cap.
+    TooLarge(u64),
+    /// Cancelled by the user.
+    Cancelled,
+}
+
+impl Failure {
+    /// A stable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Failure::Status { .. } => "http_error",
+            Failure::Timeout { .. } => "timeout",
+            Failure::Connection(_) => "connection_failed",
+            Failure::Redirect(_) => "redirect_refused",
+            Failure::TooLarge(_) => "response_too_large",
+            Failure::Cancelled => "interrupted",
+        }
+    }
+
+    /// What happened, for people.
+    pub fn describe(&self) -> String {
+        match self {
+            Failure::Status { status, .. } => format!("HTTP {status}"),
+            Failure::Timeout { phase, after } => {
+                let what = match *phase {
+                    "connect" => "connecting",
+                    "first_byte" => "waiting for the answer to start",
+                    _ => "waiting for the stream to go on",
+                };
+                format!("timed out after {}s {what} (raise {phase}_timeout_secs in config.toml)", after.as_secs())
+            }
+            Failure::Connection(m) => format!("connection failed: {m}"),
+            Failure::Redirect(to) => format!("the server redirected to {to}, another host; not followed"),
+            Failure::TooLarge(cap) => format!("the answer passed the {} MiB cap (max_response_mib)", cap >> 20),
+            Failure::Cancelled => "interrupted".into(),
+        }
+    }
+}
+
+/// What a sent request produced.
+#[derive(Debug)]
+pub struct Outcome {
+    /// How many attempts were made.
+    pub attempts: u32,
+    /// Whether any body bytes reached the sink.
+    pub received: bool,
+    /// `None` when the body ended normally.
+    pub failure: Option<Failure>,
+}
+
+/// An HTTP client with its own runtime, used synchronously by the chat loop.
+#[derive(Debug)]
+pub struct Transport {
+    runtime: tokio::runtime::Runtime,
+    client: reqwest::Client,
+    settings: Settings,
+}
+
+impl Transport {
+    /// A transport with `settings`.
+    pub fn new(settings: Settings) -> Result<Self, String> {
+        // Whoever installs first wins; ring is the one built in.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the HTTP runtime: {e}"))?;
+        let policy = reqwest::redirect::Policy::custom(|attempt| {
+            let first = attempt.previous().first().map(super::destination::origin);
+            if attempt.previous().len() > 5 || first.as_deref() != Some(&super::destination::origin(attempt.url())) {
+                attempt.stop()
+            } else {
+                attempt.follow()
+            }
+        });
+        let client = reqwest::Client::builder()
+            .connect_timeout(settings.connect)
+            .redirect(policy)
+            .user_agent(concat!("seshat/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        Ok(Transport { runtime, client, settings })
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Sends `body` to `to` and feeds the answer's body to `sink` as it arrives (on a success
+    /// status). Retries happen only while nothing has reached the sink.
+    pub fn send(
+        &self,
+        to: &Destination,
+        method: &str,
+        headers: &[(String, String)],
+        body: &[u8],
+        credentials: &Credentials,
+        cancel: &Cancel,
+        sink: &mut dyn FnMut(&[u8]),
+    ) -> Outcome {
+        self.runtime.block_on(self.send_async(to, method, headers, body, credentials, cancel, sink))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn send_async(
+        &self,
+        to: &Destination,
+        method: &str,
+        headers: &[(String, String)],
+        body: &[u8],
+        credentials: &Credentials,
+        cancel: &Cancel,
+        sink: &mut dyn FnMut(&[u8]),
+    ) -> Outcome {
+        let s = &self.settings;
+        let mut map = HeaderMap::new();
+        for (k, v) in headers {
+            if let (Ok(k), Ok(v)) = (HeaderName::from_bytes(k.as_bytes()), HeaderValue::from_str(v)) {
+                map.insert(k, v);
+            }
+        }
+        if let Some((k, v)) = credentials.header() {
+            map.insert(k, v);
+        }
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap_or(reqwest::Method::POST);
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let fail = |failure| Outcome { attempts, received: false, failure: Some(failure) };
+            let request = self.client.request(method.clone(), to.url.clone()).headers(map.clone()).body(body.to_vec());
+            tracing::debug!(url = %to.url, attempt = attempts, "sending a provider request");
+            let sent = tokio::select! {
+                r = tokio::time::timeout(s.first_byte, request.send()) => r,
+                () = cancel.cancelled() => return fail(Failure::Cancelled),
+            };
+            let retry_in = match sent {
+                Err(_) => return fail(Failure::Timeout { phase: "first_byte", after: s.first_byte }),
+                Ok(Err(e)) => {
+                    let message = credentials.redact(&connection_message(&e));
+                    if e.is_timeout() && e.is_connect() {
+                        return fail(Failure::Timeout { phase: "connect", after: s.connect });
+                    }
+                    if attempts > s.max_retries {
+                        return fail(Failure::Connection(message));
+                    }
+                    tracing::debug!(error = %message, "retrying after a connection error");
+                    backoff(s.backoff, attempts)
+                }
+                Ok(Ok(response)) => {
+                    let status = response.status();
+                    if status.is_redirection() {
+                        let to = response.headers().get("location").and_then(|l| l.to_str().ok()).unwrap_or("?");
+                        return fail(Failure::Redirect(credentials.redact(to)));
+                    }
+                    let retryable = status.as_u16() == 429 || status.is_server_error();
+                    if !status.is_success() && !(retryable && attempts <= s.max_retries) {
+                        let body = read_capped(response, s, cancel).await;
+                        return match body {
+                            Ok(body) => fail(Failure::Status { status: status.as_u16(), body }),
+                            Err(f) => fail(f),
+                        };
+                    }
+                    if status.is_success() {
+                        return self.stream_body(response, cancel, sink, attempts).await;
+                    }
+                    let after = retry_after(response.headers());
+                    if let Some(after) = after.filter(|a| *a > s.max_retry_after) {
+                        let body = read_capped(response, s, cancel).await.unwrap_or_default();
+                        tracing::debug!(?after, "retry-after is longer than the cap; giving up");
+                        return fail(Failure::Status { status: status.as_u16(), body });
+                    }
+                    tracing::debug!(status = status.as_u16(), ?after, "retrying");
+                    after.unwrap_or_else(|| backoff(s.backoff, attempts))
+                }
+            };
+            tokio::select! {
+                () = tokio::time::sleep(retry_in) => {}
+                () = cancel.cancelled() => return fail(Failure::Cancelled),
+            }
+        }
+    }
+
+    async fn stream_body(
+        &self,
+        mut response: reqwest::Response,
+        cancel: &Cancel,
+        sink: &mut dyn FnMut(&[u8]),
+        attempts: u32,
+    ) -> Outcome {
+        let s = &self.settings;
+        let mut total = 0u64;
+        let mut received = false;
+        loop {
+            let wait = if received { s.idle } else { s.first_byte };
+            let phase = if received { "idle" } else { "first_byte" };
+            let chunk = tokio::select! {
+                c = tokio::time::timeout(wait, response.chunk()) => c,
+                () = cancel.cancelled() => return Outcome { attempts, received, failure: Some(Failure::Cancelled) },
+            };
+            let failure = match chunk {
+                Err(_) => Failure::Timeout { phase, after: wait },
+                Ok(Err(e)) => Failure::Connection(connection_message(&e)),
+                Ok(Ok(None)) => return Outcome { attempts, received, failure: None },
+                Ok(Ok(Some(bytes))) => {
+                    total += bytes.len() as u64;
+                    if total > s.max_response {
+                        Failure::TooLarge(s.max_response)
+                    } else {
+                        received = true;
+                        sink(&bytes);
+                        continue;
+                    }
+                }
+            };
+            return Outcome { attempts, received, failure: Some(failure) };
+        }
+    }
+}
+
+/// The error and its causes, without the URL's query (never holds credentials: they travel in
+/// headers, which reqwest does not print).
+fn connection_message(e: &reqwest::Error) -> String {
+    let mut message = e.to_string();
+    if let Some(url) = e.url() {
+        message = message.replace(&format!(" for url ({url})"), "");
+    }
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        message.push_str(": ");
+        message.push_str(&s.to_string());
+        source = s.source();
+    }
+    message
+}
+
+async fn read_capped(mut response: reqwest::Response, s: &Settings, cancel: &Cancel) -> Result<Vec<u8>, Failure> {
+    let mut body = Vec::new();
+    loop {
+        let chunk = tokio::select! {
+            c = tokio::time::timeout(s.idle, response.chunk()) => c,
+            () = cancel.cancelled() => return Err(Failure::Cancelled),
+        };
+        match chunk {
+            Ok(Ok(Some(bytes))) => {
+                let room = (64usize << 10).saturating_sub(body.len());
+                body.extend_from_slice(&bytes[..bytes.len().min(room)]);
+            }
+            Ok(Ok(None)) | Ok(Err(_)) | Err(_) => return Ok(body),
+        }
+    }
+}
+
+fn backoff(base: Duration, attempt: u32) -> Duration {
+    base.saturating_mul(1 << attempt.saturating_sub(1).min(6))
+}
+
+/// `retry-after` as seconds or an HTTP date.
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let v = headers.get("retry-after")?.to_str().ok()?.trim();
+    if let Ok(secs) = v.parse::<f64>() {
+        return (secs >= 0.0 && secs.is_finite()).then(|| Duration::from_secs_f64(secs));
+    }
+    let when = jiff::fmt::rfc2822::parse(v).ok()?.timestamp();
+    let now = jiff::Timestamp::now();
+    Some(Duration::try_from(when - now).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_takes_seconds_and_dates() {
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", HeaderValue::from_static("2"));
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
+        h.insert("retry-after", HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"));
+        assert_eq!(retry_after(&h), Some(Duration::ZERO), "a date in the past means now");
+        h.insert("retry-after", HeaderValue::from_static("soon"));
+        assert_eq!(retry_after(&h), None);
+        assert_eq!(backoff(Duration::from_millis(100), 3), Duration::from_millis(400));
+    }
+}

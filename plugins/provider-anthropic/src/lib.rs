@@ -1,0 +1,348 @@
+//! Seshat's adapter for Anthropic's Messages API (`POST /v1/messages`).
+//!
+//! A pure translator: it never sees the API key (the host adds `x-api-key` for the allowed host)
+//! and has no network. Prompt caching: `cache_control` goes on the system prompt, the last tool
+//! and the latest turn, so each turn's request reuses the previous one's cached prefix.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+use seshat_plugin_sdk::provider::{
+    Auth, ChatRequest, EncodeOptions, Error, GuestDecoder, HttpRequest, Message, ModelInfo, Part, Provider,
+    ProviderInfo, Response, Role, Splice, StopReason, StreamEvent, ToolCallDelta, ToolCallStart, Usage,
+};
+
+/// The API version header every request carries.
+const API_VERSION: &str = "2023-06-01";
+
+struct Anthropic;
+
+fn model(id: &str, context_window: u64, max_output_tokens: u64) -> ModelInfo {
+    ModelInfo { id: id.into(), context_window, max_output_tokens, extra: "{}".into() }
+}
+
+fn error(code: &str, message: impl Into<String>) -> Error {
+    Error { code: code.into(), message: message.into() }
+}
+
+fn ephemeral() -> Value {
+    json!({"type": "ephemeral"})
+}
+
+impl Provider for Anthropic {
+    type Decoder = Decoder;
+
+    fn info() -> ProviderInfo {
+        ProviderInfo {
+            id: "anthropic".into(),
+            default_base_url: "https://api.anthropic.com".into(),
+            auth: Auth::Header("x-api-key".into()),
+            key_env: Some("ANTHROPIC_API_KEY".into()),
+            models: vec![
+                model("claude-opus-4-5", 200_000, 64_000),
+                model("claude-sonnet-4-5", 200_000, 64_000),
+                model("claude-haiku-4-5", 200_000, 64_000),
+                model("claude-opus-4-1", 200_000, 32_000),
+                model("claude-sonnet-4-0", 200_000, 64_000),
+                model("claude-3-5-haiku-latest", 200_000, 8_192),
+            ],
+        }
+    }
+
+    fn encode_message(message: Message, options: EncodeOptions) -> Result<String, Error> {
+        let role = match message.role {
+            Role::Assistant => "assistant",
+            Role::User | Role::Tool | Role::System => "user",
+        };
+        let mut blocks = Vec::new();
+        for part in message.parts {
+            match part {
+                Part::Text(text) if text.is_empty() => {}
+                Part::Text(text) if message.role == Role::System => {
+                    blocks.push(json!({"type": "text", "text": format!("<system>\n{text}\n</system>")}));
+                }
+                Part::Text(text) => blocks.push(json!({"type": "text", "text": text})),
+                Part::ToolCall(call) => {
+                    // Arguments the model wrote as something other than a JSON object are passed
+                    // back under one key, so the request stays valid.
+                    let input = match serde_json::from_str::<Value>(&call.arguments) {
+                        Ok(v @ Value::Object(_)) => v,
+                        _ => json!({"arguments": call.arguments}),
+                    };
+                    blocks.push(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}));
+                }
+                Part::ToolResult(result) => blocks.push(json!({
+                    "type": "tool_result",
+                    "tool_use_id": result.call_id,
+                    "content": result.content,
+                    "is_error": result.is_error,
+                })),
+                // Reasoning goes back only to the model that wrote it, with its signature intact.
+                Part::Thinking(t) if options.same_model => {
+                    if let Some(signature) = t.signature {
+                        blocks.push(json!({"type": "thinking", "thinking": t.text, "signature": signature}));
+                    }
+                }
+                Part::RedactedThinking(data) if options.same_model => {
+                    blocks.push(json!({"type": "redacted_thinking", "data": data}));
+                }
+                Part::Thinking(_) | Part::RedactedThinking(_) => {}
+            }
+        }
+        if options.cache_breakpoint {
+            let last = blocks.iter_mut().rev().find(|b| !matches!(b["type"].as_str(), Some("thinking" | "redacted_thinking")));
+            if let Some(Value::Object(block)) = last {
+                block.insert("cache_control".into(), ephemeral());
+            }
+        }
+        if blocks.is_empty() {
+            return Ok(String::new());
+        }
+        Ok(json!({"role": role, "content": blocks}).to_string())
+    }
+
+    fn build_request(request: ChatRequest) -> Result<HttpRequest, Error> {
+        let extra: Map<String, Value> = match serde_json::from_str(&request.extra) {
+            Ok(Value::Object(m)) => m,
+            _ => return Err(error("invalid_request", format!("provider options must be a JSON object, not `{}`", request.extra))),
+        };
+        // Keys in a fixed order, so the body's prefix is byte-stable from turn to turn.
+        let mut fields: BTreeMap<&str, Value> = BTreeMap::new();
+        fields.insert("model", json!(request.model));
+        fields.insert("max_tokens", json!(request.max_tokens));
+        if request.stream {
+            fields.insert("stream", json!(true));
+        }
+        if let Some(system) = request.system.filter(|s| !s.is_empty()) {
+            fields.insert("system", json!([{"type": "text", "text": system, "cache_control": ephemeral()}]));
+        }
+        if !request.tools.is_empty() {
+            let count = request.tools.len();
+            let mut tools = Vec::with_capacity(count);
+            for (i, tool) in request.tools.into_iter().enumerate() {
+                let schema: Value = serde_json::from_str(&tool.parameters)
+                    .map_err(|e| error("invalid_request", format!("tool `{}` has an invalid schema: {e}", tool.name)))?;
+                let mut t = json!({"name": tool.name, "description": tool.description, "input_schema": schema});
+                if i + 1 == count {
+                    t["cache_control"] = ephemeral();
+                }
+                tools.push(t);
+            }
+            fields.insert("tools", Value::Array(tools));
+        }
+        let mut head = String::from("{");
+        for (key, value) in &fields {
+            head.push_str(&format!("{}:{},", json!(key), value));
+        }
+        for (key, value) in &extra {
+            if key == "messages" || fields.contains_key(key.as_str()) {
+                return Err(error("invalid_request", format!("provider option `{key}` is set by Seshat and cannot be overridden")));
+            }
+            head.push_str(&format!("{}:{},", json!(key), value));
+        }
+        head.push_str("\"messages\":[");
+        let offset = head.len() as u64;
+        head.push_str("]}");
+        Ok(HttpRequest {
+            method: "POST".into(),
+            url: format!("{}/v1/messages", request.base_url.trim_end_matches('/')),
+            headers: vec![
+                ("content-type".into(), "application/json".into()),
+                ("anthropic-version".into(), API_VERSION.into()),
+                ("accept".into(), if request.stream { "text/event-stream" } else { "application/json" }.into()),
+            ],
+            body: head.into_bytes(),
+            splice: Some(Splice { offset, separator: ",".into(), lead: false }),
+        })
+    }
+
+    fn parse_response(status: u16, body: Vec<u8>) -> Result<Response, Error> {
+        let value: Value = match serde_json::from_slice(&body) {
+            Ok(v) => v,
+            Err(_) if !(200..300).contains(&status) => return Err(http_error(status, &Value::Null, &body)),
+            Err(e) => return Err(error("invalid_response", format!("Anthropic's answer is not JSON: {e}"))),
+        };
+        if !(200..300).contains(&status) || value["type"] == "error" {
+            return Err(http_error(status, &value, &body));
+        }
+        let mut parts = Vec::new();
+        for block in value["content"].as_array().into_iter().flatten() {
+            match block["type"].as_str() {
+                Some("text") => parts.push(Part::Text(str_of(&block["text"]))),
+                Some("tool_use") => parts.push(Part::ToolCall(seshat_plugin_sdk::provider::ToolCall {
+                    id: str_of(&block["id"]),
+                    name: str_of(&block["name"]),
+                    arguments: block["input"].to_string(),
+                })),
+                Some("thinking") => parts.push(Part::Thinking(seshat_plugin_sdk::provider::Thinking {
+                    text: str_of(&block["thinking"]),
+                    signature: block["signature"].as_str().map(String::from),
+                })),
+                Some("redacted_thinking") => parts.push(Part::RedactedThinking(str_of(&block["data"]))),
+                _ => {}
+            }
+        }
+        Ok(Response {
+            message: Message { id: 0, role: Role::Assistant, parts },
+            usage: Some(usage(&value["usage"], 0)),
+            stop_reason: stop_reason(value["stop_reason"].as_str().unwrap_or("end_turn")),
+        })
+    }
+}
+
+fn str_of(v: &Value) -> String {
+    v.as_str().unwrap_or_default().to_string()
+}
+
+/// Anthropic's usage object; `output` overrides when the stream reported a later count.
+fn usage(u: &Value, output: u64) -> Usage {
+    let n = |k: &str| u[k].as_u64().unwrap_or(0);
+    let (input, read, created) = (n("input_tokens"), n("cache_read_input_tokens"), n("cache_creation_input_tokens"));
+    Usage {
+        input_tokens: input,
+        output_tokens: n("output_tokens").max(output),
+        cache_read_tokens: read,
+        cache_creation_tokens: created,
+        context_tokens: input + read + created,
+    }
+}
+
+fn stop_reason(s: &str) -> StopReason {
+    match s {
+        "end_turn" => StopReason::EndTurn,
+        "tool_use" => StopReason::ToolUse,
+        "max_tokens" => StopReason::MaxTokens,
+        "stop_sequence" => StopReason::StopSequence,
+        "refusal" => StopReason::Refusal,
+        other => StopReason::Other(other.into()),
+    }
+}
+
+/// Maps an error body (`{"type":"error","error":{"type":…,"message":…}}`) to a stable code.
+fn http_error(status: u16, value: &Value, body: &[u8]) -> Error {
+    let kind = value["error"]["type"].as_str().unwrap_or_default();
+    let detail = match value["error"]["message"].as_str() {
+        Some(m) => m.to_string(),
+        None => String::from_utf8_lossy(&body[..body.len().min(500)]).into_owned(),
+    };
+    let (code, hint) = match (kind, status) {
+        ("authentication_error", _) | (_, 401) => ("auth_failed", "check the API key (ANTHROPIC_API_KEY or api_key_env)"),
+        ("permission_error", _) | (_, 403) => ("permission_denied", "the key may not use this model or feature"),
+        ("not_found_error", _) | (_, 404) => ("not_found", "check the model id and the base URL"),
+        ("rate_limit_error", _) | (_, 429) => ("rate_limited", "wait and retry, or lower the request rate"),
+        ("request_too_large", _) | (_, 413) => ("request_too_large", "the request is larger than the API accepts"),
+        ("overloaded_error", _) | (_, 529) => ("overloaded", "Anthropic is overloaded; retry later"),
+        ("invalid_request_error", _) | (_, 400) => ("invalid_request", "the request was rejected as invalid"),
+        (_, 500..=599) | ("api_error", _) => ("server_error", "a server error; retry later"),
+        _ => ("http_error", "unexpected answer"),
+    };
+    error(code, format!("Anthropic answered HTTP {status}: {detail} ({hint})"))
+}
+
+/// The per-answer stream decoder: Anthropic numbers content blocks; Seshat numbers tool calls.
+struct Decoder {
+    state: RefCell<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Content block index → tool call index, for tool-use blocks.
+    tools: BTreeMap<u64, u32>,
+    /// Usage from `message_start`, updated by `message_delta`.
+    usage: Option<Value>,
+    output_tokens: u64,
+    stop: Option<StopReason>,
+    ended: bool,
+}
+
+impl GuestDecoder for Decoder {
+    fn new() -> Self {
+        Decoder { state: RefCell::new(State::default()) }
+    }
+
+    fn push(&self, event: String, data: String) -> Result<Vec<StreamEvent>, Error> {
+        let mut st = self.state.borrow_mut();
+        let v: Value = serde_json::from_str(&data)
+            .map_err(|e| error("bad_stream", format!("Anthropic sent a `{event}` event that is not JSON: {e}")))?;
+        let kind = v["type"].as_str().unwrap_or(event.as_str()).to_string();
+        let mut out = Vec::new();
+        match kind.as_str() {
+            "message_start" => {
+                st.usage = Some(v["message"]["usage"].clone());
+                out.push(StreamEvent::Usage(usage(&v["message"]["usage"], 0)));
+            }
+            "content_block_start" => {
+                let index = v["index"].as_u64().unwrap_or(0);
+                let block = &v["content_block"];
+                match block["type"].as_str() {
+                    Some("tool_use") => {
+                        let n = st.tools.len() as u32;
+                        st.tools.insert(index, n);
+                        out.push(StreamEvent::ToolCallStart(ToolCallStart {
+                            index: n,
+                            id: str_of(&block["id"]),
+                            name: str_of(&block["name"]),
+                        }));
+                    }
+                    Some("redacted_thinking") => out.push(StreamEvent::RedactedThinking(str_of(&block["data"]))),
+                    Some("text") if !str_of(&block["text"]).is_empty() => out.push(StreamEvent::TextDelta(str_of(&block["text"]))),
+                    _ => {}
+                }
+            }
+            "content_block_delta" => {
+                let index = v["index"].as_u64().unwrap_or(0);
+                let d = &v["delta"];
+                match d["type"].as_str() {
+                    Some("text_delta") => out.push(StreamEvent::TextDelta(str_of(&d["text"]))),
+                    Some("thinking_delta") => out.push(StreamEvent::ThinkingDelta(str_of(&d["thinking"]))),
+                    Some("signature_delta") => out.push(StreamEvent::ThinkingSignature(str_of(&d["signature"]))),
+                    Some("input_json_delta") => {
+                        let Some(&tool) = st.tools.get(&index) else {
+                            return Err(error("bad_stream", format!("tool arguments for block {index}, which is not a tool call")));
+                        };
+                        out.push(StreamEvent::ToolCallDelta(ToolCallDelta { index: tool, arguments: str_of(&d["partial_json"]) }));
+                    }
+                    _ => {}
+                }
+            }
+            "message_delta" => {
+                st.output_tokens = v["usage"]["output_tokens"].as_u64().unwrap_or(st.output_tokens);
+                let base = st.usage.clone().unwrap_or(Value::Null);
+                // Later servers repeat input figures here; prefer them when present.
+                let merged = if v["usage"]["input_tokens"].is_u64() { v["usage"].clone() } else { base };
+                out.push(StreamEvent::Usage(usage(&merged, st.output_tokens)));
+                if let Some(reason) = v["delta"]["stop_reason"].as_str() {
+                    st.stop = Some(stop_reason(reason));
+                }
+            }
+            "message_stop" => {
+                st.ended = true;
+                out.push(StreamEvent::Stop(st.stop.take().unwrap_or(StopReason::EndTurn)));
+            }
+            "error" => {
+                let e = http_error(0, &v, data.as_bytes());
+                let code = match v["error"]["type"].as_str() {
+                    Some("overloaded_error") => "overloaded".to_string(),
+                    Some("rate_limit_error") => "rate_limited".to_string(),
+                    _ => e.code.clone(),
+                };
+                let message = format!("Anthropic reported an error mid-answer: {}", str_of(&v["error"]["message"]));
+                out.push(StreamEvent::Error(Error { code, message }));
+            }
+            // `ping`, `content_block_stop` and events added later carry nothing Seshat needs.
+            _ => {}
+        }
+        Ok(out)
+    }
+
+    fn finish(&self) -> Result<Vec<StreamEvent>, Error> {
+        if self.state.borrow().ended {
+            Ok(Vec::new())
+        } else {
+            Err(error("incomplete_stream", "Anthropic's stream ended before the answer did (no `message_stop`)"))
+        }
+    }
+}
+
+seshat_plugin_sdk::export_provider!(Anthropic);
