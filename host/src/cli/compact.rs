@@ -28,7 +28,7 @@ pub struct Args {
 }
 
 /// Summary calls need a provider; until one is configured, they fail with what to do.
-struct NoProvider;
+pub struct NoProvider;
 
 impl ModelClient for NoProvider {
     fn complete(&self, model: &str, _request: CompletionRequest) -> Result<Completion, ModelError> {

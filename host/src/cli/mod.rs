@@ -1,5 +1,6 @@
 //! Command-line parsing and dispatch: one file per subcommand.
 
+mod chat;
 mod compact;
 mod format;
 mod mcp;
@@ -33,6 +34,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Talk to a model: streaming, tools, memory; every turn saved and resumable.
+    Chat(chat::Args),
     /// List, show, export, import and delete saved sessions.
     #[command(subcommand)]
     Sessions(sessions::SessionsCommand),
@@ -90,6 +93,7 @@ impl Context {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let ctx = Context::from_cli(&cli)?;
     match cli.command {
+        Command::Chat(args) => chat::run(&ctx, &args),
         Command::Sessions(cmd) => sessions::run(&ctx, cmd),
         Command::Plugins(cmd) => plugins::run(&ctx, cmd),
         Command::Memory(args) => memory::run(&ctx, &args),

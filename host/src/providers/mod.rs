@@ -476,9 +476,21 @@ impl Decoding {
 #[derive(Debug, Clone)]
 pub struct SharedProvider(pub std::sync::Arc<std::sync::Mutex<Provider>>);
 
+impl SharedProvider {
+    /// Shares `provider`.
+    pub fn new(provider: Provider) -> Self {
+        SharedProvider(std::sync::Arc::new(std::sync::Mutex::new(provider)))
+    }
+
+    /// Locks it (a panic while locked does not make it unusable).
+    pub fn lock(&self) -> std::sync::MutexGuard<'_, Provider> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 impl crate::compaction::ModelClient for SharedProvider {
     fn complete(&self, model: &str, request: CompletionRequest) -> std::result::Result<Completion, ModelError> {
-        let mut p = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut p = self.lock();
         let messages: Vec<Msg> =
             request.messages.into_iter().map(|m| Msg { seq: None, role: m.role, parts: m.parts }).collect();
         let call = Call {
@@ -505,7 +517,6 @@ impl crate::compaction::ModelClient for SharedProvider {
     }
 
     fn context_window(&self, model: &str) -> Option<u64> {
-        let p = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        p.model(model).map(|m| m.context_window).filter(|&w| w > 0)
+        self.lock().model(model).map(|m| m.context_window).filter(|&w| w > 0)
     }
 }

@@ -177,7 +177,9 @@ impl Store {
         Ok(())
     }
 
-    /// Records which model and window a session uses from now on.
+    /// Records which model and window a session uses from now on. When the provider or model
+    /// changes, `metadata.model_since` becomes the seq of the last message written before the
+    /// change: only later messages may pass reasoning back to the model.
     pub fn set_session_model(
         &mut self,
         id: &str,
@@ -187,7 +189,9 @@ impl Store {
     ) -> Result<()> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let n = tx.execute(
-            "UPDATE sessions SET provider = ?2, model = ?3, context_window = ?4, updated_at = ?5 WHERE id = ?1",
+            "UPDATE sessions SET metadata = CASE WHEN provider IS NOT ?2 OR model IS NOT ?3 \
+             THEN json_set(metadata, '$.model_since', message_count) ELSE metadata END, \
+             provider = ?2, model = ?3, context_window = ?4, updated_at = ?5 WHERE id = ?1",
             params![id, provider, model, context_window, now_ms()],
         )?;
         tx.commit()?;

@@ -3,6 +3,16 @@
 //! A client owns the session store and the selected policy plugins, and runs the compaction
 //! pipeline for the application's model calls. Automatic compaction is opt-in here (as in the Go
 //! SDK's `ClientConfig.AutoCompact`); the `seshat` CLI turns it on.
+//!
+//! [`Agent`] runs the chat loop on top: a provider, tools (the memory tools and the
+//! application's own), the system prompt, and the turn loop that stores every message.
+
+pub mod agent;
+pub mod prompt;
+pub mod tools;
+
+pub use agent::{Agent, AgentOptions, ContextUse, Observer, Quiet, SessionChoice, TurnOutcome};
+pub use tools::{Tool, ToolReply, Tools};
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -46,6 +56,26 @@ pub enum Error {
     /// Compaction failed.
     #[error(transparent)]
     Compaction(#[from] compaction::Error),
+    /// The provider failed (nothing of an answer arrived).
+    #[error(transparent)]
+    Provider(#[from] crate::providers::Error),
+    /// The memory store failed.
+    #[error(transparent)]
+    Memory(#[from] crate::memory::Error),
+}
+
+impl Error {
+    /// A stable code for scripts.
+    pub fn code(&self) -> &str {
+        match self {
+            Error::Paths(_) | Error::Config(_) => "invalid_config",
+            Error::Store(e) => e.code(),
+            Error::Plugin(e) => e.code(),
+            Error::Compaction(e) => e.code(),
+            Error::Provider(e) => e.code(),
+            Error::Memory(_) => "memory_failed",
+        }
+    }
 }
 
 /// Result alias for the client.
@@ -55,6 +85,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub struct Client {
     config: ClientConfig,
     settings: Config,
+    dirs: Dirs,
+    runtime: Runtime,
+    catalog: Catalog,
     store: Store,
     trimmer: TrimmerPlugin,
     summariser: SummariserPlugin,
@@ -86,7 +119,39 @@ impl Client {
         };
         let trimmer = TrimmerPlugin::new(&load(PluginKind::Trimmer)?)?;
         let summariser = SummariserPlugin::new(&load(PluginKind::Summariser)?)?;
-        Ok(Self { config, settings, store, trimmer, summariser, models })
+        Ok(Self { config, settings, dirs, runtime, catalog, store, trimmer, summariser, models })
+    }
+
+    /// The merged configuration files.
+    pub fn config(&self) -> &Config {
+        &self.settings
+    }
+
+    /// Where Seshat's files live.
+    pub fn dirs(&self) -> &Dirs {
+        &self.dirs
+    }
+
+    /// Loads the provider configured as `name` (`[providers.<name>]`, whose `plugin` defaults to
+    /// the name), or the configured default provider.
+    pub fn load_provider(&self, name: Option<&str>) -> Result<crate::providers::Provider> {
+        let Some(name) = name.or(self.settings.selected(PluginKind::Provider)) else {
+            return Err(Error::Provider(crate::providers::Error::NotConfigured(
+                "no provider configured: set `provider = \"anthropic\"` (or \"openai\") under [plugins] in config.toml \
+                 or pass --provider, and export ANTHROPIC_API_KEY (or OPENAI_API_KEY)"
+                    .into(),
+            )));
+        };
+        let config = self.settings.providers.get(name).cloned().unwrap_or_default();
+        let plugin_id = config.plugin.clone().unwrap_or_else(|| name.to_string());
+        let entry = self.catalog.find(PluginKind::Provider, &plugin_id)?;
+        let loaded = self.runtime.load(entry, self.settings.limits(PluginKind::Provider))?;
+        Ok(crate::providers::Provider::new(name, &loaded, &config)?)
+    }
+
+    /// Replaces the client that serves summary calls (the chat loop's provider).
+    pub fn set_models(&mut self, models: Arc<dyn ModelClient>) {
+        self.models = models;
     }
 
     /// The session store.

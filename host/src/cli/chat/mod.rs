@@ -1,0 +1,271 @@
+//! `seshat chat`: talk to a model. One prompt (`-p`, or piped stdin) runs the agent loop to its
+//! final answer and exits; on a terminal without one, an interactive REPL ([`repl`]).
+
+mod repl;
+
+use std::io::{IsTerminal, Read, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use seshat::client::{Agent, AgentOptions, Observer, SessionChoice, Tools, TurnOutcome};
+use seshat::compaction::Report;
+use seshat::plugins::StreamEvent;
+use seshat::providers::{Cancel, SharedProvider};
+use seshat::{Client, ClientConfig};
+
+use super::{Context, compact, format};
+
+/// Exit code of a turn cut short by Ctrl-C (128 + SIGINT, as shells report it).
+const EXIT_INTERRUPTED: u8 = 130;
+/// Exit code when nothing is configured to talk to.
+const EXIT_NOT_CONFIGURED: u8 = 2;
+
+/// Talk to a model: every turn is saved, compacted when the window fills, and resumable.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Run this prompt to the final answer (tool calls included) and exit. Without it, piped
+    /// stdin is the prompt; on a terminal, an interactive session starts.
+    #[arg(short, long, value_name = "TEXT")]
+    prompt: Option<String>,
+    /// Print one JSON object with the answer, usage and session (with a prompt).
+    #[arg(long)]
+    json: bool,
+    /// Resume this project's most recent session.
+    #[arg(short, long, conflicts_with = "resume")]
+    r#continue: bool,
+    /// Resume the session with this id (or unique prefix).
+    #[arg(short, long, value_name = "ID")]
+    resume: Option<String>,
+    /// The provider to use, as named in config.toml (`anthropic`, `openai`, `ollama`, …).
+    #[arg(long)]
+    provider: Option<String>,
+    /// The model.
+    #[arg(short, long)]
+    model: Option<String>,
+    /// The context window in tokens, overriding what the provider knows.
+    #[arg(long, value_name = "TOKENS")]
+    window: Option<u64>,
+    /// Do not compact automatically in this run.
+    #[arg(long)]
+    no_auto_compact: bool,
+    /// The model that writes summaries.
+    #[arg(long, value_name = "MODEL")]
+    summary_model: Option<String>,
+    /// Most model calls in one turn.
+    #[arg(long, value_name = "N")]
+    max_iterations: Option<u32>,
+    /// Wait for whole answers instead of streaming them.
+    #[arg(long)]
+    no_stream: bool,
+}
+
+/// Prints a turn's progress: streamed text to stdout, everything else to stderr.
+pub(crate) struct Printer {
+    /// Stream text to stdout (off for `--json`).
+    pub text: bool,
+    /// Whether the current line has text on it.
+    pub mid_line: bool,
+    /// Whether thinking is being shown.
+    pub thinking: bool,
+}
+
+impl Printer {
+    fn end_line(&mut self) {
+        if self.mid_line {
+            println!();
+            self.mid_line = false;
+        }
+    }
+}
+
+impl Observer for Printer {
+    fn event(&mut self, event: &StreamEvent) {
+        if !self.text {
+            return;
+        }
+        let mut out = std::io::stdout().lock();
+        match event {
+            StreamEvent::TextDelta { text } => {
+                if self.thinking {
+                    eprintln!();
+                    self.thinking = false;
+                }
+                let _ = out.write_all(text.as_bytes());
+                self.mid_line = !text.ends_with('\n');
+            }
+            StreamEvent::ThinkingDelta { text } => {
+                if !self.thinking {
+                    eprint!("[thinking] ");
+                    self.thinking = true;
+                }
+                eprint!("{text}");
+            }
+            _ => {}
+        }
+        let _ = out.flush();
+    }
+
+    fn compaction(&mut self, report: &Report) {
+        self.end_line();
+        eprintln!("[{}]", compact::describe("this session", report));
+    }
+
+    fn tool_call(&mut self, name: &str, arguments: &str) {
+        self.end_line();
+        let args: String = arguments.chars().take(120).collect();
+        eprintln!("[tool] {name} {args}");
+    }
+
+    fn tool_result(&mut self, name: &str, content: &str, is_error: bool) {
+        let lines = content.lines().count();
+        let status = if is_error { "failed" } else { "ok" };
+        eprintln!("[tool] {name} {status} ({lines} lines)");
+    }
+
+    fn warning(&mut self, message: &str) {
+        self.end_line();
+        eprintln!("warning: {message}");
+    }
+}
+
+/// Builds the agent from the configuration and flags; `Err` with exit code 2 when nothing is
+/// configured.
+fn open_agent(ctx: &Context, args: &Args) -> anyhow::Result<Result<Agent, String>> {
+    let config = ctx.config()?;
+    let auto_compact = !args.no_auto_compact && config.chat.auto_compact.unwrap_or(true);
+    let client_config = ClientConfig {
+        auto_compact,
+        compact_summary_model: args.summary_model.clone().or(config.chat.summary_model.clone()),
+        db_path: Some(ctx.db.clone()),
+        dirs: Some(ctx.dirs.clone()),
+        project: Some(ctx.project.clone()),
+    };
+    let mut client = Client::new(client_config, Arc::new(compact::NoProvider))?;
+    let provider = match client.load_provider(args.provider.as_deref()) {
+        Ok(p) => SharedProvider::new(p),
+        Err(seshat::client::Error::Provider(e @ seshat::providers::Error::NotConfigured(_))) => {
+            return Ok(Err(e.to_string()));
+        }
+        Err(seshat::client::Error::Plugin(e @ seshat::plugins::Error::NotFound { .. })) => {
+            return Ok(Err(e.to_string()));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    client.set_models(Arc::new(provider.clone()));
+    let system_prompt = match &config.chat.system_prompt_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read system_prompt_file {}", path.display()))?,
+        ),
+        None => None,
+    };
+    let options = AgentOptions {
+        session: match (&args.resume, args.r#continue) {
+            (Some(id), _) => SessionChoice::Resume(id.clone()),
+            (None, true) => SessionChoice::Continue,
+            (None, false) => SessionChoice::New,
+        },
+        project: ctx.project.clone(),
+        project_dir: config.chat.project_instructions.unwrap_or(true).then(|| ctx.project.clone().into()),
+        model: args.model.clone().or(config.chat.model.clone()),
+        window: args.window,
+        max_output_tokens: config.chat.max_output_tokens,
+        max_iterations: args.max_iterations.or(config.chat.max_iterations).unwrap_or(25),
+        system_prompt,
+        stream: !args.no_stream,
+        memory_budget: config.memory_context_tokens(),
+        provider_options: "{}".into(),
+    };
+    Ok(Ok(Agent::open(client, provider, Tools::with_memory(), options)?))
+}
+
+/// Ctrl-C cancels the running turn; a second one while cancelling exits at once.
+pub(crate) fn install_interrupt(cancel: &Cancel) -> anyhow::Result<()> {
+    let c = cancel.clone();
+    ctrlc::set_handler(move || {
+        if c.is_cancelled() {
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
+        }
+        c.cancel();
+    })
+    .context("cannot install the Ctrl-C handler")
+}
+
+pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
+    let stdin = std::io::stdin();
+    let prompt = match &args.prompt {
+        Some(p) => Some(p.clone()),
+        None if !stdin.is_terminal() => {
+            let mut text = String::new();
+            stdin.lock().read_to_string(&mut text).context("cannot read the prompt from stdin")?;
+            Some(text)
+        }
+        None => None,
+    };
+    if prompt.as_deref().is_some_and(|p| p.trim().is_empty()) {
+        anyhow::bail!("the prompt is empty: pass -p \"…\" or pipe text to stdin");
+    }
+    let mut agent = match open_agent(ctx, args)? {
+        Ok(a) => a,
+        Err(message) => {
+            eprintln!("seshat chat: {message}");
+            return Ok(ExitCode::from(EXIT_NOT_CONFIGURED));
+        }
+    };
+    let cancel = Cancel::default();
+    install_interrupt(&cancel)?;
+    match prompt {
+        Some(p) => one_shot(&mut agent, &p, args.json, &cancel),
+        None => repl::run(ctx, &mut agent, &cancel),
+    }
+}
+
+fn one_shot(agent: &mut Agent, prompt: &str, json: bool, cancel: &Cancel) -> anyhow::Result<ExitCode> {
+    let mut printer = Printer { text: !json, mid_line: false, thinking: false };
+    let outcome = agent.turn(prompt, cancel, &mut printer);
+    printer.end_line();
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e) if json => {
+            let v =
+                serde_json::json!({"session": agent.session(), "error": {"code": e.code(), "message": e.to_string()}});
+            format::json(&mut format::stdout(), &v)?;
+            return Ok(ExitCode::FAILURE);
+        }
+        Err(e) => {
+            let code = e.code().to_string();
+            return Err(
+                anyhow::Error::new(e).context(format!("[{code}] the turn failed (session {})", agent.session()))
+            );
+        }
+    };
+    if json {
+        format::json(&mut format::stdout(), &outcome)?;
+    } else {
+        report(&outcome);
+    }
+    Ok(exit_code(&outcome))
+}
+
+/// The status line and what went wrong, on stderr.
+pub(crate) fn report(o: &TurnOutcome) {
+    if let Some(e) = &o.error {
+        eprintln!(
+            "{} ({e}); what arrived is saved in session {}",
+            if o.interrupted { "interrupted" } else { "failed" },
+            o.session
+        );
+    }
+    if let Some(c) = o.context {
+        eprintln!("[{}]", c.status_line());
+    }
+}
+
+fn exit_code(o: &TurnOutcome) -> ExitCode {
+    match o.error_code.as_deref() {
+        Some("interrupted") => ExitCode::from(EXIT_INTERRUPTED),
+        Some(_) => ExitCode::FAILURE,
+        None => ExitCode::SUCCESS,
+    }
+}

@@ -1,0 +1,116 @@
+//! The interactive session: line editing and history (rustyline), answers streamed as they
+//! arrive, a status line after each turn, and slash commands.
+
+use std::process::ExitCode;
+
+use seshat::client::Agent;
+use seshat::providers::Cancel;
+use seshat::store::ListFilter;
+
+use super::{Printer, report};
+use crate::cli::{Context, compact, format};
+
+const HELP: &str = "\
+/compact   compact the session now (summarise older turns)
+/context   what fills the context window, by part
+/sessions  this project's recent sessions
+/memory    the memory this session started with
+/help      this list
+/exit      leave (Ctrl-D too); Ctrl-C stops an answer";
+
+pub fn run(ctx: &Context, agent: &mut Agent, cancel: &Cancel) -> anyhow::Result<ExitCode> {
+    let mut editor = rustyline::DefaultEditor::new()?;
+    let history = ctx.dirs.data.join("chat-history.txt");
+    let _ = editor.load_history(&history);
+    eprintln!("seshat · session {} · {} · /help for commands", agent.session(), agent.model());
+    if let Ok(Some(c)) = agent.context_use() {
+        eprintln!("[{}]", c.status_line());
+    }
+    loop {
+        let line = match editor.readline("› ") {
+            Ok(line) => line,
+            Err(rustyline::error::ReadlineError::Interrupted) => continue,
+            Err(rustyline::error::ReadlineError::Eof) => break,
+            Err(e) => return Err(e.into()),
+        };
+        let input = line.trim();
+        if input.is_empty() {
+            continue;
+        }
+        let _ = editor.add_history_entry(input);
+        if input.starts_with('/') {
+            match command(agent, input) {
+                Ok(true) => continue,
+                Ok(false) => break,
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    continue;
+                }
+            }
+        }
+        cancel.reset();
+        let mut printer = Printer { text: true, mid_line: false, thinking: false };
+        let outcome = agent.turn(input, cancel, &mut printer);
+        printer.end_line();
+        match outcome {
+            Ok(o) => report(&o),
+            Err(e) => eprintln!("error [{}]: {e}", e.code()),
+        }
+    }
+    if let Some(dir) = history.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let _ = editor.save_history(&history);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs a slash command; `Ok(false)` ends the session.
+fn command(agent: &mut Agent, input: &str) -> anyhow::Result<bool> {
+    let name = input.split_whitespace().next().unwrap_or_default();
+    match name {
+        "/exit" | "/quit" => return Ok(false),
+        "/help" => eprintln!("{HELP}"),
+        "/compact" => {
+            let report = agent.compact()?;
+            eprintln!("{}", compact::describe(agent.session(), &report));
+        }
+        "/context" => {
+            let rows = agent.context_breakdown()?;
+            let total: u64 = rows.iter().map(|(_, t)| t).sum();
+            for (label, tokens) in rows.iter().filter(|(_, t)| *t > 0) {
+                eprintln!("{:>8}  {label}", format::tokens(*tokens));
+            }
+            eprintln!("{:>8}  total (estimated)", format::tokens(total));
+            if let Some(c) = agent.context_use()? {
+                eprintln!("[{}]", c.status_line());
+            }
+        }
+        "/sessions" => {
+            let session = agent.session().to_string();
+            let project = agent.client().store().session(&session)?.project;
+            let store = agent.client().store();
+            let sessions = store.list_sessions(&ListFilter { project: Some(project), limit: Some(10) })?;
+            let ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
+            let short = store.short_ids(&ids)?;
+            for (s, id) in sessions.iter().zip(short) {
+                let title = s.title.as_deref().unwrap_or("(untitled)");
+                eprintln!(
+                    "{id}  {}  {:>4} msgs  {}",
+                    format::time(s.updated_at),
+                    s.message_count,
+                    format::clip(title, 60)
+                );
+            }
+        }
+        "/memory" => {
+            let session = agent.session().to_string();
+            let info = agent.client().store().session(&session)?;
+            match info.metadata["memory_context"]["text"].as_str().filter(|t| !t.is_empty()) {
+                Some(text) => eprintln!("{text}"),
+                None => eprintln!("(no memory was given to this session)"),
+            }
+        }
+        other => eprintln!("unknown command {other}; /help lists them"),
+    }
+    Ok(true)
+}

@@ -1,0 +1,92 @@
+//! The tools an agent may call: the memory tools (built in) and the application's own.
+
+use serde_json::Value;
+
+use crate::memory;
+use crate::plugins::ToolSpec;
+use crate::store::Store;
+
+/// A tool an application registers with [`crate::client::Agent`].
+pub trait Tool: Send {
+    /// Its name, description and JSON Schema.
+    fn spec(&self) -> ToolSpec;
+    /// Runs it. `Err` is a tool error the model reads (it is not fatal to the turn).
+    fn call(&mut self, arguments: &Value) -> Result<String, String>;
+}
+
+/// What a tool call returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolReply {
+    /// The content for the model.
+    pub content: String,
+    /// Whether it failed.
+    pub is_error: bool,
+}
+
+/// The tools offered to the model.
+#[derive(Default)]
+pub struct Tools {
+    memory: bool,
+    custom: Vec<Box<dyn Tool>>,
+}
+
+impl std::fmt::Debug for Tools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tools").field("memory", &self.memory).field("custom", &self.custom.len()).finish()
+    }
+}
+
+impl Tools {
+    /// The memory tools only.
+    pub fn with_memory() -> Self {
+        Tools { memory: true, custom: Vec::new() }
+    }
+
+    /// No tools.
+    pub fn none() -> Self {
+        Tools::default()
+    }
+
+    /// Adds an application tool.
+    pub fn register(&mut self, tool: Box<dyn Tool>) {
+        self.custom.push(tool);
+    }
+
+    /// The specs as sent to the provider.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        let mut specs = Vec::new();
+        if self.memory {
+            specs.extend(memory::tools::definitions().into_iter().map(|d| ToolSpec {
+                name: format!("{}{}", memory::tools::AGENT_PREFIX, d.name),
+                description: d.description.to_string(),
+                parameters: d.input_schema.to_string(),
+            }));
+        }
+        specs.extend(self.custom.iter().map(|t| t.spec()));
+        specs
+    }
+
+    /// Runs the tool `name`. Unknown tools and unparsable arguments are tool errors.
+    pub fn call(&mut self, store: &mut Store, project: Option<&str>, name: &str, arguments: &str) -> ToolReply {
+        let args: Value = match serde_json::from_str(if arguments.trim().is_empty() { "{}" } else { arguments }) {
+            Ok(v) => v,
+            Err(e) => {
+                return ToolReply {
+                    content: format!("the arguments of `{name}` are not valid JSON ({e}); send a JSON object"),
+                    is_error: true,
+                };
+            }
+        };
+        if self.memory && name.starts_with(memory::tools::AGENT_PREFIX) {
+            let out = memory::tools::call(&mut store.memory(project), name, &args);
+            return ToolReply { content: out.text, is_error: out.is_error };
+        }
+        match self.custom.iter_mut().find(|t| t.spec().name == name) {
+            Some(tool) => match tool.call(&args) {
+                Ok(content) => ToolReply { content, is_error: false },
+                Err(content) => ToolReply { content, is_error: true },
+            },
+            None => ToolReply { content: format!("there is no tool named `{name}`"), is_error: true },
+        }
+    }
+}
