@@ -209,7 +209,7 @@ impl Agent {
             None => {
                 let s = client.store().create_session(NewSession {
                     project: options.project.clone(),
-                    provider: Some(provider_name.clone()),
+                    provider: Some(provider_name),
                     model: Some(model.clone()),
                     context_window: window,
                     metadata: None,
@@ -378,6 +378,15 @@ impl Agent {
                 sent
             };
             let answer = match sent {
+                Ok(a) if !self.stream => {
+                    // Show a whole answer the way a streamed one would have been shown.
+                    for p in &a.parts {
+                        if let Part::Text { text } = p {
+                            observer.event(&StreamEvent::TextDelta { text: text.clone() });
+                        }
+                    }
+                    a
+                }
                 Ok(a) => a,
                 Err(e) if e.code() == "interrupted" => {
                     out.interrupted = true;

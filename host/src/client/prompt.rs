@@ -50,8 +50,10 @@ pub fn build(parts: &PromptParts) -> String {
             }
         }
     }
-    if let Some(memory) = parts.memory.as_deref().map(str::trim).filter(|m| !m.is_empty()) {
-        out.push_str(&format!("\n\n# Memory\n\n{memory}"));
+    match parts.memory.as_deref().map(str::trim) {
+        Some("") => out.push_str("\n\n# Memory\n\nNothing is remembered yet."),
+        Some(memory) => out.push_str(&format!("\n\n# Memory\n\n{memory}")),
+        None => {}
     }
     out
 }
@@ -77,6 +79,6 @@ mod tests {
         );
         std::fs::write(dir.path().join("AGENTS.md"), "é".repeat(MAX_INSTRUCTIONS_BYTES)).unwrap();
         let p = build(&PromptParts { base: "b".into(), project_dir: Some(dir.path().into()), memory: None });
-        assert!(p.contains("[AGENTS.md cut at 63 KiB of 128 KiB]"), "{}", &p[p.len() - 200..]);
+        assert!(p.contains("\n[AGENTS.md cut at 64 KiB of 128 KiB]\n"), "{}", p.len());
     }
 }

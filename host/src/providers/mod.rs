@@ -355,17 +355,23 @@ impl Provider {
         let body = http.body_with(fragments.iter().map(String::as_str));
         tracing::trace!(provider = %self.name, bytes = body.len(), "request built");
 
+        let out = transport::Outgoing {
+            to: &to,
+            method: &http.method,
+            headers: &http.headers,
+            body: &body,
+            credentials: &self.credentials,
+        };
         let mut st = Decoding { answer: Answer::default(), tools: HashMap::new(), error: None };
         let mut raw = Vec::new();
         let outcome = if call.stream {
             let mut framer = sse::Framer::default();
             let mut decoder = self.plugin.decoder().map_err(|e| Error::Plugin(e.to_string()))?;
-            let outcome =
-                self.transport.send(&to, &http.method, &http.headers, &body, &self.credentials, cancel, &mut |bytes| {
-                    for e in framer.push(bytes) {
-                        st.push(&mut decoder, &e, on_event);
-                    }
-                });
+            let outcome = self.transport.send(out, cancel, &mut |bytes| {
+                for e in framer.push(bytes) {
+                    st.push(&mut decoder, &e, on_event);
+                }
+            });
             if outcome.failure.is_none() && st.error.is_none() {
                 if let Some(e) = framer.finish() {
                     st.push(&mut decoder, &e, on_event);
@@ -377,9 +383,7 @@ impl Provider {
             }
             outcome
         } else {
-            self.transport.send(&to, &http.method, &http.headers, &body, &self.credentials, cancel, &mut |bytes| {
-                raw.extend_from_slice(bytes)
-            })
+            self.transport.send(out, cancel, &mut |bytes| raw.extend_from_slice(bytes))
         };
         let mut answer = st.answer;
         if let Some(e) = st.error {

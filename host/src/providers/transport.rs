@@ -148,6 +148,21 @@ pub struct Outcome {
     pub failure: Option<Failure>,
 }
 
+/// One request to send: built by the plugin, checked, with the host's credential.
+#[derive(Debug, Clone, Copy)]
+pub struct Outgoing<'a> {
+    /// The checked destination.
+    pub to: &'a Destination,
+    /// The method.
+    pub method: &'a str,
+    /// The plugin's headers (never credentials).
+    pub headers: &'a [(String, String)],
+    /// The body.
+    pub body: &'a [u8],
+    /// The credential, added for this destination only.
+    pub credentials: &'a Credentials,
+}
+
 /// An HTTP client with its own runtime, used synchronously by the chat loop.
 #[derive(Debug)]
 pub struct Transport {
@@ -189,30 +204,12 @@ impl Transport {
 
     /// Sends `body` to `to` and feeds the answer's body to `sink` as it arrives (on a success
     /// status). Retries happen only while nothing has reached the sink.
-    pub fn send(
-        &self,
-        to: &Destination,
-        method: &str,
-        headers: &[(String, String)],
-        body: &[u8],
-        credentials: &Credentials,
-        cancel: &Cancel,
-        sink: &mut dyn FnMut(&[u8]),
-    ) -> Outcome {
-        self.runtime.block_on(self.send_async(to, method, headers, body, credentials, cancel, sink))
+    pub fn send(&self, out: Outgoing<'_>, cancel: &Cancel, sink: &mut dyn FnMut(&[u8])) -> Outcome {
+        self.runtime.block_on(self.send_async(out, cancel, sink))
     }
 
-    #[allow(clippy::too_many_arguments)]
-    async fn send_async(
-        &self,
-        to: &Destination,
-        method: &str,
-        headers: &[(String, String)],
-        body: &[u8],
-        credentials: &Credentials,
-        cancel: &Cancel,
-        sink: &mut dyn FnMut(&[u8]),
-    ) -> Outcome {
+    async fn send_async(&self, out: Outgoing<'_>, cancel: &Cancel, sink: &mut dyn FnMut(&[u8])) -> Outcome {
+        let Outgoing { to, method, headers, body, credentials } = out;
         let s = &self.settings;
         let mut map = HeaderMap::new();
         for (k, v) in headers {
@@ -254,7 +251,7 @@ impl Transport {
                         return fail(Failure::Redirect(credentials.redact(to)));
                     }
                     let retryable = status.as_u16() == 429 || status.is_server_error();
-                    if !status.is_success() && !(retryable && attempts <= s.max_retries) {
+                    if !(status.is_success() || retryable && attempts <= s.max_retries) {
                         let body = read_capped(response, s, cancel).await;
                         return match body {
                             Ok(body) => fail(Failure::Status { status: status.as_u16(), body }),

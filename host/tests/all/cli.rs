@@ -33,6 +33,7 @@ fn help_texts() {
         &["memory", "--help"],
         &["compact", "--help"],
         &["mcp", "--help"],
+        &["chat", "--help"],
     ] {
         let name = args.join(" ").replace("--", "").replace(' ', "_");
         insta::assert_snapshot!(format!("help_{name}"), home.ok(args));

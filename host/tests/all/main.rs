@@ -3,6 +3,7 @@
 // Test helpers take JSON by value so call sites can pass `json!(…)` inline.
 #![allow(clippy::needless_pass_by_value)]
 
+mod chat;
 mod cli;
 mod compaction;
 mod concurrency;
@@ -14,6 +15,7 @@ mod migrations;
 mod plugins;
 mod plugins_cli;
 mod props;
+mod server;
 mod store;
 mod support;
 mod trimmer_policy;

@@ -68,7 +68,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         out.flush()?;
         return Ok(ExitCode::SUCCESS);
     }
-    writeln!(out, "{:<11} {:<22} {:<6} {:<9} {:<8} {:<22} SOURCE", "KIND", "ID", "API", "SELECTED", "HOSTS", "LIMITS")?;
+    writeln!(out, "{:<11} {:<22} {:<6} {:<9} {:<20} {:<8} HOSTS", "KIND", "ID", "API", "SELECTED", "LIMITS", "SOURCE")?;
     for r in &listing.plugins {
         let selected = if r.selected {
             "yes"
@@ -81,14 +81,14 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         let hosts = if r.allowed_hosts.is_empty() { "-".to_string() } else { r.allowed_hosts.join(",") };
         writeln!(
             out,
-            "{:<11} {:<22} {:<6} {:<9} {:<8} {:<22} {}",
+            "{:<11} {:<22} {:<6} {:<9} {:<20} {:<8} {}",
             r.kind.as_str(),
             format::clip(&r.id, 22),
             r.api_version.as_deref().unwrap_or("-"),
             selected,
-            hosts,
             limits,
-            r.origin,
+            r.origin.to_string(),
+            hosts,
         )?;
         if let Some(e) = &r.error {
             writeln!(out, "  error: {e}")?;

@@ -1,0 +1,465 @@
+//! `seshat chat` against loopback servers speaking Anthropic's and OpenAI's real wire formats:
+//! tool round trips through the memory tools, errors, retries, broken streams, redirects and
+//! refused hosts. Each test lists the rows it expects in the database and checks them exactly.
+
+use std::path::Path;
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use seshat::store::{Message, MessageStatus, Part, Role};
+
+use crate::server::{Reply, Server, anthropic, openai};
+use crate::support::Home;
+
+/// The API key every test uses; it must never show up anywhere but the request header.
+pub const KEY: &str = "sk-test-5ecret-KEY-0123456789abcdef";
+
+/// A home configured to talk to `server` through `provider` (`anthropic` or `openai`).
+pub fn home_for(provider: &str, server: &Server, extra: &str) -> Home {
+    let home = Home::new();
+    let base = if provider == "openai" { format!("{}/v1", server.url()) } else { server.url() };
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "[plugins]\nprovider = \"{provider}\"\n[chat]\nmax_output_tokens = 1000\n\
+             [providers.{provider}]\nbase_url = \"{base}\"\nfirst_byte_timeout_secs = 5\nidle_timeout_secs = 1\n\
+             max_retries = 2\n{extra}"
+        ),
+    )
+    .unwrap();
+    home
+}
+
+/// Runs `seshat chat args…` with the key in the environment.
+pub fn chat(home: &Home, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = home.cmd();
+    cmd.env("ANTHROPIC_API_KEY", KEY)
+        .env("OPENAI_API_KEY", KEY)
+        .env("SESHAT_CACHE_DIR", crate::plugins::shared_cache().parent().unwrap().join("chat-cache"))
+        .arg("chat")
+        .args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run seshat chat")
+}
+
+/// `--json` output of a one-shot chat.
+pub fn json_of(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// A compact, exact picture of a stored message.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Row {
+    pub role: Role,
+    pub status: MessageStatus,
+    pub parts: Vec<String>,
+}
+
+fn row(m: &Message) -> Row {
+    let parts = m
+        .parts
+        .iter()
+        .map(|p| match p {
+            Part::Text { text } => format!("text:{text}"),
+            Part::ToolCall { id, name, arguments } => format!("call:{id}:{name}:{arguments}"),
+            Part::ToolResult { call_id, is_error, .. } => {
+                format!("result:{call_id}:{}", if *is_error { "error" } else { "ok" })
+            }
+            Part::Thinking { text, signature } => format!("thinking:{text}:{}", signature.as_deref().unwrap_or("")),
+            Part::RedactedThinking { .. } => "redacted".into(),
+        })
+        .collect();
+    Row { role: m.role, status: m.status, parts }
+}
+
+pub fn r(role: Role, status: MessageStatus, parts: &[&str]) -> Row {
+    Row { role, status, parts: parts.iter().map(|s| s.to_string()).collect() }
+}
+
+/// The rows of the home's only (or given) session.
+pub fn rows(home: &Home, session: Option<&str>) -> Vec<Row> {
+    let store = home.store();
+    let id = match session {
+        Some(s) => s.to_string(),
+        None => {
+            let all = store.list_sessions(&Default::default()).unwrap();
+            assert_eq!(all.len(), 1, "expected one session");
+            all[0].id.clone()
+        }
+    };
+    store.full_history(&id).unwrap().iter().map(row).collect()
+}
+
+/// Asserts the key appears in no file of the home (database, `-wal`, config, caches) and not in
+/// the process output.
+pub fn assert_no_key(home: &Home, out: &Output) {
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(KEY), "the key leaked to stdout");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains(KEY), "the key leaked to stderr");
+    let mut files = 0;
+    for entry in walk(home.path()) {
+        let bytes = std::fs::read(&entry).unwrap();
+        files += 1;
+        assert!(!bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes()), "the key leaked into {}", entry.display());
+    }
+    assert!(files >= 2, "the database and its -wal were checked");
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() { out.extend(walk(&p)) } else { out.push(p) }
+    }
+    out
+}
+
+const USER: Role = Role::User;
+const ASSISTANT: Role = Role::Assistant;
+const TOOL: Role = Role::Tool;
+const OK: MessageStatus = MessageStatus::Complete;
+const INTERRUPTED: MessageStatus = MessageStatus::Interrupted;
+
+fn create_ada() -> String {
+    json!({"entities": [{"name": "Ada", "entityType": "person", "observations": ["prefers short answers"]}]})
+        .to_string()
+}
+
+#[test]
+fn anthropic_streams_a_tool_round_trip_through_the_memory_tools() {
+    let args = create_ada();
+    let server = Server::start(vec![
+        Reply::Stream { pieces: anthropic::tool_answer("toolu_1", "memory_create_entities", &args) },
+        Reply::Stream { pieces: anthropic::text_answer(&["Noted", " it."]) },
+    ]);
+    let home = home_for("anthropic", &server, "");
+    let out = chat(&home, &["-p", "Remember: Ada prefers short answers", "--json"], &[("RUST_LOG", "trace")]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v = json_of(&out);
+    assert_eq!(v["text"], "Noted it.");
+    assert_eq!(v["iterations"], 2);
+    assert_eq!(v["usage"]["output_tokens"], 39);
+    assert_eq!(v["error"], Value::Null);
+    assert_eq!(
+        rows(&home, None),
+        vec![
+            r(USER, OK, &["text:Remember: Ada prefers short answers"]),
+            r(ASSISTANT, OK, &["text:Let me note that.", &format!("call:toolu_1:memory_create_entities:{args}")]),
+            r(TOOL, OK, &["result:toolu_1:ok"]),
+            r(ASSISTANT, OK, &["text:Noted it."]),
+        ]
+    );
+    // The tool really ran: the entity is in the project's memory.
+    let store = home.store();
+    let history = store.full_history(v["session"].as_str().unwrap()).unwrap();
+    assert!(matches!(&history[2].parts[0], Part::ToolResult { content, .. } if content.contains("Ada")));
+    assert_eq!(history[1].usage.unwrap().context_tokens, Some(130), "input + cache read + cache creation");
+
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2);
+    for q in &reqs {
+        assert_eq!((q.method.as_str(), q.path.as_str()), ("POST", "/v1/messages"));
+        assert_eq!(q.header("x-api-key"), Some(KEY), "the host adds the key for the allowed host");
+        assert_eq!(q.header("anthropic-version"), Some("2023-06-01"));
+    }
+    let (first, second) = (reqs[0].json(), reqs[1].json());
+    assert_eq!(first["stream"], true);
+    assert_eq!(first["max_tokens"], 1000);
+    assert_eq!(first["system"][0]["cache_control"]["type"], "ephemeral", "system prompt cached");
+    assert!(first["system"][0]["text"].as_str().unwrap().contains("# Memory"), "the memory snapshot is in the prompt");
+    let tools = first["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 9, "the nine memory tools");
+    assert_eq!(tools.last().unwrap()["cache_control"]["type"], "ephemeral", "tools cached");
+    assert!(tools[..tools.len() - 1].iter().all(|t| t.get("cache_control").is_none()));
+    assert_eq!(first["system"], second["system"], "the prefix is byte-stable");
+    assert_eq!(first["tools"], second["tools"]);
+    let msgs = second["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 3);
+    assert_eq!(
+        msgs[1]["content"][1],
+        json!({"type": "tool_use", "id": "toolu_1", "name": "memory_create_entities",
+        "input": serde_json::from_str::<Value>(&args).unwrap()})
+    );
+    assert_eq!(msgs[2]["role"], "user");
+    assert_eq!(msgs[2]["content"][0]["tool_use_id"], "toolu_1");
+    assert_eq!(msgs[2]["content"][0]["cache_control"]["type"], "ephemeral", "the latest turn is the breakpoint");
+    assert!(msgs[0]["content"][0].get("cache_control").is_none(), "only the latest turn carries one");
+    assert_no_key(&home, &out);
+}
+
+#[test]
+fn openai_streams_a_tool_round_trip_and_falls_back_to_estimates_without_usage() {
+    let args = create_ada();
+    let server = Server::start(vec![
+        Reply::Stream { pieces: openai::tool_answer("call_1", "memory_create_entities", &args) },
+        Reply::Stream { pieces: openai::text_answer(&["Done", "."], false) },
+    ]);
+    let home = home_for("openai", &server, "");
+    let out = chat(&home, &["-p", "Remember Ada", "--json", "--model", "gpt-4o"], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v = json_of(&out);
+    assert_eq!(v["text"], "Done.");
+    assert!(v["context"]["used"].as_u64().unwrap() > 1000, "an estimate, with no usage reported: {v}");
+    assert_eq!(v["context"]["window"], 128_000);
+    assert_eq!(
+        rows(&home, None),
+        vec![
+            r(USER, OK, &["text:Remember Ada"]),
+            r(ASSISTANT, OK, &[&format!("call:call_1:memory_create_entities:{args}")]),
+            r(TOOL, OK, &["result:call_1:ok"]),
+            r(ASSISTANT, OK, &["text:Done."]),
+        ]
+    );
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0].path, "/v1/chat/completions");
+    assert_eq!(reqs[0].header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+    let second = reqs[1].json();
+    assert_eq!(second["stream_options"]["include_usage"], true);
+    let msgs = second["messages"].as_array().unwrap();
+    assert_eq!(msgs[0]["role"], "system");
+    assert_eq!(msgs[2]["tool_calls"][0]["function"]["arguments"], args.as_str());
+    assert_eq!(msgs[3], json!({"role": "tool", "tool_call_id": "call_1", "content": msgs[3]["content"]}));
+    assert_no_key(&home, &out);
+}
+
+#[test]
+fn openai_usage_in_the_final_chunk_is_stored_and_a_keyless_local_server_works() {
+    let server = Server::start(vec![Reply::Stream { pieces: openai::text_answer(&["Hi"], true) }]);
+    let home = home_for("openai", &server, "");
+    let mut cmd = home.cmd();
+    let out = cmd
+        .env("SESHAT_CACHE_DIR", crate::plugins::shared_cache().parent().unwrap().join("chat-cache"))
+        .args(["chat", "-p", "hello", "--model", "llama3", "--window", "8192"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Hi\n");
+    assert_eq!(server.requests()[0].header("authorization"), None, "no key configured, none sent");
+    let history = home.store().full_history(&home.store().list_sessions(&Default::default()).unwrap()[0].id).unwrap();
+    let u = history[1].usage.unwrap();
+    assert_eq!((u.input_tokens, u.cache_read_tokens, u.output_tokens, u.context_tokens), (50, 100, 12, Some(150)));
+}
+
+#[test]
+fn a_401_that_echoes_the_key_is_redacted_everywhere() {
+    let body = json!({"type": "error", "error": {"type": "authentication_error", "message": format!("invalid x-api-key: {KEY}")}});
+    let server = Server::start(vec![Reply::json(401, &body.to_string())]);
+    let home = home_for("anthropic", &server, "");
+    let out = chat(&home, &["-p", "hi"], &[("RUST_LOG", "trace")]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("auth_failed") && err.contains("invalid x-api-key: [redacted]"), "{err}");
+    assert!(err.contains("ANTHROPIC_API_KEY"), "says what to check: {err}");
+    assert_eq!(server.count(), 1, "a 401 is not retried");
+    assert_eq!(rows(&home, None), vec![r(USER, OK, &["text:hi"])], "the user's message is kept, nothing else");
+    assert_no_key(&home, &out);
+}
+
+#[test]
+fn a_429_with_retry_after_is_retried_after_the_wait() {
+    let server = Server::start(vec![
+        Reply::json(429, r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#)
+            .with_header("retry-after", "1"),
+        Reply::Stream { pieces: anthropic::text_answer(&["Fine."]) },
+    ]);
+    let home = home_for("anthropic", &server, "");
+    let t = Instant::now();
+    let out = chat(&home, &["-p", "hi", "--json"], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(t.elapsed() >= Duration::from_secs(1), "waited for retry-after");
+    assert_eq!(server.count(), 2);
+    assert_eq!(rows(&home, None), vec![r(USER, OK, &["text:hi"]), r(ASSISTANT, OK, &["text:Fine."])]);
+}
+
+#[test]
+fn a_500_then_success_stores_one_answer() {
+    let server = Server::start(vec![
+        Reply::json(500, r#"{"type":"error","error":{"type":"api_error","message":"boom"}}"#),
+        Reply::Stream { pieces: anthropic::text_answer(&["Recovered."]) },
+    ]);
+    let home = home_for("anthropic", &server, "");
+    let out = chat(&home, &["-p", "hi"], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Recovered.\n");
+    assert_eq!(server.count(), 2);
+    assert_eq!(rows(&home, None), vec![r(USER, OK, &["text:hi"]), r(ASSISTANT, OK, &["text:Recovered."])]);
+}
+
+#[test]
+fn persistent_5xx_gives_up_after_the_retries_with_the_providers_message() {
+    let body = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+    let server = Server::start(vec![Reply::json(529, body), Reply::json(529, body), Reply::json(529, body)]);
+    let home = home_for("anthropic", &server, "");
+    let out = chat(&home, &["-p", "hi", "--json"], &[]);
+    assert!(!out.status.success());
+    let v = json_of(&out);
+    assert_eq!(v["error"]["code"], "overloaded", "{v}");
+    assert_eq!(server.count(), 3, "one try and max_retries = 2");
+    assert_eq!(rows(&home, None), vec![r(USER, OK, &["text:hi"])]);
+}
+
+#[test]
+fn malformed_sse_keeps_what_arrived_as_interrupted() {
+    let mut pieces = vec![anthropic::start(10)];
+    pieces.extend(anthropic::text_block(0, &["Hel"]).into_iter().take(2));
+    pieces.push("event: content_block_delta\ndata: {not json\n\n".into());
+    pieces.extend(anthropic::text_block(0, &["lo"]).into_iter().skip(1));
+    let server = Server::start(vec![Reply::Stream { pieces }]);
+    let home = home_for("anthropic", &server, "");
+    let out = chat(&home, &["-p", "hi", "--json"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json_of(&out);
+    assert_eq!(v["error_code"], "bad_stream", "{v}");
+    assert_eq!(server.count(), 1);
+    assert_eq!(rows(&home, None), vec![r(USER, OK, &["text:hi"]), r(ASSISTANT, INTERRUPTED, &["text:Hel"])]);
+}
+
+#[test]
+fn a_connection_dropped_mid_stream_is_not_retried_and_keeps_the_partial_answer() {
+    let mut pieces = vec![anthropic::start(10)];
+    pieces.extend(anthropic::text_block(0, &["Partial", " answer"]).into_iter().take(3));
+    let server =
+        Server::start(vec![Reply::Drop { pieces }, Reply::Stream { pieces: anthropic::text_answer(&["dup"]) }]);
+    let home = home_for("anthropic", &server, "");
+    let out = chat(&home, &["-p", "hi", "--json"], &[]);
+    let v = json_of(&out);
+    assert_eq!(v["error_code"], "connection_failed", "{v}");
+    assert_eq!(server.count(), 1, "never retried after streamed bytes: no duplicate text");
+    assert_eq!(rows(&home, None), vec![r(USER, OK, &["text:hi"]), r(ASSISTANT, INTERRUPTED, &["text:Partial answer"])]);
+}
+
+#[test]
+fn a_stalled_stream_times_out_and_keeps_the_partial_answer() {
+    let mut pieces = vec![anthropic::start(10)];
+    pieces.extend(anthropic::text_block(0, &["Slow"]).into_iter().take(2));
+    let server = Server::start(vec![Reply::Stall { pieces, pause: Duration::from_secs(4) }]);
+    let home = home_for("anthropic", &server, "");
+    let t = Instant::now();
+    let out = chat(&home, &["-p", "hi", "--json"], &[]);
+    assert!(t.elapsed() < Duration::from_secs(4), "gave up at the 1 s idle timeout, not when the server closed");
+    let v = json_of(&out);
+    assert_eq!(v["error_code"], "timeout", "{v}");
+    assert!(v["error"].as_str().unwrap().contains("idle_timeout_secs"), "{v}");
+    assert_eq!(rows(&home, None), vec![r(USER, OK, &["text:hi"]), r(ASSISTANT, INTERRUPTED, &["text:Slow"])]);
+}
+
+#[test]
+fn a_redirect_to_another_port_is_not_followed() {
+    let other = Server::start(vec![Reply::Stream { pieces: anthropic::text_answer(&["stolen"]) }]);
+    let server = Server::start(vec![Reply::Full {
+        status: 307,
+        headers: vec![("location".into(), format!("{}/v1/messages", other.url()))],
+        body: vec![],
+    }]);
+    let home = home_for("anthropic", &server, "");
+    let out = chat(&home, &["-p", "hi", "--json"], &[]);
+    let v = json_of(&out);
+    assert_eq!(v["error"]["code"], "redirect_refused", "{v}");
+    assert_eq!(other.count(), 0, "the other port received nothing");
+    assert_eq!(server.count(), 1);
+    assert_eq!(rows(&home, None), vec![r(USER, OK, &["text:hi"])]);
+}
+
+/// The Anthropic plugin installed as `pinned`, whose manifest allows only `allowed`.
+fn install_pinned(home: &Home, allowed: &str) {
+    let wasm = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/wasm-plugins/wasm32-wasip2/release/seshat_provider_anthropic.wasm");
+    let dir = home.path().join("plugins/pinned");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(&wasm, dir.join("plugin.wasm")).unwrap();
+    std::fs::write(
+        dir.join("plugin.toml"),
+        format!("id = \"pinned\"\nkind = \"provider\"\napi = \"0.1.0\"\nallowed_hosts = [\"{allowed}\"]\n"),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_provider_pointed_at_a_host_its_manifest_does_not_allow_sends_nothing() {
+    let allowed = Server::start(vec![]);
+    let elsewhere = Server::start(vec![]);
+    let home = Home::new();
+    install_pinned(&home, &allowed.url());
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "[plugins]\nprovider = \"pinned\"\n[providers.pinned]\nbase_url = \"{}\"\napi_key_env = \"ANTHROPIC_API_KEY\"\n",
+            elsewhere.url()
+        ),
+    )
+    .unwrap();
+    let out = chat(&home, &["-p", "hi", "--json"], &[]);
+    let v = json_of(&out);
+    assert_eq!(v["error"]["code"], "host_not_allowed", "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("`pinned`") && message.contains("127.0.0.1") && message.contains("nothing was sent"),
+        "{message}"
+    );
+    assert_eq!((allowed.count(), elsewhere.count()), (0, 0));
+    // Pointed at the allowed host, the same plugin works.
+    let ok = Server::start(vec![Reply::Stream { pieces: anthropic::text_answer(&["ok"]) }]);
+    install_pinned(&home, &ok.url());
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!("[plugins]\nprovider = \"pinned\"\n[providers.pinned]\nbase_url = \"{}\"\n", ok.url()),
+    )
+    .unwrap();
+    let out = chat(&home, &["-p", "hi", "--model", "claude-sonnet-4-5"], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(ok.count(), 1);
+}
+
+#[test]
+fn non_streaming_answers_parse_for_both_providers() {
+    let a = Server::start(vec![Reply::json(
+        200,
+        &json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+            "content": [{"type": "thinking", "thinking": "hmm", "signature": "sig=="}, {"type": "text", "text": "Whole."}],
+            "stop_reason": "end_turn", "usage": {"input_tokens": 20, "output_tokens": 5}})
+        .to_string(),
+    )]);
+    let home = home_for("anthropic", &a, "");
+    let out = chat(&home, &["-p", "hi", "--no-stream"], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(a.requests()[0].json().get("stream"), None);
+    assert_eq!(
+        rows(&home, None),
+        vec![r(USER, OK, &["text:hi"]), r(ASSISTANT, OK, &["thinking:hmm:sig==", "text:Whole."])]
+    );
+
+    let o = Server::start(vec![Reply::json(
+        200,
+        &json!({"id": "c", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant",
+            "content": "Whole too."}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 9, "completion_tokens": 3}})
+        .to_string(),
+    )]);
+    let home = home_for("openai", &o, "");
+    let out = chat(&home, &["-p", "hi", "--no-stream"], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Whole too.\n");
+    assert_eq!(rows(&home, None), vec![r(USER, OK, &["text:hi"]), r(ASSISTANT, OK, &["text:Whole too."])]);
+}
+
+#[test]
+fn without_a_provider_or_key_chat_says_what_to_set() {
+    let home = Home::new();
+    let out = home.cmd().args(["chat", "-p", "hi"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("provider = \"anthropic\"") && err.contains("ANTHROPIC_API_KEY"), "{err}");
+    let out = home.cmd().args(["chat", "--provider", "openai", "-p", "hi"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("set OPENAI_API_KEY"), "{err}");
+    assert!(!home.db().exists() || home.store().list_sessions(&Default::default()).unwrap().is_empty());
+}

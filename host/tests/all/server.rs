@@ -1,0 +1,305 @@
+//! A loopback HTTP/1.1 server for provider tests: it answers from a script (statuses, SSE streams
+//! sent in chunks, connections dropped mid-stream, stalls) and records every request it receives.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// One scripted answer.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// A whole response with `content-length`.
+    Full { status: u16, headers: Vec<(String, String)>, body: Vec<u8> },
+    /// A chunked SSE stream: each piece is written (and flushed) separately.
+    Stream { pieces: Vec<String> },
+    /// A stream that stops after `pieces` and closes the connection without ending the body.
+    Drop { pieces: Vec<String> },
+    /// A stream that goes silent after `pieces` for `pause`, then closes.
+    Stall { pieces: Vec<String>, pause: Duration },
+}
+
+impl Reply {
+    pub fn json(status: u16, body: &str) -> Self {
+        Reply::Full {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: body.as_bytes().to_vec(),
+        }
+    }
+
+    pub fn with_header(mut self, name: &str, value: &str) -> Self {
+        if let Reply::Full { headers, .. } = &mut self {
+            headers.push((name.into(), value.into()));
+        }
+        self
+    }
+}
+
+/// A request as received.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Recorded {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("request body is not JSON ({e}): {}", self.body))
+    }
+}
+
+/// The server. It runs until the test process ends.
+#[derive(Clone)]
+pub struct Server {
+    pub port: u16,
+    script: Arc<Mutex<VecDeque<Reply>>>,
+    requests: Arc<Mutex<Vec<Recorded>>>,
+}
+
+impl Server {
+    pub fn start(script: Vec<Reply>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+        let port = listener.local_addr().unwrap().port();
+        let server =
+            Server { port, script: Arc::new(Mutex::new(script.into())), requests: Arc::new(Mutex::new(Vec::new())) };
+        let s = server.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let s = s.clone();
+                std::thread::spawn(move || s.serve(stream));
+            }
+        });
+        server
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.requests.lock().unwrap().clone()
+    }
+
+    pub fn count(&self) -> usize {
+        self.requests.lock().unwrap().len()
+    }
+
+    fn serve(&self, stream: TcpStream) {
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut parts = line.split_whitespace();
+        let method = parts.next().unwrap_or_default().to_string();
+        let path = parts.next().unwrap_or_default().to_string();
+        let mut headers = Vec::new();
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
+                break;
+            }
+            if let Some((n, v)) = h.trim_end().split_once(':') {
+                headers.push((n.trim().to_ascii_lowercase(), v.trim().to_string()));
+            }
+        }
+        let len = headers.iter().find(|(n, _)| n == "content-length").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
+        let mut body = vec![0; len];
+        reader.read_exact(&mut body).unwrap();
+        self.requests.lock().unwrap().push(Recorded {
+            method,
+            path,
+            headers,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        });
+        let reply =
+            self.script.lock().unwrap().pop_front().unwrap_or_else(|| Reply::json(500, "{\"error\":\"script ended\"}"));
+        let mut out = stream;
+        let _ = respond(&mut out, reply);
+    }
+}
+
+fn respond(out: &mut TcpStream, reply: Reply) -> std::io::Result<()> {
+    let reason = |s: u16| match s {
+        200 => "OK",
+        307 => "Temporary Redirect",
+        401 => "Unauthorized",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        _ => "Status",
+    };
+    let stream_head =
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
+    let chunk = |out: &mut TcpStream, piece: &str| -> std::io::Result<()> {
+        write!(out, "{:x}\r\n{piece}\r\n", piece.len())?;
+        out.flush()?;
+        std::thread::sleep(Duration::from_millis(5));
+        Ok(())
+    };
+    match reply {
+        Reply::Full { status, headers, body } => {
+            write!(
+                out,
+                "HTTP/1.1 {status} {}\r\ncontent-length: {}\r\nconnection: close\r\n",
+                reason(status),
+                body.len()
+            )?;
+            for (n, v) in headers {
+                write!(out, "{n}: {v}\r\n")?;
+            }
+            out.write_all(b"\r\n")?;
+            out.write_all(&body)?;
+            out.flush()
+        }
+        Reply::Stream { pieces } => {
+            out.write_all(stream_head.as_bytes())?;
+            for p in &pieces {
+                chunk(out, p)?;
+            }
+            out.write_all(b"0\r\n\r\n")?;
+            out.flush()
+        }
+        Reply::Drop { pieces } => {
+            out.write_all(stream_head.as_bytes())?;
+            for p in &pieces {
+                chunk(out, p)?;
+            }
+            out.shutdown(std::net::Shutdown::Both)
+        }
+        Reply::Stall { pieces, pause } => {
+            out.write_all(stream_head.as_bytes())?;
+            for p in &pieces {
+                chunk(out, p)?;
+            }
+            std::thread::sleep(pause);
+            out.shutdown(std::net::Shutdown::Both)
+        }
+    }
+}
+
+/// Anthropic's streaming wire format.
+pub mod anthropic {
+    use serde_json::json;
+
+    pub fn event(name: &str, data: &serde_json::Value) -> String {
+        format!("event: {name}\ndata: {data}\n\n")
+    }
+
+    pub fn start(input_tokens: u64) -> String {
+        event(
+            "message_start",
+            &json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+                "content": [], "model": "claude-sonnet-4-5", "stop_reason": null,
+                "usage": {"input_tokens": input_tokens, "cache_read_input_tokens": 7, "cache_creation_input_tokens": 3, "output_tokens": 1}}}),
+        )
+    }
+
+    pub fn text_block(index: u64, pieces: &[&str]) -> Vec<String> {
+        let mut out = vec![event(
+            "content_block_start",
+            &json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}),
+        )];
+        for p in pieces {
+            out.push(event(
+                "content_block_delta",
+                &json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": p}}),
+            ));
+        }
+        out.push(event("content_block_stop", &json!({"type": "content_block_stop", "index": index})));
+        out
+    }
+
+    pub fn tool_block(index: u64, id: &str, name: &str, args: &str) -> Vec<String> {
+        let (a, b) = args.split_at(args.len() / 2);
+        vec![
+            event(
+                "content_block_start",
+                &json!({"type": "content_block_start", "index": index,
+                    "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+            ),
+            event(
+                "content_block_delta",
+                &json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": a}}),
+            ),
+            event(
+                "content_block_delta",
+                &json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": b}}),
+            ),
+            event("content_block_stop", &json!({"type": "content_block_stop", "index": index})),
+        ]
+    }
+
+    pub fn stop(reason: &str, output_tokens: u64) -> Vec<String> {
+        vec![
+            event(
+                "message_delta",
+                &json!({"type": "message_delta", "delta": {"stop_reason": reason}, "usage": {"output_tokens": output_tokens}}),
+            ),
+            event("message_stop", &json!({"type": "message_stop"})),
+        ]
+    }
+
+    /// A whole streamed text answer.
+    pub fn text_answer(pieces: &[&str]) -> Vec<String> {
+        let mut v = vec![start(100)];
+        v.extend(text_block(0, pieces));
+        v.extend(stop("end_turn", 9));
+        v
+    }
+
+    /// A streamed answer calling one tool after a line of text.
+    pub fn tool_answer(id: &str, name: &str, args: &str) -> Vec<String> {
+        let mut v = vec![start(120)];
+        v.extend(text_block(0, &["Let me note that."]));
+        v.extend(tool_block(1, id, name, args));
+        v.extend(stop("tool_use", 30));
+        v
+    }
+}
+
+/// OpenAI's streaming wire format.
+pub mod openai {
+    use serde_json::json;
+
+    pub fn chunk(v: &serde_json::Value) -> String {
+        format!("data: {v}\n\n")
+    }
+
+    pub fn text_answer(pieces: &[&str], usage: bool) -> Vec<String> {
+        let mut v: Vec<String> = pieces
+            .iter()
+            .map(|p| chunk(&json!({"id": "c1", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": null}]})))
+            .collect();
+        v.push(chunk(&json!({"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})));
+        if usage {
+            v.push(chunk(&json!({"id": "c1", "choices": [], "usage": {"prompt_tokens": 150, "completion_tokens": 12,
+                "prompt_tokens_details": {"cached_tokens": 100}}})));
+        }
+        v.push("data: [DONE]\n\n".into());
+        v
+    }
+
+    pub fn tool_answer(id: &str, name: &str, args: &str) -> Vec<String> {
+        let (a, b) = args.split_at(args.len() / 2);
+        vec![
+            chunk(&json!({"id": "c2", "choices": [{"index": 0, "delta": {"role": "assistant", "content": null,
+                "tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}}]})),
+            chunk(
+                &json!({"id": "c2", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": a}}]}}]}),
+            ),
+            chunk(
+                &json!({"id": "c2", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": b}}]}}]}),
+            ),
+            chunk(&json!({"id": "c2", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})),
+            "data: [DONE]\n\n".into(),
+        ]
+    }
+}
