@@ -1,0 +1,209 @@
+//! Real signals at a real `seshat chat`: SIGINT mid-stream (one-shot and the REPL on a
+//! pseudo-terminal) saves the partial answer and answers unrun tool calls; SIGKILL mid-answer
+//! loses nothing acknowledged and `--continue` goes on cleanly.
+
+use std::io::{Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use seshat::store::{MessageStatus, Role};
+
+use crate::chat::{KEY, chat, home_for, json_of, r, rows};
+use crate::server::{Reply, Server, anthropic};
+use crate::support::Home;
+
+fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !f() {
+        assert!(t.elapsed() < Duration::from_secs(20), "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn signal(child: &Child, sig: &str) {
+    let ok = Command::new("kill").args([sig, &child.id().to_string()]).status().unwrap().success();
+    assert!(ok, "kill {sig} failed");
+}
+
+fn spawn_chat(home: &Home, args: &[&str]) -> Child {
+    home.cmd()
+        .env("ANTHROPIC_API_KEY", KEY)
+        .env("SESHAT_CACHE_DIR", crate::plugins::shared_cache().parent().unwrap().join("chat-cache"))
+        .arg("chat")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// A stream that sends text and half a tool call, then goes silent.
+fn stalled_tool_call() -> Reply {
+    let mut pieces = vec![anthropic::start(10)];
+    pieces.extend(anthropic::text_block(0, &["Looking it up"]));
+    pieces.extend(anthropic::tool_block(1, "toolu_9", "memory_search_nodes", r#"{"query":"Ada"}"#).into_iter().take(2));
+    Reply::Stall { pieces, pause: Duration::from_secs(30) }
+}
+
+#[test]
+fn sigint_mid_stream_saves_the_partial_answer_and_the_next_turn_continues() {
+    let server =
+        Server::start(vec![stalled_tool_call(), Reply::Stream { pieces: anthropic::text_answer(&["Going on."]) }]);
+    let home = home_for("anthropic", &server, "");
+    let mut child = spawn_chat(&home, &["-p", "find Ada", "--json"]);
+    wait_for("the request", || server.count() == 1);
+    std::thread::sleep(Duration::from_millis(400)); // the streamed pieces arrive
+    signal(&child, "-INT");
+    let t = Instant::now();
+    let status = child.wait().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(5), "stopped promptly");
+    assert_eq!(status.code(), Some(130));
+    let mut stdout = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!((v["interrupted"].as_bool(), v["error_code"].as_str()), (Some(true), Some("interrupted")), "{v}");
+    let expected = vec![
+        r(Role::User, MessageStatus::Complete, &["text:find Ada"]),
+        r(
+            Role::Assistant,
+            MessageStatus::Interrupted,
+            &["text:Looking it up", "call:toolu_9:memory_search_nodes:{\"query"],
+        ),
+        r(Role::Tool, MessageStatus::Synthetic, &["result:toolu_9:error"]),
+    ];
+    assert_eq!(rows(&home, None), expected);
+
+    let out = chat(&home, &["--continue", "-p", "go on", "--json"], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(json_of(&out)["text"], "Going on.");
+    let next = server.requests()[1].json();
+    let msgs = next["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 4, "{next}");
+    assert_eq!(msgs[1]["content"][1]["type"], "tool_use");
+    assert_eq!(msgs[1]["content"][1]["input"], json!({"arguments": "{\"query"}), "partial arguments stay valid JSON");
+    assert_eq!(msgs[2]["content"][0]["tool_use_id"], "toolu_9");
+    assert_eq!(msgs[2]["content"][0]["is_error"], true);
+    assert_eq!(msgs[3]["content"][0]["text"], "go on");
+    let mut all = expected;
+    all.push(r(Role::User, MessageStatus::Complete, &["text:go on"]));
+    all.push(r(Role::Assistant, MessageStatus::Complete, &["text:Going on."]));
+    assert_eq!(rows(&home, None), all);
+}
+
+#[test]
+fn continue_after_sigkill_mid_answer_keeps_every_acknowledged_message() {
+    let server = Server::start(vec![
+        Reply::Stream { pieces: anthropic::text_answer(&["First answer."]) },
+        stalled_tool_call(),
+        Reply::Stream { pieces: anthropic::text_answer(&["Back again."]) },
+    ]);
+    let home = home_for("anthropic", &server, "");
+    let out = chat(&home, &["-p", "one"], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut child = spawn_chat(&home, &["--continue", "-p", "two"]);
+    wait_for("the second request", || server.count() == 2);
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, "-KILL");
+    child.wait().unwrap();
+    let before = vec![
+        r(Role::User, MessageStatus::Complete, &["text:one"]),
+        r(Role::Assistant, MessageStatus::Complete, &["text:First answer."]),
+        r(Role::User, MessageStatus::Complete, &["text:two"]),
+    ];
+    assert_eq!(rows(&home, None), before, "the acknowledged messages survive; the unfinished answer was never stored");
+    let out = chat(&home, &["--continue", "-p", "three"], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let msgs = server.requests()[2].json()["messages"].as_array().unwrap().clone();
+    let texts: Vec<&str> = msgs.iter().map(|m| m["content"][0]["text"].as_str().unwrap_or("")).collect();
+    assert_eq!(texts, ["one", "First answer.", "two", "three"]);
+    let mut after = before;
+    after.push(r(Role::User, MessageStatus::Complete, &["text:three"]));
+    after.push(r(Role::Assistant, MessageStatus::Complete, &["text:Back again."]));
+    assert_eq!(rows(&home, None), after);
+}
+
+/// A pseudo-terminal: the child gets the slave side as stdin, stdout and stderr.
+struct Pty {
+    master: std::fs::File,
+    output: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Pty {
+    fn spawn(mut cmd: Command) -> (Pty, Child) {
+        use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+        let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
+        grantpt(&master).unwrap();
+        unlockpt(&master).unwrap();
+        let name = ptsname(&master, Vec::new()).unwrap();
+        let slave = || std::fs::OpenOptions::new().read(true).write(true).open(name.to_str().unwrap()).unwrap();
+        let child = cmd.stdin(slave()).stdout(slave()).stderr(slave()).spawn().unwrap();
+        let master = std::fs::File::from(master);
+        let output = Arc::new(Mutex::new(Vec::new()));
+        let (mut reader, sink) = (master.try_clone().unwrap(), output.clone());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        (Pty { master, output }, child)
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.output.lock().unwrap()).into_owned()
+    }
+
+    fn send(&mut self, s: &str) {
+        self.master.write_all(s.as_bytes()).unwrap();
+        self.master.flush().unwrap();
+    }
+}
+
+#[test]
+fn the_repl_on_a_terminal_streams_and_survives_sigint_mid_stream() {
+    let mut pieces = vec![anthropic::start(10)];
+    pieces.extend(anthropic::text_block(0, &["Partial ", "reply"]).into_iter().take(3));
+    let server = Server::start(vec![
+        Reply::Stall { pieces, pause: Duration::from_secs(30) },
+        Reply::Stream { pieces: anthropic::text_answer(&["Second ", "answer."]) },
+    ]);
+    let home = home_for("anthropic", &server, "");
+    let mut cmd = home.cmd();
+    cmd.env("ANTHROPIC_API_KEY", KEY)
+        .env("TERM", "xterm")
+        .env("SESHAT_CACHE_DIR", crate::plugins::shared_cache().parent().unwrap().join("chat-cache"))
+        .arg("chat");
+    let (mut pty, mut child) = Pty::spawn(cmd);
+    wait_for("the banner", || pty.text().contains("/help for commands"));
+    pty.send("hello\r");
+    wait_for("streamed text", || pty.text().contains("Partial reply"));
+    signal(&child, "-INT");
+    wait_for("the interruption notice", || pty.text().contains("interrupted"));
+    pty.send("again\r");
+    wait_for("the second answer", || pty.text().contains("Second answer."));
+    wait_for("the status line", || pty.text().matches("[ctx ").count() >= 2);
+    pty.send("/context\r");
+    wait_for("the context breakdown", || pty.text().contains("total (estimated)"));
+    pty.send("/exit\r");
+    let t = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(t.elapsed() < Duration::from_secs(10), "the REPL did not exit: {}", pty.text());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(child.wait().unwrap().success(), "{}", pty.text());
+    assert_eq!(
+        rows(&home, None),
+        vec![
+            r(Role::User, MessageStatus::Complete, &["text:hello"]),
+            r(Role::Assistant, MessageStatus::Interrupted, &["text:Partial reply"]),
+            r(Role::User, MessageStatus::Complete, &["text:again"]),
+            r(Role::Assistant, MessageStatus::Complete, &["text:Second answer."]),
+        ]
+    );
+    assert!(!pty.text().contains(KEY));
+}
