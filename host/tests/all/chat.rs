@@ -463,3 +463,100 @@ fn without_a_provider_or_key_chat_says_what_to_set() {
     assert!(err.contains("set OPENAI_API_KEY"), "{err}");
     assert!(!home.db().exists() || home.store().list_sessions(&Default::default()).unwrap().is_empty());
 }
+
+/// A streamed text answer whose reported usage says the request had `input` tokens.
+fn answer_at(input: u64, text: &str) -> Reply {
+    let mut v = vec![anthropic::start(input)];
+    v.extend(anthropic::text_block(0, &[text]));
+    v.extend(anthropic::stop("end_turn", 20));
+    Reply::Stream { pieces: v }
+}
+
+#[test]
+fn a_small_window_forces_auto_compaction_in_a_tool_using_chat() {
+    let big = format!("one {}", "alpha beta gamma delta ".repeat(1_700)); // ~39k characters
+    let mid = format!("two {}", "epsilon zeta eta ".repeat(1_100)); // ~19k characters
+    let mut tool = vec![anthropic::start(14_000)];
+    tool.extend(anthropic::tool_block(0, "toolu_1", "memory_search_nodes", r#"{"query":"alpha"}"#));
+    tool.extend(anthropic::stop("tool_use", 15));
+    let summary = json!({"id": "msg_s", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+        "content": [{"type": "text", "text": "SUMMARY-OF-EARLIER: the user sent a long alpha text."}],
+        "stop_reason": "end_turn", "usage": {"input_tokens": 9_000, "output_tokens": 40}});
+    let server = Server::start(vec![
+        answer_at(12_000, "Got one."),
+        Reply::Stream { pieces: tool },
+        answer_at(18_500, "Got two."),
+        Reply::json(200, &summary.to_string()),
+        answer_at(6_000, "Got three."),
+    ]);
+    let home = home_for("anthropic", &server, "");
+    let w = ["--window", "30000", "--json"];
+    let run = |args: &[&str]| {
+        let out = chat(&home, &[args, &w[..]].concat(), &[]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        json_of(&out)
+    };
+    let first = run(&["-p", &big]);
+    assert_eq!(first["compactions"], json!([]));
+    let second = run(&["--continue", "-p", &mid]);
+    assert_eq!((second["iterations"].as_u64(), second["compactions"].as_array().map(Vec::len)), (Some(2), Some(0)));
+    assert!(second["context"]["used"].as_u64().unwrap() > 16_800, "past the 30k window's threshold: {second}");
+
+    let third = run(&["--continue", "-p", "three"]);
+    assert_eq!(third["text"], "Got three.");
+    let report = &third["compactions"][0];
+    assert_eq!((report["summarised"].as_bool(), report["model_calls"].as_u64()), (Some(true), Some(1)), "{third}");
+    assert!(report["tokens_after"].as_u64().unwrap() <= 14_000, "landed under the target: {report}");
+
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 5, "three turns, one tool call, one summary call");
+    let summary_req = reqs[3].json();
+    assert_eq!(summary_req.get("stream"), None, "the summary call is not streamed");
+    assert_eq!(summary_req.get("tools"), None);
+    assert!(summary_req["max_tokens"].as_u64().unwrap() <= 2_000);
+    assert!(reqs[3].body.contains("alpha beta gamma"), "the dropped head is summarised");
+    assert!(!reqs[3].body.contains("epsilon zeta"), "kept messages are not summarised");
+    let next = reqs[4].json();
+    let msgs = next["messages"].as_array().unwrap();
+    assert!(msgs[0]["content"][0]["text"].as_str().unwrap().contains("SUMMARY-OF-EARLIER"), "{}", msgs[0]);
+    assert!(!reqs[4].body.contains("alpha beta gamma"), "the summarised head is not sent again");
+    assert!(reqs[4].body.contains("epsilon zeta"), "the recent turn is kept verbatim");
+    assert_eq!(msgs.last().unwrap()["content"][0]["text"], "three", "the latest request is pinned last");
+    // Nothing was deleted: the full history still has every message.
+    assert_eq!(rows(&home, None).len(), 8);
+}
+
+#[test]
+fn three_failed_summaries_then_compact_full_without_a_request() {
+    let refusal = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long"}}"#;
+    let server = Server::start(vec![
+        answer_at(17_000, "Long."),
+        Reply::json(400, refusal),
+        Reply::json(400, refusal),
+        Reply::json(400, refusal),
+    ]);
+    let home = home_for("anthropic", &server, "");
+    let w = ["--window", "30000", "--json"];
+    // Two messages of ~14k tokens each: together with the system prompt and tools they pass the
+    // 29k hard limit (30k window less 1k for the answer) once nothing can be summarised.
+    let big = |word: &str| format!("{word} {}", "alpha beta gamma delta ".repeat(2_450));
+    let out = chat(&home, &[&["-p", big("start").as_str()][..], &w[..]].concat(), &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for (turn, failures) in [(big("more"), 1), ("b".to_string(), 2), ("c".to_string(), 3)] {
+        let before = server.count();
+        let out = chat(&home, &[&["--continue", "-p", turn.as_str()][..], &w[..]].concat(), &[]);
+        assert!(!out.status.success());
+        let v = json_of(&out);
+        assert_eq!(v["error"]["code"], "compact_failed", "{v}");
+        assert!(v["error"]["message"].as_str().unwrap().contains(&format!("({failures} in a row)")), "{v}");
+        assert!(v["error"]["message"].as_str().unwrap().contains("prompt is too long"), "{v}");
+        assert_eq!(server.count(), before + 1, "only the summary call went out");
+    }
+    let before = server.count();
+    let out = chat(&home, &[&["--continue", "-p", "d"][..], &w[..]].concat(), &[]);
+    let v = json_of(&out);
+    assert_eq!(v["error"]["code"], "compact_full", "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("summarising is off"), "{v}");
+    assert_eq!(server.count(), before, "the server counted zero requests for that turn");
+    assert_eq!(rows(&home, None).len(), 6, "the first turn, its answer and the four user messages are all kept");
+}
