@@ -265,6 +265,11 @@ impl Agent {
         &self.specs
     }
 
+    /// The provider.
+    pub fn provider(&self) -> &SharedProvider {
+        &self.provider
+    }
+
     /// The client (store and policies).
     pub fn client(&mut self) -> &mut Client {
         &mut self.client

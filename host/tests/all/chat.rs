@@ -560,3 +560,178 @@ fn three_failed_summaries_then_compact_full_without_a_request() {
     assert_eq!(server.count(), before, "the server counted zero requests for that turn");
     assert_eq!(rows(&home, None).len(), 6, "the first turn, its answer and the four user messages are all kept");
 }
+
+/// A library-level agent (the Rust SDK) on `server`, with its own home.
+fn sdk_agent(home: &Home, server: &Server, tools: seshat::client::Tools, options: AgentOptions) -> Agent {
+    let dirs = seshat::paths::Dirs::under(home.path());
+    let config = seshat::ClientConfig {
+        auto_compact: true,
+        db_path: Some(home.db()),
+        dirs: Some(dirs),
+        project: Some(home.path().display().to_string()),
+        ..Default::default()
+    };
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!("[providers.anthropic]\nbase_url = \"{}\"\n[providers.anthropic.models.tiny-model]\ncontext_window = 50000\nmax_output_tokens = 700\n", server.url()),
+    )
+    .unwrap();
+    let mut client = seshat::Client::new(config, std::sync::Arc::new(crate::compaction::Scripted::default())).unwrap();
+    let provider = SharedProvider::new(client.load_provider(Some("anthropic")).unwrap());
+    client.set_models(std::sync::Arc::new(provider.clone()));
+    Agent::open(client, provider, tools, AgentOptions { project: home.path().display().to_string(), ..options })
+        .unwrap()
+}
+
+use seshat::client::{Agent, AgentOptions, Quiet, SessionChoice};
+use seshat::providers::{Cancel, SharedProvider};
+
+struct Clock;
+
+impl seshat::client::Tool for Clock {
+    fn spec(&self) -> seshat::plugins::ToolSpec {
+        seshat::plugins::ToolSpec {
+            name: "clock".into(),
+            description: "The time in a city.".into(),
+            parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+                .to_string(),
+        }
+    }
+
+    fn call(&mut self, arguments: &Value) -> Result<String, String> {
+        match arguments["city"].as_str() {
+            Some("Paris") => Ok("12:00".into()),
+            Some(other) => Err(format!("no clock for {other}")),
+            None => Err("`city` is required".into()),
+        }
+    }
+}
+
+#[test]
+fn the_sdk_registers_application_tools_and_encodes_each_message_once() {
+    let mut first = vec![anthropic::start(50)];
+    first.extend(anthropic::tool_block(0, "toolu_a", "clock", r#"{"city":"Paris"}"#));
+    first.extend(anthropic::tool_block(1, "toolu_b", "clock", r#"{"city":"Oslo"}"#));
+    first.extend(anthropic::stop("tool_use", 10));
+    let server = Server::start(vec![
+        Reply::Stream { pieces: first },
+        Reply::Stream { pieces: anthropic::text_answer(&["Noon in Paris."]) },
+        Reply::Stream { pieces: anthropic::text_answer(&["Bye."]) },
+    ]);
+    let home = Home::new();
+    let mut tools = seshat::client::Tools::none();
+    tools.register(Box::new(Clock));
+    let options = AgentOptions { model: Some("tiny-model".into()), ..AgentOptions::default() };
+    let mut agent = sdk_agent(&home, &server, tools, options);
+    assert_eq!(agent.tool_specs().iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["clock"]);
+    let out = agent.turn("time in Paris and Oslo?", &Cancel::default(), &mut Quiet).unwrap();
+    assert_eq!(out.text, "Noon in Paris.");
+    assert_eq!(out.context.unwrap().window, 50_000, "the configured model's window");
+    assert_eq!(server.requests()[0].json()["max_tokens"], 700, "the configured model's output limit");
+    let results = &server.requests()[1].json()["messages"][2]["content"];
+    assert_eq!(results[0]["content"], "12:00");
+    assert_eq!(
+        (results[1]["content"].as_str(), results[1]["is_error"].as_bool()),
+        (Some("no clock for Oslo"), Some(true))
+    );
+
+    // Encoding: the first request encoded 1 message, the second 2 new ones plus the first again
+    // (now without its cache breakpoint); the next turn encodes only what is new.
+    let calls = |a: &mut Agent| a.provider().lock().encode_calls();
+    assert_eq!(calls(&mut agent), 1 + 3);
+    agent.turn("thanks", &Cancel::default(), &mut Quiet).unwrap();
+    assert_eq!(calls(&mut agent), 1 + 3 + 3, "new: the answer and `thanks`; again: the tool results");
+    let (second, third) = (server.requests()[1].body.clone(), server.requests()[2].body.clone());
+    let head = second.find("\"messages\":[").unwrap();
+    assert_eq!(second[..head], third[..head], "the request prefix is byte-stable");
+}
+
+#[test]
+fn thinking_goes_back_only_to_the_model_that_wrote_it() {
+    let mut first = vec![anthropic::start(50)];
+    first.push(anthropic::event(
+        "content_block_start",
+        &json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}}),
+    ));
+    for d in [
+        json!({"type": "thinking_delta", "thinking": "Let me think."}),
+        json!({"type": "signature_delta", "signature": "SIG"}),
+    ] {
+        first.push(anthropic::event(
+            "content_block_delta",
+            &json!({"type": "content_block_delta", "index": 0, "delta": d}),
+        ));
+    }
+    first.extend(anthropic::text_block(1, &["Thought."]));
+    first.extend(anthropic::stop("end_turn", 10));
+    let server = Server::start(vec![
+        Reply::Stream { pieces: first },
+        Reply::Stream { pieces: anthropic::text_answer(&["Same model."]) },
+        Reply::Stream { pieces: anthropic::text_answer(&["Other model."]) },
+    ]);
+    let home = Home::new();
+    let mut agent = sdk_agent(&home, &server, seshat::client::Tools::none(), AgentOptions::default());
+    agent.turn("think", &Cancel::default(), &mut Quiet).unwrap();
+    let session = agent.session().to_string();
+    agent.turn("again", &Cancel::default(), &mut Quiet).unwrap();
+    let same = server.requests()[1].json();
+    assert_eq!(
+        same["messages"][1]["content"][0],
+        json!({"type": "thinking", "thinking": "Let me think.", "signature": "SIG"})
+    );
+    drop(agent);
+    // Resumed with another model: the reasoning is not passed back, the text is.
+    let options = AgentOptions {
+        session: SessionChoice::Resume(session[..10].to_string()),
+        model: Some("claude-haiku-4-5".into()),
+        ..AgentOptions::default()
+    };
+    let mut agent = sdk_agent(&home, &server, seshat::client::Tools::none(), options);
+    assert_eq!(agent.session(), session);
+    agent.turn("third", &Cancel::default(), &mut Quiet).unwrap();
+    let other = server.requests()[2].json();
+    assert_eq!(other["model"], "claude-haiku-4-5");
+    assert_eq!(other["messages"][1]["content"], json!([{"type": "text", "text": "Thought."}]));
+    assert_eq!(other["messages"][3]["content"][0]["text"], "Same model.");
+}
+
+#[test]
+fn resuming_with_a_smaller_window_rechecks_it_before_the_first_call() {
+    let server = Server::start(vec![Reply::Stream { pieces: anthropic::text_answer(&["ok"]) }]);
+    let home = home_for("anthropic", &server, "");
+    let big = format!("x {}", "lorem ipsum dolor ".repeat(3_000)); // ~13k tokens
+    let out = chat(&home, &["-p", &big, "--json"], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(json_of(&out)["context"]["window"], 200_000);
+    let out =
+        chat(&home, &["--continue", "--model", "claude-haiku-4-5", "--window", "12000", "-p", "go", "--json"], &[]);
+    let v = json_of(&out);
+    assert_eq!(v["error"]["code"], "compact_full", "{v}");
+    assert_eq!(server.count(), 1, "nothing was sent with the smaller window");
+    let session = home.store().list_sessions(&Default::default()).unwrap().remove(0);
+    assert_eq!((session.model.as_deref(), session.context_window), (Some("claude-haiku-4-5"), Some(12_000)));
+}
+
+#[test]
+fn base_url_environment_variables_and_proxies_are_honoured() {
+    let server = Server::start(vec![Reply::Stream { pieces: anthropic::text_answer(&["via env"]) }]);
+    let home = Home::new();
+    std::fs::write(home.path().join("config.toml"), "[plugins]\nprovider = \"anthropic\"\n").unwrap();
+    let out = chat(&home, &["-p", "hi"], &[("ANTHROPIC_BASE_URL", &server.url())]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(server.count(), 1);
+
+    // HTTP_PROXY routes the request through the proxy (absolute-form target); NO_PROXY exempts it.
+    let target = Server::start(vec![Reply::Stream { pieces: anthropic::text_answer(&["direct"]) }]);
+    let proxy = Server::start(vec![Reply::Stream { pieces: anthropic::text_answer(&["proxied"]) }]);
+    let env = [("ANTHROPIC_BASE_URL", target.url()), ("HTTP_PROXY", proxy.url())];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = chat(&home, &["-p", "hi"], &env);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "proxied\n", "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(proxy.requests()[0].path, format!("{}/v1/messages", target.url()));
+    let mut env = env.clone();
+    env.push(("NO_PROXY", "127.0.0.1"));
+    let out = chat(&home, &["-p", "hi"], &env);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "direct\n", "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!((target.count(), proxy.count()), (1, 1));
+}
