@@ -735,3 +735,36 @@ fn base_url_environment_variables_and_proxies_are_honoured() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "direct\n", "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!((target.count(), proxy.count()), (1, 1));
 }
+
+#[test]
+fn piped_stdin_is_the_prompt_or_follows_it() {
+    let server = Server::start(vec![
+        Reply::Stream { pieces: anthropic::text_answer(&["one"]) },
+        Reply::Stream { pieces: anthropic::text_answer(&["two"]) },
+    ]);
+    let home = home_for("anthropic", &server, "");
+    let run = |args: &[&str], input: &str| {
+        let mut child = home
+            .cmd()
+            .env("ANTHROPIC_API_KEY", KEY)
+            .env("SESHAT_CACHE_DIR", crate::plugins::shared_cache().parent().unwrap().join("chat-cache"))
+            .arg("chat")
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write as _;
+        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(run(&[], "from a pipe\n"), "one\n");
+    assert_eq!(run(&["--continue", "-p", "review this"], "diff --git a b\n"), "two\n");
+    let last = |i: usize| server.requests()[i].json()["messages"].as_array().unwrap().last().unwrap()["content"][0]["text"].clone();
+    assert_eq!(last(0), "from a pipe\n");
+    assert_eq!(last(1), "review this\n\ndiff --git a b\n");
+    let out = home.cmd().args(["chat", "-p", "  "]).env("ANTHROPIC_API_KEY", KEY).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the prompt is empty"));
+}

@@ -24,8 +24,8 @@ const EXIT_NOT_CONFIGURED: u8 = 2;
 /// Talk to a model: every turn is saved, compacted when the window fills, and resumable.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Run this prompt to the final answer (tool calls included) and exit. Without it, piped
-    /// stdin is the prompt; on a terminal, an interactive session starts.
+    /// Run this prompt to the final answer (tool calls included) and exit. Piped stdin follows
+    /// it (or is the prompt without it); on a terminal without it, an interactive session starts.
     #[arg(short, long, value_name = "TEXT")]
     prompt: Option<String>,
     /// Print one JSON object with the answer, usage and session (with a prompt).
@@ -194,14 +194,19 @@ pub(crate) fn install_interrupt(cancel: &Cancel) -> anyhow::Result<()> {
 
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let stdin = std::io::stdin();
-    let prompt = match &args.prompt {
-        Some(p) => Some(p.clone()),
-        None if !stdin.is_terminal() => {
-            let mut text = String::new();
-            stdin.lock().read_to_string(&mut text).context("cannot read the prompt from stdin")?;
-            Some(text)
-        }
-        None => None,
+    // Piped stdin is the prompt, or follows the `-p` text (`git diff | seshat chat -p "review"`).
+    let piped = if stdin.is_terminal() {
+        None
+    } else {
+        let mut text = String::new();
+        stdin.lock().read_to_string(&mut text).context("cannot read the prompt from stdin")?;
+        Some(text).filter(|t| !t.trim().is_empty())
+    };
+    let prompt = match (&args.prompt, piped) {
+        (Some(p), Some(more)) => Some(format!("{p}\n\n{more}")),
+        (Some(p), None) => Some(p.clone()),
+        (None, more) if !stdin.is_terminal() => Some(more.unwrap_or_default()),
+        (None, _) => None,
     };
     if prompt.as_deref().is_some_and(|p| p.trim().is_empty()) {
         anyhow::bail!("the prompt is empty: pass -p \"…\" or pipe text to stdin");
