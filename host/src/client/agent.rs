@@ -294,7 +294,7 @@ impl Agent {
     pub fn context_use(&mut self) -> Result<Option<ContextUse>> {
         let Some(window) = self.window else { return Ok(None) };
         let frame = self.frame();
-        let view = self.client.store().live_view(&self.session)?;
+        let view = self.client.live_view(&self.session)?;
         Ok(Some(ContextUse { used: crate::compaction::current_use(&frame, &view), window }))
     }
 

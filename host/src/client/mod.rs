@@ -92,6 +92,8 @@ pub struct Client {
     trimmer: TrimmerPlugin,
     summariser: SummariserPlugin,
     models: Arc<dyn ModelClient>,
+    /// The live view of the session last prepared, refreshed incrementally.
+    view: Option<crate::store::LiveView>,
 }
 
 impl std::fmt::Debug for Client {
@@ -119,7 +121,7 @@ impl Client {
         };
         let trimmer = TrimmerPlugin::new(&load(PluginKind::Trimmer)?)?;
         let summariser = SummariserPlugin::new(&load(PluginKind::Summariser)?)?;
-        Ok(Self { config, settings, dirs, runtime, catalog, store, trimmer, summariser, models })
+        Ok(Self { config, settings, dirs, runtime, catalog, store, trimmer, summariser, models, view: None })
     }
 
     /// The merged configuration files.
@@ -172,11 +174,26 @@ impl Client {
         }
     }
 
+    /// The live view of `session`, from the client's copy when it has one (only messages appended
+    /// since are read).
+    pub fn live_view(&mut self, session: &str) -> Result<crate::store::LiveView> {
+        let view = match self.view.take() {
+            Some(mut v) if v.session.id == session => {
+                self.store.refresh_live_view(&mut v)?;
+                v
+            }
+            _ => self.store.live_view(session)?,
+        };
+        self.view = Some(view.clone());
+        Ok(view)
+    }
+
     /// Runs the pre-call pipeline and returns the request to send.
     pub fn prepare(&mut self, session: &str, frame: &Frame, settings: &Settings) -> Result<Prepared> {
+        let view = self.live_view(session)?;
         let mut c =
             Compactor { trimmer: &mut self.trimmer, summariser: &mut self.summariser, models: self.models.clone() };
-        Ok(c.before_call(&mut self.store, session, frame, settings)?)
+        Ok(c.before_call_with(&mut self.store, session, frame, settings, view)?)
     }
 
     /// Compacts a session now, ignoring the failure breaker (a success clears it).

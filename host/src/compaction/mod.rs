@@ -242,9 +242,22 @@ impl Compactor<'_> {
         frame: &Frame,
         settings: &Settings,
     ) -> Result<Prepared> {
+        let view = store.live_view(session)?;
+        self.before_call_with(store, session, frame, settings, view)
+    }
+
+    /// [`Compactor::before_call`] on a live view the caller already has (kept up to date with
+    /// [`Store::refresh_live_view`]), so a long session's turn does not re-read its history.
+    pub fn before_call_with(
+        &mut self,
+        store: &mut Store,
+        session: &str,
+        frame: &Frame,
+        settings: &Settings,
+        view: LiveView,
+    ) -> Result<Prepared> {
         let mut warnings = Vec::new();
         let mut report = None;
-        let view = store.live_view(session)?;
         let tokens = current_use(frame, &view);
         match settings.context_window {
             None => warnings.push(format!(

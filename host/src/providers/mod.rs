@@ -157,6 +157,12 @@ impl Answer {
 /// same model).
 type EncodeKey = (u64, usize, bool, bool);
 
+/// An encoded message: in the cache, or made for this request only.
+enum Fragment {
+    Cached(EncodeKey),
+    Fresh(String),
+}
+
 /// A provider plugin bound to its settings and credential.
 pub struct Provider {
     name: String,
@@ -289,8 +295,8 @@ impl Provider {
         Error::Plugin(self.redact(&e.to_string()))
     }
 
-    /// Encodes the conversation, from the cache where possible.
-    fn encode(&mut self, call: &Call<'_>) -> Result<Vec<String>> {
+    /// Encodes the conversation: stored messages once (then from the cache), others each time.
+    fn encode(&mut self, call: &Call<'_>) -> Result<Vec<Fragment>> {
         if self.encoded_for.as_deref() != Some(call.model) {
             self.encoded.clear();
             self.encoded_for = Some(call.model.to_string());
@@ -300,20 +306,28 @@ impl Provider {
         for (i, m) in call.messages.iter().enumerate() {
             let same_model = matches!((m.seq, call.same_model_after), (Some(s), Some(after)) if s > after);
             let breakpoint = i == last;
-            let bytes: usize = m.parts.iter().map(Part::byte_size).sum();
-            let key = m.seq.map(|s| (s, bytes, breakpoint, same_model));
-            if let Some(hit) = key.and_then(|k| self.encoded.get(&k)) {
-                out.push(hit.clone());
+            let key = m.seq.map(|s| (s, m.parts.iter().map(Part::byte_size).sum(), breakpoint, same_model));
+            if let Some(k) = key.filter(|k| self.encoded.contains_key(k)) {
+                out.push(Fragment::Cached(k));
                 continue;
             }
             let message = PluginMessage { id: m.seq.unwrap_or(0), role: m.role, parts: m.parts.clone() };
             let options = EncodeOptions { model: call.model.to_string(), same_model, cache_breakpoint: breakpoint };
             let fragment = self.plugin.encode_message(&message, &options).map_err(|e| self.plugin_error(&e))?;
             self.encode_calls += 1;
-            if let Some(k) = key {
-                self.encoded.insert(k, fragment.clone());
+            match key {
+                Some(k) => {
+                    self.encoded.insert(k, fragment);
+                    out.push(Fragment::Cached(k));
+                }
+                None => out.push(Fragment::Fresh(fragment)),
             }
-            out.push(fragment);
+        }
+        if self.encoded.len() > 2 * out.len() + 64 {
+            // Messages compacted away are not sent again: forget them.
+            let used: std::collections::HashSet<EncodeKey> =
+                out.iter().filter_map(|f| if let Fragment::Cached(k) = f { Some(*k) } else { None }).collect();
+            self.encoded.retain(|k, _| used.contains(k));
         }
         Ok(out)
     }
@@ -352,7 +366,10 @@ impl Provider {
                 self.warnings.push(w);
             }
         }
-        let body = http.body_with(fragments.iter().map(String::as_str));
+        let body = http.body_with(fragments.iter().map(|f| match f {
+            Fragment::Cached(k) => self.encoded.get(k).map_or("", String::as_str),
+            Fragment::Fresh(s) => s.as_str(),
+        }));
         tracing::trace!(provider = %self.name, bytes = body.len(), "request built");
 
         let out = transport::Outgoing {

@@ -65,11 +65,24 @@ pub struct LiveView {
     pub compaction: Option<Compaction>,
     /// The messages, in order.
     pub entries: Vec<ViewEntry>,
+    /// What the view was built from, for [`Store::refresh_live_view`].
+    #[serde(skip)]
+    stamp: ViewStamp,
+}
+
+/// The records a live view reflects: the messages up to `message_count`, the latest successful
+/// compaction and the latest trim.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct ViewStamp {
+    message_count: u64,
+    compaction_id: i64,
+    trim_id: i64,
 }
 
 impl Store {
     /// The live view of a session.
     pub fn live_view(&self, session: &str) -> Result<LiveView> {
+        let stamp = self.view_stamp(session)?;
         let info = self.session(session)?;
         let compaction = self
             .conn
@@ -102,7 +115,46 @@ impl Store {
         for msg in self.messages_from(session, first_kept)? {
             entries.push(entry(Origin::Kept, msg, &mut trims));
         }
-        Ok(LiveView { session: info, compaction, entries })
+        Ok(LiveView { session: info, compaction, entries, stamp })
+    }
+
+    /// Brings `view` up to date: when no compaction or trim was recorded since it was built, only
+    /// the messages appended since are read (what a long session's every turn needs); otherwise
+    /// it is rebuilt. Read in one transaction, so the check and the read agree.
+    pub fn refresh_live_view(&self, view: &mut LiveView) -> Result<()> {
+        let session = view.session.id.clone();
+        let tx = self.conn.unchecked_transaction()?;
+        let stamp = self.view_stamp(&session)?;
+        let same = stamp.compaction_id == view.stamp.compaction_id && stamp.trim_id == view.stamp.trim_id;
+        if !same || stamp.message_count < view.stamp.message_count {
+            *view = self.live_view(&session)?;
+        } else if stamp.message_count > view.stamp.message_count {
+            let mut none = HashMap::new();
+            for msg in self.messages_from(&session, view.stamp.message_count + 1)? {
+                view.entries.push(entry(Origin::Kept, msg, &mut none));
+            }
+            view.session = self.session(&session)?;
+            view.stamp = stamp;
+        }
+        tx.finish()?;
+        Ok(())
+    }
+
+    fn view_stamp(&self, session: &str) -> Result<ViewStamp> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT (SELECT message_count FROM sessions WHERE id = ?1), \
+                 (SELECT coalesce(max(id), 0) FROM compactions WHERE session_id = ?1 AND status = 'ok'), \
+                 (SELECT coalesce(max(id), 0) FROM trims WHERE session_id = ?1)",
+            )?
+            .query_row([session], |r| {
+                Ok(ViewStamp {
+                    message_count: r.get::<_, Option<u64>>(0)?.unwrap_or(0),
+                    compaction_id: r.get(1)?,
+                    trim_id: r.get(2)?,
+                })
+            })?)
     }
 
     /// Trims of messages with `seq >= from`, grouped by seq, oldest first.

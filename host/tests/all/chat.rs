@@ -762,7 +762,9 @@ fn piped_stdin_is_the_prompt_or_follows_it() {
     };
     assert_eq!(run(&[], "from a pipe\n"), "one\n");
     assert_eq!(run(&["--continue", "-p", "review this"], "diff --git a b\n"), "two\n");
-    let last = |i: usize| server.requests()[i].json()["messages"].as_array().unwrap().last().unwrap()["content"][0]["text"].clone();
+    let last = |i: usize| {
+        server.requests()[i].json()["messages"].as_array().unwrap().last().unwrap()["content"][0]["text"].clone()
+    };
     assert_eq!(last(0), "from a pipe\n");
     assert_eq!(last(1), "review this\n\ndiff --git a b\n");
     let out = home.cmd().args(["chat", "-p", "  "]).env("ANTHROPIC_API_KEY", KEY).output().unwrap();

@@ -316,3 +316,43 @@ fn malformed_imports_name_the_line_and_field_and_import_nothing() {
         assert_eq!(n, 0);
     }
 }
+
+#[test]
+fn a_refreshed_live_view_equals_a_fresh_one_through_appends_trims_and_compactions() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = ten_messages(&mut store);
+    let mut view = store.live_view(&id).unwrap();
+    let check = |store: &Store, view: &mut seshat::store::LiveView, what: &str| {
+        store.refresh_live_view(view).unwrap();
+        assert_eq!(*view, store.live_view(&id).unwrap(), "after {what}");
+    };
+    check(&store, &mut view, "nothing");
+    store.append(&id, &[tool_call("c9"), tool_result("c9", &"w".repeat(800))]).unwrap();
+    check(&store, &mut view, "appends");
+    assert_eq!(view.entries.len(), 12);
+    store.record_trims(&id, &[(12, 0, "[w trimmed]".into())]).unwrap();
+    check(&store, &mut view, "a trim of a message the view already had");
+    let compaction = Compaction {
+        trigger: CompactionTrigger::Manual,
+        tokens_before: 5000,
+        tokens_after: Some(2000),
+        through_seq: 12,
+        first_kept_seq: Some(11),
+        pinned_seq: Some(9),
+        summary: Some("earlier".into()),
+        model: None,
+        status: CompactionStatus::Ok,
+        error: None,
+        created_at: 2,
+    };
+    store.record_compaction(&id, &compaction).unwrap();
+    check(&store, &mut view, "a compaction");
+    assert_eq!(view.entries[0].origin, Origin::Summary);
+    store.append(&id, &[NewMessage::text(Role::User, "more")]).unwrap();
+    check(&store, &mut view, "an append after the compaction");
+    // Another process's view of the same session stays right too.
+    let other = Store::open(&home.db()).unwrap();
+    other.refresh_live_view(&mut view).unwrap();
+    assert_eq!(view.entries.last().unwrap().parts, vec![Part::Text { text: "more".into() }]);
+}
