@@ -502,7 +502,7 @@ fn a_small_window_forces_auto_compaction_in_a_tool_using_chat() {
     assert_eq!((second["iterations"].as_u64(), second["compactions"].as_array().map(Vec::len)), (Some(2), Some(0)));
     assert!(second["context"]["used"].as_u64().unwrap() > 16_800, "past the 30k window's threshold: {second}");
 
-    let third = run(&["--continue", "-p", "three"]);
+    let third = run(&["--continue", "-p", "three", "--summary-model", "claude-haiku-4-5"]);
     assert_eq!(third["text"], "Got three.");
     let report = &third["compactions"][0];
     assert_eq!((report["summarised"].as_bool(), report["model_calls"].as_u64()), (Some(true), Some(1)), "{third}");
@@ -512,6 +512,8 @@ fn a_small_window_forces_auto_compaction_in_a_tool_using_chat() {
     assert_eq!(reqs.len(), 5, "three turns, one tool call, one summary call");
     let summary_req = reqs[3].json();
     assert_eq!(summary_req.get("stream"), None, "the summary call is not streamed");
+    assert_eq!(summary_req["model"], "claude-haiku-4-5", "--summary-model picks the summary model");
+    assert_eq!(reqs[4].json()["model"], "claude-opus-4-5", "the session's model answers");
     assert_eq!(summary_req.get("tools"), None);
     assert!(summary_req["max_tokens"].as_u64().unwrap() <= 2_000);
     assert!(reqs[3].body.contains("alpha beta gamma"), "the dropped head is summarised");
@@ -769,4 +771,43 @@ fn piped_stdin_is_the_prompt_or_follows_it() {
     assert_eq!(last(1), "review this\n\ndiff --git a b\n");
     let out = home.cmd().args(["chat", "-p", "  "]).env("ANTHROPIC_API_KEY", KEY).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("the prompt is empty"));
+}
+
+#[test]
+fn no_auto_compact_sends_the_whole_history_while_it_fits() {
+    let big = format!("one {}", "alpha beta gamma delta ".repeat(1_700));
+    let server = Server::start(vec![answer_at(20_000, "Got one."), answer_at(20_100, "Got two.")]);
+    let home = home_for("anthropic", &server, "");
+    let w = ["--window", "30000", "--json"];
+    let out = chat(&home, &[&["-p", big.as_str()][..], &w[..]].concat(), &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = chat(&home, &[&["--continue", "--no-auto-compact", "-p", "two"][..], &w[..]].concat(), &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v = json_of(&out);
+    assert_eq!(v["compactions"], json!([]), "past the threshold, but auto-compaction is off for this run");
+    assert_eq!(server.count(), 2, "no summary call");
+    assert!(server.requests()[1].body.contains("alpha beta gamma"), "the whole history went out");
+}
+
+#[test]
+fn an_answer_past_the_size_cap_is_cut_and_kept_as_interrupted() {
+    let mut pieces = vec![anthropic::start(10)];
+    let chunk = "y".repeat(64 << 10);
+    let deltas: Vec<&str> = std::iter::repeat_n(chunk.as_str(), 24).collect(); // 1.5 MiB of text
+    pieces.extend(anthropic::text_block(0, &deltas));
+    pieces.extend(anthropic::stop("end_turn", 10));
+    let server = Server::start(vec![Reply::Stream { pieces }]);
+    let home = home_for("anthropic", &server, "max_response_mib = 1\n");
+    let out = chat(&home, &["-p", "hi", "--json"], &[]);
+    let v = json_of(&out);
+    assert_eq!(v["error_code"], "response_too_large", "{v}");
+    assert!(v["error"].as_str().unwrap().contains("1 MiB cap (max_response_mib)"), "{v}");
+    let history = home.store().full_history(v["session"].as_str().unwrap()).unwrap();
+    assert_eq!(history.len(), 2);
+    assert_eq!(history[1].status, MessageStatus::Interrupted);
+    let kept = match &history[1].parts[0] {
+        Part::Text { text } => text.len(),
+        other => panic!("{other:?}"),
+    };
+    assert!(kept > 0 && kept < 1 << 20, "what arrived under the cap is kept: {kept} bytes");
 }
