@@ -189,6 +189,15 @@ fn the_repl_on_a_terminal_streams_and_survives_sigint_mid_stream() {
     wait_for("the status line", || pty.text().matches("[ctx ").count() >= 2);
     pty.send("/context\r");
     wait_for("the context breakdown", || pty.text().contains("total (estimated)"));
+    assert!(pty.text().contains("tool schemas (9)") && pty.text().contains("assistant text"), "{}", pty.text());
+    pty.send("/help\r");
+    wait_for("the command list", || pty.text().contains("/sessions  this project's recent sessions"));
+    pty.send("/memory\r");
+    wait_for("the memory snapshot", || pty.text().contains("(no memory was given to this session)"));
+    pty.send("/sessions\r");
+    wait_for("the session list", || pty.text().contains("4 msgs"));
+    pty.send("/nope\r");
+    wait_for("an unknown command", || pty.text().contains("unknown command /nope"));
     pty.send("/exit\r");
     let t = Instant::now();
     while child.try_wait().unwrap().is_none() {
