@@ -7,24 +7,16 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value, json};
+use seshat_plugin_sdk::provider::json::{self, Value, json, serde_json, str_of};
 use seshat_plugin_sdk::provider::{
-    Auth, ChatRequest, EncodeOptions, Error, GuestDecoder, HttpRequest, Message, ModelInfo, Part, Provider,
-    ProviderInfo, Response, Role, Splice, StopReason, StreamEvent, ToolCallDelta, ToolCallStart, Usage,
+    Auth, ChatRequest, EncodeOptions, Error, GuestDecoder, HttpRequest, Message, Part, Provider, ProviderInfo,
+    Response, Role, StopReason, StreamEvent, ToolCallDelta, ToolCallStart, Usage, error, model,
 };
 
 /// The API version header every request carries.
 const API_VERSION: &str = "2023-06-01";
 
 struct Anthropic;
-
-fn model(id: &str, context_window: u64, max_output_tokens: u64) -> ModelInfo {
-    ModelInfo { id: id.into(), context_window, max_output_tokens, extra: "{}".into() }
-}
-
-fn error(code: &str, message: impl Into<String>) -> Error {
-    Error { code: code.into(), message: message.into() }
-}
 
 fn ephemeral() -> Value {
     json!({"type": "ephemeral"})
@@ -103,47 +95,25 @@ impl Provider for Anthropic {
     }
 
     fn build_request(request: ChatRequest) -> Result<HttpRequest, Error> {
-        let extra: Map<String, Value> = match serde_json::from_str(&request.extra) {
-            Ok(Value::Object(m)) => m,
-            _ => return Err(error("invalid_request", format!("provider options must be a JSON object, not `{}`", request.extra))),
-        };
-        // Keys in a fixed order, so the body's prefix is byte-stable from turn to turn.
-        let mut fields: BTreeMap<&str, Value> = BTreeMap::new();
-        fields.insert("model", json!(request.model));
-        fields.insert("max_tokens", json!(request.max_tokens));
+        let extra = json::options(&request.extra)?;
+        let mut fields = vec![("model", json!(request.model)), ("max_tokens", json!(request.max_tokens))];
         if request.stream {
-            fields.insert("stream", json!(true));
+            fields.push(("stream", json!(true)));
         }
         if let Some(system) = request.system.filter(|s| !s.is_empty()) {
-            fields.insert("system", json!([{"type": "text", "text": system, "cache_control": ephemeral()}]));
+            fields.push(("system", json!([{"type": "text", "text": system, "cache_control": ephemeral()}])));
         }
         if !request.tools.is_empty() {
-            let count = request.tools.len();
-            let mut tools = Vec::with_capacity(count);
-            for (i, tool) in request.tools.into_iter().enumerate() {
-                let schema: Value = serde_json::from_str(&tool.parameters)
-                    .map_err(|e| error("invalid_request", format!("tool `{}` has an invalid schema: {e}", tool.name)))?;
-                let mut t = json!({"name": tool.name, "description": tool.description, "input_schema": schema});
-                if i + 1 == count {
-                    t["cache_control"] = ephemeral();
-                }
-                tools.push(t);
+            let mut tools = Vec::with_capacity(request.tools.len());
+            for tool in &request.tools {
+                tools.push(json!({"name": tool.name, "description": tool.description, "input_schema": json::schema(tool)?}));
             }
-            fields.insert("tools", Value::Array(tools));
-        }
-        let mut head = String::from("{");
-        for (key, value) in &fields {
-            head.push_str(&format!("{}:{},", json!(key), value));
-        }
-        for (key, value) in &extra {
-            if key == "messages" || fields.contains_key(key.as_str()) {
-                return Err(error("invalid_request", format!("provider option `{key}` is set by Seshat and cannot be overridden")));
+            if let Some(last) = tools.last_mut() {
+                last["cache_control"] = ephemeral();
             }
-            head.push_str(&format!("{}:{},", json!(key), value));
+            fields.push(("tools", Value::Array(tools)));
         }
-        head.push_str("\"messages\":[");
-        let offset = head.len() as u64;
-        head.push_str("]}");
+        let (body, splice) = json::body(&fields, &extra, "messages", &[])?;
         Ok(HttpRequest {
             method: "POST".into(),
             url: format!("{}/v1/messages", request.base_url.trim_end_matches('/')),
@@ -152,8 +122,8 @@ impl Provider for Anthropic {
                 ("anthropic-version".into(), API_VERSION.into()),
                 ("accept".into(), if request.stream { "text/event-stream" } else { "application/json" }.into()),
             ],
-            body: head.into_bytes(),
-            splice: Some(Splice { offset, separator: ",".into(), lead: false }),
+            body,
+            splice: Some(splice),
         })
     }
 
@@ -189,10 +159,6 @@ impl Provider for Anthropic {
             stop_reason: stop_reason(value["stop_reason"].as_str().unwrap_or("end_turn")),
         })
     }
-}
-
-fn str_of(v: &Value) -> String {
-    v.as_str().unwrap_or_default().to_string()
 }
 
 /// Anthropic's usage object; `output` overrides when the stream reported a later count.

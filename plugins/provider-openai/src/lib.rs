@@ -7,22 +7,13 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value, json};
+use seshat_plugin_sdk::provider::json::{self, Value, json, serde_json, str_of};
 use seshat_plugin_sdk::provider::{
-    Auth, ChatRequest, EncodeOptions, Error, GuestDecoder, HttpRequest, Message, ModelInfo, Part, Provider,
-    ProviderInfo, Response, Role, Splice, StopReason, StreamEvent, Thinking, ToolCall, ToolCallDelta, ToolCallStart,
-    Usage,
+    Auth, ChatRequest, EncodeOptions, Error, GuestDecoder, HttpRequest, Message, Part, Provider, ProviderInfo,
+    Response, Role, StopReason, StreamEvent, Thinking, ToolCall, ToolCallDelta, ToolCallStart, Usage, error, model,
 };
 
 struct OpenAi;
-
-fn model(id: &str, context_window: u64, max_output_tokens: u64) -> ModelInfo {
-    ModelInfo { id: id.into(), context_window, max_output_tokens, extra: "{}".into() }
-}
-
-fn error(code: &str, message: impl Into<String>) -> Error {
-    Error { code: code.into(), message: message.into() }
-}
 
 /// Reasoning models take `max_completion_tokens` and reject `max_tokens`.
 fn uses_completion_tokens(model: &str) -> bool {
@@ -78,15 +69,14 @@ impl Provider for OpenAi {
         }
         let mut items: Vec<Value> = results;
         match message.role {
-            Role::Assistant => {
-                if !text.is_empty() || !calls.is_empty() {
-                    let mut m = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
-                    if !calls.is_empty() {
-                        m["tool_calls"] = Value::Array(calls);
-                    }
-                    items.push(m);
+            Role::Assistant if !text.is_empty() || !calls.is_empty() => {
+                let mut m = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
+                if !calls.is_empty() {
+                    m["tool_calls"] = Value::Array(calls);
                 }
+                items.push(m);
             }
+            Role::Assistant => {}
             role if !text.is_empty() => {
                 let name = if role == Role::System { "system" } else { "user" };
                 items.push(json!({"role": name, "content": text}));
@@ -97,48 +87,26 @@ impl Provider for OpenAi {
     }
 
     fn build_request(request: ChatRequest) -> Result<HttpRequest, Error> {
-        let extra: Map<String, Value> = match serde_json::from_str(&request.extra) {
-            Ok(Value::Object(m)) => m,
-            _ => return Err(error("invalid_request", format!("provider options must be a JSON object, not `{}`", request.extra))),
-        };
-        let mut fields: BTreeMap<&str, Value> = BTreeMap::new();
-        fields.insert("model", json!(request.model));
+        let extra = json::options(&request.extra)?;
         let max_key = if uses_completion_tokens(&request.model) { "max_completion_tokens" } else { "max_tokens" };
-        fields.insert(max_key, json!(request.max_tokens));
+        let mut fields = vec![("model", json!(request.model)), (max_key, json!(request.max_tokens))];
         if request.stream {
-            fields.insert("stream", json!(true));
-            fields.insert("stream_options", json!({"include_usage": true}));
+            fields.push(("stream", json!(true)));
+            fields.push(("stream_options", json!({"include_usage": true})));
         }
         if !request.tools.is_empty() {
-            let mut tools = Vec::new();
-            for tool in request.tools {
-                let schema: Value = serde_json::from_str(&tool.parameters)
-                    .map_err(|e| error("invalid_request", format!("tool `{}` has an invalid schema: {e}", tool.name)))?;
+            let mut tools = Vec::with_capacity(request.tools.len());
+            for tool in &request.tools {
                 tools.push(json!({
                     "type": "function",
-                    "function": {"name": tool.name, "description": tool.description, "parameters": schema},
+                    "function": {"name": tool.name, "description": tool.description, "parameters": json::schema(tool)?},
                 }));
             }
-            fields.insert("tools", Value::Array(tools));
+            fields.push(("tools", Value::Array(tools)));
         }
-        let mut head = String::from("{");
-        for (key, value) in &fields {
-            head.push_str(&format!("{}:{},", json!(key), value));
-        }
-        for (key, value) in &extra {
-            if key == "messages" || fields.contains_key(key.as_str()) {
-                return Err(error("invalid_request", format!("provider option `{key}` is set by Seshat and cannot be overridden")));
-            }
-            head.push_str(&format!("{}:{},", json!(key), value));
-        }
-        head.push_str("\"messages\":[");
-        let mut lead = false;
-        if let Some(system) = request.system.filter(|s| !s.is_empty()) {
-            head.push_str(&json!({"role": "system", "content": system}).to_string());
-            lead = true;
-        }
-        let offset = head.len() as u64;
-        head.push_str("]}");
+        let system: Vec<Value> =
+            request.system.filter(|s| !s.is_empty()).map(|s| json!({"role": "system", "content": s})).into_iter().collect();
+        let (body, splice) = json::body(&fields, &extra, "messages", &system)?;
         Ok(HttpRequest {
             method: "POST".into(),
             url: format!("{}/chat/completions", request.base_url.trim_end_matches('/')),
@@ -146,8 +114,8 @@ impl Provider for OpenAi {
                 ("content-type".into(), "application/json".into()),
                 ("accept".into(), if request.stream { "text/event-stream" } else { "application/json" }.into()),
             ],
-            body: head.into_bytes(),
-            splice: Some(Splice { offset, separator: ",".into(), lead }),
+            body,
+            splice: Some(splice),
         })
     }
 
@@ -182,10 +150,6 @@ impl Provider for OpenAi {
             stop_reason: stop_reason(choice["finish_reason"].as_str().unwrap_or("stop")),
         })
     }
-}
-
-fn str_of(v: &Value) -> String {
-    v.as_str().unwrap_or_default().to_string()
 }
 
 fn usage(u: &Value) -> Usage {

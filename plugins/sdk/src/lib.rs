@@ -333,6 +333,77 @@ pub mod provider {
         }
     }
 
+    /// An error with a stable `code` and a message for people.
+    pub fn error(code: &str, message: impl Into<alloc::string::String>) -> Error {
+        Error { code: code.into(), message: message.into() }
+    }
+
+    /// A model entry for [`ProviderInfo::models`].
+    pub fn model(id: &str, context_window: u64, max_output_tokens: u64) -> ModelInfo {
+        ModelInfo { id: id.into(), context_window, max_output_tokens, extra: "{}".into() }
+    }
+
+    /// Helpers for providers whose API takes a JSON body with a `messages` array (feature `json`).
+    #[cfg(feature = "json")]
+    pub mod json {
+        use alloc::string::{String, ToString};
+        use alloc::vec::Vec;
+
+        pub use serde_json::{self, Map, Value, json};
+
+        use super::{Error, Splice, ToolSpec, error};
+
+        /// The user's provider options (`ChatRequest::extra`), which must be a JSON object.
+        pub fn options(extra: &str) -> Result<Map<String, Value>, Error> {
+            match serde_json::from_str(extra) {
+                Ok(Value::Object(m)) => Ok(m),
+                _ => Err(error("invalid_request", alloc::format!("provider options must be a JSON object, not `{extra}`"))),
+            }
+        }
+
+        /// A tool's JSON Schema, parsed.
+        pub fn schema(tool: &ToolSpec) -> Result<Value, Error> {
+            serde_json::from_str(&tool.parameters)
+                .map_err(|e| error("invalid_request", alloc::format!("tool `{}` has an invalid schema: {e}", tool.name)))
+        }
+
+        /// A string field, or empty.
+        pub fn str_of(v: &Value) -> String {
+            v.as_str().unwrap_or_default().to_string()
+        }
+
+        /// A JSON object body ending in the array `key` where the host splices the encoded
+        /// messages: `fields` in the order given, then the user's `extra` options (which may not
+        /// override them or `key`), then `key` with `lead` items already in it. The bytes before
+        /// the messages are the same from turn to turn, as prompt caching needs.
+        pub fn body(
+            fields: &[(&str, Value)],
+            extra: &Map<String, Value>,
+            key: &str,
+            lead: &[Value],
+        ) -> Result<(Vec<u8>, Splice), Error> {
+            let mut head = String::from("{");
+            for (k, v) in fields {
+                head.push_str(&alloc::format!("{}:{v},", Value::from(*k)));
+            }
+            for (k, v) in extra {
+                if k == key || fields.iter().any(|(f, _)| f == k) {
+                    return Err(error(
+                        "invalid_request",
+                        alloc::format!("provider option `{k}` is set by Seshat and cannot be overridden"),
+                    ));
+                }
+                head.push_str(&alloc::format!("{}:{v},", Value::from(k.as_str())));
+            }
+            head.push_str(&alloc::format!("{}:[", Value::from(key)));
+            let items: Vec<String> = lead.iter().map(Value::to_string).collect();
+            head.push_str(&items.join(","));
+            let splice = Splice { offset: head.len() as u64, separator: ",".into(), lead: !lead.is_empty() };
+            head.push_str("]}");
+            Ok((head.into_bytes(), splice))
+        }
+    }
+
     /// Exports a [`Provider`] implementation as the plugin's provider.
     #[macro_export]
     macro_rules! export_provider {

@@ -114,9 +114,11 @@ publish = false
 trimmer = []
 summariser = []
 provider = []
+json = ["provider", "dep:serde_json"]
 
 [dependencies]
 wit-bindgen = {{ version = "={WIT_BINDGEN_VERSION}", default-features = false, features = ["macros", "realloc"] }}
+serde_json = {{ version = "1", default-features = false, features = ["std"], optional = true }}
 "#
     )
 }
