@@ -811,3 +811,36 @@ fn an_answer_past_the_size_cap_is_cut_and_kept_as_interrupted() {
     };
     assert!(kept > 0 && kept < 1 << 20, "what arrived under the cap is kept: {kept} bytes");
 }
+
+#[test]
+fn a_server_that_never_starts_answering_hits_the_first_byte_timeout() {
+    let server = Server::start(vec![Reply::Silent { pause: Duration::from_secs(5) }]);
+    let home = home_for("anthropic", &server, "");
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "[plugins]\nprovider = \"anthropic\"\n[providers.anthropic]\nbase_url = \"{}\"\nfirst_byte_timeout_secs = 1\n",
+            server.url()
+        ),
+    )
+    .unwrap();
+    let t = Instant::now();
+    let out = chat(&home, &["-p", "hi", "--json"], &[]);
+    assert!(t.elapsed() < Duration::from_secs(4));
+    let v = json_of(&out);
+    assert_eq!(v["error"]["code"], "timeout", "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("waiting for the answer to start"), "{v}");
+    assert_eq!(server.count(), 1, "a timeout after sending is not retried (the model may be working on it)");
+    assert_eq!(rows(&home, None), vec![r(USER, OK, &["text:hi"])]);
+}
+
+#[test]
+fn a_connection_closed_before_any_answer_is_retried() {
+    let server = Server::start(vec![Reply::Hangup, Reply::Stream { pieces: anthropic::text_answer(&["Second try."]) }]);
+    let home = home_for("anthropic", &server, "");
+    let out = chat(&home, &["-p", "hi"], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Second try.\n");
+    assert_eq!(server.count(), 2);
+    assert_eq!(rows(&home, None), vec![r(USER, OK, &["text:hi"]), r(ASSISTANT, OK, &["text:Second try."])]);
+}

@@ -18,6 +18,10 @@ pub enum Reply {
     Drop { pieces: Vec<String> },
     /// A stream that goes silent after `pieces` for `pause`, then closes.
     Stall { pieces: Vec<String>, pause: Duration },
+    /// No answer at all for `pause` (not even headers), then the connection closes.
+    Silent { pause: Duration },
+    /// The connection closes at once, without an answer.
+    Hangup,
 }
 
 impl Reply {
@@ -174,6 +178,11 @@ fn respond(out: &mut TcpStream, reply: Reply) -> std::io::Result<()> {
             }
             out.shutdown(std::net::Shutdown::Both)
         }
+        Reply::Silent { pause } => {
+            std::thread::sleep(pause);
+            out.shutdown(std::net::Shutdown::Both)
+        }
+        Reply::Hangup => out.shutdown(std::net::Shutdown::Both),
         Reply::Stall { pieces, pause } => {
             out.write_all(stream_head.as_bytes())?;
             for p in &pieces {
