@@ -502,11 +502,26 @@ fn a_small_window_forces_auto_compaction_in_a_tool_using_chat() {
     assert_eq!((second["iterations"].as_u64(), second["compactions"].as_array().map(Vec::len)), (Some(2), Some(0)));
     assert!(second["context"]["used"].as_u64().unwrap() > 16_800, "past the 30k window's threshold: {second}");
 
-    let third = run(&["--continue", "-p", "three", "--summary-model", "claude-haiku-4-5"]);
-    assert_eq!(third["text"], "Got three.");
-    let report = &third["compactions"][0];
-    assert_eq!((report["summarised"].as_bool(), report["model_calls"].as_u64()), (Some(true), Some(1)), "{third}");
-    assert!(report["tokens_after"].as_u64().unwrap() <= 14_000, "landed under the target: {report}");
+    let out =
+        chat(&home, &["--continue", "-p", "three", "--summary-model", "claude-haiku-4-5", "--window", "30000"], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let notice = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        notice.contains("[Compacted session")
+            && notice.contains("(freed ")
+            && notice.contains("1 call to claude-haiku-4-5"),
+        "the status line says what compaction did: {notice}"
+    );
+    assert!(notice.contains("[ctx "), "{notice}");
+    let session = home.store().list_sessions(&Default::default()).unwrap().remove(0).id;
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Got three.\n");
+    let records = home.store().compactions(&session).unwrap();
+    assert_eq!(records.len(), 1);
+    let c = &records[0];
+    assert_eq!(c.status, seshat::store::CompactionStatus::Ok);
+    assert_eq!(c.model.as_deref(), Some("claude-haiku-4-5"));
+    assert!(c.summary.as_deref().unwrap().contains("SUMMARY-OF-EARLIER"));
+    assert!(c.tokens_after.unwrap() <= 14_000, "landed under the target: {c:?}");
 
     let reqs = server.requests();
     assert_eq!(reqs.len(), 5, "three turns, one tool call, one summary call");

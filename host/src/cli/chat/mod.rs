@@ -63,15 +63,21 @@ pub struct Args {
 /// Prints a turn's progress: streamed text to stdout, everything else to stderr.
 pub(crate) struct Printer {
     /// Stream text to stdout (off for `--json`).
-    pub text: bool,
+    text: bool,
     /// Whether the current line has text on it.
-    pub mid_line: bool,
+    mid_line: bool,
     /// Whether thinking is being shown.
-    pub thinking: bool,
+    thinking: bool,
+    /// The session, for compaction notices.
+    session: String,
 }
 
 impl Printer {
-    fn end_line(&mut self) {
+    pub(crate) fn new(text: bool, session: &str) -> Self {
+        Printer { text, mid_line: false, thinking: false, session: session.to_string() }
+    }
+
+    pub(crate) fn end_line(&mut self) {
         if self.mid_line {
             println!();
             self.mid_line = false;
@@ -108,7 +114,7 @@ impl Observer for Printer {
 
     fn compaction(&mut self, report: &Report) {
         self.end_line();
-        eprintln!("[{}]", compact::describe("this session", report));
+        eprintln!("[{}]", compact::describe(&self.session, report));
     }
 
     fn tool_call(&mut self, name: &str, arguments: &str) {
@@ -227,7 +233,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
 }
 
 fn one_shot(agent: &mut Agent, prompt: &str, json: bool, cancel: &Cancel) -> anyhow::Result<ExitCode> {
-    let mut printer = Printer { text: !json, mid_line: false, thinking: false };
+    let mut printer = Printer::new(!json, agent.session());
     let outcome = agent.turn(prompt, cancel, &mut printer);
     printer.end_line();
     let outcome = match outcome {

@@ -49,7 +49,7 @@ pub fn run(ctx: &Context, agent: &mut Agent, cancel: &Cancel) -> anyhow::Result<
             }
         }
         cancel.reset();
-        let mut printer = Printer { text: true, mid_line: false, thinking: false };
+        let mut printer = Printer::new(true, agent.session());
         let outcome = agent.turn(input, cancel, &mut printer);
         printer.end_line();
         match outcome {
