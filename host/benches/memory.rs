@@ -3,7 +3,8 @@
 //! trip over stdio included), each beside a plain `LIKE` scan of the same data in the same run;
 //! and creating the entities in batches of 100 beside plain inserts of the same rows.
 //!
-//! Run: `cargo bench -p seshat --bench memory` (`-- --quick` skips 100k).
+//! Run: `cargo bench -p seshat --bench memory` (`-- --quick` skips 100k; `-- --create-only N`
+//! only creates N entities, for profiling).
 
 mod common;
 use common::*;
@@ -35,7 +36,20 @@ fn entity(i: usize) -> NewEntity {
 }
 
 fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(n) = args.iter().position(|a| a == "--create-only").and_then(|i| args.get(i + 1)) {
+        let n: usize = n.parse().expect("--create-only N");
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("memory.db")).unwrap();
+        let entities: Vec<NewEntity> = (0..n).map(entity).collect();
+        let t = Instant::now();
+        for batch in entities.chunks(100) {
+            store.memory(None).create_entities(batch, None).unwrap();
+        }
+        println!("created {n} entities in batches of 100: {}", fmt(t.elapsed()));
+        return;
+    }
+    let quick = args.iter().any(|a| a == "--quick");
     println!("| size | operation | seshat p50 | seshat p95 | baseline p50 (LIKE scan) | ratio p50 | target |");
     println!("|---|---|---|---|---|---|---|");
     for &n in if quick { &[1_000, 10_000][..] } else { &[1_000, 10_000, 100_000][..] } {

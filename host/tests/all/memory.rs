@@ -413,3 +413,18 @@ fn the_context_is_snapshotted_into_the_session_at_its_start() {
     let err = home.store().snapshot_memory_context("01NOPE", None, 10).unwrap_err();
     assert!(err.to_string().contains("no session 01NOPE"), "{err}");
 }
+
+#[test]
+fn a_word_the_index_splits_in_two_is_still_found_by_substring() {
+    // `Ⓐ` is alphabetic to Rust (so the query keeps "xⒶy" as one word) but a separator to the
+    // word index (which would make it a two-word phrase, which the ranked index cannot answer).
+    let home = crate::support::Home::new();
+    let mut store = home.store();
+    let mut memory = store.memory(None);
+    let e: seshat::memory::NewEntity =
+        serde_json::from_value(serde_json::json!({"name": "xⒶy widget", "entityType": "thing", "observations": []}))
+            .unwrap();
+    memory.create_entities(&[e], None).unwrap();
+    let (graph, _) = memory.search("xⒶy", None, 5).unwrap();
+    assert_eq!(graph.entities.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["xⒶy widget"]);
+}
