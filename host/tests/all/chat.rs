@@ -859,3 +859,81 @@ fn a_connection_closed_before_any_answer_is_retried() {
     assert_eq!(server.count(), 2);
     assert_eq!(rows(&home, None), vec![r(USER, OK, &["text:hi"]), r(ASSISTANT, OK, &["text:Second try."])]);
 }
+
+#[test]
+fn openai_errors_are_mapped_and_redacted() {
+    let body = json!({"error": {"message": format!("Incorrect API key provided: {KEY}."), "type": "invalid_request_error", "code": "invalid_api_key"}});
+    let server = Server::start(vec![Reply::json(401, &body.to_string())]);
+    let home = home_for("openai", &server, "");
+    let out = chat(&home, &["-p", "hi", "--json", "--model", "gpt-4o"], &[("RUST_LOG", "trace")]);
+    let v = json_of(&out);
+    assert_eq!(v["error"]["code"], "auth_failed", "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("Incorrect API key provided: [redacted].") && message.contains("OPENAI_API_KEY"),
+        "{message}"
+    );
+    assert_no_key(&home, &out);
+}
+
+#[test]
+fn the_iteration_cap_ends_a_tool_loop_and_resume_takes_a_prefix() {
+    let search = r#"{"query":"x"}"#;
+    let server = Server::start(vec![
+        Reply::Stream { pieces: anthropic::tool_answer("toolu_1", "memory_search_nodes", search) },
+        Reply::Stream { pieces: anthropic::text_answer(&["Done searching."]) },
+    ]);
+    let home = home_for("anthropic", &server, "");
+    let out = chat(&home, &["-p", "look it up", "--json", "--max-iterations", "1"], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v = json_of(&out);
+    assert_eq!((v["hit_iteration_cap"].as_bool(), v["iterations"].as_u64()), (Some(true), Some(1)), "{v}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("stopped after 1 model calls"));
+    assert_eq!(server.count(), 1);
+    let session = v["session"].as_str().unwrap();
+    assert_eq!(
+        rows(&home, Some(session)),
+        vec![
+            r(USER, OK, &["text:look it up"]),
+            r(ASSISTANT, OK, &["text:Let me note that.", &format!("call:toolu_1:memory_search_nodes:{search}")]),
+            r(TOOL, OK, &["result:toolu_1:ok"]),
+        ],
+        "the tool ran and its result is stored before the cap stopped the loop"
+    );
+    let out = chat(&home, &["--resume", &session[..10].to_lowercase(), "-p", "go on", "--json"], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(json_of(&out)["session"], session);
+    assert_eq!(json_of(&out)["text"], "Done searching.");
+    let out = chat(&home, &["--resume", "zzzzzzzz", "-p", "hi"], &[]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("zzzzzzzz"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn the_system_prompt_holds_the_project_instructions_or_the_configured_file() {
+    let server = Server::start(vec![
+        Reply::Stream { pieces: anthropic::text_answer(&["ok"]) },
+        Reply::Stream { pieces: anthropic::text_answer(&["ok"]) },
+    ]);
+    let home = home_for("anthropic", &server, "");
+    std::fs::write(home.path().join("AGENTS.md"), "Always answer in haiku.").unwrap();
+    std::fs::write(home.path().join("CLAUDE.md"), "Prefer tabs.").unwrap();
+    assert!(chat(&home, &["-p", "hi"], &[]).status.success());
+    let system = server.requests()[0].json()["system"][0]["text"].as_str().unwrap().to_string();
+    assert!(system.starts_with("You are an assistant running in Seshat"), "{system}");
+    let (agents, claude) = (system.find("Always answer in haiku.").unwrap(), system.find("Prefer tabs.").unwrap());
+    assert!(agents < claude && claude < system.find("# Memory").unwrap(), "{system}");
+
+    std::fs::write(home.path().join("mine.md"), "You are terse.").unwrap();
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap().replace(
+        "[chat]\n",
+        &format!(
+            "[chat]\nsystem_prompt_file = \"{}\"\nproject_instructions = false\n",
+            home.path().join("mine.md").display()
+        ),
+    );
+    std::fs::write(home.path().join("config.toml"), config).unwrap();
+    assert!(chat(&home, &["-p", "hi"], &[]).status.success());
+    let system = server.requests()[1].json()["system"][0]["text"].as_str().unwrap().to_string();
+    assert!(system.starts_with("You are terse.") && !system.contains("haiku"), "{system}");
+}

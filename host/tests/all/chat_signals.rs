@@ -196,6 +196,8 @@ fn the_repl_on_a_terminal_streams_and_survives_sigint_mid_stream() {
     wait_for("the memory snapshot", || pty.text().contains("(no memory was given to this session)"));
     pty.send("/sessions\r");
     wait_for("the session list", || pty.text().contains("4 msgs"));
+    pty.send("/compact\r");
+    wait_for("the compaction report", || pty.text().contains("Nothing to compact in session"));
     pty.send("/nope\r");
     wait_for("an unknown command", || pty.text().contains("unknown command /nope"));
     pty.send("/exit\r");
