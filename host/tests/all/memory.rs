@@ -418,7 +418,7 @@ fn the_context_is_snapshotted_into_the_session_at_its_start() {
 fn a_word_the_index_splits_in_two_is_still_found_by_substring() {
     // `Ⓐ` is alphabetic to Rust (so the query keeps "xⒶy" as one word) but a separator to the
     // word index (which would make it a two-word phrase, which the ranked index cannot answer).
-    let home = crate::support::Home::new();
+    let home = Home::new();
     let mut store = home.store();
     let mut memory = store.memory(None);
     let e: seshat::memory::NewEntity =
