@@ -146,6 +146,15 @@ pub struct TurnOutcome {
     pub context: Option<ContextUse>,
 }
 
+impl TurnOutcome {
+    /// Records why the turn stopped early.
+    fn cut_short(&mut self, code: &str, message: String) {
+        self.interrupted = true;
+        self.error_code = Some(code.to_string());
+        self.error = Some(message);
+    }
+}
+
 /// A chat session bound to a provider, a model and tools.
 pub struct Agent {
     client: Client,
@@ -308,7 +317,7 @@ impl Agent {
             ("memory context".to_string(), estimate_text(&self.system[memory_at..])),
             (format!("tool schemas ({})", self.specs.len()), estimate_text(&frame.tools)),
         ];
-        let view = self.client.store().live_view(&self.session)?;
+        let view = self.client.live_view(&self.session)?;
         let mut kinds: Vec<(String, u64)> = Vec::new();
         for e in &view.entries {
             for p in &e.parts {
@@ -394,9 +403,7 @@ impl Agent {
                 }
                 Ok(a) => a,
                 Err(e) if e.code() == "interrupted" => {
-                    out.interrupted = true;
-                    out.error_code = Some(e.code().to_string());
-                    out.error = Some(e.to_string());
+                    out.cut_short(e.code(), e.to_string());
                     break;
                 }
                 Err(e) => return Err(Error::Provider(e)),
@@ -405,9 +412,7 @@ impl Agent {
             if !stop {
                 self.run_tools(&answer, cancel, observer)?;
                 if cancel.is_cancelled() {
-                    out.interrupted = true;
-                    out.error_code = Some("interrupted".into());
-                    out.error = Some("interrupted while tools ran".into());
+                    out.cut_short("interrupted", "interrupted while tools ran".into());
                     break;
                 }
                 continue;
@@ -443,9 +448,7 @@ impl Agent {
             batch.push(NewMessage { role: Role::Assistant, parts: answer.parts.clone(), usage: answer.usage, status });
         }
         if let Some(e) = &answer.error {
-            out.interrupted = true;
-            out.error_code = Some(e.code().to_string());
-            out.error = Some(e.to_string());
+            out.cut_short(e.code(), e.to_string());
             if !calls.is_empty() {
                 // The calls were never run: answer them now, in the same transaction.
                 let parts = calls

@@ -57,6 +57,15 @@ pub enum Error {
 }
 
 impl Error {
+    /// A plugin's failure: an error it reported (with its code) is the API's; anything else (a
+    /// trap, a timeout, invalid output) is the plugin's. Not yet redacted.
+    fn from_plugin(e: crate::plugins::Error) -> Self {
+        match e {
+            crate::plugins::Error::Plugin { code, message, .. } => Error::Api { code, message },
+            other => Error::Plugin(other.to_string()),
+        }
+    }
+
     /// A stable code for scripts.
     pub fn code(&self) -> &str {
         match self {
@@ -410,8 +419,7 @@ impl Provider {
         match outcome.failure {
             Some(Failure::Status { status, body }) => {
                 let e = match self.plugin.parse_response(status, &body) {
-                    Err(crate::plugins::Error::Plugin { code, message, .. }) => Error::Api { code, message },
-                    Err(e) => self.plugin_error(&e),
+                    Err(e) => Error::from_plugin(e),
                     Ok(_) => Error::Api { code: "http_error".into(), message: format!("HTTP {status}") },
                 };
                 return Err(self.scrub(e));
@@ -487,8 +495,7 @@ impl Decoding {
                     self.answer.apply(d, &mut self.tools);
                 }
             }
-            Err(crate::plugins::Error::Plugin { code, message, .. }) => self.error = Some(Error::Api { code, message }),
-            Err(e) => self.error = Some(Error::Plugin(e.to_string())),
+            Err(e) => self.error = Some(Error::from_plugin(e)),
         }
     }
 }
