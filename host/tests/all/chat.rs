@@ -281,17 +281,24 @@ fn a_429_with_retry_after_is_retried_after_the_wait() {
 }
 
 #[test]
-fn a_500_then_success_stores_one_answer() {
-    let server = Server::start(vec![
-        Reply::json(500, r#"{"type":"error","error":{"type":"api_error","message":"boom"}}"#),
-        Reply::Stream { pieces: anthropic::text_answer(&["Recovered."]) },
-    ]);
-    let home = home_for("anthropic", &server, "");
-    let out = chat(&home, &["-p", "hi"], &[]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "Recovered.\n");
-    assert_eq!(server.count(), 2);
-    assert_eq!(rows(&home, None), vec![r(USER, OK, &["text:hi"]), r(ASSISTANT, OK, &["text:Recovered."])]);
+fn a_500_or_a_closed_connection_before_any_answer_is_retried_and_one_answer_stored() {
+    let cases = [
+        ("a 500", Reply::json(500, r#"{"type":"error","error":{"type":"api_error","message":"boom"}}"#)),
+        ("a connection closed without an answer", Reply::Hangup),
+    ];
+    for (what, first) in cases {
+        let server = Server::start(vec![first, Reply::Stream { pieces: anthropic::text_answer(&["Recovered."]) }]);
+        let home = home_for("anthropic", &server, "");
+        let out = chat(&home, &["-p", "hi"], &[]);
+        assert!(out.status.success(), "{what}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "Recovered.\n", "{what}");
+        assert_eq!(server.count(), 2, "{what}");
+        assert_eq!(
+            rows(&home, None),
+            vec![r(USER, OK, &["text:hi"]), r(ASSISTANT, OK, &["text:Recovered."])],
+            "{what}"
+        );
+    }
 }
 
 #[test]
@@ -847,17 +854,6 @@ fn a_server_that_never_starts_answering_hits_the_first_byte_timeout() {
     assert!(v["error"]["message"].as_str().unwrap().contains("waiting for the answer to start"), "{v}");
     assert_eq!(server.count(), 1, "a timeout after sending is not retried (the model may be working on it)");
     assert_eq!(rows(&home, None), vec![r(USER, OK, &["text:hi"])]);
-}
-
-#[test]
-fn a_connection_closed_before_any_answer_is_retried() {
-    let server = Server::start(vec![Reply::Hangup, Reply::Stream { pieces: anthropic::text_answer(&["Second try."]) }]);
-    let home = home_for("anthropic", &server, "");
-    let out = chat(&home, &["-p", "hi"], &[]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "Second try.\n");
-    assert_eq!(server.count(), 2);
-    assert_eq!(rows(&home, None), vec![r(USER, OK, &["text:hi"]), r(ASSISTANT, OK, &["text:Second try."])]);
 }
 
 #[test]
