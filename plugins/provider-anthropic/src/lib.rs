@@ -7,7 +7,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
-use seshat_plugin_sdk::provider::json::{self, Value, json, serde_json, str_of};
+use seshat_plugin_sdk::provider::json::{self, Body, Value, json, serde_json, str_of};
 use seshat_plugin_sdk::provider::{
     Auth, ChatRequest, EncodeOptions, Error, GuestDecoder, HttpRequest, Message, Part, Provider, ProviderInfo,
     Response, Role, StopReason, StreamEvent, ToolCallDelta, ToolCallStart, Usage, error, model,
@@ -114,28 +114,15 @@ impl Provider for Anthropic {
             fields.push(("tools", Value::Array(tools)));
         }
         let (body, splice) = json::body(&fields, &extra, "messages", &[])?;
-        Ok(HttpRequest {
-            method: "POST".into(),
-            url: format!("{}/v1/messages", request.base_url.trim_end_matches('/')),
-            headers: vec![
-                ("content-type".into(), "application/json".into()),
-                ("anthropic-version".into(), API_VERSION.into()),
-                ("accept".into(), if request.stream { "text/event-stream" } else { "application/json" }.into()),
-            ],
-            body,
-            splice: Some(splice),
-        })
+        let url = format!("{}/v1/messages", request.base_url.trim_end_matches('/'));
+        Ok(json::post(url, request.stream, &[("anthropic-version", API_VERSION)], body, splice))
     }
 
     fn parse_response(status: u16, body: Vec<u8>) -> Result<Response, Error> {
-        let value: Value = match serde_json::from_slice(&body) {
-            Ok(v) => v,
-            Err(_) if !(200..300).contains(&status) => return Err(http_error(status, &Value::Null, &body)),
-            Err(e) => return Err(error("invalid_response", format!("Anthropic's answer is not JSON: {e}"))),
+        let value = match json::parse_body(status, &body, "Anthropic's answer")? {
+            Body::Success(v) if v["type"] != "error" => v,
+            Body::Success(v) | Body::Failure(v) => return Err(http_error(status, &v, &body)),
         };
-        if !(200..300).contains(&status) || value["type"] == "error" {
-            return Err(http_error(status, &value, &body));
-        }
         let mut parts = Vec::new();
         for block in value["content"].as_array().into_iter().flatten() {
             match block["type"].as_str() {

@@ -7,7 +7,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
-use seshat_plugin_sdk::provider::json::{self, Value, json, serde_json, str_of};
+use seshat_plugin_sdk::provider::json::{self, Body, Value, json, serde_json, str_of};
 use seshat_plugin_sdk::provider::{
     Auth, ChatRequest, EncodeOptions, Error, GuestDecoder, HttpRequest, Message, Part, Provider, ProviderInfo,
     Response, Role, StopReason, StreamEvent, Thinking, ToolCall, ToolCallDelta, ToolCallStart, Usage, error, model,
@@ -107,27 +107,15 @@ impl Provider for OpenAi {
         let system: Vec<Value> =
             request.system.filter(|s| !s.is_empty()).map(|s| json!({"role": "system", "content": s})).into_iter().collect();
         let (body, splice) = json::body(&fields, &extra, "messages", &system)?;
-        Ok(HttpRequest {
-            method: "POST".into(),
-            url: format!("{}/chat/completions", request.base_url.trim_end_matches('/')),
-            headers: vec![
-                ("content-type".into(), "application/json".into()),
-                ("accept".into(), if request.stream { "text/event-stream" } else { "application/json" }.into()),
-            ],
-            body,
-            splice: Some(splice),
-        })
+        let url = format!("{}/chat/completions", request.base_url.trim_end_matches('/'));
+        Ok(json::post(url, request.stream, &[], body, splice))
     }
 
     fn parse_response(status: u16, body: Vec<u8>) -> Result<Response, Error> {
-        let value: Value = match serde_json::from_slice(&body) {
-            Ok(v) => v,
-            Err(_) if !(200..300).contains(&status) => return Err(http_error(status, &Value::Null, &body)),
-            Err(e) => return Err(error("invalid_response", format!("the server's answer is not JSON: {e}"))),
+        let value = match json::parse_body(status, &body, "the server's answer")? {
+            Body::Success(v) if v.get("error").is_none_or(Value::is_null) => v,
+            Body::Success(v) | Body::Failure(v) => return Err(http_error(status, &v, &body)),
         };
-        if !(200..300).contains(&status) || value.get("error").is_some_and(|e| !e.is_null()) {
-            return Err(http_error(status, &value, &body));
-        }
         let choice = &value["choices"][0];
         let m = &choice["message"];
         let mut parts = Vec::new();

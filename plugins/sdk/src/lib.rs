@@ -351,7 +351,7 @@ pub mod provider {
 
         pub use serde_json::{self, Map, Value, json};
 
-        use super::{Error, Splice, ToolSpec, error};
+        use super::{Error, HttpRequest, Splice, ToolSpec, error};
 
         /// The user's provider options (`ChatRequest::extra`), which must be a JSON object.
         pub fn options(extra: &str) -> Result<Map<String, Value>, Error> {
@@ -370,6 +370,36 @@ pub mod provider {
         /// A string field, or empty.
         pub fn str_of(v: &Value) -> String {
             v.as_str().unwrap_or_default().to_string()
+        }
+
+        /// A `POST` of a JSON body to `url`, with `content-type` and the `accept` a streamed or
+        /// whole answer needs, then `headers`.
+        pub fn post(url: String, stream: bool, headers: &[(&str, &str)], body: Vec<u8>, splice: Splice) -> HttpRequest {
+            let accept = if stream { "text/event-stream" } else { "application/json" };
+            let mut all = alloc::vec![("content-type".into(), "application/json".into()), ("accept".into(), accept.into())];
+            all.extend(headers.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+            HttpRequest { method: "POST".into(), url, headers: all, body, splice: Some(splice) }
+        }
+
+        /// A whole answer's body, parsed.
+        #[derive(Debug)]
+        pub enum Body {
+            /// A success status with a JSON body.
+            Success(Value),
+            /// An error status; its JSON body, or `Null` when it is not JSON.
+            Failure(Value),
+        }
+
+        /// Parses a whole answer's body; a success whose body is not JSON is an `invalid_response`
+        /// error naming `who` (e.g. "Anthropic's answer").
+        pub fn parse_body(status: u16, body: &[u8], who: &str) -> Result<Body, Error> {
+            let ok = (200..300).contains(&status);
+            match serde_json::from_slice(body) {
+                Ok(v) if ok => Ok(Body::Success(v)),
+                Ok(v) => Ok(Body::Failure(v)),
+                Err(_) if !ok => Ok(Body::Failure(Value::Null)),
+                Err(e) => Err(error("invalid_response", alloc::format!("{who} is not JSON: {e}"))),
+            }
         }
 
         /// A JSON object body ending in the array `key` where the host splices the encoded
