@@ -167,7 +167,8 @@ pub struct Agent {
     window: Option<u64>,
     max_output: u32,
     max_iterations: u32,
-    system: String,
+    /// The system prompt and tool schemas, built once at open.
+    frame: Frame,
     stream: bool,
     extra: String,
     same_model_after: u64,
@@ -236,6 +237,13 @@ impl Agent {
             memory,
         });
         let specs = tools.specs();
+        let frame = Frame {
+            system,
+            tools: serde_json::to_string(
+                &specs.iter().map(|s| (&s.name, &s.description, &s.parameters)).collect::<Vec<_>>(),
+            )
+            .unwrap_or_default(),
+        };
         Ok(Agent {
             client,
             provider,
@@ -247,7 +255,7 @@ impl Agent {
             window,
             max_output,
             max_iterations: options.max_iterations.max(1),
-            system,
+            frame,
             stream: options.stream,
             extra: options.provider_options,
             same_model_after,
@@ -266,7 +274,7 @@ impl Agent {
 
     /// The system prompt sent with every call.
     pub fn system_prompt(&self) -> &str {
-        &self.system
+        &self.frame.system
     }
 
     /// The tools offered.
@@ -285,14 +293,8 @@ impl Agent {
     }
 
     /// The request frame (system prompt and tool schemas), as counted in the window.
-    pub fn frame(&self) -> Frame {
-        Frame {
-            system: self.system.clone(),
-            tools: serde_json::to_string(
-                &self.specs.iter().map(|s| (&s.name, &s.description, &s.parameters)).collect::<Vec<_>>(),
-            )
-            .unwrap_or_default(),
-        }
+    pub fn frame(&self) -> &Frame {
+        &self.frame
     }
 
     fn settings(&self) -> crate::compaction::Settings {
@@ -302,19 +304,18 @@ impl Agent {
     /// How full the window is now.
     pub fn context_use(&mut self) -> Result<Option<ContextUse>> {
         let Some(window) = self.window else { return Ok(None) };
-        let frame = self.frame();
         let view = self.client.live_view(&self.session)?;
-        Ok(Some(ContextUse { used: crate::compaction::current_use(&frame, &view), window }))
+        Ok(Some(ContextUse { used: crate::compaction::current_use(&self.frame, &view), window }))
     }
 
     /// What fills the window, by part (`/context`): estimated tokens per kind of content.
     pub fn context_breakdown(&mut self) -> Result<Vec<(String, u64)>> {
         use crate::window::estimate_text;
-        let frame = self.frame();
-        let memory_at = self.system.find("\n\n# Memory\n\n").unwrap_or(self.system.len());
+        let (system, frame) = (&self.frame.system, &self.frame);
+        let memory_at = system.find("\n\n# Memory\n\n").unwrap_or(system.len());
         let mut rows = vec![
-            ("system prompt and instructions".to_string(), estimate_text(&self.system[..memory_at])),
-            ("memory context".to_string(), estimate_text(&self.system[memory_at..])),
+            ("system prompt and instructions".to_string(), estimate_text(&system[..memory_at])),
+            ("memory context".to_string(), estimate_text(&system[memory_at..])),
             (format!("tool schemas ({})", self.specs.len()), estimate_text(&frame.tools)),
         ];
         let view = self.client.live_view(&self.session)?;
@@ -339,8 +340,8 @@ impl Agent {
 
     /// Compacts now (`/compact`), ignoring the failure breaker.
     pub fn compact(&mut self) -> Result<Report> {
-        let (frame, settings) = (self.frame(), self.settings());
-        self.client.compact(&self.session, &frame, &settings, false)
+        let settings = self.settings();
+        self.client.compact(&self.session, &self.frame, &settings, false)
     }
 
     /// Runs one turn: stores `input`, then calls the model (and tools) until it answers, the
@@ -353,7 +354,6 @@ impl Agent {
     /// Continues the session without a new user message (after an interrupted turn, say).
     pub fn run(&mut self, cancel: &Cancel, observer: &mut dyn Observer) -> Result<TurnOutcome> {
         let mut out = TurnOutcome { session: self.session.clone(), ..TurnOutcome::default() };
-        let frame = self.frame();
         loop {
             if out.iterations >= self.max_iterations {
                 out.hit_iteration_cap = true;
@@ -364,7 +364,7 @@ impl Agent {
                 break;
             }
             let settings = self.settings();
-            let prepared = self.client.prepare(&self.session, &frame, &settings)?;
+            let prepared = self.client.prepare(&self.session, &self.frame, &settings)?;
             for w in &prepared.warnings {
                 observer.warning(w);
             }
@@ -375,7 +375,7 @@ impl Agent {
             out.iterations += 1;
             let call = Call {
                 model: &self.model,
-                system: Some(&self.system),
+                system: Some(&self.frame.system),
                 tools: &self.specs,
                 messages: &prepared.messages,
                 max_tokens: self.max_output,
