@@ -80,21 +80,6 @@ fn serve(stream: TcpStream, keep: &Mutex<Vec<u8>>) {
     }
 }
 
-/// Summaries are not needed: the window is large.
-struct NoModel;
-impl seshat::compaction::ModelClient for NoModel {
-    fn complete(
-        &self,
-        _: &str,
-        _: seshat::plugins::CompletionRequest,
-    ) -> Result<seshat::plugins::Completion, seshat::plugins::ModelError> {
-        Err(seshat::plugins::ModelError { code: "none".into(), message: "no summaries in this benchmark".into() })
-    }
-    fn context_window(&self, _: &str) -> Option<u64> {
-        None
-    }
-}
-
 /// Records when the first text arrived.
 struct FirstToken(Option<Instant>);
 

@@ -15,23 +15,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use seshat::compaction::{Compactor, Frame, ModelClient, Settings};
-use seshat::plugins::{
-    Catalog, Completion, CompletionRequest, LimitRequest, ModelError, PluginKind, Runtime, SummariserPlugin,
-    TrimmerPlugin,
-};
+use seshat::plugins::{Catalog, LimitRequest, PluginKind, Runtime, SummariserPlugin, TrimmerPlugin};
 use seshat::store::{
     Compaction, CompactionStatus, CompactionTrigger, MessageStatus, NewMessage, NewSession, Part, Role, Store,
 };
-
-struct NoModel;
-impl ModelClient for NoModel {
-    fn complete(&self, _: &str, _: CompletionRequest) -> Result<Completion, ModelError> {
-        Err(ModelError { code: "none".into(), message: "no model in this benchmark".into() })
-    }
-    fn context_window(&self, _: &str) -> Option<u64> {
-        None
-    }
-}
 
 fn plugins(dir: &std::path::Path) -> (TrimmerPlugin, SummariserPlugin) {
     let catalog = Catalog::builtin();

@@ -38,3 +38,19 @@ pub fn report(name: &str, ours: Duration, base: Duration, target: &str) {
     let ratio = ours.as_secs_f64() / base.as_secs_f64();
     println!("| {name} | {} | {} | {ratio:.3}× | {target} |", fmt(ours), fmt(base));
 }
+
+/// A model client for benchmarks that make no summary call.
+pub struct NoModel;
+
+impl seshat::compaction::ModelClient for NoModel {
+    fn complete(
+        &self,
+        _: &str,
+        _: seshat::plugins::CompletionRequest,
+    ) -> Result<seshat::plugins::Completion, seshat::plugins::ModelError> {
+        Err(seshat::plugins::ModelError { code: "none".into(), message: "no model call in this benchmark".into() })
+    }
+    fn context_window(&self, _: &str) -> Option<u64> {
+        None
+    }
+}
