@@ -15,7 +15,10 @@ fn four_processes_append_to_shared_and_own_sessions() {
     let home = Home::new();
     let shared = home.session("/concurrency");
     let own: Vec<String> = (0..PROCESSES).map(|_| home.session("/concurrency")).collect();
-    let barrier = Arc::new(Barrier::new(PROCESSES));
+    // Writers and readers meet here once every child has acknowledged its first append (so it
+    // has started and opened the database): the rest is released together, even on a loaded
+    // machine where starting a process takes longer than another's whole run.
+    let barrier = Arc::new(Barrier::new(2 * PROCESSES));
 
     let workers: Vec<_> = (0..PROCESSES)
         .map(|p| {
@@ -28,22 +31,28 @@ fn four_processes_append_to_shared_and_own_sessions() {
                 .spawn()
                 .expect("spawn seshat");
             let mut stdin = child.stdin.take().unwrap();
-            let (barrier, shared) = (barrier.clone(), shared.clone());
+            let (writer_barrier, shared) = (barrier.clone(), shared.clone());
             let writer = std::thread::spawn(move || {
-                // Every child is started and waiting on stdin; release them together.
-                barrier.wait();
                 for i in 0..PER_SESSION {
                     writeln!(stdin, "{}", append_line(None, &format!("p{p}-own-{i}"))).unwrap();
+                    if i == 0 {
+                        stdin.flush().unwrap();
+                        writer_barrier.wait();
+                    }
                     writeln!(stdin, "{}", append_line(Some(&shared), &format!("p{p}-shared-{i}"))).unwrap();
                 }
             });
             let stdout = child.stdout.take().unwrap();
+            let reader_barrier = barrier.clone();
             let reader = std::thread::spawn(move || {
                 let mut times = Vec::new();
                 let mut acks = Vec::new();
                 for line in BufReader::new(stdout).lines() {
                     times.push(Instant::now());
                     acks.push(line.unwrap());
+                    if acks.len() == 1 {
+                        reader_barrier.wait();
+                    }
                 }
                 (times, acks)
             });
@@ -62,7 +71,8 @@ fn four_processes_append_to_shared_and_own_sessions() {
         assert!(!stderr.to_lowercase().contains("locked"), "process {p} reported: {stderr}");
         assert!(stderr.is_empty(), "process {p} wrote to stderr: {stderr}");
         assert_eq!(acks.len(), 2 * PER_SESSION, "process {p} acknowledged too few appends");
-        spans.push((times[0], *times.last().unwrap()));
+        // From the first acknowledgement after the release.
+        spans.push((times[1], *times.last().unwrap()));
     }
 
     // The processes really ran at the same time: every one started before any one finished.
