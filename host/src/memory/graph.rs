@@ -112,8 +112,56 @@ fn find(tx: &Transaction<'_>, places: &[(Scope, String)], key: &str) -> Result<O
     Ok(None)
 }
 
-/// Adds observations to an entity (reviving tombstoned ones), indexing it once at the end. A
-/// `fresh` entity (just inserted, staged, with no observations yet) skips the lookups.
+/// Entities whose search-index rows one call rebuilds: each is staged (taken out of the indexes)
+/// before its observations change, and all are put back by one statement at the end.
+///
+/// One statement matters: once an FTS5 table has been written in a transaction, SQLite opens a
+/// statement savepoint on it for every later statement that could abort part-way, and FTS5
+/// writes its pending terms out as a new segment at each savepoint. Re-indexing entity by entity
+/// therefore wrote one segment per entity and spent most of a 100-entity call merging them.
+#[derive(Default)]
+struct Staging {
+    ids: Vec<i64>,
+}
+
+impl Staging {
+    /// Takes live entities out of the indexes (in one statement) until [`Staging::finish`].
+    fn stage(&mut self, tx: &Transaction<'_>, entities: &[i64]) -> Result<()> {
+        let new: Vec<i64> = entities.iter().copied().filter(|id| !self.ids.contains(id)).collect();
+        if !new.is_empty() {
+            tx.prepare_cached("UPDATE memory_entities SET staged = 1 WHERE id IN (SELECT value FROM json_each(?1))")?
+                .execute([json_ids(&new)])?;
+            self.ids.extend(new);
+        }
+        Ok(())
+    }
+
+    /// Records an entity written as staged (inserted or revived).
+    fn inserted(&mut self, entity: i64) {
+        if !self.ids.contains(&entity) {
+            self.ids.push(entity);
+        }
+    }
+
+    /// Indexes every staged entity again, in one statement.
+    fn finish(self, tx: &Transaction<'_>, now: i64) -> Result<()> {
+        if !self.ids.is_empty() {
+            tx.prepare_cached(
+                "UPDATE memory_entities SET staged = 0, updated_at = ?2 WHERE id IN (SELECT value FROM json_each(?1))",
+            )?
+            .execute(params![json_ids(&self.ids), now])?;
+        }
+        Ok(())
+    }
+}
+
+/// Entity ids as a JSON array, for `json_each`.
+fn json_ids(ids: &[i64]) -> String {
+    format!("[{}]", ids.iter().map(i64::to_string).collect::<Vec<_>>().join(","))
+}
+
+/// Adds observations to a staged entity (reviving tombstoned ones). A `fresh` entity (just
+/// inserted, with no observations yet) skips the lookups.
 fn add_observations(
     tx: &Transaction<'_>,
     entity: i64,
@@ -121,9 +169,6 @@ fn add_observations(
     now: i64,
     fresh: bool,
 ) -> Result<Vec<String>> {
-    if !fresh {
-        tx.prepare_cached("UPDATE memory_entities SET staged = 1 WHERE id = ?1")?.execute([entity])?;
-    }
     let mut added = Vec::new();
     let mut seen = HashSet::new();
     for content in contents {
@@ -158,8 +203,6 @@ fn add_observations(
             }
         }
     }
-    tx.prepare_cached("UPDATE memory_entities SET staged = 0, updated_at = ?2 WHERE id = ?1")?
-        .execute(params![entity, now])?;
     Ok(added)
 }
 
@@ -221,31 +264,47 @@ impl Memory<'_> {
     pub fn create_entities(&mut self, entities: &[NewEntity], scope: Option<Scope>) -> Result<Vec<Entity>> {
         let (scope, project) = self.place(scope.unwrap_or_else(|| self.default_graph_scope()))?;
         let now = now_ms();
+        if entities.iter().any(|e| e.name.trim().is_empty()) {
+            return Err(Error::InvalidArguments {
+                tool: "create_entities".into(),
+                message: "an entity `name` is empty".into(),
+            });
+        }
+        let keys: Vec<String> = entities.iter().map(|e| name_key(&e.name)).collect();
         let tx = begin(self.conn)?;
-        let mut ids = Vec::new();
-        let mut out: Vec<Entity> = Vec::new();
-        for e in entities {
-            if e.name.trim().is_empty() {
-                return Err(Error::InvalidArguments {
-                    tool: "create_entities".into(),
-                    message: "an entity `name` is empty".into(),
-                });
-            }
-            let key = name_key(&e.name);
-            let existing: Option<(i64, Option<i64>)> = tx
+        let lookup = |key: &str| -> Result<Option<(i64, Option<i64>)>> {
+            Ok(tx
                 .prepare_cached(
                     "SELECT id, deleted_by FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3",
                 )?
                 .query_row(params![scope.as_str(), project, key], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()?;
-            let (id, fresh) = match existing {
-                Some((id, None)) => (id, false),
+                .optional()?)
+        };
+        // Live entities that get observations leave the indexes together, before any write.
+        let mut live = Vec::new();
+        for key in &keys {
+            if let Some((id, None)) = lookup(key)? {
+                live.push(id);
+            }
+        }
+        let mut staging = Staging::default();
+        staging.stage(&tx, &live)?;
+        let mut ids = Vec::new();
+        let mut out: Vec<Entity> = Vec::new();
+        for (e, key) in entities.iter().zip(&keys) {
+            let (id, fresh) = match lookup(key)? {
+                Some((id, None)) => {
+                    staging.stage(&tx, &[id])?;
+                    (id, false)
+                }
                 Some((id, Some(_))) => {
-                    // A deleted entity of that name comes back with the new content.
+                    // A deleted entity of that name comes back (staged) with the new content.
                     tx.prepare_cached(
-                        "UPDATE memory_entities SET name = ?2, entity_type = ?3, deleted_by = NULL, updated_at = ?4 WHERE id = ?1",
+                        "UPDATE memory_entities SET name = ?2, entity_type = ?3, deleted_by = NULL, staged = 1, \
+                         updated_at = ?4 WHERE id = ?1",
                     )?
                     .execute(params![id, e.name.trim(), e.entity_type, now])?;
+                    staging.inserted(id);
                     (id, false)
                 }
                 None => {
@@ -254,6 +313,7 @@ impl Memory<'_> {
                          VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?6)",
                     )?
                     .execute(params![scope.as_str(), project, e.name.trim(), key, e.entity_type, now])?;
+                    staging.inserted(tx.last_insert_rowid());
                     (tx.last_insert_rowid(), true)
                 }
             };
@@ -275,6 +335,7 @@ impl Memory<'_> {
                 }
             }
         }
+        staging.finish(&tx, now)?;
         tx.commit()?;
         Ok(out)
     }
@@ -289,13 +350,18 @@ impl Memory<'_> {
         let places = self.lookup_order(scope)?;
         let now = now_ms();
         let tx = begin(self.conn)?;
+        let mut found = Vec::with_capacity(adds.len());
+        for (name, _) in adds {
+            found.push(find(&tx, &places, &name_key(name))?.ok_or_else(|| Error::EntityNotFound(name.clone()))?);
+        }
+        let mut staging = Staging::default();
+        staging.stage(&tx, &found.iter().map(|f| f.0).collect::<Vec<_>>())?;
         let mut out = Vec::new();
-        for (name, contents) in adds {
-            let (id, found_name, _) =
-                find(&tx, &places, &name_key(name))?.ok_or_else(|| Error::EntityNotFound(name.clone()))?;
+        for ((_, contents), (id, found_name, _)) in adds.iter().zip(found) {
             let added = add_observations(&tx, id, contents, now, false)?;
             out.push(ObservationAdds { entity_name: found_name, added_observations: added });
         }
+        staging.finish(&tx, now)?;
         tx.commit()?;
         Ok(out)
     }
@@ -358,17 +424,28 @@ impl Memory<'_> {
         let now = now_ms();
         let tx = begin(self.conn)?;
         let deletion = new_deletion(&tx, "memory_delete_entities", &format!("entities: {}", names.join(", ")), now)?;
-        let mut removed = 0;
+        let mut found = Vec::new();
         for name in names {
             let key = name_key(name);
-            let Some((id, _, _)) = find(&tx, &places, &key)? else { continue };
-            tx.prepare_cached("UPDATE memory_entities SET deleted_by = ?2, updated_at = ?3 WHERE id = ?1")?
-                .execute(params![id, deletion, now])?;
-            // Its observations go with it (and come back with it on restore).
-            tx.prepare_cached(
-                "UPDATE memory_observations SET deleted_by = ?2 WHERE entity_id = ?1 AND deleted_by IS NULL",
-            )?
-            .execute(params![id, deletion])?;
+            if let Some((id, _, _)) = find(&tx, &places, &key)?
+                && !found.iter().any(|(known, _)| *known == id)
+            {
+                found.push((id, key));
+            }
+        }
+        // One statement per table, so the indexes write their deletions out once (see [`Staging`]).
+        let ids = json_ids(&found.iter().map(|f| f.0).collect::<Vec<_>>());
+        tx.prepare_cached(
+            "UPDATE memory_entities SET deleted_by = ?2, updated_at = ?3 WHERE id IN (SELECT value FROM json_each(?1))",
+        )?
+        .execute(params![ids, deletion, now])?;
+        // Their observations go with them (and come back with them on restore).
+        tx.prepare_cached(
+            "UPDATE memory_observations SET deleted_by = ?2 \
+             WHERE entity_id IN (SELECT value FROM json_each(?1)) AND deleted_by IS NULL",
+        )?
+        .execute(params![ids, deletion])?;
+        for (_, key) in &found {
             for (scope, project) in &visible {
                 tx.prepare_cached(
                     "UPDATE memory_relations SET deleted_by = ?4 WHERE scope = ?1 AND project = ?2 \
@@ -376,8 +453,8 @@ impl Memory<'_> {
                 )?
                 .execute(params![scope.as_str(), project, key, deletion])?;
             }
-            removed += 1;
         }
+        let removed = found.len();
         tx.commit()?;
         Ok((deletion, removed))
     }
@@ -394,10 +471,16 @@ impl Memory<'_> {
         let names: Vec<&str> = deletions.iter().map(|(n, _)| n.as_str()).collect();
         let deletion =
             new_deletion(&tx, "memory_delete_observations", &format!("observations of: {}", names.join(", ")), now)?;
-        let mut removed = 0;
+        let mut found = Vec::new();
         for (name, contents) in deletions {
-            let Some((id, _, _)) = find(&tx, &places, &name_key(name))? else { continue };
-            tx.prepare_cached("UPDATE memory_entities SET staged = 1 WHERE id = ?1")?.execute([id])?;
+            if let Some((id, _, _)) = find(&tx, &places, &name_key(name))? {
+                found.push((id, contents));
+            }
+        }
+        let mut staging = Staging::default();
+        staging.stage(&tx, &found.iter().map(|f| f.0).collect::<Vec<_>>())?;
+        let mut removed = 0;
+        for (id, contents) in found {
             for content in contents {
                 removed += tx
                     .prepare_cached(
@@ -405,9 +488,8 @@ impl Memory<'_> {
                     )?
                     .execute(params![id, content, deletion])?;
             }
-            tx.prepare_cached("UPDATE memory_entities SET staged = 0, updated_at = ?2 WHERE id = ?1")?
-                .execute(params![id, now])?;
         }
+        staging.finish(&tx, now)?;
         tx.commit()?;
         Ok((deletion, removed))
     }
@@ -515,13 +597,10 @@ impl Memory<'_> {
             let mut stmt = tx.prepare("SELECT DISTINCT entity_id FROM memory_observations WHERE deleted_by = ?1")?;
             stmt.query_map([deletion], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?
         };
-        for id in &entities {
-            tx.execute("UPDATE memory_entities SET staged = 1 WHERE id = ?1", [id])?;
-        }
+        let mut staging = Staging::default();
+        staging.stage(&tx, &entities)?;
         tx.execute("UPDATE memory_observations SET deleted_by = NULL WHERE deleted_by = ?1", [deletion])?;
-        for id in &entities {
-            tx.execute("UPDATE memory_entities SET staged = 0 WHERE id = ?1", [id])?;
-        }
+        staging.finish(&tx, now)?;
         tx.execute(
             "UPDATE memory_entities SET deleted_by = NULL, updated_at = ?2 WHERE deleted_by = ?1",
             params![deletion, now],

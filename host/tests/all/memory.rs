@@ -428,3 +428,105 @@ fn a_word_the_index_splits_in_two_is_still_found_by_substring() {
     let (graph, _) = memory.search("xⒶy", None, 5).unwrap();
     assert_eq!(graph.entities.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["xⒶy widget"]);
 }
+
+/// Both search indexes hold exactly one row per live entity with its live observations, and pass
+/// FTS5's own integrity check against their stored content.
+fn assert_indexes_exact(home: &Home) {
+    let store = home.store();
+    let conn = store.connection();
+    let expected: Vec<(i64, String, String, Vec<String>)> = {
+        let mut stmt = conn
+            .prepare("SELECT id, name, entity_type FROM memory_entities WHERE deleted_by IS NULL ORDER BY id")
+            .unwrap();
+        let rows: Vec<(i64, String, String)> =
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().map(Result::unwrap).collect();
+        rows.into_iter()
+            .map(|(id, name, kind)| {
+                let mut obs: Vec<String> = conn
+                    .prepare("SELECT content FROM memory_observations WHERE entity_id = ?1 AND deleted_by IS NULL")
+                    .unwrap()
+                    .query_map([id], |r| r.get(0))
+                    .unwrap()
+                    .map(Result::unwrap)
+                    .collect();
+                obs.sort();
+                (id, name, kind, obs)
+            })
+            .collect()
+    };
+    for table in ["memory_fts", "memory_trigram"] {
+        let indexed: Vec<(i64, String, String, Vec<String>)> = conn
+            .prepare(&format!("SELECT rowid, name, entity_type, observations FROM {table} ORDER BY rowid"))
+            .unwrap()
+            .query_map([], |r| {
+                let obs: String = r.get(3)?;
+                let mut obs: Vec<String> = obs.split('\n').filter(|o| !o.is_empty()).map(str::to_string).collect();
+                obs.sort();
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, obs))
+            })
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(indexed, expected, "{table} differs from the live entities");
+        conn.execute(&format!("INSERT INTO {table} ({table}, rank) VALUES ('integrity-check', 1)"), [])
+            .unwrap_or_else(|e| panic!("{table} fails its integrity check: {e}"));
+    }
+}
+
+#[test]
+fn batched_calls_keep_both_indexes_exact() {
+    let home = Home::new();
+    seed(&home);
+    let many: Vec<Value> = (0..60)
+        .map(|i| json!({"name": format!("Crate {i}"), "entityType": "crate", "observations": [format!("version {i}"), "on crates.io"]}))
+        .chain([
+            // Same name, other case, in the same call: one entity with both observations.
+            json!({"name": "CRATE 7", "entityType": "crate", "observations": ["yanked once"]}),
+            // An existing entity gains an observation.
+            json!({"name": "alice", "entityType": "person", "observations": ["reviews memory code"]}),
+        ])
+        .collect();
+    ok(&home, "create_entities", json!({ "entities": many }));
+    assert_indexes_exact(&home);
+    assert_eq!(names(&ok(&home, "search_nodes", json!({"query": "yanked"}))), ["Crate 7"]);
+    assert_eq!(names(&ok(&home, "search_nodes", json!({"query": "reviews memory"}))), ["Alice"]);
+
+    let adds: Vec<Value> = (0..20)
+        .map(|i| json!({"entityName": format!("crate {i}"), "contents": ["audited", format!("version {i}")]}))
+        .collect();
+    ok(&home, "add_observations", json!({ "observations": adds }));
+    assert_indexes_exact(&home);
+    assert_eq!(
+        ok(&home, "search_nodes", json!({"query": "audited", "limit": 100}))["entities"].as_array().unwrap().len(),
+        20
+    );
+
+    let deletions: Vec<Value> = (0..10)
+        .map(|i| json!({"entityName": format!("Crate {i}"), "observations": ["audited", "on crates.io"]}))
+        .collect();
+    let deleted = ok(&home, "delete_observations", json!({ "deletions": deletions }));
+    assert_indexes_exact(&home);
+    assert_eq!(
+        ok(&home, "search_nodes", json!({"query": "audited", "limit": 100}))["entities"].as_array().unwrap().len(),
+        10
+    );
+
+    let gone: Vec<String> =
+        (30..45).map(|i| format!("Crate {i}")).chain(["Crate 31".into(), "missing".into()]).collect();
+    let removed = ok(&home, "delete_entities", json!({ "entityNames": gone }));
+    assert_indexes_exact(&home);
+    assert!(names(&ok(&home, "search_nodes", json!({"query": "version 33"}))).is_empty());
+
+    let mut store = home.store();
+    for d in [&deleted, &removed] {
+        let id = d["deletion"].as_i64().unwrap_or_else(|| panic!("no deletion id in {d}"));
+        store.memory(Some(PROJECT)).restore(id).unwrap();
+    }
+    drop(store);
+    assert_indexes_exact(&home);
+    assert_eq!(names(&ok(&home, "search_nodes", json!({"query": "version 33"}))), ["Crate 33"]);
+    assert_eq!(
+        ok(&home, "search_nodes", json!({"query": "audited", "limit": 100}))["entities"].as_array().unwrap().len(),
+        20
+    );
+}
