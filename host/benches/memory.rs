@@ -52,12 +52,17 @@ fn main() {
     let quick = args.iter().any(|a| a == "--quick");
     println!("| size | operation | seshat p50 | seshat p95 | baseline p50 (LIKE scan) | ratio p50 | target |");
     println!("|---|---|---|---|---|---|---|");
+    let mut per_query = Vec::new();
     for &n in if quick { &[1_000, 10_000][..] } else { &[1_000, 10_000, 100_000][..] } {
-        run(n);
+        run(n, &mut per_query);
+    }
+    println!("\nSearch p50 per query:\n");
+    for line in per_query {
+        println!("* {line}");
     }
 }
 
-fn run(n: usize) {
+fn run(n: usize, per_query: &mut Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("memory.db");
     let mut store = Store::open(&path).unwrap();
@@ -93,6 +98,7 @@ fn run(n: usize) {
     let mut memory = store.memory(None);
     let ranked = sample(RANKED, |q| drop(memory.search(q, None, 20).unwrap()));
     let substring = sample(SUBSTRING, |q| drop(memory.search(q, None, 20).unwrap()));
+    per_query.push(format!("{n} library: {}", by_query(RANKED, &ranked)));
     let open = sample(&[()], |_| drop(memory.open_nodes(&names, None).unwrap()));
     let base_ranked = sample(RANKED, &like);
     let base_substring = sample(SUBSTRING, &like);
@@ -113,6 +119,21 @@ fn run(n: usize) {
     row(n, "ranked search over MCP", &ranked, &base_ranked, target);
     row(n, "substring search over MCP", &substring, &base_substring, target);
     row(n, "open 3 nodes over MCP", &open, &base_open, target);
+    per_query.push(format!("{n} over MCP: {}", by_query(RANKED, &ranked)));
+    per_query.push(format!("{n} over MCP: {}", by_query(SUBSTRING, &substring)));
+}
+
+/// The p50 of each query of a mix sampled by [`sample`] (which runs them in turn).
+fn by_query(queries: &[&str], times: &[Duration]) -> String {
+    let each: Vec<String> = queries
+        .iter()
+        .enumerate()
+        .map(|(i, q)| {
+            let mine: Vec<Duration> = times.iter().skip(i).step_by(queries.len()).copied().collect();
+            format!("`{q}` {}", fmt(pct(&mine, 0.5)))
+        })
+        .collect();
+    each.join(", ")
 }
 
 /// Runs `f` over the query mix repeatedly; returns every timing.

@@ -156,7 +156,7 @@ impl Staging {
 }
 
 /// Entity ids as a JSON array, for `json_each`.
-fn json_ids(ids: &[i64]) -> String {
+pub(super) fn json_ids(ids: &[i64]) -> String {
     format!("[{}]", ids.iter().map(i64::to_string).collect::<Vec<_>>().join(","))
 }
 

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use rusqlite::params;
 
-use super::graph::{Graph, load_entities, relations_among};
+use super::graph::{Graph, json_ids, load_entities, relations_among};
 use super::{Memory, Result, Scope};
 
 /// bm25 weights of the indexed columns: name, type, observations.
@@ -58,50 +58,84 @@ impl Memory<'_> {
             return Ok((Graph::default(), false));
         }
         if let Some(words) = words_query(query) {
-            let mut stmt = self.conn.prepare_cached(&format!(
-                "SELECT e.id FROM (SELECT rowid, rank FROM memory_fts WHERE memory_fts MATCH ?1 AND rank MATCH '{RANK}' \
-                 ORDER BY rowid DESC LIMIT {RANKED_CANDIDATES}) f CROSS JOIN memory_entities e ON e.id = f.rowid \
-                 WHERE {VISIBLE} ORDER BY f.rank LIMIT ?2"
+            // Rank the window, then check visibility best first, a shortlist at a time: joining
+            // every candidate to its entity cost a lookup each (2,000 at 100k entities).
+            let ranked: Vec<i64> = self
+                .conn
+                .prepare_cached(&format!(
+                    "SELECT rowid FROM (SELECT rowid, rank FROM memory_fts WHERE memory_fts MATCH ?1 \
+                     AND rank MATCH '{RANK}' ORDER BY rowid DESC LIMIT {RANKED_CANDIDATES}) ORDER BY rank"
+                ))?
+                .query_map([words], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            let mut visible = self.conn.prepare_cached(&format!(
+                "SELECT e.id FROM json_each(?1) j CROSS JOIN memory_entities e ON e.id = j.value WHERE {VISIBLE} LIMIT ?2"
             ))?;
-            let found = stmt
-                .query_map(params![words, want, p0.0.as_str(), p0.1, p1.0.as_str(), p1.1, p2.0.as_str(), p2.1], |r| {
-                    r.get(0)
-                })?
-                .collect::<rusqlite::Result<Vec<i64>>>()?;
-            push(found, &mut ids);
+            for shortlist in ranked.chunks(want as usize * 4) {
+                let shown: HashSet<i64> = visible
+                    .query_map(
+                        params![
+                            json_ids(shortlist),
+                            shortlist.len(),
+                            p0.0.as_str(),
+                            p0.1,
+                            p1.0.as_str(),
+                            p1.1,
+                            p2.0.as_str(),
+                            p2.1
+                        ],
+                        |r| r.get(0),
+                    )?
+                    .collect::<rusqlite::Result<_>>()?;
+                push(shortlist.iter().copied().filter(|id| shown.contains(id)).collect(), &mut ids);
+                if ids.len() as i64 >= want {
+                    break;
+                }
+            }
+            drop(visible);
+            ids.truncate(want as usize);
         }
         if (ids.len() as i64) < want {
-            let sql = if query.chars().count() >= 3 {
-                format!(
-                    "SELECT e.id FROM memory_trigram t CROSS JOIN memory_entities e ON e.id = t.rowid \
-                     WHERE memory_trigram MATCH ?1 AND {VISIBLE} ORDER BY t.rowid DESC LIMIT ?2"
-                )
+            // Enough to fill the page even if every word match is among them.
+            let enough = want + ids.len() as i64;
+            let run = |sql: &str, needle: &str| -> Result<Vec<i64>> {
+                let mut stmt = self.conn.prepare_cached(sql)?;
+                let found = stmt.query_map(
+                    params![needle, enough, p0.0.as_str(), p0.1, p1.0.as_str(), p1.1, p2.0.as_str(), p2.1],
+                    |r| r.get(0),
+                )?;
+                Ok(found.collect::<rusqlite::Result<Vec<i64>>>()?)
+            };
+            let found = if query.chars().count() >= 3 {
+                // Newest first. FTS5 walks a phrase of common trigrams backwards several times
+                // slower than forwards (1.8 ms against 0.5 ms at 100k entities), so read forwards
+                // first: when that finds fewer than enough, it found them all.
+                let trigram = |order: &str| {
+                    format!(
+                        "SELECT e.id FROM memory_trigram t CROSS JOIN memory_entities e ON e.id = t.rowid \
+                         WHERE memory_trigram MATCH ?1 AND {VISIBLE} ORDER BY t.rowid {order} LIMIT ?2"
+                    )
+                };
+                let needle = substring_query(query);
+                let mut all = run(&trigram("ASC"), &needle)?;
+                if (all.len() as i64) < enough {
+                    all.reverse();
+                    all
+                } else {
+                    run(&trigram("DESC"), &needle)?
+                }
             } else {
                 // Too short for trigrams: scan, as the reference does.
-                format!(
-                    "SELECT e.id FROM memory_entities e WHERE {VISIBLE} AND (instr(lower(e.name), lower(?1)) \
-                     OR instr(lower(e.entity_type), lower(?1)) OR EXISTS (SELECT 1 FROM memory_observations o \
-                     WHERE o.entity_id = e.id AND o.deleted_by IS NULL AND instr(lower(o.content), lower(?1)))) \
-                     ORDER BY e.id DESC LIMIT ?2"
-                )
-            };
-            let needle = if query.chars().count() >= 3 { substring_query(query) } else { query.to_string() };
-            let mut stmt = self.conn.prepare_cached(&sql)?;
-            let found = stmt
-                .query_map(
-                    params![
-                        needle,
-                        want + ids.len() as i64,
-                        p0.0.as_str(),
-                        p0.1,
-                        p1.0.as_str(),
-                        p1.1,
-                        p2.0.as_str(),
-                        p2.1
-                    ],
-                    |r| r.get(0),
+                run(
+                    &format!(
+                        "SELECT e.id FROM memory_entities e WHERE {VISIBLE} AND (instr(lower(e.name), lower(?1)) \
+                         OR instr(lower(e.entity_type), lower(?1)) OR EXISTS (SELECT 1 FROM memory_observations o \
+                         WHERE o.entity_id = e.id AND o.deleted_by IS NULL AND instr(lower(o.content), lower(?1)))) \
+                         ORDER BY e.id DESC LIMIT ?2"
+                    ),
+                    query,
                 )?
-                .collect::<rusqlite::Result<Vec<i64>>>()?;
+            };
             push(found, &mut ids);
         }
         let more = ids.len() > limit;

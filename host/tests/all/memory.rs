@@ -530,3 +530,52 @@ fn batched_calls_keep_both_indexes_exact() {
         20
     );
 }
+
+#[test]
+fn ranked_matches_hidden_in_other_projects_do_not_crowd_out_visible_ones() {
+    let home = Home::new();
+    // Older and visible from PROJECT: two cross entities.
+    ok(
+        &home,
+        "create_entities",
+        json!({"entities": [
+            {"name": "Gizmo spec", "entityType": "doc", "observations": ["gizmo tolerances"]},
+            {"name": "Gizmo vendor", "entityType": "org", "observations": ["sells the gizmo"]},
+        ], "scope": "cross"}),
+    );
+    // Newer, better ranked, and in another project: never shown from PROJECT.
+    let hidden: Vec<Value> = (0..150)
+        .map(|i| json!({"name": format!("Gizmo {i}"), "entityType": "gizmo", "observations": ["gizmo gizmo"]}))
+        .collect();
+    let out = call(&home, Some("/work/project-b"), "create_entities", json!({ "entities": hidden }));
+    assert!(!out.is_error, "{}", out.text);
+
+    let found = ok(&home, "search_nodes", json!({"query": "gizmo", "limit": 2}));
+    let mut got = names(&found);
+    got.sort();
+    assert_eq!(got, ["Gizmo spec", "Gizmo vendor"], "past 150 better-ranked hidden matches");
+    let from_b = call(&home, Some("/work/project-b"), "search_nodes", json!({"query": "gizmo", "limit": 2}));
+    let numbered = |n: &String| n.strip_prefix("Gizmo ").is_some_and(|i| i.parse::<u32>().is_ok());
+    assert!(names(&from_b.structured).iter().all(numbered), "project-b sees its own first: {}", from_b.text);
+}
+
+#[test]
+fn substring_matches_come_newest_first() {
+    let home = Home::new();
+    let parts: Vec<Value> = (1..=30)
+        .map(|i| json!({"name": format!("Part {i}"), "entityType": "part", "observations": ["a sprocket"]}))
+        .collect();
+    ok(&home, "create_entities", json!({ "entities": parts }));
+    ok(
+        &home,
+        "create_entities",
+        json!({"entities": [{"name": "Part 31", "entityType": "part", "observations": ["sprockets"]}]}),
+    );
+    // `procke` is no word of the index: only the trigram index finds it.
+    let found = ok(&home, "search_nodes", json!({"query": "procke", "limit": 4}));
+    assert_eq!(names(&found), ["Part 31", "Part 30", "Part 29", "Part 28"]);
+    // When every match fits on the page (read forwards, then reversed).
+    let all = ok(&home, "search_nodes", json!({"query": "procke", "limit": 40}));
+    let newest_first: Vec<String> = (1..=31).rev().map(|i| format!("Part {i}")).collect();
+    assert_eq!(names(&all), newest_first);
+}
