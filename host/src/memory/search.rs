@@ -17,12 +17,13 @@ const RANK: &str = "bm25(10.0, 4.0, 1.0)";
 /// milliseconds at 100k entities).
 pub const RANKED_CANDIDATES: usize = 2_000;
 
-/// The words of a query as an FTS5 query: every word must appear (each quoted, so the query's
-/// punctuation is never FTS5 syntax).
-fn words_query(query: &str) -> Option<String> {
-    let words: Vec<String> =
-        query.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(|w| format!("\"{w}\"")).collect();
-    (!words.is_empty()).then(|| words.join(" "))
+/// How many of a word's newest matches [`Memory::is_common`] looks at.
+const COMMON_SAMPLE: i64 = 512;
+
+/// The words of a query, each quoted as an FTS5 phrase (so the query's punctuation is never FTS5
+/// syntax).
+fn query_words(query: &str) -> Vec<String> {
+    query.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(|w| format!("\"{w}\"")).collect()
 }
 
 /// The whole query as one trigram phrase (a substring match).
@@ -37,6 +38,80 @@ const VISIBLE: &str = "e.deleted_by IS NULL AND e.staged = 0 AND ((e.scope = ?3 
      OR (e.scope = ?5 AND e.project = ?6) OR (e.scope = ?7 AND e.project = ?8))";
 
 impl Memory<'_> {
+    /// Ids of the newest [`RANKED_CANDIDATES`] entities holding every word, best first by bm25.
+    ///
+    /// bm25 first counts the entities holding each word, reading the word's whole doclist, which
+    /// for a word in every entity costs ~2.5 ms at 100k. FTS5 clamps the weight of a word held by
+    /// half the entities or more to 1e-6, so such a word filters but does not rank: when a query
+    /// also has rarer words, the window is ranked by those alone and then filtered to the entities
+    /// that hold every word. A query of common words only is ranked by them all.
+    fn ranked(&self, words: &[String]) -> Result<Vec<i64>> {
+        let all = words.join(" ");
+        let mut rare = Vec::new();
+        if words.len() > 1 {
+            for w in words {
+                if !self.is_common(w)? {
+                    rare.push(w.as_str());
+                }
+            }
+        }
+        let by = if rare.is_empty() || rare.len() == words.len() { all.clone() } else { rare.join(" ") };
+        let window: Vec<(i64, f64)> = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT rowid, rank FROM memory_fts WHERE memory_fts MATCH ?1 AND rank MATCH '{RANK}' \
+                 ORDER BY rowid DESC LIMIT {RANKED_CANDIDATES}"
+            ))?
+            .query_map([&by], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut window = if by == all || window.is_empty() {
+            window
+        } else {
+            let (low, high) = (window[window.len() - 1].0, window[0].0);
+            let holding: HashSet<i64> = self
+                .conn
+                .prepare_cached("SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3")?
+                .query_map(params![all, low, high], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            window.into_iter().filter(|(id, _)| holding.contains(id)).collect()
+        };
+        window.sort_by(|a, b| a.1.total_cmp(&b.1));
+        Ok(window.into_iter().map(|(id, _)| id).collect())
+    }
+
+    /// Whether a word looks held by half the entities or more: it fills at least half the id span
+    /// of its [`COMMON_SAMPLE`] newest matches and of its oldest. A cheap, conservative sign: a
+    /// word called common loses its weight in the ranking, so a word thinly spread at either end
+    /// is called rare (which only costs time).
+    fn is_common(&self, word: &str) -> Result<bool> {
+        let (first, last): (i64, i64) = self
+            .conn
+            // Two subqueries: SQLite reads min or max from the index end only when alone.
+            .prepare_cached(
+                "SELECT coalesce((SELECT min(id) FROM memory_entities), 0), \
+                 coalesce((SELECT max(id) FROM memory_entities), 0)",
+            )?
+            .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        for order in ["DESC", "ASC"] {
+            let (count, low, high): (i64, Option<i64>, Option<i64>) = self
+                .conn
+                .prepare_cached(&format!(
+                    "SELECT count(*), min(rowid), max(rowid) FROM (SELECT rowid FROM memory_fts \
+                     WHERE memory_fts MATCH ?1 ORDER BY rowid {order} LIMIT {COMMON_SAMPLE})"
+                ))?
+                .query_row([word], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+            let span = match (order, low, high) {
+                ("DESC", Some(low), Some(_)) => last - low + 1,
+                (_, Some(_), Some(high)) => high - first + 1,
+                _ => return Ok(false),
+            };
+            if count < COMMON_SAMPLE || 2 * count < span {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
     /// Entities matching `query` (at most `limit`, best first) and the relations among them;
     /// `true` when more matched than were returned.
     pub fn search(&mut self, query: &str, scope: Option<Scope>, limit: usize) -> Result<(Graph, bool)> {
@@ -57,17 +132,11 @@ impl Memory<'_> {
         if query.is_empty() {
             return Ok((Graph::default(), false));
         }
-        if let Some(words) = words_query(query) {
+        let words = query_words(query);
+        if !words.is_empty() {
             // Rank the window, then check visibility best first, a shortlist at a time: joining
             // every candidate to its entity cost a lookup each (2,000 at 100k entities).
-            let ranked: Vec<i64> = self
-                .conn
-                .prepare_cached(&format!(
-                    "SELECT rowid FROM (SELECT rowid, rank FROM memory_fts WHERE memory_fts MATCH ?1 \
-                     AND rank MATCH '{RANK}' ORDER BY rowid DESC LIMIT {RANKED_CANDIDATES}) ORDER BY rank"
-                ))?
-                .query_map([words], |r| r.get(0))?
-                .collect::<rusqlite::Result<_>>()?;
+            let ranked = self.ranked(&words)?;
             let mut visible = self.conn.prepare_cached(&format!(
                 "SELECT e.id FROM json_each(?1) j CROSS JOIN memory_entities e ON e.id = j.value WHERE {VISIBLE} LIMIT ?2"
             ))?;

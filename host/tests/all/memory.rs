@@ -579,3 +579,40 @@ fn substring_matches_come_newest_first() {
     let newest_first: Vec<String> = (1..=31).rev().map(|i| format!("Part {i}")).collect();
     assert_eq!(names(&all), newest_first);
 }
+
+#[test]
+fn a_word_in_every_entity_filters_but_the_rarer_words_rank() {
+    let home = Home::new();
+    let mut batch: Vec<Value> = (0..1100)
+        .map(|i| {
+            let mut observations = vec![json!("a widget part")];
+            if i % 50 == 7 {
+                observations.push(json!("turbo charged"));
+            }
+            json!({"name": format!("Item {i}"), "entityType": "item", "observations": observations})
+        })
+        .collect();
+    // Old, with the rare word in its name; and one holding the rare word but not the common one.
+    batch.insert(300, json!({"name": "Turbo widget", "entityType": "item", "observations": ["a widget part"]}));
+    batch.insert(600, json!({"name": "Lonely turbo", "entityType": "item", "observations": ["nothing else"]}));
+    for chunk in batch.chunks(100) {
+        ok(&home, "create_entities", json!({ "entities": chunk }));
+    }
+    let found = ok(&home, "search_nodes", json!({"query": "widget turbo", "limit": 30}));
+    let got = names(&found);
+    assert_eq!(got[0], "Turbo widget", "the name match ranks first: {got:?}");
+    assert_eq!(got.len(), 23, "the name match and the 22 charged items, nothing else: {got:?}");
+    assert!(!got.contains(&"Lonely turbo".to_string()), "every word must be held");
+    assert!(got[1..].iter().all(|n| n.starts_with("Item ")), "{got:?}");
+    // The same order as bm25 over every word gives, as far as it tells them apart.
+    let store = home.store();
+    let bm25_first: String = store
+        .connection()
+        .query_row(
+            "SELECT name FROM memory_fts WHERE memory_fts MATCH '\"widget\" \"turbo\"' ORDER BY bm25(memory_fts, 10.0, 4.0, 1.0) LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(bm25_first, got[0]);
+}
