@@ -17,7 +17,7 @@ const RANK: &str = "bm25(10.0, 4.0, 1.0)";
 /// milliseconds at 100k entities).
 pub const RANKED_CANDIDATES: usize = 2_000;
 
-/// How many of a word's newest matches [`Memory::is_common`] looks at.
+/// How many of a word's newest and of its oldest matches [`Memory::is_common`] looks at.
 const COMMON_SAMPLE: i64 = 512;
 
 /// The words of a query, each quoted as an FTS5 phrase (so the query's punctuation is never FTS5
@@ -49,8 +49,16 @@ impl Memory<'_> {
         let all = words.join(" ");
         let mut rare = Vec::new();
         if words.len() > 1 {
+            // Two subqueries: SQLite reads min or max from the index end only when alone.
+            let ids: (i64, i64) = self
+                .conn
+                .prepare_cached(
+                    "SELECT coalesce((SELECT min(id) FROM memory_entities), 0), \
+                     coalesce((SELECT max(id) FROM memory_entities), 0)",
+                )?
+                .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
             for w in words {
-                if !self.is_common(w)? {
+                if !self.is_common(w, ids)? {
                     rare.push(w.as_str());
                 }
             }
@@ -82,16 +90,9 @@ impl Memory<'_> {
     /// Whether a word looks held by half the entities or more: it fills at least half the id span
     /// of its [`COMMON_SAMPLE`] newest matches and of its oldest. A cheap, conservative sign: a
     /// word called common loses its weight in the ranking, so a word thinly spread at either end
-    /// is called rare (which only costs time).
-    fn is_common(&self, word: &str) -> Result<bool> {
-        let (first, last): (i64, i64) = self
-            .conn
-            // Two subqueries: SQLite reads min or max from the index end only when alone.
-            .prepare_cached(
-                "SELECT coalesce((SELECT min(id) FROM memory_entities), 0), \
-                 coalesce((SELECT max(id) FROM memory_entities), 0)",
-            )?
-            .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    /// is called rare (which only costs time). `first` and `last` are the lowest and highest
+    /// entity ids.
+    fn is_common(&self, word: &str, (first, last): (i64, i64)) -> Result<bool> {
         for order in ["DESC", "ASC"] {
             let (count, low, high): (i64, Option<i64>, Option<i64>) = self
                 .conn
@@ -161,8 +162,6 @@ impl Memory<'_> {
                     break;
                 }
             }
-            drop(visible);
-            ids.truncate(want as usize);
         }
         if (ids.len() as i64) < want {
             // Enough to fill the page even if every word match is among them.
