@@ -18,7 +18,7 @@ use super::{Context, format};
     seshat memory --action set --key style --value \"short answers, no preamble\"\n  \
     seshat memory --action clear --scope user              # asks first; --yes for scripts\n  \
     seshat memory --action context                         # what would be given to the agent\n  \
-    seshat memory --action search --query \"release plan\"   # ranked results")]
+    seshat memory --action search --query \"release plan\"   # matching notes, then ranked entities")]
 pub struct Args {
     /// What to do.
     #[arg(long, value_enum, default_value_t = Action::Show)]
@@ -63,7 +63,7 @@ enum Action {
     Clear,
     /// Print the memory context a new session is given.
     Context,
-    /// Ranked search: --query.
+    /// Search notes and the graph (ranked): --query.
     Search,
     /// List deletions that can be restored.
     Deleted,
@@ -169,15 +169,19 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         }
         Action::Search => {
             let Some(query) = &args.query else { bail!("--action search needs --query") };
+            let notes = memory.search_notes(query, scope)?;
             let (graph, more) = memory.search(query, scope, args.limit.unwrap_or(20))?;
             if args.json {
                 format::json(
                     &mut out,
-                    &json!({"entities": graph.entities, "relations": graph.relations, "more": more}),
+                    &json!({"notes": notes, "entities": graph.entities, "relations": graph.relations, "more": more}),
                 )?;
             } else {
-                if graph.entities.is_empty() {
+                if notes.is_empty() && graph.entities.is_empty() {
                     writeln!(out, "No memory matches `{query}`.")?;
+                }
+                for n in &notes {
+                    writeln!(out, "  {}: {} [{}]", n.key, n.value, n.scope)?;
                 }
                 render_graph(&mut out, &graph)?;
                 if more {

@@ -49,6 +49,25 @@ impl Memory<'_> {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
+    /// Notes whose key or value contains `query` (ignoring case), in the scopes reads cover or
+    /// in `only`.
+    pub fn search_notes(&mut self, query: &str, only: Option<Scope>) -> Result<Vec<Note>> {
+        let needle = query.trim().to_lowercase();
+        let mut found = Vec::new();
+        if needle.is_empty() {
+            return Ok(found);
+        }
+        for (scope, _) in self.visible(only)? {
+            let notes = self.notes(scope)?;
+            found.extend(
+                notes
+                    .into_iter()
+                    .filter(|n| n.key.to_lowercase().contains(&needle) || n.value.to_lowercase().contains(&needle)),
+            );
+        }
+        Ok(found)
+    }
+
     /// Removes everything in a scope (notes, entities, observations, relations, tombstones
     /// included) after writing it all as JSON Lines to a new file in `backup_dir`. Returns the
     /// backup's path and how many records it holds.

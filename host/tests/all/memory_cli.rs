@@ -262,3 +262,32 @@ fn search_deleted_and_restore_from_the_cli() {
         home.cmd().current_dir(&dir).args(["memory", "--action", "restore", "--id", &id.to_string()]).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("no deletion {id} to restore")));
 }
+
+#[test]
+fn search_finds_notes_in_the_visible_scopes_too() {
+    let home = Home::new();
+    let here = repo(&home, "here");
+    let elsewhere = repo(&home, "elsewhere");
+    let run = |dir: &std::path::Path, args: &[&str]| {
+        let out = home.cmd().current_dir(dir).args(args).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    run(&here, &["memory", "--action", "set", "--key", "style", "--value", "Short ANSWERS, no preamble"]);
+    run(&elsewhere, &["memory", "--action", "set", "--scope", "project", "--key", "tone", "--value", "long answers"]);
+    run(&here, &["memory", "--action", "set", "--scope", "project", "--key", "Ærø", "--value", "ferry times"]);
+
+    let text = run(&here, &["memory", "--action", "search", "--query", "answers"]);
+    assert_eq!(text, "  style: Short ANSWERS, no preamble [user]\n", "another project's note stays hidden");
+    let found: Value =
+        serde_json::from_str(&run(&here, &["memory", "--action", "search", "--query", "ærø", "--json"])).unwrap();
+    assert_eq!(found["notes"][0]["key"], "Ærø", "keys match too, ignoring case: {found}");
+    assert_eq!(found["notes"][0]["scope"], "project");
+    assert_eq!(found["entities"], json!([]));
+    let only_user: Value = serde_json::from_str(&run(
+        &here,
+        &["memory", "--action", "search", "--query", "ferry", "--scope", "user", "--json"],
+    ))
+    .unwrap();
+    assert_eq!(only_user["notes"], json!([]), "--scope narrows the notes searched");
+}
