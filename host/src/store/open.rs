@@ -4,6 +4,7 @@
 use std::fs;
 use std::io::Read;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags};
 
@@ -29,14 +30,33 @@ pub(super) fn open(path: &Path) -> Result<Connection> {
     }
     conn.pragma_update(None, "foreign_keys", true)?;
     migrations::migrate(&mut conn)?;
-    let mode: String = conn.pragma_update_and_check(None, "journal_mode", "wal", |r| r.get(0))?;
-    if !mode.eq_ignore_ascii_case("wal") {
-        return Err(Error::Corrupt { table: "journal_mode", message: format!("cannot use WAL (got {mode})") });
-    }
+    use_wal(&conn)?;
     // In WAL mode NORMAL loses nothing on a process crash; only an OS crash can drop the last
     // transactions.
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     Ok(conn)
+}
+
+/// Switches the database to WAL. Two processes switching a new database at once each hold the
+/// shared lock the other needs gone, and SQLite fails one of them at once rather than let the busy
+/// handler wait on a deadlock; that one retries (until the busy timeout), by which time the other
+/// has switched the file.
+fn use_wal(conn: &Connection) -> Result<()> {
+    let deadline = Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match conn.pragma_update_and_check(None, "journal_mode", "wal", |r| r.get::<_, String>(0)) {
+            Ok(mode) if mode.eq_ignore_ascii_case("wal") => return Ok(()),
+            Ok(mode) => {
+                return Err(Error::Corrupt { table: "journal_mode", message: format!("cannot use WAL (got {mode})") });
+            }
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy && Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
 
 /// Refuses a non-empty file that is not a Seshat database, reading only its header bytes so that
