@@ -1,6 +1,6 @@
 //! The knowledge graph's operations. Each public method is one `BEGIN IMMEDIATE` transaction.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
@@ -272,31 +272,29 @@ impl Memory<'_> {
         }
         let keys: Vec<String> = entities.iter().map(|e| name_key(&e.name)).collect();
         let tx = begin(self.conn)?;
-        let lookup = |key: &str| -> Result<Option<(i64, Option<i64>)>> {
-            Ok(tx
-                .prepare_cached(
-                    "SELECT id, deleted_by FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3",
-                )?
-                .query_row(params![scope.as_str(), project, key], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()?)
-        };
-        // Live entities that get observations leave the indexes together, before any write.
-        let mut live = Vec::new();
+        // Each name's entity as the call starts: (id, deleted_by).
+        let mut existing: Vec<Option<(i64, Option<i64>)>> = Vec::with_capacity(keys.len());
+        let mut lookup = tx.prepare_cached(
+            "SELECT id, deleted_by FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3",
+        )?;
         for key in &keys {
-            if let Some((id, None)) = lookup(key)? {
-                live.push(id);
-            }
+            existing.push(
+                lookup.query_row(params![scope.as_str(), project, key], |r| Ok((r.get(0)?, r.get(1)?))).optional()?,
+            );
         }
+        drop(lookup);
+        // Live entities that get observations leave the indexes together, before any write.
+        let live: Vec<i64> =
+            existing.iter().filter_map(|found| found.and_then(|(id, gone)| gone.is_none().then_some(id))).collect();
         let mut staging = Staging::default();
         staging.stage(&tx, &live)?;
+        // Names already written by this call (a name can come twice, in other case).
+        let mut written: HashMap<&str, i64> = HashMap::new();
         let mut ids = Vec::new();
         let mut out: Vec<Entity> = Vec::new();
-        for (e, key) in entities.iter().zip(&keys) {
-            let (id, fresh) = match lookup(key)? {
-                Some((id, None)) => {
-                    staging.stage(&tx, &[id])?;
-                    (id, false)
-                }
+        for ((e, key), found) in entities.iter().zip(&keys).zip(existing) {
+            let (id, fresh) = match written.get(key.as_str()).map(|&id| (id, None)).or(found) {
+                Some((id, None)) => (id, false),
                 Some((id, Some(_))) => {
                     // A deleted entity of that name comes back (staged) with the new content.
                     tx.prepare_cached(
@@ -313,10 +311,12 @@ impl Memory<'_> {
                          VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?6)",
                     )?
                     .execute(params![scope.as_str(), project, e.name.trim(), key, e.entity_type, now])?;
-                    staging.inserted(tx.last_insert_rowid());
-                    (tx.last_insert_rowid(), true)
+                    let id = tx.last_insert_rowid();
+                    staging.inserted(id);
+                    (id, true)
                 }
             };
+            written.insert(key, id);
             let added = add_observations(&tx, id, &e.observations, now, fresh)?;
             match ids.iter().position(|&known| known == id) {
                 Some(i) => out[i] = load_entities(&tx, &[id])?.remove(0),
