@@ -98,7 +98,7 @@ fn run(n: usize, per_query: &mut Vec<String>) {
     let mut memory = store.memory(None);
     let ranked = sample(RANKED, |q| drop(memory.search(q, None, 20).unwrap()));
     let substring = sample(SUBSTRING, |q| drop(memory.search(q, None, 20).unwrap()));
-    per_query.push(format!("{n} library: {}", by_query(RANKED, &ranked)));
+    per_query.push(format!("{n}, ranked, library: {}", by_query(RANKED, &ranked)));
     let open = sample(&[()], |_| drop(memory.open_nodes(&names, None).unwrap()));
     let base_ranked = sample(RANKED, &like);
     let base_substring = sample(SUBSTRING, &like);
@@ -119,8 +119,8 @@ fn run(n: usize, per_query: &mut Vec<String>) {
     row(n, "ranked search over MCP", &ranked, &base_ranked, target);
     row(n, "substring search over MCP", &substring, &base_substring, target);
     row(n, "open 3 nodes over MCP", &open, &base_open, target);
-    per_query.push(format!("{n} over MCP: {}", by_query(RANKED, &ranked)));
-    per_query.push(format!("{n} over MCP: {}", by_query(SUBSTRING, &substring)));
+    per_query.push(format!("{n}, ranked, over MCP: {}", by_query(RANKED, &ranked)));
+    per_query.push(format!("{n}, substring, over MCP: {}", by_query(SUBSTRING, &substring)));
 }
 
 /// The p50 of each query of a mix sampled by [`sample`] (which runs them in turn).
