@@ -19,6 +19,61 @@ pub const THRESHOLD_FLOOR_PERCENT: u64 = 60;
 pub const THRESHOLD_PERCENT: u64 = 85;
 /// The target's share (percent) of the working window.
 pub const TARGET_PERCENT: u64 = 50;
+/// No answer is given more room than this, whatever the model allows (the rest is for context).
+pub const MAX_OUTPUT_CAP: u64 = 16_384;
+/// The smallest context window Seshat works with: below it the fixed parts of a request (the
+/// summary reserve, the system prompt, the answer) leave no room for a conversation.
+pub const MIN_WINDOW: u64 = 4_096;
+/// The window assumed for a model until its real one is known (from the table, the config, the
+/// server or a refusal).
+pub const ASSUMED_WINDOW: u64 = 8_192;
+/// The summary's share (percent) of the target, on windows small enough that it is less than
+/// the summary reserve.
+pub const SUMMARY_TARGET_PERCENT: u64 = 25;
+
+/// Where a model's context window came from (shown by `/context` and in warnings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowSource {
+    /// `--window` (or the SDK's option).
+    Flag,
+    /// `[providers.<name>.models.<id>] context_window`.
+    Config,
+    /// A window a server's refusal or truncation revealed.
+    Learnt,
+    /// The provider plugin's model table.
+    Table,
+    /// Asked of the server (llama.cpp `/props`, Ollama `/api/ps`, vLLM and LM Studio model lists).
+    Discovered,
+    /// Nothing knew it: [`ASSUMED_WINDOW`].
+    Assumed,
+}
+
+impl WindowSource {
+    /// Its name, as stored and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WindowSource::Flag => "flag",
+            WindowSource::Config => "config",
+            WindowSource::Learnt => "learnt",
+            WindowSource::Table => "table",
+            WindowSource::Discovered => "discovered",
+            WindowSource::Assumed => "assumed",
+        }
+    }
+}
+
+/// A window too small to work with: says how to raise it.
+pub fn too_small(model: &str, window: u64, source: WindowSource) -> Option<String> {
+    (window < MIN_WINDOW).then(|| {
+        format!(
+            "the context window of `{model}` is {window} tokens ({}), and Seshat needs at least {MIN_WINDOW}: raise the \
+             server's context (Ollama: `num_ctx` in the model's parameters or OLLAMA_CONTEXT_LENGTH; llama.cpp: \
+             `llama-server -c 8192`) or pass a larger --window if the server runs with more",
+            source.as_str()
+        )
+    })
+}
 
 /// The marks of one model's window, in tokens (rounded down).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +101,24 @@ impl Marks {
     /// The largest request that can be sent with `max_output_tokens` of room for the answer.
     pub fn hard_limit(&self, max_output_tokens: u64) -> u64 {
         self.context_window.saturating_sub(max_output_tokens)
+    }
+
+    /// The most room an answer may have: what lies above the threshold (so every request under
+    /// the threshold fits with its answer), at most [`MAX_OUTPUT_CAP`] and `model_limit`.
+    pub fn max_output(&self, model_limit: u64) -> u64 {
+        self.usable.saturating_sub(self.threshold).min(MAX_OUTPUT_CAP).min(model_limit)
+    }
+
+    /// The summary's output cap: the summary reserve, or a quarter of the target when that is
+    /// smaller (small windows).
+    pub fn summary_tokens(&self) -> u64 {
+        SUMMARY_RESERVE.min(self.target * SUMMARY_TARGET_PERCENT / 100)
+    }
+
+    /// The most the request's fixed parts (system prompt, instructions, memory, tool schemas) may
+    /// take: half the target, so compaction can always bring the conversation under it.
+    pub fn frame_budget(&self) -> u64 {
+        self.target / 2
     }
 }
 
@@ -127,6 +200,35 @@ mod tests {
         assert!(m.threshold > m.target);
         // Tiny or zero windows do not underflow.
         assert_eq!(Marks::new(1_000), Marks { context_window: 1_000, usable: 0, threshold: 0, target: 0 });
+    }
+
+    #[test]
+    fn the_output_reserve_follows_the_window() {
+        // (window, reserve, hard limit, threshold, target)
+        for (window, reserve, hard, threshold, target) in [
+            (4_096, 839, 3_257, 1_257, 1_048),
+            (8_192, 2_477, 5_715, 3_715, 3_096),
+            (32_768, 12_308, 20_460, 18_460, 15_384),
+            (200_000, 16_384, 183_616, 168_300, 99_000),
+            (1_000_000, 16_384, 983_616, 848_300, 499_000),
+        ] {
+            let m = Marks::new(window);
+            let r = m.max_output(u64::MAX);
+            assert_eq!((r, m.hard_limit(r), m.threshold, m.target), (reserve, hard, threshold, target), "{window}");
+            // Every request under the threshold fits with its answer.
+            assert!(m.threshold + r <= window);
+        }
+        assert_eq!(Marks::new(200_000).max_output(8_192), 8_192, "the model's own limit is kept");
+        assert_eq!(Marks::new(4_096).summary_tokens(), 262, "a quarter of the target on small windows");
+        assert_eq!(Marks::new(200_000).summary_tokens(), SUMMARY_RESERVE);
+    }
+
+    #[test]
+    fn windows_below_the_minimum_are_refused_with_the_way_to_raise_them() {
+        assert_eq!(too_small("m", 4_096, WindowSource::Discovered), None);
+        let e = too_small("qwen", 2_048, WindowSource::Discovered).unwrap();
+        assert!(e.contains("`qwen` is 2048 tokens (discovered)"), "{e}");
+        assert!(e.contains("num_ctx") && e.contains("OLLAMA_CONTEXT_LENGTH") && e.contains("-c 8192"), "{e}");
     }
 
     #[test]

@@ -38,8 +38,12 @@ pub use trimmer::{
 
 use crate::store::{Part, Role};
 
-/// The contract versions this host speaks (semver-compatible with `0.1.0`).
-pub const API_VERSIONS: &str = "0.1.x";
+/// The contract versions this host speaks: the frozen `0.1.x` and the unstable `0.2.x`.
+pub const API_VERSIONS: &str = "0.1.x or 0.2.x";
+/// The contract version the SDK, `seshat plugins new` and the default plugins build against.
+pub const API_VERSION_CURRENT: &str = "0.2.0";
+/// Whether [`API_VERSION_CURRENT`] may still change (until this round's last addition lands).
+pub const API_VERSION_CURRENT_UNSTABLE: bool = true;
 
 /// The kinds of plugin, one WIT world each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -138,6 +142,7 @@ pub struct LoadedPlugin {
     pub api_version: String,
     /// The limits it runs under.
     pub limits: Limits,
+    version: bindings::Version,
     component: Component,
 }
 
@@ -216,7 +221,7 @@ impl Runtime {
             plugin: name.to_string(),
             message: format!("not a valid WebAssembly component for this host: {e:#}"),
         })?;
-        let (kind, api_version) = inspect(&component, name)?;
+        let (kind, api_version, version) = inspect(&component, name)?;
         let manifest = match manifest {
             Some(m) if m.kind != kind => {
                 return Err(Error::WrongKind {
@@ -236,13 +241,13 @@ impl Runtime {
             },
         };
         let limits = Limits::resolve(kind, manifest.limits, config_limits);
-        Ok(LoadedPlugin { manifest, origin, sha256, api_version, limits, component })
+        Ok(LoadedPlugin { manifest, origin, sha256, api_version, limits, version, component })
     }
 }
 
 /// Which kind of plugin a component is and which contract version it was built for, from its
 /// exports; refuses anything this host cannot run, saying what was expected and found.
-fn inspect(component: &Component, plugin: &str) -> Result<(PluginKind, String)> {
+fn inspect(component: &Component, plugin: &str) -> Result<(PluginKind, String, bindings::Version)> {
     let engine = engine::engine();
     let exports: Vec<String> = component.component_type().exports(engine).map(|(name, _)| name.to_string()).collect();
     let ours: Vec<(&str, &str)> = exports
@@ -260,19 +265,19 @@ fn inspect(component: &Component, plugin: &str) -> Result<(PluginKind, String)> 
             ),
         });
     };
-    if !(version == "0.1" || version.starts_with("0.1.")) {
+    let Some(served) = bindings::Version::parse(version) else {
         return Err(Error::Incompatible {
             plugin: plugin.to_string(),
             expected: API_VERSIONS,
             found: version.to_string(),
         });
-    }
+    };
     let kind = PluginKind::from_export_interface(interface).ok_or_else(|| Error::WrongKind {
         plugin: plugin.to_string(),
         expected: "Seshat plugin",
         found: format!("it exports seshat:plugin/{interface}, which no plugin kind exports"),
     })?;
-    Ok((kind, version.to_string()))
+    Ok((kind, version.to_string(), served))
 }
 
 /// An error preparing an instance (imports that cannot be satisfied, exports of the wrong type).

@@ -7,8 +7,8 @@ use serde::Serialize;
 use wasmtime::Store;
 use wasmtime::component::{HasSelf, Linker, ResourceAny};
 
-use super::bindings::v0_1::provider as b;
-use super::bindings::v0_1::provider::exports::seshat::plugin::translate as t;
+use super::bindings::Version;
+use super::bindings::{v0_1 as v1, v0_2 as v2};
 use super::sandbox::{self, Slot, State};
 use super::{Error, LoadedPlugin, PluginKind, PluginMessage, Result, StopReason};
 use crate::store::Usage;
@@ -210,16 +210,101 @@ pub struct Response {
     pub stop_reason: StopReason,
 }
 
-fn linker() -> wasmtime::Result<&'static Linker<State<()>>> {
+/// An HTTP request as a plugin built it, before the host checks it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RawRequest {
+    pub(crate) method: String,
+    pub(crate) url: String,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Vec<u8>,
+    /// (offset, separator, lead).
+    pub(crate) splice: Option<(u64, String, bool)>,
+}
+
+/// A question for the server about its models (0.2.0 providers).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    /// What it asks (handed back with the answer).
+    pub name: String,
+    /// The request, checked like a chat request.
+    pub request: HttpRequest,
+}
+
+/// What a server said about its models (0.2.0 providers).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Discovery {
+    /// The window the server runs the model with.
+    pub context_window: Option<u64>,
+    /// The model's largest answer.
+    pub max_output_tokens: Option<u64>,
+    /// The models the server lists.
+    pub models: Vec<String>,
+}
+
+/// What a refusal says about a model's limits (0.2.0 providers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Limit {
+    /// The request is longer than the window.
+    TooLong {
+        /// The window the error names.
+        window: Option<u64>,
+        /// The request's size as the server counted it.
+        requested: Option<u64>,
+    },
+    /// The input plus `max_tokens` exceed the window.
+    InputAndOutput {
+        /// The input's tokens.
+        input: u64,
+        /// The `max_tokens` asked for.
+        max_tokens: u64,
+        /// The window.
+        window: u64,
+    },
+    /// `max_tokens` is more than the model can write: its limit.
+    MaxOutput(u64),
+}
+
+type Pre1 = v1::provider::ProviderPre<State<()>>;
+type Pre2 = v2::provider::ProviderPre<State<()>>;
+
+fn linker_v0_1() -> wasmtime::Result<&'static Linker<State<()>>> {
     static LINKER: OnceLock<Linker<State<()>>> = OnceLock::new();
-    sandbox::linker(&LINKER, |l| b::Provider::add_to_linker::<_, HasSelf<_>>(l, |s| s))
+    sandbox::linker(&LINKER, |l| v1::provider::Provider::add_to_linker::<_, HasSelf<_>>(l, |s| s))
+}
+
+fn linker_v0_2() -> wasmtime::Result<&'static Linker<State<()>>> {
+    static LINKER: OnceLock<Linker<State<()>>> = OnceLock::new();
+    sandbox::linker(&LINKER, |l| v2::provider::Provider::add_to_linker::<_, HasSelf<_>>(l, |s| s))
+}
+
+/// A provider's prepared instance, by contract version.
+enum Pre {
+    V0_1(Pre1),
+    V0_2(Pre2),
+}
+
+/// A provider's live instance, by contract version.
+enum Bound {
+    V0_1(v1::provider::Provider),
+    V0_2(v2::provider::Provider),
+}
+
+/// Calls `translate::$f` of whichever version the instance speaks.
+macro_rules! each_version {
+    ($bound:expr, $store:expr, $f:ident ( $($arg:expr),* )) => {
+        match $bound {
+            Bound::V0_1(b) => v1::translate::$f(b, $store $(, $arg)*),
+            Bound::V0_2(b) => v2::translate::$f(b, $store $(, $arg)*),
+        }
+    };
 }
 
 /// A loaded provider, ready to call.
 pub struct ProviderPlugin {
     allowed_hosts: Vec<String>,
-    pre: b::ProviderPre<State<()>>,
-    slot: Slot<(), b::Provider>,
+    pre: Pre,
+    slot: Slot<(), Bound>,
 }
 
 impl std::fmt::Debug for ProviderPlugin {
@@ -234,7 +319,16 @@ impl std::fmt::Debug for ProviderPlugin {
 impl ProviderPlugin {
     /// Prepares a loaded plugin as a provider.
     pub fn new(plugin: &LoadedPlugin) -> Result<Self> {
-        let (pre, slot) = sandbox::prepare(plugin, PluginKind::Provider, linker(), b::ProviderPre::new)?;
+        let (pre, slot) = match plugin.version {
+            Version::V0_1 => {
+                let (pre, slot) = sandbox::prepare(plugin, PluginKind::Provider, linker_v0_1(), Pre1::new)?;
+                (Pre::V0_1(pre), slot)
+            }
+            Version::V0_2 => {
+                let (pre, slot) = sandbox::prepare(plugin, PluginKind::Provider, linker_v0_2(), Pre2::new)?;
+                (Pre::V0_2(pre), slot)
+            }
+        };
         Ok(Self { allowed_hosts: plugin.manifest.allowed_hosts.clone(), pre, slot: slot.with_bindings() })
     }
 
@@ -248,75 +342,49 @@ impl ProviderPlugin {
         &self.allowed_hosts
     }
 
+    /// Whether it speaks 0.2.0 (probes and refusal limits).
+    pub fn discovers(&self) -> bool {
+        matches!(self.pre, Pre::V0_2(_))
+    }
+
     /// Runs one call into the guest with the sandbox's accounting; a trap drops the instance.
     fn call<R>(
         &mut self,
         f: impl FnOnce(
             &mut Store<State<()>>,
-            &b::Provider,
+            &Bound,
         ) -> wasmtime::Result<std::result::Result<R, super::bindings::v0_1::wit::Error>>,
     ) -> Result<R> {
         let pre = &self.pre;
-        self.slot.call(|s| pre.instantiate(s), f)
+        self.slot.call(
+            |s| match pre {
+                Pre::V0_1(p) => p.instantiate(s).map(Bound::V0_1),
+                Pre::V0_2(p) => p.instantiate(s).map(Bound::V0_2),
+            },
+            f,
+        )
     }
 
     /// What the provider serves.
     pub fn info(&mut self) -> Result<ProviderInfo> {
-        let info = self.call(|s, b| b.seshat_plugin_translate().call_info(s).map(Ok))?;
-        Ok(ProviderInfo {
-            id: info.id,
-            default_base_url: info.default_base_url,
-            auth: match info.auth {
-                t::Auth::None => AuthScheme::None,
-                t::Auth::Bearer => AuthScheme::Bearer,
-                t::Auth::Header(h) => AuthScheme::Header(h),
-            },
-            key_env: info.key_env,
-            models: info
-                .models
-                .into_iter()
-                .map(|m| ModelInfo {
-                    id: m.id,
-                    context_window: m.context_window,
-                    max_output_tokens: m.max_output_tokens,
-                    extra: m.extra,
-                })
-                .collect(),
-        })
+        self.call(|s, b| each_version!(b, s, info()))
     }
 
     /// Encodes one message as a fragment of the provider's wire format.
     pub fn encode_message(&mut self, message: &PluginMessage, options: &EncodeOptions) -> Result<String> {
-        let message = message.into();
-        let options = t::EncodeOptions {
-            model: options.model.clone(),
-            same_model: options.same_model,
-            cache_breakpoint: options.cache_breakpoint,
-        };
-        self.call(|s, b| b.seshat_plugin_translate().call_encode_message(s, &message, &options))
+        self.call(|s, b| each_version!(b, s, encode_message(message, options)))
     }
 
     /// Builds the HTTP request for a chat request.
     pub fn build_request(&mut self, request: &ChatRequest) -> Result<HttpRequest> {
-        let req = t::ChatRequest {
-            model: request.model.clone(),
-            system: request.system.clone(),
-            tools: request
-                .tools
-                .iter()
-                .map(|t| t::ToolSpec {
-                    name: t.name.clone(),
-                    description: t.description.clone(),
-                    parameters: t.parameters.clone(),
-                })
-                .collect(),
-            max_tokens: request.max_tokens,
-            stream: request.stream,
-            base_url: request.base_url.clone(),
-            extra: request.extra.clone(),
-        };
+        let raw = self.call(|s, b| each_version!(b, s, build_request(request)))?;
+        self.checked(raw)
+    }
+
+    /// The plugin's request, checked: an HTTP method, an http(s) URL, headers that cannot
+    /// smuggle others, a splice point inside the body.
+    fn checked(&self, http: RawRequest) -> Result<HttpRequest> {
         let id = self.slot.id.clone();
-        let http = self.call(|s, b| b.seshat_plugin_translate().call_build_request(s, &req))?;
         let invalid = |message: String| Error::InvalidOutput { plugin: id.clone(), message };
         if http.method.is_empty() || !http.method.bytes().all(|c| c.is_ascii_uppercase()) {
             return Err(invalid(format!("`{}` is not an HTTP method", http.method)));
@@ -332,19 +400,17 @@ impl ProviderPlugin {
         }
         let splice = match http.splice {
             None => None,
-            Some(sp) => {
-                let offset = usize::try_from(sp.offset).ok().filter(|&o| o <= http.body.len());
-                let Some(offset) = offset else {
+            Some((offset, separator, lead)) => {
+                let Some(at) = usize::try_from(offset).ok().filter(|&o| o <= http.body.len()) else {
                     return Err(invalid(format!(
-                        "the messages' place ({}) is past the end of the {}-byte body",
-                        sp.offset,
+                        "the messages' place ({offset}) is past the end of the {}-byte body",
                         http.body.len()
                     )));
                 };
-                if sp.separator.len() > 16 {
+                if separator.len() > 16 {
                     return Err(invalid("the message separator is longer than 16 bytes".into()));
                 }
-                Some(Splice { offset, separator: sp.separator, lead: sp.lead })
+                Some(Splice { offset: at, separator, lead })
             }
         };
         Ok(HttpRequest { method: http.method, url: http.url, headers: http.headers, body: http.body, splice })
@@ -352,13 +418,54 @@ impl ProviderPlugin {
 
     /// Decodes a whole (non-streamed) answer or an error body.
     pub fn parse_response(&mut self, status: u16, body: &[u8]) -> Result<Response> {
-        let r = self.call(|s, b| b.seshat_plugin_translate().call_parse_response(s, status, body))?;
-        Ok(Response { message: r.message.into(), usage: r.usage.map(Into::into), stop_reason: r.stop_reason.into() })
+        self.call(|s, b| each_version!(b, s, parse_response(status, body)))
+    }
+
+    /// The probes that tell a model's window (or, for `None`, the server's models), in order;
+    /// none for a 0.1.0 plugin.
+    pub fn probes(&mut self, model: Option<&str>, base_url: &str) -> Result<Vec<Probe>> {
+        if !self.discovers() {
+            return Ok(Vec::new());
+        }
+        let probes = self.call(|s, b| match b {
+            Bound::V0_1(_) => Ok(Ok(Vec::new())),
+            Bound::V0_2(b) => v2::translate::probes(b, s, model, base_url),
+        })?;
+        probes
+            .into_iter()
+            .map(|(name, raw)| {
+                let request = self.checked(raw)?;
+                if request.splice.is_some() {
+                    return Err(Error::InvalidOutput {
+                        plugin: self.slot.id.clone(),
+                        message: format!("probe `{name}` has a place for messages; probes carry no conversation"),
+                    });
+                }
+                Ok(Probe { name, request })
+            })
+            .collect()
+    }
+
+    /// Reads the answer to a probe.
+    pub fn parse_probe(&mut self, name: &str, model: Option<&str>, status: u16, body: &[u8]) -> Result<Discovery> {
+        self.call(|s, b| match b {
+            Bound::V0_1(_) => Ok(Ok(Discovery::default())),
+            Bound::V0_2(b) => v2::translate::parse_probe(b, s, name, model, status, body),
+        })
+    }
+
+    /// What an error answer says of the model's limits, if it refuses the request for its length
+    /// or its `max_tokens` (a 0.1.0 plugin cannot say).
+    pub fn refusal_limit(&mut self, status: u16, body: &[u8]) -> Result<Option<Limit>> {
+        self.call(|s, b| match b {
+            Bound::V0_1(_) => Ok(Ok(None)),
+            Bound::V0_2(b) => v2::translate::refusal_limit(b, s, status, body),
+        })
     }
 
     /// Starts decoding one streamed answer.
     pub fn decoder(&mut self) -> Result<StreamDecoder<'_>> {
-        let resource = self.call(|s, b| b.seshat_plugin_translate().decoder().call_constructor(s).map(Ok))?;
+        let resource = self.call(|s, b| each_version!(b, s, decoder()))?;
         Ok(StreamDecoder { plugin: self, resource: Some(resource) })
     }
 }
@@ -379,14 +486,14 @@ impl StreamDecoder<'_> {
     /// Feeds one framed server-sent event.
     pub fn push(&mut self, event: &str, data: &str) -> Result<Vec<StreamEvent>> {
         let resource = self.live_resource()?;
-        let events = self.plugin.call(|s, b| b.seshat_plugin_translate().decoder().call_push(s, resource, event, data));
+        let events = self.plugin.call(|s, b| each_version!(b, s, push(resource, event, data)));
         self.after(events)
     }
 
     /// The stream ended.
     pub fn finish(&mut self) -> Result<Vec<StreamEvent>> {
         let resource = self.live_resource()?;
-        let events = self.plugin.call(|s, b| b.seshat_plugin_translate().decoder().call_finish(s, resource));
+        let events = self.plugin.call(|s, b| each_version!(b, s, finish(resource)));
         self.after(events)
     }
 
@@ -398,12 +505,12 @@ impl StreamDecoder<'_> {
         })
     }
 
-    fn after(&mut self, events: Result<Vec<t::StreamEvent>>) -> Result<Vec<StreamEvent>> {
+    fn after(&mut self, events: Result<Vec<StreamEvent>>) -> Result<Vec<StreamEvent>> {
         if !self.plugin.slot.is_live() {
             // The instance trapped and was dropped with the resource inside it.
             self.resource = None;
         }
-        Ok(events?.into_iter().map(event_from_wit).collect())
+        events
     }
 }
 
@@ -413,19 +520,5 @@ impl Drop for StreamDecoder<'_> {
             // A failure here leaves the resource to die with the instance.
             let _ = resource.resource_drop(&mut *store);
         }
-    }
-}
-
-fn event_from_wit(e: t::StreamEvent) -> StreamEvent {
-    match e {
-        t::StreamEvent::TextDelta(text) => StreamEvent::TextDelta { text },
-        t::StreamEvent::ThinkingDelta(text) => StreamEvent::ThinkingDelta { text },
-        t::StreamEvent::ThinkingSignature(signature) => StreamEvent::ThinkingSignature { signature },
-        t::StreamEvent::RedactedThinking(data) => StreamEvent::RedactedThinking { data },
-        t::StreamEvent::ToolCallStart(s) => StreamEvent::ToolCallStart { index: s.index, id: s.id, name: s.name },
-        t::StreamEvent::ToolCallDelta(d) => StreamEvent::ToolCallDelta { index: d.index, arguments: d.arguments },
-        t::StreamEvent::Usage(u) => StreamEvent::Usage { usage: u.into() },
-        t::StreamEvent::Stop(r) => StreamEvent::Stop { reason: r.into() },
-        t::StreamEvent::Error(e) => StreamEvent::Error { code: e.code, message: e.message },
     }
 }

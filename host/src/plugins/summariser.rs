@@ -5,10 +5,8 @@ use std::sync::OnceLock;
 
 use wasmtime::component::{HasSelf, Linker};
 
-use super::bindings::v0_1::summariser as b;
-use super::bindings::v0_1::summariser::exports::seshat::plugin::summarise as export;
-use super::bindings::v0_1::summariser::seshat::plugin::model;
 use super::bindings::v0_1::wit;
+use super::bindings::{Version, v0_1, v0_2};
 use super::sandbox::{self, Slot, State};
 use super::{Error, LoadedPlugin, PluginKind, PluginMessage, Result, StopReason};
 use crate::store::Usage;
@@ -76,49 +74,87 @@ pub(crate) struct ModelHost {
     max_tokens: u32,
 }
 
-impl model::Host for State<ModelHost> {
-    fn complete(&mut self, request: model::CompletionRequest) -> std::result::Result<model::Completion, wit::Error> {
-        self.host_time(|h| {
-            if h.calls >= h.max_calls {
-                return Err(wit::Error {
-                    code: "complete_limit".into(),
-                    message: format!("this summariser may call the model at most {} times per summary", h.max_calls),
-                });
-            }
-            h.calls += 1;
-            let Some(model) = h.model.as_mut() else {
-                return Err(wit::Error {
-                    code: "no_model".into(),
-                    message: "no summary model is available here".into(),
-                });
-            };
-            let req = CompletionRequest {
-                system: request.system,
-                messages: request.messages.into_iter().map(Into::into).collect(),
-                max_tokens: request.max_tokens.min(h.max_tokens),
-                extra: request.extra,
-            };
-            model
-                .complete(req)
-                .map(|c| model::Completion {
+impl ModelHost {
+    /// Serves one `complete` call: bounded in number and `max-tokens`.
+    fn complete(&mut self, request: CompletionRequest) -> std::result::Result<Completion, wit::Error> {
+        if self.calls >= self.max_calls {
+            return Err(wit::Error {
+                code: "complete_limit".into(),
+                message: format!("this summariser may call the model at most {} times per summary", self.max_calls),
+            });
+        }
+        self.calls += 1;
+        let Some(model) = self.model.as_mut() else {
+            return Err(wit::Error { code: "no_model".into(), message: "no summary model is available here".into() });
+        };
+        let request = CompletionRequest { max_tokens: request.max_tokens.min(self.max_tokens), ..request };
+        model.complete(request).map_err(|e| wit::Error { code: e.code, message: e.message })
+    }
+}
+
+/// The `model` interface of one contract version, served by [`ModelHost::complete`] (its
+/// records are the same in every version).
+macro_rules! model_host {
+    ($model:path) => {
+        impl $model for State<ModelHost> {
+            fn complete(&mut self, request: CompletionRequest0) -> std::result::Result<Completion0, wit::Error> {
+                let request = CompletionRequest {
+                    system: request.system,
+                    messages: request.messages.into_iter().map(Into::into).collect(),
+                    max_tokens: request.max_tokens,
+                    extra: request.extra,
+                };
+                self.host_time(|h| h.complete(request)).map(|c| Completion0 {
                     text: c.text,
                     usage: c.usage.map(Into::into),
                     stop_reason: c.stop_reason.into(),
                 })
-                .map_err(|e| wit::Error { code: e.code, message: e.message })
-        })
-    }
+            }
+        }
+    };
 }
 
-fn linker() -> wasmtime::Result<&'static Linker<State<ModelHost>>> {
+mod host_v0_1 {
+    use super::*;
+    use v0_1::summariser::seshat::plugin::model::{Completion as Completion0, CompletionRequest as CompletionRequest0};
+    model_host!(v0_1::summariser::seshat::plugin::model::Host);
+}
+
+mod host_v0_2 {
+    use super::*;
+    use v0_2::summariser::seshat::plugin::model::{Completion as Completion0, CompletionRequest as CompletionRequest0};
+    model_host!(v0_2::summariser::seshat::plugin::model::Host);
+}
+
+type Pre1 = v0_1::summariser::SummariserPre<State<ModelHost>>;
+type Pre2 = v0_2::summariser::SummariserPre<State<ModelHost>>;
+
+fn linker_v0_1() -> wasmtime::Result<&'static Linker<State<ModelHost>>> {
     static LINKER: OnceLock<Linker<State<ModelHost>>> = OnceLock::new();
-    sandbox::linker(&LINKER, |l| b::Summariser::add_to_linker::<_, HasSelf<_>>(l, |s| s))
+    sandbox::linker(&LINKER, |l| v0_1::summariser::Summariser::add_to_linker::<_, HasSelf<_>>(l, |s| s))
+}
+
+fn linker_v0_2() -> wasmtime::Result<&'static Linker<State<ModelHost>>> {
+    static LINKER: OnceLock<Linker<State<ModelHost>>> = OnceLock::new();
+    sandbox::linker(&LINKER, |l| v0_2::summariser::Summariser::add_to_linker::<_, HasSelf<_>>(l, |s| s))
+}
+
+/// A summariser's prepared instance, by contract version.
+enum Pre {
+    V0_1(Pre1),
+    V0_2(Pre2),
+}
+
+/// A summariser's live instance, by contract version.
+enum Bound {
+    V0_1(v0_1::summariser::Summariser),
+    V0_2(v0_2::summariser::Summariser),
 }
 
 /// A loaded summariser, ready to call.
 pub struct SummariserPlugin {
-    pre: b::SummariserPre<State<ModelHost>>,
-    slot: Slot<ModelHost, b::Summariser>,
+    pre: Pre,
+    slot: Slot<ModelHost, Bound>,
 }
 
 impl std::fmt::Debug for SummariserPlugin {
@@ -133,7 +169,16 @@ impl std::fmt::Debug for SummariserPlugin {
 impl SummariserPlugin {
     /// Prepares a loaded plugin as a summariser.
     pub fn new(plugin: &LoadedPlugin) -> Result<Self> {
-        let (pre, slot) = sandbox::prepare(plugin, PluginKind::Summariser, linker(), b::SummariserPre::new)?;
+        let (pre, slot) = match plugin.version {
+            Version::V0_1 => {
+                let (pre, slot) = sandbox::prepare(plugin, PluginKind::Summariser, linker_v0_1(), Pre1::new)?;
+                (Pre::V0_1(pre), slot)
+            }
+            Version::V0_2 => {
+                let (pre, slot) = sandbox::prepare(plugin, PluginKind::Summariser, linker_v0_2(), Pre2::new)?;
+                (Pre::V0_2(pre), slot)
+            }
+        };
         Ok(Self { pre, slot: slot.with_bindings() })
     }
 
@@ -146,16 +191,25 @@ impl SummariserPlugin {
     /// `limits.complete_calls` of them, each capped at `limits.complete_max_tokens`.
     pub fn summarise(&mut self, request: &SummaryRequest, model: Box<dyn ModelCall>) -> Result<String> {
         let limits = self.slot.limits;
-        let req = export::SummaryRequest {
-            messages: request.messages.iter().map(Into::into).collect(),
-            previous_summary: request.previous_summary.clone(),
-            max_tokens: request.max_tokens,
-            model_window: request.model_window,
-            extra: request.extra.clone(),
-        };
+        /// The request in one version's record (the same fields in every version).
+        macro_rules! request {
+            ($export:path) => {{
+                use $export as export;
+                export::SummaryRequest {
+                    messages: request.messages.iter().map(Into::into).collect(),
+                    previous_summary: request.previous_summary.clone(),
+                    max_tokens: request.max_tokens,
+                    model_window: request.model_window,
+                    extra: request.extra.clone(),
+                }
+            }};
+        }
         let pre = &self.pre;
         let summary = self.slot.call(
-            |s| pre.instantiate(s),
+            |s| match pre {
+                Pre::V0_1(p) => p.instantiate(s).map(Bound::V0_1),
+                Pre::V0_2(p) => p.instantiate(s).map(Bound::V0_2),
+            },
             |store, bindings| {
                 *store.data_mut().host_mut() = ModelHost {
                     model: Some(model),
@@ -163,7 +217,14 @@ impl SummariserPlugin {
                     max_calls: limits.complete_calls,
                     max_tokens: limits.complete_max_tokens,
                 };
-                let result = bindings.seshat_plugin_summarise().call_summarise(&mut *store, &req);
+                let result = match bindings {
+                    Bound::V0_1(b) => b
+                        .seshat_plugin_summarise()
+                        .call_summarise(&mut *store, &request!(v0_1::summariser::exports::seshat::plugin::summarise)),
+                    Bound::V0_2(b) => b
+                        .seshat_plugin_summarise()
+                        .call_summarise(&mut *store, &request!(v0_2::summariser::exports::seshat::plugin::summarise)),
+                };
                 store.data_mut().host_mut().model = None;
                 result
             },

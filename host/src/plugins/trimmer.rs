@@ -5,8 +5,8 @@ use std::sync::OnceLock;
 use serde::Serialize;
 use wasmtime::component::{HasSelf, Linker};
 
-use super::bindings::v0_1::trimmer as b;
 use super::bindings::v0_1::trimmer::seshat::plugin::{trim_host, trim_types};
+use super::bindings::{Version, v0_1, v0_2};
 use super::sandbox::{self, Slot, State};
 use super::{Error, LoadedPlugin, PluginKind, Result};
 use crate::store::Role;
@@ -130,17 +130,52 @@ impl trim_host::Host for State<TrimHost> {
     }
 }
 
-impl trim_types::Host for State<TrimHost> {}
-
-fn linker() -> wasmtime::Result<&'static Linker<State<TrimHost>>> {
-    static LINKER: OnceLock<Linker<State<TrimHost>>> = OnceLock::new();
-    sandbox::linker(&LINKER, |l| b::Trimmer::add_to_linker::<_, HasSelf<_>>(l, |s| s))
+impl v0_2::trimmer::seshat::plugin::trim_host::Host for State<TrimHost> {
+    fn read_part(&mut self, message: u64, part: u32) -> Option<String> {
+        trim_host::Host::read_part(self, message, part)
+    }
 }
 
-/// A loaded trimmer, ready to call. A trap drops its instance; the next call makes a new one.
+impl trim_types::Host for State<TrimHost> {}
+
+type Pre1 = v0_1::trimmer::TrimmerPre<State<TrimHost>>;
+type Pre2 = v0_2::trimmer::TrimmerPre<State<TrimHost>>;
+
+fn linker_v0_1() -> wasmtime::Result<&'static Linker<State<TrimHost>>> {
+    static LINKER: OnceLock<Linker<State<TrimHost>>> = OnceLock::new();
+    sandbox::linker(&LINKER, |l| v0_1::trimmer::Trimmer::add_to_linker::<_, HasSelf<_>>(l, |s| s))
+}
+
+fn linker_v0_2() -> wasmtime::Result<&'static Linker<State<TrimHost>>> {
+    static LINKER: OnceLock<Linker<State<TrimHost>>> = OnceLock::new();
+    sandbox::linker(&LINKER, |l| v0_2::trimmer::Trimmer::add_to_linker::<_, HasSelf<_>>(l, |s| s))
+}
+
+/// A trimmer's prepared instance, by contract version.
+enum Pre {
+    V0_1(Pre1),
+    V0_2(Pre2),
+}
+
+/// A trimmer's live instance, by contract version.
+enum Bound {
+    V0_1(v0_1::trimmer::Trimmer),
+    V0_2(v0_2::trimmer::Trimmer),
+}
+
+impl Pre {
+    fn instantiate(&self, s: &mut wasmtime::Store<State<TrimHost>>) -> wasmtime::Result<Bound> {
+        match self {
+            Pre::V0_1(p) => p.instantiate(s).map(Bound::V0_1),
+            Pre::V0_2(p) => p.instantiate(s).map(Bound::V0_2),
+        }
+    }
+}
+
+/// A loaded trimmer, ready to call.
 pub struct TrimmerPlugin {
-    pre: b::TrimmerPre<State<TrimHost>>,
-    slot: Slot<TrimHost, b::Trimmer>,
+    pre: Pre,
+    slot: Slot<TrimHost, Bound>,
 }
 
 impl std::fmt::Debug for TrimmerPlugin {
@@ -155,7 +190,16 @@ impl std::fmt::Debug for TrimmerPlugin {
 impl TrimmerPlugin {
     /// Prepares a loaded plugin as a trimmer (type-checking its imports and exports).
     pub fn new(plugin: &LoadedPlugin) -> Result<Self> {
-        let (pre, slot) = sandbox::prepare(plugin, PluginKind::Trimmer, linker(), b::TrimmerPre::new)?;
+        let (pre, slot) = match plugin.version {
+            Version::V0_1 => {
+                let (pre, slot) = sandbox::prepare(plugin, PluginKind::Trimmer, linker_v0_1(), Pre1::new)?;
+                (Pre::V0_1(pre), slot)
+            }
+            Version::V0_2 => {
+                let (pre, slot) = sandbox::prepare(plugin, PluginKind::Trimmer, linker_v0_2(), Pre2::new)?;
+                (Pre::V0_2(pre), slot)
+            }
+        };
         Ok(Self { pre, slot: slot.with_bindings() })
     }
 
@@ -191,7 +235,10 @@ impl TrimmerPlugin {
             |s| pre.instantiate(s),
             |store, bindings| {
                 store.data_mut().host_mut().reader = Some(Box::new(read_part));
-                let result = bindings.seshat_plugin_trim().call_trim(&mut *store, &history, &wit_budget);
+                let result = match bindings {
+                    Bound::V0_1(b) => b.seshat_plugin_trim().call_trim(&mut *store, &history, &wit_budget),
+                    Bound::V0_2(b) => b.seshat_plugin_trim().call_trim(&mut *store, &history, &wit_budget),
+                };
                 store.data_mut().host_mut().reader = None;
                 result
             },

@@ -13,6 +13,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("0001_init", include_str!("migrations/0001_init.sql")),
     ("0002_compaction", include_str!("migrations/0002_compaction.sql")),
     ("0003_memory", include_str!("migrations/0003_memory.sql")),
+    ("0004_model_windows", include_str!("migrations/0004_model_windows.sql")),
 ];
 
 /// The schema version this binary writes.

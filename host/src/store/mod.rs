@@ -8,6 +8,7 @@ mod error;
 mod messages;
 mod migrations;
 mod model;
+mod models;
 mod open;
 mod sessions;
 mod transfer;
@@ -23,6 +24,7 @@ pub use model::{
     Compaction, CompactionStatus, CompactionTrigger, Message, MessageStatus, NewMessage, NewSession, Part, Role,
     SessionInfo, Trim, Usage,
 };
+pub use models::{DISCOVERY_TTL_MS, ModelWindow, WindowOrigin};
 pub use sessions::ListFilter;
 pub use sessions::MIN_SHORT_ID;
 pub use view::{COMPACTION_MARKER, LiveView, Origin, ViewEntry, summary_text};

@@ -365,7 +365,7 @@ fn clear_writes_a_backup_first() {
 #[test]
 fn published_schemas_are_a_superset_of_the_reference_servers() {
     let reference: Value =
-        serde_json::from_str(&std::fs::read_to_string(crate::support::shared_data("mcp-memory-tools.json")).unwrap())
+        serde_json::from_str(&std::fs::read_to_string(crate::support::fixture("mcp-memory-tools.json")).unwrap())
             .unwrap();
     let ours = tools::definitions();
     for tool in reference["tools"].as_array().unwrap() {

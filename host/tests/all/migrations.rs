@@ -4,7 +4,9 @@ use std::fs;
 use std::path::Path;
 
 use rusqlite::Connection;
-use seshat::store::{Error, NewMessage, Part, Role, SCHEMA_VERSION, Store};
+use seshat::store::{
+    DISCOVERY_TTL_MS, Error, ModelWindow, NewMessage, Part, Role, SCHEMA_VERSION, Store, WindowOrigin,
+};
 
 use crate::support::{Home, fixture};
 
@@ -171,4 +173,43 @@ fn version_2_fixture_upgrades_with_its_compactions_and_trims() {
         .unwrap();
     assert_eq!(created[0].observations, ["upgraded"]);
     assert_eq!(memory.search("upgraded", None, 5).unwrap().0.entities.len(), 1);
+}
+
+#[test]
+fn version_3_fixture_upgrades_and_remembers_what_servers_said_of_their_models() {
+    let home = Home::new();
+    let db = home.path().join("v3.db");
+    fs::copy(fixture("store-v3.sqlite"), &db).unwrap();
+    let before: u32 = Connection::open(&db).unwrap().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert_eq!(before, 3, "the fixture must stay at version 3");
+
+    let mut store = Store::open(&db).unwrap();
+    assert_eq!(store.session("01JFV1AAAA0000000000000001").unwrap().model.as_deref(), Some("claude-sonnet-4-5"));
+    let base = "http://127.0.0.1:8080/v1";
+    assert_eq!(store.model_window(base, "qwen").unwrap(), None);
+    let at = |origin, window, output, learnt_at| ModelWindow {
+        context_window: window,
+        max_output_tokens: output,
+        origin,
+        learnt_at,
+    };
+    store.record_model_window(base, "qwen", &at(WindowOrigin::Discovered, Some(8_192), None, 1_000)).unwrap();
+    let found = store.model_window(base, "qwen").unwrap().unwrap();
+    assert_eq!(found, at(WindowOrigin::Discovered, Some(8_192), None, 1_000));
+    assert!(!found.is_stale(1_000 + DISCOVERY_TTL_MS - 1) && found.is_stale(1_000 + DISCOVERY_TTL_MS));
+    // The same model on another server is another entry.
+    assert_eq!(store.model_window("http://127.0.0.1:11434/v1", "qwen").unwrap(), None);
+
+    // A refusal's window replaces the discovered one and never goes stale.
+    store.record_model_window(base, "qwen", &at(WindowOrigin::Learnt, Some(6_000), None, 2_000)).unwrap();
+    let learnt = store.model_window(base, "qwen").unwrap().unwrap();
+    assert_eq!(learnt, at(WindowOrigin::Learnt, Some(6_000), None, 2_000));
+    assert!(!learnt.is_stale(i64::MAX));
+    // A later discovery does not overwrite it; an output limit is added beside it.
+    store.record_model_window(base, "qwen", &at(WindowOrigin::Discovered, Some(8_192), None, 3_000)).unwrap();
+    store.record_model_window(base, "qwen", &at(WindowOrigin::Learnt, None, Some(1_024), 4_000)).unwrap();
+    assert_eq!(
+        store.model_window(base, "qwen").unwrap().unwrap(),
+        at(WindowOrigin::Learnt, Some(6_000), Some(1_024), 2_000)
+    );
 }

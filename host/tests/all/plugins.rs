@@ -180,24 +180,38 @@ fn a_plugin_of_another_world_or_version_is_refused() {
     let err = TrimmerPlugin::new(&loaded).unwrap_err();
     assert_eq!(err.to_string(), "plugin `summ` is not a trimmer: it is a summariser");
 
-    // Built for seshat:plugin@0.2.0.
-    let entry = install(dir.path(), "future", "trimmer", seshat_test_plugins::VERSION_0_2_0, "");
+    // Built for seshat:plugin@0.3.0.
+    let entry = install(dir.path(), "future", "trimmer", seshat_test_plugins::VERSION_0_3_0, "");
     let err = runtime().load(&entry, LimitRequest::default()).unwrap_err();
     assert_eq!(err.code(), "plugin_incompatible");
     assert!(
-        err.to_string().contains("was built for seshat:plugin@0.2.0; this seshat speaks 0.1.x"),
+        err.to_string().contains("was built for seshat:plugin@0.3.0; this seshat speaks 0.1.x or 0.2.x"),
         "the message names what was expected and found: {err}"
     );
 }
 
 #[test]
-fn a_plugin_built_against_0_1_1_loads() {
+fn trimmers_built_for_the_frozen_0_1_0_and_a_0_1_1_patch_load_and_work() {
+    // The frozen contract: a trimmer built from `wit/v0.1.0` as released, and the same source
+    // against a compatible patch version, both trim through the 0.1 bindings. (The summariser and
+    // provider test plugins are built from the frozen WIT too; their tests run them.)
     let dir = tempfile::tempdir().unwrap();
-    let entry = install(dir.path(), "newer-patch", "trimmer", seshat_test_plugins::SEMVER_0_1_1, "");
-    let loaded = runtime().load(&entry, LimitRequest::default()).unwrap();
-    assert_eq!(loaded.api_version, "0.1.1");
-    let mut plugin = TrimmerPlugin::new(&loaded).unwrap();
-    assert!(plugin.trim(&history(), &budget(""), |_, _| None).unwrap().is_empty());
+    for (id, wasm, version) in [
+        ("frozen", seshat_test_plugins::TRIMMER_0_1_0, "0.1.0"),
+        ("newer-patch", seshat_test_plugins::SEMVER_0_1_1, "0.1.1"),
+    ] {
+        let entry = install(dir.path(), id, "trimmer", wasm, "");
+        let loaded = runtime().load(&entry, LimitRequest::default()).unwrap();
+        assert_eq!(loaded.api_version, version);
+        let mut plugin = TrimmerPlugin::new(&loaded).unwrap();
+        let edits = plugin.trim(&history(), &budget(""), |_, _| None).unwrap();
+        assert_eq!(edits, vec![TrimEdit::HeadTail { message: 2, part: 0, head: 100, tail: 100 }], "{id}");
+    }
+    // The default trimmer is built for the current contract.
+    let catalog = Catalog::discover(dir.path(), None);
+    let loaded =
+        runtime().load(catalog.find(PluginKind::Trimmer, "trimmer").unwrap(), LimitRequest::default()).unwrap();
+    assert_eq!(loaded.api_version, "0.2.0");
 }
 
 #[test]

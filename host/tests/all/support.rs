@@ -93,14 +93,3 @@ pub fn append_line(session: Option<&str>, text: &str) -> String {
     }
     v.to_string()
 }
-
-/// A file of the workplace's shared reference data (`../shared/data` beside the repository).
-pub fn shared_data(name: &str) -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data").join(name);
-    assert!(
-        path.exists(),
-        "reference data {} is missing: the shared/ directory must sit beside the repository",
-        path.display()
-    );
-    path
-}

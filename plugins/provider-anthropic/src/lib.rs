@@ -9,8 +9,9 @@ use std::collections::BTreeMap;
 
 use seshat_plugin_sdk::provider::json::{self, Body, Value, json, serde_json, str_of};
 use seshat_plugin_sdk::provider::{
-    Auth, ChatRequest, EncodeOptions, Error, GuestDecoder, HttpRequest, Message, Part, Provider, ProviderInfo,
-    Response, Role, StopReason, StreamEvent, ToolCallDelta, ToolCallStart, Usage, error, model,
+    Auth, ChatRequest, EncodeOptions, Error, GuestDecoder, HttpRequest, InputAndOutput, Limit, Message, Part,
+    Provider, ProviderInfo, Response, Role, StopReason, StreamEvent, TooLong, ToolCallDelta, ToolCallStart, Usage,
+    error, model, number_after,
 };
 
 /// The API version header every request carries.
@@ -116,6 +117,32 @@ impl Provider for Anthropic {
         let (body, splice) = json::body(&fields, &extra, "messages", &[])?;
         let url = format!("{}/v1/messages", request.base_url.trim_end_matches('/'));
         Ok(json::post(url, request.stream, &[("anthropic-version", API_VERSION)], body, splice))
+    }
+
+    /// "prompt is too long: N tokens > M maximum"; "input length and `max_tokens` exceed context
+    /// limit: a + b > c"; "max_tokens: b > m, which is the maximum allowed number of output
+    /// tokens for …".
+    fn refusal_limit(status: u16, body: Vec<u8>) -> Option<Limit> {
+        if status != 400 && status != 413 {
+            return None;
+        }
+        let v: Value = serde_json::from_slice(&body).ok()?;
+        let message = v["error"]["message"].as_str()?.to_lowercase();
+        if message.contains("prompt is too long") {
+            let requested = number_after(&message, "prompt is too long");
+            let window = number_after(&message, "tokens >");
+            return Some(Limit::TooLong(TooLong { window, requested }));
+        }
+        if message.contains("exceed context limit") {
+            let input = number_after(&message, "context limit")?;
+            let max_tokens = number_after(&message, "+")?;
+            let window = number_after(&message, ">")?;
+            return Some(Limit::InputAndOutput(InputAndOutput { input, max_tokens, window }));
+        }
+        if message.contains("maximum allowed number of output tokens") {
+            return number_after(&message, ">").map(Limit::MaxOutput);
+        }
+        None
     }
 
     fn parse_response(status: u16, body: Vec<u8>) -> Result<Response, Error> {

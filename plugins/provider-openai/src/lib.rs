@@ -9,8 +9,9 @@ use std::collections::BTreeMap;
 
 use seshat_plugin_sdk::provider::json::{self, Body, Value, json, serde_json, str_of};
 use seshat_plugin_sdk::provider::{
-    Auth, ChatRequest, EncodeOptions, Error, GuestDecoder, HttpRequest, Message, Part, Provider, ProviderInfo,
-    Response, Role, StopReason, StreamEvent, Thinking, ToolCall, ToolCallDelta, ToolCallStart, Usage, error, model,
+    Auth, ChatRequest, Discovery, EncodeOptions, Error, GuestDecoder, HttpRequest, InputAndOutput, Limit, Message,
+    Part, Probe, Provider, ProviderInfo, Response, Role, StopReason, StreamEvent, Thinking, TooLong, ToolCall,
+    ToolCallDelta, ToolCallStart, Usage, error, get_probe, model, number_after,
 };
 
 struct OpenAi;
@@ -137,6 +138,122 @@ impl Provider for OpenAi {
             usage: value.get("usage").filter(|u| u.is_object()).map(usage),
             stop_reason: stop_reason(choice["finish_reason"].as_str().unwrap_or("stop")),
         })
+    }
+
+    /// OpenAI-compatible servers list models at `/models`, but each local server tells the window
+    /// it runs with somewhere else: vLLM in that list (`max_model_len`), llama.cpp's server at
+    /// `/props`, Ollama at `/api/ps` (the loaded model) and `/api/show` (its `num_ctx`), LM Studio
+    /// at `/api/v0/models`. Each answers 404 to the others' questions.
+    fn probes(model: Option<String>, base_url: String) -> Vec<Probe> {
+        let base = base_url.trim_end_matches('/');
+        let mut probes = vec![get_probe("models", format!("{base}/models"))];
+        let Some(model) = model else { return probes };
+        let root = base.strip_suffix("/v1").unwrap_or(base);
+        probes.push(get_probe("llama.cpp-props", format!("{root}/props")));
+        probes.push(get_probe("ollama-ps", format!("{root}/api/ps")));
+        let show = json!({ "model": model }).to_string().into_bytes();
+        probes.push(Probe {
+            name: "ollama-show".into(),
+            request: HttpRequest {
+                method: "POST".into(),
+                url: format!("{root}/api/show"),
+                headers: vec![("content-type".into(), "application/json".into())],
+                body: show,
+                splice: None,
+            },
+        });
+        probes.push(get_probe("lmstudio-models", format!("{root}/api/v0/models")));
+        probes
+    }
+
+    fn parse_probe(name: String, model: Option<String>, status: u16, body: Vec<u8>) -> Discovery {
+        let mut found = Discovery { context_window: None, max_output_tokens: None, models: Vec::new() };
+        let Ok(v) = serde_json::from_slice::<Value>(&body) else { return found };
+        if !(200..300).contains(&status) {
+            return found;
+        }
+        let model = model.unwrap_or_default();
+        let listed = |key: &str| v[key].as_array().cloned().unwrap_or_default();
+        let named = |m: &Value| [&m["id"], &m["name"], &m["model"]].iter().any(|k| k.as_str() == Some(model.as_str()));
+        match name.as_str() {
+            "models" => {
+                let data = listed("data");
+                found.models = data.iter().filter_map(|m| m["id"].as_str().map(String::from)).collect();
+                // vLLM; llama.cpp's `meta.n_ctx_train` is the trained length, not the window.
+                found.context_window = data.iter().find(|m| named(m)).and_then(|m| m["max_model_len"].as_u64());
+            }
+            "llama.cpp-props" => {
+                found.context_window =
+                    v["default_generation_settings"]["n_ctx"].as_u64().or_else(|| v["n_ctx"].as_u64());
+            }
+            "ollama-ps" => {
+                found.context_window =
+                    listed("models").iter().find(|m| named(m)).and_then(|m| m["context_length"].as_u64());
+            }
+            "ollama-show" if v.get("parameters").is_some() || v.get("modelfile").is_some() => {
+                // `model_info.*.context_length` is the trained length; the server runs `num_ctx`,
+                // which defaults to 4,096.
+                let parameters = v["parameters"].as_str().unwrap_or_default();
+                let num_ctx = parameters.lines().find_map(|l| {
+                    let mut words = l.split_whitespace();
+                    (words.next() == Some("num_ctx")).then(|| words.next()?.parse().ok()).flatten()
+                });
+                found.context_window = Some(num_ctx.unwrap_or(4_096));
+            }
+            "lmstudio-models" => {
+                found.context_window = listed("data").iter().find(|m| named(m)).and_then(|m| {
+                    m["loaded_context_length"].as_u64().or_else(|| m["max_context_length"].as_u64())
+                });
+            }
+            _ => {}
+        }
+        found
+    }
+
+    /// OpenAI and the servers that copy it (`context_length_exceeded`, "maximum context length
+    /// is N tokens"), vLLM ("you requested N tokens (a in the messages, b in the completion)",
+    /// "'max_tokens' … is too large"), llama.cpp (`exceed_context_size_error` with `n_ctx`).
+    fn refusal_limit(status: u16, body: Vec<u8>) -> Option<Limit> {
+        if !(400..500).contains(&status) {
+            return None;
+        }
+        let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        let e = if v["error"].is_object() { &v["error"] } else { &v };
+        let message = e["message"].as_str().map(String::from).unwrap_or_else(|| String::from_utf8_lossy(&body).into_owned());
+        let kind = [&e["type"], &e["code"]].iter().filter_map(|k| k.as_str()).collect::<Vec<_>>().join(" ");
+        if kind.contains("exceed_context_size") || e["n_ctx"].is_u64() {
+            return Some(Limit::TooLong(TooLong { window: e["n_ctx"].as_u64(), requested: e["n_prompt_tokens"].as_u64() }));
+        }
+        let lower = message.to_lowercase();
+        let window = number_after(&lower, "maximum context length is");
+        if let Some(max) = number_after(&lower, "supports at most").filter(|_| lower.contains("completion tokens")) {
+            return Some(Limit::MaxOutput(max));
+        }
+        if let (Some(window), Some(input)) = (window, number_after(&lower, "your request has")) {
+            // vLLM: "'max_tokens' … is too large: b. … maximum context length is c tokens and your
+            // request has a input tokens".
+            let max_tokens = number_after(&lower, "too large").unwrap_or(window.saturating_sub(input));
+            return Some(io_or_too_long(input, max_tokens, window));
+        }
+        if let (Some(window), Some(input)) = (window, number_after(&lower, "tokens (")) {
+            // "you requested N tokens (a in the messages, b in the completion)".
+            let max_tokens = number_after(&lower, "in the messages,").unwrap_or(0);
+            return Some(io_or_too_long(input, max_tokens, window));
+        }
+        if kind.contains("context_length_exceeded") || window.is_some() {
+            let requested = number_after(&lower, "resulted in").or_else(|| number_after(&lower, "you requested"));
+            return Some(Limit::TooLong(TooLong { window, requested }));
+        }
+        None
+    }
+}
+
+/// The input alone is too long (compact), or only with the answer's room (ask for less).
+fn io_or_too_long(input: u64, max_tokens: u64, window: u64) -> Limit {
+    if input >= window {
+        Limit::TooLong(TooLong { window: Some(window), requested: Some(input) })
+    } else {
+        Limit::InputAndOutput(InputAndOutput { input, max_tokens, window })
     }
 }
 

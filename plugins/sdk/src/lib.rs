@@ -29,8 +29,9 @@ pub use wit_bindgen as __wit_bindgen;
 /// The SDK's version, also written into every plugin as the `seshat-plugin-sdk` custom section.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// The plugin contract's version this SDK speaks.
-pub const API_VERSION: &str = "0.1.0";
+/// The plugin contract's version this SDK speaks. 0.2.0 is unstable: this round's additions land
+/// in it until the last of them freezes it (plugins built for the frozen 0.1.0 keep loading).
+pub const API_VERSION: &str = "0.2.0";
 
 /// Writes the SDK version custom section into the plugin (used by the export macros).
 #[doc(hidden)]
@@ -39,7 +40,7 @@ macro_rules! __version_section {
     () => {
         #[unsafe(link_section = "seshat-plugin-sdk")]
         #[used]
-        static __SESHAT_PLUGIN_SDK_VERSION: [u8; 5] = *b"0.1.0";
+        static __SESHAT_PLUGIN_SDK_VERSION: [u8; 5] = *b"0.2.0";
     };
 }
 
@@ -295,8 +296,8 @@ pub mod provider {
     pub use bindings::__export_provider_world;
 
     pub use bindings::exports::seshat::plugin::translate::{
-        Auth, ChatRequest, EncodeOptions, Guest as __Guest, GuestDecoder, HttpRequest, ProviderInfo, Response,
-        Splice, StreamEvent, ToolCallDelta, ToolCallStart, ToolSpec,
+        Auth, ChatRequest, Discovery, EncodeOptions, Guest as __Guest, GuestDecoder, HttpRequest, InputAndOutput,
+        Limit, Probe, ProviderInfo, Response, Splice, StreamEvent, ToolCallDelta, ToolCallStart, ToolSpec, TooLong,
     };
     pub use bindings::seshat::plugin::types::{
         Error, Message, ModelInfo, Part, Role, StopReason, Thinking, ToolCall, ToolResult, Usage,
@@ -315,6 +316,30 @@ pub mod provider {
         fn build_request(request: ChatRequest) -> Result<HttpRequest, Error>;
         /// Decodes a whole answer or an error body.
         fn parse_response(status: u16, body: alloc::vec::Vec<u8>) -> Result<Response, Error>;
+
+        /// Requests asking the server for `model`'s window (or, with `None`, its list of models),
+        /// in the order to try them (0.2.0). The default asks nothing: right for an API whose
+        /// models are all in [`Provider::info`].
+        fn probes(_model: Option<alloc::string::String>, _base_url: alloc::string::String) -> alloc::vec::Vec<Probe> {
+            alloc::vec::Vec::new()
+        }
+
+        /// Reads the answer to the probe `name` (0.2.0). Say nothing (the default) for an answer
+        /// that does not tell: the host tries the next probe.
+        fn parse_probe(
+            _name: alloc::string::String,
+            _model: Option<alloc::string::String>,
+            _status: u16,
+            _body: alloc::vec::Vec<u8>,
+        ) -> Discovery {
+            Discovery { context_window: None, max_output_tokens: None, models: alloc::vec::Vec::new() }
+        }
+
+        /// Whether an error answer refuses the request for its length or its `max_tokens`, and
+        /// what it says of the limits (0.2.0). The default recognises none.
+        fn refusal_limit(_status: u16, _body: alloc::vec::Vec<u8>) -> Option<Limit> {
+            None
+        }
     }
 
     impl<T: Provider> __Guest for T {
@@ -331,6 +356,46 @@ pub mod provider {
         fn parse_response(status: u16, body: alloc::vec::Vec<u8>) -> Result<Response, Error> {
             <T as Provider>::parse_response(status, body)
         }
+        fn probes(model: Option<alloc::string::String>, base_url: alloc::string::String) -> alloc::vec::Vec<Probe> {
+            <T as Provider>::probes(model, base_url)
+        }
+        fn parse_probe(
+            name: alloc::string::String,
+            model: Option<alloc::string::String>,
+            status: u16,
+            body: alloc::vec::Vec<u8>,
+        ) -> Discovery {
+            <T as Provider>::parse_probe(name, model, status, body)
+        }
+        fn refusal_limit(status: u16, body: alloc::vec::Vec<u8>) -> Option<Limit> {
+            <T as Provider>::refusal_limit(status, body)
+        }
+    }
+
+    /// A `GET` probe of `url` asking for JSON.
+    pub fn get_probe(name: &str, url: alloc::string::String) -> Probe {
+        Probe {
+            name: name.into(),
+            request: HttpRequest {
+                method: "GET".into(),
+                url,
+                headers: alloc::vec![("accept".into(), "application/json".into())],
+                body: alloc::vec::Vec::new(),
+                splice: None,
+            },
+        }
+    }
+
+    /// The first number after `marker` in `text` (digits, with `,` or `_` between them allowed).
+    pub fn number_after(text: &str, marker: &str) -> Option<u64> {
+        let at = text.find(marker)? + marker.len();
+        let digits: alloc::string::String = text[at..]
+            .trim_start_matches([' ', ':', '=', '"'])
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == ',' || *c == '_')
+            .filter(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok()
     }
 
     /// An error with a stable `code` and a message for people.

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
-use seshat::plugins::PluginKind;
+use seshat::plugins::{API_VERSION_CURRENT, API_VERSION_CURRENT_UNSTABLE, PluginKind};
 
 use crate::cli::format;
 
@@ -48,7 +48,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         (
             "plugin.toml",
             format!(
-                "id = \"{name}\"\nkind = \"{kind}\"\napi = \"0.1.0\"\ndescription = \"A {kind} plugin.\"\n{provider_hosts}"
+                "id = \"{name}\"\nkind = \"{kind}\"\napi = \"{API_VERSION_CURRENT}\"\ndescription = \"A {kind} plugin.\"\n\
+                 {provider_hosts}"
             ),
         ),
         ("src/lib.rs", template.to_string()),
@@ -64,6 +65,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     writeln!(out, "Created the {kind} plugin `{name}` in {}.", dir.display())?;
     writeln!(out, "Build it:   cd {} && cargo build --release --target wasm32-wasip2", dir.display())?;
     writeln!(out, "Then follow {}/README.md to check, install and select it.", dir.display())?;
+    if API_VERSION_CURRENT_UNSTABLE {
+        writeln!(out, "{}", unstable_note())?;
+    }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
@@ -123,9 +127,18 @@ serde_json = {{ version = "1", default-features = false, features = ["std"], opt
     )
 }
 
-fn readme(name: &str, kind: PluginKind) -> String {
+/// What building against the unstable contract means.
+fn unstable_note() -> String {
     format!(
-        "# {name}\n\nA Seshat {kind} plugin.\n\n```sh\ncargo build --release --target wasm32-wasip2\n\
+        "Note: seshat:plugin@{API_VERSION_CURRENT} is unstable: it may still change before it is frozen. Plugins \
+         built for the frozen 0.1.0 keep loading."
+    )
+}
+
+fn readme(name: &str, kind: PluginKind) -> String {
+    let note = if API_VERSION_CURRENT_UNSTABLE { format!("{}\n\n", unstable_note()) } else { String::new() };
+    format!(
+        "# {name}\n\nA Seshat {kind} plugin.\n\n{note}```sh\ncargo build --release --target wasm32-wasip2\n\
          cp target/wasm32-wasip2/release/{file}.wasm plugin.wasm\nseshat plugins check plugin.wasm\n\
          mkdir -p ~/.config/seshat/plugins/{name}\ncp plugin.wasm plugin.toml ~/.config/seshat/plugins/{name}/\n```\n\n\
          Then select it in `~/.config/seshat/config.toml`:\n\n```toml\n[plugins]\n{kind} = \"{name}\"\n```\n",

@@ -1,3 +1,28 @@
-//! Generated bindings, one private module per WIT version. Nothing outside `plugins` sees them.
+//! Generated bindings, one private module per WIT version (the frozen 0.1.0 and the live 0.2.0).
+//! Nothing outside `plugins` sees them.
 
 pub(super) mod v0_1;
+pub(super) mod v0_2;
+
+/// The contract version a plugin was built for, as the host serves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Version {
+    /// `seshat:plugin@0.1.x`, frozen.
+    V0_1,
+    /// `seshat:plugin@0.2.x`, unstable.
+    V0_2,
+}
+
+impl Version {
+    /// The version a component's export names (`0.1.0`, `0.2.0`, …), if this host serves it.
+    pub(crate) fn parse(version: &str) -> Option<Self> {
+        let minor = |m: &str| version == m || version.starts_with(&format!("{m}."));
+        if minor("0.1") {
+            Some(Version::V0_1)
+        } else if minor("0.2") {
+            Some(Version::V0_2)
+        } else {
+            None
+        }
+    }
+}

@@ -1,13 +1,17 @@
-//! Bindings for `seshat:plugin@0.1.x`. A plugin built against any `0.1.x` links here: wasmtime
-//! matches versions semver-compatibly (on `0.x`, the minor is the unit).
+//! Bindings for `seshat:plugin@0.1.x`, generated from the frozen copy in `wit/v0.1.0/` (released,
+//! never edited). A plugin built against any `0.1.x` links here: wasmtime matches versions
+//! semver-compatibly (on `0.x`, the minor is the unit).
+//!
+//! The shared types (`types`, `trim-types`) generated here are also the 0.2.0 bindings' (see
+//! `v0_2.rs`), so the conversions below serve both versions.
 
 pub(crate) mod trimmer {
-    wasmtime::component::bindgen!({ path: "../wit", world: "trimmer" });
+    wasmtime::component::bindgen!({ path: "../wit/v0.1.0", world: "trimmer" });
 }
 
 pub(crate) mod summariser {
     wasmtime::component::bindgen!({
-        path: "../wit",
+        path: "../wit/v0.1.0",
         world: "summariser",
         with: { "seshat:plugin/types": super::trimmer::seshat::plugin::types },
     });
@@ -15,10 +19,17 @@ pub(crate) mod summariser {
 
 pub(crate) mod provider {
     wasmtime::component::bindgen!({
-        path: "../wit",
+        path: "../wit/v0.1.0",
         world: "provider",
         with: { "seshat:plugin/types": super::trimmer::seshat::plugin::types },
     });
+}
+
+/// The provider calls, in host types (the conversions shared with 0.2.0).
+pub(crate) mod translate {
+    use super::provider::Provider as Bindings;
+    use super::provider::exports::seshat::plugin::translate as t;
+    include!("translate.rs");
 }
 
 /// The WIT types shared by every world.

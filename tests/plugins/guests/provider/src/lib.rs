@@ -1,16 +1,19 @@
-//! A provider for tests: a decoder resource with state (it numbers the events it was fed), to
-//! prove exported resources work across calls.
+//! A provider for tests, built without the SDK against the frozen `wit/v0.1.0` (so it also proves
+//! 0.1.0 providers keep loading and working): a decoder resource with state (it numbers the
+//! events it was fed), to prove exported resources work across calls.
+
+wit_bindgen::generate!({ path: "../../../../wit/v0.1.0", world: "provider" });
 
 use std::cell::Cell;
 
-use seshat_plugin_sdk::provider::{
-    Auth, ChatRequest, EncodeOptions, Error, GuestDecoder, HttpRequest, Message, ModelInfo, Part, Provider, ProviderInfo, Response,
-    Role, Splice, StopReason, StreamEvent, Usage,
+use exports::seshat::plugin::translate::{
+    Auth, ChatRequest, EncodeOptions, Guest, GuestDecoder, HttpRequest, ProviderInfo, Response, Splice, StreamEvent,
 };
+use seshat::plugin::types::{Error, Message, ModelInfo, Part, Role, StopReason, Usage};
 
 struct Test;
 
-impl Provider for Test {
+impl Guest for Test {
     type Decoder = Decoder;
 
     fn info() -> ProviderInfo {
@@ -81,4 +84,4 @@ impl GuestDecoder for Decoder {
     }
 }
 
-seshat_plugin_sdk::export_provider!(Test);
+export!(Test);

@@ -1,11 +1,16 @@
-//! A summariser for tests: `request.extra` says how many `complete` calls to make (and whether to
-//! loop forever instead). The summary reports what it saw.
+//! A summariser for tests, built without the SDK against the frozen `wit/v0.1.0` (so it also
+//! proves 0.1.0 summarisers keep loading and working): `request.extra` says how many `complete`
+//! calls to make (and whether to loop forever instead). The summary reports what it saw.
 
-use seshat_plugin_sdk::summariser::{complete, CompletionRequest, Error, Message, Part, Role, SummaryRequest, Summariser};
+wit_bindgen::generate!({ path: "../../../../wit/v0.1.0", world: "summariser" });
+
+use exports::seshat::plugin::summarise::{Guest, SummaryRequest};
+use seshat::plugin::model::{CompletionRequest, complete};
+use seshat::plugin::types::{Error, Message, Part, Role};
 
 struct Test;
 
-impl Summariser for Test {
+impl Guest for Test {
     fn summarise(request: SummaryRequest) -> Result<String, Error> {
         if request.extra == "loop" {
             let mut x: u64 = 0;
@@ -34,4 +39,4 @@ impl Summariser for Test {
     }
 }
 
-seshat_plugin_sdk::export_summariser!(Test);
+export!(Test);
