@@ -59,6 +59,20 @@ pub struct ChatConfig {
     pub system_prompt_file: Option<PathBuf>,
     /// Read the project's `AGENTS.md` and `CLAUDE.md` into the system prompt (default true).
     pub project_instructions: Option<bool>,
+    /// Which tools the model is offered: `false` for none, or a list of names (then kept even on
+    /// small windows). Default: every tool, the least essential left out first when the window is
+    /// too small for them all.
+    pub tools: Option<ToolChoice>,
+}
+
+/// `[chat] tools`: `false` (no tools), `true` (the default set) or a list of tool names.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum ToolChoice {
+    /// `true`: every tool; `false`: none.
+    All(bool),
+    /// Exactly these (by the name the model sees, e.g. `memory_search_nodes`).
+    Only(Vec<String>),
 }
 
 /// `[providers.<name>]`.
@@ -145,6 +159,7 @@ impl Config {
         mine.max_output_tokens = c.max_output_tokens.or(mine.max_output_tokens);
         mine.system_prompt_file = c.system_prompt_file.or(mine.system_prompt_file.take());
         mine.project_instructions = c.project_instructions.or(mine.project_instructions);
+        mine.tools = c.tools.or(mine.tools.take());
         for (name, p) in over.providers {
             let base = self.providers.entry(name).or_default();
             base.plugin = p.plugin.or(base.plugin.take());

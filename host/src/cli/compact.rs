@@ -1,14 +1,16 @@
-//! `seshat compact`: compact a session now.
+//! `seshat compact`: compact a session now, exactly as an automatic compaction in `chat` would:
+//! through the session's provider (or `--provider`/`--summary-model`), with chat's frame.
 
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
-use seshat::compaction::{Frame, ModelClient, Report};
-use seshat::plugins::{Completion, CompletionRequest, ModelError};
+use seshat::client::SessionChoice;
+use seshat::compaction::{Frame, NoModels, Report};
 use seshat::{Client, ClientConfig};
 
+use super::chat::{AgentFlags, open_agent};
 use super::{Context, format};
 
 /// Arguments of `compact`.
@@ -19,30 +21,18 @@ pub struct Args {
     /// Say what would happen without changing anything or calling a model.
     #[arg(long)]
     dry_run: bool,
-    /// The model's context window in tokens, when the session does not record it.
+    /// The model's context window in tokens, overriding what is known of it.
     #[arg(long, value_name = "TOKENS")]
     window: Option<u64>,
+    /// The provider whose model writes the summary (default: the session's).
+    #[arg(long)]
+    provider: Option<String>,
+    /// The model that writes the summary (default: the session's model).
+    #[arg(long, value_name = "MODEL")]
+    summary_model: Option<String>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
-}
-
-/// Summary calls need a provider; until one is configured, they fail with what to do.
-pub struct NoProvider;
-
-impl ModelClient for NoProvider {
-    fn complete(&self, model: &str, _request: CompletionRequest) -> Result<Completion, ModelError> {
-        Err(ModelError {
-            code: "no_provider".into(),
-            message: format!(
-                "no provider is configured to call `{model}`: set `provider` under [plugins] in config.toml, or select \
-                 the offline summariser with `summariser = \"summariser-extractive\"`"
-            ),
-        })
-    }
-    fn context_window(&self, _model: &str) -> Option<u64> {
-        None
-    }
 }
 
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
@@ -53,7 +43,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         project: Some(ctx.project.clone()),
         ..ClientConfig::default()
     };
-    let mut client = Client::new(config, Arc::new(NoProvider))?;
+    let mut client = Client::new(config, Arc::new(NoModels))?;
     let id = match &args.id {
         Some(prefix) => client.store().resolve(prefix)?,
         None => match client.store().latest_session(&ctx.project)? {
@@ -62,14 +52,39 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         },
     };
     let session = client.store().session(&id)?;
-    let Some(window) = args.window.or(session.context_window) else {
-        bail!("the context window of session {id} is unknown: pass --window <TOKENS>");
+    let flags = AgentFlags {
+        session: SessionChoice::Resume(id.clone()),
+        provider: args.provider.clone().or(session.provider.clone()),
+        model: session.model.clone(),
+        window: args.window,
+        summary_model: args.summary_model.clone(),
+        ..AgentFlags::default()
     };
-    let model = session.model.unwrap_or_else(|| "unknown-model".into());
-    let settings = client.settings(&model, Some(window), 0);
-    let report = client
-        .compact(&id, &Frame::default(), &settings, args.dry_run)
-        .with_context(|| format!("cannot compact {id}"))?;
+    drop(client);
+    let report = match open_agent(ctx, &flags)? {
+        // The provider chat would use: the summary goes through it, the figures count chat's frame.
+        Ok(mut agent) => agent.compact_now(args.dry_run).with_context(|| format!("cannot compact {id}"))?,
+        // No provider to talk to: only a summariser that needs no model can work, and there is no
+        // chat frame to count.
+        Err(_) => {
+            let Some(window) = args.window.or(session.context_window) else {
+                bail!("the context window of session {id} is unknown: pass --window <TOKENS>");
+            };
+            let config = ClientConfig {
+                auto_compact: true,
+                compact_summary_model: args.summary_model.clone(),
+                db_path: Some(ctx.db.clone()),
+                dirs: Some(ctx.dirs.clone()),
+                project: Some(ctx.project.clone()),
+            };
+            let mut client = Client::new(config, Arc::new(NoModels))?;
+            let model = session.model.unwrap_or_else(|| "unknown-model".into());
+            let settings = client.settings(&model, Some(window), 0);
+            client
+                .compact(&id, &Frame::default(), &settings, args.dry_run)
+                .with_context(|| format!("cannot compact {id}"))?
+        }
+    };
     let mut out = format::stdout();
     if args.json {
         format::json(&mut out, &report)?;
@@ -99,8 +114,9 @@ pub fn describe(id: &str, r: &Report) -> String {
         (n, Some(m)) => format!("{n} call{} to {m}", if n == 1 { "" } else { "s" }),
         (n, None) => format!("{n} model calls"),
     };
+    let thrash = if r.thrash { " (it freed too little: counted as a failed compaction)" } else { "" };
     format!(
-        "{verb} session {id}: {} → {} tokens (freed {}); {}; {model}.",
+        "{verb} session {id}: {} → {} tokens (freed {}); {}; {model}{thrash}.",
         format::tokens(r.tokens_before),
         format::tokens(r.tokens_after),
         format::tokens(freed),

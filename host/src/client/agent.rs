@@ -10,12 +10,14 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use super::sizing::{self, FrameParts, OutputAsk};
 use super::tools::Tools;
 use super::{Client, Error, Result, prompt};
 use crate::compaction::{Frame, Report};
-use crate::plugins::{StopReason, StreamEvent, ToolSpec};
+use crate::plugins::{Limit, StopReason, StreamEvent, ToolSpec};
 use crate::providers::{self, Answer, Call, Cancel, SharedProvider};
-use crate::store::{MessageStatus, NewMessage, NewSession, Part, Role, Usage};
+use crate::store::{MessageStatus, ModelWindow, NewMessage, NewSession, Part, Role, Usage, WindowOrigin};
+use crate::window::{self, Marks, WindowSource};
 
 /// Which session a chat continues.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -42,8 +44,15 @@ pub struct AgentOptions {
     pub model: Option<String>,
     /// The context window, overriding what the provider knows.
     pub window: Option<u64>,
-    /// Largest answer (default: the model's, at most 16,384).
+    /// A cap on the answer's room (`[chat] max_output_tokens`), clamped to what fits the window
+    /// with a notice. By default the room is `min(the model's limit, 16,384, what lies above the
+    /// threshold)`.
     pub max_output_tokens: Option<u32>,
+    /// The answer's room exactly (`--max-output`): refused, naming the largest that fits, when it
+    /// cannot fit the window.
+    pub max_output: Option<u64>,
+    /// Tools the user chose by name (`[chat] tools = [...]`): never left out on small windows.
+    pub required_tools: std::collections::HashSet<String>,
     /// Most model calls per turn.
     pub max_iterations: u32,
     /// The base system prompt (default: Seshat's own).
@@ -65,6 +74,8 @@ impl Default for AgentOptions {
             model: None,
             window: None,
             max_output_tokens: None,
+            max_output: None,
+            required_tools: Default::default(),
             max_iterations: DEFAULT_MAX_ITERATIONS,
             system_prompt: None,
             stream: true,
@@ -76,8 +87,8 @@ impl Default for AgentOptions {
 
 /// Model calls per turn unless configured.
 pub const DEFAULT_MAX_ITERATIONS: u32 = 25;
-/// Answers are capped at this many tokens unless configured (the rest of the window is for context).
-pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 16_384;
+/// An answer room below this after a refusal is not worth retrying with: compact instead.
+const MIN_RETRY_OUTPUT: u64 = 256;
 
 /// What the chat loop reports while a turn runs (the CLI prints it; tests record it).
 pub trait Observer {
@@ -105,6 +116,8 @@ pub struct ContextUse {
     pub used: u64,
     /// The model's window.
     pub window: u64,
+    /// Where the window came from.
+    pub source: WindowSource,
 }
 
 impl ContextUse {
@@ -164,11 +177,21 @@ pub struct Agent {
     session: String,
     project: String,
     model: String,
-    window: Option<u64>,
+    window: u64,
+    window_source: WindowSource,
     max_output: u32,
+    /// What limits the answer's room (kept to size it again when the window changes).
+    output_ask: OutputAsk,
     max_iterations: u32,
-    /// The system prompt and tool schemas, built once at open.
+    /// The fixed parts of a request before fitting (kept to fit them again when the window
+    /// changes).
+    frame_parts: FrameParts,
+    /// The system prompt and tool schemas, fitted to the window at open (and when it changes).
     frame: Frame,
+    /// What the frame left out to fit the window.
+    left_out: Vec<String>,
+    /// Warnings for the next turn's observer (an assumed window, a clamped cap).
+    notices: Vec<String>,
     stream: bool,
     extra: String,
     same_model_after: u64,
@@ -199,18 +222,48 @@ impl Agent {
             .as_ref()
             .filter(|s| s.provider.as_deref() == Some(provider_name.as_str()))
             .and_then(|s| s.model.clone());
-        let Some(model) = options.model.clone().or(resumed_model).or(first_model) else {
+        // A server the user pointed Seshat at (a local one, say) runs its own models: without a
+        // model named, take the one it lists first.
+        let listed = if options.model.is_none() && resumed_model.is_none() {
+            let mut p = provider.lock();
+            match p.base_configured() && p.discovers() {
+                true => p.discover(None).ok().and_then(|(d, _)| d.models.into_iter().next()),
+                false => None,
+            }
+        } else {
+            None
+        };
+        if let Some(m) = &listed {
+            let base = provider.lock().base_url().to_string();
+            client.note(format!("using the model `{m}`, the first {base} lists (pass --model for another)"));
+        }
+        let Some(model) = options.model.clone().or(resumed_model).or(listed).or(first_model) else {
             return Err(Error::Provider(providers::Error::NotConfigured(format!(
                 "provider `{provider_name}` knows no models: pass --model or set model under [chat] in config.toml"
             ))));
         };
-        let info = provider.lock().model(&model).cloned();
-        let window = options.window.or(info.as_ref().map(|m| m.context_window).filter(|&w| w > 0));
-        let model_max = info.as_ref().map_or(DEFAULT_MAX_OUTPUT_TOKENS, |m| m.max_output_tokens.max(1));
-        let max_output = options
-            .max_output_tokens
-            .map_or(model_max.min(DEFAULT_MAX_OUTPUT_TOKENS), u64::from)
-            .min(u64::from(u32::MAX)) as u32;
+        let choice = {
+            let mut p = provider.lock();
+            sizing::choose_window(&mut p, client.store(), &model, options.window)?
+        };
+        if let Some(e) = window::too_small(&model, choice.window, choice.source) {
+            return Err(Error::Sizing { code: "window_too_small", message: e });
+        }
+        let exact =
+            match (options.max_output, provider.lock().configured_model(&model).and_then(|c| c.max_output_tokens)) {
+                (Some(v), _) => Some((v, "--max-output".to_string())),
+                (None, Some(v)) => Some((v, format!("max_output_tokens for `{model}` in config.toml"))),
+                (None, None) => None,
+            };
+        let output_ask =
+            OutputAsk { model_limit: choice.model_output_limit, exact, cap: options.max_output_tokens.map(u64::from) };
+        let (max_output, cap_notice) = sizing::max_output(choice.window, &output_ask)
+            .map_err(|message| Error::Sizing { code: "invalid_config", message })?;
+        let mut notices: Vec<String> = cap_notice.into_iter().collect();
+        if choice.source == WindowSource::Assumed {
+            notices.push(sizing::assumed_warning(&model));
+        }
+        let window = Some(choice.window);
         let session = match existing {
             Some(s) => {
                 client.store().set_session_model(&s.id, Some(&provider_name), Some(&model), window)?;
@@ -231,35 +284,95 @@ impl Agent {
         let info = client.store().session(&session)?;
         let memory = info.metadata["memory_context"]["text"].as_str().map(str::to_string);
         let same_model_after = info.metadata["model_since"].as_u64().unwrap_or(0);
-        let system = prompt::build(&prompt::PromptParts {
+        let frame_parts = FrameParts {
             base: options.system_prompt.clone().unwrap_or_else(|| prompt::DEFAULT_SYSTEM_PROMPT.to_string()),
-            project_dir: options.project_dir.clone(),
+            instructions: options.project_dir.as_deref().map(prompt::read_instructions).unwrap_or_default(),
             memory,
-        });
-        let specs = tools.specs();
-        let frame = Frame {
-            system,
-            tools: serde_json::to_string(
-                &specs.iter().map(|s| (&s.name, &s.description, &s.parameters)).collect::<Vec<_>>(),
-            )
-            .unwrap_or_default(),
+            tools: tools.specs(),
+            required: options.required_tools.clone(),
         };
+        let fitted = sizing::fit_frame(&frame_parts, Marks::new(choice.window).frame_budget());
         Ok(Agent {
             client,
             provider,
             tools,
-            specs,
+            specs: fitted.tools,
             session,
             project: options.project,
             model,
-            window,
-            max_output,
+            window: choice.window,
+            window_source: choice.source,
+            max_output: u32::try_from(max_output).unwrap_or(u32::MAX),
+            output_ask,
             max_iterations: options.max_iterations.max(1),
-            frame,
+            frame_parts,
+            frame: fitted.frame,
+            left_out: fitted.left_out,
+            notices,
             stream: options.stream,
             extra: options.provider_options,
             same_model_after,
         })
+    }
+
+    /// Works with a new window from now on (one a refusal or a truncation revealed): records it
+    /// for the server and model, and sizes the answer and the frame to it again.
+    fn learn_window(&mut self, learnt: u64, why: &str) -> Result<()> {
+        if let Some(e) = window::too_small(&self.model, learnt, WindowSource::Learnt) {
+            return Err(Error::Sizing { code: "window_too_small", message: e });
+        }
+        let base = self.provider.lock().base_url().to_string();
+        let entry = ModelWindow {
+            context_window: Some(learnt),
+            max_output_tokens: None,
+            origin: WindowOrigin::Learnt,
+            learnt_at: crate::store::now_ms(),
+        };
+        self.client.store().record_model_window(&base, &self.model, &entry)?;
+        let session = self.session.clone();
+        let provider = self.provider.lock().name().to_string();
+        self.client.store().set_session_model(&session, Some(&provider), Some(&self.model), Some(learnt))?;
+        self.notices.push(format!("{why}: Seshat now works with a {learnt}-token window for `{}`", self.model));
+        self.window = learnt;
+        self.window_source = WindowSource::Learnt;
+        self.resize();
+        Ok(())
+    }
+
+    /// Sizes the answer's room and the frame to the current window. A value that fitted the old
+    /// window but not this one is clamped, with a notice (the turn is already under way).
+    fn resize(&mut self) {
+        let fits = Marks::new(self.window).max_output(self.output_ask.model_limit.unwrap_or(u64::MAX));
+        let max_output = match sizing::max_output(self.window, &self.output_ask) {
+            Ok((n, notice)) => {
+                self.notices.extend(notice);
+                n
+            }
+            Err(message) => {
+                self.notices.push(format!("{message}; using {fits} for now"));
+                fits
+            }
+        };
+        self.max_output = u32::try_from(max_output).unwrap_or(u32::MAX);
+        let fitted = sizing::fit_frame(&self.frame_parts, Marks::new(self.window).frame_budget());
+        self.frame = fitted.frame;
+        self.specs = fitted.tools;
+        self.left_out = fitted.left_out;
+    }
+
+    /// The window in use and where it came from.
+    pub fn window(&self) -> (u64, WindowSource) {
+        (self.window, self.window_source)
+    }
+
+    /// The answer's room each call asks for (`max_tokens`).
+    pub fn max_output(&self) -> u32 {
+        self.max_output
+    }
+
+    /// What the frame left out to fit the window (for `/context`).
+    pub fn left_out(&self) -> &[String] {
+        &self.left_out
     }
 
     /// The session's id.
@@ -298,14 +411,17 @@ impl Agent {
     }
 
     fn settings(&self) -> crate::compaction::Settings {
-        self.client.settings(&self.model, self.window, u64::from(self.max_output))
+        self.client.settings(&self.model, Some(self.window), u64::from(self.max_output))
     }
 
     /// How full the window is now.
     pub fn context_use(&mut self) -> Result<Option<ContextUse>> {
-        let Some(window) = self.window else { return Ok(None) };
         let view = self.client.live_view(&self.session)?;
-        Ok(Some(ContextUse { used: crate::compaction::current_use(&self.frame, &view), window }))
+        Ok(Some(ContextUse {
+            used: crate::compaction::current_use(&self.frame, &view),
+            window: self.window,
+            source: self.window_source,
+        }))
     }
 
     /// What fills the window, by part (`/context`): estimated tokens per kind of content.
@@ -327,7 +443,7 @@ impl Agent {
                     (_, Part::Text { .. }) => format!("{} text", e.role.as_str()),
                     (_, other) => other.kind().replace('_', " ") + "s",
                 };
-                let tokens = crate::window::estimate_parts(std::slice::from_ref(p));
+                let tokens = window::estimate_parts(std::slice::from_ref(p));
                 match kinds.iter_mut().find(|(l, _)| *l == label) {
                     Some((_, t)) => *t += tokens,
                     None => kinds.push((label, tokens)),
@@ -340,8 +456,14 @@ impl Agent {
 
     /// Compacts now (`/compact`), ignoring the failure breaker.
     pub fn compact(&mut self) -> Result<Report> {
+        self.compact_now(false)
+    }
+
+    /// Compacts now (or says what it would do), ignoring the failure breaker: with this agent's
+    /// frame, window and summary model, as an automatic compaction would (`seshat compact`).
+    pub fn compact_now(&mut self, dry_run: bool) -> Result<Report> {
         let settings = self.settings();
-        self.client.compact(&self.session, &self.frame, &settings, false)
+        self.client.compact(&self.session, &self.frame, &settings, dry_run)
     }
 
     /// Runs one turn: stores `input`, then calls the model (and tools) until it answers, the
@@ -354,7 +476,14 @@ impl Agent {
     /// Continues the session without a new user message (after an interrupted turn, say).
     pub fn run(&mut self, cancel: &Cancel, observer: &mut dyn Observer) -> Result<TurnOutcome> {
         let mut out = TurnOutcome { session: self.session.clone(), ..TurnOutcome::default() };
+        // A refusal for length is recovered once per model call (never a loop).
+        let mut recovered = false;
+        // A lower `max_tokens` for the retry after an "input and output exceed the window" refusal.
+        let mut retry_max_tokens: Option<u32> = None;
         loop {
+            for n in self.notices.drain(..) {
+                observer.warning(&n);
+            }
             if out.iterations >= self.max_iterations {
                 out.hit_iteration_cap = true;
                 observer.warning(&format!(
@@ -378,7 +507,7 @@ impl Agent {
                 system: Some(&self.frame.system),
                 tools: &self.specs,
                 messages: &prepared.messages,
-                max_tokens: self.max_output,
+                max_tokens: retry_max_tokens.take().unwrap_or(self.max_output),
                 stream: self.stream,
                 same_model_after: Some(self.same_model_after),
                 extra: &self.extra,
@@ -406,8 +535,23 @@ impl Agent {
                     out.cut_short(e.code(), e.to_string());
                     break;
                 }
+                Err(providers::Error::Refused { message, limit, .. }) if !recovered => {
+                    recovered = true;
+                    retry_max_tokens = self.recover(limit, prepared.tokens, &message, &mut out, observer)?;
+                    // The same call again: the user's message is stored once.
+                    out.iterations -= 1;
+                    continue;
+                }
+                Err(providers::Error::Refused { message, .. }) => {
+                    return Err(Error::ContextOverflow(format!(
+                        "the server refused the request for its length again after Seshat compacted it ({message}); \
+                         start a new session or set the model's context_window in config.toml"
+                    )));
+                }
                 Err(e) => return Err(Error::Provider(e)),
             };
+            recovered = false;
+            self.learn_from_usage(&answer, prepared.tokens)?;
             let stop = self.store_answer(&answer, &mut out)?;
             if !stop {
                 self.run_tools(&answer, cancel, observer)?;
@@ -419,8 +563,106 @@ impl Agent {
             }
             break;
         }
+        for n in self.notices.drain(..) {
+            observer.warning(&n);
+        }
         out.context = self.context_use()?;
         Ok(out)
+    }
+
+    /// After a refusal for length: records what it says of the model's limits and makes the retry
+    /// fit — a lower `max_tokens` when only the answer's room was too much (returned), else a
+    /// compaction against the learnt window. With auto-compaction off or the breaker tripped,
+    /// the window is recorded and the turn fails.
+    fn recover(
+        &mut self,
+        limit: Limit,
+        refused_estimate: u64,
+        message: &str,
+        out: &mut TurnOutcome,
+        observer: &mut dyn Observer,
+    ) -> Result<Option<u32>> {
+        match limit {
+            Limit::MaxOutput(n) => {
+                let base = self.provider.lock().base_url().to_string();
+                let entry = ModelWindow {
+                    context_window: None,
+                    max_output_tokens: Some(n),
+                    origin: WindowOrigin::Learnt,
+                    learnt_at: crate::store::now_ms(),
+                };
+                self.client.store().record_model_window(&base, &self.model, &entry)?;
+                self.output_ask.model_limit = Some(n);
+                self.resize();
+                return Ok(None);
+            }
+            Limit::InputAndOutput { input, window, .. } if window.saturating_sub(input) >= MIN_RETRY_OUTPUT => {
+                if window != self.window {
+                    self.learn_window(window, "the server's refusal named its window")?;
+                }
+                let room = window.saturating_sub(input).min(u64::from(self.max_output));
+                return Ok(Some(u32::try_from(room).unwrap_or(u32::MAX)));
+            }
+            Limit::InputAndOutput { window, .. } => {
+                self.learn_window(window, "the server's refusal named its window")?;
+            }
+            Limit::TooLong { window: Some(w), .. } => {
+                self.learn_window(w, "the server's refusal named its window")?;
+            }
+            Limit::TooLong { window: None, .. } => {
+                let guess = refused_estimate * 9 / 10;
+                self.learn_window(guess, "the server refused the request for its length without naming its window")?;
+            }
+        }
+        let info = self.client.store().session(&self.session)?;
+        let settings = self.settings();
+        if !settings.auto_compact
+            || info.compaction_failures >= crate::compaction::MAX_CONSECUTIVE_FAILURES
+            || info.auto_compact_disabled
+        {
+            let why = if settings.auto_compact {
+                "summarising is off after repeated failures"
+            } else {
+                "auto-compaction is off"
+            };
+            return Err(Error::ContextOverflow(format!(
+                "the server refused the request for its length ({message}); the window is now recorded as {} tokens, \
+                 but {why}: run `seshat compact` and try again",
+                self.window
+            )));
+        }
+        for n in self.notices.drain(..) {
+            observer.warning(&n);
+        }
+        let report = self.client.compact_auto(&self.session, &self.frame, &settings)?;
+        observer.compaction(&report);
+        out.compactions.push(report);
+        Ok(None)
+    }
+
+    /// A server that truncates over-long prompts silently (Ollama) shows it in the prompt tokens it
+    /// reports: less than half Seshat's estimate of what it sent. The window is then learnt from
+    /// them and that call's output (rounded up to a multiple of 1,024, as servers' windows are).
+    fn learn_from_usage(&mut self, answer: &Answer, sent_estimate: u64) -> Result<()> {
+        let Some(u) = answer.usage else { return Ok(()) };
+        let Some(prompt) = u.context_tokens.filter(|&p| p > 0) else { return Ok(()) };
+        if prompt.saturating_mul(2) >= sent_estimate || sent_estimate < window::MIN_WINDOW {
+            return Ok(());
+        }
+        // Only a window nobody stated can be wrong this way (a model table's, a flag's or the
+        // config's is taken at its word), and a count below the smallest window is a misreport.
+        let stated = matches!(self.window_source, WindowSource::Flag | WindowSource::Config | WindowSource::Table);
+        let learnt = (prompt + u.output_tokens).div_ceil(1_024) * 1_024;
+        if stated || learnt >= self.window || learnt < window::MIN_WINDOW {
+            return Ok(());
+        }
+        self.learn_window(
+            learnt,
+            &format!(
+                "the server counted {prompt} prompt tokens for a request Seshat estimates at ~{sent_estimate}: it cut \
+                 the prompt silently (Ollama does when a prompt is longer than its num_ctx)"
+            ),
+        )
     }
 
     /// Stores the answer; returns whether the turn is over.
@@ -484,7 +726,14 @@ impl Agent {
                 continue;
             }
             observer.tool_call(name, arguments);
-            let reply = self.tools.call(self.client.store(), Some(&self.project), name, arguments);
+            let reply = if self.specs.iter().any(|s| &s.name == name) {
+                self.tools.call(self.client.store(), Some(&self.project), name, arguments)
+            } else {
+                super::tools::ToolReply {
+                    content: format!("`{name}` is not one of the tools offered in this session"),
+                    is_error: true,
+                }
+            };
             observer.tool_result(name, &reply.content, reply.is_error);
             parts.push(Part::ToolResult { call_id: id.clone(), content: reply.content, is_error: reply.is_error });
         }

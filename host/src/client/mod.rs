@@ -9,6 +9,7 @@
 
 pub mod agent;
 pub mod prompt;
+pub mod sizing;
 pub mod tools;
 
 pub use agent::{Agent, AgentOptions, ContextUse, Observer, Quiet, SessionChoice, TurnOutcome};
@@ -62,6 +63,19 @@ pub enum Error {
     /// The memory store failed.
     #[error(transparent)]
     Memory(#[from] crate::memory::Error),
+    /// The server refused a request for its length even after Seshat learnt its window and
+    /// compacted, or could not compact to recover.
+    #[error("context_overflow: {0}")]
+    ContextOverflow(String),
+    /// The model's window or the answer's room cannot work (a window below the minimum, an
+    /// output size that cannot fit).
+    #[error("{code}: {message}")]
+    Sizing {
+        /// `window_too_small` or `invalid_config`.
+        code: &'static str,
+        /// What is wrong and what to do.
+        message: String,
+    },
 }
 
 impl Error {
@@ -74,6 +88,8 @@ impl Error {
             Error::Compaction(e) => e.code(),
             Error::Provider(e) => e.code(),
             Error::Memory(_) => "memory_failed",
+            Error::ContextOverflow(_) => "context_overflow",
+            Error::Sizing { code, .. } => code,
         }
     }
 }
@@ -94,6 +110,8 @@ pub struct Client {
     models: Arc<dyn ModelClient>,
     /// The live view of the session last prepared, refreshed incrementally.
     view: Option<crate::store::LiveView>,
+    /// Choices made on the user's behalf, for the status line.
+    notes: Vec<String>,
 }
 
 impl std::fmt::Debug for Client {
@@ -121,7 +139,19 @@ impl Client {
         };
         let trimmer = TrimmerPlugin::new(&load(PluginKind::Trimmer)?)?;
         let summariser = SummariserPlugin::new(&load(PluginKind::Summariser)?)?;
-        Ok(Self { config, settings, dirs, runtime, catalog, store, trimmer, summariser, models, view: None })
+        Ok(Self {
+            config,
+            settings,
+            dirs,
+            runtime,
+            catalog,
+            store,
+            trimmer,
+            summariser,
+            models,
+            view: None,
+            notes: Vec::new(),
+        })
     }
 
     /// The merged configuration files.
@@ -135,20 +165,44 @@ impl Client {
     }
 
     /// Loads the provider configured as `name` (`[providers.<name>]`, whose `plugin` defaults to
-    /// the name), or the configured default provider.
-    pub fn load_provider(&self, name: Option<&str>) -> Result<crate::providers::Provider> {
-        let Some(name) = name.or(self.settings.selected(PluginKind::Provider)) else {
-            return Err(Error::Provider(crate::providers::Error::NotConfigured(
-                "no provider configured: set `provider = \"anthropic\"` (or \"openai\") under [plugins] in config.toml \
-                 or pass --provider, and export ANTHROPIC_API_KEY (or OPENAI_API_KEY)"
-                    .into(),
-            )));
+    /// the name), or the configured default provider, or — with none configured — the one the
+    /// environment points at (see [`crate::providers::Credentials::provider_from_env`]; the choice
+    /// is then in [`Client::notes`]).
+    pub fn load_provider(&mut self, name: Option<&str>) -> Result<crate::providers::Provider> {
+        let chosen = match name.or(self.settings.selected(PluginKind::Provider)) {
+            Some(n) => n.to_string(),
+            None => match crate::providers::Credentials::provider_from_env() {
+                Some((id, why)) => {
+                    self.notes.push(format!("using the {id} provider ({why})"));
+                    id.to_string()
+                }
+                None => {
+                    return Err(Error::Provider(crate::providers::Error::NotConfigured(
+                        "no provider configured: export ANTHROPIC_API_KEY (or OPENAI_API_KEY, or OPENAI_BASE_URL for a \
+                         local OpenAI-compatible server), or set `provider = \"anthropic\"` under [plugins] in \
+                         config.toml, or pass --provider"
+                            .into(),
+                    )));
+                }
+            },
         };
+        let name = chosen.as_str();
         let config = self.settings.providers.get(name).cloned().unwrap_or_default();
         let plugin_id = config.plugin.clone().unwrap_or_else(|| name.to_string());
         let entry = self.catalog.find(PluginKind::Provider, &plugin_id)?;
         let loaded = self.runtime.load(entry, self.settings.limits(PluginKind::Provider))?;
         Ok(crate::providers::Provider::new(name, &loaded, &config)?)
+    }
+
+    /// What the client chose on its own (a provider from the environment, a model the server
+    /// listed), for the status line.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// Records a choice made on the user's behalf (see [`Client::notes`]).
+    pub fn note(&mut self, note: String) {
+        self.notes.push(note);
     }
 
     /// Replaces the client that serves summary calls (the chat loop's provider).
@@ -194,6 +248,14 @@ impl Client {
         let mut c =
             Compactor { trimmer: &mut self.trimmer, summariser: &mut self.summariser, models: self.models.clone() };
         Ok(c.before_call_with(&mut self.store, session, frame, settings, view)?)
+    }
+
+    /// Compacts a session now as an automatic compaction would (after a refusal for length):
+    /// honours the breaker, and counts a failure like one.
+    pub fn compact_auto(&mut self, session: &str, frame: &Frame, settings: &Settings) -> Result<Report> {
+        let mut c =
+            Compactor { trimmer: &mut self.trimmer, summariser: &mut self.summariser, models: self.models.clone() };
+        Ok(c.compact_auto(&mut self.store, session, frame, settings)?)
     }
 
     /// Compacts a session now, ignoring the failure breaker (a success clears it).

@@ -18,13 +18,19 @@ pub const MAX_INSTRUCTIONS_BYTES: usize = 64 << 10;
 pub struct PromptParts {
     /// The base prompt (Seshat's, or the configured file's contents).
     pub base: String,
-    /// The project directory whose instruction files are read, if any.
-    pub project_dir: Option<std::path::PathBuf>,
+    /// The project's instruction files that were read: (file name, text), in order.
+    pub instructions: Vec<(String, String)>,
     /// The memory context of the session.
     pub memory: Option<String>,
 }
 
-fn read_instructions(dir: &Path, name: &str) -> Option<String> {
+/// The project's instruction files in `dir` ([`INSTRUCTION_FILES`], in order), those that exist
+/// and are not empty; each cut at [`MAX_INSTRUCTIONS_BYTES`], saying so.
+pub fn read_instructions(dir: &Path) -> Vec<(String, String)> {
+    INSTRUCTION_FILES.iter().filter_map(|name| Some((name.to_string(), read_instruction_file(dir, name)?))).collect()
+}
+
+fn read_instruction_file(dir: &Path, name: &str) -> Option<String> {
     let text = std::fs::read_to_string(dir.join(name)).ok()?;
     let text = text.trim();
     if text.is_empty() {
@@ -43,12 +49,8 @@ fn read_instructions(dir: &Path, name: &str) -> Option<String> {
 /// Builds the system prompt.
 pub fn build(parts: &PromptParts) -> String {
     let mut out = parts.base.trim().to_string();
-    if let Some(dir) = &parts.project_dir {
-        for name in INSTRUCTION_FILES {
-            if let Some(text) = read_instructions(dir, name) {
-                out.push_str(&format!("\n\n# Project instructions ({name})\n\n{text}"));
-            }
-        }
+    for (name, text) in &parts.instructions {
+        out.push_str(&format!("\n\n# Project instructions ({name})\n\n{text}"));
     }
     match parts.memory.as_deref().map(str::trim) {
         Some("") => out.push_str("\n\n# Memory\n\nNothing is remembered yet."),
@@ -69,7 +71,7 @@ mod tests {
         std::fs::write(dir.path().join("AGENTS.md"), "agent rules\n").unwrap();
         let p = build(&PromptParts {
             base: "base".into(),
-            project_dir: Some(dir.path().into()),
+            instructions: read_instructions(dir.path()),
             memory: Some("- style: short".into()),
         });
         assert_eq!(
@@ -78,7 +80,7 @@ mod tests {
              claude rules\n\n# Memory\n\n- style: short"
         );
         std::fs::write(dir.path().join("AGENTS.md"), "é".repeat(MAX_INSTRUCTIONS_BYTES)).unwrap();
-        let p = build(&PromptParts { base: "b".into(), project_dir: Some(dir.path().into()), memory: None });
+        let p = build(&PromptParts { base: "b".into(), instructions: read_instructions(dir.path()), memory: None });
         assert!(p.contains("\n[AGENTS.md cut at 64 KiB of 128 KiB]\n"), "{}", p.len());
     }
 }

@@ -28,6 +28,8 @@ pub struct ToolReply {
 pub struct Tools {
     memory: bool,
     custom: Vec<Box<dyn Tool>>,
+    /// When set, only these are offered (`[chat] tools = [...]`).
+    only: Option<std::collections::HashSet<String>>,
 }
 
 impl std::fmt::Debug for Tools {
@@ -39,12 +41,18 @@ impl std::fmt::Debug for Tools {
 impl Tools {
     /// The memory tools only.
     pub fn with_memory() -> Self {
-        Tools { memory: true, custom: Vec::new() }
+        Tools { memory: true, custom: Vec::new(), only: None }
     }
 
     /// No tools.
     pub fn none() -> Self {
         Tools::default()
+    }
+
+    /// Offers only the tools named (the others are neither offered nor run).
+    pub fn only(mut self, names: &[String]) -> Self {
+        self.only = Some(names.iter().cloned().collect());
+        self
     }
 
     /// Adds an application tool.
@@ -63,6 +71,9 @@ impl Tools {
             }));
         }
         specs.extend(self.custom.iter().map(|t| t.spec()));
+        if let Some(only) = &self.only {
+            specs.retain(|s| only.contains(&s.name));
+        }
         specs
     }
 

@@ -101,15 +101,63 @@ pub trait ModelClient: Send + Sync {
     fn context_window(&self, model: &str) -> Option<u64>;
 }
 
-/// A [`ModelClient`] bound to one model, as the summariser plugin's `complete` sees it.
+/// Tokens kept in a summary request for the summariser's own instructions and the transcript's
+/// framing, beside the messages and the previous summary.
+pub const SUMMARY_PROMPT_TOKENS: u64 = 400;
+
+/// A [`ModelClient`] with no models: every summary call fails, saying what to configure. For
+/// clients that only compact with a summariser that needs no model.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoModels;
+
+impl ModelClient for NoModels {
+    fn complete(&self, model: &str, _request: CompletionRequest) -> std::result::Result<Completion, ModelError> {
+        Err(ModelError {
+            code: "no_provider".into(),
+            message: format!(
+                "no provider is configured to call `{model}`: set `provider` under [plugins] in config.toml (or \
+                 export ANTHROPIC_API_KEY / OPENAI_API_KEY), or select the offline summariser with \
+                 `summariser = \"summariser-extractive\"`"
+            ),
+        })
+    }
+    fn context_window(&self, _model: &str) -> Option<u64> {
+        None
+    }
+}
+
+/// A [`ModelClient`] bound to one model, as the summariser plugin's `complete` sees it. Every
+/// request is checked against the model's window: one that cannot fit with its answer is refused
+/// here (nothing is sent), and the answer's room is lowered to what fits.
 struct BoundModel {
     client: Arc<dyn ModelClient>,
     model: String,
     calls: Arc<std::sync::atomic::AtomicU32>,
+    /// The summary model's window (0: unknown, nothing checked).
+    window: u64,
 }
 
+/// The smallest answer room worth asking a summary model for.
+const MIN_SUMMARY_ANSWER: u64 = 64;
+
 impl ModelCall for BoundModel {
-    fn complete(&mut self, request: CompletionRequest) -> std::result::Result<Completion, ModelError> {
+    fn complete(&mut self, mut request: CompletionRequest) -> std::result::Result<Completion, ModelError> {
+        if self.window > 0 {
+            let input = request.system.as_deref().map_or(0, window::estimate_text)
+                + request.messages.iter().map(|m| window::estimate_parts(&m.parts)).sum::<u64>();
+            let room = self.window.saturating_sub(input);
+            if room < MIN_SUMMARY_ANSWER {
+                return Err(ModelError {
+                    code: "summary_too_large".into(),
+                    message: format!(
+                        "the summary request needs ~{input} tokens, which leaves no room for an answer in the \
+                         {}-token window of `{}`; nothing was sent",
+                        self.window, self.model
+                    ),
+                });
+            }
+            request.max_tokens = request.max_tokens.min(u32::try_from(room).unwrap_or(u32::MAX));
+        }
         self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.client.complete(&self.model, request)
     }
@@ -171,6 +219,8 @@ pub struct Report {
     pub dry_run: bool,
     /// Microseconds spent inside plugin calls (trimmer and summariser, model calls included).
     pub plugin_micros: u64,
+    /// The summary freed too little (counted as a failure, but used).
+    pub thrash: bool,
 }
 
 /// A request ready to send.
@@ -322,6 +372,18 @@ impl Compactor<'_> {
         Ok(Prepared { messages, tokens: tokens_now, compaction: report, warnings })
     }
 
+    /// Compacts now as the automatic pass does, whatever the threshold says (recovering from a
+    /// refusal for length): the breaker is honoured and failures are counted.
+    pub fn compact_auto(
+        &mut self,
+        store: &mut Store,
+        session: &str,
+        frame: &Frame,
+        settings: &Settings,
+    ) -> Result<Report> {
+        self.pass(store, session, frame, settings, CompactionTrigger::Auto, false)
+    }
+
     /// Compacts now (`seshat compact`, `/compact`): ignores the breaker, and its success clears it.
     pub fn compact(
         &mut self,
@@ -381,7 +443,8 @@ impl Compactor<'_> {
         let entries: Vec<&crate::store::ViewEntry> =
             view.entries.iter().filter(|e| e.origin != Origin::Summary).collect();
         let items: Vec<cut::Item> = entries.iter().map(|e| item(e)).collect();
-        let budget = marks.target.saturating_sub(frame.tokens() + window::SUMMARY_RESERVE);
+        let summary_tokens = marks.summary_tokens();
+        let budget = marks.target.saturating_sub(frame.tokens() + summary_tokens);
         let decision = cut::choose(&items, budget);
         let dropped: Vec<&crate::store::ViewEntry> = entries[..decision.first_kept]
             .iter()
@@ -398,7 +461,7 @@ impl Compactor<'_> {
         let kept_tokens: u64 = entries[decision.first_kept..].iter().map(|e| entry_tokens(&e.parts)).sum::<u64>()
             + decision.pinned.map_or(0, |p| entry_tokens(&entries[p].parts));
         if dry_run {
-            report.tokens_after = frame.tokens() + kept_tokens + window::SUMMARY_RESERVE;
+            report.tokens_after = frame.tokens() + kept_tokens + summary_tokens;
             report.summarised = true;
             return Ok(report);
         }
@@ -407,7 +470,7 @@ impl Compactor<'_> {
         let calls = Arc::new(std::sync::atomic::AtomicU32::new(0));
         let previous = view.compaction.as_ref().and_then(|c| c.summary.clone());
         let plugin_start = std::time::Instant::now();
-        let summary = self.summarise(&dropped, previous, &summary_model, settings, &calls);
+        let summary = self.summarise(&dropped, previous, &summary_model, summary_tokens, settings, &calls);
         report.plugin_micros += plugin_start.elapsed().as_micros() as u64;
         report.model_calls = calls.load(std::sync::atomic::Ordering::Relaxed);
         let through_seq = info.message_count;
@@ -433,19 +496,17 @@ impl Compactor<'_> {
             Ok(Error::SummaryFailed { failures, message: error })
         };
         let summary = match summary {
-            Ok(s) => cap_summary(&s),
+            Ok(s) => cap_summary(&s, summary_tokens),
             Err(e) => return Err(failed(store, e)?),
         };
         let after = frame.tokens() + kept_tokens + window::estimate_text(&crate::store::summary_text(&summary)) + 4;
         let freed = before.saturating_sub(after);
-        if freed * 100 < marks.usable * THRASH_PERCENT && trigger == CompactionTrigger::Auto {
-            return Err(failed(
-                store,
-                format!(
-                    "thrash: the summary would free only {freed} tokens (less than {THRASH_PERCENT}% of the window)"
-                ),
-            )?);
-        }
+        // A summary that freed too little is still used (it cost a model call), but counts as a
+        // failure, so a session that keeps thrashing trips the breaker.
+        let thrash = (freed * 100 < marks.usable * THRASH_PERCENT && trigger == CompactionTrigger::Auto).then(|| {
+            format!("thrash: the summary freed only {freed} tokens (less than {THRASH_PERCENT}% of the window)")
+        });
+        report.thrash = thrash.is_some();
         store.record_compaction(
             session,
             &Compaction {
@@ -458,7 +519,7 @@ impl Compactor<'_> {
                 summary: Some(summary),
                 model: Some(summary_model),
                 status: CompactionStatus::Ok,
-                error: None,
+                error: thrash,
                 created_at: crate::store::now_ms(),
             },
         )?;
@@ -538,24 +599,44 @@ impl Compactor<'_> {
         dropped: &[&crate::store::ViewEntry],
         previous: Option<String>,
         model: &str,
+        summary_tokens: u64,
         settings: &Settings,
         calls: &Arc<std::sync::atomic::AtomicU32>,
     ) -> std::result::Result<String, String> {
         let messages: Vec<PluginMessage> = dropped.iter().map(|e| summary_message(e)).collect();
-        let model_window = self.models.context_window(model).unwrap_or(settings.context_window.unwrap_or(0));
-        // Room for the messages in one summary request: the summary model's window less the
-        // answer, the previous summary and the instructions.
-        let room = model_window.saturating_sub(window::SUMMARY_RESERVE * 2 + 1_000);
+        // The session's own model runs with the session's window (which may have been discovered
+        // or learnt, so its provider may not know it), another model with the window its provider
+        // knows; when both are known, the smaller.
+        let own = if model == settings.model { settings.context_window } else { None };
+        let model_window = match (own, self.models.context_window(model)) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b).or(settings.context_window).unwrap_or(0),
+        };
         let mut running = previous;
-        for chunk in chunks(&messages, room) {
+        // Chunks are sized so each request (instructions, previous summary, messages) and its
+        // answer fit the summary model's window; `BoundModel` checks every request against it.
+        let chunk_room = |previous: &Option<String>| {
+            model_window.saturating_sub(
+                summary_tokens + SUMMARY_PROMPT_TOKENS + previous.as_deref().map_or(0, window::estimate_text),
+            )
+        };
+        let mut rest: &[PluginMessage] = &messages;
+        while !rest.is_empty() {
+            let chunk = first_chunk(rest, chunk_room(&running));
+            rest = &rest[chunk.len()..];
             let request = SummaryRequest {
                 messages: chunk.to_vec(),
                 previous_summary: running.clone(),
-                max_tokens: window::SUMMARY_RESERVE as u32,
+                max_tokens: summary_tokens as u32,
                 model_window,
                 extra: settings.summariser_options.clone(),
             };
-            let bound = BoundModel { client: self.models.clone(), model: model.to_string(), calls: calls.clone() };
+            let bound = BoundModel {
+                client: self.models.clone(),
+                model: model.to_string(),
+                calls: calls.clone(),
+                window: model_window,
+            };
             running = Some(self.summariser.summarise(&request, Box::new(bound)).map_err(|e| e.to_string())?);
         }
         running.ok_or_else(|| "nothing to summarise".to_string())
@@ -621,35 +702,27 @@ fn summary_message(e: &crate::store::ViewEntry) -> PluginMessage {
     PluginMessage { id: e.seq.unwrap_or(0), role: e.role, parts }
 }
 
-/// Splits messages into consecutive chunks of at most `room` estimated tokens (a single larger
-/// message is its own chunk).
-fn chunks(messages: &[PluginMessage], room: u64) -> Vec<&[PluginMessage]> {
-    let mut out = Vec::new();
-    let mut start = 0;
+/// The longest run of messages from the start of `messages` within `room` estimated tokens (at
+/// least one: a single larger message is its own chunk, its tool outputs already cut).
+fn first_chunk(messages: &[PluginMessage], room: u64) -> &[PluginMessage] {
     let mut used = 0;
     for (i, m) in messages.iter().enumerate() {
-        let t = window::estimate_parts(&m.parts);
-        if i > start && used + t > room {
-            out.push(&messages[start..i]);
-            start = i;
-            used = 0;
+        used += window::estimate_parts(&m.parts);
+        if i > 0 && used > room {
+            return &messages[..i];
         }
-        used += t;
     }
-    if start < messages.len() {
-        out.push(&messages[start..]);
-    }
-    out
+    messages
 }
 
-/// A summary longer than the reserve is cut to it.
-fn cap_summary(s: &str) -> String {
-    let max_chars = (window::SUMMARY_RESERVE * 4) as usize;
+/// A summary longer than its cap (in tokens) is cut to it.
+fn cap_summary(s: &str, max_tokens: u64) -> String {
+    let max_chars = (max_tokens * 4) as usize;
     if s.chars().count() <= max_chars {
         s.trim().to_string()
     } else {
-        let cut: String = s.chars().take(max_chars).collect();
-        format!("{}\n[summary cut to the {}-token reserve]", cut.trim_end(), window::SUMMARY_RESERVE)
+        let cut: String = s.chars().take(max_chars.saturating_sub(48)).collect();
+        format!("{}\n[summary cut to its {max_tokens}-token cap]", cut.trim_end())
     }
 }
 

@@ -28,8 +28,8 @@ pub use error::{Error, Result};
 pub use limits::{LimitRequest, Limits, MAXIMUM as MAXIMUM_LIMITS};
 pub use manifest::Manifest;
 pub use provider::{
-    AuthScheme, ChatRequest, EncodeOptions, HttpRequest, ModelInfo, ProviderInfo, ProviderPlugin, Response, Splice,
-    StreamDecoder, StreamEvent, ToolSpec,
+    AuthScheme, ChatRequest, Discovery, EncodeOptions, HttpRequest, Limit, ModelInfo, Probe, ProviderInfo,
+    ProviderPlugin, Response, Splice, StreamDecoder, StreamEvent, ToolSpec,
 };
 pub use summariser::{Completion, CompletionRequest, ModelCall, ModelError, SummariserPlugin, SummaryRequest};
 pub use trimmer::{

@@ -42,6 +42,24 @@ impl Credentials {
         Credentials { scheme: AuthScheme::None, key: None }
     }
 
+    /// Which built-in provider the environment the official SDKs read points at, when nothing is
+    /// configured: `ANTHROPIC_API_KEY` → anthropic; `OPENAI_API_KEY` or `OPENAI_BASE_URL` → openai;
+    /// both families set → anthropic. Returns the provider and why (for the status line).
+    pub fn provider_from_env() -> Option<(&'static str, String)> {
+        let set = |name: &str| std::env::var(name).is_ok_and(|v| !v.trim().is_empty());
+        let openai: Vec<&str> = ["OPENAI_API_KEY", "OPENAI_BASE_URL"].into_iter().filter(|n| set(n)).collect();
+        if set("ANTHROPIC_API_KEY") {
+            let also = if openai.is_empty() {
+                String::new()
+            } else {
+                format!("; {} is set too, pass --provider openai for OpenAI", openai.join(" and "))
+            };
+            return Some(("anthropic", format!("ANTHROPIC_API_KEY is set{also}")));
+        }
+        let first = openai.first()?;
+        Some(("openai", format!("{first} is set")))
+    }
+
     /// Reads the key from `env_name` (the config's `api_key_env`, else the plugin's convention).
     /// A provider whose base URL the user configured may run without one (local servers);
     /// otherwise a missing key is an error naming the variable to set.

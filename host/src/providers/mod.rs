@@ -15,10 +15,11 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::compaction::pairing::Msg;
+use crate::config::ModelConfig;
 use crate::config::ProviderConfig;
 use crate::plugins::{
-    ChatRequest, Completion, CompletionRequest, EncodeOptions, LoadedPlugin, ModelError, ModelInfo, PluginMessage,
-    ProviderInfo, ProviderPlugin, StopReason, StreamEvent, ToolSpec,
+    ChatRequest, Completion, CompletionRequest, Discovery, EncodeOptions, LoadedPlugin, ModelError, ModelInfo,
+    PluginMessage, ProviderInfo, ProviderPlugin, StopReason, StreamEvent, ToolSpec,
 };
 use crate::store::{Part, Usage};
 pub use credentials::{Credentials, REDACTED, Secret};
@@ -36,6 +37,17 @@ pub enum Error {
     /// The plugin failed or returned something invalid.
     #[error("{0}")]
     Plugin(String),
+    /// The API refused the request for its length or its `max_tokens`; `limit` is what the
+    /// refusal says of the model's limits (parsed by the plugin).
+    #[error("{code}: {message}")]
+    Refused {
+        /// The plugin's code for the error.
+        code: String,
+        /// What the server said.
+        message: String,
+        /// The limit it names.
+        limit: crate::plugins::Limit,
+    },
     /// The API answered with an error (mapped by the plugin), or the stream reported one.
     #[error("{code}: {message}")]
     Api {
@@ -72,7 +84,7 @@ impl Error {
             Error::NotConfigured(_) => "provider_not_configured",
             Error::HostNotAllowed(_) => "host_not_allowed",
             Error::Plugin(_) => "plugin_failed",
-            Error::Api { code, .. } => code,
+            Error::Api { code, .. } | Error::Refused { code, .. } => code,
             Error::Transport { code, .. } => code,
         }
     }
@@ -181,7 +193,11 @@ pub struct Provider {
     base_configured: bool,
     credentials: Credentials,
     transport: Transport,
+    /// Probes are sent without retries and with short timeouts (made on first use).
+    probe_transport: Option<Transport>,
     models: Vec<ModelInfo>,
+    /// The configuration's per-model values (`[providers.<name>.models.<id>]`).
+    configured: std::collections::BTreeMap<String, ModelConfig>,
     /// Encoded messages of the current session and model.
     encoded: HashMap<EncodeKey, String>,
     encoded_for: Option<String>,
@@ -251,7 +267,9 @@ impl Provider {
             base_configured,
             credentials,
             transport,
+            probe_transport: None,
             models,
+            configured: config.models.clone(),
             encoded: HashMap::new(),
             encoded_for: None,
             encode_calls: 0,
@@ -283,6 +301,88 @@ impl Provider {
     /// A known model.
     pub fn model(&self, id: &str) -> Option<&ModelInfo> {
         self.models.iter().find(|m| m.id == id)
+    }
+
+    /// Whether the user chose the base URL (in config or `ANTHROPIC_BASE_URL`/`OPENAI_BASE_URL`).
+    pub fn base_configured(&self) -> bool {
+        self.base_configured
+    }
+
+    /// Whether the plugin can ask the server about its models (a 0.2.0 provider).
+    pub fn discovers(&self) -> bool {
+        self.plugin.discovers()
+    }
+
+    /// A model as the plugin's own table has it (without the configuration's changes).
+    pub fn table_model(&self, id: &str) -> Option<&ModelInfo> {
+        self.info.models.iter().find(|m| m.id == id)
+    }
+
+    /// The configuration's values for a model, if it sets any.
+    pub fn configured_model(&self, id: &str) -> Option<ModelConfig> {
+        self.configured.get(id).copied()
+    }
+
+    /// Asks the server what it runs `model` with (or, for `None`, which models it serves), trying
+    /// the plugin's probes in order until one tells a window. Probes go only where chat requests
+    /// may (the same destination and credential rules); an answer that does not tell — a 404,
+    /// another server's shape, a refused connection — moves on to the next. Returns what was
+    /// learnt and how many requests were sent.
+    pub fn discover(&mut self, model: Option<&str>) -> Result<(Discovery, u32)> {
+        let probes = self.plugin.probes(model, &self.base_url).map_err(|e| self.plugin_error(&e))?;
+        let mut found = Discovery::default();
+        let mut sent = 0;
+        for probe in probes {
+            let to = destination::check(
+                &self.name,
+                &probe.request.url,
+                self.plugin.allowed_hosts(),
+                &self.base_url,
+                self.base_configured,
+            )
+            .map_err(Error::HostNotAllowed)?;
+            if self.probe_transport.is_none() {
+                let settings = Settings {
+                    max_retries: 0,
+                    first_byte: self.transport.settings().first_byte.min(Duration::from_secs(15)),
+                    idle: self.transport.settings().idle.min(Duration::from_secs(15)),
+                    ..*self.transport.settings()
+                };
+                self.probe_transport = Some(Transport::new(settings).map_err(Error::NotConfigured)?);
+            }
+            let transport = self.probe_transport.as_ref().expect("made above");
+            let mut body = Vec::new();
+            let out = transport::Outgoing {
+                to: &to,
+                method: &probe.request.method,
+                headers: &probe.request.headers,
+                body: &probe.request.body,
+                credentials: &self.credentials,
+            };
+            let outcome = transport.send(out, &Cancel::default(), &mut |b| body.extend_from_slice(b));
+            sent += 1;
+            let status = match outcome.failure {
+                None => 200,
+                Some(Failure::Status { status, body: b }) => {
+                    body = b;
+                    status
+                }
+                Some(f) => {
+                    tracing::debug!(provider = %self.name, probe = %probe.name, failure = %self.redact(&f.describe()), "probe failed");
+                    continue;
+                }
+            };
+            let d = self.plugin.parse_probe(&probe.name, model, status, &body).map_err(|e| self.plugin_error(&e))?;
+            if found.models.is_empty() {
+                found.models = d.models;
+            }
+            found.max_output_tokens = found.max_output_tokens.or(d.max_output_tokens);
+            if d.context_window.is_some() {
+                found.context_window = d.context_window;
+                break;
+            }
+        }
+        Ok((found, sent))
     }
 
     /// The base URL requests go to.
@@ -422,6 +522,10 @@ impl Provider {
                     Err(e) => Error::from_plugin(e),
                     Ok(_) => Error::Api { code: "http_error".into(), message: format!("HTTP {status}") },
                 };
+                let e = match (e, self.plugin.refusal_limit(status, &body)) {
+                    (Error::Api { code, message }, Ok(Some(limit))) => Error::Refused { code, message, limit },
+                    (e, _) => e,
+                };
                 return Err(self.scrub(e));
             }
             Some(f) => {
@@ -460,6 +564,7 @@ impl Provider {
     fn scrub(&self, e: Error) -> Error {
         match e {
             Error::Api { code, message } => Error::Api { code, message: self.redact(&message) },
+            Error::Refused { code, message, limit } => Error::Refused { code, message: self.redact(&message), limit },
             Error::Plugin(m) => Error::Plugin(self.redact(&m)),
             other => other,
         }

@@ -192,7 +192,8 @@ impl Store {
 
     /// Records a compaction, but only if the session's history still ends at
     /// `compaction.through_seq` (otherwise [`Error::Conflict`] and nothing is written). A success
-    /// resets the session's failure counter; a failure increments it. Returns the counter after.
+    /// resets the session's failure counter; a failure increments it, and so does a success that
+    /// carries an `error` (a summary that is used but freed too little). Returns the counter after.
     pub fn record_compaction(&mut self, session: &str, compaction: &Compaction) -> Result<u32> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let count: u64 = tx
@@ -204,9 +205,10 @@ impl Store {
         }
         insert_compaction(&tx, session, compaction)?;
         let failures: u32 = tx.query_row(
-            "UPDATE sessions SET compaction_failures = CASE WHEN ?2 = 'ok' THEN 0 ELSE compaction_failures + 1 END, \
+            "UPDATE sessions SET compaction_failures = \
+             CASE WHEN ?2 = 'ok' AND ?4 IS NULL THEN 0 ELSE compaction_failures + 1 END, \
              updated_at = ?3 WHERE id = ?1 RETURNING compaction_failures",
-            params![session, status_str(compaction.status), now_ms()],
+            params![session, status_str(compaction.status), now_ms(), compaction.error],
             |r| r.get(0),
         )?;
         tx.commit()?;

@@ -451,7 +451,7 @@ fn non_streaming_answers_parse_for_both_providers() {
         .to_string(),
     )]);
     let home = home_for("openai", &o, "");
-    let out = chat(&home, &["-p", "hi", "--no-stream"], &[]);
+    let out = chat(&home, &["-p", "hi", "--no-stream", "--model", "gpt-4o"], &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "Whole too.\n");
     assert_eq!(rows(&home, None), vec![r(USER, OK, &["text:hi"]), r(ASSISTANT, OK, &["text:Whole too."])]);

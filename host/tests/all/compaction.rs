@@ -254,20 +254,37 @@ fn an_unknown_window_disables_auto_compaction_with_a_warning() {
 }
 
 #[test]
-fn the_thrash_guard_counts_a_pass_that_frees_almost_nothing() {
+fn a_summary_that_frees_little_is_used_and_counted_and_the_request_is_sent_when_it_fits() {
     let home = Home::new();
     let mut store = home.store();
     let id = session(&mut store, 20_000);
     // Small old messages, then one huge latest request that is pinned: a summary frees little.
     chat(&mut store, &id, 3, 20);
     store.append(&id, &[text(Role::User, format!("please read {}", "x ".repeat(36_000)))]).unwrap();
-    let model = Scripted::answering(&[Ok("short")]);
+    let model = Scripted::answering(&[Ok("short"), Ok("shorter")]);
     let mut p = plugins("summariser");
     let mut c = p.compactor(model);
-    let err = c.before_call(&mut store, &id, &frame(), &settings(Some(20_000))).unwrap_err();
-    assert!(err.to_string().contains("thrash"), "{err}");
+    // The request fits the 20k window with 1,000 tokens for the answer: it goes out.
+    let prepared = c.before_call(&mut store, &id, &frame(), &settings(Some(20_000))).unwrap();
+    let report = prepared.compaction.clone().unwrap();
+    assert!(report.summarised && report.thrash, "{report:?}");
+    assert!(prepared.tokens <= 19_000, "{}", prepared.tokens);
+    assert_eq!(store.session(&id).unwrap().compaction_failures, 1, "the thrash counts as a failure");
+    let applied = store.live_view(&id).unwrap().compaction.unwrap();
+    assert_eq!(applied.summary.as_deref(), Some("short"), "the summary it paid for is used");
+    assert!(applied.error.as_deref().unwrap_or_default().starts_with("thrash"), "{:?}", applied.error);
+    assert_eq!(prepared.messages[0].seq, None, "the request starts with the summary");
+
+    // With more room kept for the answer the same history does not fit: the summary is still
+    // recorded and counted, and the turn ends locally with compact_full.
+    let id = session(&mut store, 20_000);
+    chat(&mut store, &id, 3, 20);
+    store.append(&id, &[text(Role::User, format!("please read {}", "x ".repeat(36_000)))]).unwrap();
+    let tight = Settings { max_output_tokens: 2_500, ..settings(Some(20_000)) };
+    let err = c.before_call(&mut store, &id, &frame(), &tight).unwrap_err();
+    assert_eq!(err.code(), "compact_full", "{err}");
     assert_eq!(store.session(&id).unwrap().compaction_failures, 1);
-    assert!(store.live_view(&id).unwrap().compaction.is_none(), "a thrashing summary is not applied");
+    assert_eq!(store.live_view(&id).unwrap().compaction.unwrap().summary.as_deref(), Some("shorter"));
 }
 
 #[test]

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use seshat::client::{Agent, AgentOptions, Observer, SessionChoice, Tools, TurnOutcome};
 use seshat::compaction::Report;
+use seshat::config::ToolChoice;
 use seshat::plugins::StreamEvent;
 use seshat::providers::{Cancel, SharedProvider};
 use seshat::{Client, ClientConfig};
@@ -46,6 +47,10 @@ pub struct Args {
     /// The context window in tokens, overriding what the provider knows.
     #[arg(long, value_name = "TOKENS")]
     window: Option<u64>,
+    /// The answer's room in tokens (refused, naming the largest that fits, if the window cannot
+    /// hold it).
+    #[arg(long, value_name = "TOKENS")]
+    max_output: Option<u64>,
     /// Do not compact automatically in this run.
     #[arg(long)]
     no_auto_compact: bool,
@@ -135,9 +140,43 @@ impl Observer for Printer {
     }
 }
 
-/// Builds the agent from the configuration and flags; `Err` with exit code 2 when nothing is
-/// configured.
-fn open_agent(ctx: &Context, args: &Args) -> anyhow::Result<Result<Agent, String>> {
+/// What `chat` and `compact` both choose from their flags.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct AgentFlags {
+    pub(crate) session: SessionChoice,
+    pub(crate) provider: Option<String>,
+    pub(crate) model: Option<String>,
+    pub(crate) window: Option<u64>,
+    pub(crate) max_output: Option<u64>,
+    pub(crate) no_auto_compact: bool,
+    pub(crate) summary_model: Option<String>,
+    pub(crate) max_iterations: Option<u32>,
+    pub(crate) no_stream: bool,
+}
+
+impl Args {
+    fn flags(&self) -> AgentFlags {
+        AgentFlags {
+            session: match (&self.resume, self.r#continue) {
+                (Some(id), _) => SessionChoice::Resume(id.clone()),
+                (None, true) => SessionChoice::Continue,
+                (None, false) => SessionChoice::New,
+            },
+            provider: self.provider.clone(),
+            model: self.model.clone(),
+            window: self.window,
+            max_output: self.max_output,
+            no_auto_compact: self.no_auto_compact,
+            summary_model: self.summary_model.clone(),
+            max_iterations: self.max_iterations,
+            no_stream: self.no_stream,
+        }
+    }
+}
+
+/// Builds the agent from the configuration and flags, exactly as `chat` runs it; `Err` with the
+/// message (exit code 2) when nothing is configured.
+pub(crate) fn open_agent(ctx: &Context, args: &AgentFlags) -> anyhow::Result<Result<Agent, String>> {
     let config = ctx.config()?;
     let auto_compact = !args.no_auto_compact && config.chat.auto_compact.unwrap_or(true);
     let client_config = ClientConfig {
@@ -147,7 +186,7 @@ fn open_agent(ctx: &Context, args: &Args) -> anyhow::Result<Result<Agent, String
         dirs: Some(ctx.dirs.clone()),
         project: Some(ctx.project.clone()),
     };
-    let mut client = Client::new(client_config, Arc::new(compact::NoProvider))?;
+    let mut client = Client::new(client_config, Arc::new(seshat::compaction::NoModels))?;
     let provider = match client.load_provider(args.provider.as_deref()) {
         Ok(p) => SharedProvider::new(p),
         Err(seshat::client::Error::Provider(e @ seshat::providers::Error::NotConfigured(_))) => {
@@ -166,24 +205,41 @@ fn open_agent(ctx: &Context, args: &Args) -> anyhow::Result<Result<Agent, String
         ),
         None => None,
     };
+    let (tools, required_tools) = match &config.chat.tools {
+        None | Some(ToolChoice::All(true)) => (Tools::with_memory(), Default::default()),
+        Some(ToolChoice::All(false)) => (Tools::none(), Default::default()),
+        Some(ToolChoice::Only(names)) => {
+            let all = Tools::with_memory();
+            let known: Vec<String> = all.specs().into_iter().map(|s| s.name).collect();
+            if let Some(unknown) = names.iter().find(|n| !known.contains(n)) {
+                anyhow::bail!(
+                    "[chat] tools names `{unknown}`, which is not a tool Seshat offers; the tools are: {}",
+                    known.join(", ")
+                );
+            }
+            (all, names.iter().cloned().collect())
+        }
+    };
     let options = AgentOptions {
-        session: match (&args.resume, args.r#continue) {
-            (Some(id), _) => SessionChoice::Resume(id.clone()),
-            (None, true) => SessionChoice::Continue,
-            (None, false) => SessionChoice::New,
-        },
+        session: args.session.clone(),
         project: ctx.project.clone(),
         project_dir: config.chat.project_instructions.unwrap_or(true).then(|| ctx.project.clone().into()),
         model: args.model.clone().or(config.chat.model.clone()),
         window: args.window,
         max_output_tokens: config.chat.max_output_tokens,
+        max_output: args.max_output,
+        required_tools,
         max_iterations: args.max_iterations.or(config.chat.max_iterations).unwrap_or(25),
         system_prompt,
         stream: !args.no_stream,
         memory_budget: config.memory_context_tokens(),
         provider_options: "{}".into(),
     };
-    Ok(Ok(Agent::open(client, provider, Tools::with_memory(), options)?))
+    let tools = match &config.chat.tools {
+        Some(ToolChoice::Only(names)) => tools.only(names),
+        _ => tools,
+    };
+    Ok(Ok(Agent::open(client, provider, tools, options)?))
 }
 
 /// Ctrl-C cancels the running turn; a second one while cancelling exits at once.
@@ -217,13 +273,16 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     if prompt.as_deref().is_some_and(|p| p.trim().is_empty()) {
         anyhow::bail!("the prompt is empty: pass -p \"…\" or pipe text to stdin");
     }
-    let mut agent = match open_agent(ctx, args)? {
+    let mut agent = match open_agent(ctx, &args.flags())? {
         Ok(a) => a,
         Err(message) => {
             eprintln!("seshat chat: {message}");
             return Ok(ExitCode::from(EXIT_NOT_CONFIGURED));
         }
     };
+    for note in agent.client().notes() {
+        eprintln!("[{note}]");
+    }
     let cancel = Cancel::default();
     install_interrupt(&cancel)?;
     match prompt {

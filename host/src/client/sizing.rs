@@ -1,0 +1,308 @@
+//! Sizing a session's requests to the model it actually talks to: which window (and where it came
+//! from), how much room the answer gets, and how the fixed parts of every request (the system
+//! prompt, the project's instructions, the memory context, the tool schemas) are cut to fit.
+//!
+//! The window comes from, in order: `--window`, the configuration, a window a refusal or a
+//! truncation revealed (learnt), the provider's model table, the server's own answer (discovered,
+//! cached for 24 hours), and otherwise [`window::ASSUMED_WINDOW`], said in a warning. Below
+//! [`window::MIN_WINDOW`] nothing works, and the error says how to raise the server's context.
+
+use std::collections::HashSet;
+
+use super::prompt::{self, PromptParts};
+use crate::compaction::Frame;
+use crate::plugins::ToolSpec;
+use crate::providers::Provider;
+use crate::store::{ModelWindow, Store, WindowOrigin, now_ms};
+use crate::window::{self, Marks, WindowSource};
+
+/// A window and what it rests on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowChoice {
+    /// The context window in tokens.
+    pub window: u64,
+    /// Where it came from.
+    pub source: WindowSource,
+    /// The model's own output limit, when something knows it.
+    pub model_output_limit: Option<u64>,
+}
+
+/// Finds `model`'s window (see the module docs). Asks the server at most once per (base URL,
+/// model) a day: the answer, even "nothing", is cached in the store.
+pub fn choose_window(
+    provider: &mut Provider,
+    store: &mut Store,
+    model: &str,
+    flag: Option<u64>,
+) -> crate::store::Result<WindowChoice> {
+    let base = provider.base_url().to_string();
+    let table = provider.table_model(model).cloned();
+    let configured = provider.configured_model(model);
+    let mut known = store.model_window(&base, model)?;
+    let table_limit = table.as_ref().map(|m| m.max_output_tokens).filter(|&m| m > 0);
+    let output_limit = |known: &Option<ModelWindow>| known.and_then(|k| k.max_output_tokens).or(table_limit);
+    let pick = |window, source, known: &Option<ModelWindow>| WindowChoice {
+        window,
+        source,
+        model_output_limit: output_limit(known),
+    };
+    if let Some(w) = flag {
+        return Ok(pick(w, WindowSource::Flag, &known));
+    }
+    if let Some(w) = configured.and_then(|c| c.context_window) {
+        return Ok(pick(w, WindowSource::Config, &known));
+    }
+    if let Some(k) = known.filter(|k| k.origin == WindowOrigin::Learnt)
+        && let Some(w) = k.context_window
+    {
+        return Ok(pick(w, WindowSource::Learnt, &known));
+    }
+    if let Some(w) = table.as_ref().map(|m| m.context_window).filter(|&w| w > 0) {
+        return Ok(pick(w, WindowSource::Table, &known));
+    }
+    let now = now_ms();
+    if known.is_none_or(|k| k.is_stale(now)) && provider.discovers() {
+        match provider.discover(Some(model)) {
+            Ok((found, _)) => {
+                let entry = ModelWindow {
+                    context_window: found.context_window,
+                    max_output_tokens: found.max_output_tokens,
+                    origin: WindowOrigin::Discovered,
+                    learnt_at: now,
+                };
+                store.record_model_window(&base, model, &entry)?;
+                known = store.model_window(&base, model)?;
+            }
+            Err(e) => tracing::debug!(provider = %provider.name(), error = %e, "discovery failed"),
+        }
+    }
+    match known.and_then(|k| k.context_window) {
+        Some(w) => Ok(pick(w, WindowSource::Discovered, &known)),
+        None => Ok(pick(window::ASSUMED_WINDOW, WindowSource::Assumed, &known)),
+    }
+}
+
+/// The warning shown while a window is only assumed.
+pub fn assumed_warning(model: &str) -> String {
+    format!(
+        "the context window of `{model}` is unknown (not in the model table, the config, or the server's answers): \
+         assuming {} tokens; set it with --window or `context_window` under [providers.<name>.models.\"{model}\"]",
+        window::ASSUMED_WINDOW
+    )
+}
+
+/// What limits the answer's room.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OutputAsk {
+    /// The model's own limit.
+    pub model_limit: Option<u64>,
+    /// A value that must be honoured exactly or refused (`--max-output`, a per-model config
+    /// value), with what set it.
+    pub exact: Option<(u64, String)>,
+    /// A cap that is clamped to what fits (`[chat] max_output_tokens`).
+    pub cap: Option<u64>,
+}
+
+/// The answer's room on `window`: `min(the model's limit, 16,384, what lies above the
+/// threshold)`, or the exact value asked for if it fits (an error naming both numbers and the
+/// largest that fits otherwise), further capped by the global cap (with a notice when clamped).
+pub fn max_output(window: u64, ask: &OutputAsk) -> Result<(u64, Option<String>), String> {
+    let marks = Marks::new(window);
+    let fits = marks.max_output(ask.model_limit.unwrap_or(u64::MAX));
+    if let Some((value, who)) = &ask.exact {
+        if *value > fits || *value == 0 {
+            return Err(format!(
+                "{who} asks for {value} output tokens, but on a {window}-token window at most {fits} fit above the \
+                 compaction threshold ({} tokens): set it to {fits} or less",
+                marks.threshold
+            ));
+        }
+        return Ok((*value, None));
+    }
+    match ask.cap {
+        Some(cap) if cap > fits => Ok((
+            fits,
+            Some(format!(
+                "[chat] max_output_tokens = {cap} is more than fits a {window}-token window: answers get {fits} tokens"
+            )),
+        )),
+        Some(cap) => Ok((cap.max(1), None)),
+        None => Ok((fits, None)),
+    }
+}
+
+/// The fixed parts of a request before fitting.
+#[derive(Debug, Clone, Default)]
+pub struct FrameParts {
+    /// The base system prompt.
+    pub base: String,
+    /// The project's instruction files.
+    pub instructions: Vec<(String, String)>,
+    /// The session's memory context, if it has one.
+    pub memory: Option<String>,
+    /// The tools, in the order offered.
+    pub tools: Vec<ToolSpec>,
+    /// Tools the user chose by name: never left out.
+    pub required: HashSet<String>,
+}
+
+/// A frame that fits, and what was left out to make it fit.
+#[derive(Debug, Clone, Default)]
+pub struct FittedFrame {
+    /// The system prompt and tool schemas as sent.
+    pub frame: Frame,
+    /// The tools offered.
+    pub tools: Vec<ToolSpec>,
+    /// What was left out, for `/context` (empty when everything fits).
+    pub left_out: Vec<String>,
+}
+
+/// Memory tools in the order they are left out when the window is too small for them all: the
+/// repairs and bulk reads first, the searches last.
+const TOOLS_LEAST_ESSENTIAL_FIRST: &[&str] = &[
+    "memory_delete_relations",
+    "memory_delete_observations",
+    "memory_delete_entities",
+    "memory_read_graph",
+    "memory_create_relations",
+    "memory_open_nodes",
+    "memory_add_observations",
+    "memory_create_entities",
+    "memory_search_nodes",
+];
+
+fn build(parts: &FrameParts, memory: Option<&str>, instructions: usize, tools: &[ToolSpec]) -> Frame {
+    let system = prompt::build(&PromptParts {
+        base: parts.base.clone(),
+        instructions: parts.instructions[..instructions].to_vec(),
+        memory: memory.map(str::to_string),
+    });
+    let tools =
+        serde_json::to_string(&tools.iter().map(|s| (&s.name, &s.description, &s.parameters)).collect::<Vec<_>>())
+            .unwrap_or_default();
+    Frame { system, tools }
+}
+
+/// Cuts the frame to `budget` tokens, in a stated order: the memory context shrinks first (its
+/// lowest-ranked lines go), then the project's instruction files go (the last first), then the
+/// tools the user did not choose by name (the least essential first). What remains of the base
+/// prompt and the chosen tools is kept even if it does not fit (and said).
+pub fn fit_frame(parts: &FrameParts, budget: u64) -> FittedFrame {
+    let mut memory_lines: Vec<&str> = parts.memory.as_deref().map(|m| m.lines().collect()).unwrap_or_default();
+    let mut memory_cut = 0usize;
+    let mut instructions = parts.instructions.len();
+    let mut tools = parts.tools.clone();
+    let render_memory = |lines: &[&str], cut: usize| -> Option<String> {
+        parts.memory.as_ref()?;
+        let mut text = lines.join("\n");
+        if cut > 0 {
+            text.push_str(&format!("\n[{cut} more lines of memory left out to fit the window]"));
+        }
+        Some(text)
+    };
+    let mut left_out = Vec::new();
+    let mut frame = build(parts, render_memory(&memory_lines, 0).as_deref(), instructions, &tools);
+    while frame.tokens() > budget && !memory_lines.is_empty() {
+        memory_lines.pop();
+        memory_cut += 1;
+        frame = build(parts, render_memory(&memory_lines, memory_cut).as_deref(), instructions, &tools);
+    }
+    if memory_cut > 0 {
+        left_out.push(format!("{memory_cut} lines of the memory context"));
+    }
+    let memory = render_memory(&memory_lines, memory_cut);
+    while frame.tokens() > budget && instructions > 0 {
+        instructions -= 1;
+        left_out.push(format!("the project's {}", parts.instructions[instructions].0));
+        frame = build(parts, memory.as_deref(), instructions, &tools);
+    }
+    let rank = |name: &str| TOOLS_LEAST_ESSENTIAL_FIRST.iter().position(|t| *t == name).unwrap_or(usize::MAX);
+    while frame.tokens() > budget {
+        let Some(i) = tools
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| !parts.required.contains(&t.name))
+            .min_by_key(|(_, t)| rank(&t.name))
+            .map(|(i, _)| i)
+        else {
+            left_out.push(format!(
+                "nothing more can go: the base prompt and the chosen tools take ~{} tokens, over the {budget}-token \
+                 budget for fixed parts",
+                frame.tokens()
+            ));
+            break;
+        };
+        left_out.push(format!("the tool {}", tools.remove(i).name));
+        frame = build(parts, memory.as_deref(), instructions, &tools);
+    }
+    FittedFrame { frame, tools, left_out }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_values_that_cannot_fit_are_refused_naming_both_numbers_and_caps_are_clamped() {
+        let e = max_output(8_192, &OutputAsk { exact: Some((4_096, "--max-output".into())), ..Default::default() })
+            .unwrap_err();
+        assert!(e.contains("--max-output asks for 4096") && e.contains("at most 2477 fit"), "{e}");
+        assert_eq!(
+            max_output(8_192, &OutputAsk { exact: Some((2_000, "x".into())), ..Default::default() }).unwrap(),
+            (2_000, None)
+        );
+        let (n, notice) = max_output(8_192, &OutputAsk { cap: Some(16_000), ..Default::default() }).unwrap();
+        assert_eq!(n, 2_477);
+        assert!(notice.unwrap().contains("max_output_tokens = 16000"));
+        assert_eq!(max_output(200_000, &OutputAsk { cap: Some(4_000), ..Default::default() }).unwrap(), (4_000, None));
+        assert_eq!(
+            max_output(200_000, &OutputAsk { model_limit: Some(8_192), ..Default::default() }).unwrap(),
+            (8_192, None)
+        );
+    }
+
+    fn tool(name: &str, size: usize) -> ToolSpec {
+        ToolSpec { name: name.into(), description: "d".repeat(size), parameters: "{}".into() }
+    }
+
+    #[test]
+    fn the_frame_is_cut_memory_first_then_project_files_then_optional_tools() {
+        let parts = FrameParts {
+            base: "base prompt".into(),
+            instructions: vec![("AGENTS.md".into(), "a".repeat(400)), ("CLAUDE.md".into(), "c".repeat(400))],
+            memory: Some((0..20).map(|i| format!("- fact {i} {}", "m".repeat(30))).collect::<Vec<_>>().join("\n")),
+            tools: vec![tool("memory_search_nodes", 400), tool("memory_delete_relations", 400), tool("mine", 400)],
+            required: ["mine".to_string()].into(),
+        };
+        let all = fit_frame(&parts, 100_000);
+        assert!(all.left_out.is_empty());
+        assert_eq!(all.tools.len(), 3);
+
+        // Room for everything but some memory.
+        let some = fit_frame(&parts, all.frame.tokens() - 30);
+        assert_eq!(some.tools.len(), 3);
+        assert_eq!(some.left_out.len(), 1, "{:?}", some.left_out);
+        assert!(some.left_out[0].ends_with("lines of the memory context"));
+        assert!(some.frame.system.contains("more lines of memory left out to fit the window"));
+        assert!(some.frame.system.contains("CLAUDE.md") && some.frame.tokens() <= all.frame.tokens() - 30);
+
+        // Less room: all memory, then CLAUDE.md, then AGENTS.md, then the least essential tool.
+        let small = fit_frame(&parts, 300);
+        assert_eq!(
+            small.left_out,
+            [
+                "20 lines of the memory context",
+                "the project's CLAUDE.md",
+                "the project's AGENTS.md",
+                "the tool memory_delete_relations"
+            ]
+        );
+        assert_eq!(small.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["memory_search_nodes", "mine"]);
+        assert!(small.frame.tokens() <= 300);
+
+        // A chosen tool is never left out, and what cannot fit is said.
+        let tiny = fit_frame(&parts, 50);
+        assert_eq!(tiny.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["mine"]);
+        assert!(tiny.left_out.last().unwrap().starts_with("nothing more can go"), "{:?}", tiny.left_out);
+    }
+}
