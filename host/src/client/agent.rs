@@ -89,6 +89,9 @@ impl Default for AgentOptions {
 pub const DEFAULT_MAX_ITERATIONS: u32 = 25;
 /// An answer room below this after a refusal is not worth retrying with: compact instead.
 const MIN_RETRY_OUTPUT: u64 = 256;
+/// A server's prompt count below this share (percent) of Seshat's estimate means it cut the
+/// prompt.
+pub const TRUNCATED_PERCENT: u64 = 75;
 
 /// What the chat loop reports while a turn runs (the CLI prints it; tests record it).
 pub trait Observer {
@@ -641,19 +644,20 @@ impl Agent {
     }
 
     /// A server that truncates over-long prompts silently (Ollama) shows it in the prompt tokens it
-    /// reports: less than half Seshat's estimate of what it sent. The window is then learnt from
+    /// reports: less than [`TRUNCATED_PERCENT`] of Seshat's estimate of what it sent (a real
+    /// tokenizer counts prose at ~85–90% of the estimate, code and JSON above it). The window is then learnt from
     /// them and that call's output (rounded up to a multiple of 1,024, as servers' windows are).
     fn learn_from_usage(&mut self, answer: &Answer, sent_estimate: u64) -> Result<()> {
         let Some(u) = answer.usage else { return Ok(()) };
         let Some(prompt) = u.context_tokens.filter(|&p| p > 0) else { return Ok(()) };
-        if prompt.saturating_mul(2) >= sent_estimate || sent_estimate < window::MIN_WINDOW {
+        if prompt.saturating_mul(100) >= sent_estimate.saturating_mul(TRUNCATED_PERCENT) {
             return Ok(());
         }
-        // Only a window nobody stated can be wrong this way (a model table's, a flag's or the
-        // config's is taken at its word), and a count below the smallest window is a misreport.
-        let stated = matches!(self.window_source, WindowSource::Flag | WindowSource::Config | WindowSource::Table);
+        // Only a window nobody stated can be wrong this way: a model table's, a flag's, the
+        // config's or a refusal's is taken at its word.
+        let stated = !matches!(self.window_source, WindowSource::Assumed | WindowSource::Discovered);
         let learnt = (prompt + u.output_tokens).div_ceil(1_024) * 1_024;
-        if stated || learnt >= self.window || learnt < window::MIN_WINDOW {
+        if stated || learnt >= self.window {
             return Ok(());
         }
         self.learn_window(

@@ -603,7 +603,6 @@ impl Compactor<'_> {
         settings: &Settings,
         calls: &Arc<std::sync::atomic::AtomicU32>,
     ) -> std::result::Result<String, String> {
-        let messages: Vec<PluginMessage> = dropped.iter().map(|e| summary_message(e)).collect();
         // The session's own model runs with the session's window (which may have been discovered
         // or learnt, so its provider may not know it), another model with the window its provider
         // knows; when both are known, the smaller.
@@ -612,6 +611,11 @@ impl Compactor<'_> {
             (Some(a), Some(b)) => a.min(b),
             (a, b) => a.or(b).or(settings.context_window).unwrap_or(0),
         };
+        // No message may be larger than a request can hold beside the instructions, a previous
+        // summary (at most the cap) and the answer.
+        let largest = model_window.saturating_sub(2 * summary_tokens + SUMMARY_PROMPT_TOKENS + 64);
+        let max_chars = usize::try_from(largest.saturating_mul(4)).unwrap_or(usize::MAX).max(400);
+        let messages: Vec<PluginMessage> = dropped.iter().map(|e| summary_message(e, max_chars)).collect();
         let mut running = previous;
         // Chunks are sized so each request (instructions, previous summary, messages) and its
         // answer fit the summary model's window; `BoundModel` checks every request against it.
@@ -675,27 +679,32 @@ fn item(e: &crate::store::ViewEntry) -> cut::Item {
     }
 }
 
-/// A dropped message as the summariser gets it: long tool outputs cut to a head and a tail.
-fn summary_message(e: &crate::store::ViewEntry) -> PluginMessage {
+/// `text` cut to `max_chars` characters: three quarters from its start, a quarter from its end,
+/// and a line saying how much went.
+fn head_and_tail(text: &str, max_chars: usize) -> String {
+    let count = text.chars().count();
+    if count <= max_chars {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(max_chars * 3 / 4).collect();
+    let tail: String = text.chars().skip(count - max_chars / 4).collect();
+    format!("{head}\n[… {} characters cut …]\n{tail}", count - max_chars)
+}
+
+/// A dropped message as the summariser gets it: long tool outputs cut to a head and a tail, and
+/// any text beyond `max_chars` in all (a message larger than a summary request can hold) too.
+fn summary_message(e: &crate::store::ViewEntry, max_chars: usize) -> PluginMessage {
+    let texts = e.parts.iter().filter(|p| matches!(p, Part::Text { .. })).count().max(1);
     let parts = e
         .parts
         .iter()
         .map(|p| match p {
-            Part::ToolResult { call_id, content, is_error } if content.chars().count() > SUMMARY_TOOL_OUTPUT_CHARS => {
-                let head: String = content.chars().take(SUMMARY_TOOL_OUTPUT_CHARS * 3 / 4).collect();
-                let tail: String = {
-                    let t: Vec<char> = content.chars().rev().take(SUMMARY_TOOL_OUTPUT_CHARS / 4).collect();
-                    t.into_iter().rev().collect()
-                };
-                Part::ToolResult {
-                    call_id: call_id.clone(),
-                    content: format!(
-                        "{head}\n[… {} characters cut …]\n{tail}",
-                        content.chars().count() - SUMMARY_TOOL_OUTPUT_CHARS
-                    ),
-                    is_error: *is_error,
-                }
-            }
+            Part::ToolResult { call_id, content, is_error } => Part::ToolResult {
+                call_id: call_id.clone(),
+                content: head_and_tail(content, SUMMARY_TOOL_OUTPUT_CHARS.min(max_chars)),
+                is_error: *is_error,
+            },
+            Part::Text { text } => Part::Text { text: head_and_tail(text, max_chars / texts) },
             other => other.clone(),
         })
         .collect();

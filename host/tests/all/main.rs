@@ -10,6 +10,7 @@ mod compaction;
 mod concurrency;
 mod crash;
 mod ids;
+mod local;
 mod memory;
 mod memory_cli;
 mod migrations;

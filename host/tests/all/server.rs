@@ -60,20 +60,37 @@ impl Recorded {
     }
 }
 
+/// Answers a request (a server that routes by path instead of following a script).
+pub type Handler = Arc<dyn Fn(&Recorded) -> Reply + Send + Sync>;
+
 /// The server. It runs until the test process ends.
 #[derive(Clone)]
 pub struct Server {
     pub port: u16,
     script: Arc<Mutex<VecDeque<Reply>>>,
     requests: Arc<Mutex<Vec<Recorded>>>,
+    handler: Option<Handler>,
 }
 
 impl Server {
     pub fn start(script: Vec<Reply>) -> Self {
+        Self::listen(script, None)
+    }
+
+    /// A server answering each request with `handler` (which sees every request as received).
+    pub fn route(handler: impl Fn(&Recorded) -> Reply + Send + Sync + 'static) -> Self {
+        Self::listen(Vec::new(), Some(Arc::new(handler)))
+    }
+
+    fn listen(script: Vec<Reply>, handler: Option<Handler>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
         let port = listener.local_addr().unwrap().port();
-        let server =
-            Server { port, script: Arc::new(Mutex::new(script.into())), requests: Arc::new(Mutex::new(Vec::new())) };
+        let server = Server {
+            port,
+            script: Arc::new(Mutex::new(script.into())),
+            requests: Arc::new(Mutex::new(Vec::new())),
+            handler,
+        };
         let s = server.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
@@ -118,14 +135,17 @@ impl Server {
         let len = headers.iter().find(|(n, _)| n == "content-length").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
         let mut body = vec![0; len];
         reader.read_exact(&mut body).unwrap();
-        self.requests.lock().unwrap().push(Recorded {
-            method,
-            path,
-            headers,
-            body: String::from_utf8_lossy(&body).into_owned(),
-        });
-        let reply =
-            self.script.lock().unwrap().pop_front().unwrap_or_else(|| Reply::json(500, "{\"error\":\"script ended\"}"));
+        let recorded = Recorded { method, path, headers, body: String::from_utf8_lossy(&body).into_owned() };
+        self.requests.lock().unwrap().push(recorded.clone());
+        let reply = match &self.handler {
+            Some(handler) => handler(&recorded),
+            None => self
+                .script
+                .lock()
+                .unwrap()
+                .pop_front()
+                .unwrap_or_else(|| Reply::json(500, "{\"error\":\"script ended\"}")),
+        };
         let mut out = stream;
         let _ = respond(&mut out, reply);
     }
@@ -135,7 +155,9 @@ fn respond(out: &mut TcpStream, reply: Reply) -> std::io::Result<()> {
     let reason = |s: u16| match s {
         200 => "OK",
         307 => "Temporary Redirect",
+        400 => "Bad Request",
         401 => "Unauthorized",
+        404 => "Not Found",
         429 => "Too Many Requests",
         500 => "Internal Server Error",
         _ => "Status",

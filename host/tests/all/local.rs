@@ -1,0 +1,808 @@
+//! Seshat against the models people actually run: local OpenAI-compatible servers (llama.cpp,
+//! Ollama, vLLM, LM Studio) that list no window and send no usage, and providers whose real window
+//! is smaller than Seshat believes. Each loopback server speaks its own real JSON, routes by path
+//! (404 for the others' endpoints), checks the headers of what it receives, and counts every chat
+//! request it receives by Seshat's documented estimate (characters / 4, rounded up, per text;
+//! 4 per message) to check it fits its window with its `max_tokens`.
+
+use std::process::Output;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+use crate::chat::{KEY, json_of};
+use crate::server::{Recorded, Reply, Server, anthropic, openai};
+use crate::support::Home;
+
+/// Seshat's documented estimate of a text, computed here independently.
+fn est(s: &str) -> u64 {
+    (s.chars().count() as u64).div_ceil(4)
+}
+
+fn str_of(v: &Value) -> &str {
+    v.as_str().unwrap_or_default()
+}
+
+/// The estimate of an OpenAI chat request's input, as a server counting like Seshat would.
+fn openai_input(body: &Value) -> u64 {
+    let mut t = 0;
+    for tool in body["tools"].as_array().into_iter().flatten() {
+        let f = &tool["function"];
+        t += est(str_of(&f["name"])) + est(str_of(&f["description"])) + est(&f["parameters"].to_string());
+    }
+    for m in body["messages"].as_array().into_iter().flatten() {
+        if m["role"] == "system" {
+            t += est(str_of(&m["content"]));
+            continue;
+        }
+        t += 4 + est(str_of(&m["content"])) + est(str_of(&m["tool_call_id"]));
+        for c in m["tool_calls"].as_array().into_iter().flatten() {
+            t += est(str_of(&c["id"])) + est(str_of(&c["function"]["name"])) + est(str_of(&c["function"]["arguments"]));
+        }
+    }
+    t
+}
+
+/// The estimate of an Anthropic Messages request's input.
+fn anthropic_input(body: &Value) -> u64 {
+    let mut t = 0;
+    for block in body["system"].as_array().into_iter().flatten() {
+        t += est(str_of(&block["text"]));
+    }
+    t += est(str_of(&body["system"]));
+    for tool in body["tools"].as_array().into_iter().flatten() {
+        t += est(str_of(&tool["name"])) + est(str_of(&tool["description"])) + est(&tool["input_schema"].to_string());
+    }
+    for m in body["messages"].as_array().into_iter().flatten() {
+        t += 4;
+        for b in m["content"].as_array().into_iter().flatten() {
+            t += est(str_of(&b["text"])) + est(str_of(&b["tool_use_id"])) + est(str_of(&b["content"]));
+            if b["type"] == "tool_use" {
+                t += est(str_of(&b["id"])) + est(str_of(&b["name"])) + est(&b["input"].to_string());
+            }
+        }
+    }
+    t
+}
+
+/// Which server a loopback emulates: what it answers about its models.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// llama.cpp's `llama-server`: `/props` has the runtime `n_ctx`; `/v1/models` only the
+    /// trained length.
+    LlamaCpp,
+    /// Ollama with the model loaded: `/api/ps` has its `context_length`.
+    Ollama,
+    /// Ollama with the model not loaded: `/api/show` parameters carry `num_ctx`.
+    OllamaShow,
+    /// Ollama with no `num_ctx` anywhere: it runs its default, 4,096.
+    OllamaDefault,
+    /// vLLM: `/v1/models` has `max_model_len`.
+    Vllm,
+    /// LM Studio: `/api/v0/models` has `loaded_context_length`.
+    LmStudio,
+    /// A server (or a proxy in front of one) that answers none of the questions.
+    Bare,
+}
+
+/// How a server treats a request longer than its window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Over {
+    /// OpenAI's refusals: `context_length_exceeded`, or "you requested N tokens (a in the messages,
+    /// b in the completion)".
+    OpenAi,
+    /// llama.cpp's `exceed_context_size_error` with `n_ctx` (the prompt alone is checked).
+    LlamaCpp,
+    /// vLLM's 400 "maximum context length is N tokens. However, you requested …".
+    Vllm,
+    /// Ollama: silently keeps the end of the prompt and reports the prompt tokens it kept.
+    Truncate,
+    /// Every chat request is refused as too long, whatever its size.
+    Always,
+}
+
+/// What a server saw.
+#[derive(Debug, Default)]
+struct Seen {
+    /// Chat requests that did not fit the window with their `max_tokens` (must stay empty where
+    /// the server is strict and Seshat knows the window).
+    overflows: Vec<String>,
+    /// Refusals sent.
+    refusals: u32,
+    /// Chat requests answered (summaries included).
+    answered: u32,
+    /// Requests with a wrong path, method or headers.
+    bad: Vec<String>,
+}
+
+struct Local {
+    server: Server,
+    seen: Arc<Mutex<Seen>>,
+}
+
+const MODEL: &str = "qwen-local";
+
+impl Local {
+    fn start(kind: Kind, window: u64, over: Option<Over>) -> Self {
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let s = seen.clone();
+        let turn = Arc::new(Mutex::new(0u32));
+        let server = Server::route(move |r| answer(kind, window, over, r, &s, &turn));
+        Local { server, seen }
+    }
+
+    fn base(&self) -> String {
+        format!("{}/v1", self.server.url())
+    }
+
+    /// Requests other than chat completions (the probes).
+    fn probes(&self) -> Vec<String> {
+        self.server
+            .requests()
+            .iter()
+            .filter(|r| r.path != "/v1/chat/completions")
+            .map(|r| format!("{} {}", r.method, r.path))
+            .collect()
+    }
+
+    fn chats(&self) -> Vec<Recorded> {
+        self.server.requests().into_iter().filter(|r| r.path == "/v1/chat/completions").collect()
+    }
+
+    fn seen(&self) -> std::sync::MutexGuard<'_, Seen> {
+        self.seen.lock().unwrap()
+    }
+}
+
+fn not_found() -> Reply {
+    Reply::json(404, r#"{"error":"not found"}"#)
+}
+
+fn answer(kind: Kind, window: u64, over: Option<Over>, r: &Recorded, seen: &Mutex<Seen>, turn: &Mutex<u32>) -> Reply {
+    if r.header("authorization") != Some(&format!("Bearer {KEY}")) {
+        seen.lock().unwrap().bad.push(format!("{} {} without the bearer key", r.method, r.path));
+    }
+    let ollama = matches!(kind, Kind::Ollama | Kind::OllamaShow | Kind::OllamaDefault);
+    match (r.method.as_str(), r.path.as_str()) {
+        ("GET", "/v1/models") if kind != Kind::Bare => {
+            let entry = match kind {
+                Kind::LlamaCpp => json!({"id": MODEL, "object": "model", "meta": {"n_ctx_train": 32_768}}),
+                Kind::Vllm => json!({"id": MODEL, "object": "model", "max_model_len": window}),
+                _ => json!({"id": MODEL, "object": "model", "owned_by": "local"}),
+            };
+            Reply::json(
+                200,
+                &json!({"object": "list", "data": [entry, {"id": "other-model", "object": "model"}]}).to_string(),
+            )
+        }
+        ("GET", "/props") if kind == Kind::LlamaCpp => Reply::json(
+            200,
+            &json!({"default_generation_settings": {"n_ctx": window, "n_predict": -1}, "total_slots": 1}).to_string(),
+        ),
+        ("GET", "/api/ps") if ollama => {
+            let models = if kind == Kind::Ollama {
+                json!([{"name": MODEL, "model": MODEL, "size": 5_000_000_000u64, "context_length": window}])
+            } else {
+                json!([])
+            };
+            Reply::json(200, &json!({"models": models}).to_string())
+        }
+        ("POST", "/api/show") if ollama => {
+            if r.json()["model"] != MODEL {
+                seen.lock().unwrap().bad.push(format!("/api/show for {}", r.body));
+            }
+            let parameters = if kind == Kind::OllamaDefault {
+                "stop \"<|im_end|>\"".to_string()
+            } else {
+                format!("num_ctx {window}\nstop \"<|im_end|>\"")
+            };
+            Reply::json(
+                200,
+                &json!({"modelfile": "FROM qwen", "parameters": parameters,
+                    "model_info": {"qwen2.context_length": 32_768}})
+                .to_string(),
+            )
+        }
+        ("GET", "/api/v0/models") if kind == Kind::LmStudio => Reply::json(
+            200,
+            &json!({"data": [{"id": MODEL, "loaded_context_length": window, "max_context_length": 32_768}]})
+                .to_string(),
+        ),
+        ("POST", "/v1/chat/completions") => chat_answer(window, over, r, seen, turn),
+        _ => not_found(),
+    }
+}
+
+/// OpenAI-compatible chat: refuses, truncates or answers; tool calls on every other turn when
+/// tools are offered.
+fn chat_answer(window: u64, over: Option<Over>, r: &Recorded, seen: &Mutex<Seen>, turn: &Mutex<u32>) -> Reply {
+    if r.header("content-type") != Some("application/json") {
+        seen.lock().unwrap().bad.push("chat without a JSON content type".into());
+    }
+    let body = r.json();
+    let input = openai_input(&body);
+    let max = body["max_tokens"].as_u64().unwrap_or(0);
+    let refuse = |message: String, code: Value| {
+        seen.lock().unwrap().refusals += 1;
+        Reply::json(
+            400,
+            &json!({"error": {"message": message, "type": "invalid_request_error", "param": "messages",
+            "code": code}})
+            .to_string(),
+        )
+    };
+    match over {
+        Some(Over::Always) => {
+            return refuse(
+                format!(
+                    "This model's maximum context length is {window} tokens. However, your messages resulted in {} tokens. Please reduce the length of the messages.",
+                    window + 1_000
+                ),
+                json!("context_length_exceeded"),
+            );
+        }
+        Some(Over::OpenAi) if input > window => {
+            return refuse(
+                format!(
+                    "This model's maximum context length is {window} tokens. However, your messages resulted in {input} tokens. Please reduce the length of the messages."
+                ),
+                json!("context_length_exceeded"),
+            );
+        }
+        Some(Over::OpenAi) if input + max > window => {
+            return refuse(
+                format!(
+                    "This model's maximum context length is {window} tokens. However, you requested {} tokens ({input} in the messages, {max} in the completion). Please reduce the length of the messages or completion.",
+                    input + max
+                ),
+                Value::Null,
+            );
+        }
+        Some(Over::Vllm) if input + max > window => {
+            seen.lock().unwrap().refusals += 1;
+            return Reply::json(400, &json!({"object": "error", "message": format!("This model's maximum context length is {window} tokens. However, you requested {} tokens ({input} in the messages, {max} in the completion). Please reduce the length of the messages or completion.", input + max), "type": "BadRequestError", "param": null, "code": 400}).to_string());
+        }
+        Some(Over::LlamaCpp) if input > window => {
+            seen.lock().unwrap().refusals += 1;
+            return Reply::json(400, &json!({"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": input, "n_ctx": window}}).to_string());
+        }
+        _ => {}
+    }
+    let truncated = over == Some(Over::Truncate) && input + max > window;
+    if input + max > window && !truncated {
+        seen.lock().unwrap().overflows.push(format!("input {input} + max_tokens {max} > {window}"));
+    }
+    seen.lock().unwrap().answered += 1;
+    if body["stream"] != true {
+        // A summary request (whole answer, no tools).
+        let summary = format!(
+            "Summary: the user sent numbered notes; {} messages were summarised.",
+            body["messages"].as_array().map_or(0, Vec::len)
+        );
+        return Reply::json(
+            200,
+            &json!({"id": "s", "object": "chat.completion", "choices": [{"index": 0,
+            "message": {"role": "assistant", "content": summary}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": input, "completion_tokens": est(&summary)}})
+            .to_string(),
+        );
+    }
+    let last = body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
+    let offered =
+        body["tools"].as_array().into_iter().flatten().any(|t| t["function"]["name"] == "memory_search_nodes");
+    let mut n = turn.lock().unwrap();
+    *n += 1;
+    if offered && last["role"] == "user" && (*n).is_multiple_of(2) {
+        return Reply::Stream {
+            pieces: openai::tool_answer(&format!("call_{n}"), "memory_search_nodes", r#"{"query":"notes"}"#),
+        };
+    }
+    let text = format!("Noted, turn {n}. {}", "Understood and recorded. ".repeat(8));
+    if truncated {
+        // Ollama keeps what fits and says how much it read.
+        let kept = window.saturating_sub(200);
+        let mut pieces = openai::text_answer(&[&text], false);
+        let done = pieces.pop().unwrap();
+        pieces.push(openai::chunk(
+            &json!({"id": "c1", "choices": [], "usage": {"prompt_tokens": kept, "completion_tokens": 40}}),
+        ));
+        pieces.push(done);
+        return Reply::Stream { pieces };
+    }
+    // Like llama-cpp-python: no usage when streaming.
+    Reply::Stream { pieces: openai::text_answer(&[&text], false) }
+}
+
+/// A home whose config points the openai provider at `base` (no answer cap, so Seshat sizes the
+/// answer itself), with `extra` appended.
+fn home_at(provider: &str, base: &str, extra: &str) -> Home {
+    let home = Home::new();
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "[plugins]\nprovider = \"{provider}\"\n[providers.{provider}]\nbase_url = \"{base}\"\n\
+             first_byte_timeout_secs = 10\nidle_timeout_secs = 5\nmax_retries = 0\n{extra}"
+        ),
+    )
+    .unwrap();
+    home
+}
+
+/// `seshat chat args…` with the test key for both families.
+fn run(home: &Home, args: &[&str]) -> Output {
+    home.cmd()
+        .env("ANTHROPIC_API_KEY", KEY)
+        .env("OPENAI_API_KEY", KEY)
+        .env("SESHAT_CACHE_DIR", crate::plugins::shared_cache().parent().unwrap().join("chat-cache"))
+        .arg("chat")
+        .args(args)
+        .output()
+        .expect("run seshat chat")
+}
+
+fn ok_json(out: &Output) -> Value {
+    let v = json_of(out);
+    assert!(out.status.success() && v["error"].is_null(), "{v}\nstderr: {}", String::from_utf8_lossy(&out.stderr));
+    v
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A note of about `tokens` tokens.
+fn note(i: usize, tokens: usize) -> String {
+    let mut s = format!("Note {i}: ");
+    while est(&s) < tokens as u64 {
+        s.push_str("the build step writes the cache key to disk. ");
+    }
+    s
+}
+
+/// Compactions recorded in the home's only session.
+fn compactions(home: &Home) -> Vec<seshat::store::Compaction> {
+    let store = home.store();
+    let id = store.list_sessions(&Default::default()).unwrap()[0].id.clone();
+    store.compactions(&id).unwrap()
+}
+
+fn small_window_chat(kind: Kind, window: u64, turns: usize, tokens: usize, tool_rounds: bool) {
+    let local = Local::start(kind, window, None);
+    let home = home_at("openai", &local.base(), "");
+    for i in 0..turns {
+        let prompt = note(i, tokens);
+        let mut args = vec!["--model", MODEL, "--json", "-p", &prompt];
+        if i > 0 {
+            args.push("--continue");
+        }
+        let out = run(&home, &args);
+        let v = ok_json(&out);
+        assert_eq!(v["context"]["window"], window, "turn {i}: {v}");
+        assert_eq!(v["context"]["source"], "discovered", "turn {i}");
+        assert!(v["text"].as_str().unwrap().starts_with("Noted"), "turn {i}: {v}");
+    }
+    let seen = local.seen();
+    assert!(seen.bad.is_empty(), "{:?}", seen.bad);
+    assert!(seen.overflows.is_empty(), "requests that did not fit the {window}-token window: {:?}", seen.overflows);
+    assert!(seen.answered as usize >= turns, "{}", seen.answered);
+    drop(seen);
+    let done = compactions(&home);
+    assert!(!done.is_empty(), "the window filled: at least one automatic compaction");
+    assert!(done.iter().any(|c| c.summary.is_some()), "{done:?}");
+    // Every chat request carried tools only while they fitted, and a max_tokens that fits.
+    let chats = local.chats();
+    assert!(chats.len() >= turns);
+    for c in &chats {
+        let body = c.json();
+        assert!(body["max_tokens"].as_u64().unwrap() <= seshat::window::Marks::new(window).max_output(u64::MAX));
+    }
+    let answered_tools =
+        chats.iter().filter(|c| c.json()["messages"].as_array().unwrap().last().unwrap()["role"] == "tool").count();
+    if tool_rounds {
+        assert!(answered_tools >= turns / 2 - 1, "tool results went back to the model: {answered_tools}");
+    }
+}
+
+#[test]
+fn twenty_tool_using_turns_on_an_unknown_8k_model_compact_and_every_request_fits() {
+    small_window_chat(Kind::LlamaCpp, 8_192, 20, 450, true);
+}
+
+#[test]
+fn five_turns_on_a_4k_window_compact_and_every_request_fits() {
+    small_window_chat(Kind::OllamaDefault, 4_096, 5, 380, false);
+}
+
+#[test]
+fn each_local_servers_window_is_discovered_once_and_asked_again_after_a_day() {
+    let all = ["GET /v1/models", "GET /props", "GET /api/ps", "POST /api/show", "GET /api/v0/models"];
+    for (kind, window, asked) in [
+        (Kind::LlamaCpp, 8_192, 2),
+        (Kind::Ollama, 12_288, 3),
+        (Kind::OllamaShow, 6_144, 4),
+        (Kind::OllamaDefault, 4_096, 4),
+        (Kind::Vllm, 16_384, 1),
+        (Kind::LmStudio, 10_240, 5),
+    ] {
+        let local = Local::start(kind, window, None);
+        let home = home_at("openai", &local.base(), "");
+        let v = ok_json(&run(&home, &["--model", MODEL, "--json", "-p", "hi"]));
+        let expected = if kind == Kind::OllamaDefault { 4_096 } else { window };
+        assert_eq!(
+            (v["context"]["window"].as_u64(), v["context"]["source"].as_str()),
+            (Some(expected), Some("discovered")),
+            "{kind:?}"
+        );
+        assert_eq!(local.probes(), all[..asked], "{kind:?}: probes in order, stopping at the first that tells");
+        assert!(local.seen().bad.is_empty(), "{kind:?}: {:?}", local.seen().bad);
+
+        // The next run asks nothing.
+        let v = ok_json(&run(&home, &["--continue", "--model", MODEL, "--json", "-p", "again"]));
+        assert_eq!(v["context"]["window"].as_u64(), Some(expected));
+        assert_eq!(local.probes().len(), asked, "{kind:?}: the cached answer is used");
+
+        // A day later it asks again.
+        let conn = rusqlite::Connection::open(home.db()).unwrap();
+        conn.execute("UPDATE model_windows SET learnt_at = learnt_at - 25 * 3600 * 1000", []).unwrap();
+        ok_json(&run(&home, &["--continue", "--model", MODEL, "--json", "-p", "later"]));
+        assert_eq!(local.probes().len(), 2 * asked, "{kind:?}: asked again after 24 hours");
+    }
+}
+
+#[test]
+fn a_server_that_answers_no_question_gets_the_assumed_window_and_the_user_is_told() {
+    let local = Local::start(Kind::Bare, 8_192, None);
+    let home = home_at("openai", &local.base(), "");
+    let out = run(&home, &["--model", MODEL, "--json", "-p", "hi"]);
+    let v = ok_json(&out);
+    assert_eq!((v["context"]["window"].as_u64(), v["context"]["source"].as_str()), (Some(8_192), Some("assumed")));
+    let err = stderr(&out);
+    assert!(err.contains("context window of `qwen-local` is unknown") && err.contains("assuming 8192 tokens"), "{err}");
+    assert_eq!(local.probes().len(), 5, "every probe was tried");
+    // The answer "nothing" is cached too: the next run asks nothing and says the same.
+    let out = run(&home, &["--continue", "--model", MODEL, "--json", "-p", "again"]);
+    assert_eq!(ok_json(&out)["context"]["source"], "assumed");
+    assert!(stderr(&out).contains("assuming 8192 tokens"));
+    assert_eq!(local.probes().len(), 5);
+    // With the window given, nothing is assumed or asked.
+    let out = run(&home, &["--continue", "--model", MODEL, "--window", "16384", "--json", "-p", "flag"]);
+    assert_eq!(ok_json(&out)["context"]["source"], "flag");
+    assert!(!stderr(&out).contains("assuming"));
+}
+
+#[test]
+fn a_window_below_the_minimum_is_refused_saying_how_to_raise_it() {
+    let local = Local::start(Kind::Ollama, 2_048, None);
+    let home = home_at("openai", &local.base(), "");
+    let out = run(&home, &["--model", MODEL, "-p", "hi"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("`qwen-local` is 2048 tokens (discovered)") && err.contains("at least 4096"), "{err}");
+    assert!(err.contains("num_ctx") && err.contains("OLLAMA_CONTEXT_LENGTH") && err.contains("-c 8192"), "{err}");
+    assert!(local.chats().is_empty(), "nothing was sent");
+    let out = run(&home, &["--model", MODEL, "--window", "3000", "-p", "hi"]);
+    assert!(stderr(&out).contains("is 3000 tokens (flag)"), "{}", stderr(&out));
+}
+
+#[test]
+fn the_answers_room_follows_the_window_and_settings_that_cannot_fit_say_so() {
+    let local = Local::start(Kind::Bare, 8_192, None);
+    let home = home_at("openai", &local.base(), "");
+    // --max-output that cannot fit: an error naming both numbers and the largest that fits.
+    let out = run(&home, &["--model", MODEL, "--window", "8192", "--max-output", "4000", "-p", "hi"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("--max-output asks for 4000") && err.contains("at most 2477 fit") && err.contains("8192"),
+        "{err}"
+    );
+    // A per-model value likewise.
+    let home = home_at(
+        "openai",
+        &local.base(),
+        &format!("[providers.openai.models.\"{MODEL}\"]\ncontext_window = 8192\nmax_output_tokens = 3000\n"),
+    );
+    let err = stderr(&run(&home, &["--model", MODEL, "-p", "hi"]));
+    assert!(
+        err.contains("max_output_tokens for `qwen-local` in config.toml asks for 3000") && err.contains("2477"),
+        "{err}"
+    );
+    assert!(local.chats().is_empty());
+    // The global cap is clamped with a notice, and the request asks for what fits.
+    let home = home_at("openai", &local.base(), "[chat]\nmax_output_tokens = 16000\n");
+    let out = run(&home, &["--model", MODEL, "--window", "8192", "-p", "hi"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("max_output_tokens = 16000 is more than fits a 8192-token window: answers get 2477"));
+    assert_eq!(local.chats().last().unwrap().json()["max_tokens"], 2_477);
+    // Without a cap, an unknown model on 4k gets 839, not 16,384.
+    let out = run(&home_at("openai", &local.base(), ""), &["--model", MODEL, "--window", "4096", "-p", "hi"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(local.chats().last().unwrap().json()["max_tokens"], 839);
+}
+
+/// A session of `n` alternating user/assistant notes of ~`tokens` each (the history a refused
+/// request carries).
+fn history(home: &Home, n: usize, tokens: usize) -> String {
+    let id = home.session("elsewhere");
+    let mut store = home.store();
+    for i in 0..n {
+        let role = if i % 2 == 0 { seshat::store::Role::User } else { seshat::store::Role::Assistant };
+        store.append(&id, &[seshat::store::NewMessage::text(role, note(i, tokens))]).unwrap();
+    }
+    id
+}
+
+/// A refused request's estimate and the retry's, from what a server received.
+fn refusal_then_retry(chats: &[Recorded], input: fn(&Value) -> u64) -> (u64, u64) {
+    let streamed: Vec<Value> = chats.iter().map(Recorded::json).filter(|b| b["stream"] == true).collect();
+    assert_eq!(streamed.len(), 2, "one refused request and one retry");
+    (input(&streamed[0]), input(&streamed[1]) + streamed[1]["max_tokens"].as_u64().unwrap())
+}
+
+#[test]
+fn each_servers_refusal_for_length_is_recovered_once_after_compacting() {
+    // Seshat believes a larger window (a flag here; a model table for the hosted APIs below) than
+    // the server runs: the refusal names the real one, Seshat compacts to it and retries once.
+    for over in [Over::OpenAi, Over::LlamaCpp, Over::Vllm] {
+        let local = Local::start(Kind::Bare, 8_192, Some(over));
+        let home = home_at("openai", &local.base(), "");
+        let id = history(&home, 24, 450);
+        let out = run(&home, &["--resume", &id, "--model", MODEL, "--window", "32768", "--json", "-p", "go on"]);
+        let v = ok_json(&out);
+        assert_eq!(local.seen().refusals, 1, "{over:?}");
+        let (refused, retried) = refusal_then_retry(&local.chats(), openai_input);
+        assert!(refused > 8_192 && retried <= 8_192, "{over:?}: refused ~{refused}, retried ~{retried}");
+        assert_eq!((v["context"]["window"].as_u64(), v["context"]["source"].as_str()), (Some(8_192), Some("learnt")));
+        assert_eq!(v["compactions"].as_array().unwrap().len(), 1, "{over:?}: {v}");
+        assert!(stderr(&out).contains("now works with a 8192-token window"), "{}", stderr(&out));
+        // The user's message is stored once; the answer after it.
+        let history = home.store().full_history(&id).unwrap();
+        let asked: Vec<_> = history.iter().filter(|m| crate::support::text_of(m) == "go on").collect();
+        assert_eq!(asked.len(), 1, "{over:?}");
+        assert!(crate::support::text_of(history.last().unwrap()).starts_with("Noted"));
+        // Learnt for this server and model: the next run starts from it (no flag this time).
+        let v = ok_json(&run(&home, &["--continue", "--model", MODEL, "--json", "-p", "next"]));
+        assert_eq!((v["context"]["window"].as_u64(), v["context"]["source"].as_str()), (Some(8_192), Some("learnt")));
+        assert!(local.seen().overflows.is_empty(), "{:?}", local.seen().overflows);
+    }
+}
+
+#[test]
+fn openais_input_and_output_refusal_lowers_max_tokens_without_compacting() {
+    let local = Local::start(Kind::Bare, 8_192, Some(Over::OpenAi));
+    let home = home_at("openai", &local.base(), "");
+    let v = ok_json(&run(&home, &["--model", "gpt-4o", "--json", "-p", "hi"]));
+    let chats = local.chats();
+    assert_eq!(chats.len(), 2);
+    assert_eq!(chats[0].json()["max_tokens"], 16_384, "gpt-4o's own limit, on its 128k table window");
+    let retry = chats[1].json();
+    assert!(retry["max_tokens"].as_u64().unwrap() <= 8_192 - openai_input(&retry), "{}", retry["max_tokens"]);
+    assert!(v["compactions"].as_array().unwrap().is_empty(), "nothing to compact: {v}");
+    assert_eq!(v["context"]["window"], 8_192);
+}
+
+#[test]
+fn a_server_that_always_refuses_ends_the_turn_with_context_overflow_after_two_requests() {
+    let local = Local::start(Kind::Bare, 8_192, Some(Over::Always));
+    let home = home_at("openai", &local.base(), "[plugins.options.summariser]\n");
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "[plugins]\nprovider = \"openai\"\nsummariser = \"summariser-extractive\"\n[providers.openai]\n\
+             base_url = \"{}\"\nmax_retries = 0\n",
+            local.base()
+        ),
+    )
+    .unwrap();
+    let out = run(&home, &["--model", "gpt-4o", "--json", "-p", "hi"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json_of(&out);
+    assert_eq!(v["error"]["code"], "context_overflow", "{v}");
+    assert_eq!(local.chats().len(), 2, "the request and one retry, never a loop");
+    // With auto-compaction off the window is recorded and the turn fails after one request.
+    let out = run(&home, &["--continue", "--model", "gpt-4o", "--no-auto-compact", "--json", "-p", "again"]);
+    let v = json_of(&out);
+    assert_eq!(v["error"]["code"], "context_overflow", "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("auto-compaction is off"), "{v}");
+    assert_eq!(local.chats().len(), 3);
+}
+
+#[test]
+fn a_silently_truncating_server_is_caught_by_the_prompt_tokens_it_reports() {
+    // Ollama behind a proxy that answers none of the questions, running a 4,096 window: Seshat
+    // assumes 8,192 and sends a ~5,600-token request (prompt and frame); Ollama keeps what fits and says so.
+    let local = Local::start(Kind::Bare, 4_096, Some(Over::Truncate));
+    let home = home_at("openai", &local.base(), "");
+    let prompt = note(0, 4_200);
+    let out = run(&home, &["--model", MODEL, "--json", "-p", &prompt]);
+    let v = ok_json(&out);
+    let err = stderr(&out);
+    assert!(err.contains("cut the prompt silently") && err.contains("4096-token window"), "{err}");
+    assert_eq!((v["context"]["window"].as_u64(), v["context"]["source"].as_str()), (Some(4_096), Some("learnt")));
+    let v = ok_json(&run(&home, &["--continue", "--model", MODEL, "--json", "-p", "and?"]));
+    assert_eq!((v["context"]["window"].as_u64(), v["context"]["source"].as_str()), (Some(4_096), Some("learnt")));
+}
+
+/// `seshat chat -p hi` with only `env` set (no config file): as a new user runs it.
+fn fresh(home: &Home, env: &[(&str, &str)], args: &[&str]) -> Output {
+    let mut cmd = home.cmd();
+    cmd.env("SESHAT_CACHE_DIR", crate::plugins::shared_cache().parent().unwrap().join("chat-cache"));
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.arg("chat").args(args).output().expect("run seshat chat")
+}
+
+#[test]
+fn the_provider_comes_from_the_environment_the_official_sdks_read() {
+    let claude = Server::start(vec![
+        Reply::Stream { pieces: anthropic::text_answer(&["from Claude"]) },
+        Reply::Stream { pieces: anthropic::text_answer(&["from Claude again"]) },
+    ]);
+    // The README's first commands: export the key, run `seshat chat`.
+    let home = Home::new();
+    let out = fresh(&home, &[("ANTHROPIC_API_KEY", KEY), ("ANTHROPIC_BASE_URL", &claude.url())], &["-p", "hi"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "from Claude\n");
+    assert!(stderr(&out).contains("[using the anthropic provider (ANTHROPIC_API_KEY is set)]"), "{}", stderr(&out));
+    let sent = &claude.requests()[0];
+    assert_eq!((sent.path.as_str(), sent.header("x-api-key")), ("/v1/messages", Some(KEY)));
+    // Both families: Anthropic, and the status line says how to pick the other.
+    let home = Home::new();
+    let env =
+        [("ANTHROPIC_API_KEY", KEY), ("ANTHROPIC_BASE_URL", claude.url().leak() as &str), ("OPENAI_API_KEY", KEY)];
+    let out = fresh(&home, &env, &["-p", "hi"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("OPENAI_API_KEY is set too, pass --provider openai"), "{}", stderr(&out));
+    assert_eq!(claude.count(), 2);
+
+    // OPENAI_BASE_URL alone (a keyless local server) and no --model: the first model it lists.
+    let local = Local::start(Kind::Vllm, 16_384, None);
+    let home = Home::new();
+    let base = local.base();
+    let out = fresh(&home, &[("OPENAI_BASE_URL", &base)], &["-p", "hi", "--json"]);
+    let v = ok_json(&out);
+    let err = stderr(&out);
+    assert!(err.contains("[using the openai provider (OPENAI_BASE_URL is set)]"), "{err}");
+    assert!(err.contains(&format!("[using the model `qwen-local`, the first {base} lists")), "{err}");
+    let chat = local.chats().remove(0);
+    assert_eq!(chat.json()["model"], MODEL);
+    assert_eq!(chat.header("authorization"), None, "no key, no credential");
+    assert_eq!(v["context"]["window"], 16_384);
+    // OPENAI_API_KEY alone: openai, against its default base URL (not reached here: a model and a
+    // base URL are given through the config the key does not replace).
+    let home = home_at("openai", &local.base(), "");
+    std::fs::write(home.path().join("config.toml"), format!("[providers.openai]\nbase_url = \"{}\"\n", local.base()))
+        .unwrap();
+    let out = fresh(&home, &[("OPENAI_API_KEY", KEY)], &["-p", "hi", "--model", MODEL]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("[using the openai provider (OPENAI_API_KEY is set)]"), "{}", stderr(&out));
+    assert_eq!(local.chats().last().unwrap().header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+
+    // Nothing set: exit 2 and what to set.
+    let out = fresh(&Home::new(), &[], &["-p", "hi"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("ANTHROPIC_API_KEY") && err.contains("OPENAI_API_KEY") && err.contains("OPENAI_BASE_URL"),
+        "{err}"
+    );
+}
+
+#[test]
+fn seshat_compact_calls_the_sessions_provider_with_chats_frame() {
+    let local = Local::start(Kind::Vllm, 16_384, None);
+    let home = home_at("openai", &local.base(), "");
+    let id = history(&home, 24, 300);
+    // A chat turn first: the session now belongs to this provider and model.
+    let v = ok_json(&run(&home, &["--resume", &id, "--model", MODEL, "--no-auto-compact", "--json", "-p", "status?"]));
+    let used = v["context"]["used"].as_u64().unwrap();
+    // The dry run counts what chat counts (its frame included) and calls nothing.
+    let before = local.chats().len();
+    let dry = home.cmd().args(["compact", &id, "--dry-run", "--json"]).output().unwrap();
+    assert!(dry.status.success(), "{}", stderr(&dry));
+    let dry: Value = serde_json::from_slice(&dry.stdout).unwrap();
+    assert_eq!(dry["tokens_before"].as_u64(), Some(used), "compact and chat agree on the figures: {dry}");
+    assert_eq!(local.chats().len(), before);
+    // The real one calls the session's model through its provider.
+    let out = home.cmd().env("OPENAI_API_KEY", KEY).args(["compact", &id, "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((report["summarised"].as_bool(), report["model_calls"].as_u64()), (Some(true), Some(1)), "{report}");
+    let summary = local.chats().pop().unwrap();
+    let body = summary.json();
+    assert_eq!(summary.header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+    assert_eq!((body["model"].as_str(), body.get("stream"), body.get("tools")), (Some(MODEL), None, None));
+    assert!(body["max_tokens"].as_u64().unwrap() <= 2_000);
+    let transcript = body["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string();
+    assert!(transcript.contains("Note 0:") && transcript.contains("Note 5:"), "the dropped messages: {transcript}");
+    assert_eq!(home.store().compactions(&id).unwrap().len(), 1);
+    assert!(local.seen().overflows.is_empty());
+}
+
+/// Anthropic's Messages API with a real window of `window` tokens and an output limit of
+/// `max_output`, refusing as Anthropic does.
+fn claude(window: u64, max_output: u64, seen: Arc<Mutex<Seen>>) -> Server {
+    Server::route(move |r| {
+        if r.path != "/v1/messages" || r.header("x-api-key") != Some(KEY) || r.header("anthropic-version").is_none() {
+            seen.lock().unwrap().bad.push(format!("{} {}", r.method, r.path));
+            return not_found();
+        }
+        let body = r.json();
+        let input = anthropic_input(&body);
+        let max = body["max_tokens"].as_u64().unwrap_or(0);
+        let refuse = |message: String| {
+            seen.lock().unwrap().refusals += 1;
+            Reply::json(
+                400,
+                &json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}}).to_string(),
+            )
+        };
+        if max > max_output {
+            return refuse(format!(
+                "max_tokens: {max} > {max_output}, which is the maximum allowed number of output tokens for claude-sonnet-4-5"
+            ));
+        }
+        if input > window {
+            return refuse(format!("prompt is too long: {input} tokens > {window} maximum"));
+        }
+        if input + max > window {
+            return refuse(format!(
+                "input length and `max_tokens` exceed context limit: {input} + {max} > {window}, decrease input length or `max_tokens` and try again"
+            ));
+        }
+        seen.lock().unwrap().answered += 1;
+        if body["stream"] != true {
+            return Reply::json(
+                200,
+                &json!({"id": "m", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                "content": [{"type": "text", "text": "Summary: numbered notes."}], "stop_reason": "end_turn",
+                "usage": {"input_tokens": input, "output_tokens": 6}})
+                .to_string(),
+            );
+        }
+        Reply::Stream { pieces: anthropic::text_answer(&["Noted."]) }
+    })
+}
+
+#[test]
+fn anthropics_refusals_are_recovered_by_compacting_lowering_max_tokens_or_learning_the_output_limit() {
+    // "prompt is too long": compact to the window it names, retry once.
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let server = claude(20_000, 64_000, seen.clone());
+    let home = home_at("anthropic", &server.url(), "");
+    let id = history(&home, 30, 900);
+    let out = run(&home, &["--resume", &id, "--model", "claude-sonnet-4-5", "--json", "-p", "go on"]);
+    let v = ok_json(&out);
+    assert_eq!(seen.lock().unwrap().refusals, 1, "{}", stderr(&out));
+    let (refused, retried) = refusal_then_retry(&server.requests(), anthropic_input);
+    assert!(refused > 20_000 && retried <= 20_000, "refused ~{refused}, retried ~{retried}");
+    assert_eq!((v["context"]["window"].as_u64(), v["context"]["source"].as_str()), (Some(20_000), Some("learnt")));
+    assert_eq!(v["compactions"].as_array().unwrap().len(), 1);
+
+    // "input length and `max_tokens` exceed context limit": a smaller max_tokens, no compaction.
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let server = claude(30_000, 64_000, seen.clone());
+    let home = home_at("anthropic", &server.url(), "");
+    let id = history(&home, 14, 900);
+    let v = ok_json(&run(&home, &["--resume", &id, "--model", "claude-sonnet-4-5", "--json", "-p", "go on"]));
+    let sent = server.requests();
+    assert_eq!(sent.len(), 2);
+    assert_eq!(sent[0].json()["max_tokens"], 16_384);
+    let retry = sent[1].json();
+    assert!(anthropic_input(&retry) + retry["max_tokens"].as_u64().unwrap() <= 30_000);
+    assert!(v["compactions"].as_array().unwrap().is_empty(), "{v}");
+    assert_eq!((seen.lock().unwrap().refusals, seen.lock().unwrap().answered), (1, 1));
+
+    // "max_tokens: … > m, which is the maximum allowed number of output tokens": learnt and kept.
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let server = claude(200_000, 8_000, seen.clone());
+    let home = home_at("anthropic", &server.url(), "");
+    ok_json(&run(&home, &["--model", "claude-sonnet-4-5", "--json", "-p", "hi"]));
+    let sent = server.requests();
+    assert_eq!((sent.len(), sent[1].json()["max_tokens"].as_u64()), (2, Some(8_000)));
+    ok_json(&run(&home, &["--continue", "--model", "claude-sonnet-4-5", "--json", "-p", "again"]));
+    assert_eq!(server.requests()[2].json()["max_tokens"], 8_000, "the learnt limit is used from the start");
+    assert_eq!(server.count(), 3);
+    assert!(seen.lock().unwrap().bad.is_empty());
+}
