@@ -64,6 +64,7 @@ fn settings(window: u64) -> Settings {
         summary_model: None,
         trimmer_options: "{}".into(),
         summariser_options: "{}".into(),
+        calibration: 1.0,
     }
 }
 

@@ -92,6 +92,10 @@ const MIN_RETRY_OUTPUT: u64 = 256;
 /// A server's prompt count below this share (percent) of Seshat's estimate means it cut the
 /// prompt.
 pub const TRUNCATED_PERCENT: u64 = 75;
+/// Requests smaller than this do not calibrate the estimate (fixed overheads dominate them).
+const CALIBRATION_MIN_TOKENS: u64 = 500;
+/// The most real tokens per estimated token Seshat believes.
+pub const MAX_CALIBRATION: f64 = 2.0;
 
 /// What the chat loop reports while a turn runs (the CLI prints it; tests record it).
 pub trait Observer {
@@ -195,6 +199,8 @@ pub struct Agent {
     left_out: Vec<String>,
     /// Warnings for the next turn's observer (an assumed window, a clamped cap).
     notices: Vec<String>,
+    /// Real tokens per estimated token for this model in this session (at least 1).
+    calibration: f64,
     stream: bool,
     extra: String,
     same_model_after: u64,
@@ -287,6 +293,8 @@ impl Agent {
         let info = client.store().session(&session)?;
         let memory = info.metadata["memory_context"]["text"].as_str().map(str::to_string);
         let same_model_after = info.metadata["model_since"].as_u64().unwrap_or(0);
+        let calibration =
+            info.metadata["calibration"][model.as_str()].as_f64().unwrap_or(1.0).clamp(1.0, MAX_CALIBRATION);
         let frame_parts = FrameParts {
             base: options.system_prompt.clone().unwrap_or_else(|| prompt::DEFAULT_SYSTEM_PROMPT.to_string()),
             instructions: options.project_dir.as_deref().map(prompt::read_instructions).unwrap_or_default(),
@@ -312,6 +320,7 @@ impl Agent {
             frame: fitted.frame,
             left_out: fitted.left_out,
             notices,
+            calibration,
             stream: options.stream,
             extra: options.provider_options,
             same_model_after,
@@ -414,7 +423,25 @@ impl Agent {
     }
 
     fn settings(&self) -> crate::compaction::Settings {
-        self.client.settings(&self.model, Some(self.window), u64::from(self.max_output))
+        crate::compaction::Settings {
+            calibration: self.calibration,
+            ..self.client.settings(&self.model, Some(self.window), u64::from(self.max_output))
+        }
+    }
+
+    /// Records how the model's real counts compare with Seshat's estimate (from a reported prompt
+    /// size, or the size a refusal names), for this session and model. Only a count that runs
+    /// higher than the estimate changes anything (an estimate that runs high is safe).
+    fn calibrate(&mut self, real: u64, estimate: u64) -> Result<()> {
+        if estimate < CALIBRATION_MIN_TOKENS || real == 0 {
+            return Ok(());
+        }
+        let ratio = (real as f64 / estimate as f64).clamp(0.5, MAX_CALIBRATION);
+        let session = self.session.clone();
+        let model = self.model.clone();
+        self.client.store().set_calibration(&session, &model, ratio)?;
+        self.calibration = ratio.max(1.0);
+        Ok(())
     }
 
     /// How full the window is now.
@@ -609,7 +636,10 @@ impl Agent {
             Limit::InputAndOutput { window, .. } => {
                 self.learn_window(window, "the server's refusal named its window")?;
             }
-            Limit::TooLong { window: Some(w), .. } => {
+            Limit::TooLong { window: Some(w), requested } => {
+                if let Some(r) = requested {
+                    self.calibrate(r, refused_estimate)?;
+                }
                 self.learn_window(w, "the server's refusal named its window")?;
             }
             Limit::TooLong { window: None, .. } => {
@@ -651,7 +681,7 @@ impl Agent {
         let Some(u) = answer.usage else { return Ok(()) };
         let Some(prompt) = u.context_tokens.filter(|&p| p > 0) else { return Ok(()) };
         if prompt.saturating_mul(100) >= sent_estimate.saturating_mul(TRUNCATED_PERCENT) {
-            return Ok(());
+            return self.calibrate(prompt, sent_estimate);
         }
         // Only a window nobody stated can be wrong this way: a model table's, a flag's, the
         // config's or a refusal's is taken at its word.

@@ -225,6 +225,7 @@ impl Client {
             summary_model: self.config.compact_summary_model.clone(),
             trimmer_options: self.settings.options_json(PluginKind::Trimmer),
             summariser_options: self.settings.options_json(PluginKind::Summariser),
+            calibration: 1.0,
         }
     }
 

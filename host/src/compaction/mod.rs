@@ -196,6 +196,22 @@ pub struct Settings {
     pub trimmer_options: String,
     /// Options for the summariser (JSON object).
     pub summariser_options: String,
+    /// How many real tokens the model counts per estimated token (at least 1: an estimate that
+    /// runs high is left as it is). Estimates are scaled by it where they meet the window: the
+    /// threshold, the hard limit and the cut.
+    pub calibration: f64,
+}
+
+impl Settings {
+    /// An estimate in the model's real tokens.
+    pub fn real(&self, estimate: u64) -> u64 {
+        if self.calibration > 1.0 { (estimate as f64 * self.calibration).ceil() as u64 } else { estimate }
+    }
+
+    /// A real token count in estimate units.
+    pub fn estimated(&self, real: u64) -> u64 {
+        if self.calibration > 1.0 { (real as f64 / self.calibration) as u64 } else { real }
+    }
 }
 
 /// What a compaction did, for the CLI to say.
@@ -266,6 +282,12 @@ pub fn estimate_request(frame: &Frame, view: &LiveView) -> u64 {
 /// plus estimates of the messages appended since; with no report yet, or none since the last
 /// compaction, the estimate of the whole request.
 pub fn current_use(frame: &Frame, view: &LiveView) -> u64 {
+    current_use_calibrated(frame, view, 1.0)
+}
+
+/// [`current_use`] in the model's real tokens: estimates scaled by `calibration` (when above 1).
+pub fn current_use_calibrated(frame: &Frame, view: &LiveView, calibration: f64) -> u64 {
+    let real = |estimate: u64| if calibration > 1.0 { (estimate as f64 * calibration).ceil() as u64 } else { estimate };
     let compacted_through = view.compaction.as_ref().map_or(0, |c| c.through_seq);
     let report = view.entries.iter().enumerate().rev().find_map(|(i, e)| {
         let usage = e.usage?;
@@ -275,9 +297,9 @@ pub fn current_use(frame: &Frame, view: &LiveView) -> u64 {
     match report {
         Some((i, context, output)) => {
             let since: u64 = view.entries[i + 1..].iter().map(|e| entry_tokens(&e.parts)).sum();
-            window::Use { reported: Some(context), reported_output: output, since }.tokens().unwrap_or(0)
+            window::Use { reported: Some(context), reported_output: output, since: real(since) }.tokens().unwrap_or(0)
         }
-        None => estimate_request(frame, view),
+        None => real(estimate_request(frame, view)),
     }
 }
 
@@ -308,7 +330,7 @@ impl Compactor<'_> {
     ) -> Result<Prepared> {
         let mut warnings = Vec::new();
         let mut report = None;
-        let tokens = current_use(frame, &view);
+        let tokens = current_use_calibrated(frame, &view, settings.calibration);
         match settings.context_window {
             None => warnings.push(format!(
                 "the context window of `{}` is unknown: auto-compaction is off for this session (set it with --window \
@@ -350,7 +372,7 @@ impl Compactor<'_> {
         let tokens_now = frame.tokens() + messages.iter().map(|m| entry_tokens(&m.parts)).sum::<u64>();
         if let Some(window) = settings.context_window {
             let limit = Marks::new(window).hard_limit(settings.max_output_tokens);
-            if tokens_now > limit {
+            if settings.real(tokens_now) > limit {
                 let failures = store.session(session)?.compaction_failures;
                 let hint = if failures >= MAX_CONSECUTIVE_FAILURES {
                     "; summarising is off after repeated failures: run `seshat compact` or start a new session"
@@ -361,7 +383,7 @@ impl Compactor<'_> {
                     "; start a new session or shorten the input".to_string()
                 };
                 return Err(Error::CompactFull {
-                    needed: tokens_now,
+                    needed: settings.real(tokens_now),
                     limit,
                     window,
                     max_output: settings.max_output_tokens,
@@ -444,7 +466,7 @@ impl Compactor<'_> {
             view.entries.iter().filter(|e| e.origin != Origin::Summary).collect();
         let items: Vec<cut::Item> = entries.iter().map(|e| item(e)).collect();
         let summary_tokens = marks.summary_tokens();
-        let budget = marks.target.saturating_sub(frame.tokens() + summary_tokens);
+        let budget = settings.estimated(marks.target).saturating_sub(frame.tokens() + summary_tokens);
         let decision = cut::choose(&items, budget);
         let dropped: Vec<&crate::store::ViewEntry> = entries[..decision.first_kept]
             .iter()

@@ -200,6 +200,19 @@ impl Store {
         }
         Ok(())
     }
+
+    /// Records how a model's real token counts compare with Seshat's estimate in this session
+    /// (`metadata.calibration.<model>`: real / estimated, from usage or a refusal's figure).
+    pub fn set_calibration(&mut self, id: &str, model: &str, ratio: f64) -> Result<()> {
+        let n = self.conn.execute(
+            "UPDATE sessions SET metadata = json_set(metadata, '$.calibration.' || json_quote(?2), ?3) WHERE id = ?1",
+            params![id, model, ratio],
+        )?;
+        if n == 0 {
+            return Err(Error::SessionNotFound(id.to_string()));
+        }
+        Ok(())
+    }
 }
 
 /// How many leading bytes two ids share.

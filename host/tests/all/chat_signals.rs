@@ -190,6 +190,7 @@ fn the_repl_on_a_terminal_streams_and_survives_sigint_mid_stream() {
     pty.send("/context\r");
     wait_for("the context breakdown", || pty.text().contains("total (estimated)"));
     assert!(pty.text().contains("tool schemas (9)") && pty.text().contains("assistant text"), "{}", pty.text());
+    assert!(pty.text().contains("window: 200k tokens (from the model table); answers get up to 1k"), "{}", pty.text());
     pty.send("/help\r");
     wait_for("the command list", || pty.text().contains("/sessions  this project's recent sessions"));
     pty.send("/memory\r");

@@ -77,6 +77,7 @@ pub fn settings(window: Option<u64>) -> Settings {
         summary_model: None,
         trimmer_options: "{}".into(),
         summariser_options: "{}".into(),
+        calibration: 1.0,
     }
 }
 

@@ -99,7 +99,13 @@ enum Over {
     Truncate,
     /// Every chat request is refused as too long, whatever its size.
     Always,
+    /// Its tokenizer counts 1.8 tokens for each one Seshat estimates; it reports the prompt
+    /// tokens it counted, and checks its window by them.
+    CountsMore,
 }
+
+/// The real-token factor of [`Over::CountsMore`], in tenths.
+const COUNTS_MORE_TENTHS: u64 = 18;
 
 /// What a server saw.
 #[derive(Debug, Default)]
@@ -220,7 +226,8 @@ fn chat_answer(window: u64, over: Option<Over>, r: &Recorded, seen: &Mutex<Seen>
         seen.lock().unwrap().bad.push("chat without a JSON content type".into());
     }
     let body = r.json();
-    let input = openai_input(&body);
+    let estimated = openai_input(&body);
+    let input = if over == Some(Over::CountsMore) { estimated * COUNTS_MORE_TENTHS / 10 } else { estimated };
     let max = body["max_tokens"].as_u64().unwrap_or(0);
     let refuse = |message: String, code: Value| {
         seen.lock().unwrap().refusals += 1;
@@ -305,6 +312,15 @@ fn chat_answer(window: u64, over: Option<Over>, r: &Recorded, seen: &Mutex<Seen>
         let done = pieces.pop().unwrap();
         pieces.push(openai::chunk(
             &json!({"id": "c1", "choices": [], "usage": {"prompt_tokens": kept, "completion_tokens": 40}}),
+        ));
+        pieces.push(done);
+        return Reply::Stream { pieces };
+    }
+    if over == Some(Over::CountsMore) {
+        let mut pieces = openai::text_answer(&[&text], false);
+        let done = pieces.pop().unwrap();
+        pieces.push(openai::chunk(
+            &json!({"id": "c1", "choices": [], "usage": {"prompt_tokens": input, "completion_tokens": 40}}),
         ));
         pieces.push(done);
         return Reply::Stream { pieces };
@@ -792,7 +808,8 @@ fn anthropics_refusals_are_recovered_by_compacting_lowering_max_tokens_or_learni
     let retry = sent[1].json();
     assert!(anthropic_input(&retry) + retry["max_tokens"].as_u64().unwrap() <= 30_000);
     assert!(v["compactions"].as_array().unwrap().is_empty(), "{v}");
-    assert_eq!((seen.lock().unwrap().refusals, seen.lock().unwrap().answered), (1, 1));
+    let counts = seen.lock().map(|s| (s.refusals, s.answered)).unwrap();
+    assert_eq!(counts, (1, 1));
 
     // "max_tokens: … > m, which is the maximum allowed number of output tokens": learnt and kept.
     let seen = Arc::new(Mutex::new(Seen::default()));
@@ -805,4 +822,74 @@ fn anthropics_refusals_are_recovered_by_compacting_lowering_max_tokens_or_learni
     assert_eq!(server.requests()[2].json()["max_tokens"], 8_000, "the learnt limit is used from the start");
     assert_eq!(server.count(), 3);
     assert!(seen.lock().unwrap().bad.is_empty());
+}
+
+#[test]
+fn on_a_small_window_the_frame_is_cut_in_the_stated_order_and_says_what_went() {
+    use seshat::client::{AgentOptions, Tools};
+    let server = Server::start(vec![]);
+    let home = Home::new();
+    std::fs::write(home.path().join("AGENTS.md"), "Always run the tests. ".repeat(60)).unwrap();
+    let options = |window| AgentOptions {
+        model: Some("tiny-model".into()),
+        window: Some(window),
+        project_dir: Some(home.path().into()),
+        ..AgentOptions::default()
+    };
+    // On 50k everything fits.
+    let agent = crate::chat::sdk_agent(&home, &server, Tools::with_memory(), options(50_000));
+    assert!(agent.left_out().is_empty(), "{:?}", agent.left_out());
+    assert_eq!(agent.tool_specs().len(), 9);
+    assert!(agent.system_prompt().contains("Always run the tests."));
+    drop(agent);
+    // On 8k: the project file goes, then the least essential tools; the searches stay longest.
+    let agent = crate::chat::sdk_agent(&home, &server, Tools::with_memory(), options(8_192));
+    let budget = seshat::window::Marks::new(8_192).frame_budget();
+    assert!(agent.frame().tokens() <= budget, "{} > {budget}", agent.frame().tokens());
+    let left = agent.left_out();
+    assert_eq!(left[0], "the project's AGENTS.md", "{left:?}");
+    assert_eq!(left[1], "the tool memory_delete_relations", "{left:?}");
+    assert!(!agent.system_prompt().contains("Always run the tests."));
+    let names: Vec<&str> = agent.tool_specs().iter().map(|t| t.name.as_str()).collect();
+    assert!(names.contains(&"memory_search_nodes") && !names.contains(&"memory_delete_relations"), "{names:?}");
+    assert_eq!(left.len() - 1 + names.len(), 9, "each tool is either offered or said to be left out");
+    assert_eq!(server.count(), 0);
+}
+
+#[test]
+fn a_thrashing_compaction_still_sends_a_request_that_fits() {
+    // One huge latest request (pinned) over the threshold but under the hard limit: the summary of
+    // the little before it frees almost nothing, is used and counted, and the answer arrives.
+    let local = Local::start(Kind::Vllm, 8_192, None);
+    let home = home_at("openai", &local.base(), "");
+    let id = history(&home, 4, 60);
+    let v = ok_json(&run(&home, &["--resume", &id, "--model", MODEL, "--json", "-p", &note(9, 3_600)]));
+    assert!(v["text"].as_str().unwrap().starts_with("Noted"), "{v}");
+    let report = &v["compactions"][0];
+    assert_eq!((report["summarised"].as_bool(), report["thrash"].as_bool()), (Some(true), Some(true)), "{v}");
+    let recorded = home.store().compactions(&id).unwrap();
+    assert_eq!(recorded.len(), 1);
+    assert!(recorded[0].summary.is_some() && recorded[0].error.as_deref().unwrap().starts_with("thrash"));
+    assert_eq!(home.store().session(&id).unwrap().compaction_failures, 1);
+    assert!(local.seen().overflows.is_empty());
+}
+
+#[test]
+fn the_estimate_is_calibrated_from_the_counts_a_server_reports() {
+    // A tokenizer that counts 1.8 tokens per estimated one, and says so in its usage.
+    let local = Local::start(Kind::Vllm, 8_192, Some(Over::CountsMore));
+    let home = home_at("openai", &local.base(), "");
+    ok_json(&run(&home, &["--model", MODEL, "--json", "-p", &note(0, 500)]));
+    let store = home.store();
+    let session = store.list_sessions(&Default::default()).unwrap().remove(0);
+    let ratio = session.metadata["calibration"][MODEL].as_f64().unwrap();
+    assert!((1.6..=1.8).contains(&ratio), "stored with the session, per model: {ratio}");
+    // A request Seshat's raw estimate puts under the hard limit (~5,000 of 5,715) is ~9,000 by
+    // the server's count: calibrated, it is refused here and nothing is sent.
+    let sent = local.chats().len();
+    let out = run(&home, &["--continue", "--model", MODEL, "--json", "-p", &note(1, 3_000)]);
+    assert_eq!(json_of(&out)["error"]["code"], "compact_full", "{}", stderr(&out));
+    let streamed = local.chats()[sent..].iter().filter(|c| c.json()["stream"] == true).count();
+    assert_eq!(streamed, 0, "no chat request went out");
+    assert!(local.seen().overflows.is_empty(), "by the server's own count: {:?}", local.seen().overflows);
 }

@@ -81,6 +81,16 @@ fn command(agent: &mut Agent, input: &str) -> anyhow::Result<bool> {
                 eprintln!("{:>8}  {label}", format::tokens(*tokens));
             }
             eprintln!("{:>8}  total (estimated)", format::tokens(total));
+            let (window, source) = agent.window();
+            eprintln!(
+                "window: {} tokens ({}); answers get up to {}",
+                format::tokens(window),
+                window_source(source),
+                format::tokens(u64::from(agent.max_output()))
+            );
+            for left in agent.left_out() {
+                eprintln!("left out to fit the window: {left}");
+            }
             if let Some(c) = agent.context_use()? {
                 eprintln!("[{}]", c.status_line());
             }
@@ -113,4 +123,17 @@ fn command(agent: &mut Agent, input: &str) -> anyhow::Result<bool> {
         other => eprintln!("unknown command {other}; /help lists them"),
     }
     Ok(true)
+}
+
+/// Where a window came from, for people.
+fn window_source(source: seshat::window::WindowSource) -> &'static str {
+    use seshat::window::WindowSource as S;
+    match source {
+        S::Flag => "from --window",
+        S::Config => "from config.toml",
+        S::Learnt => "learnt from the server's refusal or truncation",
+        S::Table => "from the model table",
+        S::Discovered => "discovered from the server",
+        S::Assumed => "assumed: nothing said what it is; set it with --window",
+    }
 }
