@@ -1,7 +1,7 @@
 //! Where Seshat keeps its files, and which project a directory belongs to.
 //!
-//! Every other module asks this one; nothing else reads `SESHAT_HOME` or the XDG variables, and
-//! nothing else decides what a "project" is.
+//! Every other module asks this one; nothing else reads `SESHAT_HOME`, the XDG variables or
+//! `GIT_CEILING_DIRECTORIES`, and nothing else decides what a "project" is.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -81,9 +81,25 @@ pub fn project_key(dir: &Path) -> String {
 
 /// The project key of `dir` when it is inside a git work tree; `None` elsewhere. Memory uses this
 /// to decide whether it is "inside a project".
+///
+/// As git does, the search upwards never moves into a directory listed in
+/// `GIT_CEILING_DIRECTORIES` (`:`-separated absolute paths), so a repository above such a
+/// directory is not this directory's project.
 pub fn repository_key(dir: &Path) -> Option<String> {
-    canonical(dir).ancestors().find_map(git_project_root).map(|k| k.to_string_lossy().into_owned())
+    let ceilings: Vec<PathBuf> = std::env::var_os(CEILING_ENV)
+        .map(|v| std::env::split_paths(&v).filter(|p| p.is_absolute()).map(|p| canonical(&p)).collect())
+        .unwrap_or_default();
+    let start = canonical(dir);
+    start
+        .ancestors()
+        .enumerate()
+        .take_while(|(i, a)| *i == 0 || !ceilings.iter().any(|c| c == a))
+        .find_map(|(_, a)| git_project_root(a))
+        .map(|k| k.to_string_lossy().into_owned())
 }
+
+/// Directories the search for a repository does not move up into (git's own variable).
+pub const CEILING_ENV: &str = "GIT_CEILING_DIRECTORIES";
 
 /// If `worktree` has a `.git` entry, the directory that identifies its repository.
 fn git_project_root(worktree: &Path) -> Option<PathBuf> {

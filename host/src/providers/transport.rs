@@ -28,6 +28,9 @@ pub struct Settings {
     pub max_retry_after: Duration,
     /// Largest response in bytes.
     pub max_response: u64,
+    /// Send through the proxy `HTTP_PROXY`/`HTTPS_PROXY`/`ALL_PROXY` name (honouring `NO_PROXY`);
+    /// off, connect directly whatever the environment says.
+    pub env_proxy: bool,
 }
 
 impl Default for Settings {
@@ -40,6 +43,7 @@ impl Default for Settings {
             backoff: Duration::from_millis(500),
             max_retry_after: Duration::from_secs(60),
             max_response: 32 << 20,
+            env_proxy: true,
         }
     }
 }
@@ -188,12 +192,14 @@ impl Transport {
                 attempt.follow()
             }
         });
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .connect_timeout(settings.connect)
             .redirect(policy)
-            .user_agent(concat!("seshat/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+            .user_agent(concat!("seshat/", env!("CARGO_PKG_VERSION")));
+        if !settings.env_proxy {
+            builder = builder.no_proxy();
+        }
+        let client = builder.build().map_err(|e| format!("cannot build the HTTP client: {e}"))?;
         Ok(Transport { runtime, client, settings })
     }
 

@@ -601,7 +601,10 @@ pub fn sdk_agent(home: &Home, server: &Server, tools: seshat::client::Tools, opt
     )
     .unwrap();
     let mut client = seshat::Client::new(config, std::sync::Arc::new(crate::compaction::Scripted::default())).unwrap();
-    let provider = SharedProvider::new(client.load_provider(Some("anthropic")).unwrap());
+    let mut provider = client.load_provider(Some("anthropic")).unwrap();
+    // In this process the environment's proxy variables would apply: this test sets none.
+    provider.set_transport(seshat::providers::Settings { env_proxy: false, ..Default::default() }).unwrap();
+    let provider = SharedProvider::new(provider);
     client.set_models(std::sync::Arc::new(provider.clone()));
     Agent::open(client, provider, tools, AgentOptions { project: home.path().display().to_string(), ..options })
         .unwrap()

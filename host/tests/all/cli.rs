@@ -205,3 +205,25 @@ fn usage_errors_go_to_stderr_with_a_non_zero_exit() {
     let err = home.fails(&["sessions", "frobnicate"]);
     assert!(err.contains("unrecognized subcommand 'frobnicate'"), "{err}");
 }
+
+#[test]
+fn what_sits_above_the_home_changes_nothing() {
+    // A git work tree with a broken `.seshat/config.toml` above the test's directory: neither is
+    // the test's project (the search for a repository stops below GIT_CEILING_DIRECTORIES).
+    let outer = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(outer.path().join(".git")).unwrap();
+    std::fs::create_dir_all(outer.path().join(".seshat")).unwrap();
+    std::fs::write(outer.path().join(".seshat/config.toml"), "this is not toml").unwrap();
+    let home = Home::inside(outer.path());
+    let err = home.fails(&["memory", "--scope", "project", "--json"]);
+    assert!(err.contains("the project scope needs a project"), "{err}");
+    assert!(home.ok(&["plugins", "list"]).contains("trimmer"));
+    // Without the ceiling the outer repository is the project, and its config is read.
+    let out = home.cmd().env_remove("GIT_CEILING_DIRECTORIES").args(["plugins", "list"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(".seshat/config.toml"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

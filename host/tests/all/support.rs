@@ -15,6 +15,11 @@ impl Home {
         Self { dir: tempfile::tempdir().expect("temp dir") }
     }
 
+    /// A home made inside `parent` (to prove what sits above a home changes nothing).
+    pub fn inside(parent: &Path) -> Self {
+        Self { dir: tempfile::tempdir_in(parent).expect("temp dir") }
+    }
+
     pub fn path(&self) -> &Path {
         self.dir.path()
     }
@@ -35,6 +40,9 @@ impl Home {
             .env("TZ", "UTC")
             .env("COLUMNS", "100")
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            // Whatever sits above the temporary directory (a git work tree, a `.seshat/`) is not
+            // the test's project: the search for a repository stops at the home.
+            .env("GIT_CEILING_DIRECTORIES", self.path().parent().unwrap_or(self.path()))
             .current_dir(self.path())
             .stdin(Stdio::null());
         cmd
