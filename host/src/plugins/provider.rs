@@ -7,7 +7,7 @@ use serde::Serialize;
 use wasmtime::Store;
 use wasmtime::component::{HasSelf, Linker, ResourceAny};
 
-use super::bindings::Version;
+use super::bindings::{Versioned, instantiate_versioned};
 use super::bindings::{v0_1 as v1, v0_2 as v2};
 use super::sandbox::{self, Slot, State};
 use super::{Error, LoadedPlugin, PluginKind, PluginMessage, Result, StopReason};
@@ -279,23 +279,17 @@ fn linker_v0_2() -> wasmtime::Result<&'static Linker<State<()>>> {
 }
 
 /// A provider's prepared instance, by contract version.
-enum Pre {
-    V0_1(Pre1),
-    V0_2(Pre2),
-}
+type Pre = Versioned<Pre1, Pre2>;
 
 /// A provider's live instance, by contract version.
-enum Bound {
-    V0_1(v1::provider::Provider),
-    V0_2(v2::provider::Provider),
-}
+type Bound = Versioned<v1::provider::Provider, v2::provider::Provider>;
 
 /// Calls `translate::$f` of whichever version the instance speaks.
 macro_rules! each_version {
     ($bound:expr, $store:expr, $f:ident ( $($arg:expr),* )) => {
         match $bound {
-            Bound::V0_1(b) => v1::translate::$f(b, $store $(, $arg)*),
-            Bound::V0_2(b) => v2::translate::$f(b, $store $(, $arg)*),
+            Versioned::V0_1(b) => v1::translate::$f(b, $store $(, $arg)*),
+            Versioned::V0_2(b) => v2::translate::$f(b, $store $(, $arg)*),
         }
     };
 }
@@ -319,16 +313,12 @@ impl std::fmt::Debug for ProviderPlugin {
 impl ProviderPlugin {
     /// Prepares a loaded plugin as a provider.
     pub fn new(plugin: &LoadedPlugin) -> Result<Self> {
-        let (pre, slot) = match plugin.version {
-            Version::V0_1 => {
-                let (pre, slot) = sandbox::prepare(plugin, PluginKind::Provider, linker_v0_1(), Pre1::new)?;
-                (Pre::V0_1(pre), slot)
-            }
-            Version::V0_2 => {
-                let (pre, slot) = sandbox::prepare(plugin, PluginKind::Provider, linker_v0_2(), Pre2::new)?;
-                (Pre::V0_2(pre), slot)
-            }
-        };
+        let (pre, slot) = sandbox::prepare_versioned(
+            plugin,
+            PluginKind::Provider,
+            (linker_v0_1, Pre1::new),
+            (linker_v0_2, Pre2::new),
+        )?;
         Ok(Self { allowed_hosts: plugin.manifest.allowed_hosts.clone(), pre, slot: slot.with_bindings() })
     }
 
@@ -344,7 +334,7 @@ impl ProviderPlugin {
 
     /// Whether it speaks 0.2.0 (probes and refusal limits).
     pub fn discovers(&self) -> bool {
-        matches!(self.pre, Pre::V0_2(_))
+        matches!(self.pre, Versioned::V0_2(_))
     }
 
     /// Runs one call into the guest with the sandbox's accounting; a trap drops the instance.
@@ -356,13 +346,7 @@ impl ProviderPlugin {
         ) -> wasmtime::Result<std::result::Result<R, super::bindings::v0_1::wit::Error>>,
     ) -> Result<R> {
         let pre = &self.pre;
-        self.slot.call(
-            |s| match pre {
-                Pre::V0_1(p) => p.instantiate(s).map(Bound::V0_1),
-                Pre::V0_2(p) => p.instantiate(s).map(Bound::V0_2),
-            },
-            f,
-        )
+        self.slot.call(|s| instantiate_versioned!(pre, s), f)
     }
 
     /// What the provider serves.
@@ -428,8 +412,8 @@ impl ProviderPlugin {
             return Ok(Vec::new());
         }
         let probes = self.call(|s, b| match b {
-            Bound::V0_1(_) => Ok(Ok(Vec::new())),
-            Bound::V0_2(b) => v2::translate::probes(b, s, model, base_url),
+            Versioned::V0_1(_) => Ok(Ok(Vec::new())),
+            Versioned::V0_2(b) => v2::translate::probes(b, s, model, base_url),
         })?;
         probes
             .into_iter()
@@ -449,8 +433,8 @@ impl ProviderPlugin {
     /// Reads the answer to a probe.
     pub fn parse_probe(&mut self, name: &str, model: Option<&str>, status: u16, body: &[u8]) -> Result<Discovery> {
         self.call(|s, b| match b {
-            Bound::V0_1(_) => Ok(Ok(Discovery::default())),
-            Bound::V0_2(b) => v2::translate::parse_probe(b, s, name, model, status, body),
+            Versioned::V0_1(_) => Ok(Ok(Discovery::default())),
+            Versioned::V0_2(b) => v2::translate::parse_probe(b, s, name, model, status, body),
         })
     }
 
@@ -458,8 +442,8 @@ impl ProviderPlugin {
     /// or its `max_tokens` (a 0.1.0 plugin cannot say).
     pub fn refusal_limit(&mut self, status: u16, body: &[u8]) -> Result<Option<Limit>> {
         self.call(|s, b| match b {
-            Bound::V0_1(_) => Ok(Ok(None)),
-            Bound::V0_2(b) => v2::translate::refusal_limit(b, s, status, body),
+            Versioned::V0_1(_) => Ok(Ok(None)),
+            Versioned::V0_2(b) => v2::translate::refusal_limit(b, s, status, body),
         })
     }
 

@@ -10,6 +10,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, Store, Trap, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+use super::bindings::{Version, Versioned};
 use super::limits::Limits;
 use super::{Error, PluginKind};
 
@@ -167,6 +168,31 @@ pub(super) fn prepare<H: Send + 'static, P>(
         .and_then(typed)
         .map_err(|e| super::link_error(&id, &e))?;
     Ok((pre, Slot { id, kind, limits: plugin.limits, live: None }))
+}
+
+/// A kind's linker, built once per process.
+pub(super) type LinkerFn<H> = fn() -> wasmtime::Result<&'static wasmtime::component::Linker<State<H>>>;
+
+/// A typed prepared instance from an untyped one.
+pub(super) type TypedFn<H, P> = fn(wasmtime::component::InstancePre<State<H>>) -> wasmtime::Result<P>;
+
+/// [`prepare`] with the linker and bindings of the contract version the plugin was built for.
+pub(super) fn prepare_versioned<H: Send + 'static, P1, P2>(
+    plugin: &super::LoadedPlugin,
+    kind: PluginKind,
+    v0_1: (LinkerFn<H>, TypedFn<H, P1>),
+    v0_2: (LinkerFn<H>, TypedFn<H, P2>),
+) -> super::Result<(Versioned<P1, P2>, Slot<H, ()>)> {
+    Ok(match plugin.version {
+        Version::V0_1 => {
+            let (pre, slot) = prepare(plugin, kind, v0_1.0(), v0_1.1)?;
+            (Versioned::V0_1(pre), slot)
+        }
+        Version::V0_2 => {
+            let (pre, slot) = prepare(plugin, kind, v0_2.0(), v0_2.1)?;
+            (Versioned::V0_2(pre), slot)
+        }
+    })
 }
 
 /// One plugin's instance: made lazily, used for every call, dropped after a trap, deadline or

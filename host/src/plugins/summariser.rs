@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use wasmtime::component::{HasSelf, Linker};
 
 use super::bindings::v0_1::wit;
-use super::bindings::{Version, v0_1, v0_2};
+use super::bindings::{Versioned, instantiate_versioned, v0_1, v0_2};
 use super::sandbox::{self, Slot, State};
 use super::{Error, LoadedPlugin, PluginKind, PluginMessage, Result, StopReason};
 use crate::store::Usage;
@@ -140,16 +140,10 @@ fn linker_v0_2() -> wasmtime::Result<&'static Linker<State<ModelHost>>> {
 }
 
 /// A summariser's prepared instance, by contract version.
-enum Pre {
-    V0_1(Pre1),
-    V0_2(Pre2),
-}
+type Pre = Versioned<Pre1, Pre2>;
 
 /// A summariser's live instance, by contract version.
-enum Bound {
-    V0_1(v0_1::summariser::Summariser),
-    V0_2(v0_2::summariser::Summariser),
-}
+type Bound = Versioned<v0_1::summariser::Summariser, v0_2::summariser::Summariser>;
 
 /// A loaded summariser, ready to call.
 pub struct SummariserPlugin {
@@ -169,16 +163,12 @@ impl std::fmt::Debug for SummariserPlugin {
 impl SummariserPlugin {
     /// Prepares a loaded plugin as a summariser.
     pub fn new(plugin: &LoadedPlugin) -> Result<Self> {
-        let (pre, slot) = match plugin.version {
-            Version::V0_1 => {
-                let (pre, slot) = sandbox::prepare(plugin, PluginKind::Summariser, linker_v0_1(), Pre1::new)?;
-                (Pre::V0_1(pre), slot)
-            }
-            Version::V0_2 => {
-                let (pre, slot) = sandbox::prepare(plugin, PluginKind::Summariser, linker_v0_2(), Pre2::new)?;
-                (Pre::V0_2(pre), slot)
-            }
-        };
+        let (pre, slot) = sandbox::prepare_versioned(
+            plugin,
+            PluginKind::Summariser,
+            (linker_v0_1, Pre1::new),
+            (linker_v0_2, Pre2::new),
+        )?;
         Ok(Self { pre, slot: slot.with_bindings() })
     }
 
@@ -206,10 +196,7 @@ impl SummariserPlugin {
         }
         let pre = &self.pre;
         let summary = self.slot.call(
-            |s| match pre {
-                Pre::V0_1(p) => p.instantiate(s).map(Bound::V0_1),
-                Pre::V0_2(p) => p.instantiate(s).map(Bound::V0_2),
-            },
+            |s| instantiate_versioned!(pre, s),
             |store, bindings| {
                 *store.data_mut().host_mut() = ModelHost {
                     model: Some(model),
@@ -218,10 +205,10 @@ impl SummariserPlugin {
                     max_tokens: limits.complete_max_tokens,
                 };
                 let result = match bindings {
-                    Bound::V0_1(b) => b
+                    Versioned::V0_1(b) => b
                         .seshat_plugin_summarise()
                         .call_summarise(&mut *store, &request!(v0_1::summariser::exports::seshat::plugin::summarise)),
-                    Bound::V0_2(b) => b
+                    Versioned::V0_2(b) => b
                         .seshat_plugin_summarise()
                         .call_summarise(&mut *store, &request!(v0_2::summariser::exports::seshat::plugin::summarise)),
                 };

@@ -6,7 +6,7 @@ use serde::Serialize;
 use wasmtime::component::{HasSelf, Linker};
 
 use super::bindings::v0_1::trimmer::seshat::plugin::{trim_host, trim_types};
-use super::bindings::{Version, v0_1, v0_2};
+use super::bindings::{Versioned, instantiate_versioned, v0_1, v0_2};
 use super::sandbox::{self, Slot, State};
 use super::{Error, LoadedPlugin, PluginKind, Result};
 use crate::store::Role;
@@ -152,25 +152,10 @@ fn linker_v0_2() -> wasmtime::Result<&'static Linker<State<TrimHost>>> {
 }
 
 /// A trimmer's prepared instance, by contract version.
-enum Pre {
-    V0_1(Pre1),
-    V0_2(Pre2),
-}
+type Pre = Versioned<Pre1, Pre2>;
 
 /// A trimmer's live instance, by contract version.
-enum Bound {
-    V0_1(v0_1::trimmer::Trimmer),
-    V0_2(v0_2::trimmer::Trimmer),
-}
-
-impl Pre {
-    fn instantiate(&self, s: &mut wasmtime::Store<State<TrimHost>>) -> wasmtime::Result<Bound> {
-        match self {
-            Pre::V0_1(p) => p.instantiate(s).map(Bound::V0_1),
-            Pre::V0_2(p) => p.instantiate(s).map(Bound::V0_2),
-        }
-    }
-}
+type Bound = Versioned<v0_1::trimmer::Trimmer, v0_2::trimmer::Trimmer>;
 
 /// A loaded trimmer, ready to call.
 pub struct TrimmerPlugin {
@@ -190,16 +175,12 @@ impl std::fmt::Debug for TrimmerPlugin {
 impl TrimmerPlugin {
     /// Prepares a loaded plugin as a trimmer (type-checking its imports and exports).
     pub fn new(plugin: &LoadedPlugin) -> Result<Self> {
-        let (pre, slot) = match plugin.version {
-            Version::V0_1 => {
-                let (pre, slot) = sandbox::prepare(plugin, PluginKind::Trimmer, linker_v0_1(), Pre1::new)?;
-                (Pre::V0_1(pre), slot)
-            }
-            Version::V0_2 => {
-                let (pre, slot) = sandbox::prepare(plugin, PluginKind::Trimmer, linker_v0_2(), Pre2::new)?;
-                (Pre::V0_2(pre), slot)
-            }
-        };
+        let (pre, slot) = sandbox::prepare_versioned(
+            plugin,
+            PluginKind::Trimmer,
+            (linker_v0_1, Pre1::new),
+            (linker_v0_2, Pre2::new),
+        )?;
         Ok(Self { pre, slot: slot.with_bindings() })
     }
 
@@ -211,7 +192,7 @@ impl TrimmerPlugin {
     /// Instantiates now (normally done lazily by the first call).
     pub fn warm(&mut self) -> Result<()> {
         let pre = &self.pre;
-        self.slot.call(|s| pre.instantiate(s), |_, _| Ok(Ok(())))
+        self.slot.call(|s| instantiate_versioned!(pre, s), |_, _| Ok(Ok(())))
     }
 
     /// Asks the trimmer for edits; `read_part` serves its requests for content. The answer is
@@ -232,12 +213,12 @@ impl TrimmerPlugin {
         };
         let pre = &self.pre;
         let edits = self.slot.call(
-            |s| pre.instantiate(s),
+            |s| instantiate_versioned!(pre, s),
             |store, bindings| {
                 store.data_mut().host_mut().reader = Some(Box::new(read_part));
                 let result = match bindings {
-                    Bound::V0_1(b) => b.seshat_plugin_trim().call_trim(&mut *store, &history, &wit_budget),
-                    Bound::V0_2(b) => b.seshat_plugin_trim().call_trim(&mut *store, &history, &wit_budget),
+                    Versioned::V0_1(b) => b.seshat_plugin_trim().call_trim(&mut *store, &history, &wit_budget),
+                    Versioned::V0_2(b) => b.seshat_plugin_trim().call_trim(&mut *store, &history, &wit_budget),
                 };
                 store.data_mut().host_mut().reader = None;
                 result

@@ -147,7 +147,8 @@ impl Provider for OpenAi {
     fn probes(model: Option<String>, base_url: String) -> Vec<Probe> {
         let base = base_url.trim_end_matches('/');
         let mut probes = vec![get_probe("models", format!("{base}/models"))];
-        let Some(model) = model else { return probes };
+        // OpenAI's own API has none of the local servers' endpoints.
+        let Some(model) = model.filter(|_| !base.starts_with("https://api.openai.com")) else { return probes };
         let root = base.strip_suffix("/v1").unwrap_or(base);
         probes.push(get_probe("llama.cpp-props", format!("{root}/props")));
         probes.push(get_probe("ollama-ps", format!("{root}/api/ps")));

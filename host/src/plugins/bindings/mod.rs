@@ -26,3 +26,26 @@ impl Version {
         }
     }
 }
+
+/// One value per contract version: a kind's prepared instance, or its live bindings.
+pub(crate) enum Versioned<A, B> {
+    /// For a `0.1.x` plugin.
+    V0_1(A),
+    /// For a `0.2.x` plugin.
+    V0_2(B),
+}
+
+/// Instantiates a [`Versioned`] prepared instance into the matching [`Versioned`] bindings.
+macro_rules! instantiate_versioned {
+    ($pre:expr, $store:expr) => {
+        match $pre {
+            $crate::plugins::bindings::Versioned::V0_1(p) => {
+                p.instantiate($store).map($crate::plugins::bindings::Versioned::V0_1)
+            }
+            $crate::plugins::bindings::Versioned::V0_2(p) => {
+                p.instantiate($store).map($crate::plugins::bindings::Versioned::V0_2)
+            }
+        }
+    };
+}
+pub(crate) use instantiate_versioned;
