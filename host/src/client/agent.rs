@@ -511,9 +511,7 @@ impl Agent {
         // A lower `max_tokens` for the retry after an "input and output exceed the window" refusal.
         let mut retry_max_tokens: Option<u32> = None;
         loop {
-            for n in self.notices.drain(..) {
-                observer.warning(&n);
-            }
+            self.flush_notices(observer);
             if out.iterations >= self.max_iterations {
                 out.hit_iteration_cap = true;
                 observer.warning(&format!(
@@ -574,8 +572,8 @@ impl Agent {
                 }
                 Err(providers::Error::Refused { message, .. }) => {
                     return Err(Error::ContextOverflow(format!(
-                        "the server refused the request for its length again after Seshat compacted it ({message}); \
-                         start a new session or set the model's context_window in config.toml"
+                        "the server refused the request for its length again after Seshat made room for it \
+                         ({message}); start a new session or set the model's context_window in config.toml"
                     )));
                 }
                 Err(e) => return Err(Error::Provider(e)),
@@ -593,11 +591,16 @@ impl Agent {
             }
             break;
         }
+        self.flush_notices(observer);
+        out.context = self.context_use()?;
+        Ok(out)
+    }
+
+    /// Tells the observer what the user should know (a learnt window, a clamped cap).
+    fn flush_notices(&mut self, observer: &mut dyn Observer) {
         for n in self.notices.drain(..) {
             observer.warning(&n);
         }
-        out.context = self.context_use()?;
-        Ok(out)
     }
 
     /// After a refusal for length: records what it says of the model's limits and makes the retry
@@ -664,9 +667,7 @@ impl Agent {
                 self.window
             )));
         }
-        for n in self.notices.drain(..) {
-            observer.warning(&n);
-        }
+        self.flush_notices(observer);
         let report = self.client.compact_auto(&self.session, &self.frame, &settings)?;
         observer.compaction(&report);
         out.compactions.push(report);

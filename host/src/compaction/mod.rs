@@ -205,7 +205,7 @@ pub struct Settings {
 impl Settings {
     /// An estimate in the model's real tokens.
     pub fn real(&self, estimate: u64) -> u64 {
-        if self.calibration > 1.0 { (estimate as f64 * self.calibration).ceil() as u64 } else { estimate }
+        calibrated(estimate, self.calibration)
     }
 
     /// A real token count in estimate units.
@@ -285,9 +285,14 @@ pub fn current_use(frame: &Frame, view: &LiveView) -> u64 {
     current_use_calibrated(frame, view, 1.0)
 }
 
+/// An estimate in real tokens: scaled by `calibration` when the model counts more than estimated.
+fn calibrated(estimate: u64, calibration: f64) -> u64 {
+    if calibration > 1.0 { (estimate as f64 * calibration).ceil() as u64 } else { estimate }
+}
+
 /// [`current_use`] in the model's real tokens: estimates scaled by `calibration` (when above 1).
 pub fn current_use_calibrated(frame: &Frame, view: &LiveView, calibration: f64) -> u64 {
-    let real = |estimate: u64| if calibration > 1.0 { (estimate as f64 * calibration).ceil() as u64 } else { estimate };
+    let real = |estimate: u64| calibrated(estimate, calibration);
     let compacted_through = view.compaction.as_ref().map_or(0, |c| c.through_seq);
     let report = view.entries.iter().enumerate().rev().find_map(|(i, e)| {
         let usage = e.usage?;

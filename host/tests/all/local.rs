@@ -621,6 +621,18 @@ fn a_server_that_always_refuses_ends_the_turn_with_context_overflow_after_two_re
     assert_eq!(v["error"]["code"], "context_overflow", "{v}");
     assert!(v["error"]["message"].as_str().unwrap().contains("auto-compaction is off"), "{v}");
     assert_eq!(local.chats().len(), 3);
+    let learnt = home.store().model_window(&local.base(), "gpt-4o").unwrap().unwrap();
+    assert_eq!((learnt.context_window, learnt.origin), (Some(8_192), seshat::store::WindowOrigin::Learnt));
+    // With the breaker tripped, likewise: recorded, no compaction, one request.
+    let session = v["session"].as_str().unwrap().to_string();
+    let conn = rusqlite::Connection::open(home.db()).unwrap();
+    conn.execute("UPDATE sessions SET compaction_failures = 3 WHERE id = ?1", [&session]).unwrap();
+    let before = home.store().compactions(&session).unwrap().len();
+    let v = json_of(&run(&home, &["--resume", &session, "--model", "gpt-4o", "--json", "-p", "once more"]));
+    assert_eq!(v["error"]["code"], "context_overflow", "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("summarising is off after repeated failures"), "{v}");
+    assert_eq!(local.chats().len(), 4);
+    assert_eq!(home.store().compactions(&session).unwrap().len(), before, "nothing was compacted");
 }
 
 #[test]
