@@ -99,6 +99,8 @@ enum Over {
     Truncate,
     /// Every chat request is refused as too long, whatever its size.
     Always,
+    /// Refuses a request that does not fit with a body that names no number.
+    Unnamed,
     /// Its tokenizer counts 1.8 tokens for each one Seshat estimates; it reports the prompt
     /// tokens it counted, and checks its window by them.
     CountsMore,
@@ -264,6 +266,9 @@ fn chat_answer(window: u64, over: Option<Over>, r: &Recorded, seen: &Mutex<Seen>
                 ),
                 Value::Null,
             );
+        }
+        Some(Over::Unnamed) if input + max > window => {
+            return refuse("Request too long for this model.".into(), json!("context_length_exceeded"));
         }
         Some(Over::Vllm) if input + max > window => {
             seen.lock().unwrap().refusals += 1;
@@ -584,6 +589,24 @@ fn each_servers_refusal_for_length_is_recovered_once_after_compacting() {
 }
 
 #[test]
+fn a_refusal_that_names_no_window_is_learnt_as_nine_tenths_of_the_refused_request() {
+    // The server runs 11,500 tokens; the ~12.4k-token request with room for a 12k answer is
+    // refused without a number, and nine tenths of the request is a window that works.
+    let local = Local::start(Kind::Bare, 11_500, Some(Over::Unnamed));
+    let home = home_at("openai", &local.base(), "");
+    let id = history(&home, 24, 400);
+    let out = run(&home, &["--resume", &id, "--model", MODEL, "--window", "32768", "--json", "-p", "go on"]);
+    let v = ok_json(&out);
+    assert_eq!(local.seen().refusals, 1);
+    let refused = openai_input(&local.chats()[0].json());
+    let learnt = v["context"]["window"].as_u64().unwrap();
+    assert_eq!(v["context"]["source"], "learnt");
+    assert!(learnt * 100 >= refused * 88 && learnt * 100 <= refused * 92, "learnt {learnt} of a ~{refused} request");
+    assert!(stderr(&out).contains("without naming its window"), "{}", stderr(&out));
+    assert!(local.seen().overflows.is_empty());
+}
+
+#[test]
 fn openais_input_and_output_refusal_lowers_max_tokens_without_compacting() {
     let local = Local::start(Kind::Bare, 8_192, Some(Over::OpenAi));
     let home = home_at("openai", &local.base(), "");
@@ -746,6 +769,13 @@ fn seshat_compact_calls_the_sessions_provider_with_chats_frame() {
     assert!(transcript.contains("Note 0:") && transcript.contains("Note 5:"), "the dropped messages: {transcript}");
     assert_eq!(home.store().compactions(&id).unwrap().len(), 1);
     assert!(local.seen().overflows.is_empty());
+    // --summary-model picks another model of the provider for the summary.
+    ok_json(&run(&home, &["--resume", &id, "--model", MODEL, "--no-auto-compact", "--json", "-p", &note(40, 3_000)]));
+    let dry =
+        home.cmd().args(["compact", &id, "--dry-run", "--json", "--summary-model", "other-model"]).output().unwrap();
+    assert!(dry.status.success(), "{}", stderr(&dry));
+    let dry: Value = serde_json::from_slice(&dry.stdout).unwrap();
+    assert_eq!(dry["summary_model"], "other-model", "{dry}");
 }
 
 /// Anthropic's Messages API with a real window of `window` tokens and an output limit of
