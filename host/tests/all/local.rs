@@ -914,6 +914,8 @@ fn a_thrashing_compaction_still_sends_a_request_that_fits() {
     assert!(recorded[0].summary.is_some() && recorded[0].error.as_deref().unwrap().starts_with("thrash"));
     assert_eq!(home.store().session(&id).unwrap().compaction_failures, 1);
     assert!(local.seen().overflows.is_empty());
+    let shown = home.ok(&["sessions", "show", &id, "--full"]);
+    assert!(shown.contains("(counted as a failed compaction: thrash: the summary freed only"), "{shown}");
 }
 
 #[test]

@@ -181,6 +181,10 @@ fn compaction(out: &mut dyn Write, c: &Compaction) -> std::io::Result<()> {
                 c.pinned_seq.map_or(String::new(), |p| format!(", pinned #{p}")),
                 c.model.as_deref().unwrap_or("-"),
             )?;
+            if let Some(e) = &c.error {
+                // Used, but counted as a failure (a summary that freed too little).
+                writeln!(out, "(counted as a failed compaction: {e})")?;
+            }
             writeln!(out, "{}", c.summary.as_deref().unwrap_or_default())
         }
         CompactionStatus::Failed => writeln!(
