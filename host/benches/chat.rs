@@ -18,9 +18,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use seshat::client::{Agent, AgentOptions, Observer, Tools};
+use seshat::conversation::{MessageStatus, NewMessage, Part, Role};
 use seshat::plugins::StreamEvent;
 use seshat::providers::{Cancel, SharedProvider};
-use seshat::store::{MessageStatus, NewMessage, NewSession, Part, Role, Store};
+use seshat::store::{NewSession, Store};
 
 const MESSAGES: usize = 10_000;
 const RUNS: usize = 51;

@@ -15,10 +15,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use seshat::compaction::{Compactor, Frame, ModelClient, Settings};
+use seshat::conversation::{MessageStatus, NewMessage, Part, Role};
 use seshat::plugins::{Catalog, LimitRequest, PluginKind, Runtime, SummariserPlugin, TrimmerPlugin};
-use seshat::store::{
-    Compaction, CompactionStatus, CompactionTrigger, MessageStatus, NewMessage, NewSession, Part, Role, Store,
-};
+use seshat::store::{Compaction, CompactionStatus, CompactionTrigger, NewSession, Store};
 
 fn plugins(dir: &std::path::Path) -> (TrimmerPlugin, SummariserPlugin) {
     let catalog = Catalog::builtin();

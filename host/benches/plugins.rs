@@ -9,10 +9,10 @@ use common::*;
 #[allow(dead_code)]
 mod policy;
 
+use seshat::conversation::Role;
 use seshat::plugins::{
     Catalog, LimitRequest, PluginKind, Runtime, TrimBudget, TrimEdit, TrimMessage, TrimPart, TrimmerPlugin,
 };
-use seshat::store::Role;
 
 fn main() {
     println!("| benchmark | seshat | baseline | ratio | target |");

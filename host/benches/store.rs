@@ -13,7 +13,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, TransactionBehavior, params};
-use seshat::store::{ListFilter, MessageStatus, NewMessage, NewSession, Part, Role, Store, Usage};
+use seshat::conversation::{MessageStatus, NewMessage, Part, Role, Usage};
+use seshat::store::{ListFilter, NewSession, Store};
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");

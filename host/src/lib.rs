@@ -14,6 +14,7 @@
 pub mod client;
 pub mod compaction;
 pub mod config;
+pub mod conversation;
 pub mod memory;
 pub mod paths;
 pub mod plugins;

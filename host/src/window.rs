@@ -131,8 +131,8 @@ pub fn estimate_text(text: &str) -> u64 {
 pub const MESSAGE_OVERHEAD: u64 = 4;
 
 /// The estimated size of a message.
-pub fn estimate_parts(parts: &[crate::store::Part]) -> u64 {
-    use crate::store::Part;
+pub fn estimate_parts(parts: &[crate::conversation::Part]) -> u64 {
+    use crate::conversation::Part;
     MESSAGE_OVERHEAD
         + parts
             .iter()

@@ -14,9 +14,10 @@ use super::sizing::{self, FrameParts, OutputAsk};
 use super::tools::Tools;
 use super::{Client, Error, Result, prompt};
 use crate::compaction::{Frame, Report};
+use crate::conversation::{MessageStatus, NewMessage, Part, Role, Usage};
 use crate::plugins::{Limit, StopReason, StreamEvent, ToolSpec};
 use crate::providers::{self, Answer, Call, Cancel, SharedProvider};
-use crate::store::{MessageStatus, ModelWindow, NewMessage, NewSession, Part, Role, Usage, WindowOrigin};
+use crate::store::{ModelWindow, NewSession, WindowOrigin};
 use crate::window::{self, Marks, WindowSource};
 
 /// Which session a chat continues.

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use crate::store::Role;
+use crate::conversation::Role;
 
 /// What the cut needs to know about one message of the live view.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -25,13 +25,12 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::conversation::{MessageStatus, NewMessage, Part, Role};
 use crate::plugins::{
     Completion, CompletionRequest, ModelCall, ModelError, PluginMessage, SummariserPlugin, SummaryRequest, TrimBudget,
     TrimMessage, TrimPart, TrimmerPlugin,
 };
-use crate::store::{
-    Compaction, CompactionStatus, CompactionTrigger, LiveView, MessageStatus, NewMessage, Origin, Part, Role, Store,
-};
+use crate::store::{Compaction, CompactionStatus, CompactionTrigger, LiveView, Origin, Store};
 use crate::window::{self, Marks};
 
 /// After this many failed compactions in a row, summarising stops for the session.

@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use crate::store::{Part, Role};
+use crate::conversation::{Part, Role};
 
 /// A message of an outgoing request.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -36,7 +36,7 @@ pub use trimmer::{
     TrimBudget, TrimEdit, TrimMessage, TrimPart, TrimmerPlugin, placeholder, validate as validate_edits,
 };
 
-use crate::store::{Part, Role};
+use crate::conversation::{Part, Role};
 
 /// The contract versions this host speaks: the frozen `0.1.x` and the unstable `0.2.x`.
 pub const API_VERSIONS: &str = "0.1.x or 0.2.x";

@@ -11,7 +11,7 @@ use super::bindings::{Versioned, instantiate_versioned};
 use super::bindings::{v0_1 as v1, v0_2 as v2};
 use super::sandbox::{self, Slot, State};
 use super::{Error, LoadedPlugin, PluginKind, PluginMessage, Result, StopReason};
-use crate::store::Usage;
+use crate::conversation::Usage;
 
 /// How requests are authenticated (the host adds the credential).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -9,7 +9,7 @@ use super::bindings::v0_1::wit;
 use super::bindings::{Versioned, instantiate_versioned, v0_1, v0_2};
 use super::sandbox::{self, Slot, State};
 use super::{Error, LoadedPlugin, PluginKind, PluginMessage, Result, StopReason};
-use crate::store::Usage;
+use crate::conversation::Usage;
 
 /// A model call a summariser asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]

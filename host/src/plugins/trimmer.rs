@@ -9,12 +9,12 @@ use super::bindings::v0_1::trimmer::seshat::plugin::{trim_host, trim_types};
 use super::bindings::{Versioned, instantiate_versioned, v0_1, v0_2};
 use super::sandbox::{self, Slot, State};
 use super::{Error, LoadedPlugin, PluginKind, Result};
-use crate::store::Role;
+use crate::conversation::Role;
 
 /// What a trimmer sees of one part: no content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct TrimPart {
-    /// The part's kind, as in [`crate::store::Part::kind`].
+    /// The part's kind, as in [`crate::conversation::Part::kind`].
     pub kind: &'static str,
     /// Content size in bytes (after earlier trims).
     pub bytes: u64,

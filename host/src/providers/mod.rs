@@ -17,11 +17,11 @@ use std::time::Duration;
 use crate::compaction::pairing::Msg;
 use crate::config::ModelConfig;
 use crate::config::ProviderConfig;
+use crate::conversation::{Part, Usage};
 use crate::plugins::{
     ChatRequest, Completion, CompletionRequest, Discovery, EncodeOptions, LoadedPlugin, ModelError, ModelInfo,
     PluginMessage, ProviderInfo, ProviderPlugin, StopReason, StreamEvent, ToolSpec,
 };
-use crate::store::{Part, Usage};
 pub use credentials::{Credentials, REDACTED, Secret};
 pub use transport::{Cancel, Failure, Settings, Transport};
 

@@ -2,10 +2,9 @@
 
 use rusqlite::{OptionalExtension, Row, Transaction, TransactionBehavior, params};
 
-use super::model::{
-    Compaction, CompactionStatus, CompactionTrigger, Message, MessageStatus, NewMessage, Part, Role, Trim, Usage,
-};
+use super::model::{Compaction, CompactionStatus, CompactionTrigger, Message, Trim};
 use super::{Error, Result, Store, now_ms};
+use crate::conversation::{MessageStatus, NewMessage, Part, Role, Usage};
 
 /// Longest automatic title, in characters.
 const TITLE_CHARS: usize = 80;

@@ -20,10 +20,7 @@ use rusqlite::Connection;
 
 pub use error::{Error, Result};
 pub use migrations::{APPLICATION_ID, LATEST as SCHEMA_VERSION};
-pub use model::{
-    Compaction, CompactionStatus, CompactionTrigger, Message, MessageStatus, NewMessage, NewSession, Part, Role,
-    SessionInfo, Trim, Usage,
-};
+pub use model::{Compaction, CompactionStatus, CompactionTrigger, Message, NewSession, SessionInfo, Trim};
 pub use models::{DISCOVERY_TTL_MS, ModelWindow, WindowOrigin};
 pub use sessions::ListFilter;
 pub use sessions::MIN_SHORT_ID;

@@ -4,8 +4,9 @@ use std::collections::HashMap;
 
 use rusqlite::{OptionalExtension, Row, TransactionBehavior, params};
 
-use super::model::{NewSession, SessionInfo, Usage};
+use super::model::{NewSession, SessionInfo};
 use super::{Error, Result, Store, now_ms};
+use crate::conversation::Usage;
 
 /// The shortest prefix `sessions list` shows.
 pub const MIN_SHORT_ID: usize = 8;

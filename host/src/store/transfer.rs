@@ -11,8 +11,9 @@ use rusqlite::{Transaction, TransactionBehavior, params};
 use serde::Serialize;
 
 use super::messages::{insert_compaction, insert_message, insert_trim};
-use super::model::{Compaction, Message, NewMessage, Part, SessionInfo, Trim};
+use super::model::{Compaction, Message, SessionInfo, Trim};
 use super::{Error, Result, Store};
+use crate::conversation::{NewMessage, Part};
 
 /// One line of an export.
 #[derive(Debug, Serialize)]

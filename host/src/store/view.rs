@@ -10,8 +10,9 @@ use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
 use super::messages::{COMPACTION_COLUMNS, TRIM_COLUMNS, compaction_from_row, trim_from_row};
-use super::model::{Compaction, Message, MessageStatus, Part, Role, SessionInfo, Trim};
+use super::model::{Compaction, Message, SessionInfo, Trim};
 use super::{Result, Store};
+use crate::conversation::{MessageStatus, Part, Role};
 
 /// The fixed marker that follows a summary in the live view. Documented in the README; tools and
 /// people can search for it.
@@ -50,7 +51,7 @@ pub struct ViewEntry {
     pub status: MessageStatus,
     /// Usage of the model call that produced it (assistant messages).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub usage: Option<crate::store::Usage>,
+    pub usage: Option<crate::conversation::Usage>,
     /// The trims applied to this message.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub trims: Vec<Trim>,

@@ -7,7 +7,8 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use seshat::store::{Message, MessageStatus, Part, Role};
+use seshat::conversation::{MessageStatus, Part, Role};
+use seshat::store::Message;
 
 use crate::server::{Reply, Server, anthropic, openai};
 use crate::support::Home;

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use seshat::store::{MessageStatus, Role};
+use seshat::conversation::{MessageStatus, Role};
 
 use crate::chat::{KEY, chat, home_for, json_of, r, rows};
 use crate::server::{Reply, Server, anthropic};

@@ -180,8 +180,9 @@ fn a_closed_stdout_is_not_a_panic() {
     let mut store = home.store();
     let id = home.session("/big");
     let big = "x".repeat(64 * 1024);
-    let msgs: Vec<_> =
-        (0..20).map(|_| seshat::store::NewMessage::text(seshat::store::Role::User, big.clone())).collect();
+    let msgs: Vec<_> = (0..20)
+        .map(|_| seshat::conversation::NewMessage::text(seshat::conversation::Role::User, big.clone()))
+        .collect();
     store.append(&id, &msgs).unwrap();
     let mut child =
         home.cmd().args(["sessions", "export", &id]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();

@@ -3,11 +3,12 @@
 use std::sync::{Arc, Mutex};
 
 use seshat::compaction::{Compactor, Frame, ModelClient, Settings};
+use seshat::conversation::{MessageStatus, NewMessage, Part, Role};
 use seshat::plugins::{
     Catalog, Completion, CompletionRequest, LimitRequest, ModelError, PluginKind, Runtime, StopReason,
     SummariserPlugin, TrimmerPlugin,
 };
-use seshat::store::{COMPACTION_MARKER, MessageStatus, NewMessage, NewSession, Origin, Part, Role, Store};
+use seshat::store::{COMPACTION_MARKER, NewSession, Origin, Store};
 
 use crate::plugins::shared_cache;
 use crate::support::Home;
@@ -385,7 +386,7 @@ fn a_provider_report_drives_the_check_until_the_next_compaction() {
     let reply = NewMessage {
         role: Role::Assistant,
         parts: vec![Part::Text { text: "ok".into() }],
-        usage: Some(seshat::store::Usage {
+        usage: Some(seshat::conversation::Usage {
             input_tokens: 17_000,
             output_tokens: 10,
             context_tokens: Some(17_000),

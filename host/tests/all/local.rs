@@ -547,8 +547,8 @@ fn history(home: &Home, n: usize, tokens: usize) -> String {
     let id = home.session("elsewhere");
     let mut store = home.store();
     for i in 0..n {
-        let role = if i % 2 == 0 { seshat::store::Role::User } else { seshat::store::Role::Assistant };
-        store.append(&id, &[seshat::store::NewMessage::text(role, note(i, tokens))]).unwrap();
+        let role = if i % 2 == 0 { seshat::conversation::Role::User } else { seshat::conversation::Role::Assistant };
+        store.append(&id, &[seshat::conversation::NewMessage::text(role, note(i, tokens))]).unwrap();
     }
     id
 }

@@ -3,6 +3,7 @@
 // Test helpers take JSON by value so call sites can pass `json!(…)` inline.
 #![allow(clippy::needless_pass_by_value)]
 
+mod architecture;
 mod chat;
 mod chat_signals;
 mod cli;

@@ -4,9 +4,8 @@ use std::fs;
 use std::path::Path;
 
 use rusqlite::Connection;
-use seshat::store::{
-    DISCOVERY_TTL_MS, Error, ModelWindow, NewMessage, Part, Role, SCHEMA_VERSION, Store, WindowOrigin,
-};
+use seshat::conversation::{NewMessage, Part, Role};
+use seshat::store::{DISCOVERY_TTL_MS, Error, ModelWindow, SCHEMA_VERSION, Store, WindowOrigin};
 
 use crate::support::{Home, fixture};
 
@@ -35,7 +34,7 @@ fn version_1_fixture_upgrades_with_its_data() {
     assert_eq!(history.len(), 4);
     assert!(matches!(&history[1].parts[0], Part::Thinking { signature: Some(s), .. } if s == "sig-abc"));
     assert!(matches!(&history[1].parts[1], Part::ToolCall { id, .. } if id == "call_1"));
-    assert_eq!(history[3].status, seshat::store::MessageStatus::Interrupted);
+    assert_eq!(history[3].status, seshat::conversation::MessageStatus::Interrupted);
 
     // The upgraded database is fully usable: append, trim, compact.
     assert_eq!(store.append(&s1.id, &[NewMessage::text(Role::User, "go on")]).unwrap(), vec![5]);

@@ -5,12 +5,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use seshat::conversation::{Part, Role};
 use seshat::plugins::{
     Catalog, CatalogEntry, ChatRequest, Completion, CompletionRequest, EncodeOptions, Error, LimitRequest, ModelCall,
     ModelError, Origin, PluginKind, PluginMessage, ProviderPlugin, Runtime, StopReason, StreamEvent, SummariserPlugin,
     SummaryRequest, TrimBudget, TrimEdit, TrimMessage, TrimPart, TrimmerPlugin,
 };
-use seshat::store::{Part, Role};
 
 /// A compiled-plugin cache shared by the tests of this binary.
 pub fn shared_cache() -> PathBuf {

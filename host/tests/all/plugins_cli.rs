@@ -101,7 +101,9 @@ fn hostile_plugins_get_nothing_and_change_nothing() {
     let home = Home::new();
     let wasm = install(&home, "hostile", seshat_test_plugins::HOSTILE);
     let session = home.session("/hostile");
-    home.store().append(&session, &[seshat::store::NewMessage::text(seshat::store::Role::User, "keep me")]).unwrap();
+    home.store()
+        .append(&session, &[seshat::conversation::NewMessage::text(seshat::conversation::Role::User, "keep me")])
+        .unwrap();
     let db = home.db();
     let before = std::fs::read(&db).unwrap();
     let canary = format!("canary-{}-{}", std::process::id(), session);

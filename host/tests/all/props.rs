@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use seshat::compaction::cut::{self, Item};
 use seshat::compaction::pairing::{self, Msg};
-use seshat::store::{MessageStatus, NewMessage, Part, Role};
+use seshat::conversation::{MessageStatus, NewMessage, Part, Role};
 
 /// One step of a conversation.
 #[derive(Debug, Clone)]

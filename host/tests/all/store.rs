@@ -1,9 +1,9 @@
 //! The store's library API: append-only history, the live view, compaction and trim records,
 //! export/import.
 
+use seshat::conversation::{MessageStatus, NewMessage, Part, Role, Usage};
 use seshat::store::{
-    COMPACTION_MARKER, Compaction, CompactionStatus, CompactionTrigger, Error, ListFilter, MessageStatus, NewMessage,
-    NewSession, Origin, Part, Role, Store, Usage,
+    COMPACTION_MARKER, Compaction, CompactionStatus, CompactionTrigger, Error, ListFilter, NewSession, Origin, Store,
 };
 
 use crate::support::{Home, fixture, text_of};

@@ -87,7 +87,7 @@ pub fn text_of(msg: &seshat::store::Message) -> &str {
     msg.parts
         .iter()
         .find_map(|p| match p {
-            seshat::store::Part::Text { text } => Some(text.as_str()),
+            seshat::conversation::Part::Text { text } => Some(text.as_str()),
             _ => None,
         })
         .unwrap_or("")

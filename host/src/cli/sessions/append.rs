@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, anyhow};
 use serde::Deserialize;
-use seshat::store::{MessageStatus, NewMessage, Part, Role, Usage};
+use seshat::conversation::{MessageStatus, NewMessage, Part, Role, Usage};
 
 use crate::cli::Context;
 

@@ -4,7 +4,8 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use serde::Serialize;
-use seshat::store::{Compaction, CompactionStatus, Message, Origin, Part, SessionInfo, Trim};
+use seshat::conversation::Part;
+use seshat::store::{Compaction, CompactionStatus, Message, Origin, SessionInfo, Trim};
 
 use crate::cli::{Context, format};
 

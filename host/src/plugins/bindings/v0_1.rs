@@ -35,7 +35,7 @@ pub(crate) mod translate {
 /// The WIT types shared by every world.
 pub(crate) use trimmer::seshat::plugin::types as wit;
 
-use crate::store::{Part, Role, Usage};
+use crate::conversation::{Part, Role, Usage};
 
 impl From<wit::Role> for Role {
     fn from(r: wit::Role) -> Self {
