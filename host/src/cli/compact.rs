@@ -115,11 +115,15 @@ pub fn describe(id: &str, r: &Report) -> String {
         (n, None) => format!("{n} model calls"),
     };
     let thrash = if r.thrash { " (it freed too little: counted as a failed compaction)" } else { "" };
+    // A dry run writes no summary: its figure counts the summary at its cap.
+    let (after, freed) = if r.dry_run && r.summarised {
+        (format!("at most {}", format::tokens(r.tokens_after)), format!("at least {}", format::tokens(freed)))
+    } else {
+        (format::tokens(r.tokens_after), format::tokens(freed))
+    };
     format!(
-        "{verb} session {id}: {} → {} tokens (freed {}); {}; {model}{thrash}.",
+        "{verb} session {id}: {} → {after} tokens (freed {freed}); {}; {model}{thrash}.",
         format::tokens(r.tokens_before),
-        format::tokens(r.tokens_after),
-        format::tokens(freed),
         parts.join(", ")
     )
 }

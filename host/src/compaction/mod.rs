@@ -236,6 +236,10 @@ pub struct Report {
     pub plugin_micros: u64,
     /// The summary freed too little (counted as a failure, but used).
     pub thrash: bool,
+    /// Estimated tokens the trims freed.
+    pub trims_freed: u64,
+    /// Messages kept after the summary (the pinned request included).
+    pub kept: usize,
 }
 
 /// A request ready to send.
@@ -443,19 +447,19 @@ impl Compactor<'_> {
         let trims = self.trims(&view, frame, &marks, settings)?;
         report.plugin_micros += plugin_start.elapsed().as_micros() as u64;
         report.trimmed = trims.len();
-        let view = if !trims.is_empty() && !dry_run {
-            store.record_trims(session, &trims)?;
-            store.live_view(session)?
-        } else {
-            view
+        let untrimmed = estimate_request(frame, &view);
+        // A dry run applies the trims to its copy of the view exactly as the store would, so it
+        // chooses the same cut as the real run.
+        let view = match (trims.is_empty(), dry_run) {
+            (true, _) => view,
+            (false, true) => with_trims(view, &trims),
+            (false, false) => {
+                store.record_trims(session, &trims)?;
+                store.live_view(session)?
+            }
         };
-        let after_trims = if dry_run {
-            before.saturating_sub(
-                trims.iter().map(|(seq, part, replacement)| saved(&view, *seq, *part, replacement)).sum(),
-            )
-        } else {
-            estimate_request(frame, &view)
-        };
+        let after_trims = estimate_request(frame, &view);
+        report.trims_freed = untrimmed.saturating_sub(after_trims);
         report.tokens_after = after_trims;
         if trigger == CompactionTrigger::Auto && after_trims <= marks.target {
             return Ok(report);
@@ -479,6 +483,7 @@ impl Compactor<'_> {
             .map(|(_, e)| *e)
             .collect();
         report.dropped = dropped.len();
+        report.kept = entries.len() - decision.first_kept + usize::from(decision.pinned.is_some());
         if dropped.is_empty() {
             return Ok(report);
         }
@@ -680,14 +685,16 @@ fn content_len(p: &Part) -> u64 {
     }
 }
 
-/// Tokens a replacement would save (dry runs).
-fn saved(view: &LiveView, seq: u64, part: u32, replacement: &str) -> u64 {
-    view.entries.iter().find(|e| e.seq == Some(seq)).and_then(|e| e.parts.get(part as usize)).map_or(0, |p| match p {
-        Part::ToolResult { content, .. } => {
-            window::estimate_text(content).saturating_sub(window::estimate_text(replacement))
+/// The view with trims applied to its tool results, as the store applies recorded ones.
+fn with_trims(mut view: LiveView, trims: &[(u64, u32, String)]) -> LiveView {
+    for (seq, part, replacement) in trims {
+        let target =
+            view.entries.iter_mut().find(|e| e.seq == Some(*seq)).and_then(|e| e.parts.get_mut(*part as usize));
+        if let Some(Part::ToolResult { content, .. }) = target {
+            content.clone_from(replacement);
         }
-        _ => 0,
-    })
+    }
+    view
 }
 
 fn is_request(e: &crate::store::ViewEntry) -> bool {

@@ -472,3 +472,30 @@ fn compact_summary_model_picks_another_model_for_the_summary() {
     assert!(model.requests.lock().unwrap().iter().all(|(m, _)| m == "small-model"));
     assert_eq!(store.live_view(&id).unwrap().compaction.unwrap().model.as_deref(), Some("small-model"));
 }
+
+#[test]
+fn a_dry_run_predicts_the_trims_and_the_cut_of_the_real_run() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 30_000);
+    for t in 0..12 {
+        store.append(&id, &[text(Role::User, format!("run step {t}"))]).unwrap();
+        store.append(&id, &tool_pair(&format!("s{t}"), &format!("line {t}\n").repeat(900))).unwrap();
+        store.append(&id, &[text(Role::Assistant, format!("step {t} done {}", "w ".repeat(400)))]).unwrap();
+    }
+    drop(store);
+    std::fs::write(home.path().join("config.toml"), "[plugins]\nsummariser = \"summariser-extractive\"\n").unwrap();
+    let report = |args: &[&str]| -> serde_json::Value { serde_json::from_str(&home.ok(args)).unwrap() };
+    let dry = report(&["compact", &id, "--dry-run", "--json"]);
+    let said = home.ok(&["compact", &id, "--dry-run"]);
+    assert!(said.contains("→ at most") && said.contains("(freed at least"), "{said}");
+    assert!(home.store().trims(&id).unwrap().is_empty(), "a dry run records nothing");
+    let real = report(&["compact", &id, "--json"]);
+    assert!(dry["trimmed"].as_u64().unwrap() > 0, "{dry}");
+    for field in ["trimmed", "trims_freed", "dropped", "kept", "tokens_before", "summarised"] {
+        assert_eq!(dry[field], real[field], "{field}: dry {dry}\nreal {real}");
+    }
+    assert_eq!(home.store().trims(&id).unwrap().len() as u64, real["trimmed"].as_u64().unwrap());
+    // No summary is written in a dry run: its after-figure counts the summary at its cap.
+    assert!(dry["tokens_after"].as_u64() >= real["tokens_after"].as_u64(), "dry {dry}\nreal {real}");
+}
