@@ -226,27 +226,43 @@ fn short(id: &str, shared: usize) -> String {
     id[..(shared + 1).max(MIN_SHORT_ID).min(id.len())].to_string()
 }
 
-/// The shortest prefix of `id` (at least [`MIN_SHORT_ID`]) not shared with its neighbours in the
-/// sorted list `all`.
-#[cfg(test)]
-fn shortest_unique_prefix(all: &[String], id: &str) -> String {
-    let at = all.partition_point(|x| x.as_str() < id);
-    let before = at.checked_sub(1).and_then(|i| all.get(i)).map_or(0, |s| common_prefix(id, s));
-    let after = all.get(at).filter(|s| s.as_str() == id).map_or(at, |_| at + 1);
-    let after = all.get(after).map_or(0, |s| common_prefix(id, s));
-    short(id, before.max(after))
-}
-
 #[cfg(test)]
 mod tests {
-    use super::shortest_unique_prefix;
+    use crate::store::Store;
+
+    fn store_with(ids: &[String]) -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s.db")).unwrap();
+        for id in ids {
+            store
+                .conn
+                .execute(
+                    "INSERT INTO sessions (id, project, created_at, updated_at, metadata) VALUES (?1, '/p', 0, 0, '{}')",
+                    [id],
+                )
+                .unwrap();
+        }
+        (dir, store)
+    }
 
     #[test]
-    fn prefix_grows_past_shared_characters() {
-        let all: Vec<String> =
+    fn short_ids_grow_past_shared_characters_on_both_paths() {
+        let four: Vec<String> =
             ["AAAAAAAAAA1", "AAAAAAAAAA2", "AAAAAAAB00", "ZZZZZZZZZZZ"].iter().map(|s| s.to_string()).collect();
-        assert_eq!(shortest_unique_prefix(&all, "AAAAAAAAAA1"), "AAAAAAAAAA1");
-        assert_eq!(shortest_unique_prefix(&all, "AAAAAAAB00"), "AAAAAAAB");
-        assert_eq!(shortest_unique_prefix(&all, "ZZZZZZZZZZZ"), "ZZZZZZZZ");
+        let expected = ["AAAAAAAAAA1", "AAAAAAAAAA2", "AAAAAAAB", "ZZZZZZZZ"];
+        let (_dir, store) = store_with(&four);
+        let asked: Vec<&str> = four.iter().map(String::as_str).collect();
+        assert_eq!(store.short_ids(&asked).unwrap(), expected, "neighbour lookups");
+
+        // More ids than the neighbour lookups serve: the one-pass path must agree.
+        let mut many = four.clone();
+        many.extend((0..300).map(|i| format!("M{i:010}")));
+        let (_dir, store) = store_with(&many);
+        let asked: Vec<&str> = many.iter().map(String::as_str).collect();
+        assert!(asked.len() > super::NEIGHBOUR_LOOKUPS_UP_TO);
+        let shorts = store.short_ids(&asked).unwrap();
+        assert_eq!(&shorts[..4], expected, "one pass");
+        assert_eq!(shorts[4], "M0000000000", "ids sharing ten characters need eleven");
+        assert_eq!(shorts.len(), many.len());
     }
 }

@@ -937,3 +937,37 @@ fn the_system_prompt_holds_the_project_instructions_or_the_configured_file() {
     let system = server.requests()[1].json()["system"][0]["text"].as_str().unwrap().to_string();
     assert!(system.starts_with("You are terse.") && !system.contains("haiku"), "{system}");
 }
+
+#[test]
+fn the_memory_snapshot_in_the_system_prompt_holds_the_notes_and_entities_and_says_what_it_left_out() {
+    let server = Server::start(vec![
+        Reply::Stream { pieces: anthropic::text_answer(&["ok"]) },
+        Reply::Stream { pieces: anthropic::text_answer(&["ok"]) },
+    ]);
+    let home = home_for("anthropic", &server, "");
+    home.ok(&["memory", "--action", "set", "--key", "style", "--value", "short answers, no preamble"]);
+    let entity = |i: usize| {
+        serde_json::from_value(json!({"name": format!("Service {i}"), "entityType": "service",
+            "observations": [format!("service {i} listens on port {}", 8000 + i)]}))
+        .unwrap()
+    };
+    let entities: Vec<seshat::memory::NewEntity> = (0..30).map(entity).collect();
+    home.store().memory(None).create_entities(&entities, None).unwrap();
+    assert!(chat(&home, &["-p", "hi"], &[]).status.success());
+    let system = server.requests()[0].json()["system"][0]["text"].as_str().unwrap().to_string();
+    let memory = &system[system.find("# Memory").expect("the memory section")..];
+    assert!(memory.contains("- style: short answers, no preamble"), "{memory}");
+    assert!(memory.contains("- Service 29 (service): service 29 listens on port 8029"), "{memory}");
+    assert!(memory.contains("- Service 0 (service): service 0 listens on port 8000"), "{memory}");
+    assert!(!memory.contains("Left out"), "everything fits the default budget: {memory}");
+
+    // A small budget: the newest entities are given, and the rest is said to be left out.
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    std::fs::write(home.path().join("config.toml"), format!("{config}\n[memory]\ncontext_tokens = 120\n")).unwrap();
+    assert!(chat(&home, &["-p", "hi again"], &[]).status.success());
+    let system = server.requests()[1].json()["system"][0]["text"].as_str().unwrap().to_string();
+    let memory = &system[system.find("# Memory").unwrap()..];
+    assert!(memory.contains("- style: short answers, no preamble"), "{memory}");
+    assert!(!memory.contains("Service 0 "), "{memory}");
+    assert!(memory.contains("_Left out to stay within 120 tokens:") && memory.contains("entities"), "{memory}");
+}

@@ -192,7 +192,16 @@ fn compaction_is_refused_when_the_history_moved_on_and_failures_are_counted() {
     let err = store.record_compaction(&id, &failed).unwrap_err();
     assert!(matches!(err, Error::Conflict { expected: 10, found: 11, .. }), "{err}");
     assert_eq!(store.compactions(&id).unwrap().len(), 2);
+    // The counter survives reopening: the file opened anew in this process, and in another one.
+    let path = store.path().to_path_buf();
+    drop(store);
+    drop(other);
+    let mut store = Store::open(&path).unwrap();
     assert_eq!(store.session(&id).unwrap().compaction_failures, 2, "the counter survives reopening");
+    let listed = home.ok(&["sessions", "list", "--all", "--json", "--db", path.to_str().unwrap()]);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&listed).unwrap();
+    let row = rows.iter().find(|r| r["id"] == id.as_str()).expect("the session is listed");
+    assert_eq!(row["compaction_failures"], 2, "another process reads the same counter: {row}");
 
     let ok = Compaction {
         status: CompactionStatus::Ok,
