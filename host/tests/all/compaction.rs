@@ -499,3 +499,65 @@ fn a_dry_run_predicts_the_trims_and_the_cut_of_the_real_run() {
     // No summary is written in a dry run: its after-figure counts the summary at its cap.
     assert!(dry["tokens_after"].as_u64() >= real["tokens_after"].as_u64(), "dry {dry}\nreal {real}");
 }
+
+#[test]
+fn tool_results_inside_the_latest_two_user_turns_are_never_trimmed() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 40_000);
+    let big = |k: usize| format!("output line {k}\n").repeat(1_500);
+    store.append(&id, &[text(Role::User, "build it")]).unwrap();
+    for k in 0..3 {
+        store.append(&id, &tool_pair(&format!("old{k}"), &big(k))).unwrap();
+    }
+    // The latest two user turns, each with large results of their own.
+    let thanks = store.append(&id, &[text(Role::User, "now the tests")]).unwrap()[0];
+    for k in 3..5 {
+        store.append(&id, &tool_pair(&format!("new{k}"), &big(k))).unwrap();
+    }
+    store.append(&id, &[text(Role::User, "and the docs")]).unwrap();
+    store.append(&id, &tool_pair("new5", &big(5))).unwrap();
+    let model = Scripted::answering(&[Ok("summary")]);
+    let mut p = plugins("summariser");
+    let mut c = p.compactor(model);
+    c.before_call(&mut store, &id, &frame(), &settings(Some(40_000))).unwrap();
+    let trims = store.trims(&id).unwrap();
+    assert_eq!(trims.len(), 3, "the three old results: {trims:?}");
+    assert!(trims.iter().all(|t| t.seq < thanks), "a protected result was trimmed: {trims:?}");
+}
+
+#[test]
+fn seshat_compact_with_a_hostile_trimmer_writes_nothing_and_leaves_the_view_as_it_was() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 20_000);
+    // (The hostile trimmer grows the second message's first part: a tool result here.)
+    for k in 0..8 {
+        store.append(&id, &tool_pair(&format!("t{k}"), &"log line\n".repeat(800))).unwrap();
+        store.append(&id, &[text(Role::User, format!("step {k}"))]).unwrap();
+    }
+    let before = store.live_view(&id).unwrap();
+    drop(store);
+    let dir = home.path().join("plugins/hostile");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(seshat_test_plugins::HOSTILE, dir.join("plugin.wasm")).unwrap();
+    std::fs::write(dir.join("plugin.toml"), "id = \"hostile\"\nkind = \"trimmer\"\napi = \"0.2.0\"\n").unwrap();
+    for (probe, why) in [("edit-protected", "which is protected"), ("edit-grow", "does not shorten")] {
+        std::fs::write(
+            home.path().join("config.toml"),
+            format!(
+                "[plugins]\ntrimmer = \"hostile\"\nsummariser = \"summariser-extractive\"\n\
+                 [plugins.options.trimmer]\nprobe = \"{probe}\"\n"
+            ),
+        )
+        .unwrap();
+        let err = home.fails(&["compact", &id, "--window", "20000"]);
+        assert!(err.contains("hostile") && err.contains(why), "{probe}: {err}");
+        let store = home.store();
+        assert!(store.trims(&id).unwrap().is_empty(), "{probe}: no trim row");
+        assert!(store.compactions(&id).unwrap().is_empty(), "{probe}: no compaction row");
+        let after = store.live_view(&id).unwrap();
+        assert_eq!(after.entries.len(), before.entries.len());
+        assert!(after.entries.iter().zip(&before.entries).all(|(a, b)| a.parts == b.parts && a.seq == b.seq));
+    }
+}
