@@ -440,7 +440,10 @@ fn seshat_compact_works_offline_with_the_extractive_summariser() {
     // The default summariser needs a provider: a clear error, nothing changed.
     let err = home.fails(&["compact", &id]);
     assert!(err.contains("no provider is configured") && err.contains("summariser-extractive"), "{err}");
-    assert!(home.store().compactions(&id).unwrap().iter().all(|c| c.status == seshat::store::CompactionStatus::Failed));
+    let failed = home.store().compactions(&id).unwrap();
+    assert_eq!(failed.len(), 1, "the failed attempt is recorded: {failed:?}");
+    assert_eq!(failed[0].status, seshat::store::CompactionStatus::Failed);
+    assert!(home.store().live_view(&id).unwrap().compaction.is_none(), "and nothing applied");
 
     std::fs::write(home.path().join("config.toml"), "[plugins]\nsummariser = \"summariser-extractive\"\n").unwrap();
     insta::assert_snapshot!("compact_dry_run", home.ok(&["compact", "01JFCMPACT", "--dry-run"]));
@@ -469,7 +472,10 @@ fn compact_summary_model_picks_another_model_for_the_summary() {
     let s = Settings { summary_model: Some("small-model".into()), ..settings(Some(20_000)) };
     let report = c.before_call(&mut store, &id, &frame(), &s).unwrap().compaction.unwrap();
     assert_eq!(report.summary_model.as_deref(), Some("small-model"));
-    assert!(model.requests.lock().unwrap().iter().all(|(m, _)| m == "small-model"));
+    let requests = model.requests.lock().unwrap();
+    assert_eq!(requests.len() as u32, report.model_calls);
+    assert!(!requests.is_empty() && requests.iter().all(|(m, _)| m == "small-model"));
+    drop(requests);
     assert_eq!(store.live_view(&id).unwrap().compaction.unwrap().model.as_deref(), Some("small-model"));
 }
 

@@ -556,6 +556,7 @@ fn ranked_matches_hidden_in_other_projects_do_not_crowd_out_visible_ones() {
     assert_eq!(got, ["Gizmo spec", "Gizmo vendor"], "past 150 better-ranked hidden matches");
     let from_b = call(&home, Some("/work/project-b"), "search_nodes", json!({"query": "gizmo", "limit": 2}));
     let numbered = |n: &String| n.strip_prefix("Gizmo ").is_some_and(|i| i.parse::<u32>().is_ok());
+    assert_eq!(names(&from_b.structured).len(), 2, "{}", from_b.text);
     assert!(names(&from_b.structured).iter().all(numbered), "project-b sees its own first: {}", from_b.text);
 }
 

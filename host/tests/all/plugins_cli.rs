@@ -39,6 +39,7 @@ fn a_warm_start_compiles_nothing_and_a_bad_cache_entry_is_recompiled() {
     assert_eq!(first["compiled"], plugins, "a cold start compiles the builtins and the user plugin: {first}");
     let second = listing(&home);
     assert_eq!(second["compiled"], 0, "a warm start compiles nothing");
+    assert_eq!(second["plugins"].as_array().unwrap().len(), plugins);
     assert!(second["plugins"].as_array().unwrap().iter().all(|p| p["error"].is_null()), "{second}");
 
     // Corrupt one entry, and replace the other with a foreign file whose digest does not match.
@@ -55,6 +56,7 @@ fn a_warm_start_compiles_nothing_and_a_bad_cache_entry_is_recompiled() {
     std::fs::write(&entries[1], b"\0asm not really a compiled component").unwrap();
     let third = listing(&home);
     assert_eq!(third["compiled"], 2, "the two bad entries are recompiled, never loaded: {third}");
+    assert_eq!(third["plugins"].as_array().unwrap().len(), plugins);
     assert!(third["plugins"].as_array().unwrap().iter().all(|p| p["error"].is_null()), "{third}");
     assert_eq!(listing(&home)["compiled"], 0, "and the rewritten entries are good");
 }
