@@ -265,6 +265,18 @@ fn a_401_that_echoes_the_key_is_redacted_everywhere() {
     assert_no_key(&home, &out);
 }
 
+/// Every retry is the first request again: path, method, credential and body.
+fn assert_same_request(sent: &[crate::server::Recorded]) {
+    assert!(sent.len() >= 2, "a retry was made");
+    let first = &sent[0];
+    assert_eq!((first.path.as_str(), first.header("x-api-key")), ("/v1/messages", Some(KEY)));
+    for again in &sent[1..] {
+        assert_eq!((&again.method, &again.path), (&first.method, &first.path));
+        assert_eq!(again.header("x-api-key"), first.header("x-api-key"));
+        assert_eq!(again.body, first.body, "the retried body is the same bytes");
+    }
+}
+
 #[test]
 fn a_429_with_retry_after_is_retried_after_the_wait() {
     let server = Server::start(vec![
@@ -278,6 +290,7 @@ fn a_429_with_retry_after_is_retried_after_the_wait() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(t.elapsed() >= Duration::from_secs(1), "waited for retry-after");
     assert_eq!(server.count(), 2);
+    assert_same_request(&server.requests());
     assert_eq!(rows(&home, None), vec![r(USER, OK, &["text:hi"]), r(ASSISTANT, OK, &["text:Fine."])]);
 }
 
@@ -294,6 +307,7 @@ fn a_500_or_a_closed_connection_before_any_answer_is_retried_and_one_answer_stor
         assert!(out.status.success(), "{what}: {}", String::from_utf8_lossy(&out.stderr));
         assert_eq!(String::from_utf8_lossy(&out.stdout), "Recovered.\n", "{what}");
         assert_eq!(server.count(), 2, "{what}");
+        assert_same_request(&server.requests());
         assert_eq!(
             rows(&home, None),
             vec![r(USER, OK, &["text:hi"]), r(ASSISTANT, OK, &["text:Recovered."])],
@@ -312,6 +326,7 @@ fn persistent_5xx_gives_up_after_the_retries_with_the_providers_message() {
     let v = json_of(&out);
     assert_eq!(v["error"]["code"], "overloaded", "{v}");
     assert_eq!(server.count(), 3, "one try and max_retries = 2");
+    assert_same_request(&server.requests());
     assert_eq!(rows(&home, None), vec![r(USER, OK, &["text:hi"])]);
 }
 
@@ -598,7 +613,9 @@ pub fn sdk_agent(home: &Home, server: &Server, tools: seshat::client::Tools, opt
     };
     std::fs::write(
         home.path().join("config.toml"),
-        format!("[providers.anthropic]\nbase_url = \"{}\"\n[providers.anthropic.models.tiny-model]\ncontext_window = 50000\nmax_output_tokens = 700\n", server.url()),
+        // The key comes from a variable cargo sets for every test process (this process's
+        // environment cannot be changed safely): the server requires one, as Anthropic does.
+        format!("[providers.anthropic]\nbase_url = \"{}\"\napi_key_env = \"CARGO_PKG_NAME\"\n[providers.anthropic.models.tiny-model]\ncontext_window = 50000\nmax_output_tokens = 700\n", server.url()),
     )
     .unwrap();
     let mut client = seshat::Client::new(config, std::sync::Arc::new(crate::compaction::Scripted::default())).unwrap();

@@ -128,10 +128,15 @@ fn eight_processes_writing_one_graph_lose_nothing() {
     const CALLS: usize = 200;
     let home = Home::new();
     let dir = repo(&home, "shared");
+    // Every client is started and initialised first, then all are released at once.
+    let release = std::sync::Arc::new(std::sync::Barrier::new(PROCESSES));
     let workers: Vec<_> = (0..PROCESSES)
         .map(|p| {
             let mut client = McpClient::start(&home, &dir);
+            let release = release.clone();
             std::thread::spawn(move || {
+                release.wait();
+                let mut first_answer = None;
                 for i in 0..CALLS {
                     // Each block of five calls works on one shared entity, created by its first call.
                     let shared = (i / 5) % 10;
@@ -161,14 +166,18 @@ fn eight_processes_writing_one_graph_lose_nothing() {
                         }
                     };
                     assert!(!err, "process {p} call {i}: {result}");
+                    first_answer.get_or_insert_with(std::time::Instant::now);
                 }
                 client.close();
+                (first_answer.expect("calls were made"), std::time::Instant::now())
             })
         })
         .collect();
-    for w in workers {
-        w.join().unwrap();
-    }
+    let spans: Vec<_> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+    // The clients really ran at the same time: every one had an answer before any one finished.
+    let latest_start = spans.iter().map(|s| s.0).max().unwrap();
+    let earliest_end = spans.iter().map(|s| s.1).min().unwrap();
+    assert!(latest_start < earliest_end, "the MCP calls did not overlap in time");
 
     // The expected graph, computed from what each process did.
     let mut expected: std::collections::BTreeMap<String, Vec<String>> = std::collections::BTreeMap::new();

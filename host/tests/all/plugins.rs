@@ -91,6 +91,19 @@ fn guest_time_is_measured_not_wall_time_across_calls() {
     for _ in 0..3 {
         plugin.trim(&history(), &budget("slow:200"), |_, _| None).unwrap();
     }
+    // A call that waits 600 ms inside a host function (a slow `read-part`) is within its 400 ms
+    // budget: the wait is the host's time, not the plugin's.
+    let started = Instant::now();
+    let err = plugin
+        .trim(&history(), &budget("read-part"), |_, _| {
+            std::thread::sleep(Duration::from_millis(600));
+            Some("content".into())
+        })
+        .unwrap_err();
+    assert!(started.elapsed() >= Duration::from_millis(600));
+    assert_eq!(err.code(), "plugin_error", "the guest ran to its end and reported: {err}");
+    assert!(err.to_string().contains("read 7 bytes"), "{err}");
+    // And the plugin's own computing is still stopped at the budget.
     let err = plugin.trim(&history(), &budget("slow:1000"), |_, _| None).unwrap_err();
     assert_eq!(err.code(), "plugin_timeout", "{err}");
 }

@@ -164,19 +164,24 @@ proptest! {
     }
 }
 
-proptest! {
-    // Through the real store and plugins: few cases, each runs several compactions.
-    #![proptest_config(config(16))]
+/// Through the real store and plugins: few cases, each runs several compactions; at least 90%
+/// of the compactions succeed, and every failure is one of the expected ones.
+#[test]
+fn repeated_compactions_keep_the_full_history_and_a_paired_view() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
-    #[test]
-    fn repeated_compactions_keep_the_full_history_and_a_paired_view(
-        chunks in prop::collection::vec(history(), 2..4),
-    ) {
-        use crate::compaction::{Scripted, plugins, settings};
+    use crate::compaction::{Scripted, plugins, settings};
+    let (tried, compacted) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    let mut runner = proptest::test_runner::TestRunner::new(config(16));
+    let result = runner.run(&prop::collection::vec(history(), 2..4), |chunks| {
         let home = crate::support::Home::new();
         let mut store = home.store();
         let id = store
-            .create_session(seshat::store::NewSession { project: "/p".into(), context_window: Some(12_000), ..Default::default() })
+            .create_session(seshat::store::NewSession {
+                project: "/p".into(),
+                context_window: Some(12_000),
+                ..Default::default()
+            })
             .unwrap()
             .id;
         let mut p = plugins("summariser-extractive");
@@ -189,18 +194,38 @@ proptest! {
             let mut c = p.compactor(model.clone());
             let frame = seshat::compaction::Frame::default();
             let s = settings(Some(12_000));
-            let _ = c.compact(&mut store, &id, &frame, &s, false);
+            tried.fetch_add(1, Ordering::Relaxed);
+            match c.compact(&mut store, &id, &frame, &s, false) {
+                Ok(_) => {
+                    compacted.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => prop_assert!(e.code() == "compact_failed", "an unexpected failure: {e}"),
+            }
             match c.before_call(&mut store, &id, &frame, &s) {
                 Ok(prepared) => prop_assert!(pairing::is_paired(&prepared.messages)),
                 Err(e) => prop_assert!(e.code() == "compact_full" || e.code() == "compact_failed", "{e}"),
             }
             // Synthetic results the check stored count as appended.
             let full = store.full_history(&id).unwrap();
-            appended.extend(full[appended.len()..].iter().map(|m| NewMessage { role: m.role, parts: m.parts.clone(), usage: m.usage, status: m.status }));
-            let as_new: Vec<NewMessage> =
-                full.iter().map(|m| NewMessage { role: m.role, parts: m.parts.clone(), usage: m.usage, status: m.status }).collect();
+            appended.extend(full[appended.len()..].iter().map(|m| NewMessage {
+                role: m.role,
+                parts: m.parts.clone(),
+                usage: m.usage,
+                status: m.status,
+            }));
+            let as_new: Vec<NewMessage> = full
+                .iter()
+                .map(|m| NewMessage { role: m.role, parts: m.parts.clone(), usage: m.usage, status: m.status })
+                .collect();
             prop_assert_eq!(&as_new, &appended, "the full history is everything appended");
         }
         prop_assert_eq!(model.calls(), 0);
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
     }
+    let (tried, compacted) = (tried.into_inner(), compacted.into_inner());
+    assert!(tried >= 32, "{tried} compactions tried");
+    assert!(compacted * 10 >= tried * 9, "only {compacted} of {tried} compactions succeeded");
 }

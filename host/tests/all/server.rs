@@ -137,9 +137,12 @@ impl Server {
         reader.read_exact(&mut body).unwrap();
         let recorded = Recorded { method, path, headers, body: String::from_utf8_lossy(&body).into_owned() };
         self.requests.lock().unwrap().push(recorded.clone());
-        let reply = match &self.handler {
-            Some(handler) => handler(&recorded),
-            None => self
+        let reply = match (&self.handler, wrong_for_its_api(&recorded)) {
+            (Some(handler), _) => handler(&recorded),
+            // A scripted server answers only what its API accepts; anything else gets the error
+            // a real server would give, and does not use up the script.
+            (None, Some(why)) => Reply::json(400, &serde_json::json!({"error": {"message": why}}).to_string()),
+            (None, None) => self
                 .script
                 .lock()
                 .unwrap()
@@ -149,6 +152,33 @@ impl Server {
         let mut out = stream;
         let _ = respond(&mut out, reply);
     }
+}
+
+/// Why a request is wrong for the API its path names (Anthropic's Messages or OpenAI's Chat
+/// Completions): the method, the JSON content type, Anthropic's version and key headers, a JSON
+/// body. Any other path is not an endpoint of either. (A proxied request names the whole URL.)
+fn wrong_for_its_api(r: &Recorded) -> Option<String> {
+    let path = match r.path.split_once("://") {
+        Some((_, rest)) => rest.find('/').map_or("/", |i| &rest[i..]),
+        None => r.path.as_str(),
+    };
+    let anthropic = path == "/v1/messages";
+    if !anthropic && !path.ends_with("/chat/completions") {
+        return Some(format!("no endpoint {path}"));
+    }
+    if r.method != "POST" {
+        return Some(format!("{} is not allowed on {path}", r.method));
+    }
+    if r.header("content-type") != Some("application/json") {
+        return Some("the body must be sent as application/json".into());
+    }
+    if anthropic && (r.header("anthropic-version").is_none() || r.header("x-api-key").is_none_or(str::is_empty)) {
+        return Some("Anthropic requires the anthropic-version and x-api-key headers".into());
+    }
+    if serde_json::from_str::<serde_json::Value>(&r.body).is_err() {
+        return Some("the body is not JSON".into());
+    }
+    None
 }
 
 fn respond(out: &mut TcpStream, reply: Reply) -> std::io::Result<()> {

@@ -222,8 +222,13 @@ fn list_latest_and_delete() {
     let home = Home::new();
     let mut store = home.store();
     let a = ten_messages(&mut store);
-    let b = store.create_session(NewSession { project: "/q".into(), ..Default::default() }).unwrap().id;
-    std::thread::sleep(std::time::Duration::from_millis(3));
+    let b = store.create_session(NewSession { project: "/q".into(), ..Default::default() }).unwrap();
+    // Sessions are ordered by their millisecond timestamps: the next one is made once the clock
+    // has moved past this one's.
+    while seshat::store::now_ms() <= b.updated_at {
+        std::hint::spin_loop();
+    }
+    let b = b.id;
     let c = store.create_session(NewSession { project: "/p".into(), ..Default::default() }).unwrap().id;
 
     let p: Vec<String> = store
