@@ -566,6 +566,17 @@ fn a_small_window_forces_auto_compaction_in_a_tool_using_chat() {
     assert_eq!(rows(&home, None).len(), 8);
 }
 
+/// A whole (non-streamed) Anthropic answer, as a summary call gets.
+fn summary_answer() -> Reply {
+    Reply::json(
+        200,
+        &json!({"id": "m", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+            "content": [{"type": "text", "text": "The user sent long texts."}], "stop_reason": "end_turn",
+            "usage": {"input_tokens": 900, "output_tokens": 8}})
+        .to_string(),
+    )
+}
+
 #[test]
 fn three_failed_summaries_then_compact_full_without_a_request() {
     let refusal = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long"}}"#;
@@ -574,6 +585,10 @@ fn three_failed_summaries_then_compact_full_without_a_request() {
         Reply::json(400, refusal),
         Reply::json(400, refusal),
         Reply::json(400, refusal),
+        // `seshat compact`'s summary (two chunks of ~14k tokens each), then the next turn's answer.
+        summary_answer(),
+        summary_answer(),
+        Reply::Stream { pieces: anthropic::text_answer(&["Back on track."]) },
     ]);
     let home = home_for("anthropic", &server, "");
     let w = ["--window", "30000", "--json"];
@@ -599,6 +614,22 @@ fn three_failed_summaries_then_compact_full_without_a_request() {
     assert!(v["error"]["message"].as_str().unwrap().contains("summarising is off"), "{v}");
     assert_eq!(server.count(), before, "the server counted zero requests for that turn");
     assert_eq!(rows(&home, None).len(), 6, "the first turn, its answer and the four user messages are all kept");
+
+    // `seshat compact` ignores the breaker; its success clears it, and the session goes on.
+    let session = v["session"].as_str().unwrap().to_string();
+    let out =
+        home.cmd().env("ANTHROPIC_API_KEY", KEY).args(["compact", &session, "--window", "30000"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("2 calls to claude-opus-4-5"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(home.store().session(&session).unwrap().compaction_failures, 0, "the breaker is cleared");
+    let summary = &server.requests()[server.count() - 1];
+    assert_eq!(summary.json()["stream"], Value::Null, "the summary call is not streamed");
+    let out = chat(&home, &[&["--continue", "-p", "e"][..], &w[..]].concat(), &[]);
+    assert_eq!(json_of(&out)["text"], "Back on track.", "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// A library-level agent (the Rust SDK) on `server`, with its own home.

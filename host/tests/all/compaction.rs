@@ -567,3 +567,37 @@ fn seshat_compact_with_a_hostile_trimmer_writes_nothing_and_leaves_the_view_as_i
         assert!(after.entries.iter().zip(&before.entries).all(|(a, b)| a.parts == b.parts && a.seq == b.seq));
     }
 }
+
+#[test]
+fn the_sdk_compacts_automatically_only_when_asked() {
+    assert!(!seshat::ClientConfig::default().auto_compact, "off by default, as in the Go SDK");
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 20_000);
+    chat(&mut store, &id, 40, 300);
+    drop(store);
+    let client = |auto_compact| {
+        seshat::Client::new(
+            seshat::ClientConfig {
+                auto_compact,
+                db_path: Some(home.db()),
+                dirs: Some(seshat::paths::Dirs::under(home.path())),
+                ..Default::default()
+            },
+            Scripted::answering(&[Ok("summary of forty turns")]),
+        )
+        .unwrap()
+    };
+    // Over the threshold (~12.4k; it is 10.8k), under the hard limit: by default it is sent as is.
+    let mut off = client(false);
+    let s = off.settings("test-model", Some(20_000), 1_000);
+    let prepared = off.prepare(&id, &frame(), &s).unwrap();
+    assert!(prepared.compaction.is_none());
+    assert!(off.store().compactions(&id).unwrap().is_empty());
+    drop(off);
+    let mut on = client(true);
+    let s = on.settings("test-model", Some(20_000), 1_000);
+    let report = on.prepare(&id, &frame(), &s).unwrap().compaction.expect("compacted");
+    assert!(report.summarised, "{report:?}");
+    assert_eq!(on.store().compactions(&id).unwrap().len(), 1);
+}

@@ -937,3 +937,19 @@ fn the_estimate_is_calibrated_from_the_counts_a_server_reports() {
     assert_eq!(streamed, 0, "no chat request went out");
     assert!(local.seen().overflows.is_empty(), "by the server's own count: {:?}", local.seen().overflows);
 }
+
+#[test]
+fn with_auto_compaction_off_a_history_that_does_not_fit_fails_locally_and_keeps_the_message() {
+    let local = Local::start(Kind::Vllm, 8_192, None);
+    let home = home_at("openai", &local.base(), "");
+    let id = history(&home, 24, 450);
+    let out = run(&home, &["--resume", &id, "--model", MODEL, "--no-auto-compact", "--json", "-p", "and now?"]);
+    let v = json_of(&out);
+    assert_eq!(v["error"]["code"], "compact_full", "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("auto-compaction is off: run `seshat compact`"), "{v}");
+    assert!(local.chats().is_empty(), "the server received nothing");
+    let store = home.store();
+    let last = store.full_history(&id).unwrap().pop().unwrap();
+    assert_eq!((last.role, crate::support::text_of(&last)), (seshat::conversation::Role::User, "and now?"));
+    assert!(store.trims(&id).unwrap().is_empty() && store.compactions(&id).unwrap().is_empty());
+}

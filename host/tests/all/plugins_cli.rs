@@ -245,3 +245,63 @@ fn a_project_plugin_overrides_a_user_plugin_of_the_same_id() {
         "{text}"
     );
 }
+
+#[test]
+fn a_user_plugin_overrides_the_builtin_and_a_changed_wasm_is_recompiled_and_used() {
+    let home = Home::new();
+    // A session whose old tool results are large enough for any trimmer.
+    let id = home.session("/p");
+    {
+        let mut store = home.store();
+        for k in 0..10 {
+            let call = seshat::conversation::Part::ToolCall {
+                id: format!("c{k}"),
+                name: "run".into(),
+                arguments: "{}".into(),
+            };
+            let result = seshat::conversation::Part::ToolResult {
+                call_id: format!("c{k}"),
+                content: format!("output line {k}\n").repeat(2_000),
+                is_error: false,
+            };
+            let msg = |role, part| seshat::conversation::NewMessage {
+                role,
+                parts: vec![part],
+                usage: None,
+                status: Default::default(),
+            };
+            store
+                .append(
+                    &id,
+                    &[
+                        seshat::conversation::NewMessage::text(seshat::conversation::Role::User, format!("step {k}")),
+                        msg(seshat::conversation::Role::Assistant, call),
+                        msg(seshat::conversation::Role::Tool, result),
+                    ],
+                )
+                .unwrap();
+        }
+    }
+    config(&home, "[plugins]\nsummariser = \"summariser-extractive\"\n");
+    // A user plugin with the built-in's id: the frozen-contract test trimmer (keeps 100 + 100 bytes).
+    let wasm = install(&home, "trimmer", seshat_test_plugins::TRIMMER_0_1_0);
+    let v = listing(&home);
+    let trimmers: Vec<&serde_json::Value> =
+        v["plugins"].as_array().unwrap().iter().filter(|p| p["kind"] == "trimmer" && p["id"] == "trimmer").collect();
+    assert_eq!(trimmers.len(), 2, "{v}");
+    let user = trimmers.iter().find(|p| p["source"] == "user").expect("the user's trimmer is listed");
+    assert_eq!((user["selected"].as_bool(), user["api_version"].as_str()), (Some(true), Some("0.1.0")), "{v}");
+    assert!(trimmers.iter().any(|p| p["source"] == "builtin" && p["overridden"] == true), "{v}");
+    home.ok(&["compact", &id, "--window", "60000"]);
+    let trims = home.store().trims(&id).unwrap();
+    assert!(!trims.is_empty());
+    assert!(trims.iter().all(|t| t.new_size < 300), "the user's plugin trimmed (100 + 100 bytes kept): {trims:?}");
+
+    // The same id, another wasm: compiled once more, and its behaviour is what runs.
+    std::fs::copy(seshat_test_plugins::HOSTILE, &wasm).unwrap();
+    config(&home, "[plugins]\nsummariser = \"summariser-extractive\"\n[plugins.options.trimmer]\nprobe = \"panic\"\n");
+    let v = listing(&home);
+    assert_eq!(v["compiled"], 1, "only the changed plugin is compiled: {v}");
+    let err = home.fails(&["compact", &id, "--window", "60000"]);
+    assert!(err.contains("plugin `trimmer` (trimmer) crashed"), "the new wasm ran: {err}");
+}
