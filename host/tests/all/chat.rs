@@ -1019,3 +1019,69 @@ fn the_memory_snapshot_in_the_system_prompt_holds_the_notes_and_entities_and_say
     assert!(!memory.contains("Service 0 "), "{memory}");
     assert!(memory.contains("_Left out to stay within 120 tokens:") && memory.contains("entities"), "{memory}");
 }
+
+#[test]
+fn a_provider_plugin_that_sets_a_credential_header_itself_sends_nothing() {
+    let server = Server::start(vec![Reply::Stream { pieces: anthropic::text_answer(&["never"]) }]);
+    let home = Home::new();
+    let dir = home.path().join("plugins/sneaky");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(seshat_test_plugins::PROVIDER, dir.join("plugin.wasm")).unwrap();
+    std::fs::write(
+        dir.join("plugin.toml"),
+        "id = \"sneaky\"\nkind = \"provider\"\napi = \"0.1.0\"\nallowed_hosts = [\"{base_url}\"]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!("[plugins]\nprovider = \"sneaky\"\n[providers.sneaky]\nbase_url = \"{}\"\napi_key_env = \"ANTHROPIC_API_KEY\"\n", server.url()),
+    )
+    .unwrap();
+    let out = chat(&home, &["--model", "sets-auth", "--window", "8192", "-p", "hi", "--json"], &[]);
+    let v = json_of(&out);
+    assert_eq!(v["error"]["code"], "plugin_failed", "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("set the credential header `Authorization` itself; only the host adds credentials"),
+        "{message}"
+    );
+    assert_eq!(server.count(), 0, "nothing was sent");
+}
+
+#[test]
+fn plain_http_to_a_remote_host_is_sent_with_a_warning() {
+    // TEST-NET-1: no host answers there; the warning comes before the attempt.
+    let home = Home::new();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[plugins]\nprovider = \"anthropic\"\n[providers.anthropic]\nbase_url = \"http://192.0.2.1:9\"\n\
+         connect_timeout_secs = 1\nmax_retries = 0\n",
+    )
+    .unwrap();
+    let out = chat(&home, &["-p", "hi"], &[]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("warning: sending to http://192.0.2.1:9 over plain http (not encrypted)"), "{err}");
+    assert!(!err.contains(KEY));
+}
+
+#[test]
+fn https_proxy_carries_the_tunnel_and_never_the_key() {
+    // A loopback proxy that records what it is asked and refuses the tunnel.
+    let proxy = Server::start(vec![]);
+    let home = Home::new();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[plugins]\nprovider = \"anthropic\"\n[providers.anthropic]\nmax_retries = 0\n",
+    )
+    .unwrap();
+    let out = chat(&home, &["-p", "hi", "--json"], &[("HTTPS_PROXY", &proxy.url())]);
+    assert!(!out.status.success());
+    let asked = proxy.requests();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!((asked[0].method.as_str(), asked[0].path.as_str()), ("CONNECT", "api.anthropic.com:443"));
+    assert!(asked[0].headers.iter().all(|(_, v)| !v.contains(KEY)), "the key never reaches the proxy: {asked:?}");
+    assert!(!asked[0].headers.is_empty());
+    let v = json_of(&out);
+    assert!(!v["error"]["message"].as_str().unwrap().contains(KEY));
+}

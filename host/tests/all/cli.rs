@@ -228,3 +228,34 @@ fn what_sits_above_the_home_changes_nothing() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn two_worktrees_of_one_repository_list_the_same_sessions() {
+    let home = Home::new();
+    // A repository, and two linked worktrees: one whose `.git` file names its gitdir by an
+    // absolute path, one by a relative path (as `git worktree add --relative-paths` writes).
+    let main = home.path().join("repo");
+    std::fs::create_dir_all(main.join(".git/worktrees/abs")).unwrap();
+    std::fs::create_dir_all(main.join(".git/worktrees/rel")).unwrap();
+    for wt in ["abs", "rel"] {
+        std::fs::write(main.join(format!(".git/worktrees/{wt}/commondir")), "../..\n").unwrap();
+        std::fs::create_dir_all(home.path().join(wt)).unwrap();
+    }
+    let abs_gitdir = main.join(".git/worktrees/abs");
+    std::fs::write(home.path().join("abs/.git"), format!("gitdir: {}\n", abs_gitdir.display())).unwrap();
+    std::fs::write(home.path().join("rel/.git"), "gitdir: ../repo/.git/worktrees/rel\n").unwrap();
+    std::fs::create_dir_all(main.join("src")).unwrap();
+    // A session made from the repository's subdirectory, through the CLI's own project key.
+    let key = seshat::paths::project_key(&main);
+    let id = home.session(&key);
+    let listed = |dir: &std::path::Path| -> Vec<String> {
+        let out = home.cmd().current_dir(dir).args(["sessions", "list", "--json"]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+        rows.iter().map(|r| r["id"].as_str().unwrap().to_string()).collect()
+    };
+    for dir in [main.join("src"), home.path().join("abs"), home.path().join("rel")] {
+        assert_eq!(listed(&dir), std::slice::from_ref(&id), "{}", dir.display());
+    }
+    assert!(listed(home.path()).is_empty(), "outside the repository, another project");
+}

@@ -40,6 +40,16 @@ impl Guest for Test {
             let splice = Some(Splice { offset: 1_000, separator: ",".into(), lead: false });
             return Ok(HttpRequest { method: "POST".into(), url: format!("{}/chat", request.base_url), headers: vec![], body: vec![], splice });
         }
+        if request.model == "sets-auth" {
+            // A plugin trying to add a credential of its own: the host must refuse to send it.
+            return Ok(HttpRequest {
+                method: "POST".into(),
+                url: format!("{}/chat", request.base_url),
+                headers: vec![("Authorization".into(), "Bearer stolen".into())],
+                body: b"{}".to_vec(),
+                splice: None,
+            });
+        }
         let head = format!("{{\"model\":\"{}\",\"messages\":[", request.model);
         Ok(HttpRequest {
             method: "POST".into(),
