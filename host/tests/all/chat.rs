@@ -488,7 +488,7 @@ fn without_a_provider_or_key_chat_says_what_to_set() {
 }
 
 /// A streamed text answer whose reported usage says the request had `input` tokens.
-fn answer_at(input: u64, text: &str) -> Reply {
+pub fn answer_at(input: u64, text: &str) -> Reply {
     let mut v = vec![anthropic::start(input)];
     v.extend(anthropic::text_block(0, &[text]));
     v.extend(anthropic::stop("end_turn", 20));

@@ -236,3 +236,33 @@ fn the_repl_on_a_terminal_streams_and_survives_sigint_mid_stream() {
     );
     assert!(!pty.text().contains(KEY));
 }
+
+#[test]
+fn a_second_ctrl_c_while_the_first_waits_exits_at_once() {
+    // The turn compacts first, and the summary model is slow: the first Ctrl-C is noted (the
+    // turn stops once the summary returns); the second exits at once.
+    let server =
+        Server::start(vec![crate::chat::answer_at(17_000, "Long."), Reply::Silent { pause: Duration::from_secs(30) }]);
+    let home = home_for("anthropic", &server, "");
+    let big = |word: &str| format!("{word} {}", "alpha beta gamma delta ".repeat(2_450));
+    let out = chat(&home, &["-p", &big("start"), "--window", "30000"], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut child = spawn_chat(&home, &["--continue", "-p", &big("more"), "--window", "30000"]);
+    wait_for("the summary request", || server.count() == 2);
+    signal(&child, "-INT");
+    // A negative observation, bounded: for half a second after the first Ctrl-C the process is
+    // still waiting on the summary call (a single Ctrl-C stops the turn only once it returns).
+    let first = Instant::now();
+    while first.elapsed() < Duration::from_millis(500) {
+        assert!(child.try_wait().unwrap().is_none(), "the first Ctrl-C waits for the call in flight");
+        std::thread::yield_now();
+    }
+    signal(&child, "-INT");
+    let t = Instant::now();
+    let status = child.wait().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(3), "the second Ctrl-C exits at once");
+    assert_eq!(status.code(), Some(130));
+    // The user's message was stored before anything else.
+    let last = home.store().list_sessions(&Default::default()).unwrap()[0].message_count;
+    assert_eq!(last, 3, "the first turn, its answer and the new message");
+}
