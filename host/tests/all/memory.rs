@@ -617,3 +617,37 @@ fn a_word_in_every_entity_filters_but_the_rarer_words_rank() {
         .unwrap();
     assert_eq!(bm25_first, got[0]);
 }
+
+#[test]
+fn ranking_happens_among_the_newest_two_thousand_matches() {
+    // A strong match (the word in its name) created first, then `weak` entities holding the word
+    // once in an observation. Within the window it ranks first; pushed out of it by 2,100 newer
+    // matches, the ranked results come from the newest 2,000 only (as the README says).
+    for (weak, strong_found) in [(1_900usize, true), (2_100, false)] {
+        let home = Home::new();
+        let mut store = home.store();
+        let mut memory = store.memory(None);
+        let entity = |name: String, observation: &str| -> seshat::memory::NewEntity {
+            serde_json::from_value(json!({"name": name, "entityType": "part", "observations": [observation]})).unwrap()
+        };
+        memory.create_entities(&[entity("Sprocket prime".into(), "the sprocket sprocket sprocket")], None).unwrap();
+        for batch in 0..weak.div_ceil(100) {
+            let items: Vec<_> = (batch * 100..((batch + 1) * 100).min(weak))
+                .map(|i| entity(format!("Item {i}"), &format!("item {i} uses one sprocket among many other parts")))
+                .collect();
+            memory.create_entities(&items, None).unwrap();
+        }
+        let (graph, more) = memory.search("sprocket", None, 5).unwrap();
+        let got: Vec<&str> = graph.entities.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(got.len(), 5, "{got:?}");
+        assert!(more);
+        assert_eq!(got[0] == "Sprocket prime", strong_found, "{weak} weak matches: {got:?}");
+        if !strong_found {
+            // Every result is among the newest 2,000 items.
+            for name in &got {
+                let i: usize = name.strip_prefix("Item ").unwrap().parse().unwrap();
+                assert!(i >= weak - 2_000, "{name} is older than the window");
+            }
+        }
+    }
+}
