@@ -562,8 +562,20 @@ fn a_small_window_forces_auto_compaction_in_a_tool_using_chat() {
     assert!(!reqs[4].body.contains("alpha beta gamma"), "the summarised head is not sent again");
     assert!(reqs[4].body.contains("epsilon zeta"), "the recent turn is kept verbatim");
     assert_eq!(msgs.last().unwrap()["content"][0]["text"], "three", "the latest request is pinned last");
-    // Nothing was deleted: the full history still has every message.
-    assert_eq!(rows(&home, None).len(), 8);
+    // Nothing was deleted: the full history still has every message, as it was written.
+    assert_eq!(
+        rows(&home, None),
+        vec![
+            r(USER, OK, &[&format!("text:{big}")]),
+            r(ASSISTANT, OK, &["text:Got one."]),
+            r(USER, OK, &[&format!("text:{mid}")]),
+            r(ASSISTANT, OK, &["call:toolu_1:memory_search_nodes:{\"query\":\"alpha\"}"]),
+            r(Role::Tool, OK, &["result:toolu_1:ok"]),
+            r(ASSISTANT, OK, &["text:Got two."]),
+            r(USER, OK, &["text:three"]),
+            r(ASSISTANT, OK, &["text:Got three."]),
+        ]
+    );
 }
 
 /// A whole (non-streamed) Anthropic answer, as a summary call gets.
@@ -613,7 +625,19 @@ fn three_failed_summaries_then_compact_full_without_a_request() {
     assert_eq!(v["error"]["code"], "compact_full", "{v}");
     assert!(v["error"]["message"].as_str().unwrap().contains("summarising is off"), "{v}");
     assert_eq!(server.count(), before, "the server counted zero requests for that turn");
-    assert_eq!(rows(&home, None).len(), 6, "the first turn, its answer and the four user messages are all kept");
+    let user = |t: &str| r(USER, OK, &[&format!("text:{t}")]);
+    assert_eq!(
+        rows(&home, None),
+        vec![
+            user(&big("start")),
+            r(ASSISTANT, OK, &["text:Long."]),
+            user(&big("more")),
+            user("b"),
+            user("c"),
+            user("d")
+        ],
+        "the first turn, its answer and the four user messages are all kept"
+    );
 
     // `seshat compact` ignores the breaker; its success clears it, and the session goes on.
     let session = v["session"].as_str().unwrap().to_string();
