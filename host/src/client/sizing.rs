@@ -61,7 +61,10 @@ pub fn choose_window(
         return Ok(pick(w, WindowSource::Table, &known));
     }
     let now = now_ms();
-    if known.is_none_or(|k| k.is_stale(now)) && provider.discovers() {
+    // Ask when nothing is known, when a discovery went stale, or when all that was learnt is an
+    // output limit.
+    let ask = known.is_none_or(|k| k.is_stale(now) || (k.origin == WindowOrigin::Learnt && k.context_window.is_none()));
+    if ask && provider.discovers() {
         match provider.discover(Some(model)) {
             Ok((found, _)) => {
                 let entry = ModelWindow {

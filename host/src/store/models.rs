@@ -79,11 +79,14 @@ impl Store {
             "INSERT INTO model_windows (base_url, model, context_window, max_output_tokens, source, learnt_at) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
              ON CONFLICT (base_url, model) DO UPDATE SET \
-               context_window = CASE WHEN (model_windows.source = 'learnt' AND excluded.source = 'discovered') OR excluded.context_window IS NULL \
+               context_window = CASE WHEN (model_windows.source = 'learnt' AND model_windows.context_window IS NOT NULL \
+                 AND excluded.source = 'discovered') OR excluded.context_window IS NULL \
                  THEN model_windows.context_window ELSE excluded.context_window END, \
                max_output_tokens = coalesce(excluded.max_output_tokens, model_windows.max_output_tokens), \
-               source = CASE WHEN (model_windows.source = 'learnt' AND excluded.source = 'discovered') OR excluded.context_window IS NULL THEN model_windows.source ELSE excluded.source END, \
-               learnt_at = CASE WHEN (model_windows.source = 'learnt' AND excluded.source = 'discovered') OR excluded.context_window IS NULL THEN model_windows.learnt_at ELSE excluded.learnt_at END",
+               source = CASE WHEN (model_windows.source = 'learnt' AND model_windows.context_window IS NOT NULL \
+                 AND excluded.source = 'discovered') OR excluded.context_window IS NULL THEN model_windows.source ELSE excluded.source END, \
+               learnt_at = CASE WHEN (model_windows.source = 'learnt' AND model_windows.context_window IS NOT NULL \
+                 AND excluded.source = 'discovered') OR excluded.context_window IS NULL THEN model_windows.learnt_at ELSE excluded.learnt_at END",
             params![
                 base_url,
                 model,

@@ -211,4 +211,11 @@ fn version_3_fixture_upgrades_and_remembers_what_servers_said_of_their_models() 
         store.model_window(base, "qwen").unwrap().unwrap(),
         at(WindowOrigin::Learnt, Some(6_000), Some(1_024), 2_000)
     );
+    // An output limit learnt alone does not keep a later discovery's window out.
+    store.record_model_window(base, "other", &at(WindowOrigin::Learnt, None, Some(4_096), 5_000)).unwrap();
+    store.record_model_window(base, "other", &at(WindowOrigin::Discovered, Some(32_768), None, 6_000)).unwrap();
+    assert_eq!(
+        store.model_window(base, "other").unwrap().unwrap(),
+        at(WindowOrigin::Discovered, Some(32_768), Some(4_096), 6_000)
+    );
 }
