@@ -83,33 +83,61 @@ fn append(n: usize) {
         }
         ours = ours.min(t.elapsed());
 
-        // Baseline: the same schema and rows, the same BEGIN IMMEDIATE / read count / insert /
-        // update session / COMMIT per message, written by hand.
+        // Baseline: what an append does, written by hand: BEGIN IMMEDIATE, read the count and
+        // whether a title is set, insert the message (JSON parts and usage, status, time), then
+        // update the count, `updated_at`, the title (from the first user text), the usage totals
+        // and the context size, and COMMIT.
         let (store, id) = new_store(dir.path(), &format!("base{round}.db"));
         let path = store.path().to_path_buf();
         drop(store);
         let mut conn = raw(&path);
         let t = Instant::now();
         for m in &msgs {
+            let now = seshat::store::now_ms();
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).unwrap();
-            let count: u64 = tx
-                .prepare_cached("SELECT message_count FROM sessions WHERE id = ?1")
+            let (count, has_title): (u64, bool) = tx
+                .prepare_cached("SELECT message_count, title IS NOT NULL FROM sessions WHERE id = ?1")
                 .unwrap()
-                .query_row([&id], |r| r.get(0))
+                .query_row([&id], |r| Ok((r.get(0)?, r.get(1)?)))
                 .unwrap();
             let parts = serde_json::to_string(&m.parts).unwrap();
             let usage = m.usage.map(|u| serde_json::to_string(&u).unwrap());
             tx.prepare_cached(
                 "INSERT INTO messages (session_id, seq, role, parts, usage, status, created_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, 'complete', 0)",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )
             .unwrap()
-            .execute(params![id, count + 1, m.role.as_str(), parts, usage])
+            .execute(params![id, count + 1, m.role.as_str(), parts, usage, m.status.as_str(), now])
             .unwrap();
-            tx.prepare_cached("UPDATE sessions SET message_count = ?2, updated_at = 0 WHERE id = ?1")
-                .unwrap()
-                .execute(params![id, count + 1])
-                .unwrap();
+            let title = (!has_title && m.role == Role::User)
+                .then(|| {
+                    m.parts.iter().find_map(|p| match p {
+                        Part::Text { text } => text.lines().map(str::trim).find(|l| !l.is_empty()),
+                        _ => None,
+                    })
+                })
+                .flatten()
+                .map(|l| l.chars().take(80).collect::<String>());
+            let u = m.usage.unwrap_or_default();
+            tx.prepare_cached(
+                "UPDATE sessions SET message_count = ?2, updated_at = ?3, title = coalesce(title, ?4), \
+                 input_tokens = input_tokens + ?5, output_tokens = output_tokens + ?6, \
+                 cache_read_tokens = cache_read_tokens + ?7, cache_creation_tokens = cache_creation_tokens + ?8, \
+                 context_tokens = coalesce(?9, context_tokens) WHERE id = ?1",
+            )
+            .unwrap()
+            .execute(params![
+                id,
+                count + 1,
+                now,
+                title,
+                u.input_tokens,
+                u.output_tokens,
+                u.cache_read_tokens,
+                u.cache_creation_tokens,
+                u.context_tokens
+            ])
+            .unwrap();
             tx.commit().unwrap();
         }
         base = base.min(t.elapsed());
@@ -124,25 +152,25 @@ fn live_view(n: usize) {
     store.append(&id, &msgs).unwrap();
     let ours = median_of(21, || assert_eq!(store.live_view(&id).unwrap().entries.len(), n));
     let conn = raw(store.path());
-    // Baseline: read the same rows and decode their JSON columns by hand.
+    // Baseline: read the same rows and decode them into the same typed messages by hand.
     let base = median_of(21, || {
         let mut stmt = conn
             .prepare_cached(
                 "SELECT seq, role, parts, usage, status, created_at FROM messages WHERE session_id = ?1 ORDER BY seq",
             )
             .unwrap();
-        let rows: Vec<(u64, String, serde_json::Value, Option<serde_json::Value>, String, i64)> = stmt
+        let rows: Vec<seshat::store::Message> = stmt
             .query_map([&id], |r| {
-                let parts: String = r.get(2)?;
-                let usage: Option<String> = r.get(3)?;
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    serde_json::from_str(&parts).unwrap(),
-                    usage.map(|u| serde_json::from_str(&u).unwrap()),
-                    r.get(4)?,
-                    r.get(5)?,
-                ))
+                let (role, parts, usage, status): (String, String, Option<String>, String) =
+                    (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?);
+                Ok(seshat::store::Message {
+                    seq: r.get(0)?,
+                    role: Role::parse(&role).unwrap(),
+                    parts: serde_json::from_str::<Vec<Part>>(&parts).unwrap(),
+                    usage: usage.map(|u| serde_json::from_str::<Usage>(&u).unwrap()),
+                    status: MessageStatus::parse(&status).unwrap(),
+                    created_at: r.get(5)?,
+                })
             })
             .unwrap()
             .collect::<rusqlite::Result<_>>()
@@ -174,6 +202,8 @@ fn list(n: usize) {
         assert_eq!(store.short_ids(&ids).unwrap().len(), n);
     });
     let conn = raw(&path);
+    // Baseline: the same columns decoded into the same typed rows (metadata JSON parsed), then
+    // each id's shortest unique prefix (at least 8) from its neighbours in the sorted ids.
     let base = median_of(21, || {
         let mut stmt = conn
             .prepare_cached(
@@ -183,12 +213,48 @@ fn list(n: usize) {
                  WHERE project = ?1 ORDER BY updated_at DESC, id DESC",
             )
             .unwrap();
-        let rows: Vec<(String, Option<String>, String, i64, u64, String)> = stmt
-            .query_map(["/bench"], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(7)?, r.get(8)?, r.get(16)?)))
+        let rows: Vec<seshat::store::SessionInfo> = stmt
+            .query_map(["/bench"], |r| {
+                let metadata: String = r.get(16)?;
+                Ok(seshat::store::SessionInfo {
+                    id: r.get(0)?,
+                    title: r.get(1)?,
+                    project: r.get(2)?,
+                    provider: r.get(3)?,
+                    model: r.get(4)?,
+                    context_window: r.get(5)?,
+                    created_at: r.get(6)?,
+                    updated_at: r.get(7)?,
+                    message_count: r.get(8)?,
+                    totals: Usage {
+                        input_tokens: r.get(9)?,
+                        output_tokens: r.get(10)?,
+                        cache_read_tokens: r.get(11)?,
+                        cache_creation_tokens: r.get(12)?,
+                        context_tokens: None,
+                    },
+                    context_tokens: r.get(13)?,
+                    compaction_failures: r.get(14)?,
+                    auto_compact_disabled: r.get(15)?,
+                    metadata: serde_json::from_str(&metadata).unwrap(),
+                })
+            })
             .unwrap()
             .collect::<rusqlite::Result<_>>()
             .unwrap();
-        assert_eq!(rows.len(), n);
+        let mut sorted: Vec<&str> = rows.iter().map(|s| s.id.as_str()).collect();
+        sorted.sort_unstable();
+        let common = |a: &str, b: &str| a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+        let shorts: Vec<String> = rows
+            .iter()
+            .map(|s| {
+                let i = sorted.binary_search(&s.id.as_str()).unwrap();
+                let before = i.checked_sub(1).map_or(0, |j| common(&s.id, sorted[j]));
+                let after = sorted.get(i + 1).map_or(0, |n| common(&s.id, n));
+                s.id[..(before.max(after) + 1).max(8).min(s.id.len())].to_string()
+            })
+            .collect();
+        assert_eq!(shorts.len(), n);
     });
     report(&format!("list {n} sessions with short ids (median of 21)"), ours, base, "≤ 2×");
 }
