@@ -160,6 +160,9 @@ pub struct FittedFrame {
     pub left_out: Vec<String>,
 }
 
+/// How the memory context's closing line begins (see `memory::context`).
+const MEMORY_CLOSING: &str = "_Left out";
+
 /// Memory tools in the order they are left out when the window is too small for them all: the
 /// repairs and bulk reads first, the searches last.
 const TOOLS_LEAST_ESSENTIAL_FIRST: &[&str] = &[
@@ -192,12 +195,18 @@ fn build(parts: &FrameParts, memory: Option<&str>, instructions: usize, tools: &
 /// prompt and the chosen tools is kept even if it does not fit (and said).
 pub fn fit_frame(parts: &FrameParts, budget: u64) -> FittedFrame {
     let mut memory_lines: Vec<&str> = parts.memory.as_deref().map(|m| m.lines().collect()).unwrap_or_default();
+    // The memory context's own closing line (what its budget left out) stays last.
+    let closing = memory_lines.pop_if(|l| l.starts_with(MEMORY_CLOSING));
     let mut memory_cut = 0usize;
     let mut instructions = parts.instructions.len();
     let mut tools = parts.tools.clone();
     let render_memory = |lines: &[&str], cut: usize| -> Option<String> {
         parts.memory.as_ref()?;
         let mut text = lines.join("\n");
+        if let Some(c) = closing {
+            text.push('\n');
+            text.push_str(c);
+        }
         if cut > 0 {
             text.push_str(&format!("\n[{cut} more lines of memory left out to fit the window]"));
         }
@@ -273,7 +282,10 @@ mod tests {
         let parts = FrameParts {
             base: "base prompt".into(),
             instructions: vec![("AGENTS.md".into(), "a".repeat(400)), ("CLAUDE.md".into(), "c".repeat(400))],
-            memory: Some((0..20).map(|i| format!("- fact {i} {}", "m".repeat(30))).collect::<Vec<_>>().join("\n")),
+            memory: Some(format!(
+                "{}\n_Left out to stay within 2000 tokens: user: 3 notes and 0 entities._",
+                (0..20).map(|i| format!("- fact {i} {}", "m".repeat(30))).collect::<Vec<_>>().join("\n")
+            )),
             tools: vec![tool("memory_search_nodes", 400), tool("memory_delete_relations", 400), tool("mine", 400)],
             required: ["mine".to_string()].into(),
         };
@@ -287,6 +299,7 @@ mod tests {
         assert_eq!(some.left_out.len(), 1, "{:?}", some.left_out);
         assert!(some.left_out[0].ends_with("lines of the memory context"));
         assert!(some.frame.system.contains("more lines of memory left out to fit the window"));
+        assert!(some.frame.system.contains("_Left out to stay within 2000 tokens"), "the closing line stays");
         assert!(some.frame.system.contains("CLAUDE.md") && some.frame.tokens() <= all.frame.tokens() - 30);
 
         // Less room: all memory, then CLAUDE.md, then AGENTS.md, then the least essential tool.
