@@ -333,14 +333,7 @@ impl Provider {
         let mut found = Discovery::default();
         let mut sent = 0;
         for probe in probes {
-            let to = destination::check(
-                &self.name,
-                &probe.request.url,
-                self.plugin.allowed_hosts(),
-                &self.base_url,
-                self.base_configured,
-            )
-            .map_err(Error::HostNotAllowed)?;
+            let to = self.destination(&probe.request.url)?;
             if self.probe_transport.is_none() {
                 let settings = Settings {
                     max_retries: 0,
@@ -398,6 +391,13 @@ impl Provider {
     /// Scrubs the credential from a text.
     pub fn redact(&self, text: &str) -> String {
         self.credentials.redact(text)
+    }
+
+    /// Where a request the plugin built may go: only where both its manifest and the user's
+    /// base URL allow (chat requests and probes alike); otherwise nothing is sent.
+    fn destination(&self, url: &str) -> Result<destination::Destination> {
+        destination::check(&self.name, url, self.plugin.allowed_hosts(), &self.base_url, self.base_configured)
+            .map_err(Error::HostNotAllowed)
     }
 
     fn plugin_error(&self, e: &crate::plugins::Error) -> Error {
@@ -461,14 +461,7 @@ impl Provider {
                 self.name
             )));
         }
-        let to = destination::check(
-            &self.name,
-            &http.url,
-            self.plugin.allowed_hosts(),
-            &self.base_url,
-            self.base_configured,
-        )
-        .map_err(Error::HostNotAllowed)?;
+        let to = self.destination(&http.url)?;
         if to.insecure_remote {
             let w = format!("sending to {} over plain http (not encrypted)", destination::origin(&to.url));
             if !self.warnings.contains(&w) {
