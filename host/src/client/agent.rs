@@ -268,7 +268,7 @@ impl Agent {
         let output_ask =
             OutputAsk { model_limit: choice.model_output_limit, exact, cap: options.max_output_tokens.map(u64::from) };
         let (max_output, cap_notice) = sizing::max_output(choice.window, &output_ask)
-            .map_err(|message| Error::Sizing { code: "invalid_config", message })?;
+            .map_err(|(message, _)| Error::Sizing { code: "invalid_config", message })?;
         let mut notices: Vec<String> = cap_notice.into_iter().collect();
         if choice.source == WindowSource::Assumed {
             notices.push(sizing::assumed_warning(&model));
@@ -355,13 +355,12 @@ impl Agent {
     /// Sizes the answer's room and the frame to the current window. A value that fitted the old
     /// window but not this one is clamped, with a notice (the turn is already under way).
     fn resize(&mut self) {
-        let fits = Marks::new(self.window).max_output(self.output_ask.model_limit.unwrap_or(u64::MAX));
         let max_output = match sizing::max_output(self.window, &self.output_ask) {
             Ok((n, notice)) => {
                 self.notices.extend(notice);
                 n
             }
-            Err(message) => {
+            Err((message, fits)) => {
                 self.notices.push(format!("{message}; using {fits} for now"));
                 fits
             }

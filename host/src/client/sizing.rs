@@ -107,17 +107,20 @@ pub struct OutputAsk {
 }
 
 /// The answer's room on `window`: `min(the model's limit, 16,384, what lies above the
-/// threshold)`, or the exact value asked for if it fits (an error naming both numbers and the
-/// largest that fits otherwise), further capped by the global cap (with a notice when clamped).
-pub fn max_output(window: u64, ask: &OutputAsk) -> Result<(u64, Option<String>), String> {
+/// threshold)`, or the exact value asked for if it fits (otherwise an error naming both numbers,
+/// with the largest that fits), further capped by the global cap (with a notice when clamped).
+pub fn max_output(window: u64, ask: &OutputAsk) -> Result<(u64, Option<String>), (String, u64)> {
     let marks = Marks::new(window);
     let fits = marks.max_output(ask.model_limit.unwrap_or(u64::MAX));
     if let Some((value, who)) = &ask.exact {
         if *value > fits || *value == 0 {
-            return Err(format!(
-                "{who} asks for {value} output tokens, but on a {window}-token window at most {fits} fit above the \
-                 compaction threshold ({} tokens): set it to {fits} or less",
-                marks.threshold
+            return Err((
+                format!(
+                    "{who} asks for {value} output tokens, but on a {window}-token window at most {fits} fit above \
+                     the compaction threshold ({} tokens): set it to {fits} or less",
+                    marks.threshold
+                ),
+                fits,
             ));
         }
         return Ok((*value, None));
@@ -258,6 +261,8 @@ mod tests {
     fn exact_values_that_cannot_fit_are_refused_naming_both_numbers_and_caps_are_clamped() {
         let e = max_output(8_192, &OutputAsk { exact: Some((4_096, "--max-output".into())), ..Default::default() })
             .unwrap_err();
+        assert_eq!(e.1, 2_477, "the largest that fits");
+        let e = e.0;
         assert!(e.contains("--max-output asks for 4096") && e.contains("at most 2477 fit"), "{e}");
         assert_eq!(
             max_output(8_192, &OutputAsk { exact: Some((2_000, "x".into())), ..Default::default() }).unwrap(),
