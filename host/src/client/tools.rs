@@ -90,7 +90,7 @@ impl Tools {
         };
         if self.memory && name.starts_with(memory::tools::AGENT_PREFIX) {
             let out = memory::tools::call(&mut store.memory(project), name, &args);
-            return ToolReply { content: out.text, is_error: out.is_error };
+            return ToolReply { content: out.text(), is_error: out.is_error };
         }
         match self.custom.iter_mut().find(|t| t.spec().name == name) {
             Some(tool) => match tool.call(&args) {

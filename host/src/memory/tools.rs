@@ -40,15 +40,24 @@ pub struct ToolDef {
     pub idempotent: bool,
 }
 
-/// The result of a tool call, for the model.
+/// The result of a tool call.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutput {
-    /// Text for the model (JSON of `structured`, or the error).
-    pub text: String,
-    /// The structured result.
+    /// The structured result (`{"error": …}` when the call failed).
     pub structured: Value,
     /// Whether the call failed.
     pub is_error: bool,
+}
+
+impl ToolOutput {
+    /// Text for the model: the structured result as indented JSON, or the error. Made on demand:
+    /// `seshat mcp` sends the structured result and never needs it.
+    pub fn text(&self) -> String {
+        match (self.is_error, self.structured.get("error").and_then(Value::as_str)) {
+            (true, Some(error)) => error.to_string(),
+            _ => serde_json::to_string_pretty(&self.structured).unwrap_or_default(),
+        }
+    }
 }
 
 fn scope_schema() -> Value {
@@ -331,15 +340,8 @@ fn graph_value(graph: super::Graph, note: Option<String>) -> Value {
 pub fn call(memory: &mut Memory<'_>, name: &str, args: &Value) -> ToolOutput {
     let plain = name.strip_prefix(AGENT_PREFIX).unwrap_or(name);
     match dispatch(memory, plain, args) {
-        Ok(structured) => ToolOutput {
-            text: serde_json::to_string_pretty(&structured).unwrap_or_default(),
-            structured,
-            is_error: false,
-        },
-        Err(e) => {
-            let text = e.to_string();
-            ToolOutput { structured: json!({"error": text}), text, is_error: true }
-        }
+        Ok(structured) => ToolOutput { structured, is_error: false },
+        Err(e) => ToolOutput { structured: json!({"error": e.to_string()}), is_error: true },
     }
 }
 

@@ -17,8 +17,12 @@ fn call(home: &Home, project: Option<&str>, name: &str, args: Value) -> tools::T
 
 fn ok(home: &Home, name: &str, args: Value) -> Value {
     let out = call(home, Some(PROJECT), name, args);
-    assert!(!out.is_error, "{name} failed: {}", out.text);
-    assert_eq!(serde_json::from_str::<Value>(&out.text).unwrap(), out.structured, "the text is the structured result");
+    assert!(!out.is_error, "{name} failed: {}", out.text());
+    assert_eq!(
+        serde_json::from_str::<Value>(&out.text()).unwrap(),
+        out.structured,
+        "the text is the structured result"
+    );
     out.structured
 }
 
@@ -57,7 +61,7 @@ fn add_observations_to_an_unknown_entity_is_an_error_and_writes_nothing() {
         json!({"observations": [{"entityName": "Alice", "contents": ["new fact"]}, {"entityName": "Nobody", "contents": ["x"]}]}),
     );
     assert!(out.is_error);
-    assert!(out.text.contains("Entity with name Nobody not found"), "{}", out.text);
+    assert!(out.text().contains("Entity with name Nobody not found"), "{}", out.text());
     let alice = ok(&home, "open_nodes", json!({"names": ["Alice"]}));
     assert_eq!(alice["entities"][0]["observations"].as_array().unwrap().len(), 2, "the valid half was not kept either");
 }
@@ -199,13 +203,13 @@ fn bad_arguments_are_tool_errors_naming_the_field() {
         ("read_graph", json!({"scope": "everywhere"}), "unknown variant `everywhere`"),
     ] {
         let out = call(&home, Some(PROJECT), tool, args);
-        assert!(out.is_error && out.text.contains(expected), "{tool}: {}", out.text);
-        assert!(out.text.starts_with(&format!("invalid arguments for {tool}")), "{}", out.text);
+        assert!(out.is_error && out.text().contains(expected), "{tool}: {}", out.text());
+        assert!(out.text().starts_with(&format!("invalid arguments for {tool}")), "{}", out.text());
     }
     let out = call(&home, Some(PROJECT), "teleport", json!({}));
-    assert!(out.is_error && out.text.contains("unknown memory tool"), "{}", out.text);
+    assert!(out.is_error && out.text().contains("unknown memory tool"), "{}", out.text());
     let out = call(&home, None, "create_entities", json!({"entities": [], "scope": "project"}));
-    assert!(out.is_error && out.text.contains("the project scope needs a project"), "{}", out.text);
+    assert!(out.is_error && out.text().contains("the project scope needs a project"), "{}", out.text());
 }
 
 #[test]
@@ -548,7 +552,7 @@ fn ranked_matches_hidden_in_other_projects_do_not_crowd_out_visible_ones() {
         .map(|i| json!({"name": format!("Gizmo {i}"), "entityType": "gizmo", "observations": ["gizmo gizmo"]}))
         .collect();
     let out = call(&home, Some("/work/project-b"), "create_entities", json!({ "entities": hidden }));
-    assert!(!out.is_error, "{}", out.text);
+    assert!(!out.is_error, "{}", out.text());
 
     let found = ok(&home, "search_nodes", json!({"query": "gizmo", "limit": 2}));
     let mut got = names(&found);
@@ -556,8 +560,8 @@ fn ranked_matches_hidden_in_other_projects_do_not_crowd_out_visible_ones() {
     assert_eq!(got, ["Gizmo spec", "Gizmo vendor"], "past 150 better-ranked hidden matches");
     let from_b = call(&home, Some("/work/project-b"), "search_nodes", json!({"query": "gizmo", "limit": 2}));
     let numbered = |n: &String| n.strip_prefix("Gizmo ").is_some_and(|i| i.parse::<u32>().is_ok());
-    assert_eq!(names(&from_b.structured).len(), 2, "{}", from_b.text);
-    assert!(names(&from_b.structured).iter().all(numbered), "project-b sees its own first: {}", from_b.text);
+    assert_eq!(names(&from_b.structured).len(), 2, "{}", from_b.text());
+    assert!(names(&from_b.structured).iter().all(numbered), "project-b sees its own first: {}", from_b.text());
 }
 
 #[test]
