@@ -64,6 +64,7 @@ fn settings(window: u64) -> Settings {
         trimmer_options: "{}".into(),
         summariser_options: "{}".into(),
         calibration: 1.0,
+        recall: false,
     }
 }
 

@@ -16,6 +16,9 @@ fn main() -> ExitCode {
             .with_writer(std::io::stderr)
             .init();
     }
+    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        seshat::store::on_migration_progress(migration_progress());
+    }
     match cli::run(args) {
         Ok(code) => code,
         Err(err) => {
@@ -32,4 +35,24 @@ fn main() -> ExitCode {
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain()
         .any(|e| e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
+}
+
+/// A progress bar on stderr for a long database upgrade (indexing the history of a big database).
+fn migration_progress() -> seshat::store::Progress {
+    let bar = std::sync::Mutex::new(None::<indicatif::ProgressBar>);
+    Box::new(move |what: &str, done: u64, total: u64| {
+        let Ok(mut bar) = bar.lock() else { return };
+        let bar = bar.get_or_insert_with(|| {
+            let bar = indicatif::ProgressBar::new(total);
+            let style = indicatif::ProgressStyle::with_template("{msg}: {pos}/{len} messages {wide_bar} {eta}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+            bar.set_style(style);
+            bar.set_message(what.to_string());
+            bar
+        });
+        bar.set_position(done);
+        if done >= total {
+            bar.finish();
+        }
+    })
 }

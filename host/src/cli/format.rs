@@ -39,14 +39,30 @@ pub fn context_use(used: Option<u64>, window: Option<u64>) -> String {
     }
 }
 
-/// `text` cut to `max` characters, with an ellipsis when cut.
+/// `text` cut to `max` characters, with an ellipsis when cut, on one line and safe for a terminal
+/// (see [`plain`]).
 pub fn clip(text: &str, max: usize) -> String {
+    let text = plain(text);
     if text.chars().count() <= max {
-        return text.to_string();
+        return text;
     }
     let mut s: String = text.chars().take(max.saturating_sub(1)).collect();
     s.push('…');
     s
+}
+
+/// Stored text made safe to print on one terminal line: line breaks and tabs become spaces, and
+/// every other control character (escape sequences a message could carry) is shown as `\u{…}`.
+pub fn plain(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' | '\r' | '\t' => out.push(' '),
+            c if c.is_control() => out.push_str(&c.escape_unicode().to_string()),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Writes `value` as pretty JSON followed by a newline.

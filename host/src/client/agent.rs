@@ -425,6 +425,7 @@ impl Agent {
     fn settings(&self) -> crate::compaction::Settings {
         crate::compaction::Settings {
             calibration: self.calibration,
+            recall: self.specs.iter().any(|s| super::history::is_history_tool(&s.name)),
             ..self.client.settings(&self.model, Some(self.window), u64::from(self.max_output))
         }
     }
@@ -762,7 +763,7 @@ impl Agent {
             }
             observer.tool_call(name, arguments);
             let reply = if self.specs.iter().any(|s| &s.name == name) {
-                self.tools.call(self.client.store(), Some(&self.project), name, arguments)
+                self.tools.call(self.client.store(), Some(&self.project), &self.session, name, arguments)
             } else {
                 super::tools::ToolReply {
                     content: format!("`{name}` is not one of the tools offered in this session"),

@@ -8,6 +8,7 @@
 //! application's own), the system prompt, and the turn loop that stores every message.
 
 pub mod agent;
+pub mod history;
 pub mod prompt;
 pub mod sizing;
 pub mod tools;
@@ -226,6 +227,7 @@ impl Client {
             trimmer_options: self.settings.options_json(PluginKind::Trimmer),
             summariser_options: self.settings.options_json(PluginKind::Summariser),
             calibration: 1.0,
+            recall: false,
         }
     }
 

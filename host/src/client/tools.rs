@@ -1,7 +1,8 @@
-//! The tools an agent may call: the memory tools (built in) and the application's own.
+//! The tools an agent may call: the built-in memory and history tools and the application's own.
 
 use serde_json::Value;
 
+use super::history;
 use crate::memory;
 use crate::plugins::ToolSpec;
 use crate::store::Store;
@@ -27,6 +28,7 @@ pub struct ToolReply {
 #[derive(Default)]
 pub struct Tools {
     memory: bool,
+    history: bool,
     custom: Vec<Box<dyn Tool>>,
     /// When set, only these are offered (`[chat] tools = [...]`).
     only: Option<std::collections::HashSet<String>>,
@@ -34,14 +36,30 @@ pub struct Tools {
 
 impl std::fmt::Debug for Tools {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tools").field("memory", &self.memory).field("custom", &self.custom.len()).finish()
+        f.debug_struct("Tools")
+            .field("memory", &self.memory)
+            .field("history", &self.history)
+            .field("custom", &self.custom.len())
+            .finish()
     }
 }
 
 impl Tools {
     /// The memory tools only.
     pub fn with_memory() -> Self {
-        Tools { memory: true, custom: Vec::new(), only: None }
+        Tools { memory: true, ..Tools::default() }
+    }
+
+    /// Every built-in tool: memory, and the history tools that read back what compaction took
+    /// out of the view (what `seshat chat` offers).
+    pub fn builtin() -> Self {
+        Tools { memory: true, history: true, ..Tools::default() }
+    }
+
+    /// Adds the history tools (`history_search`, `history_read`).
+    pub fn with_history(mut self) -> Self {
+        self.history = true;
+        self
     }
 
     /// No tools.
@@ -70,6 +88,9 @@ impl Tools {
                 parameters: d.input_schema.to_string(),
             }));
         }
+        if self.history {
+            specs.extend(history::specs());
+        }
         specs.extend(self.custom.iter().map(|t| t.spec()));
         if let Some(only) = &self.only {
             specs.retain(|s| only.contains(&s.name));
@@ -77,8 +98,15 @@ impl Tools {
         specs
     }
 
-    /// Runs the tool `name`. Unknown tools and unparsable arguments are tool errors.
-    pub fn call(&mut self, store: &mut Store, project: Option<&str>, name: &str, arguments: &str) -> ToolReply {
+    /// Runs the tool `name` in `session`. Unknown tools and unparsable arguments are tool errors.
+    pub fn call(
+        &mut self,
+        store: &mut Store,
+        project: Option<&str>,
+        session: &str,
+        name: &str,
+        arguments: &str,
+    ) -> ToolReply {
         let args: Value = match serde_json::from_str(if arguments.trim().is_empty() { "{}" } else { arguments }) {
             Ok(v) => v,
             Err(e) => {
@@ -91,6 +119,12 @@ impl Tools {
         if self.memory && name.starts_with(memory::tools::AGENT_PREFIX) {
             let out = memory::tools::call(&mut store.memory(project), name, &args);
             return ToolReply { content: out.text(), is_error: out.is_error };
+        }
+        if self.history && history::is_history_tool(name) {
+            return match history::call(store, session, name, &args) {
+                Ok(content) => ToolReply { content, is_error: false },
+                Err(content) => ToolReply { content, is_error: true },
+            };
         }
         match self.custom.iter_mut().find(|t| t.spec().name == name) {
             Some(tool) => match tool.call(&args) {

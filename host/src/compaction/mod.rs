@@ -199,7 +199,13 @@ pub struct Settings {
     /// runs high is left as it is). Estimates are scaled by it where they meet the window: the
     /// threshold, the hard limit and the cut.
     pub calibration: f64,
+    /// Whether the history tools are offered: the summary's marker and the trims' placeholders
+    /// then say how to read the originals back.
+    pub recall: bool,
 }
+
+/// What follows the compaction marker in a request when the history tools are offered.
+pub const RECALL_HINT: &str = " history_search finds them and history_read reads them back.";
 
 impl Settings {
     /// An estimate in the model's real tokens.
@@ -359,8 +365,19 @@ impl Compactor<'_> {
         }
         // The view changes only if compaction recorded something.
         let view = if report.is_some() { store.live_view(session)? } else { view };
-        let mut messages: Vec<pairing::Msg> =
-            view.entries.into_iter().map(|e| pairing::Msg { seq: e.seq, role: e.role, parts: e.parts }).collect();
+        let mut messages: Vec<pairing::Msg> = view
+            .entries
+            .into_iter()
+            .map(|mut e| {
+                if settings.recall
+                    && e.origin == Origin::Summary
+                    && let Some(Part::Text { text }) = e.parts.last_mut()
+                {
+                    text.push_str(RECALL_HINT);
+                }
+                pairing::Msg { seq: e.seq, role: e.role, parts: e.parts }
+            })
+            .collect();
         let stored = stored_answers(store, session, &messages)?;
         let answered: HashSet<String> = stored.keys().cloned().collect();
         let repair = pairing::repair(&mut messages, &answered);
@@ -620,7 +637,7 @@ impl Compactor<'_> {
             .filter_map(|e| {
                 let (seq, part) = e.target();
                 let current = shared.get(&(seq, part))?;
-                Some((seq, part, e.apply(current)))
+                Some((seq, part, e.apply(current, settings.recall)))
             })
             .collect())
     }

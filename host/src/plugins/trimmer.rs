@@ -87,8 +87,9 @@ impl TrimEdit {
     }
 
     /// The content after the edit. Head and tail are snapped inward to character boundaries and
-    /// joined by a placeholder that names the original size.
-    pub fn apply(&self, content: &str) -> String {
+    /// joined by a placeholder that names the original size, and with `recall` (the history
+    /// tools are offered) how to read the original back, when that fits in what was cut.
+    pub fn apply(&self, content: &str, recall: bool) -> String {
         match self {
             TrimEdit::Replace { text, .. } => text.clone(),
             TrimEdit::HeadTail { head, tail, .. } => {
@@ -101,7 +102,11 @@ impl TrimEdit {
                 while !content.is_char_boundary(t) {
                     t += 1;
                 }
-                format!("{}{}{}", &content[..h], placeholder(len, t - h), &content[t..])
+                let (message, removed) = (self.target().0, t - h);
+                let with_recall = recall_placeholder(len, removed, message);
+                let placeholder =
+                    if recall && with_recall.len() < removed { with_recall } else { placeholder(len, removed) };
+                format!("{}{placeholder}{}", &content[..h], &content[t..])
             }
         }
     }
@@ -113,6 +118,12 @@ pub const PLACEHOLDER_MAX_BYTES: u64 = 96;
 /// The stable text standing for what a head-tail trim removed.
 pub fn placeholder(original: usize, removed: usize) -> String {
     format!("\n[… {removed} of {original} bytes trimmed by Seshat …]\n")
+}
+
+/// [`placeholder`] naming the tool that reads the original back (used when the history tools are
+/// offered and it fits in what was cut).
+pub fn recall_placeholder(original: usize, removed: usize, message: u64) -> String {
+    format!("\n[… {removed} of {original} bytes trimmed by Seshat; history_read {{\"seq\": {message}}} has them …]\n")
 }
 
 /// Serves a trimmer's `read-part` requests: (message seq, part index) → current content.

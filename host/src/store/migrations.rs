@@ -1,20 +1,56 @@
 //! Schema migrations: numbered SQL files, applied in order, one transaction each, tracked by
 //! `PRAGMA user_version`.
 
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 use super::Result;
 
 /// Seshat's `PRAGMA application_id` ("SESH"), written by the first migration.
 pub const APPLICATION_ID: i32 = 0x5345_5348;
 
+/// Work a migration does after its SQL, inside the same transaction: filling what the SQL made
+/// from existing rows in batches, reporting progress as it goes.
+type Backfill = fn(&Transaction<'_>, &mut dyn FnMut(u64, u64)) -> Result<()>;
+
 /// The migrations, in order; migration `i` (1-based) brings the schema to version `i`.
-const MIGRATIONS: &[(&str, &str)] = &[
-    ("0001_init", include_str!("migrations/0001_init.sql")),
-    ("0002_compaction", include_str!("migrations/0002_compaction.sql")),
-    ("0003_memory", include_str!("migrations/0003_memory.sql")),
-    ("0004_model_windows", include_str!("migrations/0004_model_windows.sql")),
+const MIGRATIONS: &[(&str, &str, Option<Backfill>)] = &[
+    ("0001_init", include_str!("migrations/0001_init.sql"), None),
+    ("0002_compaction", include_str!("migrations/0002_compaction.sql"), None),
+    ("0003_memory", include_str!("migrations/0003_memory.sql"), None),
+    ("0004_model_windows", include_str!("migrations/0004_model_windows.sql"), None),
+    ("0005_history_index", include_str!("migrations/0005_history_index.sql"), Some(index_history)),
 ];
+
+/// Messages indexed per statement by [`index_history`].
+const INDEX_BATCH: i64 = 2_000;
+
+/// Indexes the messages written before the history index existed, a batch of ids at a time.
+fn index_history(tx: &Transaction<'_>, progress: &mut dyn FnMut(u64, u64)) -> Result<()> {
+    let (total, last): (u64, i64) =
+        tx.query_row("SELECT count(*), coalesce(max(id), 0) FROM messages", [], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let mut insert = tx.prepare(
+        "INSERT INTO message_fts (rowid, text) SELECT id, text FROM message_text WHERE id > ?1 AND id <= ?2",
+    )?;
+    let (mut from, mut done) = (0i64, 0u64);
+    while from < last {
+        done += insert.execute([from, from + INDEX_BATCH])? as u64;
+        from += INDEX_BATCH;
+        progress(done, total);
+    }
+    Ok(())
+}
+
+/// Who hears about long migrations: (what is being done, items done, items in all).
+pub type Progress = Box<dyn Fn(&str, u64, u64) + Send + Sync>;
+
+static PROGRESS: std::sync::OnceLock<Progress> = std::sync::OnceLock::new();
+
+/// Sets, once per process, who hears how far a long migration has got (the CLI draws a progress
+/// bar on a terminal). Without it, migrations run silently. Returns `false` when one was already
+/// set.
+pub fn on_migration_progress(progress: Progress) -> bool {
+    PROGRESS.set(progress).is_ok()
+}
 
 /// The schema version this binary writes.
 pub const LATEST: u32 = MIGRATIONS.len() as u32;
@@ -28,7 +64,7 @@ pub fn version(conn: &Connection) -> Result<u32> {
 /// IMMEDIATE` transaction that re-reads the version first, so processes opening a database at the
 /// same moment apply each migration exactly once.
 pub fn migrate(conn: &mut Connection) -> Result<()> {
-    for (index, (_name, sql)) in MIGRATIONS.iter().enumerate() {
+    for (index, (name, sql, backfill)) in MIGRATIONS.iter().enumerate() {
         let target = index as u32 + 1;
         if version(conn)? >= target {
             continue;
@@ -41,6 +77,14 @@ pub fn migrate(conn: &mut Connection) -> Result<()> {
             tx.pragma_update(None, "application_id", APPLICATION_ID)?;
         }
         tx.execute_batch(sql)?;
+        if let Some(backfill) = backfill {
+            let what = format!("upgrading the database ({name})");
+            backfill(&tx, &mut |done, total| {
+                if let Some(progress) = PROGRESS.get() {
+                    progress(&what, done, total);
+                }
+            })?;
+        }
         tx.pragma_update(None, "user_version", target)?;
         tx.commit()?;
     }

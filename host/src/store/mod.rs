@@ -5,6 +5,7 @@
 //! busy timeout, so several processes can share it and a crash loses no acknowledged write.
 
 mod error;
+mod history;
 mod messages;
 mod migrations;
 mod model;
@@ -19,7 +20,8 @@ use std::path::{Path, PathBuf};
 use rusqlite::Connection;
 
 pub use error::{Error, Result};
-pub use migrations::{APPLICATION_ID, LATEST as SCHEMA_VERSION};
+pub use history::{HISTORY_RANGE_MAX, HistoryHit, HistoryScope};
+pub use migrations::{APPLICATION_ID, LATEST as SCHEMA_VERSION, Progress, on_migration_progress};
 pub use model::{Compaction, CompactionStatus, CompactionTrigger, Message, NewSession, SessionInfo, Trim};
 pub use models::{DISCOVERY_TTL_MS, ModelWindow, WindowOrigin};
 pub use sessions::ListFilter;

@@ -177,7 +177,7 @@ fn anthropic_streams_a_tool_round_trip_through_the_memory_tools() {
     assert_eq!(first["system"][0]["cache_control"]["type"], "ephemeral", "system prompt cached");
     assert!(first["system"][0]["text"].as_str().unwrap().contains("# Memory"), "the memory snapshot is in the prompt");
     let tools = first["tools"].as_array().unwrap();
-    assert_eq!(tools.len(), 9, "the nine memory tools");
+    assert_eq!(tools.len(), 11, "the nine memory tools and the two history tools");
     assert_eq!(tools.last().unwrap()["cache_control"]["type"], "ephemeral", "tools cached");
     assert!(tools[..tools.len() - 1].iter().all(|t| t.get("cache_control").is_none()));
     assert_eq!(first["system"], second["system"], "the prefix is byte-stable");

@@ -14,7 +14,7 @@ use crate::chat::{KEY, chat, home_for, json_of, r, rows};
 use crate::server::{Reply, Server, anthropic};
 use crate::support::Home;
 
-fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+pub fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     let t = Instant::now();
     while !f() {
         assert!(t.elapsed() < Duration::from_secs(20), "timed out waiting for {what}");
@@ -142,13 +142,13 @@ fn continue_after_sigkill_mid_answer_keeps_every_acknowledged_message() {
 }
 
 /// A pseudo-terminal: the child gets the slave side as stdin, stdout and stderr.
-struct Pty {
+pub struct Pty {
     master: std::fs::File,
     output: Arc<Mutex<Vec<u8>>>,
 }
 
 impl Pty {
-    fn spawn(mut cmd: Command) -> (Pty, Child) {
+    pub fn spawn(mut cmd: Command) -> (Pty, Child) {
         use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
         let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
         grantpt(&master).unwrap();
@@ -171,7 +171,7 @@ impl Pty {
         (Pty { master, output }, child)
     }
 
-    fn text(&self) -> String {
+    pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.output.lock().unwrap()).into_owned()
     }
 
@@ -206,7 +206,7 @@ fn the_repl_on_a_terminal_streams_and_survives_sigint_mid_stream() {
     wait_for("the status line", || pty.text().matches("[ctx ").count() >= 2);
     pty.send("/context\r");
     wait_for("the context breakdown", || pty.text().contains("total (estimated)"));
-    assert!(pty.text().contains("tool schemas (9)") && pty.text().contains("assistant text"), "{}", pty.text());
+    assert!(pty.text().contains("tool schemas (11)") && pty.text().contains("assistant text"), "{}", pty.text());
     assert!(pty.text().contains("window: 200k tokens (from the model table); answers get up to 1k"), "{}", pty.text());
     pty.send("/help\r");
     wait_for("the command list", || pty.text().contains("/sessions  this project's recent sessions"));

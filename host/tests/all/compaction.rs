@@ -79,6 +79,7 @@ pub fn settings(window: Option<u64>) -> Settings {
         trimmer_options: "{}".into(),
         summariser_options: "{}".into(),
         calibration: 1.0,
+        recall: false,
     }
 }
 

@@ -394,8 +394,16 @@ fn the_builtin_trimmer_trims_oldest_large_results_and_never_protected_ones() {
 fn head_tail_edits_keep_character_boundaries_and_name_the_original_size() {
     let content = "é".repeat(1000); // 2000 bytes
     let edit = TrimEdit::HeadTail { message: 1, part: 0, head: 101, tail: 51 };
-    let out = edit.apply(&content);
+    let out = edit.apply(&content, false);
     assert!(out.starts_with(&"é".repeat(50)) && out.ends_with(&"é".repeat(25)), "{out}");
     assert!(out.contains("[… 1850 of 2000 bytes trimmed by Seshat …]"), "{out}");
+    assert!(out.len() < content.len());
+    // With the history tools offered, the placeholder says how to read the original back…
+    let out = edit.apply(&content, true);
+    assert!(out.contains("[… 1850 of 2000 bytes trimmed by Seshat; history_read {\"seq\": 1} has them …]"), "{out}");
+    // …unless that would not fit in what was cut: then the plain one.
+    let tight = TrimEdit::HeadTail { message: 1, part: 0, head: 1000, tail: 940 };
+    let out = tight.apply(&content, true);
+    assert!(out.contains("[… 60 of 2000 bytes trimmed by Seshat …]"), "{out}");
     assert!(out.len() < content.len());
 }

@@ -206,10 +206,10 @@ pub(crate) fn open_agent(ctx: &Context, args: &AgentFlags) -> anyhow::Result<Res
         None => None,
     };
     let (tools, required_tools) = match &config.chat.tools {
-        None | Some(ToolChoice::All(true)) => (Tools::with_memory(), Default::default()),
+        None | Some(ToolChoice::All(true)) => (Tools::builtin(), Default::default()),
         Some(ToolChoice::All(false)) => (Tools::none(), Default::default()),
         Some(ToolChoice::Only(names)) => {
-            let all = Tools::with_memory();
+            let all = Tools::builtin();
             let known: Vec<String> = all.specs().into_iter().map(|s| s.name).collect();
             if let Some(unknown) = names.iter().find(|n| !known.contains(n)) {
                 anyhow::bail!(

@@ -5,6 +5,7 @@ mod delete;
 mod export;
 mod import;
 mod list;
+mod search;
 mod show;
 
 use std::process::ExitCode;
@@ -28,6 +29,8 @@ pub enum SessionsCommand {
     Import(import::Args),
     /// Append messages, read as JSON Lines from stdin, to a session (for scripts).
     Append(append::Args),
+    /// Search the original messages of this project's sessions (or every session's, --all).
+    Search(search::Args),
 }
 
 /// Runs a `sessions` subcommand.
@@ -39,5 +42,6 @@ pub fn run(ctx: &Context, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
         SessionsCommand::Export(args) => export::run(ctx, &args),
         SessionsCommand::Import(args) => import::run(ctx, &args),
         SessionsCommand::Append(args) => append::run(ctx, &args),
+        SessionsCommand::Search(args) => search::run(ctx, &args),
     }
 }

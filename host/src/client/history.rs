@@ -1,0 +1,186 @@
+//! The history tools: how the agent gets back what compaction took out of its view. The originals
+//! are never changed, so `history_search` finds them through the history index and `history_read`
+//! returns them as they were written, whatever summaries and trims now stand for them.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::conversation::Part;
+use crate::plugins::ToolSpec;
+use crate::store::{HISTORY_RANGE_MAX, HistoryScope, Message, Store};
+
+/// `history_search`'s name.
+pub const SEARCH: &str = "history_search";
+/// `history_read`'s name.
+pub const READ: &str = "history_read";
+/// Matches `history_search` returns unless asked for fewer or more.
+pub const SEARCH_DEFAULT_LIMIT: usize = 8;
+/// The most matches one `history_search` returns.
+pub const SEARCH_MAX_LIMIT: usize = 30;
+/// The most text one `history_read` returns, in bytes; the rest is read on with `offset`.
+pub const READ_MAX_BYTES: usize = 16_000;
+
+/// The specs offered to the model.
+pub fn specs() -> Vec<ToolSpec> {
+    vec![
+        ToolSpec {
+            name: SEARCH.into(),
+            description: "Search this session's full history, including everything compaction summarised or \
+                trimmed away: the original messages, tool calls and tool outputs. Use it when the summary or a trimmed \
+                output lacks a detail you need (an error line, a value, a decision, what the user asked). Words match \
+                in any case and word form; an identifier or path (`TF123-K45`, `src/a.rs:42`) matches exactly and \
+                ranks first. Returns the best matches with their seq and a snippet; read one with history_read."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "Words, identifiers or paths to look for"},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": SEARCH_MAX_LIMIT,
+                        "description": format!("At most this many matches (default {SEARCH_DEFAULT_LIMIT})")}
+                },
+                "required": ["query"]
+            })
+            .to_string(),
+        },
+        ToolSpec {
+            name: READ.into(),
+            description: "Read original messages of this session by seq, exactly as they were written (before any \
+                summary or trim): one with `seq`, or a range with `from` and `to`. Long text is cut at 16,000 bytes; \
+                the answer says where, and `offset` reads on from there."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "seq": {"type": "integer", "minimum": 1, "description": "One message's seq"},
+                    "from": {"type": "integer", "minimum": 1, "description": "First seq of a range"},
+                    "to": {"type": "integer", "minimum": 1, "description": "Last seq of a range"},
+                    "offset": {"type": "integer", "minimum": 0, "description": "Byte offset to read on from"}
+                }
+            })
+            .to_string(),
+        },
+    ]
+}
+
+/// Whether `name` is one of the history tools.
+pub fn is_history_tool(name: &str) -> bool {
+    name == SEARCH || name == READ
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchArgs {
+    query: String,
+    limit: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadArgs {
+    seq: Option<u64>,
+    from: Option<u64>,
+    to: Option<u64>,
+    offset: Option<usize>,
+}
+
+/// Runs a history tool on `session`: the text for the model, or the error it reads.
+pub fn call(store: &Store, session: &str, name: &str, args: &Value) -> Result<String, String> {
+    let parse_error = |e: serde_json::Error| format!("invalid arguments for {name}: {e}");
+    match name {
+        SEARCH => {
+            let a: SearchArgs = serde_json::from_value(args.clone()).map_err(parse_error)?;
+            search(store, session, &a)
+        }
+        READ => {
+            let a: ReadArgs = serde_json::from_value(args.clone()).map_err(parse_error)?;
+            read(store, session, &a)
+        }
+        other => Err(format!("there is no history tool named `{other}`")),
+    }
+}
+
+fn search(store: &Store, session: &str, a: &SearchArgs) -> Result<String, String> {
+    if a.query.trim().is_empty() {
+        return Err("invalid arguments for history_search: `query` is empty; give the words to look for".into());
+    }
+    let limit = a.limit.unwrap_or(SEARCH_DEFAULT_LIMIT).clamp(1, SEARCH_MAX_LIMIT);
+    let hits = store.search_history(HistoryScope::Session(session), &a.query, limit).map_err(|e| e.to_string())?;
+    if hits.is_empty() {
+        return Ok(format!("No message of this session matches `{}`. Try other words.", a.query.trim()));
+    }
+    let mut out = format!("{} matching messages, best first:\n", hits.len());
+    for h in &hits {
+        out.push_str(&format!("- seq {} ({}): {}\n", h.seq, h.role.as_str(), h.snippet.replace('\n', " ")));
+    }
+    out.push_str("Read one with history_read {\"seq\": N}.");
+    Ok(out)
+}
+
+fn read(store: &Store, session: &str, a: &ReadArgs) -> Result<String, String> {
+    let count = store.session(session).map_err(|e| e.to_string())?.message_count;
+    let (from, to) = match (a.seq, a.from, a.to) {
+        (Some(seq), None, None) => (seq, seq),
+        (None, Some(from), to) => (from, to.unwrap_or(from)),
+        (None, None, Some(to)) => (to, to),
+        _ => {
+            return Err("invalid arguments for history_read: give either `seq`, or `from` (and `to`), not both".into());
+        }
+    };
+    if from == 0 || from > to {
+        return Err(format!("invalid arguments for history_read: the range {from}..{to} is empty; seqs start at 1"));
+    }
+    if from > count {
+        return Err(format!("this session has {count} messages: there is no seq {from}"));
+    }
+    let to = to.min(count).min(from + HISTORY_RANGE_MAX - 1);
+    let messages = store.history_range(session, from, to).map_err(|e| e.to_string())?;
+    let text: String = messages.iter().map(render).collect::<Vec<_>>().join("\n");
+    let offset = a.offset.unwrap_or(0);
+    if offset > text.len() {
+        return Err(format!("`offset` {offset} is past the end ({} bytes)", text.len()));
+    }
+    let start = floor_boundary(&text, offset);
+    let end = floor_boundary(&text, start.saturating_add(READ_MAX_BYTES));
+    let mut out = text[start..end].to_string();
+    if end < text.len() {
+        let mut next = json!({"offset": end});
+        if from == to {
+            next["seq"] = from.into();
+        } else {
+            next["from"] = from.into();
+            next["to"] = to.into();
+        }
+        out.push_str(&format!(
+            "\n[history_read: cut here, {} of {} bytes left; read on with history_read {next}]",
+            text.len() - end,
+            text.len()
+        ));
+    }
+    Ok(out)
+}
+
+/// The largest char boundary of `text` at or before `i`.
+fn floor_boundary(text: &str, i: usize) -> usize {
+    let mut i = i.min(text.len());
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// One original message as text: a header, then each part.
+fn render(m: &Message) -> String {
+    let mut out = format!("[seq {} · {}]\n", m.seq, m.role.as_str());
+    for p in &m.parts {
+        match p {
+            Part::Text { text } => out.push_str(text),
+            Part::ToolCall { id, name, arguments } => out.push_str(&format!("[tool call {id}: {name} {arguments}]")),
+            Part::ToolResult { call_id, content, is_error } => {
+                out.push_str(&format!("[result of {call_id}{}]\n{content}", if *is_error { ", an error" } else { "" }))
+            }
+            Part::Thinking { .. } | Part::RedactedThinking { .. } => out.push_str("[reasoning]"),
+        }
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,358 @@
+//! The history index and recall: searching the original messages (store, tools, CLI), reading
+//! them back, the recall hints in the summary marker and trim placeholders, and the index built
+//! for databases older than it.
+
+use serde_json::{Value, json};
+use seshat::compaction::RECALL_HINT;
+use seshat::conversation::{MessageStatus, NewMessage, Part, Role};
+use seshat::store::{COMPACTION_MARKER, HistoryScope, NewSession, Store};
+
+use crate::chat::{KEY, chat, home_for, json_of};
+use crate::compaction::{Scripted, plugins, settings};
+use crate::server::{Reply, Server, anthropic};
+use crate::support::{Home, fixture};
+
+fn text(role: Role, s: &str) -> NewMessage {
+    NewMessage::text(role, s)
+}
+
+fn call(id: &str, name: &str, args: &str) -> NewMessage {
+    NewMessage {
+        role: Role::Assistant,
+        parts: vec![Part::ToolCall { id: id.into(), name: name.into(), arguments: args.into() }],
+        usage: None,
+        status: MessageStatus::Complete,
+    }
+}
+
+fn result(id: &str, content: &str) -> NewMessage {
+    NewMessage {
+        role: Role::Tool,
+        parts: vec![Part::ToolResult { call_id: id.into(), content: content.into(), is_error: false }],
+        usage: None,
+        status: MessageStatus::Complete,
+    }
+}
+
+/// A 300-line test log with one failing line in the middle.
+fn long_log() -> String {
+    let mut lines: Vec<String> = (0..300).map(|i| format!("test suite::case_{i} ... ok")).collect();
+    lines[150] = "test upload::retries ... FAILED (code TF123-K45 at src/upload.rs:88)".into();
+    lines.join("\n")
+}
+
+fn session_in(store: &mut Store, project: &str) -> String {
+    store.create_session(NewSession { project: project.into(), ..Default::default() }).unwrap().id
+}
+
+/// (session, seq) of each hit, best first.
+fn found(store: &Store, scope: HistoryScope<'_>, query: &str) -> Vec<(String, u64)> {
+    store.search_history(scope, query, 10).unwrap().into_iter().map(|h| (h.session_id, h.seq)).collect()
+}
+
+#[test]
+fn the_index_finds_original_text_calls_and_results_by_word_form_and_scope() {
+    let home = Home::new();
+    let mut store = home.store();
+    let a = session_in(&mut store, "/work/alpha");
+    store
+        .append(
+            &a,
+            &[
+                text(Role::User, "Why does the upload test keep failing? Il faut réessayer."),
+                call("c1", "run_tests", r#"{"filter":"upload"}"#),
+                result("c1", &long_log()),
+                NewMessage {
+                    role: Role::Assistant,
+                    parts: vec![Part::Thinking { text: "zebracorn private reasoning".into(), signature: None }],
+                    usage: None,
+                    status: MessageStatus::Complete,
+                },
+            ],
+        )
+        .unwrap();
+    let b = session_in(&mut store, "/work/beta");
+    store.append(&b, &[text(Role::User, "the upload failed again in beta")]).unwrap();
+
+    // Word forms (failing / FAILED / failed), case and accents.
+    let mut failed = found(&store, HistoryScope::Session(&a), "failed");
+    failed.sort();
+    assert_eq!(failed, [(a.clone(), 1), (a.clone(), 3)]);
+    assert_eq!(found(&store, HistoryScope::Session(&a), "REESSAYER"), [(a.clone(), 1)]);
+    // A tool call by its name and arguments.
+    assert_eq!(found(&store, HistoryScope::Session(&a), "run_tests"), [(a.clone(), 2)]);
+    // Reasoning is not indexed.
+    assert!(found(&store, HistoryScope::All, "zebracorn").is_empty());
+    // Scopes.
+    let project_a = found(&store, HistoryScope::Project("/work/alpha"), "upload");
+    assert_eq!(project_a.len(), 3, "{project_a:?}");
+    assert!(project_a.iter().all(|(s, _)| *s == a), "{project_a:?}");
+    let everywhere = found(&store, HistoryScope::All, "upload");
+    assert_eq!(everywhere.len(), 4, "{everywhere:?}");
+    assert!(everywhere.contains(&(b.clone(), 1)));
+    // The snippet shows the matched words from the original text.
+    let hit = &store.search_history(HistoryScope::Session(&a), "TF123-K45", 5).unwrap()[0];
+    assert_eq!((hit.seq, hit.role), (3, Role::Tool));
+    assert!(hit.snippet.contains("FAILED (code «TF123-K45» at src/upload.rs:88)"), "{}", hit.snippet);
+}
+
+#[test]
+fn an_identifier_in_the_query_ranks_the_message_holding_it_exactly_first() {
+    let home = Home::new();
+    let mut store = home.store();
+    let s = session_in(&mut store, "/p");
+    store
+        .append(
+            &s,
+            &[
+                // Both parts of the code, apart, and the query's words many times over.
+                text(Role::User, "deploy failed deploy failed: TF123 was fine, K45 deploy failed"),
+                text(Role::Assistant, "noted"),
+                text(Role::User, "the code was TF123-K45"),
+                text(Role::Assistant, "src/a.rs:42 holds the bug; src/b.rs:42 is fine"),
+            ],
+        )
+        .unwrap();
+    let hits = found(&store, HistoryScope::Session(&s), "deploy failed TF123-K45");
+    assert_eq!(hits.first(), Some(&(s.clone(), 3)), "{hits:?}");
+    assert_eq!(hits.len(), 2, "then the other matches: {hits:?}");
+    assert_eq!(found(&store, HistoryScope::Session(&s), "where is src/a.rs:42").first(), Some(&(s.clone(), 4)));
+    // Nothing typed is FTS5 syntax.
+    assert_eq!(found(&store, HistoryScope::Session(&s), r#"NOT "noted" OR ("#), [(s.clone(), 2)]);
+}
+
+/// How many documents of the history index hold `term` (read through fts5vocab).
+fn indexed(store: &Store, term: &str) -> i64 {
+    let conn = store.connection();
+    conn.execute_batch("CREATE VIRTUAL TABLE IF NOT EXISTS temp.vocab USING fts5vocab(main, message_fts, 'row')")
+        .unwrap();
+    conn.query_row("SELECT coalesce((SELECT doc FROM temp.vocab WHERE term = ?1), 0)", [term], |r| r.get(0)).unwrap()
+}
+
+#[test]
+fn deleting_a_session_takes_its_messages_out_of_the_index() {
+    let home = Home::new();
+    let mut store = home.store();
+    let (a, b) = (session_in(&mut store, "/p"), session_in(&mut store, "/p"));
+    store.append(&a, &[text(Role::User, "quokka one"), text(Role::Assistant, "quokka two")]).unwrap();
+    store.append(&b, &[text(Role::User, "quokka three")]).unwrap();
+    assert_eq!(indexed(&store, "quokka"), 3);
+    store.delete_session(&a).unwrap();
+    assert_eq!(indexed(&store, "quokka"), 1, "the deleted session's rows left the index");
+    assert_eq!(found(&store, HistoryScope::All, "quokka"), [(b, 1)]);
+}
+
+#[test]
+fn a_version_4_database_gets_its_existing_messages_indexed() {
+    let home = Home::new();
+    let db = home.path().join("v4.db");
+    std::fs::copy(fixture("store-v4.sqlite"), &db).unwrap();
+    let before: u32 =
+        rusqlite::Connection::open(&db).unwrap().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert_eq!(before, 4, "the fixture must stay at version 4");
+    let mut store = Store::open(&db).unwrap();
+    let s1 = "01JFV1AAAA0000000000000001";
+    // The fixture's messages, written before the index existed: text, a call's arguments, a result.
+    assert_eq!(found(&store, HistoryScope::All, "flaky"), [(s1.to_string(), 1)]);
+    assert_eq!(found(&store, HistoryScope::Session(s1), "tests/upload.rs"), [(s1.to_string(), 2)]);
+    assert_eq!(found(&store, HistoryScope::Session(s1), "sleep").first(), Some(&(s1.to_string(), 3)));
+    assert_eq!(found(&store, HistoryScope::Project("/work/alpha"), "freeze").len(), 1);
+    // The model windows of version 4 are still there, and new messages are indexed as written.
+    assert!(store.model_window("http://127.0.0.1:8080/v1", "qwen2.5-coder").unwrap().is_some());
+    store.append(s1, &[text(Role::User, "now with the index")]).unwrap();
+    assert_eq!(found(&store, HistoryScope::Session(s1), "index"), [(s1.to_string(), 5)]);
+}
+
+#[test]
+fn upgrading_on_a_terminal_shows_the_indexing_progress() {
+    let home = Home::new();
+    std::fs::copy(fixture("store-v4.sqlite"), home.db()).unwrap();
+    let mut cmd = home.cmd();
+    cmd.env("TERM", "xterm").args(["sessions", "list", "--all"]);
+    let (pty, mut child) = crate::chat_signals::Pty::spawn(cmd);
+    assert!(child.wait().unwrap().success(), "{}", pty.text());
+    crate::chat_signals::wait_for("the listing", || pty.text().contains("Plan the release"));
+    let shown = pty.text();
+    assert!(shown.contains("upgrading the database (0005_history_index): 6/6 messages"), "{shown}");
+    // Without a terminal, nothing but the listing.
+    std::fs::copy(fixture("store-v4.sqlite"), home.db()).unwrap();
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(home.db().with_extension(format!("db{suffix}")));
+    }
+    let out = home.run(&["sessions", "list", "--all"]);
+    assert!(out.status.success() && out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn history_read_returns_originals_in_pieces_and_says_what_is_wrong() {
+    let home = Home::new();
+    let mut store = home.store();
+    let s = session_in(&mut store, "/p");
+    let big = format!("BEGIN\n{}\nEND", "0123456789abcdef".repeat(1_500));
+    store.append(&s, &[text(Role::User, "run it"), call("c1", "run", "{}"), result("c1", &big)]).unwrap();
+    let read = |args: Value| seshat::client::history::call(&store, &s, "history_read", &args);
+
+    let one = read(json!({"seq": 1})).unwrap();
+    assert_eq!(one, "[seq 1 · user]\nrun it\n");
+    let range = read(json!({"from": 1, "to": 2})).unwrap();
+    assert_eq!(range, "[seq 1 · user]\nrun it\n\n[seq 2 · assistant]\n[tool call c1: run {}]\n");
+    // A long result is cut at the cap, saying how to read on; reading on returns the rest.
+    let first = read(json!({"seq": 3})).unwrap();
+    let (body, note) = first.split_once("\n[history_read: cut here, ").unwrap();
+    assert_eq!(body.len(), seshat::client::history::READ_MAX_BYTES);
+    assert!(body.starts_with("[seq 3 · tool]\n[result of c1]\nBEGIN\n"), "{}", &body[..60]);
+    assert!(note.contains(r#"read on with history_read {"offset":16000,"seq":3}"#), "{note}");
+    let rest = read(json!({"seq": 3, "offset": 16_000})).unwrap();
+    assert!(rest.ends_with("END\n") && !rest.contains("cut here"), "{}", &rest[rest.len() - 40..]);
+    assert_eq!(body.len() + rest.len(), "[seq 3 · tool]\n[result of c1]\n".len() + big.len() + 1);
+
+    // Failures name what was wrong.
+    let err = read(json!({"seq": 9})).unwrap_err();
+    assert_eq!(err, "this session has 3 messages: there is no seq 9");
+    let err = read(json!({"seq": 1, "from": 1})).unwrap_err();
+    assert!(err.contains("give either `seq`, or `from` (and `to`), not both"), "{err}");
+    let err = read(json!({"from": 3, "to": 2})).unwrap_err();
+    assert!(err.contains("the range 3..2 is empty"), "{err}");
+    let err = read(json!({"seq": "three"})).unwrap_err();
+    assert!(err.starts_with("invalid arguments for history_read: invalid type"), "{err}");
+    let err = read(json!({"seq": 1, "offset": 999})).unwrap_err();
+    assert!(err.contains("past the end"), "{err}");
+    let err = seshat::client::history::call(&store, &s, "history_search", &json!({"query": "  "})).unwrap_err();
+    assert!(err.contains("`query` is empty"), "{err}");
+}
+
+#[test]
+fn the_agent_reads_back_a_failing_line_that_compaction_trimmed_away() {
+    let log = long_log();
+    let server = Server::start(vec![
+        Reply::Stream { pieces: anthropic::text_answer(&["Tests ran."]) },
+        Reply::Stream {
+            pieces: anthropic::tool_answer("toolu_s", "history_search", r#"{"query":"which test failed upload"}"#),
+        },
+        Reply::Stream { pieces: anthropic::tool_answer("toolu_r", "history_read", r#"{"seq":3}"#) },
+        Reply::Stream { pieces: anthropic::text_answer(&["upload::retries failed with TF123-K45."]) },
+    ]);
+    let home = home_for("anthropic", &server, "");
+    // A first turn makes the session; then a tool exchange with the long log is added to it.
+    let out = chat(&home, &["-p", "run the tests", "--json"], &[]);
+    let session = json_of(&out)["session"].as_str().unwrap().to_string();
+    let mut store = home.store();
+    store.append(&session, &[call("c1", "run_tests", "{}"), result("c1", &log)]).unwrap();
+    // The log's seq is 4 (user, answer, call, result): ask for it as the model would.
+    let out = chat(&home, &["--continue", "-p", "which test failed?", "--json"], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(json_of(&out)["text"], "upload::retries failed with TF123-K45.");
+
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 4);
+    let tools: Vec<String> =
+        reqs[1].json()["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect();
+    assert!(tools.contains(&"history_search".into()) && tools.contains(&"history_read".into()), "{tools:?}");
+    assert_eq!(reqs[1].header("x-api-key"), Some(KEY));
+    let history = store.full_history(&session).unwrap();
+    let results: Vec<&str> = history
+        .iter()
+        .flat_map(|m| &m.parts)
+        .filter_map(|p| match p {
+            Part::ToolResult { call_id, content, .. } if call_id.starts_with("toolu_") => Some(content.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 2, "both calls stored like any tool call");
+    assert!(results[0].contains(" matching messages, best first:\n"), "{}", results[0]);
+    let line =
+        results[0].lines().find(|l| l.starts_with("- seq 4 (tool): ")).unwrap_or_else(|| panic!("{}", results[0]));
+    assert!(line.contains("«upload»::retries ... «FAILED»"), "the failing line, from the middle of the log: {line}");
+    // history_read {"seq": 3} returns message 3 as written: the run_tests call.
+    assert_eq!(results[1], "[seq 3 · assistant]\n[tool call c1: run_tests {}]\n");
+    // And the request that followed carried the results to the model.
+    let last = reqs[3].json();
+    let sent = last["messages"].to_string();
+    assert!(sent.contains("seq 4 (tool)") && sent.contains("run_tests"), "{sent}");
+}
+
+#[test]
+fn with_recall_the_marker_and_the_trims_name_the_history_tools() {
+    for recall in [true, false] {
+        let home = Home::new();
+        let mut store = home.store();
+        let id = store
+            .create_session(NewSession { project: "/p".into(), context_window: Some(40_000), ..Default::default() })
+            .unwrap()
+            .id;
+        store.append(&id, &[text(Role::User, "build it")]).unwrap();
+        for k in 0..6 {
+            let cid = format!("c{k}");
+            store
+                .append(&id, &[call(&cid, "make", "{}"), result(&cid, &"compiler output line\n".repeat(1_200))])
+                .unwrap();
+        }
+        store.append(&id, &[text(Role::User, "thanks"), text(Role::Assistant, "ok")]).unwrap();
+        store.append(&id, &[text(Role::User, "and now?"), text(Role::Assistant, "done")]).unwrap();
+        let mut p = plugins("summariser");
+        let mut c = p.compactor(Scripted::answering(&[]));
+        let frame = seshat::compaction::Frame { system: "s".into(), tools: String::new() };
+        let prepared = c
+            .before_call(&mut store, &id, &frame, &seshat::compaction::Settings { recall, ..settings(Some(40_000)) })
+            .unwrap();
+        assert!(prepared.compaction.unwrap().trimmed > 0);
+        let trims = store.trims(&id).unwrap();
+        assert!(!trims.is_empty());
+        for t in &trims {
+            let names = t.replacement.contains(&format!("history_read {{\"seq\": {}}} has them", t.seq));
+            assert_eq!(names, recall, "recall {recall}: {}", t.replacement);
+            assert!(t.replacement.contains("bytes trimmed by Seshat"), "{}", t.replacement);
+        }
+    }
+    // The marker: a summarised session's request carries the hint only with recall.
+    for recall in [true, false] {
+        let home = Home::new();
+        let mut store = home.store();
+        let id = store
+            .create_session(NewSession { project: "/p".into(), context_window: Some(20_000), ..Default::default() })
+            .unwrap()
+            .id;
+        for t in 0..40 {
+            store
+                .append(&id, &[text(Role::User, &format!("request {t}")), text(Role::Assistant, &"w ".repeat(600))])
+                .unwrap();
+        }
+        let mut p = plugins("summariser");
+        let mut c = p.compactor(Scripted::answering(&[Ok("Forty requests, all answered.")]));
+        let frame = seshat::compaction::Frame { system: "s".into(), tools: String::new() };
+        let prepared = c
+            .before_call(&mut store, &id, &frame, &seshat::compaction::Settings { recall, ..settings(Some(20_000)) })
+            .unwrap();
+        let Part::Text { text } = &prepared.messages[0].parts[0] else { panic!("the summary first") };
+        assert!(text.contains(COMPACTION_MARKER), "{text}");
+        assert_eq!(text.ends_with(RECALL_HINT), recall, "{text}");
+    }
+}
+
+#[test]
+fn sessions_search_lists_matches_safely_and_as_json() {
+    let home = Home::new();
+    let project = seshat::paths::project_key(home.path());
+    let mut store = home.store();
+    let here = session_in(&mut store, &project);
+    store.append(&here, &[text(Role::User, "the canary\u{1b}[2J test\nfails on line 7")]).unwrap();
+    let elsewhere = session_in(&mut store, "/somewhere/else");
+    store.append(&elsewhere, &[text(Role::User, "another canary")]).unwrap();
+    drop(store);
+
+    let out = home.ok(&["sessions", "search", "canary"]);
+    assert!(out.contains("  1  user"), "{out}");
+    assert!(out.contains(r"the «canary»\u{1b}[2J test fails on line 7"), "escapes shown, not sent: {out}");
+    assert!(!out.contains('\u{1b}'), "{out:?}");
+    assert!(!out.contains("another"), "another project's session: {out}");
+    let all: Value = serde_json::from_str(&home.ok(&["sessions", "search", "canary", "--all", "--json"])).unwrap();
+    let sessions: Vec<&str> = all.as_array().unwrap().iter().map(|h| h["session_id"].as_str().unwrap()).collect();
+    assert_eq!(sessions.len(), 2, "{all}");
+    assert!(sessions.contains(&here.as_str()) && sessions.contains(&elsewhere.as_str()));
+    assert_eq!(all[0]["seq"], 1);
+    let none = home.ok(&["sessions", "search", "platypus"]);
+    assert!(none.starts_with("Nothing matches `platypus` in this project's sessions"), "{none}");
+    assert!(none.contains("`--all` searches every project."), "{none}");
+    let err = home.fails(&["sessions", "search"]);
+    assert!(err.contains("<QUERY>"), "{err}");
+}
