@@ -232,6 +232,31 @@ mod tests {
     }
 
     #[test]
+    fn the_frame_gets_half_the_target() {
+        assert_eq!(Marks::new(8_192).frame_budget(), 1_548);
+        assert_eq!(Marks::new(200_000).frame_budget(), 49_500);
+    }
+
+    #[test]
+    fn every_part_of_a_message_counts_with_its_overhead() {
+        use crate::conversation::Part;
+        let text = |t: &str| Part::Text { text: t.into() };
+        assert_eq!(estimate_parts(&[]), MESSAGE_OVERHEAD);
+        assert_eq!(estimate_parts(&[text("abcdefgh"), text("ijkl")]), 4 + 2 + 1);
+        // id, name and arguments: 1 + 2 + 3 tokens.
+        let call = Part::ToolCall { id: "ab".into(), name: "abcdefg".into(), arguments: "0123456789".into() };
+        assert_eq!(estimate_parts(&[call]), 4 + 1 + 2 + 3);
+        // call id and content: 1 + 3 tokens.
+        let result = Part::ToolResult { call_id: "abc".into(), content: "0123456789ab".into(), is_error: false };
+        assert_eq!(estimate_parts(&[result]), 4 + 1 + 3);
+        // text and signature: 2 + 3 tokens; without a signature, the text alone.
+        let signed = Part::Thinking { text: "01234567".into(), signature: Some("0123456789".into()) };
+        assert_eq!(estimate_parts(&[signed]), 4 + 2 + 3);
+        assert_eq!(estimate_parts(&[Part::Thinking { text: "0123".into(), signature: None }]), 4 + 1);
+        assert_eq!(estimate_parts(&[Part::RedactedThinking { data: "0123456789".into() }]), 4 + 3);
+    }
+
+    #[test]
     fn hard_limit_leaves_room_for_the_answer() {
         assert_eq!(Marks::new(200_000).hard_limit(8_192), 191_808);
         assert_eq!(Marks::new(4_000).hard_limit(8_192), 0);

@@ -30,6 +30,10 @@ pub struct Args {
     /// The model that writes the summary (default: the session's model).
     #[arg(long, value_name = "MODEL")]
     summary_model: Option<String>,
+    /// Undo the session's latest compaction or trim pass instead (the originals were never
+    /// changed; refused when the restored view would not fit the window).
+    #[arg(long, conflicts_with = "dry_run")]
+    undo: bool,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -61,6 +65,9 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         ..AgentFlags::default()
     };
     drop(client);
+    if args.undo {
+        return undo(ctx, args, &id, &flags, session.context_window);
+    }
     let report = match open_agent(ctx, &flags)? {
         // The provider chat would use: the summary goes through it, the figures count chat's frame.
         Ok(mut agent) => agent.compact_now(args.dry_run).with_context(|| format!("cannot compact {id}"))?,
@@ -93,6 +100,45 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `compact --undo`: with chat's frame and window when a provider is configured, else the
+/// session's known window (or `--window`) and no frame.
+fn undo(ctx: &Context, args: &Args, id: &str, flags: &AgentFlags, known: Option<u64>) -> anyhow::Result<ExitCode> {
+    let undone = match open_agent(ctx, flags)? {
+        Ok(mut agent) => agent.undo_compaction().with_context(|| format!("cannot undo in {id}"))?,
+        Err(_) => {
+            let config = ClientConfig {
+                db_path: Some(ctx.db.clone()),
+                dirs: Some(ctx.dirs.clone()),
+                project: Some(ctx.project.clone()),
+                ..ClientConfig::default()
+            };
+            let mut client = Client::new(config, Arc::new(NoModels))?;
+            let settings = client.settings("unknown-model", args.window.or(known), 0);
+            seshat::compaction::undo(client.store(), id, &Frame::default(), &settings)
+                .with_context(|| format!("cannot undo in {id}"))?
+        }
+    };
+    let mut out = format::stdout();
+    if args.json {
+        format::json(&mut out, &serde_json::json!({"session": id, "undone": undone}))?;
+    } else {
+        writeln!(out, "{}", describe_undo(id, &undone))?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One line saying what an undo retracted.
+pub fn describe_undo(id: &str, undone: &seshat::store::Retracted) -> String {
+    use seshat::store::Retracted;
+    let what = match undone {
+        Retracted::Compaction { number } => format!("compaction {number}"),
+        Retracted::Trims { first, last } if first == last => format!("trim {first}"),
+        Retracted::Trims { first, last } => format!("trims {first}–{last}"),
+    };
+    format!("Undid {what} of session {id}: the live view is as it was before it (the originals were never changed).")
 }
 
 /// One line saying what a compaction did: what it freed and whether a model was called.

@@ -497,6 +497,26 @@ impl Agent {
         self.client.compact(&self.session, &self.frame, &settings, dry_run)
     }
 
+    /// Undoes the latest compaction or trim pass of the session (`/uncompact`), unless the view
+    /// it restores would not fit this agent's window.
+    pub fn undo_compaction(&mut self) -> Result<crate::store::Retracted> {
+        let settings = self.settings();
+        Ok(crate::compaction::undo(self.client.store(), &self.session, &self.frame, &settings)?)
+    }
+
+    /// Pins a message of the session (`/pin`; the last message when `seq` is `None`) with the
+    /// other side of its tool exchanges, within the share of this agent's window pins may take.
+    /// Returns the seqs newly pinned.
+    pub fn pin(&mut self, seq: Option<u64>) -> Result<Vec<u64>> {
+        let session = self.session.clone();
+        let seq = match seq {
+            Some(seq) => seq,
+            None => self.client.store().session(&session)?.message_count,
+        };
+        let window = self.window;
+        Ok(crate::compaction::pin(self.client.store(), &session, seq, window)?)
+    }
+
     /// Runs one turn: stores `input`, then calls the model (and tools) until it answers, the
     /// iteration cap is reached, or the turn is cancelled.
     pub fn turn(&mut self, input: &str, cancel: &Cancel, observer: &mut dyn Observer) -> Result<TurnOutcome> {

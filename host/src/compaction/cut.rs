@@ -3,6 +3,9 @@
 //! starts at a turn boundary. The latest user request is pinned: kept verbatim even when it lies
 //! before the cut.
 //!
+//! Messages the user pinned are never dropped: their tokens are set aside from the budget first,
+//! and the walk passes over them for free.
+//!
 //! A turn boundary is a user message or, inside a tool loop that followed the latest user request
 //! (whose request is pinned just before the kept part), an assistant message. The kept part never
 //! starts with tool results, whose calls would then be missing.
@@ -26,6 +29,8 @@ pub struct Item {
     pub results: Vec<String>,
     /// Whether it is a user request (a user message with text).
     pub is_request: bool,
+    /// Whether the user pinned it (kept whatever the budget).
+    pub pinned: bool,
 }
 
 /// The decision.
@@ -40,25 +45,31 @@ pub struct Cut {
 /// Chooses the cut so that the kept messages take at most `budget` tokens where possible (the
 /// pairing and boundary rules can only keep more, never split an exchange).
 pub fn choose(items: &[Item], budget: u64) -> Cut {
+    let pinned: u64 = items.iter().filter(|i| i.pinned).map(|i| i.tokens).sum();
+    let budget = budget.saturating_sub(pinned);
     let latest_request = items.iter().rposition(|i| i.is_request);
     let first = settle(items, walk(items, budget));
     match latest_request {
         Some(r) if r < first => {
-            // The request will be pinned before the kept part: make room for it.
-            let first = settle(items, walk(items, budget.saturating_sub(items[r].tokens)).max(r + 1));
+            // The request will be pinned before the kept part: make room for it (a request the
+            // user pinned has its room already).
+            let room = if items[r].pinned { 0 } else { items[r].tokens };
+            let first = settle(items, walk(items, budget.saturating_sub(room)).max(r + 1));
             Cut { first_kept: first, pinned: (r < first).then_some(r) }
         }
         _ => Cut { first_kept: first, pinned: None },
     }
 }
 
-/// From the newest back while the budget allows: the index of the first kept item.
+/// From the newest back while the budget allows: the index of the first kept item. Pinned
+/// items cost nothing here (their room was set aside).
 fn walk(items: &[Item], budget: u64) -> usize {
+    let cost = |i: &Item| if i.pinned { 0 } else { i.tokens };
     let mut first = items.len();
     let mut used = 0u64;
-    while first > 0 && used + items[first - 1].tokens <= budget {
+    while first > 0 && used + cost(&items[first - 1]) <= budget {
         first -= 1;
-        used += items[first].tokens;
+        used += cost(&items[first]);
     }
     first
 }
@@ -98,7 +109,7 @@ mod tests {
     use super::*;
 
     fn user(seq: u64, tokens: u64) -> Item {
-        Item { seq, role: Role::User, tokens, calls: vec![], results: vec![], is_request: true }
+        Item { seq, role: Role::User, tokens, calls: vec![], results: vec![], is_request: true, pinned: false }
     }
     fn call(seq: u64, tokens: u64, ids: &[&str]) -> Item {
         Item {
@@ -108,6 +119,7 @@ mod tests {
             calls: ids.iter().map(|s| s.to_string()).collect(),
             results: vec![],
             is_request: false,
+            pinned: false,
         }
     }
     fn result(seq: u64, tokens: u64, ids: &[&str]) -> Item {
@@ -118,10 +130,11 @@ mod tests {
             calls: vec![],
             results: ids.iter().map(|s| s.to_string()).collect(),
             is_request: false,
+            pinned: false,
         }
     }
     fn answer(seq: u64, tokens: u64) -> Item {
-        Item { seq, role: Role::Assistant, tokens, calls: vec![], results: vec![], is_request: false }
+        Item { seq, role: Role::Assistant, tokens, calls: vec![], results: vec![], is_request: false, pinned: false }
     }
 
     #[test]
@@ -154,6 +167,33 @@ mod tests {
         assert_eq!(items[cut.first_kept].role, Role::Assistant, "the kept part opens a tool exchange");
         let kept: u64 = items[cut.first_kept..].iter().map(|i| i.tokens).sum();
         assert!(kept + 50 <= 300, "kept {kept}");
+    }
+
+    #[test]
+    fn pinned_items_are_never_dropped_and_their_tokens_come_off_the_budget() {
+        let mut items = vec![user(1, 10), answer(2, 100), user(3, 10), answer(4, 100), user(5, 10), answer(6, 100)];
+        items[1].pinned = true;
+        // 250 less the 100 pinned leaves 150: the last request and its answer (110) fit, not more.
+        let cut = choose(&items, 250);
+        assert_eq!(cut, Cut { first_kept: 4, pinned: None });
+        // Unpinned, the same budget keeps one more exchange.
+        items[1].pinned = false;
+        assert_eq!(choose(&items, 250), Cut { first_kept: 2, pinned: None });
+        // A pinned message inside the kept part is counted once: 100 set aside, 120 for the rest.
+        items[5].pinned = true;
+        assert_eq!(choose(&items, 220), Cut { first_kept: 2, pinned: None });
+        assert_eq!(choose(&items, 219), Cut { first_kept: 3, pinned: None });
+    }
+
+    #[test]
+    fn a_pinned_latest_request_gets_no_second_room() {
+        let mut items =
+            vec![user(1, 10), user(2, 50), answer(3, 100), call(4, 10, &["a"]), result(5, 100, &["a"]), answer(6, 10)];
+        items[1].pinned = true;
+        // 170 − 50 pinned = 120: the tool exchange and the answer (120) fit behind the request.
+        assert_eq!(choose(&items, 170), Cut { first_kept: 3, pinned: Some(1) });
+        items[1].pinned = false;
+        assert_eq!(choose(&items, 170), Cut { first_kept: 3, pinned: Some(1) }, "unpinned: the same room, once");
     }
 
     #[test]

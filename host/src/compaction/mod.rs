@@ -282,6 +282,55 @@ fn entry_tokens(parts: &[Part]) -> u64 {
     window::estimate_parts(parts)
 }
 
+/// The most of the target the user's pins may take, in percent.
+pub const PIN_SHARE_PERCENT: u64 = 25;
+
+/// Pins message `seq` of a session (and the other side of its tool exchanges, so a pair is never
+/// split), unless the pinned messages would then take more than [`PIN_SHARE_PERCENT`] of the
+/// target of a `window`-token window: that is refused with how much is pinned. Returns the seqs
+/// newly pinned.
+pub fn pin(store: &mut Store, session: &str, seq: u64, window: u64) -> Result<Vec<u64>> {
+    let allowed = Marks::new(window).target * PIN_SHARE_PERCENT / 100;
+    let check = |store: &Store, pinned: &[u64]| -> crate::store::Result<()> {
+        let mut tokens = 0;
+        for &p in pinned {
+            tokens += store.message(session, p)?.map_or(0, |m| entry_tokens(&m.parts));
+        }
+        if tokens > allowed {
+            return Err(crate::store::Error::Refused(format!(
+                "pinning message {seq} would pin {} messages of ~{tokens} tokens, over the {allowed} tokens pins may \
+                 take ({PIN_SHARE_PERCENT}% of the {}-token target of a {window}-token window); nothing was pinned. \
+                 Unpin something first (`seshat sessions pin <id>` lists the pins)",
+                pinned.len(),
+                Marks::new(window).target
+            )));
+        }
+        Ok(())
+    };
+    Ok(store.pin(session, seq, check)?)
+}
+
+/// Undoes the latest compaction or trim pass of a session (a retraction record; nothing is
+/// deleted), unless the live view it restores would not fit the window with the answer's room:
+/// that is refused and nothing changes.
+pub fn undo(store: &mut Store, session: &str, frame: &Frame, settings: &Settings) -> Result<crate::store::Retracted> {
+    let check = |store: &Store| -> crate::store::Result<()> {
+        let Some(window) = settings.context_window else { return Ok(()) };
+        let view = store.live_view(session)?;
+        let needed = settings.real(estimate_request(frame, &view));
+        let limit = Marks::new(window).hard_limit(settings.max_output_tokens);
+        if needed > limit {
+            return Err(crate::store::Error::Refused(format!(
+                "undoing would make the request ~{needed} tokens, over the {limit} that fit ({window}-token window less \
+                 {} for the answer); nothing was undone",
+                settings.max_output_tokens
+            )));
+        }
+        Ok(())
+    };
+    Ok(store.retract_latest(session, check)?)
+}
+
 /// Estimated tokens of the whole request: frame plus view.
 pub fn estimate_request(frame: &Frame, view: &LiveView) -> u64 {
     frame.tokens() + view.entries.iter().map(|e| entry_tokens(&e.parts)).sum::<u64>()
@@ -493,21 +542,19 @@ impl Compactor<'_> {
         let summary_tokens = marks.summary_tokens();
         let budget = settings.estimated(marks.target).saturating_sub(frame.tokens() + summary_tokens);
         let decision = cut::choose(&items, budget);
-        let dropped: Vec<&crate::store::ViewEntry> = entries[..decision.first_kept]
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| Some(*i) != decision.pinned)
-            .map(|(_, e)| *e)
-            .collect();
+        let stays = |i: usize| Some(i) == decision.pinned || entries[i].pinned;
+        let dropped: Vec<&crate::store::ViewEntry> =
+            entries[..decision.first_kept].iter().enumerate().filter(|(i, _)| !stays(*i)).map(|(_, e)| *e).collect();
+        let before_cut_kept: Vec<usize> = (0..decision.first_kept).filter(|&i| stays(i)).collect();
         report.dropped = dropped.len();
-        report.kept = entries.len() - decision.first_kept + usize::from(decision.pinned.is_some());
+        report.kept = entries.len() - decision.first_kept + before_cut_kept.len();
         if dropped.is_empty() {
             return Ok(report);
         }
         let summary_model = settings.summary_model.clone().unwrap_or_else(|| settings.model.clone());
         report.summary_model = Some(summary_model.clone());
         let kept_tokens: u64 = entries[decision.first_kept..].iter().map(|e| entry_tokens(&e.parts)).sum::<u64>()
-            + decision.pinned.map_or(0, |p| entry_tokens(&entries[p].parts));
+            + before_cut_kept.iter().map(|&i| entry_tokens(&entries[i].parts)).sum::<u64>();
         if dry_run {
             report.tokens_after = frame.tokens() + kept_tokens + summary_tokens;
             report.summarised = true;
@@ -618,7 +665,7 @@ impl Compactor<'_> {
                     role: e.role,
                     tokens: entry_tokens(&e.parts),
                     parts,
-                    protected: i >= protected_from || e.origin == Origin::Pinned,
+                    protected: i >= protected_from || e.origin == Origin::Pinned || e.pinned,
                 })
             })
             .collect();
@@ -726,6 +773,7 @@ fn item(e: &crate::store::ViewEntry) -> cut::Item {
         calls: e.parts.iter().filter_map(|p| p.tool_call_id().map(str::to_string)).collect(),
         results: e.parts.iter().filter_map(|p| p.answered_call_id().map(str::to_string)).collect(),
         is_request: is_request(e),
+        pinned: e.pinned,
     }
 }
 

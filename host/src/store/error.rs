@@ -75,6 +75,20 @@ pub enum Error {
         /// Why it was refused.
         reason: String,
     },
+    /// A message seq the session does not have.
+    #[error("session {session} has no message {seq}: `seshat sessions show {session} --full` lists them")]
+    NoSuchMessage {
+        /// The session.
+        session: String,
+        /// The seq asked for.
+        seq: u64,
+    },
+    /// An undo with no compaction or trim left to undo.
+    #[error("session {0} has no compaction or trim left to undo")]
+    NothingToUndo(String),
+    /// A pin or undo the caller's check refused (it would not fit); nothing was written.
+    #[error("{0}")]
+    Refused(String),
     /// A stored row that cannot be decoded (written by something other than Seshat).
     #[error("corrupt row in {table}: {message}")]
     Corrupt {
@@ -110,6 +124,9 @@ impl Error {
             Error::SessionExists(_) => "session_exists",
             Error::Conflict { .. } => "conflict",
             Error::InvalidTrim { .. } => "invalid_trim",
+            Error::NoSuchMessage { .. } => "no_such_message",
+            Error::NothingToUndo(_) => "nothing_to_undo",
+            Error::Refused(_) => "refused",
             Error::Corrupt { .. } => "corrupt_row",
             Error::Sqlite(_) => "database",
             Error::Io { .. } => "io",

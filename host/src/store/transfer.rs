@@ -1,7 +1,8 @@
 //! `sessions export` / `sessions import`: one session as JSON Lines.
 //!
-//! The first line is the session, then its messages in seq order, then its compactions, then its
-//! trims, each line tagged by `record`. Export is deterministic, so export → import into an empty
+//! The first line is the session (with the format's version), then its messages in seq order,
+//! then its compactions, its trims, its pins and its retractions, each line tagged by `record`.
+//! Exports of format 1 (no version, no pins or retractions) still import. Export is deterministic, so export → import into an empty
 //! database → export gives the same bytes. Import validates every line and reference inside one
 //! transaction: malformed input names the line and field and writes nothing.
 
@@ -12,17 +13,43 @@ use serde::Serialize;
 
 use super::messages::{insert_compaction, insert_message, insert_trim};
 use super::model::{Compaction, Message, SessionInfo, Trim};
+use super::pins::Retracted;
 use super::{Error, Result, Store};
 use crate::conversation::{NewMessage, Part};
+
+/// The export format this binary writes: 2 added pins, retractions and this field.
+pub const EXPORT_FORMAT: u32 = 2;
 
 /// One line of an export.
 #[derive(Debug, Serialize)]
 #[serde(tag = "record", rename_all = "snake_case")]
 enum Record {
-    Session(SessionInfo),
+    Session {
+        format_version: u32,
+        #[serde(flatten)]
+        session: SessionInfo,
+    },
     Message(Message),
     Compaction(Compaction),
     Trim(Trim),
+    Pin(PinRecord),
+    Retraction(RetractionRecord),
+}
+
+/// A pinned message.
+#[derive(Debug, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PinRecord {
+    seq: u64,
+    created_at: i64,
+}
+
+/// An undo: the compaction or trims it retracted, by position in the export.
+#[derive(Debug, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RetractionRecord {
+    undone: Retracted,
+    created_at: i64,
 }
 
 impl Store {
@@ -34,7 +61,7 @@ impl Store {
             serde_json::to_writer(&mut *out, record).map_err(|e| io(e.into()))?;
             out.write_all(b"\n").map_err(io)
         };
-        write(&Record::Session(info))?;
+        write(&Record::Session { format_version: EXPORT_FORMAT, session: info })?;
         for m in self.messages_from(session, 1)? {
             write(&Record::Message(m))?;
         }
@@ -43,6 +70,13 @@ impl Store {
         }
         for t in self.trims(session)? {
             write(&Record::Trim(t))?;
+        }
+        let pinned_at = self.pin_times(session)?;
+        for (seq, created_at) in pinned_at {
+            write(&Record::Pin(PinRecord { seq, created_at }))?;
+        }
+        for (undone, created_at) in self.retractions(session)? {
+            write(&Record::Retraction(RetractionRecord { undone, created_at }))?;
         }
         out.flush().map_err(io)
     }
@@ -64,6 +98,9 @@ struct Importer {
     declared_count: u64,
     messages: Vec<Message>,
     last_line: usize,
+    /// Row ids of the compactions and trims imported so far, in order (retractions name them).
+    compactions: Vec<i64>,
+    trims: Vec<i64>,
 }
 
 fn invalid(line: usize, message: impl Into<String>) -> Error {
@@ -106,7 +143,7 @@ impl Importer {
 
     fn apply(&mut self, tx: &Transaction<'_>, line: usize, record: Record, new_id: bool) -> Result<()> {
         match record {
-            Record::Session(s) => {
+            Record::Session { session: s, .. } => {
                 if !self.id.is_empty() {
                     return Err(invalid(line, "a second `session` record: import one session per file"));
                 }
@@ -171,6 +208,7 @@ impl Importer {
                 check("first_kept_seq", c.first_kept_seq, c.through_seq + 1)?;
                 check("pinned_seq", c.pinned_seq, c.through_seq)?;
                 insert_compaction(tx, &self.id, &c).map_err(|e| invalid(line, e.to_string()))?;
+                self.compactions.push(tx.last_insert_rowid());
             }
             Record::Trim(t) => {
                 let content = self
@@ -200,6 +238,48 @@ impl Importer {
                     ));
                 }
                 insert_trim(tx, &self.id, &t)?;
+                self.trims.push(tx.last_insert_rowid());
+            }
+            Record::Pin(p) => {
+                let count = self.messages.len() as u64;
+                if p.seq == 0 || p.seq > count {
+                    return Err(invalid(line, format!("field `seq`: {} is outside 1..={count}", p.seq)));
+                }
+                tx.execute(
+                    "INSERT INTO pins (session_id, seq, created_at) VALUES (?1, ?2, ?3)",
+                    params![self.id, p.seq, p.created_at],
+                )
+                .map_err(|e| invalid(line, e.to_string()))?;
+            }
+            Record::Retraction(r) => {
+                let pick = |ids: &[i64], n: u64, what: &str| {
+                    (n as usize).checked_sub(1).and_then(|i| ids.get(i)).copied().ok_or_else(|| {
+                        invalid(
+                            line,
+                            format!("field `undone`: there is no {what} {n} before this line ({})", ids.len()),
+                        )
+                    })
+                };
+                match r.undone {
+                    Retracted::Compaction { number } => {
+                        let id = pick(&self.compactions, number, "compaction")?;
+                        tx.execute(
+                            "INSERT INTO retractions (session_id, compaction_id, created_at) VALUES (?1, ?2, ?3)",
+                            params![self.id, id, r.created_at],
+                        )?;
+                    }
+                    Retracted::Trims { first, last } => {
+                        let (a, b) = (pick(&self.trims, first, "trim")?, pick(&self.trims, last, "trim")?);
+                        if a > b {
+                            return Err(invalid(line, "field `undone`: `first` comes after `last`"));
+                        }
+                        tx.execute(
+                            "INSERT INTO retractions (session_id, first_trim, last_trim, created_at) \
+                             VALUES (?1, ?2, ?3, ?4)",
+                            params![self.id, a, b, r.created_at],
+                        )?;
+                    }
+                }
             }
         }
         Ok(())
@@ -214,7 +294,10 @@ fn parse(line: usize, text: &str) -> Result<Record> {
         Some(serde_json::Value::String(tag)) => tag,
         Some(_) => return Err(invalid(line, "field `record`: expected a string")),
         None => {
-            return Err(invalid(line, "missing field `record` (session, message, compaction or trim)"));
+            return Err(invalid(
+                line,
+                "missing field `record` (session, message, compaction, trim, pin or retraction)",
+            ));
         }
     };
     fn decode<T: serde::de::DeserializeOwned>(line: usize, value: serde_json::Value) -> Result<T> {
@@ -225,14 +308,37 @@ fn parse(line: usize, text: &str) -> Result<Record> {
         })
     }
     Ok(match tag.as_str() {
-        "session" => Record::Session(decode(line, value)?),
+        "session" => {
+            let format_version = match value.as_object_mut().and_then(|o| o.remove("format_version")) {
+                None => 1,
+                Some(v) => match v.as_u64() {
+                    Some(n) if (1..=u64::from(EXPORT_FORMAT)).contains(&n) => n as u32,
+                    Some(n) => {
+                        return Err(invalid(
+                            line,
+                            format!(
+                                "field `format_version`: {n} is newer than the {EXPORT_FORMAT} this seshat reads; \
+                                 upgrade seshat to import it"
+                            ),
+                        ));
+                    }
+                    None => return Err(invalid(line, "field `format_version`: expected a number")),
+                },
+            };
+            Record::Session { format_version, session: decode(line, value)? }
+        }
         "message" => Record::Message(decode(line, value)?),
         "compaction" => Record::Compaction(decode(line, value)?),
         "trim" => Record::Trim(decode(line, value)?),
+        "pin" => Record::Pin(decode(line, value)?),
+        "retraction" => Record::Retraction(decode(line, value)?),
         other => {
             return Err(invalid(
                 line,
-                format!("field `record`: unknown record `{other}` (expected session, message, compaction or trim)"),
+                format!(
+                    "field `record`: unknown record `{other}` (expected session, message, compaction, trim, pin or \
+                     retraction)"
+                ),
             ));
         }
     })

@@ -1,16 +1,18 @@
 //! The live view: what the next model request is built from.
 //!
-//! It is derived, never stored: the latest successful compaction's summary (as one user-role
-//! message ending with [`COMPACTION_MARKER`]), the pinned latest user request when it lies before
-//! the cut, then every message from the first kept one, with trims applied.
+//! It is derived, never stored: the latest successful compaction not undone (its summary as one
+//! user-role message ending with [`COMPACTION_MARKER`]), then the messages before its cut that stay
+//! verbatim — the latest user request it pinned and the user's pins — then every message from the
+//! first kept one, with the trims not undone applied (never to a pinned message).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
 use super::messages::{COMPACTION_COLUMNS, TRIM_COLUMNS, compaction_from_row, trim_from_row};
 use super::model::{Compaction, Message, SessionInfo, Trim};
+use super::pins::{LIVE_COMPACTION, LIVE_TRIM};
 use super::{Result, Store};
 use crate::conversation::{MessageStatus, Part, Role};
 
@@ -32,6 +34,8 @@ pub enum Origin {
     Summary,
     /// The latest user request, kept verbatim although it lies before the cut.
     Pinned,
+    /// A message the user pinned, kept verbatim although it lies before the cut.
+    UserPin,
     /// A message kept as is (trims applied).
     Kept,
 }
@@ -55,6 +59,9 @@ pub struct ViewEntry {
     /// The trims applied to this message.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub trims: Vec<Trim>,
+    /// Whether the user pinned it (kept verbatim, never trimmed).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub pinned: bool,
 }
 
 /// What the next model request is built from.
@@ -78,6 +85,8 @@ struct ViewStamp {
     message_count: u64,
     compaction_id: i64,
     trim_id: i64,
+    retraction_id: i64,
+    pins: (i64, i64),
 }
 
 impl Store {
@@ -88,13 +97,19 @@ impl Store {
         let compaction = self
             .conn
             .prepare_cached(&format!(
-                "SELECT {COMPACTION_COLUMNS} FROM compactions WHERE session_id = ?1 AND status = 'ok' \
-                 ORDER BY id DESC LIMIT 1"
+                "SELECT {COMPACTION_COLUMNS} FROM compactions c WHERE session_id = ?1 AND status = 'ok' \
+                 AND {LIVE_COMPACTION} ORDER BY id DESC LIMIT 1"
             ))?
             .query_row([session], compaction_from_row)
             .optional()?;
         let first_kept = compaction.as_ref().and_then(|c| c.first_kept_seq).unwrap_or(1);
-        let mut trims = self.trims_from(session, first_kept.min(pinned_of(compaction.as_ref(), first_kept)))?;
+        let pins: HashSet<u64> = self.pins(session)?.into_iter().collect();
+        let earliest_pin = pins.iter().copied().min().unwrap_or(first_kept);
+        let from = first_kept.min(pinned_of(compaction.as_ref(), first_kept)).min(earliest_pin);
+        let mut trims = self.trims_from(session, from)?;
+        for seq in &pins {
+            trims.remove(seq);
+        }
 
         let mut entries = Vec::new();
         if let Some(c) = &compaction {
@@ -106,15 +121,22 @@ impl Store {
                 status: MessageStatus::Synthetic,
                 usage: None,
                 trims: Vec::new(),
+                pinned: false,
             });
-            if let Some(pinned) = c.pinned_seq.filter(|&p| p < first_kept)
-                && let Some(msg) = self.message(session, pinned)?
-            {
-                entries.push(entry(Origin::Pinned, msg, &mut trims));
+            // Before the cut, in order: the request the compaction pinned and the user's pins.
+            let request = c.pinned_seq.filter(|&p| p < first_kept);
+            let mut before: Vec<u64> = pins.iter().copied().filter(|&p| p < first_kept).collect();
+            before.extend(request.filter(|r| !pins.contains(r)));
+            before.sort_unstable();
+            for seq in before {
+                if let Some(msg) = self.message(session, seq)? {
+                    let origin = if pins.contains(&seq) { Origin::UserPin } else { Origin::Pinned };
+                    entries.push(entry(origin, msg, &mut trims, &pins));
+                }
             }
         }
         for msg in self.messages_from(session, first_kept)? {
-            entries.push(entry(Origin::Kept, msg, &mut trims));
+            entries.push(entry(Origin::Kept, msg, &mut trims, &pins));
         }
         Ok(LiveView { session: info, compaction, entries, stamp })
     }
@@ -126,13 +148,16 @@ impl Store {
         let session = view.session.id.clone();
         let tx = self.conn.unchecked_transaction()?;
         let stamp = self.view_stamp(&session)?;
-        let same = stamp.compaction_id == view.stamp.compaction_id && stamp.trim_id == view.stamp.trim_id;
+        let same = stamp.compaction_id == view.stamp.compaction_id
+            && stamp.trim_id == view.stamp.trim_id
+            && stamp.retraction_id == view.stamp.retraction_id
+            && stamp.pins == view.stamp.pins;
         if !same || stamp.message_count < view.stamp.message_count {
             *view = self.live_view(&session)?;
         } else if stamp.message_count > view.stamp.message_count {
-            let mut none = HashMap::new();
+            let (mut none, no_pins) = (HashMap::new(), HashSet::new());
             for msg in self.messages_from(&session, view.stamp.message_count + 1)? {
-                view.entries.push(entry(Origin::Kept, msg, &mut none));
+                view.entries.push(entry(Origin::Kept, msg, &mut none, &no_pins));
             }
             view.session = self.session(&session)?;
             view.stamp = stamp;
@@ -147,13 +172,18 @@ impl Store {
             .prepare_cached(
                 "SELECT (SELECT message_count FROM sessions WHERE id = ?1), \
                  (SELECT coalesce(max(id), 0) FROM compactions WHERE session_id = ?1 AND status = 'ok'), \
-                 (SELECT coalesce(max(id), 0) FROM trims WHERE session_id = ?1)",
+                 (SELECT coalesce(max(id), 0) FROM trims WHERE session_id = ?1), \
+                 (SELECT coalesce(max(id), 0) FROM retractions WHERE session_id = ?1), \
+                 (SELECT count(*) FROM pins WHERE session_id = ?1), \
+                 (SELECT coalesce(max(id), 0) FROM pins WHERE session_id = ?1)",
             )?
             .query_row([session], |r| {
                 Ok(ViewStamp {
                     message_count: r.get::<_, Option<u64>>(0)?.unwrap_or(0),
                     compaction_id: r.get(1)?,
                     trim_id: r.get(2)?,
+                    retraction_id: r.get(3)?,
+                    pins: (r.get(4)?, r.get(5)?),
                 })
             })?)
     }
@@ -161,7 +191,7 @@ impl Store {
     /// Trims of messages with `seq >= from`, grouped by seq, oldest first.
     fn trims_from(&self, session: &str, from: u64) -> Result<HashMap<u64, Vec<Trim>>> {
         let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT {TRIM_COLUMNS} FROM trims WHERE session_id = ?1 AND seq >= ?2 ORDER BY id"
+            "SELECT {TRIM_COLUMNS} FROM trims t WHERE session_id = ?1 AND seq >= ?2 AND {LIVE_TRIM} ORDER BY id"
         ))?;
         let mut by_seq: HashMap<u64, Vec<Trim>> = HashMap::new();
         for trim in stmt.query_map(params![session, from], trim_from_row)? {
@@ -176,8 +206,9 @@ fn pinned_of(c: Option<&Compaction>, default: u64) -> u64 {
     c.and_then(|c| c.pinned_seq).unwrap_or(default)
 }
 
-/// A view entry for `msg` with its trims applied (the latest trim of a part wins).
-fn entry(origin: Origin, msg: Message, trims: &mut HashMap<u64, Vec<Trim>>) -> ViewEntry {
+/// A view entry for `msg` with its trims applied (the latest trim of a part wins; the caller
+/// leaves pinned messages' trims out).
+fn entry(origin: Origin, msg: Message, trims: &mut HashMap<u64, Vec<Trim>>, pins: &HashSet<u64>) -> ViewEntry {
     let trims = trims.remove(&msg.seq).unwrap_or_default();
     let mut parts = msg.parts;
     for trim in &trims {
@@ -185,5 +216,6 @@ fn entry(origin: Origin, msg: Message, trims: &mut HashMap<u64, Vec<Trim>>) -> V
             content.clone_from(&trim.replacement);
         }
     }
-    ViewEntry { origin, seq: Some(msg.seq), role: msg.role, parts, status: msg.status, usage: msg.usage, trims }
+    let pinned = pins.contains(&msg.seq);
+    ViewEntry { origin, seq: Some(msg.seq), role: msg.role, parts, status: msg.status, usage: msg.usage, trims, pinned }
 }

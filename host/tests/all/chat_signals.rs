@@ -216,6 +216,12 @@ fn the_repl_on_a_terminal_streams_and_survives_sigint_mid_stream() {
     wait_for("the session list", || pty.text().contains("4 msgs"));
     pty.send("/compact\r");
     wait_for("the compaction report", || pty.text().contains("Nothing to compact in session"));
+    pty.send("/uncompact\r");
+    wait_for("the undo refusal", || pty.text().contains("has no compaction or trim left to undo"));
+    pty.send("/pin 1\r");
+    wait_for("the pin", || pty.text().contains("Pinned message 1: kept verbatim in every view"));
+    pty.send("/pin x\r");
+    wait_for("the bad pin", || pty.text().contains("/pin takes a message seq, not `x`"));
     pty.send("/nope\r");
     wait_for("an unknown command", || pty.text().contains("unknown command /nope"));
     pty.send("/exit\r");

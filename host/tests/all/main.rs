@@ -16,6 +16,7 @@ mod local;
 mod memory;
 mod memory_cli;
 mod migrations;
+mod pins;
 mod plugins;
 mod plugins_cli;
 mod props;

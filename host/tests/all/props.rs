@@ -87,6 +87,7 @@ fn items(msgs: &[NewMessage]) -> Vec<Item> {
             calls: m.parts.iter().filter_map(|p| p.tool_call_id().map(str::to_string)).collect(),
             results: m.parts.iter().filter_map(|p| p.answered_call_id().map(str::to_string)).collect(),
             is_request: m.role == Role::User,
+            pinned: false,
         })
         .collect()
 }

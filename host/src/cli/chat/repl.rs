@@ -12,6 +12,8 @@ use crate::cli::{Context, compact, format};
 
 const HELP: &str = "\
 /compact   compact the session now (summarise older turns)
+/uncompact undo the latest compaction or trim pass (the originals were kept)
+/pin [seq] keep a message (default: the last) verbatim in every view
 /context   what fills the context window, by part
 /sessions  this project's recent sessions
 /memory    the memory this session started with
@@ -73,6 +75,18 @@ fn command(agent: &mut Agent, input: &str) -> anyhow::Result<bool> {
         "/compact" => {
             let report = agent.compact()?;
             eprintln!("{}", compact::describe(agent.session(), &report));
+        }
+        "/uncompact" => {
+            let undone = agent.undo_compaction()?;
+            eprintln!("{}", compact::describe_undo(agent.session(), &undone));
+        }
+        "/pin" => {
+            let seq = match input.split_whitespace().nth(1) {
+                Some(n) => Some(n.parse::<u64>().map_err(|_| anyhow::anyhow!("/pin takes a message seq, not `{n}`"))?),
+                None => None,
+            };
+            let added = agent.pin(seq)?;
+            eprintln!("{}", super::super::sessions::describe_pin(&added));
         }
         "/context" => {
             let rows = agent.context_breakdown()?;

@@ -5,6 +5,7 @@ mod delete;
 mod export;
 mod import;
 mod list;
+mod pin;
 mod search;
 mod show;
 
@@ -31,7 +32,14 @@ pub enum SessionsCommand {
     Append(append::Args),
     /// Search the original messages of this project's sessions (or every session's, --all).
     Search(search::Args),
+    /// Pin a message (and the other side of its tool exchanges): kept verbatim in every view.
+    /// Without a seq, list the pins.
+    Pin(pin::PinArgs),
+    /// Unpin a message (and the other side of its tool exchanges).
+    Unpin(pin::UnpinArgs),
 }
+
+pub use pin::describe_pin;
 
 /// Runs a `sessions` subcommand.
 pub fn run(ctx: &Context, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
@@ -43,5 +51,7 @@ pub fn run(ctx: &Context, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
         SessionsCommand::Import(args) => import::run(ctx, &args),
         SessionsCommand::Append(args) => append::run(ctx, &args),
         SessionsCommand::Search(args) => search::run(ctx, &args),
+        SessionsCommand::Pin(args) => pin::run_pin(ctx, &args),
+        SessionsCommand::Unpin(args) => pin::run_unpin(ctx, &args),
     }
 }

@@ -68,6 +68,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         let label = match (entry.origin, entry.seq) {
             (Origin::Summary, _) => "summary of the compacted history".to_string(),
             (Origin::Pinned, Some(seq)) => format!("{} #{seq} (pinned: the latest request)", entry.role.as_str()),
+            (_, seq) if entry.pinned => format!("{} #{} (pinned)", entry.role.as_str(), seq.unwrap_or_default()),
             (_, seq) => format!("{} #{}", entry.role.as_str(), seq.unwrap_or_default()),
         };
         rule(&mut out, &label, entry.status.as_str())?;
