@@ -196,6 +196,33 @@ mod tests {
         assert_eq!(choose(&items, 170), Cut { first_kept: 3, pinned: Some(1) }, "unpinned: the same room, once");
     }
 
+    fn system(seq: u64, tokens: u64) -> Item {
+        Item { role: Role::System, is_request: false, ..answer(seq, tokens) }
+    }
+
+    #[test]
+    fn a_kept_result_pulls_the_cut_back_to_its_call_across_other_messages() {
+        // A result that arrived after another message: the kept part would start at the answer,
+        // but its result's call lies before it.
+        let items = vec![user(1, 10), call(2, 10, &["a"]), answer(3, 10), result(4, 10, &["a"])];
+        assert_eq!(settle(&items, 2), 1);
+        assert_eq!(choose(&items, 20), Cut { first_kept: 1, pinned: Some(0) });
+    }
+
+    #[test]
+    fn the_kept_part_never_starts_with_a_result_or_a_system_message() {
+        // An orphan result (its call is not in the history) and a system message are stepped over.
+        let items = vec![user(1, 10), answer(2, 10), result(3, 10, &["gone"]), system(4, 10), answer(5, 10)];
+        assert_eq!(settle(&items, 3), 1);
+        assert_eq!(settle(&items, 2), 1);
+        assert_eq!(settle(&items, 4), 4, "an answer is a boundary inside a tool loop");
+        assert_eq!(settle(&items, 5), 5, "keeping nothing stays put");
+        // At the very start there is nothing to step back to.
+        let items = vec![result(1, 10, &["gone"]), answer(2, 10)];
+        assert_eq!(settle(&items, 0), 0);
+        assert_eq!(settle(&items, 1), 1);
+    }
+
     #[test]
     fn an_empty_budget_keeps_nothing_but_the_pin() {
         let items = vec![user(1, 10), answer(2, 10)];

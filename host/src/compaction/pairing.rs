@@ -156,6 +156,11 @@ mod tests {
         assert_eq!(r.unanswered, [("b".to_string(), "read".to_string())]);
         assert_eq!(m.len(), 2, "an emptied message is removed");
         assert!(!is_paired(&m));
+        assert!(!r.is_clean());
+        let only_orphans = Repair { dropped_orphans: vec!["gone".into()], unanswered: vec![] };
+        assert!(!only_orphans.is_clean());
+        let mut paired = vec![msg(Role::Assistant, vec![call("a")]), msg(Role::Tool, vec![result("a")])];
+        assert!(repair(&mut paired, &HashSet::new()).is_clean(), "nothing to repair");
     }
 
     #[test]
