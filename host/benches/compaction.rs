@@ -65,6 +65,8 @@ fn settings(window: u64) -> Settings {
         summariser_options: "{}".into(),
         calibration: 1.0,
         recall: false,
+        instructions: None,
+        prompt: None,
     }
 }
 
@@ -94,6 +96,7 @@ fn compacted_session(store: &mut Store, messages: usize) -> String {
                 status: CompactionStatus::Ok,
                 error: None,
                 created_at: 0,
+                instructions: None,
             },
         )
         .unwrap();

@@ -35,6 +35,9 @@ pub struct Config {
     /// `seshat chat`'s defaults.
     #[serde(default)]
     pub chat: ChatConfig,
+    /// How summaries are written.
+    #[serde(default)]
+    pub compaction: CompactionConfig,
     /// Provider settings by name: `[providers.anthropic]`, `[providers.ollama]` (with
     /// `plugin = "openai"`), …
     #[serde(default)]
@@ -63,6 +66,16 @@ pub struct ChatConfig {
     /// small windows). Default: every tool, the least essential left out first when the window is
     /// too small for them all.
     pub tools: Option<ToolChoice>,
+}
+
+/// `[compaction]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompactionConfig {
+    /// What every compaction is told to keep or stress, beside the summary prompt.
+    pub instructions: Option<String>,
+    /// A file whose text replaces the summariser's prompt (the instructions still apply).
+    pub prompt_file: Option<PathBuf>,
 }
 
 /// `[chat] tools`: `false` (no tools), `true` (the default set) or a list of tool names.
@@ -160,6 +173,9 @@ impl Config {
         mine.system_prompt_file = c.system_prompt_file.or(mine.system_prompt_file.take());
         mine.project_instructions = c.project_instructions.or(mine.project_instructions);
         mine.tools = c.tools.or(mine.tools.take());
+        let c = over.compaction;
+        self.compaction.instructions = c.instructions.or(self.compaction.instructions.take());
+        self.compaction.prompt_file = c.prompt_file.or(self.compaction.prompt_file.take());
         for (name, p) in over.providers {
             let base = self.providers.entry(name).or_default();
             base.plugin = p.plugin.or(base.plugin.take());

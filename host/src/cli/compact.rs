@@ -30,6 +30,10 @@ pub struct Args {
     /// The model that writes the summary (default: the session's model).
     #[arg(long, value_name = "MODEL")]
     summary_model: Option<String>,
+    /// What the summary must keep or stress, beside the summary prompt (added to
+    /// `[compaction] instructions`' place for this compaction; recorded with it).
+    #[arg(long, value_name = "TEXT")]
+    instructions: Option<String>,
     /// Undo the session's latest compaction or trim pass instead (the originals were never
     /// changed; refused when the restored view would not fit the window).
     #[arg(long, conflicts_with = "dry_run")]
@@ -70,7 +74,9 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     }
     let report = match open_agent(ctx, &flags)? {
         // The provider chat would use: the summary goes through it, the figures count chat's frame.
-        Ok(mut agent) => agent.compact_now(args.dry_run).with_context(|| format!("cannot compact {id}"))?,
+        Ok(mut agent) => agent
+            .compact_with(args.dry_run, args.instructions.as_deref())
+            .with_context(|| format!("cannot compact {id}"))?,
         // No provider to talk to: only a summariser that needs no model can work, and there is no
         // chat frame to count.
         Err(_) => {
@@ -83,10 +89,14 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
                 db_path: Some(ctx.db.clone()),
                 dirs: Some(ctx.dirs.clone()),
                 project: Some(ctx.project.clone()),
+                ..ClientConfig::default()
             };
             let mut client = Client::new(config, Arc::new(NoModels))?;
             let model = session.model.unwrap_or_else(|| "unknown-model".into());
-            let settings = client.settings(&model, Some(window), 0);
+            let mut settings = client.settings(&model, Some(window), 0);
+            if let Some(text) = &args.instructions {
+                settings.instructions = Some(text.clone());
+            }
             client
                 .compact(&id, &Frame::default(), &settings, args.dry_run)
                 .with_context(|| format!("cannot compact {id}"))?

@@ -493,7 +493,16 @@ impl Agent {
     /// Compacts now (or says what it would do), ignoring the failure breaker: with this agent's
     /// frame, window and summary model, as an automatic compaction would (`seshat compact`).
     pub fn compact_now(&mut self, dry_run: bool) -> Result<Report> {
-        let settings = self.settings();
+        self.compact_with(dry_run, None)
+    }
+
+    /// [`Agent::compact_now`] told what to keep or stress (`/compact <text>`, `seshat compact
+    /// --instructions`), in place of the configured instructions for this compaction.
+    pub fn compact_with(&mut self, dry_run: bool, instructions: Option<&str>) -> Result<Report> {
+        let mut settings = self.settings();
+        if let Some(text) = instructions.map(str::trim).filter(|t| !t.is_empty()) {
+            settings.instructions = Some(text.to_string());
+        }
         self.client.compact(&self.session, &self.frame, &settings, dry_run)
     }
 

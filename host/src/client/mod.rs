@@ -32,6 +32,11 @@ pub struct ClientConfig {
     pub auto_compact: bool,
     /// The model that writes summaries; by default the session's own model.
     pub compact_summary_model: Option<String>,
+    /// What every compaction is told to keep or stress; by default `[compaction] instructions`.
+    pub compact_instructions: Option<String>,
+    /// A summary prompt replacing the summariser's; by default the text of
+    /// `[compaction] prompt_file`.
+    pub compact_prompt: Option<String>,
     /// The session database; by default the one under [`Dirs`].
     pub db_path: Option<PathBuf>,
     /// Where configuration, plugins and caches live; by default from the environment.
@@ -113,6 +118,8 @@ pub struct Client {
     view: Option<crate::store::LiveView>,
     /// Choices made on the user's behalf, for the status line.
     notes: Vec<String>,
+    /// The summary prompt replacing the summariser's, if one is configured.
+    prompt: Option<String>,
 }
 
 impl std::fmt::Debug for Client {
@@ -131,6 +138,14 @@ impl Client {
         };
         let project = config.project.as_deref().map(std::path::Path::new);
         let settings = Config::load(&dirs.config, project)?;
+        let prompt = match (&config.compact_prompt, &settings.compaction.prompt_file) {
+            (Some(prompt), _) => Some(prompt.clone()),
+            (None, Some(path)) => Some(std::fs::read_to_string(path).map_err(|e| crate::config::Error {
+                path: path.clone(),
+                message: format!("cannot read [compaction] prompt_file: {e}"),
+            })?),
+            (None, None) => None,
+        };
         let store = Store::open(&config.db_path.clone().unwrap_or_else(|| dirs.db_path()))?;
         let catalog = Catalog::discover(&dirs.config, project);
         let runtime = Runtime::new(Some(dirs.cache.join("plugins")));
@@ -152,6 +167,7 @@ impl Client {
             models,
             view: None,
             notes: Vec::new(),
+            prompt,
         })
     }
 
@@ -228,6 +244,8 @@ impl Client {
             summariser_options: self.settings.options_json(PluginKind::Summariser),
             calibration: 1.0,
             recall: false,
+            instructions: self.config.compact_instructions.clone().or(self.settings.compaction.instructions.clone()),
+            prompt: self.prompt.clone(),
         }
     }
 

@@ -202,6 +202,10 @@ pub struct Settings {
     /// Whether the history tools are offered: the summary's marker and the trims' placeholders
     /// then say how to read the originals back.
     pub recall: bool,
+    /// What this compaction is told to keep or stress (recorded with it).
+    pub instructions: Option<String>,
+    /// A summary prompt replacing the summariser's.
+    pub prompt: Option<String>,
 }
 
 /// What follows the compaction marker in a request when the history tools are offered.
@@ -586,6 +590,7 @@ impl Compactor<'_> {
                     status: CompactionStatus::Failed,
                     error: Some(error.clone()),
                     created_at: crate::store::now_ms(),
+                    instructions: settings.instructions.clone(),
                 },
             )?;
             Ok(Error::SummaryFailed { failures, message: error })
@@ -616,6 +621,7 @@ impl Compactor<'_> {
                 status: CompactionStatus::Ok,
                 error: thrash,
                 created_at: crate::store::now_ms(),
+                instructions: settings.instructions.clone(),
             },
         )?;
         report.summarised = true;
@@ -729,6 +735,8 @@ impl Compactor<'_> {
                 max_tokens: summary_tokens as u32,
                 model_window,
                 extra: settings.summariser_options.clone(),
+                instructions: settings.instructions.clone(),
+                prompt: settings.prompt.clone(),
             };
             let bound = BoundModel {
                 client: self.models.clone(),

@@ -63,6 +63,10 @@ pub struct SummaryRequest {
     pub model_window: u64,
     /// Options, a JSON object.
     pub extra: String,
+    /// What the user asked this compaction to keep or stress (0.2.0 plugins receive it).
+    pub instructions: Option<String>,
+    /// The user's own summary prompt, replacing the plugin's (0.2.0 plugins receive it).
+    pub prompt: Option<String>,
 }
 
 /// Host context of a summariser call.
@@ -181,9 +185,10 @@ impl SummariserPlugin {
     /// `limits.complete_calls` of them, each capped at `limits.complete_max_tokens`.
     pub fn summarise(&mut self, request: &SummaryRequest, model: Box<dyn ModelCall>) -> Result<String> {
         let limits = self.slot.limits;
-        /// The request in one version's record (the same fields in every version).
+        /// The request in one version's record: the fields every version has, and those a
+        /// later version added.
         macro_rules! request {
-            ($export:path) => {{
+            ($export:path $(, $field:ident)*) => {{
                 use $export as export;
                 export::SummaryRequest {
                     messages: request.messages.iter().map(Into::into).collect(),
@@ -191,6 +196,7 @@ impl SummariserPlugin {
                     max_tokens: request.max_tokens,
                     model_window: request.model_window,
                     extra: request.extra.clone(),
+                    $($field: request.$field.clone(),)*
                 }
             }};
         }
@@ -208,9 +214,10 @@ impl SummariserPlugin {
                     Versioned::V0_1(b) => b
                         .seshat_plugin_summarise()
                         .call_summarise(&mut *store, &request!(v0_1::summariser::exports::seshat::plugin::summarise)),
-                    Versioned::V0_2(b) => b
-                        .seshat_plugin_summarise()
-                        .call_summarise(&mut *store, &request!(v0_2::summariser::exports::seshat::plugin::summarise)),
+                    Versioned::V0_2(b) => b.seshat_plugin_summarise().call_summarise(
+                        &mut *store,
+                        &request!(v0_2::summariser::exports::seshat::plugin::summarise, instructions, prompt),
+                    ),
                 };
                 store.data_mut().host_mut().model = None;
                 result

@@ -34,7 +34,7 @@ pub(super) fn message_from_row(row: &Row<'_>) -> rusqlite::Result<Message> {
 }
 
 pub(super) const COMPACTION_COLUMNS: &str = "trigger, tokens_before, tokens_after, through_seq, \
-     first_kept_seq, pinned_seq, summary, model, status, error, created_at";
+     first_kept_seq, pinned_seq, summary, model, status, error, created_at, instructions";
 
 pub(super) fn compaction_from_row(row: &Row<'_>) -> rusqlite::Result<Compaction> {
     let trigger: String = row.get(0)?;
@@ -51,6 +51,7 @@ pub(super) fn compaction_from_row(row: &Row<'_>) -> rusqlite::Result<Compaction>
         status: if status == "ok" { CompactionStatus::Ok } else { CompactionStatus::Failed },
         error: row.get(9)?,
         created_at: row.get(10)?,
+        instructions: row.get(11)?,
     })
 }
 
@@ -294,8 +295,8 @@ pub(super) fn insert_compaction(tx: &Transaction<'_>, session: &str, c: &Compact
     };
     tx.prepare_cached(
         "INSERT INTO compactions (session_id, trigger, tokens_before, tokens_after, through_seq, \
-         first_kept_seq, pinned_seq, summary, model, status, error, created_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+         first_kept_seq, pinned_seq, summary, model, status, error, created_at, instructions) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     )?
     .execute(params![
         session,
@@ -309,7 +310,8 @@ pub(super) fn insert_compaction(tx: &Transaction<'_>, session: &str, c: &Compact
         c.model,
         status_str(c.status),
         c.error,
-        c.created_at
+        c.created_at,
+        c.instructions,
     ])?;
     Ok(())
 }

@@ -122,6 +122,9 @@ pub struct Compaction {
     pub error: Option<String>,
     /// Unix milliseconds.
     pub created_at: i64,
+    /// What the user asked it to keep or stress, if anything (migration 0006).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
 }
 
 /// A micro-compaction trim of one part of one message: the replacement the live view shows.

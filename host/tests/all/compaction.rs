@@ -80,6 +80,8 @@ pub fn settings(window: Option<u64>) -> Settings {
         summariser_options: "{}".into(),
         calibration: 1.0,
         recall: false,
+        instructions: None,
+        prompt: None,
     }
 }
 
@@ -601,4 +603,98 @@ fn the_sdk_compacts_automatically_only_when_asked() {
     let report = on.prepare(&id, &frame(), &s).unwrap().compaction.expect("compacted");
     assert!(report.summarised, "{report:?}");
     assert_eq!(on.store().compactions(&id).unwrap().len(), 1);
+}
+
+#[test]
+fn instructions_and_a_prompt_reach_the_summary_model_and_are_recorded() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 20_000);
+    chat(&mut store, &id, 40, 300);
+    let model = Scripted::answering(&[Ok("Forty requests; the TF123 code kept.")]);
+    let mut p = plugins("summariser");
+    let s = Settings {
+        instructions: Some("keep the TF123 code".into()),
+        prompt: Some("MY PROMPT.".into()),
+        ..settings(Some(20_000))
+    };
+    let report = p.compactor(model.clone()).before_call(&mut store, &id, &frame(), &s).unwrap().compaction.unwrap();
+    assert!(report.summarised);
+    let (_, request) = &model.requests.lock().unwrap()[0];
+    assert_eq!(
+        request.system.as_deref(),
+        Some("MY PROMPT.\n\nThe user's instructions for this summary (follow them): keep the TF123 code"),
+        "the user's prompt replaces the summariser's; the instructions follow it"
+    );
+    let recorded = store.live_view(&id).unwrap().compaction.unwrap();
+    assert_eq!(recorded.instructions.as_deref(), Some("keep the TF123 code"));
+
+    // Without a prompt, the summariser's own, then the instructions.
+    let id = session(&mut store, 20_000);
+    chat(&mut store, &id, 40, 300);
+    let model = Scripted::answering(&[Ok("summary")]);
+    let s = Settings { instructions: Some("stress the deadline".into()), ..settings(Some(20_000)) };
+    p.compactor(model.clone()).before_call(&mut store, &id, &frame(), &s).unwrap();
+    let (_, request) = &model.requests.lock().unwrap()[0];
+    let system = request.system.as_deref().unwrap();
+    assert!(system.contains("Active requests") && system.ends_with("(follow them): stress the deadline"), "{system}");
+}
+
+#[test]
+fn the_extractive_summariser_keeps_the_lines_the_instructions_name() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 20_000);
+    store.append(&id, &[text(Role::User, "deploy the service")]).unwrap();
+    let log =
+        format!("{}token rotation: every 90 days (policy SEC-7)\n{}", "step ok\n".repeat(50), "step ok\n".repeat(50));
+    store.append(&id, &tool_pair("c1", &log)).unwrap();
+    chat(&mut store, &id, 40, 300);
+    let mut p = plugins("summariser-extractive");
+    let s = Settings { instructions: Some("Keep the token rotation policy.".into()), ..settings(Some(20_000)) };
+    p.compactor(Scripted::answering(&[])).before_call(&mut store, &id, &frame(), &s).unwrap();
+    let summary = store.live_view(&id).unwrap().compaction.unwrap().summary.unwrap();
+    assert!(summary.starts_with("As asked:\n- token rotation: every 90 days (policy SEC-7)\n"), "{summary}");
+    // Without instructions the line is not there (the tool outcome keeps only its first line).
+    let id = session(&mut store, 20_000);
+    store.append(&id, &[text(Role::User, "deploy the service")]).unwrap();
+    store.append(&id, &tool_pair("c1", &log)).unwrap();
+    chat(&mut store, &id, 40, 300);
+    p.compactor(Scripted::answering(&[])).before_call(&mut store, &id, &frame(), &settings(Some(20_000))).unwrap();
+    let summary = store.live_view(&id).unwrap().compaction.unwrap().summary.unwrap();
+    assert!(!summary.contains("rotation") && !summary.contains("As asked"), "{summary}");
+}
+
+#[test]
+fn seshat_compact_takes_instructions_from_the_flag_or_the_config_and_a_prompt_file() {
+    let home = Home::new();
+    let id = import_long(&home, 20);
+    let config = "[plugins]\nsummariser = \"summariser-extractive\"\n[compaction]\ninstructions = \"keep plan 3\"\n";
+    std::fs::write(home.path().join("config.toml"), config).unwrap();
+    home.ok(&["compact", &id]);
+    let c = home.store().live_view(&id).unwrap().compaction.unwrap();
+    assert_eq!(c.instructions.as_deref(), Some("keep plan 3"), "from [compaction] instructions");
+    assert!(
+        c.summary.unwrap().starts_with("As asked:\n- We will use plan 3."),
+        "the extractive summariser followed them"
+    );
+
+    let other = home.path().join("other.jsonl");
+    let exported = home.ok(&["sessions", "export", &id]);
+    assert!(exported.contains(r#""instructions":"keep plan 3""#), "exported with the compaction");
+    std::fs::write(&other, exported).unwrap();
+    let copy = home.ok(&["sessions", "import", "--new-id", other.to_str().unwrap()]);
+    assert!(copy.starts_with("Imported session "));
+
+    // The flag wins for that compaction.
+    home.ok(&["compact", &id, "--undo"]);
+    home.ok(&["compact", &id, "--instructions", "keep plan 7"]);
+    let c = home.store().live_view(&id).unwrap().compaction.unwrap();
+    assert_eq!(c.instructions.as_deref(), Some("keep plan 7"));
+
+    // A prompt file that cannot be read is a clear error naming it; nothing is compacted.
+    let config = format!("{config}prompt_file = \"{}\"\n", home.path().join("missing.md").display());
+    std::fs::write(home.path().join("config.toml"), config).unwrap();
+    let err = home.fails(&["compact", &id]);
+    assert!(err.contains("missing.md") && err.contains("cannot read [compaction] prompt_file"), "{err}");
 }

@@ -273,6 +273,8 @@ fn summary_request(extra: &str) -> SummaryRequest {
         max_tokens: 2_000,
         model_window: 8_192,
         extra: extra.into(),
+        instructions: None,
+        prompt: None,
     }
 }
 

@@ -114,6 +114,7 @@ fn live_view_applies_summary_pin_and_trims_while_full_history_keeps_originals() 
         status: CompactionStatus::Ok,
         error: None,
         created_at: 1,
+        instructions: None,
     };
     assert_eq!(store.record_compaction(&id, &compaction).unwrap(), 0);
 
@@ -183,6 +184,7 @@ fn compaction_is_refused_when_the_history_moved_on_and_failures_are_counted() {
         status: CompactionStatus::Failed,
         error: Some("HTTP 500".into()),
         created_at: 1,
+        instructions: None,
     };
     assert_eq!(store.record_compaction(&id, &failed).unwrap(), 1);
     assert_eq!(store.record_compaction(&id, &failed).unwrap(), 2);
@@ -371,6 +373,7 @@ fn a_refreshed_live_view_equals_a_fresh_one_through_appends_trims_and_compaction
         status: CompactionStatus::Ok,
         error: None,
         created_at: 2,
+        instructions: None,
     };
     store.record_compaction(&id, &compaction).unwrap();
     check(&store, &mut view, "a compaction");

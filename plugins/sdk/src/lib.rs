@@ -236,6 +236,44 @@ exactly. Do not invent anything. If a previous summary is given, fold it in: the
         out
     }
 
+    /// The system prompt for a summary: the user's prompt (`[compaction] prompt_file`) when the
+    /// request carries one, else `own`; then the user's instructions for this compaction, if any.
+    pub fn system_prompt(request: &SummaryRequest, own: alloc::string::String) -> alloc::string::String {
+        let mut prompt = request.prompt.clone().unwrap_or(own);
+        if let Some(instructions) = request.instructions.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+            prompt.push_str("\n\nThe user's instructions for this summary (follow them): ");
+            prompt.push_str(instructions);
+        }
+        prompt
+    }
+
+    /// The words of the user's instructions that say what to keep, lower-cased: those of three
+    /// letters or more but the common words of such a sentence (`keep`, `the`, `about`, …), and
+    /// every word with a digit (`3`, `TF123`). Words are split as [`words_of`] splits text.
+    pub fn instruction_words(request: &SummaryRequest) -> alloc::vec::Vec<alloc::string::String> {
+        const COMMON: &[&str] = &[
+            "about", "all", "and", "any", "are", "but", "details", "don", "every", "for", "from", "have", "into",
+            "keep", "make", "mention", "not", "only", "preserve", "please", "remember", "sure", "that", "the", "their",
+            "them", "then", "this", "those", "what", "when", "with", "you", "your",
+        ];
+        let Some(text) = &request.instructions else { return alloc::vec::Vec::new() };
+        let mut words: alloc::vec::Vec<alloc::string::String> = words_of(text)
+            .filter(|w| {
+                w.chars().any(|c| c.is_ascii_digit()) || (w.chars().count() >= 3 && !COMMON.contains(&w.as_str()))
+            })
+            .collect();
+        words.sort();
+        words.dedup();
+        words
+    }
+
+    /// The words of a text, lower-cased: runs of letters, digits, `_` and `-`.
+    pub fn words_of(text: &str) -> impl Iterator<Item = alloc::string::String> + '_ {
+        text.split(|c: char| !c.is_alphanumeric() && c != '_' && c != '-')
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+    }
+
     /// A summariser policy. Both methods have defaults: override `instructions` to change what the
     /// summary model is told, or `summarise` to write the summary some other way (even without a
     /// model).
@@ -246,12 +284,13 @@ exactly. Do not invent anything. If a previous summary is given, fold it in: the
         }
 
         /// Writes the summary that replaces `request.messages`. The default sends the transcript
-        /// with [`Summariser::instructions`] to the summary model.
+        /// to the summary model with [`system_prompt`]: the user's prompt or
+        /// [`Summariser::instructions`], and what the user asked this compaction to keep.
         fn summarise(request: SummaryRequest) -> Result<alloc::string::String, Error> {
             let transcript = render_transcript(&request);
             let ask = Message { id: 0, role: Role::User, parts: alloc::vec![Part::Text(transcript)] };
             let answer = complete(&CompletionRequest {
-                system: Some(Self::instructions()),
+                system: Some(system_prompt(&request, Self::instructions())),
                 messages: alloc::vec![ask],
                 max_tokens: request.max_tokens,
                 extra: "{}".into(),

@@ -1,14 +1,18 @@
 //! A summariser that calls no model: it extracts, by rule, the user's requests, the assistant's
-//! decisions, the outcome of each tool call and the open items. Useful offline, and proof that the
-//! summary policy is swappable.
+//! decisions, the outcome of each tool call and the open items — and first of all, the lines that
+//! hold a significant word of the user's instructions for this compaction. Useful offline, and
+//! proof that the summary policy is swappable.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use seshat_plugin_sdk::summariser::{Error, Part, Role, Summariser, SummaryRequest};
+use seshat_plugin_sdk::summariser::{Error, Part, Role, Summariser, SummaryRequest, instruction_words, words_of};
 
 /// Longest line kept from any one message.
 const LINE: usize = 240;
+
+/// Most lines kept for the user's instructions.
+const ASKED: usize = 40;
 
 struct Extractive;
 
@@ -28,6 +32,32 @@ impl Summariser for Extractive {
     fn summarise(request: SummaryRequest) -> Result<String, Error> {
         let (mut requests, mut decisions, mut outcomes, mut open) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let mut calls: HashMap<String, (String, String)> = HashMap::new();
+        // Lines holding the words of the user's instructions (all of them when there are one or
+        // two, else any two), from any text or tool output.
+        let words = instruction_words(&request);
+        let need = words.len().min(2);
+        let mut asked: Vec<String> = Vec::new();
+        for m in &request.messages {
+            for p in &m.parts {
+                let text = match p {
+                    Part::Text(t) => t.as_str(),
+                    Part::ToolResult(r) => r.content.as_str(),
+                    _ => continue,
+                };
+                for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+                    if asked.len() >= ASKED || need == 0 {
+                        break;
+                    }
+                    let here: Vec<String> = words_of(line).collect();
+                    if words.iter().filter(|w| here.contains(w)).count() >= need {
+                        let line = clip(line);
+                        if !asked.contains(&line) {
+                            asked.push(line);
+                        }
+                    }
+                }
+            }
+        }
         for m in &request.messages {
             for p in &m.parts {
                 match (m.role, p) {
@@ -59,9 +89,13 @@ impl Summariser for Extractive {
         if let Some(previous) = &request.previous_summary {
             let _ = writeln!(out, "Earlier:\n{}\n", previous.trim());
         }
-        for (title, items) in
-            [("User requests", &requests), ("Decisions", &decisions), ("Tool outcomes", &outcomes), ("Open items", &open)]
-        {
+        for (title, items) in [
+            ("As asked", &asked),
+            ("User requests", &requests),
+            ("Decisions", &decisions),
+            ("Tool outcomes", &outcomes),
+            ("Open items", &open),
+        ] {
             if !items.is_empty() {
                 let _ = writeln!(out, "{title}:");
                 for i in items {

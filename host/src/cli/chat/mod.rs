@@ -185,6 +185,7 @@ pub(crate) fn open_agent(ctx: &Context, args: &AgentFlags) -> anyhow::Result<Res
         db_path: Some(ctx.db.clone()),
         dirs: Some(ctx.dirs.clone()),
         project: Some(ctx.project.clone()),
+        ..ClientConfig::default()
     };
     let mut client = Client::new(client_config, Arc::new(seshat::compaction::NoModels))?;
     let provider = match client.load_provider(args.provider.as_deref()) {

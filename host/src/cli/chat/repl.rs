@@ -11,7 +11,7 @@ use super::{Printer, report};
 use crate::cli::{Context, compact, format};
 
 const HELP: &str = "\
-/compact   compact the session now (summarise older turns)
+/compact [text]  compact now (summarise older turns), told what to keep
 /uncompact undo the latest compaction or trim pass (the originals were kept)
 /pin [seq] keep a message (default: the last) verbatim in every view
 /context   what fills the context window, by part
@@ -73,7 +73,8 @@ fn command(agent: &mut Agent, input: &str) -> anyhow::Result<bool> {
         "/exit" | "/quit" => return Ok(false),
         "/help" => eprintln!("{HELP}"),
         "/compact" => {
-            let report = agent.compact()?;
+            let text = input.strip_prefix("/compact").unwrap_or_default().trim();
+            let report = agent.compact_with(false, (!text.is_empty()).then_some(text))?;
             eprintln!("{}", compact::describe(agent.session(), &report));
         }
         "/uncompact" => {
