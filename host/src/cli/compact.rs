@@ -30,8 +30,8 @@ pub struct Args {
     /// The model that writes the summary (default: the session's model).
     #[arg(long, value_name = "MODEL")]
     summary_model: Option<String>,
-    /// What the summary must keep or stress, beside the summary prompt (added to
-    /// `[compaction] instructions`' place for this compaction; recorded with it).
+    /// What the summary must keep or stress, beside the summary prompt (in place of
+    /// `[compaction] instructions` for this compaction; recorded with it).
     #[arg(long, value_name = "TEXT")]
     instructions: Option<String>,
     /// Undo the session's latest compaction or trim pass instead (the originals were never

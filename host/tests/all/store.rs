@@ -56,6 +56,25 @@ fn append_sets_title_totals_and_context() {
     assert_eq!((s.totals.input_tokens, s.totals.output_tokens), (30, 15));
     assert_eq!(s.context_tokens, Some(100));
 
+    // Every usage field adds up, over one append of several messages and over appends.
+    let cached = store.create_session(NewSession::default()).unwrap().id;
+    let reply = |read, written| NewMessage {
+        usage: Some(Usage {
+            input_tokens: 10,
+            output_tokens: 5,
+            cache_read_tokens: read,
+            cache_creation_tokens: written,
+            context_tokens: Some(read + written + 10),
+            ..Default::default()
+        }),
+        ..NewMessage::text(Role::Assistant, "ok")
+    };
+    store.append(&cached, &[reply(700, 300), reply(1_000, 0)]).unwrap();
+    store.append(&cached, &[reply(1_300, 20)]).unwrap();
+    let t = store.session(&cached).unwrap().totals;
+    assert_eq!((t.input_tokens, t.output_tokens, t.cache_read_tokens, t.cache_creation_tokens), (30, 15, 3_000, 320));
+    assert_eq!(store.session(&cached).unwrap().context_tokens, Some(1_330), "the latest report");
+
     let long = store.create_session(NewSession::default()).unwrap().id;
     store
         .append(&long, &[NewMessage::text(Role::Assistant, "hello"), NewMessage::text(Role::User, "é".repeat(200))])
@@ -63,6 +82,10 @@ fn append_sets_title_totals_and_context() {
     let title = store.session(&long).unwrap().title.unwrap();
     assert_eq!(title.chars().count(), 81, "80 characters and an ellipsis");
     assert!(title.ends_with('…'));
+    // Exactly 80 characters fit whole.
+    let exact = store.create_session(NewSession::default()).unwrap().id;
+    store.append(&exact, &[NewMessage::text(Role::User, "é".repeat(80))]).unwrap();
+    assert_eq!(store.session(&exact).unwrap().title.unwrap(), "é".repeat(80), "no ellipsis at exactly 80");
 }
 
 #[test]
