@@ -85,11 +85,11 @@ pub fn settings(window: Option<u64>) -> Settings {
     }
 }
 
-fn text(role: Role, s: impl Into<String>) -> NewMessage {
+pub fn text(role: Role, s: impl Into<String>) -> NewMessage {
     NewMessage::text(role, s)
 }
 
-fn tool_pair(id: &str, output: &str) -> [NewMessage; 2] {
+pub fn tool_pair(id: &str, output: &str) -> [NewMessage; 2] {
     [
         NewMessage {
             role: Role::Assistant,

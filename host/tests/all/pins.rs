@@ -3,32 +3,11 @@
 //! library and the CLI, exported and imported, and upgraded from a version 5 database.
 
 use seshat::compaction::{Frame, Settings};
-use seshat::conversation::{MessageStatus, NewMessage, Part, Role};
+use seshat::conversation::{Part, Role};
 use seshat::store::{NewSession, Origin, Retracted, Store};
 
-use crate::compaction::{Scripted, plugins, settings};
+use crate::compaction::{Scripted, plugins, settings, text, tool_pair as exchange};
 use crate::support::{Home, fixture};
-
-fn text(role: Role, s: &str) -> NewMessage {
-    NewMessage::text(role, s)
-}
-
-fn exchange(id: &str, output: &str) -> [NewMessage; 2] {
-    [
-        NewMessage {
-            role: Role::Assistant,
-            parts: vec![Part::ToolCall { id: id.into(), name: "run".into(), arguments: "{}".into() }],
-            usage: None,
-            status: MessageStatus::Complete,
-        },
-        NewMessage {
-            role: Role::Tool,
-            parts: vec![Part::ToolResult { call_id: id.into(), content: output.into(), is_error: false }],
-            usage: None,
-            status: MessageStatus::Complete,
-        },
-    ]
-}
 
 fn session(store: &mut Store, window: u64) -> String {
     store
