@@ -1,6 +1,7 @@
 //! Session-store benchmarks, each beside a raw-rusqlite baseline measured in the same run.
 //!
-//! Run: `cargo bench -p seshat --bench store` (add `-- --quick` for a smaller, faster pass).
+//! Run: `cargo bench -p seshat --bench store` (add `-- --quick` for a smaller, faster pass,
+//! `-- --history-only` for the history index's rows alone).
 //! Both sides use the same schema (created by `Store::open`), the same PRAGMAs (WAL,
 //! `synchronous=NORMAL`, foreign keys on, 10 s busy timeout), the same transaction shape and the
 //! same rows; the ratio is Seshat's time over the baseline's.
@@ -21,6 +22,11 @@ fn main() {
     let scale = if quick { 10 } else { 1 };
     println!("| benchmark | seshat | baseline | ratio | target |");
     println!("|---|---|---|---|---|");
+    if std::env::args().any(|a| a == "--history-only") {
+        indexed_append(2_000 / scale);
+        history_search(10_000 / scale);
+        return;
+    }
     append(100_000 / scale);
     live_view(10_000 / scale);
     list(10_000 / scale);

@@ -75,12 +75,18 @@ impl Store {
             HistoryScope::Project(key) => (None, Some(key)),
             HistoryScope::All => (None, None),
         };
+        // The best `limit` first (bm25 reads only the index), then snippets for those alone: a
+        // snippet reads the message's text back through the view, which costs a JSON decode.
         let mut stmt = self.conn.prepare_cached(
-            "SELECT m.session_id, m.seq, m.role, m.created_at, snippet(message_fts, 0, '«', '»', '…', 24) \
-             FROM message_fts JOIN messages m ON m.id = message_fts.rowid \
-             WHERE message_fts MATCH ?1 AND (?3 IS NULL OR m.session_id = ?3) \
-             AND (?4 IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?4)) \
-             ORDER BY bm25(message_fts), m.id DESC LIMIT ?2",
+            "SELECT m.session_id, m.seq, m.role, m.created_at, \
+             (SELECT snippet(message_fts, 0, '«', '»', '…', 24) FROM message_fts \
+              WHERE message_fts MATCH ?1 AND rowid = best.id) \
+             FROM (SELECT message_fts.rowid AS id, bm25(message_fts) AS score \
+                   FROM message_fts JOIN messages m ON m.id = message_fts.rowid \
+                   WHERE message_fts MATCH ?1 AND (?3 IS NULL OR m.session_id = ?3) \
+                   AND (?4 IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?4)) \
+                   ORDER BY score, m.id DESC LIMIT ?2) best \
+             JOIN messages m ON m.id = best.id ORDER BY best.score, m.id DESC",
         )?;
         let (exact, any) = match_queries(query);
         let mut hits: Vec<HistoryHit> = Vec::new();
