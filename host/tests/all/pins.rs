@@ -29,7 +29,7 @@ fn long_session(store: &mut Store, window: u64, turns: usize) -> String {
         .unwrap();
     for t in 0..turns {
         store
-            .append(&id, &[text(Role::User, &format!("request {t}")), text(Role::Assistant, &"w ".repeat(600))])
+            .append(&id, &[text(Role::User, format!("request {t}")), text(Role::Assistant, "w ".repeat(600))])
             .unwrap();
     }
     id

@@ -65,7 +65,6 @@ fn append_sets_title_totals_and_context() {
             cache_read_tokens: read,
             cache_creation_tokens: written,
             context_tokens: Some(read + written + 10),
-            ..Default::default()
         }),
         ..NewMessage::text(Role::Assistant, "ok")
     };
