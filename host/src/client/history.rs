@@ -139,8 +139,8 @@ fn read(store: &Store, session: &str, a: &ReadArgs) -> Result<String, String> {
     if offset > text.len() {
         return Err(format!("`offset` {offset} is past the end ({} bytes)", text.len()));
     }
-    let start = floor_boundary(&text, offset);
-    let end = floor_boundary(&text, start.saturating_add(READ_MAX_BYTES));
+    let start = text.floor_char_boundary(offset);
+    let end = text.floor_char_boundary(start.saturating_add(READ_MAX_BYTES));
     let mut out = text[start..end].to_string();
     if end < text.len() {
         let mut next = json!({"offset": end});
@@ -157,15 +157,6 @@ fn read(store: &Store, session: &str, a: &ReadArgs) -> Result<String, String> {
         ));
     }
     Ok(out)
-}
-
-/// The largest char boundary of `text` at or before `i`.
-fn floor_boundary(text: &str, i: usize) -> usize {
-    let mut i = i.min(text.len());
-    while !text.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
 }
 
 /// One original message as text: a header, then each part.
