@@ -1,0 +1,62 @@
+//! The compaction fidelity benchmark: generated coding sessions with planted facts, compacted
+//! once at each window, scored by category (see `tests/fidelity/`).
+//!
+//! Run: `cargo bench -p seshat --bench fidelity` (held-out seeds) or `… -- --tuning` (the seeds
+//! tuning may look at, with the codes each run lost).
+
+#[path = "../tests/fidelity/mod.rs"]
+mod fidelity;
+
+use fidelity::generate::{Category, transcript};
+use fidelity::score::{Plugins, Score, Summariser, percent, run, total};
+
+fn main() {
+    let tuning = std::env::args().any(|a| a == "--tuning");
+    let seeds = if tuning { fidelity::TUNING_SEEDS } else { fidelity::HELD_OUT_SEEDS };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut plugins = Plugins::load(&dir.path().join("cache"));
+    let mut store = seshat::store::Store::open(&dir.path().join("fidelity.db")).expect("store");
+    let transcripts: Vec<_> = seeds.iter().map(|&s| transcript(s)).collect();
+    let sizes: Vec<u64> = transcripts.iter().map(|t| t.tokens / 1000).collect();
+    println!("seeds {seeds:?} ({}), transcript sizes (k tokens) {sizes:?}", if tuning { "tuning" } else { "held out" });
+    println!();
+    print!("| summariser | window | compacted |");
+    for c in Category::ALL {
+        print!(" {} |", c.name());
+    }
+    println!(" superseded shown as current | recall@5 |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for summariser in [Summariser::Extractive, Summariser::ModelEcho] {
+        for &window in fidelity::WINDOWS {
+            let scores: Vec<Score> =
+                transcripts.iter().map(|t| run(&mut store, &mut plugins, t, window, summariser)).collect();
+            let name = match summariser {
+                Summariser::Extractive => "extractive",
+                Summariser::ModelEcho => "model (echo: reaches the model)",
+            };
+            let compacted = scores.iter().filter(|s| s.compacted).count();
+            print!("| {name} | {}k | {compacted}/{} |", window / 1000, scores.len());
+            let sum = total(&scores);
+            for c in Category::ALL {
+                let t = sum.get(&c).copied().unwrap_or((0, 0));
+                print!(" {:.1}% ({}/{}) |", percent(t), t.0, t.1);
+            }
+            let superseded: usize = scores.iter().map(|s| s.superseded_as_current.len()).sum();
+            let recall = scores.iter().fold((0, 0), |a, s| (a.0 + s.recall.0, a.1 + s.recall.1));
+            println!(" {superseded} | {:.1}% ({}/{}) |", percent(recall), recall.0, recall.1);
+            if tuning {
+                for s in &scores {
+                    if !s.lost.is_empty() || !s.superseded_as_current.is_empty() {
+                        eprintln!(
+                            "  seed {} ({}k tokens) lost {:?}; superseded shown {:?}",
+                            s.seed,
+                            s.tokens / 1000,
+                            s.lost,
+                            s.superseded_as_current
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,20 @@
+//! The compaction fidelity benchmark's generator and harness, shared by its fixed-seed test
+//! (`tests/all/fidelity.rs`) and the full run (`benches/fidelity.rs`).
+//!
+//! The generator and these seeds were committed before any tuning of the trimmer or the
+//! summarisers; the tuning looked only at [`TUNING_SEEDS`], and the targets are reported on
+//! [`HELD_OUT_SEEDS`].
+
+#![allow(dead_code)]
+
+pub mod generate;
+pub mod score;
+
+/// Seeds the tuning of the trimmer and summarisers may look at.
+pub const TUNING_SEEDS: &[u64] = &[1, 2, 3, 4, 5, 6];
+
+/// Seeds the tuning never used: the benchmark reports the targets on these.
+pub const HELD_OUT_SEEDS: &[u64] = &[101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112];
+
+/// The windows compaction is forced at.
+pub const WINDOWS: &[u64] = &[32_000, 128_000, 200_000];
