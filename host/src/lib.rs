@@ -11,6 +11,9 @@
 //!
 //! See `ARCHITECTURE.md` at the repository root for the map of the whole system.
 
+// `compaction::outcomes` is the plugin SDK's own file, written for `core` and `alloc`.
+extern crate alloc;
+
 pub mod client;
 pub mod compaction;
 pub mod config;

@@ -18,6 +18,8 @@
 //! Every outgoing request is made valid by [`pairing`].
 
 pub mod cut;
+#[path = "../../../plugins/sdk/src/outcomes.rs"]
+pub mod outcomes;
 pub mod pairing;
 
 use std::collections::{HashMap, HashSet};
@@ -37,7 +39,8 @@ use crate::window::{self, Marks};
 pub const MAX_CONSECUTIVE_FAILURES: u32 = 3;
 /// A pass that frees less than this share (percent) of the working window is a failure (thrash).
 pub const THRASH_PERCENT: u64 = 5;
-/// Tool outputs longer than this many characters are cut (head and tail) in summary requests.
+/// Tool outputs longer than this many characters are cut (head, tail and outcome lines) in
+/// summary requests.
 pub const SUMMARY_TOOL_OUTPUT_CHARS: usize = 2_000;
 
 /// Errors of the compaction pipeline. [`Error::code`] gives stable codes.
@@ -685,6 +688,15 @@ impl Compactor<'_> {
         let shared = Arc::new(contents);
         let reader = shared.clone();
         let edits = self.trimmer.trim(&messages, &budget, move |m, p| reader.get(&(m, p)).cloned())?;
+        for e in &edits {
+            let (seq, part) = e.target();
+            if let Some(current) = shared.get(&(seq, part)) {
+                e.check(current, settings.recall).map_err(|message| crate::plugins::Error::InvalidOutput {
+                    plugin: self.trimmer.id().to_string(),
+                    message,
+                })?;
+            }
+        }
         Ok(edits
             .into_iter()
             .filter_map(|e| {
@@ -797,8 +809,34 @@ fn head_and_tail(text: &str, max_chars: usize) -> String {
     format!("{head}\n[… {} characters cut …]\n{tail}", count - max_chars)
 }
 
-/// A dropped message as the summariser gets it: long tool outputs cut to a head and a tail, and
-/// any text beyond `max_chars` in all (a message larger than a summary request can hold) too.
+/// A long tool output as a summary request carries it: its head, its tail and the lines that
+/// carry its outcome ([`outcomes::keep`]) within `max_chars`, or a head and a tail when it has
+/// too few lines for that.
+fn outcome_cut(text: &str, max_chars: usize) -> String {
+    if text.chars().count() <= max_chars {
+        return text.to_string();
+    }
+    let Some(ranges) = outcomes::keep(text, max_chars) else { return head_and_tail(text, max_chars) };
+    let lines = outcomes::line_ranges(text);
+    let mut out = String::with_capacity(max_chars + 64);
+    let mut next = 0;
+    for r in ranges.iter().chain(std::iter::once(&(lines.len()..lines.len()))) {
+        if r.start > next {
+            out.push_str(&format!("[… {} lines cut …]\n", r.start - next));
+        }
+        for line in &lines[r.start..r.end] {
+            out.push_str(&text[line.clone()]);
+            out.push('\n');
+        }
+        next = r.end;
+    }
+    out.truncate(out.trim_end().len());
+    out
+}
+
+/// A dropped message as the summariser gets it: long tool outputs cut to a head, a tail and their
+/// outcome lines, and any text beyond `max_chars` in all (a message larger than a summary request
+/// can hold) to a head and a tail.
 fn summary_message(e: &crate::store::ViewEntry, max_chars: usize) -> PluginMessage {
     let texts = e.parts.iter().filter(|p| matches!(p, Part::Text { .. })).count().max(1);
     let parts = e
@@ -807,7 +845,7 @@ fn summary_message(e: &crate::store::ViewEntry, max_chars: usize) -> PluginMessa
         .map(|p| match p {
             Part::ToolResult { call_id, content, is_error } => Part::ToolResult {
                 call_id: call_id.clone(),
-                content: head_and_tail(content, SUMMARY_TOOL_OUTPUT_CHARS.min(max_chars)),
+                content: outcome_cut(content, SUMMARY_TOOL_OUTPUT_CHARS.min(max_chars)),
                 is_error: *is_error,
             },
             Part::Text { text } => Part::Text { text: head_and_tail(text, max_chars / texts) },

@@ -76,13 +76,25 @@ pub enum TrimEdit {
         /// The new content.
         text: String,
     },
+    /// Keep whole lines (0.2.0): `(start, end)` line ranges, 0-based, end exclusive, sorted and
+    /// disjoint; a placeholder stands for each run of lines cut.
+    KeepLines {
+        /// The message's seq.
+        message: u64,
+        /// The part index.
+        part: u32,
+        /// The line ranges kept.
+        lines: Vec<(u32, u32)>,
+    },
 }
 
 impl TrimEdit {
     /// The message and part the edit applies to.
     pub fn target(&self) -> (u64, u32) {
         match self {
-            TrimEdit::HeadTail { message, part, .. } | TrimEdit::Replace { message, part, .. } => (*message, *part),
+            TrimEdit::HeadTail { message, part, .. }
+            | TrimEdit::Replace { message, part, .. }
+            | TrimEdit::KeepLines { message, part, .. } => (*message, *part),
         }
     }
 
@@ -108,8 +120,95 @@ impl TrimEdit {
                     if recall && with_recall.len() < removed { with_recall } else { placeholder(len, removed) };
                 format!("{}{placeholder}{}", &content[..h], &content[t..])
             }
+            TrimEdit::KeepLines { message, lines, .. } => keep_lines(content, lines, *message, recall),
         }
     }
+
+    /// Checks the edit against the content it applies to: a keep-lines edit's ranges must lie
+    /// within the content's lines and its result be shorter than the content. The error names
+    /// the rule broken.
+    pub fn check(&self, content: &str, recall: bool) -> std::result::Result<(), String> {
+        let TrimEdit::KeepLines { message, part, lines } = self else { return Ok(()) };
+        let count = line_spans(content).len();
+        if let Some(&(_, end)) = lines.last()
+            && end as usize > count
+        {
+            return Err(format!(
+                "a keep-lines edit of message {message} part {part} keeps lines up to {end}, but the content has {count} lines"
+            ));
+        }
+        let after = self.apply(content, recall).len();
+        if after >= content.len() {
+            return Err(format!(
+                "a keep-lines edit of message {message} part {part} does not shorten it: the lines kept and the \
+                 placeholders take {after} bytes of {} (keep fewer lines)",
+                content.len()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The byte spans of `text`'s lines, each with its `\n`.
+fn line_spans(text: &str) -> Vec<std::ops::Range<usize>> {
+    let mut spans = Vec::new();
+    let mut start = 0;
+    for (i, _) in text.match_indices('\n') {
+        spans.push(start..i + 1);
+        start = i + 1;
+    }
+    if start < text.len() {
+        spans.push(start..text.len());
+    }
+    spans
+}
+
+/// `content` with only the `lines` ranges kept and a placeholder for each run cut: the first
+/// names the original size (and with `recall` how to read it back), the others how many lines
+/// went. Ranges past the end are clipped (the caller checked them).
+fn keep_lines(content: &str, lines: &[(u32, u32)], message: u64, recall: bool) -> String {
+    let spans = line_spans(content);
+    let n = spans.len();
+    let mut out = String::with_capacity(content.len() / 2);
+    let mut next = 0usize;
+    let mut first_gap = true;
+    let mut gap = |out: &mut String, from: usize, to: usize| {
+        if from >= to {
+            return;
+        }
+        let bytes = spans[to - 1].end - spans[from].start;
+        let count = to - from;
+        let what = if count == 1 { "1 line".to_string() } else { format!("{count} lines") };
+        if first_gap {
+            first_gap = false;
+            if !out.is_empty() && !out.ends_with('\n') {
+                out.push('\n');
+            }
+            if recall {
+                out.push_str(&format!(
+                    "[… {what} ({bytes} bytes) of {} bytes trimmed by Seshat; history_read {{\"seq\": {message}}} has them all …]\n",
+                    content.len()
+                ));
+            } else {
+                out.push_str(&format!("[… {what} ({bytes} bytes) of {} bytes trimmed by Seshat …]\n", content.len()));
+            }
+        } else {
+            if !out.is_empty() && !out.ends_with('\n') {
+                out.push('\n');
+            }
+            out.push_str(&format!("[… {what} trimmed …]\n"));
+        }
+    };
+    for &(start, end) in lines {
+        let (start, end) = ((start as usize).min(n), (end as usize).min(n));
+        gap(&mut out, next, start);
+        if start < end {
+            out.push_str(&content[spans[start].start..spans[end - 1].end]);
+        }
+        next = end.max(next);
+    }
+    gap(&mut out, next, n);
+    out
 }
 
 /// The longest [`placeholder`] can be, in bytes: a head-tail edit must leave room for it.
@@ -148,6 +247,8 @@ impl v0_2::trimmer::seshat::plugin::trim_host::Host for State<TrimHost> {
 }
 
 impl trim_types::Host for State<TrimHost> {}
+
+impl v0_2::trimmer::seshat::plugin::trim_types::Host for State<TrimHost> {}
 
 type Pre1 = v0_1::trimmer::TrimmerPre<State<TrimHost>>;
 type Pre2 = v0_2::trimmer::TrimmerPre<State<TrimHost>>;
@@ -228,14 +329,19 @@ impl TrimmerPlugin {
             |store, bindings| {
                 store.data_mut().host_mut().reader = Some(Box::new(read_part));
                 let result = match bindings {
-                    Versioned::V0_1(b) => b.seshat_plugin_trim().call_trim(&mut *store, &history, &wit_budget),
-                    Versioned::V0_2(b) => b.seshat_plugin_trim().call_trim(&mut *store, &history, &wit_budget),
+                    Versioned::V0_1(b) => b
+                        .seshat_plugin_trim()
+                        .call_trim(&mut *store, &history, &wit_budget)
+                        .map(|r| r.map(|edits| edits.into_iter().map(from_wit).collect::<Vec<_>>())),
+                    Versioned::V0_2(b) => b
+                        .seshat_plugin_trim()
+                        .call_trim(&mut *store, &to_v0_2(&history), &budget_v0_2(&wit_budget))
+                        .map(|r| r.map(|edits| edits.into_iter().map(from_wit_v0_2).collect::<Vec<_>>())),
                 };
                 store.data_mut().host_mut().reader = None;
                 result
             },
         )?;
-        let edits: Vec<TrimEdit> = edits.into_iter().map(from_wit).collect();
         validate(&edits, messages).map_err(|message| Error::InvalidOutput { plugin: self.slot.id.clone(), message })?;
         Ok(edits)
     }
@@ -282,6 +388,44 @@ fn to_meta(messages: &[TrimMessage]) -> trim_types::History {
     h
 }
 
+/// The same metadata in 0.2.0's types (identical fields; 0.2.0's trim types are its own).
+fn to_v0_2(h: &trim_types::History) -> v0_2::trimmer::seshat::plugin::trim_types::History {
+    v0_2::trimmer::seshat::plugin::trim_types::History {
+        message_ids: h.message_ids.clone(),
+        message_roles: h.message_roles.clone(),
+        message_tokens: h.message_tokens.clone(),
+        message_protected: h.message_protected.clone(),
+        part_messages: h.part_messages.clone(),
+        part_indexes: h.part_indexes.clone(),
+        part_kinds: h.part_kinds.clone(),
+        part_bytes: h.part_bytes.clone(),
+        part_tokens: h.part_tokens.clone(),
+    }
+}
+
+fn budget_v0_2(b: &trim_types::Budget) -> v0_2::trimmer::seshat::plugin::trim_types::Budget {
+    v0_2::trimmer::seshat::plugin::trim_types::Budget {
+        current_tokens: b.current_tokens,
+        target_tokens: b.target_tokens,
+        threshold_tokens: b.threshold_tokens,
+        window_tokens: b.window_tokens,
+        extra: b.extra.clone(),
+    }
+}
+
+fn from_wit_v0_2(e: v0_2::trimmer::seshat::plugin::trim_types::Edit) -> TrimEdit {
+    use v0_2::trimmer::seshat::plugin::trim_types::Edit;
+    match e {
+        Edit::HeadTail(h) => TrimEdit::HeadTail { message: h.message, part: h.part, head: h.head, tail: h.tail },
+        Edit::Replace(r) => TrimEdit::Replace { message: r.message, part: r.part, text: r.text },
+        Edit::KeepLines(k) => TrimEdit::KeepLines {
+            message: k.message,
+            part: k.part,
+            lines: k.lines.into_iter().map(|r| (r.start, r.end)).collect(),
+        },
+    }
+}
+
 fn from_wit(e: trim_types::Edit) -> TrimEdit {
     match e {
         trim_types::Edit::HeadTail(h) => {
@@ -314,6 +458,19 @@ pub fn validate(edits: &[TrimEdit], messages: &[TrimMessage]) -> std::result::Re
                 head.saturating_add(*tail).saturating_add(PLACEHOLDER_MAX_BYTES) < p.bytes
             }
             TrimEdit::Replace { text, .. } => (text.len() as u64) < p.bytes,
+            TrimEdit::KeepLines { lines, .. } => {
+                let mut end = 0;
+                for (k, &(s, e)) in lines.iter().enumerate() {
+                    if s >= e || (k > 0 && s < end) {
+                        return Err(format!(
+                            "edit {i} (keep-lines) of message {message} part {part}: range {k} is {s}..{e}; ranges \
+                             must be non-empty, sorted and disjoint"
+                        ));
+                    }
+                    end = e;
+                }
+                !lines.is_empty()
+            }
         };
         if !shorter {
             return Err(format!("edit {i} does not shorten message {message} part {part} ({} bytes)", p.bytes));

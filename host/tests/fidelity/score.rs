@@ -2,9 +2,9 @@
 //!
 //! * Retention: the share of live facts (every fact but the replaced decisions) whose code is in
 //!   the live view (summary, pins and kept messages, trims applied), by category.
-//! * Superseded as current: a replaced decision's code on a line of the summary that does not
-//!   mark it replaced (the kept messages are the originals in order, so a kept replacement is
-//!   always followed by what replaced it).
+//! * Superseded as current: a replaced decision whose last mention in the live view, read in
+//!   order, is a line that does not mark it replaced (a summary holding a decision whose
+//!   replacement came after the cut is right: the kept messages that follow it replace it).
 //! * Recall: the share of all planted facts whose message `history_search` ranks in its top 5 for
 //!   the fact's content words.
 //!
@@ -61,7 +61,7 @@ pub struct Score {
     pub compacted: bool,
     /// Retention by category.
     pub retained: Tally,
-    /// Replaced decisions shown as current in the summary: their codes.
+    /// Replaced decisions the live view leaves looking current: their codes with the line.
     pub superseded_as_current: Vec<String>,
     /// Facts found in the top 5, of all planted.
     pub recall: (usize, usize),
@@ -178,10 +178,21 @@ pub fn run(store: &mut Store, plugins: &mut Plugins, t: &Transcript, window: u64
             text.push('\n');
         }
     }
+    // Read in order, the view must leave no replaced decision looking current: its last mention
+    // is a line that marks it replaced (the summary may hold a decision whose replacement came
+    // after the cut, in the kept messages — read in order, that is right).
+    let superseded_as_current = t
+        .facts
+        .iter()
+        .filter(|f| f.replaced_by.is_some())
+        .filter_map(|f| {
+            let last = text.lines().filter(|l| l.contains(&f.code)).last()?;
+            (!marks_replaced(last)).then(|| format!("{}: {last}", f.code))
+        })
+        .collect();
     if summariser == Summariser::ModelEcho {
         text.push_str(&echo.seen.lock().expect("echo lock"));
     }
-    let summary = view.compaction.as_ref().and_then(|c| c.summary.clone()).unwrap_or_default();
 
     let mut retained = Tally::new();
     let mut lost = Vec::new();
@@ -194,13 +205,6 @@ pub fn run(store: &mut Store, plugins: &mut Plugins, t: &Transcript, window: u64
             lost.push((f.category, f.code.clone()));
         }
     }
-    let superseded_as_current = t
-        .facts
-        .iter()
-        .filter(|f| f.replaced_by.is_some())
-        .filter(|f| summary.lines().any(|l| l.contains(&f.code) && !marks_replaced(l)))
-        .map(|f| f.code.clone())
-        .collect();
     let mut found = 0;
     for f in &t.facts {
         let hits = store.search_history(HistoryScope::Session(&id), &f.query, 5).expect("history search");

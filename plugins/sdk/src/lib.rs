@@ -44,6 +44,8 @@ macro_rules! __version_section {
     };
 }
 
+pub mod outcomes;
+
 /// Trimmer plugins: decide which tool results to shorten; the host applies the edits.
 #[cfg(feature = "trimmer")]
 pub mod trimmer {
@@ -64,7 +66,7 @@ pub mod trimmer {
     pub use bindings::__export_trimmer_world;
 
     pub use bindings::exports::seshat::plugin::trim::Guest as __Guest;
-    pub use bindings::seshat::plugin::trim_types::{Budget, Edit, HeadTail, History, Replace};
+    pub use bindings::seshat::plugin::trim_types::{Budget, Edit, HeadTail, History, KeepLines, LineRange, Replace};
     pub use bindings::seshat::plugin::types::{Error, PartKind, Role};
 
     /// One message, without its content.
@@ -134,6 +136,25 @@ pub mod trimmer {
             })
             .collect();
         (messages, parts)
+    }
+
+    /// An edit keeping `content`'s head, tail and outcome lines ([`crate::outcomes::keep`])
+    /// within about `budget` bytes, or a head-tail edit of the same budget when whole lines cannot
+    /// do it (few, long lines). `None` when the content is already within the budget.
+    pub fn keep_outcomes(message: u64, part: u32, content: &str, budget: u64) -> Option<Edit> {
+        let len = content.len() as u64;
+        if len <= budget + 96 {
+            return None;
+        }
+        let budget_bytes = usize::try_from(budget).unwrap_or(usize::MAX);
+        Some(match crate::outcomes::keep(content, budget_bytes) {
+            Some(ranges) => Edit::KeepLines(KeepLines {
+                message,
+                part,
+                lines: ranges.into_iter().map(|r| LineRange { start: r.start as u32, end: r.end as u32 }).collect(),
+            }),
+            None => Edit::HeadTail(HeadTail { message, part, head: budget * 2 / 3, tail: budget / 3 }),
+        })
     }
 
     /// The current content of one part, asked of the host. Ask only for what you need.

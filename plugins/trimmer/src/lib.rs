@@ -1,10 +1,13 @@
-//! Seshat's default trimmer plugin: the [`policy`] behind the SDK's trimmer trait.
+//! Seshat's default trimmer plugin: the [`policy`] chooses which tool results to shorten (from
+//! metadata alone); each is read and keeps its head, its tail and the lines that carry its outcome.
 
 pub mod policy;
 
 use std::collections::HashSet;
 
-use seshat_plugin_sdk::trimmer::{Budget, Edit, Error, HeadTail, MessageMeta, PartKind, PartMeta, Trimmer};
+use seshat_plugin_sdk::trimmer::{
+    Budget, Edit, Error, HeadTail, MessageMeta, PartKind, PartMeta, Trimmer, keep_outcomes, read_part,
+};
 
 struct DefaultTrimmer;
 
@@ -17,9 +20,14 @@ impl Trimmer for DefaultTrimmer {
             .map(|p| policy::Candidate { message: p.message, part: p.index, bytes: p.bytes, tokens: p.tokens })
             .collect();
         let cuts = policy::decide(&candidates, budget.current_tokens, budget.target_tokens, budget.window_tokens);
+        // Only the results chosen are read: for each, its head, its tail and the lines that
+        // carry its outcome, in the bytes a head and a tail would have kept.
         Ok(cuts
             .into_iter()
-            .map(|c| Edit::HeadTail(HeadTail { message: c.message, part: c.part, head: c.head, tail: c.tail }))
+            .filter_map(|c| match read_part(c.message, c.part) {
+                Some(content) => keep_outcomes(c.message, c.part, &content, c.head + c.tail),
+                None => Some(Edit::HeadTail(HeadTail { message: c.message, part: c.part, head: c.head, tail: c.tail })),
+            })
             .collect())
     }
 }

@@ -1,16 +1,15 @@
 //! Bindings for `seshat:plugin@0.2.x` (the live `wit/seshat-plugin.wit`, unstable until this
 //! round's last addition freezes it). Its shared types are unchanged from 0.1.0, so they are
 //! mapped onto the 0.1.0 bindings' Rust types and one set of conversions serves both versions;
-//! what 0.2.0 adds (the provider's probes and refusal limits) is converted here.
+//! what 0.2.0 adds (the provider's probes and refusal limits, the trimmer's keep-lines edit) is
+//! converted here or in the kind's module.
 
 pub(crate) mod trimmer {
     wasmtime::component::bindgen!({
         path: "../wit",
         world: "trimmer",
-        with: {
-            "seshat:plugin/types": super::super::v0_1::trimmer::seshat::plugin::types,
-            "seshat:plugin/trim-types": super::super::v0_1::trimmer::seshat::plugin::trim_types,
-        },
+        // 0.2.0's trim types add the keep-lines edit, so they are this version's own.
+        with: { "seshat:plugin/types": super::super::v0_1::trimmer::seshat::plugin::types },
     });
 }
 
