@@ -172,7 +172,11 @@ fn the_summary_path_rebuilds_the_history() {
     assert!(prepared.tokens <= seshat::window::Marks::new(20_000).target + 2_000, "{}", prepared.tokens);
     let (model_name, request) = &model.requests.lock().unwrap()[0];
     assert_eq!(model_name, "test-model", "the session's own model by default");
-    assert!(request.system.as_deref().unwrap().contains("Active requests"), "the prompt file");
+    let system = request.system.as_deref().unwrap();
+    assert!(system.contains("Active requests"), "the prompt file");
+    for asked in ["Constraints and preferences", "mark it replaced", "test-summary lines", "its share of the space"] {
+        assert!(system.contains(asked), "the prompt asks for {asked:?}: {system}");
+    }
     assert!(request.max_tokens <= 2_000, "capped at the reserve");
     let view = store.live_view(&id).unwrap();
     assert_eq!(view.entries[0].origin, Origin::Summary);
@@ -697,4 +701,102 @@ fn seshat_compact_takes_instructions_from_the_flag_or_the_config_and_a_prompt_fi
     std::fs::write(home.path().join("config.toml"), config).unwrap();
     let err = home.fails(&["compact", &id]);
     assert!(err.contains("missing.md") && err.contains("cannot read [compaction] prompt_file"), "{err}");
+}
+
+/// A build log of `n` lines with one error in the middle.
+fn build_log(n: usize) -> String {
+    let mut lines: Vec<String> = (0..n).map(|i| format!("   Compiling crate_{i:03} v0.1.{i:03}")).collect();
+    lines[n * 11 / 20] = "error[E0502]: cannot borrow `queue` as mutable --> src/queue/drain.rs:88:9".into();
+    lines.join("\n")
+}
+
+#[test]
+fn a_summary_request_carries_each_long_outputs_outcome_lines() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 20_000);
+    store.append(&id, &[text(Role::User, "build the queue crate")]).unwrap();
+    // Too small for the trimmer (under twice what it keeps), larger than a summary request
+    // carries whole.
+    let log = build_log(110);
+    assert!((3_000..3_600).contains(&log.len()), "{}", log.len());
+    store.append(&id, &tool_pair("b1", &log)).unwrap();
+    chat(&mut store, &id, 40, 300);
+    let model = Scripted::answering(&[Ok("Built; E0502 in src/queue/drain.rs:88.")]);
+    let mut p = plugins("summariser");
+    let mut c = p.compactor(model.clone());
+    c.compact(&mut store, &id, &frame(), &settings(Some(20_000)), false).unwrap();
+    let requests = model.requests.lock().unwrap();
+    let sent: String = requests
+        .iter()
+        .flat_map(|(_, r)| r.messages.iter().flat_map(|m| m.parts.iter()))
+        .filter_map(|p| match p {
+            Part::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(sent.contains("error[E0502]: cannot borrow `queue` as mutable --> src/queue/drain.rs:88:9"), "{sent}");
+    assert!(sent.contains("   Compiling crate_000 v0.1.000") && sent.contains("   Compiling crate_109 v0.1.109"));
+    assert!(sent.contains("lines cut …]"), "the cut says so");
+    assert!(!sent.contains("crate_070 "), "the middle is cut: {sent}");
+}
+
+#[test]
+fn the_extractive_summary_keeps_rules_outcome_lines_and_only_the_newest_decision() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 20_000);
+    store.append(&id, &[text(Role::User, "Never push to main directly; always open a PR.")]).unwrap();
+    store.append(&id, &[text(Role::User, "Please add a retry to the upload path (UP-12).")]).unwrap();
+    store.append(&id, &tool_pair("b1", &build_log(300))).unwrap();
+    store.append(&id, &[text(Role::Assistant, "Decision: we will use sqlite for the cache (DEC-A1).")]).unwrap();
+    // The same request again, and a replacement of the decision.
+    store.append(&id, &[text(Role::User, "Please add a retry to the upload path (UP-12).")]).unwrap();
+    store
+        .append(
+            &id,
+            &[text(Role::Assistant, "Change of plan: redis instead of sqlite for the cache (DEC-B2 replaces DEC-A1).")],
+        )
+        .unwrap();
+    store.append(&id, &[text(Role::Assistant, "The flaky upload test is still open (TODO-9).")]).unwrap();
+    // Long filler that would once have pushed the later sections past the end of the summary.
+    for t in 0..60 {
+        store
+            .append(
+                &id,
+                &[
+                    text(Role::User, format!("Look at file {t} and tell me what it does, in detail, with examples.")),
+                    text(Role::Assistant, format!("File {t} is fine. {}", "w ".repeat(600))),
+                ],
+            )
+            .unwrap();
+    }
+    chat(&mut store, &id, 6, 200);
+    let model = Scripted::answering(&[]);
+    let mut p = plugins("summariser-extractive");
+    let mut c = p.compactor(model);
+    let report = c.compact(&mut store, &id, &frame(), &settings(Some(20_000)), false).unwrap();
+    assert!(report.summarised, "{report:?}");
+    let summary = store.live_view(&id).unwrap().compaction.unwrap().summary.unwrap();
+    let section = |title: &str| -> Vec<String> {
+        let start = summary.find(&format!("{title}:\n")).unwrap_or_else(|| panic!("no {title} in {summary}"));
+        summary[start..].lines().skip(1).take_while(|l| l.starts_with("- ")).map(str::to_string).collect()
+    };
+    assert_eq!(section("Constraints and preferences"), ["- Never push to main directly; always open a PR"]);
+    let requests = section("User requests");
+    assert_eq!(requests.iter().filter(|r| r.contains("UP-12")).count(), 1, "duplicates dropped: {requests:?}");
+    let outcomes = section("Tool outcomes");
+    assert!(
+        outcomes
+            .iter()
+            .any(|o| o.contains("error[E0502]: cannot borrow `queue` as mutable --> src/queue/drain.rs:88:9")),
+        "the outcome line, not the first line: {outcomes:?}"
+    );
+    let decisions = section("Decisions");
+    assert_eq!(decisions.len(), 1, "{decisions:?}");
+    assert!(decisions[0].contains("DEC-B2 replaces DEC-A1"), "{decisions:?}");
+    assert!(!summary.contains("use sqlite for the cache"), "the replaced decision is gone: {summary}");
+    assert!(section("Open items").iter().any(|o| o.contains("TODO-9")), "{summary}");
+    let cap = seshat::window::Marks::new(20_000).summary_tokens();
+    assert!(seshat::window::estimate_text(&summary) <= cap, "within its cap");
 }

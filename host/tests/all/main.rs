@@ -10,6 +10,7 @@ mod cli;
 mod compaction;
 mod concurrency;
 mod crash;
+mod fidelity;
 mod history;
 mod ids;
 mod local;

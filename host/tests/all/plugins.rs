@@ -409,3 +409,113 @@ fn head_tail_edits_keep_character_boundaries_and_name_the_original_size() {
     assert!(out.contains("[… 60 of 2000 bytes trimmed by Seshat …]"), "{out}");
     assert!(out.len() < content.len());
 }
+
+/// A 300-line test log whose one failure is in the middle.
+fn log_with_failure_at(line: usize) -> String {
+    let mut lines: Vec<String> = (0..300).map(|i| format!("test store::case_{i} ... ok")).collect();
+    lines[line] = "test store::append_keeps_order ... FAILED".into();
+    lines.join("\n")
+}
+
+#[test]
+fn keep_lines_edits_keep_the_chosen_lines_and_say_what_went() {
+    let content = log_with_failure_at(150);
+    let edit = TrimEdit::KeepLines { message: 7, part: 0, lines: vec![(0, 3), (150, 151), (298, 300)] };
+    edit.check(&content, true).unwrap();
+    let out = edit.apply(&content, true);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(&lines[..3], ["test store::case_0 ... ok", "test store::case_1 ... ok", "test store::case_2 ... ok"]);
+    assert_eq!(
+        lines[3],
+        format!(
+            "[… 147 lines ({} bytes) of {} bytes trimmed by Seshat; history_read {{\"seq\": 7}} has them all …]",
+            content.lines().skip(3).take(147).map(|l| l.len() + 1).sum::<usize>(),
+            content.len()
+        )
+    );
+    assert_eq!(lines[4], "test store::append_keeps_order ... FAILED");
+    assert_eq!(lines[5], "[… 147 lines trimmed …]");
+    assert_eq!(&lines[6..], ["test store::case_298 ... ok", "test store::case_299 ... ok"]);
+    assert!(!out.ends_with('\n'), "the content's own ending is kept");
+    // Without the history tools the placeholder does not name them.
+    let plain = edit.apply(&content, false);
+    let named = format!("of {} bytes trimmed by Seshat …]", content.len());
+    assert!(plain.contains(&named) && !plain.contains("history_read"), "{plain}");
+
+    // Past the last line, or keeping nearly everything: refused with the rule.
+    let past = TrimEdit::KeepLines { message: 7, part: 0, lines: vec![(0, 3), (299, 301)] };
+    let err = past.check(&content, true).unwrap_err();
+    assert!(err.contains("keeps lines up to 301, but the content has 300 lines"), "{err}");
+    let most = TrimEdit::KeepLines { message: 7, part: 0, lines: vec![(0, 299)] };
+    let err = most.check(&content, true).unwrap_err();
+    assert!(err.contains("does not shorten it") && err.contains("keep fewer lines"), "{err}");
+}
+
+#[test]
+fn keep_lines_ranges_must_be_sorted_disjoint_and_non_empty() {
+    let messages = vec![TrimMessage {
+        id: 1,
+        role: Role::Tool,
+        parts: vec![TrimPart { kind: "tool_result", bytes: 9_000, tokens: 2_250 }],
+        tokens: 2_250,
+        protected: false,
+    }];
+    let edit = |lines: Vec<(u32, u32)>| vec![TrimEdit::KeepLines { message: 1, part: 0, lines }];
+    seshat::plugins::validate_edits(&edit(vec![(0, 2), (5, 6)]), &messages).unwrap();
+    for (lines, what) in [
+        (vec![(5, 6), (0, 2)], "range 1 is 0..2"),
+        (vec![(0, 4), (3, 6)], "range 1 is 3..6"),
+        (vec![(2, 2)], "range 0 is 2..2"),
+    ] {
+        let err = seshat::plugins::validate_edits(&edit(lines), &messages).unwrap_err();
+        assert!(err.contains(what) && err.contains("non-empty, sorted and disjoint"), "{err}");
+    }
+    let err = seshat::plugins::validate_edits(&edit(vec![]), &messages).unwrap_err();
+    assert!(err.contains("does not shorten"), "{err}");
+}
+
+#[test]
+fn the_builtin_trimmer_reads_only_what_it_shortens_and_keeps_the_failure_in_the_middle() {
+    let catalog = Catalog::builtin();
+    let loaded =
+        runtime().load(catalog.find(PluginKind::Trimmer, "trimmer").unwrap(), LimitRequest::default()).unwrap();
+    let mut plugin = TrimmerPlugin::new(&loaded).unwrap();
+    let log = log_with_failure_at(171);
+    let tokens = log.len() as u64 / 4;
+    let result = |id, bytes: u64, tokens| TrimMessage {
+        id,
+        role: Role::Tool,
+        parts: vec![TrimPart { kind: "tool_result", bytes, tokens }],
+        tokens,
+        protected: false,
+    };
+    // Message 1 is too small to be worth it; messages 2 and 3 are long logs.
+    let messages = vec![result(1, 800, 200), result(2, log.len() as u64, tokens), result(3, log.len() as u64, tokens)];
+    let budget = TrimBudget {
+        current_tokens: 60_000,
+        target_tokens: 50_000,
+        threshold_tokens: 55_000,
+        window_tokens: 100_000,
+        extra: "{}".into(),
+    };
+    let read = Arc::new(Mutex::new(Vec::new()));
+    let seen = read.clone();
+    let served = log.clone();
+    let edits = plugin
+        .trim(&messages, &budget, move |m, p| {
+            seen.lock().unwrap().push((m, p));
+            Some(served.clone())
+        })
+        .unwrap();
+    assert_eq!(*read.lock().unwrap(), vec![(2, 0), (3, 0)], "only the results it shortens are read");
+    assert_eq!(edits.len(), 2);
+    for e in &edits {
+        assert!(matches!(e, TrimEdit::KeepLines { .. }), "{e:?}");
+        e.check(&log, true).unwrap();
+        let out = e.apply(&log, true);
+        assert!(out.contains("test store::append_keeps_order ... FAILED"), "the failure stays: {out}");
+        assert!(out.starts_with("test store::case_0 ... ok") && out.ends_with("test store::case_299 ... ok"));
+        // Within the head-and-tail budget (1,800 bytes) plus the placeholders.
+        assert!(out.len() < 2_100, "{} bytes", out.len());
+    }
+}

@@ -211,6 +211,9 @@ fn the_new_crate_pins_the_wit_bindgen_the_repository_uses() {
     home.ok(&["plugins", "new", "provider", "p", "--dir", dir.to_str().unwrap()]);
     let sdk = std::fs::read_to_string(dir.join("seshat-plugin-sdk/Cargo.toml")).unwrap();
     assert!(sdk.contains(&format!("version = \"={version}\"")), "{sdk}");
+    let outcomes = std::fs::read_to_string(dir.join("seshat-plugin-sdk/src/outcomes.rs")).unwrap();
+    let ours = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/sdk/src/outcomes.rs");
+    assert_eq!(outcomes, std::fs::read_to_string(ours).unwrap(), "the SDK's outcome lines come along");
     let wit = std::fs::read_to_string(dir.join("seshat-plugin-sdk/wit/seshat-plugin.wit")).unwrap();
     assert_eq!(
         wit,

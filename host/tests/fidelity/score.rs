@@ -186,7 +186,7 @@ pub fn run(store: &mut Store, plugins: &mut Plugins, t: &Transcript, window: u64
         .iter()
         .filter(|f| f.replaced_by.is_some())
         .filter_map(|f| {
-            let last = text.lines().filter(|l| l.contains(&f.code)).last()?;
+            let last = text.lines().rfind(|l| l.contains(&f.code))?;
             (!marks_replaced(last)).then(|| format!("{}: {last}", f.code))
         })
         .collect();

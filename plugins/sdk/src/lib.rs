@@ -138,22 +138,17 @@ pub mod trimmer {
         (messages, parts)
     }
 
-    /// An edit keeping `content`'s head, tail and outcome lines ([`crate::outcomes::keep`])
+    /// An edit keeping `content`'s head, tail and outcome lines ([`crate::outcomes::shorten`])
     /// within about `budget` bytes, or a head-tail edit of the same budget when whole lines cannot
     /// do it (few, long lines). `None` when the content is already within the budget.
     pub fn keep_outcomes(message: u64, part: u32, content: &str, budget: u64) -> Option<Edit> {
-        let len = content.len() as u64;
-        if len <= budget + 96 {
-            return None;
-        }
-        let budget_bytes = usize::try_from(budget).unwrap_or(usize::MAX);
-        Some(match crate::outcomes::keep(content, budget_bytes) {
-            Some(ranges) => Edit::KeepLines(KeepLines {
+        Some(match crate::outcomes::shorten(content, budget)? {
+            crate::outcomes::Shorten::Lines(ranges) => Edit::KeepLines(KeepLines {
                 message,
                 part,
                 lines: ranges.into_iter().map(|r| LineRange { start: r.start as u32, end: r.end as u32 }).collect(),
             }),
-            None => Edit::HeadTail(HeadTail { message, part, head: budget * 2 / 3, tail: budget / 3 }),
+            crate::outcomes::Shorten::HeadTail { head, tail } => Edit::HeadTail(HeadTail { message, part, head, tail }),
         })
     }
 
@@ -223,10 +218,14 @@ pub mod summariser {
 
     /// What a summary must preserve: Seshat's standard instructions to the summary model.
     pub const DEFAULT_INSTRUCTIONS: &str = "You are compacting a conversation between a user and an AI agent so \
-the agent can continue without the older messages. Write a concise summary that preserves: the user's active \
-requests (verbatim where short); the decisions made and why; the tool outcomes that still matter (files, \
-commands, results, errors); and the unresolved work and next steps. Keep names, paths, numbers and identifiers \
-exactly. Do not invent anything. If a previous summary is given, fold it in: the result replaces both.";
+the agent can continue without the older messages. Write a concise summary in sections, each given its share of the \
+space: the constraints and preferences the user stated (never, always, must, don't), verbatim; the user's active \
+requests (verbatim where short); the decisions made and why (a decision replaced later only as the newer one, naming \
+on the same line what it replaced, marked replaced); the tool outcomes that still matter, from the lines that carry \
+them (errors, failures, warnings, test summaries, path:line locations, key: value results), quoted exactly; and the \
+unresolved work and next steps, even if mentioned only in passing. Keep names, paths, numbers and identifiers \
+exactly. State each thing once. Do not invent anything. If a previous summary is given, fold it in: the result \
+replaces both.";
 
     /// The dropped messages as a plain transcript, after the previous summary, for a model to read.
     pub fn render_transcript(request: &SummaryRequest) -> alloc::string::String {

@@ -38,38 +38,35 @@ impl Kind {
     }
 }
 
-const ERROR_WORDS: &[&str] = &[
-    "error",
-    "errors",
-    "failed",
-    "failure",
-    "failures",
-    "fail",
-    "panic",
-    "panicked",
-    "fatal",
-    "exception",
-    "traceback",
-    "abort",
-    "aborted",
-    "assertion",
-    "segfault",
-    "crashed",
-    "denied",
-    "refused",
-    "timeout",
-    "unresolved",
-    "undefined",
-];
-const SUMMARY_WORDS: &[&str] = &["passed", "passing", "succeeded", "skipped", "ignored"];
-const WARNING_WORDS: &[&str] = &["warning", "warnings", "warn", "deprecated"];
-
-fn words(line: &str) -> impl Iterator<Item = &str> {
-    line.split(|c: char| !c.is_ascii_alphanumeric() && c != '_').filter(|w| !w.is_empty())
+/// Which outcome words a line holds, in one pass over its words.
+#[derive(Default)]
+struct Words {
+    error: bool,
+    summary: bool,
+    warning: bool,
 }
 
-fn has_word(line: &str, list: &[&str]) -> bool {
-    words(line).any(|w| list.iter().any(|k| w.eq_ignore_ascii_case(k)))
+fn scan_words(line: &str) -> Words {
+    let mut found = Words::default();
+    let mut buf = [0u8; 10];
+    for w in line.as_bytes().split(|c| !c.is_ascii_alphanumeric() && *c != b'_') {
+        // Every keyword is 4 to 10 letters long.
+        if w.len() < 4 || w.len() > 10 || !w[0].is_ascii_alphabetic() {
+            continue;
+        }
+        for (b, c) in buf.iter_mut().zip(w) {
+            *b = c.to_ascii_lowercase();
+        }
+        match &buf[..w.len()] {
+            b"error" | b"errors" | b"failed" | b"failure" | b"failures" | b"fail" | b"panic" | b"panicked"
+            | b"fatal" | b"exception" | b"traceback" | b"abort" | b"aborted" | b"assertion" | b"segfault"
+            | b"crashed" | b"denied" | b"refused" | b"timeout" | b"unresolved" | b"undefined" => found.error = true,
+            b"passed" | b"passing" | b"succeeded" | b"skipped" | b"ignored" => found.summary = true,
+            b"warning" | b"warnings" | b"warn" | b"deprecated" => found.warning = true,
+            _ => {}
+        }
+    }
+    found
 }
 
 /// A `path:line` token: a name with a `.` or `/` followed by `:` and digits.
@@ -94,22 +91,24 @@ fn is_measure(line: &str) -> bool {
         && key.len() <= 48
         && key.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ' '))
         && value.starts_with(' ')
-        && value.trim_start().chars().next().is_some_and(|c| c.is_ascii_digit())
+        && value
+            .split_whitespace()
+            .next()
+            .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()) && !v.contains(':'))
 }
 
 /// What kind of outcome `line` carries, if any.
 pub fn kind(line: &str) -> Option<Kind> {
-    if has_word(line, ERROR_WORDS) {
+    let words = scan_words(line);
+    if words.error {
         // "0 failed" in a summary is not an error.
         let zero_failed = line.contains(" 0 failed") || line.contains("0 errors");
         return Some(if zero_failed { Kind::Summary } else { Kind::Error });
     }
-    if has_word(line, SUMMARY_WORDS) && line.bytes().any(|c| c.is_ascii_digit())
-        || line.trim_start().starts_with("test result:")
-    {
+    if words.summary && line.bytes().any(|c| c.is_ascii_digit()) || line.trim_start().starts_with("test result:") {
         return Some(Kind::Summary);
     }
-    if has_word(line, WARNING_WORDS) {
+    if words.warning {
         return Some(Kind::Warning);
     }
     if is_measure(line) {
@@ -141,7 +140,11 @@ pub fn line_ranges(text: &str) -> Vec<Range<usize>> {
 /// order. A kind making up more than a quarter of the lines (a grep's hits, a log's timings) is
 /// what the output is made of, not how it ended, and is left out (errors never are).
 pub fn outcome_lines(text: &str) -> Vec<(usize, Kind)> {
-    let lines = line_ranges(text);
+    outcome_lines_in(text, &line_ranges(text))
+}
+
+/// [`outcome_lines`] over `text`'s [`line_ranges`], already split.
+fn outcome_lines_in(text: &str, lines: &[Range<usize>]) -> Vec<(usize, Kind)> {
     let mut found: Vec<(usize, Kind)> =
         lines.iter().enumerate().filter_map(|(i, r)| kind(&text[r.clone()]).map(|k| (i, k))).collect();
     let count = |k: Kind| found.iter().filter(|(_, x)| *x == k).count();
@@ -160,8 +163,40 @@ const TAIL_SHARE: usize = 25;
 /// Longest outcome line kept (a longer one is not a line a reader needs whole).
 const LINE_MAX: usize = 400;
 
+/// How to shorten a tool result to about a budget of bytes: [`shorten`]'s answer, which a
+/// trimmer turns into its edit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Shorten {
+    /// Keep these line ranges ([`keep`]).
+    Lines(Vec<Range<usize>>),
+    /// Keep this many bytes from the start and from the end (the lines are too few or too long).
+    HeadTail {
+        /// Bytes kept from the start.
+        head: u64,
+        /// Bytes kept from the end.
+        tail: u64,
+    },
+}
+
+/// Bytes a head-tail placeholder may take (the host's rule: head and tail leave this much).
+const PLACEHOLDER: u64 = 96;
+
+/// How to bring `content` to about `budget` bytes keeping its outcome: its lines by [`keep`], or
+/// when whole lines cannot do it a head (two thirds) and a tail (one third). `None` when it is
+/// already within the budget.
+pub fn shorten(content: &str, budget: u64) -> Option<Shorten> {
+    if content.len() as u64 <= budget + PLACEHOLDER {
+        return None;
+    }
+    Some(match keep(content, usize::try_from(budget).unwrap_or(usize::MAX)) {
+        Some(ranges) => Shorten::Lines(ranges),
+        None => Shorten::HeadTail { head: budget * 2 / 3, tail: budget / 3 },
+    })
+}
+
 /// The lines of `text` to keep within about `budget` bytes: a head, a tail and, in the rest of
-/// the budget, the outcome lines (strongest first). Returns sorted, disjoint `start..end` ranges
+/// the budget, the outcome lines (strongest first); what they leave widens the head, then the
+/// tail. Returns sorted, disjoint `start..end` ranges
 /// of line indexes, or `None` when keeping whole lines cannot shorten the text within the
 /// budget (few, long lines): cut it by bytes instead.
 pub fn keep(text: &str, budget: usize) -> Option<Vec<Range<usize>>> {
@@ -191,11 +226,22 @@ pub fn keep(text: &str, budget: usize) -> Option<Vec<Range<usize>>> {
     }
     used += tail;
     // Outcome lines, strongest first, as long as they fit.
-    for (k, _) in outcome_lines(text) {
+    for (k, _) in outcome_lines_in(text, &lines) {
         if !kept[k] && len(k) <= LINE_MAX && used + len(k) <= budget {
             kept[k] = true;
             used += len(k);
         }
+    }
+    // What is left widens the head, then the tail.
+    while i < n && !kept[i] && used + len(i) <= budget {
+        kept[i] = true;
+        used += len(i);
+        i += 1;
+    }
+    while j > i && !kept[j - 1] && used + len(j - 1) <= budget {
+        j -= 1;
+        kept[j] = true;
+        used += len(j);
     }
     let mut ranges: Vec<Range<usize>> = Vec::new();
     for (k, &keep) in kept.iter().enumerate() {
@@ -231,7 +277,7 @@ mod tests {
 
     #[test]
     fn keeps_the_failure_in_the_middle() {
-        let mut lines: Vec<alloc::string::String> = (0..300).map(|i| alloc::format!("test t{i} ... ok")).collect();
+        let mut lines: Vec<String> = (0..300).map(|i| format!("test t{i} ... ok")).collect();
         lines[150] = "test store::append ... FAILED".into();
         let text = lines.join("\n");
         let ranges = keep(&text, 1_800).expect("a long log is shortened by lines");
@@ -249,7 +295,7 @@ mod tests {
 
     #[test]
     fn a_common_kind_is_not_an_outcome() {
-        let text: alloc::string::String = (0..100).map(|i| alloc::format!("src/a.rs:{i}:fn f{i}()\n")).collect();
+        let text: String = (0..100).map(|i| format!("src/a.rs:{i}:fn f{i}()\n")).collect();
         assert!(outcome_lines(&text).is_empty());
     }
 }

@@ -13,6 +13,7 @@ use crate::cli::format;
 pub const WIT_BINDGEN_VERSION: &str = "0.63.0";
 
 const SDK_SOURCE: &str = include_str!("../../../../plugins/sdk/src/lib.rs");
+const SDK_OUTCOMES: &str = include_str!("../../../../plugins/sdk/src/outcomes.rs");
 const WIT: &str = include_str!("../../../../wit/seshat-plugin.wit");
 
 /// Arguments of `plugins new`.
@@ -43,7 +44,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         PluginKind::Provider => include_str!("templates/provider.rs"),
     };
     let provider_hosts = if kind == PluginKind::Provider { "allowed_hosts = [\"{base_url}\"]\n" } else { "" };
-    let files: [(&str, String); 7] = [
+    let files: [(&str, String); 8] = [
         ("Cargo.toml", cargo_toml(name, kind)),
         (
             "plugin.toml",
@@ -55,6 +56,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         ("src/lib.rs", template.to_string()),
         ("seshat-plugin-sdk/Cargo.toml", sdk_cargo_toml()),
         ("seshat-plugin-sdk/src/lib.rs", SDK_SOURCE.to_string()),
+        ("seshat-plugin-sdk/src/outcomes.rs", SDK_OUTCOMES.to_string()),
         ("seshat-plugin-sdk/wit/seshat-plugin.wit", WIT.to_string()),
         ("README.md", readme(name, kind)),
     ];
