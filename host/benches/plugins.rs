@@ -152,7 +152,7 @@ fn native_trim(
     budget: &TrimBudget,
     mut read: impl FnMut(u64, u32) -> Option<String>,
 ) -> Vec<TrimEdit> {
-    use seshat::compaction::outcomes::{Shorten, shorten};
+    use seshat::outcomes::{Shorten, shorten};
     let protected: std::collections::HashSet<u64> = messages.iter().filter(|m| m.protected).map(|m| m.id).collect();
     let candidates: Vec<policy::Candidate> = messages
         .iter()

@@ -11,7 +11,7 @@
 //!
 //! See `ARCHITECTURE.md` at the repository root for the map of the whole system.
 
-// `compaction::outcomes` is the plugin SDK's own file, written for `core` and `alloc`.
+// `outcomes` is the plugin SDK's own file, written for `core` and `alloc`.
 extern crate alloc;
 
 pub mod client;
@@ -19,6 +19,10 @@ pub mod compaction;
 pub mod config;
 pub mod conversation;
 pub mod memory;
+/// The lines of a tool's output that carry its outcome: the plugin SDK's module, compiled here too
+/// (the history index and summary requests keep them). Depends on nothing in the crate.
+#[path = "../../plugins/sdk/src/outcomes.rs"]
+pub mod outcomes;
 pub mod paths;
 pub mod plugins;
 pub mod providers;

@@ -18,8 +18,6 @@
 //! Every outgoing request is made valid by [`pairing`].
 
 pub mod cut;
-#[path = "../../../plugins/sdk/src/outcomes.rs"]
-pub mod outcomes;
 pub mod pairing;
 
 use std::collections::{HashMap, HashSet};
@@ -28,6 +26,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::conversation::{MessageStatus, NewMessage, Part, Role};
+use crate::outcomes;
 use crate::plugins::{
     Completion, CompletionRequest, ModelCall, ModelError, PluginMessage, SummariserPlugin, SummaryRequest, TrimBudget,
     TrimMessage, TrimPart, TrimmerPlugin,

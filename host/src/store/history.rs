@@ -6,7 +6,7 @@ use rusqlite::params;
 
 use super::messages::{MESSAGE_COLUMNS, message_from_row};
 use super::{Message, Result, Store};
-use crate::conversation::Role;
+use crate::conversation::{Part, Role};
 
 /// The most messages one [`Store::history_range`] returns.
 pub const HISTORY_RANGE_MAX: u64 = 200;
@@ -35,6 +35,52 @@ pub struct HistoryHit {
     pub created_at: i64,
     /// Text around the match, the matched words between `«` and `»`.
     pub snippet: String,
+}
+
+/// Tool results up to this size are indexed whole; a larger one by its head, its tail and the
+/// lines that carry its outcome, within this many bytes ([`crate::outcomes::keep`]).
+pub const INDEX_WHOLE_BYTES: usize = 16_384;
+
+/// What the history index holds of a message: its text parts, its tool calls' names and
+/// arguments and its tool results (a large one in part, see [`INDEX_WHOLE_BYTES`]), one per line;
+/// never reasoning.
+pub fn index_text(parts: &[Part]) -> String {
+    let mut out = String::new();
+    for p in parts {
+        let piece: std::borrow::Cow<'_, str> = match p {
+            Part::Text { text } => text.into(),
+            Part::ToolCall { name, arguments, .. } => format!("{name} {arguments}").into(),
+            Part::ToolResult { content, .. } => excerpt(content),
+            Part::Thinking { .. } | Part::RedactedThinking { .. } => continue,
+        };
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&piece);
+    }
+    out
+}
+
+/// A tool result as the index holds it: whole, or its head, tail and outcome lines (whole lines
+/// where it has enough of them, else a head and a tail cut at character boundaries).
+fn excerpt(content: &str) -> std::borrow::Cow<'_, str> {
+    if content.len() <= INDEX_WHOLE_BYTES {
+        return content.into();
+    }
+    if let Some(ranges) = crate::outcomes::keep(content, INDEX_WHOLE_BYTES) {
+        let lines = crate::outcomes::line_ranges(content);
+        let mut out = String::with_capacity(INDEX_WHOLE_BYTES + 64);
+        for r in ranges {
+            for line in &lines[r] {
+                out.push_str(&content[line.clone()]);
+                out.push('\n');
+            }
+        }
+        return out.into();
+    }
+    let head = content.floor_char_boundary(INDEX_WHOLE_BYTES * 5 / 8);
+    let tail = content.ceil_char_boundary(content.len() - INDEX_WHOLE_BYTES * 3 / 8);
+    format!("{}\n{}", &content[..head], &content[tail..]).into()
 }
 
 /// Words too common to help find a message: left out of the query unless it has nothing else.
@@ -75,8 +121,8 @@ impl Store {
             HistoryScope::Project(key) => (None, Some(key)),
             HistoryScope::All => (None, None),
         };
-        // The best `limit` first (bm25 reads only the index), then snippets for those alone: a
-        // snippet reads the message's text back through the view, which costs a JSON decode.
+        // The best `limit` first (bm25 reads only the index), then snippets for those alone (from
+        // the index's copy of the text it holds).
         let mut stmt = self.conn.prepare_cached(
             "SELECT m.session_id, m.seq, m.role, m.created_at, \
              (SELECT snippet(message_fts, 0, '«', '»', '…', 24) FROM message_fts \

@@ -96,6 +96,9 @@ pub(super) fn insert_message(tx: &Transaction<'_>, session: &str, seq: u64, msg:
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?
     .execute(params![session, seq, msg.role.as_str(), parts, usage, msg.status.as_str(), at])?;
+    // The history index, in the same transaction (messages never change, so neither does this).
+    tx.prepare_cached("INSERT INTO message_fts (rowid, text) VALUES (?1, ?2)")?
+        .execute(params![tx.last_insert_rowid(), super::history::index_text(&msg.parts)])?;
     Ok(())
 }
 

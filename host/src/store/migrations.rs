@@ -29,12 +29,19 @@ const INDEX_BATCH: i64 = 2_000;
 fn index_history(tx: &Transaction<'_>, progress: &mut dyn FnMut(u64, u64)) -> Result<()> {
     let (total, last): (u64, i64) =
         tx.query_row("SELECT count(*), coalesce(max(id), 0) FROM messages", [], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    let mut insert = tx.prepare(
-        "INSERT INTO message_fts (rowid, text) SELECT id, text FROM message_text WHERE id > ?1 AND id <= ?2",
-    )?;
+    let mut read = tx.prepare("SELECT id, parts FROM messages WHERE id > ?1 AND id <= ?2")?;
+    let mut insert = tx.prepare("INSERT INTO message_fts (rowid, text) VALUES (?1, ?2)")?;
     let (mut from, mut done) = (0i64, 0u64);
     while from < last {
-        done += insert.execute([from, from + INDEX_BATCH])? as u64;
+        let rows: Vec<(i64, String)> = read
+            .query_map([from, from + INDEX_BATCH], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        for (id, parts) in rows {
+            let parts: Vec<crate::conversation::Part> = serde_json::from_str(&parts)
+                .map_err(|e| super::Error::Corrupt { table: "messages", message: format!("message {id}: {e}") })?;
+            insert.execute(rusqlite::params![id, super::history::index_text(&parts)])?;
+            done += 1;
+        }
         from += INDEX_BATCH;
         progress(done, total);
     }

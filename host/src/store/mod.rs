@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::Connection;
 
 pub use error::{Error, Result};
-pub use history::{HISTORY_RANGE_MAX, HistoryHit, HistoryScope};
+pub use history::{HISTORY_RANGE_MAX, HistoryHit, HistoryScope, INDEX_WHOLE_BYTES, index_text};
 pub use migrations::{APPLICATION_ID, LATEST as SCHEMA_VERSION, Progress, on_migration_progress};
 pub use model::{Compaction, CompactionStatus, CompactionTrigger, Message, NewSession, SessionInfo, Trim};
 pub use models::{DISCOVERY_TTL_MS, ModelWindow, WindowOrigin};

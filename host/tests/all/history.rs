@@ -356,3 +356,33 @@ fn sessions_search_lists_matches_safely_and_as_json() {
     let err = home.fails(&["sessions", "search"]);
     assert!(err.contains("<QUERY>"), "{err}");
 }
+
+#[test]
+fn a_large_result_is_indexed_by_its_head_tail_and_outcome_lines_and_read_back_whole() {
+    let home = Home::new();
+    let mut store = home.store();
+    let s = session_in(&mut store, "/p");
+    // A 60 KB log: its failure and a word that only its ordinary middle lines hold.
+    let mut lines: Vec<String> = (0..1_500).map(|i| format!("test suite::case_{i:04} ... ok (0.{i:03}s)")).collect();
+    lines[700] = "thread 'ledger::rollover' panicked at src/ledger/rollover.rs:88:9: checksum mismatch".into();
+    lines[710] = "test suite::quasarwidget ... ok".into();
+    lines[1_499] = "test result: FAILED. 1498 passed; 1 failed".into();
+    let log = lines.join("\n");
+    assert!(log.len() > 3 * seshat::store::INDEX_WHOLE_BYTES, "{} bytes", log.len());
+    store.append(&s, &[call("c1", "run_tests", "{}"), result("c1", &log)]).unwrap();
+
+    let held =
+        seshat::store::index_text(&[Part::ToolResult { call_id: "c1".into(), content: log.clone(), is_error: false }]);
+    assert!(held.len() <= seshat::store::INDEX_WHOLE_BYTES, "{} bytes indexed", held.len());
+    assert!(held.starts_with("test suite::case_0000 ... ok") && held.ends_with("1498 passed; 1 failed\n"));
+    // The failure in the middle is found, with a snippet around it.
+    let hits = store.search_history(HistoryScope::Session(&s), "ledger rollover checksum", 5).unwrap();
+    assert_eq!(hits.first().map(|h| h.seq), Some(2), "{hits:?}");
+    assert!(hits[0].snippet.contains("«checksum» mismatch"), "{:?}", hits[0]);
+    // An ordinary line from the middle is not indexed (the excerpt's price)…
+    assert!(found(&store, HistoryScope::Session(&s), "quasarwidget").is_empty());
+    assert_eq!(indexed(&store, "quasarwidget"), 0);
+    // …but reading the message back gives every byte.
+    let back = store.history_range(&s, 2, 2).unwrap();
+    assert!(matches!(&back[0].parts[0], Part::ToolResult { content, .. } if *content == log));
+}

@@ -3,11 +3,14 @@
 -- ignored), so the agent can find what compaction took out of its view (`history_search`) and
 -- people can search their sessions (`seshat sessions search`).
 --
--- The index reads its text through the `message_text` view, so nothing is stored twice and
--- snippets come from the originals. Messages are append-only: a message's index row is written
--- once, by the trigger below inside the append's own transaction, and removed only with its
--- session. Existing messages are indexed by the migration (in batches, with progress).
+-- The append path writes a message's index row itself, in the append's own transaction (a tool
+-- result over 16 KB is indexed by its head, its tail and the lines that carry its outcome, which
+-- keeps a 50 KB append cheap; `history_read` still reads it whole). Messages are append-only, so a
+-- row is written once and removed only with its session. Existing messages are indexed by the
+-- migration (in batches, with progress).
 
+-- The originals' searchable text, whole: for reading and for scans (the index holds its own copy
+-- of what it indexed, so snippets show the text that matched).
 CREATE VIEW message_text (id, session_id, seq, role, text) AS
 SELECT m.id, m.session_id, m.seq, m.role,
        (SELECT group_concat(
@@ -22,18 +25,10 @@ FROM messages m;
 
 CREATE VIRTUAL TABLE message_fts USING fts5 (
     text,
-    content = 'message_text',
-    content_rowid = 'id',
     tokenize = 'porter unicode61 remove_diacritics 2'
 );
 
-CREATE TRIGGER message_fts_insert AFTER INSERT ON messages
+CREATE TRIGGER message_fts_delete AFTER DELETE ON messages
 BEGIN
-    INSERT INTO message_fts (rowid, text) SELECT id, text FROM message_text WHERE id = NEW.id;
-END;
-
--- Before the row goes, while the view still gives the text the index holds for it.
-CREATE TRIGGER message_fts_delete BEFORE DELETE ON messages
-BEGIN
-    INSERT INTO message_fts (message_fts, rowid, text) SELECT 'delete', id, text FROM message_text WHERE id = OLD.id;
+    DELETE FROM message_fts WHERE rowid = OLD.id;
 END;
