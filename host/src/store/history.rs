@@ -39,7 +39,7 @@ pub struct HistoryHit {
 
 /// Tool results up to this size are indexed whole; a larger one by its head, its tail and the
 /// lines that carry its outcome, within this many bytes ([`crate::outcomes::keep`]).
-pub const INDEX_WHOLE_BYTES: usize = 16_384;
+pub const INDEX_WHOLE_BYTES: usize = 8_192;
 
 /// What the history index holds of a message: its text parts, its tool calls' names and
 /// arguments and its tool results (a large one in part, see [`INDEX_WHOLE_BYTES`]), one per line;
@@ -83,6 +83,171 @@ fn excerpt(content: &str) -> std::borrow::Cow<'_, str> {
     format!("{}\n{}", &content[..head], &content[tail..]).into()
 }
 
+/// A message's searchable text, whole (what [`index_text`] indexes, large results unabridged).
+fn whole_text(parts: &[Part]) -> String {
+    let mut out = String::new();
+    for p in parts {
+        let piece: std::borrow::Cow<'_, str> = match p {
+            Part::Text { text } => text.into(),
+            Part::ToolCall { name, arguments, .. } => format!("{name} {arguments}").into(),
+            Part::ToolResult { content, .. } => content.into(),
+            Part::Thinking { .. } | Part::RedactedThinking { .. } => continue,
+        };
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&piece);
+    }
+    out
+}
+
+/// A query term as a snippet looks for it, folded (lower case, accents off).
+enum Term {
+    /// Matched as a whole, between non-alphanumerics (`tf123-k45`).
+    Exact(String),
+    /// A word, matched by its first letters as the stemmer would (`failed` finds `failing`).
+    Word(String),
+}
+
+/// Lower case without accents, each folded byte mapped to the original byte it came from.
+fn fold(text: &str) -> (String, Vec<usize>) {
+    use unicode_normalization::UnicodeNormalization as _;
+    let mut out = String::with_capacity(text.len());
+    let mut map = Vec::with_capacity(text.len() + 1);
+    for (at, c) in text.char_indices() {
+        let mut buf = [0u8; 4];
+        let one = c.encode_utf8(&mut buf);
+        for d in one.nfd().filter(|d| !unicode_normalization::char::is_combining_mark(*d)) {
+            for l in d.to_lowercase() {
+                let start = out.len();
+                out.push(l);
+                map.extend(std::iter::repeat_n(at, out.len() - start));
+            }
+        }
+    }
+    map.push(text.len());
+    (out, map)
+}
+
+fn snippet_terms(query: &str) -> Vec<Term> {
+    let terms: Vec<&str> = query
+        .split_whitespace()
+        .map(|t| t.trim_matches(|c: char| !c.is_alphanumeric()))
+        .filter(|t| !t.is_empty())
+        .collect();
+    let is_identifier =
+        |t: &str| t.chars().any(|c| c.is_ascii_digit()) || t.split(|c: char| !c.is_alphanumeric()).nth(1).is_some();
+    let exact: Vec<&str> = terms.iter().copied().filter(|t| is_identifier(t)).collect();
+    let mut any: Vec<&str> = terms
+        .iter()
+        .copied()
+        .filter(|t| !is_identifier(t) && !STOP_WORDS.contains(&t.to_lowercase().as_str()))
+        .collect();
+    if any.is_empty() && exact.is_empty() {
+        any.clone_from(&terms);
+    }
+    exact.into_iter().map(|t| Term::Exact(fold(t).0)).chain(any.into_iter().map(|t| Term::Word(fold(t).0))).collect()
+}
+
+/// Characters of context a snippet shows before its first match, and in all.
+const SNIPPET_BEFORE: usize = 80;
+const SNIPPET_CHARS: usize = 240;
+
+/// The part of `text` around the matches of `terms` (the stretch holding the most distinct
+/// ones), each match between `«` and `»`, `…` where it was cut; the start of the text when
+/// nothing matches.
+fn snippet(text: &str, terms: &[Term]) -> String {
+    let (folded, map) = fold(text);
+    let is_word = |c: char| c.is_alphanumeric();
+    // Every match: (folded start, folded end, which term).
+    let mut spans: Vec<(usize, usize, usize)> = Vec::new();
+    for (k, term) in terms.iter().enumerate() {
+        match term {
+            Term::Exact(t) if !t.is_empty() => {
+                for (at, _) in folded.match_indices(t.as_str()) {
+                    let end = at + t.len();
+                    let before = folded[..at].chars().next_back().is_none_or(|c| !is_word(c));
+                    let after = folded[end..].chars().next().is_none_or(|c| !is_word(c));
+                    if before && after {
+                        spans.push((at, end, k));
+                    }
+                }
+            }
+            Term::Word(w) if !w.is_empty() => {
+                let stem_len =
+                    w.char_indices().nth(4.max(w.chars().count().saturating_sub(3))).map_or(w.len(), |(i, _)| i);
+                let stem = &w[..stem_len];
+                let mut start = None;
+                for (i, c) in folded.char_indices().chain(std::iter::once((folded.len(), ' '))) {
+                    match (is_word(c), start) {
+                        (true, None) => start = Some(i),
+                        (false, Some(s)) => {
+                            let token = &folded[s..i];
+                            if token == w || token.starts_with(stem) && stem.len() >= 4 {
+                                spans.push((s, i, k));
+                            }
+                            start = None;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    spans.sort_unstable();
+    // The window starting before the match whose neighbourhood holds the most distinct terms
+    // (the last such, so the window holds them all), found by sliding over the matches.
+    let reach = SNIPPET_CHARS - SNIPPET_BEFORE;
+    let mut counts = vec![0usize; terms.len()];
+    let (mut j, mut distinct, mut best): (usize, usize, Option<(usize, usize)>) = (0, 0, None);
+    for i in 0..spans.len() {
+        while j < spans.len() && spans[j].0 < spans[i].0 + reach {
+            counts[spans[j].2] += 1;
+            distinct += usize::from(counts[spans[j].2] == 1);
+            j += 1;
+        }
+        if best.is_none_or(|(d, _)| distinct >= d) {
+            best = Some((distinct, spans[i].0));
+        }
+        counts[spans[i].2] -= 1;
+        distinct -= usize::from(counts[spans[i].2] == 0);
+    }
+    let best = best.map(|(_, at)| at);
+    let orig = |f: usize| map[f];
+    let first = best.map_or(0, orig);
+    let mut from = text.floor_char_boundary(first.saturating_sub(SNIPPET_BEFORE));
+    if from > 0 {
+        // Start at a word.
+        from = text[from..first].find(char::is_whitespace).map_or(from, |w| from + w + 1).min(first);
+    }
+    let mut to = text.floor_char_boundary((from + SNIPPET_CHARS).min(text.len()));
+    if to < text.len() {
+        to = text[first.min(to)..to].rfind(char::is_whitespace).map_or(to, |w| first.min(to) + w);
+    }
+    let mut out = String::new();
+    if from > 0 {
+        out.push('…');
+    }
+    let mut at = from;
+    for &(s, e, _) in &spans {
+        let (s, e) = (orig(s), orig(e));
+        if s < at || e > to {
+            continue;
+        }
+        out.push_str(&text[at..s]);
+        out.push('«');
+        out.push_str(&text[s..e]);
+        out.push('»');
+        at = e;
+    }
+    out.push_str(&text[at..to]);
+    if to < text.len() {
+        out.push('…');
+    }
+    out
+}
+
 /// Words too common to help find a message: left out of the query unless it has nothing else.
 const STOP_WORDS: &[&str] = &[
     "a", "about", "an", "and", "are", "as", "at", "be", "by", "did", "do", "does", "for", "from", "had", "has", "have",
@@ -121,12 +286,10 @@ impl Store {
             HistoryScope::Project(key) => (None, Some(key)),
             HistoryScope::All => (None, None),
         };
-        // The best `limit` first (bm25 reads only the index), then snippets for those alone (from
-        // the index's copy of the text it holds).
+        // The best `limit` by bm25 (which reads only the index: it keeps no copy of the text), then
+        // a snippet for each of those alone, from the original.
         let mut stmt = self.conn.prepare_cached(
-            "SELECT m.session_id, m.seq, m.role, m.created_at, \
-             (SELECT snippet(message_fts, 0, '«', '»', '…', 24) FROM message_fts \
-              WHERE message_fts MATCH ?1 AND rowid = best.id) \
+            "SELECT m.session_id, m.seq, m.role, m.created_at, m.parts \
              FROM (SELECT message_fts.rowid AS id, bm25(message_fts) AS score \
                    FROM message_fts JOIN messages m ON m.id = message_fts.rowid \
                    WHERE message_fts MATCH ?1 AND (?3 IS NULL OR m.session_id = ?3) \
@@ -135,6 +298,7 @@ impl Store {
              JOIN messages m ON m.id = best.id ORDER BY best.score, m.id DESC",
         )?;
         let (exact, any) = match_queries(query);
+        let terms = snippet_terms(query);
         let mut hits: Vec<HistoryHit> = Vec::new();
         for expression in [exact, any].into_iter().flatten() {
             if hits.len() >= limit {
@@ -147,11 +311,14 @@ impl Store {
                     seq: r.get(1)?,
                     role: Role::parse(&role).unwrap_or(Role::User),
                     created_at: r.get(3)?,
-                    snippet: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
+                    snippet: r.get(4)?,
                 })
             })?;
             for hit in rows {
-                let hit = hit?;
+                let mut hit = hit?;
+                // The row carried the message's parts; the snippet is cut from their text.
+                let parts: Vec<Part> = serde_json::from_str(&hit.snippet).unwrap_or_default();
+                hit.snippet = snippet(&whole_text(&parts), &terms);
                 if hits.len() < limit && !hits.iter().any(|h| h.session_id == hit.session_id && h.seq == hit.seq) {
                     hits.push(hit);
                 }
@@ -174,7 +341,26 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    use super::match_queries;
+    use super::{match_queries, snippet, snippet_terms};
+
+    #[test]
+    fn snippets_mark_each_match_in_the_original_around_the_most_terms() {
+        let text = format!(
+            "{}Il faut RÉESSAYER: test upload::retries ... FAILED (code TF123-K45 at src/upload.rs:88){}",
+            "upload ok\n".repeat(40),
+            " and then the rest of a long output".repeat(10)
+        );
+        let got = snippet(&text, &snippet_terms("why did TF123-K45 fail, réessayer the upload"));
+        assert!(got.starts_with('…') && got.ends_with('…'), "cut at both ends: {got}");
+        assert!(
+            got.contains("«RÉESSAYER»: test «upload»::retries ... «FAILED» (code «TF123-K45» at src/«upload».rs:88)"),
+            "case, accents and word forms, each match marked: {got}"
+        );
+        // Nothing matches: the start of the text.
+        assert_eq!(snippet("short text", &snippet_terms("zebra")), "short text");
+        // Not a match inside a longer identifier.
+        assert_eq!(snippet("XTF123-K45Y", &snippet_terms("TF123-K45")), "XTF123-K45Y");
+    }
 
     #[test]
     fn identifiers_become_exact_phrases_and_common_words_drop_out() {

@@ -4,13 +4,13 @@
 -- people can search their sessions (`seshat sessions search`).
 --
 -- The append path writes a message's index row itself, in the append's own transaction (a tool
--- result over 16 KB is indexed by its head, its tail and the lines that carry its outcome, which
--- keeps a 50 KB append cheap; `history_read` still reads it whole). Messages are append-only, so a
--- row is written once and removed only with its session. Existing messages are indexed by the
--- migration (in batches, with progress).
+-- result over 8 KB is indexed by its head, its tail and the lines that carry its outcome, which
+-- keeps a 50 KB append cheap; `history_read` still reads it whole). The index keeps no copy of the
+-- text (contentless): snippets are cut from the originals. Messages are append-only, so a row is
+-- written once and removed only with its session. Existing messages are indexed by the migration
+-- (in batches, with progress).
 
--- The originals' searchable text, whole: for reading and for scans (the index holds its own copy
--- of what it indexed, so snippets show the text that matched).
+-- The originals' searchable text, whole, for reading and scanning in SQL.
 CREATE VIEW message_text (id, session_id, seq, role, text) AS
 SELECT m.id, m.session_id, m.seq, m.role,
        (SELECT group_concat(
@@ -25,6 +25,8 @@ FROM messages m;
 
 CREATE VIRTUAL TABLE message_fts USING fts5 (
     text,
+    content = '',
+    contentless_delete = 1,
     tokenize = 'porter unicode61 remove_diacritics 2'
 );
 
