@@ -2,7 +2,9 @@
 //! once at each window, scored by category (see `tests/fidelity/`).
 //!
 //! Run: `cargo bench -p seshat --bench fidelity` (held-out seeds) or `… -- --tuning` (the seeds
-//! tuning may look at, with the codes each run lost).
+//! tuning may look at, with the codes each run lost). `… -- --provider NAME --model MODEL` adds
+//! the model summariser through that real model (the provider as configured in the user's
+//! Seshat config and environment; it makes one summary call per compaction, or more in chunks).
 
 #[path = "../tests/fidelity/mod.rs"]
 mod fidelity;
@@ -15,6 +17,25 @@ fn main() {
     let seeds = if tuning { fidelity::TUNING_SEEDS } else { fidelity::HELD_OUT_SEEDS };
     let dir = tempfile::tempdir().expect("temp dir");
     let mut plugins = Plugins::load(&dir.path().join("cache"));
+    let arg = |name: &str| {
+        let args: Vec<String> = std::env::args().collect();
+        args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned())
+    };
+    let real = match (arg("--provider"), arg("--model")) {
+        (Some(provider), Some(model)) => {
+            let config = seshat::ClientConfig {
+                db_path: Some(dir.path().join("client.db")),
+                ..seshat::ClientConfig::default()
+            };
+            let mut client = seshat::Client::new(config, std::sync::Arc::new(seshat::compaction::NoModels))
+                .expect("a client over the user's config");
+            let provider = client.load_provider(Some(&provider)).expect("the provider, as configured");
+            plugins = plugins.with_model(std::sync::Arc::new(seshat::providers::SharedProvider::new(provider)), model);
+            true
+        }
+        (None, None) => false,
+        _ => panic!("--provider and --model go together"),
+    };
     let mut store = seshat::store::Store::open(&dir.path().join("fidelity.db")).expect("store");
     let transcripts: Vec<_> = seeds.iter().map(|&s| transcript(s)).collect();
     let sizes: Vec<u64> = transcripts.iter().map(|t| t.tokens / 1000).collect();
@@ -26,13 +47,19 @@ fn main() {
     }
     println!(" superseded shown as current | recall@5 |");
     println!("|---|---|---|---|---|---|---|---|---|---|");
-    for summariser in [Summariser::Extractive, Summariser::ModelEcho] {
+    let kinds: &[Summariser] = if real {
+        &[Summariser::Extractive, Summariser::ModelEcho, Summariser::Model]
+    } else {
+        &[Summariser::Extractive, Summariser::ModelEcho]
+    };
+    for &summariser in kinds {
         for &window in fidelity::WINDOWS {
             let scores: Vec<Score> =
                 transcripts.iter().map(|t| run(&mut store, &mut plugins, t, window, summariser)).collect();
             let name = match summariser {
                 Summariser::Extractive => "extractive",
                 Summariser::ModelEcho => "model (echo: reaches the model)",
+                Summariser::Model => "model (the configured model)",
             };
             let compacted = scores.iter().filter(|s| s.compacted).count();
             print!("| {name} | {}k | {compacted}/{} |", window / 1000, scores.len());

@@ -33,6 +33,8 @@ pub enum Summariser {
     Extractive,
     /// `summariser` (the default) with the scripted echo model.
     ModelEcho,
+    /// `summariser` with the real model given to [`Plugins::with_model`].
+    Model,
 }
 
 impl Summariser {
@@ -40,7 +42,7 @@ impl Summariser {
     pub fn plugin(self) -> &'static str {
         match self {
             Summariser::Extractive => "summariser-extractive",
-            Summariser::ModelEcho => "summariser",
+            Summariser::ModelEcho | Summariser::Model => "summariser",
         }
     }
 }
@@ -102,6 +104,7 @@ pub struct Plugins {
     trimmer: TrimmerPlugin,
     extractive: SummariserPlugin,
     model: SummariserPlugin,
+    real: Option<(Arc<dyn ModelClient>, String)>,
 }
 
 impl Plugins {
@@ -116,7 +119,14 @@ impl Plugins {
                 .expect("summariser"),
             model: SummariserPlugin::new(&load(PluginKind::Summariser, "summariser").expect("load"))
                 .expect("summariser"),
+            real: None,
         }
+    }
+
+    /// Serves [`Summariser::Model`] with `client`, summarising with `model`.
+    pub fn with_model(mut self, client: Arc<dyn ModelClient>, model: String) -> Self {
+        self.real = Some((client, model));
+        self
     }
 }
 
@@ -154,16 +164,21 @@ pub fn run(store: &mut Store, plugins: &mut Plugins, t: &Transcript, window: u64
     let echo = Arc::new(Echo::default());
     let frame = Frame { system: "You are a coding agent.".into(), tools: String::new() };
     let report = {
+        let mut settings = settings(window);
+        let models = match (&plugins.real, summariser) {
+            (Some((client, model)), Summariser::Model) => {
+                settings.model.clone_from(model);
+                client.clone()
+            }
+            (None, Summariser::Model) => panic!("Summariser::Model needs Plugins::with_model"),
+            _ => echo.clone() as Arc<dyn ModelClient>,
+        };
         let summariser_plugin = match summariser {
             Summariser::Extractive => &mut plugins.extractive,
-            Summariser::ModelEcho => &mut plugins.model,
+            Summariser::ModelEcho | Summariser::Model => &mut plugins.model,
         };
-        let mut c = Compactor {
-            trimmer: &mut plugins.trimmer,
-            summariser: summariser_plugin,
-            models: echo.clone() as Arc<dyn ModelClient>,
-        };
-        c.compact(store, &id, &frame, &settings(window), false).expect("compaction")
+        let mut c = Compactor { trimmer: &mut plugins.trimmer, summariser: summariser_plugin, models };
+        c.compact(store, &id, &frame, &settings, false).expect("compaction")
     };
     let view = store.live_view(&id).expect("live view");
     let mut text = String::new();
