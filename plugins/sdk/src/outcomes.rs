@@ -49,13 +49,25 @@ struct Words {
 fn scan_words(line: &str) -> Words {
     let mut found = Words::default();
     let mut buf = [0u8; 10];
-    for w in line.as_bytes().split(|c| !c.is_ascii_alphanumeric() && *c != b'_') {
+    let b = line.as_bytes();
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut i = 0;
+    while i < b.len() {
+        if !word(b[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && word(b[i]) {
+            i += 1;
+        }
+        let w = &b[start..i];
         // Every keyword is 4 to 10 letters long.
         if w.len() < 4 || w.len() > 10 || !w[0].is_ascii_alphabetic() {
             continue;
         }
-        for (b, c) in buf.iter_mut().zip(w) {
-            *b = c.to_ascii_lowercase();
+        for (to, c) in buf.iter_mut().zip(w) {
+            *to = c.to_ascii_lowercase();
         }
         match &buf[..w.len()] {
             b"error" | b"errors" | b"failed" | b"failure" | b"failures" | b"fail" | b"panic" | b"panicked"
@@ -110,6 +122,10 @@ pub fn kind(line: &str) -> Option<Kind> {
     }
     if words.warning {
         return Some(Kind::Warning);
+    }
+    // Both of the rest need a `:`.
+    if !line.as_bytes().contains(&b':') {
+        return None;
     }
     if is_measure(line) {
         return Some(Kind::Measure);
