@@ -370,6 +370,20 @@ fn indexed_append(n: usize) {
     );
 }
 
+/// The seqs of a session's messages whose text holds the query's words (`joiner`: ` OR ` for
+/// any, ` AND ` for all), by a `LIKE` scan of the originals through the `message_text` view.
+fn like_scan(conn: &Connection, id: &str, query: &str, joiner: &str) -> Vec<u64> {
+    let words: Vec<String> = query.split_whitespace().map(|w| format!("%{w}%")).collect();
+    let sql = format!(
+        "SELECT seq FROM message_text WHERE session_id = ?1 AND ({})",
+        (0..words.len()).map(|i| format!("text LIKE ?{}", i + 2)).collect::<Vec<_>>().join(joiner)
+    );
+    let mut stmt = conn.prepare_cached(&sql).unwrap();
+    let mut args: Vec<&dyn rusqlite::ToSql> = vec![&id];
+    args.extend(words.iter().map(|w| w as &dyn rusqlite::ToSql));
+    stmt.query_map(args.as_slice(), |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+}
+
 /// `history_search` on a 10k-message session beside the same question as a scan of the
 /// originals' text (`LIKE` for each word over the `message_text` view), both checked to find
 /// the failing run.
@@ -390,16 +404,7 @@ fn history_search(n: usize) {
     let conn = raw(store.path());
     let base = median_of(5, || {
         for q in queries {
-            let words: Vec<String> = q.split_whitespace().map(|w| format!("%{w}%")).collect();
-            let sql = format!(
-                "SELECT seq FROM message_text WHERE session_id = ?1 AND ({})",
-                (0..words.len()).map(|i| format!("text LIKE ?{}", i + 2)).collect::<Vec<_>>().join(" OR ")
-            );
-            let mut stmt = conn.prepare_cached(&sql).unwrap();
-            let mut args: Vec<&dyn rusqlite::ToSql> = vec![&id];
-            args.extend(words.iter().map(|w| w as &dyn rusqlite::ToSql));
-            let seqs: Vec<u64> = stmt.query_map(args.as_slice(), |r| r.get(0)).unwrap().map(Result::unwrap).collect();
-            assert!(seqs.contains(&target), "`{q}`: the scan finds the failing run");
+            assert!(like_scan(&conn, &id, q, " OR ").contains(&target), "`{q}`: the scan finds the failing run");
         }
     });
     report(
@@ -452,17 +457,8 @@ fn session_search(n: usize) {
         sample
             .iter()
             .map(|(q, seq)| {
-                let words: Vec<String> = q.split_whitespace().map(|w| format!("%{w}%")).collect();
-                let sql = format!(
-                    "SELECT seq FROM message_text WHERE session_id = ?1 AND ({})",
-                    (0..words.len()).map(|i| format!("text LIKE ?{}", i + 2)).collect::<Vec<_>>().join(" AND ")
-                );
-                let mut stmt = conn.prepare_cached(&sql).unwrap();
-                let mut args: Vec<&dyn rusqlite::ToSql> = vec![&id];
-                args.extend(words.iter().map(|w| w as &dyn rusqlite::ToSql));
                 let t = Instant::now();
-                let seqs: Vec<u64> =
-                    stmt.query_map(args.as_slice(), |r| r.get(0)).unwrap().map(Result::unwrap).collect();
+                let seqs = like_scan(&conn, &id, q, " AND ");
                 let took = t.elapsed();
                 assert!(seqs.contains(seq), "`{q}`: the scan finds the fact");
                 took

@@ -130,23 +130,18 @@ fn fold(text: &str) -> (String, Vec<usize>) {
 }
 
 fn snippet_terms(query: &str) -> Vec<Term> {
-    let terms: Vec<&str> = query
-        .split_whitespace()
-        .map(|t| t.trim_matches(|c: char| !c.is_alphanumeric()))
-        .filter(|t| !t.is_empty())
-        .collect();
-    let is_identifier =
-        |t: &str| t.chars().any(|c| c.is_ascii_digit()) || t.split(|c: char| !c.is_alphanumeric()).nth(1).is_some();
-    let exact: Vec<&str> = terms.iter().copied().filter(|t| is_identifier(t)).collect();
-    let mut any: Vec<&str> = terms
-        .iter()
-        .copied()
-        .filter(|t| !is_identifier(t) && !STOP_WORDS.contains(&t.to_lowercase().as_str()))
-        .collect();
-    if any.is_empty() && exact.is_empty() {
-        any.clone_from(&terms);
+    let terms = query_terms(query);
+    let mut words: Vec<&str> =
+        terms.iter().filter(|(t, id)| !id && !STOP_WORDS.contains(&t.to_lowercase().as_str())).map(|t| t.0).collect();
+    if words.is_empty() && !terms.iter().any(|t| t.1) {
+        words = terms.iter().map(|t| t.0).collect();
     }
-    exact.into_iter().map(|t| Term::Exact(fold(t).0)).chain(any.into_iter().map(|t| Term::Word(fold(t).0))).collect()
+    terms
+        .iter()
+        .filter(|t| t.1)
+        .map(|t| Term::Exact(fold(t.0).0))
+        .chain(words.into_iter().map(|t| Term::Word(fold(t).0)))
+        .collect()
 }
 
 /// Characters of context a snippet shows before its first match, and in all.
@@ -255,23 +250,31 @@ const STOP_WORDS: &[&str] = &[
     "we", "were", "what", "when", "where", "which", "who", "why", "with", "you", "your",
 ];
 
+/// The terms of what a person typed, trimmed of surrounding punctuation, each with whether it is
+/// an identifier (it holds a digit or joins words with punctuation: `TF123-K45`, `src/a.rs:42`).
+fn query_terms(query: &str) -> Vec<(&str, bool)> {
+    query
+        .split_whitespace()
+        .map(|t| t.trim_matches(|c: char| !c.is_alphanumeric()))
+        .filter(|t| !t.is_empty())
+        .map(|t| {
+            let id = t.chars().any(|c| c.is_ascii_digit()) || t.split(|c: char| !c.is_alphanumeric()).nth(1).is_some();
+            (t, id)
+        })
+        .collect()
+}
+
 /// The FTS5 queries for what a person typed: `exact` matches any of its identifiers (a term that
 /// holds a digit or joins words with punctuation, like `TF123-K45` or `src/a.rs:42`) as an exact
 /// phrase; `any` matches any of its words. Every term is quoted, so nothing typed is FTS5 syntax.
 fn match_queries(query: &str) -> (Option<String>, Option<String>) {
     let quote = |t: &str| format!("\"{}\"", t.replace('"', "\"\""));
-    let terms: Vec<&str> = query
-        .split_whitespace()
-        .map(|t| t.trim_matches(|c: char| !c.is_alphanumeric()))
-        .filter(|t| !t.is_empty())
-        .collect();
-    let is_identifier =
-        |t: &str| t.chars().any(|c| c.is_ascii_digit()) || t.split(|c: char| !c.is_alphanumeric()).nth(1).is_some();
-    let identifiers: Vec<String> = terms.iter().filter(|t| is_identifier(t)).map(|t| quote(t)).collect();
+    let terms = query_terms(query);
+    let identifiers: Vec<String> = terms.iter().filter(|t| t.1).map(|t| quote(t.0)).collect();
     let mut words: Vec<String> =
-        terms.iter().filter(|t| !STOP_WORDS.contains(&t.to_lowercase().as_str())).map(|t| quote(t)).collect();
+        terms.iter().filter(|t| !STOP_WORDS.contains(&t.0.to_lowercase().as_str())).map(|t| quote(t.0)).collect();
     if words.is_empty() {
-        words = terms.iter().map(|t| quote(t)).collect();
+        words = terms.iter().map(|t| quote(t.0)).collect();
     }
     let join = |v: Vec<String>| (!v.is_empty()).then(|| v.join(" OR "));
     (join(identifiers), join(words))
