@@ -2,7 +2,7 @@
 //! tool calls and tool results, whatever compaction did to the live view. What `history_search`
 //! offers the model and what `seshat sessions search` shows people.
 
-use rusqlite::params;
+use rusqlite::{OptionalExtension as _, params};
 
 use super::messages::{MESSAGE_COLUMNS, message_from_row};
 use super::{Message, Result, Store};
@@ -264,10 +264,11 @@ fn query_terms(query: &str) -> Vec<(&str, bool)> {
         .collect()
 }
 
-/// The FTS5 queries for what a person typed: `exact` matches any of its identifiers (a term that
-/// holds a digit or joins words with punctuation, like `TF123-K45` or `src/a.rs:42`) as an exact
-/// phrase; `any` matches any of its words. Every term is quoted, so nothing typed is FTS5 syntax.
-fn match_queries(query: &str) -> (Option<String>, Option<String>) {
+/// The FTS5 queries for what a person typed, in the order they are tried: `exact` matches any of
+/// its identifiers (a term that holds a digit or joins words with punctuation, like `TF123-K45` or
+/// `src/a.rs:42`) as an exact phrase; `all`, every one of its words (when it has two or more);
+/// `any`, any of them. Every term is quoted, so nothing typed is FTS5 syntax.
+fn match_queries(query: &str) -> [Option<String>; 3] {
     let quote = |t: &str| format!("\"{}\"", t.replace('"', "\"\""));
     let terms = query_terms(query);
     let identifiers: Vec<String> = terms.iter().filter(|t| t.1).map(|t| quote(t.0)).collect();
@@ -276,9 +277,15 @@ fn match_queries(query: &str) -> (Option<String>, Option<String>) {
     if words.is_empty() {
         words = terms.iter().map(|t| quote(t.0)).collect();
     }
-    let join = |v: Vec<String>| (!v.is_empty()).then(|| v.join(" OR "));
-    (join(identifiers), join(words))
+    let join = |v: &[String], with: &str| (!v.is_empty()).then(|| v.join(with));
+    let all = (words.len() > 1).then(|| words.join(" AND "));
+    [join(&identifiers, " OR "), all, join(&words, " OR ")]
 }
+
+/// At most this many of an expression's matches, the most recent, are ranked: bm25 scores every
+/// match it is given, and a word most messages hold would otherwise make a search cost the
+/// session's length. An identifier or all the words of a query rarely match that many.
+const RANK_WINDOW: i64 = 1_000;
 
 impl Store {
     /// The messages matching `query` in `scope`, best first (bm25; a message holding one of the
@@ -291,23 +298,34 @@ impl Store {
         };
         // The best `limit` by bm25 (which reads only the index: it keeps no copy of the text), then
         // a snippet for each of those alone, from the original.
+        // The oldest message the ranking looks at: the RANK_WINDOW-th most recent match (read in
+        // rowid order, which costs no ranking).
+        let mut floor = self.conn.prepare_cached(
+            "SELECT message_fts.rowid FROM message_fts JOIN messages m ON m.id = message_fts.rowid \
+             WHERE message_fts MATCH ?1 AND (?2 IS NULL OR m.session_id = ?2) \
+             AND (?3 IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?3)) \
+             ORDER BY message_fts.rowid DESC LIMIT 1 OFFSET ?4",
+        )?;
         let mut stmt = self.conn.prepare_cached(
             "SELECT m.session_id, m.seq, m.role, m.created_at, m.parts \
              FROM (SELECT message_fts.rowid AS id, bm25(message_fts) AS score \
                    FROM message_fts JOIN messages m ON m.id = message_fts.rowid \
-                   WHERE message_fts MATCH ?1 AND (?3 IS NULL OR m.session_id = ?3) \
+                   WHERE message_fts MATCH ?1 AND message_fts.rowid >= ?5 AND (?3 IS NULL OR m.session_id = ?3) \
                    AND (?4 IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?4)) \
                    ORDER BY score, m.id DESC LIMIT ?2) best \
              JOIN messages m ON m.id = best.id ORDER BY best.score, m.id DESC",
         )?;
-        let (exact, any) = match_queries(query);
         let terms = snippet_terms(query);
         let mut hits: Vec<HistoryHit> = Vec::new();
-        for expression in [exact, any].into_iter().flatten() {
+        for expression in match_queries(query).into_iter().flatten() {
             if hits.len() >= limit {
                 break;
             }
-            let rows = stmt.query_map(params![expression, limit as i64, session, project], |r| {
+            let from: i64 = floor
+                .query_row(params![expression, session, project, RANK_WINDOW - 1], |r| r.get(0))
+                .optional()?
+                .unwrap_or(0);
+            let rows = stmt.query_map(params![expression, limit as i64, session, project, from], |r| {
                 let role: String = r.get(2)?;
                 Ok(HistoryHit {
                     session_id: r.get(0)?,
@@ -367,21 +385,23 @@ mod tests {
 
     #[test]
     fn identifiers_become_exact_phrases_and_common_words_drop_out() {
-        let (exact, any) = match_queries("why did TF123-K45 fail in src/a.rs:42?");
+        let [exact, all, any] = match_queries("why did TF123-K45 fail in src/a.rs:42?");
         assert_eq!(exact.as_deref(), Some(r#""TF123-K45" OR "src/a.rs:42""#));
+        assert_eq!(all.as_deref(), Some(r#""TF123-K45" AND "fail" AND "src/a.rs:42""#));
         assert_eq!(any.as_deref(), Some(r#""TF123-K45" OR "fail" OR "src/a.rs:42""#));
     }
 
     #[test]
     fn fts_syntax_typed_by_a_person_is_quoted() {
-        let (exact, any) = match_queries(r#"NOT "upload" OR x*"#);
+        let [exact, all, any] = match_queries(r#"NOT "upload" OR x*"#);
         assert_eq!(exact, None);
+        assert_eq!(all.as_deref(), Some(r#""NOT" AND "upload" AND "x""#));
         assert_eq!(any.as_deref(), Some(r#""NOT" OR "upload" OR "x""#));
     }
 
     #[test]
     fn a_query_of_common_words_only_keeps_them() {
-        assert_eq!(match_queries("what was it").1.as_deref(), Some(r#""what" OR "was" OR "it""#));
-        assert_eq!(match_queries("  ?! ").1, None);
+        assert_eq!(match_queries("what was it")[2].as_deref(), Some(r#""what" OR "was" OR "it""#));
+        assert_eq!(match_queries("  ?! "), [None, None, None]);
     }
 }

@@ -386,3 +386,19 @@ fn a_large_result_is_indexed_by_its_head_tail_and_outcome_lines_and_read_back_wh
     let back = store.history_range(&s, 2, 2).unwrap();
     assert!(matches!(&back[0].parts[0], Part::ToolResult { content, .. } if *content == log));
 }
+
+#[test]
+fn a_message_holding_every_word_is_found_however_many_newer_ones_hold_some() {
+    let home = Home::new();
+    let mut store = home.store();
+    let s = session_in(&mut store, "/p");
+    let mut batch = vec![text(Role::User, "the upload retries forever on a 503")];
+    // More newer messages holding one of the words than the ranking looks at.
+    batch.extend((0..1_500).map(|i| text(Role::User, &format!("upload number {i} went fine"))));
+    store.append(&s, &batch).unwrap();
+    let hits = found(&store, HistoryScope::Session(&s), "upload retries");
+    assert_eq!(hits.first(), Some(&(s.clone(), 1)), "{:?}", &hits[..hits.len().min(3)]);
+    // The rest are recent partial matches.
+    assert_eq!(hits.len(), 10);
+    assert!(hits[1..].iter().all(|(_, seq)| *seq > 500), "{hits:?}");
+}
