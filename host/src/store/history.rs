@@ -285,7 +285,7 @@ fn match_queries(query: &str) -> [Option<String>; 3] {
 /// At most this many of an expression's matches, the most recent, are ranked: bm25 scores every
 /// match it is given, and a word most messages hold would otherwise make a search cost the
 /// session's length. An identifier or all the words of a query rarely match that many.
-const RANK_WINDOW: i64 = 1_000;
+const RANK_WINDOW: i64 = 500;
 
 impl Store {
     /// The messages matching `query` in `scope`, best first (bm25; a message holding one of the
