@@ -119,7 +119,7 @@ fn main() {
     // The host checks each edit against its content whichever trimmer made it.
     let checked = |edits: Vec<TrimEdit>| {
         for e in &edits {
-            e.check(&contents[&e.target()], true).expect("shorter");
+            e.checked_apply(&contents[&e.target()], true).expect("shorter");
         }
         edits
     };
@@ -189,7 +189,7 @@ fn native_trim(
             .collect();
     seshat::plugins::validate_edits(&edits, messages).expect("valid");
     for (e, content) in edits.iter().zip(&checks) {
-        e.check(content, true).expect("shorter");
+        e.checked_apply(content, true).expect("shorter");
     }
     edits
 }

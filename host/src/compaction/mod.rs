@@ -687,23 +687,17 @@ impl Compactor<'_> {
         let shared = Arc::new(contents);
         let reader = shared.clone();
         let edits = self.trimmer.trim(&messages, &budget, move |m, p| reader.get(&(m, p)).cloned())?;
-        for e in &edits {
+        // Each edit applied once, checked against the content as it is applied.
+        let mut trims = Vec::with_capacity(edits.len());
+        for e in edits {
             let (seq, part) = e.target();
-            if let Some(current) = shared.get(&(seq, part)) {
-                e.check(current, settings.recall).map_err(|message| crate::plugins::Error::InvalidOutput {
-                    plugin: self.trimmer.id().to_string(),
-                    message,
-                })?;
-            }
+            let Some(current) = shared.get(&(seq, part)) else { continue };
+            let text = e.checked_apply(current, settings.recall).map_err(|message| {
+                crate::plugins::Error::InvalidOutput { plugin: self.trimmer.id().to_string(), message }
+            })?;
+            trims.push((seq, part, text));
         }
-        Ok(edits
-            .into_iter()
-            .filter_map(|e| {
-                let (seq, part) = e.target();
-                let current = shared.get(&(seq, part))?;
-                Some((seq, part, e.apply(current, settings.recall)))
-            })
-            .collect())
+        Ok(trims)
     }
 
     fn summarise(
@@ -816,19 +810,7 @@ fn outcome_cut(text: &str, max_chars: usize) -> String {
         return text.to_string();
     }
     let Some(ranges) = outcomes::keep(text, max_chars) else { return head_and_tail(text, max_chars) };
-    let lines = outcomes::line_ranges(text);
-    let mut out = String::with_capacity(max_chars + 64);
-    let mut next = 0;
-    for r in ranges.iter().chain(std::iter::once(&(lines.len()..lines.len()))) {
-        if r.start > next {
-            out.push_str(&format!("[… {} lines cut …]\n", r.start - next));
-        }
-        for line in &lines[r.start..r.end] {
-            out.push_str(&text[line.clone()]);
-            out.push('\n');
-        }
-        next = r.end;
-    }
+    let mut out = outcomes::stitch(text, &ranges, |n| Some(format!("[… {n} lines cut …]")));
     out.truncate(out.trim_end().len());
     out
 }

@@ -124,12 +124,12 @@ impl TrimEdit {
         }
     }
 
-    /// Checks the edit against the content it applies to: a keep-lines edit's ranges must lie
-    /// within the content's lines and its result be shorter than the content. The error names
-    /// the rule broken.
-    pub fn check(&self, content: &str, recall: bool) -> std::result::Result<(), String> {
-        let TrimEdit::KeepLines { message, part, lines } = self else { return Ok(()) };
-        let count = line_spans(content).len();
+    /// [`TrimEdit::apply`], checked against the content it applies to: a keep-lines edit's ranges
+    /// must lie within the content's lines and its result be shorter than the content. The error
+    /// names the rule broken.
+    pub fn checked_apply(&self, content: &str, recall: bool) -> std::result::Result<String, String> {
+        let TrimEdit::KeepLines { message, part, lines } = self else { return Ok(self.apply(content, recall)) };
+        let count = crate::outcomes::line_ranges(content).len();
         if let Some(&(_, end)) = lines.last()
             && end as usize > count
         {
@@ -137,37 +137,26 @@ impl TrimEdit {
                 "a keep-lines edit of message {message} part {part} keeps lines up to {end}, but the content has {count} lines"
             ));
         }
-        let after = self.apply(content, recall).len();
-        if after >= content.len() {
+        let after = self.apply(content, recall);
+        if after.len() >= content.len() {
             return Err(format!(
                 "a keep-lines edit of message {message} part {part} does not shorten it: the lines kept and the \
-                 placeholders take {after} bytes of {} (keep fewer lines)",
+                 placeholders take {} bytes of {} (keep fewer lines)",
+                after.len(),
                 content.len()
             ));
         }
-        Ok(())
+        Ok(after)
     }
-}
-
-/// The byte spans of `text`'s lines, each with its `\n`.
-fn line_spans(text: &str) -> Vec<std::ops::Range<usize>> {
-    let mut spans = Vec::new();
-    let mut start = 0;
-    for (i, _) in text.match_indices('\n') {
-        spans.push(start..i + 1);
-        start = i + 1;
-    }
-    if start < text.len() {
-        spans.push(start..text.len());
-    }
-    spans
 }
 
 /// `content` with only the `lines` ranges kept and a placeholder for each run cut: the first
 /// names the original size (and with `recall` how to read it back), the others how many lines
 /// went. Ranges past the end are clipped (the caller checked them).
 fn keep_lines(content: &str, lines: &[(u32, u32)], message: u64, recall: bool) -> String {
-    let spans = line_spans(content);
+    // Each line's bytes with its `\n`.
+    let spans: Vec<std::ops::Range<usize>> =
+        crate::outcomes::line_ranges(content).into_iter().map(|r| r.start..(r.end + 1).min(content.len())).collect();
     let n = spans.len();
     let mut out = String::with_capacity(content.len() / 2);
     let mut next = 0usize;
@@ -179,11 +168,11 @@ fn keep_lines(content: &str, lines: &[(u32, u32)], message: u64, recall: bool) -
         let bytes = spans[to - 1].end - spans[from].start;
         let count = to - from;
         let what = if count == 1 { "1 line".to_string() } else { format!("{count} lines") };
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push('\n');
+        }
         if first_gap {
             first_gap = false;
-            if !out.is_empty() && !out.ends_with('\n') {
-                out.push('\n');
-            }
             if recall {
                 out.push_str(&format!(
                     "[… {what} ({bytes} bytes) of {} bytes trimmed by Seshat; history_read {{\"seq\": {message}}} has them all …]\n",
@@ -193,9 +182,6 @@ fn keep_lines(content: &str, lines: &[(u32, u32)], message: u64, recall: bool) -
                 out.push_str(&format!("[… {what} ({bytes} bytes) of {} bytes trimmed by Seshat …]\n", content.len()));
             }
         } else {
-            if !out.is_empty() && !out.ends_with('\n') {
-                out.push('\n');
-            }
             out.push_str(&format!("[… {what} trimmed …]\n"));
         }
     };
@@ -335,7 +321,7 @@ impl TrimmerPlugin {
                         .map(|r| r.map(|edits| edits.into_iter().map(from_wit).collect::<Vec<_>>())),
                     Versioned::V0_2(b) => b
                         .seshat_plugin_trim()
-                        .call_trim(&mut *store, &to_v0_2(&history), &budget_v0_2(&wit_budget))
+                        .call_trim(&mut *store, &to_v0_2(history), &budget_v0_2(&wit_budget))
                         .map(|r| r.map(|edits| edits.into_iter().map(from_wit_v0_2).collect::<Vec<_>>())),
                 };
                 store.data_mut().host_mut().reader = None;
@@ -388,18 +374,19 @@ fn to_meta(messages: &[TrimMessage]) -> trim_types::History {
     h
 }
 
-/// The same metadata in 0.2.0's types (identical fields; 0.2.0's trim types are its own).
-fn to_v0_2(h: &trim_types::History) -> v0_2::trimmer::seshat::plugin::trim_types::History {
+/// The same metadata in 0.2.0's types (identical fields, moved over; 0.2.0's trim types are its
+/// own).
+fn to_v0_2(h: trim_types::History) -> v0_2::trimmer::seshat::plugin::trim_types::History {
     v0_2::trimmer::seshat::plugin::trim_types::History {
-        message_ids: h.message_ids.clone(),
-        message_roles: h.message_roles.clone(),
-        message_tokens: h.message_tokens.clone(),
-        message_protected: h.message_protected.clone(),
-        part_messages: h.part_messages.clone(),
-        part_indexes: h.part_indexes.clone(),
-        part_kinds: h.part_kinds.clone(),
-        part_bytes: h.part_bytes.clone(),
-        part_tokens: h.part_tokens.clone(),
+        message_ids: h.message_ids,
+        message_roles: h.message_roles,
+        message_tokens: h.message_tokens,
+        message_protected: h.message_protected,
+        part_messages: h.part_messages,
+        part_indexes: h.part_indexes,
+        part_kinds: h.part_kinds,
+        part_bytes: h.part_bytes,
+        part_tokens: h.part_tokens,
     }
 }
 

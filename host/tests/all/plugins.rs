@@ -421,8 +421,8 @@ fn log_with_failure_at(line: usize) -> String {
 fn keep_lines_edits_keep_the_chosen_lines_and_say_what_went() {
     let content = log_with_failure_at(150);
     let edit = TrimEdit::KeepLines { message: 7, part: 0, lines: vec![(0, 3), (150, 151), (298, 300)] };
-    edit.check(&content, true).unwrap();
-    let out = edit.apply(&content, true);
+    let out = edit.checked_apply(&content, true).unwrap();
+    assert_eq!(out, edit.apply(&content, true), "the checked edit is the edit");
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(&lines[..3], ["test store::case_0 ... ok", "test store::case_1 ... ok", "test store::case_2 ... ok"]);
     assert_eq!(
@@ -444,10 +444,10 @@ fn keep_lines_edits_keep_the_chosen_lines_and_say_what_went() {
 
     // Past the last line, or keeping nearly everything: refused with the rule.
     let past = TrimEdit::KeepLines { message: 7, part: 0, lines: vec![(0, 3), (299, 301)] };
-    let err = past.check(&content, true).unwrap_err();
+    let err = past.checked_apply(&content, true).unwrap_err();
     assert!(err.contains("keeps lines up to 301, but the content has 300 lines"), "{err}");
     let most = TrimEdit::KeepLines { message: 7, part: 0, lines: vec![(0, 299)] };
-    let err = most.check(&content, true).unwrap_err();
+    let err = most.checked_apply(&content, true).unwrap_err();
     assert!(err.contains("does not shorten it") && err.contains("keep fewer lines"), "{err}");
 }
 
@@ -511,8 +511,7 @@ fn the_builtin_trimmer_reads_only_what_it_shortens_and_keeps_the_failure_in_the_
     assert_eq!(edits.len(), 2);
     for e in &edits {
         assert!(matches!(e, TrimEdit::KeepLines { .. }), "{e:?}");
-        e.check(&log, true).unwrap();
-        let out = e.apply(&log, true);
+        let out = e.checked_apply(&log, true).unwrap();
         assert!(out.contains("test store::append_keeps_order ... FAILED"), "the failure stays: {out}");
         assert!(out.starts_with("test store::case_0 ... ok") && out.ends_with("test store::case_299 ... ok"));
         // Within the head-and-tail budget (1,800 bytes) plus the placeholders.

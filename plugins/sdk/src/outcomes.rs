@@ -7,6 +7,7 @@
 //! summary requests. Free of bindings (and of anything but `core` and `alloc`), so the host
 //! compiles this very file too.
 
+use alloc::string::String;
 use alloc::vec::Vec;
 use core::ops::Range;
 
@@ -271,6 +272,28 @@ pub fn keep(text: &str, budget: usize) -> Option<Vec<Range<usize>>> {
     }
     let all_kept = ranges.len() == 1 && ranges[0] == (0..n);
     if ranges.is_empty() || all_kept || used >= text.len() { None } else { Some(ranges) }
+}
+
+/// `text`'s lines in `ranges` (sorted line ranges, as [`keep`] gives), each followed by `\n`, and
+/// where `n` lines were left out (after the last range too), the line `gap(n)` gives, if any.
+pub fn stitch(text: &str, ranges: &[Range<usize>], mut gap: impl FnMut(usize) -> Option<String>) -> String {
+    let lines = line_ranges(text);
+    let mut out = String::new();
+    let mut next = 0;
+    for r in ranges.iter().chain(core::iter::once(&(lines.len()..lines.len()))) {
+        if r.start > next
+            && let Some(g) = gap(r.start - next)
+        {
+            out.push_str(&g);
+            out.push('\n');
+        }
+        for line in &lines[r.start..r.end] {
+            out.push_str(&text[line.clone()]);
+            out.push('\n');
+        }
+        next = r.end;
+    }
+    out
 }
 
 #[cfg(test)]
