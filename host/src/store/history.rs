@@ -45,12 +45,17 @@ pub const INDEX_WHOLE_BYTES: usize = 8_192;
 /// arguments and its tool results (a large one in part, see [`INDEX_WHOLE_BYTES`]), one per line;
 /// never reasoning.
 pub fn index_text(parts: &[Part]) -> String {
+    searchable_text(parts, excerpt)
+}
+
+/// A message's searchable text, one part per line, each tool result as `result` gives it.
+fn searchable_text<'a>(parts: &'a [Part], result: fn(&'a str) -> std::borrow::Cow<'a, str>) -> String {
     let mut out = String::new();
     for p in parts {
         let piece: std::borrow::Cow<'_, str> = match p {
             Part::Text { text } => text.into(),
             Part::ToolCall { name, arguments, .. } => format!("{name} {arguments}").into(),
-            Part::ToolResult { content, .. } => excerpt(content),
+            Part::ToolResult { content, .. } => result(content),
             Part::Thinking { .. } | Part::RedactedThinking { .. } => continue,
         };
         if !out.is_empty() {
@@ -68,15 +73,7 @@ fn excerpt(content: &str) -> std::borrow::Cow<'_, str> {
         return content.into();
     }
     if let Some(ranges) = crate::outcomes::keep(content, INDEX_WHOLE_BYTES) {
-        let lines = crate::outcomes::line_ranges(content);
-        let mut out = String::with_capacity(INDEX_WHOLE_BYTES + 64);
-        for r in ranges {
-            for line in &lines[r] {
-                out.push_str(&content[line.clone()]);
-                out.push('\n');
-            }
-        }
-        return out.into();
+        return crate::outcomes::stitch(content, &ranges, |_| None).into();
     }
     let head = content.floor_char_boundary(INDEX_WHOLE_BYTES * 5 / 8);
     let tail = content.ceil_char_boundary(content.len() - INDEX_WHOLE_BYTES * 3 / 8);
@@ -85,20 +82,7 @@ fn excerpt(content: &str) -> std::borrow::Cow<'_, str> {
 
 /// A message's searchable text, whole (what [`index_text`] indexes, large results unabridged).
 fn whole_text(parts: &[Part]) -> String {
-    let mut out = String::new();
-    for p in parts {
-        let piece: std::borrow::Cow<'_, str> = match p {
-            Part::Text { text } => text.into(),
-            Part::ToolCall { name, arguments, .. } => format!("{name} {arguments}").into(),
-            Part::ToolResult { content, .. } => content.into(),
-            Part::Thinking { .. } | Part::RedactedThinking { .. } => continue,
-        };
-        if !out.is_empty() {
-            out.push('\n');
-        }
-        out.push_str(&piece);
-    }
-    out
+    searchable_text(parts, std::borrow::Cow::Borrowed)
 }
 
 /// A query term as a snippet looks for it, folded (lower case, accents off).
@@ -296,8 +280,6 @@ impl Store {
             HistoryScope::Project(key) => (None, Some(key)),
             HistoryScope::All => (None, None),
         };
-        // The best `limit` by bm25 (which reads only the index: it keeps no copy of the text), then
-        // a snippet for each of those alone, from the original.
         // The oldest message the ranking looks at: the RANK_WINDOW-th most recent match (read in
         // rowid order, which costs no ranking).
         let mut floor = self.conn.prepare_cached(
@@ -306,6 +288,8 @@ impl Store {
              AND (?3 IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?3)) \
              ORDER BY message_fts.rowid DESC LIMIT 1 OFFSET ?4",
         )?;
+        // The best `limit` by bm25 (which reads only the index: it keeps no copy of the text), with
+        // their parts for the snippets.
         let mut stmt = self.conn.prepare_cached(
             "SELECT m.session_id, m.seq, m.role, m.created_at, m.parts \
              FROM (SELECT message_fts.rowid AS id, bm25(message_fts) AS score \
@@ -327,22 +311,24 @@ impl Store {
                 .unwrap_or(0);
             let rows = stmt.query_map(params![expression, limit as i64, session, project, from], |r| {
                 let role: String = r.get(2)?;
-                Ok(HistoryHit {
+                let hit = HistoryHit {
                     session_id: r.get(0)?,
                     seq: r.get(1)?,
                     role: Role::parse(&role).unwrap_or(Role::User),
                     created_at: r.get(3)?,
-                    snippet: r.get(4)?,
-                })
+                    snippet: String::new(),
+                };
+                Ok((hit, r.get::<_, String>(4)?))
             })?;
-            for hit in rows {
-                let mut hit = hit?;
-                // The row carried the message's parts; the snippet is cut from their text.
-                let parts: Vec<Part> = serde_json::from_str(&hit.snippet).unwrap_or_default();
-                hit.snippet = snippet(&whole_text(&parts), &terms);
-                if hits.len() < limit && !hits.iter().any(|h| h.session_id == hit.session_id && h.seq == hit.seq) {
-                    hits.push(hit);
+            for row in rows {
+                let (mut hit, parts) = row?;
+                if hits.len() >= limit || hits.iter().any(|h| h.session_id == hit.session_id && h.seq == hit.seq) {
+                    continue;
                 }
+                // Only a hit that is kept gets its snippet, cut from the original's text.
+                let parts: Vec<Part> = serde_json::from_str(&parts).unwrap_or_default();
+                hit.snippet = snippet(&whole_text(&parts), &terms);
+                hits.push(hit);
             }
         }
         Ok(hits)
