@@ -9,11 +9,14 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let args = cli::Cli::parse();
-    // Logs only when asked for (`RUST_LOG=debug`), on stderr.
+    // Logs only when asked for (`RUST_LOG=debug`), on stderr; coloured only on a terminal and
+    // never under NO_COLOR (https://no-color.org: set and not empty).
     if std::env::var_os("RUST_LOG").is_some() {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()) && !no_color)
             .init();
     }
     if std::io::IsTerminal::is_terminal(&std::io::stderr()) {

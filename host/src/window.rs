@@ -65,12 +65,16 @@ impl WindowSource {
 
 /// A window too small to work with: says how to raise it.
 pub fn too_small(model: &str, window: u64, source: WindowSource) -> Option<String> {
+    too_small_from(model, window, source.as_str())
+}
+
+/// As [`too_small`], naming where the window came from in words (`recorded for the session`).
+pub fn too_small_from(model: &str, window: u64, from: &str) -> Option<String> {
     (window < MIN_WINDOW).then(|| {
         format!(
-            "the context window of `{model}` is {window} tokens ({}), and Seshat needs at least {MIN_WINDOW}: raise the \
+            "the context window of `{model}` is {window} tokens ({from}), and Seshat needs at least {MIN_WINDOW}: raise the \
              server's context (Ollama: `num_ctx` in the model's parameters or OLLAMA_CONTEXT_LENGTH; llama.cpp: \
-             `llama-server -c 8192`) or pass a larger --window if the server runs with more",
-            source.as_str()
+             `llama-server -c 8192`) or pass a larger --window if the server runs with more"
         )
     })
 }

@@ -21,7 +21,8 @@ pub struct Args {
     /// Say what would happen without changing anything or calling a model.
     #[arg(long)]
     dry_run: bool,
-    /// The model's context window in tokens, overriding what is known of it.
+    /// Compact for this context window (tokens, at least 4096) instead of the session's recorded
+    /// one; also used when the window was never recorded.
     #[arg(long, value_name = "TOKENS")]
     window: Option<u64>,
     /// The provider whose model writes the summary (default: the session's).

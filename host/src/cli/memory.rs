@@ -98,7 +98,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         Action::Show => {
             let scope = scope.unwrap_or(Scope::User);
             let notes = memory.notes(scope)?;
-            let (graph, more) = memory.read_graph(Some(scope), args.limit.unwrap_or(100))?;
+            let (graph, more) = memory.read_graph(Some(scope), 0, args.limit.unwrap_or(100))?;
             if args.json {
                 format::json(
                     &mut out,

@@ -70,6 +70,10 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
+    /// The window is unknown or below [`window::MIN_WINDOW`](crate::window::MIN_WINDOW): nothing
+    /// was compacted or recorded.
+    #[error("{0}")]
+    WindowTooSmall(String),
     /// The store failed (including a conflicting concurrent change).
     #[error(transparent)]
     Store(#[from] crate::store::Error),
@@ -84,6 +88,7 @@ impl Error {
         match self {
             Error::CompactFull { .. } => "compact_full",
             Error::SummaryFailed { .. } => "compact_failed",
+            Error::WindowTooSmall(_) => "window_too_small",
             Error::Store(e) => e.code(),
             Error::Plugin(e) => e.code(),
         }
@@ -508,7 +513,17 @@ impl Compactor<'_> {
         dry_run: bool,
     ) -> Result<Report> {
         let info = store.session(session)?;
-        let window = settings.context_window.or(info.context_window).unwrap_or(0);
+        let Some(window) = settings.context_window.or(info.context_window) else {
+            return Err(Error::WindowTooSmall(format!(
+                "the context window of session {session} is unknown: pass --window <TOKENS> (at least {})",
+                crate::window::MIN_WINDOW
+            )));
+        };
+        let model = info.model.as_deref().unwrap_or(&settings.model);
+        let from = if settings.context_window.is_some() { "as given" } else { "recorded for the session" };
+        if let Some(e) = crate::window::too_small_from(model, window, from) {
+            return Err(Error::WindowTooSmall(e));
+        }
         let marks = Marks::new(window);
         let view = store.live_view(session)?;
         let before = current_use(frame, &view).max(estimate_request(frame, &view));

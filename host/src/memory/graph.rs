@@ -372,14 +372,34 @@ impl Memory<'_> {
         let (scope, project) = self.place(scope.unwrap_or_else(|| self.default_graph_scope()))?;
         let now = now_ms();
         let tx = begin(self.conn)?;
+        // Both ends must exist in the scope the relations go to: a relation to nothing would be
+        // reported as created and never shown.
+        let mut missing: Vec<String> = Vec::new();
+        {
+            let mut exists = tx.prepare_cached(
+                "SELECT 1 FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3 AND deleted_by IS NULL",
+            )?;
+            for r in relations {
+                if r.from.trim().is_empty() || r.to.trim().is_empty() || r.relation_type.trim().is_empty() {
+                    return Err(Error::InvalidArguments {
+                        tool: "create_relations".into(),
+                        message: "`from`, `to` and `relationType` must not be empty".into(),
+                    });
+                }
+                for end in [r.from.trim(), r.to.trim()] {
+                    let key = name_key(end);
+                    let known = exists.exists(params![scope.as_str(), project, key])?;
+                    if !known && !missing.iter().any(|m| name_key(m) == key) {
+                        missing.push(end.to_string());
+                    }
+                }
+            }
+        }
+        if !missing.is_empty() {
+            return Err(Error::RelationEndsMissing { names: missing, scope: scope.as_str().to_string() });
+        }
         let mut out = Vec::new();
         for r in relations {
-            if r.from.trim().is_empty() || r.to.trim().is_empty() || r.relation_type.trim().is_empty() {
-                return Err(Error::InvalidArguments {
-                    tool: "create_relations".into(),
-                    message: "`from`, `to` and `relationType` must not be empty".into(),
-                });
-            }
             let (fk, tk) = (name_key(&r.from), name_key(&r.to));
             let existing: Option<Option<i64>> = tx
                 .prepare_cached(
@@ -542,9 +562,9 @@ impl Memory<'_> {
         Ok(graph)
     }
 
-    /// The whole visible graph (or one scope's), most recently updated entities first, at most
-    /// `limit` entities. Returns the graph and whether it was cut.
-    pub fn read_graph(&mut self, scope: Option<Scope>, limit: usize) -> Result<(Graph, bool)> {
+    /// The whole visible graph (or one scope's), most recently updated entities first: at most
+    /// `limit` entities after skipping `offset`. Returns the graph and whether more follow.
+    pub fn read_graph(&mut self, scope: Option<Scope>, offset: usize, limit: usize) -> Result<(Graph, bool)> {
         let places = self.visible(scope)?;
         let tx = begin(self.conn)?;
         let mut rows: Vec<(i64, i64, String)> = Vec::new();
@@ -554,15 +574,16 @@ impl Memory<'_> {
                  AND deleted_by IS NULL ORDER BY updated_at DESC, id DESC LIMIT ?3",
             )?;
             for (scope, project) in &places {
-                let found = stmt.query_map(params![scope.as_str(), project, limit as i64 + 1], |r| {
+                let wanted = offset.saturating_add(limit).saturating_add(1).min(i64::MAX as usize) as i64;
+                let found = stmt.query_map(params![scope.as_str(), project, wanted], |r| {
                     Ok((r.get(0)?, r.get(1)?, r.get(2)?))
                 })?;
                 rows.extend(found.collect::<rusqlite::Result<Vec<_>>>()?);
             }
         }
         rows.sort_by(|a, b| b.1.cmp(&a.1).then(b.0.cmp(&a.0)));
-        let cut = rows.len() > limit;
-        rows.truncate(limit);
+        let cut = rows.len() > offset.saturating_add(limit);
+        let rows: Vec<_> = rows.into_iter().skip(offset).take(limit).collect();
         let ids: Vec<i64> = rows.iter().map(|r| r.0).collect();
         let keys: HashSet<String> = rows.into_iter().map(|r| r.2).collect();
         let graph = Graph { entities: load_entities(&tx, &ids)?, relations: relations_among(&tx, &places, &keys)? };

@@ -77,6 +77,18 @@ pub enum Error {
     /// An entity that must exist does not.
     #[error("Entity with name {0} not found: create it with memory_create_entities first")]
     EntityNotFound(String),
+    /// Relations name entities that do not exist (in the scope the relations go to).
+    #[error(
+        "no entity named {} in the {scope} graph: create {} with memory_create_entities first (no relation was written)",
+        .names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "),
+        if .names.len() == 1 { "it" } else { "them" }
+    )]
+    RelationEndsMissing {
+        /// The missing names, as given, in order.
+        names: Vec<String>,
+        /// The scope looked in.
+        scope: String,
+    },
     /// The project scope was named outside a project.
     #[error("the project scope needs a project: run inside a git repository or name another scope (user, cross)")]
     NoProject,

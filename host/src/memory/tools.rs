@@ -213,9 +213,17 @@ pub fn definitions() -> Vec<ToolDef> {
         ToolDef {
             name: "read_graph",
             title: "Read Graph",
-            description: "Read the whole memory graph, most recently updated entities first (at most `limit`). Prefer \
-                memory_search_nodes; use this for an overview of what is remembered.",
-            input_schema: object(json!({"scope": scope_schema(), "limit": limit_schema(DEFAULT_GRAPH_LIMIT)}), &[]),
+            description: "Read the whole memory graph, most recently updated entities first (at most `limit`, after \
+                skipping `offset`; a cut answer's note gives the next offset). Prefer memory_search_nodes; use this for \
+                an overview of what is remembered.",
+            input_schema: object(
+                json!({
+                    "scope": scope_schema(),
+                    "limit": limit_schema(DEFAULT_GRAPH_LIMIT),
+                    "offset": {"type": "integer", "minimum": 0, "description": "Skip this many entities first (default 0): page with the offset the previous answer's note gives."}
+                }),
+                &[],
+            ),
             read_only: true,
             destructive: false,
             idempotent: true,
@@ -297,7 +305,9 @@ struct Deletions {
     deletions: Vec<DeletionItem>,
 }
 #[derive(Deserialize)]
-struct Nothing {}
+struct Page {
+    offset: Option<usize>,
+}
 #[derive(Deserialize)]
 struct Query {
     query: String,
@@ -323,8 +333,21 @@ fn limit(requested: Option<usize>, default: usize) -> usize {
     requested.unwrap_or(default).clamp(1, MAX_LIMIT)
 }
 
-fn cut_note(more: bool, shown: usize) -> Option<String> {
-    more.then(|| format!("Showing the first {shown} matches; more matched. Narrow the query or raise `limit`."))
+fn cut_note(more: bool, shown: usize, limit: usize) -> Option<String> {
+    let raise = if limit < MAX_LIMIT { " or raise `limit`" } else { "" };
+    more.then(|| format!("Showing the first {shown} matches; more matched. Narrow the query{raise}."))
+}
+
+/// Says which entities a cut `read_graph` answer holds and how to read the next page.
+fn page_note(more: bool, offset: usize, shown: usize) -> Option<String> {
+    more.then(|| {
+        let next = offset + shown;
+        format!(
+            "Showing entities {}–{next}, most recently updated first; more follow: call read_graph again with \
+             `\"offset\": {next}` for the next page.",
+            offset + 1
+        )
+    })
 }
 
 fn graph_value(graph: super::Graph, note: Option<String>) -> Value {
@@ -379,18 +402,19 @@ fn dispatch(m: &mut Memory<'_>, tool: &str, args: &Value) -> Result<Value, Error
             json!({"success": true, "message": format!("Deleted {n} relations (restorable: deletion {deletion})"), "deletion": deletion})
         }
         "read_graph" => {
-            let a: Scoped<Nothing> = parse(tool, args)?;
+            let a: Scoped<Page> = parse(tool, args)?;
             let n = limit(a.limit, DEFAULT_GRAPH_LIMIT);
-            let (graph, more) = m.read_graph(a.scope, n)?;
+            let offset = a.args.offset.unwrap_or(0);
+            let (graph, more) = m.read_graph(a.scope, offset, n)?;
             let shown = graph.entities.len();
-            graph_value(graph, cut_note(more, shown))
+            graph_value(graph, page_note(more, offset, shown))
         }
         "search_nodes" => {
             let a: Scoped<Query> = parse(tool, args)?;
             let n = limit(a.limit, DEFAULT_SEARCH_LIMIT);
             let (graph, more) = m.search(&a.args.query, a.scope, n)?;
             let shown = graph.entities.len();
-            graph_value(graph, cut_note(more, shown))
+            graph_value(graph, cut_note(more, shown, n))
         }
         "open_nodes" => {
             let a: Scoped<Names> = parse(tool, args)?;

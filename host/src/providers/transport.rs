@@ -102,6 +102,13 @@ pub enum Failure {
     Connection(String),
     /// The server redirected to another host, which is not followed.
     Redirect(String),
+    /// The server kept redirecting within its own origin past the limit (a redirect loop).
+    RedirectLoop {
+        /// Where the last redirect pointed.
+        to: String,
+        /// Redirects followed before giving up.
+        hops: usize,
+    },
     /// The response passed the size cap.
     TooLarge(u64),
     /// Cancelled by the user.
@@ -116,6 +123,7 @@ impl Failure {
             Failure::Timeout { .. } => "timeout",
             Failure::Connection(_) => "connection_failed",
             Failure::Redirect(_) => "redirect_refused",
+            Failure::RedirectLoop { .. } => "redirect_loop",
             Failure::TooLarge(_) => "response_too_large",
             Failure::Cancelled => "interrupted",
         }
@@ -135,6 +143,10 @@ impl Failure {
             }
             Failure::Connection(m) => format!("connection failed: {m}"),
             Failure::Redirect(to) => format!("the server redirected to {to}, another host; not followed"),
+            Failure::RedirectLoop { to, hops } => format!(
+                "the server redirected {hops} times within its own host (a redirect loop; the last to {to}): check the \
+                 provider's base_url"
+            ),
             Failure::TooLarge(cap) => format!("the answer passed the {} MiB cap (max_response_mib)", cap >> 20),
             Failure::Cancelled => "interrupted".into(),
         }
@@ -167,6 +179,9 @@ pub struct Outgoing<'a> {
     pub credentials: &'a Credentials,
 }
 
+/// Redirects followed within the request's own origin before giving up on a loop.
+const MAX_REDIRECTS: usize = 5;
+
 /// An HTTP client with its own runtime, used synchronously by the chat loop.
 #[derive(Debug)]
 pub struct Transport {
@@ -186,7 +201,9 @@ impl Transport {
             .map_err(|e| format!("cannot start the HTTP runtime: {e}"))?;
         let policy = reqwest::redirect::Policy::custom(|attempt| {
             let first = attempt.previous().first().map(super::destination::origin);
-            if attempt.previous().len() > 5 || first.as_deref() != Some(&super::destination::origin(attempt.url())) {
+            if attempt.previous().len() > MAX_REDIRECTS
+                || first.as_deref() != Some(&super::destination::origin(attempt.url()))
+            {
                 attempt.stop()
             } else {
                 attempt.follow()
@@ -253,8 +270,16 @@ impl Transport {
                 Ok(Ok(response)) => {
                     let status = response.status();
                     if status.is_redirection() {
-                        let to = response.headers().get("location").and_then(|l| l.to_str().ok()).unwrap_or("?");
-                        return fail(Failure::Redirect(credentials.redact(to)));
+                        let location = response.headers().get("location").and_then(|l| l.to_str().ok()).unwrap_or("?");
+                        let next = response.url().join(location).ok();
+                        let same = next.as_ref().map(super::destination::origin)
+                            == Some(super::destination::origin(&to.url));
+                        let shown = credentials.redact(next.as_ref().map_or(location, |u| u.as_str()));
+                        return fail(if same {
+                            Failure::RedirectLoop { to: shown, hops: MAX_REDIRECTS }
+                        } else {
+                            Failure::Redirect(shown)
+                        });
                     }
                     let retryable = status.as_u16() == 429 || status.is_server_error();
                     if !(status.is_success() || retryable && attempts <= s.max_retries) {

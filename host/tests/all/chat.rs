@@ -324,7 +324,21 @@ fn persistent_5xx_gives_up_after_the_retries_with_the_providers_message() {
     let out = chat(&home, &["-p", "hi", "--json"], &[]);
     assert!(!out.status.success());
     let v = json_of(&out);
-    assert_eq!(v["error"]["code"], "overloaded", "{v}");
+    assert_eq!(v["error_code"], "overloaded", "{v}");
+    assert!(v["error"].as_str().unwrap().contains("Overloaded"), "{v}");
+    // One shape whether the turn failed or not: every field the README lists, unknowns null.
+    let keys = |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    let documented = [
+        "session", "text", "usage", "iterations", "stop_reason", "interrupted", "error", "error_code",
+        "compactions", "context",
+    ];
+    for key in documented {
+        assert!(v.get(key).is_some(), "the failed turn's JSON lacks `{key}`: {v}");
+    }
+    assert!(v["stop_reason"].is_null() && v["text"] == "" && v["usage"]["input_tokens"] == 0, "{v}");
+    let ok = Server::start(vec![Reply::Stream { pieces: anthropic::text_answer(&["fine"]) }]);
+    let fine = json_of(&chat(&home_for("anthropic", &ok, ""), &["-p", "hi", "--json"], &[]));
+    assert_eq!(keys(&v), keys(&fine), "failed: {v}\nsucceeded: {fine}");
     assert_eq!(server.count(), 3, "one try and max_retries = 2");
     assert_same_request(&server.requests());
     assert_eq!(rows(&home, None), vec![r(USER, OK, &["text:hi"])]);
@@ -386,9 +400,36 @@ fn a_redirect_to_another_port_is_not_followed() {
     let home = home_for("anthropic", &server, "");
     let out = chat(&home, &["-p", "hi", "--json"], &[]);
     let v = json_of(&out);
-    assert_eq!(v["error"]["code"], "redirect_refused", "{v}");
+    assert_eq!(v["error_code"], "redirect_refused", "{v}");
     assert_eq!(other.count(), 0, "the other port received nothing");
     assert_eq!(server.count(), 1);
+    assert_eq!(rows(&home, None), vec![r(USER, OK, &["text:hi"])]);
+}
+
+#[test]
+fn a_same_origin_redirect_is_followed_and_a_loop_is_called_one() {
+    // A relative redirect to the same server is followed, body and all.
+    let server = Server::route(|r| match r.path.as_str() {
+        "/v1/messages" => Reply::Full { status: 307, headers: vec![("location".into(), "/moved/chat/completions".into())], body: vec![] },
+        _ => Reply::Stream { pieces: anthropic::text_answer(&["moved here"]) },
+    });
+    let home = home_for("anthropic", &server, "");
+    let v = json_of(&chat(&home, &["-p", "hi", "--json"], &[]));
+    assert_eq!(v["text"], "moved here", "{v}");
+    let paths: Vec<String> = server.requests().iter().map(|r| r.path.clone()).collect();
+    assert_eq!(paths, ["/v1/messages", "/moved/chat/completions"]);
+    assert!(server.requests()[1].json()["messages"].is_array(), "the body went with the redirect");
+    // A server redirecting to itself for ever: reported as a loop, not as another host.
+    let server = Server::route(|r| {
+        let next = format!("/hop{}/chat/completions", r.path.len());
+        Reply::Full { status: 307, headers: vec![("location".into(), next)], body: vec![] }
+    });
+    let home = home_for("anthropic", &server, "");
+    let v = json_of(&chat(&home, &["-p", "hi", "--json"], &[]));
+    assert_eq!(v["error_code"], "redirect_loop", "{v}");
+    let message = v["error"].as_str().unwrap();
+    assert!(message.contains("redirect loop") && !message.contains("another host"), "{message}");
+    assert_eq!(server.count(), 6, "the first request and five redirects");
     assert_eq!(rows(&home, None), vec![r(USER, OK, &["text:hi"])]);
 }
 
@@ -422,8 +463,8 @@ fn a_provider_pointed_at_a_host_its_manifest_does_not_allow_sends_nothing() {
     .unwrap();
     let out = chat(&home, &["-p", "hi", "--json"], &[]);
     let v = json_of(&out);
-    assert_eq!(v["error"]["code"], "host_not_allowed", "{v}");
-    let message = v["error"]["message"].as_str().unwrap();
+    assert_eq!(v["error_code"], "host_not_allowed", "{v}");
+    let message = v["error"].as_str().unwrap();
     assert!(
         message.contains("`pinned`") && message.contains("127.0.0.1") && message.contains("nothing was sent"),
         "{message}"
@@ -614,16 +655,16 @@ fn three_failed_summaries_then_compact_full_without_a_request() {
         let out = chat(&home, &[&["--continue", "-p", turn.as_str()][..], &w[..]].concat(), &[]);
         assert!(!out.status.success());
         let v = json_of(&out);
-        assert_eq!(v["error"]["code"], "compact_failed", "{v}");
-        assert!(v["error"]["message"].as_str().unwrap().contains(&format!("({failures} in a row)")), "{v}");
-        assert!(v["error"]["message"].as_str().unwrap().contains("prompt is too long"), "{v}");
+        assert_eq!(v["error_code"], "compact_failed", "{v}");
+        assert!(v["error"].as_str().unwrap().contains(&format!("({failures} in a row)")), "{v}");
+        assert!(v["error"].as_str().unwrap().contains("prompt is too long"), "{v}");
         assert_eq!(server.count(), before + 1, "only the summary call went out");
     }
     let before = server.count();
     let out = chat(&home, &[&["--continue", "-p", "d"][..], &w[..]].concat(), &[]);
     let v = json_of(&out);
-    assert_eq!(v["error"]["code"], "compact_full", "{v}");
-    assert!(v["error"]["message"].as_str().unwrap().contains("summarising is off"), "{v}");
+    assert_eq!(v["error_code"], "compact_full", "{v}");
+    assert!(v["error"].as_str().unwrap().contains("summarising is off"), "{v}");
     assert_eq!(server.count(), before, "the server counted zero requests for that turn");
     let user = |t: &str| r(USER, OK, &[&format!("text:{t}")]);
     assert_eq!(
@@ -806,7 +847,7 @@ fn resuming_with_a_smaller_window_rechecks_it_before_the_first_call() {
     let out =
         chat(&home, &["--continue", "--model", "claude-haiku-4-5", "--window", "12000", "-p", "go", "--json"], &[]);
     let v = json_of(&out);
-    assert_eq!(v["error"]["code"], "compact_full", "{v}");
+    assert_eq!(v["error_code"], "compact_full", "{v}");
     assert_eq!(server.count(), 1, "nothing was sent with the smaller window");
     let session = home.store().list_sessions(&Default::default()).unwrap().remove(0);
     assert_eq!((session.model.as_deref(), session.context_window), (Some("claude-haiku-4-5"), Some(12_000)));
@@ -926,8 +967,8 @@ fn a_server_that_never_starts_answering_hits_the_first_byte_timeout() {
     let out = chat(&home, &["-p", "hi", "--json"], &[]);
     assert!(t.elapsed() < Duration::from_secs(4));
     let v = json_of(&out);
-    assert_eq!(v["error"]["code"], "timeout", "{v}");
-    assert!(v["error"]["message"].as_str().unwrap().contains("waiting for the answer to start"), "{v}");
+    assert_eq!(v["error_code"], "timeout", "{v}");
+    assert!(v["error"].as_str().unwrap().contains("waiting for the answer to start"), "{v}");
     assert_eq!(server.count(), 1, "a timeout after sending is not retried (the model may be working on it)");
     assert_eq!(rows(&home, None), vec![r(USER, OK, &["text:hi"])]);
 }
@@ -939,8 +980,8 @@ fn openai_errors_are_mapped_and_redacted() {
     let home = home_for("openai", &server, "");
     let out = chat(&home, &["-p", "hi", "--json", "--model", "gpt-4o"], &[("RUST_LOG", "trace")]);
     let v = json_of(&out);
-    assert_eq!(v["error"]["code"], "auth_failed", "{v}");
-    let message = v["error"]["message"].as_str().unwrap();
+    assert_eq!(v["error_code"], "auth_failed", "{v}");
+    let message = v["error"].as_str().unwrap();
     assert!(
         message.contains("Incorrect API key provided: [redacted].") && message.contains("OPENAI_API_KEY"),
         "{message}"
@@ -1063,8 +1104,8 @@ fn a_provider_plugin_that_sets_a_credential_header_itself_sends_nothing() {
     .unwrap();
     let out = chat(&home, &["--model", "sets-auth", "--window", "8192", "-p", "hi", "--json"], &[]);
     let v = json_of(&out);
-    assert_eq!(v["error"]["code"], "plugin_failed", "{v}");
-    let message = v["error"]["message"].as_str().unwrap();
+    assert_eq!(v["error_code"], "plugin_failed", "{v}");
+    let message = v["error"].as_str().unwrap();
     assert!(
         message.contains("set the credential header `Authorization` itself; only the host adds credentials"),
         "{message}"
@@ -1107,5 +1148,5 @@ fn https_proxy_carries_the_tunnel_and_never_the_key() {
     assert!(asked[0].headers.iter().all(|(_, v)| !v.contains(KEY)), "the key never reaches the proxy: {asked:?}");
     assert!(!asked[0].headers.is_empty());
     let v = json_of(&out);
-    assert!(!v["error"]["message"].as_str().unwrap().contains(KEY));
+    assert!(!v["error"].as_str().unwrap().contains(KEY));
 }

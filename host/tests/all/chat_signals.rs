@@ -272,3 +272,36 @@ fn a_second_ctrl_c_while_the_first_waits_exits_at_once() {
     let last = home.store().list_sessions(&Default::default()).unwrap()[0].message_count;
     assert_eq!(last, 3, "the first turn, its answer and the new message");
 }
+
+#[test]
+fn logs_are_coloured_only_on_a_terminal_and_never_under_no_color() {
+    let answer = || Reply::Stream { pieces: anthropic::text_answer(&["Logged."]) };
+    let server = Server::start(vec![answer(), answer(), answer()]);
+    let home = home_for("anthropic", &server, "");
+    // Piped stderr: the log lines are there, without a single escape.
+    let out = home
+        .cmd()
+        .env("ANTHROPIC_API_KEY", KEY)
+        .env("RUST_LOG", "seshat=debug")
+        .args(["chat", "-p", "hi"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.contains("sending a provider request"), "{err}");
+    assert!(!err.contains('\u{1b}'), "colour codes on a pipe: {err:?}");
+    // A terminal: coloured, unless NO_COLOR is set.
+    for (no_color, coloured) in [(None, true), (Some("1"), false)] {
+        let mut cmd = home.cmd();
+        cmd.env("ANTHROPIC_API_KEY", KEY).env("RUST_LOG", "seshat=debug").env("TERM", "xterm").args(["chat", "-p", "hi"]);
+        if let Some(v) = no_color {
+            cmd.env("NO_COLOR", v);
+        }
+        let (pty, mut child) = Pty::spawn(cmd);
+        assert!(child.wait().unwrap().success(), "{}", pty.text());
+        wait_for("the answer", || pty.text().contains("Logged."));
+        let shown = pty.text();
+        assert!(shown.contains("sending a provider request"), "{shown}");
+        assert_eq!(shown.contains("\u{1b}["), coloured, "NO_COLOR={no_color:?}: {shown:?}");
+    }
+}

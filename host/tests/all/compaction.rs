@@ -800,3 +800,31 @@ fn the_extractive_summary_keeps_rules_outcome_lines_and_only_the_newest_decision
     let cap = seshat::window::Marks::new(20_000).summary_tokens();
     assert!(seshat::window::estimate_text(&summary) <= cap, "within its cap");
 }
+
+#[test]
+fn seshat_compact_refuses_a_window_below_the_minimum_and_records_nothing() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 20_000);
+    for k in 0..40 {
+        store.append(&id, &tool_pair(&format!("t{k}"), &"log line\n".repeat(1_500))).unwrap();
+    }
+    let before = store.live_view(&id).unwrap();
+    drop(store);
+    for window in ["0", "1", "100", "4095"] {
+        let err = home.fails(&["compact", &id, "--window", window]);
+        assert!(err.contains(&format!("is {window} tokens")) && err.contains("at least 4096"), "{window}: {err}");
+        let err = home.fails(&["compact", &id, "--dry-run", "--window", window]);
+        assert!(err.contains("at least 4096"), "{window}: {err}");
+        let store = home.store();
+        assert!(store.trims(&id).unwrap().is_empty(), "{window}: no trim row");
+        assert!(store.compactions(&id).unwrap().is_empty(), "{window}: no compaction row");
+        assert_eq!(store.live_view(&id).unwrap().entries.len(), before.entries.len());
+    }
+    // The smallest window that works does compact.
+    std::fs::write(home.path().join("config.toml"), "[plugins]\nsummariser = \"summariser-extractive\"\n").unwrap();
+    let out = home.ok(&["compact", &id, "--window", "4096"]);
+    assert!(out.starts_with("Compacted session"), "{out}");
+    let help = home.ok(&["compact", "--help"]);
+    assert!(help.contains("instead of the session's recorded") && help.contains("at least 4096"), "{help}");
+}

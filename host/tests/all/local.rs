@@ -636,13 +636,13 @@ fn a_server_that_always_refuses_ends_the_turn_with_context_overflow_after_two_re
     let out = run(&home, &["--model", "gpt-4o", "--json", "-p", "hi"]);
     assert_eq!(out.status.code(), Some(1));
     let v = json_of(&out);
-    assert_eq!(v["error"]["code"], "context_overflow", "{v}");
+    assert_eq!(v["error_code"], "context_overflow", "{v}");
     assert_eq!(local.chats().len(), 2, "the request and one retry, never a loop");
     // With auto-compaction off the window is recorded and the turn fails after one request.
     let out = run(&home, &["--continue", "--model", "gpt-4o", "--no-auto-compact", "--json", "-p", "again"]);
     let v = json_of(&out);
-    assert_eq!(v["error"]["code"], "context_overflow", "{v}");
-    assert!(v["error"]["message"].as_str().unwrap().contains("auto-compaction is off"), "{v}");
+    assert_eq!(v["error_code"], "context_overflow", "{v}");
+    assert!(v["error"].as_str().unwrap().contains("auto-compaction is off"), "{v}");
     assert_eq!(local.chats().len(), 3);
     let learnt = home.store().model_window(&local.base(), "gpt-4o").unwrap().unwrap();
     assert_eq!((learnt.context_window, learnt.origin), (Some(8_192), seshat::store::WindowOrigin::Learnt));
@@ -652,8 +652,8 @@ fn a_server_that_always_refuses_ends_the_turn_with_context_overflow_after_two_re
     conn.execute("UPDATE sessions SET compaction_failures = 3 WHERE id = ?1", [&session]).unwrap();
     let before = home.store().compactions(&session).unwrap().len();
     let v = json_of(&run(&home, &["--resume", &session, "--model", "gpt-4o", "--json", "-p", "once more"]));
-    assert_eq!(v["error"]["code"], "context_overflow", "{v}");
-    assert!(v["error"]["message"].as_str().unwrap().contains("summarising is off after repeated failures"), "{v}");
+    assert_eq!(v["error_code"], "context_overflow", "{v}");
+    assert!(v["error"].as_str().unwrap().contains("summarising is off after repeated failures"), "{v}");
     assert_eq!(local.chats().len(), 4);
     assert_eq!(home.store().compactions(&session).unwrap().len(), before, "nothing was compacted");
 }
@@ -932,7 +932,7 @@ fn the_estimate_is_calibrated_from_the_counts_a_server_reports() {
     // the server's count: calibrated, it is refused here and nothing is sent.
     let sent = local.chats().len();
     let out = run(&home, &["--continue", "--model", MODEL, "--json", "-p", &note(1, 3_000)]);
-    assert_eq!(json_of(&out)["error"]["code"], "compact_full", "{}", stderr(&out));
+    assert_eq!(json_of(&out)["error_code"], "compact_full", "{}", stderr(&out));
     let streamed = local.chats()[sent..].iter().filter(|c| c.json()["stream"] == true).count();
     assert_eq!(streamed, 0, "no chat request went out");
     assert!(local.seen().overflows.is_empty(), "by the server's own count: {:?}", local.seen().overflows);
@@ -945,8 +945,8 @@ fn with_auto_compaction_off_a_history_that_does_not_fit_fails_locally_and_keeps_
     let id = history(&home, 24, 450);
     let out = run(&home, &["--resume", &id, "--model", MODEL, "--no-auto-compact", "--json", "-p", "and now?"]);
     let v = json_of(&out);
-    assert_eq!(v["error"]["code"], "compact_full", "{v}");
-    assert!(v["error"]["message"].as_str().unwrap().contains("auto-compaction is off: run `seshat compact`"), "{v}");
+    assert_eq!(v["error_code"], "compact_full", "{v}");
+    assert!(v["error"].as_str().unwrap().contains("auto-compaction is off: run `seshat compact`"), "{v}");
     assert!(local.chats().is_empty(), "the server received nothing");
     let store = home.store();
     let last = store.full_history(&id).unwrap().pop().unwrap();

@@ -363,7 +363,7 @@ fn clear_writes_a_backup_first() {
     assert_eq!(lines.len(), 5);
     let alice = lines.iter().find(|l| l["name"] == "Alice").unwrap_or_else(|| panic!("{lines:?}"));
     assert!(alice["observations"].as_array().unwrap().iter().any(|o| o["content"] == "prefers Rust"), "{alice}");
-    assert!(m.read_graph(None, 100).unwrap().0.entities.is_empty());
+    assert!(m.read_graph(None, 0, 100).unwrap().0.entities.is_empty());
 }
 
 #[test]
@@ -654,4 +654,72 @@ fn ranking_happens_among_the_newest_two_thousand_matches() {
             }
         }
     }
+}
+
+#[test]
+fn relations_to_entities_that_do_not_exist_are_refused_naming_them_and_write_nothing() {
+    let home = Home::new();
+    seed(&home);
+    let out = call(
+        &home,
+        Some(PROJECT),
+        "create_relations",
+        json!({"relations": [
+            {"from": "Alice", "to": "Seshat", "relationType": "maintains"},
+            {"from": "Alice", "to": "Bob", "relationType": "knows"},
+            {"from": "Carol", "to": "bob", "relationType": "knows"},
+        ]}),
+    );
+    assert!(out.is_error, "{}", out.text());
+    let text = out.text();
+    assert!(text.contains("`Bob`, `Carol`") && text.contains("create_entities") && text.contains("no relation was written"), "{text}");
+    assert!(!text.contains("`bob`"), "one name per entity, as first given: {text}");
+    let graph = ok(&home, "read_graph", json!({}));
+    assert_eq!(graph["relations"].as_array().unwrap().len(), 2, "not even the valid first relation: {graph}");
+    // A deleted entity does not exist either; once created, the relation is accepted.
+    ok(&home, "delete_entities", json!({"entityNames": ["Café Zürich"]}));
+    let gone = call(&home, Some(PROJECT), "create_relations", json!({"relations": [{"from": "Alice", "to": "café zürich", "relationType": "misses"}]}));
+    assert!(gone.is_error && gone.text().contains("`café zürich`"), "{}", gone.text());
+    ok(&home, "create_entities", json!({"entities": [{"name": "Bob", "entityType": "person", "observations": []}]}));
+    ok(&home, "create_relations", json!({"relations": [{"from": "Alice", "to": "Bob", "relationType": "knows"}]}));
+    assert_eq!(ok(&home, "read_graph", json!({}))["relations"].as_array().unwrap().len(), 2, "works_on and knows");
+}
+
+#[test]
+fn read_graph_pages_with_offset_and_its_note_says_how() {
+    let home = Home::new();
+    let entities: Vec<Value> =
+        (0..12).map(|i| json!({"name": format!("Node {i}"), "entityType": "thing", "observations": []})).collect();
+    ok(&home, "create_entities", json!({"entities": entities}));
+    let mut seen = Vec::new();
+    let mut offset = 0;
+    loop {
+        let page = ok(&home, "read_graph", json!({"limit": 5, "offset": offset}));
+        let got = names(&page);
+        seen.extend(got.clone());
+        match page["note"].as_str() {
+            Some(note) => {
+                assert_eq!(got.len(), 5);
+                assert!(note.contains(&format!("\"offset\": {}", offset + 5)), "{note}");
+                assert!(!note.contains("raise `limit`"), "{note}");
+                offset += 5;
+            }
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), 12, "{seen:?}");
+    let mut unique = seen.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), 12, "no entity twice across pages: {seen:?}");
+    assert!(names(&ok(&home, "read_graph", json!({"offset": 12}))).is_empty());
+    // At the largest limit, search does not tell the agent to raise it.
+    let many: Vec<Value> = (0..501).map(|i| json!({"name": format!("Svc {i}"), "entityType": "svc", "observations": ["up"]})).collect();
+    ok(&home, "create_entities", json!({"entities": many}));
+    let found = ok(&home, "search_nodes", json!({"query": "up", "limit": 500}));
+    let note = found["note"].as_str().unwrap();
+    assert!(note.contains("Narrow the query") && !note.contains("raise"), "{note}");
+    let tools = tools::definitions();
+    let read = tools.iter().find(|t| t.name == "read_graph").unwrap();
+    assert_eq!(read.input_schema["properties"]["offset"]["minimum"], 0);
 }

@@ -189,7 +189,7 @@ fn eight_processes_writing_one_graph_lose_nothing() {
     let mut store = home.store();
     let key = seshat::paths::repository_key(&dir);
     let mut memory = store.memory(key.as_deref());
-    let (graph, more) = memory.read_graph(None, 500).unwrap();
+    let (graph, more) = memory.read_graph(None, 0, 500).unwrap();
     assert!(!more);
     let mut actual: std::collections::BTreeMap<String, Vec<String>> = std::collections::BTreeMap::new();
     for e in &graph.entities {

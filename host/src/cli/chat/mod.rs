@@ -44,7 +44,8 @@ pub struct Args {
     /// The model.
     #[arg(short, long)]
     model: Option<String>,
-    /// The context window in tokens, overriding what the provider knows.
+    /// The model's context window in tokens (at least 4096), overriding what the provider, the
+    /// config and the session know.
     #[arg(long, value_name = "TOKENS")]
     window: Option<u64>,
     /// The answer's room in tokens (refused, naming the largest that fits, if the window cannot
@@ -299,9 +300,15 @@ fn one_shot(agent: &mut Agent, prompt: &str, json: bool, cancel: &Cancel) -> any
     let outcome = match outcome {
         Ok(o) => o,
         Err(e) if json => {
-            let v =
-                serde_json::json!({"session": agent.session(), "error": {"code": e.code(), "message": e.to_string()}});
-            format::json(&mut format::stdout(), &v)?;
+            // The shape of every answer, so scripts read one: what is unknown is null or empty.
+            let failed = TurnOutcome {
+                session: agent.session().to_string(),
+                error: Some(e.to_string()),
+                error_code: Some(e.code().to_string()),
+                context: agent.context_use().ok().flatten(),
+                ..TurnOutcome::default()
+            };
+            format::json(&mut format::stdout(), &failed)?;
             return Ok(ExitCode::FAILURE);
         }
         Err(e) => {
