@@ -29,15 +29,18 @@ fn main() -> ExitCode {
                 // The reader went away (`seshat sessions export | head`): not an error.
                 return ExitCode::SUCCESS;
             }
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", cli::visible(&format!("{err:#}")));
             ExitCode::FAILURE
         }
     }
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
-    err.chain()
-        .any(|e| e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
+    let broken = |io: &std::io::Error| io.kind() == std::io::ErrorKind::BrokenPipe;
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>().is_some_and(broken)
+            || matches!(e.downcast_ref::<seshat::store::Error>(), Some(seshat::store::Error::Io { cause, .. }) if broken(cause))
+    })
 }
 
 /// A progress bar on stderr for a long database upgrade (indexing the history of a big database).

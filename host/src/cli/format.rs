@@ -14,9 +14,100 @@ pub fn time(ms: i64) -> String {
         .unwrap_or_else(|_| "?".to_string())
 }
 
-/// Buffered stdout: commands write through this and flush once at the end.
-pub fn stdout() -> std::io::BufWriter<std::io::StdoutLock<'static>> {
-    std::io::BufWriter::new(std::io::stdout().lock())
+/// Buffered stdout: commands write through this and flush once at the end. What is written as
+/// text shows control characters visibly (see [`Visible`]); [`json`] writes exactly.
+pub fn stdout() -> Out {
+    Visible::new(std::io::BufWriter::new(std::io::stdout().lock()))
+}
+
+/// The commands' stdout.
+pub type Out = Visible<std::io::BufWriter<std::io::StdoutLock<'static>>>;
+
+/// Whether `c` must not reach a terminal as is: C0 controls but tab and newline, DEL, C1 controls
+/// and the bidirectional overrides and isolates (which reorder what a reader sees).
+pub fn is_hidden(c: char) -> bool {
+    matches!(c, '\0'..='\x08' | '\x0b'..='\x1f' | '\x7f'..='\u{9f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` with every [hidden](is_hidden) character shown as its escape (`\u{1b}`); tabs and line
+/// breaks stay. Stored text, model output and plugin text go through this before a person sees it.
+pub fn visible(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(is_hidden) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if is_hidden(c) {
+            out.push_str(&c.escape_unicode().to_string());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// A writer that shows control characters visibly ([`visible`]) in everything written through it,
+/// including a character split across writes (streamed text).
+pub struct Visible<W: Write> {
+    inner: W,
+    /// The start of a UTF-8 sequence whose end has not been written yet.
+    pending: Vec<u8>,
+}
+
+impl<W: Write> Visible<W> {
+    /// Wraps `inner`.
+    pub fn new(inner: W) -> Self {
+        Visible { inner, pending: Vec::new() }
+    }
+
+    /// The writer underneath, for output that must stay exact (JSON).
+    pub fn raw(&mut self) -> &mut W {
+        &mut self.inner
+    }
+}
+
+impl<W: Write> Write for Visible<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let joined;
+        let bytes = if self.pending.is_empty() {
+            buf
+        } else {
+            self.pending.extend_from_slice(buf);
+            joined = std::mem::take(&mut self.pending);
+            &joined[..]
+        };
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            match std::str::from_utf8(rest) {
+                Ok(text) => {
+                    self.inner.write_all(visible(text).as_bytes())?;
+                    rest = &[];
+                }
+                Err(e) => {
+                    let (good, bad) = rest.split_at(e.valid_up_to());
+                    self.inner.write_all(visible(std::str::from_utf8(good).unwrap_or_default()).as_bytes())?;
+                    match e.error_len() {
+                        // Cut short: wait for the rest of the character.
+                        None => {
+                            self.pending = bad.to_vec();
+                            rest = &[];
+                        }
+                        Some(n) => {
+                            for b in &bad[..n] {
+                                write!(self.inner, "\\x{b:02x}")?;
+                            }
+                            rest = &bad[n..];
+                        }
+                    }
+                }
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// A token count the way status lines show it: `950`, `12k`, `1.2M`.
@@ -58,15 +149,17 @@ pub fn plain(text: &str) -> String {
     for c in text.chars() {
         match c {
             '\n' | '\r' | '\t' => out.push(' '),
-            c if c.is_control() => out.push_str(&c.escape_unicode().to_string()),
+            c if is_hidden(c) || c.is_control() => out.push_str(&c.escape_unicode().to_string()),
             c => out.push(c),
         }
     }
     out
 }
 
-/// Writes `value` as pretty JSON followed by a newline.
-pub fn json(out: &mut dyn Write, value: &impl Serialize) -> anyhow::Result<()> {
+/// Writes `value` as pretty JSON followed by a newline, exactly (strings keep every character;
+/// JSON escapes the C0 controls itself).
+pub fn json<W: Write>(out: &mut Visible<W>, value: &impl Serialize) -> anyhow::Result<()> {
+    let out = out.raw();
     serde_json::to_writer_pretty(&mut *out, value)?;
     writeln!(out)?;
     Ok(())

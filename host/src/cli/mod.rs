@@ -89,6 +89,8 @@ impl Context {
     }
 }
 
+pub use format::visible;
+
 /// Runs the parsed command.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let ctx = Context::from_cli(&cli)?;

@@ -516,12 +516,12 @@ impl Compactor<'_> {
         let Some(window) = settings.context_window.or(info.context_window) else {
             return Err(Error::WindowTooSmall(format!(
                 "the context window of session {session} is unknown: pass --window <TOKENS> (at least {})",
-                crate::window::MIN_WINDOW
+                window::MIN_WINDOW
             )));
         };
         let model = info.model.as_deref().unwrap_or(&settings.model);
         let from = if settings.context_window.is_some() { "as given" } else { "recorded for the session" };
-        if let Some(e) = crate::window::too_small_from(model, window, from) {
+        if let Some(e) = window::too_small_from(model, window, from) {
             return Err(Error::WindowTooSmall(e));
         }
         let marks = Marks::new(window);

@@ -46,101 +46,114 @@ pub(crate) fn estimate_tokens(text: &str) -> usize {
     text.chars().count().div_ceil(4)
 }
 
+/// A list item's text with its line breaks indented under the item, so stored text can never
+/// start a line of its own (a new item, a heading) in the context.
+fn indented(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains(['\n', '\r']) {
+        std::borrow::Cow::Owned(text.replace("\r\n", "\n").replace('\r', "\n").trim_end().replace('\n', "\n  "))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
 impl Memory<'_> {
     /// Builds the memory context within `budget` tokens.
     pub fn context(&mut self, budget: usize) -> Result<MemoryContext> {
-        let mut places = vec![(Scope::User, String::new(), "About the user")];
-        if let Some(p) = &self.project {
-            places.push((Scope::Project, p.clone(), "This project"));
-        }
-        places.push((Scope::Cross, String::new(), "General knowledge"));
+        on_memory_db!(self, "build the memory context", {
+            let mut places = vec![(Scope::User, String::new(), "About the user")];
+            if let Some(p) = &self.project {
+                places.push((Scope::Project, p.clone(), "This project"));
+            }
+            places.push((Scope::Cross, String::new(), "General knowledge"));
 
-        let usable = budget.saturating_sub(OMISSION_LINE_TOKENS);
-        let mut text = String::from("# Long-term memory\n");
-        let mut used = estimate_tokens(&text);
-        let mut sections = Vec::new();
-        for (scope, project, title) in places {
-            let mut section = ContextSection { scope, notes: 0, entities: 0, omitted_notes: 0, omitted_entities: 0 };
-            let mut body = String::new();
-            let fits = |line: String, used: &mut usize, body: &mut String| {
-                let t = estimate_tokens(&line);
-                if *used + t <= usable {
-                    *used += t;
-                    body.push_str(&line);
-                    true
-                } else {
-                    false
-                }
-            };
-            let header = format!("\n## {title}\n");
-            let header_tokens = estimate_tokens(&header);
-            used += header_tokens;
-            {
-                let mut stmt = self.conn.prepare_cached(
+            let usable = budget.saturating_sub(OMISSION_LINE_TOKENS);
+            let mut text = String::from("# Long-term memory\n");
+            let mut used = estimate_tokens(&text);
+            let mut sections = Vec::new();
+            for (scope, project, title) in places {
+                let mut section =
+                    ContextSection { scope, notes: 0, entities: 0, omitted_notes: 0, omitted_entities: 0 };
+                let mut body = String::new();
+                let fits = |line: String, used: &mut usize, body: &mut String| {
+                    let t = estimate_tokens(&line);
+                    if *used + t <= usable {
+                        *used += t;
+                        body.push_str(&line);
+                        true
+                    } else {
+                        false
+                    }
+                };
+                let header = format!("\n## {title}\n");
+                let header_tokens = estimate_tokens(&header);
+                used += header_tokens;
+                {
+                    let mut stmt = self.conn.prepare_cached(
                     "SELECT key, value FROM memory_notes WHERE scope = ?1 AND project = ?2 ORDER BY updated_at DESC, key",
                 )?;
-                let mut rows = stmt.query(params![scope.as_str(), project])?;
-                while let Some(row) = rows.next()? {
-                    let line = format!("- {}: {}\n", row.get::<_, String>(0)?, row.get::<_, String>(1)?);
-                    if fits(line, &mut used, &mut body) {
-                        section.notes += 1;
-                    } else {
-                        section.omitted_notes += 1;
+                    let mut rows = stmt.query(params![scope.as_str(), project])?;
+                    while let Some(row) = rows.next()? {
+                        let line = format!("- {}: {}\n", row.get::<_, String>(0)?, indented(&row.get::<_, String>(1)?));
+                        if fits(line, &mut used, &mut body) {
+                            section.notes += 1;
+                        } else {
+                            section.omitted_notes += 1;
+                        }
                     }
                 }
-            }
-            {
-                let mut stmt = self.conn.prepare_cached(
+                {
+                    let mut stmt = self.conn.prepare_cached(
                     "SELECT e.name, e.entity_type, (SELECT group_concat(content, '; ') FROM \
                      (SELECT content FROM memory_observations WHERE entity_id = e.id AND deleted_by IS NULL ORDER BY id)) \
                      FROM memory_entities e WHERE e.scope = ?1 AND e.project = ?2 AND e.deleted_by IS NULL \
                      ORDER BY e.updated_at DESC, e.id DESC",
                 )?;
-                let mut rows = stmt.query(params![scope.as_str(), project])?;
-                while let Some(row) = rows.next()? {
-                    if used >= usable {
-                        section.omitted_entities += 1;
-                        continue;
-                    }
-                    let observations: Option<String> = row.get(2)?;
-                    let line = format!(
-                        "- {} ({}){}\n",
-                        row.get::<_, String>(0)?,
-                        row.get::<_, String>(1)?,
-                        observations.map(|o| format!(": {o}")).unwrap_or_default()
-                    );
-                    if fits(line, &mut used, &mut body) {
-                        section.entities += 1;
-                    } else {
-                        section.omitted_entities += 1;
+                    let mut rows = stmt.query(params![scope.as_str(), project])?;
+                    while let Some(row) = rows.next()? {
+                        if used >= usable {
+                            section.omitted_entities += 1;
+                            continue;
+                        }
+                        let observations: Option<String> = row.get(2)?;
+                        let line = format!(
+                            "- {} ({}){}\n",
+                            indented(&row.get::<_, String>(0)?),
+                            indented(&row.get::<_, String>(1)?),
+                            observations.map(|o| format!(": {}", indented(&o))).unwrap_or_default()
+                        );
+                        if fits(line, &mut used, &mut body) {
+                            section.entities += 1;
+                        } else {
+                            section.omitted_entities += 1;
+                        }
                     }
                 }
+                if body.is_empty() {
+                    used -= header_tokens;
+                } else {
+                    text.push_str(&header);
+                    text.push_str(&body);
+                }
+                sections.push(section);
             }
-            if body.is_empty() {
-                used -= header_tokens;
-            } else {
-                text.push_str(&header);
-                text.push_str(&body);
-            }
-            sections.push(section);
-        }
-        let omitted: Vec<String> = sections
-            .iter()
-            .filter(|s| s.omitted_notes + s.omitted_entities > 0)
-            .map(|s| format!("{}: {} notes and {} entities", s.scope, s.omitted_notes, s.omitted_entities))
-            .collect();
-        if !omitted.is_empty() {
-            text.push_str(&format!(
+            let omitted: Vec<String> = sections
+                .iter()
+                .filter(|s| s.omitted_notes + s.omitted_entities > 0)
+                .map(|s| format!("{}: {} notes and {} entities", s.scope, s.omitted_notes, s.omitted_entities))
+                .collect();
+            if !omitted.is_empty() {
+                text.push_str(&format!(
                 "\n_Left out to stay within {budget} tokens: {}. Use memory_search_nodes or memory_open_nodes to read them._\n",
                 omitted.join("; ")
             ));
-        }
-        let nothing = sections.iter().all(|s| s.notes + s.entities + s.omitted_notes + s.omitted_entities == 0);
-        if nothing {
-            text.clear();
-        }
-        let tokens = estimate_tokens(&text);
-        Ok(MemoryContext { text, tokens, budget, sections })
+            }
+            let nothing = sections.iter().all(|s| s.notes + s.entities + s.omitted_notes + s.omitted_entities == 0);
+            if nothing {
+                text.clear();
+            }
+            let tokens = estimate_tokens(&text);
+            Ok(MemoryContext { text, tokens, budget, sections })
+        })
     }
 }
 
@@ -154,20 +167,22 @@ impl crate::store::Store {
         project: Option<&str>,
         budget: usize,
     ) -> Result<MemoryContext> {
-        let context = self.memory(project).context(budget)?;
-        let tx = self.connection_mut().transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let value = serde_json::json!({"text": context.text, "tokens": context.tokens, "budget": budget});
-        let n = tx.execute(
-            "UPDATE sessions SET metadata = json_set(metadata, '$.memory_context', json(?2)) WHERE id = ?1",
-            params![session, value.to_string()],
-        )?;
-        if n == 0 {
-            return Err(super::Error::InvalidArguments {
-                tool: "snapshot_memory_context".into(),
-                message: format!("no session {session}"),
-            });
-        }
-        tx.commit()?;
-        Ok(context)
+        on_memory_db!(self, "record the memory context", {
+            let context = self.memory(project).context(budget)?;
+            let tx = self.connection_mut().transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let value = serde_json::json!({"text": context.text, "tokens": context.tokens, "budget": budget});
+            let n = tx.execute(
+                "UPDATE sessions SET metadata = json_set(metadata, '$.memory_context', json(?2)) WHERE id = ?1",
+                params![session, value.to_string()],
+            )?;
+            if n == 0 {
+                return Err(super::Error::InvalidArguments {
+                    tool: "snapshot_memory_context".into(),
+                    message: format!("no session {session}"),
+                });
+            }
+            tx.commit()?;
+            Ok(context)
+        })
     }
 }

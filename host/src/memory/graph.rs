@@ -262,82 +262,90 @@ impl Memory<'_> {
     /// exists there (same name under case folding) gets the new observations merged in — unlike the
     /// reference server, which silently skips it. Returns each entity as it now is.
     pub fn create_entities(&mut self, entities: &[NewEntity], scope: Option<Scope>) -> Result<Vec<Entity>> {
-        let (scope, project) = self.place(scope.unwrap_or_else(|| self.default_graph_scope()))?;
-        let now = now_ms();
-        if entities.iter().any(|e| e.name.trim().is_empty()) {
-            return Err(Error::InvalidArguments {
-                tool: "create_entities".into(),
-                message: "an entity `name` is empty".into(),
-            });
-        }
-        let keys: Vec<String> = entities.iter().map(|e| name_key(&e.name)).collect();
-        let tx = begin(self.conn)?;
-        // Each name's entity as the call starts: (id, deleted_by).
-        let mut existing: Vec<Option<(i64, Option<i64>)>> = Vec::with_capacity(keys.len());
-        let mut lookup = tx.prepare_cached(
-            "SELECT id, deleted_by FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3",
-        )?;
-        for key in &keys {
-            existing.push(
-                lookup.query_row(params![scope.as_str(), project, key], |r| Ok((r.get(0)?, r.get(1)?))).optional()?,
-            );
-        }
-        drop(lookup);
-        // Live entities that get observations leave the indexes together, before any write.
-        let live: Vec<i64> =
-            existing.iter().filter_map(|found| found.and_then(|(id, gone)| gone.is_none().then_some(id))).collect();
-        let mut staging = Staging::default();
-        staging.stage(&tx, &live)?;
-        // Names already written by this call (a name can come twice, in other case).
-        let mut written: HashMap<&str, i64> = HashMap::new();
-        let mut ids = Vec::new();
-        let mut out: Vec<Entity> = Vec::new();
-        for ((e, key), found) in entities.iter().zip(&keys).zip(existing) {
-            let (id, fresh) = match written.get(key.as_str()).map(|&id| (id, None)).or(found) {
-                Some((id, None)) => (id, false),
-                Some((id, Some(_))) => {
-                    // A deleted entity of that name comes back (staged) with the new content.
-                    tx.prepare_cached(
-                        "UPDATE memory_entities SET name = ?2, entity_type = ?3, deleted_by = NULL, staged = 1, \
+        on_memory_db!(self, "create entities", {
+            let (scope, project) = self.place(scope.unwrap_or_else(|| self.default_graph_scope()))?;
+            let now = now_ms();
+            if entities.iter().any(|e| e.name.trim().is_empty()) {
+                return Err(Error::InvalidArguments {
+                    tool: "create_entities".into(),
+                    message: "an entity `name` is empty".into(),
+                });
+            }
+            for e in entities {
+                super::check_label("create_entities", "entity name", &e.name)?;
+                super::check_label("create_entities", "entity type", &e.entity_type)?;
+            }
+            let keys: Vec<String> = entities.iter().map(|e| name_key(&e.name)).collect();
+            let tx = begin(self.conn)?;
+            // Each name's entity as the call starts: (id, deleted_by).
+            let mut existing: Vec<Option<(i64, Option<i64>)>> = Vec::with_capacity(keys.len());
+            let mut lookup = tx.prepare_cached(
+                "SELECT id, deleted_by FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3",
+            )?;
+            for key in &keys {
+                existing.push(
+                    lookup
+                        .query_row(params![scope.as_str(), project, key], |r| Ok((r.get(0)?, r.get(1)?)))
+                        .optional()?,
+                );
+            }
+            drop(lookup);
+            // Live entities that get observations leave the indexes together, before any write.
+            let live: Vec<i64> =
+                existing.iter().filter_map(|found| found.and_then(|(id, gone)| gone.is_none().then_some(id))).collect();
+            let mut staging = Staging::default();
+            staging.stage(&tx, &live)?;
+            // Names already written by this call (a name can come twice, in other case).
+            let mut written: HashMap<&str, i64> = HashMap::new();
+            let mut ids = Vec::new();
+            let mut out: Vec<Entity> = Vec::new();
+            for ((e, key), found) in entities.iter().zip(&keys).zip(existing) {
+                let (id, fresh) = match written.get(key.as_str()).map(|&id| (id, None)).or(found) {
+                    Some((id, None)) => (id, false),
+                    Some((id, Some(_))) => {
+                        // A deleted entity of that name comes back (staged) with the new content.
+                        tx.prepare_cached(
+                            "UPDATE memory_entities SET name = ?2, entity_type = ?3, deleted_by = NULL, staged = 1, \
                          updated_at = ?4 WHERE id = ?1",
-                    )?
-                    .execute(params![id, e.name.trim(), e.entity_type, now])?;
-                    staging.inserted(id);
-                    (id, false)
-                }
-                None => {
-                    tx.prepare_cached(
+                        )?
+                        .execute(params![id, e.name.trim(), e.entity_type, now])?;
+                        staging.inserted(id);
+                        (id, false)
+                    }
+                    None => {
+                        tx.prepare_cached(
                         "INSERT INTO memory_entities (scope, project, name, name_key, entity_type, staged, created_at, updated_at) \
                          VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?6)",
                     )?
                     .execute(params![scope.as_str(), project, e.name.trim(), key, e.entity_type, now])?;
-                    let id = tx.last_insert_rowid();
-                    staging.inserted(id);
-                    (id, true)
-                }
-            };
-            written.insert(key, id);
-            let added = add_observations(&tx, id, &e.observations, now, fresh)?;
-            match ids.iter().position(|&known| known == id) {
-                Some(i) => out[i] = load_entities(&tx, &[id])?.remove(0),
-                None if fresh => {
-                    ids.push(id);
-                    out.push(Entity {
-                        name: e.name.trim().into(),
-                        entity_type: e.entity_type.clone(),
-                        observations: added,
-                        scope,
-                    });
-                }
-                None => {
-                    ids.push(id);
-                    out.push(load_entities(&tx, &[id])?.remove(0));
+                        let id = tx.last_insert_rowid();
+                        staging.inserted(id);
+                        (id, true)
+                    }
+                };
+                written.insert(key, id);
+                let added = add_observations(&tx, id, &e.observations, now, fresh)?;
+                match ids.iter().position(|&known| known == id) {
+                    Some(i) => out[i] = load_entities(&tx, &[id])?.remove(0),
+                    None if fresh => {
+                        ids.push(id);
+                        out.push(Entity {
+                            name: e.name.trim().into(),
+                            entity_type: e.entity_type.clone(),
+                            observations: added,
+                            scope,
+                        });
+                    }
+                    None => {
+                        ids.push(id);
+                        out.push(load_entities(&tx, &[id])?.remove(0));
+                    }
                 }
             }
-        }
-        staging.finish(&tx, now)?;
-        tx.commit()?;
-        Ok(out)
+            staging.finish(&tx, now)?;
+            tx.commit()?;
+            Ok(out)
+        })
     }
 
     /// Adds observations to existing entities. An unknown entity is an error and nothing is
@@ -347,136 +355,144 @@ impl Memory<'_> {
         adds: &[(String, Vec<String>)],
         scope: Option<Scope>,
     ) -> Result<Vec<ObservationAdds>> {
-        let places = self.lookup_order(scope)?;
-        let now = now_ms();
-        let tx = begin(self.conn)?;
-        let mut found = Vec::with_capacity(adds.len());
-        for (name, _) in adds {
-            found.push(find(&tx, &places, &name_key(name))?.ok_or_else(|| Error::EntityNotFound(name.clone()))?);
-        }
-        let mut staging = Staging::default();
-        staging.stage(&tx, &found.iter().map(|f| f.0).collect::<Vec<_>>())?;
-        let mut out = Vec::new();
-        for ((_, contents), (id, found_name, _)) in adds.iter().zip(found) {
-            let added = add_observations(&tx, id, contents, now, false)?;
-            out.push(ObservationAdds { entity_name: found_name, added_observations: added });
-        }
-        staging.finish(&tx, now)?;
-        tx.commit()?;
-        Ok(out)
+        on_memory_db!(self, "add observations", {
+            let places = self.lookup_order(scope)?;
+            let now = now_ms();
+            let tx = begin(self.conn)?;
+            let mut found = Vec::with_capacity(adds.len());
+            for (name, _) in adds {
+                found.push(find(&tx, &places, &name_key(name))?.ok_or_else(|| Error::EntityNotFound(name.clone()))?);
+            }
+            let mut staging = Staging::default();
+            staging.stage(&tx, &found.iter().map(|f| f.0).collect::<Vec<_>>())?;
+            let mut out = Vec::new();
+            for ((_, contents), (id, found_name, _)) in adds.iter().zip(found) {
+                let added = add_observations(&tx, id, contents, now, false)?;
+                out.push(ObservationAdds { entity_name: found_name, added_observations: added });
+            }
+            staging.finish(&tx, now)?;
+            tx.commit()?;
+            Ok(out)
+        })
     }
 
     /// Creates relations in `scope` (default: the project, else cross). An existing relation is
     /// not stored twice. Returns the relations that are new.
     pub fn create_relations(&mut self, relations: &[RelationSpec], scope: Option<Scope>) -> Result<Vec<Relation>> {
-        let (scope, project) = self.place(scope.unwrap_or_else(|| self.default_graph_scope()))?;
-        let now = now_ms();
-        let tx = begin(self.conn)?;
-        // Both ends must exist in the scope the relations go to: a relation to nothing would be
-        // reported as created and never shown.
-        let mut missing: Vec<String> = Vec::new();
-        {
-            let mut exists = tx.prepare_cached(
+        on_memory_db!(self, "create relations", {
+            let (scope, project) = self.place(scope.unwrap_or_else(|| self.default_graph_scope()))?;
+            let now = now_ms();
+            let tx = begin(self.conn)?;
+            // Both ends must exist in the scope the relations go to: a relation to nothing would be
+            // reported as created and never shown.
+            let mut missing: Vec<String> = Vec::new();
+            {
+                let mut exists = tx.prepare_cached(
                 "SELECT 1 FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3 AND deleted_by IS NULL",
             )?;
-            for r in relations {
-                if r.from.trim().is_empty() || r.to.trim().is_empty() || r.relation_type.trim().is_empty() {
-                    return Err(Error::InvalidArguments {
-                        tool: "create_relations".into(),
-                        message: "`from`, `to` and `relationType` must not be empty".into(),
-                    });
-                }
-                for end in [r.from.trim(), r.to.trim()] {
-                    let key = name_key(end);
-                    let known = exists.exists(params![scope.as_str(), project, key])?;
-                    if !known && !missing.iter().any(|m| name_key(m) == key) {
-                        missing.push(end.to_string());
+                for r in relations {
+                    if r.from.trim().is_empty() || r.to.trim().is_empty() || r.relation_type.trim().is_empty() {
+                        return Err(Error::InvalidArguments {
+                            tool: "create_relations".into(),
+                            message: "`from`, `to` and `relationType` must not be empty".into(),
+                        });
+                    }
+                    super::check_label("create_relations", "relation type", &r.relation_type)?;
+                    for end in [r.from.trim(), r.to.trim()] {
+                        let key = name_key(end);
+                        let known = exists.exists(params![scope.as_str(), project, key])?;
+                        if !known && !missing.iter().any(|m| name_key(m) == key) {
+                            missing.push(end.to_string());
+                        }
                     }
                 }
             }
-        }
-        if !missing.is_empty() {
-            return Err(Error::RelationEndsMissing { names: missing, scope: scope.as_str().to_string() });
-        }
-        let mut out = Vec::new();
-        for r in relations {
-            let (fk, tk) = (name_key(&r.from), name_key(&r.to));
-            let existing: Option<Option<i64>> = tx
-                .prepare_cached(
-                    "SELECT deleted_by FROM memory_relations WHERE scope = ?1 AND project = ?2 AND from_key = ?3 \
+            if !missing.is_empty() {
+                return Err(Error::RelationEndsMissing { names: missing, scope: scope.as_str().to_string() });
+            }
+            let mut out = Vec::new();
+            for r in relations {
+                let (fk, tk) = (name_key(&r.from), name_key(&r.to));
+                let existing: Option<Option<i64>> = tx
+                    .prepare_cached(
+                        "SELECT deleted_by FROM memory_relations WHERE scope = ?1 AND project = ?2 AND from_key = ?3 \
                      AND to_key = ?4 AND relation_type = ?5",
-                )?
-                .query_row(params![scope.as_str(), project, fk, tk, r.relation_type], |row| row.get(0))
-                .optional()?;
-            match existing {
-                Some(None) => continue,
-                Some(Some(_)) => {
-                    tx.prepare_cached(
+                    )?
+                    .query_row(params![scope.as_str(), project, fk, tk, r.relation_type], |row| row.get(0))
+                    .optional()?;
+                match existing {
+                    Some(None) => continue,
+                    Some(Some(_)) => {
+                        tx.prepare_cached(
                         "UPDATE memory_relations SET deleted_by = NULL WHERE scope = ?1 AND project = ?2 AND from_key = ?3 \
                          AND to_key = ?4 AND relation_type = ?5",
                     )?
                     .execute(params![scope.as_str(), project, fk, tk, r.relation_type])?;
-                }
-                None => {
-                    tx.prepare_cached(
+                    }
+                    None => {
+                        tx.prepare_cached(
                         "INSERT INTO memory_relations (scope, project, from_name, from_key, to_name, to_key, relation_type, created_at) \
                          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                     )?
                     .execute(params![scope.as_str(), project, r.from.trim(), fk, r.to.trim(), tk, r.relation_type, now])?;
+                    }
                 }
+                out.push(Relation {
+                    from: r.from.trim().into(),
+                    to: r.to.trim().into(),
+                    relation_type: r.relation_type.clone(),
+                    scope,
+                });
             }
-            out.push(Relation {
-                from: r.from.trim().into(),
-                to: r.to.trim().into(),
-                relation_type: r.relation_type.clone(),
-                scope,
-            });
-        }
-        tx.commit()?;
-        Ok(out)
+            tx.commit()?;
+            Ok(out)
+        })
     }
 
     /// Deletes entities (tombstones) with the relations that touch them. Names that do not exist
     /// are not an error. Returns the deletion id (for restore) and how many entities it removed.
     pub fn delete_entities(&mut self, names: &[String], scope: Option<Scope>) -> Result<(i64, usize)> {
-        let places = self.lookup_order(scope)?;
-        let visible = self.visible(scope)?;
-        let now = now_ms();
-        let tx = begin(self.conn)?;
-        let deletion = new_deletion(&tx, "memory_delete_entities", &format!("entities: {}", names.join(", ")), now)?;
-        let mut found = Vec::new();
-        for name in names {
-            let key = name_key(name);
-            if let Some((id, _, _)) = find(&tx, &places, &key)?
-                && !found.iter().any(|(known, _)| *known == id)
-            {
-                found.push((id, key));
+        on_memory_db!(self, "delete entities", {
+            let places = self.lookup_order(scope)?;
+            let visible = self.visible(scope)?;
+            let now = now_ms();
+            let tx = begin(self.conn)?;
+            let deletion =
+                new_deletion(&tx, "memory_delete_entities", &format!("entities: {}", names.join(", ")), now)?;
+            let mut found = Vec::new();
+            for name in names {
+                let key = name_key(name);
+                if let Some((id, _, _)) = find(&tx, &places, &key)?
+                    && !found.iter().any(|(known, _)| *known == id)
+                {
+                    found.push((id, key));
+                }
             }
-        }
-        // One statement per table, so the indexes write their deletions out once (see [`Staging`]).
-        let ids = json_ids(&found.iter().map(|f| f.0).collect::<Vec<_>>());
-        tx.prepare_cached(
+            // One statement per table, so the indexes write their deletions out once (see [`Staging`]).
+            let ids = json_ids(&found.iter().map(|f| f.0).collect::<Vec<_>>());
+            tx.prepare_cached(
             "UPDATE memory_entities SET deleted_by = ?2, updated_at = ?3 WHERE id IN (SELECT value FROM json_each(?1))",
         )?
         .execute(params![ids, deletion, now])?;
-        // Their observations go with them (and come back with them on restore).
-        tx.prepare_cached(
-            "UPDATE memory_observations SET deleted_by = ?2 \
+            // Their observations go with them (and come back with them on restore).
+            tx.prepare_cached(
+                "UPDATE memory_observations SET deleted_by = ?2 \
              WHERE entity_id IN (SELECT value FROM json_each(?1)) AND deleted_by IS NULL",
-        )?
-        .execute(params![ids, deletion])?;
-        for (_, key) in &found {
-            for (scope, project) in &visible {
-                tx.prepare_cached(
-                    "UPDATE memory_relations SET deleted_by = ?4 WHERE scope = ?1 AND project = ?2 \
+            )?
+            .execute(params![ids, deletion])?;
+            for (_, key) in &found {
+                for (scope, project) in &visible {
+                    tx.prepare_cached(
+                        "UPDATE memory_relations SET deleted_by = ?4 WHERE scope = ?1 AND project = ?2 \
                      AND (from_key = ?3 OR to_key = ?3) AND deleted_by IS NULL",
-                )?
-                .execute(params![scope.as_str(), project, key, deletion])?;
+                    )?
+                    .execute(params![scope.as_str(), project, key, deletion])?;
+                }
             }
-        }
-        let removed = found.len();
-        tx.commit()?;
-        Ok((deletion, removed))
+            let removed = found.len();
+            tx.commit()?;
+            Ok((deletion, removed))
+        })
     }
 
     /// Deletes observations (tombstones). Missing entities or observations are not an error.
@@ -485,165 +501,185 @@ impl Memory<'_> {
         deletions: &[(String, Vec<String>)],
         scope: Option<Scope>,
     ) -> Result<(i64, usize)> {
-        let places = self.lookup_order(scope)?;
-        let now = now_ms();
-        let tx = begin(self.conn)?;
-        let names: Vec<&str> = deletions.iter().map(|(n, _)| n.as_str()).collect();
-        let deletion =
-            new_deletion(&tx, "memory_delete_observations", &format!("observations of: {}", names.join(", ")), now)?;
-        let mut found = Vec::new();
-        for (name, contents) in deletions {
-            if let Some((id, _, _)) = find(&tx, &places, &name_key(name))? {
-                found.push((id, contents));
+        on_memory_db!(self, "delete observations", {
+            let places = self.lookup_order(scope)?;
+            let now = now_ms();
+            let tx = begin(self.conn)?;
+            let names: Vec<&str> = deletions.iter().map(|(n, _)| n.as_str()).collect();
+            let deletion = new_deletion(
+                &tx,
+                "memory_delete_observations",
+                &format!("observations of: {}", names.join(", ")),
+                now,
+            )?;
+            let mut found = Vec::new();
+            for (name, contents) in deletions {
+                if let Some((id, _, _)) = find(&tx, &places, &name_key(name))? {
+                    found.push((id, contents));
+                }
             }
-        }
-        let mut staging = Staging::default();
-        staging.stage(&tx, &found.iter().map(|f| f.0).collect::<Vec<_>>())?;
-        let mut removed = 0;
-        for (id, contents) in found {
-            for content in contents {
-                removed += tx
+            let mut staging = Staging::default();
+            staging.stage(&tx, &found.iter().map(|f| f.0).collect::<Vec<_>>())?;
+            let mut removed = 0;
+            for (id, contents) in found {
+                for content in contents {
+                    removed += tx
                     .prepare_cached(
                         "UPDATE memory_observations SET deleted_by = ?3 WHERE entity_id = ?1 AND content = ?2 AND deleted_by IS NULL",
                     )?
                     .execute(params![id, content, deletion])?;
+                }
             }
-        }
-        staging.finish(&tx, now)?;
-        tx.commit()?;
-        Ok((deletion, removed))
+            staging.finish(&tx, now)?;
+            tx.commit()?;
+            Ok((deletion, removed))
+        })
     }
 
     /// Deletes relations (tombstones). Missing ones are not an error.
     pub fn delete_relations(&mut self, relations: &[RelationSpec], scope: Option<Scope>) -> Result<(i64, usize)> {
-        let visible = self.visible(scope)?;
-        let now = now_ms();
-        let tx = begin(self.conn)?;
-        let deletion = new_deletion(&tx, "memory_delete_relations", &format!("{} relations", relations.len()), now)?;
-        let mut removed = 0;
-        for r in relations {
-            for (scope, project) in &visible {
-                removed += tx
+        on_memory_db!(self, "delete relations", {
+            let visible = self.visible(scope)?;
+            let now = now_ms();
+            let tx = begin(self.conn)?;
+            let deletion =
+                new_deletion(&tx, "memory_delete_relations", &format!("{} relations", relations.len()), now)?;
+            let mut removed = 0;
+            for r in relations {
+                for (scope, project) in &visible {
+                    removed += tx
                     .prepare_cached(
                         "UPDATE memory_relations SET deleted_by = ?6 WHERE scope = ?1 AND project = ?2 AND from_key = ?3 \
                          AND to_key = ?4 AND relation_type = ?5 AND deleted_by IS NULL",
                     )?
                     .execute(params![scope.as_str(), project, name_key(&r.from), name_key(&r.to), r.relation_type, deletion])?;
+                }
             }
-        }
-        tx.commit()?;
-        Ok((deletion, removed))
+            tx.commit()?;
+            Ok((deletion, removed))
+        })
     }
 
     /// The named entities (in the visible scopes, or `scope`) and the relations among them.
     pub fn open_nodes(&mut self, names: &[String], scope: Option<Scope>) -> Result<Graph> {
-        let places = self.visible(scope)?;
-        let tx = begin(self.conn)?;
-        let mut ids = Vec::new();
-        let mut keys = HashSet::new();
-        let mut stmt = tx.prepare_cached(
+        on_memory_db!(self, "open nodes", {
+            let places = self.visible(scope)?;
+            let tx = begin(self.conn)?;
+            let mut ids = Vec::new();
+            let mut keys = HashSet::new();
+            let mut stmt = tx.prepare_cached(
             "SELECT id FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3 AND deleted_by IS NULL",
         )?;
-        for name in names {
-            let key = name_key(name);
-            for (scope, project) in &places {
-                if let Some(id) =
-                    stmt.query_row(params![scope.as_str(), project, key], |r| r.get::<_, i64>(0)).optional()?
-                    && !ids.contains(&id)
-                {
-                    ids.push(id);
-                    keys.insert(key.clone());
+            for name in names {
+                let key = name_key(name);
+                for (scope, project) in &places {
+                    if let Some(id) =
+                        stmt.query_row(params![scope.as_str(), project, key], |r| r.get::<_, i64>(0)).optional()?
+                        && !ids.contains(&id)
+                    {
+                        ids.push(id);
+                        keys.insert(key.clone());
+                    }
                 }
             }
-        }
-        drop(stmt);
-        let graph = Graph { entities: load_entities(&tx, &ids)?, relations: relations_among(&tx, &places, &keys)? };
-        tx.commit()?;
-        Ok(graph)
+            drop(stmt);
+            let graph = Graph { entities: load_entities(&tx, &ids)?, relations: relations_among(&tx, &places, &keys)? };
+            tx.commit()?;
+            Ok(graph)
+        })
     }
 
     /// The whole visible graph (or one scope's), most recently updated entities first: at most
     /// `limit` entities after skipping `offset`. Returns the graph and whether more follow.
     pub fn read_graph(&mut self, scope: Option<Scope>, offset: usize, limit: usize) -> Result<(Graph, bool)> {
-        let places = self.visible(scope)?;
-        let tx = begin(self.conn)?;
-        let mut rows: Vec<(i64, i64, String)> = Vec::new();
-        {
-            let mut stmt = tx.prepare_cached(
-                "SELECT id, updated_at, name_key FROM memory_entities WHERE scope = ?1 AND project = ?2 \
+        on_memory_db!(self, "read the graph", {
+            let places = self.visible(scope)?;
+            let tx = begin(self.conn)?;
+            let mut rows: Vec<(i64, i64, String)> = Vec::new();
+            {
+                let mut stmt = tx.prepare_cached(
+                    "SELECT id, updated_at, name_key FROM memory_entities WHERE scope = ?1 AND project = ?2 \
                  AND deleted_by IS NULL ORDER BY updated_at DESC, id DESC LIMIT ?3",
-            )?;
-            for (scope, project) in &places {
-                let wanted = offset.saturating_add(limit).saturating_add(1).min(i64::MAX as usize) as i64;
-                let found = stmt.query_map(params![scope.as_str(), project, wanted], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                })?;
-                rows.extend(found.collect::<rusqlite::Result<Vec<_>>>()?);
+                )?;
+                for (scope, project) in &places {
+                    let wanted = offset.saturating_add(limit).saturating_add(1).min(i64::MAX as usize) as i64;
+                    let found = stmt.query_map(params![scope.as_str(), project, wanted], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                    })?;
+                    rows.extend(found.collect::<rusqlite::Result<Vec<_>>>()?);
+                }
             }
-        }
-        rows.sort_by(|a, b| b.1.cmp(&a.1).then(b.0.cmp(&a.0)));
-        let cut = rows.len() > offset.saturating_add(limit);
-        let rows: Vec<_> = rows.into_iter().skip(offset).take(limit).collect();
-        let ids: Vec<i64> = rows.iter().map(|r| r.0).collect();
-        let keys: HashSet<String> = rows.into_iter().map(|r| r.2).collect();
-        let graph = Graph { entities: load_entities(&tx, &ids)?, relations: relations_among(&tx, &places, &keys)? };
-        tx.commit()?;
-        Ok((graph, cut))
+            rows.sort_by(|a, b| b.1.cmp(&a.1).then(b.0.cmp(&a.0)));
+            let cut = rows.len() > offset.saturating_add(limit);
+            let rows: Vec<_> = rows.into_iter().skip(offset).take(limit).collect();
+            let ids: Vec<i64> = rows.iter().map(|r| r.0).collect();
+            let keys: HashSet<String> = rows.into_iter().map(|r| r.2).collect();
+            let graph = Graph { entities: load_entities(&tx, &ids)?, relations: relations_among(&tx, &places, &keys)? };
+            tx.commit()?;
+            Ok((graph, cut))
+        })
     }
 
     /// Deletions that can still be restored, newest first.
     pub fn deletions(&mut self) -> Result<Vec<Deletion>> {
-        let mut stmt = self.conn.prepare_cached(
+        on_memory_db!(self, "list deletions", {
+            let mut stmt = self.conn.prepare_cached(
             "SELECT id, origin, summary, created_at FROM memory_deletions WHERE restored_at IS NULL ORDER BY id DESC",
         )?;
-        let rows = stmt.query_map([], |r| {
-            Ok(Deletion { id: r.get(0)?, origin: r.get(1)?, summary: r.get(2)?, created_at: r.get(3)? })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+            let rows = stmt.query_map([], |r| {
+                Ok(Deletion { id: r.get(0)?, origin: r.get(1)?, summary: r.get(2)?, created_at: r.get(3)? })
+            })?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
     }
 
     /// Brings back everything one delete call removed.
     pub fn restore(&mut self, deletion: i64) -> Result<Deletion> {
-        let now = now_ms();
-        let tx = begin(self.conn)?;
-        let found: Option<Deletion> = tx
+        on_memory_db!(self, "restore a deletion", {
+            let now = now_ms();
+            let tx = begin(self.conn)?;
+            let found: Option<Deletion> = tx
             .query_row(
                 "SELECT id, origin, summary, created_at FROM memory_deletions WHERE id = ?1 AND restored_at IS NULL",
                 [deletion],
                 |r| Ok(Deletion { id: r.get(0)?, origin: r.get(1)?, summary: r.get(2)?, created_at: r.get(3)? }),
             )
             .optional()?;
-        let found = found.ok_or(Error::NoSuchDeletion(deletion))?;
-        let entities: Vec<i64> = {
-            let mut stmt = tx.prepare("SELECT DISTINCT entity_id FROM memory_observations WHERE deleted_by = ?1")?;
-            stmt.query_map([deletion], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?
-        };
-        let mut staging = Staging::default();
-        staging.stage(&tx, &entities)?;
-        tx.execute("UPDATE memory_observations SET deleted_by = NULL WHERE deleted_by = ?1", [deletion])?;
-        staging.finish(&tx, now)?;
-        tx.execute(
-            "UPDATE memory_entities SET deleted_by = NULL, updated_at = ?2 WHERE deleted_by = ?1",
-            params![deletion, now],
-        )?;
-        tx.execute("UPDATE memory_relations SET deleted_by = NULL WHERE deleted_by = ?1", [deletion])?;
-        tx.execute("UPDATE memory_deletions SET restored_at = ?2 WHERE id = ?1", params![deletion, now])?;
-        tx.commit()?;
-        Ok(found)
+            let found = found.ok_or(Error::NoSuchDeletion(deletion))?;
+            let entities: Vec<i64> = {
+                let mut stmt =
+                    tx.prepare("SELECT DISTINCT entity_id FROM memory_observations WHERE deleted_by = ?1")?;
+                stmt.query_map([deletion], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?
+            };
+            let mut staging = Staging::default();
+            staging.stage(&tx, &entities)?;
+            tx.execute("UPDATE memory_observations SET deleted_by = NULL WHERE deleted_by = ?1", [deletion])?;
+            staging.finish(&tx, now)?;
+            tx.execute(
+                "UPDATE memory_entities SET deleted_by = NULL, updated_at = ?2 WHERE deleted_by = ?1",
+                params![deletion, now],
+            )?;
+            tx.execute("UPDATE memory_relations SET deleted_by = NULL WHERE deleted_by = ?1", [deletion])?;
+            tx.execute("UPDATE memory_deletions SET restored_at = ?2 WHERE id = ?1", params![deletion, now])?;
+            tx.commit()?;
+            Ok(found)
+        })
     }
 
     /// Counts of live entities per scope among the visible ones (for summaries).
     pub fn counts(&mut self) -> Result<BTreeMap<Scope, usize>> {
-        let places = self.visible(None)?;
-        let mut out = BTreeMap::new();
-        for (scope, project) in places {
-            let n: i64 = self.conn.query_row(
-                "SELECT count(*) FROM memory_entities WHERE scope = ?1 AND project = ?2 AND deleted_by IS NULL",
-                params![scope.as_str(), project],
-                |r| r.get(0),
-            )?;
-            out.insert(scope, n as usize);
-        }
-        Ok(out)
+        on_memory_db!(self, "count memory", {
+            let places = self.visible(None)?;
+            let mut out = BTreeMap::new();
+            for (scope, project) in places {
+                let n: i64 = self.conn.query_row(
+                    "SELECT count(*) FROM memory_entities WHERE scope = ?1 AND project = ?2 AND deleted_by IS NULL",
+                    params![scope.as_str(), project],
+                    |r| r.get(0),
+                )?;
+                out.insert(scope, n as usize);
+            }
+            Ok(out)
+        })
     }
 }

@@ -10,6 +10,15 @@
 //! other's writes. Names are unique per scope under Unicode case folding and NFC. Deletions made
 //! through the tools are tombstones that [`Memory::restore`] brings back.
 
+/// Runs a memory method's body, naming the database file and `op` in any SQLite failure.
+macro_rules! on_memory_db {
+    ($self:ident, $op:literal, $body:block) => {{
+        #[allow(clippy::redundant_closure_call)]
+        let result = (|| -> $crate::memory::Result<_> { $body })();
+        result.map_err(|e| e.at($self.path(), $op))
+    }};
+}
+
 mod context;
 mod graph;
 mod notes;
@@ -63,6 +72,28 @@ impl std::fmt::Display for Scope {
     }
 }
 
+/// Refuses a name, type or key holding a C0 control character other than tab and newline (NUL,
+/// escape, carriage return…): such text could rewrite a terminal or the context it is shown in.
+/// `field` names what was checked (`entity name`), `tool` the call.
+pub(crate) fn check_label(tool: &str, field: &str, text: &str) -> Result<()> {
+    match text.chars().position(|c| c.is_ascii_control() && c != '\t' && c != '\n' && c != '\x7f') {
+        None => Ok(()),
+        Some(at) => {
+            let c = text.chars().nth(at).unwrap_or_default();
+            Err(Error::InvalidArguments {
+                tool: tool.into(),
+                message: format!(
+                    "the {field} `{}` holds the control character U+{:04X} at character {}: names and keys cannot \
+                     hold control characters (tab and newline aside); remove it",
+                    text.chars().map(|c| if c.is_ascii_control() { '?' } else { c }).collect::<String>(),
+                    c as u32,
+                    at + 1
+                ),
+            })
+        }
+    }
+}
+
 /// Errors from memory operations.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -98,16 +129,19 @@ pub enum Error {
     /// No such deletion to restore.
     #[error("no deletion {0} to restore: `seshat memory --action deleted` lists them")]
     NoSuchDeletion(i64),
-    /// SQLite failed.
-    #[error("memory database error: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    /// SQLite failed, before the operation named the file ([`Error::Database`]).
+    #[error("{}", crate::store::sqlite_message(.0))]
+    Sqlite(rusqlite::Error),
+    /// SQLite failed on the database file: the file, the operation, the message, what to do.
+    #[error(transparent)]
+    Database(crate::store::Error),
     /// A file could not be written (a backup).
-    #[error("cannot write {}: {source}", path.display())]
+    #[error("cannot write {}: {cause}", path.display())]
     Io {
         /// The file.
         path: std::path::PathBuf,
         /// The OS error.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 }
 
@@ -117,7 +151,33 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// The memory as seen from one project (or from none).
 pub struct Memory<'s> {
     conn: &'s mut Connection,
+    path: &'s std::path::Path,
     project: Option<String>,
+}
+
+impl From<rusqlite::Error> for Error {
+    fn from(e: rusqlite::Error) -> Self {
+        Error::Sqlite(e)
+    }
+}
+
+impl From<crate::store::Error> for Error {
+    fn from(e: crate::store::Error) -> Self {
+        match e {
+            crate::store::Error::Sqlite(e) => Error::Sqlite(e),
+            other => Error::Database(other),
+        }
+    }
+}
+
+impl Error {
+    /// Names the database file and the operation in a SQLite failure.
+    pub(crate) fn at(self, path: &std::path::Path, op: &'static str) -> Error {
+        match self {
+            Error::Sqlite(e) => Error::Database(crate::store::Error::Sqlite(e).at(path, op)),
+            other => other,
+        }
+    }
 }
 
 impl std::fmt::Debug for Memory<'_> {
@@ -129,11 +189,17 @@ impl std::fmt::Debug for Memory<'_> {
 impl Store {
     /// The long-term memory, seen from `project` (a project key; `None` outside any project).
     pub fn memory(&mut self, project: Option<&str>) -> Memory<'_> {
-        Memory { conn: self.connection_mut(), project: project.map(str::to_string) }
+        let (conn, path) = self.parts_mut();
+        Memory { conn, path, project: project.map(str::to_string) }
     }
 }
 
 impl Memory<'_> {
+    /// The database file.
+    pub(crate) fn path(&self) -> &std::path::Path {
+        self.path
+    }
+
     /// The project this memory is seen from.
     pub fn project(&self) -> Option<&str> {
         self.project.as_deref()

@@ -25,104 +25,113 @@ pub struct Note {
 impl Memory<'_> {
     /// Sets a note (replacing the value of an existing key).
     pub fn set_note(&mut self, scope: Scope, key: &str, value: &str) -> Result<Note> {
-        let (scope, project) = self.place(scope)?;
-        let now = now_ms();
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute(
-            "INSERT INTO memory_notes (scope, project, key, value, updated_at) VALUES (?1, ?2, ?3, ?4, ?5) \
+        on_memory_db!(self, "set a note", {
+            super::check_label("set", "note key", key)?;
+            let (scope, project) = self.place(scope)?;
+            let now = now_ms();
+            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.execute(
+                "INSERT INTO memory_notes (scope, project, key, value, updated_at) VALUES (?1, ?2, ?3, ?4, ?5) \
              ON CONFLICT (scope, project, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-            params![scope.as_str(), project, key, value, now],
-        )?;
-        tx.commit()?;
-        Ok(Note { key: key.into(), value: value.into(), scope, updated_at: now })
+                params![scope.as_str(), project, key, value, now],
+            )?;
+            tx.commit()?;
+            Ok(Note { key: key.into(), value: value.into(), scope, updated_at: now })
+        })
     }
 
     /// The notes of one scope, most recently set first.
     pub fn notes(&mut self, scope: Scope) -> Result<Vec<Note>> {
-        let (scope, project) = self.place(scope)?;
-        let mut stmt = self.conn.prepare_cached(
+        on_memory_db!(self, "read notes", {
+            let (scope, project) = self.place(scope)?;
+            let mut stmt = self.conn.prepare_cached(
             "SELECT key, value, updated_at FROM memory_notes WHERE scope = ?1 AND project = ?2 ORDER BY updated_at DESC, key",
         )?;
-        let rows = stmt.query_map(params![scope.as_str(), project], |r| {
-            Ok(Note { key: r.get(0)?, value: r.get(1)?, scope, updated_at: r.get(2)? })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+            let rows = stmt.query_map(params![scope.as_str(), project], |r| {
+                Ok(Note { key: r.get(0)?, value: r.get(1)?, scope, updated_at: r.get(2)? })
+            })?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
     }
 
     /// Notes whose key or value contains `query` (ignoring case), in the scopes reads cover or
     /// in `only`.
     pub fn search_notes(&mut self, query: &str, only: Option<Scope>) -> Result<Vec<Note>> {
-        let needle = query.trim().to_lowercase();
-        let mut found = Vec::new();
-        if needle.is_empty() {
-            return Ok(found);
-        }
-        for (scope, _) in self.visible(only)? {
-            let notes = self.notes(scope)?;
-            found.extend(
-                notes
-                    .into_iter()
-                    .filter(|n| n.key.to_lowercase().contains(&needle) || n.value.to_lowercase().contains(&needle)),
-            );
-        }
-        Ok(found)
+        on_memory_db!(self, "search notes", {
+            let needle = query.trim().to_lowercase();
+            let mut found = Vec::new();
+            if needle.is_empty() {
+                return Ok(found);
+            }
+            for (scope, _) in self.visible(only)? {
+                let notes = self.notes(scope)?;
+                found.extend(
+                    notes
+                        .into_iter()
+                        .filter(|n| n.key.to_lowercase().contains(&needle) || n.value.to_lowercase().contains(&needle)),
+                );
+            }
+            Ok(found)
+        })
     }
 
     /// Removes everything in a scope (notes, entities, observations, relations, tombstones
     /// included) after writing it all as JSON Lines to a new file in `backup_dir`. Returns the
     /// backup's path and how many records it holds.
     pub fn clear(&mut self, scope: Scope, backup_dir: &Path) -> Result<(PathBuf, usize)> {
-        let (scope, project) = self.place(scope)?;
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut lines: Vec<String> = Vec::new();
-        let p = params![scope.as_str(), project];
-        {
-            let mut notes =
-                tx.prepare("SELECT key, value, updated_at FROM memory_notes WHERE scope = ?1 AND project = ?2")?;
-            for row in notes.query_map(p, |r| {
+        on_memory_db!(self, "clear memory", {
+            let (scope, project) = self.place(scope)?;
+            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let mut lines: Vec<String> = Vec::new();
+            let p = params![scope.as_str(), project];
+            {
+                let mut notes =
+                    tx.prepare("SELECT key, value, updated_at FROM memory_notes WHERE scope = ?1 AND project = ?2")?;
+                for row in notes.query_map(p, |r| {
                 Ok(serde_json::json!({"record": "note", "key": r.get::<_, String>(0)?, "value": r.get::<_, String>(1)?, "updated_at": r.get::<_, i64>(2)?}))
             })? {
                 lines.push(row?.to_string());
             }
-            let mut entities = tx.prepare(
-                "SELECT e.name, e.entity_type, e.deleted_by IS NOT NULL, \
+                let mut entities = tx.prepare(
+                    "SELECT e.name, e.entity_type, e.deleted_by IS NOT NULL, \
                  (SELECT json_group_array(json_object('content', content, 'deleted', deleted_by IS NOT NULL)) \
                   FROM memory_observations WHERE entity_id = e.id) \
                  FROM memory_entities e WHERE scope = ?1 AND project = ?2 ORDER BY e.id",
-            )?;
-            for row in entities.query_map(p, |r| {
-                let observations: String = r.get(3)?;
-                Ok(serde_json::json!({
-                    "record": "entity", "name": r.get::<_, String>(0)?, "entityType": r.get::<_, String>(1)?,
-                    "deleted": r.get::<_, bool>(2)?,
-                    "observations": serde_json::from_str::<serde_json::Value>(&observations).unwrap_or_default(),
-                }))
-            })? {
-                lines.push(row?.to_string());
-            }
-            let mut relations = tx.prepare(
-                "SELECT from_name, to_name, relation_type, deleted_by IS NOT NULL FROM memory_relations \
+                )?;
+                for row in entities.query_map(p, |r| {
+                    let observations: String = r.get(3)?;
+                    Ok(serde_json::json!({
+                        "record": "entity", "name": r.get::<_, String>(0)?, "entityType": r.get::<_, String>(1)?,
+                        "deleted": r.get::<_, bool>(2)?,
+                        "observations": serde_json::from_str::<serde_json::Value>(&observations).unwrap_or_default(),
+                    }))
+                })? {
+                    lines.push(row?.to_string());
+                }
+                let mut relations = tx.prepare(
+                    "SELECT from_name, to_name, relation_type, deleted_by IS NOT NULL FROM memory_relations \
                  WHERE scope = ?1 AND project = ?2 ORDER BY id",
-            )?;
-            for row in relations.query_map(p, |r| {
+                )?;
+                for row in relations.query_map(p, |r| {
                 Ok(serde_json::json!({"record": "relation", "from": r.get::<_, String>(0)?, "to": r.get::<_, String>(1)?,
                     "relationType": r.get::<_, String>(2)?, "deleted": r.get::<_, bool>(3)?}))
             })? {
                 lines.push(row?.to_string());
             }
-        }
-        let path = backup_dir.join(format!("memory-{}-{}.jsonl", scope.as_str(), now_ms()));
-        let io = |source| Error::Io { path: path.clone(), source };
-        std::fs::create_dir_all(backup_dir).map_err(|source| Error::Io { path: backup_dir.to_path_buf(), source })?;
-        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&path).map_err(io)?;
-        for line in &lines {
-            writeln!(file, "{line}").map_err(io)?;
-        }
-        file.sync_all().map_err(io)?;
-        tx.execute("DELETE FROM memory_notes WHERE scope = ?1 AND project = ?2", p)?;
-        tx.execute("DELETE FROM memory_relations WHERE scope = ?1 AND project = ?2", p)?;
-        tx.execute("DELETE FROM memory_entities WHERE scope = ?1 AND project = ?2", p)?;
-        tx.commit()?;
-        Ok((path, lines.len()))
+            }
+            let path = backup_dir.join(format!("memory-{}-{}.jsonl", scope.as_str(), now_ms()));
+            let io = |cause| Error::Io { path: path.clone(), cause };
+            std::fs::create_dir_all(backup_dir).map_err(|cause| Error::Io { path: backup_dir.to_path_buf(), cause })?;
+            let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&path).map_err(io)?;
+            for line in &lines {
+                writeln!(file, "{line}").map_err(io)?;
+            }
+            file.sync_all().map_err(io)?;
+            tx.execute("DELETE FROM memory_notes WHERE scope = ?1 AND project = ?2", p)?;
+            tx.execute("DELETE FROM memory_relations WHERE scope = ?1 AND project = ?2", p)?;
+            tx.execute("DELETE FROM memory_entities WHERE scope = ?1 AND project = ?2", p)?;
+            tx.commit()?;
+            Ok((path, lines.len()))
+        })
     }
 }

@@ -117,89 +117,93 @@ impl Memory<'_> {
     /// Entities matching `query` (at most `limit`, best first) and the relations among them;
     /// `true` when more matched than were returned.
     pub fn search(&mut self, query: &str, scope: Option<Scope>, limit: usize) -> Result<(Graph, bool)> {
-        let places = self.visible(scope)?;
-        let query = query.trim();
-        let want = limit as i64 + 1;
-        let p = |i: usize| places.get(i).or(places.first()).cloned().unwrap_or((Scope::User, String::new()));
-        let (p0, p1, p2) = (p(0), p(1), p(2));
-        let mut ids: Vec<i64> = Vec::new();
-        let mut seen = HashSet::new();
-        let mut push = |found: Vec<i64>, ids: &mut Vec<i64>| {
-            for id in found {
-                if seen.insert(id) {
-                    ids.push(id);
+        on_memory_db!(self, "search memory", {
+            let places = self.visible(scope)?;
+            let query = query.trim();
+            let want = limit as i64 + 1;
+            let p = |i: usize| places.get(i).or(places.first()).cloned().unwrap_or((Scope::User, String::new()));
+            let (p0, p1, p2) = (p(0), p(1), p(2));
+            let mut ids: Vec<i64> = Vec::new();
+            let mut seen = HashSet::new();
+            let mut push = |found: Vec<i64>, ids: &mut Vec<i64>| {
+                for id in found {
+                    if seen.insert(id) {
+                        ids.push(id);
+                    }
+                }
+            };
+            if query.is_empty() {
+                return Ok((Graph::default(), false));
+            }
+            // Ids of visible entities from `sql`, its ?1 bound to `first` and ?2 to `limit`.
+            let visible_ids = |sql: &str, first: &str, limit: i64| -> Result<Vec<i64>> {
+                let mut stmt = self.conn.prepare_cached(sql)?;
+                let found = stmt.query_map(
+                    params![first, limit, p0.0.as_str(), p0.1, p1.0.as_str(), p1.1, p2.0.as_str(), p2.1],
+                    |r| r.get(0),
+                )?;
+                Ok(found.collect::<rusqlite::Result<Vec<i64>>>()?)
+            };
+            let words = query_words(query);
+            if !words.is_empty() {
+                // Rank the window, then check visibility best first, a shortlist at a time: joining
+                // every candidate to its entity cost a lookup each (2,000 at 100k entities).
+                let shortlist_sql = format!(
+                    "SELECT e.id FROM json_each(?1) j CROSS JOIN memory_entities e ON e.id = j.value WHERE {VISIBLE} LIMIT ?2"
+                );
+                for shortlist in self.ranked(&words)?.chunks(want as usize * 4) {
+                    let shown: HashSet<i64> =
+                        visible_ids(&shortlist_sql, &json_ids(shortlist), shortlist.len() as i64)?
+                            .into_iter()
+                            .collect();
+                    push(shortlist.iter().copied().filter(|id| shown.contains(id)).collect(), &mut ids);
+                    if ids.len() as i64 >= want {
+                        break;
+                    }
                 }
             }
-        };
-        if query.is_empty() {
-            return Ok((Graph::default(), false));
-        }
-        // Ids of visible entities from `sql`, its ?1 bound to `first` and ?2 to `limit`.
-        let visible_ids = |sql: &str, first: &str, limit: i64| -> Result<Vec<i64>> {
-            let mut stmt = self.conn.prepare_cached(sql)?;
-            let found = stmt.query_map(
-                params![first, limit, p0.0.as_str(), p0.1, p1.0.as_str(), p1.1, p2.0.as_str(), p2.1],
-                |r| r.get(0),
-            )?;
-            Ok(found.collect::<rusqlite::Result<Vec<i64>>>()?)
-        };
-        let words = query_words(query);
-        if !words.is_empty() {
-            // Rank the window, then check visibility best first, a shortlist at a time: joining
-            // every candidate to its entity cost a lookup each (2,000 at 100k entities).
-            let shortlist_sql = format!(
-                "SELECT e.id FROM json_each(?1) j CROSS JOIN memory_entities e ON e.id = j.value WHERE {VISIBLE} LIMIT ?2"
-            );
-            for shortlist in self.ranked(&words)?.chunks(want as usize * 4) {
-                let shown: HashSet<i64> =
-                    visible_ids(&shortlist_sql, &json_ids(shortlist), shortlist.len() as i64)?.into_iter().collect();
-                push(shortlist.iter().copied().filter(|id| shown.contains(id)).collect(), &mut ids);
-                if ids.len() as i64 >= want {
-                    break;
-                }
-            }
-        }
-        if (ids.len() as i64) < want {
-            // Enough to fill the page even if every word match is among them.
-            let enough = want + ids.len() as i64;
-            let run = |sql: &str, needle: &str| visible_ids(sql, needle, enough);
-            let found = if query.chars().count() >= 3 {
-                // Newest first. FTS5 walks a phrase of common trigrams backwards several times
-                // slower than forwards (1.8 ms against 0.5 ms at 100k entities), so read forwards
-                // first: when that finds fewer than enough, it found them all.
-                let trigram = |order: &str| {
-                    format!(
-                        "SELECT e.id FROM memory_trigram t CROSS JOIN memory_entities e ON e.id = t.rowid \
+            if (ids.len() as i64) < want {
+                // Enough to fill the page even if every word match is among them.
+                let enough = want + ids.len() as i64;
+                let run = |sql: &str, needle: &str| visible_ids(sql, needle, enough);
+                let found = if query.chars().count() >= 3 {
+                    // Newest first. FTS5 walks a phrase of common trigrams backwards several times
+                    // slower than forwards (1.8 ms against 0.5 ms at 100k entities), so read forwards
+                    // first: when that finds fewer than enough, it found them all.
+                    let trigram = |order: &str| {
+                        format!(
+                            "SELECT e.id FROM memory_trigram t CROSS JOIN memory_entities e ON e.id = t.rowid \
                          WHERE memory_trigram MATCH ?1 AND {VISIBLE} ORDER BY t.rowid {order} LIMIT ?2"
-                    )
-                };
-                let needle = substring_query(query);
-                let mut all = run(&trigram("ASC"), &needle)?;
-                if (all.len() as i64) < enough {
-                    all.reverse();
-                    all
+                        )
+                    };
+                    let needle = substring_query(query);
+                    let mut all = run(&trigram("ASC"), &needle)?;
+                    if (all.len() as i64) < enough {
+                        all.reverse();
+                        all
+                    } else {
+                        run(&trigram("DESC"), &needle)?
+                    }
                 } else {
-                    run(&trigram("DESC"), &needle)?
-                }
-            } else {
-                // Too short for trigrams: scan, as the reference does.
-                run(
-                    &format!(
-                        "SELECT e.id FROM memory_entities e WHERE {VISIBLE} AND (instr(lower(e.name), lower(?1)) \
+                    // Too short for trigrams: scan, as the reference does.
+                    run(
+                        &format!(
+                            "SELECT e.id FROM memory_entities e WHERE {VISIBLE} AND (instr(lower(e.name), lower(?1)) \
                          OR instr(lower(e.entity_type), lower(?1)) OR EXISTS (SELECT 1 FROM memory_observations o \
                          WHERE o.entity_id = e.id AND o.deleted_by IS NULL AND instr(lower(o.content), lower(?1)))) \
                          ORDER BY e.id DESC LIMIT ?2"
-                    ),
-                    query,
-                )?
-            };
-            push(found, &mut ids);
-        }
-        let more = ids.len() > limit;
-        ids.truncate(limit);
-        let entities = load_entities(self.conn, &ids)?;
-        let keys: HashSet<String> = entities.iter().map(|e| super::name_key(&e.name)).collect();
-        let relations = relations_among(self.conn, &places, &keys)?;
-        Ok((Graph { entities, relations }, more))
+                        ),
+                        query,
+                    )?
+                };
+                push(found, &mut ids);
+            }
+            let more = ids.len() > limit;
+            ids.truncate(limit);
+            let entities = load_entities(self.conn, &ids)?;
+            let keys: HashSet<String> = entities.iter().map(|e| super::name_key(&e.name)).collect();
+            let relations = relations_among(self.conn, &places, &keys)?;
+            Ok((Graph { entities, relations }, more))
+        })
     }
 }

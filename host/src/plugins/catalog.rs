@@ -49,7 +49,7 @@ impl WasmSource {
         match self {
             WasmSource::Embedded(b) => Ok(Cow::Borrowed(b)),
             WasmSource::File(p) => {
-                std::fs::read(p).map(Cow::Owned).map_err(|source| Error::Io { path: p.clone(), source })
+                std::fs::read(p).map(Cow::Owned).map_err(|cause| Error::Io { path: p.clone(), cause })
             }
         }
     }
@@ -80,7 +80,7 @@ fn wasm_in(dir: &Path) -> Result<PathBuf> {
     if preferred.is_file() {
         return Ok(preferred);
     }
-    let read = std::fs::read_dir(dir).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
+    let read = std::fs::read_dir(dir).map_err(|cause| Error::Io { path: dir.to_path_buf(), cause })?;
     let wasms: Vec<PathBuf> =
         read.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "wasm")).collect();
     match wasms.as_slice() {

@@ -6,12 +6,12 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A plugin file could not be read.
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}: {cause}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
         /// The OS error.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// A `plugin.toml` is missing or malformed.
     #[error("invalid plugin manifest {}: {message}", path.display())]

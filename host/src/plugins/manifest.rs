@@ -46,7 +46,7 @@ impl Manifest {
 
     /// Reads `plugin.toml` from a file.
     pub fn read(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|cause| Error::Io { path: path.to_path_buf(), cause })?;
         Self::parse(&text, path)
     }
 }

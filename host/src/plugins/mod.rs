@@ -195,7 +195,7 @@ impl Runtime {
         wasm: &std::path::Path,
         config_limits: impl Fn(PluginKind) -> LimitRequest,
     ) -> Result<(LoadedPlugin, bool)> {
-        let bytes = std::fs::read(wasm).map_err(|source| Error::Io { path: wasm.to_path_buf(), source })?;
+        let bytes = std::fs::read(wasm).map_err(|cause| Error::Io { path: wasm.to_path_buf(), cause })?;
         let beside = wasm.with_file_name("plugin.toml");
         let manifest = if beside.is_file() { Some(Manifest::read(&beside)?) } else { None };
         let name = manifest

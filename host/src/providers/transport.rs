@@ -272,8 +272,8 @@ impl Transport {
                     if status.is_redirection() {
                         let location = response.headers().get("location").and_then(|l| l.to_str().ok()).unwrap_or("?");
                         let next = response.url().join(location).ok();
-                        let same = next.as_ref().map(super::destination::origin)
-                            == Some(super::destination::origin(&to.url));
+                        let same =
+                            next.as_ref().map(super::destination::origin) == Some(super::destination::origin(&to.url));
                         let shown = credentials.redact(next.as_ref().map_or(location, |u| u.as_str()));
                         return fail(if same {
                             Failure::RedirectLoop { to: shown, hops: MAX_REDIRECTS }

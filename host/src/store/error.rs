@@ -50,6 +50,14 @@ pub enum Error {
         /// What is wrong, naming the field.
         message: String,
     },
+    /// A message to append breaks the session's structure; nothing was written.
+    #[error("{message}; nothing was written")]
+    InvalidMessage {
+        /// Its position among the messages appended together (0-based).
+        index: usize,
+        /// What is wrong, naming the field.
+        message: String,
+    },
     /// Importing a session whose id is already present.
     #[error("session {0} already exists: pass --new-id to import it as a new session")]
     SessionExists(String),
@@ -97,18 +105,33 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
-    /// SQLite failed.
-    #[error("database error: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    /// SQLite failed, before the store named the file and the operation ([`Error::Database`]).
+    #[error("{}", sqlite_message(.0))]
+    Sqlite(rusqlite::Error),
+    /// SQLite failed on the database file: which file, doing what, SQLite's one message and what
+    /// to do about it.
+    #[error("cannot {op} ({}): {message}{}", path.display(), hint_text(.hint))]
+    Database {
+        /// The database file.
+        path: PathBuf,
+        /// What was being done (`list sessions`).
+        op: &'static str,
+        /// What kind of failure, for scripts ([`Error::code`]).
+        failure: Failure,
+        /// SQLite's message, once.
+        message: String,
+        /// What to do about it.
+        hint: String,
+    },
     /// A file operation failed.
-    #[error("{action} {}: {source}", path.display())]
+    #[error("{action} {}: {cause}", path.display())]
     Io {
         /// What was being done.
         action: &'static str,
         /// On which path.
         path: PathBuf,
         /// The OS error.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 }
 
@@ -121,6 +144,7 @@ impl Error {
             Error::SessionNotFound(_) => "session_not_found",
             Error::AmbiguousSession { .. } => "ambiguous_session",
             Error::InvalidImport { .. } => "invalid_import",
+            Error::InvalidMessage { .. } => "invalid_message",
             Error::SessionExists(_) => "session_exists",
             Error::Conflict { .. } => "conflict",
             Error::InvalidTrim { .. } => "invalid_trim",
@@ -129,6 +153,7 @@ impl Error {
             Error::Refused(_) => "refused",
             Error::Corrupt { .. } => "corrupt_row",
             Error::Sqlite(_) => "database",
+            Error::Database { failure, .. } => failure.code(),
             Error::Io { .. } => "io",
         }
     }
@@ -136,3 +161,151 @@ impl Error {
 
 /// Result alias for the store.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl From<rusqlite::Error> for Error {
+    fn from(e: rusqlite::Error) -> Self {
+        Error::Sqlite(e)
+    }
+}
+
+/// The kinds of database failure a user can act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// The file is damaged (or not a database after all).
+    Malformed,
+    /// The file or its directory cannot be written.
+    ReadOnly,
+    /// The disk (or the database's page limit) is full.
+    Full,
+    /// Another process held the database past the busy timeout.
+    Busy,
+    /// The file cannot be opened.
+    CannotOpen,
+    /// Anything else.
+    Other,
+}
+
+impl Failure {
+    /// A stable code: `database_malformed`, `database_read_only`, `disk_full`, `database_busy`,
+    /// `database_cannot_open` or `database`.
+    pub fn code(self) -> &'static str {
+        match self {
+            Failure::Malformed => "database_malformed",
+            Failure::ReadOnly => "database_read_only",
+            Failure::Full => "disk_full",
+            Failure::Busy => "database_busy",
+            Failure::CannotOpen => "database_cannot_open",
+            Failure::Other => "database",
+        }
+    }
+
+    fn of(e: &rusqlite::Error) -> Self {
+        use rusqlite::ErrorCode as C;
+        match e.sqlite_error_code() {
+            Some(C::DatabaseCorrupt | C::NotADatabase) => Failure::Malformed,
+            Some(C::ReadOnly) => Failure::ReadOnly,
+            Some(C::DiskFull) => Failure::Full,
+            Some(C::DatabaseBusy | C::DatabaseLocked) => Failure::Busy,
+            Some(C::CannotOpen) => Failure::CannotOpen,
+            _ => Failure::Other,
+        }
+    }
+}
+
+/// SQLite's message for `e`, said once (rusqlite's own display repeats it with the code).
+pub(crate) fn sqlite_message(e: &rusqlite::Error) -> String {
+    match e {
+        rusqlite::Error::SqliteFailure(code, Some(message)) => {
+            // Messages like "disk I/O error" say less than the code's description.
+            let described = code.to_string();
+            if message.is_empty() { described } else { message.clone() }
+        }
+        rusqlite::Error::SqliteFailure(code, None) => {
+            let text = code.to_string();
+            // `Error code 11: The database disk image is malformed` → the description.
+            text.split_once(": ").map_or(text.clone(), |(_, d)| d.to_string())
+        }
+        other => other.to_string(),
+    }
+}
+
+fn hint_text(hint: &str) -> String {
+    let mut chars = hint.chars();
+    match chars.next() {
+        None => String::new(),
+        Some(first) => format!(". {}{}", first.to_uppercase(), chars.as_str()),
+    }
+}
+
+/// The permissions of `path` as `ls` shows them (`r--r--r--`), or why they cannot be read.
+#[cfg(unix)]
+fn permissions(path: &std::path::Path) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    match std::fs::metadata(path) {
+        Ok(m) => {
+            let mode = m.permissions().mode();
+            let bits: String =
+                (0..9).rev().map(|i| if mode & (1 << i) == 0 { '-' } else { ['x', 'w', 'r'][i % 3] }).collect();
+            format!("mode {bits}")
+        }
+        Err(e) => format!("cannot read its mode: {e}"),
+    }
+}
+
+#[cfg(not(unix))]
+fn permissions(path: &std::path::Path) -> String {
+    match std::fs::metadata(path) {
+        Ok(m) if m.permissions().readonly() => "read-only".into(),
+        Ok(_) => "writable".into(),
+        Err(e) => format!("cannot read its mode: {e}"),
+    }
+}
+
+/// Whether the current user may write `path` (as the OS decides, root included).
+fn writable(path: &std::path::Path, dir: bool) -> bool {
+    if dir {
+        // Creating a file is the test SQLite needs of a directory.
+        let probe = path.join(format!(".seshat-write-test-{}", std::process::id()));
+        let ok = std::fs::OpenOptions::new().write(true).create_new(true).open(&probe).is_ok();
+        let _ = std::fs::remove_file(&probe);
+        ok
+    } else {
+        std::fs::OpenOptions::new().append(true).open(path).is_ok()
+    }
+}
+
+impl Error {
+    /// Names the database file and the operation in a SQLite failure, with what to do about it;
+    /// other errors are returned as they are.
+    pub(crate) fn at(self, path: &std::path::Path, op: &'static str) -> Error {
+        let Error::Sqlite(e) = self else { return self };
+        let failure = Failure::of(&e);
+        let message = sqlite_message(&e);
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+        let hint = match failure {
+            Failure::Malformed => "the file is damaged: restore it from a backup, or move it aside (Seshat then \
+                starts a new database) and bring sessions back with `seshat sessions import` from their exports"
+                .to_string(),
+            Failure::ReadOnly if !writable(path, false) => format!(
+                "the database file is read-only ({}): make it writable (chmod u+w) to change anything; reading works",
+                permissions(path)
+            ),
+            Failure::ReadOnly if !writable(dir, true) => format!(
+                "its directory {} is read-only ({}), and SQLite writes its -wal and -shm files beside the database: \
+                 make the directory writable to change anything; reading works",
+                dir.display(),
+                permissions(dir)
+            ),
+            Failure::ReadOnly => "the database was opened read-only: nothing can be changed in this run".to_string(),
+            Failure::Full => "the disk is full (or the database reached its size limit): free some space and try \
+                again; nothing of this operation was written"
+                .to_string(),
+            Failure::Busy => "another process kept the database busy: try again when it is done".to_string(),
+            Failure::CannotOpen => {
+                format!("check that {} exists and that you may read it ({})", dir.display(), permissions(dir))
+            }
+            Failure::Other => String::new(),
+        };
+        Error::Database { path: path.to_path_buf(), op, failure, message, hint }
+    }
+}

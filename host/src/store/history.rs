@@ -275,74 +275,78 @@ impl Store {
     /// The messages matching `query` in `scope`, best first (bm25; a message holding one of the
     /// query's identifiers exactly comes before the others), at most `limit`.
     pub fn search_history(&self, scope: HistoryScope<'_>, query: &str, limit: usize) -> Result<Vec<HistoryHit>> {
-        let (session, project) = match scope {
-            HistoryScope::Session(id) => (Some(id), None),
-            HistoryScope::Project(key) => (None, Some(key)),
-            HistoryScope::All => (None, None),
-        };
-        // The oldest message the ranking looks at: the RANK_WINDOW-th most recent match (read in
-        // rowid order, which costs no ranking).
-        let mut floor = self.conn.prepare_cached(
-            "SELECT message_fts.rowid FROM message_fts JOIN messages m ON m.id = message_fts.rowid \
+        on_db!(self, "search the history", {
+            let (session, project) = match scope {
+                HistoryScope::Session(id) => (Some(id), None),
+                HistoryScope::Project(key) => (None, Some(key)),
+                HistoryScope::All => (None, None),
+            };
+            // The oldest message the ranking looks at: the RANK_WINDOW-th most recent match (read in
+            // rowid order, which costs no ranking).
+            let mut floor = self.conn.prepare_cached(
+                "SELECT message_fts.rowid FROM message_fts JOIN messages m ON m.id = message_fts.rowid \
              WHERE message_fts MATCH ?1 AND (?2 IS NULL OR m.session_id = ?2) \
              AND (?3 IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?3)) \
              ORDER BY message_fts.rowid DESC LIMIT 1 OFFSET ?4",
-        )?;
-        // The best `limit` by bm25 (which reads only the index: it keeps no copy of the text), with
-        // their parts for the snippets.
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT m.session_id, m.seq, m.role, m.created_at, m.parts \
+            )?;
+            // The best `limit` by bm25 (which reads only the index: it keeps no copy of the text), with
+            // their parts for the snippets.
+            let mut stmt = self.conn.prepare_cached(
+                "SELECT m.session_id, m.seq, m.role, m.created_at, m.parts \
              FROM (SELECT message_fts.rowid AS id, bm25(message_fts) AS score \
                    FROM message_fts JOIN messages m ON m.id = message_fts.rowid \
                    WHERE message_fts MATCH ?1 AND message_fts.rowid >= ?5 AND (?3 IS NULL OR m.session_id = ?3) \
                    AND (?4 IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?4)) \
                    ORDER BY score, m.id DESC LIMIT ?2) best \
              JOIN messages m ON m.id = best.id ORDER BY best.score, m.id DESC",
-        )?;
-        let terms = snippet_terms(query);
-        let mut hits: Vec<HistoryHit> = Vec::new();
-        for expression in match_queries(query).into_iter().flatten() {
-            if hits.len() >= limit {
-                break;
-            }
-            let from: i64 = floor
-                .query_row(params![expression, session, project, RANK_WINDOW - 1], |r| r.get(0))
-                .optional()?
-                .unwrap_or(0);
-            let rows = stmt.query_map(params![expression, limit as i64, session, project, from], |r| {
-                let role: String = r.get(2)?;
-                let hit = HistoryHit {
-                    session_id: r.get(0)?,
-                    seq: r.get(1)?,
-                    role: Role::parse(&role).unwrap_or(Role::User),
-                    created_at: r.get(3)?,
-                    snippet: String::new(),
-                };
-                Ok((hit, r.get::<_, String>(4)?))
-            })?;
-            for row in rows {
-                let (mut hit, parts) = row?;
-                if hits.len() >= limit || hits.iter().any(|h| h.session_id == hit.session_id && h.seq == hit.seq) {
-                    continue;
+            )?;
+            let terms = snippet_terms(query);
+            let mut hits: Vec<HistoryHit> = Vec::new();
+            for expression in match_queries(query).into_iter().flatten() {
+                if hits.len() >= limit {
+                    break;
                 }
-                // Only a hit that is kept gets its snippet, cut from the original's text.
-                let parts: Vec<Part> = serde_json::from_str(&parts).unwrap_or_default();
-                hit.snippet = snippet(&whole_text(&parts), &terms);
-                hits.push(hit);
+                let from: i64 = floor
+                    .query_row(params![expression, session, project, RANK_WINDOW - 1], |r| r.get(0))
+                    .optional()?
+                    .unwrap_or(0);
+                let rows = stmt.query_map(params![expression, limit as i64, session, project, from], |r| {
+                    let role: String = r.get(2)?;
+                    let hit = HistoryHit {
+                        session_id: r.get(0)?,
+                        seq: r.get(1)?,
+                        role: Role::parse(&role).unwrap_or(Role::User),
+                        created_at: r.get(3)?,
+                        snippet: String::new(),
+                    };
+                    Ok((hit, r.get::<_, String>(4)?))
+                })?;
+                for row in rows {
+                    let (mut hit, parts) = row?;
+                    if hits.len() >= limit || hits.iter().any(|h| h.session_id == hit.session_id && h.seq == hit.seq) {
+                        continue;
+                    }
+                    // Only a hit that is kept gets its snippet, cut from the original's text.
+                    let parts: Vec<Part> = serde_json::from_str(&parts).unwrap_or_default();
+                    hit.snippet = snippet(&whole_text(&parts), &terms);
+                    hits.push(hit);
+                }
             }
-        }
-        Ok(hits)
+            Ok(hits)
+        })
     }
 
     /// The original messages `from..=to` of a session (at most [`HISTORY_RANGE_MAX`]), untouched
     /// by trims or compaction.
     pub fn history_range(&self, session: &str, from: u64, to: u64) -> Result<Vec<Message>> {
-        let to = to.min(from.saturating_add(HISTORY_RANGE_MAX - 1));
-        let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 AND seq BETWEEN ?2 AND ?3 ORDER BY seq"
-        ))?;
-        let rows = stmt.query_map(params![session, from, to], message_from_row)?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        on_db!(self, "read the history", {
+            let to = to.min(from.saturating_add(HISTORY_RANGE_MAX - 1));
+            let mut stmt = self.conn.prepare_cached(&format!(
+                "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 AND seq BETWEEN ?2 AND ?3 ORDER BY seq"
+            ))?;
+            let rows = stmt.query_map(params![session, from, to], message_from_row)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
     }
 }
 

@@ -84,21 +84,79 @@ fn title_from(parts: &[Part]) -> Option<String> {
 
 /// Inserts one message at `seq` inside an open transaction.
 pub(super) fn insert_message(tx: &Transaction<'_>, session: &str, seq: u64, msg: &NewMessage, at: i64) -> Result<()> {
-    let parts =
-        serde_json::to_string(&msg.parts).map_err(|e| Error::Corrupt { table: "messages", message: e.to_string() })?;
-    let usage = msg
-        .usage
-        .map(|u| serde_json::to_string(&u))
-        .transpose()
-        .map_err(|e| Error::Corrupt { table: "messages", message: e.to_string() })?;
+    insert_encoded(tx, session, seq, &Encoded::of(msg)?, at)
+}
+
+/// A message ready for its row: the parts as stored JSON and its history-index text. Made apart
+/// from the insert so that an import can let go of the decoded parts before SQLite copies the row.
+pub(super) struct Encoded {
+    pub role: Role,
+    pub status: MessageStatus,
+    pub parts: String,
+    pub usage: Option<String>,
+    pub index_text: String,
+}
+
+impl Encoded {
+    pub(super) fn of(msg: &NewMessage) -> Result<Self> {
+        let corrupt = |e: serde_json::Error| Error::Corrupt { table: "messages", message: e.to_string() };
+        Ok(Encoded {
+            role: msg.role,
+            status: msg.status,
+            parts: serde_json::to_string(&msg.parts).map_err(corrupt)?,
+            usage: msg.usage.map(|u| serde_json::to_string(&u)).transpose().map_err(corrupt)?,
+            index_text: super::history::index_text(&msg.parts),
+        })
+    }
+}
+
+pub(super) fn insert_encoded(tx: &Transaction<'_>, session: &str, seq: u64, msg: &Encoded, at: i64) -> Result<()> {
     tx.prepare_cached(
         "INSERT INTO messages (session_id, seq, role, parts, usage, status, created_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?
-    .execute(params![session, seq, msg.role.as_str(), parts, usage, msg.status.as_str(), at])?;
+    .execute(params![session, seq, msg.role.as_str(), msg.parts, msg.usage, msg.status.as_str(), at])?;
     // The history index, in the same transaction (messages never change, so neither does this).
     tx.prepare_cached("INSERT INTO message_fts (rowid, text) VALUES (?1, ?2)")?
-        .execute(params![tx.last_insert_rowid(), super::history::index_text(&msg.parts)])?;
+        .execute(params![tx.last_insert_rowid(), msg.index_text])?;
+    Ok(())
+}
+
+/// Whether the session holds a tool call with this id in a message before `before` (a seq).
+/// Calls are looked for from there back, so the usual case (the call just before its result)
+/// reads a few rows; only an orphan reads them all.
+pub(super) fn has_call(conn: &rusqlite::Connection, session: &str, call_id: &str, before: u64) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT 1 FROM messages m, json_each(m.parts) p WHERE m.session_id = ?1 AND m.seq < ?3 \
+             AND m.role = 'assistant' AND p.value ->> 'type' = 'tool_call' AND p.value ->> 'id' = ?2 \
+             ORDER BY m.seq DESC LIMIT 1",
+        )?
+        .exists(params![session, call_id, before])?)
+}
+
+/// Refuses messages that would break the session's structure: a message without parts, or a
+/// tool result that answers no earlier call (in the session or earlier in `messages`).
+fn check_structure(tx: &Transaction<'_>, session: &str, messages: &[NewMessage]) -> Result<()> {
+    let mut batch_calls: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    for (index, msg) in messages.iter().enumerate() {
+        let invalid = |message: String| Error::InvalidMessage { index, message };
+        if msg.parts.is_empty() {
+            return Err(invalid("field `parts`: a message needs at least one part".into()));
+        }
+        for (p, part) in msg.parts.iter().enumerate() {
+            if let Part::ToolResult { call_id, .. } = part
+                && !batch_calls.contains(call_id.as_str())
+                && !has_call(tx, session, call_id, u64::MAX >> 1)?
+            {
+                return Err(invalid(format!(
+                    "field `parts[{p}].call_id`: `{call_id}` answers no earlier tool_call in session {session} (a \
+                     tool result must follow the assistant message that made the call)"
+                )));
+            }
+        }
+        batch_calls.extend(msg.parts.iter().filter_map(Part::tool_call_id));
+    }
     Ok(())
 }
 
@@ -106,57 +164,62 @@ impl Store {
     /// Appends messages to a session in one transaction and returns their seqs. When this returns,
     /// the messages survive a crash of the process.
     pub fn append(&mut self, session: &str, messages: &[NewMessage]) -> Result<Vec<u64>> {
-        let now = now_ms();
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let (count, has_title): (u64, bool) = tx
-            .prepare_cached("SELECT message_count, title IS NOT NULL FROM sessions WHERE id = ?1")?
-            .query_row([session], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()?
-            .ok_or_else(|| Error::SessionNotFound(session.to_string()))?;
-        let mut title = None;
-        let mut totals = Usage::default();
-        let mut context = None;
-        let mut seqs = Vec::with_capacity(messages.len());
-        for (i, msg) in messages.iter().enumerate() {
-            let seq = count + 1 + i as u64;
-            insert_message(&tx, session, seq, msg, now)?;
-            if !has_title && title.is_none() && msg.role == Role::User {
-                title = title_from(&msg.parts);
+        on_db!(self, "append messages", {
+            let now = now_ms();
+            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let (count, has_title): (u64, bool) = tx
+                .prepare_cached("SELECT message_count, title IS NOT NULL FROM sessions WHERE id = ?1")?
+                .query_row([session], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?
+                .ok_or_else(|| Error::SessionNotFound(session.to_string()))?;
+            check_structure(&tx, session, messages)?;
+            let mut title = None;
+            let mut totals = Usage::default();
+            let mut context = None;
+            let mut seqs = Vec::with_capacity(messages.len());
+            for (i, msg) in messages.iter().enumerate() {
+                let seq = count + 1 + i as u64;
+                insert_message(&tx, session, seq, msg, now)?;
+                if !has_title && title.is_none() && msg.role == Role::User {
+                    title = title_from(&msg.parts);
+                }
+                if let Some(u) = msg.usage {
+                    totals.input_tokens += u.input_tokens;
+                    totals.output_tokens += u.output_tokens;
+                    totals.cache_read_tokens += u.cache_read_tokens;
+                    totals.cache_creation_tokens += u.cache_creation_tokens;
+                    context = u.context_tokens.or(context);
+                }
+                seqs.push(seq);
             }
-            if let Some(u) = msg.usage {
-                totals.input_tokens += u.input_tokens;
-                totals.output_tokens += u.output_tokens;
-                totals.cache_read_tokens += u.cache_read_tokens;
-                totals.cache_creation_tokens += u.cache_creation_tokens;
-                context = u.context_tokens.or(context);
-            }
-            seqs.push(seq);
-        }
-        tx.prepare_cached(
-            "UPDATE sessions SET message_count = ?2, updated_at = ?3, title = coalesce(title, ?4), \
+            tx.prepare_cached(
+                "UPDATE sessions SET message_count = ?2, updated_at = ?3, title = coalesce(title, ?4), \
              input_tokens = input_tokens + ?5, output_tokens = output_tokens + ?6, \
              cache_read_tokens = cache_read_tokens + ?7, cache_creation_tokens = cache_creation_tokens + ?8, \
              context_tokens = coalesce(?9, context_tokens) WHERE id = ?1",
-        )?
-        .execute(params![
-            session,
-            count + messages.len() as u64,
-            now,
-            title,
-            totals.input_tokens,
-            totals.output_tokens,
-            totals.cache_read_tokens,
-            totals.cache_creation_tokens,
-            context
-        ])?;
-        tx.commit()?;
-        Ok(seqs)
+            )?
+            .execute(params![
+                session,
+                count + messages.len() as u64,
+                now,
+                title,
+                totals.input_tokens,
+                totals.output_tokens,
+                totals.cache_read_tokens,
+                totals.cache_creation_tokens,
+                context
+            ])?;
+            tx.commit()?;
+            Ok(seqs)
+        })
     }
 
     /// Every message of the session as appended, in order (nothing compacted or trimmed).
     pub fn full_history(&self, session: &str) -> Result<Vec<Message>> {
-        self.session(session)?;
-        self.messages_from(session, 1)
+        on_db!(self, "read the full history", {
+            self.session(session)?;
+            self.messages_from(session, 1)
+        })
     }
 
     /// Messages with `seq >= from`, in order.
@@ -170,27 +233,34 @@ impl Store {
 
     /// One message by seq.
     pub fn message(&self, session: &str, seq: u64) -> Result<Option<Message>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(&format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 AND seq = ?2"))?;
-        Ok(stmt.query_row(params![session, seq], message_from_row).optional()?)
+        on_db!(self, "read a message", {
+            let mut stmt = self.conn.prepare_cached(&format!(
+                "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 AND seq = ?2"
+            ))?;
+            Ok(stmt.query_row(params![session, seq], message_from_row).optional()?)
+        })
     }
 
     /// Every compaction record of the session, oldest first.
     pub fn compactions(&self, session: &str) -> Result<Vec<Compaction>> {
-        let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT {COMPACTION_COLUMNS} FROM compactions WHERE session_id = ?1 ORDER BY id"
-        ))?;
-        let rows = stmt.query_map([session], compaction_from_row)?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        on_db!(self, "read the compactions", {
+            let mut stmt = self.conn.prepare_cached(&format!(
+                "SELECT {COMPACTION_COLUMNS} FROM compactions WHERE session_id = ?1 ORDER BY id"
+            ))?;
+            let rows = stmt.query_map([session], compaction_from_row)?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
     }
 
     /// Every trim record of the session, oldest first.
     pub fn trims(&self, session: &str) -> Result<Vec<Trim>> {
-        let mut stmt =
-            self.conn.prepare_cached(&format!("SELECT {TRIM_COLUMNS} FROM trims WHERE session_id = ?1 ORDER BY id"))?;
-        let rows = stmt.query_map([session], trim_from_row)?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        on_db!(self, "read the trims", {
+            let mut stmt = self
+                .conn
+                .prepare_cached(&format!("SELECT {TRIM_COLUMNS} FROM trims WHERE session_id = ?1 ORDER BY id"))?;
+            let rows = stmt.query_map([session], trim_from_row)?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
     }
 
     /// Records a compaction, but only if the session's history still ends at
@@ -198,73 +268,83 @@ impl Store {
     /// resets the session's failure counter; a failure increments it, and so does a success that
     /// carries an `error` (a summary that is used but freed too little). Returns the counter after.
     pub fn record_compaction(&mut self, session: &str, compaction: &Compaction) -> Result<u32> {
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let count: u64 = tx
-            .query_row("SELECT message_count FROM sessions WHERE id = ?1", [session], |r| r.get(0))
-            .optional()?
-            .ok_or_else(|| Error::SessionNotFound(session.to_string()))?;
-        if count != compaction.through_seq {
-            return Err(Error::Conflict { session: session.into(), expected: compaction.through_seq, found: count });
-        }
-        insert_compaction(&tx, session, compaction)?;
-        let failures: u32 = tx.query_row(
-            "UPDATE sessions SET compaction_failures = \
+        on_db!(self, "record a compaction", {
+            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let count: u64 = tx
+                .query_row("SELECT message_count FROM sessions WHERE id = ?1", [session], |r| r.get(0))
+                .optional()?
+                .ok_or_else(|| Error::SessionNotFound(session.to_string()))?;
+            if count != compaction.through_seq {
+                return Err(Error::Conflict {
+                    session: session.into(),
+                    expected: compaction.through_seq,
+                    found: count,
+                });
+            }
+            insert_compaction(&tx, session, compaction)?;
+            let failures: u32 = tx.query_row(
+                "UPDATE sessions SET compaction_failures = \
              CASE WHEN ?2 = 'ok' AND ?4 IS NULL THEN 0 ELSE compaction_failures + 1 END, \
              updated_at = ?3 WHERE id = ?1 RETURNING compaction_failures",
-            params![session, status_str(compaction.status), now_ms(), compaction.error],
-            |r| r.get(0),
-        )?;
-        tx.commit()?;
-        Ok(failures)
+                params![session, status_str(compaction.status), now_ms(), compaction.error],
+                |r| r.get(0),
+            )?;
+            tx.commit()?;
+            Ok(failures)
+        })
     }
 
     /// Records trims of tool results. Each names a message and a part, which must be a tool result
     /// whose original content is longer than the replacement. All or none.
     pub fn record_trims(&mut self, session: &str, trims: &[(u64, u32, String)]) -> Result<Vec<Trim>> {
-        let now = now_ms();
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut out = Vec::with_capacity(trims.len());
-        for (seq, part, replacement) in trims {
-            let original_size = tool_result_size(&tx, session, *seq, *part)?;
-            let trim = Trim {
-                seq: *seq,
-                part: *part,
-                original_size,
-                new_size: replacement.len() as u64,
-                replacement: replacement.clone(),
-                created_at: now,
-            };
-            if trim.new_size >= original_size {
-                return Err(Error::InvalidTrim {
+        on_db!(self, "record trims", {
+            let now = now_ms();
+            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let mut out = Vec::with_capacity(trims.len());
+            for (seq, part, replacement) in trims {
+                let original_size = tool_result_size(&tx, session, *seq, *part)?;
+                let trim = Trim {
                     seq: *seq,
                     part: *part,
-                    reason: format!(
-                        "the replacement ({} bytes) is not shorter than the original ({original_size})",
-                        trim.new_size
-                    ),
-                });
+                    original_size,
+                    new_size: replacement.len() as u64,
+                    replacement: replacement.clone(),
+                    created_at: now,
+                };
+                if trim.new_size >= original_size {
+                    return Err(Error::InvalidTrim {
+                        seq: *seq,
+                        part: *part,
+                        reason: format!(
+                            "the replacement ({} bytes) is not shorter than the original ({original_size})",
+                            trim.new_size
+                        ),
+                    });
+                }
+                insert_trim(&tx, session, &trim)?;
+                out.push(trim);
             }
-            insert_trim(&tx, session, &trim)?;
-            out.push(trim);
-        }
-        tx.execute("UPDATE sessions SET updated_at = ?2 WHERE id = ?1", params![session, now])?;
-        tx.commit()?;
-        Ok(out)
+            tx.execute("UPDATE sessions SET updated_at = ?2 WHERE id = ?1", params![session, now])?;
+            tx.commit()?;
+            Ok(out)
+        })
     }
 
     /// Sets the failed-compaction counter (manual compaction clears it) and the flag that turns
     /// summarising off for the session.
     pub fn set_compaction_state(&mut self, session: &str, failures: u32, auto_compact_disabled: bool) -> Result<()> {
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let n = tx.execute(
-            "UPDATE sessions SET compaction_failures = ?2, auto_compact_disabled = ?3 WHERE id = ?1",
-            params![session, failures, auto_compact_disabled],
-        )?;
-        tx.commit()?;
-        if n == 0 {
-            return Err(Error::SessionNotFound(session.to_string()));
-        }
-        Ok(())
+        on_db!(self, "record the compaction state", {
+            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let n = tx.execute(
+                "UPDATE sessions SET compaction_failures = ?2, auto_compact_disabled = ?3 WHERE id = ?1",
+                params![session, failures, auto_compact_disabled],
+            )?;
+            tx.commit()?;
+            if n == 0 {
+                return Err(Error::SessionNotFound(session.to_string()));
+            }
+            Ok(())
+        })
     }
 }
 

@@ -4,6 +4,16 @@
 //! originals. Every write is one `BEGIN IMMEDIATE` transaction, the file is in WAL mode with a
 //! busy timeout, so several processes can share it and a crash loses no acknowledged write.
 
+/// Runs a store method's body, naming the database file and `op` in any SQLite failure it
+/// returns ([`Error::Database`]).
+macro_rules! on_db {
+    ($self:ident, $op:literal, $body:block) => {{
+        #[allow(clippy::redundant_closure_call)]
+        let result = (|| -> $crate::store::Result<_> { $body })();
+        result.map_err(|e| e.at(&$self.path, $op))
+    }};
+}
+
 mod error;
 mod history;
 mod messages;
@@ -20,7 +30,8 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
-pub use error::{Error, Result};
+pub(crate) use error::sqlite_message;
+pub use error::{Error, Failure, Result};
 pub use history::{HISTORY_RANGE_MAX, HistoryHit, HistoryScope, INDEX_WHOLE_BYTES, index_text};
 pub use migrations::{APPLICATION_ID, LATEST as SCHEMA_VERSION, Progress, on_migration_progress};
 pub use model::{Compaction, CompactionStatus, CompactionTrigger, Message, NewSession, SessionInfo, Trim};
@@ -28,6 +39,7 @@ pub use models::{DISCOVERY_TTL_MS, ModelWindow, WindowOrigin};
 pub use pins::Retracted;
 pub use sessions::ListFilter;
 pub use sessions::MIN_SHORT_ID;
+pub use transfer::{ImportOptions, Imported, unanswered_text};
 pub use view::{COMPACTION_MARKER, LiveView, Origin, ViewEntry, summary_text};
 
 /// How long a writer waits for another process's transaction before giving up.
@@ -51,7 +63,7 @@ impl Store {
     /// A non-empty file without Seshat's application id, or with a schema newer than this binary,
     /// is refused and left byte-for-byte untouched.
     pub fn open(path: &Path) -> Result<Self> {
-        let conn = open::open(path)?;
+        let conn = open::open(path).map_err(|e| e.at(path, "open the database"))?;
         Ok(Self { conn, path: path.to_path_buf() })
     }
 
@@ -63,6 +75,11 @@ impl Store {
     /// The underlying connection, for read-only inspection (tests, benchmarks, diagnostics).
     pub fn connection(&self) -> &Connection {
         &self.conn
+    }
+
+    /// The connection and the file's path, for a subsystem that names the file in its errors.
+    pub(crate) fn parts_mut(&mut self) -> (&mut Connection, &Path) {
+        (&mut self.conn, &self.path)
     }
 
     /// The connection for other subsystems that keep their tables in this database (memory).

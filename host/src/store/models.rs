@@ -52,30 +52,33 @@ impl ModelWindow {
 impl Store {
     /// What is known of `model` at `base_url`, stale or not.
     pub fn model_window(&self, base_url: &str, model: &str) -> Result<Option<ModelWindow>> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT context_window, max_output_tokens, source, learnt_at FROM model_windows \
+        on_db!(self, "read a model window", {
+            Ok(self
+                .conn
+                .query_row(
+                    "SELECT context_window, max_output_tokens, source, learnt_at FROM model_windows \
                  WHERE base_url = ?1 AND model = ?2",
-                params![base_url, model],
-                |r| {
-                    let source: String = r.get(2)?;
-                    Ok(ModelWindow {
-                        context_window: r.get(0)?,
-                        max_output_tokens: r.get(1)?,
-                        origin: if source == "learnt" { WindowOrigin::Learnt } else { WindowOrigin::Discovered },
-                        learnt_at: r.get(3)?,
-                    })
-                },
-            )
-            .optional()?)
+                    params![base_url, model],
+                    |r| {
+                        let source: String = r.get(2)?;
+                        Ok(ModelWindow {
+                            context_window: r.get(0)?,
+                            max_output_tokens: r.get(1)?,
+                            origin: if source == "learnt" { WindowOrigin::Learnt } else { WindowOrigin::Discovered },
+                            learnt_at: r.get(3)?,
+                        })
+                    },
+                )
+                .optional()?)
+        })
     }
 
     /// Records what was learnt of `model` at `base_url`. A discovery never replaces a learnt
     /// window (the refusal was the server's own word); fields left `None` keep their value, and an
     /// entry without a window (an output limit alone) keeps the existing window's origin and age.
     pub fn record_model_window(&mut self, base_url: &str, model: &str, window: &ModelWindow) -> Result<()> {
-        self.conn.execute(
+        on_db!(self, "record a model window", {
+            self.conn.execute(
             "INSERT INTO model_windows (base_url, model, context_window, max_output_tokens, source, learnt_at) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
              ON CONFLICT (base_url, model) DO UPDATE SET \
@@ -96,6 +99,7 @@ impl Store {
                 window.learnt_at
             ],
         )?;
-        Ok(())
+            Ok(())
+        })
     }
 }

@@ -1,5 +1,11 @@
 //! Opening the database file safely: refuse foreign or newer files without touching them, create
 //! new ones private to the user, then migrate and switch to WAL.
+//!
+//! A database that cannot be written is still opened for reading: SQLite opens a read-only file
+//! read-only by itself, and a WAL database in a read-only directory without its `-wal` and `-shm`
+//! files (which SQLite would have to create) is opened immutable — nobody can be writing it, as a
+//! writer would need those files too. Only a write then fails, saying which file or directory
+//! is read-only.
 
 use std::fs;
 use std::io::Read;
@@ -14,7 +20,7 @@ use super::{BUSY_TIMEOUT, Error, Result};
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
 pub(super) fn open(path: &Path) -> Result<Connection> {
-    let io = |action| move |source| Error::Io { action, path: path.to_path_buf(), source };
+    let io = |action| move |cause| Error::Io { action, path: path.to_path_buf(), cause };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         create_private_dir(dir).map_err(io("cannot create directory for"))?;
     }
@@ -24,16 +30,61 @@ pub(super) fn open(path: &Path) -> Result<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let mut conn = Connection::open_with_flags(path, flags)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
-    let found = migrations::version(&conn)?;
+    let found = match migrations::version(&conn) {
+        Ok(found) => found,
+        Err(e) if cannot_create_wal_files(&e, path) => {
+            conn = open_immutable(path)?;
+            migrations::version(&conn)?
+        }
+        Err(e) => return Err(e),
+    };
     if found > migrations::LATEST {
         return Err(Error::NewerSchema { path: path.to_path_buf(), found, supported: migrations::LATEST });
     }
     conn.pragma_update(None, "foreign_keys", true)?;
+    let read_only = conn.is_readonly(rusqlite::MAIN_DB)?;
+    if read_only && found < migrations::LATEST {
+        // Upgrading writes: say so as the write that failed would.
+        return Err(Error::Sqlite(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_READONLY),
+            Some(format!(
+                "the database (schema version {found}) needs upgrading to {}, which writes to it",
+                migrations::LATEST
+            )),
+        )));
+    }
     migrations::migrate(&mut conn)?;
-    use_wal(&conn)?;
+    if !read_only {
+        use_wal(&conn)?;
+    }
     // In WAL mode NORMAL loses nothing on a process crash; only an OS crash can drop the last
     // transactions.
     conn.pragma_update(None, "synchronous", "NORMAL")?;
+    Ok(conn)
+}
+
+/// Whether opening failed only because SQLite could not create the `-wal`/`-shm` files of a WAL
+/// database beside it (a read-only directory), with no `-wal` file there to read.
+fn cannot_create_wal_files(e: &Error, path: &Path) -> bool {
+    let Error::Sqlite(rusqlite::Error::SqliteFailure(code, _)) = e else { return false };
+    let wal = path.with_file_name(format!("{}-wal", path.file_name().unwrap_or_default().to_string_lossy()));
+    let readonly_directory = code.extended_code == rusqlite::ffi::SQLITE_READONLY_DIRECTORY;
+    (readonly_directory || code.code == rusqlite::ErrorCode::CannotOpen) && !wal.exists()
+}
+
+/// Opens `path` read-only and immutable (see the module's docs for when that is safe).
+fn open_immutable(path: &Path) -> Result<Connection> {
+    let mut uri = String::from("file:");
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '?' | '#' | '%' => uri.push_str(&format!("%{:02X}", c as u32)),
+            c => uri.push(c),
+        }
+    }
+    uri.push_str("?mode=ro&immutable=1");
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(uri, flags)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
     Ok(conn)
 }
 
@@ -66,15 +117,15 @@ fn check_header(path: &Path) -> Result<()> {
     let mut file = match fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(source) => {
-            return Err(Error::Io { action: "cannot read", path: path.to_path_buf(), source });
+        Err(cause) => {
+            return Err(Error::Io { action: "cannot read", path: path.to_path_buf(), cause });
         }
     };
     let mut header = Vec::with_capacity(100);
-    file.by_ref().take(100).read_to_end(&mut header).map_err(|source| Error::Io {
+    file.by_ref().take(100).read_to_end(&mut header).map_err(|cause| Error::Io {
         action: "cannot read",
         path: path.to_path_buf(),
-        source,
+        cause,
     })?;
     if header.is_empty() {
         return Ok(());

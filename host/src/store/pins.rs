@@ -73,9 +73,11 @@ pub(super) fn pair_closure(tx: &Connection, session: &str, seq: u64) -> Result<B
 impl Store {
     /// The pinned seqs of a session, in order.
     pub fn pins(&self, session: &str) -> Result<Vec<u64>> {
-        let mut stmt = self.conn.prepare_cached("SELECT seq FROM pins WHERE session_id = ?1 ORDER BY seq")?;
-        let rows = stmt.query_map([session], |r| r.get(0))?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        on_db!(self, "read the pins", {
+            let mut stmt = self.conn.prepare_cached("SELECT seq FROM pins WHERE session_id = ?1 ORDER BY seq")?;
+            let rows = stmt.query_map([session], |r| r.get(0))?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
     }
 
     /// The pins of a session with when each was made, in seq order.
@@ -94,36 +96,42 @@ impl Store {
         seq: u64,
         check: impl FnOnce(&Store, &[u64]) -> Result<()>,
     ) -> Result<Vec<u64>> {
-        self.immediate(|store| {
-            let tx = &store.conn;
-            let covered = pair_closure(tx, session, seq)?;
-            let now = now_ms();
-            let mut added = Vec::new();
-            for s in &covered {
-                if tx.execute(
-                    "INSERT INTO pins (session_id, seq, created_at) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
-                    params![session, s, now],
-                )? > 0
-                {
-                    added.push(*s);
+        on_db!(self, "pin a message", {
+            self.immediate(|store| {
+                let tx = &store.conn;
+                let covered = pair_closure(tx, session, seq)?;
+                let now = now_ms();
+                let mut added = Vec::new();
+                for s in &covered {
+                    if tx.execute(
+                        "INSERT INTO pins (session_id, seq, created_at) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
+                        params![session, s, now],
+                    )? > 0
+                    {
+                        added.push(*s);
+                    }
                 }
-            }
-            check(store, &store.pins(session)?)?;
-            Ok(added)
+                check(store, &store.pins(session)?)?;
+                Ok(added)
+            })
         })
     }
 
     /// Unpins message `seq` and the other side of its tool exchanges; returns the seqs unpinned.
     pub fn unpin(&mut self, session: &str, seq: u64) -> Result<Vec<u64>> {
-        self.immediate(|store| {
-            let covered = pair_closure(&store.conn, session, seq)?;
-            let mut removed = Vec::new();
-            for s in &covered {
-                if store.conn.execute("DELETE FROM pins WHERE session_id = ?1 AND seq = ?2", params![session, s])? > 0 {
-                    removed.push(*s);
+        on_db!(self, "unpin a message", {
+            self.immediate(|store| {
+                let covered = pair_closure(&store.conn, session, seq)?;
+                let mut removed = Vec::new();
+                for s in &covered {
+                    if store.conn.execute("DELETE FROM pins WHERE session_id = ?1 AND seq = ?2", params![session, s])?
+                        > 0
+                    {
+                        removed.push(*s);
+                    }
                 }
-            }
-            Ok(removed)
+                Ok(removed)
+            })
         })
     }
 
@@ -173,39 +181,41 @@ impl Store {
     /// `check` accepts the live view that results (the caller's window check); the originals and
     /// the retracted record stay. [`Error::NothingToUndo`] when there is nothing left to undo.
     pub fn retract_latest(&mut self, session: &str, check: impl FnOnce(&Store) -> Result<()>) -> Result<Retracted> {
-        self.immediate(|store| {
-            let Some((compaction, first, last)) = store.latest_retractable(session)? else {
-                return Err(Error::NothingToUndo(session.to_string()));
-            };
-            let tx = &store.conn;
-            let now = now_ms();
-            let ordinal = |table: &str, id: i64| -> Result<u64> {
-                Ok(tx.query_row(
-                    &format!("SELECT count(*) FROM {table} WHERE session_id = ?1 AND id <= ?2"),
-                    params![session, id],
-                    |r| r.get(0),
-                )?)
-            };
-            let retracted = match compaction {
-                Some(c) => {
-                    tx.execute(
-                        "INSERT INTO retractions (session_id, compaction_id, created_at) VALUES (?1, ?2, ?3)",
-                        params![session, c, now],
-                    )?;
-                    Retracted::Compaction { number: ordinal("compactions", c)? }
-                }
-                None => {
-                    tx.execute(
-                        "INSERT INTO retractions (session_id, first_trim, last_trim, created_at) \
+        on_db!(self, "undo the latest compaction or trim", {
+            self.immediate(|store| {
+                let Some((compaction, first, last)) = store.latest_retractable(session)? else {
+                    return Err(Error::NothingToUndo(session.to_string()));
+                };
+                let tx = &store.conn;
+                let now = now_ms();
+                let ordinal = |table: &str, id: i64| -> Result<u64> {
+                    Ok(tx.query_row(
+                        &format!("SELECT count(*) FROM {table} WHERE session_id = ?1 AND id <= ?2"),
+                        params![session, id],
+                        |r| r.get(0),
+                    )?)
+                };
+                let retracted = match compaction {
+                    Some(c) => {
+                        tx.execute(
+                            "INSERT INTO retractions (session_id, compaction_id, created_at) VALUES (?1, ?2, ?3)",
+                            params![session, c, now],
+                        )?;
+                        Retracted::Compaction { number: ordinal("compactions", c)? }
+                    }
+                    None => {
+                        tx.execute(
+                            "INSERT INTO retractions (session_id, first_trim, last_trim, created_at) \
                          VALUES (?1, ?2, ?3, ?4)",
-                        params![session, first, last, now],
-                    )?;
-                    Retracted::Trims { first: ordinal("trims", first)?, last: ordinal("trims", last)? }
-                }
-            };
-            tx.execute("UPDATE sessions SET updated_at = ?2 WHERE id = ?1", params![session, now])?;
-            check(store)?;
-            Ok(retracted)
+                            params![session, first, last, now],
+                        )?;
+                        Retracted::Trims { first: ordinal("trims", first)?, last: ordinal("trims", last)? }
+                    }
+                };
+                tx.execute("UPDATE sessions SET updated_at = ?2 WHERE id = ?1", params![session, now])?;
+                check(store)?;
+                Ok(retracted)
+            })
         })
     }
 
@@ -228,21 +238,23 @@ impl Store {
 
     /// A session's retractions, oldest first, with when each was made.
     pub fn retractions(&self, session: &str) -> Result<Vec<(Retracted, i64)>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT r.compaction_id, r.first_trim, r.last_trim, r.created_at, \
+        on_db!(self, "read the undos", {
+            let mut stmt = self.conn.prepare_cached(
+                "SELECT r.compaction_id, r.first_trim, r.last_trim, r.created_at, \
              (SELECT count(*) FROM compactions c WHERE c.session_id = r.session_id AND c.id <= r.compaction_id), \
              (SELECT count(*) FROM trims t WHERE t.session_id = r.session_id AND t.id <= r.first_trim), \
              (SELECT count(*) FROM trims t WHERE t.session_id = r.session_id AND t.id <= r.last_trim) \
              FROM retractions r WHERE r.session_id = ?1 ORDER BY r.id",
-        )?;
-        let rows = stmt.query_map([session], |r| {
-            let compaction: Option<i64> = r.get(0)?;
-            let at: i64 = r.get(3)?;
-            Ok(match compaction {
-                Some(_) => (Retracted::Compaction { number: r.get(4)? }, at),
-                None => (Retracted::Trims { first: r.get(5)?, last: r.get(6)? }, at),
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+            )?;
+            let rows = stmt.query_map([session], |r| {
+                let compaction: Option<i64> = r.get(0)?;
+                let at: i64 = r.get(3)?;
+                Ok(match compaction {
+                    Some(_) => (Retracted::Compaction { number: r.get(4)? }, at),
+                    None => (Retracted::Trims { first: r.get(5)?, last: r.get(6)? }, at),
+                })
+            })?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
     }
 }

@@ -57,125 +57,140 @@ pub(super) fn session_from_row(row: &Row<'_>) -> rusqlite::Result<SessionInfo> {
 impl Store {
     /// Creates a session and returns it.
     pub fn create_session(&mut self, new: NewSession) -> Result<SessionInfo> {
-        let id = ulid::Ulid::generate().to_string();
-        let now = now_ms();
-        let metadata = new.metadata.unwrap_or_else(|| serde_json::json!({}));
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute(
-            "INSERT INTO sessions (id, project, provider, model, context_window, created_at, \
+        on_db!(self, "create a session", {
+            let id = ulid::Ulid::generate().to_string();
+            let now = now_ms();
+            let metadata = new.metadata.unwrap_or_else(|| serde_json::json!({}));
+            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.execute(
+                "INSERT INTO sessions (id, project, provider, model, context_window, created_at, \
              updated_at, metadata) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)",
-            params![id, new.project, new.provider, new.model, new.context_window, now, metadata.to_string()],
-        )?;
-        tx.commit()?;
-        self.session(&id)
+                params![id, new.project, new.provider, new.model, new.context_window, now, metadata.to_string()],
+            )?;
+            tx.commit()?;
+            self.session(&id)
+        })
     }
 
     /// The session with exactly this id.
     pub fn session(&self, id: &str) -> Result<SessionInfo> {
-        self.conn
-            .query_row(&format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"), [id], session_from_row)
-            .optional()?
-            .ok_or_else(|| Error::SessionNotFound(id.to_string()))
+        on_db!(self, "read a session", {
+            self.conn
+                .query_row(&format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"), [id], session_from_row)
+                .optional()?
+                .ok_or_else(|| Error::SessionNotFound(id.to_string()))
+        })
     }
 
     /// Resolves a full id or any unique prefix of one (case-insensitive) to the full id.
     pub fn resolve(&self, prefix: &str) -> Result<String> {
-        let wanted = prefix.trim().to_ascii_uppercase();
-        if wanted.is_empty() || !wanted.bytes().all(|b| b.is_ascii_alphanumeric()) {
-            return Err(Error::SessionNotFound(prefix.to_string()));
-        }
-        // Ids are upper-case Crockford base32, so every id with this prefix sorts in
-        // [prefix, prefix + '~').
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT id FROM sessions WHERE id >= ?1 AND id < ?1 || '~' ORDER BY id LIMIT 6")?;
-        let found: Vec<String> = stmt.query_map([&wanted], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
-        match found.len() {
-            0 => Err(Error::SessionNotFound(prefix.to_string())),
-            1 => Ok(found.into_iter().next().unwrap_or_default()),
-            _ => Err(Error::AmbiguousSession { prefix: prefix.to_string(), candidates: found }),
-        }
+        on_db!(self, "find the session", {
+            let wanted = prefix.trim().to_ascii_uppercase();
+            if wanted.is_empty() || !wanted.bytes().all(|b| b.is_ascii_alphanumeric()) {
+                return Err(Error::SessionNotFound(prefix.to_string()));
+            }
+            // Ids are upper-case Crockford base32, so every id with this prefix sorts in
+            // [prefix, prefix + '~').
+            let mut stmt = self
+                .conn
+                .prepare_cached("SELECT id FROM sessions WHERE id >= ?1 AND id < ?1 || '~' ORDER BY id LIMIT 6")?;
+            let found: Vec<String> = stmt.query_map([&wanted], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+            match found.len() {
+                0 => Err(Error::SessionNotFound(prefix.to_string())),
+                1 => Ok(found.into_iter().next().unwrap_or_default()),
+                _ => Err(Error::AmbiguousSession { prefix: prefix.to_string(), candidates: found }),
+            }
+        })
     }
 
     /// Sessions, most recently updated first.
     pub fn list_sessions(&self, filter: &ListFilter) -> Result<Vec<SessionInfo>> {
-        let limit = filter.limit.map_or(-1, |l| l as i64);
-        let rows = match &filter.project {
-            Some(project) => {
-                let mut stmt = self.conn.prepare_cached(&format!(
-                    "SELECT {SESSION_COLUMNS} FROM sessions WHERE project = ?1 \
+        on_db!(self, "list sessions", {
+            let limit = filter.limit.map_or(-1, |l| l as i64);
+            let rows = match &filter.project {
+                Some(project) => {
+                    let mut stmt = self.conn.prepare_cached(&format!(
+                        "SELECT {SESSION_COLUMNS} FROM sessions WHERE project = ?1 \
                      ORDER BY updated_at DESC, id DESC LIMIT ?2"
-                ))?;
-                stmt.query_map(params![project, limit], session_from_row)?.collect::<rusqlite::Result<Vec<_>>>()?
-            }
-            None => {
-                let mut stmt = self.conn.prepare_cached(&format!(
-                    "SELECT {SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, id DESC LIMIT ?1"
-                ))?;
-                stmt.query_map(params![limit], session_from_row)?.collect::<rusqlite::Result<Vec<_>>>()?
-            }
-        };
-        Ok(rows)
+                    ))?;
+                    stmt.query_map(params![project, limit], session_from_row)?.collect::<rusqlite::Result<Vec<_>>>()?
+                }
+                None => {
+                    let mut stmt = self.conn.prepare_cached(&format!(
+                        "SELECT {SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, id DESC LIMIT ?1"
+                    ))?;
+                    stmt.query_map(params![limit], session_from_row)?.collect::<rusqlite::Result<Vec<_>>>()?
+                }
+            };
+            Ok(rows)
+        })
     }
 
     /// The most recently updated session of a project (what `chat --continue` resumes).
     pub fn latest_session(&self, project: &str) -> Result<Option<SessionInfo>> {
-        let filter = ListFilter { project: Some(project.to_string()), limit: Some(1) };
-        Ok(self.list_sessions(&filter)?.into_iter().next())
+        on_db!(self, "find the latest session", {
+            let filter = ListFilter { project: Some(project.to_string()), limit: Some(1) };
+            Ok(self.list_sessions(&filter)?.into_iter().next())
+        })
     }
 
     /// For each of `ids`, the shortest prefix (at least [`MIN_SHORT_ID`] characters) that no
     /// other session in the database shares.
     pub fn short_ids(&self, ids: &[&str]) -> Result<Vec<String>> {
-        // A short list looks up each id's two neighbours in the index; a long one reads every id
-        // once.
-        if ids.len() <= NEIGHBOUR_LOOKUPS_UP_TO {
-            let mut before =
-                self.conn.prepare_cached("SELECT id FROM sessions WHERE id < ?1 ORDER BY id DESC LIMIT 1")?;
-            let mut after = self.conn.prepare_cached("SELECT id FROM sessions WHERE id > ?1 ORDER BY id LIMIT 1")?;
-            return ids
-                .iter()
-                .map(|id| {
-                    let b: Option<String> = before.query_row([id], |r| r.get(0)).optional()?;
-                    let a: Option<String> = after.query_row([id], |r| r.get(0)).optional()?;
-                    let shared = b.map_or(0, |b| common_prefix(id, &b)).max(a.map_or(0, |a| common_prefix(id, &a)));
-                    Ok(short(id, shared))
-                })
-                .collect();
-        }
-        // One pass over the sorted ids, remembering each wanted id's neighbours (nothing else is
-        // copied out of SQLite).
-        let wanted: HashMap<&str, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
-        let mut near: Vec<(usize, usize)> = vec![(0, 0); ids.len()];
-        let mut stmt = self.conn.prepare_cached("SELECT id FROM sessions ORDER BY id")?;
-        let mut rows = stmt.query([])?;
-        let mut previous = String::new();
-        let mut pending: Option<usize> = None;
-        while let Some(row) = rows.next()? {
-            let id = row.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
-            if let Some(i) = pending.take() {
-                near[i].1 = common_prefix(ids[i], id);
+        on_db!(self, "shorten session ids", {
+            // A short list looks up each id's two neighbours in the index; a long one reads every id
+            // once.
+            if ids.len() <= NEIGHBOUR_LOOKUPS_UP_TO {
+                let mut before =
+                    self.conn.prepare_cached("SELECT id FROM sessions WHERE id < ?1 ORDER BY id DESC LIMIT 1")?;
+                let mut after =
+                    self.conn.prepare_cached("SELECT id FROM sessions WHERE id > ?1 ORDER BY id LIMIT 1")?;
+                return ids
+                    .iter()
+                    .map(|id| {
+                        let b: Option<String> = before.query_row([id], |r| r.get(0)).optional()?;
+                        let a: Option<String> = after.query_row([id], |r| r.get(0)).optional()?;
+                        let shared = b.map_or(0, |b| common_prefix(id, &b)).max(a.map_or(0, |a| common_prefix(id, &a)));
+                        Ok(short(id, shared))
+                    })
+                    .collect();
             }
-            if let Some(&i) = wanted.get(id) {
-                near[i].0 = common_prefix(id, &previous);
-                pending = Some(i);
+            // One pass over the sorted ids, remembering each wanted id's neighbours (nothing else is
+            // copied out of SQLite).
+            let wanted: HashMap<&str, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+            let mut near: Vec<(usize, usize)> = vec![(0, 0); ids.len()];
+            let mut stmt = self.conn.prepare_cached("SELECT id FROM sessions ORDER BY id")?;
+            let mut rows = stmt.query([])?;
+            let mut previous = String::new();
+            let mut pending: Option<usize> = None;
+            while let Some(row) = rows.next()? {
+                let id = row.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
+                if let Some(i) = pending.take() {
+                    near[i].1 = common_prefix(ids[i], id);
+                }
+                if let Some(&i) = wanted.get(id) {
+                    near[i].0 = common_prefix(id, &previous);
+                    pending = Some(i);
+                }
+                previous.clear();
+                previous.push_str(id);
             }
-            previous.clear();
-            previous.push_str(id);
-        }
-        Ok(ids.iter().zip(near).map(|(id, (before, after))| short(id, before.max(after))).collect())
+            Ok(ids.iter().zip(near).map(|(id, (before, after))| short(id, before.max(after))).collect())
+        })
     }
 
     /// Deletes a session with its messages, compactions and trims. The only way an original
     /// message is ever removed.
     pub fn delete_session(&mut self, id: &str) -> Result<()> {
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let n = tx.execute("DELETE FROM sessions WHERE id = ?1", [id])?;
-        tx.commit()?;
-        if n == 0 {
-            return Err(Error::SessionNotFound(id.to_string()));
-        }
-        Ok(())
+        on_db!(self, "delete a session", {
+            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let n = tx.execute("DELETE FROM sessions WHERE id = ?1", [id])?;
+            tx.commit()?;
+            if n == 0 {
+                return Err(Error::SessionNotFound(id.to_string()));
+            }
+            Ok(())
+        })
     }
 
     /// Records which model and window a session uses from now on. When the provider or model
@@ -188,31 +203,35 @@ impl Store {
         model: Option<&str>,
         context_window: Option<u64>,
     ) -> Result<()> {
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let n = tx.execute(
-            "UPDATE sessions SET metadata = CASE WHEN provider IS NOT ?2 OR model IS NOT ?3 \
+        on_db!(self, "record the session's model", {
+            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let n = tx.execute(
+                "UPDATE sessions SET metadata = CASE WHEN provider IS NOT ?2 OR model IS NOT ?3 \
              THEN json_set(metadata, '$.model_since', message_count) ELSE metadata END, \
              provider = ?2, model = ?3, context_window = ?4, updated_at = ?5 WHERE id = ?1",
-            params![id, provider, model, context_window, now_ms()],
-        )?;
-        tx.commit()?;
-        if n == 0 {
-            return Err(Error::SessionNotFound(id.to_string()));
-        }
-        Ok(())
+                params![id, provider, model, context_window, now_ms()],
+            )?;
+            tx.commit()?;
+            if n == 0 {
+                return Err(Error::SessionNotFound(id.to_string()));
+            }
+            Ok(())
+        })
     }
 
     /// Records how a model's real token counts compare with Seshat's estimate in this session
     /// (`metadata.calibration.<model>`: real / estimated, from usage or a refusal's figure).
     pub fn set_calibration(&mut self, id: &str, model: &str, ratio: f64) -> Result<()> {
-        let n = self.conn.execute(
+        on_db!(self, "record the calibration", {
+            let n = self.conn.execute(
             "UPDATE sessions SET metadata = json_set(metadata, '$.calibration.' || json_quote(?2), ?3) WHERE id = ?1",
             params![id, model, ratio],
         )?;
-        if n == 0 {
-            return Err(Error::SessionNotFound(id.to_string()));
-        }
-        Ok(())
+            if n == 0 {
+                return Err(Error::SessionNotFound(id.to_string()));
+            }
+            Ok(())
+        })
     }
 }
 

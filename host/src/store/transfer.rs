@@ -6,16 +6,17 @@
 //! database → export gives the same bytes. Import validates every line and reference inside one
 //! transaction: malformed input names the line and field and writes nothing.
 
+use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, Write};
 
 use rusqlite::{Transaction, TransactionBehavior, params};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use super::messages::{insert_compaction, insert_message, insert_trim};
+use super::messages::{Encoded, insert_compaction, insert_encoded, insert_trim};
 use super::model::{Compaction, Message, SessionInfo, Trim};
 use super::pins::Retracted;
 use super::{Error, Result, Store};
-use crate::conversation::{NewMessage, Part};
+use crate::conversation::{MessageStatus, NewMessage, Part, Role, Usage};
 
 /// The export format this binary writes: 2 added pins, retractions and this field.
 pub const EXPORT_FORMAT: u32 = 2;
@@ -55,49 +56,94 @@ struct RetractionRecord {
 impl Store {
     /// Writes the full record of a session (messages, compactions, trims) as JSON Lines.
     pub fn export(&self, session: &str, out: &mut dyn Write) -> Result<()> {
-        let info = self.session(session)?;
-        let io = |source| Error::Io { action: "cannot write export of", path: self.path.clone(), source };
-        let mut write = |record: &Record| -> Result<()> {
-            serde_json::to_writer(&mut *out, record).map_err(|e| io(e.into()))?;
-            out.write_all(b"\n").map_err(io)
-        };
-        write(&Record::Session { format_version: EXPORT_FORMAT, session: info })?;
-        for m in self.messages_from(session, 1)? {
-            write(&Record::Message(m))?;
-        }
-        for c in self.compactions(session)? {
-            write(&Record::Compaction(c))?;
-        }
-        for t in self.trims(session)? {
-            write(&Record::Trim(t))?;
-        }
-        let pinned_at = self.pin_times(session)?;
-        for (seq, created_at) in pinned_at {
-            write(&Record::Pin(PinRecord { seq, created_at }))?;
-        }
-        for (undone, created_at) in self.retractions(session)? {
-            write(&Record::Retraction(RetractionRecord { undone, created_at }))?;
-        }
-        out.flush().map_err(io)
+        on_db!(self, "export a session", {
+            let info = self.session(session)?;
+            let io = |cause| Error::Io { action: "cannot write export of", path: self.path.clone(), cause };
+            let mut write = |record: &Record| -> Result<()> {
+                serde_json::to_writer(&mut *out, record).map_err(|e| io(e.into()))?;
+                out.write_all(b"\n").map_err(io)
+            };
+            write(&Record::Session { format_version: EXPORT_FORMAT, session: info })?;
+            for m in self.messages_from(session, 1)? {
+                write(&Record::Message(m))?;
+            }
+            for c in self.compactions(session)? {
+                write(&Record::Compaction(c))?;
+            }
+            for t in self.trims(session)? {
+                write(&Record::Trim(t))?;
+            }
+            let pinned_at = self.pin_times(session)?;
+            for (seq, created_at) in pinned_at {
+                write(&Record::Pin(PinRecord { seq, created_at }))?;
+            }
+            for (undone, created_at) in self.retractions(session)? {
+                write(&Record::Retraction(RetractionRecord { undone, created_at }))?;
+            }
+            out.flush().map_err(io)
+        })
     }
 
-    /// Imports one exported session. With `new_id` the session gets a fresh id; otherwise an id
-    /// already present is refused. Returns the imported session's id. All or nothing.
-    pub fn import(&mut self, input: &mut dyn BufRead, new_id: bool) -> Result<String> {
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let id = Importer::default().run(&tx, input, new_id)?;
-        tx.commit()?;
-        Ok(id)
+    /// Imports one exported session (see [`ImportOptions`]). All or nothing: on any error nothing
+    /// was written.
+    pub fn import(&mut self, input: &mut dyn BufRead, options: ImportOptions) -> Result<Imported> {
+        on_db!(self, "import a session", {
+            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let imported = Importer { options, ..Importer::default() }.run(&tx, input)?;
+            tx.commit()?;
+            Ok(imported)
+        })
     }
+}
+
+/// How [`Store::import`] treats its input.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ImportOptions {
+    /// Give the session a fresh id; otherwise an id already present is refused.
+    pub new_id: bool,
+    /// Accept a broken structure instead of refusing it: tool results that answer no earlier call
+    /// and messages without parts are kept in the full history but left out of the live view,
+    /// and calls that were never answered get a synthetic error result.
+    pub repair: bool,
+}
+
+/// What an import wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Imported {
+    /// The imported session's id.
+    pub id: String,
+    /// Messages imported (synthetic results included).
+    pub messages: u64,
+    /// Tool results kept although they answer no earlier call (with `repair`).
+    pub orphans: usize,
+    /// Messages without parts kept (with `repair`).
+    pub empty: usize,
+    /// Unanswered calls given a synthetic result (with `repair`).
+    pub synthetic: usize,
+}
+
+/// The text of the result a repaired import gives a call that was never answered.
+pub fn unanswered_text(name: &str) -> String {
+    format!("[no result: the `{name}` call was never answered (given this result when the session was imported)]")
 }
 
 #[derive(Default)]
 struct Importer {
+    options: ImportOptions,
     id: String,
     session_line: usize,
     declared_count: u64,
-    messages: Vec<Message>,
-    last_line: usize,
+    /// Messages imported so far.
+    count: u64,
+    last_created_at: i64,
+    /// The size of every tool result imported, by (seq, part): what trims are checked against.
+    results: HashMap<(u64, u32), u64>,
+    /// Every call so far (id and tool name) in order, and the ids answered.
+    calls: Vec<(String, String)>,
+    call_ids: HashSet<String>,
+    answered: HashSet<String>,
+    orphans: usize,
+    empty: usize,
     /// Row ids of the compactions and trims imported so far, in order (retractions name them).
     compactions: Vec<i64>,
     trims: Vec<i64>,
@@ -107,8 +153,12 @@ fn invalid(line: usize, message: impl Into<String>) -> Error {
     Error::InvalidImport { line, message: message.into() }
 }
 
+/// Lines longer than this give their buffer back once parsed, so one huge line does not keep its
+/// memory for the rest of the import.
+const KEEP_LINE_BUFFER: usize = 1 << 20;
+
 impl Importer {
-    fn run(mut self, tx: &Transaction<'_>, input: &mut dyn BufRead, new_id: bool) -> Result<String> {
+    fn run(mut self, tx: &Transaction<'_>, input: &mut dyn BufRead) -> Result<Imported> {
         let mut buf = String::new();
         let mut line = 0;
         loop {
@@ -121,29 +171,84 @@ impl Importer {
             if buf.trim().is_empty() {
                 continue;
             }
-            self.last_line = line;
             let record = parse(line, &buf)?;
-            self.apply(tx, line, record, new_id)?;
+            if buf.capacity() > KEEP_LINE_BUFFER {
+                buf = String::new();
+            }
+            self.apply(tx, line, record)?;
         }
         if self.id.is_empty() {
             return Err(invalid(1, "expected a `session` record, found no input"));
         }
-        if self.messages.len() as u64 != self.declared_count {
+        if self.count != self.declared_count {
             return Err(invalid(
                 self.session_line,
-                format!(
-                    "field `message_count` is {} but {} message records follow",
-                    self.declared_count,
-                    self.messages.len()
-                ),
+                format!("field `message_count` is {} but {} message records follow", self.declared_count, self.count),
             ));
         }
-        Ok(self.id)
+        let unanswered: Vec<&(String, String)> =
+            self.calls.iter().filter(|(id, _)| !self.answered.contains(id)).collect();
+        let synthetic = if self.options.repair && !unanswered.is_empty() {
+            let parts = unanswered
+                .iter()
+                .map(|(id, name)| Part::ToolResult {
+                    call_id: id.clone(),
+                    content: unanswered_text(name),
+                    is_error: true,
+                })
+                .collect();
+            let msg = NewMessage { role: Role::Tool, parts, usage: None, status: MessageStatus::Synthetic };
+            self.count += 1;
+            insert_encoded(tx, &self.id, self.count, &Encoded::of(&msg)?, self.last_created_at)?;
+            tx.execute("UPDATE sessions SET message_count = ?2 WHERE id = ?1", params![self.id, self.count])?;
+            unanswered.len()
+        } else {
+            0
+        };
+        Ok(Imported { id: self.id, messages: self.count, orphans: self.orphans, empty: self.empty, synthetic })
     }
 
-    fn apply(&mut self, tx: &Transaction<'_>, line: usize, record: Record, new_id: bool) -> Result<()> {
+    /// Checks a message's structure, refusing (or, repairing, counting) what breaks it.
+    fn check_message(&mut self, line: usize, m: &MessageLine) -> Result<()> {
+        let repair = " (or import with --repair to keep it out of the live view)";
+        if m.parts.is_empty() {
+            if !self.options.repair {
+                return Err(invalid(line, format!("field `parts`: a message needs at least one part{repair}")));
+            }
+            self.empty += 1;
+        }
+        for (p, part) in m.parts.iter().enumerate() {
+            match part {
+                Part::ToolResult { call_id, content, .. } => {
+                    if !self.call_ids.contains(call_id) {
+                        if !self.options.repair {
+                            return Err(invalid(
+                                line,
+                                format!(
+                                    "field `parts[{p}].call_id`: `{call_id}` answers no earlier tool_call in the \
+                                     session{repair}"
+                                ),
+                            ));
+                        }
+                        self.orphans += 1;
+                    } else {
+                        self.answered.insert(call_id.clone());
+                    }
+                    self.results.insert((m.seq, p as u32), content.len() as u64);
+                }
+                Part::ToolCall { id, name, .. } if self.call_ids.insert(id.clone()) => {
+                    self.calls.push((id.clone(), name.clone()));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, tx: &Transaction<'_>, line: usize, record: Incoming) -> Result<()> {
+        let new_id = self.options.new_id;
         match record {
-            Record::Session { session: s, .. } => {
+            Incoming::Session(s) => {
                 if !self.id.is_empty() {
                     return Err(invalid(line, "a second `session` record: import one session per file"));
                 }
@@ -187,17 +292,23 @@ impl Importer {
             _ if self.id.is_empty() => {
                 return Err(invalid(line, "expected a `session` record first"));
             }
-            Record::Message(m) => {
-                let expected = self.messages.len() as u64 + 1;
+            Incoming::Message(m) => {
+                let expected = self.count + 1;
                 if m.seq != expected {
                     return Err(invalid(line, format!("field `seq`: expected {expected}, found {}", m.seq)));
                 }
-                let new = NewMessage { role: m.role, parts: m.parts.clone(), usage: m.usage, status: m.status };
-                insert_message(tx, &self.id, m.seq, &new, m.created_at)?;
-                self.messages.push(m);
+                self.check_message(line, &m)?;
+                let (seq, created_at) = (m.seq, m.created_at);
+                let new = NewMessage { role: m.role, parts: m.parts, usage: m.usage, status: m.status };
+                let encoded = Encoded::of(&new)?;
+                // Only the encoded row stays while SQLite copies it (a huge line's memory, once).
+                drop(new);
+                insert_encoded(tx, &self.id, seq, &encoded, created_at)?;
+                self.count = seq;
+                self.last_created_at = created_at;
             }
-            Record::Compaction(c) => {
-                let count = self.messages.len() as u64;
+            Incoming::Compaction(c) => {
+                let count = self.count;
                 let check = |field: &str, v: Option<u64>, max: u64| match v {
                     Some(v) if v == 0 || v > max => {
                         Err(invalid(line, format!("field `{field}`: {v} is outside 1..={max}")))
@@ -210,26 +321,15 @@ impl Importer {
                 insert_compaction(tx, &self.id, &c).map_err(|e| invalid(line, e.to_string()))?;
                 self.compactions.push(tx.last_insert_rowid());
             }
-            Record::Trim(t) => {
-                let content = self
-                    .messages
-                    .get((t.seq as usize).wrapping_sub(1))
-                    .and_then(|m| m.parts.get(t.part as usize))
-                    .and_then(|p| match p {
-                        Part::ToolResult { content, .. } => Some(content),
-                        _ => None,
-                    })
-                    .ok_or_else(|| {
-                        invalid(
-                            line,
-                            format!("fields `seq`/`part`: message {} part {} is not a tool result", t.seq, t.part),
-                        )
-                    })?;
-                if t.original_size != content.len() as u64 {
-                    return Err(invalid(
+            Incoming::Trim(t) => {
+                let size = self.results.get(&(t.seq, t.part)).copied().ok_or_else(|| {
+                    invalid(
                         line,
-                        format!("field `original_size`: the tool result has {} bytes", content.len()),
-                    ));
+                        format!("fields `seq`/`part`: message {} part {} is not a tool result", t.seq, t.part),
+                    )
+                })?;
+                if t.original_size != size {
+                    return Err(invalid(line, format!("field `original_size`: the tool result has {size} bytes")));
                 }
                 if t.new_size != t.replacement.len() as u64 || t.new_size >= t.original_size {
                     return Err(invalid(
@@ -240,8 +340,8 @@ impl Importer {
                 insert_trim(tx, &self.id, &t)?;
                 self.trims.push(tx.last_insert_rowid());
             }
-            Record::Pin(p) => {
-                let count = self.messages.len() as u64;
+            Incoming::Pin(p) => {
+                let count = self.count;
                 if p.seq == 0 || p.seq > count {
                     return Err(invalid(line, format!("field `seq`: {} is outside 1..={count}", p.seq)));
                 }
@@ -251,7 +351,7 @@ impl Importer {
                 )
                 .map_err(|e| invalid(line, e.to_string()))?;
             }
-            Record::Retraction(r) => {
+            Incoming::Retraction(r) => {
                 let pick = |ids: &[i64], n: u64, what: &str| {
                     (n as usize).checked_sub(1).and_then(|i| ids.get(i)).copied().ok_or_else(|| {
                         invalid(
@@ -286,11 +386,43 @@ impl Importer {
     }
 }
 
+/// One parsed input line.
+enum Incoming {
+    Session(SessionInfo),
+    Message(MessageLine),
+    Compaction(Compaction),
+    Trim(Trim),
+    Pin(PinRecord),
+    Retraction(RetractionRecord),
+}
+
+/// A `message` record as read: [`Message`]'s fields and its tag. Decoded straight from the line's
+/// text (no intermediate JSON tree), so a huge message is held once.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MessageLine {
+    #[serde(rename = "record")]
+    _record: serde::de::IgnoredAny,
+    seq: u64,
+    role: Role,
+    parts: Vec<Part>,
+    #[serde(default)]
+    usage: Option<Usage>,
+    status: MessageStatus,
+    created_at: i64,
+}
+
+/// Only a line's `record` tag (everything else skipped without being kept).
+#[derive(Deserialize)]
+struct Tag {
+    record: Option<serde_json::Value>,
+}
+
 /// Parses one line, naming the field at fault. The `record` tag is read first and the rest is
 /// decoded as that record's type, so errors carry the path inside it.
-fn parse(line: usize, text: &str) -> Result<Record> {
-    let mut value: serde_json::Value = serde_json::from_str(text).map_err(|e| invalid(line, clean(&e)))?;
-    let tag = match value.as_object_mut().and_then(|o| o.remove("record")) {
+fn parse(line: usize, text: &str) -> Result<Incoming> {
+    let tag: Tag = serde_json::from_str(text).map_err(|e| invalid(line, clean(&e)))?;
+    let tag = match tag.record {
         Some(serde_json::Value::String(tag)) => tag,
         Some(_) => return Err(invalid(line, "field `record`: expected a string")),
         None => {
@@ -300,19 +432,29 @@ fn parse(line: usize, text: &str) -> Result<Record> {
             ));
         }
     };
-    fn decode<T: serde::de::DeserializeOwned>(line: usize, value: serde_json::Value) -> Result<T> {
-        serde_path_to_error::deserialize(value).map_err(|e| {
+    fn decode<'de, T: Deserialize<'de>, D: serde::Deserializer<'de, Error = serde_json::Error>>(
+        line: usize,
+        from: D,
+    ) -> Result<T> {
+        serde_path_to_error::deserialize(from).map_err(|e| {
             let path = e.path().to_string();
             let inner = clean(e.inner());
             if path == "." { invalid(line, inner) } else { invalid(line, format!("field `{path}`: {inner}")) }
         })
     }
+    if tag == "message" {
+        return Ok(Incoming::Message(decode(line, &mut serde_json::Deserializer::from_str(text))?));
+    }
+    let mut value: serde_json::Value = serde_json::from_str(text).map_err(|e| invalid(line, clean(&e)))?;
+    if let Some(o) = value.as_object_mut() {
+        o.remove("record");
+    }
     Ok(match tag.as_str() {
         "session" => {
-            let format_version = match value.as_object_mut().and_then(|o| o.remove("format_version")) {
-                None => 1,
+            match value.as_object_mut().and_then(|o| o.remove("format_version")) {
+                None => {}
                 Some(v) => match v.as_u64() {
-                    Some(n) if (1..=u64::from(EXPORT_FORMAT)).contains(&n) => n as u32,
+                    Some(n) if (1..=u64::from(EXPORT_FORMAT)).contains(&n) => {}
                     Some(n) => {
                         return Err(invalid(
                             line,
@@ -324,14 +466,13 @@ fn parse(line: usize, text: &str) -> Result<Record> {
                     }
                     None => return Err(invalid(line, "field `format_version`: expected a number")),
                 },
-            };
-            Record::Session { format_version, session: decode(line, value)? }
+            }
+            Incoming::Session(decode(line, value)?)
         }
-        "message" => Record::Message(decode(line, value)?),
-        "compaction" => Record::Compaction(decode(line, value)?),
-        "trim" => Record::Trim(decode(line, value)?),
-        "pin" => Record::Pin(decode(line, value)?),
-        "retraction" => Record::Retraction(decode(line, value)?),
+        "compaction" => Incoming::Compaction(decode(line, value)?),
+        "trim" => Incoming::Trim(decode(line, value)?),
+        "pin" => Incoming::Pin(decode(line, value)?),
+        "retraction" => Incoming::Retraction(decode(line, value)?),
         other => {
             return Err(invalid(
                 line,

@@ -3,7 +3,9 @@
 //! It is derived, never stored: the latest successful compaction not undone (its summary as one
 //! user-role message ending with [`COMPACTION_MARKER`]), then the messages before its cut that stay
 //! verbatim — the latest user request it pinned and the user's pins — then every message from the
-//! first kept one, with the trims not undone applied (never to a pinned message).
+//! first kept one, with the trims not undone applied (never to a pinned message). A message made
+//! only of tool results whose calls are not before them in the view (orphans a repaired import
+//! kept), or of no parts at all, stays in the full history only.
 
 use std::collections::{HashMap, HashSet};
 
@@ -76,6 +78,9 @@ pub struct LiveView {
     /// What the view was built from, for [`Store::refresh_live_view`].
     #[serde(skip)]
     stamp: ViewStamp,
+    /// The ids of the calls in the view so far (a result must follow its call).
+    #[serde(skip)]
+    calls: HashSet<String>,
 }
 
 /// The records a live view reflects: the messages up to `message_count`, the latest successful
@@ -92,78 +97,85 @@ struct ViewStamp {
 impl Store {
     /// The live view of a session.
     pub fn live_view(&self, session: &str) -> Result<LiveView> {
-        let stamp = self.view_stamp(session)?;
-        let info = self.session(session)?;
-        let compaction = self
-            .conn
-            .prepare_cached(&format!(
-                "SELECT {COMPACTION_COLUMNS} FROM compactions c WHERE session_id = ?1 AND status = 'ok' \
+        on_db!(self, "read the live view", {
+            let stamp = self.view_stamp(session)?;
+            let info = self.session(session)?;
+            let compaction = self
+                .conn
+                .prepare_cached(&format!(
+                    "SELECT {COMPACTION_COLUMNS} FROM compactions c WHERE session_id = ?1 AND status = 'ok' \
                  AND {LIVE_COMPACTION} ORDER BY id DESC LIMIT 1"
-            ))?
-            .query_row([session], compaction_from_row)
-            .optional()?;
-        let first_kept = compaction.as_ref().and_then(|c| c.first_kept_seq).unwrap_or(1);
-        let pins: HashSet<u64> = self.pins(session)?.into_iter().collect();
-        let earliest_pin = pins.iter().copied().min().unwrap_or(first_kept);
-        let from = first_kept.min(pinned_of(compaction.as_ref(), first_kept)).min(earliest_pin);
-        let mut trims = self.trims_from(session, from)?;
-        for seq in &pins {
-            trims.remove(seq);
-        }
+                ))?
+                .query_row([session], compaction_from_row)
+                .optional()?;
+            let first_kept = compaction.as_ref().and_then(|c| c.first_kept_seq).unwrap_or(1);
+            let pins: HashSet<u64> = self.pins(session)?.into_iter().collect();
+            let earliest_pin = pins.iter().copied().min().unwrap_or(first_kept);
+            let from = first_kept.min(pinned_of(compaction.as_ref(), first_kept)).min(earliest_pin);
+            let mut trims = self.trims_from(session, from)?;
+            for seq in &pins {
+                trims.remove(seq);
+            }
 
-        let mut entries = Vec::new();
-        if let Some(c) = &compaction {
-            entries.push(ViewEntry {
-                origin: Origin::Summary,
-                seq: None,
-                role: Role::User,
-                parts: vec![Part::Text { text: summary_text(c.summary.as_deref().unwrap_or_default()) }],
-                status: MessageStatus::Synthetic,
-                usage: None,
-                trims: Vec::new(),
-                pinned: false,
-            });
-            // Before the cut, in order: the request the compaction pinned and the user's pins.
-            let request = c.pinned_seq.filter(|&p| p < first_kept);
-            let mut before: Vec<u64> = pins.iter().copied().filter(|&p| p < first_kept).collect();
-            before.extend(request.filter(|r| !pins.contains(r)));
-            before.sort_unstable();
-            for seq in before {
-                if let Some(msg) = self.message(session, seq)? {
-                    let origin = if pins.contains(&seq) { Origin::UserPin } else { Origin::Pinned };
-                    entries.push(entry(origin, msg, &mut trims, &pins));
+            let mut entries = Vec::new();
+            let mut calls = HashSet::new();
+            if let Some(c) = &compaction {
+                entries.push(ViewEntry {
+                    origin: Origin::Summary,
+                    seq: None,
+                    role: Role::User,
+                    parts: vec![Part::Text { text: summary_text(c.summary.as_deref().unwrap_or_default()) }],
+                    status: MessageStatus::Synthetic,
+                    usage: None,
+                    trims: Vec::new(),
+                    pinned: false,
+                });
+                // Before the cut, in order: the request the compaction pinned and the user's pins.
+                let request = c.pinned_seq.filter(|&p| p < first_kept);
+                let mut before: Vec<u64> = pins.iter().copied().filter(|&p| p < first_kept).collect();
+                before.extend(request.filter(|r| !pins.contains(r)));
+                before.sort_unstable();
+                for seq in before {
+                    if let Some(msg) = self.message(session, seq)? {
+                        let origin = if pins.contains(&seq) { Origin::UserPin } else { Origin::Pinned };
+                        entries.extend(self.admit(session, &mut calls, entry(origin, msg, &mut trims, &pins))?);
+                    }
                 }
             }
-        }
-        for msg in self.messages_from(session, first_kept)? {
-            entries.push(entry(Origin::Kept, msg, &mut trims, &pins));
-        }
-        Ok(LiveView { session: info, compaction, entries, stamp })
+            for msg in self.messages_from(session, first_kept)? {
+                entries.extend(self.admit(session, &mut calls, entry(Origin::Kept, msg, &mut trims, &pins))?);
+            }
+            Ok(LiveView { session: info, compaction, entries, stamp, calls })
+        })
     }
 
     /// Brings `view` up to date: when no compaction or trim was recorded since it was built, only
     /// the messages appended since are read (what a long session's every turn needs); otherwise
     /// it is rebuilt. Read in one transaction, so the check and the read agree.
     pub fn refresh_live_view(&self, view: &mut LiveView) -> Result<()> {
-        let session = view.session.id.clone();
-        let tx = self.conn.unchecked_transaction()?;
-        let stamp = self.view_stamp(&session)?;
-        let same = stamp.compaction_id == view.stamp.compaction_id
-            && stamp.trim_id == view.stamp.trim_id
-            && stamp.retraction_id == view.stamp.retraction_id
-            && stamp.pins == view.stamp.pins;
-        if !same || stamp.message_count < view.stamp.message_count {
-            *view = self.live_view(&session)?;
-        } else if stamp.message_count > view.stamp.message_count {
-            let (mut none, no_pins) = (HashMap::new(), HashSet::new());
-            for msg in self.messages_from(&session, view.stamp.message_count + 1)? {
-                view.entries.push(entry(Origin::Kept, msg, &mut none, &no_pins));
+        on_db!(self, "refresh the live view", {
+            let session = view.session.id.clone();
+            let tx = self.conn.unchecked_transaction()?;
+            let stamp = self.view_stamp(&session)?;
+            let same = stamp.compaction_id == view.stamp.compaction_id
+                && stamp.trim_id == view.stamp.trim_id
+                && stamp.retraction_id == view.stamp.retraction_id
+                && stamp.pins == view.stamp.pins;
+            if !same || stamp.message_count < view.stamp.message_count {
+                *view = self.live_view(&session)?;
+            } else if stamp.message_count > view.stamp.message_count {
+                let (mut none, no_pins) = (HashMap::new(), HashSet::new());
+                for msg in self.messages_from(&session, view.stamp.message_count + 1)? {
+                    let admitted =
+                        self.admit(&session, &mut view.calls, entry(Origin::Kept, msg, &mut none, &no_pins))?;
+                    view.entries.extend(admitted);
+                }
+                view.session = self.session(&session)?;
+                view.stamp = stamp;
             }
-            view.session = self.session(&session)?;
-            view.stamp = stamp;
-        }
-        tx.finish()?;
-        Ok(())
+            tx.finish()?;
+            Ok(())
+        })
     }
 
     fn view_stamp(&self, session: &str) -> Result<ViewStamp> {
@@ -186,6 +198,32 @@ impl Store {
                     pins: (r.get(4)?, r.get(5)?),
                 })
             })?)
+    }
+
+    /// `entry`, unless every part of it is a tool result answering no call before it in the
+    /// session (or it has no part); notes its calls in `calls`. A result whose call lies before
+    /// the view (compacted into the summary) answers a call all the same. A message mixing such a
+    /// result with other parts stays whole (its parts keep their positions, which trims name), and
+    /// pairing leaves the orphan out of the request.
+    fn admit(&self, session: &str, calls: &mut HashSet<String>, entry: ViewEntry) -> Result<Option<ViewEntry>> {
+        let unseen = |p: &Part| matches!(p, Part::ToolResult { call_id, .. } if !calls.contains(call_id));
+        if entry.parts.iter().all(unseen) {
+            let before = entry.seq.unwrap_or(u64::MAX >> 1);
+            let mut answers = false;
+            for part in &entry.parts {
+                if let Part::ToolResult { call_id, .. } = part
+                    && super::messages::has_call(&self.conn, session, call_id, before)?
+                {
+                    answers = true;
+                    break;
+                }
+            }
+            if !answers {
+                return Ok(None);
+            }
+        }
+        calls.extend(entry.parts.iter().filter_map(Part::tool_call_id).map(str::to_string));
+        Ok(Some(entry))
     }
 
     /// Trims of messages with `seq >= from`, grouped by seq, oldest first.

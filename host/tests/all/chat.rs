@@ -329,8 +329,16 @@ fn persistent_5xx_gives_up_after_the_retries_with_the_providers_message() {
     // One shape whether the turn failed or not: every field the README lists, unknowns null.
     let keys = |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
     let documented = [
-        "session", "text", "usage", "iterations", "stop_reason", "interrupted", "error", "error_code",
-        "compactions", "context",
+        "session",
+        "text",
+        "usage",
+        "iterations",
+        "stop_reason",
+        "interrupted",
+        "error",
+        "error_code",
+        "compactions",
+        "context",
     ];
     for key in documented {
         assert!(v.get(key).is_some(), "the failed turn's JSON lacks `{key}`: {v}");
@@ -410,7 +418,11 @@ fn a_redirect_to_another_port_is_not_followed() {
 fn a_same_origin_redirect_is_followed_and_a_loop_is_called_one() {
     // A relative redirect to the same server is followed, body and all.
     let server = Server::route(|r| match r.path.as_str() {
-        "/v1/messages" => Reply::Full { status: 307, headers: vec![("location".into(), "/moved/chat/completions".into())], body: vec![] },
+        "/v1/messages" => Reply::Full {
+            status: 307,
+            headers: vec![("location".into(), "/moved/chat/completions".into())],
+            body: vec![],
+        },
         _ => Reply::Stream { pieces: anthropic::text_answer(&["moved here"]) },
     });
     let home = home_for("anthropic", &server, "");

@@ -293,7 +293,10 @@ fn logs_are_coloured_only_on_a_terminal_and_never_under_no_color() {
     // A terminal: coloured, unless NO_COLOR is set.
     for (no_color, coloured) in [(None, true), (Some("1"), false)] {
         let mut cmd = home.cmd();
-        cmd.env("ANTHROPIC_API_KEY", KEY).env("RUST_LOG", "seshat=debug").env("TERM", "xterm").args(["chat", "-p", "hi"]);
+        cmd.env("ANTHROPIC_API_KEY", KEY)
+            .env("RUST_LOG", "seshat=debug")
+            .env("TERM", "xterm")
+            .args(["chat", "-p", "hi"]);
         if let Some(v) = no_color {
             cmd.env("NO_COLOR", v);
         }

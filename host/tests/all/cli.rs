@@ -259,3 +259,101 @@ fn two_worktrees_of_one_repository_list_the_same_sessions() {
     }
     assert!(listed(home.path()).is_empty(), "outside the repository, another project");
 }
+
+/// Runs `seshat args…` with `input` on stdin; returns the output.
+fn with_stdin(home: &Home, args: &[&str], input: &str) -> std::process::Output {
+    let mut child =
+        home.cmd().args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn append_refuses_a_result_without_its_call_and_a_message_without_parts() {
+    let home = home_with_fixture();
+    let orphan = r#"{"role":"tool","parts":[{"type":"tool_result","call_id":"never-made","content":"ok"}]}"#;
+    let call = r#"{"role":"assistant","parts":[{"type":"tool_call","id":"k1","name":"ls","arguments":"{}"}]}"#;
+    let answer = r#"{"role":"tool","parts":[{"type":"tool_result","call_id":"k1","content":"a b"}]}"#;
+    // Earlier calls of the session count: the fixture's c1 can be answered again.
+    let late = r#"{"role":"tool","parts":[{"type":"tool_result","call_id":"c1","content":"again"}]}"#;
+    let out = with_stdin(
+        &home,
+        &["sessions", "append", FIXTURE_ID],
+        &format!("{call}\n{answer}\n{late}\n{orphan}\n{call}\n"),
+    );
+    assert!(!out.status.success());
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), format!("{FIXTURE_ID} 9\n{FIXTURE_ID} 10\n{FIXTURE_ID} 11\n"));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("line 4: field `parts[0].call_id`: `never-made` answers no earlier tool_call in session")
+            && err.contains("nothing was written"),
+        "{err}"
+    );
+    let empty = with_stdin(&home, &["sessions", "append", FIXTURE_ID], "{\"role\":\"user\",\"parts\":[]}\n");
+    let err = String::from_utf8(empty.stderr).unwrap();
+    assert!(
+        !empty.status.success() && err.contains("line 1: field `parts`: a message needs at least one part"),
+        "{err}"
+    );
+    assert_eq!(home.store().session(FIXTURE_ID).unwrap().message_count, 11, "nothing of the bad lines was written");
+}
+
+#[test]
+fn import_refuses_orphans_by_default_and_repair_keeps_them_out_of_the_live_view() {
+    let good = std::fs::read_to_string(fixture("session-export.jsonl")).unwrap();
+    let mut lines: Vec<String> = good.lines().map(str::to_string).collect();
+    // Message 8 becomes a result of a call nobody made, and a call at the end is never answered
+    // (message_count grows by one for it).
+    lines[8] = r#"{"record":"message","seq":8,"role":"tool","parts":[{"type":"tool_result","call_id":"ghost","content":"from nowhere","is_error":false}],"status":"complete","created_at":1764000008000}"#.into();
+    let last = r#"{"record":"message","seq":9,"role":"assistant","parts":[{"type":"tool_call","id":"c9","name":"deploy","arguments":"{}"}],"status":"complete","created_at":1764000008500}"#;
+    lines.insert(9, last.into());
+    lines[0] = lines[0].replace("\"message_count\":8", "\"message_count\":9");
+    let home = Home::new();
+    let file = home.path().join("broken.jsonl");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+
+    let err = home.fails(&["sessions", "import", file.to_str().unwrap()]);
+    assert!(
+        err.contains("line 9: field `parts[0].call_id`: `ghost` answers no earlier tool_call")
+            && err.contains("--repair")
+            && err.contains("nothing was imported"),
+        "{err}"
+    );
+    assert!(home.store().list_sessions(&Default::default()).unwrap().is_empty());
+
+    let out = home.ok(&["sessions", "import", "--repair", file.to_str().unwrap()]);
+    assert_eq!(
+        out,
+        format!(
+            "Imported session {FIXTURE_ID} (10 messages). Repaired: 1 tool result that answer no call, kept in the full \
+             history but out of the live view; 1 call never answered, given a synthetic error result.\n"
+        )
+    );
+    let store = home.store();
+    let full = store.full_history(FIXTURE_ID).unwrap();
+    assert_eq!(full.len(), 10);
+    assert!(matches!(&full[7].parts[0], seshat::conversation::Part::ToolResult { call_id, .. } if call_id == "ghost"));
+    assert_eq!(full[9].status, seshat::conversation::MessageStatus::Synthetic);
+    assert!(matches!(
+        &full[9].parts[0],
+        seshat::conversation::Part::ToolResult { call_id, is_error: true, content } if call_id == "c9" && content.contains("`deploy`")
+    ));
+    let view = store.live_view(FIXTURE_ID).unwrap();
+    let seqs: Vec<Option<u64>> = view.entries.iter().map(|e| e.seq).collect();
+    assert!(!seqs.contains(&Some(8)) && seqs.contains(&Some(9)) && seqs.contains(&Some(10)), "{seqs:?}");
+    drop(store);
+    let shown = home.ok(&["sessions", "show", FIXTURE_ID]);
+    assert!(!shown.contains("from nowhere"), "{shown}");
+    assert!(home.ok(&["sessions", "show", FIXTURE_ID, "--full"]).contains("from nowhere"));
+
+    // The repaired session exports; the export is refused without --repair and imports with it.
+    let export = home.ok(&["sessions", "export", FIXTURE_ID]);
+    let again = Home::new();
+    let path = again.path().join("export.jsonl");
+    std::fs::write(&path, &export).unwrap();
+    assert!(again.fails(&["sessions", "import", path.to_str().unwrap()]).contains("`ghost`"));
+    let report = again.ok(&["sessions", "import", "--repair", "--json", path.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_str(&report).unwrap();
+    assert_eq!(v, serde_json::json!({"id": FIXTURE_ID, "messages": 10, "orphans": 1, "empty": 0, "synthetic": 0}));
+    assert_eq!(again.ok(&["sessions", "export", FIXTURE_ID]), export, "nothing more to repair: the same session");
+}

@@ -826,5 +826,6 @@ fn seshat_compact_refuses_a_window_below_the_minimum_and_records_nothing() {
     let out = home.ok(&["compact", &id, "--window", "4096"]);
     assert!(out.starts_with("Compacted session"), "{out}");
     let help = home.ok(&["compact", "--help"]);
-    assert!(help.contains("instead of the session's recorded") && help.contains("at least 4096"), "{help}");
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(help.contains("instead of the session's recorded one") && help.contains("at least 4096"), "{help}");
 }

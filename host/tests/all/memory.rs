@@ -672,13 +672,21 @@ fn relations_to_entities_that_do_not_exist_are_refused_naming_them_and_write_not
     );
     assert!(out.is_error, "{}", out.text());
     let text = out.text();
-    assert!(text.contains("`Bob`, `Carol`") && text.contains("create_entities") && text.contains("no relation was written"), "{text}");
+    assert!(
+        text.contains("`Bob`, `Carol`") && text.contains("create_entities") && text.contains("no relation was written"),
+        "{text}"
+    );
     assert!(!text.contains("`bob`"), "one name per entity, as first given: {text}");
     let graph = ok(&home, "read_graph", json!({}));
     assert_eq!(graph["relations"].as_array().unwrap().len(), 2, "not even the valid first relation: {graph}");
     // A deleted entity does not exist either; once created, the relation is accepted.
     ok(&home, "delete_entities", json!({"entityNames": ["Café Zürich"]}));
-    let gone = call(&home, Some(PROJECT), "create_relations", json!({"relations": [{"from": "Alice", "to": "café zürich", "relationType": "misses"}]}));
+    let gone = call(
+        &home,
+        Some(PROJECT),
+        "create_relations",
+        json!({"relations": [{"from": "Alice", "to": "café zürich", "relationType": "misses"}]}),
+    );
     assert!(gone.is_error && gone.text().contains("`café zürich`"), "{}", gone.text());
     ok(&home, "create_entities", json!({"entities": [{"name": "Bob", "entityType": "person", "observations": []}]}));
     ok(&home, "create_relations", json!({"relations": [{"from": "Alice", "to": "Bob", "relationType": "knows"}]}));
@@ -714,7 +722,8 @@ fn read_graph_pages_with_offset_and_its_note_says_how() {
     assert_eq!(unique.len(), 12, "no entity twice across pages: {seen:?}");
     assert!(names(&ok(&home, "read_graph", json!({"offset": 12}))).is_empty());
     // At the largest limit, search does not tell the agent to raise it.
-    let many: Vec<Value> = (0..501).map(|i| json!({"name": format!("Svc {i}"), "entityType": "svc", "observations": ["up"]})).collect();
+    let many: Vec<Value> =
+        (0..501).map(|i| json!({"name": format!("Svc {i}"), "entityType": "svc", "observations": ["up"]})).collect();
     ok(&home, "create_entities", json!({"entities": many}));
     let found = ok(&home, "search_nodes", json!({"query": "up", "limit": 500}));
     let note = found["note"].as_str().unwrap();

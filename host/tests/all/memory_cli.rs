@@ -150,7 +150,7 @@ fn eight_processes_writing_one_graph_lose_nothing() {
                         1 => client.call("add_observations", json!({"observations": [{"entityName": name, "contents": [format!("p{p}-added-{i}")]}]})),
                         2 => client.call(
                             "create_relations",
-                            json!({"relations": [{"from": name, "to": format!("Shared-{}", (shared + 1) % 10), "relationType": "next"}]}),
+                            json!({"relations": [{"from": name, "to": format!("Shared-{shared}"), "relationType": "self"}]}),
                         ),
                         3 => client.call(
                             "create_entities",
@@ -205,7 +205,7 @@ fn eight_processes_writing_one_graph_lose_nothing() {
         graph.relations.iter().map(|r| (r.from.to_lowercase(), r.to.to_lowercase())).collect();
     relations.sort();
     relations.dedup();
-    assert_eq!(relations.len(), 10, "one `next` relation per shared entity: {relations:?}");
+    assert_eq!(relations.len(), 10, "one `self` relation per shared entity: {relations:?}");
     assert_eq!(graph.relations.len(), 10, "no relation stored twice under another case");
 }
 
@@ -299,4 +299,82 @@ fn search_finds_notes_in_the_visible_scopes_too() {
     ))
     .unwrap();
     assert_eq!(only_user["notes"], json!([]), "--scope narrows the notes searched");
+}
+
+/// Feeds `input` (raw bytes, exactly as given) to `seshat mcp` and returns every line it wrote.
+fn mcp_transcript(home: &Home, input: &str) -> Vec<Value> {
+    let mut child = home
+        .cmd()
+        .arg("mcp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn seshat mcp");
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "seshat mcp failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not one JSON-RPC message a line ({e}): {l}")))
+        .collect()
+}
+
+fn by_id<'a>(answers: &'a [Value], id: &Value) -> &'a Value {
+    let found: Vec<&Value> = answers.iter().filter(|a| &a["id"] == id).collect();
+    assert_eq!(found.len(), 1, "one answer for id {id}: {answers:?}");
+    found[0]
+}
+
+#[test]
+fn mcp_answers_every_bad_line_as_json_rpc_prescribes() {
+    let home = Home::new();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
+    let lines = [
+        // Before initialize: refused, saying what to do.
+        json!({"jsonrpc": "2.0", "id": "early", "method": "tools/list"}).to_string(),
+        init.to_string(),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+        "{this is not json".to_string(),
+        json!({"jsonrpc": "1.0", "id": 5, "method": "tools/list"}).to_string(),
+        json!({"jsonrpc": "2.0", "id": 6}).to_string(),
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call"}).to_string(),
+        json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": 42}}).to_string(),
+        json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "read_graph", "arguments": "all"}}).to_string(),
+        "[1, 2]".to_string(),
+        json!({"jsonrpc": "2.0", "id": 10, "method": "tools/list"}).to_string(),
+    ];
+    // The last request is complete but has no line break before EOF.
+    let last =
+        json!({"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": {"name": "read_graph", "arguments": {}}});
+    let input = format!("{}\n{last}", lines.join("\n"));
+    let answers = mcp_transcript(&home, &input);
+
+    let early = by_id(&answers, &json!("early"));
+    assert_eq!(early["error"]["code"], -32002, "{early}");
+    assert!(early["error"]["message"].as_str().unwrap().contains("Send an `initialize` request first"), "{early}");
+    assert_eq!(by_id(&answers, &json!(1))["result"]["serverInfo"]["name"], "seshat-memory");
+    let nulls: Vec<&Value> = answers.iter().filter(|a| a["id"].is_null()).collect();
+    let codes: Vec<i64> = nulls.iter().map(|a| a["error"]["code"].as_i64().unwrap()).collect();
+    assert_eq!(codes, [-32700, -32600], "the unparseable line and the batch, answered with a null id: {nulls:?}");
+    for a in &nulls {
+        assert_eq!(a["jsonrpc"], "2.0");
+    }
+    assert_eq!(by_id(&answers, &json!(5))["error"]["code"], -32600);
+    assert_eq!(by_id(&answers, &json!(6))["error"]["code"], -32600);
+    for id in [7, 8, 9] {
+        let a = by_id(&answers, &json!(id));
+        assert_eq!(a["error"]["code"], -32602, "{a}");
+    }
+    assert!(
+        by_id(&answers, &json!(9))["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`params.arguments` must be an object")
+    );
+    assert_eq!(by_id(&answers, &json!(10))["result"]["tools"].as_array().unwrap().len(), 9);
+    let tail = by_id(&answers, &json!(11));
+    assert!(tail["result"]["structuredContent"]["entities"].is_array(), "the last line without a newline: {tail}");
+    assert_eq!(answers.len(), 11, "one answer per request and per unanswerable line");
 }

@@ -3,7 +3,8 @@
 
 use seshat::conversation::{MessageStatus, NewMessage, Part, Role, Usage};
 use seshat::store::{
-    COMPACTION_MARKER, Compaction, CompactionStatus, CompactionTrigger, Error, ListFilter, NewSession, Origin, Store,
+    COMPACTION_MARKER, Compaction, CompactionStatus, CompactionTrigger, Error, ImportOptions, ListFilter, NewSession,
+    Origin, Store,
 };
 
 use crate::support::{Home, fixture, text_of};
@@ -283,7 +284,7 @@ fn export_import_export_is_byte_identical() {
     let original = std::fs::read(fixture("session-export.jsonl")).unwrap();
     let home = Home::new();
     let mut store = home.store();
-    let id = store.import(&mut original.as_slice(), false).unwrap();
+    let id = store.import(&mut original.as_slice(), ImportOptions::default()).unwrap().id;
     let mut again = Vec::new();
     store.export(&id, &mut again).unwrap();
     // The fixture is format 1 (no version field): the export is the same but for the version.
@@ -303,7 +304,7 @@ fn export_import_export_is_byte_identical() {
     store.export(&built, &mut first).unwrap();
     let other = Home::new();
     let mut other_store = other.store();
-    other_store.import(&mut first.as_slice(), false).unwrap();
+    other_store.import(&mut first.as_slice(), ImportOptions::default()).unwrap();
     let mut second = Vec::new();
     other_store.export(&built, &mut second).unwrap();
     assert_eq!(String::from_utf8(first.clone()).unwrap(), String::from_utf8(second).unwrap());
@@ -313,8 +314,8 @@ fn export_import_export_is_byte_identical() {
     );
 
     // Importing an id that exists is refused; --new-id gives a fresh one with the same content.
-    assert_eq!(store.import(&mut original.as_slice(), false).unwrap_err().code(), "session_exists");
-    let copy = store.import(&mut original.as_slice(), true).unwrap();
+    assert_eq!(store.import(&mut original.as_slice(), ImportOptions::default()).unwrap_err().code(), "session_exists");
+    let copy = store.import(&mut original.as_slice(), ImportOptions { new_id: true, repair: false }).unwrap().id;
     assert_ne!(copy, id);
     assert_eq!(store.full_history(&copy).unwrap(), store.full_history(&id).unwrap());
     assert_eq!(store.live_view(&copy).unwrap().entries, store.live_view(&id).unwrap().entries);
@@ -352,11 +353,23 @@ fn malformed_imports_name_the_line_and_field_and_import_nothing() {
         ),
         (format!("{good}{}\n", lines[0]), "line 13: a second `session` record"),
         (with(1, &lines[1].replace("\"created_at\"", "\"surprise\":1,\"created_at\"")), "line 2: field `surprise`"),
+        (
+            with(3, &lines[3].replace("\"call_id\":\"c1\"", "\"call_id\":\"toolu_99\"")),
+            "line 4: field `parts[0].call_id`: `toolu_99` answers no earlier tool_call",
+        ),
+        (
+            with(
+                4,
+                &lines[4]
+                    .replace(r#"[{"type":"text","text":"The log shows every chunk timing out after 5 s."}]"#, "[]"),
+            ),
+            "line 5: field `parts`: a message needs at least one part",
+        ),
     ];
     let home = Home::new();
     let mut store = home.store();
     for (input, expected) in cases {
-        let err = store.import(&mut input.as_bytes(), false).unwrap_err();
+        let err = store.import(&mut input.as_bytes(), ImportOptions::default()).unwrap_err();
         assert_eq!(err.code(), "invalid_import", "{err}");
         let text = err.to_string();
         assert!(text.contains(expected), "expected `{expected}` in `{text}`");

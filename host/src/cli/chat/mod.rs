@@ -96,7 +96,7 @@ impl Observer for Printer {
         if !self.text {
             return;
         }
-        let mut out = std::io::stdout().lock();
+        let mut out = format::Visible::new(std::io::stdout().lock());
         match event {
             StreamEvent::TextDelta { text } => {
                 if self.thinking {
@@ -111,7 +111,7 @@ impl Observer for Printer {
                     eprint!("[thinking] ");
                     self.thinking = true;
                 }
-                eprint!("{text}");
+                eprint!("{}", format::visible(text));
             }
             _ => {}
         }
@@ -126,18 +126,18 @@ impl Observer for Printer {
     fn tool_call(&mut self, name: &str, arguments: &str) {
         self.end_line();
         let args: String = arguments.chars().take(120).collect();
-        eprintln!("[tool] {name} {args}");
+        eprintln!("[tool] {} {}", format::plain(name), format::plain(&args));
     }
 
     fn tool_result(&mut self, name: &str, content: &str, is_error: bool) {
         let lines = content.lines().count();
         let status = if is_error { "failed" } else { "ok" };
-        eprintln!("[tool] {name} {status} ({lines} lines)");
+        eprintln!("[tool] {} {status} ({lines} lines)", format::plain(name));
     }
 
     fn warning(&mut self, message: &str) {
         self.end_line();
-        eprintln!("warning: {message}");
+        eprintln!("warning: {}", format::visible(message));
     }
 }
 
@@ -278,12 +278,12 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let mut agent = match open_agent(ctx, &args.flags())? {
         Ok(a) => a,
         Err(message) => {
-            eprintln!("seshat chat: {message}");
+            eprintln!("seshat chat: {}", format::visible(&message.to_string()));
             return Ok(ExitCode::from(EXIT_NOT_CONFIGURED));
         }
     };
     for note in agent.client().notes() {
-        eprintln!("[{note}]");
+        eprintln!("[{}]", format::visible(&note.to_string()));
     }
     let cancel = Cancel::default();
     install_interrupt(&cancel)?;
@@ -330,8 +330,9 @@ fn one_shot(agent: &mut Agent, prompt: &str, json: bool, cancel: &Cancel) -> any
 pub(crate) fn report(o: &TurnOutcome) {
     if let Some(e) = &o.error {
         eprintln!(
-            "{} ({e}); what arrived is saved in session {}",
+            "{} ({}); what arrived is saved in session {}",
             if o.interrupted { "interrupted" } else { "failed" },
+            format::visible(e),
             o.session
         );
     }

@@ -45,7 +45,7 @@ pub fn run(ctx: &Context, agent: &mut Agent, cancel: &Cancel) -> anyhow::Result<
                 Ok(true) => continue,
                 Ok(false) => break,
                 Err(e) => {
-                    eprintln!("error: {e:#}");
+                    eprintln!("error: {}", format::visible(&format!("{e:#}")));
                     continue;
                 }
             }
@@ -56,7 +56,7 @@ pub fn run(ctx: &Context, agent: &mut Agent, cancel: &Cancel) -> anyhow::Result<
         printer.end_line();
         match outcome {
             Ok(o) => report(&o),
-            Err(e) => eprintln!("error [{}]: {e}", e.code()),
+            Err(e) => eprintln!("error [{}]: {}", e.code(), format::visible(&e.to_string())),
         }
     }
     if let Some(dir) = history.parent() {
@@ -104,7 +104,7 @@ fn command(agent: &mut Agent, input: &str) -> anyhow::Result<bool> {
                 format::tokens(u64::from(agent.max_output()))
             );
             for left in agent.left_out() {
-                eprintln!("left out to fit the window: {left}");
+                eprintln!("left out to fit the window: {}", format::visible(left));
             }
             if let Some(c) = agent.context_use()? {
                 eprintln!("[{}]", c.status_line());
@@ -131,11 +131,11 @@ fn command(agent: &mut Agent, input: &str) -> anyhow::Result<bool> {
             let session = agent.session().to_string();
             let info = agent.client().store().session(&session)?;
             match info.metadata["memory_context"]["text"].as_str().filter(|t| !t.is_empty()) {
-                Some(text) => eprintln!("{text}"),
+                Some(text) => eprintln!("{}", format::visible(text)),
                 None => eprintln!("(no memory was given to this session)"),
             }
         }
-        other => eprintln!("unknown command {other}; /help lists them"),
+        other => eprintln!("unknown command {}; /help lists them", format::plain(other)),
     }
     Ok(true)
 }

@@ -51,7 +51,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             None => default.clone(),
         };
         let msg = NewMessage { role: parsed.role, parts: parsed.parts, usage: parsed.usage, status: parsed.status };
-        let seq = store.append(&session, std::slice::from_ref(&msg))?[0];
+        let seq = store.append(&session, std::slice::from_ref(&msg)).with_context(|| format!("line {number}"))?[0];
         writeln!(out, "{session} {seq}")?;
         out.flush()?;
     }

@@ -27,7 +27,11 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         if !stdin.is_terminal() {
             bail!("refusing to delete session {id} without confirmation: pass --yes");
         }
-        eprint!("Delete session {id} \"{title}\" and its {} messages? [y/N] ", info.message_count);
+        eprint!(
+            "Delete session {id} \"{}\" and its {} messages? [y/N] ",
+            super::super::format::plain(title),
+            info.message_count
+        );
         std::io::stderr().flush()?;
         let mut answer = String::new();
         stdin.lock().read_line(&mut answer)?;

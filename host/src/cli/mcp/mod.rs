@@ -1,0 +1,223 @@
+//! `seshat mcp`: the memory tools over MCP's stdio transport, under the reference memory server's
+//! plain names, so existing MCP client configurations work unchanged. Lines from the client pass
+//! the JSON-RPC [`gate`] before the MCP service sees them; one writer puts the service's answers
+//! and the gate's on stdout, a whole line at a time.
+
+mod gate;
+
+use std::process::ExitCode;
+use std::sync::Mutex;
+
+use anyhow::Context as _;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+use seshat::memory::tools;
+use seshat::store::Store;
+
+use super::Context;
+
+/// Arguments of `mcp`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Configure an MCP client with the command `seshat` and the arguments [\"mcp\"].")]
+pub struct Args {}
+
+struct MemoryServer {
+    store: Mutex<Store>,
+    project: Option<String>,
+    tools: Vec<Tool>,
+}
+
+impl ServerHandler for MemoryServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut server_info = Implementation::from_build_env();
+        server_info.name = "seshat-memory".into();
+        server_info.version = env!("CARGO_PKG_VERSION").into();
+        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        info.server_info = server_info;
+        info.with_instructions(
+            "Seshat's long-term memory: a knowledge graph of entities, observations and relations that lasts \
+             across sessions, in scopes user, project and cross.",
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.tools.clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        if !self.tools.iter().any(|t| t.name == request.name) {
+            return Err(McpError::invalid_params(format!("unknown tool `{}`", request.name), None));
+        }
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let output = {
+            let mut store =
+                self.store.lock().map_err(|_| McpError::internal_error("the store lock is poisoned", None))?;
+            let mut memory = store.memory(self.project.as_deref());
+            tools::call(&mut memory, &request.name, &args)
+        };
+        let result = if output.is_error {
+            CallToolResult::structured_error(output.structured)
+        } else {
+            CallToolResult::structured(output.structured)
+        };
+        Ok(result.into())
+    }
+}
+
+/// The tool definitions in MCP's shape.
+fn mcp_tools() -> anyhow::Result<Vec<Tool>> {
+    tools::definitions()
+        .into_iter()
+        .map(|d| {
+            let tool = json!({
+                "name": d.name,
+                "title": d.title,
+                "description": d.description,
+                "inputSchema": d.input_schema,
+                "annotations": {
+                    "readOnlyHint": d.read_only,
+                    "destructiveHint": d.destructive,
+                    "idempotentHint": d.idempotent,
+                    "openWorldHint": false
+                }
+            });
+            serde_json::from_value(tool).with_context(|| format!("tool definition {}", d.name))
+        })
+        .collect()
+}
+
+pub fn run(ctx: &Context, _args: &Args) -> anyhow::Result<ExitCode> {
+    let server = MemoryServer { store: Mutex::new(ctx.store()?), project: ctx.repository.clone(), tools: mcp_tools()? };
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_time().enable_io().build()?;
+    runtime.block_on(serve(server))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Requests passed to the service and not answered yet, so that the input's end waits for them.
+#[derive(Default)]
+struct Pending {
+    ids: Mutex<std::collections::HashSet<String>>,
+    answered: tokio::sync::Notify,
+}
+
+async fn serve(server: MemoryServer) -> anyhow::Result<()> {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let (to_service, service_in) = tokio::io::duplex(1 << 16);
+    let (service_out, from_service) = tokio::io::duplex(1 << 16);
+    let service = server.serve((service_in, service_out));
+    let (lines, mut outbox) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let pending = std::sync::Arc::new(Pending::default());
+
+    // The one writer of stdout.
+    let writer = tokio::spawn(async move {
+        let mut stdout = tokio::io::stdout();
+        while let Some(mut line) = outbox.recv().await {
+            line.push('\n');
+            if stdout.write_all(line.as_bytes()).await.is_err() || stdout.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    // The service's answers, a line at a time, marking their requests answered.
+    let relay = {
+        let (lines, pending) = (lines.clone(), pending.clone());
+        tokio::spawn(async move {
+            let mut from_service = BufReader::new(from_service);
+            let mut line = String::new();
+            while from_service.read_line(&mut line).await.is_ok_and(|n| n > 0) {
+                let text = line.trim_end_matches(['\n', '\r']).to_string();
+                if let Some(id) = gate::response_id(&text)
+                    && let Ok(mut ids) = pending.ids.lock()
+                {
+                    ids.remove(&id);
+                    pending.answered.notify_waiters();
+                }
+                if lines.send(text).is_err() {
+                    break;
+                }
+                line.clear();
+            }
+        })
+    };
+    // The client's lines through the gate. The last line counts even without a line break.
+    let reader = {
+        let pending = pending.clone();
+        tokio::spawn(async move {
+            let mut to_service = to_service;
+            let mut stdin = BufReader::new(tokio::io::stdin());
+            let mut gate = gate::Gate::default();
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                match stdin.read_until(b'\n', &mut line).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+                let text = String::from_utf8_lossy(&line);
+                let text = text.trim_end_matches(['\n', '\r']);
+                match gate.check(text) {
+                    gate::Verdict::Forward(id) => {
+                        if let Some(id) = id
+                            && let Ok(mut ids) = pending.ids.lock()
+                        {
+                            ids.insert(id);
+                        }
+                        let mut framed = text.to_string();
+                        framed.push('\n');
+                        if to_service.write_all(framed.as_bytes()).await.is_err() {
+                            break;
+                        }
+                    }
+                    gate::Verdict::Answer(answer) => {
+                        if lines.send(answer).is_err() {
+                            break;
+                        }
+                    }
+                    gate::Verdict::Ignore => {}
+                }
+            }
+            // The input ended: the service answers what it was given before it is told so (a
+            // request still running after a minute is abandoned).
+            let drained = async {
+                loop {
+                    let answered = pending.answered.notified();
+                    tokio::pin!(answered);
+                    answered.as_mut().enable();
+                    if pending.ids.lock().map(|ids| ids.is_empty()).unwrap_or(true) {
+                        break;
+                    }
+                    answered.await;
+                }
+            };
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(60), drained).await;
+            drop(to_service);
+        })
+    };
+    let outcome = async {
+        let running = service.await.context("MCP handshake failed")?;
+        running.waiting().await.context("MCP server stopped")?;
+        anyhow::Ok(())
+    }
+    .await;
+    reader.abort();
+    let _ = relay.await;
+    let _ = writer.await;
+    // An input that ended before `initialize` is a client that never started: not an error.
+    match outcome {
+        Err(e) if format!("{e:#}").contains("connection closed") => Ok(()),
+        other => other,
+    }
+}
