@@ -93,12 +93,12 @@ enum Mutation {
 
 fn mutation() -> impl Strategy<Value = Mutation> {
     prop_oneof![
-        (any::<usize>(), any::<u8>()).prop_map(|(i, b)| Mutation::Flip(i, b)),
-        (any::<usize>(), prop::collection::vec(any::<u8>(), 1..8)).prop_map(|(i, b)| Mutation::Insert(i, b)),
-        (any::<usize>(), 0..TOKENS.len()).prop_map(|(i, t)| Mutation::Token(i, t)),
-        3 => (any::<usize>(), 1usize..64).prop_map(|(i, n)| Mutation::Delete(i, n)),
-        (any::<usize>(), 1usize..256).prop_map(|(i, n)| Mutation::Duplicate(i, n)),
-        (any::<usize>()).prop_map(Mutation::Truncate),
+        2 => (any::<usize>(), any::<u8>()).prop_map(|(i, b)| Mutation::Flip(i, b)),
+        1 => (any::<usize>(), prop::collection::vec(any::<u8>(), 1..8)).prop_map(|(i, b)| Mutation::Insert(i, b)),
+        3 => (any::<usize>(), 0..TOKENS.len()).prop_map(|(i, t)| Mutation::Token(i, t)),
+        2 => (any::<usize>(), 1usize..64).prop_map(|(i, n)| Mutation::Delete(i, n)),
+        1 => (any::<usize>(), 1usize..256).prop_map(|(i, n)| Mutation::Duplicate(i, n)),
+        1 => any::<usize>().prop_map(Mutation::Truncate),
     ]
 }
 
@@ -153,17 +153,20 @@ fn input(samples: Vec<Vec<u8>>) -> impl Strategy<Value = (Vec<u8>, Vec<usize>)> 
 struct Tally {
     name: String,
     runs: u64,
+    /// Inputs the parser accepted (the rest it refused with an error, as it should).
+    accepted: u64,
     findings: Vec<String>,
     elapsed: Duration,
 }
 
-/// Runs `check` on inputs from `strategy` for `budget`; a panic or an `Err` is a finding.
+/// Runs `check` on inputs from `strategy` for `budget`; a panic or an `Err` is a finding,
+/// `Ok(true)` an input the parser accepted.
 fn fuzz<S: Strategy>(
     name: &str,
     budget: Duration,
     strategy: S,
     save: &Path,
-    mut check: impl FnMut(&S::Value) -> Result<(), String>,
+    mut check: impl FnMut(&S::Value) -> Result<bool, String>,
 ) -> Tally
 where
     S::Value: std::fmt::Debug,
@@ -174,7 +177,7 @@ where
     }
     let mut runner = TestRunner::new_with_rng(RunnerConfig::default(), TestRng::from_seed(RngAlgorithm::ChaCha, &seed));
     let start = Instant::now();
-    let mut tally = Tally { name: name.into(), runs: 0, findings: Vec::new(), elapsed: Duration::ZERO };
+    let mut tally = Tally { name: name.into(), runs: 0, accepted: 0, findings: Vec::new(), elapsed: Duration::ZERO };
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     while start.elapsed() < budget && tally.findings.len() < 5 {
@@ -182,7 +185,10 @@ where
         tally.runs += 1;
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| check(&value)));
         let finding = match outcome {
-            Ok(Ok(())) => continue,
+            Ok(Ok(accepted)) => {
+                tally.accepted += u64::from(accepted);
+                continue;
+            }
             Ok(Err(what)) => what,
             Err(panic) => format!(
                 "panic: {}",
@@ -218,7 +224,7 @@ fn import_target(budget: Duration, save: &Path) -> Tally {
         let repair = cuts.len() % 2 == 1;
         let imported = match store.import(&mut bytes.as_slice(), ImportOptions { new_id: true, repair }) {
             Ok(i) => i,
-            Err(e) if matches!(e.code(), "invalid_import") => return Ok(()),
+            Err(e) if matches!(e.code(), "invalid_import") => return Ok(false),
             Err(e) => return Err(format!("import failed with `{}` instead of naming the line: {e}", e.code())),
         };
         store.live_view(&imported.id).map_err(|e| format!("imported but no live view: {e}"))?;
@@ -241,7 +247,7 @@ fn import_target(budget: Duration, save: &Path) -> Tally {
         if strip(&first) != strip(&second) {
             return Err("export → import → export changed the session".into());
         }
-        Ok(())
+        Ok(true)
     })
 }
 
@@ -273,7 +279,7 @@ fn sse_target(budget: Duration, save: &Path) -> Tally {
         if events != at_once {
             return Err(format!("chunks {cuts:?} framed {events:?}, at once {at_once:?}"));
         }
-        Ok(())
+        Ok(!at_once.is_empty())
     })
 }
 
@@ -321,10 +327,11 @@ fn mcp_target(budget: Duration, save: &Path) -> Tally {
     let mut sent = Vec::new();
     let tally = fuzz("mcp", budget, input(mcp_samples()), save, |(bytes, _)| {
         let line = lossy(bytes).replace(['\n', '\r'], " ");
+        let valid = serde_json::from_str::<serde_json::Value>(&line).is_ok_and(|v| v.get("method").is_some());
         writeln!(stdin, "{line}").map_err(|e| format!("the server stopped reading: {e}"))?;
         sent.push(line);
         if sent.len() < 50 {
-            return Ok(());
+            return Ok(valid);
         }
         batch += 1;
         let ping = format!("alive-{batch}");
@@ -343,7 +350,7 @@ fn mcp_target(budget: Duration, save: &Path) -> Tally {
             }
         }
         sent.clear();
-        Ok(())
+        Ok(valid)
     });
     drop(stdin);
     let _ = child.wait();
@@ -365,8 +372,7 @@ fn config_target(budget: Duration, save: &Path) -> Tally {
     let dir = tempfile::tempdir().unwrap();
     fuzz("config", budget, input(config_samples()), save, |(bytes, _)| {
         std::fs::write(dir.path().join("config.toml"), bytes).map_err(|e| e.to_string())?;
-        let _ = seshat::config::Config::load(dir.path(), None);
-        Ok(())
+        Ok(seshat::config::Config::load(dir.path(), None).is_ok())
     })
 }
 
@@ -410,12 +416,16 @@ fn provider_target(id: &str, budget: Duration, save: &Path) -> Tally {
     samples.extend(stream_samples());
     let trap = |what: &str, e: seshat::plugins::Error| match e.code() {
         "plugin_trap" | "plugin_timeout" | "plugin_memory" => Err(format!("{what}: {e}")),
-        _ => Ok(()),
+        _ => Ok(false),
     };
     fuzz(&format!("provider:{id}"), budget, input(samples), save, |(bytes, cuts)| {
         let status = [200u16, 400, 401, 413, 429, 500, 529][cuts.len() % 7];
-        if let Err(e) = provider.parse_response(status, bytes) {
-            trap("parse_response", e)?;
+        let mut accepted = false;
+        match provider.parse_response(status, bytes) {
+            Ok(_) => accepted = true,
+            Err(e) => {
+                trap("parse_response", e)?;
+            }
         }
         if let Err(e) = provider.refusal_limit(status, bytes) {
             trap("refusal_limit", e)?;
@@ -430,17 +440,20 @@ fn provider_target(id: &str, budget: Duration, save: &Path) -> Tally {
         events.extend(framer.finish());
         let mut decoder = match provider.decoder() {
             Ok(d) => d,
-            Err(e) => return trap("decoder", e),
+            Err(e) => return trap("decoder", e).map(|_| accepted),
         };
         for event in &events {
-            if let Err(e) = decoder.push(&event.event, &event.data) {
-                trap("decoder push", e)?;
+            match decoder.push(&event.event, &event.data) {
+                Ok(out) => accepted |= !out.is_empty(),
+                Err(e) => {
+                    trap("decoder push", e)?;
+                }
             }
         }
         if let Err(e) = decoder.finish() {
             trap("decoder finish", e)?;
         }
-        Ok(())
+        Ok(accepted)
     })
 }
 
@@ -460,8 +473,8 @@ fn main() {
         .collect();
     let mut names = vec!["import".to_string(), "sse".into(), "mcp".into(), "config".into()];
     names.extend(providers.iter().map(|p| format!("provider:{p}")));
-    println!("| target | executions | per second | findings |");
-    println!("|---|---|---|---|");
+    println!("| target | executions | accepted | per second | findings |");
+    println!("|---|---|---|---|---|");
     let mut found = 0;
     for name in names.iter().filter(|n| only.as_deref().is_none_or(|o| o == n.as_str())) {
         let tally = match name.as_str() {
@@ -472,9 +485,10 @@ fn main() {
             p => provider_target(p.trim_start_matches("provider:"), budget, &save),
         };
         println!(
-            "| {} | {} | {:.0} | {} |",
+            "| {} | {} | {} | {:.0} | {} |",
             tally.name,
             tally.runs,
+            tally.accepted,
             tally.runs as f64 / tally.elapsed.as_secs_f64(),
             tally.findings.len()
         );
