@@ -41,19 +41,29 @@ pub struct HistoryHit {
 /// lines that carry its outcome, within this many bytes ([`crate::outcomes::keep`]).
 pub const INDEX_WHOLE_BYTES: usize = 8_192;
 
+/// Text parts up to this size are indexed whole; a larger one (a pasted log or file) like a large
+/// tool result, within this many bytes: indexing megabytes of text word by word would hold many
+/// times its size in memory for one message.
+pub const INDEX_WHOLE_TEXT_BYTES: usize = 64 * 1024;
+
 /// What the history index holds of a message: its text parts, its tool calls' names and
 /// arguments and its tool results (a large one in part, see [`INDEX_WHOLE_BYTES`]), one per line;
 /// never reasoning.
 pub fn index_text(parts: &[Part]) -> String {
-    searchable_text(parts, excerpt)
+    searchable_text(parts, |text| excerpt_within(text, INDEX_WHOLE_TEXT_BYTES), excerpt)
 }
 
-/// A message's searchable text, one part per line, each tool result as `result` gives it.
-fn searchable_text<'a>(parts: &'a [Part], result: fn(&'a str) -> std::borrow::Cow<'a, str>) -> String {
+/// A message's searchable text, one part per line, each text part as `text` gives it and each
+/// tool result as `result` does.
+fn searchable_text<'a>(
+    parts: &'a [Part],
+    text: fn(&'a str) -> std::borrow::Cow<'a, str>,
+    result: fn(&'a str) -> std::borrow::Cow<'a, str>,
+) -> String {
     let mut out = String::new();
     for p in parts {
         let piece: std::borrow::Cow<'_, str> = match p {
-            Part::Text { text } => text.into(),
+            Part::Text { text: t } => text(t),
             Part::ToolCall { name, arguments, .. } => format!("{name} {arguments}").into(),
             Part::ToolResult { content, .. } => result(content),
             Part::Thinking { .. } | Part::RedactedThinking { .. } => continue,
@@ -69,20 +79,25 @@ fn searchable_text<'a>(parts: &'a [Part], result: fn(&'a str) -> std::borrow::Co
 /// A tool result as the index holds it: whole, or its head, tail and outcome lines (whole lines
 /// where it has enough of them, else a head and a tail cut at character boundaries).
 fn excerpt(content: &str) -> std::borrow::Cow<'_, str> {
-    if content.len() <= INDEX_WHOLE_BYTES {
+    excerpt_within(content, INDEX_WHOLE_BYTES)
+}
+
+/// `content` whole up to `budget` bytes, else its head, tail and outcome lines within `budget`.
+fn excerpt_within(content: &str, budget: usize) -> std::borrow::Cow<'_, str> {
+    if content.len() <= budget {
         return content.into();
     }
-    if let Some(ranges) = crate::outcomes::keep(content, INDEX_WHOLE_BYTES) {
+    if let Some(ranges) = crate::outcomes::keep(content, budget) {
         return crate::outcomes::stitch(content, &ranges, |_| None).into();
     }
-    let head = content.floor_char_boundary(INDEX_WHOLE_BYTES * 5 / 8);
-    let tail = content.ceil_char_boundary(content.len() - INDEX_WHOLE_BYTES * 3 / 8);
+    let head = content.floor_char_boundary(budget * 5 / 8);
+    let tail = content.ceil_char_boundary(content.len() - budget * 3 / 8);
     format!("{}\n{}", &content[..head], &content[tail..]).into()
 }
 
 /// A message's searchable text, whole (what [`index_text`] indexes, large results unabridged).
 fn whole_text(parts: &[Part]) -> String {
-    searchable_text(parts, std::borrow::Cow::Borrowed)
+    searchable_text(parts, std::borrow::Cow::Borrowed, std::borrow::Cow::Borrowed)
 }
 
 /// A query term as a snippet looks for it, folded (lower case, accents off).

@@ -84,7 +84,7 @@ fn title_from(parts: &[Part]) -> Option<String> {
 
 /// Inserts one message at `seq` inside an open transaction.
 pub(super) fn insert_message(tx: &Transaction<'_>, session: &str, seq: u64, msg: &NewMessage, at: i64) -> Result<()> {
-    insert_encoded(tx, session, seq, &Encoded::of(msg)?, at)
+    insert_encoded(tx, session, seq, Encoded::of(msg)?, at)
 }
 
 /// A message ready for its row: the parts as stored JSON and its history-index text. Made apart
@@ -110,15 +110,55 @@ impl Encoded {
     }
 }
 
-pub(super) fn insert_encoded(tx: &Transaction<'_>, session: &str, seq: u64, msg: &Encoded, at: i64) -> Result<()> {
-    tx.prepare_cached(
+/// Parts larger than this are inserted without SQLite re-checking that they are a JSON array
+/// (the `CHECK` of migration 0001): they were just written by `serde_json` from a `Vec<Part>`,
+/// and `json_valid` plus `json_type` would parse the whole text twice, holding twice its size.
+const UNCHECKED_PARTS_BYTES: usize = 1 << 20;
+
+/// Inserts the row and its index entry. SQLite copies what is bound, so the encoded parts are
+/// dropped once bound, and the bindings cleared after the insert: a cached statement would
+/// otherwise keep the last row's copy alive.
+pub(super) fn insert_encoded(tx: &Transaction<'_>, session: &str, seq: u64, msg: Encoded, at: i64) -> Result<()> {
+    let Encoded { role, status, parts, usage, index_text } = msg;
+    let huge = parts.len() > UNCHECKED_PARTS_BYTES && parts.starts_with('[') && parts.ends_with(']');
+    if huge {
+        tx.pragma_update(None, "ignore_check_constraints", true)?;
+    }
+    let inserted = insert_row(tx, session, seq, (role, status, parts, usage), at);
+    if huge {
+        tx.pragma_update(None, "ignore_check_constraints", false)?;
+    }
+    inserted?;
+    // The history index, in the same transaction (messages never change, so neither does this).
+    let mut index = tx.prepare_cached("INSERT INTO message_fts (rowid, text) VALUES (?1, ?2)")?;
+    let indexed = index.execute(params![tx.last_insert_rowid(), index_text]);
+    index.clear_bindings();
+    indexed?;
+    Ok(())
+}
+
+fn insert_row(
+    tx: &Transaction<'_>,
+    session: &str,
+    seq: u64,
+    (role, status, parts, usage): (Role, MessageStatus, String, Option<String>),
+    at: i64,
+) -> Result<()> {
+    let mut insert = tx.prepare_cached(
         "INSERT INTO messages (session_id, seq, role, parts, usage, status, created_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    )?
-    .execute(params![session, seq, msg.role.as_str(), msg.parts, msg.usage, msg.status.as_str(), at])?;
-    // The history index, in the same transaction (messages never change, so neither does this).
-    tx.prepare_cached("INSERT INTO message_fts (rowid, text) VALUES (?1, ?2)")?
-        .execute(params![tx.last_insert_rowid(), msg.index_text])?;
+    )?;
+    insert.raw_bind_parameter(1, session)?;
+    insert.raw_bind_parameter(2, seq)?;
+    insert.raw_bind_parameter(3, role.as_str())?;
+    insert.raw_bind_parameter(4, &parts)?;
+    drop(parts);
+    insert.raw_bind_parameter(5, usage)?;
+    insert.raw_bind_parameter(6, status.as_str())?;
+    insert.raw_bind_parameter(7, at)?;
+    let inserted = insert.raw_execute();
+    insert.clear_bindings();
+    inserted?;
     Ok(())
 }
 

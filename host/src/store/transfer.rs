@@ -199,7 +199,7 @@ impl Importer {
                 .collect();
             let msg = NewMessage { role: Role::Tool, parts, usage: None, status: MessageStatus::Synthetic };
             self.count += 1;
-            insert_encoded(tx, &self.id, self.count, &Encoded::of(&msg)?, self.last_created_at)?;
+            insert_encoded(tx, &self.id, self.count, Encoded::of(&msg)?, self.last_created_at)?;
             tx.execute("UPDATE sessions SET message_count = ?2 WHERE id = ?1", params![self.id, self.count])?;
             unanswered.len()
         } else {
@@ -303,7 +303,7 @@ impl Importer {
                 let encoded = Encoded::of(&new)?;
                 // Only the encoded row stays while SQLite copies it (a huge line's memory, once).
                 drop(new);
-                insert_encoded(tx, &self.id, seq, &encoded, created_at)?;
+                insert_encoded(tx, &self.id, seq, encoded, created_at)?;
                 self.count = seq;
                 self.last_created_at = created_at;
             }

@@ -402,3 +402,29 @@ fn a_message_holding_every_word_is_found_however_many_newer_ones_hold_some() {
     assert_eq!(hits.len(), 10);
     assert!(hits[1..].iter().all(|(_, seq)| *seq > 500), "{hits:?}");
 }
+
+#[test]
+fn a_huge_pasted_text_is_indexed_by_its_head_tail_and_outcome_lines() {
+    let home = Home::new();
+    let mut store = home.store();
+    let s = session_in(&mut store, "/p");
+    let filler =
+        |tag: &str| (0..2_000).map(|i| format!("{tag} line {i} of the pasted build log\n")).collect::<String>();
+    let pasted = format!(
+        "headword starts the paste\n{}error: zyxcompile failed in src/deep.rs:77\n{}middleword sits here\n{}tailword ends it",
+        filler("early"),
+        filler("more"),
+        filler("late")
+    );
+    assert!(pasted.len() > 2 * seshat::store::INDEX_WHOLE_TEXT_BYTES);
+    store.append(&s, &[text(Role::User, &pasted), text(Role::User, "a short note with middleword")]).unwrap();
+    for word in ["headword", "tailword", "zyxcompile"] {
+        assert_eq!(found(&store, HistoryScope::Session(&s), word), [(s.clone(), 1)], "{word}");
+    }
+    // The middle of a paste larger than the budget is not indexed word by word.
+    assert_eq!(found(&store, HistoryScope::Session(&s), "middleword"), [(s.clone(), 2)]);
+    // A text part within the budget is indexed whole.
+    let whole = format!("{}needleword", "x ".repeat(seshat::store::INDEX_WHOLE_TEXT_BYTES / 2 - 8));
+    store.append(&s, &[text(Role::User, &whole)]).unwrap();
+    assert_eq!(found(&store, HistoryScope::Session(&s), "needleword"), [(s.clone(), 3)]);
+}

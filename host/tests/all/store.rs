@@ -420,3 +420,32 @@ fn a_refreshed_live_view_equals_a_fresh_one_through_appends_trims_and_compaction
     other.refresh_live_view(&mut view).unwrap();
     assert_eq!(view.entries.last().unwrap().parts, vec![Part::Text { text: "more".into() }]);
 }
+
+#[test]
+fn a_huge_message_round_trips_and_the_parts_check_stays_on_for_everything_else() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = store.create_session(NewSession { project: "/p".into(), ..Default::default() }).unwrap().id;
+    let huge = format!("{}\"quoted\" and \\ escaped\n", "0123456789abcdef".repeat(200_000));
+    store.append(&id, &[NewMessage::text(Role::User, huge.clone())]).unwrap();
+    let mut export = Vec::new();
+    store.export(&id, &mut export).unwrap();
+    let other = Home::new();
+    let mut copy = other.store();
+    let imported = copy.import(&mut export.as_slice(), ImportOptions::default()).unwrap();
+    for s in [&store, &copy] {
+        let history = s.full_history(&imported.id).unwrap();
+        assert_eq!(text_of(&history[0]), huge);
+    }
+    // The CHECK that parts are a JSON array still guards every other write.
+    for s in [&store, &copy] {
+        let err = s
+            .connection()
+            .execute(
+                "INSERT INTO messages (session_id, seq, role, parts, status, created_at) VALUES (?1, 2, 'user', 'not json', 'complete', 0)",
+                [&id],
+            )
+            .unwrap_err();
+        assert!(err.to_string().contains("CHECK constraint failed"), "{err}");
+    }
+}
