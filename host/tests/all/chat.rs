@@ -327,7 +327,7 @@ fn persistent_5xx_gives_up_after_the_retries_with_the_providers_message() {
     assert_eq!(v["error_code"], "overloaded", "{v}");
     assert!(v["error"].as_str().unwrap().contains("Overloaded"), "{v}");
     // One shape whether the turn failed or not: every field the README lists, unknowns null.
-    let keys = |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
     let documented = [
         "session",
         "text",

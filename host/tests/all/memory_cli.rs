@@ -378,3 +378,21 @@ fn mcp_answers_every_bad_line_as_json_rpc_prescribes() {
     assert!(tail["result"]["structuredContent"]["entities"].is_array(), "the last line without a newline: {tail}");
     assert_eq!(answers.len(), 11, "one answer per request and per unanswerable line");
 }
+
+#[test]
+fn mcp_answers_every_request_sent_before_the_input_ends() {
+    let home = Home::new();
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
+    let mut input = format!("{init}\n{}\n", json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    for i in 1..=200 {
+        let call = json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "create_entities", "arguments": {"scope": "user", "entities": [{"name": format!("E{i}"), "entityType": "t", "observations": ["o"]}]}}});
+        input.push_str(&format!("{call}\n"));
+    }
+    // The client writes everything and closes its end at once.
+    let answers = mcp_transcript(&home, &input);
+    for i in 1..=200 {
+        assert!(by_id(&answers, &json!(i))["result"]["structuredContent"]["entities"].is_array(), "request {i}");
+    }
+    let mut store = home.store();
+    assert_eq!(store.memory(None).read_graph(None, 0, 500).unwrap().0.entities.len(), 200);
+}

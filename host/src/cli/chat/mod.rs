@@ -278,7 +278,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let mut agent = match open_agent(ctx, &args.flags())? {
         Ok(a) => a,
         Err(message) => {
-            eprintln!("seshat chat: {}", format::visible(&message.to_string()));
+            eprintln!("seshat chat: {}", format::visible(&message));
             return Ok(ExitCode::from(EXIT_NOT_CONFIGURED));
         }
     };

@@ -18,8 +18,8 @@ pub const NOT_INITIALIZED: i64 = -32002;
 /// What to do with one line from the client.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
-    /// Pass it to the service; `Some(id)` when it is a request awaiting an answer.
-    Forward(Option<String>),
+    /// Pass it to the service.
+    Forward,
     /// Answer it with this response instead (one JSON line, no newline).
     Answer(String),
     /// Nothing to send (a blank line, a notification that cannot be answered).
@@ -34,11 +34,6 @@ pub struct Gate {
 
 fn error(id: &Value, code: i64, message: &str) -> Verdict {
     Verdict::Answer(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string())
-}
-
-/// The id a request carries, as a key to match its response by.
-pub fn id_key(id: &Value) -> String {
-    id.to_string()
 }
 
 impl Gate {
@@ -74,7 +69,7 @@ impl Gate {
             // A response to a request of ours (the client answering a ping).
             None if object.contains_key("result") || object.contains_key("error") => {
                 return match object.get("id") {
-                    Some(Value::String(_) | Value::Number(_)) => Verdict::Forward(None),
+                    Some(Value::String(_) | Value::Number(_)) => Verdict::Forward,
                     _ => Verdict::Ignore,
                 };
             }
@@ -100,7 +95,7 @@ impl Gate {
             // Notifications get no answer, even when wrong; before `initialize` only the
             // client's own initialised notice makes sense, and the service must not see others.
             return if self.initialized || method == "notifications/initialized" {
-                Verdict::Forward(None)
+                Verdict::Forward
             } else {
                 Verdict::Ignore
             };
@@ -134,15 +129,8 @@ impl Gate {
                 return error(&id, INVALID_PARAMS, &format!("Invalid params: {why}"));
             }
         }
-        Verdict::Forward(Some(id_key(&id)))
+        Verdict::Forward
     }
-}
-
-/// The id of a response the service wrote, to match it with its request.
-pub fn response_id(line: &str) -> Option<String> {
-    let v: Value = serde_json::from_str(line).ok()?;
-    let o = v.as_object()?;
-    (o.contains_key("result") || o.contains_key("error")).then(|| o.get("id").map(id_key))?
 }
 
 #[cfg(test)]
@@ -164,10 +152,7 @@ mod tests {
         let e = answer(g.check(r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#));
         assert_eq!((e["id"].as_i64(), e["error"]["code"].as_i64()), (Some(7), Some(NOT_INITIALIZED)));
         assert!(e["error"]["message"].as_str().unwrap().contains("Send an `initialize` request first"));
-        assert_eq!(
-            g.check(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#),
-            Verdict::Forward(Some("1".into()))
-        );
+        assert_eq!(g.check(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#), Verdict::Forward);
         let e = answer(g.check(r#"{"jsonrpc":"1.0","id":"x","method":"ping"}"#));
         assert_eq!((e["id"].as_str(), e["error"]["code"].as_i64()), (Some("x"), Some(INVALID_REQUEST)));
         let e = answer(g.check(r#"{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}"#));
@@ -181,8 +166,7 @@ mod tests {
             let e = answer(g.check(&format!(r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call",{params}}}"#)));
             assert_eq!((e["id"].as_i64(), e["error"]["code"].as_i64()), (Some(3), Some(INVALID_PARAMS)), "{params}");
         }
-        assert_eq!(g.check(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#), Verdict::Forward(None));
+        assert_eq!(g.check(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#), Verdict::Forward);
         assert_eq!(g.check("  "), Verdict::Ignore);
-        assert_eq!(response_id(r#"{"jsonrpc":"2.0","id":3,"result":{}}"#), Some("3".into()));
     }
 }
