@@ -108,6 +108,7 @@ fn main() {
             model: Some("claude-sonnet-4-5".into()),
             context_window: Some(10_000_000),
             metadata: None,
+            title: None,
         })
         .unwrap();
     let batch: Vec<NewMessage> = (0..MESSAGES)

@@ -282,6 +282,7 @@ impl Agent {
             None => {
                 let s = client.store().create_session(NewSession {
                     project: options.project.clone(),
+                    title: None,
                     provider: Some(provider_name),
                     model: Some(model.clone()),
                     context_window: window,

@@ -589,6 +589,9 @@ impl Compactor<'_> {
         let summary = self.summarise(&dropped, previous, &summary_model, summary_tokens, settings, &calls);
         report.plugin_micros += plugin_start.elapsed().as_micros() as u64;
         report.model_calls = calls.load(std::sync::atomic::Ordering::Relaxed);
+        // A summariser that called no model (the extractive one) had no summary model.
+        let summary_model = (report.model_calls > 0).then_some(summary_model);
+        report.summary_model.clone_from(&summary_model);
         let through_seq = info.message_count;
         let first_kept_seq = entries.get(decision.first_kept).and_then(|e| e.seq).unwrap_or(through_seq + 1);
         let pinned_seq = decision.pinned.and_then(|p| entries[p].seq);
@@ -603,7 +606,7 @@ impl Compactor<'_> {
                     first_kept_seq: None,
                     pinned_seq: None,
                     summary: None,
-                    model: Some(summary_model.clone()),
+                    model: summary_model.clone(),
                     status: CompactionStatus::Failed,
                     error: Some(error.clone()),
                     created_at: crate::store::now_ms(),
@@ -634,7 +637,7 @@ impl Compactor<'_> {
                 first_kept_seq: Some(first_kept_seq),
                 pinned_seq,
                 summary: Some(summary),
-                model: Some(summary_model),
+                model: summary_model,
                 status: CompactionStatus::Ok,
                 error: thrash,
                 created_at: crate::store::now_ms(),

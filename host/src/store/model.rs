@@ -50,15 +50,23 @@ pub struct SessionInfo {
     /// Number of messages (also the last seq).
     pub message_count: u64,
     /// Usage totals over the session.
+    #[serde(default)]
     pub totals: Usage,
     /// The last context size the provider reported.
     pub context_tokens: Option<u64>,
     /// Failed compactions in a row (reset by a success).
+    #[serde(default)]
     pub compaction_failures: u32,
     /// Whether summarising was switched off for this session.
+    #[serde(default)]
     pub auto_compact_disabled: bool,
     /// Free-form metadata.
+    #[serde(default = "empty_object")]
     pub metadata: serde_json::Value,
+}
+
+fn empty_object() -> serde_json::Value {
+    serde_json::json!({})
 }
 
 /// The fields a new session starts with.
@@ -66,6 +74,8 @@ pub struct SessionInfo {
 pub struct NewSession {
     /// The project key (see [`crate::paths::project_key`]).
     pub project: String,
+    /// A title; without one, the first user message gives it.
+    pub title: Option<String>,
     /// Provider plugin id.
     pub provider: Option<String>,
     /// Model id.

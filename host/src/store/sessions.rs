@@ -64,8 +64,17 @@ impl Store {
             let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             tx.execute(
                 "INSERT INTO sessions (id, project, provider, model, context_window, created_at, \
-             updated_at, metadata) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)",
-                params![id, new.project, new.provider, new.model, new.context_window, now, metadata.to_string()],
+                 updated_at, metadata, title) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8)",
+                params![
+                    id,
+                    new.project,
+                    new.provider,
+                    new.model,
+                    new.context_window,
+                    now,
+                    metadata.to_string(),
+                    new.title
+                ],
             )?;
             tx.commit()?;
             self.session(&id)

@@ -357,3 +357,37 @@ fn import_refuses_orphans_by_default_and_repair_keeps_them_out_of_the_live_view(
     assert_eq!(v, serde_json::json!({"id": FIXTURE_ID, "messages": 10, "orphans": 1, "empty": 0, "synthetic": 0}));
     assert_eq!(again.ok(&["sessions", "export", FIXTURE_ID]), export, "nothing more to repair: the same session");
 }
+
+#[test]
+fn sessions_new_makes_an_empty_session_to_append_to() {
+    let home = Home::new();
+    let id = home.ok(&["sessions", "new", "--title", "Plugin test bed"]).trim().to_string();
+    assert_eq!(id.len(), 26, "a ULID: {id}");
+    let out = with_stdin(&home, &["sessions", "append", &id], &(crate::support::append_line(None, "hello") + "\n"));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let info = home.store().session(&id).unwrap();
+    assert_eq!((info.title.as_deref(), info.message_count), (Some("Plugin test bed"), 1), "the given title stays");
+    let json: serde_json::Value =
+        serde_json::from_str(&home.ok(&["sessions", "new", "--model", "qwen", "--window", "8192", "--json"])).unwrap();
+    assert_eq!((json["model"].as_str(), json["context_window"].as_u64()), (Some("qwen"), Some(8192)), "{json}");
+    assert!(json["title"].is_null() && json["message_count"] == 0, "{json}");
+    let err = home.fails(&["sessions", "new", "--window", "100"]);
+    assert!(err.contains("is 100 tokens") && err.contains("at least 4096"), "{err}");
+    assert_eq!(home.store().list_sessions(&Default::default()).unwrap().len(), 2);
+}
+
+#[test]
+fn the_readmes_minimal_export_imports() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let start = readme.find("<!-- minimal export -->").expect("the README's minimal export");
+    let block = &readme[start..];
+    let body = &block[block.find("```jsonl\n").unwrap() + 9..];
+    let example = &body[..body.find("```").unwrap()];
+    let home = Home::new();
+    let file = home.path().join("minimal.jsonl");
+    std::fs::write(&file, example).unwrap();
+    let out = home.ok(&["sessions", "import", file.to_str().unwrap()]);
+    assert!(out.starts_with("Imported session 01K0000000000000000000TEST (3 messages)."), "{out}");
+    let shown = home.ok(&["sessions", "show", "01K0000000000000000000TEST"]);
+    assert!(shown.contains("What is in src/?") && shown.contains("main.rs lib.rs"), "{shown}");
+}

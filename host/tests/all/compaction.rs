@@ -411,7 +411,11 @@ fn a_provider_report_drives_the_check_until_the_next_compaction() {
 
 /// A session with a fixed id, imported, with `turns` long exchanges.
 fn import_long(home: &Home, turns: usize) -> String {
-    let id = "01JFCMPACT0000000000000001";
+    import_long_as(home, turns, "01JFCMPACT0000000000000001")
+}
+
+/// `import_long` under another session id.
+fn import_long_as(home: &Home, turns: usize, id: &str) -> String {
     let mut lines = vec![json_line(
         serde_json::json!({"record": "session", "id": id, "title": "long", "project": "/p",
         "provider": null, "model": "m", "context_window": 8192, "created_at": 1, "updated_at": 1, "message_count": turns * 2,
@@ -457,11 +461,18 @@ fn seshat_compact_works_offline_with_the_extractive_summariser() {
     assert!(home.store().live_view(&id).unwrap().compaction.is_none(), "a dry run changes nothing");
     insta::assert_snapshot!("compact", home.ok(&["compact", "01JFCMPACT"]));
     let view = home.store().live_view(&id).unwrap();
-    let summary = view.compaction.unwrap().summary.unwrap();
+    let compaction = view.compaction.unwrap();
+    assert_eq!(compaction.model, None, "no model was called, so none is recorded");
+    let summary = compaction.summary.unwrap();
     assert!(
         summary.contains("User requests:\n- request 0: please decide") && summary.contains("Decisions:"),
         "{summary}"
     );
+    // A compaction that calls no model says so in --json too.
+    let again = import_long_as(&home, 20, "01JFCMQ0000000000000000002");
+    let report: serde_json::Value = serde_json::from_str(&home.ok(&["compact", &again, "--json"])).unwrap();
+    assert!(report["summarised"] == true && report["summary_model"].is_null(), "{report}");
+    assert_eq!(report["model_calls"], 0);
     assert_eq!(home.store().session(&id).unwrap().compaction_failures, 0, "a manual success clears the counter");
     let shown = home.ok(&["sessions", "show", "01JFCMPACT"]);
     assert!(shown.contains("── summary of the compacted history [synthetic] ──") && shown.contains(COMPACTION_MARKER));

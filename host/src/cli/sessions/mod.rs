@@ -5,6 +5,7 @@ mod delete;
 mod export;
 mod import;
 mod list;
+mod new;
 mod pin;
 mod search;
 mod show;
@@ -20,6 +21,8 @@ use super::Context;
 pub enum SessionsCommand {
     /// List this project's sessions, most recent first.
     List(list::Args),
+    /// Create an empty session in this project and print its id (to append to, or test on).
+    New(new::Args),
     /// Show a session: the live view the model sees, or with --full everything ever saved.
     Show(show::Args),
     /// Delete a session and everything saved with it.
@@ -45,6 +48,7 @@ pub use pin::describe_pin;
 pub fn run(ctx: &Context, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         SessionsCommand::List(args) => list::run(ctx, &args),
+        SessionsCommand::New(args) => new::run(ctx, &args),
         SessionsCommand::Show(args) => show::run(ctx, &args),
         SessionsCommand::Delete(args) => delete::run(ctx, &args),
         SessionsCommand::Export(args) => export::run(ctx, &args),
