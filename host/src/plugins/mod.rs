@@ -216,6 +216,9 @@ impl Runtime {
         name: &str,
         config_limits: LimitRequest,
     ) -> Result<LoadedPlugin> {
+        if let Some(message) = not_a_component(wasm) {
+            return Err(Error::Load { plugin: name.to_string(), message });
+        }
         let sha256 = cache::sha256_hex(wasm);
         let component = cache::load(self.cache_dir.as_deref(), wasm, &sha256).map_err(|e| Error::Load {
             plugin: name.to_string(),
@@ -278,6 +281,25 @@ fn inspect(component: &Component, plugin: &str) -> Result<(PluginKind, String, b
         found: format!("it exports seshat:plugin/{interface}, which no plugin kind exports"),
     })?;
     Ok((kind, version.to_string(), served))
+}
+
+/// One sentence for a file that is not a WebAssembly component at all (instead of the parser's
+/// dump of the bytes it expected).
+fn not_a_component(wasm: &[u8]) -> Option<String> {
+    const MAGIC: &[u8] = b"\0asm";
+    const MODULE: [u8; 4] = [1, 0, 0, 0];
+    if !wasm.starts_with(MAGIC) {
+        return Some(
+            "the file is not WebAssembly (it does not start with the `\\0asm` bytes): pass the `.wasm` a \
+             `cargo build --release --target wasm32-wasip2` wrote under target/wasm32-wasip2/release/"
+                .into(),
+        );
+    }
+    (wasm.get(4..8) == Some(&MODULE[..])).then(|| {
+        "the file is a core WebAssembly module, not a component: build the plugin for the wasm32-wasip2 \
+         target (`cargo build --release --target wasm32-wasip2`), which makes a component"
+            .into()
+    })
 }
 
 /// An error preparing an instance (imports that cannot be satisfied, exports of the wrong type).

@@ -132,7 +132,9 @@ pub(super) fn classify<H>(
         Error::Memory { plugin, kind: kind_name, limit_mib: limits.memory_mib }
     } else {
         let message = match err.downcast_ref::<Trap>() {
-            Some(trap) => format!("wasm trap: {trap}"),
+            // A Rust plugin's panic ends in `unreachable`.
+            Some(Trap::UnreachableCodeReached) => format!("{} (a panic in the plugin)", Trap::UnreachableCodeReached),
+            Some(trap) => trap.to_string(),
             None => format!("{err:#}"),
         };
         Error::Trap { plugin, kind: kind_name, message }

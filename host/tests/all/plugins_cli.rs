@@ -137,11 +137,26 @@ fn hostile_plugins_get_nothing_and_change_nothing() {
     let (_, err, ok) = probe(&home, &wasm, "membomb", &env);
     assert!(!ok && err.contains("tried to grow its memory past the 16 MiB limit"), "{err}");
     let (_, err, ok) = probe(&home, &wasm, "panic", &env);
-    assert!(!ok && err.contains("crashed: wasm trap"), "{err}");
+    assert!(!ok && err.contains("crashed: wasm trap: wasm `unreachable` instruction executed (a panic"), "{err}");
 
     // The host still works and the database is byte-for-byte what it was.
     assert!(home.ok(&["sessions", "list", "--all"]).contains("keep me"));
     assert_eq!(std::fs::read(&db).unwrap(), before, "a hostile plugin changed the database");
+}
+
+#[test]
+fn a_file_that_is_no_component_gets_one_sentence() {
+    let home = Home::new();
+    let text = home.path().join("notes.wasm");
+    std::fs::write(&text, "hello, not wasm").unwrap();
+    let err = home.fails(&["plugins", "check", text.to_str().unwrap()]);
+    assert!(err.contains("the file is not WebAssembly") && err.contains("wasm32-wasip2"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line, no dump of the expected bytes: {err}");
+    let module = home.path().join("core.wasm");
+    std::fs::write(&module, b"\0asm\x01\0\0\0").unwrap();
+    let err = home.fails(&["plugins", "check", module.to_str().unwrap()]);
+    assert!(err.contains("a core WebAssembly module, not a component"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 }
 
 #[test]
@@ -157,7 +172,7 @@ fn check_refuses_other_worlds_and_versions_with_the_reason() {
     let not_wasm = home.path().join("x.wasm");
     std::fs::write(&not_wasm, "hello").unwrap();
     let err = home.fails(&["plugins", "check", not_wasm.to_str().unwrap()]);
-    assert!(err.contains("cannot be loaded: not a valid WebAssembly component"), "{err}");
+    assert!(err.contains("cannot be loaded: the file is not WebAssembly"), "{err}");
     let err = home.fails(&["plugins", "check", "/no/such.wasm"]);
     assert!(err.contains("cannot read /no/such.wasm"), "{err}");
 }
