@@ -72,6 +72,38 @@ impl Limits {
         }
     }
 
+    /// What [`resolve`](Self::resolve) lowered to the maxima, one sentence each naming the asked
+    /// and the granted figure and who asked (the configuration or the manifest).
+    pub fn over_the_cap(manifest: LimitRequest, config: LimitRequest) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut check = |name: &str, m: Option<u64>, c: Option<u64>, max: u64| {
+            let (asked, by) = match (c, m) {
+                (Some(c), _) => (c, "the configuration"),
+                (None, Some(m)) => (m, "the plugin's manifest"),
+                (None, None) => return,
+            };
+            if asked > max {
+                out.push(format!("{by} asks for {name} = {asked}, above the cap of {max}: {max} is used"));
+            }
+        };
+        check("memory_mib", manifest.memory_mib, config.memory_mib, MAXIMUM.memory_mib);
+        check("time_ms", manifest.time_ms, config.time_ms, MAXIMUM.time_ms);
+        let wide = |v: Option<u32>| v.map(u64::from);
+        check(
+            "complete_calls",
+            wide(manifest.complete_calls),
+            wide(config.complete_calls),
+            u64::from(MAXIMUM.complete_calls),
+        );
+        check(
+            "complete_max_tokens",
+            wide(manifest.complete_max_tokens),
+            wide(config.complete_max_tokens),
+            u64::from(MAXIMUM.complete_max_tokens),
+        );
+        out
+    }
+
     /// The memory cap in bytes.
     pub fn memory_bytes(&self) -> usize {
         (self.memory_mib as usize) << 20

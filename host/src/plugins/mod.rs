@@ -142,6 +142,8 @@ pub struct LoadedPlugin {
     pub api_version: String,
     /// The limits it runs under.
     pub limits: Limits,
+    /// Asked-for limits lowered to the maxima, each said in a sentence.
+    pub warnings: Vec<String>,
     version: bindings::Version,
     component: Component,
 }
@@ -244,7 +246,11 @@ impl Runtime {
             },
         };
         let limits = Limits::resolve(kind, manifest.limits, config_limits);
-        Ok(LoadedPlugin { manifest, origin, sha256, api_version, limits, version, component })
+        let warnings = Limits::over_the_cap(manifest.limits, config_limits);
+        for w in &warnings {
+            tracing::warn!(plugin = %name, "{w}");
+        }
+        Ok(LoadedPlugin { manifest, origin, sha256, api_version, limits, warnings, version, component })
     }
 }
 

@@ -323,3 +323,21 @@ fn a_user_plugin_overrides_the_builtin_and_a_changed_wasm_is_recompiled_and_used
     let err = home.fails(&["compact", &id, "--window", "60000"]);
     assert!(err.contains("plugin `trimmer` (trimmer) crashed"), "the new wasm ran: {err}");
 }
+
+#[test]
+fn a_limit_above_the_cap_is_a_warning_naming_both_numbers() {
+    let home = Home::new();
+    let wasm = install(&home, "hostile", seshat_test_plugins::HOSTILE);
+    config(&home, "[plugins.limits.trimmer]\nmemory_mib = 4096\ntime_ms = 100\n");
+    let out = home.ok(&["plugins", "check", wasm.to_str().unwrap()]);
+    assert!(out.contains("limits: 1024 MiB of memory, 100 ms"), "{out}");
+    assert!(
+        out.contains("warning: the configuration asks for memory_mib = 4096, above the cap of 1024: 1024 is used"),
+        "{out}"
+    );
+    assert!(!out.contains("time_ms ="), "only what was over the cap: {out}");
+    let listed = listing(&home);
+    let row = listed["plugins"].as_array().unwrap().iter().find(|p| p["id"] == "hostile").unwrap();
+    assert_eq!(row["warnings"][0], "the configuration asks for memory_mib = 4096, above the cap of 1024: 1024 is used");
+    assert!(home.ok(&["plugins", "list"]).contains("  warning: the configuration asks for memory_mib = 4096"));
+}

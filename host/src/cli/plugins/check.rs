@@ -35,6 +35,9 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     }
     writeln!(out, "sandbox: no files, no environment, no arguments, no sockets, no stdio")?;
     writeln!(out, "limits: {} MiB of memory, {} ms of guest time per call", l.memory_mib, l.time_ms)?;
+    for w in &plugin.warnings {
+        writeln!(out, "warning: {w}")?;
+    }
     let call = Instant::now();
     match m.kind {
         PluginKind::Trimmer => {

@@ -28,6 +28,8 @@ struct Row {
     limits: Option<seshat::plugins::Limits>,
     selected: bool,
     overridden: bool,
+    /// Asked-for limits lowered to the maxima.
+    warnings: Vec<String>,
     error: Option<String>,
 }
 
@@ -58,6 +60,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             limits: loaded.as_ref().ok().map(|l| l.limits),
             selected: !overridden && config.selected(kind) == Some(entry.manifest.id.as_str()),
             overridden,
+            warnings: loaded.as_ref().map(|l| l.warnings.clone()).unwrap_or_default(),
             error: loaded.err().map(|e| e.to_string()),
         });
     }
@@ -92,6 +95,9 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         )?;
         if let Some(e) = &r.error {
             writeln!(out, "  error: {e}")?;
+        }
+        for w in &r.warnings {
+            writeln!(out, "  warning: {w}")?;
         }
     }
     for kind in PluginKind::ALL {
