@@ -21,7 +21,7 @@ pub fn compile_count() -> u64 {
 }
 
 /// Hex SHA-256 of some bytes.
-pub(super) fn sha256_hex(bytes: &[u8]) -> String {
+pub fn sha256_hex(bytes: &[u8]) -> String {
     let digest = Sha256::digest(bytes);
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }

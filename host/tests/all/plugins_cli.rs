@@ -341,3 +341,73 @@ fn a_limit_above_the_cap_is_a_warning_naming_both_numbers() {
     assert_eq!(row["warnings"][0], "the configuration asks for memory_mib = 4096, above the cap of 1024: 1024 is used");
     assert!(home.ok(&["plugins", "list"]).contains("  warning: the configuration asks for memory_mib = 4096"));
 }
+
+#[test]
+fn install_checks_copies_and_refuses_to_replace_another_plugin_of_the_same_id() {
+    let home = Home::new();
+    // A .wasm alone: the manifest is made from the component.
+    let out = home.ok(&["plugins", "install", seshat_test_plugins::HOSTILE]);
+    let dir = home.path().join("plugins").join("hostile");
+    assert!(out.starts_with("Installed trimmer `hostile` (seshat:plugin@0.2.0,"), "{out}");
+    assert!(
+        out.contains(&format!("in {}", dir.display())) && out.contains("select it with `trimmer = \"hostile\"`"),
+        "{out}"
+    );
+    assert_eq!(std::fs::read(dir.join("plugin.wasm")).unwrap(), std::fs::read(seshat_test_plugins::HOSTILE).unwrap());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("plugin.toml")).unwrap(),
+        "id = \"hostile\"\nkind = \"trimmer\"\napi = \"0.2.0\"\n"
+    );
+    assert!(home.ok(&["plugins", "install", seshat_test_plugins::HOSTILE]).starts_with("Already installed:"));
+    let listed = listing(&home);
+    let row = listed["plugins"].as_array().unwrap().iter().find(|p| p["id"] == "hostile").unwrap();
+    assert_eq!(row["wasm"]["size"], std::fs::metadata(seshat_test_plugins::HOSTILE).unwrap().len());
+    assert_eq!(row["wasm"]["sha256"].as_str().unwrap().len(), 64);
+    assert!(home.ok(&["plugins", "list"]).contains("  wasm: "), "a detail line for installed plugins");
+
+    // Another plugin under the same id is refused, naming both digests; --force replaces it.
+    let other = home.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::copy(seshat_test_plugins::TRIMMER_0_1_0, other.join("plugin.wasm")).unwrap();
+    std::fs::write(other.join("plugin.toml"), "id = \"hostile\"\nkind = \"trimmer\"\napi = \"0.1.0\"\n").unwrap();
+    let err = home.fails(&["plugins", "install", other.to_str().unwrap()]);
+    assert!(err.contains("a different plugin `hostile` is installed") && err.contains("--force"), "{err}");
+    assert_eq!(std::fs::read(dir.join("plugin.wasm")).unwrap(), std::fs::read(seshat_test_plugins::HOSTILE).unwrap());
+    let json: serde_json::Value =
+        serde_json::from_str(&home.ok(&["plugins", "install", other.to_str().unwrap(), "--force", "--json"])).unwrap();
+    assert_eq!((json["outcome"].as_str(), json["api_version"].as_str()), (Some("replaced"), Some("0.1.0")), "{json}");
+    assert_eq!(
+        std::fs::read(dir.join("plugin.wasm")).unwrap(),
+        std::fs::read(seshat_test_plugins::TRIMMER_0_1_0).unwrap()
+    );
+
+    // For a project: under its .seshat/plugins; a broken file is refused, nothing copied.
+    let project = home.path().join("proj");
+    std::fs::create_dir_all(project.join(".git")).unwrap();
+    let out = home
+        .cmd()
+        .current_dir(&project)
+        .args(["plugins", "install", "--project", seshat_test_plugins::HOSTILE])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(project.join(".seshat/plugins/hostile/plugin.wasm").is_file());
+    let junk = home.path().join("junk.wasm");
+    std::fs::write(&junk, "not wasm").unwrap();
+    let err = home.fails(&["plugins", "install", junk.to_str().unwrap()]);
+    assert!(err.contains("the file is not WebAssembly"), "{err}");
+    assert!(!home.path().join("plugins/junk").exists());
+}
+
+#[test]
+fn the_new_crates_readme_names_the_real_plugin_directory() {
+    let home = Home::new();
+    home.ok(&["plugins", "new", "trimmer", "my-trim", "--dir", home.path().join("my-trim").to_str().unwrap()]);
+    let readme = std::fs::read_to_string(home.path().join("my-trim/README.md")).unwrap();
+    let plugins = home.path().join("plugins");
+    assert!(
+        readme.contains(&format!("{}/my-trim/", plugins.display())) && readme.contains("seshat plugins install ."),
+        "{readme}"
+    );
+    assert!(!readme.contains("~/.config"), "{readme}");
+}

@@ -30,7 +30,29 @@ struct Row {
     overridden: bool,
     /// Asked-for limits lowered to the maxima.
     warnings: Vec<String>,
+    /// The `.wasm`: its size, SHA-256 and when it was installed (none for built-ins).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    wasm: Option<WasmFile>,
     error: Option<String>,
+}
+
+#[derive(Serialize)]
+struct WasmFile {
+    size: u64,
+    sha256: String,
+    installed_at: Option<i64>,
+}
+
+/// What `plugins list` says of an installed `.wasm`.
+fn wasm_file(source: &seshat::plugins::WasmSource) -> Option<WasmFile> {
+    let seshat::plugins::WasmSource::File(path) = source else { return None };
+    let bytes = std::fs::read(path).ok()?;
+    let installed_at = std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_millis() as i64);
+    Some(WasmFile { size: bytes.len() as u64, sha256: cache::sha256_hex(&bytes), installed_at })
 }
 
 #[derive(Serialize)]
@@ -61,6 +83,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             selected: !overridden && config.selected(kind) == Some(entry.manifest.id.as_str()),
             overridden,
             warnings: loaded.as_ref().map(|l| l.warnings.clone()).unwrap_or_default(),
+            wasm: wasm_file(&entry.wasm),
             error: loaded.err().map(|e| e.to_string()),
         });
     }
@@ -95,6 +118,15 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         )?;
         if let Some(e) = &r.error {
             writeln!(out, "  error: {e}")?;
+        }
+        if let Some(w) = &r.wasm {
+            writeln!(
+                out,
+                "  wasm: {} KiB, sha256 {}, installed {}",
+                w.size.div_ceil(1024),
+                &w.sha256[..12],
+                w.installed_at.map_or("?".to_string(), format::time)
+            )?;
         }
         for w in &r.warnings {
             writeln!(out, "  warning: {w}")?;

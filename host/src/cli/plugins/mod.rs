@@ -1,6 +1,7 @@
 //! `seshat plugins …`: what is installed, whether a file would load, and a new plugin crate.
 
 mod check;
+mod install;
 mod list;
 mod new;
 
@@ -19,6 +20,8 @@ pub enum PluginsCommand {
     Check(check::Args),
     /// Write a new plugin crate, ready to build for wasm32-wasip2.
     New(new::Args),
+    /// Check a plugin and copy it where Seshat finds it (the user's plugins, or --project's).
+    Install(install::Args),
 }
 
 /// Runs a `plugins` subcommand.
@@ -26,6 +29,7 @@ pub fn run(ctx: &Context, cmd: PluginsCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         PluginsCommand::List(args) => list::run(ctx, &args),
         PluginsCommand::Check(args) => check::run(ctx, &args),
-        PluginsCommand::New(args) => new::run(&args),
+        PluginsCommand::New(args) => new::run(ctx, &args),
+        PluginsCommand::Install(args) => install::run(ctx, &args),
     }
 }

@@ -28,7 +28,7 @@ pub struct Args {
     dir: Option<PathBuf>,
 }
 
-pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+pub fn run(ctx: &crate::cli::Context, args: &Args) -> anyhow::Result<ExitCode> {
     let name = &args.name;
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
         bail!("`{name}` is not a valid plugin id: use letters, digits, `-` and `_`");
@@ -58,7 +58,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         ("seshat-plugin-sdk/src/lib.rs", SDK_SOURCE.to_string()),
         ("seshat-plugin-sdk/src/outcomes.rs", SDK_OUTCOMES.to_string()),
         ("seshat-plugin-sdk/wit/seshat-plugin.wit", WIT.to_string()),
-        ("README.md", readme(name, kind)),
+        ("README.md", readme(name, kind, &ctx.dirs.config)),
     ];
     for (path, text) in &files {
         write(&dir.join(path), text)?;
@@ -137,13 +137,16 @@ fn unstable_note() -> String {
     )
 }
 
-fn readme(name: &str, kind: PluginKind) -> String {
+/// The crate's README, naming the directories this Seshat really uses (`SESHAT_HOME` included).
+fn readme(name: &str, kind: PluginKind, config: &Path) -> String {
     let note = if API_VERSION_CURRENT_UNSTABLE { format!("{}\n\n", unstable_note()) } else { String::new() };
     format!(
         "# {name}\n\nA Seshat {kind} plugin.\n\n{note}```sh\ncargo build --release --target wasm32-wasip2\n\
          cp target/wasm32-wasip2/release/{file}.wasm plugin.wasm\nseshat plugins check plugin.wasm\n\
-         mkdir -p ~/.config/seshat/plugins/{name}\ncp plugin.wasm plugin.toml ~/.config/seshat/plugins/{name}/\n```\n\n\
-         Then select it in `~/.config/seshat/config.toml`:\n\n```toml\n[plugins]\n{kind} = \"{name}\"\n```\n",
-        file = name.replace('-', "_")
+         seshat plugins install .    # copies plugin.wasm and plugin.toml to {plugins}/{name}/\n```\n\n\
+         Then select it in `{config_file}`:\n\n```toml\n[plugins]\n{kind} = \"{name}\"\n```\n",
+        file = name.replace('-', "_"),
+        plugins = config.join("plugins").display(),
+        config_file = config.join("config.toml").display(),
     )
 }
