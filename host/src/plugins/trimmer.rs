@@ -460,7 +460,22 @@ pub fn validate(edits: &[TrimEdit], messages: &[TrimMessage]) -> std::result::Re
             }
         };
         if !shorter {
-            return Err(format!("edit {i} does not shorten message {message} part {part} ({} bytes)", p.bytes));
+            let rule = match edit {
+                TrimEdit::HeadTail { head, tail, .. } => format!(
+                    "a head-tail edit must keep fewer bytes than the part has, counting the placeholder: head {head} + \
+                     tail {tail} + up to {PLACEHOLDER_MAX_BYTES} for the placeholder is not below {}",
+                    p.bytes
+                ),
+                TrimEdit::Replace { text, .. } => {
+                    format!(
+                        "a replacement must be shorter than the part: {} bytes is not below {}",
+                        text.len(),
+                        p.bytes
+                    )
+                }
+                TrimEdit::KeepLines { .. } => "a keep-lines edit must keep at least one line range".to_string(),
+            };
+            return Err(format!("edit {i} does not shorten message {message} part {part} ({} bytes): {rule}", p.bytes));
         }
         if !seen.insert((message, part)) {
             return Err(format!("edit {i} edits message {message} part {part} a second time"));

@@ -139,7 +139,7 @@ fn invalid_edits_are_rejected_whole() {
     for (mode, why) in [
         ("edit-protected", "which is protected"),
         ("edit-text", "only tool results may be trimmed"),
-        ("edit-grow", "does not shorten"),
+        ("edit-grow", "a replacement must be shorter than the part"),
         ("edit-unknown", "which it was not given"),
     ] {
         let err = plugin.trim(&history(), &budget(mode), |_, _| None).unwrap_err();
@@ -478,7 +478,10 @@ fn keep_lines_ranges_must_be_sorted_disjoint_and_non_empty() {
         assert!(err.contains(what) && err.contains("non-empty, sorted and disjoint"), "{err}");
     }
     let err = seshat::plugins::validate_edits(&edit(vec![]), &messages).unwrap_err();
-    assert!(err.contains("does not shorten"), "{err}");
+    assert!(err.contains("does not shorten") && err.contains("must keep at least one line range"), "{err}");
+    let head_tail = vec![TrimEdit::HeadTail { message: 1, part: 0, head: 4_500, tail: 4_500 }];
+    let err = seshat::plugins::validate_edits(&head_tail, &messages).unwrap_err();
+    assert!(err.contains("head 4500 + tail 4500 + up to") && err.contains("for the placeholder is not below"), "{err}");
 }
 
 #[test]
