@@ -321,6 +321,13 @@ fn mixed(i: usize) -> NewMessage {
     match i % 10 {
         9 => result(50_000),
         3 | 6 => result(2_000 + (i * 7_919) % 48_000),
+        // Each result answers the call just before it.
+        2 | 5 | 8 => NewMessage {
+            role: Role::Assistant,
+            parts: vec![Part::ToolCall { id: format!("call_{}", i + 1), name: "run".into(), arguments: "{}".into() }],
+            usage: None,
+            status: MessageStatus::Complete,
+        },
         k if k % 2 == 0 => NewMessage::text(Role::User, format!("request {i}: why does the upload test fail?")),
         _ => NewMessage::text(Role::Assistant, format!("answer {i}: the retry loop never backs off")),
     }
