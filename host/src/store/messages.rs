@@ -166,13 +166,25 @@ fn insert_row(
 /// Calls are looked for from there back, so the usual case (the call just before its result)
 /// reads a few rows; only an orphan reads them all.
 pub(super) fn has_call(conn: &rusqlite::Connection, session: &str, call_id: &str, before: u64) -> Result<bool> {
-    Ok(conn
-        .prepare_cached(
-            "SELECT 1 FROM messages m, json_each(m.parts) p WHERE m.session_id = ?1 AND m.seq < ?3 \
-             AND m.role = 'assistant' AND p.value ->> 'type' = 'tool_call' AND p.value ->> 'id' = ?2 \
-             ORDER BY m.seq DESC LIMIT 1",
-        )?
-        .exists(params![session, call_id, before])?)
+    let mut stmt = conn.prepare_cached(
+        "SELECT parts FROM messages WHERE session_id = ?1 AND seq < ?2 AND role = 'assistant' ORDER BY seq DESC",
+    )?;
+    let mut rows = stmt.query(params![session, before])?;
+    // The id as it is written in the stored JSON; only a message holding it is decoded.
+    let needle =
+        serde_json::to_string(call_id).map_err(|e| Error::Corrupt { table: "messages", message: e.to_string() })?;
+    while let Some(row) = rows.next()? {
+        let parts: String = row.get(0)?;
+        if !parts.contains(&needle) {
+            continue;
+        }
+        let parts: Vec<Part> =
+            serde_json::from_str(&parts).map_err(|e| Error::Corrupt { table: "messages", message: e.to_string() })?;
+        if parts.iter().any(|p| p.tool_call_id() == Some(call_id)) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// Refuses messages that would break the session's structure: a message without parts, or a
