@@ -22,6 +22,10 @@ fn main() {
     let scale = if quick { 10 } else { 1 };
     println!("| benchmark | seshat | baseline | ratio | target |");
     println!("|---|---|---|---|---|");
+    if std::env::args().any(|a| a == "--indexed-append-only") {
+        indexed_append(2_000 / scale);
+        return;
+    }
     if std::env::args().any(|a| a == "--history-only") {
         indexed_append(2_000 / scale);
         history_search(10_000 / scale);
