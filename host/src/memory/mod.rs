@@ -161,15 +161,6 @@ impl From<rusqlite::Error> for Error {
     }
 }
 
-impl From<crate::store::Error> for Error {
-    fn from(e: crate::store::Error) -> Self {
-        match e {
-            crate::store::Error::Sqlite(e) => Error::Sqlite(e),
-            other => Error::Database(other),
-        }
-    }
-}
-
 impl Error {
     /// Names the database file and the operation in a SQLite failure.
     pub(crate) fn at(self, path: &std::path::Path, op: &'static str) -> Error {

@@ -102,13 +102,9 @@ pub enum Failure {
     Connection(String),
     /// The server redirected to another host, which is not followed.
     Redirect(String),
-    /// The server kept redirecting within its own origin past the limit (a redirect loop).
-    RedirectLoop {
-        /// Where the last redirect pointed.
-        to: String,
-        /// Redirects followed before giving up.
-        hops: usize,
-    },
+    /// The server kept redirecting within its own origin past `MAX_REDIRECTS` (a loop); where
+    /// the last redirect pointed.
+    RedirectLoop(String),
     /// The response passed the size cap.
     TooLarge(u64),
     /// Cancelled by the user.
@@ -123,7 +119,7 @@ impl Failure {
             Failure::Timeout { .. } => "timeout",
             Failure::Connection(_) => "connection_failed",
             Failure::Redirect(_) => "redirect_refused",
-            Failure::RedirectLoop { .. } => "redirect_loop",
+            Failure::RedirectLoop(_) => "redirect_loop",
             Failure::TooLarge(_) => "response_too_large",
             Failure::Cancelled => "interrupted",
         }
@@ -143,9 +139,9 @@ impl Failure {
             }
             Failure::Connection(m) => format!("connection failed: {m}"),
             Failure::Redirect(to) => format!("the server redirected to {to}, another host; not followed"),
-            Failure::RedirectLoop { to, hops } => format!(
-                "the server redirected {hops} times within its own host (a redirect loop; the last to {to}): check the \
-                 provider's base_url"
+            Failure::RedirectLoop(to) => format!(
+                "the server redirected {MAX_REDIRECTS} times within its own host (a redirect loop; the last to {to}): \
+                 check the provider's base_url"
             ),
             Failure::TooLarge(cap) => format!("the answer passed the {} MiB cap (max_response_mib)", cap >> 20),
             Failure::Cancelled => "interrupted".into(),
@@ -275,11 +271,7 @@ impl Transport {
                         let same =
                             next.as_ref().map(super::destination::origin) == Some(super::destination::origin(&to.url));
                         let shown = credentials.redact(next.as_ref().map_or(location, |u| u.as_str()));
-                        return fail(if same {
-                            Failure::RedirectLoop { to: shown, hops: MAX_REDIRECTS }
-                        } else {
-                            Failure::Redirect(shown)
-                        });
+                        return fail(if same { Failure::RedirectLoop(shown) } else { Failure::Redirect(shown) });
                     }
                     let retryable = status.as_u16() == 429 || status.is_server_error();
                     if !(status.is_success() || retryable && attempts <= s.max_retries) {

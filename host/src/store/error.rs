@@ -215,12 +215,8 @@ impl Failure {
 /// SQLite's message for `e`, said once (rusqlite's own display repeats it with the code).
 pub(crate) fn sqlite_message(e: &rusqlite::Error) -> String {
     match e {
-        rusqlite::Error::SqliteFailure(code, Some(message)) => {
-            // Messages like "disk I/O error" say less than the code's description.
-            let described = code.to_string();
-            if message.is_empty() { described } else { message.clone() }
-        }
-        rusqlite::Error::SqliteFailure(code, None) => {
+        rusqlite::Error::SqliteFailure(_, Some(message)) if !message.is_empty() => message.clone(),
+        rusqlite::Error::SqliteFailure(code, _) => {
             let text = code.to_string();
             // `Error code 11: The database disk image is malformed` → the description.
             text.split_once(": ").map_or(text.clone(), |(_, d)| d.to_string())

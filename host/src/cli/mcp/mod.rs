@@ -141,39 +141,37 @@ async fn serve(server: MemoryServer) -> anyhow::Result<()> {
     // The client's lines through the gate. The last line counts even without a line break: each
     // line reaches the service with one. At the input's end the service still answers all it
     // was given before it stops (rmcp finishes its requests; a test sends 200 at once).
-    let reader = {
-        tokio::spawn(async move {
-            let mut to_service = to_service;
-            let mut stdin = BufReader::new(tokio::io::stdin());
-            let mut gate = gate::Gate::default();
-            let mut line = Vec::new();
-            loop {
-                line.clear();
-                match stdin.read_until(b'\n', &mut line).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {}
-                }
-                let text = String::from_utf8_lossy(&line);
-                let text = text.trim_end_matches(['\n', '\r']);
-                match gate.check(text) {
-                    gate::Verdict::Forward => {
-                        let mut framed = text.to_string();
-                        framed.push('\n');
-                        if to_service.write_all(framed.as_bytes()).await.is_err() {
-                            break;
-                        }
-                    }
-                    gate::Verdict::Answer(answer) => {
-                        if lines.send(answer).is_err() {
-                            break;
-                        }
-                    }
-                    gate::Verdict::Ignore => {}
-                }
+    let reader = tokio::spawn(async move {
+        let mut to_service = to_service;
+        let mut stdin = BufReader::new(tokio::io::stdin());
+        let mut gate = gate::Gate::default();
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match stdin.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
             }
-            drop(to_service);
-        })
-    };
+            let text = String::from_utf8_lossy(&line);
+            let text = text.trim_end_matches(['\n', '\r']);
+            match gate.check(text) {
+                gate::Verdict::Forward => {
+                    let mut framed = text.to_string();
+                    framed.push('\n');
+                    if to_service.write_all(framed.as_bytes()).await.is_err() {
+                        break;
+                    }
+                }
+                gate::Verdict::Answer(answer) => {
+                    if lines.send(answer).is_err() {
+                        break;
+                    }
+                }
+                gate::Verdict::Ignore => {}
+            }
+        }
+        drop(to_service);
+    });
     let outcome = async {
         let running = service.await.context("MCP handshake failed")?;
         running.waiting().await.context("MCP server stopped")?;

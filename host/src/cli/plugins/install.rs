@@ -111,7 +111,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         api_version: plugin.api_version.clone(),
         directory: directory.clone(),
         size: bytes.len() as u64,
-        sha256: cache::sha256_hex(&bytes),
+        sha256: plugin.sha256.clone(),
         outcome,
         select: select.clone(),
     };

@@ -39,20 +39,19 @@ struct Row {
 #[derive(Serialize)]
 struct WasmFile {
     size: u64,
-    sha256: String,
+    /// As the runtime hashed it when loading (none when it did not load).
+    sha256: Option<String>,
     installed_at: Option<i64>,
 }
 
-/// What `plugins list` says of an installed `.wasm`.
-fn wasm_file(source: &seshat::plugins::WasmSource) -> Option<WasmFile> {
+/// What `plugins list` says of an installed `.wasm`: its size and time from the file, its hash
+/// from the load that just read it.
+fn wasm_file(source: &seshat::plugins::WasmSource, sha256: Option<&str>) -> Option<WasmFile> {
     let seshat::plugins::WasmSource::File(path) = source else { return None };
-    let bytes = std::fs::read(path).ok()?;
-    let installed_at = std::fs::metadata(path)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map(|d| d.as_millis() as i64);
-    Some(WasmFile { size: bytes.len() as u64, sha256: cache::sha256_hex(&bytes), installed_at })
+    let meta = std::fs::metadata(path).ok()?;
+    let installed_at =
+        meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map(|d| d.as_millis() as i64);
+    Some(WasmFile { size: meta.len(), sha256: sha256.map(str::to_string), installed_at })
 }
 
 #[derive(Serialize)]
@@ -83,7 +82,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             selected: !overridden && config.selected(kind) == Some(entry.manifest.id.as_str()),
             overridden,
             warnings: loaded.as_ref().map(|l| l.warnings.clone()).unwrap_or_default(),
-            wasm: wasm_file(&entry.wasm),
+            wasm: wasm_file(&entry.wasm, loaded.as_ref().ok().map(|l| l.sha256.as_str())),
             error: loaded.err().map(|e| e.to_string()),
         });
     }
@@ -124,7 +123,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
                 out,
                 "  wasm: {} KiB, sha256 {}, installed {}",
                 w.size.div_ceil(1024),
-                &w.sha256[..12],
+                w.sha256.as_deref().map_or("-", |s| &s[..12]),
                 w.installed_at.map_or("?".to_string(), format::time)
             )?;
         }
