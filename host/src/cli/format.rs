@@ -23,28 +23,7 @@ pub fn stdout() -> Out {
 /// The commands' stdout.
 pub type Out = Visible<std::io::BufWriter<std::io::StdoutLock<'static>>>;
 
-/// Whether `c` must not reach a terminal as is: C0 controls but tab and newline, DEL, C1 controls
-/// and the bidirectional overrides and isolates (which reorder what a reader sees).
-pub fn is_hidden(c: char) -> bool {
-    matches!(c, '\0'..='\x08' | '\x0b'..='\x1f' | '\x7f'..='\u{9f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-}
-
-/// `text` with every [hidden](is_hidden) character shown as its escape (`\u{1b}`); tabs and line
-/// breaks stay. Stored text, model output and plugin text go through this before a person sees it.
-pub fn visible(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(is_hidden) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        if is_hidden(c) {
-            out.push_str(&c.escape_unicode().to_string());
-        } else {
-            out.push(c);
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
+pub use seshat::conversation::{is_hidden, visible};
 
 /// A writer that shows control characters visibly ([`visible`]) in everything written through it,
 /// including a character split across writes (streamed text).

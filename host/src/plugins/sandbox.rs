@@ -49,14 +49,116 @@ impl Clock {
     }
 }
 
+/// A line a plugin may log, and a panic message it may hand over, at most this many bytes.
+pub(super) const LOG_LINE_BYTES: usize = 4096;
+/// A call's log lines together, at most this many bytes; later lines are counted, not shown.
+pub(super) const LOG_CALL_BYTES: usize = 64 * 1024;
+
+/// What a plugin said through `log` (0.2.0) during the call in progress.
+#[derive(Default)]
+pub(super) struct Diagnostics {
+    /// The plugin's id, on every line.
+    plugin: String,
+    /// Bytes of log lines shown so far in this call.
+    bytes: usize,
+    /// Lines dropped past [`LOG_CALL_BYTES`] in this call.
+    dropped: usize,
+    /// The message the SDK's panic hook handed over, for the trap that follows.
+    pub(super) panic: Option<String>,
+}
+
+/// The level of a plugin's log line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum LogLevel {
+    Trace,
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+/// `text` cut to at most `max` bytes at a character boundary, saying so.
+fn bounded(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if text.len() <= max {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}… [{} bytes cut]", &text[..end], text.len() - end))
+}
+
+impl Diagnostics {
+    /// Writes one of the plugin's lines to the host's log: shown visibly, bounded per line and
+    /// per call, never on stdout.
+    pub(super) fn log(&mut self, level: LogLevel, message: &str) {
+        let line = crate::conversation::visible(&bounded(message, LOG_LINE_BYTES)).into_owned();
+        if self.bytes + line.len() > LOG_CALL_BYTES {
+            self.dropped += 1;
+            return;
+        }
+        self.bytes += line.len();
+        let plugin = self.plugin.as_str();
+        match level {
+            LogLevel::Trace => tracing::trace!(target: "seshat::plugin", plugin, "{line}"),
+            LogLevel::Debug => tracing::debug!(target: "seshat::plugin", plugin, "{line}"),
+            LogLevel::Info => tracing::info!(target: "seshat::plugin", plugin, "{line}"),
+            LogLevel::Warn => tracing::warn!(target: "seshat::plugin", plugin, "{line}"),
+            LogLevel::Error => tracing::error!(target: "seshat::plugin", plugin, "{line}"),
+        }
+    }
+
+    /// Keeps a panic message for the error of the trap that follows.
+    pub(super) fn panicked(&mut self, message: &str) {
+        self.panic = Some(bounded(message, LOG_LINE_BYTES).into_owned());
+    }
+
+    /// Ends a call: says how many lines went unshown, and starts the next call's count.
+    fn end_call(&mut self) {
+        if self.dropped > 0 {
+            let plugin = self.plugin.as_str();
+            tracing::warn!(
+                target: "seshat::plugin",
+                plugin,
+                "{} more log lines dropped: a call may log at most {LOG_CALL_BYTES} bytes",
+                self.dropped
+            );
+        }
+        self.bytes = 0;
+        self.dropped = 0;
+        self.panic = None;
+    }
+}
+
 /// Everything a plugin instance's `Store` holds.
 pub(crate) struct State<H> {
     wasi: WasiCtx,
     table: ResourceTable,
     pub(super) memory: MemoryCap,
     pub(super) clock: Clock,
+    /// What the plugin logged in the call in progress.
+    pub(super) diagnostics: Diagnostics,
     /// Kind-specific host context (what host functions need).
     pub(super) host: H,
+}
+
+impl<H: Send> super::bindings::v0_2::log::Host for State<H> {
+    fn log(&mut self, level: super::bindings::v0_2::log::Level, message: String) {
+        use super::bindings::v0_2::log::Level;
+        let level = match level {
+            Level::Trace => LogLevel::Trace,
+            Level::Debug => LogLevel::Debug,
+            Level::Info => LogLevel::Info,
+            Level::Warn => LogLevel::Warn,
+            Level::Error => LogLevel::Error,
+        };
+        self.diagnostics.log(level, &message);
+    }
+
+    fn panicked(&mut self, message: String) {
+        self.diagnostics.panicked(&message);
+    }
 }
 
 impl<H: Send> WasiView for State<H> {
@@ -82,7 +184,7 @@ impl<H> State<H> {
 
 /// A new store with an empty WASI context (no files, environment, arguments, sockets or stdio),
 /// the memory cap and the epoch callback installed.
-pub(super) fn new_store<H: Send + 'static>(limits: &Limits, host: H) -> Store<State<H>> {
+pub(super) fn new_store<H: Send + 'static>(limits: &Limits, plugin: &str, host: H) -> Store<State<H>> {
     let wasi =
         wasmtime_wasi::WasiCtxBuilder::new().allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false).build();
     let state = State {
@@ -90,6 +192,7 @@ pub(super) fn new_store<H: Send + 'static>(limits: &Limits, host: H) -> Store<St
         table: ResourceTable::new(),
         memory: MemoryCap { max_bytes: limits.memory_bytes(), hit: false },
         clock: Clock { started: Instant::now(), in_host: Duration::ZERO, budget: limits.time_budget(), expired: false },
+        diagnostics: Diagnostics { plugin: plugin.to_string(), ..Diagnostics::default() },
         host,
     };
     let mut store = Store::new(super::engine::engine(), state);
@@ -109,6 +212,7 @@ pub(super) fn new_store<H: Send + 'static>(limits: &Limits, host: H) -> Store<St
 
 /// Resets the clock before a call into the guest.
 pub(super) fn start_call<H>(store: &mut Store<State<H>>) {
+    store.data_mut().diagnostics.end_call();
     let clock = &mut store.data_mut().clock;
     clock.started = Instant::now();
     clock.in_host = Duration::ZERO;
@@ -131,11 +235,15 @@ pub(super) fn classify<H>(
     } else if data.memory.hit {
         Error::Memory { plugin, kind: kind_name, limit_mib: limits.memory_mib }
     } else {
-        let message = match err.downcast_ref::<Trap>() {
+        let message = match (err.downcast_ref::<Trap>(), &data.diagnostics.panic) {
+            // The SDK's panic hook handed the message over before the trap.
+            (_, Some(panic)) => format!("it panicked: {}", crate::conversation::visible(panic)),
             // A Rust plugin's panic ends in `unreachable`.
-            Some(Trap::UnreachableCodeReached) => format!("{} (a panic in the plugin)", Trap::UnreachableCodeReached),
-            Some(trap) => trap.to_string(),
-            None => format!("{err:#}"),
+            (Some(Trap::UnreachableCodeReached), None) => {
+                format!("{} (a panic in the plugin)", Trap::UnreachableCodeReached)
+            }
+            (Some(trap), None) => trap.to_string(),
+            (None, None) => format!("{err:#}"),
         };
         Error::Trap { plugin, kind: kind_name, message }
     }
@@ -223,7 +331,7 @@ impl<H: Default + Send + 'static, B> Slot<H, B> {
         f: impl FnOnce(&mut Store<State<H>>, &B) -> wasmtime::Result<Result<R, super::bindings::v0_1::wit::Error>>,
     ) -> super::Result<R> {
         if self.live.is_none() {
-            let mut store = new_store(&self.limits, H::default());
+            let mut store = new_store(&self.limits, &self.id, H::default());
             start_call(&mut store);
             match instantiate(&mut store) {
                 Ok(b) => self.live = Some((store, b)),
@@ -232,15 +340,17 @@ impl<H: Default + Send + 'static, B> Slot<H, B> {
         }
         let (store, bindings) = self.live.as_mut().expect("just created");
         start_call(store);
-        match f(store, bindings) {
+        let outcome = f(store, bindings);
+        let result = match outcome {
             Ok(Ok(r)) => Ok(r),
             Ok(Err(e)) => Err(Error::Plugin { plugin: self.id.clone(), code: e.code, message: e.message }),
-            Err(trap) => {
-                let err = classify(store, &trap, &self.id, self.kind, &self.limits);
-                self.live = None;
-                Err(err)
-            }
+            Err(trap) => Err(classify(store, &trap, &self.id, self.kind, &self.limits)),
+        };
+        store.data_mut().diagnostics.end_call();
+        if matches!(result, Err(Error::Timeout { .. } | Error::Memory { .. } | Error::Trap { .. })) {
+            self.live = None;
         }
+        result
     }
 
     /// The live instance's store, if any (to release guest resources).

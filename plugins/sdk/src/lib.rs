@@ -46,6 +46,44 @@ macro_rules! __version_section {
 
 pub mod outcomes;
 
+/// The diagnostics every kind's module gets (0.2.0): [`log`](trimmer::log) and the panic hook
+/// that hands a panic's message to the host before the plugin traps.
+macro_rules! diagnostics {
+    () => {
+        pub use bindings::seshat::plugin::log::Level;
+
+        /// Writes one line to the host's log (stderr, shown with `RUST_LOG`, e.g.
+        /// `RUST_LOG=seshat::plugin=debug`). The host cuts a line to 4 KiB and a call's lines to
+        /// 64 KiB in all, and shows control characters as escapes.
+        pub fn log(level: Level, message: &str) {
+            bindings::seshat::plugin::log::log(level, message);
+        }
+
+        /// Installs (once) the panic hook that hands a panic's message and place to the host, so
+        /// the error the host reports says why the plugin stopped. The export macro calls this on
+        /// every entry.
+        #[doc(hidden)]
+        pub fn __install_panic_hook() {
+            static ONCE: std::sync::Once = std::sync::Once::new();
+            ONCE.call_once(|| {
+                std::panic::set_hook(alloc::boxed::Box::new(|info| {
+                    let payload = info.payload();
+                    let text = payload
+                        .downcast_ref::<&str>()
+                        .copied()
+                        .or_else(|| payload.downcast_ref::<alloc::string::String>().map(|s| s.as_str()))
+                        .unwrap_or("(a panic without a message)");
+                    let message = match info.location() {
+                        Some(at) => alloc::format!("{text} (at {}:{})", at.file(), at.line()),
+                        None => text.into(),
+                    };
+                    bindings::seshat::plugin::log::panicked(&message);
+                }));
+            });
+        }
+    };
+}
+
 /// Trimmer plugins: decide which tool results to shorten; the host applies the edits.
 #[cfg(feature = "trimmer")]
 pub mod trimmer {
@@ -170,8 +208,11 @@ pub mod trimmer {
         ) -> Result<alloc::vec::Vec<Edit>, Error>;
     }
 
+    diagnostics!();
+
     impl<T: Trimmer> __Guest for T {
         fn trim(history: History, budget: Budget) -> Result<alloc::vec::Vec<Edit>, Error> {
+            __install_panic_hook();
             let (messages, parts) = rows(&history);
             <T as Trimmer>::trim(messages, parts, budget)
         }
@@ -319,8 +360,11 @@ replaces both.";
         }
     }
 
+    diagnostics!();
+
     impl<T: Summariser> __Guest for T {
         fn summarise(request: SummaryRequest) -> Result<alloc::string::String, Error> {
+            __install_panic_hook();
             <T as Summariser>::summarise(request)
         }
     }
@@ -401,21 +445,28 @@ pub mod provider {
         }
     }
 
+    diagnostics!();
+
     impl<T: Provider> __Guest for T {
         type Decoder = <T as Provider>::Decoder;
         fn info() -> ProviderInfo {
+            __install_panic_hook();
             <T as Provider>::info()
         }
         fn encode_message(message: Message, options: EncodeOptions) -> Result<alloc::string::String, Error> {
+            __install_panic_hook();
             <T as Provider>::encode_message(message, options)
         }
         fn build_request(request: ChatRequest) -> Result<HttpRequest, Error> {
+            __install_panic_hook();
             <T as Provider>::build_request(request)
         }
         fn parse_response(status: u16, body: alloc::vec::Vec<u8>) -> Result<Response, Error> {
+            __install_panic_hook();
             <T as Provider>::parse_response(status, body)
         }
         fn probes(model: Option<alloc::string::String>, base_url: alloc::string::String) -> alloc::vec::Vec<Probe> {
+            __install_panic_hook();
             <T as Provider>::probes(model, base_url)
         }
         fn parse_probe(
@@ -424,9 +475,11 @@ pub mod provider {
             status: u16,
             body: alloc::vec::Vec<u8>,
         ) -> Discovery {
+            __install_panic_hook();
             <T as Provider>::parse_probe(name, model, status, body)
         }
         fn refusal_limit(status: u16, body: alloc::vec::Vec<u8>) -> Option<Limit> {
+            __install_panic_hook();
             <T as Provider>::refusal_limit(status, body)
         }
     }

@@ -1,8 +1,8 @@
 //! Bindings for `seshat:plugin@0.2.x` (the live `wit/seshat-plugin.wit`, unstable until this
 //! round's last addition freezes it). Its shared types are unchanged from 0.1.0, so they are
 //! mapped onto the 0.1.0 bindings' Rust types and one set of conversions serves both versions;
-//! what 0.2.0 adds (the provider's probes and refusal limits, the trimmer's keep-lines edit) is
-//! converted here or in the kind's module.
+//! what 0.2.0 adds (the provider's probes and refusal limits, the trimmer's keep-lines edit, the
+//! `log` interface every world imports) is converted here or in the kind's module.
 
 pub(crate) mod trimmer {
     wasmtime::component::bindgen!({
@@ -13,11 +13,17 @@ pub(crate) mod trimmer {
     });
 }
 
+/// The `log` interface (0.2.0), imported by every world and served once for all (`sandbox`).
+pub(crate) use trimmer::seshat::plugin::log;
+
 pub(crate) mod summariser {
     wasmtime::component::bindgen!({
         path: "../wit",
         world: "summariser",
-        with: { "seshat:plugin/types": super::super::v0_1::trimmer::seshat::plugin::types },
+        with: {
+            "seshat:plugin/types": super::super::v0_1::trimmer::seshat::plugin::types,
+            "seshat:plugin/log": super::trimmer::seshat::plugin::log,
+        },
     });
 }
 
@@ -25,7 +31,10 @@ pub(crate) mod provider {
     wasmtime::component::bindgen!({
         path: "../wit",
         world: "provider",
-        with: { "seshat:plugin/types": super::super::v0_1::trimmer::seshat::plugin::types },
+        with: {
+            "seshat:plugin/types": super::super::v0_1::trimmer::seshat::plugin::types,
+            "seshat:plugin/log": super::trimmer::seshat::plugin::log,
+        },
     });
 }
 

@@ -2,7 +2,7 @@
 //! sandbox holds. Each probe returns what the plugin observed as its error message, so the tests
 //! can check the plugin really met the WASI error.
 
-use seshat_plugin_sdk::trimmer::{read_part, Budget, Edit, Error, HeadTail, MessageMeta, PartMeta, Replace, Trimmer};
+use seshat_plugin_sdk::trimmer::{log, read_part, Budget, Level, Edit, Error, HeadTail, MessageMeta, PartMeta, Replace, Trimmer};
 
 struct Hostile;
 
@@ -41,6 +41,20 @@ impl Trimmer for Hostile {
                 }
             }
             "panic" => panic!("hostile plugin panicked on purpose"),
+            "log" => {
+                for level in [Level::Trace, Level::Debug, Level::Info, Level::Warn, Level::Error] {
+                    // The config's JSON escapes a control character; the plugin logs the raw one.
+                    log(level, &format!("{level:?}: {}", arg(&budget.extra).replace("\\u001b", "\u{1b}")));
+                }
+                Ok(Vec::new())
+            }
+            "log-flood" => {
+                let line = "y".repeat(5000);
+                for _ in 0..100 {
+                    log(Level::Warn, &line);
+                }
+                Ok(Vec::new())
+            }
             "read-file" => observed(match std::fs::read_to_string(arg(&budget.extra)) {
                 Ok(text) => format!("READ: {text}"),
                 Err(e) => format!("file error: {e}"),
