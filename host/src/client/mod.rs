@@ -103,6 +103,15 @@ impl Error {
 /// Result alias for the client.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// The plugin [`Client::preview`] runs in place of the configured one of its kind.
+#[derive(Debug)]
+pub enum Substitute<'a> {
+    /// A trimmer: the preview shows its edits.
+    Trimmer(&'a mut TrimmerPlugin),
+    /// A summariser: the preview shows its summary.
+    Summariser(&'a mut SummariserPlugin),
+}
+
 /// A session store with its policies, ready to prepare model requests.
 pub struct Client {
     config: ClientConfig,
@@ -277,6 +286,28 @@ impl Client {
         let mut c =
             Compactor { trimmer: &mut self.trimmer, summariser: &mut self.summariser, models: self.models.clone() };
         Ok(c.compact_auto(&mut self.store, session, frame, settings)?)
+    }
+
+    /// Runs `plugin` in place of the configured plugin of its kind, as a manual compaction of
+    /// `session` would run it, recording nothing (`seshat plugins test`): a trimmer's edits, or
+    /// the configured trimmer's then the cut and the summariser's summary.
+    pub fn preview(
+        &mut self,
+        session: &str,
+        frame: &Frame,
+        settings: &Settings,
+        plugin: Substitute<'_>,
+    ) -> Result<compaction::Preview> {
+        let models = self.models.clone();
+        let (mut c, stage) = match plugin {
+            Substitute::Trimmer(trimmer) => {
+                (Compactor { trimmer, summariser: &mut self.summariser, models }, compaction::Stage::Trims)
+            }
+            Substitute::Summariser(summariser) => {
+                (Compactor { trimmer: &mut self.trimmer, summariser, models }, compaction::Stage::Summary)
+            }
+        };
+        Ok(c.preview(&mut self.store, session, frame, settings, stage)?)
     }
 
     /// Compacts a session now, ignoring the failure breaker (a success clears it).

@@ -132,6 +132,45 @@ impl ModelClient for NoModels {
     }
 }
 
+/// A [`ModelClient`] that answers every call with what it was asked, for trying a summariser
+/// without a model (`seshat plugins test`): `[echo stub: N messages, B bytes asked]` followed
+/// by the last message's text, cut to the answer's room (four bytes a token).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct EchoModel;
+
+/// The model id [`EchoModel`] reports.
+pub const ECHO_MODEL: &str = "echo-stub";
+
+impl ModelClient for EchoModel {
+    fn complete(&self, _model: &str, request: CompletionRequest) -> std::result::Result<Completion, ModelError> {
+        let asked: usize = request.system.as_deref().map_or(0, str::len)
+            + request.messages.iter().flat_map(|m| &m.parts).map(Part::byte_size).sum::<usize>();
+        let last: String = request
+            .messages
+            .last()
+            .map(|m| {
+                m.parts
+                    .iter()
+                    .filter_map(|p| if let Part::Text { text } = p { Some(text.as_str()) } else { None })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let room = (request.max_tokens as usize).saturating_mul(4);
+        let mut end = last.len().min(room);
+        while !last.is_char_boundary(end) {
+            end -= 1;
+        }
+        Ok(Completion {
+            text: format!("[echo stub: {} messages, {asked} bytes asked]\n{}", request.messages.len(), &last[..end]),
+            usage: None,
+            stop_reason: crate::plugins::StopReason::EndTurn,
+        })
+    }
+    fn context_window(&self, _model: &str) -> Option<u64> {
+        None
+    }
+}
+
 /// A [`ModelClient`] bound to one model, as the summariser plugin's `complete` sees it. Every
 /// request is checked against the model's window: one that cannot fit with its answer is refused
 /// here (nothing is sent), and the answer's room is lowered to what fits.
@@ -257,6 +296,60 @@ pub struct Report {
     pub trims_freed: u64,
     /// Messages kept after the summary (the pinned request included).
     pub kept: usize,
+}
+
+/// How far a [`Compactor::preview`] goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// The trimmer's edits only.
+    Trims,
+    /// The trims, the cut and the summary.
+    Summary,
+}
+
+/// What a pass does with what it computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Records trims and the compaction.
+    Record,
+    /// Calls the trimmer, chooses the cut, calls no model, records nothing.
+    DryRun,
+    /// Calls the plugins up to the stage, records nothing.
+    Preview(Stage),
+}
+
+/// One trim a preview would make.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TrimChange {
+    /// The message's seq.
+    pub seq: u64,
+    /// The part's index.
+    pub part: u32,
+    /// The content's size before, in bytes.
+    pub bytes_before: u64,
+    /// Its size after.
+    pub bytes_after: u64,
+    /// The content after.
+    pub text: String,
+}
+
+/// What a [`Compactor::preview`] found: the figures, the trims and the summary.
+#[derive(Debug, Clone, Default)]
+pub struct Preview {
+    /// The figures, as a dry run reports them (the summary's size counted when one was written).
+    pub report: Report,
+    /// The trims, in the order made.
+    pub trims: Vec<TrimChange>,
+    /// The summary or the summariser's failure; `None` when no summary was asked for (the trims
+    /// stage, or nothing to drop).
+    pub summary: Option<std::result::Result<String, String>>,
+}
+
+impl Preview {
+    fn with(mut self, report: Report) -> Self {
+        self.report = report;
+        self
+    }
 }
 
 /// A request ready to send.
@@ -412,7 +505,7 @@ impl Compactor<'_> {
                 settings.model
             )),
             Some(window) if settings.auto_compact && tokens > Marks::new(window).threshold => {
-                let r = self.pass(store, session, frame, settings, CompactionTrigger::Auto, false)?;
+                let r = self.pass(store, session, frame, settings, CompactionTrigger::Auto, Mode::Record)?.report;
                 if !r.summarised && store.session(session)?.compaction_failures >= MAX_CONSECUTIVE_FAILURES {
                     warnings.push(format!(
                         "summarising is off after {MAX_CONSECUTIVE_FAILURES} failed compactions in a row; \
@@ -488,7 +581,7 @@ impl Compactor<'_> {
         frame: &Frame,
         settings: &Settings,
     ) -> Result<Report> {
-        self.pass(store, session, frame, settings, CompactionTrigger::Auto, false)
+        Ok(self.pass(store, session, frame, settings, CompactionTrigger::Auto, Mode::Record)?.report)
     }
 
     /// Compacts now (`seshat compact`, `/compact`): ignores the breaker, and its success clears it.
@@ -500,7 +593,23 @@ impl Compactor<'_> {
         settings: &Settings,
         dry_run: bool,
     ) -> Result<Report> {
-        self.pass(store, session, frame, settings, CompactionTrigger::Manual, dry_run)
+        let mode = if dry_run { Mode::DryRun } else { Mode::Record };
+        Ok(self.pass(store, session, frame, settings, CompactionTrigger::Manual, mode)?.report)
+    }
+
+    /// Runs a manual compaction's steps exactly as [`Compactor::compact`] would, up to `stage`,
+    /// calling the plugins (and, for the summary, the model client) but recording nothing: what
+    /// `seshat plugins test` shows. The summariser's failure is in [`Preview::summary`], not an
+    /// error.
+    pub fn preview(
+        &mut self,
+        store: &mut Store,
+        session: &str,
+        frame: &Frame,
+        settings: &Settings,
+        stage: Stage,
+    ) -> Result<Preview> {
+        self.pass(store, session, frame, settings, CompactionTrigger::Manual, Mode::Preview(stage))
     }
 
     fn pass(
@@ -510,8 +619,9 @@ impl Compactor<'_> {
         frame: &Frame,
         settings: &Settings,
         trigger: CompactionTrigger,
-        dry_run: bool,
-    ) -> Result<Report> {
+        mode: Mode,
+    ) -> Result<Preview> {
+        let dry_run = mode != Mode::Record;
         let info = store.session(session)?;
         let Some(window) = settings.context_window.or(info.context_window) else {
             return Err(Error::WindowTooSmall(format!(
@@ -528,12 +638,33 @@ impl Compactor<'_> {
         let view = store.live_view(session)?;
         let before = current_use(frame, &view).max(estimate_request(frame, &view));
         let mut report = Report { tokens_before: before, tokens_after: before, dry_run, ..Report::default() };
+        let mut preview = Preview::default();
 
         // Micro-compaction.
         let plugin_start = std::time::Instant::now();
         let trims = self.trims(&view, frame, &marks, settings)?;
         report.plugin_micros += plugin_start.elapsed().as_micros() as u64;
         report.trimmed = trims.len();
+        if matches!(mode, Mode::Preview(_)) {
+            preview.trims = trims
+                .iter()
+                .map(|(seq, part, after)| {
+                    let before = view
+                        .entries
+                        .iter()
+                        .find(|e| e.seq == Some(*seq))
+                        .and_then(|e| e.parts.get(*part as usize))
+                        .map_or(0, content_len);
+                    TrimChange {
+                        seq: *seq,
+                        part: *part,
+                        bytes_before: before,
+                        bytes_after: after.len() as u64,
+                        text: after.clone(),
+                    }
+                })
+                .collect();
+        }
         let untrimmed = estimate_request(frame, &view);
         // A dry run applies the trims to its copy of the view exactly as the store would, so it
         // chooses the same cut as the real run.
@@ -548,12 +679,12 @@ impl Compactor<'_> {
         let after_trims = estimate_request(frame, &view);
         report.trims_freed = untrimmed.saturating_sub(after_trims);
         report.tokens_after = after_trims;
-        if trigger == CompactionTrigger::Auto && after_trims <= marks.target {
-            return Ok(report);
+        if mode == Mode::Preview(Stage::Trims) || (trigger == CompactionTrigger::Auto && after_trims <= marks.target) {
+            return Ok(preview.with(report));
         }
         let breaker_open = info.compaction_failures >= MAX_CONSECUTIVE_FAILURES || info.auto_compact_disabled;
         if trigger == CompactionTrigger::Auto && breaker_open {
-            return Ok(report);
+            return Ok(preview.with(report));
         }
 
         // The cut.
@@ -570,16 +701,16 @@ impl Compactor<'_> {
         report.dropped = dropped.len();
         report.kept = entries.len() - decision.first_kept + before_cut_kept.len();
         if dropped.is_empty() {
-            return Ok(report);
+            return Ok(preview.with(report));
         }
         let summary_model = settings.summary_model.clone().unwrap_or_else(|| settings.model.clone());
         report.summary_model = Some(summary_model.clone());
         let kept_tokens: u64 = entries[decision.first_kept..].iter().map(|e| entry_tokens(&e.parts)).sum::<u64>()
             + before_cut_kept.iter().map(|&i| entry_tokens(&entries[i].parts)).sum::<u64>();
-        if dry_run {
+        if mode == Mode::DryRun {
             report.tokens_after = frame.tokens() + kept_tokens + summary_tokens;
             report.summarised = true;
-            return Ok(report);
+            return Ok(preview.with(report));
         }
 
         // The summary, in chunks when the dropped part does not fit the summary model's window.
@@ -615,6 +746,17 @@ impl Compactor<'_> {
             )?;
             Ok(Error::SummaryFailed { failures, message: error })
         };
+        if mode == Mode::Preview(Stage::Summary) {
+            report.summarised = summary.is_ok();
+            if let Ok(s) = &summary {
+                report.tokens_after = frame.tokens()
+                    + kept_tokens
+                    + window::estimate_text(&crate::store::summary_text(&cap_summary(s, summary_tokens)))
+                    + 4;
+            }
+            preview.summary = Some(summary.map(|s| cap_summary(&s, summary_tokens)));
+            return Ok(preview.with(report));
+        }
         let summary = match summary {
             Ok(s) => cap_summary(&s, summary_tokens),
             Err(e) => return Err(failed(store, e)?),
@@ -646,7 +788,7 @@ impl Compactor<'_> {
         )?;
         report.summarised = true;
         report.tokens_after = after;
-        Ok(report)
+        Ok(preview.with(report))
     }
 
     /// Asks the trimmer for edits and turns them into replacements.

@@ -31,6 +31,7 @@ pub use provider::{
     AuthScheme, ChatRequest, Discovery, EncodeOptions, HttpRequest, Limit, ModelInfo, Probe, ProviderInfo,
     ProviderPlugin, Response, Splice, StreamDecoder, StreamEvent, ToolSpec,
 };
+pub use sandbox::Usage;
 pub use summariser::{Completion, CompletionRequest, ModelCall, ModelError, SummariserPlugin, SummaryRequest};
 pub use trimmer::{
     TrimBudget, TrimEdit, TrimMessage, TrimPart, TrimmerPlugin, placeholder, validate as validate_edits,

@@ -322,6 +322,11 @@ impl ProviderPlugin {
         Ok(Self { allowed_hosts: plugin.manifest.allowed_hosts.clone(), pre, slot: slot.with_bindings() })
     }
 
+    /// What its calls have used so far: guest time and memory.
+    pub fn usage(&self) -> super::Usage {
+        self.slot.usage
+    }
+
     /// The plugin's id.
     pub fn id(&self) -> &str {
         &self.slot.id

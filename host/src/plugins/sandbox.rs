@@ -18,14 +18,18 @@ use super::{Error, PluginKind};
 pub(super) struct MemoryCap {
     max_bytes: usize,
     pub(super) hit: bool,
+    /// The largest linear memory the instance has had (its memories only grow).
+    peak: usize,
 }
 
 impl ResourceLimiter for MemoryCap {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        self.peak = self.peak.max(current);
         if desired > self.max_bytes {
             self.hit = true;
             wasmtime::bail!("memory limit of {} bytes reached", self.max_bytes);
         }
+        self.peak = self.peak.max(desired);
         Ok(true)
     }
 
@@ -190,7 +194,7 @@ pub(super) fn new_store<H: Send + 'static>(limits: &Limits, plugin: &str, host: 
     let state = State {
         wasi,
         table: ResourceTable::new(),
-        memory: MemoryCap { max_bytes: limits.memory_bytes(), hit: false },
+        memory: MemoryCap { max_bytes: limits.memory_bytes(), hit: false, peak: 0 },
         clock: Clock { started: Instant::now(), in_host: Duration::ZERO, budget: limits.time_budget(), expired: false },
         diagnostics: Diagnostics { plugin: plugin.to_string(), ..Diagnostics::default() },
         host,
@@ -277,7 +281,7 @@ pub(super) fn prepare<H: Send + 'static, P>(
         .and_then(|l| l.instantiate_pre(&plugin.component))
         .and_then(typed)
         .map_err(|e| super::link_error(&id, &e))?;
-    Ok((pre, Slot { id, kind, limits: plugin.limits, live: None }))
+    Ok((pre, Slot { id, kind, limits: plugin.limits, usage: Usage::default(), live: None }))
 }
 
 /// A kind's linker, built once per process.
@@ -305,19 +309,32 @@ pub(super) fn prepare_versioned<H: Send + 'static, P1, P2>(
     })
 }
 
+/// What a plugin's calls have used so far (`seshat plugins test` reports it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Usage {
+    /// Calls into the plugin (instantiation not counted).
+    pub calls: u32,
+    /// Guest time of those calls together, in microseconds (time in host functions, such as a
+    /// summariser's model calls, not counted).
+    pub guest_micros: u64,
+    /// The most linear memory an instance of it has had, in bytes.
+    pub peak_memory_bytes: u64,
+}
+
 /// One plugin's instance: made lazily, used for every call, dropped after a trap, deadline or
 /// memory-limit hit (the next call makes a fresh one).
 pub(super) struct Slot<H: 'static, B> {
     pub(super) id: String,
     pub(super) kind: PluginKind,
     pub(super) limits: Limits,
+    pub(super) usage: Usage,
     live: Option<(Store<State<H>>, B)>,
 }
 
 impl<H: Default + Send + 'static> Slot<H, ()> {
     /// The slot for instances with bindings of type `B`.
     pub(super) fn with_bindings<B>(self) -> Slot<H, B> {
-        Slot { id: self.id, kind: self.kind, limits: self.limits, live: None }
+        Slot { id: self.id, kind: self.kind, limits: self.limits, usage: self.usage, live: None }
     }
 }
 
@@ -347,6 +364,10 @@ impl<H: Default + Send + 'static, B> Slot<H, B> {
             Err(trap) => Err(classify(store, &trap, &self.id, self.kind, &self.limits)),
         };
         store.data_mut().diagnostics.end_call();
+        let data = store.data();
+        self.usage.calls += 1;
+        self.usage.guest_micros += data.clock.guest_time().as_micros() as u64;
+        self.usage.peak_memory_bytes = self.usage.peak_memory_bytes.max(data.memory.peak as u64);
         if matches!(result, Err(Error::Timeout { .. } | Error::Memory { .. } | Error::Trap { .. })) {
             self.live = None;
         }

@@ -282,6 +282,11 @@ impl TrimmerPlugin {
         Ok(Self { pre, slot: slot.with_bindings() })
     }
 
+    /// What its calls have used so far: guest time and memory.
+    pub fn usage(&self) -> super::Usage {
+        self.slot.usage
+    }
+
     /// The plugin's id.
     pub fn id(&self) -> &str {
         &self.slot.id

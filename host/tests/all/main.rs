@@ -22,6 +22,7 @@ mod migrations;
 mod pins;
 mod plugins;
 mod plugins_cli;
+mod plugins_test;
 mod props;
 mod server;
 mod store;

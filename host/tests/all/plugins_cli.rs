@@ -106,7 +106,8 @@ fn a_plugins_log_lines_reach_stderr_visibly_bounded_and_only_when_asked() {
     assert!(ok, "{err}");
     assert!(!out.contains("note"), "never on stdout: {out}");
     for level in ["Info", "Warn", "Error"] {
-        let line = err.lines().find(|l| l.contains(&format!("{level}: note"))).unwrap_or_else(|| panic!("{level}: {err}"));
+        let line =
+            err.lines().find(|l| l.contains(&format!("{level}: note"))).unwrap_or_else(|| panic!("{level}: {err}"));
         assert!(line.contains("seshat::plugin") && line.contains("plugin=\"hostile\""), "{line}");
         assert!(line.contains("note \\u{1b}[31mred") && !line.contains('\x1b'), "shown visibly: {line:?}");
     }

@@ -3,10 +3,10 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant;
 
-use seshat::plugins::{PluginKind, ProviderPlugin, SummariserPlugin, TrimBudget, TrimmerPlugin};
+use seshat::plugins::PluginKind;
 
+use super::test;
 use crate::cli::{Context, format};
 
 /// Arguments of `plugins check`.
@@ -38,49 +38,65 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     for w in &plugin.warnings {
         writeln!(out, "warning: {w}")?;
     }
-    let call = Instant::now();
     match m.kind {
-        PluginKind::Trimmer => {
-            writeln!(out, "host functions: read-part (the content of one message part)")?;
-            let mut t = TrimmerPlugin::new(&plugin)?;
-            let budget = TrimBudget {
-                current_tokens: 0,
-                target_tokens: 0,
-                threshold_tokens: 0,
-                window_tokens: 0,
-                extra: config.options_json(PluginKind::Trimmer),
-            };
-            let edits = t.trim(&[], &budget, |_, _| None)?;
-            writeln!(out, "check call: trim of an empty history gave {} edits in {:.1} ms", edits.len(), ms(call))?;
-        }
-        PluginKind::Summariser => {
-            writeln!(
-                out,
-                "host functions: complete (the summary model), at most {} calls of at most {} tokens per summary",
-                l.complete_calls, l.complete_max_tokens
-            )?;
-            SummariserPlugin::new(&plugin)?;
-            writeln!(out, "check: its imports and exports match the summariser world")?;
-        }
+        PluginKind::Trimmer => writeln!(out, "host functions: read-part (the content of one message part), log")?,
+        PluginKind::Summariser => writeln!(
+            out,
+            "host functions: complete (the summary model), at most {} calls of at most {} tokens per summary; log",
+            l.complete_calls, l.complete_max_tokens
+        )?,
         PluginKind::Provider => {
             let hosts = if m.allowed_hosts.is_empty() { "none".to_string() } else { m.allowed_hosts.join(", ") };
             writeln!(out, "network: none of its own; the host sends its requests only to: {hosts}")?;
-            let mut p = ProviderPlugin::new(&plugin)?;
-            let info = p.info()?;
-            writeln!(
-                out,
-                "check call: info() names provider `{}` with {} models in {:.1} ms",
-                info.id,
-                info.models.len(),
-                ms(call)
-            )?;
         }
     }
+    // One realistic history through the plugin, exactly as `plugins test` runs it.
+    let r = test::on_history(ctx, &plugin, &test::Source::Fixture, &test::Options::default())?;
+    let did = match (m.kind, &r.error) {
+        (_, Some(e)) => {
+            out.flush()?;
+            anyhow::bail!(
+                "the check run on the built-in fixture failed [{}]: {} (`seshat plugins test {} <session>` runs it on a \
+                 history of yours)",
+                e.code,
+                e.message,
+                args.path.display()
+            );
+        }
+        (PluginKind::Trimmer, None) => {
+            let freed = r.report.as_ref().map_or(0, |x| x.trims_freed);
+            format!("{} edits, freeing ~{} tokens", r.trims.len(), format::tokens(freed))
+        }
+        (PluginKind::Summariser, None) => match &r.summary {
+            Some(s) => format!(
+                "a summary of {} bytes of {} messages ({} model calls, answered by the echo stub)",
+                s.len(),
+                r.report.as_ref().map_or(0, |x| x.dropped),
+                r.report.as_ref().map_or(0, |x| x.model_calls)
+            ),
+            None => "no summary (nothing to drop)".into(),
+        },
+        (PluginKind::Provider, None) => match &r.request {
+            Some(q) => format!(
+                "a {} request to {} of {} bytes with {} messages, sent nowhere",
+                q.method,
+                q.url,
+                q.body.len(),
+                q.messages
+            ),
+            None => "no request".into(),
+        },
+    };
+    writeln!(
+        out,
+        "check run: the built-in fixture ({} messages, ~{} tokens, window {}) gave {did}; guest {:.1} ms, {:.1} MiB",
+        r.messages,
+        format::tokens(r.tokens),
+        format::tokens(r.window),
+        r.usage.guest_micros as f64 / 1e3,
+        r.usage.peak_memory_bytes as f64 / (1024.0 * 1024.0)
+    )?;
     writeln!(out, "ok: seshat would load it")?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
-}
-
-fn ms(since: Instant) -> f64 {
-    since.elapsed().as_secs_f64() * 1e3
 }

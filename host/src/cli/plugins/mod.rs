@@ -4,6 +4,7 @@ mod check;
 mod install;
 mod list;
 mod new;
+mod test;
 
 use std::process::ExitCode;
 
@@ -22,6 +23,9 @@ pub enum PluginsCommand {
     New(new::Args),
     /// Check a plugin and copy it where Seshat finds it (the user's plugins, or --project's).
     Install(install::Args),
+    /// Run a plugin on a session, an export or a directory of exports as compaction would, and
+    /// show what it did (its edits, its summary, or the request it builds); changes nothing.
+    Test(test::Args),
 }
 
 /// Runs a `plugins` subcommand.
@@ -31,5 +35,6 @@ pub fn run(ctx: &Context, cmd: PluginsCommand) -> anyhow::Result<ExitCode> {
         PluginsCommand::Check(args) => check::run(ctx, &args),
         PluginsCommand::New(args) => new::run(ctx, &args),
         PluginsCommand::Install(args) => install::run(ctx, &args),
+        PluginsCommand::Test(args) => test::run(ctx, &args),
     }
 }
