@@ -840,3 +840,49 @@ fn seshat_compact_refuses_a_window_below_the_minimum_and_records_nothing() {
     let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(help.contains("instead of the session's recorded one") && help.contains("at least 4096"), "{help}");
 }
+
+/// A model call that keeps the request it was sent and answers "ok".
+struct Keep(Arc<Mutex<Option<CompletionRequest>>>);
+
+impl seshat::plugins::ModelCall for Keep {
+    fn complete(&mut self, request: CompletionRequest) -> Result<Completion, ModelError> {
+        *self.0.lock().unwrap() = Some(request);
+        Ok(Completion { text: "ok".into(), usage: None, stop_reason: StopReason::EndTurn })
+    }
+}
+
+#[test]
+fn the_default_summarisers_transcript_keeps_a_long_results_outcome_not_its_bulk() {
+    let mut p = plugins("summariser");
+    let log: String = (0..800).map(|i| format!("test case_{i:03} ... ok\n")).collect::<String>()
+        + "src/escape.rs:41:9: error[E0308]: mismatched types\ntest result: FAILED. 800 passed; 1 failed\n"
+        + &(0..200).map(|i| format!("note {i}\n")).collect::<String>();
+    let short = "exit 0: 3 files formatted";
+    let call = |id: &str| Part::ToolCall { id: id.into(), name: "run".into(), arguments: "{}".into() };
+    let result =
+        |id: &str, content: &str| Part::ToolResult { call_id: id.into(), content: content.into(), is_error: false };
+    let m = |id, role, parts| seshat::plugins::PluginMessage { id, role, parts };
+    let request = seshat::plugins::SummaryRequest {
+        messages: vec![
+            m(1, Role::User, vec![Part::Text { text: "fix the build".into() }]),
+            m(2, Role::Assistant, vec![call("a"), call("b")]),
+            m(3, Role::Tool, vec![result("a", &log), result("b", short)]),
+        ],
+        previous_summary: None,
+        max_tokens: 500,
+        model_window: 100_000,
+        extra: "{}".into(),
+        instructions: None,
+        prompt: None,
+    };
+    let kept = Arc::new(Mutex::new(None));
+    p.summariser.summarise(&request, Box::new(Keep(kept.clone()))).unwrap();
+    let sent = kept.lock().unwrap().take().expect("the model was called");
+    let Part::Text { text } = &sent.messages[0].parts[0] else { panic!("{sent:?}") };
+    assert!(text.contains("src/escape.rs:41:9: error[E0308]: mismatched types"), "{text}");
+    assert!(text.contains("test result: FAILED. 800 passed; 1 failed"), "{text}");
+    assert!(text.contains("lines left out …]"), "{text}");
+    assert!(text.contains(&format!("[result of b] {short}")), "a short result stays whole: {text}");
+    assert!(text.len() < 4_000 && text.len() < log.len() / 4, "the bulk went: {} bytes", text.len());
+    assert!(text.contains("[user] fix the build"), "roles shown by their Display: {text}");
+}

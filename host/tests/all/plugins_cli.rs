@@ -233,6 +233,78 @@ fn plugins_new_makes_a_crate_that_builds_and_loads() {
     let out = home.ok(&["plugins", "check", dir.join("plugin.wasm").to_str().unwrap()]);
     assert!(out.contains("manifest: id `my-trimmer`") && out.ends_with("ok: seshat would load it\n"), "{out}");
 
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    assert!(readme.contains("export CARGO_TARGET_DIR=") && readme.contains("each new plugin's first build takes"));
+    assert!(readme.contains("seshat plugins test plugin.wasm <session id | export.jsonl | dir of exports>"));
+
+    // The SDK's helpers: options as a type, log lines, Display for the enums.
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        std::fs::read_to_string(dir.join("Cargo.toml"))
+            .unwrap()
+            .replace("features = [\"trimmer\"]", "features = [\"trimmer\", \"options\"]"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("src/lib.rs"),
+        r#"use seshat_plugin_sdk::serde_json::Value;
+use seshat_plugin_sdk::trimmer::{log, options, Budget, Edit, Error, Level, MessageMeta, PartMeta, Trimmer};
+struct Plugin;
+impl Trimmer for Plugin {
+    fn trim(messages: Vec<MessageMeta>, parts: Vec<PartMeta>, budget: Budget) -> Result<Vec<Edit>, Error> {
+        let opts: Value = options(&budget.extra)?;
+        let first = (messages[0].role, parts[0].kind);
+        log(Level::Info, &format!("mark={} first={} {}", opts["mark"], first.0, first.1));
+        let _strict: std::collections::BTreeMap<String, String> = options(&budget.extra)?;
+        Ok(Vec::new())
+    }
+}
+seshat_plugin_sdk::export_trimmer!(Plugin);
+"#,
+    )
+    .unwrap();
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--release", "--quiet", "--target", "wasm32-wasip2"])
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", &target)
+        .status()
+        .unwrap();
+    assert!(status.success(), "the plugin using the SDK's helpers does not build");
+    std::fs::copy(&wasm, dir.join("plugin.wasm")).unwrap();
+    config(&home, "[plugins.options.trimmer]\nmark = \"m1\"\n");
+    let out = home
+        .cmd()
+        .env("RUST_LOG", "seshat::plugin=info")
+        .args(["plugins", "check", dir.join("plugin.wasm").to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("mark=\"m1\" first=user text"), "options read, roles and kinds shown by Display: {err}");
+    config(&home, "[plugins.options.trimmer]\nmark = 3\n");
+    let out = home.cmd().args(["plugins", "check", dir.join("plugin.wasm").to_str().unwrap()]).output().unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("[invalid_options]: the options under [plugins.options.trimmer] in config.toml do not fit what this plugin reads: invalid type: integer `3`, expected a string"),
+        "{err}"
+    );
+    std::fs::remove_file(home.path().join("config.toml")).unwrap();
+
+    // The summariser's template builds too (sharing the target directory: seconds).
+    let sdir = home.path().join("my-summariser");
+    home.ok(&["plugins", "new", "summariser", "my-summariser", "--dir", sdir.to_str().unwrap()]);
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/Cargo.lock"), sdir.join("Cargo.lock"))
+        .unwrap();
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--release", "--quiet", "--target", "wasm32-wasip2"])
+        .current_dir(&sdir)
+        .env("CARGO_TARGET_DIR", &target)
+        .status()
+        .unwrap();
+    assert!(status.success(), "the summariser template does not build");
+    let out = home.ok(&["plugins", "check", target.join("wasm32-wasip2/release/my_summariser.wasm").to_str().unwrap()]);
+    assert!(out.contains("gave a summary of ") && out.contains("(1 model calls, answered by the echo stub)"), "{out}");
+
     let err = home.fails(&["plugins", "new", "trimmer", "my-trimmer", "--dir", dir.to_str().unwrap()]);
     assert!(err.contains("already exists"), "{err}");
     let err = home.fails(&["plugins", "new", "widget", "x"]);

@@ -26,6 +26,12 @@ extern crate self as seshat_plugin_sdk;
 #[doc(hidden)]
 pub use wit_bindgen as __wit_bindgen;
 
+/// `serde` and `serde_json`, as `options::<T>()` uses them (feature `options`): derive
+/// `Deserialize` for your options type with your own `serde` dependency, or read them loosely as
+/// a `serde_json::Value`.
+#[cfg(feature = "options")]
+pub use {serde, serde_json};
+
 /// The SDK's version, also written into every plugin as the `seshat-plugin-sdk` custom section.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -46,10 +52,57 @@ macro_rules! __version_section {
 
 pub mod outcomes;
 
-/// The diagnostics every kind's module gets (0.2.0): [`log`](trimmer::log) and the panic hook
-/// that hands a panic's message to the host before the plugin traps.
-macro_rules! diagnostics {
+/// `Display` for `StopReason` (`end_turn`, `tool_use`, …, or the provider's own name).
+#[allow(unused_macros)]
+macro_rules! stop_reason_display {
     () => {
+        impl core::fmt::Display for StopReason {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                f.write_str(match self {
+                    StopReason::EndTurn => "end_turn",
+                    StopReason::ToolUse => "tool_use",
+                    StopReason::MaxTokens => "max_tokens",
+                    StopReason::StopSequence => "stop_sequence",
+                    StopReason::Refusal => "refusal",
+                    StopReason::Other(name) => name,
+                })
+            }
+        }
+    };
+}
+
+/// What every kind's module gets: [`log`](trimmer::log) and the panic hook that hands a panic's
+/// message to the host before the plugin traps (0.2.0), `options::<T>()` (feature `options`),
+/// and `Display` for [`Role`](trimmer::Role) (`user`, `assistant`, … as in exports).
+macro_rules! kind_helpers {
+    ($options:literal) => {
+        /// The user's options for this plugin (`[plugins.options.<kind>]` in config.toml, which
+        /// the host passes as the `extra` JSON object) as your type: any
+        /// `serde::Deserialize` type, or `serde_json::Value` to look at them loosely. A mismatch
+        /// is an `invalid_options` error naming what did not fit, for the host to report.
+        #[cfg(feature = "options")]
+        pub fn options<T: serde::de::DeserializeOwned>(extra: &str) -> Result<T, Error> {
+            let extra = if extra.trim().is_empty() { "{}" } else { extra };
+            serde_json::from_str(extra).map_err(|e| Error {
+                code: "invalid_options".into(),
+                message: alloc::format!(
+                    "the options under {} in config.toml do not fit what this plugin reads: {e}",
+                    $options
+                ),
+            })
+        }
+
+        impl core::fmt::Display for Role {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                f.write_str(match self {
+                    Role::System => "system",
+                    Role::User => "user",
+                    Role::Assistant => "assistant",
+                    Role::Tool => "tool",
+                })
+            }
+        }
+
         pub use bindings::seshat::plugin::log::Level;
 
         /// Writes one line to the host's log (stderr, shown with `RUST_LOG`, e.g.
@@ -208,7 +261,19 @@ pub mod trimmer {
         ) -> Result<alloc::vec::Vec<Edit>, Error>;
     }
 
-    diagnostics!();
+    kind_helpers!("[plugins.options.trimmer]");
+
+    impl core::fmt::Display for PartKind {
+        fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+            f.write_str(match self {
+                PartKind::Text => "text",
+                PartKind::ToolCall => "tool_call",
+                PartKind::ToolResult => "tool_result",
+                PartKind::Thinking => "thinking",
+                PartKind::RedactedThinking => "redacted_thinking",
+            })
+        }
+    }
 
     impl<T: Trimmer> __Guest for T {
         fn trim(history: History, budget: Budget) -> Result<alloc::vec::Vec<Edit>, Error> {
@@ -268,7 +333,14 @@ unresolved work and next steps, even if mentioned only in passing. Keep names, p
 exactly. State each thing once. Do not invent anything. If a previous summary is given, fold it in: the result \
 replaces both.";
 
+    /// Bytes of one tool result a transcript keeps whole; a longer one is cut to its outcome.
+    pub const RESULT_BYTES: u64 = 2_000;
+
     /// The dropped messages as a plain transcript, after the previous summary, for a model to read.
+    /// A tool result longer than [`RESULT_BYTES`] keeps its head, its tail and the lines that
+    /// carry its outcome (errors, failures, test summaries, `path:line`, …) by
+    /// [`crate::outcomes::shorten`], with a note where lines were left out — so the summary
+    /// model sees what each tool call came to, not a wall of log.
     pub fn render_transcript(request: &SummaryRequest) -> alloc::string::String {
         use core::fmt::Write as _;
         let mut out = alloc::string::String::new();
@@ -276,25 +348,47 @@ replaces both.";
             let _ = write!(out, "Previous summary:\n{previous}\n\nConversation since:\n");
         }
         for m in &request.messages {
-            let who = match m.role {
-                Role::System => "system",
-                Role::User => "user",
-                Role::Assistant => "assistant",
-                Role::Tool => "tool",
-            };
             for p in &m.parts {
                 let _ = match p {
-                    Part::Text(t) => writeln!(out, "[{who}] {t}"),
-                    Part::ToolCall(c) => writeln!(out, "[{who} calls {}] {}", c.name, c.arguments),
+                    Part::Text(t) => writeln!(out, "[{}] {t}", m.role),
+                    Part::ToolCall(c) => writeln!(out, "[{} calls {}] {}", m.role, c.name, c.arguments),
                     Part::ToolResult(r) => {
                         let kind = if r.is_error { "error" } else { "result" };
-                        writeln!(out, "[{kind} of {}] {}", r.call_id, r.content)
+                        writeln!(out, "[{kind} of {}] {}", r.call_id, tool_outcome(&r.content, RESULT_BYTES).trim_end())
                     }
                     Part::Thinking(_) | Part::RedactedThinking(_) => Ok(()),
                 };
             }
         }
         out
+    }
+
+    /// `content` cut to about `budget` bytes keeping its outcome lines (see
+    /// [`render_transcript`]); as it is when it fits.
+    pub fn tool_outcome(content: &str, budget: u64) -> alloc::borrow::Cow<'_, str> {
+        match crate::outcomes::shorten(content, budget) {
+            None => alloc::borrow::Cow::Borrowed(content),
+            Some(crate::outcomes::Shorten::Lines(ranges)) => alloc::borrow::Cow::Owned(crate::outcomes::stitch(
+                content,
+                &ranges,
+                |n| Some(alloc::format!("[… {n} lines left out …]")),
+            )),
+            Some(crate::outcomes::Shorten::HeadTail { head, tail }) => {
+                let (mut h, mut t) = (head as usize, content.len().saturating_sub(tail as usize));
+                while !content.is_char_boundary(h) {
+                    h -= 1;
+                }
+                while t < content.len() && !content.is_char_boundary(t) {
+                    t += 1;
+                }
+                alloc::borrow::Cow::Owned(alloc::format!(
+                    "{}[… {} bytes left out …]{}",
+                    &content[..h],
+                    t.saturating_sub(h),
+                    &content[t.max(h)..]
+                ))
+            }
+        }
     }
 
     /// The system prompt for a summary: the user's prompt (`[compaction] prompt_file`) when the
@@ -360,7 +454,8 @@ replaces both.";
         }
     }
 
-    diagnostics!();
+    kind_helpers!("[plugins.options.summariser]");
+    stop_reason_display!();
 
     impl<T: Summariser> __Guest for T {
         fn summarise(request: SummaryRequest) -> Result<alloc::string::String, Error> {
@@ -445,7 +540,8 @@ pub mod provider {
         }
     }
 
-    diagnostics!();
+    kind_helpers!("[providers.<name>] options");
+    stop_reason_display!();
 
     impl<T: Provider> __Guest for T {
         type Decoder = <T as Provider>::Decoder;
