@@ -97,6 +97,7 @@ fn compacted_session(store: &mut Store, messages: usize) -> String {
                 error: None,
                 created_at: 0,
                 instructions: None,
+                plugin: None,
             },
         )
         .unwrap();

@@ -31,7 +31,7 @@ use crate::plugins::{
     Completion, CompletionRequest, ModelCall, ModelError, PluginMessage, SummariserPlugin, SummaryRequest, TrimBudget,
     TrimMessage, TrimPart, TrimmerPlugin,
 };
-use crate::store::{Compaction, CompactionStatus, CompactionTrigger, LiveView, Origin, Store};
+use crate::store::{Compaction, CompactionStatus, CompactionTrigger, LiveView, Origin, PluginRef, Store};
 use crate::window::{self, Marks};
 
 /// After this many failed compactions in a row, summarising stops for the session.
@@ -672,7 +672,8 @@ impl Compactor<'_> {
             (true, _) => view,
             (false, true) => with_trims(view, &trims),
             (false, false) => {
-                store.record_trims(session, &trims)?;
+                let by = PluginRef { id: self.trimmer.id().to_string(), sha256: self.trimmer.sha256().to_string() };
+                store.record_trims_by(session, &trims, Some(&by))?;
                 store.live_view(session)?
             }
         };
@@ -726,6 +727,8 @@ impl Compactor<'_> {
         let through_seq = info.message_count;
         let first_kept_seq = entries.get(decision.first_kept).and_then(|e| e.seq).unwrap_or(through_seq + 1);
         let pinned_seq = decision.pinned.and_then(|p| entries[p].seq);
+        let summariser =
+            PluginRef { id: self.summariser.id().to_string(), sha256: self.summariser.sha256().to_string() };
         let failed = |store: &mut Store, error: String| -> Result<Error> {
             let failures = store.record_compaction(
                 session,
@@ -742,6 +745,7 @@ impl Compactor<'_> {
                     error: Some(error.clone()),
                     created_at: crate::store::now_ms(),
                     instructions: settings.instructions.clone(),
+                    plugin: Some(summariser.clone()),
                 },
             )?;
             Ok(Error::SummaryFailed { failures, message: error })
@@ -784,6 +788,7 @@ impl Compactor<'_> {
                 error: thrash,
                 created_at: crate::store::now_ms(),
                 instructions: settings.instructions.clone(),
+                plugin: Some(summariser),
             },
         )?;
         report.summarised = true;

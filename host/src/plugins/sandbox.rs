@@ -281,7 +281,8 @@ pub(super) fn prepare<H: Send + 'static, P>(
         .and_then(|l| l.instantiate_pre(&plugin.component))
         .and_then(typed)
         .map_err(|e| super::link_error(&id, &e))?;
-    Ok((pre, Slot { id, kind, limits: plugin.limits, usage: Usage::default(), live: None }))
+    let sha256 = plugin.sha256.clone();
+    Ok((pre, Slot { id, kind, limits: plugin.limits, sha256, usage: Usage::default(), live: None }))
 }
 
 /// A kind's linker, built once per process.
@@ -327,6 +328,8 @@ pub(super) struct Slot<H: 'static, B> {
     pub(super) id: String,
     pub(super) kind: PluginKind,
     pub(super) limits: Limits,
+    /// The SHA-256 of the plugin's `.wasm`.
+    pub(super) sha256: String,
     pub(super) usage: Usage,
     live: Option<(Store<State<H>>, B)>,
 }
@@ -334,7 +337,7 @@ pub(super) struct Slot<H: 'static, B> {
 impl<H: Default + Send + 'static> Slot<H, ()> {
     /// The slot for instances with bindings of type `B`.
     pub(super) fn with_bindings<B>(self) -> Slot<H, B> {
-        Slot { id: self.id, kind: self.kind, limits: self.limits, usage: self.usage, live: None }
+        Slot { id: self.id, kind: self.kind, limits: self.limits, sha256: self.sha256, usage: self.usage, live: None }
     }
 }
 

@@ -282,6 +282,11 @@ impl TrimmerPlugin {
         Ok(Self { pre, slot: slot.with_bindings() })
     }
 
+    /// The SHA-256 of its `.wasm`, in hex.
+    pub fn sha256(&self) -> &str {
+        &self.slot.sha256
+    }
+
     /// What its calls have used so far: guest time and memory.
     pub fn usage(&self) -> super::Usage {
         self.slot.usage

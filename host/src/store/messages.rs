@@ -2,7 +2,7 @@
 
 use rusqlite::{OptionalExtension, Row, Transaction, TransactionBehavior, params};
 
-use super::model::{Compaction, CompactionStatus, CompactionTrigger, Message, Trim};
+use super::model::{Compaction, CompactionStatus, CompactionTrigger, Message, PluginRef, Trim};
 use super::{Error, Result, Store, now_ms};
 use crate::conversation::{MessageStatus, NewMessage, Part, Role, Usage};
 
@@ -34,7 +34,7 @@ pub(super) fn message_from_row(row: &Row<'_>) -> rusqlite::Result<Message> {
 }
 
 pub(super) const COMPACTION_COLUMNS: &str = "trigger, tokens_before, tokens_after, through_seq, \
-     first_kept_seq, pinned_seq, summary, model, status, error, created_at, instructions";
+     first_kept_seq, pinned_seq, summary, model, status, error, created_at, instructions, plugin, plugin_sha256";
 
 pub(super) fn compaction_from_row(row: &Row<'_>) -> rusqlite::Result<Compaction> {
     let trigger: String = row.get(0)?;
@@ -52,10 +52,17 @@ pub(super) fn compaction_from_row(row: &Row<'_>) -> rusqlite::Result<Compaction>
         error: row.get(9)?,
         created_at: row.get(10)?,
         instructions: row.get(11)?,
+        plugin: plugin_ref(row.get(12)?, row.get(13)?),
     })
 }
 
-pub(super) const TRIM_COLUMNS: &str = "seq, part, original_size, new_size, replacement, created_at";
+/// The plugin columns of a record (migration 0007): both or neither.
+fn plugin_ref(id: Option<String>, sha256: Option<String>) -> Option<PluginRef> {
+    Some(PluginRef { id: id?, sha256: sha256? })
+}
+
+pub(super) const TRIM_COLUMNS: &str =
+    "seq, part, original_size, new_size, replacement, created_at, plugin, plugin_sha256";
 
 pub(super) fn trim_from_row(row: &Row<'_>) -> rusqlite::Result<Trim> {
     Ok(Trim {
@@ -65,6 +72,7 @@ pub(super) fn trim_from_row(row: &Row<'_>) -> rusqlite::Result<Trim> {
         new_size: row.get(3)?,
         replacement: row.get(4)?,
         created_at: row.get(5)?,
+        plugin: plugin_ref(row.get(6)?, row.get(7)?),
     })
 }
 
@@ -349,6 +357,16 @@ impl Store {
     /// Records trims of tool results. Each names a message and a part, which must be a tool result
     /// whose original content is longer than the replacement. All or none.
     pub fn record_trims(&mut self, session: &str, trims: &[(u64, u32, String)]) -> Result<Vec<Trim>> {
+        self.record_trims_by(session, trims, None)
+    }
+
+    /// [`Store::record_trims`], naming the trimmer that proposed them.
+    pub fn record_trims_by(
+        &mut self,
+        session: &str,
+        trims: &[(u64, u32, String)],
+        plugin: Option<&PluginRef>,
+    ) -> Result<Vec<Trim>> {
         on_db!(self, "record trims", {
             let now = now_ms();
             let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -362,6 +380,7 @@ impl Store {
                     new_size: replacement.len() as u64,
                     replacement: replacement.clone(),
                     created_at: now,
+                    plugin: plugin.cloned(),
                 };
                 if trim.new_size >= original_size {
                     return Err(Error::InvalidTrim {
@@ -430,8 +449,8 @@ pub(super) fn insert_compaction(tx: &Transaction<'_>, session: &str, c: &Compact
     };
     tx.prepare_cached(
         "INSERT INTO compactions (session_id, trigger, tokens_before, tokens_after, through_seq, \
-         first_kept_seq, pinned_seq, summary, model, status, error, created_at, instructions) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+         first_kept_seq, pinned_seq, summary, model, status, error, created_at, instructions, plugin, \
+         plugin_sha256) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
     )?
     .execute(params![
         session,
@@ -447,15 +466,27 @@ pub(super) fn insert_compaction(tx: &Transaction<'_>, session: &str, c: &Compact
         c.error,
         c.created_at,
         c.instructions,
+        c.plugin.as_ref().map(|p| &p.id),
+        c.plugin.as_ref().map(|p| &p.sha256),
     ])?;
     Ok(())
 }
 
 pub(super) fn insert_trim(tx: &Transaction<'_>, session: &str, t: &Trim) -> Result<()> {
     tx.prepare_cached(
-        "INSERT INTO trims (session_id, seq, part, original_size, new_size, replacement, created_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO trims (session_id, seq, part, original_size, new_size, replacement, created_at, plugin, \
+         plugin_sha256) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?
-    .execute(params![session, t.seq, t.part, t.original_size, t.new_size, t.replacement, t.created_at])?;
+    .execute(params![
+        session,
+        t.seq,
+        t.part,
+        t.original_size,
+        t.new_size,
+        t.replacement,
+        t.created_at,
+        t.plugin.as_ref().map(|p| &p.id),
+        t.plugin.as_ref().map(|p| &p.sha256)
+    ])?;
     Ok(())
 }

@@ -135,6 +135,20 @@ pub struct Compaction {
     /// What the user asked it to keep or stress, if anything (migration 0006).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
+    /// The summariser that ran (migration 0007; unknown for older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<PluginRef>,
+}
+
+/// The plugin that made a record: its id and the SHA-256 of the `.wasm` that ran (migration
+/// 0007), so records of two builds of one plugin can be told apart.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginRef {
+    /// The plugin's id.
+    pub id: String,
+    /// The SHA-256 of its `.wasm`, in hex.
+    pub sha256: String,
 }
 
 /// A micro-compaction trim of one part of one message: the replacement the live view shows.
@@ -153,4 +167,7 @@ pub struct Trim {
     pub replacement: String,
     /// Unix milliseconds.
     pub created_at: i64,
+    /// The trimmer that proposed it (migration 0007; unknown for older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<PluginRef>,
 }

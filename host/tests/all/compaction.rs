@@ -886,3 +886,46 @@ fn the_default_summarisers_transcript_keeps_a_long_results_outcome_not_its_bulk(
     assert!(text.len() < 4_000 && text.len() < log.len() / 4, "the bulk went: {} bytes", text.len());
     assert!(text.contains("[user] fix the build"), "roles shown by their Display: {text}");
 }
+
+#[test]
+fn trims_and_compactions_name_the_plugin_and_build_that_made_them() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 20_000);
+    store.append(&id, &[text(Role::User, "build it")]).unwrap();
+    for k in 0..3 {
+        store.append(&id, &tool_pair(&format!("c{k}"), &"compiler output line\n".repeat(1_200))).unwrap();
+    }
+    chat(&mut store, &id, 30, 300);
+    let model = Scripted::answering(&[Ok("Built; 30 requests answered."), Err("overloaded")]);
+    let mut p = plugins("summariser");
+    let (trimmer, summariser) = (p.trimmer.sha256().to_string(), p.summariser.sha256().to_string());
+    assert_eq!((trimmer.len(), summariser.len()), (64, 64));
+    assert_ne!(trimmer, summariser);
+    let report = p.compactor(model.clone()).compact(&mut store, &id, &frame(), &settings(Some(20_000)), false).unwrap();
+    assert!(report.trimmed > 0 && report.summarised, "{report:?}");
+    let trims = store.trims(&id).unwrap();
+    assert!(!trims.is_empty());
+    for t in &trims {
+        let by = t.plugin.as_ref().expect("a trim names its trimmer");
+        assert_eq!((by.id.as_str(), by.sha256.as_str()), ("trimmer", trimmer.as_str()));
+    }
+    let compactions = store.compactions(&id).unwrap();
+    let by = compactions[0].plugin.as_ref().expect("a compaction names its summariser");
+    assert_eq!((by.id.as_str(), by.sha256.as_str()), ("summariser", summariser.as_str()));
+    // A failed one too.
+    store.append(&id, &[text(Role::User, "more"), text(Role::Assistant, "w ".repeat(4_000))]).unwrap();
+    p.compactor(model).compact(&mut store, &id, &frame(), &settings(Some(20_000)), false).unwrap_err();
+    let failed = store.compactions(&id).unwrap().pop().unwrap();
+    assert_eq!(failed.plugin.as_ref().map(|p| p.id.as_str()), Some("summariser"));
+    // Export carries them and import keeps them.
+    let mut export = Vec::new();
+    store.export(&id, &mut export).unwrap();
+    let text = String::from_utf8(export.clone()).unwrap();
+    assert!(text.contains(&format!(r#""plugin":{{"id":"trimmer","sha256":"{trimmer}"}}"#)), "{}", &text[..400]);
+    let other = Home::new();
+    let mut copy = other.store();
+    let imported = copy.import(&mut export.as_slice(), seshat::store::ImportOptions::default()).unwrap();
+    assert_eq!(copy.trims(&imported.id).unwrap(), trims);
+    assert_eq!(copy.compactions(&imported.id).unwrap(), store.compactions(&id).unwrap());
+}

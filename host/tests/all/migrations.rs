@@ -219,3 +219,30 @@ fn version_3_fixture_upgrades_and_remembers_what_servers_said_of_their_models() 
         at(WindowOrigin::Discovered, Some(32_768), Some(4_096), 6_000)
     );
 }
+
+#[test]
+fn version_6_fixture_upgrades_and_its_records_say_their_plugin_is_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("v6.db");
+    fs::copy(fixture("store-v6.sqlite"), &db).unwrap();
+    let before: u32 = Connection::open(&db).unwrap().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert_eq!(before, 6, "the fixture must stay at version 6");
+    let mut store = Store::open(&db).unwrap();
+    let version: u32 = store.connection().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    let s1 = "01JFV1AAAA0000000000000001";
+    // Everything of version 6 is kept: the pin, the instructions, the trim.
+    assert_eq!(store.pins(s1).unwrap(), [1]);
+    let compactions = store.compactions(s1).unwrap();
+    assert_eq!(compactions[0].instructions.as_deref(), Some("keep the upload test name"));
+    assert_eq!(compactions[0].plugin, None, "written before plugins were recorded: unknown");
+    let trims = store.trims(s1).unwrap();
+    assert_eq!((trims[0].replacement.as_str(), &trims[0].plugin), ("[trimmed]", &None));
+    let mut export = Vec::new();
+    store.export(s1, &mut export).unwrap();
+    assert!(!String::from_utf8(export).unwrap().contains("\"plugin\""), "unknown is left out of exports");
+    // New records name theirs.
+    let by = seshat::store::PluginRef { id: "my-trimmer".into(), sha256: "ab".repeat(32) };
+    store.record_trims_by(s1, &[(3, 0, "[t]".into())], Some(&by)).unwrap();
+    assert_eq!(store.trims(s1).unwrap().last().unwrap().plugin.as_ref(), Some(&by));
+}

@@ -138,6 +138,7 @@ fn live_view_applies_summary_pin_and_trims_while_full_history_keeps_originals() 
         error: None,
         created_at: 1,
         instructions: None,
+        plugin: None,
     };
     assert_eq!(store.record_compaction(&id, &compaction).unwrap(), 0);
 
@@ -208,6 +209,7 @@ fn compaction_is_refused_when_the_history_moved_on_and_failures_are_counted() {
         error: Some("HTTP 500".into()),
         created_at: 1,
         instructions: None,
+        plugin: None,
     };
     assert_eq!(store.record_compaction(&id, &failed).unwrap(), 1);
     assert_eq!(store.record_compaction(&id, &failed).unwrap(), 2);
@@ -409,6 +411,7 @@ fn a_refreshed_live_view_equals_a_fresh_one_through_appends_trims_and_compaction
         error: None,
         created_at: 2,
         instructions: None,
+        plugin: None,
     };
     store.record_compaction(&id, &compaction).unwrap();
     check(&store, &mut view, "a compaction");
