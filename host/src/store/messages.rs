@@ -224,6 +224,13 @@ impl Store {
     /// Appends messages to a session in one transaction and returns their seqs. When this returns,
     /// the messages survive a crash of the process.
     pub fn append(&mut self, session: &str, messages: &[NewMessage]) -> Result<Vec<u64>> {
+        self.append_at(session, messages, &[])
+    }
+
+    /// [`Store::append`], each message written at the time given for it in `times` (unix
+    /// milliseconds; now for those past its end): a session brought in from elsewhere keeps its
+    /// timestamps.
+    pub fn append_at(&mut self, session: &str, messages: &[NewMessage], times: &[i64]) -> Result<Vec<u64>> {
         on_db!(self, "append messages", {
             let now = now_ms();
             let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -239,7 +246,7 @@ impl Store {
             let mut seqs = Vec::with_capacity(messages.len());
             for (i, msg) in messages.iter().enumerate() {
                 let seq = count + 1 + i as u64;
-                insert_message(&tx, session, seq, msg, now)?;
+                insert_message(&tx, session, seq, msg, times.get(i).copied().unwrap_or(now))?;
                 if !has_title && title.is_none() && msg.role == Role::User {
                     title = title_from(&msg.parts);
                 }

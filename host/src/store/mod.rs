@@ -23,6 +23,7 @@ mod models;
 mod open;
 mod pins;
 mod sessions;
+mod sources;
 mod transfer;
 mod view;
 

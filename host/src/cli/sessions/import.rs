@@ -13,8 +13,13 @@ use crate::cli::{Context, format};
 /// Arguments of `sessions import`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// A file written by `sessions export`, or `-` for stdin.
+    /// A file written by `sessions export`, or `-` for stdin; with --from, another agent's
+    /// session file or a directory of them (e.g. ~/.claude/projects/…, ~/.codex/sessions/).
     file: PathBuf,
+    /// Read another agent's sessions: `claude-code` or `codex`. Each becomes a Seshat session
+    /// (repaired as --repair does); one imported before gets only what its file gained.
+    #[arg(long, value_name = "AGENT", conflicts_with_all = ["new_id", "repair"])]
+    from: Option<seshat::foreign::Tool>,
     /// Give the session a new id (needed when its id is already in the database).
     #[arg(long)]
     new_id: bool,
@@ -29,6 +34,9 @@ pub struct Args {
 }
 
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
+    if let Some(tool) = args.from {
+        return from(ctx, args, tool);
+    }
     let mut input: Box<dyn BufRead> = if args.file.as_os_str() == "-" {
         Box::new(std::io::stdin().lock())
     } else {
@@ -63,6 +71,50 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     }
     let repaired = if repaired.is_empty() { String::new() } else { format!(" Repaired: {}.", repaired.join("; ")) };
     writeln!(out, "Imported session {} ({} messages).{repaired}", imported.id, imported.messages)?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--from claude-code|codex`: every session in the file or directory, one line each.
+fn from(ctx: &Context, args: &Args, tool: seshat::foreign::Tool) -> anyhow::Result<ExitCode> {
+    let converted = seshat::foreign::read(tool, &args.file)?;
+    let mut store = ctx.store()?;
+    // The agent's working directory is the project: its key when it exists here, else the path
+    // as the agent wrote it.
+    let project = |dir: &str| {
+        let path = std::path::Path::new(dir);
+        if path.is_dir() { seshat::paths::project_key(path) } else { dir.to_string() }
+    };
+    let mut reports = Vec::with_capacity(converted.len());
+    for c in &converted {
+        let report = seshat::foreign::bring_in(&mut store, c, project)
+            .with_context(|| format!("cannot import {} session {} from {}", tool, c.source_id, c.file.display()))?;
+        reports.push(report);
+    }
+    let mut out = format::stdout();
+    if args.json {
+        format::json(&mut out, &reports)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for r in &reports {
+        let what = match r.outcome {
+            "imported" => format!("Imported {} session {} as {}", r.tool, r.source_id, r.session),
+            "appended" => format!("Appended to {} ({} session {} grew)", r.session, r.tool, r.source_id),
+            _ => format!("Unchanged: {} already holds {} session {}", r.session, r.tool, r.source_id),
+        };
+        let mut notes = vec![format!("{} messages, {} compactions", r.messages, r.compactions)];
+        if r.orphans + r.synthetic > 0 {
+            notes.push(format!(
+                "repaired: {} tool results without their call, {} calls never answered",
+                r.orphans, r.synthetic
+            ));
+        }
+        if !r.skipped.is_empty() {
+            let skipped: Vec<String> = r.skipped.iter().map(|(k, n)| format!("{n} {k}")).collect();
+            notes.push(format!("not brought in: {}", skipped.join(", ")));
+        }
+        writeln!(out, "{what}: {}.", notes.join("; "))?;
+    }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,477 @@
+//! Sessions of other agents — Claude Code and Codex CLI — brought into Seshat, so their history
+//! can be resumed, searched, compacted and used to try a plugin (`seshat plugins test`).
+//!
+//! Neither format is documented by its maker; each reader (`claude_code`, `codex`) follows the
+//! records and fields listed in the README, read from their public source and published
+//! descriptions. A reader never fails on a record it does not know: it counts it by type and
+//! goes on. What it makes is one [`Converted`] per session; [`bring_in`] writes it into the store
+//! — a new session through the ordinary import (with `--repair`'s repairs), or, when the same
+//! source session was imported before, only what the file gained since.
+
+mod claude_code;
+mod codex;
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::conversation::{MessageStatus, NewMessage, Part, Role, Usage};
+use crate::store::{self, Compaction, CompactionStatus, CompactionTrigger, ImportOptions, Store};
+
+/// Errors bringing sessions in.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file or directory could not be read.
+    #[error("cannot read {path}: {cause}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        cause: std::io::Error,
+    },
+    /// The path holds no session file of this tool.
+    #[error("{path} holds no {tool} session (no .jsonl file with its records): {hint}")]
+    Empty {
+        /// The path.
+        path: PathBuf,
+        /// The tool.
+        tool: Tool,
+        /// Where that tool keeps its sessions.
+        hint: &'static str,
+    },
+    /// Writing into the store failed.
+    #[error(transparent)]
+    Store(#[from] store::Error),
+}
+
+impl Error {
+    /// A stable code.
+    pub fn code(&self) -> &str {
+        match self {
+            Error::Io { .. } => "io",
+            Error::Empty { .. } => "no_sessions",
+            Error::Store(e) => e.code(),
+        }
+    }
+}
+
+/// Result alias.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The agents whose sessions Seshat reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Tool {
+    /// Anthropic's Claude Code (`~/.claude/projects/<project>/<session>.jsonl`).
+    ClaudeCode,
+    /// OpenAI's Codex CLI (`~/.codex/sessions/YYYY/MM/DD/rollout-….jsonl`).
+    Codex,
+}
+
+impl Tool {
+    /// Its name on the command line and in session metadata.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tool::ClaudeCode => "claude-code",
+            Tool::Codex => "codex",
+        }
+    }
+
+    fn hint(self) -> &'static str {
+        match self {
+            Tool::ClaudeCode => "Claude Code keeps them under ~/.claude/projects/<project>/",
+            Tool::Codex => "Codex keeps them under ~/.codex/sessions/",
+        }
+    }
+}
+
+impl std::fmt::Display for Tool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Tool {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "claude-code" => Ok(Tool::ClaudeCode),
+            "codex" => Ok(Tool::Codex),
+            _ => Err(format!("unknown source `{s}`: expected claude-code or codex")),
+        }
+    }
+}
+
+/// One thing of a converted session, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    /// A message, with when it was written (unix milliseconds).
+    Message(NewMessage, i64),
+    /// The agent compacted its context here: everything before is replaced by `summary`.
+    Compaction {
+        /// The agent's summary.
+        summary: String,
+        /// Whether the user asked for it.
+        trigger: CompactionTrigger,
+        /// The context's size before, when the agent recorded it.
+        tokens_before: u64,
+        /// When (unix milliseconds).
+        created_at: i64,
+    },
+}
+
+/// One session as read from another agent's files, in Seshat's terms.
+#[derive(Debug, Clone)]
+pub struct Converted {
+    /// Whose it is.
+    pub tool: Tool,
+    /// The agent's id of the session (a subagent's: the parent's id, `/`, the agent's).
+    pub source_id: String,
+    /// The file it was read from.
+    pub file: PathBuf,
+    /// A title, when the agent wrote one.
+    pub title: Option<String>,
+    /// The working directory, as the agent wrote it.
+    pub cwd: Option<String>,
+    /// The provider, when known.
+    pub provider: Option<String>,
+    /// The model last used.
+    pub model: Option<String>,
+    /// The model's window, when the agent recorded it.
+    pub context_window: Option<u64>,
+    /// Messages and compactions, in order.
+    pub items: Vec<Item>,
+    /// The agent versions that wrote the records.
+    pub versions: BTreeSet<String>,
+    /// Records not brought in, counted by what they were (`meta`, `command`, a record type …).
+    pub skipped: BTreeMap<String, usize>,
+}
+
+impl Converted {
+    fn new(tool: Tool, source_id: String, file: &Path) -> Self {
+        Converted {
+            tool,
+            source_id,
+            file: file.to_path_buf(),
+            title: None,
+            cwd: None,
+            provider: None,
+            model: None,
+            context_window: None,
+            items: Vec::new(),
+            versions: BTreeSet::new(),
+            skipped: BTreeMap::new(),
+        }
+    }
+
+    fn skip(&mut self, what: impl Into<String>) {
+        *self.skipped.entry(what.into()).or_default() += 1;
+    }
+
+    /// The messages only.
+    fn messages(&self) -> impl Iterator<Item = (&NewMessage, i64)> {
+        self.items.iter().filter_map(|i| if let Item::Message(m, t) = i { Some((m, *t)) } else { None })
+    }
+}
+
+/// Reads every session of `tool` in `path`: a session file, or a directory searched for `.jsonl`
+/// files (sorted, so the order is stable).
+pub fn read(tool: Tool, path: &Path) -> Result<Vec<Converted>> {
+    let files = if path.is_dir() {
+        let mut files = Vec::new();
+        walk(path, &mut files)?;
+        files.sort();
+        files
+    } else {
+        vec![path.to_path_buf()]
+    };
+    let mut out = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).map_err(|cause| Error::Io { path: file.clone(), cause })?;
+        let sessions = match tool {
+            Tool::ClaudeCode => claude_code::read(file, &text),
+            Tool::Codex => codex::read(file, &text),
+        };
+        out.extend(sessions.into_iter().filter(|c| !c.items.is_empty()));
+    }
+    if out.is_empty() {
+        return Err(Error::Empty { path: path.to_path_buf(), tool, hint: tool.hint() });
+    }
+    Ok(out)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let entries = std::fs::read_dir(dir).map_err(|cause| Error::Io { path: dir.to_path_buf(), cause })?;
+    for entry in entries {
+        let path = entry.map_err(|cause| Error::Io { path: dir.to_path_buf(), cause })?.path();
+        if path.is_dir() {
+            walk(&path, out)?;
+        } else if path.extension().is_some_and(|e| e == "jsonl") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// An ISO 8601 timestamp as unix milliseconds.
+fn millis(text: Option<&str>) -> Option<i64> {
+    text?.parse::<jiff::Timestamp>().ok().map(|t| t.as_millisecond())
+}
+
+/// What bringing one session in did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// Whose session.
+    pub tool: Tool,
+    /// The agent's id of it.
+    pub source_id: String,
+    /// The file read.
+    pub file: PathBuf,
+    /// The Seshat session.
+    pub session: String,
+    /// `imported` (new), `appended` (the file grew) or `unchanged`.
+    pub outcome: &'static str,
+    /// Messages written now.
+    pub messages: usize,
+    /// Compaction records written now.
+    pub compactions: usize,
+    /// Tool results whose call is nowhere before them: kept out of the live view (a new
+    /// session) or left out (appended to one).
+    pub orphans: usize,
+    /// Calls never answered, given a synthetic error result.
+    pub synthetic: usize,
+    /// Records not brought in, by what they were.
+    pub skipped: BTreeMap<String, usize>,
+    /// The agent versions that wrote the file.
+    pub versions: BTreeSet<String>,
+}
+
+/// Where a converted session's source stands in its Seshat session's metadata (`source`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+struct Source {
+    tool: String,
+    id: String,
+    file: String,
+    /// Messages and compactions of the conversion already written.
+    messages: usize,
+    compactions: usize,
+}
+
+/// Writes `c` into the store: a new session, or only what is new when the same source session
+/// was brought in before (found by its source id). `project` turns the agent's working
+/// directory into a project key.
+pub fn bring_in(store: &mut Store, c: &Converted, project: impl Fn(&str) -> String) -> Result<Report> {
+    let mut report = Report {
+        tool: c.tool,
+        source_id: c.source_id.clone(),
+        file: c.file.clone(),
+        session: String::new(),
+        outcome: "imported",
+        messages: 0,
+        compactions: 0,
+        orphans: 0,
+        synthetic: 0,
+        skipped: c.skipped.clone(),
+        versions: c.versions.clone(),
+    };
+    let messages = c.messages().count();
+    let compactions = c.items.len() - messages;
+    let source = Source {
+        tool: c.tool.as_str().into(),
+        id: c.source_id.clone(),
+        file: c.file.display().to_string(),
+        messages,
+        compactions,
+    };
+    if let Some((session, before)) = store.find_source(c.tool.as_str(), &c.source_id)? {
+        let before: Source = serde_json::from_value(before).unwrap_or(Source { messages: 0, compactions: 0, ..source.clone() });
+        report.session.clone_from(&session);
+        append_new(store, &session, c, &before, &mut report)?;
+        report.outcome = if report.messages + report.compactions == 0 { "unchanged" } else { "appended" };
+        store.set_source(&session, &serde_json::to_value(&source).expect("a source serialises"))?;
+        return Ok(report);
+    }
+    let export = export_lines(c, &source, &project);
+    let imported = store.import(&mut export.as_bytes(), ImportOptions { new_id: true, repair: true })?;
+    report.session = imported.id;
+    report.messages = messages;
+    report.compactions = compactions;
+    report.orphans = imported.orphans + imported.empty;
+    report.synthetic = imported.synthetic;
+    Ok(report)
+}
+
+/// The converted session as a Seshat export, for the ordinary import.
+fn export_lines(c: &Converted, source: &Source, project: &impl Fn(&str) -> String) -> String {
+    let mut totals = Usage::default();
+    let mut context = None;
+    for (m, _) in c.messages() {
+        if let Some(u) = m.usage {
+            totals.input_tokens += u.input_tokens;
+            totals.output_tokens += u.output_tokens;
+            totals.cache_read_tokens += u.cache_read_tokens;
+            totals.cache_creation_tokens += u.cache_creation_tokens;
+            context = u.context_tokens.or(context);
+        }
+    }
+    let times: Vec<i64> = c.messages().map(|(_, t)| t).collect();
+    let first = times.first().copied().unwrap_or_else(store::now_ms);
+    let last = times.last().copied().unwrap_or(first);
+    let mut lines = vec![serde_json::json!({
+        "record": "session",
+        "format_version": 2,
+        "id": ulid::Ulid::generate().to_string(),
+        "title": c.title,
+        "project": c.cwd.as_deref().map_or_else(|| format!("/{}", c.tool), |d| project(d)),
+        "provider": c.provider,
+        "model": c.model,
+        "context_window": c.context_window,
+        "context_tokens": context,
+        "created_at": first,
+        "updated_at": last,
+        "message_count": times.len(),
+        "totals": {
+            "input_tokens": totals.input_tokens,
+            "output_tokens": totals.output_tokens,
+            "cache_read_tokens": totals.cache_read_tokens,
+            "cache_creation_tokens": totals.cache_creation_tokens,
+        },
+        "metadata": { "source": source },
+    })];
+    let mut seq = 0u64;
+    let mut compactions = Vec::new();
+    for item in &c.items {
+        match item {
+            Item::Message(m, at) => {
+                seq += 1;
+                let mut line = serde_json::json!({
+                    "record": "message", "seq": seq, "role": m.role, "parts": m.parts, "status": m.status,
+                    "created_at": at,
+                });
+                if let Some(u) = &m.usage {
+                    line["usage"] = serde_json::to_value(u).expect("usage serialises");
+                }
+                lines.push(line);
+            }
+            Item::Compaction { summary, trigger, tokens_before, created_at } => {
+                compactions.push(compaction_record(seq, summary, *trigger, *tokens_before, *created_at));
+            }
+        }
+    }
+    lines.extend(compactions);
+    let mut out = String::new();
+    for l in lines {
+        out.push_str(&l.to_string());
+        out.push('\n');
+    }
+    out
+}
+
+fn compaction_record(through: u64, summary: &str, trigger: CompactionTrigger, before: u64, at: i64) -> serde_json::Value {
+    serde_json::json!({
+        "record": "compaction",
+        "trigger": trigger,
+        "tokens_before": before,
+        "tokens_after": crate::window::estimate_text(summary),
+        "through_seq": through,
+        "first_kept_seq": through + 1,
+        "pinned_seq": null,
+        "summary": summary,
+        "model": null,
+        "status": "ok",
+        "error": null,
+        "created_at": at,
+    })
+}
+
+/// Appends what the conversion holds beyond what `before` says was written: messages (tool
+/// results answering no call of the session left out) and compactions, in order.
+fn append_new(store: &mut Store, session: &str, c: &Converted, before: &Source, report: &mut Report) -> Result<()> {
+    let mut calls: HashSet<String> = store
+        .full_history(session)?
+        .iter()
+        .flat_map(|m| &m.parts)
+        .filter_map(|p| if let Part::ToolCall { id, .. } = p { Some(id.clone()) } else { None })
+        .collect();
+    let (mut messages, mut compactions) = (0usize, 0usize);
+    for item in &c.items {
+        match item {
+            Item::Message(m, at) => {
+                messages += 1;
+                if messages <= before.messages {
+                    continue;
+                }
+                let parts: Vec<Part> = m
+                    .parts
+                    .iter()
+                    .filter(|p| match p {
+                        Part::ToolResult { call_id, .. } if !calls.contains(call_id) => {
+                            report.orphans += 1;
+                            false
+                        }
+                        _ => true,
+                    })
+                    .cloned()
+                    .collect();
+                for p in &parts {
+                    if let Part::ToolCall { id, .. } = p {
+                        calls.insert(id.clone());
+                    }
+                }
+                if parts.is_empty() {
+                    continue;
+                }
+                store.append_at(session, &[NewMessage { parts, ..m.clone() }], &[*at])?;
+                report.messages += 1;
+            }
+            Item::Compaction { summary, trigger, tokens_before, created_at } => {
+                compactions += 1;
+                if compactions <= before.compactions {
+                    continue;
+                }
+                let through = store.session(session)?.message_count;
+                store.record_compaction(
+                    session,
+                    &Compaction {
+                        trigger: *trigger,
+                        tokens_before: *tokens_before,
+                        tokens_after: Some(crate::window::estimate_text(summary)),
+                        through_seq: through,
+                        first_kept_seq: Some(through + 1),
+                        pinned_seq: None,
+                        summary: Some(summary.clone()),
+                        model: None,
+                        status: CompactionStatus::Ok,
+                        error: None,
+                        created_at: *created_at,
+                        instructions: None,
+                        plugin: None,
+                    },
+                )?;
+                report.compactions += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Joins consecutive messages of one side: assistant parts into the assistant message before,
+/// tool results into the tool message before. Readers push through this so one model turn is
+/// one message, as Seshat writes them.
+fn push(c: &mut Converted, role: Role, parts: Vec<Part>, usage: Option<Usage>, at: i64) {
+    if parts.is_empty() {
+        return;
+    }
+    if let Some(Item::Message(last, _)) = c.items.last_mut()
+        && last.role == role
+        && matches!(role, Role::Assistant | Role::Tool)
+    {
+        last.parts.extend(parts);
+        if usage.is_some() {
+            last.usage = usage;
+        }
+        return;
+    }
+    c.items.push(Item::Message(NewMessage { role, parts, usage, status: MessageStatus::Complete }, at));
+}
