@@ -193,12 +193,63 @@ pub fn read(tool: Tool, path: &Path) -> Result<Vec<Converted>> {
             Tool::ClaudeCode => claude_code::read(file, &text),
             Tool::Codex => codex::read(file, &text),
         };
-        out.extend(sessions.into_iter().filter(|c| !c.items.is_empty()));
+        out.extend(sessions.into_iter().filter(|c| !c.items.is_empty()).map(isolate_orphans));
     }
     if out.is_empty() {
         return Err(Error::Empty { path: path.to_path_buf(), tool, hint: tool.hint() });
     }
     Ok(out)
+}
+
+/// Moves tool results whose call is nowhere before them into a message of their own, after the
+/// answered ones beside them, so the import's repair keeps exactly them out of the live view.
+/// Also gives an untitled session its first request's first line as title.
+fn isolate_orphans(mut c: Converted) -> Converted {
+    let mut calls: HashSet<String> = HashSet::new();
+    let mut items = Vec::with_capacity(c.items.len());
+    for item in std::mem::take(&mut c.items) {
+        match item {
+            Item::Message(m, at) if m.role == Role::Tool => {
+                let (answered, orphans): (Vec<Part>, Vec<Part>) = m
+                    .parts
+                    .iter()
+                    .cloned()
+                    .partition(|p| !matches!(p, Part::ToolResult { call_id, .. } if !calls.contains(call_id)));
+                if answered.is_empty() || orphans.is_empty() {
+                    items.push(Item::Message(m, at));
+                } else {
+                    items.push(Item::Message(NewMessage { parts: answered, ..m.clone() }, at));
+                    items.push(Item::Message(NewMessage { parts: orphans, ..m }, at));
+                }
+            }
+            Item::Message(m, at) => {
+                for p in &m.parts {
+                    if let Part::ToolCall { id, .. } = p {
+                        calls.insert(id.clone());
+                    }
+                }
+                items.push(Item::Message(m, at));
+            }
+            other => items.push(other),
+        }
+    }
+    c.items = items;
+    if c.title.is_none() {
+        let title = c.messages().find(|(m, _)| m.role == Role::User).and_then(|(m, _)| {
+            m.parts.iter().find_map(|p| match p {
+                Part::Text { text } => text.lines().map(str::trim).find(|l| !l.is_empty()).map(|l| {
+                    let mut t: String = l.chars().take(80).collect();
+                    if l.chars().count() > 80 {
+                        t.push('…');
+                    }
+                    t
+                }),
+                _ => None,
+            })
+        });
+        c.title = title;
+    }
+    c
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {

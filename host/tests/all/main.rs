@@ -12,6 +12,7 @@ mod concurrency;
 mod crash;
 mod database;
 mod fidelity;
+mod foreign;
 mod history;
 mod hostile;
 mod ids;

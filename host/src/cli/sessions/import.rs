@@ -102,14 +102,14 @@ fn from(ctx: &Context, args: &Args, tool: seshat::foreign::Tool) -> anyhow::Resu
             "appended" => format!("Appended to {} ({} session {} grew)", r.session, r.tool, r.source_id),
             _ => format!("Unchanged: {} already holds {} session {}", r.session, r.tool, r.source_id),
         };
-        let mut notes = vec![format!("{} messages, {} compactions", r.messages, r.compactions)];
+        let mut notes = vec![format!("{} messages, {} compactions written", r.messages, r.compactions)];
         if r.orphans + r.synthetic > 0 {
             notes.push(format!(
                 "repaired: {} tool results without their call, {} calls never answered",
                 r.orphans, r.synthetic
             ));
         }
-        if !r.skipped.is_empty() {
+        if !r.skipped.is_empty() && r.outcome != "unchanged" {
             let skipped: Vec<String> = r.skipped.iter().map(|(k, n)| format!("{n} {k}")).collect();
             notes.push(format!("not brought in: {}", skipped.join(", ")));
         }
