@@ -137,9 +137,16 @@ fn without_reminders(text: &str) -> String {
 
 /// Whether a user text is a slash command or its output rather than a request.
 fn is_command(text: &str) -> bool {
-    ["<command-name>", "<command-message>", "<local-command-stdout>", "<local-command-stderr>", "<bash-input>", "<bash-stdout>"]
-        .iter()
-        .any(|tag| text.trim_start().starts_with(tag))
+    [
+        "<command-name>",
+        "<command-message>",
+        "<local-command-stdout>",
+        "<local-command-stderr>",
+        "<bash-input>",
+        "<bash-stdout>",
+    ]
+    .iter()
+    .any(|tag| text.trim_start().starts_with(tag))
 }
 
 fn usage(u: &Value) -> Option<Usage> {
@@ -185,11 +192,8 @@ fn convert<'a>(c: &mut Converted, chain: impl Iterator<Item = &'a Value>) {
                 assistant_id = None;
                 let content = &r["message"]["content"];
                 if r["isCompactSummary"].as_bool() == Some(true) {
-                    let summary = blocks(content)
-                        .iter()
-                        .filter_map(|b| b["text"].as_str())
-                        .collect::<Vec<_>>()
-                        .join("\n");
+                    let summary =
+                        blocks(content).iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n");
                     let (trigger, tokens_before) = boundary.take().unwrap_or((CompactionTrigger::Auto, 0));
                     c.items.push(Item::Compaction { summary, trigger, tokens_before, created_at: at });
                     continue;
@@ -242,9 +246,8 @@ fn convert<'a>(c: &mut Converted, chain: impl Iterator<Item = &'a Value>) {
                             text: b["thinking"].as_str().unwrap_or_default().to_string(),
                             signature: b["signature"].as_str().filter(|s| !s.is_empty()).map(str::to_string),
                         }),
-                        Some("redacted_thinking") => {
-                            parts.push(Part::RedactedThinking { data: b["data"].as_str().unwrap_or_default().to_string() })
-                        }
+                        Some("redacted_thinking") => parts
+                            .push(Part::RedactedThinking { data: b["data"].as_str().unwrap_or_default().to_string() }),
                         Some("tool_use") => parts.push(Part::ToolCall {
                             id: b["id"].as_str().unwrap_or_default().to_string(),
                             name: b["name"].as_str().unwrap_or_default().to_string(),

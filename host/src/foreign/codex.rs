@@ -77,7 +77,12 @@ pub(super) fn read(file: &Path, text: &str) -> Vec<Converted> {
                 if summary.trim().is_empty() {
                     c.skip("compacted without a readable summary");
                 } else {
-                    c.items.push(Item::Compaction { summary, trigger: CompactionTrigger::Auto, tokens_before: 0, created_at: at });
+                    c.items.push(Item::Compaction {
+                        summary,
+                        trigger: CompactionTrigger::Auto,
+                        tokens_before: 0,
+                        created_at: at,
+                    });
                 }
             }
             "event_msg" => match payload["type"].as_str() {

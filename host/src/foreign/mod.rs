@@ -336,7 +336,8 @@ pub fn bring_in(store: &mut Store, c: &Converted, project: impl Fn(&str) -> Stri
         compactions,
     };
     if let Some((session, before)) = store.find_source(c.tool.as_str(), &c.source_id)? {
-        let before: Source = serde_json::from_value(before).unwrap_or(Source { messages: 0, compactions: 0, ..source.clone() });
+        let before: Source =
+            serde_json::from_value(before).unwrap_or(Source { messages: 0, compactions: 0, ..source.clone() });
         report.session.clone_from(&session);
         append_new(store, &session, c, &before, &mut report)?;
         report.outcome = if report.messages + report.compactions == 0 { "unchanged" } else { "appended" };
@@ -374,7 +375,7 @@ fn export_lines(c: &Converted, source: &Source, project: &impl Fn(&str) -> Strin
         "format_version": 2,
         "id": ulid::Ulid::generate().to_string(),
         "title": c.title,
-        "project": c.cwd.as_deref().map_or_else(|| format!("/{}", c.tool), |d| project(d)),
+        "project": c.cwd.as_deref().map_or_else(|| format!("/{}", c.tool), project),
         "provider": c.provider,
         "model": c.model,
         "context_window": c.context_window,
@@ -419,7 +420,13 @@ fn export_lines(c: &Converted, source: &Source, project: &impl Fn(&str) -> Strin
     out
 }
 
-fn compaction_record(through: u64, summary: &str, trigger: CompactionTrigger, before: u64, at: i64) -> serde_json::Value {
+fn compaction_record(
+    through: u64,
+    summary: &str,
+    trigger: CompactionTrigger,
+    before: u64,
+    at: i64,
+) -> serde_json::Value {
     serde_json::json!({
         "record": "compaction",
         "trigger": trigger,

@@ -15,6 +15,7 @@ const RULES: &[(&str, &[&str])] = &[
     ("store", &["client", "cli", "compaction", "plugins", "providers"]),
     ("memory", &["client", "cli", "compaction", "plugins", "providers"]),
     ("compaction", &["client", "cli", "providers"]),
+    ("foreign", &["client", "cli", "compaction", "memory", "plugins", "providers"]),
 ];
 
 fn sources(root: &Path) -> Vec<PathBuf> {

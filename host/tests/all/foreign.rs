@@ -1,9 +1,9 @@
 //! `seshat sessions import --from claude-code|codex`: other agents' sessions brought in from the
 //! hand-written fixtures under tests/fixtures/ (made from the fields the README lists).
 
+use serde_json::Value;
 use seshat::conversation::{Part, Role};
 use seshat::store::Origin;
-use serde_json::Value;
 
 use crate::support::{Home, fixture};
 
@@ -37,7 +37,14 @@ fn a_claude_code_session_with_a_compaction_boundary_starts_its_live_view_with_th
     assert_eq!((main["messages"].as_u64(), main["compactions"].as_u64()), (Some(9), Some(1)), "{main}");
     assert_eq!((main["orphans"].as_u64(), main["synthetic"].as_u64()), (Some(1), Some(1)), "{main}");
     let skipped = &main["skipped"];
-    for (what, n) in [("meta", 1), ("command", 2), ("another branch", 1), ("file-history-snapshot", 1), ("queue-operation", 1), ("x-future-record", 1)] {
+    for (what, n) in [
+        ("meta", 1),
+        ("command", 2),
+        ("another branch", 1),
+        ("file-history-snapshot", 1),
+        ("queue-operation", 1),
+        ("x-future-record", 1),
+    ] {
         assert_eq!(skipped[what], n, "{what}: {skipped}");
     }
     assert_eq!(main["versions"], serde_json::json!(["2.0.14"]));
@@ -47,7 +54,10 @@ fn a_claude_code_session_with_a_compaction_boundary_starts_its_live_view_with_th
     let info = store.session(id).unwrap();
     assert_eq!(info.title.as_deref(), Some("Fix the flaky upload test"), "the summary record's title");
     assert_eq!(info.project, "/work/demo", "a working directory that does not exist here is kept as written");
-    assert_eq!((info.provider.as_deref(), info.model.as_deref()), (Some("anthropic"), Some("claude-sonnet-4-5-20250929")));
+    assert_eq!(
+        (info.provider.as_deref(), info.model.as_deref()),
+        (Some("anthropic"), Some("claude-sonnet-4-5-20250929"))
+    );
 
     let view = store.live_view(id).unwrap();
     assert_eq!(view.entries[0].origin, Origin::Summary);
@@ -58,22 +68,30 @@ fn a_claude_code_session_with_a_compaction_boundary_starts_its_live_view_with_th
 
     let full = store.full_history(id).unwrap();
     // Meta, command and reminder records are not requests; the request keeps its own text only.
-    assert_eq!((full[0].role, first_text(&full[0].parts)), (Role::User, "The upload test is flaky; fix it without sleeping."));
+    assert_eq!(
+        (full[0].role, first_text(&full[0].parts)),
+        (Role::User, "The upload test is flaky; fix it without sleeping.")
+    );
     assert_eq!(full[0].created_at, millis("2025-11-20T09:04:00Z"), "timestamps kept");
-    let requests: Vec<&str> =
-        full.iter().filter(|m| m.role == Role::User).map(|m| first_text(&m.parts)).collect();
+    let requests: Vec<&str> = full.iter().filter(|m| m.role == Role::User).map(|m| first_text(&m.parts)).collect();
     assert_eq!(requests, ["The upload test is flaky; fix it without sleeping.", "Now poll with a 5 s timeout."]);
     // One assistant message over three lines: thinking with its signature, text, a tool call;
     // its usage once (the last line's).
     let a = &full[1];
     assert_eq!(a.role, Role::Assistant);
-    assert!(matches!(&a.parts[0], Part::Thinking { text, signature: Some(s) } if text == "Read the test first." && s == "sig-1"));
-    assert!(matches!(&a.parts[2], Part::ToolCall { id, name, arguments } if id == "toolu_1" && name == "Read" && arguments.contains("upload.rs")));
+    assert!(
+        matches!(&a.parts[0], Part::Thinking { text, signature: Some(s) } if text == "Read the test first." && s == "sig-1")
+    );
+    assert!(
+        matches!(&a.parts[2], Part::ToolCall { id, name, arguments } if id == "toolu_1" && name == "Read" && arguments.contains("upload.rs"))
+    );
     let u = a.usage.unwrap();
     assert_eq!((u.output_tokens, u.cache_creation_tokens, u.context_tokens), (42, 2000, Some(2010)));
     assert_eq!(info.totals.output_tokens, 42 + 12 + 20 + 25, "each message's usage counted once");
     assert!(!full.iter().any(|m| first_text(&m.parts).contains("rewound")), "the abandoned branch is left out");
-    assert!(matches!(&full[6].parts[0], Part::ToolResult { is_error: true, content, .. } if content == "test upload ... FAILED"));
+    assert!(
+        matches!(&full[6].parts[0], Part::ToolResult { is_error: true, content, .. } if content == "test upload ... FAILED")
+    );
 
     // The subagent is a session of its own.
     let side = &reports[1];
@@ -94,8 +112,17 @@ fn a_codex_rollout_with_a_compacted_item_starts_its_live_view_with_that_summary(
     let reports = import(&home, "codex", &fixture("codex"));
     assert_eq!(reports.len(), 1);
     let r = &reports[0];
-    assert_eq!((r["source_id"].as_str(), r["messages"].as_u64(), r["compactions"].as_u64()), (Some(CODEX_SESSION), Some(11), Some(1)));
-    for (what, n) in [("environment_context", 1), ("user_instructions", 1), ("event_msg user_message", 1), ("response_item ghost_snapshot", 1), ("x_future", 1)] {
+    assert_eq!(
+        (r["source_id"].as_str(), r["messages"].as_u64(), r["compactions"].as_u64()),
+        (Some(CODEX_SESSION), Some(11), Some(1))
+    );
+    for (what, n) in [
+        ("environment_context", 1),
+        ("user_instructions", 1),
+        ("event_msg user_message", 1),
+        ("response_item ghost_snapshot", 1),
+        ("x_future", 1),
+    ] {
         assert_eq!(r["skipped"][what], n, "{what}: {}", r["skipped"]);
     }
     assert_eq!(r["versions"], serde_json::json!(["0.63.0"]));
@@ -112,16 +139,26 @@ fn a_codex_rollout_with_a_compacted_item_starts_its_live_view_with_that_summary(
     assert_eq!(first_text(&view.entries[1].parts), "Fix the failing test.");
 
     let full = store.full_history(id).unwrap();
-    assert_eq!(first_text(&full[0].parts), "Add a --json flag to the list command.", "injected context is not a request");
+    assert_eq!(
+        first_text(&full[0].parts),
+        "Add a --json flag to the list command.",
+        "injected context is not a request"
+    );
     let a = &full[1];
     assert!(matches!(&a.parts[0], Part::Thinking { text, signature: None } if text == "**Planning the flag**"));
     assert!(matches!(&a.parts[1], Part::RedactedThinking { data } if data == "gAAAAB-opaque-reasoning"), "kept opaque");
     assert!(matches!(&a.parts[2], Part::ToolCall { id, name, .. } if id == "call_1" && name == "shell"));
     let u = a.usage.unwrap();
     assert_eq!((u.input_tokens, u.cache_read_tokens, u.output_tokens, u.context_tokens), (1000, 4000, 120, Some(5000)));
-    assert!(matches!(&full[3].parts[0], Part::ToolCall { name, arguments, .. } if name == "apply_patch" && arguments.starts_with("*** Begin Patch")));
-    assert!(matches!(&full[5].parts[0], Part::ToolCall { name, arguments, .. } if name == "local_shell" && arguments.contains("\"cargo\"")));
-    assert!(matches!(&full[6].parts[0], Part::ToolResult { is_error: true, content, .. } if content.contains("1 failed")));
+    assert!(
+        matches!(&full[3].parts[0], Part::ToolCall { name, arguments, .. } if name == "apply_patch" && arguments.starts_with("*** Begin Patch"))
+    );
+    assert!(
+        matches!(&full[5].parts[0], Part::ToolCall { name, arguments, .. } if name == "local_shell" && arguments.contains("\"cargo\""))
+    );
+    assert!(
+        matches!(&full[6].parts[0], Part::ToolResult { is_error: true, content, .. } if content.contains("1 failed"))
+    );
     assert_eq!(full[0].created_at, millis("2025-11-20T10:01:00Z"));
 
     // What a policy would do with it.
@@ -141,13 +178,20 @@ fn a_grown_file_re_imported_appends_only_its_new_records() {
     let first: String = whole.lines().take(16).map(|l| format!("{l}\n")).collect();
     std::fs::write(&file, &first).unwrap();
     let r = &import(&home, "codex", &file)[0];
-    assert_eq!((r["outcome"].as_str(), r["messages"].as_u64(), r["compactions"].as_u64()), (Some("imported"), Some(8), Some(0)));
+    assert_eq!(
+        (r["outcome"].as_str(), r["messages"].as_u64(), r["compactions"].as_u64()),
+        (Some("imported"), Some(8), Some(0))
+    );
     let id = r["session"].as_str().unwrap().to_string();
 
     std::fs::write(&file, &whole).unwrap();
     let r = &import(&home, "codex", &dir)[0];
     assert_eq!((r["outcome"].as_str(), r["session"].as_str()), (Some("appended"), Some(id.as_str())), "{r}");
-    assert_eq!((r["messages"].as_u64(), r["compactions"].as_u64(), r["orphans"].as_u64()), (Some(2), Some(1), Some(1)), "{r}");
+    assert_eq!(
+        (r["messages"].as_u64(), r["compactions"].as_u64(), r["orphans"].as_u64()),
+        (Some(2), Some(1), Some(1)),
+        "{r}"
+    );
     let r = &import(&home, "codex", &file)[0];
     assert_eq!((r["outcome"].as_str(), r["messages"].as_u64()), (Some("unchanged"), Some(0)), "{r}");
 

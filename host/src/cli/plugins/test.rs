@@ -294,7 +294,7 @@ pub(super) fn on_history(
         usage: Usage::default(),
         error: None,
     };
-    let model = opts.model.clone().or(info.model.clone()).unwrap_or_else(|| "unknown-model".into());
+    let model = opts.model.clone().or(info.model).unwrap_or_else(|| "unknown-model".into());
     let fail = |code: &str, message: String| Some(Failure { code: code.into(), message });
     match plugin.manifest.kind {
         PluginKind::Provider => {
@@ -309,7 +309,7 @@ pub(super) fn on_history(
         kind => {
             let config = ClientConfig {
                 auto_compact: true,
-                db_path: Some(db.clone()),
+                db_path: Some(db),
                 dirs: Some(ctx.dirs.clone()),
                 project: Some(ctx.project.clone()),
                 ..ClientConfig::default()
@@ -380,7 +380,7 @@ fn build_request(
         tools: Vec::new(),
         max_tokens: 4096,
         stream: true,
-        base_url: info.default_base_url.clone(),
+        base_url: info.default_base_url,
         extra: "{}".into(),
     };
     let http = p.build_request(&request)?;
@@ -388,7 +388,7 @@ fn build_request(
     Ok(BuiltRequest {
         method: http.method.clone(),
         url: http.url.clone(),
-        headers: http.headers.clone(),
+        headers: http.headers,
         body: String::from_utf8_lossy(&body).into_owned(),
         messages: fragments.iter().filter(|f| !f.is_empty()).count(),
     })
