@@ -141,6 +141,9 @@ pub struct LoadedPlugin {
     pub sha256: String,
     /// The contract version it was built for.
     pub api_version: String,
+    /// The version of the Seshat plugin SDK it was built with (its `seshat-plugin-sdk` custom
+    /// section), when it says.
+    pub sdk_version: Option<String>,
     /// The limits it runs under.
     pub limits: Limits,
     /// Asked-for limits lowered to the maxima, each said in a sentence.
@@ -251,7 +254,8 @@ impl Runtime {
         for w in &warnings {
             tracing::warn!(plugin = %name, "{w}");
         }
-        Ok(LoadedPlugin { manifest, origin, sha256, api_version, limits, warnings, version, component })
+        let sdk_version = sdk_version(wasm);
+        Ok(LoadedPlugin { manifest, origin, sha256, api_version, sdk_version, limits, warnings, version, component })
     }
 }
 
@@ -288,6 +292,17 @@ fn inspect(component: &Component, plugin: &str) -> Result<(PluginKind, String, b
         found: format!("it exports seshat:plugin/{interface}, which no plugin kind exports"),
     })?;
     Ok((kind, version.to_string(), served))
+}
+
+/// The SDK version a plugin was built with: the `seshat-plugin-sdk` custom section the SDK's
+/// export macros write into its core module (searched through the component's nesting).
+fn sdk_version(wasm: &[u8]) -> Option<String> {
+    wasmparser::Parser::new(0).parse_all(wasm).find_map(|payload| match payload {
+        Ok(wasmparser::Payload::CustomSection(section)) if section.name() == "seshat-plugin-sdk" => {
+            std::str::from_utf8(section.data()).ok().map(str::to_string)
+        }
+        _ => None,
+    })
 }
 
 /// One sentence for a file that is not a WebAssembly component at all (instead of the parser's

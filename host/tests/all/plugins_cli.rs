@@ -462,7 +462,8 @@ fn install_checks_copies_and_refuses_to_replace_another_plugin_of_the_same_id() 
     let row = listed["plugins"].as_array().unwrap().iter().find(|p| p["id"] == "hostile").unwrap();
     assert_eq!(row["wasm"]["size"], std::fs::metadata(seshat_test_plugins::HOSTILE).unwrap().len());
     assert_eq!(row["wasm"]["sha256"].as_str().unwrap().len(), 64);
-    assert!(home.ok(&["plugins", "list"]).contains("  wasm: "), "a detail line for installed plugins");
+    assert_eq!(row["sdk_version"], "0.2.0", "the SDK's custom section: {row}");
+    assert!(home.ok(&["plugins", "list"]).contains(", sdk 0.2.0, installed "), "a detail line for installed plugins");
 
     // Another plugin under the same id is refused, naming both digests; --force replaces it.
     let other = home.path().join("other");
@@ -479,6 +480,9 @@ fn install_checks_copies_and_refuses_to_replace_another_plugin_of_the_same_id() 
         std::fs::read(dir.join("plugin.wasm")).unwrap(),
         std::fs::read(seshat_test_plugins::TRIMMER_0_1_0).unwrap()
     );
+    let listed = listing(&home);
+    let row = listed["plugins"].as_array().unwrap().iter().find(|p| p["id"] == "hostile").unwrap();
+    assert!(row["sdk_version"].is_null(), "built with wit-bindgen alone, no SDK section: {row}");
 
     // For a project: under its .seshat/plugins; a broken file is refused, nothing copied.
     let project = home.path().join("proj");

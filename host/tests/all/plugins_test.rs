@@ -228,3 +228,34 @@ fn check_runs_the_built_in_fixture_through_every_kind() {
         "check catches a plugin that panics on a real history: {err}"
     );
 }
+
+#[test]
+fn a_summariser_can_call_a_real_model_through_a_provider() {
+    let home = Home::new();
+    let id = session_with_long_results(&home);
+    let server = crate::server::Server::route(|req| {
+        assert_eq!((req.method.as_str(), req.path.as_str()), ("POST", "/v1/chat/completions"), "{req:?}");
+        crate::server::Reply::json(
+            200,
+            r#"{"id":"c1","object":"chat.completion","model":"summ-1","choices":[{"index":0,"message":{"role":"assistant","content":"A REAL SUMMARY: parse_escape fixed."},"finish_reason":"stop"}],"usage":{"prompt_tokens":900,"completion_tokens":9}}"#,
+        )
+    });
+    let out = home
+        .cmd()
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url()))
+        .args(["plugins", "test", "summariser", &id, "--window", "4096", "--provider", "openai", "--model", "summ-1", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &v["results"][0];
+    assert_eq!(r["answered_by"], serde_json::json!({"kind": "provider", "provider": "openai", "model": "summ-1"}));
+    assert_eq!(r["summary"], "A REAL SUMMARY: parse_escape fixed.", "{r}");
+    let sent = server.requests();
+    assert_eq!(sent.len(), 1);
+    let body = sent[0].json();
+    assert_eq!(body["model"], "summ-1");
+    let asked = body["messages"].to_string();
+    assert!(asked.contains("Fix parse_escape; never touch the public API."), "the transcript was sent: {asked}");
+    assert_eq!(sent[0].header("authorization"), None, "a keyless local server gets no credential");
+}

@@ -21,6 +21,8 @@ struct Row {
     id: String,
     kind: PluginKind,
     api_version: Option<String>,
+    /// The plugin SDK it was built with, when it says.
+    sdk_version: Option<String>,
     #[serde(flatten)]
     origin: Origin,
     description: String,
@@ -75,6 +77,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             id: entry.manifest.id.clone(),
             kind,
             api_version: loaded.as_ref().ok().map(|l| l.api_version.clone()),
+            sdk_version: loaded.as_ref().ok().and_then(|l| l.sdk_version.clone()),
             origin: entry.origin.clone(),
             description: entry.manifest.description.clone(),
             allowed_hosts: entry.manifest.allowed_hosts.clone(),
@@ -121,9 +124,10 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         if let Some(w) = &r.wasm {
             writeln!(
                 out,
-                "  wasm: {} KiB, sha256 {}, installed {}",
+                "  wasm: {} KiB, sha256 {}, sdk {}, installed {}",
                 w.size.div_ceil(1024),
                 w.sha256.as_deref().map_or("-", |s| &s[..12]),
+                r.sdk_version.as_deref().unwrap_or("none"),
                 w.installed_at.map_or("?".to_string(), format::time)
             )?;
         }
