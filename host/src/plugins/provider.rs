@@ -381,15 +381,24 @@ impl ProviderPlugin {
         let id = self.slot.id.clone();
         let invalid = |message: String| Error::InvalidOutput { plugin: id.clone(), message };
         if http.method.is_empty() || !http.method.bytes().all(|c| c.is_ascii_uppercase()) {
-            return Err(invalid(format!("`{}` is not an HTTP method", http.method)));
+            return Err(invalid(format!(
+                "`{}` is not an HTTP method: a method is upper-case ASCII letters, e.g. `POST`",
+                http.method
+            )));
         }
         if !(http.url.starts_with("https://") || http.url.starts_with("http://")) {
-            return Err(invalid(format!("`{}` is not an http(s) URL", http.url)));
+            return Err(invalid(format!(
+                "`{}` is not an http(s) URL: it must start with https:// or http://",
+                http.url
+            )));
         }
         for (name, value) in &http.headers {
             let name_ok = !name.is_empty() && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_');
             if !name_ok || value.bytes().any(|c| c == b'\r' || c == b'\n') {
-                return Err(invalid(format!("invalid header `{name}`")));
+                return Err(invalid(format!(
+                    "invalid header `{name}`: a name is ASCII letters, digits, `-` and `_`, and a value holds no line \
+                     break"
+                )));
             }
         }
         let splice = match http.splice {

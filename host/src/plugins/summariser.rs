@@ -234,7 +234,7 @@ impl SummariserPlugin {
             },
         )?;
         if summary.trim().is_empty() {
-            return Err(Error::InvalidOutput { plugin: self.slot.id.clone(), message: "the summary is empty".into() });
+            return Err(Error::InvalidOutput { plugin: self.slot.id.clone(), message: "the summary is empty: a summariser must return the summary's text, or an error when it cannot write one".into() });
         }
         Ok(summary)
     }

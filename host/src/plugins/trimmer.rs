@@ -440,9 +440,14 @@ pub fn validate(edits: &[TrimEdit], messages: &[TrimMessage]) -> std::result::Re
     for (i, edit) in edits.iter().enumerate() {
         let (message, part) = edit.target();
         let msg =
-            by_id.get(&message).ok_or_else(|| format!("edit {i} names message {message}, which it was not given"))?;
+            by_id.get(&message).ok_or_else(|| {
+            format!("edit {i} names message {message}, which it was not given: edits may name only the messages of the history")
+        })?;
         if msg.protected {
-            return Err(format!("edit {i} trims message {message}, which is protected"));
+            return Err(format!(
+                "edit {i} trims message {message}, which is protected: the latest two user turns and pinned messages \
+                 may not be trimmed"
+            ));
         }
         let p = msg.parts.get(part as usize).ok_or_else(|| {
             format!("edit {i} names part {part} of message {message}, which has {} parts", msg.parts.len())
@@ -488,7 +493,7 @@ pub fn validate(edits: &[TrimEdit], messages: &[TrimMessage]) -> std::result::Re
             return Err(format!("edit {i} does not shorten message {message} part {part} ({} bytes): {rule}", p.bytes));
         }
         if !seen.insert((message, part)) {
-            return Err(format!("edit {i} edits message {message} part {part} a second time"));
+            return Err(format!("edit {i} edits message {message} part {part} a second time: one edit per part"));
         }
     }
     Ok(())

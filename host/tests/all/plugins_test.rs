@@ -243,7 +243,19 @@ fn a_summariser_can_call_a_real_model_through_a_provider() {
     let out = home
         .cmd()
         .env("OPENAI_BASE_URL", format!("{}/v1", server.url()))
-        .args(["plugins", "test", "summariser", &id, "--window", "4096", "--provider", "openai", "--model", "summ-1", "--json"])
+        .args([
+            "plugins",
+            "test",
+            "summariser",
+            &id,
+            "--window",
+            "4096",
+            "--provider",
+            "openai",
+            "--model",
+            "summ-1",
+            "--json",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -258,4 +270,25 @@ fn a_summariser_can_call_a_real_model_through_a_provider() {
     let asked = body["messages"].to_string();
     assert!(asked.contains("Fix parse_escape; never touch the public API."), "the transcript was sent: {asked}");
     assert_eq!(sent[0].header("authorization"), None, "a keyless local server gets no credential");
+}
+
+#[test]
+fn a_providers_invalid_request_is_reported_with_the_rule_it_broke() {
+    let home = Home::new();
+    let id = session_with_long_results(&home);
+    for (model, rule) in [
+        ("bad-url", "`file:///etc/passwd` is not an http(s) URL: it must start with https:// or http://"),
+        ("bad-splice", "the messages' place (1000) is past the end of the 0-byte body"),
+    ] {
+        let out = home
+            .cmd()
+            .args(["plugins", "test", seshat_test_plugins::PROVIDER, &id, "--model", model, "--json"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let e = &v["results"][0]["error"];
+        assert_eq!(e["code"], "plugin_invalid_output", "{e}");
+        assert!(e["message"].as_str().unwrap().contains(rule), "{model}: {e}");
+    }
 }
