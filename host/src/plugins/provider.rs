@@ -322,6 +322,11 @@ impl ProviderPlugin {
         Ok(Self { allowed_hosts: plugin.manifest.allowed_hosts.clone(), pre, slot: slot.with_bindings() })
     }
 
+    /// Texts its log lines and panic messages never show (the host passes the credential).
+    pub fn redact_logs(&mut self, secrets: Vec<String>) {
+        self.slot.redact(secrets);
+    }
+
     /// The SHA-256 of its `.wasm`, in hex.
     pub fn sha256(&self) -> &str {
         &self.slot.sha256

@@ -69,6 +69,8 @@ pub(super) struct Diagnostics {
     dropped: usize,
     /// The message the SDK's panic hook handed over, for the trap that follows.
     pub(super) panic: Option<String>,
+    /// Texts never shown (a provider's credential), replaced by `[redacted]`.
+    pub(super) secrets: Vec<String>,
 }
 
 /// The level of a plugin's log line.
@@ -94,10 +96,20 @@ fn bounded(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
 }
 
 impl Diagnostics {
+    /// A plugin's text as the host shows it: secrets redacted, cut to [`LOG_LINE_BYTES`], control
+    /// characters as escapes.
+    fn render(&self, message: &str) -> String {
+        let mut text = message.to_string();
+        for secret in self.secrets.iter().filter(|s| !s.is_empty()) {
+            text = text.replace(secret.as_str(), "[redacted]");
+        }
+        crate::conversation::visible(&bounded(&text, LOG_LINE_BYTES)).into_owned()
+    }
+
     /// Writes one of the plugin's lines to the host's log: shown visibly, bounded per line and
     /// per call, never on stdout.
     pub(super) fn log(&mut self, level: LogLevel, message: &str) {
-        let line = crate::conversation::visible(&bounded(message, LOG_LINE_BYTES)).into_owned();
+        let line = self.render(message);
         if self.bytes + line.len() > LOG_CALL_BYTES {
             self.dropped += 1;
             return;
@@ -115,7 +127,7 @@ impl Diagnostics {
 
     /// Keeps a panic message for the error of the trap that follows.
     pub(super) fn panicked(&mut self, message: &str) {
-        self.panic = Some(bounded(message, LOG_LINE_BYTES).into_owned());
+        self.panic = Some(self.render(message));
     }
 
     /// Ends a call: says how many lines went unshown, and starts the next call's count.
@@ -241,7 +253,7 @@ pub(super) fn classify<H>(
     } else {
         let message = match (err.downcast_ref::<Trap>(), &data.diagnostics.panic) {
             // The SDK's panic hook handed the message over before the trap.
-            (_, Some(panic)) => format!("it panicked: {}", crate::conversation::visible(panic)),
+            (_, Some(panic)) => format!("it panicked: {panic}"),
             // A Rust plugin's panic ends in `unreachable`.
             (Some(Trap::UnreachableCodeReached), None) => {
                 format!("{} (a panic in the plugin)", Trap::UnreachableCodeReached)
@@ -282,7 +294,10 @@ pub(super) fn prepare<H: Send + 'static, P>(
         .and_then(typed)
         .map_err(|e| super::link_error(&id, &e))?;
     let sha256 = plugin.sha256.clone();
-    Ok((pre, Slot { id, kind, limits: plugin.limits, sha256, usage: Usage::default(), live: None }))
+    Ok((
+        pre,
+        Slot { id, kind, limits: plugin.limits, sha256, usage: Usage::default(), secrets: Vec::new(), live: None },
+    ))
 }
 
 /// A kind's linker, built once per process.
@@ -331,13 +346,23 @@ pub(super) struct Slot<H: 'static, B> {
     /// The SHA-256 of the plugin's `.wasm`.
     pub(super) sha256: String,
     pub(super) usage: Usage,
+    /// Texts its log lines never show ([`Diagnostics::secrets`]).
+    secrets: Vec<String>,
     live: Option<(Store<State<H>>, B)>,
 }
 
 impl<H: Default + Send + 'static> Slot<H, ()> {
     /// The slot for instances with bindings of type `B`.
     pub(super) fn with_bindings<B>(self) -> Slot<H, B> {
-        Slot { id: self.id, kind: self.kind, limits: self.limits, sha256: self.sha256, usage: self.usage, live: None }
+        Slot {
+            id: self.id,
+            kind: self.kind,
+            limits: self.limits,
+            sha256: self.sha256,
+            usage: self.usage,
+            secrets: self.secrets,
+            live: None,
+        }
     }
 }
 
@@ -352,6 +377,7 @@ impl<H: Default + Send + 'static, B> Slot<H, B> {
     ) -> super::Result<R> {
         if self.live.is_none() {
             let mut store = new_store(&self.limits, &self.id, H::default());
+            store.data_mut().diagnostics.secrets.clone_from(&self.secrets);
             start_call(&mut store);
             match instantiate(&mut store) {
                 Ok(b) => self.live = Some((store, b)),
@@ -377,6 +403,14 @@ impl<H: Default + Send + 'static, B> Slot<H, B> {
         result
     }
 
+    /// Texts the plugin's log lines and panic messages must never show (a credential).
+    pub(super) fn redact(&mut self, secrets: Vec<String>) {
+        if let Some((store, _)) = self.live.as_mut() {
+            store.data_mut().diagnostics.secrets.clone_from(&secrets);
+        }
+        self.secrets = secrets;
+    }
+
     /// The live instance's store, if any (to release guest resources).
     pub(super) fn store_mut(&mut self) -> Option<&mut Store<State<H>>> {
         self.live.as_mut().map(|(s, _)| s)
@@ -385,5 +419,19 @@ impl<H: Default + Send + 'static, B> Slot<H, B> {
     /// Whether an instance is live.
     pub(super) fn is_live(&self) -> bool {
         self.live.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plugins_text_is_redacted_bounded_and_shown_visibly() {
+        let d = Diagnostics { secrets: vec!["sk-live-123".into(), String::new()], ..Diagnostics::default() };
+        assert_eq!(d.render("key sk-live-123 \x1b[31m"), "key [redacted] \\u{1b}[31m");
+        let long = d.render(&"é".repeat(3000));
+        assert!(long.len() < LOG_LINE_BYTES + 32 && long.ends_with("bytes cut]"), "{}", long.len());
+        assert!(long.starts_with("éé"), "cut at a character boundary");
     }
 }

@@ -108,6 +108,11 @@ impl Credentials {
         }
     }
 
+    /// The key, for redacting it from what plugins say.
+    pub(crate) fn key_text(&self) -> Option<&str> {
+        self.key.as_ref().map(Secret::expose)
+    }
+
     /// Whether a key will be sent.
     pub fn has_key(&self) -> bool {
         self.key.is_some()

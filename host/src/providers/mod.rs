@@ -233,6 +233,8 @@ impl Provider {
         let base_url = configured.unwrap_or_else(|| info.default_base_url.clone()).trim_end_matches('/').to_string();
         let credentials = Credentials::from_env(&info, config.api_key_env.as_deref(), base_configured)
             .map_err(|m| Error::NotConfigured(format!("no API key for provider `{name}`: {m}")))?;
+        // The plugin never sees the key; were it to meet it anyway, its logs would not show it.
+        p.redact_logs(credentials.key_text().map(str::to_string).into_iter().collect());
         let d = Settings::default();
         let secs = |v: Option<u64>, d: Duration| v.map_or(d, Duration::from_secs);
         let settings = Settings {
