@@ -270,6 +270,17 @@ fn a_summariser_can_call_a_real_model_through_a_provider() {
     let asked = body["messages"].to_string();
     assert!(asked.contains("Fix parse_escape; never touch the public API."), "the transcript was sent: {asked}");
     assert_eq!(sent[0].header("authorization"), None, "a keyless local server gets no credential");
+    // --model alone: the configured provider (here the one the environment points at).
+    let out = home
+        .cmd()
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url()))
+        .args(["plugins", "test", "summariser", &id, "--window", "4096", "--model", "summ-1", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["results"][0]["answered_by"]["provider"], "openai");
+    assert_eq!(server.requests().len(), 2);
 }
 
 #[test]

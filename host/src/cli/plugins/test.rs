@@ -33,7 +33,8 @@ pub struct Args {
     /// A summariser's model calls go to this provider instead of the echo stub.
     #[arg(long)]
     provider: Option<String>,
-    /// The model a summariser's calls go to (with --provider; default: the session's model).
+    /// A summariser's model calls go to this model instead of the echo stub (through --provider,
+    /// else the configured provider; with --provider alone: the session's model).
     #[arg(long, value_name = "MODEL")]
     model: Option<String>,
     /// Print JSON.
@@ -315,13 +316,15 @@ pub(super) fn on_history(
                 ..ClientConfig::default()
             };
             let mut client = Client::new(config, Arc::new(EchoModel))?;
-            let answerer = match &opts.provider {
-                Some(name) => {
-                    let provider = seshat::providers::SharedProvider::new(client.load_provider(Some(name))?);
-                    client.set_models(Arc::new(provider) as Arc<dyn ModelClient>);
-                    Answerer { kind: "provider", provider: Some(name.clone()), model: model.clone() }
-                }
-                None => Answerer { kind: "echo", provider: None, model: ECHO_MODEL.into() },
+            // A real model only when asked for (`--provider`, `--model` or both; the configured
+            // provider when only the model is named); the echo stub otherwise.
+            let answerer = if kind == PluginKind::Summariser && (opts.provider.is_some() || opts.model.is_some()) {
+                let provider = client.load_provider(opts.provider.as_deref())?;
+                let name = provider.name().to_string();
+                client.set_models(Arc::new(seshat::providers::SharedProvider::new(provider)) as Arc<dyn ModelClient>);
+                Answerer { kind: "provider", provider: Some(name), model: model.clone() }
+            } else {
+                Answerer { kind: "echo", provider: None, model: ECHO_MODEL.into() }
             };
             let mut settings = client.settings(&model, Some(window), 0);
             settings.summary_model = Some(answerer.model.clone());
