@@ -204,6 +204,17 @@ fn check_refuses_other_worlds_and_versions_with_the_reason() {
     assert!(err.contains("cannot read /no/such.wasm"), "{err}");
 }
 
+/// Builds a plugin crate for wasm32-wasip2 into `target`, as its README says.
+fn build_plugin(dir: &Path, target: &Path, what: &str) {
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--release", "--quiet", "--target", "wasm32-wasip2"])
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", target)
+        .status()
+        .unwrap();
+    assert!(status.success(), "{what}");
+}
+
 #[test]
 fn plugins_new_makes_a_crate_that_builds_and_loads() {
     let home = Home::new();
@@ -221,13 +232,7 @@ fn plugins_new_makes_a_crate_that_builds_and_loads() {
     // Built the way the README says, in its own directory (its own workspace), sharing only the
     // compiled dependencies with the repository's plugins.
     let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/wasm-plugins");
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--release", "--quiet", "--target", "wasm32-wasip2"])
-        .current_dir(&dir)
-        .env("CARGO_TARGET_DIR", &target)
-        .status()
-        .unwrap();
-    assert!(status.success(), "the new plugin does not build");
+    build_plugin(&dir, &target, "the new plugin does not build");
     let wasm = target.join("wasm32-wasip2/release/my_trimmer.wasm");
     std::fs::copy(&wasm, dir.join("plugin.wasm")).unwrap();
     let out = home.ok(&["plugins", "check", dir.join("plugin.wasm").to_str().unwrap()]);
@@ -263,13 +268,7 @@ seshat_plugin_sdk::export_trimmer!(Plugin);
 "#,
     )
     .unwrap();
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--release", "--quiet", "--target", "wasm32-wasip2"])
-        .current_dir(&dir)
-        .env("CARGO_TARGET_DIR", &target)
-        .status()
-        .unwrap();
-    assert!(status.success(), "the plugin using the SDK's helpers does not build");
+    build_plugin(&dir, &target, "the plugin using the SDK's helpers does not build");
     std::fs::copy(&wasm, dir.join("plugin.wasm")).unwrap();
     config(&home, "[plugins.options.trimmer]\nmark = \"m1\"\n");
     let out = home
@@ -295,13 +294,7 @@ seshat_plugin_sdk::export_trimmer!(Plugin);
     home.ok(&["plugins", "new", "summariser", "my-summariser", "--dir", sdir.to_str().unwrap()]);
     std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/Cargo.lock"), sdir.join("Cargo.lock"))
         .unwrap();
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--release", "--quiet", "--target", "wasm32-wasip2"])
-        .current_dir(&sdir)
-        .env("CARGO_TARGET_DIR", &target)
-        .status()
-        .unwrap();
-    assert!(status.success(), "the summariser template does not build");
+    build_plugin(&sdir, &target, "the summariser template does not build");
     let out = home.ok(&["plugins", "check", target.join("wasm32-wasip2/release/my_summariser.wasm").to_str().unwrap()]);
     assert!(out.contains("gave a summary of ") && out.contains("(1 model calls, answered by the echo stub)"), "{out}");
 
