@@ -16,6 +16,7 @@ const RULES: &[(&str, &[&str])] = &[
     ("memory", &["client", "cli", "compaction", "plugins", "providers"]),
     ("compaction", &["client", "cli", "providers"]),
     ("foreign", &["client", "cli", "compaction", "memory", "plugins", "providers"]),
+    ("knowledge", &["client", "cli"]),
 ];
 
 fn sources(root: &Path) -> Vec<PathBuf> {

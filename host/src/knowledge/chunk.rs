@@ -1,0 +1,206 @@
+//! Documents cut into chunks by their structure, not by byte count: Markdown by headings and
+//! paragraphs (text-splitter's Markdown splitter), other text by paragraphs, lines and sentences
+//! (its text splitter). Sizes are Seshat's own token estimate, so a chunk's size means what the
+//! window means; neighbouring chunks overlap a little. Each chunk keeps its line range and, for
+//! Markdown, the path of headings it sits under. Pure: no I/O.
+
+use std::ops::Range;
+
+use text_splitter::{ChunkConfig, ChunkSizer, MarkdownSplitter, TextSplitter};
+
+/// How a document is split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Markdown: headings, then paragraphs, then lines and sentences.
+    Markdown,
+    /// Source code: blank-line separated blocks, then lines (syntax-aware splitting comes with
+    /// the grammars).
+    Code,
+    /// Anything else that is text.
+    Text,
+}
+
+impl Kind {
+    /// The kind of a file by its extension; `None` for what is not indexed as text.
+    pub fn of(path: &std::path::Path) -> Option<Self> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        Some(match ext.as_str() {
+            "md" | "markdown" | "mdx" => Kind::Markdown,
+            "rs" | "py" | "go" | "js" | "ts" | "tsx" | "jsx" | "java" | "c" | "h" | "cc" | "cpp" | "hpp" | "rb"
+            | "sh" | "toml" | "yaml" | "yml" | "json" | "sql" | "swift" | "kt" | "cs" | "php" | "lua" => Kind::Code,
+            "txt" | "rst" | "adoc" | "org" | "csv" | "log" | "html" | "xml" => Kind::Text,
+            _ => return None,
+        })
+    }
+
+    /// Its name in the index.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Markdown => "markdown",
+            Kind::Code => "code",
+            Kind::Text => "text",
+        }
+    }
+}
+
+/// One chunk of a document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chunk {
+    /// Its first line, from 1.
+    pub start_line: u32,
+    /// Its last line (inclusive).
+    pub end_line: u32,
+    /// The headings it sits under, outermost first, joined by ` > ` (Markdown; empty otherwise).
+    pub heading: String,
+    /// Its text, exactly as in the document.
+    pub text: String,
+    /// Its estimated tokens.
+    pub tokens: u64,
+}
+
+/// Sizes chunks by Seshat's token estimate.
+struct Estimate;
+
+impl ChunkSizer for Estimate {
+    fn size(&self, chunk: &str) -> usize {
+        crate::window::estimate_text(chunk) as usize
+    }
+}
+
+/// Chunk size in estimated tokens, and how much neighbours overlap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sizing {
+    /// The most tokens a chunk holds (a longer unit — one huge line — is cut at words).
+    pub max_tokens: usize,
+    /// Tokens of the end of one chunk repeated at the start of the next.
+    pub overlap_tokens: usize,
+}
+
+impl Default for Sizing {
+    fn default() -> Self {
+        Sizing { max_tokens: 400, overlap_tokens: 40 }
+    }
+}
+
+/// `text` cut into chunks.
+pub fn chunks(text: &str, kind: Kind, sizing: Sizing) -> Vec<Chunk> {
+    let max = sizing.max_tokens.max(8);
+    let config = ChunkConfig::new(max)
+        .with_sizer(Estimate)
+        .with_overlap(sizing.overlap_tokens.min(max / 2))
+        .expect("the overlap is below the capacity");
+    let spans: Vec<Range<usize>> = match kind {
+        Kind::Markdown => MarkdownSplitter::new(config).chunk_indices(text).map(|(at, c)| at..at + c.len()).collect(),
+        Kind::Code | Kind::Text => {
+            TextSplitter::new(config).chunk_indices(text).map(|(at, c)| at..at + c.len()).collect()
+        }
+    };
+    let starts = line_starts(text);
+    let headings = if kind == Kind::Markdown { headings(text) } else { Vec::new() };
+    spans
+        .into_iter()
+        .filter(|r| !text[r.clone()].trim().is_empty())
+        .map(|r| {
+            let chunk = &text[r.clone()];
+            Chunk {
+                start_line: line_of(&starts, r.start),
+                end_line: line_of(&starts, r.end.saturating_sub(1).max(r.start)),
+                heading: heading_at(&headings, r.start, chunk),
+                text: chunk.to_string(),
+                tokens: crate::window::estimate_text(chunk),
+            }
+        })
+        .collect()
+}
+
+/// The byte offset of each line's start.
+fn line_starts(text: &str) -> Vec<usize> {
+    std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect()
+}
+
+/// The 1-based line holding byte `at`.
+fn line_of(starts: &[usize], at: usize) -> u32 {
+    (starts.partition_point(|&s| s <= at)) as u32
+}
+
+/// Markdown headings outside fenced code: (byte offset, level, title).
+fn headings(text: &str) -> Vec<(usize, usize, String)> {
+    let mut out = Vec::new();
+    let mut fence: Option<&str> = None;
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        if let Some(f) = fence {
+            if trimmed.starts_with(f) {
+                fence = None;
+            }
+        } else if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            fence = Some(&trimmed[..3]);
+        } else if let Some(rest) = line.strip_prefix('#') {
+            let level = 1 + rest.chars().take_while(|&c| c == '#').count();
+            let title = rest.trim_start_matches('#');
+            if level <= 6 && (title.starts_with(' ') || title.trim().is_empty()) {
+                out.push((at, level, title.trim().trim_end_matches('#').trim().to_string()));
+            }
+        }
+        at += line.len();
+    }
+    out
+}
+
+/// The heading path in force at byte `at` — or, for a chunk that opens with a heading, that
+/// heading's path.
+fn heading_at(headings: &[(usize, usize, String)], at: usize, chunk: &str) -> String {
+    let lead = chunk.len() - chunk.trim_start().len();
+    let mut path: Vec<(usize, &str)> = Vec::new();
+    for (pos, level, title) in headings {
+        if *pos > at + lead {
+            break;
+        }
+        path.retain(|(l, _)| l < level);
+        path.push((*level, title));
+    }
+    path.iter().map(|(_, t)| *t).collect::<Vec<_>>().join(" > ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DOC: &str = "# Guide\n\nIntro paragraph.\n\n## Install\n\nRun the installer.\nThen restart.\n\n```sh\n# not a heading\nmake\n```\n\n## Use\n\nOpen the app.\n";
+
+    #[test]
+    fn markdown_chunks_keep_their_lines_and_heading_path() {
+        let got = chunks(DOC, Kind::Markdown, Sizing { max_tokens: 16, overlap_tokens: 0 });
+        let spans: Vec<(u32, u32, &str)> = got.iter().map(|c| (c.start_line, c.end_line, c.heading.as_str())).collect();
+        // Sections first; the fenced block (whose `#` line is no heading) shares a chunk with the
+        // short section after it, and the chunk is filed under where it starts.
+        assert_eq!(spans, [(1, 3, "Guide"), (5, 8, "Guide > Install"), (10, 17, "Guide > Install")], "{got:#?}");
+        let lines: Vec<&str> = DOC.lines().collect();
+        for c in &got {
+            assert_eq!(c.text, lines[c.start_line as usize - 1..c.end_line as usize].join("\n"), "exact lines");
+        }
+        let small = chunks(DOC, Kind::Markdown, Sizing { max_tokens: 8, overlap_tokens: 0 });
+        let last = small.iter().find(|c| c.text.contains("Open the app.")).unwrap();
+        assert_eq!((last.heading.as_str(), last.end_line), ("Guide > Use", 17), "{small:#?}");
+    }
+
+    #[test]
+    fn text_is_cut_within_the_token_budget_and_overlaps() {
+        let text: String = (1..=200).map(|i| format!("Line {i} says something about topic {i}.\n")).collect();
+        let got = chunks(&text, Kind::Text, Sizing { max_tokens: 100, overlap_tokens: 20 });
+        assert!(got.len() > 5);
+        assert!(got.iter().all(|c| c.tokens <= 100), "{:?}", got.iter().map(|c| c.tokens).collect::<Vec<_>>());
+        assert_eq!(got[0].start_line, 1);
+        assert_eq!(got.last().unwrap().end_line, 200);
+        assert!(got.windows(2).all(|w| w[1].start_line <= w[0].end_line), "neighbours overlap");
+    }
+
+    #[test]
+    fn kinds_by_extension() {
+        assert_eq!(Kind::of(std::path::Path::new("a/README.md")), Some(Kind::Markdown));
+        assert_eq!(Kind::of(std::path::Path::new("src/lib.rs")), Some(Kind::Code));
+        assert_eq!(Kind::of(std::path::Path::new("notes.txt")), Some(Kind::Text));
+        assert_eq!(Kind::of(std::path::Path::new("logo.png")), None);
+    }
+}
