@@ -3,6 +3,7 @@
 mod chat;
 mod compact;
 mod format;
+mod knowledge;
 mod mcp;
 mod memory;
 mod plugins;
@@ -45,6 +46,9 @@ enum Command {
     Memory(memory::Args),
     /// Serve the memory tools over MCP (stdio) for other agents.
     Mcp(mcp::Args),
+    /// Documents the agent can search: add files and directories, list, remove, search.
+    #[command(subcommand)]
+    Knowledge(knowledge::KnowledgeCommand),
     /// List, check and create plugins (trimmers, summarisers, providers).
     #[command(subcommand)]
     Plugins(plugins::PluginsCommand),
@@ -101,5 +105,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Memory(args) => memory::run(&ctx, &args),
         Command::Compact(args) => compact::run(&ctx, &args),
         Command::Mcp(args) => mcp::run(&ctx, &args),
+        Command::Knowledge(cmd) => knowledge::run(&ctx, cmd),
     }
 }

@@ -1,5 +1,10 @@
 //! Knowledge: documents the agent can search (issue "Retrieval and knowledge", in progress).
-//! So far the chunker: documents cut by structure into chunks that keep their lines and heading
-//! path. Storage, indexing and search build on it.
+//! `chunk` cuts a document by its structure; `index` walks files as ripgrep does and keeps the
+//! index (the store's `knowledge` tables, migration 0008) in step with them. Search is lexical
+//! (FTS5 bm25) until embedders land.
 
 pub mod chunk;
+pub mod index;
+
+pub use chunk::{Chunk, Kind, Sizing};
+pub use index::{AddReport, Error, Skipped, Target, add};

@@ -267,7 +267,7 @@ fn query_terms(query: &str) -> Vec<(&str, bool)> {
 /// its identifiers (a term that holds a digit or joins words with punctuation, like `TF123-K45` or
 /// `src/a.rs:42`) as an exact phrase; `all`, every one of its words (when it has two or more);
 /// `any`, any of them. Every term is quoted, so nothing typed is FTS5 syntax.
-fn match_queries(query: &str) -> [Option<String>; 3] {
+pub(super) fn match_queries(query: &str) -> [Option<String>; 3] {
     let quote = |t: &str| format!("\"{}\"", t.replace('"', "\"\""));
     let terms = query_terms(query);
     let identifiers: Vec<String> = terms.iter().filter(|t| t.1).map(|t| quote(t.0)).collect();

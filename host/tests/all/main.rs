@@ -16,6 +16,7 @@ mod foreign;
 mod history;
 mod hostile;
 mod ids;
+mod knowledge;
 mod local;
 mod memory;
 mod memory_cli;

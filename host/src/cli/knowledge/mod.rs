@@ -1,0 +1,67 @@
+//! `seshat knowledge …`: documents the agent can search — add files and directories, list,
+//! remove (from the index only, never the files), search.
+
+mod add;
+mod list;
+mod remove;
+mod search;
+
+use std::process::ExitCode;
+
+use clap::Subcommand;
+
+use super::Context;
+
+/// The `knowledge` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum KnowledgeCommand {
+    /// Index files and directories (respecting .gitignore and hidden files, as ripgrep does);
+    /// run again to pick up changes: only files whose content changed are indexed again.
+    Add(add::Args),
+    /// List the indexed documents.
+    List(list::Args),
+    /// Remove documents from the index (by path or id); your files are never touched.
+    Remove(remove::Args),
+    /// Search the indexed documents.
+    Search(search::Args),
+}
+
+/// Runs a `knowledge` subcommand.
+pub fn run(ctx: &Context, cmd: KnowledgeCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        KnowledgeCommand::Add(args) => add::run(ctx, &args),
+        KnowledgeCommand::List(args) => list::run(ctx, &args),
+        KnowledgeCommand::Remove(args) => remove::run(ctx, &args),
+        KnowledgeCommand::Search(args) => search::run(ctx, &args),
+    }
+}
+
+/// A scope as the index stores it, with the project key it goes with.
+pub(super) fn target(ctx: &Context, scope: Scope) -> seshat::knowledge::Target {
+    match scope {
+        Scope::Project => seshat::knowledge::Target { scope: "project".into(), project: ctx.project.clone() },
+        Scope::User => seshat::knowledge::Target { scope: "user".into(), project: String::new() },
+        Scope::Cross => seshat::knowledge::Target { scope: "cross".into(), project: String::new() },
+    }
+}
+
+/// Where documents live: this project's, the user's (every project), or general (every project).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scope {
+    /// This project only.
+    Project,
+    /// The user's, seen in every project.
+    User,
+    /// General knowledge, seen in every project.
+    Cross,
+}
+
+impl Scope {
+    fn as_str(self) -> &'static str {
+        match self {
+            Scope::Project => "project",
+            Scope::User => "user",
+            Scope::Cross => "cross",
+        }
+    }
+}

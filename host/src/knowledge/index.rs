@@ -1,0 +1,163 @@
+//! Adding files to the knowledge index: walked as ripgrep walks them (`.gitignore`, `.ignore`
+//! and hidden files respected, through the `ignore` crate), each file hashed and, when its content
+//! changed, chunked and stored; documents under a walked directory whose file is gone are dropped.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use super::chunk::{Kind, Sizing, chunks};
+use crate::store::{KnowledgeFilter, NewChunk, NewDocument, Store};
+
+/// Files larger than this are skipped (a generated file, a dump): not worth a chunk each.
+pub const MAX_FILE_BYTES: u64 = 4 << 20;
+
+/// Where added documents go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// `project`, `user` or `cross`.
+    pub scope: String,
+    /// The project key (for `project`; empty otherwise).
+    pub project: String,
+}
+
+/// What an `add` did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct AddReport {
+    /// Files looked at.
+    pub files: usize,
+    /// Files (re)indexed because their content was new or changed.
+    pub indexed: usize,
+    /// Files whose content was already indexed.
+    pub unchanged: usize,
+    /// Chunks written.
+    pub chunks: usize,
+    /// Documents dropped because their file is gone.
+    pub removed: usize,
+    /// Files not indexed, each with why.
+    pub skipped: Vec<Skipped>,
+}
+
+/// A file not indexed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Skipped {
+    /// The file.
+    pub path: PathBuf,
+    /// Why.
+    pub why: String,
+}
+
+/// Errors adding files.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A path given does not exist or cannot be read.
+    #[error("cannot read {path}: {cause}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        cause: std::io::Error,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] crate::store::Error),
+}
+
+/// The files under `paths`, walked as ripgrep walks them; a file named directly is taken even
+/// when an ignore file would skip it. Sorted, deduplicated, absolute.
+pub fn files(paths: &[PathBuf]) -> Result<(Vec<PathBuf>, Vec<PathBuf>), Error> {
+    let mut files = Vec::new();
+    let mut dirs = Vec::new();
+    for p in paths {
+        let abs = std::fs::canonicalize(p).map_err(|cause| Error::Io { path: p.clone(), cause })?;
+        if abs.is_dir() {
+            for entry in ignore::WalkBuilder::new(&abs).build().flatten() {
+                if entry.file_type().is_some_and(|t| t.is_file()) {
+                    files.push(entry.into_path());
+                }
+            }
+            dirs.push(abs);
+        } else {
+            files.push(abs);
+        }
+    }
+    files.sort();
+    files.dedup();
+    Ok((files, dirs))
+}
+
+/// Indexes `paths` into `target`; `progress` hears of each file (done, total, path).
+pub fn add(
+    store: &mut Store,
+    paths: &[PathBuf],
+    target: &Target,
+    sizing: Sizing,
+    progress: &mut dyn FnMut(usize, usize, &Path),
+) -> Result<AddReport, Error> {
+    let (files, dirs) = files(paths)?;
+    let mut report = AddReport { files: files.len(), ..AddReport::default() };
+    let seen: HashSet<String> = files.iter().map(|f| f.display().to_string()).collect();
+    for (i, file) in files.iter().enumerate() {
+        progress(i, files.len(), file);
+        let skip = |why: String| Skipped { path: file.clone(), why };
+        let Some(kind) = Kind::of(file) else {
+            report.skipped.push(skip("not a text format Seshat indexes (by its extension)".into()));
+            continue;
+        };
+        let meta = std::fs::metadata(file).map_err(|cause| Error::Io { path: file.clone(), cause })?;
+        if meta.len() > MAX_FILE_BYTES {
+            report.skipped.push(skip(format!("larger than {} MiB", MAX_FILE_BYTES >> 20)));
+            continue;
+        }
+        let bytes = std::fs::read(file).map_err(|cause| Error::Io { path: file.clone(), cause })?;
+        let Ok(text) = String::from_utf8(bytes) else {
+            report.skipped.push(skip("not UTF-8 text".into()));
+            continue;
+        };
+        if text.contains('\0') {
+            report.skipped.push(skip("binary (it holds NUL bytes)".into()));
+            continue;
+        }
+        let sha256: String = Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+        let path = file.display().to_string();
+        if store.knowledge_document(&target.scope, &target.project, &path)?.is_some_and(|(_, h)| h == sha256) {
+            report.unchanged += 1;
+            continue;
+        }
+        let cut: Vec<NewChunk> = chunks(&text, kind, sizing)
+            .into_iter()
+            .map(|c| NewChunk {
+                start_line: c.start_line,
+                end_line: c.end_line,
+                heading: c.heading,
+                text: c.text,
+                tokens: c.tokens,
+            })
+            .collect();
+        report.chunks += cut.len();
+        let doc = NewDocument {
+            scope: target.scope.clone(),
+            project: target.project.clone(),
+            path,
+            kind: kind.as_str().into(),
+            sha256,
+            bytes: text.len() as u64,
+        };
+        store.knowledge_put(&doc, &cut)?;
+        report.indexed += 1;
+    }
+    progress(files.len(), files.len(), Path::new(""));
+    // Documents under a walked directory whose file the walk no longer finds are gone.
+    let filter = KnowledgeFilter { project: &target.project, scope: Some(&target.scope) };
+    let gone: Vec<i64> = store
+        .knowledge_documents(filter)?
+        .into_iter()
+        .filter(|d| d.project == target.project)
+        .filter(|d| dirs.iter().any(|dir| Path::new(&d.path).starts_with(dir)) && !seen.contains(&d.path))
+        .map(|d| d.id)
+        .collect();
+    report.removed = store.knowledge_remove(&gone)?;
+    Ok(report)
+}

@@ -1,0 +1,214 @@
+//! The knowledge index (migration 0008): documents, their chunks and the FTS5 index over them.
+//! A document is replaced whole (its chunks with it) in one transaction, so a search never sees
+//! half of a re-indexed file.
+
+use rusqlite::{OptionalExtension, TransactionBehavior, params};
+use serde::Serialize;
+
+use super::{Result, Store, now_ms};
+
+/// A document to index: where it is and what it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewDocument {
+    /// `project`, `user` or `cross`.
+    pub scope: String,
+    /// The project key for `project`; empty otherwise.
+    pub project: String,
+    /// The file's absolute path.
+    pub path: String,
+    /// `markdown`, `code` or `text`.
+    pub kind: String,
+    /// The SHA-256 of the content indexed.
+    pub sha256: String,
+    /// Its size in bytes.
+    pub bytes: u64,
+}
+
+/// One chunk to store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewChunk {
+    /// First line, from 1.
+    pub start_line: u32,
+    /// Last line, inclusive.
+    pub end_line: u32,
+    /// The heading path (empty when none).
+    pub heading: String,
+    /// The text.
+    pub text: String,
+    /// Estimated tokens.
+    pub tokens: u64,
+}
+
+/// An indexed document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DocumentInfo {
+    /// Its id.
+    pub id: i64,
+    /// Its scope.
+    pub scope: String,
+    /// Its project key (empty outside `project`).
+    pub project: String,
+    /// Its path.
+    pub path: String,
+    /// How it was split.
+    pub kind: String,
+    /// The SHA-256 of what was indexed.
+    pub sha256: String,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// Its chunks.
+    pub chunks: u64,
+    /// When it was indexed (unix milliseconds).
+    pub indexed_at: i64,
+}
+
+/// A chunk a search found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChunkHit {
+    /// The chunk's id (what `knowledge_read` takes).
+    pub id: i64,
+    /// Its document's path.
+    pub path: String,
+    /// Its first line.
+    pub start_line: u32,
+    /// Its last line.
+    pub end_line: u32,
+    /// Its heading path.
+    pub heading: String,
+    /// The matching words in context, marked `[` `]`.
+    pub snippet: String,
+    /// bm25 (lower is better).
+    pub score: f64,
+}
+
+/// Which documents a listing or a search covers: this project's and every `user` and `cross`
+/// document, or one scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KnowledgeFilter<'a> {
+    /// The current project key.
+    pub project: &'a str,
+    /// Only this scope, when set.
+    pub scope: Option<&'a str>,
+}
+
+const VISIBLE: &str =
+    "((d.scope = 'project' AND d.project = ?1) OR d.scope <> 'project') AND (?2 IS NULL OR d.scope = ?2)";
+
+impl Store {
+    /// The id and content hash of an indexed document.
+    pub fn knowledge_document(&self, scope: &str, project: &str, path: &str) -> Result<Option<(i64, String)>> {
+        on_db!(self, "read the knowledge index", {
+            Ok(self
+                .conn
+                .prepare_cached("SELECT id, sha256 FROM documents WHERE scope = ?1 AND project = ?2 AND path = ?3")?
+                .query_row(params![scope, project, path], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?)
+        })
+    }
+
+    /// Indexes a document with its chunks, replacing what was indexed for its path. Returns its id.
+    pub fn knowledge_put(&mut self, doc: &NewDocument, chunks: &[NewChunk]) -> Result<i64> {
+        on_db!(self, "index a document", {
+            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.execute(
+                "DELETE FROM documents WHERE scope = ?1 AND project = ?2 AND path = ?3",
+                params![doc.scope, doc.project, doc.path],
+            )?;
+            tx.execute(
+                "INSERT INTO documents (scope, project, path, kind, sha256, bytes, indexed_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![doc.scope, doc.project, doc.path, doc.kind, doc.sha256, doc.bytes, now_ms()],
+            )?;
+            let id = tx.last_insert_rowid();
+            {
+                let mut insert = tx.prepare_cached(
+                    "INSERT INTO chunks (document_id, ordinal, start_line, end_line, heading, text, tokens) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                )?;
+                for (i, c) in chunks.iter().enumerate() {
+                    insert.execute(params![id, i as i64, c.start_line, c.end_line, c.heading, c.text, c.tokens])?;
+                }
+            }
+            tx.commit()?;
+            Ok(id)
+        })
+    }
+
+    /// The documents `filter` covers, by path.
+    pub fn knowledge_documents(&self, filter: KnowledgeFilter<'_>) -> Result<Vec<DocumentInfo>> {
+        on_db!(self, "list the knowledge index", {
+            let mut stmt = self.conn.prepare_cached(&format!(
+                "SELECT d.id, d.scope, d.project, d.path, d.kind, d.sha256, d.bytes, d.indexed_at, \
+                 (SELECT count(*) FROM chunks c WHERE c.document_id = d.id) FROM documents d WHERE {VISIBLE} \
+                 ORDER BY d.path, d.scope"
+            ))?;
+            let rows = stmt.query_map(params![filter.project, filter.scope], |r| {
+                Ok(DocumentInfo {
+                    id: r.get(0)?,
+                    scope: r.get(1)?,
+                    project: r.get(2)?,
+                    path: r.get(3)?,
+                    kind: r.get(4)?,
+                    sha256: r.get(5)?,
+                    bytes: r.get(6)?,
+                    indexed_at: r.get(7)?,
+                    chunks: r.get(8)?,
+                })
+            })?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+    }
+
+    /// Removes documents from the index (their chunks with them; never a file): by id. Returns
+    /// how many went.
+    pub fn knowledge_remove(&mut self, ids: &[i64]) -> Result<usize> {
+        on_db!(self, "remove from the knowledge index", {
+            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let mut removed = 0;
+            for id in ids {
+                removed += tx.execute("DELETE FROM documents WHERE id = ?1", [id])?;
+            }
+            tx.commit()?;
+            Ok(removed)
+        })
+    }
+
+    /// The chunks matching `query` among the documents `filter` covers, best first (bm25 over
+    /// text and heading; all the query's words when that finds something, else any), at most
+    /// `limit`.
+    pub fn knowledge_search(&self, filter: KnowledgeFilter<'_>, query: &str, limit: usize) -> Result<Vec<ChunkHit>> {
+        on_db!(self, "search the knowledge index", {
+            let [exact, all, any] = super::history::match_queries(query);
+            let mut stmt = self.conn.prepare_cached(&format!(
+                "SELECT c.id, d.path, c.start_line, c.end_line, c.heading, \
+                 snippet(chunk_fts, 0, '[', ']', '…', 16), bm25(chunk_fts, 1.0, 0.5) \
+                 FROM chunk_fts JOIN chunks c ON c.id = chunk_fts.rowid JOIN documents d ON d.id = c.document_id \
+                 WHERE chunk_fts MATCH ?3 AND {VISIBLE} ORDER BY bm25(chunk_fts, 1.0, 0.5), c.id LIMIT ?4"
+            ))?;
+            let mut hits: Vec<ChunkHit> = Vec::new();
+            for expr in [exact, all, any].into_iter().flatten() {
+                let found = stmt.query_map(params![filter.project, filter.scope, expr, limit as i64], |r| {
+                    Ok(ChunkHit {
+                        id: r.get(0)?,
+                        path: r.get(1)?,
+                        start_line: r.get(2)?,
+                        end_line: r.get(3)?,
+                        heading: r.get(4)?,
+                        snippet: r.get(5)?,
+                        score: r.get(6)?,
+                    })
+                })?;
+                for hit in found {
+                    let hit = hit?;
+                    if hits.len() < limit && !hits.iter().any(|h| h.id == hit.id) {
+                        hits.push(hit);
+                    }
+                }
+                if hits.len() >= limit {
+                    break;
+                }
+            }
+            Ok(hits)
+        })
+    }
+}
