@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{Converted, Item, Tool, millis, push};
+use super::{AgentCompaction, Converted, Item, Tool, millis, push};
 use crate::conversation::{Part, Role, Usage};
 use crate::store::CompactionTrigger;
 
@@ -195,7 +195,7 @@ fn convert<'a>(c: &mut Converted, chain: impl Iterator<Item = &'a Value>) {
                     let summary =
                         blocks(content).iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n");
                     let (trigger, tokens_before) = boundary.take().unwrap_or((CompactionTrigger::Auto, 0));
-                    c.items.push(Item::Compaction { summary, trigger, tokens_before, created_at: at });
+                    c.items.push(Item::Compaction(AgentCompaction { summary, trigger, tokens_before, created_at: at }));
                     continue;
                 }
                 if r["isMeta"].as_bool() == Some(true) {

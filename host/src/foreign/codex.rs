@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{Converted, Item, Tool, millis, push};
+use super::{AgentCompaction, Converted, Item, Tool, millis, push};
 use crate::conversation::{Part, Role, Usage};
 use crate::store::CompactionTrigger;
 
@@ -77,12 +77,12 @@ pub(super) fn read(file: &Path, text: &str) -> Vec<Converted> {
                 if summary.trim().is_empty() {
                     c.skip("compacted without a readable summary");
                 } else {
-                    c.items.push(Item::Compaction {
+                    c.items.push(Item::Compaction(AgentCompaction {
                         summary,
                         trigger: CompactionTrigger::Auto,
                         tokens_before: 0,
                         created_at: at,
-                    });
+                    }));
                 }
             }
             "event_msg" => match payload["type"].as_str() {

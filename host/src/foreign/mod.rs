@@ -108,17 +108,43 @@ impl std::str::FromStr for Tool {
 pub enum Item {
     /// A message, with when it was written (unix milliseconds).
     Message(NewMessage, i64),
-    /// The agent compacted its context here: everything before is replaced by `summary`.
-    Compaction {
-        /// The agent's summary.
-        summary: String,
-        /// Whether the user asked for it.
-        trigger: CompactionTrigger,
-        /// The context's size before, when the agent recorded it.
-        tokens_before: u64,
-        /// When (unix milliseconds).
-        created_at: i64,
-    },
+    /// The agent compacted its context here: everything before is replaced by its summary.
+    Compaction(AgentCompaction),
+}
+
+/// An agent's compaction, as its files record it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentCompaction {
+    /// The agent's summary.
+    pub summary: String,
+    /// Whether the user asked for it.
+    pub trigger: CompactionTrigger,
+    /// The context's size before, when the agent recorded it.
+    pub tokens_before: u64,
+    /// When (unix milliseconds).
+    pub created_at: i64,
+}
+
+impl AgentCompaction {
+    /// Its compaction record when written after message `through`: the live view resumes at the
+    /// next message and starts with the agent's summary.
+    fn record(&self, through: u64) -> Compaction {
+        Compaction {
+            trigger: self.trigger,
+            tokens_before: self.tokens_before,
+            tokens_after: Some(crate::window::estimate_text(&self.summary)),
+            through_seq: through,
+            first_kept_seq: Some(through + 1),
+            pinned_seq: None,
+            summary: Some(self.summary.clone()),
+            model: None,
+            status: CompactionStatus::Ok,
+            error: None,
+            created_at: self.created_at,
+            instructions: None,
+            plugin: None,
+        }
+    }
 }
 
 /// One session as read from another agent's files, in Seshat's terms.
@@ -203,7 +229,7 @@ pub fn read(tool: Tool, path: &Path) -> Result<Vec<Converted>> {
 
 /// Moves tool results whose call is nowhere before them into a message of their own, after the
 /// answered ones beside them, so the import's repair keeps exactly them out of the live view.
-/// Also gives an untitled session its first request's first line as title.
+/// Also gives an untitled session its first request's title, by the store's own rule.
 fn isolate_orphans(mut c: Converted) -> Converted {
     let mut calls: HashSet<String> = HashSet::new();
     let mut items = Vec::with_capacity(c.items.len());
@@ -235,18 +261,7 @@ fn isolate_orphans(mut c: Converted) -> Converted {
     }
     c.items = items;
     if c.title.is_none() {
-        let title = c.messages().find(|(m, _)| m.role == Role::User).and_then(|(m, _)| {
-            m.parts.iter().find_map(|p| match p {
-                Part::Text { text } => text.lines().map(str::trim).find(|l| !l.is_empty()).map(|l| {
-                    let mut t: String = l.chars().take(80).collect();
-                    if l.chars().count() > 80 {
-                        t.push('…');
-                    }
-                    t
-                }),
-                _ => None,
-            })
-        });
+        let title = c.messages().find(|(m, _)| m.role == Role::User).and_then(|(m, _)| store::title_from(&m.parts));
         c.title = title;
     }
     c
@@ -391,23 +406,33 @@ fn export_lines(c: &Converted, source: &Source, project: &impl Fn(&str) -> Strin
         },
         "metadata": { "source": source },
     })];
+    // Messages and compactions as the export writes them: the store's records with their tag.
+    let tagged = |tag: &str, record: serde_json::Value| {
+        let mut line = serde_json::json!({ "record": tag });
+        if let (Some(line), serde_json::Value::Object(fields)) = (line.as_object_mut(), record) {
+            line.extend(fields);
+        }
+        line
+    };
     let mut seq = 0u64;
     let mut compactions = Vec::new();
     for item in &c.items {
         match item {
             Item::Message(m, at) => {
                 seq += 1;
-                let mut line = serde_json::json!({
-                    "record": "message", "seq": seq, "role": m.role, "parts": m.parts, "status": m.status,
-                    "created_at": at,
-                });
-                if let Some(u) = &m.usage {
-                    line["usage"] = serde_json::to_value(u).expect("usage serialises");
-                }
-                lines.push(line);
+                let message = store::Message {
+                    seq,
+                    role: m.role,
+                    parts: m.parts.clone(),
+                    usage: m.usage,
+                    status: m.status,
+                    created_at: *at,
+                };
+                lines.push(tagged("message", serde_json::to_value(&message).expect("a message serialises")));
             }
-            Item::Compaction { summary, trigger, tokens_before, created_at } => {
-                compactions.push(compaction_record(seq, summary, *trigger, *tokens_before, *created_at));
+            Item::Compaction(agent) => {
+                let record = serde_json::to_value(agent.record(seq)).expect("a compaction serialises");
+                compactions.push(tagged("compaction", record));
             }
         }
     }
@@ -418,29 +443,6 @@ fn export_lines(c: &Converted, source: &Source, project: &impl Fn(&str) -> Strin
         out.push('\n');
     }
     out
-}
-
-fn compaction_record(
-    through: u64,
-    summary: &str,
-    trigger: CompactionTrigger,
-    before: u64,
-    at: i64,
-) -> serde_json::Value {
-    serde_json::json!({
-        "record": "compaction",
-        "trigger": trigger,
-        "tokens_before": before,
-        "tokens_after": crate::window::estimate_text(summary),
-        "through_seq": through,
-        "first_kept_seq": through + 1,
-        "pinned_seq": null,
-        "summary": summary,
-        "model": null,
-        "status": "ok",
-        "error": null,
-        "created_at": at,
-    })
 }
 
 /// Appends what the conversion holds beyond what `before` says was written: messages (tool
@@ -483,30 +485,13 @@ fn append_new(store: &mut Store, session: &str, c: &Converted, before: &Source, 
                 store.append_at(session, &[NewMessage { parts, ..m.clone() }], &[*at])?;
                 report.messages += 1;
             }
-            Item::Compaction { summary, trigger, tokens_before, created_at } => {
+            Item::Compaction(agent) => {
                 compactions += 1;
                 if compactions <= before.compactions {
                     continue;
                 }
                 let through = store.session(session)?.message_count;
-                store.record_compaction(
-                    session,
-                    &Compaction {
-                        trigger: *trigger,
-                        tokens_before: *tokens_before,
-                        tokens_after: Some(crate::window::estimate_text(summary)),
-                        through_seq: through,
-                        first_kept_seq: Some(through + 1),
-                        pinned_seq: None,
-                        summary: Some(summary.clone()),
-                        model: None,
-                        status: CompactionStatus::Ok,
-                        error: None,
-                        created_at: *created_at,
-                        instructions: None,
-                        plugin: None,
-                    },
-                )?;
+                store.record_compaction(session, &agent.record(through))?;
                 report.compactions += 1;
             }
         }

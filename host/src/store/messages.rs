@@ -76,8 +76,9 @@ pub(super) fn trim_from_row(row: &Row<'_>) -> rusqlite::Result<Trim> {
     })
 }
 
-/// A title from the first line of a user message's text.
-fn title_from(parts: &[Part]) -> Option<String> {
+/// A title from the first line of a user message's text (at most 80 characters, `…` when cut):
+/// what an untitled session is named after.
+pub fn title_from(parts: &[Part]) -> Option<String> {
     let text = parts.iter().find_map(|p| match p {
         Part::Text { text } => Some(text.as_str()),
         _ => None,

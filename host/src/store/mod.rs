@@ -36,6 +36,7 @@ pub(crate) use error::sqlite_message;
 pub use error::{Error, Failure, Result};
 pub use history::{HISTORY_RANGE_MAX, HistoryHit, HistoryScope, INDEX_WHOLE_BYTES, INDEX_WHOLE_TEXT_BYTES, index_text};
 pub use knowledge::{ChunkHit, DocumentInfo, KnowledgeFilter, NewChunk, NewDocument};
+pub use messages::title_from;
 pub use migrations::{APPLICATION_ID, LATEST as SCHEMA_VERSION, Progress, on_migration_progress};
 pub use model::{Compaction, CompactionStatus, CompactionTrigger, Message, NewSession, PluginRef, SessionInfo, Trim};
 pub use models::{DISCOVERY_TTL_MS, ModelWindow, WindowOrigin};
