@@ -155,11 +155,7 @@ impl ModelClient for EchoModel {
                     .collect()
             })
             .unwrap_or_default();
-        let room = (request.max_tokens as usize).saturating_mul(4);
-        let mut end = last.len().min(room);
-        while !last.is_char_boundary(end) {
-            end -= 1;
-        }
+        let end = last.floor_char_boundary((request.max_tokens as usize).saturating_mul(4));
         Ok(Completion {
             text: format!("[echo stub: {} messages, {asked} bytes asked]\n{}", request.messages.len(), &last[..end]),
             usage: None,

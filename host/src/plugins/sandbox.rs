@@ -18,13 +18,13 @@ use super::{Error, PluginKind};
 pub(super) struct MemoryCap {
     max_bytes: usize,
     pub(super) hit: bool,
-    /// The largest linear memory the instance has had (its memories only grow).
+    /// The largest linear memory the instance has had: every size it grew to, from the first
+    /// (wasmtime asks here for a memory's initial size too), as memories only grow.
     peak: usize,
 }
 
 impl ResourceLimiter for MemoryCap {
-    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
-        self.peak = self.peak.max(current);
+    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         if desired > self.max_bytes {
             self.hit = true;
             wasmtime::bail!("memory limit of {} bytes reached", self.max_bytes);
@@ -88,10 +88,7 @@ fn bounded(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
     if text.len() <= max {
         return std::borrow::Cow::Borrowed(text);
     }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = text.floor_char_boundary(max);
     std::borrow::Cow::Owned(format!("{}… [{} bytes cut]", &text[..end], text.len() - end))
 }
 
@@ -228,7 +225,6 @@ pub(super) fn new_store<H: Send + 'static>(limits: &Limits, plugin: &str, host: 
 
 /// Resets the clock before a call into the guest.
 pub(super) fn start_call<H>(store: &mut Store<State<H>>) {
-    store.data_mut().diagnostics.end_call();
     let clock = &mut store.data_mut().clock;
     clock.started = Instant::now();
     clock.in_host = Duration::ZERO;

@@ -300,7 +300,6 @@ pub(super) fn on_history(
     match plugin.manifest.kind {
         PluginKind::Provider => {
             let mut p = ProviderPlugin::new(plugin)?;
-            let view = Store::open(&db)?.live_view(&session)?;
             match build_request(&mut p, &view, &model) {
                 Ok(r) => outcome.request = Some(r),
                 Err(e) => outcome.error = fail(e.code(), e.to_string()),
