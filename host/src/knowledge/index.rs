@@ -6,7 +6,6 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use super::chunk::{Kind, Sizing, chunks};
 use crate::store::{KnowledgeFilter, NewChunk, NewDocument, Store};
@@ -120,7 +119,7 @@ pub fn add(
             report.skipped.push(skip("binary (it holds NUL bytes)".into()));
             continue;
         }
-        let sha256: String = Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+        let sha256 = crate::plugins::cache::sha256_hex(text.as_bytes());
         let path = file.display().to_string();
         if store.knowledge_document(&target.scope, &target.project, &path)?.is_some_and(|(_, h)| h == sha256) {
             report.unchanged += 1;

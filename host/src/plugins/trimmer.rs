@@ -106,14 +106,7 @@ impl TrimEdit {
             TrimEdit::Replace { text, .. } => text.clone(),
             TrimEdit::HeadTail { head, tail, .. } => {
                 let len = content.len();
-                let mut h = (*head as usize).min(len);
-                while !content.is_char_boundary(h) {
-                    h -= 1;
-                }
-                let mut t = len.saturating_sub(*tail as usize).max(h);
-                while !content.is_char_boundary(t) {
-                    t += 1;
-                }
+                let (h, t) = crate::outcomes::head_tail_cut(content, *head, *tail);
                 let (message, removed) = (self.target().0, t - h);
                 let with_recall = recall_placeholder(len, removed, message);
                 let placeholder =

@@ -374,19 +374,8 @@ replaces both.";
                 |n| Some(alloc::format!("[… {n} lines left out …]")),
             )),
             Some(crate::outcomes::Shorten::HeadTail { head, tail }) => {
-                let (mut h, mut t) = (head as usize, content.len().saturating_sub(tail as usize));
-                while !content.is_char_boundary(h) {
-                    h -= 1;
-                }
-                while t < content.len() && !content.is_char_boundary(t) {
-                    t += 1;
-                }
-                alloc::borrow::Cow::Owned(alloc::format!(
-                    "{}[… {} bytes left out …]{}",
-                    &content[..h],
-                    t.saturating_sub(h),
-                    &content[t.max(h)..]
-                ))
+                let (h, t) = crate::outcomes::head_tail_cut(content, head, tail);
+                alloc::borrow::Cow::Owned(alloc::format!("{}[… {} bytes left out …]{}", &content[..h], t - h, &content[t..]))
             }
         }
     }

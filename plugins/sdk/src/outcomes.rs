@@ -296,9 +296,28 @@ pub fn stitch(text: &str, ranges: &[Range<usize>], mut gap: impl FnMut(usize) ->
     out
 }
 
+/// Where a cut keeping the first `head` and the last `tail` bytes of `text` falls: the head's end
+/// and the tail's start, snapped inward to character boundaries (the tail never starts before
+/// the head ends). A head-tail trim and a transcript's cut of a long result both cut here.
+pub fn head_tail_cut(text: &str, head: u64, tail: u64) -> (usize, usize) {
+    let len = text.len();
+    let h = text.floor_char_boundary(usize::try_from(head).unwrap_or(usize::MAX).min(len));
+    let t = text.ceil_char_boundary(len.saturating_sub(usize::try_from(tail).unwrap_or(usize::MAX)).max(h));
+    (h, t)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_head_tail_cut_snaps_inward_and_never_crosses() {
+        let text = "aé".repeat(10); // 30 bytes, `é` at odd offsets 1..3, 4..6, …
+        assert_eq!(head_tail_cut(&text, 2, 2), (1, 28), "inside an é: the head ends before it, the tail starts after");
+        assert_eq!(head_tail_cut(&text, 3, 3), (3, 27));
+        assert_eq!(head_tail_cut(&text, 20, 20), (19, 19), "overlapping: the tail starts where the head ends");
+        assert_eq!(head_tail_cut(&text, 100, 0), (30, 30));
+    }
 
     #[test]
     fn kinds() {
