@@ -10,6 +10,7 @@ const PLUGINS: &[(&str, &str)] = &[
     ("seshat-summariser-extractive", "summariser-extractive"),
     ("seshat-provider-anthropic", "provider-anthropic"),
     ("seshat-provider-openai", "provider-openai"),
+    ("seshat-embedder-openai", "embedder-openai"),
 ];
 
 fn main() {

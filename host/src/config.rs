@@ -38,6 +38,9 @@ pub struct Config {
     /// How summaries are written.
     #[serde(default)]
     pub compaction: CompactionConfig,
+    /// Documents, embeddings and retrieval.
+    #[serde(default)]
+    pub knowledge: KnowledgeConfig,
     /// Provider settings by name: `[providers.anthropic]`, `[providers.ollama]` (with
     /// `plugin = "openai"`), …
     #[serde(default)]
@@ -131,6 +134,37 @@ pub struct MemoryConfig {
     pub context_tokens: Option<usize>,
 }
 
+/// `[knowledge]`: the embedder's model and server, what is embedded, and how rankings are fused.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KnowledgeConfig {
+    /// The embedding model (default: the embedder plugin's first).
+    pub model: Option<String>,
+    /// The embeddings API's base URL (default: the plugin's), e.g. `http://localhost:11434/v1`.
+    pub base_url: Option<String>,
+    /// The environment variable holding the key (default: the plugin's convention).
+    pub api_key_env: Option<String>,
+    /// The vector length to ask for, for models that can shorten theirs (and to expect).
+    pub dimensions: Option<u32>,
+    /// The longest input the model takes, in tokens, for a model the plugin does not know.
+    pub max_input_tokens: Option<u32>,
+    /// Seconds to wait for an answer (default 120).
+    pub timeout_secs: Option<u64>,
+    /// Retries on 429, 5xx and connection errors (default 3).
+    pub max_retries: Option<u32>,
+    /// Embed every stored message too, so history search is hybrid (default false: it sends
+    /// every message's text to the embedder).
+    pub embed_history: Option<bool>,
+    /// Embed memory entities too, so memory search is hybrid (default false).
+    pub embed_memory: Option<bool>,
+    /// Reciprocal rank fusion's `k` (default 60).
+    pub rrf_k: Option<f64>,
+    /// The weight of the lexical (bm25) ranking in the fusion (default 1).
+    pub lexical_weight: Option<f64>,
+    /// The weight of the vector ranking in the fusion (default 1).
+    pub vector_weight: Option<f64>,
+}
+
 /// `[plugins]`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -141,6 +175,8 @@ pub struct PluginsConfig {
     pub summariser: Option<String>,
     /// The provider's id.
     pub provider: Option<String>,
+    /// The embedder's id (default: none, and search is lexical), e.g. `embedder-openai`.
+    pub embedder: Option<String>,
     /// Limit overrides per kind: `[plugins.limits.trimmer]`.
     #[serde(default)]
     pub limits: BTreeMap<PluginKind, LimitRequest>,
@@ -188,10 +224,25 @@ impl Config {
             base.max_response_mib = p.max_response_mib.or(base.max_response_mib);
             base.models.extend(p.models);
         }
+        let k = over.knowledge;
+        let mine = &mut self.knowledge;
+        mine.model = k.model.or(mine.model.take());
+        mine.base_url = k.base_url.or(mine.base_url.take());
+        mine.api_key_env = k.api_key_env.or(mine.api_key_env.take());
+        mine.dimensions = k.dimensions.or(mine.dimensions);
+        mine.max_input_tokens = k.max_input_tokens.or(mine.max_input_tokens);
+        mine.timeout_secs = k.timeout_secs.or(mine.timeout_secs);
+        mine.max_retries = k.max_retries.or(mine.max_retries);
+        mine.embed_history = k.embed_history.or(mine.embed_history);
+        mine.embed_memory = k.embed_memory.or(mine.embed_memory);
+        mine.rrf_k = k.rrf_k.or(mine.rrf_k);
+        mine.lexical_weight = k.lexical_weight.or(mine.lexical_weight);
+        mine.vector_weight = k.vector_weight.or(mine.vector_weight);
         let p = over.plugins;
         self.plugins.trimmer = p.trimmer.or(self.plugins.trimmer.take());
         self.plugins.summariser = p.summariser.or(self.plugins.summariser.take());
         self.plugins.provider = p.provider.or(self.plugins.provider.take());
+        self.plugins.embedder = p.embedder.or(self.plugins.embedder.take());
         for (kind, table) in p.options {
             self.plugins.options.entry(kind).or_default().extend(table);
         }
@@ -212,6 +263,7 @@ impl Config {
             PluginKind::Trimmer => Some(self.plugins.trimmer.as_deref().unwrap_or("trimmer")),
             PluginKind::Summariser => Some(self.plugins.summariser.as_deref().unwrap_or("summariser")),
             PluginKind::Provider => self.plugins.provider.as_deref(),
+            PluginKind::Embedder => self.plugins.embedder.as_deref(),
         }
     }
 

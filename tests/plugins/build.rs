@@ -11,6 +11,7 @@ const GUESTS: &[(&str, &str, &str)] = &[
     ("test-trimmer-0-1-0", "trimmer-0-1-0", "TRIMMER_0_1_0"),
     ("test-semver-0-1-1", "semver-0-1-1", "SEMVER_0_1_1"),
     ("test-version-0-3-0", "version-0-3-0", "VERSION_0_3_0"),
+    ("test-embedder", "embedder", "EMBEDDER"),
 ];
 
 fn main() {

@@ -28,6 +28,10 @@ const BUILTINS: &[Builtin] = &[
         manifest: include_str!("../../../plugins/provider-openai/plugin.toml"),
         wasm: include_bytes!(concat!(env!("OUT_DIR"), "/plugins/provider-openai.wasm")),
     },
+    Builtin {
+        manifest: include_str!("../../../plugins/embedder-openai/plugin.toml"),
+        wasm: include_bytes!(concat!(env!("OUT_DIR"), "/plugins/embedder-openai.wasm")),
+    },
 ];
 
 /// The built-in plugins as catalog entries.

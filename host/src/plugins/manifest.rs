@@ -38,8 +38,8 @@ impl Manifest {
         if m.id.is_empty() || !m.id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
             return bad(format!("`id` must be letters, digits, `-` or `_`, got `{}`", m.id));
         }
-        if !m.allowed_hosts.is_empty() && m.kind != PluginKind::Provider {
-            return bad("`allowed_hosts` is only for provider plugins".into());
+        if !m.allowed_hosts.is_empty() && !matches!(m.kind, PluginKind::Provider | PluginKind::Embedder) {
+            return bad("`allowed_hosts` is only for provider and embedder plugins, which the host sends requests for".into());
         }
         Ok(m)
     }

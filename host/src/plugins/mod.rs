@@ -1,6 +1,6 @@
 //! The plugin runtime: WIT-defined WebAssembly components loaded by a small wasmtime host.
 //!
-//! Policies — the trimmer, the summariser, provider adapters — are plugins, so users swap them by
+//! Policies — the trimmer, the summariser, provider adapters, embedders — are plugins, so users swap them by
 //! dropping in a `.wasm` and changing one config line. Every call runs sandboxed (see
 //! [`sandbox`]): no files, environment, sockets or stdio; a memory cap; a guest-time budget. A
 //! trap drops only that instance. Compiled components are cached on disk.
@@ -9,6 +9,7 @@ mod bindings;
 pub mod cache;
 mod catalog;
 mod embedded;
+mod embedder;
 mod engine;
 mod error;
 mod limits;
@@ -24,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use wasmtime::component::Component;
 
 pub use catalog::{Catalog, CatalogEntry, Origin, WasmSource};
+pub use embedder::{EmbedPurpose, EmbedRequest, EmbedderInfo, EmbedderPlugin, EmbeddingModel};
 pub use error::{Error, Result};
 pub use limits::{LimitRequest, Limits, MAXIMUM as MAXIMUM_LIMITS};
 pub use manifest::Manifest;
@@ -56,11 +58,14 @@ pub enum PluginKind {
     Summariser,
     /// LLM provider adapter.
     Provider,
+    /// Embeddings API adapter (0.2.0).
+    Embedder,
 }
 
 impl PluginKind {
     /// All kinds.
-    pub const ALL: [PluginKind; 3] = [PluginKind::Trimmer, PluginKind::Summariser, PluginKind::Provider];
+    pub const ALL: [PluginKind; 4] =
+        [PluginKind::Trimmer, PluginKind::Summariser, PluginKind::Provider, PluginKind::Embedder];
 
     /// The kind's name (also its WIT world).
     pub fn as_str(self) -> &'static str {
@@ -68,6 +73,7 @@ impl PluginKind {
             PluginKind::Trimmer => "trimmer",
             PluginKind::Summariser => "summariser",
             PluginKind::Provider => "provider",
+            PluginKind::Embedder => "embedder",
         }
     }
 
@@ -77,6 +83,7 @@ impl PluginKind {
             PluginKind::Trimmer => "trim",
             PluginKind::Summariser => "summarise",
             PluginKind::Provider => "translate",
+            PluginKind::Embedder => "embed",
         }
     }
 
@@ -97,7 +104,7 @@ impl std::str::FromStr for PluginKind {
         Self::ALL
             .into_iter()
             .find(|k| k.as_str() == s)
-            .ok_or_else(|| format!("unknown plugin kind `{s}`: expected trimmer, summariser or provider"))
+            .ok_or_else(|| format!("unknown plugin kind `{s}`: expected trimmer, summariser, provider or embedder"))
     }
 }
 

@@ -380,48 +380,9 @@ impl ProviderPlugin {
         self.checked(raw)
     }
 
-    /// The plugin's request, checked: an HTTP method, an http(s) URL, headers that cannot
-    /// smuggle others, a splice point inside the body.
+    /// The plugin's request, checked (see [`check_request`]).
     fn checked(&self, http: RawRequest) -> Result<HttpRequest> {
-        let id = self.slot.id.clone();
-        let invalid = |message: String| Error::InvalidOutput { plugin: id.clone(), message };
-        if http.method.is_empty() || !http.method.bytes().all(|c| c.is_ascii_uppercase()) {
-            return Err(invalid(format!(
-                "`{}` is not an HTTP method: a method is upper-case ASCII letters, e.g. `POST`",
-                http.method
-            )));
-        }
-        if !(http.url.starts_with("https://") || http.url.starts_with("http://")) {
-            return Err(invalid(format!(
-                "`{}` is not an http(s) URL: it must start with https:// or http://",
-                http.url
-            )));
-        }
-        for (name, value) in &http.headers {
-            let name_ok = !name.is_empty() && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_');
-            if !name_ok || value.bytes().any(|c| c == b'\r' || c == b'\n') {
-                return Err(invalid(format!(
-                    "invalid header `{name}`: a name is ASCII letters, digits, `-` and `_`, and a value holds no line \
-                     break"
-                )));
-            }
-        }
-        let splice = match http.splice {
-            None => None,
-            Some((offset, separator, lead)) => {
-                let Some(at) = usize::try_from(offset).ok().filter(|&o| o <= http.body.len()) else {
-                    return Err(invalid(format!(
-                        "the messages' place ({offset}) is past the end of the {}-byte body",
-                        http.body.len()
-                    )));
-                };
-                if separator.len() > 16 {
-                    return Err(invalid("the message separator is longer than 16 bytes".into()));
-                }
-                Some(Splice { offset: at, separator, lead })
-            }
-        };
-        Ok(HttpRequest { method: http.method, url: http.url, headers: http.headers, body: http.body, splice })
+        check_request(&self.slot.id, http)
     }
 
     /// Decodes a whole (non-streamed) answer or an error body.
@@ -476,6 +437,50 @@ impl ProviderPlugin {
         let resource = self.call(|s, b| each_version!(b, s, decoder()))?;
         Ok(StreamDecoder { plugin: self, resource: Some(resource) })
     }
+}
+
+/// A request a plugin built (a provider's or an embedder's), checked: an HTTP method, an http(s) URL, headers that cannot
+/// smuggle others, a splice point inside the body.
+pub(super) fn check_request(plugin: &str, http: RawRequest) -> Result<HttpRequest> {
+    let id = plugin.to_string();
+    let invalid = |message: String| Error::InvalidOutput { plugin: id.clone(), message };
+    if http.method.is_empty() || !http.method.bytes().all(|c| c.is_ascii_uppercase()) {
+        return Err(invalid(format!(
+            "`{}` is not an HTTP method: a method is upper-case ASCII letters, e.g. `POST`",
+            http.method
+        )));
+    }
+    if !(http.url.starts_with("https://") || http.url.starts_with("http://")) {
+        return Err(invalid(format!(
+            "`{}` is not an http(s) URL: it must start with https:// or http://",
+            http.url
+        )));
+    }
+    for (name, value) in &http.headers {
+        let name_ok = !name.is_empty() && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_');
+        if !name_ok || value.bytes().any(|c| c == b'\r' || c == b'\n') {
+            return Err(invalid(format!(
+                "invalid header `{name}`: a name is ASCII letters, digits, `-` and `_`, and a value holds no line \
+                 break"
+            )));
+        }
+    }
+    let splice = match http.splice {
+        None => None,
+        Some((offset, separator, lead)) => {
+            let Some(at) = usize::try_from(offset).ok().filter(|&o| o <= http.body.len()) else {
+                return Err(invalid(format!(
+                    "the messages' place ({offset}) is past the end of the {}-byte body",
+                    http.body.len()
+                )));
+            };
+            if separator.len() > 16 {
+                return Err(invalid("the message separator is longer than 16 bytes".into()));
+            }
+            Some(Splice { offset: at, separator, lead })
+        }
+    };
+    Ok(HttpRequest { method: http.method, url: http.url, headers: http.headers, body: http.body, splice })
 }
 
 /// A stream decoder living in the provider's instance. Dropping it frees the guest resource.

@@ -64,16 +64,28 @@ impl Credentials {
     /// A provider whose base URL the user configured may run without one (local servers);
     /// otherwise a missing key is an error naming the variable to set.
     pub fn from_env(info: &ProviderInfo, api_key_env: Option<&str>, base_url_configured: bool) -> Result<Self, String> {
-        if info.auth == AuthScheme::None {
+        Self::for_scheme(&info.id, &info.auth, info.key_env.as_deref(), api_key_env, base_url_configured)
+    }
+
+    /// [`from_env`](Self::from_env) for any plugin that sends requests (a provider, an
+    /// embedder): `id` names it in the error, `key_env` is its convention.
+    pub fn for_scheme(
+        id: &str,
+        scheme: &AuthScheme,
+        key_env: Option<&str>,
+        api_key_env: Option<&str>,
+        base_url_configured: bool,
+    ) -> Result<Self, String> {
+        if *scheme == AuthScheme::None {
             return Ok(Self::none());
         }
-        let name = api_key_env.or(info.key_env.as_deref());
+        let name = api_key_env.or(key_env);
         let key = name.and_then(|n| std::env::var(n).ok()).filter(|k| !k.trim().is_empty());
         match (key, name) {
-            (Some(k), _) => Ok(Credentials { scheme: info.auth.clone(), key: Some(Secret::new(k.trim())) }),
-            (None, _) if base_url_configured => Ok(Credentials { scheme: info.auth.clone(), key: None }),
-            (None, Some(n)) => Err(format!("set {n} to your {} API key (or api_key_env in config.toml)", info.id)),
-            (None, None) => Err(format!("set api_key_env for the {} provider in config.toml", info.id)),
+            (Some(k), _) => Ok(Credentials { scheme: scheme.clone(), key: Some(Secret::new(k.trim())) }),
+            (None, _) if base_url_configured => Ok(Credentials { scheme: scheme.clone(), key: None }),
+            (None, Some(n)) => Err(format!("set {n} to your {id} API key (or api_key_env in config.toml)")),
+            (None, None) => Err(format!("set api_key_env for {id} in config.toml")),
         }
     }
 

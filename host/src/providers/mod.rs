@@ -8,6 +8,7 @@
 
 pub mod credentials;
 pub mod destination;
+pub mod embedder;
 pub mod sse;
 pub mod transport;
 
@@ -23,6 +24,7 @@ use crate::plugins::{
     PluginMessage, ProviderInfo, ProviderPlugin, StopReason, StreamEvent, ToolSpec,
 };
 pub use credentials::{Credentials, REDACTED, Secret};
+pub use embedder::Embedder;
 pub use transport::{Cancel, Failure, Settings, Transport};
 
 /// Errors of a provider call. Every text here has been scrubbed of the credential.

@@ -45,7 +45,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             "host functions: complete (the summary model), at most {} calls of at most {} tokens per summary; log",
             l.complete_calls, l.complete_max_tokens
         )?,
-        PluginKind::Provider => {
+        PluginKind::Provider | PluginKind::Embedder => {
             let hosts = if m.allowed_hosts.is_empty() { "none".to_string() } else { m.allowed_hosts.join(", ") };
             writeln!(out, "network: none of its own; the host sends its requests only to: {hosts}")?;
         }
@@ -79,6 +79,16 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         (PluginKind::Provider, None) => match &r.request {
             Some(q) => format!(
                 "a {} request to {} of {} bytes with {} messages, sent nowhere",
+                q.method,
+                q.url,
+                q.body.len(),
+                q.messages
+            ),
+            None => "no request".into(),
+        },
+        (PluginKind::Embedder, None) => match &r.request {
+            Some(q) => format!(
+                "a {} request to {} of {} bytes embedding {} texts, sent nowhere",
                 q.method,
                 q.url,
                 q.body.len(),

@@ -42,8 +42,9 @@ pub fn run(ctx: &crate::cli::Context, args: &Args) -> anyhow::Result<ExitCode> {
         PluginKind::Trimmer => include_str!("templates/trimmer.rs"),
         PluginKind::Summariser => include_str!("templates/summariser.rs"),
         PluginKind::Provider => include_str!("templates/provider.rs"),
+        PluginKind::Embedder => include_str!("templates/embedder.rs"),
     };
-    let provider_hosts = if kind == PluginKind::Provider { "allowed_hosts = [\"{base_url}\"]\n" } else { "" };
+    let provider_hosts = if matches!(kind, PluginKind::Provider | PluginKind::Embedder) { "allowed_hosts = [\"{base_url}\"]\n" } else { "" };
     let files: [(&str, String); 8] = [
         ("Cargo.toml", cargo_toml(name, kind)),
         (
@@ -120,6 +121,7 @@ publish = false
 trimmer = []
 summariser = []
 provider = []
+embedder = []
 json = ["provider", "dep:serde_json"]
 options = ["dep:serde", "dep:serde_json"]
 

@@ -306,6 +306,14 @@ pub(super) fn on_history(
             }
             outcome.usage = p.usage();
         }
+        PluginKind::Embedder => {
+            let mut p = seshat::plugins::EmbedderPlugin::new(plugin)?;
+            match embed_request(&mut p, &view) {
+                Ok(r) => outcome.request = Some(r),
+                Err(e) => outcome.error = fail(e.code(), e.to_string()),
+            }
+            outcome.usage = p.usage();
+        }
         kind => {
             let config = ClientConfig {
                 auto_compact: true,
@@ -393,6 +401,38 @@ fn build_request(
         headers: http.headers,
         body: String::from_utf8_lossy(&body).into_owned(),
         messages: fragments.iter().filter(|f| !f.is_empty()).count(),
+    })
+}
+
+/// The first batch an embedder would be sent for the history's texts (as `embed_history` embeds
+/// them), built but sent nowhere; `messages` counts the texts in it.
+fn embed_request(
+    p: &mut seshat::plugins::EmbedderPlugin,
+    view: &seshat::store::LiveView,
+) -> Result<BuiltRequest, seshat::plugins::Error> {
+    let info = p.info()?;
+    let texts: Vec<String> = view
+        .entries
+        .iter()
+        .map(|e| seshat::store::index_text(&e.parts))
+        .filter(|t| !t.trim().is_empty())
+        .take(info.max_batch as usize)
+        .collect();
+    let request = seshat::plugins::EmbedRequest {
+        model: info.models.first().map_or_else(|| "unknown-model".into(), |m| m.id.clone()),
+        texts,
+        purpose: seshat::plugins::EmbedPurpose::Document,
+        dimensions: None,
+        base_url: info.default_base_url,
+        extra: "{}".into(),
+    };
+    let http = p.build_request(&request)?;
+    Ok(BuiltRequest {
+        method: http.method.clone(),
+        url: http.url.clone(),
+        headers: http.headers,
+        body: String::from_utf8_lossy(&http.body).into_owned(),
+        messages: request.texts.len(),
     })
 }
 

@@ -38,6 +38,18 @@ pub(crate) mod provider {
     });
 }
 
+/// The embedder world (0.2.0 only: there is no 0.1.0 embedder).
+pub(crate) mod embedder {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "embedder",
+        with: {
+            "seshat:plugin/types": super::super::v0_1::trimmer::seshat::plugin::types,
+            "seshat:plugin/log": super::trimmer::seshat::plugin::log,
+        },
+    });
+}
+
 /// The provider calls, in host types: 0.1.0's (the same conversions) plus 0.2.0's additions.
 pub(crate) mod translate {
     use super::provider::Provider as Bindings;
