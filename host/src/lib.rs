@@ -28,6 +28,7 @@ pub mod outcomes;
 pub mod paths;
 pub mod plugins;
 pub mod providers;
+pub mod retrieval;
 pub mod store;
 pub mod window;
 

@@ -113,6 +113,31 @@ pub fn chunks(text: &str, kind: Kind, sizing: Sizing) -> Vec<Chunk> {
         .collect()
 }
 
+/// `text` cut into consecutive pieces of at most `max_tokens` estimated tokens each, at the
+/// largest structural boundary that fits (paragraphs, lines, sentences, words), without overlap
+/// and without losing a character: the pieces joined are `text`. Used to embed a text longer
+/// than the model takes.
+pub fn pieces(text: &str, max_tokens: usize) -> Vec<String> {
+    if crate::window::estimate_text(text) as usize <= max_tokens {
+        return vec![text.to_string()];
+    }
+    let config = ChunkConfig::new(max_tokens.max(1)).with_sizer(Estimate).with_trim(false);
+    let mut out: Vec<String> = Vec::new();
+    let mut end = 0;
+    for (at, piece) in TextSplitter::new(config).chunk_indices(text) {
+        // Whitespace between pieces goes with the piece before it.
+        if let Some(last) = out.last_mut() {
+            last.push_str(&text[end..at]);
+        }
+        out.push(piece.to_string());
+        end = at + piece.len();
+    }
+    if let Some(last) = out.last_mut() {
+        last.push_str(&text[end..]);
+    }
+    out
+}
+
 /// The byte offset of each line's start.
 fn line_starts(text: &str) -> Vec<usize> {
     std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect()
@@ -194,6 +219,18 @@ mod tests {
         assert_eq!(got[0].start_line, 1);
         assert_eq!(got.last().unwrap().end_line, 200);
         assert!(got.windows(2).all(|w| w[1].start_line <= w[0].end_line), "neighbours overlap");
+    }
+
+    #[test]
+    fn pieces_fit_the_limit_and_join_back_to_the_text() {
+        let text: String = (0..300).map(|i| format!("Sentence number {i} of a long paragraph. ")).collect();
+        let pieces = pieces(&text, 100);
+        assert!(pieces.len() > 5, "{}", pieces.len());
+        assert_eq!(pieces.concat(), text, "nothing is lost");
+        for p in &pieces {
+            assert!(crate::window::estimate_text(p.trim_end()) <= 100, "{}", crate::window::estimate_text(p));
+        }
+        assert_eq!(super::pieces("short", 100), ["short"]);
     }
 
     #[test]

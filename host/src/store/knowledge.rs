@@ -81,6 +81,23 @@ pub struct ChunkHit {
     pub score: f64,
 }
 
+/// A stored chunk whole, as `knowledge_read` returns it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChunkText {
+    /// The chunk's id.
+    pub id: i64,
+    /// Its file.
+    pub path: String,
+    /// Its first line (1-based).
+    pub start_line: u32,
+    /// Its last line.
+    pub end_line: u32,
+    /// Its heading path.
+    pub heading: String,
+    /// Its text.
+    pub text: String,
+}
+
 /// Which documents a listing or a search covers: this project's and every `user` and `cross`
 /// document, or one scope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -211,4 +228,68 @@ impl Store {
             Ok(hits)
         })
     }
+
+    /// The ids of the documents `filter` covers.
+    pub fn knowledge_document_ids(&self, filter: KnowledgeFilter<'_>) -> Result<Vec<i64>> {
+        on_db!(self, "list the knowledge index", {
+            let mut stmt = self.conn.prepare_cached(&format!("SELECT d.id FROM documents d WHERE {VISIBLE}"))?;
+            let rows = stmt.query_map(params![filter.project, filter.scope], |r| r.get(0))?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+    }
+
+    /// Chunks by id as search hits (for those a vector search found), with their opening as the
+    /// snippet and no score; in the order given, missing ones left out.
+    pub fn knowledge_chunk_hits(&self, ids: &[i64]) -> Result<Vec<ChunkHit>> {
+        let mut out = Vec::with_capacity(ids.len());
+        for &id in ids {
+            if let Some(c) = self.knowledge_chunk(id)? {
+                out.push(ChunkHit {
+                    id: c.id,
+                    path: c.path,
+                    start_line: c.start_line,
+                    end_line: c.end_line,
+                    heading: c.heading,
+                    snippet: opening(&c.text, 16),
+                    score: 0.0,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// One stored chunk whole, by id.
+    pub fn knowledge_chunk(&self, id: i64) -> Result<Option<ChunkText>> {
+        on_db!(self, "read a chunk", {
+            Ok(self
+                .conn
+                .prepare_cached(
+                    "SELECT c.id, d.path, c.start_line, c.end_line, c.heading, c.text FROM chunks c \
+                     JOIN documents d ON d.id = c.document_id WHERE c.id = ?1",
+                )?
+                .query_row([id], |r| {
+                    Ok(ChunkText {
+                        id: r.get(0)?,
+                        path: r.get(1)?,
+                        start_line: r.get(2)?,
+                        end_line: r.get(3)?,
+                        heading: r.get(4)?,
+                        text: r.get(5)?,
+                    })
+                })
+                .optional()?)
+        })
+    }
+}
+
+/// The first `words` words of `text`, with `…` when there is more (as FTS5's snippets are cut).
+fn opening(text: &str, words: usize) -> String {
+    let mut out: Vec<&str> = text.split_whitespace().take(words + 1).collect();
+    let more = out.len() > words;
+    out.truncate(words);
+    let mut s = out.join(" ");
+    if more {
+        s.push('…');
+    }
+    s
 }

@@ -22,6 +22,7 @@ const MIGRATIONS: &[(&str, &str, Option<Backfill>)] = &[
     ("0006_pins_and_undo", include_str!("migrations/0006_pins_and_undo.sql"), None),
     ("0007_plugin_provenance", include_str!("migrations/0007_plugin_provenance.sql"), None),
     ("0008_knowledge", include_str!("migrations/0008_knowledge.sql"), None),
+    ("0009_vectors", include_str!("migrations/0009_vectors.sql"), None),
 ];
 
 /// Messages indexed per statement by [`index_history`].

@@ -17,6 +17,7 @@ macro_rules! on_db {
 mod error;
 mod history;
 mod knowledge;
+mod vectors;
 mod messages;
 mod migrations;
 mod model;
@@ -35,7 +36,8 @@ use rusqlite::Connection;
 pub(crate) use error::sqlite_message;
 pub use error::{Error, Failure, Result};
 pub use history::{HISTORY_RANGE_MAX, HistoryHit, HistoryScope, INDEX_WHOLE_BYTES, INDEX_WHOLE_TEXT_BYTES, index_text};
-pub use knowledge::{ChunkHit, DocumentInfo, KnowledgeFilter, NewChunk, NewDocument};
+pub use knowledge::{ChunkHit, ChunkText, DocumentInfo, KnowledgeFilter, NewChunk, NewDocument};
+pub use vectors::VectorIndex;
 pub use messages::title_from;
 pub use migrations::{APPLICATION_ID, LATEST as SCHEMA_VERSION, Progress, on_migration_progress};
 pub use model::{Compaction, CompactionStatus, CompactionTrigger, Message, NewSession, PluginRef, SessionInfo, Trim};

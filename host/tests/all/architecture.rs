@@ -16,7 +16,8 @@ const RULES: &[(&str, &[&str])] = &[
     ("memory", &["client", "cli", "compaction", "plugins", "providers"]),
     ("compaction", &["client", "cli", "providers"]),
     ("foreign", &["client", "cli", "compaction", "memory", "plugins", "providers"]),
-    ("knowledge", &["client", "cli"]),
+    ("knowledge", &["client", "cli", "retrieval"]),
+    ("retrieval", &["client", "cli"]),
 ];
 
 fn sources(root: &Path) -> Vec<PathBuf> {

@@ -2,6 +2,7 @@
 //! remove (from the index only, never the files), search.
 
 mod add;
+mod embed;
 mod list;
 mod remove;
 mod search;
@@ -18,6 +19,8 @@ pub enum KnowledgeCommand {
     /// Index files and directories (respecting .gitignore and hidden files, as ripgrep does);
     /// run again to pick up changes: only files whose content changed are indexed again.
     Add(add::Args),
+    /// Make vectors for the chunks that have none (with the embedder configured under [plugins]).
+    Embed(embed::Args),
     /// List the indexed documents.
     List(list::Args),
     /// Remove documents from the index (by path or id); your files are never touched.
@@ -30,10 +33,50 @@ pub enum KnowledgeCommand {
 pub fn run(ctx: &Context, cmd: KnowledgeCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         KnowledgeCommand::Add(args) => add::run(ctx, &args),
+        KnowledgeCommand::Embed(args) => embed::run(ctx, &args),
         KnowledgeCommand::List(args) => list::run(ctx, &args),
         KnowledgeCommand::Remove(args) => remove::run(ctx, &args),
         KnowledgeCommand::Search(args) => search::run(ctx, &args),
     }
+}
+
+/// The document corpus, with the configured embedder (if any).
+pub(super) fn knowledge(ctx: &Context) -> anyhow::Result<seshat::retrieval::Knowledge> {
+    let config = ctx.config()?;
+    let embedder = seshat::retrieval::load_embedder(&config, &ctx.catalog(), &ctx.runtime())?;
+    Ok(seshat::retrieval::Knowledge::new(ctx.store()?, embedder, seshat::retrieval::weights(&config)))
+}
+
+/// A progress bar on stderr when it is a terminal (none otherwise), with `template`.
+pub(super) fn bar(template: &str) -> Option<indicatif::ProgressBar> {
+    std::io::IsTerminal::is_terminal(&std::io::stderr()).then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(template).unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    })
+}
+
+/// Embeds the pending chunks with a progress bar; `None` without an embedder.
+pub(super) fn embed(
+    k: &mut seshat::retrieval::Knowledge,
+    re_embed: bool,
+) -> anyhow::Result<Option<seshat::retrieval::EmbedReport>> {
+    if k.embedder().is_none() {
+        return Ok(None);
+    }
+    let bar = bar("embedding {pos}/{len} chunks {wide_bar} {eta}");
+    let report = k.embed_pending(re_embed, &mut |done, total| {
+        if let Some(bar) = &bar {
+            bar.set_length(total);
+            bar.set_position(done);
+        }
+    });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    Ok(Some(report?))
 }
 
 /// A scope as the index stores it, with the project key it goes with.

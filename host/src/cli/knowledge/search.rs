@@ -3,8 +3,8 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use serde::Serialize;
-use seshat::store::{ChunkHit, KnowledgeFilter};
+use seshat::retrieval::Mode;
+use seshat::store::KnowledgeFilter;
 
 use super::Scope;
 use crate::cli::{Context, format};
@@ -25,23 +25,24 @@ pub struct Args {
     json: bool,
 }
 
-#[derive(Serialize)]
-struct Found<'a> {
-    /// `lexical` (FTS5 bm25): no embedder yet.
-    mode: &'static str,
-    hits: &'a [ChunkHit],
-}
-
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
-    let store = ctx.store()?;
+    let mut knowledge = super::knowledge(ctx)?;
     let filter = KnowledgeFilter { project: &ctx.project, scope: args.scope.map(Scope::as_str) };
-    let hits = store.knowledge_search(filter, &args.query, args.limit)?;
+    let found = knowledge.search(filter, &args.query, args.limit)?;
     let mut out = format::stdout();
     if args.json {
-        format::json(&mut out, &Found { mode: "lexical", hits: &hits })?;
+        format::json(&mut out, &found)?;
     } else {
-        writeln!(out, "{} results (lexical: words matched by bm25; no embedder configured)", hits.len())?;
-        for h in &hits {
+        let how = match found.mode {
+            Mode::Lexical if knowledge.embedder().is_none() => "lexical: words matched by bm25; no embedder configured",
+            Mode::Lexical => "lexical: words matched by bm25",
+            Mode::Hybrid => "hybrid: words (bm25) and meaning (vectors), fused by rank",
+        };
+        writeln!(out, "{} results ({how})", found.hits.len())?;
+        if let Some(note) = &found.note {
+            writeln!(out, "note: {note}")?;
+        }
+        for h in &found.hits {
             let heading = if h.heading.is_empty() { String::new() } else { format!(" § {}", h.heading) };
             writeln!(out, "{}:{}-{}{heading}  [chunk {}]", h.path, h.start_line, h.end_line, h.id)?;
             writeln!(out, "  {}", h.snippet.replace('\n', " "))?;

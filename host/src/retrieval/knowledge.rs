@@ -1,0 +1,318 @@
+//! The document corpus: chunks indexed by `crate::knowledge`, their vectors (when an embedder is
+//! configured) and hybrid search over both.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::vectors::{self, VectorSet};
+use super::{Error, Result, Weights, candidates, fuse};
+use crate::knowledge::{AddReport, Sizing, Target};
+use crate::plugins::EmbedPurpose;
+use crate::providers::{Cancel, Embedder};
+use crate::store::{ChunkHit, KnowledgeFilter, Store};
+
+/// Which rankings a search used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Words only (FTS5 bm25): no embedder, no vectors yet, or the embedder failed.
+    Lexical,
+    /// Words and vector neighbours, fused by reciprocal rank.
+    Hybrid,
+}
+
+/// One search result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KnowledgeHit {
+    /// The chunk's id (`knowledge_read` takes it).
+    pub id: i64,
+    /// Its file.
+    pub path: String,
+    /// Its first line (1-based).
+    pub start_line: u32,
+    /// Its last line.
+    pub end_line: u32,
+    /// Its heading path (`A > B`), empty when none.
+    pub heading: String,
+    /// The matching words in `[` `]` (lexical matches), else the chunk's opening.
+    pub snippet: String,
+    /// The fused score (reciprocal rank fusion; higher is better).
+    pub score: f64,
+    /// Its 1-based rank by bm25, when the words matched.
+    pub lexical_rank: Option<usize>,
+    /// Its 1-based rank among the vector neighbours, when it was one.
+    pub vector_rank: Option<usize>,
+    /// The chunk's bm25 (FTS5's: lower is better), when the words matched.
+    pub bm25: Option<f64>,
+    /// The cosine of its vector and the query's, when it was a neighbour.
+    pub similarity: Option<f32>,
+}
+
+/// What a search found, and how.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Found {
+    /// The rankings used.
+    pub mode: Mode,
+    /// Why the search is lexical though an embedder is configured, or what was left out.
+    pub note: Option<String>,
+    /// The results, best first.
+    pub hits: Vec<KnowledgeHit>,
+}
+
+/// What embedding the pending chunks did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct EmbedReport {
+    /// Chunks embedded.
+    pub embedded: u64,
+    /// Vectors of another model deleted first (with consent).
+    pub replaced: u64,
+    /// Requests sent to the embedder.
+    pub requests: u64,
+    /// Texts split because they were longer than the model takes.
+    pub split: u64,
+}
+
+/// The document corpus of one database, with its embedder when one is configured.
+pub struct Knowledge {
+    store: Store,
+    embedder: Option<Embedder>,
+    weights: Weights,
+    /// The vectors in memory and the generation they were loaded at.
+    cache: Option<(i64, VectorSet)>,
+}
+
+impl std::fmt::Debug for Knowledge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Knowledge").field("embedder", &self.embedder).finish_non_exhaustive()
+    }
+}
+
+/// How many chunks are embedded per store transaction.
+const EMBED_BATCH: usize = 256;
+
+impl Knowledge {
+    /// The corpus in `store`, embedded by `embedder` when given, fused with `weights`.
+    pub fn new(store: Store, embedder: Option<Embedder>, weights: Weights) -> Self {
+        Knowledge { store, embedder, weights, cache: None }
+    }
+
+    /// Opens the database at `path` (created and migrated as needed), lexical only; add an
+    /// embedder with [`with_embedder`](Self::with_embedder).
+    pub fn open(path: &Path) -> Result<Self> {
+        Ok(Self::new(Store::open(path)?, None, Weights::default()))
+    }
+
+    /// The same corpus embedded by `embedder`.
+    pub fn with_embedder(mut self, embedder: Embedder) -> Self {
+        self.embedder = Some(embedder);
+        self.cache = None;
+        self
+    }
+
+    /// The store underneath.
+    pub fn store(&mut self) -> &mut Store {
+        &mut self.store
+    }
+
+    /// The embedder, when one is configured.
+    pub fn embedder(&self) -> Option<&Embedder> {
+        self.embedder.as_ref()
+    }
+
+    /// Indexes `paths` into `target` (files walked as ripgrep does, re-indexed only when
+    /// changed, vanished ones dropped); `progress` hears of each file. Vectors are made by
+    /// [`embed_pending`](Self::embed_pending).
+    pub fn add(
+        &mut self,
+        paths: &[PathBuf],
+        target: &Target,
+        progress: &mut dyn FnMut(usize, usize, &Path),
+    ) -> Result<AddReport> {
+        Ok(crate::knowledge::add(&mut self.store, paths, target, Sizing::default(), progress)?)
+    }
+
+    /// Embeds every chunk that has no vector yet; `progress` hears (done, total). When the
+    /// stored vectors were made by another model, refuses ([`Error::ModelChanged`], with the
+    /// counts) unless `re_embed`, which replaces them. Without an embedder, does nothing.
+    pub fn embed_pending(&mut self, re_embed: bool, progress: &mut dyn FnMut(u64, u64)) -> Result<EmbedReport> {
+        let Some(embedder) = self.embedder.as_mut() else { return Ok(EmbedReport::default()) };
+        let mut report = EmbedReport::default();
+        let total = self.store.chunks_without_vectors_count()?;
+        let index = self.store.vector_index()?;
+        let model = embedder.model().to_string();
+        let changed = |dims: Option<u32>| {
+            index.as_ref().is_some_and(|i| i.model != model || dims.is_some_and(|d| d != i.dimensions))
+        };
+        if changed(embedder.dimensions()) && !re_embed {
+            let i = index.as_ref().expect("changed implies an index");
+            return Err(Error::ModelChanged {
+                from: format!("{} ({} dimensions)", i.model, i.dimensions),
+                to: embedder.model().to_string(),
+                vectors: i.vectors,
+                chunks: i.vectors + total,
+            });
+        }
+        let mut total = total;
+        let mut done = 0;
+        let mut checked = false;
+        progress(0, total);
+        loop {
+            let pending = self.store.chunks_without_vectors(EMBED_BATCH)?;
+            if pending.is_empty() {
+                break;
+            }
+            let texts: Vec<String> = pending
+                .iter()
+                .map(|(_, heading, text)| if heading.is_empty() { text.clone() } else { format!("{heading}\n\n{text}") })
+                .collect();
+            let (vectors, split) = embed_documents(embedder, &texts)?;
+            report.split += split;
+            if !checked {
+                // The model's length is known now, if it was not before.
+                let dims = vectors.first().map(|v| v.len() as u32).unwrap_or(1);
+                if changed(Some(dims)) && !re_embed {
+                    let i = index.as_ref().expect("changed implies an index");
+                    return Err(Error::ModelChanged {
+                        from: format!("{} ({} dimensions)", i.model, i.dimensions),
+                        to: format!("{} ({dims} dimensions)", embedder.model()),
+                        vectors: i.vectors,
+                        chunks: i.vectors + total,
+                    });
+                }
+                report.replaced = self.store.vector_index_set(embedder.plugin_id(), embedder.model(), dims)?;
+                if report.replaced > 0 {
+                    total += report.replaced;
+                }
+                checked = true;
+            }
+            let rows: Vec<(i64, Vec<u8>)> =
+                pending.iter().zip(&vectors).map(|((id, _, _), v)| (*id, vectors::encode(v))).collect();
+            self.store.chunk_vectors_put(&rows)?;
+            done += rows.len() as u64;
+            report.embedded += rows.len() as u64;
+            progress(done, total);
+        }
+        report.requests = embedder.requests();
+        Ok(report)
+    }
+
+    /// Searches the chunks `filter` covers for `query`: bm25, fused with the vector neighbours
+    /// of the query when an embedder is configured and the stored vectors are its model's. The
+    /// filter applies before ranking on both sides. An embedder that fails makes the search
+    /// lexical, with the failure in [`Found::note`].
+    pub fn search(&mut self, filter: KnowledgeFilter<'_>, query: &str, limit: usize) -> Result<Found> {
+        let pool = candidates(limit);
+        let lexical = self.store.knowledge_search(filter, query, pool)?;
+        let (neighbours, note) = match self.neighbours(filter, query, pool) {
+            Ok(n) => n,
+            Err(e @ (Error::Embedder(_) | Error::ModelChanged { .. })) => (None, Some(e.to_string())),
+            Err(e) => return Err(e),
+        };
+        let mode = if neighbours.is_some() { Mode::Hybrid } else { Mode::Lexical };
+        let neighbours = neighbours.unwrap_or_default();
+        let lexical_ids: Vec<i64> = lexical.iter().map(|h| h.id).collect();
+        let vector_ids: Vec<i64> = neighbours.iter().map(|n| n.0).collect();
+        let mut fused = fuse(&lexical_ids, &vector_ids, self.weights);
+        fused.truncate(limit);
+        let only_vector: Vec<i64> = fused.iter().filter(|f| f.lexical_rank.is_none()).map(|f| f.id).collect();
+        let fetched = self.store.knowledge_chunk_hits(&only_vector)?;
+        let hits = fused
+            .into_iter()
+            .filter_map(|f| {
+                let chunk: &ChunkHit = match f.lexical_rank {
+                    Some(r) => &lexical[r - 1],
+                    None => fetched.iter().find(|c| c.id == f.id)?,
+                };
+                Some(KnowledgeHit {
+                    id: chunk.id,
+                    path: chunk.path.clone(),
+                    start_line: chunk.start_line,
+                    end_line: chunk.end_line,
+                    heading: chunk.heading.clone(),
+                    snippet: chunk.snippet.clone(),
+                    score: f.score,
+                    lexical_rank: f.lexical_rank,
+                    vector_rank: f.vector_rank,
+                    bm25: f.lexical_rank.map(|_| chunk.score),
+                    similarity: f.vector_rank.map(|r| neighbours[r - 1].1),
+                })
+            })
+            .collect();
+        Ok(Found { mode, note, hits })
+    }
+
+    /// The vector neighbours of `query` among the chunks `filter` covers, or none (with why,
+    /// when it is worth saying) when there is no embedder or no vector of its model.
+    #[allow(clippy::type_complexity, reason = "a private pair of the neighbours and the note")]
+    fn neighbours(
+        &mut self,
+        filter: KnowledgeFilter<'_>,
+        query: &str,
+        pool: usize,
+    ) -> Result<(Option<Vec<(i64, f32)>>, Option<String>)> {
+        let Some(embedder) = self.embedder.as_mut() else { return Ok((None, None)) };
+        let Some(index) = self.store.vector_index()? else {
+            return Ok((None, Some("no chunk has a vector yet: `seshat knowledge embed` makes them".into())));
+        };
+        if index.model != embedder.model() {
+            return Err(Error::ModelChanged {
+                from: format!("{} ({} dimensions)", index.model, index.dimensions),
+                to: embedder.model().to_string(),
+                vectors: index.vectors,
+                chunks: index.vectors + self.store.chunks_without_vectors_count()?,
+            });
+        }
+        let q = embedder.embed(&[query.to_string()], EmbedPurpose::Query, &Cancel::default())?;
+        let allowed: HashSet<i64> = self.store.knowledge_document_ids(filter)?.into_iter().collect();
+        let pending = self.store.chunks_without_vectors_count()?;
+        let set = self.vectors(index.generation, index.dimensions as usize)?;
+        let note = (pending > 0)
+            .then(|| format!("{pending} chunks have no vector yet and were matched by words only (`seshat knowledge embed`)"));
+        Ok((Some(set.nearest(&q[0], pool, &|doc| allowed.contains(&doc))), note))
+    }
+
+    /// The vectors in memory, loaded again when their generation moved.
+    fn vectors(&mut self, generation: i64, dims: usize) -> Result<&VectorSet> {
+        if !matches!(&self.cache, Some((g, s)) if *g == generation && s.dims() == dims) {
+            let mut set = VectorSet::new(dims);
+            self.store.chunk_vectors(&mut |id, doc, bytes| {
+                set.push(id, doc, bytes);
+            })?;
+            self.cache = Some((generation, set));
+        }
+        Ok(&self.cache.as_ref().expect("just loaded").1)
+    }
+}
+
+/// Embeds documents, each split into pieces the model takes when it is longer (never cut): a
+/// split text's vector is the mean of its pieces' unit vectors. Returns the vectors and how many
+/// texts were split.
+pub(crate) fn embed_documents(embedder: &mut Embedder, texts: &[String]) -> Result<(Vec<Vec<f32>>, u64)> {
+    // The estimate is approximate: keep a margin under the model's limit.
+    let max = (embedder.max_input_tokens() as usize * 9 / 10).max(8);
+    let mut pieces: Vec<String> = Vec::with_capacity(texts.len());
+    let mut owners: Vec<usize> = Vec::with_capacity(texts.len());
+    let mut split = 0;
+    for (i, t) in texts.iter().enumerate() {
+        let parts = crate::knowledge::chunk::pieces(t, max);
+        if parts.len() > 1 {
+            split += 1;
+        }
+        for p in parts {
+            pieces.push(p);
+            owners.push(i);
+        }
+    }
+    let vectors = embedder.embed(&pieces, EmbedPurpose::Document, &Cancel::default())?;
+    let dims = vectors.first().map_or(0, Vec::len);
+    let mut out = vec![vec![0f32; dims]; texts.len()];
+    for (v, &owner) in vectors.iter().zip(&owners) {
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(f32::MIN_POSITIVE);
+        for (o, x) in out[owner].iter_mut().zip(v) {
+            *o += x / norm;
+        }
+    }
+    Ok((out, split))
+}
