@@ -145,16 +145,19 @@ impl Knowledge {
         let changed = |dims: Option<u32>| {
             index.as_ref().is_some_and(|i| i.model != model || dims.is_some_and(|d| d != i.dimensions))
         };
-        if changed(embedder.dimensions()) && !re_embed {
+        if changed(embedder.dimensions()) {
             let i = index.as_ref().expect("changed implies an index");
-            return Err(Error::ModelChanged {
-                from: format!("{} ({} dimensions)", i.model, i.dimensions),
-                to: embedder.model().to_string(),
-                vectors: i.vectors,
-                chunks: i.vectors + total,
-            });
+            if !re_embed {
+                return Err(Error::ModelChanged {
+                    from: format!("{} ({} dimensions)", i.model, i.dimensions),
+                    to: embedder.model().to_string(),
+                    vectors: i.vectors,
+                    chunks: i.vectors + total,
+                });
+            }
+            report.replaced = self.store.chunk_vectors_clear()?;
         }
-        let mut total = total;
+        let mut total = total + report.replaced;
         let mut done = 0;
         let mut checked = false;
         progress(0, total);
@@ -181,10 +184,10 @@ impl Knowledge {
                         chunks: i.vectors + total,
                     });
                 }
-                report.replaced = self.store.vector_index_set(embedder.plugin_id(), embedder.model(), dims)?;
-                if report.replaced > 0 {
-                    total += report.replaced;
-                }
+                // Vectors of the same model but another length go too (with consent, checked above).
+                let dropped = self.store.vector_index_set(embedder.plugin_id(), embedder.model(), dims)?;
+                report.replaced += dropped;
+                total += dropped;
                 checked = true;
             }
             let rows: Vec<(i64, Vec<u8>)> =

@@ -86,6 +86,18 @@ impl Store {
         })
     }
 
+    /// Deletes every chunk vector (re-embedding with another model, which the user agreed to).
+    /// Returns how many went.
+    pub fn chunk_vectors_clear(&mut self) -> Result<u64> {
+        on_db!(self, "delete the vectors", {
+            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let deleted = tx.execute("DELETE FROM chunk_vectors", [])? as u64;
+            tx.execute("UPDATE vector_indexes SET generation = generation + 1 WHERE corpus = 'knowledge'", [])?;
+            tx.commit()?;
+            Ok(deleted)
+        })
+    }
+
     /// Up to `limit` chunks that have no vector yet, oldest first: (id, heading, text).
     pub fn chunks_without_vectors(&self, limit: usize) -> Result<Vec<(i64, String, String)>> {
         on_db!(self, "find chunks to embed", {

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::server::{Reply, Server};
 use crate::support::{Home, fixture};
 
 /// A project directory (a git repository) with a guide, a source file, an ignored build
@@ -149,4 +150,271 @@ fn a_version_7_database_upgrades_and_indexes_documents() {
     let filter = seshat::store::KnowledgeFilter { project: "/p", scope: None };
     let hits = store.knowledge_search(filter, "quasar", 5).unwrap();
     assert_eq!((hits.len(), hits[0].start_line, hits[0].heading.as_str()), (1, 1, "A"));
+}
+
+/// Installs the deterministic test embedder (see `tests/plugins/guests/embedder`) and points
+/// `[knowledge]` at `server` with `model`.
+fn with_test_embedder(home: &Home, server: &Server, model: &str) {
+    let dir = home.path().join("plugins").join("topics");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(seshat_test_plugins::EMBEDDER, dir.join("plugin.wasm")).unwrap();
+    std::fs::write(
+        dir.join("plugin.toml"),
+        "id = \"topics\"\nkind = \"embedder\"\napi = \"0.2.0\"\nallowed_hosts = [\"{base_url}\"]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!("[plugins]\nembedder = \"topics\"\n[knowledge]\nmodel = \"{model}\"\nbase_url = \"{}/v1\"\n", server.url()),
+    )
+    .unwrap();
+}
+
+/// A loopback server that echoes the test embedder's texts back (it computes the vectors).
+fn echo_server() -> Server {
+    Server::route(|r| {
+        assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", "/v1/echo"), "{r:?}");
+        assert_eq!(r.header("content-type"), Some("text/plain"));
+        assert!(r.header("authorization").is_none(), "no credential for an auth-less embedder");
+        Reply::Full { status: 200, headers: vec![], body: r.body.clone().into_bytes() }
+    })
+}
+
+/// Four notes: two about cars (one says "automobile", one does not), one mostly about fruit that
+/// says "automobile" once, one about the weather.
+fn notes(home: &Home) -> std::path::PathBuf {
+    let root = home.path().join("notes");
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    for (name, text) in [
+        ("a.md", "The automobile engine roared.\n"),
+        ("b.md", "My car and the truck need new tyres.\n"),
+        ("c.md", "An automobile drove past the orchard: apple, banana, pear, fruit everywhere.\n"),
+        ("d.md", "Rain and a storm in the forecast.\n"),
+    ] {
+        std::fs::write(root.join(name), text).unwrap();
+    }
+    root
+}
+
+fn hit_names(found: &Value) -> Vec<String> {
+    found["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| Path::new(h["path"].as_str().unwrap()).file_name().unwrap().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn hybrid_search_fuses_words_and_vectors_by_reciprocal_rank_exactly() {
+    let home = Home::new();
+    let server = echo_server();
+    with_test_embedder(&home, &server, "topics");
+    let root = notes(&home);
+    let report = json(&home, &root, &["knowledge", "add", ".", "--json"]);
+    assert_eq!(report["embedding"]["embedded"], 4, "{report}");
+    // Four chunks, at most four texts a request (the plugin's max-batch): one request.
+    assert_eq!(report["embedding"]["requests"], 1, "{report}");
+    assert_eq!(server.count(), 1);
+    let found = json(&home, &root, &["knowledge", "search", "automobile", "--json"]);
+    assert_eq!(found["mode"], "hybrid", "{found}");
+    let hits = found["hits"].as_array().unwrap();
+    // Words find a and c; meaning (the vehicle topic) finds a and b first, then c, then d. In
+    // both rankings, c beats b, which no word finds but meaning does.
+    let names = hit_names(&found);
+    assert_eq!(names, ["a.md", "c.md", "b.md", "d.md"], "{found}");
+    let a = &hits[0];
+    assert_eq!((a["lexical_rank"].as_u64(), a["vector_rank"].as_u64()), (Some(1), Some(1)), "{a}");
+    let b = &hits[2];
+    assert_eq!((b["lexical_rank"].as_u64(), b["vector_rank"].as_u64()), (None, Some(2)), "b has no such word: {b}");
+    assert!(b["snippet"].as_str().unwrap().starts_with("My car"), "a vector-only hit shows its opening: {b}");
+    let c = &hits[1];
+    assert_eq!((c["lexical_rank"].as_u64(), c["vector_rank"].as_u64()), (Some(2), Some(3)), "{c}");
+    assert!((b["similarity"].as_f64().unwrap() - 1.0).abs() < 0.02, "b is all vehicle: {b}");
+    // Every score is exactly 1/(60 + lexical rank) + 1/(60 + vector rank), and the order is by it.
+    let mut last = f64::MAX;
+    for h in hits {
+        let part = |key: &str| h[key].as_u64().map_or(0.0, |r| 1.0 / (60.0 + r as f64));
+        let expected = part("lexical_rank") + part("vector_rank");
+        assert_eq!(h["score"].as_f64().unwrap(), expected, "{h}");
+        assert!(expected <= last, "ordered by score: {found}");
+        last = expected;
+    }
+    // The weights are the user's: meaning alone puts b (all vehicle) before c.
+    let cfg = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    std::fs::write(home.path().join("config.toml"), format!("{cfg}lexical_weight = 0.0\n")).unwrap();
+    let meaning = json(&home, &root, &["knowledge", "search", "automobile", "--json"]);
+    assert_eq!(hit_names(&meaning), ["a.md", "b.md", "c.md", "d.md"], "{meaning}");
+    let human = String::from_utf8(run(&home, &root, &["knowledge", "search", "automobile"]).stdout).unwrap();
+    assert!(human.contains("(hybrid: words (bm25) and meaning (vectors), fused by rank)"), "{human}");
+}
+
+#[test]
+fn vector_search_is_filtered_by_scope_and_project_before_ranking() {
+    let home = Home::new();
+    let server = echo_server();
+    with_test_embedder(&home, &server, "topics");
+    let root = notes(&home);
+    json(&home, &root, &["knowledge", "add", ".", "--json"]);
+    // Another project's car note, and a user-scope one seen everywhere.
+    let other = home.path().join("other");
+    std::fs::create_dir_all(other.join(".git")).unwrap();
+    std::fs::write(other.join("o.md"), "A vehicle with a motor.\n").unwrap();
+    json(&home, &other, &["knowledge", "add", ".", "--json"]);
+    let user = home.path().join("mine.md");
+    std::fs::write(&user, "Cars cars cars.\n").unwrap();
+    json(&home, &root, &["knowledge", "add", user.to_str().unwrap(), "--scope", "user", "--json"]);
+    let found = json(&home, &root, &["knowledge", "search", "engine", "--limit", "10", "--json"]);
+    let names = hit_names(&found);
+    assert!(names.contains(&"mine.md".to_string()), "user scope is seen in every project: {names:?}");
+    assert!(!names.contains(&"o.md".to_string()), "another project's document never: {names:?}");
+    // With one scope, the other scopes' vectors are not candidates at all.
+    let only = json(&home, &root, &["knowledge", "search", "engine", "--scope", "user", "--json"]);
+    assert_eq!(hit_names(&only), ["mine.md"], "{only}");
+}
+
+#[test]
+fn a_new_model_is_refused_until_the_user_consents_and_search_stays_lexical_meanwhile() {
+    let home = Home::new();
+    let server = echo_server();
+    with_test_embedder(&home, &server, "topics");
+    let root = notes(&home);
+    json(&home, &root, &["knowledge", "add", ".", "--json"]);
+    let cfg = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    std::fs::write(home.path().join("config.toml"), cfg.replace("\"topics\"\nbase_url", "\"topics-long\"\nbase_url"))
+        .unwrap();
+    let before = server.count();
+    let err = String::from_utf8(run(&home, &root, &["knowledge", "embed"]).stderr).unwrap();
+    assert!(
+        err.contains("4 vectors were made by `topics (8 dimensions)`")
+            && err.contains("re-embeds all 4 chunks")
+            && err.contains("--re-embed"),
+        "{err}"
+    );
+    assert_eq!(server.count(), before, "nothing was sent before consent");
+    assert_eq!(home.store().vector_index().unwrap().unwrap().vectors, 4, "nothing was deleted");
+    let found = json(&home, &root, &["knowledge", "search", "automobile", "--json"]);
+    assert_eq!(found["mode"], "lexical", "{found}");
+    assert!(found["note"].as_str().unwrap().contains("topics-long"), "{found}");
+    let done = json(&home, &root, &["knowledge", "embed", "--re-embed", "--json"]);
+    assert_eq!((done["embedded"].as_u64(), done["replaced"].as_u64()), (Some(4), Some(4)), "{done}");
+    let index = home.store().vector_index().unwrap().unwrap();
+    assert_eq!((index.model.as_str(), index.vectors), ("topics-long", 4));
+    assert_eq!(json(&home, &root, &["knowledge", "search", "automobile", "--json"])["mode"], "hybrid");
+}
+
+#[test]
+fn a_text_longer_than_the_model_takes_is_split_never_cut() {
+    let home = Home::new();
+    let server = echo_server();
+    // `topics` takes 64 tokens; a chunk is up to 400.
+    with_test_embedder(&home, &server, "topics");
+    let root = home.path().join("long");
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    let filler: String = (0..60).map(|i| format!("Plain words number {i} say nothing much. ")).collect();
+    std::fs::write(root.join("long.md"), format!("{filler}And at the very end: the automobile.\n")).unwrap();
+    let report = json(&home, &root, &["knowledge", "add", ".", "--json"]);
+    assert!(report["embedding"]["split"].as_u64().unwrap() >= 1, "{report}");
+    let sent: usize = server.requests().iter().map(|r| r.body.split('\n').count()).sum();
+    assert!(sent > report["chunks"].as_u64().unwrap() as usize, "pieces were sent, not chunks: {sent}");
+    let every = server.requests().iter().map(|r| r.body.clone()).collect::<String>();
+    assert!(every.contains("the automobile"), "the end of the text was embedded, not cut off");
+    // The mean of the pieces points partly along the vehicle topic: found by meaning.
+    // The file is two chunks; the one holding the end is the nearest to "truck".
+    let found = json(&home, &root, &["knowledge", "search", "truck", "--json"]);
+    assert_eq!(found["mode"], "hybrid");
+    let hits = found["hits"].as_array().unwrap();
+    assert_eq!(hits.len(), 2, "{found}");
+    assert_eq!(hits[0]["vector_rank"], 1, "{found}");
+    assert!(hits[0]["similarity"].as_f64().unwrap() > 0.1, "{found}");
+    assert_eq!(hits[1]["similarity"].as_f64().unwrap(), 0.0, "the other chunk says nothing of vehicles: {found}");
+}
+
+#[test]
+fn embedder_openai_speaks_the_real_embeddings_json_with_the_key_added_by_the_host() {
+    let home = Home::new();
+    // The real /v1/embeddings shape, items out of order (the index says whose they are).
+    let server = Server::route(|r| {
+        assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", "/v1/embeddings"), "{r:?}");
+        assert_eq!(r.header("authorization"), Some("Bearer sk-test-embed-123"));
+        assert_eq!(r.header("content-type"), Some("application/json"));
+        let body = r.json();
+        assert_eq!(body["model"], "text-embedding-3-small");
+        assert_eq!(body["encoding_format"], "float");
+        assert_eq!(body["dimensions"], 3);
+        let inputs = body["input"].as_array().unwrap();
+        let mut data: Vec<Value> = inputs
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let car = t.as_str().unwrap().contains("car") || t.as_str().unwrap().contains("automobile");
+                let v = if car { [0.9, 0.1, 0.0] } else { [0.0, 0.2, 0.9] };
+                serde_json::json!({"object": "embedding", "index": i, "embedding": v})
+            })
+            .collect();
+        data.reverse();
+        let answer = serde_json::json!({
+            "object": "list", "data": data, "model": "text-embedding-3-small",
+            "usage": {"prompt_tokens": 12, "total_tokens": 12}
+        });
+        Reply::json(200, &answer.to_string())
+    });
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "[plugins]\nembedder = \"embedder-openai\"\n[knowledge]\nmodel = \"text-embedding-3-small\"\ndimensions = 3\n\
+             base_url = \"{}/v1\"\n",
+            server.url()
+        ),
+    )
+    .unwrap();
+    let root = notes(&home);
+    let out = home.cmd().current_dir(&root).env("OPENAI_API_KEY", "sk-test-embed-123").args(["knowledge", "add", ".", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["embedding"]["embedded"], 4, "{report}");
+    let index = home.store().vector_index().unwrap().unwrap();
+    assert_eq!((index.embedder.as_str(), index.model.as_str(), index.dimensions), ("embedder-openai", "text-embedding-3-small", 3));
+    let out = home.cmd().current_dir(&root).env("OPENAI_API_KEY", "sk-test-embed-123").args(["knowledge", "search", "car", "--json"]).output().unwrap();
+    let found: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(found["mode"], "hybrid", "{found}");
+    let names = hit_names(&found);
+    assert!(names[..2].contains(&"b.md".to_string()) && names[..3].contains(&"a.md".to_string()), "{names:?}");
+    // The query went as a query: one more request with one input.
+    let last = server.requests().last().unwrap().json();
+    assert_eq!(last["input"].as_array().unwrap().len(), 1);
+    for r in server.requests() {
+        assert!(!r.body.contains("sk-test-embed-123"), "the key is a header, never in the body");
+    }
+    let db = std::fs::read(home.db()).unwrap();
+    assert!(!db.windows(17).any(|w| w == b"sk-test-embed-123"), "the key never reaches the database");
+}
+
+#[test]
+fn an_embedder_that_fails_leaves_the_index_lexical_and_says_how_to_finish() {
+    let home = Home::new();
+    let server = Server::route(|r| {
+        assert_eq!(r.path, "/v1/embeddings");
+        Reply::json(401, r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}"#)
+    });
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!("[plugins]\nembedder = \"embedder-openai\"\n[knowledge]\nmodel = \"nomic-embed-text\"\nbase_url = \"{}/v1\"\n", server.url()),
+    )
+    .unwrap();
+    let root = notes(&home);
+    let err = home.cmd().current_dir(&root).args(["knowledge", "add", "."]).output().unwrap();
+    assert!(!err.status.success());
+    let text = String::from_utf8_lossy(&err.stderr);
+    assert!(text.contains("indexed 4 files (4 chunks), searchable by words; making their vectors failed"), "{text}");
+    assert!(text.contains("auth_failed") || text.contains("HTTP 401"), "{text}");
+    assert!(text.contains("Incorrect API key provided"), "{text}");
+    // The nomic model is asked with its document prefix.
+    let body = server.requests()[0].json();
+    assert!(body["input"][0].as_str().unwrap().starts_with("search_document: "), "{body}");
+    // The index is there and searchable; the search says why it is lexical.
+    let found = json(&home, &root, &["knowledge", "search", "automobile", "--json"]);
+    assert_eq!(found["mode"], "lexical");
+    assert_eq!(hit_names(&found), ["a.md", "c.md"], "{found}");
+    assert!(found["note"].as_str().unwrap().contains("no chunk has a vector yet"), "{found}");
 }
