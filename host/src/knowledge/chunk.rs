@@ -1,20 +1,24 @@
 //! Documents cut into chunks by their structure, not by byte count: Markdown by headings and
-//! paragraphs (text-splitter's Markdown splitter), other text by paragraphs, lines and sentences
-//! (its text splitter). Sizes are Seshat's own token estimate, so a chunk's size means what the
+//! paragraphs (text-splitter's Markdown splitter), Rust and Python by their syntax trees
+//! (its code splitter with the tree-sitter grammars: items, then blocks, then statements), other
+//! text by paragraphs, lines and sentences (its text splitter). Sizes are Seshat's own token estimate, so a chunk's size means what the
 //! window means; neighbouring chunks overlap a little. Each chunk keeps its line range and, for
 //! Markdown, the path of headings it sits under. Pure: no I/O.
 
 use std::ops::Range;
 
-use text_splitter::{ChunkConfig, ChunkSizer, MarkdownSplitter, TextSplitter};
+use text_splitter::{ChunkConfig, ChunkSizer, CodeSplitter, MarkdownSplitter, TextSplitter};
 
 /// How a document is split.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// Markdown: headings, then paragraphs, then lines and sentences.
     Markdown,
-    /// Source code: blank-line separated blocks, then lines (syntax-aware splitting comes with
-    /// the grammars).
+    /// Rust, split by its syntax tree.
+    Rust,
+    /// Python, split by its syntax tree.
+    Python,
+    /// Other source code: blank-line separated blocks, then lines.
     Code,
     /// Anything else that is text.
     Text,
@@ -26,7 +30,9 @@ impl Kind {
         let ext = path.extension()?.to_str()?.to_ascii_lowercase();
         Some(match ext.as_str() {
             "md" | "markdown" | "mdx" => Kind::Markdown,
-            "rs" | "py" | "go" | "js" | "ts" | "tsx" | "jsx" | "java" | "c" | "h" | "cc" | "cpp" | "hpp" | "rb"
+            "rs" => Kind::Rust,
+            "py" | "pyi" => Kind::Python,
+            "go" | "js" | "ts" | "tsx" | "jsx" | "java" | "c" | "h" | "cc" | "cpp" | "hpp" | "rb"
             | "sh" | "toml" | "yaml" | "yml" | "json" | "sql" | "swift" | "kt" | "cs" | "php" | "lua" => Kind::Code,
             "txt" | "rst" | "adoc" | "org" | "csv" | "log" | "html" | "xml" => Kind::Text,
             _ => return None,
@@ -37,6 +43,8 @@ impl Kind {
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Markdown => "markdown",
+            Kind::Rust => "rust",
+            Kind::Python => "python",
             Kind::Code => "code",
             Kind::Text => "text",
         }
@@ -91,10 +99,19 @@ pub fn chunks(text: &str, kind: Kind, sizing: Sizing) -> Vec<Chunk> {
         .expect("the overlap is below the capacity");
     let spans: Vec<Range<usize>> = match kind {
         Kind::Markdown => MarkdownSplitter::new(config).chunk_indices(text).map(|(at, c)| at..at + c.len()).collect(),
+        Kind::Rust | Kind::Python => {
+            let language = if kind == Kind::Rust { tree_sitter_rust::LANGUAGE } else { tree_sitter_python::LANGUAGE };
+            CodeSplitter::new(language, config)
+                .expect("the grammars are built for this tree-sitter")
+                .chunk_indices(text)
+                .map(|(at, c)| at..at + c.len())
+                .collect()
+        }
         Kind::Code | Kind::Text => {
             TextSplitter::new(config).chunk_indices(text).map(|(at, c)| at..at + c.len()).collect()
         }
     };
+    let spans = if matches!(kind, Kind::Rust | Kind::Python) { attach_comments(spans, text, kind) } else { spans };
     let starts = line_starts(text);
     let headings = if kind == Kind::Markdown { headings(text) } else { Vec::new() };
     spans
@@ -111,6 +128,39 @@ pub fn chunks(text: &str, kind: Kind, sizing: Sizing) -> Vec<Chunk> {
             }
         })
         .collect()
+}
+
+/// Moves the comment lines that end a chunk (a Rust doc comment or attribute, a Python comment
+/// or decorator: the grammar makes them siblings of the item they introduce) to the start of the
+/// chunk after it, where their item is, when the two chunks meet without overlapping.
+fn attach_comments(mut spans: Vec<Range<usize>>, text: &str, kind: Kind) -> Vec<Range<usize>> {
+    let introduces = |line: &str| {
+        let l = line.trim_start();
+        match kind {
+            Kind::Rust => l.starts_with("///") || l.starts_with("#[") || l.starts_with("//"),
+            _ => l.starts_with('#') || l.starts_with('@'),
+        }
+    };
+    for i in 0..spans.len().saturating_sub(1) {
+        let (here, next) = (spans[i].clone(), spans[i + 1].clone());
+        if next.start < here.end || !text[here.end..next.start].trim().is_empty() {
+            continue;
+        }
+        let mut cut = here.end;
+        loop {
+            let body = text[here.start..cut].trim_end();
+            let line_start = here.start + body.rfind('\n').map_or(0, |n| n + 1);
+            if line_start <= here.start || !introduces(&text[line_start..here.start + body.len()]) {
+                break;
+            }
+            cut = line_start;
+        }
+        if cut < here.end && !text[here.start..cut].trim().is_empty() {
+            spans[i] = here.start..text[..cut].trim_end().len().max(here.start);
+            spans[i + 1] = cut..next.end;
+        }
+    }
+    spans
 }
 
 /// `text` cut into consecutive pieces of at most `max_tokens` estimated tokens each, at the
@@ -221,6 +271,53 @@ mod tests {
         assert!(got.windows(2).all(|w| w[1].start_line <= w[0].end_line), "neighbours overlap");
     }
 
+    /// The chunks' texts, each checked to be exactly its lines of `text`.
+    fn exact(text: &str, got: &[Chunk]) -> Vec<String> {
+        let lines: Vec<&str> = text.split_inclusive('\n').collect();
+        for c in got {
+            let span: String = lines[c.start_line as usize - 1..c.end_line as usize].concat();
+            assert!(span.contains(c.text.trim()), "chunk {}-{} is within its lines: {:?}", c.start_line, c.end_line, c.text);
+            assert!(span.trim_start().starts_with(c.text.trim().lines().next().unwrap()), "{span:?} vs {:?}", c.text);
+        }
+        got.iter().map(|c| c.text.clone()).collect()
+    }
+
+    #[test]
+    fn rust_is_cut_between_items_not_inside_them() {
+        let item = |name: &str| {
+            format!(
+                "/// Adds {name}.\npub fn {name}(a: u64, b: u64) -> u64 {{\n    let total = a + b;\n    \
+                 tracing::debug!(total, \"adding {name}\");\n    total\n}}\n"
+            )
+        };
+        let text: String = (0..12).map(|i| item(&format!("add_{i}"))).collect();
+        let got = chunks(&text, Kind::Rust, Sizing { max_tokens: 60, overlap_tokens: 0 });
+        assert!(got.len() > 2, "{}", got.len());
+        let texts = exact(&text, &got);
+        for t in &texts {
+            assert!(t.trim_start().starts_with("/// Adds"), "a chunk starts at an item's doc comment: {t:?}");
+            assert!(t.trim_end().ends_with('}'), "and ends at an item's end: {t:?}");
+        }
+        // Lines exact: the third item is lines 13-18 (6 lines each, no blank between, 1-based).
+        let third = got.iter().find(|c| c.text.contains("fn add_2(")).unwrap();
+        assert!(third.start_line <= 13 && third.end_line >= 18, "{}-{}", third.start_line, third.end_line);
+        assert_eq!(got.last().unwrap().end_line, 72, "the last item ends at line 72");
+    }
+
+    #[test]
+    fn python_is_cut_between_definitions() {
+        let def = |i: usize| format!("def step_{i}(x):\n    \"\"\"Step {i}.\"\"\"\n    y = x * {i}\n    return y + 1\n\n\n");
+        let text: String = (0..10).map(def).collect();
+        let got = chunks(&text, Kind::Python, Sizing { max_tokens: 40, overlap_tokens: 0 });
+        assert!(got.len() > 2, "{}", got.len());
+        for t in exact(&text, &got) {
+            assert!(t.trim_start().starts_with("def step_"), "a chunk starts at a def: {t:?}");
+            assert!(t.trim_end().ends_with("+ 1"), "and ends at its return: {t:?}");
+        }
+        let five = got.iter().find(|c| c.text.contains("def step_5(")).unwrap();
+        assert!(five.start_line <= 31 && five.end_line >= 34, "{}-{}", five.start_line, five.end_line);
+    }
+
     #[test]
     fn pieces_fit_the_limit_and_join_back_to_the_text() {
         let text: String = (0..300).map(|i| format!("Sentence number {i} of a long paragraph. ")).collect();
@@ -236,7 +333,9 @@ mod tests {
     #[test]
     fn kinds_by_extension() {
         assert_eq!(Kind::of(std::path::Path::new("a/README.md")), Some(Kind::Markdown));
-        assert_eq!(Kind::of(std::path::Path::new("src/lib.rs")), Some(Kind::Code));
+        assert_eq!(Kind::of(std::path::Path::new("src/lib.rs")), Some(Kind::Rust));
+        assert_eq!(Kind::of(std::path::Path::new("tool.py")), Some(Kind::Python));
+        assert_eq!(Kind::of(std::path::Path::new("main.go")), Some(Kind::Code));
         assert_eq!(Kind::of(std::path::Path::new("notes.txt")), Some(Kind::Text));
         assert_eq!(Kind::of(std::path::Path::new("logo.png")), None);
     }
