@@ -1,4 +1,5 @@
-//! The tools an agent may call: the built-in memory and history tools and the application's own.
+//! The tools an agent may call: the built-in memory, history and knowledge tools and the
+//! application's own.
 
 use serde_json::Value;
 
@@ -29,6 +30,8 @@ pub struct ToolReply {
 pub struct Tools {
     memory: bool,
     history: bool,
+    /// The document corpus and the project key its searches are for.
+    knowledge: Option<(crate::retrieval::Knowledge, String)>,
     custom: Vec<Box<dyn Tool>>,
     /// When set, only these are offered (`[chat] tools = [...]`).
     only: Option<std::collections::HashSet<String>>,
@@ -39,6 +42,7 @@ impl std::fmt::Debug for Tools {
         f.debug_struct("Tools")
             .field("memory", &self.memory)
             .field("history", &self.history)
+            .field("knowledge", &self.knowledge.is_some())
             .field("custom", &self.custom.len())
             .finish()
     }
@@ -59,6 +63,13 @@ impl Tools {
     /// Adds the history tools (`history_search`, `history_read`).
     pub fn with_history(mut self) -> Self {
         self.history = true;
+        self
+    }
+
+    /// Adds the knowledge tools (`knowledge_search`, `knowledge_read`) over `knowledge`, for the
+    /// project whose key is `project`.
+    pub fn with_knowledge(mut self, knowledge: crate::retrieval::Knowledge, project: String) -> Self {
+        self.knowledge = Some((knowledge, project));
         self
     }
 
@@ -90,6 +101,9 @@ impl Tools {
         }
         if self.history {
             specs.extend(history::specs());
+        }
+        if self.knowledge.is_some() {
+            specs.extend(crate::retrieval::tools::specs());
         }
         specs.extend(self.custom.iter().map(|t| t.spec()));
         if let Some(only) = &self.only {
@@ -123,6 +137,14 @@ impl Tools {
         if self.history && history::is_history_tool(name) {
             return match history::call(store, session, name, &args) {
                 Ok(content) => ToolReply { content, is_error: false },
+                Err(content) => ToolReply { content, is_error: true },
+            };
+        }
+        if let Some((knowledge, project)) =
+            self.knowledge.as_mut().filter(|_| crate::retrieval::tools::is_knowledge_tool(name))
+        {
+            return match crate::retrieval::tools::call(knowledge, project, name, &args) {
+                Ok(v) => ToolReply { content: serde_json::to_string_pretty(&v).unwrap_or_default(), is_error: false },
                 Err(content) => ToolReply { content, is_error: true },
             };
         }

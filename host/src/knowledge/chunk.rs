@@ -32,8 +32,8 @@ impl Kind {
             "md" | "markdown" | "mdx" => Kind::Markdown,
             "rs" => Kind::Rust,
             "py" | "pyi" => Kind::Python,
-            "go" | "js" | "ts" | "tsx" | "jsx" | "java" | "c" | "h" | "cc" | "cpp" | "hpp" | "rb"
-            | "sh" | "toml" | "yaml" | "yml" | "json" | "sql" | "swift" | "kt" | "cs" | "php" | "lua" => Kind::Code,
+            "go" | "js" | "ts" | "tsx" | "jsx" | "java" | "c" | "h" | "cc" | "cpp" | "hpp" | "rb" | "sh" | "toml"
+            | "yaml" | "yml" | "json" | "sql" | "swift" | "kt" | "cs" | "php" | "lua" => Kind::Code,
             "txt" | "rst" | "adoc" | "org" | "csv" | "log" | "html" | "xml" => Kind::Text,
             _ => return None,
         })
@@ -276,7 +276,13 @@ mod tests {
         let lines: Vec<&str> = text.split_inclusive('\n').collect();
         for c in got {
             let span: String = lines[c.start_line as usize - 1..c.end_line as usize].concat();
-            assert!(span.contains(c.text.trim()), "chunk {}-{} is within its lines: {:?}", c.start_line, c.end_line, c.text);
+            assert!(
+                span.contains(c.text.trim()),
+                "chunk {}-{} is within its lines: {:?}",
+                c.start_line,
+                c.end_line,
+                c.text
+            );
             assert!(span.trim_start().starts_with(c.text.trim().lines().next().unwrap()), "{span:?} vs {:?}", c.text);
         }
         got.iter().map(|c| c.text.clone()).collect()
@@ -306,7 +312,8 @@ mod tests {
 
     #[test]
     fn python_is_cut_between_definitions() {
-        let def = |i: usize| format!("def step_{i}(x):\n    \"\"\"Step {i}.\"\"\"\n    y = x * {i}\n    return y + 1\n\n\n");
+        let def =
+            |i: usize| format!("def step_{i}(x):\n    \"\"\"Step {i}.\"\"\"\n    y = x * {i}\n    return y + 1\n\n\n");
         let text: String = (0..10).map(def).collect();
         let got = chunks(&text, Kind::Python, Sizing { max_tokens: 40, overlap_tokens: 0 });
         assert!(got.len() > 2, "{}", got.len());

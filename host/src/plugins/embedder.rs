@@ -211,10 +211,9 @@ impl EmbedderPlugin {
         }
         let want = dimensions.map(|d| d as usize).or_else(|| vectors.first().map(Vec::len)).unwrap_or(0);
         if let Some((i, v)) = vectors.iter().enumerate().find(|(_, v)| v.len() != want || v.is_empty()) {
-            return Err(self.invalid(format!(
-                "vector {i} has {} numbers where the model's vectors have {want}",
-                v.len()
-            )));
+            return Err(
+                self.invalid(format!("vector {i} has {} numbers where the model's vectors have {want}", v.len()))
+            );
         }
         if let Some(i) = vectors.iter().position(|v| v.iter().any(|x| !x.is_finite())) {
             return Err(self.invalid(format!("vector {i} holds a number that is not finite (NaN or infinity)")));

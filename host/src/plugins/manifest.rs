@@ -39,7 +39,9 @@ impl Manifest {
             return bad(format!("`id` must be letters, digits, `-` or `_`, got `{}`", m.id));
         }
         if !m.allowed_hosts.is_empty() && !matches!(m.kind, PluginKind::Provider | PluginKind::Embedder) {
-            return bad("`allowed_hosts` is only for provider and embedder plugins, which the host sends requests for".into());
+            return bad(
+                "`allowed_hosts` is only for provider and embedder plugins, which the host sends requests for".into()
+            );
         }
         Ok(m)
     }

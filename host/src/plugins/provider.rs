@@ -451,10 +451,7 @@ pub(super) fn check_request(plugin: &str, http: RawRequest) -> Result<HttpReques
         )));
     }
     if !(http.url.starts_with("https://") || http.url.starts_with("http://")) {
-        return Err(invalid(format!(
-            "`{}` is not an http(s) URL: it must start with https:// or http://",
-            http.url
-        )));
+        return Err(invalid(format!("`{}` is not an http(s) URL: it must start with https:// or http://", http.url)));
     }
     for (name, value) in &http.headers {
         let name_ok = !name.is_empty() && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_');

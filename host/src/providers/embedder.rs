@@ -35,7 +35,10 @@ pub struct Embedder {
 
 impl std::fmt::Debug for Embedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Embedder").field("plugin", &self.plugin.id()).field("model", &self.model).finish_non_exhaustive()
+        f.debug_struct("Embedder")
+            .field("plugin", &self.plugin.id())
+            .field("model", &self.model)
+            .finish_non_exhaustive()
     }
 }
 
@@ -46,15 +49,16 @@ impl Embedder {
         let mut p = EmbedderPlugin::new(plugin).map_err(|e| Error::Plugin(e.to_string()))?;
         let info = p.info().map_err(|e| Error::Plugin(e.to_string()))?;
         let base_configured = config.base_url.is_some();
-        let base_url = config
-            .base_url
-            .clone()
-            .unwrap_or_else(|| info.default_base_url.clone())
-            .trim_end_matches('/')
-            .to_string();
-        let credentials =
-            Credentials::for_scheme(&info.id, &info.auth, info.key_env.as_deref(), config.api_key_env.as_deref(), base_configured)
-                .map_err(|m| Error::NotConfigured(format!("no API key for the embedder `{}`: {m}", p.id())))?;
+        let base_url =
+            config.base_url.clone().unwrap_or_else(|| info.default_base_url.clone()).trim_end_matches('/').to_string();
+        let credentials = Credentials::for_scheme(
+            &info.id,
+            &info.auth,
+            info.key_env.as_deref(),
+            config.api_key_env.as_deref(),
+            base_configured,
+        )
+        .map_err(|m| Error::NotConfigured(format!("no API key for the embedder `{}`: {m}", p.id())))?;
         p.redact_logs(credentials.key_text().map(str::to_string).into_iter().collect());
         let model = match config.model.clone().or_else(|| info.models.first().map(|m| m.id.clone())) {
             Some(m) => m,
@@ -161,8 +165,14 @@ impl Embedder {
                 self.plugin.id()
             )));
         }
-        let to = destination::check(self.plugin.id(), &http.url, self.plugin.allowed_hosts(), &self.base_url, self.base_configured)
-            .map_err(Error::HostNotAllowed)?;
+        let to = destination::check(
+            self.plugin.id(),
+            &http.url,
+            self.plugin.allowed_hosts(),
+            &self.base_url,
+            self.base_configured,
+        )
+        .map_err(Error::HostNotAllowed)?;
         let out = transport::Outgoing {
             to: &to,
             method: &http.method,
@@ -194,7 +204,10 @@ impl Embedder {
             other => self.plugin_error(&other),
         })?;
         if status != 200 && !(200..300).contains(&status) {
-            return Err(Error::Api { code: "http_error".into(), message: format!("the embeddings server answered HTTP {status}") });
+            return Err(Error::Api {
+                code: "http_error".into(),
+                message: format!("the embeddings server answered HTTP {status}"),
+            });
         }
         if self.dimensions.is_none() {
             self.dimensions = vectors.first().map(|v| v.len() as u32);

@@ -40,7 +40,12 @@ pub struct Fused<T> {
 pub fn fuse<T: Clone + PartialEq>(lexical: &[T], vector: &[T], w: Weights) -> Vec<Fused<T>> {
     let mut out: Vec<Fused<T>> = Vec::with_capacity(lexical.len() + vector.len());
     for (i, id) in lexical.iter().enumerate() {
-        out.push(Fused { id: id.clone(), score: w.lexical / (w.k + (i + 1) as f64), lexical_rank: Some(i + 1), vector_rank: None });
+        out.push(Fused {
+            id: id.clone(),
+            score: w.lexical / (w.k + (i + 1) as f64),
+            lexical_rank: Some(i + 1),
+            vector_rank: None,
+        });
     }
     for (i, id) in vector.iter().enumerate() {
         let earned = w.vector / (w.k + (i + 1) as f64);
@@ -72,11 +77,11 @@ mod tests {
         let w = Weights::default();
         let fused = fuse(&["a", "b", "c"], &["c", "d"], w);
         let ids: Vec<&str> = fused.iter().map(|f| f.id).collect();
-        assert_eq!(ids, ["c", "a", "d", "b"]);
+        // b (lexical 2) and d (vector 2) tie at 1/62: the lexical rank breaks it.
+        assert_eq!(ids, ["c", "a", "b", "d"]);
         assert_eq!(fused[0].score, 1.0 / 63.0 + 1.0 / 61.0);
         assert_eq!((fused[0].lexical_rank, fused[0].vector_rank), (Some(3), Some(1)));
-        // a (lexical 1) and d (vector 2) differ; a tie between lexical 1 and vector 1 goes by
-        // first seen.
+        // A tie between lexical 1 and vector 1 goes to the lexical one.
         let tie = fuse(&["x"], &["y"], w);
         assert_eq!(tie.iter().map(|f| f.id).collect::<Vec<_>>(), ["x", "y"]);
     }

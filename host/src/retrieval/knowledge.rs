@@ -168,7 +168,9 @@ impl Knowledge {
             }
             let texts: Vec<String> = pending
                 .iter()
-                .map(|(_, heading, text)| if heading.is_empty() { text.clone() } else { format!("{heading}\n\n{text}") })
+                .map(
+                    |(_, heading, text)| if heading.is_empty() { text.clone() } else { format!("{heading}\n\n{text}") },
+                )
                 .collect();
             let (vectors, split) = embed_documents(embedder, &texts)?;
             report.split += split;
@@ -220,7 +222,7 @@ impl Knowledge {
         let mut fused = fuse(&lexical_ids, &vector_ids, self.weights);
         fused.truncate(limit);
         let only_vector: Vec<i64> = fused.iter().filter(|f| f.lexical_rank.is_none()).map(|f| f.id).collect();
-        let fetched = self.store.knowledge_chunk_hits(&only_vector)?;
+        let fetched = self.store.knowledge_chunk_hits(filter, &only_vector)?;
         let hits = fused
             .into_iter()
             .filter_map(|f| {
@@ -244,6 +246,16 @@ impl Knowledge {
             })
             .collect();
         Ok(Found { mode, note, hits })
+    }
+
+    /// One chunk whole, by id, among the documents `filter` covers.
+    pub fn chunk(&self, filter: KnowledgeFilter<'_>, id: i64) -> Result<Option<crate::store::ChunkText>> {
+        Ok(self.store.knowledge_chunk(filter, id)?)
+    }
+
+    /// Whether `filter` covers any document.
+    pub fn has_documents(&self, filter: KnowledgeFilter<'_>) -> Result<bool> {
+        Ok(!self.store.knowledge_document_ids(filter)?.is_empty())
     }
 
     /// The vector neighbours of `query` among the chunks `filter` covers, or none (with why,
@@ -271,8 +283,9 @@ impl Knowledge {
         let allowed: HashSet<i64> = self.store.knowledge_document_ids(filter)?.into_iter().collect();
         let pending = self.store.chunks_without_vectors_count()?;
         let set = self.vectors(index.generation, index.dimensions as usize)?;
-        let note = (pending > 0)
-            .then(|| format!("{pending} chunks have no vector yet and were matched by words only (`seshat knowledge embed`)"));
+        let note = (pending > 0).then(|| {
+            format!("{pending} chunks have no vector yet and were matched by words only (`seshat knowledge embed`)")
+        });
         Ok((Some(set.nearest(&q[0], pool, &|doc| allowed.contains(&doc))), note))
     }
 

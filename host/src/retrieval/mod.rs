@@ -8,6 +8,7 @@
 
 pub mod fusion;
 mod knowledge;
+pub mod tools;
 pub mod vectors;
 
 pub use fusion::{Fused, Weights, fuse};

@@ -240,10 +240,10 @@ impl Store {
 
     /// Chunks by id as search hits (for those a vector search found), with their opening as the
     /// snippet and no score; in the order given, missing ones left out.
-    pub fn knowledge_chunk_hits(&self, ids: &[i64]) -> Result<Vec<ChunkHit>> {
+    pub fn knowledge_chunk_hits(&self, filter: KnowledgeFilter<'_>, ids: &[i64]) -> Result<Vec<ChunkHit>> {
         let mut out = Vec::with_capacity(ids.len());
         for &id in ids {
-            if let Some(c) = self.knowledge_chunk(id)? {
+            if let Some(c) = self.knowledge_chunk(filter, id)? {
                 out.push(ChunkHit {
                     id: c.id,
                     path: c.path,
@@ -258,16 +258,17 @@ impl Store {
         Ok(out)
     }
 
-    /// One stored chunk whole, by id.
-    pub fn knowledge_chunk(&self, id: i64) -> Result<Option<ChunkText>> {
+    /// One stored chunk whole, by id, when it is among the documents `filter` covers (another
+    /// project's chunk is not found).
+    pub fn knowledge_chunk(&self, filter: KnowledgeFilter<'_>, id: i64) -> Result<Option<ChunkText>> {
         on_db!(self, "read a chunk", {
             Ok(self
                 .conn
-                .prepare_cached(
+                .prepare_cached(&format!(
                     "SELECT c.id, d.path, c.start_line, c.end_line, c.heading, c.text FROM chunks c \
-                     JOIN documents d ON d.id = c.document_id WHERE c.id = ?1",
-                )?
-                .query_row([id], |r| {
+                     JOIN documents d ON d.id = c.document_id WHERE c.id = ?3 AND {VISIBLE}"
+                ))?
+                .query_row(params![filter.project, filter.scope, id], |r| {
                     Ok(ChunkText {
                         id: r.get(0)?,
                         path: r.get(1)?,

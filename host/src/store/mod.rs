@@ -17,7 +17,6 @@ macro_rules! on_db {
 mod error;
 mod history;
 mod knowledge;
-mod vectors;
 mod messages;
 mod migrations;
 mod model;
@@ -27,6 +26,7 @@ mod pins;
 mod sessions;
 mod sources;
 mod transfer;
+mod vectors;
 mod view;
 
 use std::path::{Path, PathBuf};
@@ -37,7 +37,6 @@ pub(crate) use error::sqlite_message;
 pub use error::{Error, Failure, Result};
 pub use history::{HISTORY_RANGE_MAX, HistoryHit, HistoryScope, INDEX_WHOLE_BYTES, INDEX_WHOLE_TEXT_BYTES, index_text};
 pub use knowledge::{ChunkHit, ChunkText, DocumentInfo, KnowledgeFilter, NewChunk, NewDocument};
-pub use vectors::VectorIndex;
 pub use messages::title_from;
 pub use migrations::{APPLICATION_ID, LATEST as SCHEMA_VERSION, Progress, on_migration_progress};
 pub use model::{Compaction, CompactionStatus, CompactionTrigger, Message, NewSession, PluginRef, SessionInfo, Trim};
@@ -46,6 +45,7 @@ pub use pins::Retracted;
 pub use sessions::ListFilter;
 pub use sessions::MIN_SHORT_ID;
 pub use transfer::{ImportOptions, Imported, unanswered_text};
+pub use vectors::VectorIndex;
 pub use view::{COMPACTION_MARKER, LiveView, Origin, ViewEntry, summary_text};
 
 /// How long a writer waits for another process's transaction before giving up.

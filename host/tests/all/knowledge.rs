@@ -165,7 +165,10 @@ fn with_test_embedder(home: &Home, server: &Server, model: &str) {
     .unwrap();
     std::fs::write(
         home.path().join("config.toml"),
-        format!("[plugins]\nembedder = \"topics\"\n[knowledge]\nmodel = \"{model}\"\nbase_url = \"{}/v1\"\n", server.url()),
+        format!(
+            "[plugins]\nembedder = \"topics\"\n[knowledge]\nmodel = \"{model}\"\nbase_url = \"{}/v1\"\n",
+            server.url()
+        ),
     )
     .unwrap();
 }
@@ -369,13 +372,28 @@ fn embedder_openai_speaks_the_real_embeddings_json_with_the_key_added_by_the_hos
     )
     .unwrap();
     let root = notes(&home);
-    let out = home.cmd().current_dir(&root).env("OPENAI_API_KEY", "sk-test-embed-123").args(["knowledge", "add", ".", "--json"]).output().unwrap();
+    let out = home
+        .cmd()
+        .current_dir(&root)
+        .env("OPENAI_API_KEY", "sk-test-embed-123")
+        .args(["knowledge", "add", ".", "--json"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["embedding"]["embedded"], 4, "{report}");
     let index = home.store().vector_index().unwrap().unwrap();
-    assert_eq!((index.embedder.as_str(), index.model.as_str(), index.dimensions), ("embedder-openai", "text-embedding-3-small", 3));
-    let out = home.cmd().current_dir(&root).env("OPENAI_API_KEY", "sk-test-embed-123").args(["knowledge", "search", "car", "--json"]).output().unwrap();
+    assert_eq!(
+        (index.embedder.as_str(), index.model.as_str(), index.dimensions),
+        ("embedder-openai", "text-embedding-3-small", 3)
+    );
+    let out = home
+        .cmd()
+        .current_dir(&root)
+        .env("OPENAI_API_KEY", "sk-test-embed-123")
+        .args(["knowledge", "search", "car", "--json"])
+        .output()
+        .unwrap();
     let found: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(found["mode"], "hybrid", "{found}");
     let names = hit_names(&found);
@@ -417,4 +435,89 @@ fn an_embedder_that_fails_leaves_the_index_lexical_and_says_how_to_finish() {
     assert_eq!(found["mode"], "lexical");
     assert_eq!(hit_names(&found), ["a.md", "c.md"], "{found}");
     assert!(found["note"].as_str().unwrap().contains("no chunk has a vector yet"), "{found}");
+}
+
+#[test]
+fn mcp_serves_knowledge_search_and_read_by_chunk_id_only_within_the_project() {
+    let home = Home::new();
+    let root = project(&home);
+    json(&home, &root, &["knowledge", "add", ".", "--json"]);
+    let other = home.path().join("other");
+    std::fs::create_dir_all(other.join(".git")).unwrap();
+    std::fs::write(other.join("secret.md"), "The other project's flux plans.\n").unwrap();
+    json(&home, &other, &["knowledge", "add", ".", "--json"]);
+    let mut client = crate::memory_cli::McpClient::start(&home, &root);
+    let (found, err) = client.call("knowledge_search", serde_json::json!({"query": "flux capacitor"}));
+    assert!(!err, "{found}");
+    assert_eq!(found["mode"], "lexical");
+    let results = found["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "only this project's guide: {found}");
+    assert!(results[0]["file"].as_str().unwrap().ends_with("docs/guide.md"));
+    assert_eq!(results[0]["lines"], "1-7");
+    let id = results[0]["id"].as_i64().unwrap();
+    let (chunk, err) = client.call("knowledge_read", serde_json::json!({"id": id}));
+    assert!(!err, "{chunk}");
+    assert_eq!(
+        chunk["text"],
+        std::fs::read_to_string(root.join("docs/guide.md")).unwrap().trim_end(),
+        "the chunk whole"
+    );
+    // Another project's chunk is not readable by guessing its id; a path is not an argument.
+    let other_id =
+        json(&home, &other, &["knowledge", "search", "flux plans", "--json"])["hits"][0]["id"].as_i64().unwrap();
+    let (error, err) = client.call("knowledge_read", serde_json::json!({"id": other_id}));
+    assert!(err && error["error"].as_str().unwrap().contains("no chunk"), "{error}");
+    let (error, err) = client.call("knowledge_read", serde_json::json!({"path": "/etc/passwd"}));
+    assert!(err && error["error"].as_str().unwrap().contains("unknown field `path`"), "{error}");
+    let (error, err) = client.call("knowledge_read", serde_json::json!({"id": id, "offset": 100000}));
+    assert!(err && error["error"].as_str().unwrap().contains("past the chunk's end"), "{error}");
+    let (error, err) = client.call("knowledge_search", serde_json::json!({"query": " "}));
+    assert!(err && error["error"].as_str().unwrap().contains("`query` is empty"), "{error}");
+    client.close();
+}
+
+#[test]
+fn chat_offers_the_knowledge_tools_where_documents_are_and_the_model_reads_a_chunk() {
+    use crate::chat::{chat, home_for, json_of};
+    use crate::server::anthropic;
+    let server = Server::start(vec![
+        Reply::Stream { pieces: anthropic::text_answer(&["No documents here."]) },
+        Reply::Stream {
+            pieces: anthropic::tool_answer("toolu_k", "knowledge_search", r#"{"query":"flux capacitor"}"#),
+        },
+        Reply::Stream { pieces: anthropic::tool_answer("toolu_r", "knowledge_read", r#"{"id":1}"#) },
+        Reply::Stream { pieces: anthropic::text_answer(&["Restart the flux capacitor."]) },
+    ]);
+    let home = home_for("anthropic", &server, "");
+    let out = chat(&home, &["-p", "hello", "--json"], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let names = |body: &Value| -> Vec<String> {
+        body["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect()
+    };
+    let first = server.requests()[0].json();
+    assert!(
+        !names(&first).contains(&"knowledge_search".into()),
+        "no documents, no knowledge tools: {:?}",
+        names(&first)
+    );
+    // Index a guide in the same project (the home), then ask.
+    let docs = home.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::write(
+        docs.join("guide.md"),
+        "# Guide\n\n## Install\n\nRun the installer, then restart the flux capacitor.\n",
+    )
+    .unwrap();
+    json(&home, home.path(), &["knowledge", "add", "docs", "--json"]);
+    let out = chat(&home, &["-p", "how do I install?", "--json"], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(json_of(&out)["text"], "Restart the flux capacitor.");
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 4);
+    let tools = names(&reqs[1].json());
+    assert!(tools.contains(&"knowledge_search".into()) && tools.contains(&"knowledge_read".into()), "{tools:?}");
+    let after_search = reqs[2].json()["messages"].to_string();
+    assert!(after_search.contains("guide.md") && after_search.contains("[flux] [capacitor]"), "{after_search}");
+    let after_read = reqs[3].json()["messages"].to_string();
+    assert!(after_read.contains("Run the installer, then restart the flux capacitor."), "{after_read}");
 }

@@ -99,7 +99,9 @@ fn mcp_server_lists_and_calls_the_tools_over_stdio() {
             "delete_relations",
             "read_graph",
             "search_nodes",
-            "open_nodes"
+            "open_nodes",
+            "knowledge_search",
+            "knowledge_read"
         ]
     );
     let (created, err) = client.call(
@@ -373,7 +375,7 @@ fn mcp_answers_every_bad_line_as_json_rpc_prescribes() {
             .unwrap()
             .contains("`params.arguments` must be an object")
     );
-    assert_eq!(by_id(&answers, &json!(10))["result"]["tools"].as_array().unwrap().len(), 9);
+    assert_eq!(by_id(&answers, &json!(10))["result"]["tools"].as_array().unwrap().len(), 11);
     let tail = by_id(&answers, &json!(11));
     assert!(tail["result"]["structuredContent"]["entities"].is_array(), "the last line without a newline: {tail}");
     assert_eq!(answers.len(), 11, "one answer per request and per unanswerable line");

@@ -212,7 +212,8 @@ pub(crate) fn open_agent(ctx: &Context, args: &AgentFlags) -> anyhow::Result<Res
         Some(ToolChoice::All(false)) => (Tools::none(), Default::default()),
         Some(ToolChoice::Only(names)) => {
             let all = Tools::builtin();
-            let known: Vec<String> = all.specs().into_iter().map(|s| s.name).collect();
+            let mut known: Vec<String> = all.specs().into_iter().map(|s| s.name).collect();
+            known.extend(seshat::retrieval::tools::specs().into_iter().map(|s| s.name));
             if let Some(unknown) = names.iter().find(|n| !known.contains(n)) {
                 anyhow::bail!(
                     "[chat] tools names `{unknown}`, which is not a tool Seshat offers; the tools are: {}",
@@ -237,11 +238,35 @@ pub(crate) fn open_agent(ctx: &Context, args: &AgentFlags) -> anyhow::Result<Res
         memory_budget: config.memory_context_tokens(),
         provider_options: "{}".into(),
     };
+    let tools = match knowledge_tools(ctx, &config) {
+        Some(k) if !matches!(config.chat.tools, Some(ToolChoice::All(false))) => {
+            tools.with_knowledge(k, ctx.project.clone())
+        }
+        _ => tools,
+    };
     let tools = match &config.chat.tools {
         Some(ToolChoice::Only(names)) => tools.only(names),
         _ => tools,
     };
     Ok(Ok(Agent::open(client, provider, tools, options)?))
+}
+
+/// The document corpus for the knowledge tools, when this project sees any document. An embedder
+/// that cannot be loaded leaves the tools lexical (with a warning), never stops the chat.
+fn knowledge_tools(ctx: &Context, config: &seshat::config::Config) -> Option<seshat::retrieval::Knowledge> {
+    let store = ctx.store().ok()?;
+    let filter = seshat::store::KnowledgeFilter { project: &ctx.project, scope: None };
+    if store.knowledge_document_ids(filter).ok()?.is_empty() {
+        return None;
+    }
+    let embedder = match seshat::retrieval::load_embedder(config, &ctx.catalog(), &ctx.runtime()) {
+        Ok(e) => e,
+        Err(e) => {
+            tracing::warn!("knowledge search is lexical: {e}");
+            None
+        }
+    };
+    Some(seshat::retrieval::Knowledge::new(store, embedder, seshat::retrieval::weights(config)))
 }
 
 /// Ctrl-C cancels the running turn; a second one while cancelling exits at once.

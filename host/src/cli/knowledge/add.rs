@@ -78,7 +78,11 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
                 e.embedded,
                 e.requests,
                 if e.split > 0 { format!(", {} texts split to fit the model", e.split) } else { String::new() },
-                if e.replaced > 0 { format!(", {} vectors of the previous model replaced", e.replaced) } else { String::new() }
+                if e.replaced > 0 {
+                    format!(", {} vectors of the previous model replaced", e.replaced)
+                } else {
+                    String::new()
+                }
             )?,
             None => writeln!(out, "No embedder configured: search is lexical (words, bm25).")?,
         }

@@ -36,7 +36,11 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             "Embedded {} chunks ({} requests){}.",
             report.embedded,
             report.requests,
-            if report.replaced > 0 { format!(", replacing {} vectors of the previous model", report.replaced) } else { String::new() }
+            if report.replaced > 0 {
+                format!(", replacing {} vectors of the previous model", report.replaced)
+            } else {
+                String::new()
+            }
         )?;
     }
     out.flush()?;

@@ -52,7 +52,8 @@ pub(super) fn bar(template: &str) -> Option<indicatif::ProgressBar> {
     std::io::IsTerminal::is_terminal(&std::io::stderr()).then(|| {
         let bar = indicatif::ProgressBar::new(0);
         bar.set_style(
-            indicatif::ProgressStyle::with_template(template).unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            indicatif::ProgressStyle::with_template(template)
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
         bar
     })

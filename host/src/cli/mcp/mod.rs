@@ -1,5 +1,6 @@
 //! `seshat mcp`: the memory tools over MCP's stdio transport, under the reference memory server's
-//! plain names, so existing MCP client configurations work unchanged. Lines from the client pass
+//! plain names, so existing MCP client configurations work unchanged, and the knowledge tools
+//! (`knowledge_search`, `knowledge_read`) over the documents `seshat knowledge add` indexed. Lines from the client pass
 //! the JSON-RPC [`gate`] before the MCP service sees them; one writer puts the service's answers
 //! and the gate's on stdout, a whole line at a time.
 
@@ -29,6 +30,8 @@ pub struct Args {}
 struct MemoryServer {
     store: Mutex<Store>,
     project: Option<String>,
+    /// The document corpus and the project key its searches are for.
+    knowledge: Mutex<(seshat::retrieval::Knowledge, String)>,
     tools: Vec<Tool>,
 }
 
@@ -62,6 +65,21 @@ impl ServerHandler for MemoryServer {
             return Err(McpError::invalid_params(format!("unknown tool `{}`", request.name), None));
         }
         let args = Value::Object(request.arguments.unwrap_or_default());
+        if seshat::retrieval::tools::is_knowledge_tool(&request.name) {
+            let result = {
+                let mut guard = self
+                    .knowledge
+                    .lock()
+                    .map_err(|_| McpError::internal_error("the knowledge lock is poisoned", None))?;
+                let (knowledge, project) = &mut *guard;
+                seshat::retrieval::tools::call(knowledge, project, &request.name, &args)
+            };
+            return Ok(match result {
+                Ok(v) => CallToolResult::structured(v),
+                Err(e) => CallToolResult::structured_error(json!({"error": e})),
+            }
+            .into());
+        }
         let output = {
             let mut store =
                 self.store.lock().map_err(|_| McpError::internal_error("the store lock is poisoned", None))?;
@@ -77,8 +95,18 @@ impl ServerHandler for MemoryServer {
     }
 }
 
-/// The tool definitions in MCP's shape.
+/// The tool definitions in MCP's shape: memory's, then knowledge's.
 fn mcp_tools() -> anyhow::Result<Vec<Tool>> {
+    let knowledge = seshat::retrieval::tools::specs().into_iter().map(|s| {
+        let tool = json!({
+            "name": s.name,
+            "title": if s.name == seshat::retrieval::tools::SEARCH { "Search documents" } else { "Read a document chunk" },
+            "description": s.description,
+            "inputSchema": serde_json::from_str::<Value>(&s.parameters).unwrap_or_default(),
+            "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}
+        });
+        serde_json::from_value(tool).with_context(|| format!("tool definition {}", s.name))
+    });
     tools::definitions()
         .into_iter()
         .map(|d| {
@@ -96,11 +124,24 @@ fn mcp_tools() -> anyhow::Result<Vec<Tool>> {
             });
             serde_json::from_value(tool).with_context(|| format!("tool definition {}", d.name))
         })
+        .chain(knowledge)
         .collect()
 }
 
 pub fn run(ctx: &Context, _args: &Args) -> anyhow::Result<ExitCode> {
-    let server = MemoryServer { store: Mutex::new(ctx.store()?), project: ctx.repository.clone(), tools: mcp_tools()? };
+    let config = ctx.config()?;
+    // An embedder that cannot be loaded leaves knowledge search lexical; the memory tools serve on.
+    let embedder = seshat::retrieval::load_embedder(&config, &ctx.catalog(), &ctx.runtime()).unwrap_or_else(|e| {
+        tracing::warn!("knowledge search is lexical: {e}");
+        None
+    });
+    let knowledge = seshat::retrieval::Knowledge::new(ctx.store()?, embedder, seshat::retrieval::weights(&config));
+    let server = MemoryServer {
+        store: Mutex::new(ctx.store()?),
+        project: ctx.repository.clone(),
+        knowledge: Mutex::new((knowledge, ctx.project.clone())),
+        tools: mcp_tools()?,
+    };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_time().enable_io().build()?;
     runtime.block_on(serve(server))?;
     Ok(ExitCode::SUCCESS)

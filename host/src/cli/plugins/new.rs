@@ -44,7 +44,11 @@ pub fn run(ctx: &crate::cli::Context, args: &Args) -> anyhow::Result<ExitCode> {
         PluginKind::Provider => include_str!("templates/provider.rs"),
         PluginKind::Embedder => include_str!("templates/embedder.rs"),
     };
-    let provider_hosts = if matches!(kind, PluginKind::Provider | PluginKind::Embedder) { "allowed_hosts = [\"{base_url}\"]\n" } else { "" };
+    let provider_hosts = if matches!(kind, PluginKind::Provider | PluginKind::Embedder) {
+        "allowed_hosts = [\"{base_url}\"]\n"
+    } else {
+        ""
+    };
     let files: [(&str, String); 8] = [
         ("Cargo.toml", cargo_toml(name, kind)),
         (
