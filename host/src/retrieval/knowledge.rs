@@ -80,7 +80,7 @@ pub struct Knowledge {
     embedder: Option<Embedder>,
     weights: Weights,
     /// The vectors in memory and the generation they were loaded at.
-    cache: Option<(i64, VectorSet)>,
+    cache: Option<Cached>,
 }
 
 impl std::fmt::Debug for Knowledge {
@@ -208,12 +208,63 @@ impl Knowledge {
     /// filter applies before ranking on both sides. An embedder that fails makes the search
     /// lexical, with the failure in [`Found::note`].
     pub fn search(&mut self, filter: KnowledgeFilter<'_>, query: &str, limit: usize) -> Result<Found> {
+        let vector = match self.query_vector(query) {
+            Ok(v) => v.map(Ok),
+            Err(e @ (Error::Embedder(_) | Error::ModelChanged { .. })) => Some(Err(e.to_string())),
+            Err(e) => return Err(e),
+        };
+        match vector {
+            Some(Ok(v)) => self.search_by_vector(filter, query, Some(&v), limit),
+            Some(Err(note)) => {
+                let mut found = self.search_by_vector(filter, query, None, limit)?;
+                found.note = Some(note);
+                Ok(found)
+            }
+            None => {
+                let mut found = self.search_by_vector(filter, query, None, limit)?;
+                if self.embedder.is_some() && found.note.is_none() {
+                    found.note = Some("no chunk has a vector yet: `seshat knowledge embed` makes them".into());
+                }
+                Ok(found)
+            }
+        }
+    }
+
+    /// The query's vector, when there is an embedder and vectors of its model to compare it
+    /// with; an error when the stored vectors are another model's.
+    fn query_vector(&mut self, query: &str) -> Result<Option<Vec<f32>>> {
+        let Some(embedder) = self.embedder.as_mut() else { return Ok(None) };
+        let Some(head) = self.store.vector_head()? else { return Ok(None) };
+        if head.model != embedder.model() {
+            let index = self.store.vector_index()?.expect("the head was just read");
+            return Err(Error::ModelChanged {
+                from: format!("{} ({} dimensions)", index.model, index.dimensions),
+                to: embedder.model().to_string(),
+                vectors: index.vectors,
+                chunks: index.vectors + self.store.chunks_without_vectors_count()?,
+            });
+        }
+        let mut v = embedder.embed(&[query.to_string()], EmbedPurpose::Query, &Cancel::default())?;
+        Ok(v.pop())
+    }
+
+    /// [`search`](Self::search) with the query's vector already made (`None`: lexical only), for
+    /// callers that embed queries themselves (and benchmarks, which leave embedding out).
+    pub fn search_by_vector(
+        &mut self,
+        filter: KnowledgeFilter<'_>,
+        query: &str,
+        vector: Option<&[f32]>,
+        limit: usize,
+    ) -> Result<Found> {
         let pool = candidates(limit);
         let lexical = self.store.knowledge_search(filter, query, pool)?;
-        let (neighbours, note) = match self.neighbours(filter, query, pool) {
-            Ok(n) => n,
-            Err(e @ (Error::Embedder(_) | Error::ModelChanged { .. })) => (None, Some(e.to_string())),
-            Err(e) => return Err(e),
+        let (neighbours, note) = match vector {
+            Some(v) => {
+                let (n, note) = self.nearest(filter, v, pool)?;
+                (Some(n), note)
+            }
+            None => (None, None),
         };
         let mode = if neighbours.is_some() { Mode::Hybrid } else { Mode::Lexical };
         let neighbours = neighbours.unwrap_or_default();
@@ -258,48 +309,45 @@ impl Knowledge {
         Ok(!self.store.knowledge_document_ids(filter)?.is_empty())
     }
 
-    /// The vector neighbours of `query` among the chunks `filter` covers, or none (with why,
-    /// when it is worth saying) when there is no embedder or no vector of its model.
-    #[allow(clippy::type_complexity, reason = "a private pair of the neighbours and the note")]
-    fn neighbours(
+    /// The stored vectors nearest `vector` among the chunks `filter` covers, with a note when
+    /// some chunks have no vector yet.
+    fn nearest(
         &mut self,
         filter: KnowledgeFilter<'_>,
-        query: &str,
+        vector: &[f32],
         pool: usize,
-    ) -> Result<(Option<Vec<(i64, f32)>>, Option<String>)> {
-        let Some(embedder) = self.embedder.as_mut() else { return Ok((None, None)) };
-        let Some(index) = self.store.vector_index()? else {
-            return Ok((None, Some("no chunk has a vector yet: `seshat knowledge embed` makes them".into())));
-        };
-        if index.model != embedder.model() {
-            return Err(Error::ModelChanged {
-                from: format!("{} ({} dimensions)", index.model, index.dimensions),
-                to: embedder.model().to_string(),
-                vectors: index.vectors,
-                chunks: index.vectors + self.store.chunks_without_vectors_count()?,
-            });
-        }
-        let q = embedder.embed(&[query.to_string()], EmbedPurpose::Query, &Cancel::default())?;
+    ) -> Result<(Vec<(i64, f32)>, Option<String>)> {
+        let Some(head) = self.store.vector_head()? else { return Ok((Vec::new(), None)) };
         let allowed: HashSet<i64> = self.store.knowledge_document_ids(filter)?.into_iter().collect();
-        let pending = self.store.chunks_without_vectors_count()?;
-        let set = self.vectors(index.generation, index.dimensions as usize)?;
+        let cached = self.vectors(head.generation, head.dimensions as usize)?;
+        let pending = cached.pending;
+        let found = cached.set.nearest(vector, pool, &|doc| allowed.contains(&doc));
         let note = (pending > 0).then(|| {
             format!("{pending} chunks have no vector yet and were matched by words only (`seshat knowledge embed`)")
         });
-        Ok((Some(set.nearest(&q[0], pool, &|doc| allowed.contains(&doc))), note))
+        Ok((found, note))
     }
 
-    /// The vectors in memory, loaded again when their generation moved.
-    fn vectors(&mut self, generation: i64, dims: usize) -> Result<&VectorSet> {
-        if !matches!(&self.cache, Some((g, s)) if *g == generation && s.dims() == dims) {
+    /// The vectors in memory (and how many chunks have none), loaded again when the corpus's
+    /// generation moved.
+    fn vectors(&mut self, generation: i64, dims: usize) -> Result<&Cached> {
+        if !matches!(&self.cache, Some(c) if c.generation == generation && c.set.dims() == dims) {
             let mut set = VectorSet::new(dims);
             self.store.chunk_vectors(&mut |id, doc, bytes| {
                 set.push(id, doc, bytes);
             })?;
-            self.cache = Some((generation, set));
+            let pending = self.store.chunks_without_vectors_count()?;
+            self.cache = Some(Cached { generation, set, pending });
         }
-        Ok(&self.cache.as_ref().expect("just loaded").1)
+        Ok(self.cache.as_ref().expect("just loaded"))
     }
+}
+
+/// The vectors held in memory, for the generation they were read at.
+struct Cached {
+    generation: i64,
+    set: VectorSet,
+    pending: u64,
 }
 
 /// Embeds documents, each split into pieces the model takes when it is longer (never cut): a

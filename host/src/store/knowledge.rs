@@ -146,6 +146,7 @@ impl Store {
                     insert.execute(params![id, i as i64, c.start_line, c.end_line, c.heading, c.text, c.tokens])?;
                 }
             }
+            super::vectors::bump(&tx)?;
             tx.commit()?;
             Ok(id)
         })
@@ -185,6 +186,7 @@ impl Store {
             for id in ids {
                 removed += tx.execute("DELETE FROM documents WHERE id = ?1", [id])?;
             }
+            super::vectors::bump(&tx)?;
             tx.commit()?;
             Ok(removed)
         })

@@ -25,7 +25,36 @@ pub struct VectorIndex {
     pub vectors: u64,
 }
 
+/// Marks the knowledge corpus changed (its chunks or vectors), inside the writer's transaction.
+pub(super) fn bump(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute("UPDATE vector_indexes SET generation = generation + 1 WHERE corpus = 'knowledge'", [])?;
+    Ok(())
+}
+
+/// Which model made the knowledge corpus's vectors and its generation: one row, cheap enough
+/// for every search.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VectorHead {
+    /// The model.
+    pub model: String,
+    /// The vectors' length.
+    pub dimensions: u32,
+    /// The generation.
+    pub generation: i64,
+}
+
 impl Store {
+    /// The knowledge corpus's model, length and generation, if vectors were ever made.
+    pub fn vector_head(&self) -> Result<Option<VectorHead>> {
+        on_db!(self, "read the vector index", {
+            Ok(self
+                .conn
+                .prepare_cached("SELECT model, dimensions, generation FROM vector_indexes WHERE corpus = 'knowledge'")?
+                .query_row([], |r| Ok(VectorHead { model: r.get(0)?, dimensions: r.get(1)?, generation: r.get(2)? }))
+                .optional()?)
+        })
+    }
+
     /// The knowledge corpus's vector index, if vectors were ever made.
     pub fn vector_index(&self) -> Result<Option<VectorIndex>> {
         on_db!(self, "read the vector index", {
@@ -92,7 +121,7 @@ impl Store {
         on_db!(self, "delete the vectors", {
             let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let deleted = tx.execute("DELETE FROM chunk_vectors", [])? as u64;
-            tx.execute("UPDATE vector_indexes SET generation = generation + 1 WHERE corpus = 'knowledge'", [])?;
+            bump(&tx)?;
             tx.commit()?;
             Ok(deleted)
         })
@@ -136,7 +165,7 @@ impl Store {
                     stored += put.execute(params![id, bytes])?;
                 }
             }
-            tx.execute("UPDATE vector_indexes SET generation = generation + 1 WHERE corpus = 'knowledge'", [])?;
+            bump(&tx)?;
             tx.commit()?;
             Ok(stored)
         })
@@ -155,17 +184,6 @@ impl Store {
                 each(r.get(0)?, r.get(1)?, bytes);
             }
             Ok(())
-        })
-    }
-
-    /// The corpus's generation alone (cheap: one row), to see whether vectors changed.
-    pub fn vector_generation(&self) -> Result<Option<i64>> {
-        on_db!(self, "read the vector index", {
-            Ok(self
-                .conn
-                .prepare_cached("SELECT generation FROM vector_indexes WHERE corpus = 'knowledge'")?
-                .query_row([], |r| r.get(0))
-                .optional()?)
         })
     }
 }

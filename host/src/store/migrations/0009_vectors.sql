@@ -1,6 +1,6 @@
 -- 0009: vectors for hybrid retrieval. Each corpus's vectors are made by one embedder and model,
 -- recorded here with their length, so vectors of two models are never mixed: changing the model
--- re-embeds (after asking). `generation` grows with every change to the corpus's vectors, so a
+-- re-embeds (after asking). `generation` grows with every change to the corpus's chunks or vectors, so a
 -- process holding them in memory knows when to reload. A chunk's vector is int8, quantised from
 -- the unit-length vector with its scale (the largest magnitude / 127) in the first 4 bytes
 -- (little-endian f32); it goes with its chunk.
@@ -18,8 +18,3 @@ CREATE TABLE chunk_vectors (
     chunk_id INTEGER PRIMARY KEY REFERENCES chunks (id) ON DELETE CASCADE,
     vector   BLOB NOT NULL
 ) STRICT;
-
--- Any change to the chunks (a document re-indexed or removed) changes what the vectors cover.
-CREATE TRIGGER chunks_vectors_generation AFTER DELETE ON chunks BEGIN
-    UPDATE vector_indexes SET generation = generation + 1 WHERE corpus = 'knowledge';
-END;
