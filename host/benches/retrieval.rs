@@ -137,13 +137,14 @@ fn register_sqlite_vec() {
     // auto-extension mechanism calls (the crate's own documented use); it is registered once,
     // before any connection of this process opens.
     unsafe {
-        rusqlite::ffi::sqlite3_auto_extension(Some(std::mem::transmute::<*const (), unsafe extern "C" fn(
-            *mut rusqlite::ffi::sqlite3,
-            *mut *mut std::os::raw::c_char,
-            *const rusqlite::ffi::sqlite3_api_routines,
-        ) -> std::os::raw::c_int>(
-            sqlite_vec::sqlite3_vec_init as *const ()
-        )));
+        rusqlite::ffi::sqlite3_auto_extension(Some(std::mem::transmute::<
+            *const (),
+            unsafe extern "C" fn(
+                *mut rusqlite::ffi::sqlite3,
+                *mut *mut std::os::raw::c_char,
+                *const rusqlite::ffi::sqlite3_api_routines,
+            ) -> std::os::raw::c_int,
+        >(sqlite_vec::sqlite3_vec_init as *const ())));
     }
 }
 
@@ -167,7 +168,8 @@ fn one_size(size: usize, queries: usize, root: &Path) {
     // Indexing (embedding excluded) vs the baseline of plain inserts of the same texts.
     let mut store = Store::open(&db).unwrap();
     let t = Instant::now();
-    let report = seshat::knowledge::add(&mut store, std::slice::from_ref(&dir), &target, SIZING, &mut |_, _, _| {}).unwrap();
+    let report =
+        seshat::knowledge::add(&mut store, std::slice::from_ref(&dir), &target, SIZING, &mut |_, _, _| {}).unwrap();
     let index_time = t.elapsed();
     let chunks = report.chunks;
     drop(store);
@@ -269,16 +271,17 @@ fn one_size(size: usize, queries: usize, root: &Path) {
         tx.execute("INSERT INTO vf (rowid, embedding) VALUES (?1, ?2)", params![id, f32_bytes(v)]).unwrap();
     }
     tx.commit().unwrap();
-    let mut int8 = conn
-        .prepare("SELECT rowid FROM vi WHERE embedding MATCH vec_int8(?1) AND k = 50 ORDER BY distance")
-        .unwrap();
+    let mut int8 =
+        conn.prepare("SELECT rowid FROM vi WHERE embedding MATCH vec_int8(?1) AND k = 50 ORDER BY distance").unwrap();
     let vec_int8 = latency(queries, |i| {
-        let ids: Vec<i64> = int8.query_map([quantised(&query_vectors[i])], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
+        let ids: Vec<i64> =
+            int8.query_map([quantised(&query_vectors[i])], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
         std::hint::black_box(ids);
     });
     let mut float = conn.prepare("SELECT rowid FROM vf WHERE embedding MATCH ?1 AND k = 50 ORDER BY distance").unwrap();
     let vec_float = latency(queries, |i| {
-        let ids: Vec<i64> = float.query_map([f32_bytes(&query_vectors[i])], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
+        let ids: Vec<i64> =
+            float.query_map([f32_bytes(&query_vectors[i])], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
         std::hint::black_box(ids);
     });
     // The two int8 searches agree on the nearest (the same quantisation, the same order).
@@ -363,7 +366,10 @@ fn echo_server() -> String {
                     }
                     let mut body = vec![0; length];
                     reader.read_exact(&mut body).unwrap();
-                    let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\ncontent-type: text/plain\r\n\r\n", body.len());
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\ncontent-type: text/plain\r\n\r\n",
+                        body.len()
+                    );
                     stream.write_all(head.as_bytes()).unwrap();
                     stream.write_all(&body).unwrap();
                 }
@@ -378,7 +384,9 @@ fn recall(root: &Path) {
     std::fs::create_dir_all(&home).unwrap();
     let (config, what) = match (std::env::var("SESHAT_BENCH_EMBED_URL"), std::env::var("SESHAT_BENCH_EMBED_MODEL")) {
         (Ok(url), Ok(model)) => (
-            format!("[plugins]\nembedder = \"embedder-openai\"\n[knowledge]\nmodel = \"{model}\"\nbase_url = \"{url}\"\n"),
+            format!(
+                "[plugins]\nembedder = \"embedder-openai\"\n[knowledge]\nmodel = \"{model}\"\nbase_url = \"{url}\"\n"
+            ),
             format!("embedder-openai with {model} at {url}: a real model"),
         ),
         _ => {
@@ -419,12 +427,9 @@ fn recall(root: &Path) {
     let mut hits = [[0usize; 2]; 2];
     for (i, (_, question)) in facts.iter().enumerate() {
         let answer = format!("fact{i:03}.md");
-        for (m, found) in [
-            lexical_k.search(filter, question, 10).unwrap(),
-            k.search(filter, question, 10).unwrap(),
-        ]
-        .into_iter()
-        .enumerate()
+        for (m, found) in [lexical_k.search(filter, question, 10).unwrap(), k.search(filter, question, 10).unwrap()]
+            .into_iter()
+            .enumerate()
         {
             let at = found.hits.iter().position(|h| h.path.ends_with(&answer));
             hits[m][0] += usize::from(at.is_some_and(|p| p < 5));

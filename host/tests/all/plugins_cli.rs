@@ -298,6 +298,25 @@ seshat_plugin_sdk::export_trimmer!(Plugin);
     let out = home.ok(&["plugins", "check", target.join("wasm32-wasip2/release/my_summariser.wasm").to_str().unwrap()]);
     assert!(out.contains("gave a summary of ") && out.contains("(1 model calls, answered by the echo stub)"), "{out}");
 
+    // And the embedder's: `check` shows the request it builds for the fixture's texts, sent nowhere.
+    let edir = home.path().join("my-embedder");
+    home.ok(&["plugins", "new", "embedder", "my-embedder", "--dir", edir.to_str().unwrap()]);
+    let manifest = std::fs::read_to_string(edir.join("plugin.toml")).unwrap();
+    assert!(
+        manifest.contains("kind = \"embedder\"") && manifest.contains("allowed_hosts = [\"{base_url}\"]"),
+        "{manifest}"
+    );
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/Cargo.lock"), edir.join("Cargo.lock"))
+        .unwrap();
+    build_plugin(&edir, &target, "the embedder template does not build");
+    let out = home.ok(&["plugins", "check", target.join("wasm32-wasip2/release/my_embedder.wasm").to_str().unwrap()]);
+    assert!(out.contains("an embedder plugin for seshat:plugin@0.2.0"), "{out}");
+    assert!(
+        out.contains("gave a POST request to https://api.example.com/v1/embed?model=example-embed&kind=document of ")
+            && out.contains("embedding 15 texts, sent nowhere"),
+        "{out}"
+    );
+
     let err = home.fails(&["plugins", "new", "trimmer", "my-trimmer", "--dir", dir.to_str().unwrap()]);
     assert!(err.contains("already exists"), "{err}");
     let err = home.fails(&["plugins", "new", "widget", "x"]);

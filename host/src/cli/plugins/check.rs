@@ -22,7 +22,8 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let m = &plugin.manifest;
     let l = plugin.limits;
     let mut out = format::stdout();
-    writeln!(out, "{}: a {} plugin for seshat:plugin@{}", args.path.display(), m.kind, plugin.api_version)?;
+    let article = if m.kind == PluginKind::Embedder { "an" } else { "a" };
+    writeln!(out, "{}: {article} {} plugin for seshat:plugin@{}", args.path.display(), m.kind, plugin.api_version)?;
     if has_manifest {
         writeln!(
             out,
