@@ -170,7 +170,14 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         Action::Search => {
             let Some(query) = &args.query else { bail!("--action search needs --query") };
             let notes = memory.search_notes(query, scope)?;
-            let (graph, more) = memory.search(query, scope, args.limit.unwrap_or(20))?;
+            let limit = args.limit.unwrap_or(20);
+            let (graph, more) =
+                match seshat::retrieval::Recall::from_config(&config, &ctx.catalog(), &ctx.runtime(), &ctx.db)
+                    .filter(seshat::retrieval::Recall::memory)
+                {
+                    Some(mut recall) => recall.search_memory(&mut memory, query, scope, limit)?,
+                    None => memory.search(query, scope, limit)?,
+                };
             if args.json {
                 format::json(
                     &mut out,

@@ -85,11 +85,22 @@ struct ReadArgs {
 
 /// Runs a history tool on `session`: the text for the model, or the error it reads.
 pub fn call(store: &Store, session: &str, name: &str, args: &Value) -> Result<String, String> {
+    call_with(store, session, name, args, None)
+}
+
+/// [`call`], with `history_search` hybrid through `recall` when given (history embedded).
+pub fn call_with(
+    store: &Store,
+    session: &str,
+    name: &str,
+    args: &Value,
+    recall: Option<&mut crate::retrieval::Recall>,
+) -> Result<String, String> {
     let parse_error = |e: serde_json::Error| format!("invalid arguments for {name}: {e}");
     match name {
         SEARCH => {
             let a: SearchArgs = serde_json::from_value(args.clone()).map_err(parse_error)?;
-            search(store, session, &a)
+            search(store, session, &a, recall)
         }
         READ => {
             let a: ReadArgs = serde_json::from_value(args.clone()).map_err(parse_error)?;
@@ -99,12 +110,21 @@ pub fn call(store: &Store, session: &str, name: &str, args: &Value) -> Result<St
     }
 }
 
-fn search(store: &Store, session: &str, a: &SearchArgs) -> Result<String, String> {
+fn search(
+    store: &Store,
+    session: &str,
+    a: &SearchArgs,
+    recall: Option<&mut crate::retrieval::Recall>,
+) -> Result<String, String> {
     if a.query.trim().is_empty() {
         return Err("invalid arguments for history_search: `query` is empty; give the words to look for".into());
     }
     let limit = a.limit.unwrap_or(SEARCH_DEFAULT_LIMIT).clamp(1, SEARCH_MAX_LIMIT);
-    let hits = store.search_history(HistoryScope::Session(session), &a.query, limit).map_err(|e| e.to_string())?;
+    let scope = HistoryScope::Session(session);
+    let hits = match recall.filter(|r| r.history()) {
+        Some(r) => r.search_history(scope, &a.query, limit).map(|(h, _)| h).map_err(|e| e.to_string())?,
+        None => store.search_history(scope, &a.query, limit).map_err(|e| e.to_string())?,
+    };
     if hits.is_empty() {
         return Ok(format!("No message of this session matches `{}`. Try other words.", a.query.trim()));
     }

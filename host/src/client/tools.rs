@@ -32,6 +32,8 @@ pub struct Tools {
     history: bool,
     /// The document corpus and the project key its searches are for.
     knowledge: Option<(crate::retrieval::Knowledge, String)>,
+    /// Hybrid history and memory search, when the user opted in to embedding them.
+    recall: Option<crate::retrieval::Recall>,
     custom: Vec<Box<dyn Tool>>,
     /// When set, only these are offered (`[chat] tools = [...]`).
     only: Option<std::collections::HashSet<String>>,
@@ -70,6 +72,12 @@ impl Tools {
     /// project whose key is `project`.
     pub fn with_knowledge(mut self, knowledge: crate::retrieval::Knowledge, project: String) -> Self {
         self.knowledge = Some((knowledge, project));
+        self
+    }
+
+    /// Makes `history_search` and `memory_search_nodes` hybrid where `recall` embeds them.
+    pub fn with_recall(mut self, recall: crate::retrieval::Recall) -> Self {
+        self.recall = Some(recall);
         self
     }
 
@@ -131,11 +139,19 @@ impl Tools {
             }
         };
         if self.memory && name.starts_with(memory::tools::AGENT_PREFIX) {
-            let out = memory::tools::call(&mut store.memory(project), name, &args);
+            let out = match self.recall.as_mut().filter(|r| r.memory()) {
+                Some(recall) => {
+                    let mut search = |m: &mut memory::Memory<'_>, q: &str, s: Option<memory::Scope>, n: usize| {
+                        recall.search_memory(m, q, s, n)
+                    };
+                    memory::tools::call_with(&mut store.memory(project), name, &args, Some(&mut search))
+                }
+                None => memory::tools::call(&mut store.memory(project), name, &args),
+            };
             return ToolReply { content: out.text(), is_error: out.is_error };
         }
         if self.history && history::is_history_tool(name) {
-            return match history::call(store, session, name, &args) {
+            return match history::call_with(store, session, name, &args, self.recall.as_mut()) {
                 Ok(content) => ToolReply { content, is_error: false },
                 Err(content) => ToolReply { content, is_error: true },
             };

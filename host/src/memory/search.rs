@@ -117,6 +117,40 @@ impl Memory<'_> {
     /// Entities matching `query` (at most `limit`, best first) and the relations among them;
     /// `true` when more matched than were returned.
     pub fn search(&mut self, query: &str, scope: Option<Scope>, limit: usize) -> Result<(Graph, bool)> {
+        let (ids, more) = self.search_ids(query, scope, limit)?;
+        Ok((self.graph_of(&ids, scope)?, more))
+    }
+
+    /// The entities `ids` (in that order) and the relations among them, as a search returns them.
+    pub fn graph_of(&mut self, ids: &[i64], scope: Option<Scope>) -> Result<Graph> {
+        on_memory_db!(self, "search memory", {
+            let places = self.visible(scope)?;
+            let entities = load_entities(self.conn, ids)?;
+            let keys: HashSet<String> = entities.iter().map(|e| super::name_key(&e.name)).collect();
+            let relations = relations_among(self.conn, &places, &keys)?;
+            Ok(Graph { entities, relations })
+        })
+    }
+
+    /// The ids of the live entities `scope` sees (for filtering a vector search before ranking).
+    pub fn visible_ids(&mut self, scope: Option<Scope>) -> Result<HashSet<i64>> {
+        on_memory_db!(self, "search memory", {
+            let places = self.visible(scope)?;
+            let p = |i: usize| places.get(i).or(places.first()).cloned().unwrap_or((Scope::User, String::new()));
+            let (p0, p1, p2) = (p(0), p(1), p(2));
+            let mut stmt = self.conn.prepare_cached(&format!(
+                "SELECT e.id FROM memory_entities e WHERE ?1 IS NULL AND ?2 IS NULL AND {VISIBLE}"
+            ))?;
+            let ids = stmt.query_map(
+                params![None::<i64>, None::<i64>, p0.0.as_str(), p0.1, p1.0.as_str(), p1.1, p2.0.as_str(), p2.1],
+                |r| r.get(0),
+            )?;
+            Ok(ids.collect::<rusqlite::Result<HashSet<i64>>>()?)
+        })
+    }
+
+    /// [`search`](Self::search)'s ranking alone: the ids, best first, and whether more matched.
+    pub fn search_ids(&mut self, query: &str, scope: Option<Scope>, limit: usize) -> Result<(Vec<i64>, bool)> {
         on_memory_db!(self, "search memory", {
             let places = self.visible(scope)?;
             let query = query.trim();
@@ -133,7 +167,7 @@ impl Memory<'_> {
                 }
             };
             if query.is_empty() {
-                return Ok((Graph::default(), false));
+                return Ok((Vec::new(), false));
             }
             // Ids of visible entities from `sql`, its ?1 bound to `first` and ?2 to `limit`.
             let visible_ids = |sql: &str, first: &str, limit: i64| -> Result<Vec<i64>> {
@@ -200,10 +234,7 @@ impl Memory<'_> {
             }
             let more = ids.len() > limit;
             ids.truncate(limit);
-            let entities = load_entities(self.conn, &ids)?;
-            let keys: HashSet<String> = entities.iter().map(|e| super::name_key(&e.name)).collect();
-            let relations = relations_among(self.conn, &places, &keys)?;
-            Ok((Graph { entities, relations }, more))
+            Ok((ids, more))
         })
     }
 }

@@ -361,14 +361,24 @@ fn graph_value(graph: super::Graph, note: Option<String>) -> Value {
 /// Calls a memory tool by name (plain or with [`AGENT_PREFIX`]) with JSON arguments. Errors —
 /// bad arguments, unknown entities — come back as a readable tool error, never a panic.
 pub fn call(memory: &mut Memory<'_>, name: &str, args: &Value) -> ToolOutput {
+    call_with(memory, name, args, None)
+}
+
+/// A search standing in for the graph search of `search_nodes` (hybrid retrieval plugs in here):
+/// given the memory, the query, the scope and the limit, the entities and whether more matched.
+pub type Searcher<'s> =
+    &'s mut dyn FnMut(&mut Memory<'_>, &str, Option<Scope>, usize) -> Result<(super::Graph, bool), Error>;
+
+/// [`call`] with `search_nodes` answered by `searcher` when given.
+pub fn call_with(memory: &mut Memory<'_>, name: &str, args: &Value, searcher: Option<Searcher<'_>>) -> ToolOutput {
     let plain = name.strip_prefix(AGENT_PREFIX).unwrap_or(name);
-    match dispatch(memory, plain, args) {
+    match dispatch(memory, plain, args, searcher) {
         Ok(structured) => ToolOutput { structured, is_error: false },
         Err(e) => ToolOutput { structured: json!({"error": e.to_string()}), is_error: true },
     }
 }
 
-fn dispatch(m: &mut Memory<'_>, tool: &str, args: &Value) -> Result<Value, Error> {
+fn dispatch(m: &mut Memory<'_>, tool: &str, args: &Value, searcher: Option<Searcher<'_>>) -> Result<Value, Error> {
     Ok(match tool {
         "create_entities" => {
             let a: Scoped<Entities> = parse(tool, args)?;
@@ -412,7 +422,10 @@ fn dispatch(m: &mut Memory<'_>, tool: &str, args: &Value) -> Result<Value, Error
         "search_nodes" => {
             let a: Scoped<Query> = parse(tool, args)?;
             let n = limit(a.limit, DEFAULT_SEARCH_LIMIT);
-            let (graph, more) = m.search(&a.args.query, a.scope, n)?;
+            let (graph, more) = match searcher {
+                Some(search) => search(m, &a.args.query, a.scope, n)?,
+                None => m.search(&a.args.query, a.scope, n)?,
+            };
             let shown = graph.entities.len();
             graph_value(graph, cut_note(more, shown, n))
         }

@@ -299,6 +299,34 @@ impl Knowledge {
         Ok(Found { mode, note, hits })
     }
 
+    /// Embeds the history and memory queued for `config`'s opted-in corpora (turning them on
+    /// first, which queues every row without a vector), with this corpus's embedder. A corpus
+    /// whose vectors another model made is refused ([`Error::ModelChanged`]) unless `re_embed`,
+    /// which replaces them. Returns what each drained.
+    pub fn drain_queued(
+        &mut self,
+        config: &crate::config::Config,
+        re_embed: bool,
+    ) -> Result<Vec<(crate::store::Queued, super::queue::Drained)>> {
+        let Some(embedder) = self.embedder.as_mut() else { return Ok(Vec::new()) };
+        let on = super::queue::opted_in(config);
+        if re_embed {
+            for &corpus in &on {
+                if self.store.queued_index(corpus)?.is_some_and(|(i, _)| i.model != embedder.model()) {
+                    super::queue::replace(&mut self.store, corpus, embedder)?;
+                }
+            }
+        }
+        let backfilled = super::queue::sync(&mut self.store, config, embedder)?;
+        let mut out = Vec::new();
+        for corpus in on {
+            let mut d = super::queue::drain(&mut self.store, embedder, corpus, &|| false)?;
+            d.backfilled = backfilled.iter().find(|(c, _)| *c == corpus).map_or(0, |(_, n)| *n);
+            out.push((corpus, d));
+        }
+        Ok(out)
+    }
+
     /// One chunk whole, by id, among the documents `filter` covers.
     pub fn chunk(&self, filter: KnowledgeFilter<'_>, id: i64) -> Result<Option<crate::store::ChunkText>> {
         Ok(self.store.knowledge_chunk(filter, id)?)

@@ -8,11 +8,14 @@
 
 pub mod fusion;
 mod knowledge;
+pub mod queue;
+mod recall;
 pub mod tools;
 pub mod vectors;
 
 pub use fusion::{Fused, Weights, fuse};
 pub use knowledge::{EmbedReport, Found, Knowledge, KnowledgeHit, Mode};
+pub use recall::Recall;
 pub use vectors::VectorSet;
 
 use crate::plugins::EmbedPurpose;

@@ -25,6 +25,8 @@ pub enum HistoryScope<'a> {
 /// One message a history search found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HistoryHit {
+    /// The message's row id (what its vector is stored under).
+    pub message_id: i64,
     /// Its session.
     pub session_id: String,
     /// Its seq in the session.
@@ -307,7 +309,7 @@ impl Store {
             // The best `limit` by bm25 (which reads only the index: it keeps no copy of the text), with
             // their parts for the snippets.
             let mut stmt = self.conn.prepare_cached(
-                "SELECT m.session_id, m.seq, m.role, m.created_at, m.parts \
+                "SELECT m.session_id, m.seq, m.role, m.created_at, m.parts, m.id \
              FROM (SELECT message_fts.rowid AS id, bm25(message_fts) AS score \
                    FROM message_fts JOIN messages m ON m.id = message_fts.rowid \
                    WHERE message_fts MATCH ?1 AND message_fts.rowid >= ?5 AND (?3 IS NULL OR m.session_id = ?3) \
@@ -328,6 +330,7 @@ impl Store {
                 let rows = stmt.query_map(params![expression, limit as i64, session, project, from], |r| {
                     let role: String = r.get(2)?;
                     let hit = HistoryHit {
+                        message_id: r.get(5)?,
                         session_id: r.get(0)?,
                         seq: r.get(1)?,
                         role: Role::parse(&role).unwrap_or(Role::User),
@@ -348,6 +351,52 @@ impl Store {
                 }
             }
             Ok(hits)
+        })
+    }
+
+    /// Messages by row id as history hits (those a vector search found), each with the opening
+    /// of its text as the snippet, in the order given; those outside `scope` or gone are left out.
+    pub fn history_hits_by_id(&self, scope: HistoryScope<'_>, ids: &[i64]) -> Result<Vec<HistoryHit>> {
+        on_db!(self, "read the history", {
+            let (session, project) = match scope {
+                HistoryScope::Session(id) => (Some(id), None),
+                HistoryScope::Project(key) => (None, Some(key)),
+                HistoryScope::All => (None, None),
+            };
+            let mut stmt = self.conn.prepare_cached(
+                "SELECT m.session_id, m.seq, m.role, m.created_at, m.parts FROM messages m WHERE m.id = ?1 \
+                 AND (?2 IS NULL OR m.session_id = ?2) \
+                 AND (?3 IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?3))",
+            )?;
+            let mut out = Vec::with_capacity(ids.len());
+            for &id in ids {
+                let row = stmt
+                    .query_row(params![id, session, project], |r| {
+                        let role: String = r.get(2)?;
+                        Ok((
+                            r.get::<_, String>(0)?,
+                            r.get::<_, u64>(1)?,
+                            role,
+                            r.get::<_, i64>(3)?,
+                            r.get::<_, String>(4)?,
+                        ))
+                    })
+                    .optional()?;
+                if let Some((session_id, seq, role, created_at, parts)) = row {
+                    let parts: Vec<Part> = serde_json::from_str(&parts).unwrap_or_default();
+                    let text = whole_text(&parts);
+                    let opening: String = text.split_whitespace().take(24).collect::<Vec<_>>().join(" ");
+                    out.push(HistoryHit {
+                        message_id: id,
+                        session_id,
+                        seq,
+                        role: Role::parse(&role).unwrap_or(Role::User),
+                        created_at,
+                        snippet: opening,
+                    });
+                }
+            }
+            Ok(out)
         })
     }
 

@@ -45,7 +45,7 @@ pub use pins::Retracted;
 pub use sessions::ListFilter;
 pub use sessions::MIN_SHORT_ID;
 pub use transfer::{ImportOptions, Imported, unanswered_text};
-pub use vectors::{VectorHead, VectorIndex};
+pub use vectors::{Queued, QueuedText, VectorHead, VectorIndex};
 pub use view::{COMPACTION_MARKER, LiveView, Origin, ViewEntry, summary_text};
 
 /// How long a writer waits for another process's transaction before giving up.

@@ -187,3 +187,283 @@ impl Store {
         })
     }
 }
+
+/// A corpus embedded only when the user opts in: history messages or memory entities.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Queued {
+    /// Session messages (`[knowledge] embed_history`).
+    History,
+    /// Memory entities (`[knowledge] embed_memory`).
+    Memory,
+}
+
+impl Queued {
+    /// The corpus's name in the tables.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Queued::History => "history",
+            Queued::Memory => "memory",
+        }
+    }
+
+    fn vectors_table(self) -> (&'static str, &'static str) {
+        match self {
+            Queued::History => ("message_vectors", "message_id"),
+            Queued::Memory => ("entity_vectors", "entity_id"),
+        }
+    }
+
+    /// Every row of the corpus that should have a vector (for the backfill when embedding is
+    /// turned on).
+    fn all_rows(self) -> &'static str {
+        match self {
+            Queued::History => "SELECT id FROM messages",
+            Queued::Memory => "SELECT id FROM memory_entities WHERE deleted_by IS NULL AND staged = 0",
+        }
+    }
+}
+
+/// A queued row's text to embed; `None` when the row is gone or has no text.
+pub type QueuedText = (i64, Option<String>);
+
+impl Store {
+    /// The vector index of a queued corpus, if embedding it was ever turned on.
+    pub fn queued_index(&self, corpus: Queued) -> Result<Option<(VectorIndex, bool)>> {
+        on_db!(self, "read the vector index", {
+            let (table, _) = corpus.vectors_table();
+            Ok(self
+                .conn
+                .prepare_cached(&format!(
+                    "SELECT corpus, embedder, model, dimensions, generation, (SELECT count(*) FROM {table}), enabled \
+                     FROM vector_indexes WHERE corpus = ?1"
+                ))?
+                .query_row([corpus.as_str()], |r| {
+                    Ok((
+                        VectorIndex {
+                            corpus: r.get(0)?,
+                            embedder: r.get(1)?,
+                            model: r.get(2)?,
+                            dimensions: r.get(3)?,
+                            generation: r.get(4)?,
+                            vectors: r.get(5)?,
+                        },
+                        r.get::<_, i64>(6)? == 1,
+                    ))
+                })
+                .optional()?)
+        })
+    }
+
+    /// Turns embedding `corpus` on with `embedder`'s `model`: from now on every new row is queued
+    /// in its own transaction. The first time (or after [`Store::embedding_replace`]), every
+    /// existing row without a vector is queued too. Returns how many rows were queued now.
+    pub fn embedding_enable(&mut self, corpus: Queued, embedder: &str, model: &str) -> Result<u64> {
+        on_db!(self, "turn embedding on", {
+            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let enabled: Option<i64> = tx
+                .query_row("SELECT enabled FROM vector_indexes WHERE corpus = ?1", [corpus.as_str()], |r| r.get(0))
+                .optional()?;
+            let queued = match enabled {
+                Some(1) => 0,
+                found => {
+                    if found.is_none() {
+                        tx.execute(
+                            "INSERT INTO vector_indexes (corpus, embedder, model, dimensions, created_at) \
+                             VALUES (?1, ?2, ?3, 0, ?4)",
+                            params![corpus.as_str(), embedder, model, now_ms()],
+                        )?;
+                    } else {
+                        tx.execute("UPDATE vector_indexes SET enabled = 1 WHERE corpus = ?1", [corpus.as_str()])?;
+                    }
+                    let (table, key) = corpus.vectors_table();
+                    tx.execute(
+                        &format!(
+                            "INSERT OR IGNORE INTO embed_queue (corpus, item, queued_at) SELECT ?1, r.id, ?2 \
+                             FROM ({}) r WHERE NOT EXISTS (SELECT 1 FROM {table} v WHERE v.{key} = r.id)",
+                            corpus.all_rows()
+                        ),
+                        params![corpus.as_str(), now_ms()],
+                    )? as u64
+                }
+            };
+            tx.commit()?;
+            Ok(queued)
+        })
+    }
+
+    /// Turns queuing off for `corpus` (the user opted out): the queue is emptied, the vectors
+    /// made so far are kept. Returns whether it was on.
+    pub fn embedding_disable(&mut self, corpus: Queued) -> Result<bool> {
+        on_db!(self, "turn embedding off", {
+            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let changed = tx.execute(
+                "UPDATE vector_indexes SET enabled = 0 WHERE corpus = ?1 AND enabled = 1",
+                [corpus.as_str()],
+            )?;
+            tx.execute("DELETE FROM embed_queue WHERE corpus = ?1", [corpus.as_str()])?;
+            tx.commit()?;
+            Ok(changed > 0)
+        })
+    }
+
+    /// Replaces `corpus`'s vectors (another model, with the user's consent): all deleted, the
+    /// model recorded, every row queued again. Returns how many vectors went.
+    pub fn embedding_replace(&mut self, corpus: Queued, embedder: &str, model: &str) -> Result<u64> {
+        on_db!(self, "replace the vectors", {
+            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let (table, _) = corpus.vectors_table();
+            let deleted = tx.execute(&format!("DELETE FROM {table}"), [])? as u64;
+            tx.execute(
+                "UPDATE vector_indexes SET embedder = ?2, model = ?3, dimensions = 0, enabled = 1, \
+                 generation = generation + 1 WHERE corpus = ?1",
+                params![corpus.as_str(), embedder, model],
+            )?;
+            tx.execute(
+                &format!(
+                    "INSERT OR IGNORE INTO embed_queue (corpus, item, queued_at) SELECT ?1, r.id, ?2 FROM ({}) r",
+                    corpus.all_rows()
+                ),
+                params![corpus.as_str(), now_ms()],
+            )?;
+            tx.commit()?;
+            Ok(deleted)
+        })
+    }
+
+    /// How many rows of `corpus` wait for a vector.
+    pub fn embed_queue_len(&self, corpus: Queued) -> Result<u64> {
+        on_db!(self, "read the embedding queue", {
+            Ok(self
+                .conn
+                .query_row("SELECT count(*) FROM embed_queue WHERE corpus = ?1", [corpus.as_str()], |r| r.get(0))?)
+        })
+    }
+
+    /// The oldest `limit` queued rows of `corpus` with the text to embed: a message's
+    /// searchable text (as the history index holds it), an entity's name, type and observations.
+    pub fn embed_queue_take(&self, corpus: Queued, limit: usize) -> Result<Vec<QueuedText>> {
+        on_db!(self, "read the embedding queue", {
+            let sql = match corpus {
+                Queued::History => {
+                    "SELECT q.item, m.parts FROM embed_queue q LEFT JOIN messages m ON m.id = q.item \
+                     WHERE q.corpus = 'history' ORDER BY q.queued_at, q.item LIMIT ?1"
+                }
+                Queued::Memory => {
+                    "SELECT q.item, CASE WHEN f.rowid IS NULL THEN NULL ELSE \
+                     f.name || ' (' || f.entity_type || ')' || char(10) || f.observations END \
+                     FROM embed_queue q LEFT JOIN memory_fts f ON f.rowid = q.item \
+                     WHERE q.corpus = 'memory' ORDER BY q.queued_at, q.item LIMIT ?1"
+                }
+            };
+            let mut stmt = self.conn.prepare_cached(sql)?;
+            let rows = stmt.query_map([limit as i64], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Option<String>>(1)?)))?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (item, text) = row?;
+                let text = match (corpus, text) {
+                    (Queued::History, Some(parts)) => {
+                        let parts: Vec<crate::conversation::Part> = serde_json::from_str(&parts).unwrap_or_default();
+                        Some(super::history::index_text(&parts))
+                    }
+                    (_, t) => t,
+                };
+                out.push((item, text.filter(|t| !t.trim().is_empty())));
+            }
+            Ok(out)
+        })
+    }
+
+    /// Stores vectors for queued rows and takes `done` (those and any skipped) off the queue, in
+    /// one transaction; records the vectors' length the first time. A row deleted meanwhile gets
+    /// no vector.
+    pub fn embed_queue_done(
+        &mut self,
+        corpus: Queued,
+        vectors: &[(i64, Vec<u8>)],
+        done: &[i64],
+        dimensions: u32,
+    ) -> Result<usize> {
+        on_db!(self, "store vectors", {
+            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let (table, key) = corpus.vectors_table();
+            let source = match corpus {
+                Queued::History => "messages",
+                Queued::Memory => "memory_entities",
+            };
+            let mut stored = 0;
+            {
+                let mut put = tx.prepare_cached(&format!(
+                    "INSERT OR REPLACE INTO {table} ({key}, vector) SELECT ?1, ?2 WHERE EXISTS \
+                     (SELECT 1 FROM {source} WHERE id = ?1)"
+                ))?;
+                for (id, bytes) in vectors {
+                    stored += put.execute(params![id, bytes])?;
+                }
+                let mut take = tx.prepare_cached("DELETE FROM embed_queue WHERE corpus = ?1 AND item = ?2")?;
+                for id in done {
+                    take.execute(params![corpus.as_str(), id])?;
+                }
+            }
+            tx.execute(
+                "UPDATE vector_indexes SET dimensions = ?2, generation = generation + 1 WHERE corpus = ?1",
+                params![corpus.as_str(), dimensions],
+            )?;
+            tx.commit()?;
+            Ok(stored)
+        })
+    }
+
+    /// Counts a failed attempt on queued rows (they stay queued).
+    pub fn embed_queue_failed(&mut self, corpus: Queued, items: &[i64]) -> Result<()> {
+        on_db!(self, "update the embedding queue", {
+            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            {
+                let mut bump = tx
+                    .prepare_cached("UPDATE embed_queue SET attempts = attempts + 1 WHERE corpus = ?1 AND item = ?2")?;
+                for id in items {
+                    bump.execute(params![corpus.as_str(), id])?;
+                }
+            }
+            tx.commit()?;
+            Ok(())
+        })
+    }
+
+    /// The vectors of the messages in `scope` (message id, encoded vector).
+    pub fn message_vectors(&self, scope: super::HistoryScope<'_>, each: &mut dyn FnMut(i64, &[u8])) -> Result<()> {
+        on_db!(self, "read the vectors", {
+            let (session, project) = match scope {
+                super::HistoryScope::Session(id) => (Some(id), None),
+                super::HistoryScope::Project(key) => (None, Some(key)),
+                super::HistoryScope::All => (None, None),
+            };
+            let mut stmt = self.conn.prepare_cached(
+                "SELECT v.message_id, v.vector FROM message_vectors v JOIN messages m ON m.id = v.message_id \
+                 WHERE (?1 IS NULL OR m.session_id = ?1) \
+                 AND (?2 IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?2))",
+            )?;
+            let mut rows = stmt.query(params![session, project])?;
+            while let Some(r) = rows.next()? {
+                each(r.get(0)?, r.get_ref(1)?.as_blob().map_err(rusqlite::Error::from)?);
+            }
+            Ok(())
+        })
+    }
+
+    /// The vectors of live memory entities (entity id, encoded vector); the caller keeps those
+    /// its scope may see.
+    pub fn entity_vectors(&self, each: &mut dyn FnMut(i64, &[u8])) -> Result<()> {
+        on_db!(self, "read the vectors", {
+            let mut stmt = self.conn.prepare_cached(
+                "SELECT v.entity_id, v.vector FROM entity_vectors v JOIN memory_entities e ON e.id = v.entity_id \
+                 WHERE e.deleted_by IS NULL AND e.staged = 0",
+            )?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                each(r.get(0)?, r.get_ref(1)?.as_blob().map_err(rusqlite::Error::from)?);
+            }
+            Ok(())
+        })
+    }
+}

@@ -26,6 +26,7 @@ mod plugins;
 mod plugins_cli;
 mod plugins_test;
 mod props;
+mod recall;
 mod server;
 mod store;
 mod support;

@@ -238,6 +238,10 @@ pub(crate) fn open_agent(ctx: &Context, args: &AgentFlags) -> anyhow::Result<Res
         memory_budget: config.memory_context_tokens(),
         provider_options: "{}".into(),
     };
+    let tools = match seshat::retrieval::Recall::from_config(&config, &ctx.catalog(), &ctx.runtime(), &ctx.db) {
+        Some(recall) => tools.with_recall(recall),
+        None => tools,
+    };
     let tools = match knowledge_tools(ctx, &config) {
         Some(k) if !matches!(config.chat.tools, Some(ToolChoice::All(false))) => {
             tools.with_knowledge(k, ctx.project.clone())
@@ -310,11 +314,21 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     for note in agent.client().notes() {
         eprintln!("[{}]", format::visible(&note.to_string()));
     }
+    // History and memory, when the user opted in to embedding them, are embedded by a thread of
+    // their own: no model call waits for it, and a one-shot chat exits without it (what is left
+    // stays queued for the next run).
+    let config = ctx.config()?;
+    let background = seshat::retrieval::queue::Background::start(&config, &ctx.catalog(), &ctx.runtime(), &ctx.db);
+    let poke = || {
+        if let Some(b) = &background {
+            b.poke();
+        }
+    };
     let cancel = Cancel::default();
     install_interrupt(&cancel)?;
     match prompt {
         Some(p) => one_shot(&mut agent, &p, args.json, &cancel),
-        None => repl::run(ctx, &mut agent, &cancel),
+        None => repl::run(ctx, &mut agent, &cancel, &poke),
     }
 }
 

@@ -20,7 +20,7 @@ const HELP: &str = "\
 /help      this list
 /exit      leave (Ctrl-D too); Ctrl-C stops an answer";
 
-pub fn run(ctx: &Context, agent: &mut Agent, cancel: &Cancel) -> anyhow::Result<ExitCode> {
+pub fn run(ctx: &Context, agent: &mut Agent, cancel: &Cancel, poke: &dyn Fn()) -> anyhow::Result<ExitCode> {
     let mut editor = rustyline::DefaultEditor::new()?;
     let history = ctx.dirs.data.join("chat-history.txt");
     let _ = editor.load_history(&history);
@@ -54,6 +54,7 @@ pub fn run(ctx: &Context, agent: &mut Agent, cancel: &Cancel) -> anyhow::Result<
         let mut printer = Printer::new(true, agent.session());
         let outcome = agent.turn(input, cancel, &mut printer);
         printer.end_line();
+        poke();
         match outcome {
             Ok(o) => report(&o),
             Err(e) => eprintln!("error [{}]: {}", e.code(), format::visible(&e.to_string())),

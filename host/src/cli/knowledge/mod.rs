@@ -19,7 +19,8 @@ pub enum KnowledgeCommand {
     /// Index files and directories (respecting .gitignore and hidden files, as ripgrep does);
     /// run again to pick up changes: only files whose content changed are indexed again.
     Add(add::Args),
-    /// Make vectors for the chunks that have none (with the embedder configured under [plugins]).
+    /// Make the vectors that are missing: of chunks, and of the history and memory queued for
+    /// embedding (`[knowledge] embed_history`, `embed_memory`).
     Embed(embed::Args),
     /// List the indexed documents.
     List(list::Args),

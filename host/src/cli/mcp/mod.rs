@@ -32,6 +32,10 @@ struct MemoryServer {
     project: Option<String>,
     /// The document corpus and the project key its searches are for.
     knowledge: Mutex<(seshat::retrieval::Knowledge, String)>,
+    /// Hybrid memory search, when memory is embedded.
+    recall: Mutex<Option<seshat::retrieval::Recall>>,
+    /// Embeds what the tools write, when memory is embedded (never delaying an answer).
+    background: Option<seshat::retrieval::queue::Background>,
     tools: Vec<Tool>,
 }
 
@@ -84,8 +88,22 @@ impl ServerHandler for MemoryServer {
             let mut store =
                 self.store.lock().map_err(|_| McpError::internal_error("the store lock is poisoned", None))?;
             let mut memory = store.memory(self.project.as_deref());
-            tools::call(&mut memory, &request.name, &args)
+            let mut recall =
+                self.recall.lock().map_err(|_| McpError::internal_error("the recall lock is poisoned", None))?;
+            match recall.as_mut().filter(|r| r.memory()) {
+                Some(r) => {
+                    let mut search = |m: &mut seshat::memory::Memory<'_>,
+                                      q: &str,
+                                      s: Option<seshat::memory::Scope>,
+                                      n: usize| r.search_memory(m, q, s, n);
+                    tools::call_with(&mut memory, &request.name, &args, Some(&mut search))
+                }
+                None => tools::call(&mut memory, &request.name, &args),
+            }
         };
+        if let Some(b) = &self.background {
+            b.poke();
+        }
         let result = if output.is_error {
             CallToolResult::structured_error(output.structured)
         } else {
@@ -140,6 +158,8 @@ pub fn run(ctx: &Context, _args: &Args) -> anyhow::Result<ExitCode> {
         store: Mutex::new(ctx.store()?),
         project: ctx.repository.clone(),
         knowledge: Mutex::new((knowledge, ctx.project.clone())),
+        recall: Mutex::new(seshat::retrieval::Recall::from_config(&config, &ctx.catalog(), &ctx.runtime(), &ctx.db)),
+        background: seshat::retrieval::queue::Background::start(&config, &ctx.catalog(), &ctx.runtime(), &ctx.db),
         tools: mcp_tools()?,
     };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_time().enable_io().build()?;

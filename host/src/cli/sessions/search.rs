@@ -41,7 +41,13 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let store = ctx.store()?;
     let query = args.query.join(" ");
     let scope = if args.all { HistoryScope::All } else { HistoryScope::Project(&ctx.project) };
-    let hits = store.search_history(scope, &query, args.limit)?;
+    let config = ctx.config()?;
+    let hits = match seshat::retrieval::Recall::from_config(&config, &ctx.catalog(), &ctx.runtime(), &ctx.db)
+        .filter(seshat::retrieval::Recall::history)
+    {
+        Some(mut recall) => recall.search_history(scope, &query, args.limit)?.0,
+        None => store.search_history(scope, &query, args.limit)?,
+    };
     let ids: Vec<&str> = hits.iter().map(|h| h.session_id.as_str()).collect();
     let short = store.short_ids(&ids)?;
     let mut out = format::stdout();

@@ -1,0 +1,197 @@
+//! Hybrid search over history and memory when the user opts in to embedding them
+//! (`[knowledge] embed_history`, `embed_memory`): the durable queue, drained by `seshat knowledge
+//! embed`, in the background by chat, and by the next run after a process is killed.
+
+use std::sync::Mutex;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::Value;
+use seshat::conversation::{NewMessage, Role};
+use seshat::memory::NewEntity;
+use seshat::store::Queued;
+
+use crate::server::{Reply, Server};
+use crate::support::Home;
+
+/// The deterministic test embedder (see `tests/plugins/guests/embedder`) at `server`, with
+/// history and memory embedding as given.
+fn configure(home: &Home, server: &Server, history: bool, memory: bool, extra: &str) {
+    let dir = home.path().join("plugins").join("topics");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(seshat_test_plugins::EMBEDDER, dir.join("plugin.wasm")).unwrap();
+    std::fs::write(
+        dir.join("plugin.toml"),
+        "id = \"topics\"\nkind = \"embedder\"\napi = \"0.2.0\"\nallowed_hosts = [\"{base_url}\"]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "{extra}[plugins]\nembedder = \"topics\"\n[knowledge]\nmodel = \"topics-long\"\nbase_url = \"{}/v1\"\n\
+             embed_history = {history}\nembed_memory = {memory}\n",
+            server.url()
+        ),
+    )
+    .unwrap();
+}
+
+fn echo() -> Server {
+    Server::route(|r| {
+        assert_eq!(r.path, "/v1/echo", "{r:?}");
+        Reply::Full { status: 200, headers: vec![], body: r.body.clone().into_bytes() }
+    })
+}
+
+/// A session of three messages and a memory of two entities, written before embedding is on.
+fn history_and_memory(home: &Home) -> String {
+    let session = home.session("/p");
+    let mut store = home.store();
+    store
+        .append(
+            &session,
+            &[
+                NewMessage::text(Role::User, "The automobile engine roared all night."),
+                NewMessage::text(Role::Assistant, "A pear and apple pie, then."),
+                NewMessage::text(Role::User, "My car needs new tyres before winter."),
+            ],
+        )
+        .unwrap();
+    let entities = [
+        NewEntity {
+            name: "Dashboard".into(),
+            entity_type: "car".into(),
+            observations: vec!["red, an automobile".into()],
+        },
+        NewEntity { name: "Orchard".into(), entity_type: "place".into(), observations: vec!["apple trees".into()] },
+    ];
+    store.memory(None).create_entities(&entities, Some(seshat::memory::Scope::User)).unwrap();
+    session
+}
+
+fn json(home: &Home, args: &[&str]) -> Value {
+    let out = home.run(args);
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+#[test]
+fn opted_in_history_and_memory_are_searched_by_meaning_too() {
+    let home = Home::new();
+    let server = echo();
+    configure(&home, &server, false, false, "");
+    history_and_memory(&home);
+    // Not opted in: "truck" is no word of any message or entity.
+    assert_eq!(json(&home, &["sessions", "search", "truck", "--all", "--json"]).as_array().unwrap().len(), 0);
+    let mem = json(&home, &["memory", "--action", "search", "--query", "truck", "--json"]);
+    assert_eq!(mem["entities"].as_array().unwrap().len(), 0, "{mem}");
+    assert_eq!(server.count(), 0, "nothing is sent without the opt-in");
+
+    configure(&home, &server, true, true, "");
+    let report = json(&home, &["knowledge", "embed", "--json"]);
+    assert_eq!(
+        (report["history"]["backfilled"].as_u64(), report["history"]["embedded"].as_u64()),
+        (Some(3), Some(3)),
+        "{report}"
+    );
+    assert_eq!(
+        (report["memory"]["embedded"].as_u64(), report["memory"]["left"].as_u64()),
+        (Some(2), Some(0)),
+        "{report}"
+    );
+    let hits = json(&home, &["sessions", "search", "truck", "--all", "--json"]);
+    let snippets: Vec<&str> = hits.as_array().unwrap().iter().map(|h| h["snippet"].as_str().unwrap()).collect();
+    assert_eq!(snippets.len(), 3, "{hits}");
+    assert!(snippets[0].contains("automobile") || snippets[0].contains("car"), "vehicles first: {snippets:?}");
+    assert!(snippets[1].contains("automobile") || snippets[1].contains("car"), "{snippets:?}");
+    let mem = json(&home, &["memory", "--action", "search", "--query", "truck", "--json"]);
+    let names: Vec<&str> = mem["entities"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(names.first(), Some(&"Dashboard"), "{mem}");
+    // Words still rank: "orchard" finds the orchard first.
+    let mem = json(&home, &["memory", "--action", "search", "--query", "orchard", "--json"]);
+    assert_eq!(mem["entities"][0]["name"], "Orchard", "{mem}");
+
+    // A new message is queued in its own transaction (the corpus is on) and embedded by the next run.
+    let session = home.store().list_sessions(&Default::default()).unwrap()[0].id.clone();
+    home.store().append(&session, &[NewMessage::text(Role::User, "The truck broke down.")]).unwrap();
+    assert_eq!(home.store().embed_queue_len(Queued::History).unwrap(), 1);
+    let report = json(&home, &["knowledge", "embed", "--json"]);
+    assert_eq!((report["history"]["embedded"].as_u64(), report["history"]["backfilled"].as_u64()), (Some(1), Some(0)));
+    // Opting out stops queueing and keeps the vectors.
+    configure(&home, &server, false, false, "");
+    json(&home, &["knowledge", "embed", "--json"]);
+    home.store().append(&session, &[NewMessage::text(Role::User, "Another car.")]).unwrap();
+    assert_eq!(home.store().embed_queue_len(Queued::History).unwrap(), 0, "not queued once opted out");
+}
+
+#[test]
+fn the_queue_survives_a_killed_process_and_the_next_run_drains_it() {
+    let home = Home::new();
+    // An embedding server that takes the request and never answers; it says when it has one.
+    let (tell, told) = mpsc::channel::<()>();
+    let tell = Mutex::new(tell);
+    let stuck = Server::route(move |_| {
+        let _ = tell.lock().unwrap().send(());
+        Reply::Silent { pause: Duration::from_secs(300) }
+    });
+    configure(&home, &stuck, true, false, "");
+    history_and_memory(&home);
+    let mut child = home.cmd().args(["knowledge", "embed"]).spawn().unwrap();
+    told.recv_timeout(Duration::from_secs(120)).expect("the drain sent its first batch");
+    child.kill().unwrap(); // SIGKILL, mid-request
+    child.wait().unwrap();
+    let store = home.store();
+    assert_eq!(store.embed_queue_len(Queued::History).unwrap(), 3, "the backfill was committed before embedding");
+    assert_eq!(store.queued_index(Queued::History).unwrap().unwrap().0.vectors, 0);
+    drop(store);
+    let server = echo();
+    configure(&home, &server, true, false, "");
+    let report = json(&home, &["knowledge", "embed", "--json"]);
+    assert_eq!(
+        (report["history"]["embedded"].as_u64(), report["history"]["left"].as_u64()),
+        (Some(3), Some(0)),
+        "{report}"
+    );
+    assert_eq!(home.store().queued_index(Queued::History).unwrap().unwrap().0.vectors, 3);
+}
+
+#[test]
+fn a_one_shot_chat_never_waits_for_the_embedder_and_leaves_the_rest_queued() {
+    use crate::chat::{chat, json_of};
+    use crate::server::anthropic;
+    let home = Home::new();
+    let (tell, told) = mpsc::channel::<()>();
+    let tell = Mutex::new(tell);
+    // The embedder never answers (within the hour the config allows it): were the model call or
+    // the exit to wait for it, this test would hang.
+    let stuck = Server::route(move |_| {
+        let _ = tell.lock().unwrap().send(());
+        Reply::Silent { pause: Duration::from_secs(3600) }
+    });
+    // The model answers only once the embedder holds the drain's request: the turn then finishes
+    // while the drain is stuck.
+    let told = Mutex::new(told);
+    let model = Server::route(move |_| {
+        told.lock().unwrap().recv_timeout(Duration::from_secs(120)).expect("the background drain had started");
+        Reply::Stream { pieces: anthropic::text_answer(&["Hello."]) }
+    });
+    let provider = format!(
+        "[chat]\nmax_output_tokens = 1000\n[providers.anthropic]\nbase_url = \"{}\"\nmax_retries = 0\n",
+        model.url()
+    );
+    configure(&home, &stuck, true, false, &provider);
+    let cfg = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        cfg.replace("[plugins]\n", "[plugins]\nprovider = \"anthropic\"\n") + "timeout_secs = 3600\n",
+    )
+    .unwrap();
+    history_and_memory(&home);
+    let out = chat(&home, &["-p", "hi", "--json"], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(json_of(&out)["text"], "Hello.");
+    assert_eq!(model.count(), 1);
+    let store = home.store();
+    assert!(store.embed_queue_len(Queued::History).unwrap() >= 3, "what was not embedded stays queued");
+    assert_eq!(store.queued_index(Queued::History).unwrap().unwrap().0.vectors, 0);
+}
