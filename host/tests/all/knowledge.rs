@@ -521,3 +521,64 @@ fn chat_offers_the_knowledge_tools_where_documents_are_and_the_model_reads_a_chu
     let after_read = reqs[3].json()["messages"].to_string();
     assert!(after_read.contains("Run the installer, then restart the flux capacitor."), "{after_read}");
 }
+
+/// An application's own corpus: notes in memory, matched by words and by the test embedder's
+/// vectors, fused by Seshat.
+struct Notes {
+    texts: Vec<&'static str>,
+    vectors: Vec<Vec<f32>>,
+}
+
+impl seshat::retrieval::Retriever for Notes {
+    fn lexical(&mut self, query: &str, limit: usize) -> seshat::retrieval::Result<Vec<String>> {
+        let q = query.to_lowercase();
+        Ok((0..self.texts.len())
+            .filter(|&i| q.split_whitespace().any(|w| self.texts[i].to_lowercase().contains(w)))
+            .map(|i| format!("note-{i}"))
+            .take(limit)
+            .collect())
+    }
+
+    fn nearest(&mut self, vector: &[f32], limit: usize) -> seshat::retrieval::Result<Vec<String>> {
+        let dot = |v: &[f32]| v.iter().zip(vector).map(|(a, b)| a * b).sum::<f32>();
+        let mut order: Vec<usize> = (0..self.vectors.len()).collect();
+        order.sort_by(|&a, &b| dot(&self.vectors[b]).total_cmp(&dot(&self.vectors[a])).then(a.cmp(&b)));
+        Ok(order.into_iter().take(limit).map(|i| format!("note-{i}")).collect())
+    }
+}
+
+#[test]
+fn the_sdk_fuses_an_applications_own_corpus_and_knowledge_works_from_rust() {
+    let home = Home::new();
+    let server = echo_server();
+    with_test_embedder(&home, &server, "topics");
+    let config = seshat::config::Config::load(home.path(), None).unwrap();
+    let catalog = seshat::plugins::Catalog::discover(home.path(), None);
+    let runtime = seshat::plugins::Runtime::new(None);
+    let mut embedder = seshat::retrieval::load_embedder(&config, &catalog, &runtime).unwrap().expect("configured");
+    let texts = vec!["my truck", "an apple", "the automobile show", "rain today"];
+    let owned: Vec<String> = texts.iter().map(|t| t.to_string()).collect();
+    let vectors =
+        embedder.embed(&owned, seshat::plugins::EmbedPurpose::Document, &seshat::providers::Cancel::default()).unwrap();
+    let mut corpus = Notes { texts, vectors };
+    let w = seshat::retrieval::Weights::default();
+    // Words alone find only the note that says "automobile".
+    let lexical = seshat::retrieval::hybrid(&mut corpus, None, "automobile", 3, w).unwrap();
+    assert_eq!(lexical.iter().map(|f| f.id.as_str()).collect::<Vec<_>>(), ["note-2"]);
+    // With the embedder, the truck comes in by meaning, after the note both rankings put first.
+    let fused = seshat::retrieval::hybrid(&mut corpus, Some(&mut embedder), "automobile", 3, w).unwrap();
+    let ids: Vec<&str> = fused.iter().map(|f| f.id.as_str()).collect();
+    assert_eq!(&ids[..2], ["note-2", "note-0"], "{fused:?}");
+    assert_eq!(fused[0].score, 1.0 / 61.0 + 1.0 / 62.0, "note-2: lexical 1, vector 2 (ties by index put note-0 first)");
+
+    // The document corpus from Rust: open, add, embed, search.
+    let root = notes(&home);
+    let mut k = seshat::retrieval::Knowledge::open(&home.path().join("sdk.db")).unwrap().with_embedder(embedder);
+    let target = seshat::knowledge::Target { scope: "project".into(), project: "/sdk".into() };
+    let report = k.add(std::slice::from_ref(&root), &target, &mut |_, _, _| {}).unwrap();
+    assert_eq!(report.indexed, 4);
+    assert_eq!(k.embed_pending(false, &mut |_, _| {}).unwrap().embedded, 4);
+    let found = k.search(seshat::store::KnowledgeFilter { project: "/sdk", scope: None }, "automobile", 5).unwrap();
+    assert_eq!(found.mode, seshat::retrieval::Mode::Hybrid);
+    assert!(found.hits[0].path.ends_with("a.md"), "{found:?}");
+}

@@ -129,6 +129,30 @@ fn a_provider_shows_the_request_it_would_build_sent_nowhere() {
 }
 
 #[test]
+fn an_embedder_shows_the_batch_it_would_send_for_a_historys_texts() {
+    let home = Home::new();
+    let id = session_with_long_results(&home);
+    let out = home
+        .cmd()
+        .env("OPENAI_API_KEY", "sk-test-secret-key")
+        .args(["plugins", "test", "embedder-openai", &id, "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.contains("sk-test-secret-key"), "no credential in what is shown");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let req = &v["results"][0]["request"];
+    assert_eq!((req["method"].as_str(), req["url"].as_str()), (Some("POST"), Some("https://api.openai.com/v1/embeddings")));
+    let body: Value = serde_json::from_str(req["body"].as_str().unwrap()).unwrap();
+    assert_eq!(body["model"], "text-embedding-3-small");
+    let inputs = body["input"].as_array().unwrap();
+    assert_eq!(req["messages"].as_u64(), Some(inputs.len() as u64));
+    assert!(inputs.iter().any(|t| t == "Fix parse_escape; never touch the public API."), "{body}");
+    assert!(v["results"][0]["usage"]["calls"].as_u64().unwrap() >= 2, "info and build-request ran in the plugin");
+}
+
+#[test]
 fn a_directory_of_exports_gives_one_row_each() {
     let home = Home::new();
     let a = session_with_long_results(&home);
@@ -208,6 +232,7 @@ fn check_runs_the_built_in_fixture_through_every_kind() {
         (seshat_test_plugins::TRIMMER_0_1_0, "gave "),
         (seshat_test_plugins::SUMMARISER, "gave a summary of "),
         (seshat_test_plugins::PROVIDER, "gave a POST request to "),
+        (seshat_test_plugins::EMBEDDER, "gave a POST request to http://127.0.0.1:9/v1/echo of "),
     ] {
         let out = home.ok(&["plugins", "check", plugin]);
         let line = out

@@ -195,3 +195,30 @@ fn a_one_shot_chat_never_waits_for_the_embedder_and_leaves_the_rest_queued() {
     assert!(store.embed_queue_len(Queued::History).unwrap() >= 3, "what was not embedded stays queued");
     assert_eq!(store.queued_index(Queued::History).unwrap().unwrap().0.vectors, 0);
 }
+
+#[test]
+fn a_version_8_database_upgrades_and_its_documents_and_history_get_vectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("v8.db");
+    std::fs::copy(crate::support::fixture("store-v8.sqlite"), &db).unwrap();
+    let before: u32 =
+        rusqlite::Connection::open(&db).unwrap().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert_eq!(before, 8, "the fixture must stay at version 8");
+    let mut store = seshat::store::Store::open(&db).unwrap();
+    let filter = seshat::store::KnowledgeFilter { project: "/work/alpha", scope: None };
+    let hits = store.knowledge_search(filter, "mock clock", 5).unwrap();
+    assert_eq!(hits.len(), 1, "version 8's chunks are searchable");
+    assert_eq!((hits[0].start_line, hits[0].end_line, hits[0].heading.as_str()), (5, 7, "Upload > Flaky"));
+    assert!(store.vector_index().unwrap().is_none(), "no vectors until an embedder makes them");
+    assert_eq!(store.chunks_without_vectors_count().unwrap(), 2);
+    // Turning history embedding on queues every message the fixture holds.
+    let messages: u64 = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
+        .unwrap();
+    assert!(messages > 0);
+    assert_eq!(store.embedding_enable(Queued::History, "topics", "topics-long").unwrap(), messages);
+    assert_eq!(store.embed_queue_len(Queued::History).unwrap(), messages);
+    let batch = store.embed_queue_take(Queued::History, 2).unwrap();
+    assert!(batch.iter().all(|(_, t)| t.is_some()) && batch.len() == 2, "{batch:?}");
+}

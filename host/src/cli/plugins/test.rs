@@ -82,8 +82,11 @@ pub(super) struct BuiltRequest {
     pub(super) headers: Vec<(String, String)>,
     /// The body as text (it is JSON for the built-in providers).
     pub(super) body: String,
-    /// Messages encoded into it.
+    /// Messages encoded into it (a provider's), or texts in the batch (an embedder's).
     pub(super) messages: usize,
+    /// What `messages` counts, for people: "messages" or "texts".
+    #[serde(skip)]
+    pub(super) counts: &'static str,
 }
 
 /// What the plugin did with one history.
@@ -401,6 +404,7 @@ fn build_request(
         headers: http.headers,
         body: String::from_utf8_lossy(&body).into_owned(),
         messages: fragments.iter().filter(|f| !f.is_empty()).count(),
+        counts: "messages",
     })
 }
 
@@ -433,6 +437,7 @@ fn embed_request(
         headers: http.headers,
         body: String::from_utf8_lossy(&http.body).into_owned(),
         messages: request.texts.len(),
+        counts: "texts",
     })
 }
 
@@ -455,7 +460,7 @@ fn describe(out: &mut impl Write, r: &Outcome) -> anyhow::Result<()> {
     writeln!(out, "history: {} → {} messages, ~{} tokens", r.source, r.messages, format::tokens(r.tokens))?;
     writeln!(out, "window: {} tokens ({})", format::tokens(r.window), r.window_source)?;
     if let Some(req) = &r.request {
-        writeln!(out, "request (sent nowhere): {} {} with {} messages", req.method, req.url, req.messages)?;
+        writeln!(out, "request (sent nowhere): {} {} with {} {}", req.method, req.url, req.messages, req.counts)?;
         for (k, v) in &req.headers {
             writeln!(out, "  {k}: {v}")?;
         }
