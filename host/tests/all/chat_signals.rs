@@ -175,7 +175,7 @@ impl Pty {
         String::from_utf8_lossy(&self.output.lock().unwrap()).into_owned()
     }
 
-    fn send(&mut self, s: &str) {
+    pub fn send(&mut self, s: &str) {
         self.master.write_all(s.as_bytes()).unwrap();
         self.master.flush().unwrap();
     }

@@ -582,3 +582,39 @@ fn the_sdk_fuses_an_applications_own_corpus_and_knowledge_works_from_rust() {
     assert_eq!(found.mode, seshat::retrieval::Mode::Hybrid);
     assert!(found.hits[0].path.ends_with("a.md"), "{found:?}");
 }
+
+#[test]
+fn on_a_terminal_a_new_model_is_asked_about_with_the_count() {
+    use crate::chat_signals::{Pty, wait_for};
+    let home = Home::new();
+    let server = echo_server();
+    with_test_embedder(&home, &server, "topics");
+    let root = notes(&home);
+    json(&home, &root, &["knowledge", "add", ".", "--json"]);
+    let cfg = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    std::fs::write(home.path().join("config.toml"), cfg.replace("\"topics\"\nbase_url", "\"topics-long\"\nbase_url"))
+        .unwrap();
+    let ask = "The index's 4 vectors were made by `topics (8 dimensions)`; the configured model is `topics-long`. \
+               Replace them, embedding all 4 chunks with `topics-long`? [y/N]";
+    // No: nothing changes.
+    let mut cmd = home.cmd();
+    cmd.current_dir(&root).args(["knowledge", "embed"]);
+    let (mut pty, mut child) = Pty::spawn(cmd);
+    wait_for("the question", || pty.text().contains(ask));
+    pty.send("n\r");
+    assert!(!child.wait().unwrap().success());
+    wait_for("the refusal", || pty.text().contains("nothing was re-embedded"));
+    assert_eq!(home.store().vector_index().unwrap().unwrap().model, "topics");
+    // Yes: replaced.
+    let mut cmd = home.cmd();
+    cmd.current_dir(&root).args(["knowledge", "embed"]);
+    let (mut pty, mut child) = Pty::spawn(cmd);
+    wait_for("the question", || pty.text().contains(ask));
+    pty.send("y\r");
+    assert!(child.wait().unwrap().success(), "{}", pty.text());
+    wait_for("the report", || {
+        pty.text().contains("Embedded 4 chunks (1 requests), replacing 4 vectors of the previous model.")
+    });
+    let index = home.store().vector_index().unwrap().unwrap();
+    assert_eq!((index.model.as_str(), index.vectors), ("topics-long", 4));
+}

@@ -143,7 +143,10 @@ fn an_embedder_shows_the_batch_it_would_send_for_a_historys_texts() {
     assert!(!text.contains("sk-test-secret-key"), "no credential in what is shown");
     let v: Value = serde_json::from_str(&text).unwrap();
     let req = &v["results"][0]["request"];
-    assert_eq!((req["method"].as_str(), req["url"].as_str()), (Some("POST"), Some("https://api.openai.com/v1/embeddings")));
+    assert_eq!(
+        (req["method"].as_str(), req["url"].as_str()),
+        (Some("POST"), Some("https://api.openai.com/v1/embeddings"))
+    );
     let body: Value = serde_json::from_str(req["body"].as_str().unwrap()).unwrap();
     assert_eq!(body["model"], "text-embedding-3-small");
     let inputs = body["input"].as_array().unwrap();

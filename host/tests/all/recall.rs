@@ -212,10 +212,8 @@ fn a_version_8_database_upgrades_and_its_documents_and_history_get_vectors() {
     assert!(store.vector_index().unwrap().is_none(), "no vectors until an embedder makes them");
     assert_eq!(store.chunks_without_vectors_count().unwrap(), 2);
     // Turning history embedding on queues every message the fixture holds.
-    let messages: u64 = rusqlite::Connection::open(&db)
-        .unwrap()
-        .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
-        .unwrap();
+    let messages: u64 =
+        rusqlite::Connection::open(&db).unwrap().query_row("SELECT count(*) FROM messages", [], |r| r.get(0)).unwrap();
     assert!(messages > 0);
     assert_eq!(store.embedding_enable(Queued::History, "topics", "topics-long").unwrap(), messages);
     assert_eq!(store.embed_queue_len(Queued::History).unwrap(), messages);

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
-use super::Context;
+use super::{Context, format};
 
 /// The `knowledge` subcommands.
 #[derive(Debug, Subcommand)]
@@ -68,17 +68,44 @@ pub(super) fn embed(
     if k.embedder().is_none() {
         return Ok(None);
     }
-    let bar = bar("embedding {pos}/{len} chunks {wide_bar} {eta}");
-    let report = k.embed_pending(re_embed, &mut |done, total| {
-        if let Some(bar) = &bar {
-            bar.set_length(total);
-            bar.set_position(done);
+    let mut re_embed = re_embed;
+    loop {
+        let bar = bar("embedding {pos}/{len} chunks {wide_bar} {eta}");
+        let report = k.embed_pending(re_embed, &mut |done, total| {
+            if let Some(bar) = &bar {
+                bar.set_length(total);
+                bar.set_position(done);
+            }
+        });
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
         }
-    });
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
+        match report {
+            // On a terminal, the user is asked (with the count) rather than told to run again.
+            Err(seshat::retrieval::Error::ModelChanged { from, to, vectors, chunks })
+                if !re_embed && std::io::IsTerminal::is_terminal(&std::io::stdin()) =>
+            {
+                if !confirm(&format!(
+                    "The index's {vectors} vectors were made by `{from}`; the configured model is `{to}`. Replace them, \
+                     embedding all {chunks} chunks with `{to}`? [y/N] "
+                ))? {
+                    anyhow::bail!(
+                        "nothing was re-embedded: the index keeps `{from}`'s vectors (search stays lexical until the models match)"
+                    );
+                }
+                re_embed = true;
+            }
+            other => return Ok(Some(other?)),
+        }
     }
-    Ok(Some(report?))
+}
+
+/// Asks a yes/no question on the terminal; only `y` or `yes` is yes.
+fn confirm(question: &str) -> anyhow::Result<bool> {
+    eprint!("{}", format::visible(question));
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    Ok(matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
 }
 
 /// A scope as the index stores it, with the project key it goes with.
