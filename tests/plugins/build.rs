@@ -12,6 +12,7 @@ const GUESTS: &[(&str, &str, &str)] = &[
     ("test-semver-0-1-1", "semver-0-1-1", "SEMVER_0_1_1"),
     ("test-version-0-3-0", "version-0-3-0", "VERSION_0_3_0"),
     ("test-embedder", "embedder", "EMBEDDER"),
+    ("test-trimmer-0-2-0", "trimmer-0-2-0", "TRIMMER_0_2_0"),
 ];
 
 fn main() {
@@ -32,6 +33,15 @@ fn main() {
         if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
             std::fs::write(&path, text).expect("write the versioned WIT");
         }
+    }
+
+    // One trimmer is built from the frozen 0.2.0 WIT as released.
+    let frozen = std::fs::read_to_string(root.join("wit/v0.2.0/seshat-plugin.wit")).expect("read the frozen 0.2.0 WIT");
+    let generated = here.join("guests/trimmer-0-2-0/wit-generated");
+    std::fs::create_dir_all(&generated).expect("create wit-generated");
+    let path = generated.join("seshat-plugin.wit");
+    if std::fs::read_to_string(&path).ok().as_deref() != Some(frozen.as_str()) {
+        std::fs::write(&path, frozen).expect("write the frozen 0.2.0 WIT");
     }
 
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));

@@ -41,12 +41,13 @@ pub use trimmer::{
 
 use crate::conversation::{Part, Role};
 
-/// The contract versions this host speaks: the frozen `0.1.x` and the unstable `0.2.x`.
+/// The contract versions this host speaks: the frozen `0.1.x` and `0.2.x`.
 pub const API_VERSIONS: &str = "0.1.x or 0.2.x";
 /// The contract version the SDK, `seshat plugins new` and the default plugins build against.
 pub const API_VERSION_CURRENT: &str = "0.2.0";
-/// Whether [`API_VERSION_CURRENT`] may still change (until this round's last addition lands).
-pub const API_VERSION_CURRENT_UNSTABLE: bool = true;
+/// Whether [`API_VERSION_CURRENT`] may still change (0.2.0 was frozen when its last addition,
+/// the embedder world, landed).
+pub const API_VERSION_CURRENT_UNSTABLE: bool = false;
 
 /// The kinds of plugin, one WIT world each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -239,6 +239,26 @@ fn trimmers_built_for_the_frozen_0_1_0_and_a_0_1_1_patch_load_and_work() {
 }
 
 #[test]
+fn a_trimmer_built_for_the_frozen_0_2_0_loads_and_uses_what_0_2_0_added() {
+    // 0.2.0 is released: `wit/v0.2.0` holds it as released, and the current contract the SDK and
+    // `plugins new` build for is, byte for byte, that until a next minor starts.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let frozen = std::fs::read(root.join("wit/v0.2.0/seshat-plugin.wit")).unwrap();
+    assert_eq!(std::fs::read(root.join("wit/seshat-plugin.wit")).unwrap(), frozen, "the current contract is 0.2.0");
+    assert!(String::from_utf8_lossy(&frozen).contains("package seshat:plugin@0.2.0;"));
+    assert!(!seshat::plugins::API_VERSION_CURRENT_UNSTABLE, "0.2.0 is frozen");
+    // A trimmer built without the SDK from the frozen file, using the keep-lines edit and `log`.
+    let dir = tempfile::tempdir().unwrap();
+    let entry = install(dir.path(), "frozen-0-2", "trimmer", seshat_test_plugins::TRIMMER_0_2_0, "");
+    let loaded = runtime().load(&entry, LimitRequest::default()).unwrap();
+    assert_eq!(loaded.api_version, "0.2.0");
+    let mut plugin = TrimmerPlugin::new(&loaded).unwrap();
+    let content = "a line of output\n".repeat(1000);
+    let edits = plugin.trim(&history(), &budget(""), move |m, p| (m == 2 && p == 0).then(|| content.clone())).unwrap();
+    assert_eq!(edits, vec![TrimEdit::KeepLines { message: 2, part: 0, lines: vec![(0, 1), (1000, 1001)] }]);
+}
+
+#[test]
 fn manifest_limits_are_capped_and_config_wins() {
     let dir = tempfile::tempdir().unwrap();
     let entry = install(

@@ -72,9 +72,7 @@ pub fn run(ctx: &crate::cli::Context, args: &Args) -> anyhow::Result<ExitCode> {
     writeln!(out, "Created the {kind} plugin `{name}` in {}.", dir.display())?;
     writeln!(out, "Build it:   cd {} && cargo build --release --target wasm32-wasip2", dir.display())?;
     writeln!(out, "Then follow {}/README.md to check, install and select it.", dir.display())?;
-    if API_VERSION_CURRENT_UNSTABLE {
-        writeln!(out, "{}", unstable_note())?;
-    }
+    writeln!(out, "{}", contract_note())?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
@@ -137,8 +135,14 @@ serde = {{ version = "1", default-features = false, features = ["std"], optional
     )
 }
 
-/// What building against the unstable contract means.
-fn unstable_note() -> String {
+/// What the contract it builds for promises: a frozen one never needs a rebuild.
+fn contract_note() -> String {
+    if !API_VERSION_CURRENT_UNSTABLE {
+        return format!(
+            "It builds for seshat:plugin@{API_VERSION_CURRENT}, released and frozen: the plugin keeps loading in \
+             every later Seshat without a rebuild."
+        );
+    }
     format!(
         "Note: seshat:plugin@{API_VERSION_CURRENT} is unstable: it may still change before it is frozen. Plugins \
          built for the frozen 0.1.0 keep loading."
@@ -147,7 +151,7 @@ fn unstable_note() -> String {
 
 /// The crate's README, naming the directories this Seshat really uses (`SESHAT_HOME` included).
 fn readme(name: &str, kind: PluginKind, config: &Path) -> String {
-    let note = if API_VERSION_CURRENT_UNSTABLE { format!("{}\n\n", unstable_note()) } else { String::new() };
+    let note = format!("{}\n\n", contract_note());
     let file = name.replace('-', "_");
     format!(
         "# {name}\n\nA Seshat {kind} plugin.\n\n{note}```sh\ncargo build --release --target wasm32-wasip2\n\

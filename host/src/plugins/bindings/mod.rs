@@ -1,4 +1,4 @@
-//! Generated bindings, one private module per WIT version (the frozen 0.1.0 and the live 0.2.0).
+//! Generated bindings, one private module per WIT version (the frozen 0.1.0 and 0.2.0).
 //! Nothing outside `plugins` sees them.
 
 pub(super) mod v0_1;
@@ -9,7 +9,7 @@ pub(super) mod v0_2;
 pub(crate) enum Version {
     /// `seshat:plugin@0.1.x`, frozen.
     V0_1,
-    /// `seshat:plugin@0.2.x`, unstable.
+    /// `seshat:plugin@0.2.x`, frozen.
     V0_2,
 }
 
