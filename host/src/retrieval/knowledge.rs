@@ -339,12 +339,7 @@ impl Knowledge {
 
     /// The stored vectors nearest `vector` among the chunks `filter` covers, with a note when
     /// some chunks have no vector yet.
-    fn nearest(
-        &mut self,
-        filter: KnowledgeFilter<'_>,
-        vector: &[f32],
-        pool: usize,
-    ) -> Result<(Vec<(i64, f32)>, Option<String>)> {
+    fn nearest(&mut self, filter: KnowledgeFilter<'_>, vector: &[f32], pool: usize) -> Result<Neighbours> {
         let Some(head) = self.store.vector_head()? else { return Ok((Vec::new(), None)) };
         let allowed: HashSet<i64> = self.store.knowledge_document_ids(filter)?.into_iter().collect();
         let cached = self.vectors(head.generation, head.dimensions as usize)?;
@@ -370,6 +365,9 @@ impl Knowledge {
         Ok(self.cache.as_ref().expect("just loaded"))
     }
 }
+
+/// Vector neighbours (chunk id, cosine), best first, and a note on what they could not cover.
+type Neighbours = (Vec<(i64, f32)>, Option<String>);
 
 /// The vectors held in memory, for the generation they were read at.
 struct Cached {
