@@ -112,6 +112,17 @@ impl Credentials {
             || matches!(&self.scheme, AuthScheme::Header(h) if h.eq_ignore_ascii_case(name))
     }
 
+    /// Refuses a plugin's request that sets a credential header itself (`who` names the plugin,
+    /// e.g. "provider `openai`"): only the host adds credentials.
+    pub fn refuse_plugin_credentials(&self, who: &str, headers: &[(String, String)]) -> Result<(), String> {
+        match headers.iter().find(|(n, _)| self.is_credential_header(n)) {
+            Some((name, _)) => {
+                Err(format!("{who} set the credential header `{name}` itself; only the host adds credentials"))
+            }
+            None => Ok(()),
+        }
+    }
+
     /// `text` with the key (if any) replaced by [`REDACTED`].
     pub fn redact(&self, text: &str) -> String {
         match &self.key {

@@ -159,12 +159,9 @@ impl Embedder {
             extra: self.extra.clone(),
         };
         let http = self.plugin.build_request(&request).map_err(|e| self.plugin_error(&e))?;
-        if let Some((name, _)) = http.headers.iter().find(|(n, _)| self.credentials.is_credential_header(n)) {
-            return Err(Error::Plugin(format!(
-                "embedder `{}` set the credential header `{name}` itself; only the host adds credentials",
-                self.plugin.id()
-            )));
-        }
+        self.credentials
+            .refuse_plugin_credentials(&format!("embedder `{}`", self.plugin.id()), &http.headers)
+            .map_err(Error::Plugin)?;
         let to = destination::check(
             self.plugin.id(),
             &http.url,

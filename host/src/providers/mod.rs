@@ -459,12 +459,9 @@ impl Provider {
             extra: call.extra.to_string(),
         };
         let http = self.plugin.build_request(&request).map_err(|e| self.plugin_error(&e))?;
-        if let Some((name, _)) = http.headers.iter().find(|(n, _)| self.credentials.is_credential_header(n)) {
-            return Err(Error::Plugin(format!(
-                "provider `{}` set the credential header `{name}` itself; only the host adds credentials",
-                self.name
-            )));
-        }
+        self.credentials
+            .refuse_plugin_credentials(&format!("provider `{}`", self.name), &http.headers)
+            .map_err(Error::Plugin)?;
         let to = self.destination(&http.url)?;
         if to.insecure_remote {
             let w = format!("sending to {} over plain http (not encrypted)", destination::origin(&to.url));

@@ -152,9 +152,8 @@ fn a_version_7_database_upgrades_and_indexes_documents() {
     assert_eq!((hits.len(), hits[0].start_line, hits[0].heading.as_str()), (1, 1, "A"));
 }
 
-/// Installs the deterministic test embedder (see `tests/plugins/guests/embedder`) and points
-/// `[knowledge]` at `server` with `model`.
-fn with_test_embedder(home: &Home, server: &Server, model: &str) {
+/// Installs the deterministic test embedder (see `tests/plugins/guests/embedder`) as `topics`.
+pub fn install_test_embedder(home: &Home) {
     let dir = home.path().join("plugins").join("topics");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::copy(seshat_test_plugins::EMBEDDER, dir.join("plugin.wasm")).unwrap();
@@ -163,12 +162,27 @@ fn with_test_embedder(home: &Home, server: &Server, model: &str) {
         "id = \"topics\"\nkind = \"embedder\"\napi = \"0.2.0\"\nallowed_hosts = [\"{base_url}\"]\n",
     )
     .unwrap();
+}
+
+/// Installs the test embedder and points `[knowledge]` at `server` with `model`.
+fn with_test_embedder(home: &Home, server: &Server, model: &str) {
+    install_test_embedder(home);
     std::fs::write(
         home.path().join("config.toml"),
         format!(
             "[plugins]\nembedder = \"topics\"\n[knowledge]\nmodel = \"{model}\"\nbase_url = \"{}/v1\"\n",
             server.url()
         ),
+    )
+    .unwrap();
+}
+
+/// Changes `[knowledge] model` to `to` (from `topics`).
+fn switch_model(home: &Home, to: &str) {
+    let cfg = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        cfg.replace("\"topics\"\nbase_url", &format!("\"{to}\"\nbase_url")),
     )
     .unwrap();
 }
@@ -283,9 +297,7 @@ fn a_new_model_is_refused_until_the_user_consents_and_search_stays_lexical_meanw
     with_test_embedder(&home, &server, "topics");
     let root = notes(&home);
     json(&home, &root, &["knowledge", "add", ".", "--json"]);
-    let cfg = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
-    std::fs::write(home.path().join("config.toml"), cfg.replace("\"topics\"\nbase_url", "\"topics-long\"\nbase_url"))
-        .unwrap();
+    switch_model(&home, "topics-long");
     let before = server.count();
     let err = String::from_utf8(run(&home, &root, &["knowledge", "embed"]).stderr).unwrap();
     assert!(
@@ -591,9 +603,7 @@ fn on_a_terminal_a_new_model_is_asked_about_with_the_count() {
     with_test_embedder(&home, &server, "topics");
     let root = notes(&home);
     json(&home, &root, &["knowledge", "add", ".", "--json"]);
-    let cfg = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
-    std::fs::write(home.path().join("config.toml"), cfg.replace("\"topics\"\nbase_url", "\"topics-long\"\nbase_url"))
-        .unwrap();
+    switch_model(&home, "topics-long");
     let ask = "The index's 4 vectors were made by `topics (8 dimensions)`; the configured model is `topics-long`. \
                Replace them, embedding all 4 chunks with `topics-long`? [y/N]";
     // No: nothing changes.

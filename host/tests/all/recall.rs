@@ -17,14 +17,7 @@ use crate::support::Home;
 /// The deterministic test embedder (see `tests/plugins/guests/embedder`) at `server`, with
 /// history and memory embedding as given.
 fn configure(home: &Home, server: &Server, history: bool, memory: bool, extra: &str) {
-    let dir = home.path().join("plugins").join("topics");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(seshat_test_plugins::EMBEDDER, dir.join("plugin.wasm")).unwrap();
-    std::fs::write(
-        dir.join("plugin.toml"),
-        "id = \"topics\"\nkind = \"embedder\"\napi = \"0.2.0\"\nallowed_hosts = [\"{base_url}\"]\n",
-    )
-    .unwrap();
+    crate::knowledge::install_test_embedder(home);
     std::fs::write(
         home.path().join("config.toml"),
         format!(
