@@ -7,6 +7,7 @@ mod knowledge;
 mod mcp;
 mod memory;
 mod plugins;
+mod serve;
 mod sessions;
 
 use std::path::{Path, PathBuf};
@@ -46,6 +47,8 @@ enum Command {
     Memory(memory::Args),
     /// Serve the memory tools over MCP (stdio) for other agents.
     Mcp(mcp::Args),
+    /// Serve Seshat's core over JSON-RPC on stdio, for programs in any language (the Go SDK).
+    Serve(serve::Args),
     /// Documents the agent can search: add files and directories, list, remove, search.
     #[command(subcommand)]
     Knowledge(knowledge::KnowledgeCommand),
@@ -105,6 +108,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Memory(args) => memory::run(&ctx, &args),
         Command::Compact(args) => compact::run(&ctx, &args),
         Command::Mcp(args) => mcp::run(&ctx, &args),
+        Command::Serve(args) => serve::run(&ctx, &args),
         Command::Knowledge(cmd) => knowledge::run(&ctx, cmd),
     }
 }

@@ -27,6 +27,7 @@ mod plugins_cli;
 mod plugins_test;
 mod props;
 mod recall;
+mod serve;
 mod server;
 mod store;
 mod support;

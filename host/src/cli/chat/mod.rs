@@ -178,6 +178,15 @@ impl Args {
 /// Builds the agent from the configuration and flags, exactly as `chat` runs it; `Err` with the
 /// message (exit code 2) when nothing is configured.
 pub(crate) fn open_agent(ctx: &Context, args: &AgentFlags) -> anyhow::Result<Result<Agent, String>> {
+    open_agent_with(ctx, args, Vec::new())
+}
+
+/// [`open_agent`] with application tools added (`seshat serve`'s client tools).
+pub(crate) fn open_agent_with(
+    ctx: &Context,
+    args: &AgentFlags,
+    extra_tools: Vec<Box<dyn seshat::client::Tool>>,
+) -> anyhow::Result<Result<Agent, String>> {
     let config = ctx.config()?;
     let auto_compact = !args.no_auto_compact && config.chat.auto_compact.unwrap_or(true);
     let client_config = ClientConfig {
@@ -248,10 +257,13 @@ pub(crate) fn open_agent(ctx: &Context, args: &AgentFlags) -> anyhow::Result<Res
         }
         _ => tools,
     };
-    let tools = match &config.chat.tools {
+    let mut tools = match &config.chat.tools {
         Some(ToolChoice::Only(names)) => tools.only(names),
         _ => tools,
     };
+    for tool in extra_tools {
+        tools.register(tool);
+    }
     Ok(Ok(Agent::open(client, provider, tools, options)?))
 }
 

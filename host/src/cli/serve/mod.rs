@@ -1,0 +1,272 @@
+//! `seshat serve`: Seshat's core over JSON-RPC 2.0, one JSON object per line on stdio, for
+//! programs in any language (the Go SDK drives it). The protocol is `host/docs/protocol.md`, with
+//! the JSON Schema the tests check recorded traffic against.
+//!
+//! One thread reads the client's lines and answers what is quick (sessions, memory, knowledge,
+//! config) at once; a turn runs in a thread of its own and streams notifications, so a client can
+//! interrupt it or work on other sessions meanwhile. The server calls the client back
+//! (`tool/call`) when the model uses a tool the client registered. One writer puts whole lines on
+//! stdout. At the input's end the turns in flight are interrupted (what arrived is stored, as
+//! Ctrl-C does) and the server exits.
+
+mod rpc;
+mod turns;
+
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+use super::Context;
+use rpc::{Outbox, RpcError};
+
+/// The protocol version `initialize` answers with.
+pub const PROTOCOL_VERSION: &str = "2026-12-01";
+
+/// Arguments of `serve`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Speaks JSON-RPC 2.0 on stdin/stdout, one object per line: see host/docs/protocol.md.")]
+pub struct Args {}
+
+/// What a client registered at `initialize`, shared with the turns.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ClientSetup {
+    /// Tools the client runs (`tool/call`): name, description, JSON Schema.
+    pub(crate) tools: Vec<seshat::plugins::ToolSpec>,
+    /// `autoCompact` (default true).
+    pub(crate) auto_compact: Option<bool>,
+    /// `compactSummaryModel`.
+    pub(crate) summary_model: Option<String>,
+    /// `provider`.
+    pub(crate) provider: Option<String>,
+    /// `model`.
+    pub(crate) model: Option<String>,
+    /// `window`.
+    pub(crate) window: Option<u64>,
+}
+
+pub fn run(ctx: &Context, _args: &Args) -> anyhow::Result<ExitCode> {
+    let (outbox, lines) = Outbox::new();
+    let writer = std::thread::spawn(move || rpc::write_lines(lines));
+    let pending: rpc::Pending = Arc::new(Mutex::new(HashMap::new()));
+    let mut server =
+        Server { ctx, outbox: outbox.clone(), pending: pending.clone(), setup: None, turns: turns::Turns::default() };
+    let stdin = std::io::stdin();
+    let mut reader = stdin.lock();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim_end_matches(['\n', '\r']);
+        if text.trim().is_empty() {
+            continue;
+        }
+        server.line(text);
+    }
+    // The client is gone: interrupt what runs (each turn stores what arrived) and wait for it; a
+    // tool call waiting for the client's answer fails at once.
+    pending.lock().map(|mut p| p.clear()).ok();
+    server.turns.interrupt_all();
+    server.turns.join_all();
+    drop(server);
+    drop(outbox);
+    let _ = writer.join();
+    Ok(ExitCode::SUCCESS)
+}
+
+struct Server<'c> {
+    ctx: &'c Context,
+    outbox: Outbox,
+    pending: rpc::Pending,
+    setup: Option<ClientSetup>,
+    turns: turns::Turns,
+}
+
+impl Server<'_> {
+    fn line(&mut self, text: &str) {
+        let msg: Value = match serde_json::from_str(text) {
+            Ok(v) => v,
+            Err(e) => return self.outbox.error(Value::Null, RpcError::parse(format!("the line is not JSON: {e}"))),
+        };
+        let id = msg.get("id").cloned();
+        // A response to one of the server's own requests (`tool/call`).
+        if msg.get("method").is_none() && id.is_some() && (msg.get("result").is_some() || msg.get("error").is_some()) {
+            rpc::deliver(&self.pending, &msg);
+            return;
+        }
+        let Some(method) = msg.get("method").and_then(Value::as_str) else {
+            return self.outbox.error(
+                id.unwrap_or(Value::Null),
+                RpcError::invalid_request("a request needs a string `method` (and `jsonrpc`: \"2.0\")"),
+            );
+        };
+        if msg.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+            return self
+                .outbox
+                .error(id.unwrap_or(Value::Null), RpcError::invalid_request("`jsonrpc` must be \"2.0\""));
+        }
+        let params = msg.get("params").cloned().unwrap_or_else(|| json!({}));
+        let Some(id) = id else {
+            // Notifications the server understands: none change state yet.
+            return;
+        };
+        if method != "initialize" && self.setup.is_none() {
+            return self.outbox.error(id, RpcError::not_initialized());
+        }
+        match self.call(method, &params, id.clone()) {
+            Ok(Some(result)) => self.outbox.result(id, result),
+            Ok(None) => {} // answered later, by a worker
+            Err(e) => self.outbox.error(id, e),
+        }
+    }
+
+    /// Runs one method: `Ok(Some)` answers now, `Ok(None)` means a worker answers later.
+    fn call(&mut self, method: &str, params: &Value, id: Value) -> Result<Option<Value>, RpcError> {
+        let p = rpc::Params(params);
+        match method {
+            "initialize" => {
+                let tools = p.array_opt("tools")?.unwrap_or_default();
+                let mut specs = Vec::new();
+                for t in tools {
+                    let t = rpc::Params(&t);
+                    specs.push(seshat::plugins::ToolSpec {
+                        name: t.str("name")?.to_string(),
+                        description: t.str_opt("description")?.unwrap_or_default().to_string(),
+                        parameters: t
+                            .get("inputSchema")
+                            .map_or_else(|| json!({"type": "object"}), Clone::clone)
+                            .to_string(),
+                    });
+                }
+                self.setup = Some(ClientSetup {
+                    tools: specs,
+                    auto_compact: p.bool_opt("autoCompact")?,
+                    summary_model: p.str_opt("compactSummaryModel")?.map(str::to_string),
+                    provider: p.str_opt("provider")?.map(str::to_string),
+                    model: p.str_opt("model")?.map(str::to_string),
+                    window: p.u64_opt("window")?,
+                });
+                Ok(Some(json!({
+                    "protocolVersion": PROTOCOL_VERSION,
+                    "serverInfo": {"name": "seshat", "version": env!("CARGO_PKG_VERSION")},
+                    "capabilities": {"turns": true, "tools": true, "memory": true, "knowledge": true, "compaction": true}
+                })))
+            }
+            "session/new" => {
+                let mut store = self.store()?;
+                let info = store
+                    .create_session(seshat::store::NewSession {
+                        project: self.ctx.project.clone(),
+                        title: p.str_opt("title")?.map(str::to_string),
+                        ..Default::default()
+                    })
+                    .map_err(RpcError::from_store)?;
+                Ok(Some(json!({"session": info})))
+            }
+            "session/list" => {
+                let all = p.bool_opt("all")?.unwrap_or(false);
+                let filter = seshat::store::ListFilter {
+                    project: (!all).then(|| self.ctx.project.clone()),
+                    limit: p.u64_opt("limit")?.map(|l| l as usize),
+                };
+                let sessions = self.store()?.list_sessions(&filter).map_err(RpcError::from_store)?;
+                Ok(Some(json!({"sessions": sessions})))
+            }
+            "session/get" => {
+                let store = self.store()?;
+                let id = store.resolve(p.str("session")?).map_err(RpcError::from_store)?;
+                let info = store.session(&id).map_err(RpcError::from_store)?;
+                let view = store.live_view(&id).map_err(RpcError::from_store)?;
+                let mut out = json!({"session": info, "view": view});
+                if p.bool_opt("full")?.unwrap_or(false) {
+                    out["history"] = serde_json::to_value(store.full_history(&id).map_err(RpcError::from_store)?)
+                        .unwrap_or_default();
+                }
+                Ok(Some(out))
+            }
+            "session/delete" => {
+                let mut store = self.store()?;
+                let id = store.resolve(p.str("session")?).map_err(RpcError::from_store)?;
+                if self.turns.busy(&id) {
+                    return Err(RpcError::busy(&id));
+                }
+                self.turns.forget(&id);
+                store.delete_session(&id).map_err(RpcError::from_store)?;
+                Ok(Some(json!({"deleted": id})))
+            }
+            "turn/start" => {
+                let store = self.store()?;
+                let session = store.resolve(p.str("session")?).map_err(RpcError::from_store)?;
+                drop(store);
+                let text = p.str("text")?.to_string();
+                if text.trim().is_empty() {
+                    return Err(RpcError::invalid_params("`text` is empty: give the user's message"));
+                }
+                let setup = self.setup.clone().unwrap_or_default();
+                let turn = self.turns.start(self.ctx, &setup, &self.outbox, &self.pending, &session, text)?;
+                Ok(Some(json!({"session": session, "turn": turn})))
+            }
+            "turn/interrupt" => {
+                let session = p.str("session")?;
+                Ok(Some(json!({"interrupted": self.turns.interrupt(session)})))
+            }
+            "session/compact" => {
+                let store = self.store()?;
+                let session = store.resolve(p.str("session")?).map_err(RpcError::from_store)?;
+                drop(store);
+                let instructions = p.str_opt("instructions")?.map(str::to_string);
+                let setup = self.setup.clone().unwrap_or_default();
+                self.turns.compact(self.ctx, &setup, &self.outbox, &self.pending, &session, instructions, id)?;
+                Ok(None)
+            }
+            "config/get" => {
+                let config = self.ctx.config().map_err(|e| RpcError::seshat("invalid_config", format!("{e:#}")))?;
+                Ok(Some(json!({
+                    "project": self.ctx.project,
+                    "database": self.ctx.db,
+                    "provider": config.plugins.provider,
+                    "model": config.chat.model,
+                    "autoCompact": config.chat.auto_compact.unwrap_or(true),
+                    "compactSummaryModel": config.chat.summary_model,
+                    "embedder": config.plugins.embedder,
+                })))
+            }
+            "knowledge/search" => {
+                let mut k = super::knowledge::knowledge(self.ctx)
+                    .map_err(|e| RpcError::seshat("knowledge_failed", format!("{e:#}")))?;
+                let filter = seshat::store::KnowledgeFilter { project: &self.ctx.project, scope: None };
+                let limit = p.u64_opt("limit")?.unwrap_or(10).clamp(1, 100) as usize;
+                let found =
+                    k.search(filter, p.str("query")?, limit).map_err(|e| RpcError::seshat(e.code(), e.to_string()))?;
+                Ok(Some(serde_json::to_value(found).unwrap_or_default()))
+            }
+            m if m.starts_with("memory/") => {
+                let tool = &m["memory/".len()..];
+                let mut store = self.store()?;
+                let mut memory = store.memory(self.ctx.repository.as_deref());
+                let out = seshat::memory::tools::call(&mut memory, tool, params);
+                if out.is_error {
+                    let message = out.structured["error"].as_str().unwrap_or("the memory call failed").to_string();
+                    let code =
+                        if message.starts_with("unknown memory tool") { "method_not_found" } else { "memory_failed" };
+                    if code == "method_not_found" {
+                        return Err(RpcError::method_not_found(m));
+                    }
+                    return Err(RpcError::seshat(code, message));
+                }
+                Ok(Some(out.structured))
+            }
+            other => Err(RpcError::method_not_found(other)),
+        }
+    }
+
+    fn store(&self) -> Result<seshat::store::Store, RpcError> {
+        seshat::store::Store::open(&self.ctx.db).map_err(RpcError::from_store)
+    }
+}

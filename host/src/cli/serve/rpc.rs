@@ -1,0 +1,185 @@
+//! JSON-RPC 2.0 framing for `seshat serve`: the one writer of stdout, errors with Seshat's stable
+//! codes, typed access to params, and the server's own requests waiting for the client's answer.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+/// JSON-RPC's error codes, and the one Seshat uses for its own failures (whose stable code is in
+/// `data.code`).
+pub(crate) mod code {
+    pub(crate) const PARSE: i64 = -32700;
+    pub(crate) const INVALID_REQUEST: i64 = -32600;
+    pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
+    pub(crate) const INVALID_PARAMS: i64 = -32602;
+    pub(crate) const NOT_INITIALIZED: i64 = -32002;
+    pub(crate) const SESHAT: i64 = -32000;
+}
+
+/// An error answer.
+#[derive(Debug, Clone)]
+pub(crate) struct RpcError {
+    pub(crate) code: i64,
+    pub(crate) message: String,
+    /// Seshat's stable code (`session_busy`, `compact_full`, `not_found`, …).
+    pub(crate) seshat: &'static str,
+    seshat_owned: Option<String>,
+}
+
+impl RpcError {
+    fn new(code: i64, seshat: &'static str, message: impl Into<String>) -> Self {
+        RpcError { code, message: message.into(), seshat, seshat_owned: None }
+    }
+    pub(crate) fn parse(m: String) -> Self {
+        Self::new(code::PARSE, "parse_error", m)
+    }
+    pub(crate) fn invalid_request(m: &str) -> Self {
+        Self::new(code::INVALID_REQUEST, "invalid_request", m)
+    }
+    pub(crate) fn invalid_params(m: impl Into<String>) -> Self {
+        Self::new(code::INVALID_PARAMS, "invalid_params", m)
+    }
+    pub(crate) fn method_not_found(method: &str) -> Self {
+        Self::new(
+            code::METHOD_NOT_FOUND,
+            "method_not_found",
+            format!("there is no method `{method}`: host/docs/protocol.md lists them"),
+        )
+    }
+    pub(crate) fn not_initialized() -> Self {
+        Self::new(
+            code::NOT_INITIALIZED,
+            "not_initialized",
+            "Server not initialized: send an `initialize` request first",
+        )
+    }
+    pub(crate) fn busy(session: &str) -> Self {
+        Self::new(
+            code::SESHAT,
+            "session_busy",
+            format!("session {session} has a turn in flight: wait for its turn/completed, or send turn/interrupt"),
+        )
+    }
+    /// One of Seshat's own failures, with its stable code.
+    pub(crate) fn seshat(stable: &str, message: impl Into<String>) -> Self {
+        RpcError { code: code::SESHAT, message: message.into(), seshat: "", seshat_owned: Some(stable.to_string()) }
+    }
+    pub(crate) fn from_store(e: seshat::store::Error) -> Self {
+        Self::seshat(e.code(), e.to_string())
+    }
+    /// The stable code.
+    pub(crate) fn stable(&self) -> &str {
+        self.seshat_owned.as_deref().unwrap_or(self.seshat)
+    }
+    fn to_json(&self) -> Value {
+        json!({"code": self.code, "message": self.message, "data": {"code": self.stable()}})
+    }
+}
+
+/// The lines to write, in order, by the one writer.
+#[derive(Debug, Clone)]
+pub(crate) struct Outbox(mpsc::Sender<String>);
+
+impl Outbox {
+    pub(crate) fn new() -> (Self, mpsc::Receiver<String>) {
+        let (tx, rx) = mpsc::channel();
+        (Outbox(tx), rx)
+    }
+    fn send(&self, v: Value) {
+        let _ = self.0.send(v.to_string());
+    }
+    pub(crate) fn result(&self, id: Value, result: Value) {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+    pub(crate) fn error(&self, id: Value, e: RpcError) {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "error": e.to_json()}));
+    }
+    pub(crate) fn notify(&self, method: &str, params: Value) {
+        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+    /// Sends the server's own request `method` and returns where its answer arrives.
+    pub(crate) fn request(&self, pending: &Pending, method: &str, params: Value) -> mpsc::Receiver<Value> {
+        let (tx, rx) = mpsc::channel();
+        let id = {
+            let mut p = pending.lock().expect("the pending map is never poisoned");
+            let id = format!("s{}", p.len() as u64 + next_id());
+            p.insert(id.clone(), tx);
+            id
+        };
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        rx
+    }
+}
+
+fn next_id() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The server's requests waiting for the client: id → where the answer goes.
+pub(crate) type Pending = Arc<Mutex<HashMap<String, mpsc::Sender<Value>>>>;
+
+/// Hands the client's answer to the request waiting for it (an unknown id is dropped).
+pub(crate) fn deliver(pending: &Pending, msg: &Value) {
+    let Some(id) = msg["id"].as_str() else { return };
+    if let Some(tx) = pending.lock().expect("the pending map is never poisoned").remove(id) {
+        let _ = tx.send(msg.clone());
+    }
+}
+
+/// Writes each line whole, flushed, until every sender is gone.
+pub(crate) fn write_lines(lines: mpsc::Receiver<String>) {
+    let stdout = std::io::stdout();
+    for line in lines {
+        let mut out = stdout.lock();
+        if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
+            break;
+        }
+    }
+}
+
+/// A request's params, read with errors that name the field.
+pub(crate) struct Params<'a>(pub(crate) &'a Value);
+
+impl Params<'_> {
+    pub(crate) fn get(&self, key: &str) -> Option<&Value> {
+        self.0.get(key).filter(|v| !v.is_null())
+    }
+    pub(crate) fn str(&self, key: &str) -> Result<&str, RpcError> {
+        self.str_opt(key)?.ok_or_else(|| RpcError::invalid_params(format!("`{key}` is missing: it is a string")))
+    }
+    pub(crate) fn str_opt(&self, key: &str) -> Result<Option<&str>, RpcError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(other) => Err(RpcError::invalid_params(format!("`{key}` must be a string, not {other}"))),
+        }
+    }
+    pub(crate) fn bool_opt(&self, key: &str) -> Result<Option<bool>, RpcError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(other) => Err(RpcError::invalid_params(format!("`{key}` must be true or false, not {other}"))),
+        }
+    }
+    pub(crate) fn u64_opt(&self, key: &str) -> Result<Option<u64>, RpcError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .map(Some)
+                .ok_or_else(|| RpcError::invalid_params(format!("`{key}` must be a whole number, not {v}"))),
+        }
+    }
+    pub(crate) fn array_opt(&self, key: &str) -> Result<Option<Vec<Value>>, RpcError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Array(a)) => Ok(Some(a.clone())),
+            Some(other) => Err(RpcError::invalid_params(format!("`{key}` must be a list, not {other}"))),
+        }
+    }
+}

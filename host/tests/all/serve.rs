@@ -1,0 +1,275 @@
+//! `seshat serve` as a process: JSON-RPC over real stdio against a loopback OpenAI-compatible
+//! server; every line either side writes is checked against host/docs/protocol.schema.json.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::chat::{KEY, home_for};
+use crate::server::{Reply, Server, openai};
+use crate::support::Home;
+
+/// A `seshat serve` child and every line of the conversation with it.
+pub struct ServeClient {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<Value>,
+    /// Every line, with whether the client wrote it (`None`: a line the test made invalid on
+    /// purpose, not checked).
+    traffic: Arc<Mutex<Vec<(Option<bool>, Value)>>>,
+    next: u64,
+    /// Lines read while waiting for something else.
+    backlog: Vec<Value>,
+}
+
+impl ServeClient {
+    pub fn start(home: &Home) -> Self {
+        let mut child = home
+            .cmd()
+            .env("OPENAI_API_KEY", KEY)
+            .env("SESHAT_CACHE_DIR", crate::plugins::shared_cache().parent().unwrap().join("chat-cache"))
+            .arg("serve")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn seshat serve");
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let traffic = Arc::new(Mutex::new(Vec::new()));
+        let (tx, lines) = mpsc::channel();
+        let seen = traffic.clone();
+        std::thread::spawn(move || {
+            for line in stdout.lines() {
+                let Ok(line) = line else { break };
+                let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+                seen.lock().unwrap().push((Some(false), v.clone()));
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        ServeClient { child, stdin, lines, traffic, next: 0, backlog: Vec::new() }
+    }
+
+    pub fn send(&mut self, v: Value) {
+        self.traffic.lock().unwrap().push((Some(true), v.clone()));
+        writeln!(self.stdin.as_mut().expect("stdin is open"), "{v}").unwrap();
+    }
+
+    /// A request that breaks the protocol on purpose (its answer is still checked).
+    pub fn call_invalid(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        let v = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.traffic.lock().unwrap().push((None, v.clone()));
+        writeln!(self.stdin.as_mut().expect("stdin is open"), "{v}").unwrap();
+        self.wait(&format!("answer to {method}"), |v| v["id"] == id && v.get("method").is_none())
+    }
+
+    /// The next line the server writes that `pick` accepts (others are kept for later).
+    pub fn wait(&mut self, what: &str, pick: impl Fn(&Value) -> bool) -> Value {
+        if let Some(i) = self.backlog.iter().position(&pick) {
+            return self.backlog.remove(i);
+        }
+        loop {
+            let v = self.lines.recv_timeout(Duration::from_secs(60)).unwrap_or_else(|_| panic!("no {what} came"));
+            if pick(&v) {
+                return v;
+            }
+            self.backlog.push(v);
+        }
+    }
+
+    /// Sends a request and returns its whole answer (result or error).
+    pub fn call(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.wait(&format!("answer to {method}"), |v| v["id"] == id && v.get("method").is_none())
+    }
+
+    /// A request's result, asserting it succeeded.
+    pub fn ok(&mut self, method: &str, params: Value) -> Value {
+        let answer = self.call(method, params);
+        assert!(answer.get("error").is_none(), "{method} failed: {answer}");
+        answer["result"].clone()
+    }
+
+    pub fn initialize(&mut self, params: Value) -> Value {
+        self.ok("initialize", params)
+    }
+
+    /// The notifications of `turn` up to its `turn/completed`, in order.
+    pub fn turn_notifications(&mut self, turn: u64) -> Vec<Value> {
+        let mut out = Vec::new();
+        loop {
+            let n = self.wait("a notification of the turn", |v| v["params"]["turn"] == turn && v.get("id").is_none());
+            let done = n["method"] == "turn/completed";
+            out.push(n);
+            if done {
+                return out;
+            }
+        }
+    }
+
+    /// Closes stdin and waits for the server to exit; checks every line against the schema.
+    pub fn close(mut self) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        let status = self.child.wait().unwrap();
+        check_schema(&self.traffic.lock().unwrap());
+        status
+    }
+}
+
+/// Every line against host/docs/protocol.schema.json: the client's as a `clientMessage`, the
+/// server's as a `serverMessage`.
+fn check_schema(traffic: &[(Option<bool>, Value)]) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/protocol.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let side = |def: &str| {
+        let mut s = schema.clone();
+        s.as_object_mut().unwrap().remove("anyOf");
+        s["$ref"] = format!("#/$defs/{def}").into();
+        jsonschema::validator_for(&s).expect("the protocol's schema is valid")
+    };
+    let (client, server) = (side("clientMessage"), side("serverMessage"));
+    assert!(
+        traffic.iter().filter(|(c, _)| *c == Some(true)).count() >= 2
+            && traffic.iter().filter(|(c, _)| *c == Some(false)).count() >= 2
+    );
+    for (from_client, line) in traffic {
+        let validator = match from_client {
+            Some(true) => &client,
+            Some(false) => &server,
+            None => continue,
+        };
+        let errors: Vec<String> =
+            validator.iter_errors(line).map(|e| format!("{e} at {}", e.instance_path())).collect();
+        assert!(errors.is_empty(), "this line breaks protocol.schema.json: {line}\n{errors:#?}");
+    }
+}
+
+fn session(c: &mut ServeClient) -> String {
+    c.ok("session/new", json!({}))["session"]["id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn a_turn_streams_its_events_and_completes_and_the_session_holds_it() {
+    let server = Server::start(vec![Reply::Stream { pieces: openai::text_answer(&["Hel", "lo ", "there."], true) }]);
+    let home = home_for("openai", &server, "");
+    let mut c = ServeClient::start(&home);
+    // Before initialize: refused, as JSON-RPC servers of this kind do.
+    let early = c.call("session/list", json!({}));
+    assert_eq!(
+        (early["error"]["code"].as_i64(), early["error"]["data"]["code"].as_str()),
+        (Some(-32002), Some("not_initialized"))
+    );
+    let init = c.initialize(json!({"clientInfo": {"name": "tests"}, "model": "gpt-4o"}));
+    assert_eq!(init["protocolVersion"], "2026-12-01");
+    let id = session(&mut c);
+    let started = c.ok("turn/start", json!({"session": id, "text": "Say hello"}));
+    let turn = started["turn"].as_u64().unwrap();
+    let notes = c.turn_notifications(turn);
+    let text: String = notes
+        .iter()
+        .filter(|n| n["method"] == "turn/event" && n["params"]["event"]["type"] == "text_delta")
+        .map(|n| n["params"]["event"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "Hello there.", "the deltas, in order");
+    let done = notes.last().unwrap();
+    assert_eq!(done["params"]["outcome"]["text"], "Hello there.");
+    assert_eq!(done["params"]["outcome"]["interrupted"], false);
+    let got = c.ok("session/get", json!({"session": id, "full": true}));
+    let history = got["history"].as_array().unwrap();
+    assert_eq!(history.len(), 2, "{got}");
+    assert_eq!(history[1]["parts"][0]["text"], "Hello there.");
+    let req = server.requests()[0].json();
+    assert_eq!(req["messages"].as_array().unwrap().last().unwrap()["content"], "Say hello");
+    assert_eq!(server.requests()[0].header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+    let listed = c.ok("session/list", json!({}));
+    assert_eq!(listed["sessions"][0]["id"], id);
+    // Bad input gets its code.
+    let bad = c.call_invalid("turn/start", json!({"session": id}));
+    assert_eq!(bad["error"]["code"], -32602);
+    assert!(bad["error"]["message"].as_str().unwrap().contains("`text` is missing"), "{bad}");
+    let none = c.call("session/get", json!({"session": "01NOSUCHSESSION00000000000"}));
+    assert_eq!(none["error"]["code"], -32000, "{none}");
+    let unknown = c.call_invalid("session/fly", json!({}));
+    assert_eq!(unknown["error"]["code"], -32601);
+    assert!(c.close().success());
+    let _ = home;
+}
+
+#[test]
+fn a_tool_the_client_registered_is_called_back_and_its_answer_reaches_the_model() {
+    let server = Server::start(vec![
+        Reply::Stream { pieces: openai::tool_answer("call_1", "lookup", r#"{"key":"answer"}"#) },
+        Reply::Stream { pieces: openai::text_answer(&["It is 42."], true) },
+    ]);
+    let home = home_for("openai", &server, "");
+    let mut c = ServeClient::start(&home);
+    c.initialize(json!({"model": "gpt-4o", "tools": [{"name": "lookup", "description": "Looks a key up",
+        "inputSchema": {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}}]}));
+    let id = session(&mut c);
+    let turn = c.ok("turn/start", json!({"session": id, "text": "what is the answer?"}))["turn"].as_u64().unwrap();
+    let call = c.wait("the tool call", |v| v["method"] == "tool/call");
+    assert_eq!(call["params"]["name"], "lookup");
+    assert_eq!(call["params"]["arguments"], json!({"key": "answer"}));
+    assert_eq!(call["params"]["session"], id);
+    c.send(json!({"jsonrpc": "2.0", "id": call["id"], "result": {"content": "42", "isError": false}}));
+    let notes = c.turn_notifications(turn);
+    let result = notes.iter().find(|n| n["method"] == "turn/toolResult").expect("the result was reported");
+    assert_eq!(
+        (result["params"]["content"].as_str(), result["params"]["isError"].as_bool()),
+        (Some("42"), Some(false))
+    );
+    assert_eq!(notes.last().unwrap()["params"]["outcome"]["text"], "It is 42.");
+    let first = server.requests()[0].json();
+    let offered: Vec<&str> =
+        first["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+    assert!(offered.contains(&"lookup"), "{offered:?}");
+    let second = server.requests()[1].json().to_string();
+    assert!(second.contains("\"42\"") && second.contains("call_1"), "the answer went to the model: {second}");
+    assert!(c.close().success());
+}
+
+#[test]
+fn a_second_turn_on_a_busy_session_is_refused_and_interrupt_and_eof_store_what_arrived() {
+    let mut pieces = openai::text_answer(&["Partial ", "answer"], false);
+    pieces.truncate(2);
+    let server = Server::start(vec![
+        Reply::Stall { pieces: pieces.clone(), pause: Duration::from_secs(30) },
+        Reply::Stall { pieces, pause: Duration::from_secs(30) },
+    ]);
+    let home = home_for("openai", &server, "");
+    let mut c = ServeClient::start(&home);
+    c.initialize(json!({"model": "gpt-4o"}));
+    let id = session(&mut c);
+    let turn = c.ok("turn/start", json!({"session": id, "text": "go"}))["turn"].as_u64().unwrap();
+    c.wait("the first delta", |v| v["method"] == "turn/event" && v["params"]["event"]["type"] == "text_delta");
+    let busy = c.call("turn/start", json!({"session": id, "text": "again"}));
+    assert_eq!(busy["error"]["data"]["code"], "session_busy", "{busy}");
+    // Another session is not held up.
+    let other = session(&mut c);
+    assert_ne!(other, id);
+    assert_eq!(c.ok("turn/interrupt", json!({"session": id}))["interrupted"], true);
+    let notes = c.turn_notifications(turn);
+    let outcome = &notes.last().unwrap()["params"]["outcome"];
+    assert_eq!(outcome["interrupted"], true, "{outcome}");
+    assert_eq!(outcome["error_code"], "interrupted");
+    // The session is free again; this turn is cut short by the client going away.
+    let again = c.ok("turn/start", json!({"session": id, "text": "once more"}))["turn"].as_u64().unwrap();
+    assert!(again > turn);
+    c.wait("the second turn's delta", |v| v["method"] == "turn/event" && v["params"]["turn"] == again);
+    let status = c.close();
+    assert!(status.success(), "{status}");
+    let history = home.store().full_history(&id).unwrap();
+    let texts: Vec<String> = history.iter().map(|m| crate::support::text_of(m).to_string()).collect();
+    assert_eq!(texts, ["go", "Partial ", "once more", "Partial "], "both cut-short answers were stored");
+    assert!(history[3].status == seshat::conversation::MessageStatus::Interrupted, "{:?}", history[3].status);
+}
