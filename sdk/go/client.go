@@ -1,0 +1,298 @@
+package seshat
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+)
+
+// ClientConfig says how to start `seshat serve` and how its sessions run.
+type ClientConfig struct {
+	// AutoCompact turns automatic compaction on: before each model call, a request that would
+	// not fit the window is compacted (tool results trimmed, older messages summarised).
+	AutoCompact bool
+	// CompactSummaryModel is the model that writes summaries (the session's model when empty).
+	CompactSummaryModel string
+	// Provider is the provider's configured name ("anthropic", "openai", ...); empty: the
+	// configured default or the environment's.
+	Provider string
+	// Model is the model id; empty: the configured default.
+	Model string
+	// Window overrides the model's context window in tokens (0: what Seshat knows or learns).
+	Window uint64
+	// DB is the session database (empty: Seshat's default, or SESHAT_HOME's).
+	DB string
+	// ProjectDir is the project the sessions belong to (the child's working directory; empty:
+	// this process's).
+	ProjectDir string
+	// Binary is the seshat executable (empty: "seshat" on PATH).
+	Binary string
+	// Env is added to this process's environment for the child (keys, SESHAT_HOME, ...).
+	Env []string
+}
+
+// Client is a running `seshat serve` and the sessions it serves. Its methods may be called from
+// several goroutines.
+type Client struct {
+	cfg    ClientConfig
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	writeM sync.Mutex
+
+	mu       sync.Mutex
+	nextID   int64
+	pending  map[int64]chan rpcMessage
+	turns    map[string]*Stream // by session id, the turn in flight
+	tools    map[string]registeredTool
+	inited   bool
+	closed   bool
+	done     chan struct{}
+	initOnce sync.Mutex
+}
+
+type registeredTool struct {
+	schema json.RawMessage
+	run    func(ctx context.Context, args json.RawMessage) (string, error)
+	desc   string
+}
+
+type rpcMessage struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *rpcError       `json:"error,omitempty"`
+}
+
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    struct {
+		Code string `json:"code"`
+	} `json:"data"`
+}
+
+// NewClient starts `seshat serve` as a child process. Register tools with RegisterTool before
+// the first session call: they are announced when the client initialises, on first use.
+func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
+	bin := cfg.Binary
+	if bin == "" {
+		bin = "seshat"
+	}
+	var args []string
+	if cfg.DB != "" {
+		args = append(args, "--db", cfg.DB)
+	}
+	args = append(args, "serve")
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = cfg.ProjectDir
+	cmd.Env = append(os.Environ(), cfg.Env...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("seshat: cannot start %s serve: %w", bin, err)
+	}
+	c := &Client{
+		cfg: cfg, cmd: cmd, stdin: stdin,
+		pending: map[int64]chan rpcMessage{}, turns: map[string]*Stream{}, tools: map[string]registeredTool{},
+		done: make(chan struct{}),
+	}
+	go c.read(stdout)
+	return c, nil
+}
+
+// RegisterTool offers the model a tool this program runs: name, a JSON Schema of its
+// arguments, and the function. Register before the first session call.
+func (c *Client) RegisterTool(name string, schema json.RawMessage, run func(ctx context.Context, args json.RawMessage) (string, error)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tools[name] = registeredTool{schema: schema, run: run}
+}
+
+// Close ends `seshat serve`: turns in flight are interrupted and stored, and the child exits.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	_ = c.stdin.Close()
+	<-c.done
+	return c.cmd.Wait()
+}
+
+func (c *Client) read(stdout io.Reader) {
+	defer close(c.done)
+	scanner := bufio.NewScanner(stdout)
+	scanner.Buffer(make([]byte, 1<<20), 64<<20)
+	for scanner.Scan() {
+		var msg rpcMessage
+		if json.Unmarshal(scanner.Bytes(), &msg) != nil {
+			continue
+		}
+		switch {
+		case msg.Method == "tool/call" && len(msg.ID) > 0:
+			go c.runTool(msg)
+		case msg.Method != "":
+			c.notification(msg)
+		default:
+			id, err := strconv.ParseInt(string(msg.ID), 10, 64)
+			if err != nil {
+				continue
+			}
+			c.mu.Lock()
+			ch := c.pending[id]
+			delete(c.pending, id)
+			c.mu.Unlock()
+			if ch != nil {
+				ch <- msg
+			}
+		}
+	}
+	// The server is gone: every waiting call and stream ends.
+	c.mu.Lock()
+	c.closed = true
+	for id, ch := range c.pending {
+		close(ch)
+		delete(c.pending, id)
+	}
+	for sid, s := range c.turns {
+		s.finish(Outcome{}, ErrClosed)
+		delete(c.turns, sid)
+	}
+	c.mu.Unlock()
+}
+
+func (c *Client) write(v interface{}) error {
+	line, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	c.writeM.Lock()
+	defer c.writeM.Unlock()
+	_, err = c.stdin.Write(append(line, '\n'))
+	return err
+}
+
+// call sends a request and waits for its result (decoded into out when non-nil).
+func (c *Client) call(ctx context.Context, method string, params interface{}, out interface{}) error {
+	if method != "initialize" {
+		if err := c.initialize(ctx); err != nil {
+			return err
+		}
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	c.nextID++
+	id := c.nextID
+	ch := make(chan rpcMessage, 1)
+	c.pending[id] = ch
+	c.mu.Unlock()
+	if params == nil {
+		params = map[string]interface{}{}
+	}
+	if err := c.write(map[string]interface{}{"jsonrpc": "2.0", "id": id, "method": method, "params": params}); err != nil {
+		return ErrClosed
+	}
+	select {
+	case msg, ok := <-ch:
+		if !ok {
+			return ErrClosed
+		}
+		if msg.Error != nil {
+			code := msg.Error.Data.Code
+			if code == "" {
+				code = "rpc_" + strconv.Itoa(msg.Error.Code)
+			}
+			return &Error{Code: code, Message: msg.Error.Message}
+		}
+		if out != nil {
+			return json.Unmarshal(msg.Result, out)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *Client) initialize(ctx context.Context) error {
+	c.initOnce.Lock()
+	defer c.initOnce.Unlock()
+	if c.inited {
+		return nil
+	}
+	c.mu.Lock()
+	var tools []map[string]interface{}
+	for name, t := range c.tools {
+		tools = append(tools, map[string]interface{}{"name": name, "description": t.desc, "inputSchema": t.schema})
+	}
+	c.mu.Unlock()
+	params := map[string]interface{}{
+		"protocolVersion": "2026-12-01",
+		"clientInfo":      map[string]string{"name": "seshat-go", "version": Version},
+		"autoCompact":     c.cfg.AutoCompact,
+	}
+	if tools != nil {
+		params["tools"] = tools
+	}
+	if c.cfg.CompactSummaryModel != "" {
+		params["compactSummaryModel"] = c.cfg.CompactSummaryModel
+	}
+	if c.cfg.Provider != "" {
+		params["provider"] = c.cfg.Provider
+	}
+	if c.cfg.Model != "" {
+		params["model"] = c.cfg.Model
+	}
+	if c.cfg.Window != 0 {
+		params["window"] = c.cfg.Window
+	}
+	if err := c.call(ctx, "initialize", params, nil); err != nil {
+		return err
+	}
+	c.inited = true
+	return nil
+}
+
+// Version is this SDK's version.
+const Version = "0.1.0"
+
+func (c *Client) runTool(msg rpcMessage) {
+	var p struct {
+		Session   string          `json:"session"`
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	_ = json.Unmarshal(msg.Params, &p)
+	c.mu.Lock()
+	t, ok := c.tools[p.Name]
+	c.mu.Unlock()
+	result := map[string]interface{}{}
+	if !ok {
+		result = map[string]interface{}{"content": "no tool named " + p.Name + " is registered", "isError": true}
+	} else if out, err := t.run(context.Background(), p.Arguments); err != nil {
+		result = map[string]interface{}{"content": err.Error(), "isError": true}
+	} else {
+		result = map[string]interface{}{"content": out, "isError": false}
+	}
+	_ = c.write(map[string]interface{}{"jsonrpc": "2.0", "id": json.RawMessage(msg.ID), "result": result})
+}

@@ -1,0 +1,43 @@
+package seshat
+
+import "fmt"
+
+// Error is a failure Seshat reported, with its stable code (the codes `seshat chat --json`
+// reports: "compact_full", "session_busy", "auth_failed", ...).
+type Error struct {
+	// Code is the stable code scripts match on.
+	Code string
+	// Message says what happened and what to do.
+	Message string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("seshat: %s: %s", e.Code, e.Message) }
+
+// Is reports whether target is an *Error with the same code, so that
+// errors.Is(err, seshat.ErrCompactFull) holds for every compact_full failure.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// The stable codes, for errors.Is.
+var (
+	// ErrCompactFull: even compacted, the request does not fit the window.
+	ErrCompactFull = &Error{Code: "compact_full"}
+	// ErrCompactFailed: the compaction pipeline failed (the summary could not be written).
+	ErrCompactFailed = &Error{Code: "compact_failed"}
+	// ErrContextOverflow: the provider refused the request as too long for the window.
+	ErrContextOverflow = &Error{Code: "context_overflow"}
+	// ErrSessionBusy: the session already has a turn in flight.
+	ErrSessionBusy = &Error{Code: "session_busy"}
+	// ErrAuthFailed: the provider refused the credential.
+	ErrAuthFailed = &Error{Code: "auth_failed"}
+	// ErrInterrupted: the turn was interrupted (its context was cancelled).
+	ErrInterrupted = &Error{Code: "interrupted"}
+	// ErrSessionNotFound: no session has that id.
+	ErrSessionNotFound = &Error{Code: "session_not_found"}
+	// ErrProviderNotConfigured: no provider or key is configured for `seshat serve`.
+	ErrProviderNotConfigured = &Error{Code: "provider_not_configured"}
+	// ErrClosed: the client was closed or `seshat serve` exited.
+	ErrClosed = &Error{Code: "closed"}
+)

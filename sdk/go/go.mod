@@ -1,0 +1,3 @@
+module example.invalid/seshat/sdk/go
+
+go 1.19

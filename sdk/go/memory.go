@@ -1,0 +1,98 @@
+package seshat
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Memory is the long-term knowledge graph: entities with observations, relations between them,
+// in scopes "user", "project" and "cross".
+type Memory struct{ client *Client }
+
+// Memory returns the client's long-term memory.
+func (c *Client) Memory() *Memory { return &Memory{client: c} }
+
+// Entity is a node of the graph.
+type Entity struct {
+	Name         string   `json:"name"`
+	EntityType   string   `json:"entityType"`
+	Observations []string `json:"observations"`
+	Scope        string   `json:"scope,omitempty"`
+}
+
+// Relation is an edge of the graph.
+type Relation struct {
+	From         string `json:"from"`
+	To           string `json:"to"`
+	RelationType string `json:"relationType"`
+}
+
+// Graph is entities and the relations among them.
+type Graph struct {
+	Entities  []Entity   `json:"entities"`
+	Relations []Relation `json:"relations"`
+}
+
+func (m *Memory) tool(ctx context.Context, name string, args map[string]interface{}, out interface{}) error {
+	return m.client.call(ctx, "memory/"+name, args, out)
+}
+
+func scoped(args map[string]interface{}, scope string) map[string]interface{} {
+	if scope != "" {
+		args["scope"] = scope
+	}
+	return args
+}
+
+// CreateEntities adds entities (in scope; "" for the default, "project" inside one).
+func (m *Memory) CreateEntities(ctx context.Context, scope string, entities ...Entity) ([]Entity, error) {
+	var r struct {
+		Entities []Entity `json:"entities"`
+	}
+	err := m.tool(ctx, "create_entities", scoped(map[string]interface{}{"entities": entities}, scope), &r)
+	return r.Entities, err
+}
+
+// CreateRelations adds relations between existing entities.
+func (m *Memory) CreateRelations(ctx context.Context, scope string, relations ...Relation) error {
+	return m.tool(ctx, "create_relations", scoped(map[string]interface{}{"relations": relations}, scope), nil)
+}
+
+// AddObservations adds facts to an existing entity.
+func (m *Memory) AddObservations(ctx context.Context, entity string, contents ...string) error {
+	args := map[string]interface{}{"observations": []map[string]interface{}{{"entityName": entity, "contents": contents}}}
+	return m.tool(ctx, "add_observations", args, nil)
+}
+
+// DeleteEntities deletes entities (restorable with `seshat memory --action restore`).
+func (m *Memory) DeleteEntities(ctx context.Context, names ...string) error {
+	return m.tool(ctx, "delete_entities", map[string]interface{}{"entityNames": names}, nil)
+}
+
+// SearchNodes finds entities by words (and by meaning when memory is embedded).
+func (m *Memory) SearchNodes(ctx context.Context, query string) (Graph, error) {
+	var g Graph
+	err := m.tool(ctx, "search_nodes", map[string]interface{}{"query": query}, &g)
+	return g, err
+}
+
+// OpenNodes returns the named entities and the relations among them.
+func (m *Memory) OpenNodes(ctx context.Context, names ...string) (Graph, error) {
+	var g Graph
+	err := m.tool(ctx, "open_nodes", map[string]interface{}{"names": names}, &g)
+	return g, err
+}
+
+// ReadGraph returns the graph (a page of it).
+func (m *Memory) ReadGraph(ctx context.Context) (Graph, error) {
+	var g Graph
+	err := m.tool(ctx, "read_graph", map[string]interface{}{}, &g)
+	return g, err
+}
+
+// Raw calls a memory tool by name with JSON arguments, for what the typed methods leave out.
+func (m *Memory) Raw(ctx context.Context, tool string, args map[string]interface{}) (json.RawMessage, error) {
+	var out json.RawMessage
+	err := m.tool(ctx, tool, args, &out)
+	return out, err
+}

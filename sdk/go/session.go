@@ -1,0 +1,279 @@
+package seshat
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+)
+
+// SessionInfo describes a saved session.
+type SessionInfo struct {
+	ID           string `json:"id"`
+	Title        string `json:"title"`
+	Project      string `json:"project"`
+	Provider     string `json:"provider"`
+	Model        string `json:"model"`
+	MessageCount uint64 `json:"message_count"`
+	CreatedAt    int64  `json:"created_at"`
+	UpdatedAt    int64  `json:"updated_at"`
+}
+
+// Session is one conversation, saved in the database and resumable.
+type Session struct {
+	client *Client
+	// ID is the session's id.
+	ID string
+}
+
+// NewSession creates a session in the client's project.
+func (c *Client) NewSession(ctx context.Context) (*Session, error) {
+	var r struct {
+		Session SessionInfo `json:"session"`
+	}
+	if err := c.call(ctx, "session/new", nil, &r); err != nil {
+		return nil, err
+	}
+	return &Session{client: c, ID: r.Session.ID}, nil
+}
+
+// Resume opens the session with id (or a unique prefix of it).
+func (c *Client) Resume(ctx context.Context, id string) (*Session, error) {
+	var r struct {
+		Session SessionInfo `json:"session"`
+	}
+	if err := c.call(ctx, "session/get", map[string]interface{}{"session": id}, &r); err != nil {
+		return nil, err
+	}
+	return &Session{client: c, ID: r.Session.ID}, nil
+}
+
+// Continue opens the project's most recent session, or a new one when there is none.
+func (c *Client) Continue(ctx context.Context) (*Session, error) {
+	sessions, err := c.Sessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(sessions) == 0 {
+		return c.NewSession(ctx)
+	}
+	return &Session{client: c, ID: sessions[0].ID}, nil
+}
+
+// Sessions lists the project's sessions, newest first.
+func (c *Client) Sessions(ctx context.Context) ([]SessionInfo, error) {
+	var r struct {
+		Sessions []SessionInfo `json:"sessions"`
+	}
+	err := c.call(ctx, "session/list", nil, &r)
+	return r.Sessions, err
+}
+
+// Message is one message of a session as it was written.
+type Message struct {
+	Seq    uint64            `json:"seq"`
+	Role   string            `json:"role"`
+	Parts  []json.RawMessage `json:"parts"`
+	Status string            `json:"status"`
+}
+
+// History returns every message of the session as written (before any compaction).
+func (s *Session) History(ctx context.Context) ([]Message, error) {
+	var r struct {
+		History []Message `json:"history"`
+	}
+	err := s.client.call(ctx, "session/get", map[string]interface{}{"session": s.ID, "full": true}, &r)
+	return r.History, err
+}
+
+// Report says what a compaction did.
+type Report struct {
+	TokensBefore uint64 `json:"tokens_before"`
+	TokensAfter  uint64 `json:"tokens_after"`
+	Trimmed      int    `json:"trimmed"`
+	Summarised   bool   `json:"summarised"`
+	SummaryModel string `json:"summary_model"`
+	Dropped      int    `json:"dropped"`
+}
+
+// Compact compacts the session now, with instructions (what to keep or stress; may be empty).
+func (s *Session) Compact(ctx context.Context, instructions string) (Report, error) {
+	params := map[string]interface{}{"session": s.ID}
+	if instructions != "" {
+		params["instructions"] = instructions
+	}
+	var r struct {
+		Report Report `json:"report"`
+	}
+	err := s.client.call(ctx, "session/compact", params, &r)
+	return r.Report, err
+}
+
+// Usage is token usage.
+type Usage struct {
+	InputTokens   uint64 `json:"input_tokens"`
+	OutputTokens  uint64 `json:"output_tokens"`
+	ContextTokens uint64 `json:"context_tokens"`
+}
+
+// Outcome is what a turn did: its answer, usage and how it ended.
+type Outcome struct {
+	Text        string   `json:"text"`
+	Iterations  int      `json:"iterations"`
+	Usage       Usage    `json:"usage"`
+	Interrupted bool     `json:"interrupted"`
+	Error       string   `json:"error"`
+	ErrorCode   string   `json:"error_code"`
+	Compactions []Report `json:"compactions"`
+}
+
+// EventKind says what an Event is.
+type EventKind string
+
+// The kinds of events a turn streams.
+const (
+	TextDelta     EventKind = "text_delta"
+	ThinkingDelta EventKind = "thinking_delta"
+	ToolCall      EventKind = "tool_call"
+	ToolResult    EventKind = "tool_result"
+	Compaction    EventKind = "compaction"
+	Warning       EventKind = "warning"
+	UsageEvent    EventKind = "usage"
+)
+
+// Event is one step of a turn as it happens.
+type Event struct {
+	Kind EventKind
+	// Text: the delta (TextDelta, ThinkingDelta), the tool's content (ToolResult) or the
+	// warning.
+	Text string
+	// Name and Arguments of a tool (ToolCall, ToolResult).
+	Name      string
+	Arguments string
+	IsError   bool
+	// Report of a compaction before a model call (Compaction).
+	Report *Report
+}
+
+// Stream is a turn in flight: its events, then its outcome.
+type Stream struct {
+	events chan Event
+	once   sync.Once
+	done   chan struct{}
+	out    Outcome
+	err    error
+}
+
+// Events delivers the turn's events; the channel closes when the turn ends.
+func (s *Stream) Events() <-chan Event { return s.events }
+
+// Wait waits for the turn to end (draining events nobody read) and returns its outcome; an
+// error carries its stable code (errors.Is(err, seshat.ErrCompactFull)).
+func (s *Stream) Wait() (Outcome, error) {
+	for range s.events {
+	}
+	<-s.done
+	return s.out, s.err
+}
+
+func (s *Stream) finish(o Outcome, err error) {
+	s.once.Do(func() {
+		s.out, s.err = o, err
+		close(s.events)
+		close(s.done)
+	})
+}
+
+// Send starts a turn with the user's text and returns its stream at once. Cancelling ctx
+// interrupts the turn (what arrived is stored, marked interrupted).
+func (s *Session) Send(ctx context.Context, text string) (*Stream, error) {
+	c := s.client
+	st := &Stream{events: make(chan Event, 1024), done: make(chan struct{})}
+	// The server decides whether the session is busy (another client may hold it too).
+	c.mu.Lock()
+	previous := c.turns[s.ID]
+	c.turns[s.ID] = st
+	c.mu.Unlock()
+	if err := c.call(ctx, "turn/start", map[string]interface{}{"session": s.ID, "text": text}, nil); err != nil {
+		c.mu.Lock()
+		if previous != nil {
+			c.turns[s.ID] = previous
+		} else {
+			delete(c.turns, s.ID)
+		}
+		c.mu.Unlock()
+		return nil, err
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = c.call(context.Background(), "turn/interrupt", map[string]interface{}{"session": s.ID}, nil)
+		case <-st.done:
+		}
+	}()
+	return st, nil
+}
+
+// notification routes a turn's notification to its stream.
+func (c *Client) notification(msg rpcMessage) {
+	var p struct {
+		Session   string          `json:"session"`
+		Event     json.RawMessage `json:"event"`
+		Report    *Report         `json:"report"`
+		Name      string          `json:"name"`
+		Arguments string          `json:"arguments"`
+		Content   string          `json:"content"`
+		IsError   bool            `json:"isError"`
+		Message   string          `json:"message"`
+		Outcome   json.RawMessage `json:"outcome"`
+	}
+	if json.Unmarshal(msg.Params, &p) != nil {
+		return
+	}
+	c.mu.Lock()
+	st := c.turns[p.Session]
+	if msg.Method == "turn/completed" {
+		delete(c.turns, p.Session)
+	}
+	c.mu.Unlock()
+	if st == nil {
+		return
+	}
+	send := func(e Event) {
+		select {
+		case st.events <- e:
+		default: // a reader that stopped reading loses events, never the outcome
+		}
+	}
+	switch msg.Method {
+	case "turn/event":
+		var e struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		_ = json.Unmarshal(p.Event, &e)
+		switch e.Type {
+		case "text_delta":
+			send(Event{Kind: TextDelta, Text: e.Text})
+		case "thinking_delta":
+			send(Event{Kind: ThinkingDelta, Text: e.Text})
+		case "usage":
+			send(Event{Kind: UsageEvent})
+		}
+	case "turn/compaction":
+		send(Event{Kind: Compaction, Report: p.Report})
+	case "turn/toolCall":
+		send(Event{Kind: ToolCall, Name: p.Name, Arguments: p.Arguments})
+	case "turn/toolResult":
+		send(Event{Kind: ToolResult, Name: p.Name, Text: p.Content, IsError: p.IsError})
+	case "turn/warning":
+		send(Event{Kind: Warning, Text: p.Message})
+	case "turn/completed":
+		var o Outcome
+		_ = json.Unmarshal(p.Outcome, &o)
+		var err error
+		if o.ErrorCode != "" {
+			err = &Error{Code: o.ErrorCode, Message: o.Error}
+		}
+		st.finish(o, err)
+	}
+}
