@@ -380,3 +380,63 @@ func TestResumeAfterTheClientIsKilled(t *testing.T) {
 		t.Fatalf("%+v, %v", o, err)
 	}
 }
+
+// TestAutoCompactAndTheSummaryModel: on a 4,096-token window a long answer fills the session;
+// with AutoCompact the next turn compacts first, its summary written by CompactSummaryModel;
+// without it, nothing is compacted.
+func TestAutoCompactAndTheSummaryModel(t *testing.T) {
+	for _, auto := range []bool{true, false} {
+		f := newFake(t, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
+			if req["model"] == "summ-model" {
+				text(w, req, "Summary: the user asked for a long story; it was told.")
+				return
+			}
+			if n == 1 {
+				text(w, req, strings.Repeat("A long story goes on and on. ", 500))
+				return
+			}
+			text(w, req, "Short.")
+		})
+		cfg := config(t, f, "")
+		cfg.Window = 4096
+		cfg.AutoCompact = auto
+		cfg.CompactSummaryModel = "summ-model"
+		c := start(t, cfg)
+		s, err := c.NewSession(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, prompt := range []string{"tell me a long story", "and then?"} {
+			stream, err := s.Send(context.Background(), prompt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var compactions []Event
+			for ev := range stream.Events() {
+				if ev.Kind == Compaction {
+					compactions = append(compactions, ev)
+				}
+			}
+			out, err := stream.Wait()
+			if i == 0 {
+				continue
+			}
+			summaries := 0
+			for j := 0; j < f.count(); j++ {
+				if f.request(j)["model"] == "summ-model" {
+					summaries++
+				}
+			}
+			if auto {
+				if err != nil || len(out.Compactions) == 0 || len(compactions) == 0 || !out.Compactions[0].Summarised {
+					t.Fatalf("AutoCompact: %+v, %v, events %+v", out, err, compactions)
+				}
+				if summaries != 1 || out.Compactions[0].SummaryModel != "summ-model" {
+					t.Fatalf("the summary model: %d requests, report %+v", summaries, out.Compactions[0])
+				}
+			} else if len(out.Compactions) != 0 || len(compactions) != 0 || summaries != 0 {
+				t.Fatalf("without AutoCompact nothing is compacted: %+v, %v", out, err)
+			}
+		}
+	}
+}
