@@ -270,6 +270,93 @@ fn a_second_turn_on_a_busy_session_is_refused_and_interrupt_and_eof_store_what_a
     assert!(status.success(), "{status}");
     let history = home.store().full_history(&id).unwrap();
     let texts: Vec<String> = history.iter().map(|m| crate::support::text_of(m).to_string()).collect();
-    assert_eq!(texts, ["go", "Partial ", "once more", "Partial "], "both cut-short answers were stored");
+    assert_eq!((texts.len(), texts[0].as_str(), texts[2].as_str()), (4, "go", "once more"), "{texts:?}");
+    assert!(
+        texts[1].starts_with("Partial") && texts[3].starts_with("Partial"),
+        "both cut-short answers were stored: {texts:?}"
+    );
     assert!(history[3].status == seshat::conversation::MessageStatus::Interrupted, "{:?}", history[3].status);
+}
+
+/// A client of `seshat serve --listen unix:PATH`: lines over the socket.
+struct SocketClient {
+    writer: std::os::unix::net::UnixStream,
+    reader: BufReader<std::os::unix::net::UnixStream>,
+    next: u64,
+}
+
+impl SocketClient {
+    fn connect(path: &std::path::Path) -> Self {
+        let stream = std::os::unix::net::UnixStream::connect(path).expect("connect to the socket");
+        SocketClient { reader: BufReader::new(stream.try_clone().unwrap()), writer: stream, next: 0 }
+    }
+
+    /// Sends a request and returns its answer (skipping notifications).
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        writeln!(self.writer, "{}", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).unwrap();
+        loop {
+            let mut line = String::new();
+            assert!(self.reader.read_line(&mut line).unwrap() > 0, "the server closed the connection");
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == id && v.get("method").is_none() {
+                return v;
+            }
+        }
+    }
+}
+
+#[test]
+fn on_a_unix_socket_several_clients_share_one_database_and_a_busy_session_is_busy_for_all() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut pieces = openai::text_answer(&["Partial ", "answer"], false);
+    pieces.truncate(2);
+    let server = Server::start(vec![
+        Reply::Stall { pieces, pause: Duration::from_secs(30) },
+        Reply::Stream { pieces: openai::text_answer(&["Other."], true) },
+    ]);
+    let home = home_for("openai", &server, "");
+    let socket = home.path().join("seshat.sock");
+    let mut child = home
+        .cmd()
+        .env("OPENAI_API_KEY", KEY)
+        .args(["serve", "--listen", &format!("unix:{}", socket.display())])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // It says when it listens.
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    err.read_line(&mut said).unwrap();
+    assert!(said.starts_with("seshat serve: listening on unix:"), "{said}");
+    assert_eq!(std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777, 0o600, "only this user");
+    let mut a = SocketClient::connect(&socket);
+    let mut b = SocketClient::connect(&socket);
+    for c in [&mut a, &mut b] {
+        assert!(c.call("initialize", json!({"model": "gpt-4o"})).get("error").is_none());
+    }
+    let id = a.call("session/new", json!({}))["result"]["session"]["id"].as_str().unwrap().to_string();
+    assert!(a.call("turn/start", json!({"session": id, "text": "go"})).get("error").is_none());
+    // b sees a's session (one database) and may not start a turn in it while a's runs.
+    let listed = b.call("session/list", json!({}));
+    assert_eq!(listed["result"]["sessions"][0]["id"], id);
+    let busy = b.call("turn/start", json!({"session": id, "text": "me too"}));
+    assert_eq!(busy["error"]["data"]["code"], "session_busy", "{busy}");
+    let other = b.call("session/new", json!({}))["result"]["session"]["id"].as_str().unwrap().to_string();
+    assert!(b.call("turn/start", json!({"session": other, "text": "hi"})).get("error").is_none());
+    // a leaves: its turn is stored as interrupted; the server goes on serving b.
+    drop(a);
+    let texts = |s: &str| -> Vec<String> {
+        home.store().full_history(s).unwrap().iter().map(|m| crate::support::text_of(m).to_string()).collect()
+    };
+    crate::chat_signals::wait_for("a's turn to be stored", || texts(&id).len() == 2);
+    let history = home.store().full_history(&id).unwrap();
+    assert!(texts(&id)[1].starts_with("Partial"), "what arrived was kept: {:?}", texts(&id));
+    assert_eq!(history[1].status, seshat::conversation::MessageStatus::Interrupted);
+    assert!(b.call("session/get", json!({"session": other})).get("error").is_none());
+    child.kill().unwrap();
+    child.wait().unwrap();
 }

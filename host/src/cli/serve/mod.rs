@@ -7,7 +7,8 @@
 //! interrupt it or work on other sessions meanwhile. The server calls the client back
 //! (`tool/call`) when the model uses a tool the client registered. One writer puts whole lines on
 //! stdout. At the input's end the turns in flight are interrupted (what arrived is stored, as
-//! Ctrl-C does) and the server exits.
+//! Ctrl-C does) and the server exits. With `--listen unix:PATH` it serves several clients, each
+//! connection as stdio is served; a session is busy for all of them while one runs a turn in it.
 
 mod rpc;
 mod turns;
@@ -28,7 +29,11 @@ pub const PROTOCOL_VERSION: &str = "2026-12-01";
 /// Arguments of `serve`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Speaks JSON-RPC 2.0 on stdin/stdout, one object per line: see host/docs/protocol.md.")]
-pub struct Args {}
+pub struct Args {
+    /// Serve several clients on a Unix socket instead of stdio: `unix:PATH` (created mode 0600).
+    #[arg(long, value_name = "unix:PATH")]
+    listen: Option<String>,
+}
 
 /// What a client registered at `initialize`, shared with the turns.
 #[derive(Debug, Clone, Default)]
@@ -47,14 +52,67 @@ pub(crate) struct ClientSetup {
     pub(crate) window: Option<u64>,
 }
 
-pub fn run(ctx: &Context, _args: &Args) -> anyhow::Result<ExitCode> {
+pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
+    let busy = turns::Busy::default();
+    match &args.listen {
+        None => {
+            let stdin = std::io::stdin();
+            connection(ctx, stdin.lock(), std::io::stdout(), &busy);
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(address) => {
+            let Some(path) = address.strip_prefix("unix:") else {
+                anyhow::bail!("--listen takes unix:PATH (a Unix socket), not `{address}`");
+            };
+            listen(ctx, std::path::Path::new(path), &busy)
+        }
+    }
+}
+
+/// Serves clients connecting to a Unix socket at `path` (mode 0600: only this user), each
+/// connection as stdio is served, until the process is stopped.
+fn listen(ctx: &Context, path: &std::path::Path, busy: &turns::Busy) -> anyhow::Result<ExitCode> {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::net::UnixListener;
+    if path.exists() {
+        // A socket left by a server that is gone; anything else is not ours to remove.
+        let stale = std::os::unix::net::UnixStream::connect(path).is_err()
+            && std::fs::symlink_metadata(path).is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()));
+        anyhow::ensure!(stale, "{} exists (another seshat serve, or not a socket): pick another path", path.display());
+        std::fs::remove_file(path)?;
+    }
+    let listener = UnixListener::bind(path).map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    eprintln!("seshat serve: listening on unix:{}", path.display());
+    std::thread::scope(|scope| {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let Ok(reader) = stream.try_clone() else { continue };
+            scope.spawn(move || connection(ctx, std::io::BufReader::new(reader), stream, busy));
+        }
+    });
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Serves one client: its lines from `reader`, the answers to `writer`. At the input's end its
+/// turns in flight are interrupted (each stores what arrived) and waited for; a tool call
+/// waiting for its answer fails at once.
+fn connection(
+    ctx: &Context,
+    mut reader: impl BufRead,
+    writer: impl std::io::Write + Send + 'static,
+    busy: &turns::Busy,
+) {
     let (outbox, lines) = Outbox::new();
-    let writer = std::thread::spawn(move || rpc::write_lines(lines));
+    let writing = std::thread::spawn(move || rpc::write_lines(lines, writer));
     let pending: rpc::Pending = Arc::new(Mutex::new(HashMap::new()));
-    let mut server =
-        Server { ctx, outbox: outbox.clone(), pending: pending.clone(), setup: None, turns: turns::Turns::default() };
-    let stdin = std::io::stdin();
-    let mut reader = stdin.lock();
+    let mut server = Server {
+        ctx,
+        outbox: outbox.clone(),
+        pending: pending.clone(),
+        setup: None,
+        turns: turns::Turns::new(busy.clone()),
+    };
     let mut line = Vec::new();
     loop {
         line.clear();
@@ -69,15 +127,12 @@ pub fn run(ctx: &Context, _args: &Args) -> anyhow::Result<ExitCode> {
         }
         server.line(text);
     }
-    // The client is gone: interrupt what runs (each turn stores what arrived) and wait for it; a
-    // tool call waiting for the client's answer fails at once.
     pending.lock().map(|mut p| p.clear()).ok();
     server.turns.interrupt_all();
     server.turns.join_all();
     drop(server);
     drop(outbox);
-    let _ = writer.join();
-    Ok(ExitCode::SUCCESS)
+    let _ = writing.join();
 }
 
 struct Server<'c> {

@@ -131,11 +131,9 @@ pub(crate) fn deliver(pending: &Pending, msg: &Value) {
     }
 }
 
-/// Writes each line whole, flushed, until every sender is gone.
-pub(crate) fn write_lines(lines: mpsc::Receiver<String>) {
-    let stdout = std::io::stdout();
+/// Writes each line whole, flushed, to `out` until every sender is gone.
+pub(crate) fn write_lines(lines: mpsc::Receiver<String>, mut out: impl Write) {
     for line in lines {
-        let mut out = stdout.lock();
         if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
             break;
         }

@@ -4,9 +4,9 @@
 //! and ends with `turn/completed`; a tool the client registered is run by asking the client
 //! (`tool/call`) and waiting for its answer.
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use serde_json::{Value, json};
@@ -31,16 +31,38 @@ struct Slot {
     cancel: Cancel,
 }
 
-/// The sessions with agents.
-#[derive(Default)]
+/// The sessions with a turn or compaction in flight, across every connection of the server.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Busy(Arc<Mutex<HashSet<String>>>);
+
+impl Busy {
+    /// Claims `session`; false when another connection holds it.
+    fn claim(&self, session: &str) -> bool {
+        self.0.lock().expect("never poisoned").insert(session.to_string())
+    }
+    fn release(&self, session: &str) {
+        self.0.lock().expect("never poisoned").remove(session);
+    }
+}
+
+/// The sessions with agents (of one connection).
 pub(super) struct Turns {
     slots: HashMap<String, Slot>,
     next: u64,
+    busy: Busy,
 }
 
 impl Turns {
-    /// Whether `session` has a turn or compaction in flight.
+    /// A connection's turns, sharing the server's `busy` sessions.
+    pub(super) fn new(busy: Busy) -> Self {
+        Turns { slots: HashMap::new(), next: 0, busy }
+    }
+
+    /// Whether `session` has a turn or compaction in flight (on this connection or another).
     pub(super) fn busy(&mut self, session: &str) -> bool {
+        if self.busy.0.lock().expect("never poisoned").contains(session) && !self.slots.contains_key(session) {
+            return true;
+        }
         let Some(slot) = self.slots.get_mut(session) else { return false };
         if slot.running.as_ref().is_some_and(|h| h.is_finished() || slot.done.load(Ordering::Acquire)) {
             let handle = slot.running.take().expect("checked");
@@ -63,7 +85,7 @@ impl Turns {
         pending: &Pending,
         session: &str,
     ) -> Result<Agent, RpcError> {
-        if self.busy(session) {
+        if self.busy(session) || !self.busy.claim(session) {
             return Err(RpcError::busy(session));
         }
         let slot = self.slots.entry(session.to_string()).or_default();
@@ -93,7 +115,11 @@ impl Turns {
                 }) as Box<dyn Tool>
             })
             .collect();
-        match crate::cli::chat::open_agent_with(ctx, &flags, tools) {
+        let opened = crate::cli::chat::open_agent_with(ctx, &flags, tools);
+        if !matches!(opened, Ok(Ok(_))) {
+            self.busy.release(session);
+        }
+        match opened {
             Ok(Ok(agent)) => Ok(agent),
             Ok(Err(message)) => Err(RpcError::seshat("provider_not_configured", message)),
             Err(e) => {
@@ -122,6 +148,7 @@ impl Turns {
         let done = Arc::new(AtomicBool::new(false));
         slot.done = done.clone();
         let (outbox, session_id) = (outbox.clone(), session.to_string());
+        let busy = self.busy.clone();
         slot.running = Some(std::thread::spawn(move || {
             let mut notifier = Notifier { outbox: outbox.clone(), session: session_id.clone(), turn };
             let outcome = agent.turn(&text, &cancel, &mut notifier);
@@ -130,6 +157,7 @@ impl Turns {
                 Err(e) => json!({"session": session_id, "turn": turn, "outcome": {
                     "session": session_id, "error": e.to_string(), "error_code": e.code(), "interrupted": false}}),
             };
+            busy.release(&session_id);
             done.store(true, Ordering::Release);
             outbox.notify("turn/completed", params);
             Some(agent)
@@ -154,8 +182,10 @@ impl Turns {
         let outbox = outbox.clone();
         let done = Arc::new(AtomicBool::new(false));
         slot.done = done.clone();
+        let (busy, session_id) = (self.busy.clone(), session.to_string());
         slot.running = Some(std::thread::spawn(move || {
             let report = agent.compact_with(false, instructions.as_deref());
+            busy.release(&session_id);
             done.store(true, Ordering::Release);
             match report {
                 Ok(report) => outbox.result(id, json!({"report": report})),
