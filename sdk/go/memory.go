@@ -14,22 +14,30 @@ func (c *Client) Memory() *Memory { return &Memory{client: c} }
 
 // Entity is a node of the graph.
 type Entity struct {
-	Name         string   `json:"name"`
-	EntityType   string   `json:"entityType"`
+	// Name is unique within its scope (case and accents folded).
+	Name string `json:"name"`
+	// EntityType is what it is ("person", "project", ...).
+	EntityType string `json:"entityType"`
+	// Observations are the facts about it.
 	Observations []string `json:"observations"`
-	Scope        string   `json:"scope,omitempty"`
+	// Scope is "user", "project" or "cross".
+	Scope string `json:"scope,omitempty"`
 }
 
 // Relation is an edge of the graph.
 type Relation struct {
-	From         string `json:"from"`
-	To           string `json:"to"`
+	// From and To name entities.
+	From string `json:"from"`
+	To   string `json:"to"`
+	// RelationType is in the active voice ("works_on").
 	RelationType string `json:"relationType"`
 }
 
 // Graph is entities and the relations among them.
 type Graph struct {
-	Entities  []Entity   `json:"entities"`
+	// Entities found, best first.
+	Entities []Entity `json:"entities"`
+	// Relations among them.
 	Relations []Relation `json:"relations"`
 }
 

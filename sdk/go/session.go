@@ -8,14 +8,20 @@ import (
 
 // SessionInfo describes a saved session.
 type SessionInfo struct {
-	ID           string `json:"id"`
-	Title        string `json:"title"`
-	Project      string `json:"project"`
-	Provider     string `json:"provider"`
-	Model        string `json:"model"`
+	// ID is the session's id (a ULID).
+	ID string `json:"id"`
+	// Title is the session's title (its first request, by default).
+	Title string `json:"title"`
+	// Project is the project key the session belongs to.
+	Project string `json:"project"`
+	// Provider and Model the session last talked to.
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+	// MessageCount counts the messages written.
 	MessageCount uint64 `json:"message_count"`
-	CreatedAt    int64  `json:"created_at"`
-	UpdatedAt    int64  `json:"updated_at"`
+	// CreatedAt and UpdatedAt are Unix milliseconds.
+	CreatedAt int64 `json:"created_at"`
+	UpdatedAt int64 `json:"updated_at"`
 }
 
 // Session is one conversation, saved in the database and resumable.
@@ -70,10 +76,14 @@ func (c *Client) Sessions(ctx context.Context) ([]SessionInfo, error) {
 
 // Message is one message of a session as it was written.
 type Message struct {
-	Seq    uint64            `json:"seq"`
-	Role   string            `json:"role"`
-	Parts  []json.RawMessage `json:"parts"`
-	Status string            `json:"status"`
+	// Seq is the message's position in the session, from 1.
+	Seq uint64 `json:"seq"`
+	// Role is "user", "assistant", "tool" or "system".
+	Role string `json:"role"`
+	// Parts are the message's content parts as Seshat exports them ({"type": "text", ...}).
+	Parts []json.RawMessage `json:"parts"`
+	// Status is "complete", "interrupted" or "synthetic".
+	Status string `json:"status"`
 }
 
 // History returns every message of the session as written (before any compaction).
@@ -87,12 +97,16 @@ func (s *Session) History(ctx context.Context) ([]Message, error) {
 
 // Report says what a compaction did.
 type Report struct {
+	// TokensBefore and TokensAfter are the request's estimated size around the compaction.
 	TokensBefore uint64 `json:"tokens_before"`
 	TokensAfter  uint64 `json:"tokens_after"`
-	Trimmed      int    `json:"trimmed"`
+	// Trimmed counts the tool results shortened.
+	Trimmed int `json:"trimmed"`
+	// Summarised says whether a summary replaced older messages, written by SummaryModel.
 	Summarised   bool   `json:"summarised"`
 	SummaryModel string `json:"summary_model"`
-	Dropped      int    `json:"dropped"`
+	// Dropped counts the messages the summary replaced.
+	Dropped int `json:"dropped"`
 }
 
 // Compact compacts the session now, with instructions (what to keep or stress; may be empty).
@@ -110,19 +124,28 @@ func (s *Session) Compact(ctx context.Context, instructions string) (Report, err
 
 // Usage is token usage.
 type Usage struct {
-	InputTokens   uint64 `json:"input_tokens"`
-	OutputTokens  uint64 `json:"output_tokens"`
+	// InputTokens billed at the normal rate.
+	InputTokens uint64 `json:"input_tokens"`
+	// OutputTokens written by the model.
+	OutputTokens uint64 `json:"output_tokens"`
+	// ContextTokens is the whole request's size.
 	ContextTokens uint64 `json:"context_tokens"`
 }
 
 // Outcome is what a turn did: its answer, usage and how it ended.
 type Outcome struct {
-	Text        string   `json:"text"`
-	Iterations  int      `json:"iterations"`
-	Usage       Usage    `json:"usage"`
-	Interrupted bool     `json:"interrupted"`
-	Error       string   `json:"error"`
-	ErrorCode   string   `json:"error_code"`
+	// Text is the final answer's text.
+	Text string `json:"text"`
+	// Iterations counts the model calls of the turn.
+	Iterations int `json:"iterations"`
+	// Usage sums the turn's calls.
+	Usage Usage `json:"usage"`
+	// Interrupted: the turn was cut short; what arrived is stored.
+	Interrupted bool `json:"interrupted"`
+	// Error and ErrorCode say why it stopped early (Wait returns them as an *Error).
+	Error     string `json:"error"`
+	ErrorCode string `json:"error_code"`
+	// Compactions ran before the turn's model calls.
 	Compactions []Report `json:"compactions"`
 }
 
@@ -142,6 +165,7 @@ const (
 
 // Event is one step of a turn as it happens.
 type Event struct {
+	// Kind says what happened.
 	Kind EventKind
 	// Text: the delta (TextDelta, ThinkingDelta), the tool's content (ToolResult) or the
 	// warning.
@@ -149,7 +173,8 @@ type Event struct {
 	// Name and Arguments of a tool (ToolCall, ToolResult).
 	Name      string
 	Arguments string
-	IsError   bool
+	// IsError: the tool failed (ToolResult).
+	IsError bool
 	// Report of a compaction before a model call (Compaction).
 	Report *Report
 }

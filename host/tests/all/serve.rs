@@ -360,3 +360,42 @@ fn on_a_unix_socket_several_clients_share_one_database_and_a_busy_session_is_bus
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+#[test]
+fn compaction_memory_knowledge_and_config_are_served_with_their_codes() {
+    let server = Server::start(vec![Reply::Stream { pieces: openai::text_answer(&["Noted."], true) }]);
+    let home = home_for("openai", &server, "");
+    let docs = home.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::write(docs.join("guide.md"), "# Guide\n\nRestart the flux capacitor.\n").unwrap();
+    assert!(home.run(&["knowledge", "add", "docs"]).status.success());
+    let mut c = ServeClient::start(&home);
+    c.initialize(json!({"model": "gpt-4o", "autoCompact": false, "compactSummaryModel": "gpt-4o-mini"}));
+    let config = c.ok("config/get", json!({}));
+    assert_eq!(config["provider"], "openai", "{config}");
+    let found = c.ok("knowledge/search", json!({"query": "flux capacitor"}));
+    assert_eq!((found["mode"].as_str(), found["hits"].as_array().unwrap().len()), (Some("lexical"), 1), "{found}");
+    let created = c.ok(
+        "memory/create_entities",
+        json!({"scope": "user", "entities": [
+        {"name": "Ada", "entityType": "person", "observations": ["prefers tabs"]}]}),
+    );
+    assert_eq!(created["entities"][0]["name"], "Ada");
+    let searched = c.ok("memory/search_nodes", json!({"query": "tabs"}));
+    assert_eq!(searched["entities"][0]["name"], "Ada");
+    let missing =
+        c.call("memory/add_observations", json!({"observations": [{"entityName": "Nobody", "contents": ["x"]}]}));
+    assert_eq!(missing["error"]["data"]["code"], "memory_failed", "{missing}");
+    assert!(missing["error"]["message"].as_str().unwrap().contains("Nobody"), "{missing}");
+    let id = session(&mut c);
+    let turn = c.ok("turn/start", json!({"session": id, "text": "remember this"}))["turn"].as_u64().unwrap();
+    c.turn_notifications(turn);
+    // Nothing to compact in two messages: the report says so, with nothing dropped.
+    let compacted = c.ok("session/compact", json!({"session": id, "instructions": "keep the names"}));
+    assert_eq!(compacted["report"]["dropped"], 0, "{compacted}");
+    let deleted = c.ok("session/delete", json!({"session": id}));
+    assert_eq!(deleted["deleted"], id);
+    let gone = c.call("session/get", json!({"session": id}));
+    assert_eq!(gone["error"]["data"]["code"], "session_not_found", "{gone}");
+    assert!(c.close().success());
+}
