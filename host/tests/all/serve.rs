@@ -13,6 +13,10 @@ use crate::chat::{KEY, home_for};
 use crate::server::{Reply, Server, openai};
 use crate::support::Home;
 
+/// Every line of a conversation: whether the client wrote it (`None`: invalid on purpose), and
+/// the line.
+type Traffic = Arc<Mutex<Vec<(Option<bool>, Value)>>>;
+
 /// A `seshat serve` child and every line of the conversation with it.
 pub struct ServeClient {
     child: Child,
@@ -20,7 +24,7 @@ pub struct ServeClient {
     lines: mpsc::Receiver<Value>,
     /// Every line, with whether the client wrote it (`None`: a line the test made invalid on
     /// purpose, not checked).
-    traffic: Arc<Mutex<Vec<(Option<bool>, Value)>>>,
+    traffic: Traffic,
     next: u64,
     /// Lines read while waiting for something else.
     backlog: Vec<Value>,

@@ -67,6 +67,7 @@ impl RpcError {
     pub(crate) fn seshat(stable: &str, message: impl Into<String>) -> Self {
         RpcError { code: code::SESHAT, message: message.into(), seshat: "", seshat_owned: Some(stable.to_string()) }
     }
+    #[allow(clippy::needless_pass_by_value, reason = "the shape `map_err` takes")]
     pub(crate) fn from_store(e: seshat::store::Error) -> Self {
         Self::seshat(e.code(), e.to_string())
     }
@@ -74,8 +75,9 @@ impl RpcError {
     pub(crate) fn stable(&self) -> &str {
         self.seshat_owned.as_deref().unwrap_or(self.seshat)
     }
-    fn to_json(&self) -> Value {
-        json!({"code": self.code, "message": self.message, "data": {"code": self.stable()}})
+    fn into_json(self) -> Value {
+        let stable = self.stable().to_string();
+        json!({"code": self.code, "message": self.message, "data": {"code": stable}})
     }
 }
 
@@ -88,17 +90,26 @@ impl Outbox {
         let (tx, rx) = mpsc::channel();
         (Outbox(tx), rx)
     }
-    fn send(&self, v: Value) {
-        let _ = self.0.send(v.to_string());
+    fn send(&self, message: serde_json::Map<String, Value>) {
+        let _ = self.0.send(Value::Object(message).to_string());
+    }
+    /// A message with `jsonrpc` and the given fields, in order.
+    fn message(fields: [(&str, Value); 2]) -> serde_json::Map<String, Value> {
+        let mut m = serde_json::Map::new();
+        m.insert("jsonrpc".into(), "2.0".into());
+        for (k, v) in fields {
+            m.insert(k.into(), v);
+        }
+        m
     }
     pub(crate) fn result(&self, id: Value, result: Value) {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "result": result}));
+        self.send(Self::message([("id", id), ("result", result)]));
     }
     pub(crate) fn error(&self, id: Value, e: RpcError) {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "error": e.to_json()}));
+        self.send(Self::message([("id", id), ("error", e.into_json())]));
     }
     pub(crate) fn notify(&self, method: &str, params: Value) {
-        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}));
+        self.send(Self::message([("method", method.into()), ("params", params)]));
     }
     /// Sends the server's own request `method` and returns where its answer arrives.
     pub(crate) fn request(&self, pending: &Pending, method: &str, params: Value) -> mpsc::Receiver<Value> {
@@ -109,7 +120,9 @@ impl Outbox {
             p.insert(id.clone(), tx);
             id
         };
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let mut m = Self::message([("id", id.into()), ("method", method.into())]);
+        m.insert("params".into(), params);
+        self.send(m);
         rx
     }
 }
