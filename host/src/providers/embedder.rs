@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::transport::{self, Cancel, Failure, Settings, Transport};
+use super::transport::{self, Cancel, Settings, Transport};
 use super::{Credentials, Error, Result, destination};
 use crate::config::KnowledgeConfig;
 use crate::plugins::{EmbedPurpose, EmbedRequest, EmbedderInfo, EmbedderPlugin, EmbeddingModel, LoadedPlugin};
@@ -177,23 +177,13 @@ impl Embedder {
             body: &http.body,
             credentials: &self.credentials,
         };
-        let mut body = Vec::new();
-        let outcome = self.transport.send(out, cancel, &mut |b| body.extend_from_slice(b));
-        self.requests += u64::from(outcome.attempts);
-        let status = match outcome.failure {
-            None => 200,
-            Some(Failure::Status { status, body: b }) => {
-                body = b;
-                status
-            }
-            Some(f) => {
-                return Err(Error::Transport {
-                    provider: format!("embedder `{}`", self.plugin.id()),
-                    message: self.credentials.redact(&f.describe()),
-                    code: f.code(),
-                });
-            }
-        };
+        let (attempts, answer) = self.transport.fetch(out, cancel);
+        self.requests += u64::from(attempts);
+        let (status, body) = answer.map_err(|f| Error::Transport {
+            provider: format!("embedder `{}`", self.plugin.id()),
+            message: self.credentials.redact(&f.describe()),
+            code: f.code(),
+        })?;
         let vectors = self.plugin.parse_response(status, &body, texts.len(), self.dimensions).map_err(|e| match e {
             crate::plugins::Error::Plugin { code, message, .. } => {
                 Error::Api { code, message: self.credentials.redact(&message) }

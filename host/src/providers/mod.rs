@@ -348,7 +348,6 @@ impl Provider {
                 self.probe_transport = Some(Transport::new(settings).map_err(Error::NotConfigured)?);
             }
             let transport = self.probe_transport.as_ref().expect("made above");
-            let mut body = Vec::new();
             let out = transport::Outgoing {
                 to: &to,
                 method: &probe.request.method,
@@ -356,15 +355,10 @@ impl Provider {
                 body: &probe.request.body,
                 credentials: &self.credentials,
             };
-            let outcome = transport.send(out, &Cancel::default(), &mut |b| body.extend_from_slice(b));
             sent += 1;
-            let status = match outcome.failure {
-                None => 200,
-                Some(Failure::Status { status, body: b }) => {
-                    body = b;
-                    status
-                }
-                Some(f) => {
+            let (status, body) = match transport.fetch(out, &Cancel::default()).1 {
+                Ok(answer) => answer,
+                Err(f) => {
                     tracing::debug!(provider = %self.name, probe = %probe.name, failure = %self.redact(&f.describe()), "probe failed");
                     continue;
                 }

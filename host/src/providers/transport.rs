@@ -221,6 +221,19 @@ impl Transport {
         &self.settings
     }
 
+    /// Sends and reads the whole answer: its status and body (an error status's body too), or
+    /// how it failed; and the attempts made.
+    pub fn fetch(&self, out: Outgoing<'_>, cancel: &Cancel) -> (u32, Result<(u16, Vec<u8>), Failure>) {
+        let mut body = Vec::new();
+        let outcome = self.send(out, cancel, &mut |b| body.extend_from_slice(b));
+        let answer = match outcome.failure {
+            None => Ok((200, body)),
+            Some(Failure::Status { status, body }) => Ok((status, body)),
+            Some(f) => Err(f),
+        };
+        (outcome.attempts, answer)
+    }
+
     /// Sends `body` to `to` and feeds the answer's body to `sink` as it arrives (on a success
     /// status). Retries happen only while nothing has reached the sink.
     pub fn send(&self, out: Outgoing<'_>, cancel: &Cancel, sink: &mut dyn FnMut(&[u8])) -> Outcome {

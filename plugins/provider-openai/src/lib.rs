@@ -289,13 +289,8 @@ fn http_error(status: u16, value: &Value, body: &[u8]) -> Error {
     };
     let (code, hint) = match status {
         401 => ("auth_failed", "check the API key (OPENAI_API_KEY or api_key_env)"),
-        403 => ("permission_denied", "the key may not use this model"),
         404 => ("not_found", "check the model id and the base URL (it usually ends in /v1)"),
-        413 => ("request_too_large", "the request is larger than the server accepts"),
-        429 => ("rate_limited", "wait and retry, or lower the request rate"),
-        400 | 422 => ("invalid_request", "the request was rejected as invalid"),
-        500..=599 => ("server_error", "a server error; retry later"),
-        _ => ("http_error", "unexpected answer"),
+        other => seshat_plugin_sdk::http_status(other),
     };
     error(code, format!("the server answered HTTP {status}: {detail} ({hint})"))
 }

@@ -52,6 +52,23 @@ macro_rules! __version_section {
 
 pub mod outcomes;
 
+/// The stable code and a general hint for an HTTP error status, for plugins mapping an API's
+/// errors (providers, embedders): `auth_failed` (401), `permission_denied` (403), `not_found`
+/// (404), `request_too_large` (413), `rate_limited` (429), `invalid_request` (400, 422),
+/// `server_error` (5xx), else `http_error`. Match the statuses you can say more about first.
+pub fn http_status(status: u16) -> (&'static str, &'static str) {
+    match status {
+        401 => ("auth_failed", "check the API key"),
+        403 => ("permission_denied", "the key may not use this model"),
+        404 => ("not_found", "check the model id and the base URL"),
+        413 => ("request_too_large", "the request is larger than the server accepts"),
+        429 => ("rate_limited", "wait and retry, or lower the request rate"),
+        400 | 422 => ("invalid_request", "the request was rejected as invalid"),
+        500..=599 => ("server_error", "a server error; retry later"),
+        _ => ("http_error", "unexpected answer"),
+    }
+}
+
 /// `Display` for `StopReason` (`end_turn`, `tool_use`, …, or the provider's own name).
 #[allow(unused_macros)]
 macro_rules! stop_reason_display {

@@ -264,7 +264,8 @@ impl Server<'_> {
                     return Err(RpcError::invalid_params("`text` is empty: give the user's message"));
                 }
                 let setup = self.setup.clone().unwrap_or_default();
-                let turn = self.turns.start(self.ctx, &setup, &self.outbox, &self.pending, &session, text)?;
+                let link = turns::Link { ctx: self.ctx, setup: &setup, outbox: &self.outbox, pending: &self.pending };
+                let turn = self.turns.start(link, &session, text)?;
                 Ok(Some(json!({"session": session, "turn": turn})))
             }
             "turn/interrupt" => {
@@ -277,7 +278,8 @@ impl Server<'_> {
                 drop(store);
                 let instructions = p.str_opt("instructions")?.map(str::to_string);
                 let setup = self.setup.clone().unwrap_or_default();
-                self.turns.compact(self.ctx, &setup, &self.outbox, &self.pending, &session, instructions, id)?;
+                let link = turns::Link { ctx: self.ctx, setup: &setup, outbox: &self.outbox, pending: &self.pending };
+                self.turns.compact(link, &session, instructions, id)?;
                 Ok(None)
             }
             "config/get" => {

@@ -31,6 +31,16 @@ struct Slot {
     cancel: Cancel,
 }
 
+/// What a connection's turns need of it: the command's context, what the client registered,
+/// where lines go, and the client's pending answers.
+#[derive(Clone, Copy)]
+pub(super) struct Link<'a> {
+    pub(super) ctx: &'a Context,
+    pub(super) setup: &'a ClientSetup,
+    pub(super) outbox: &'a Outbox,
+    pub(super) pending: &'a Pending,
+}
+
 /// The sessions with a turn or compaction in flight, across every connection of the server.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Busy(Arc<Mutex<HashSet<String>>>);
@@ -77,14 +87,8 @@ impl Turns {
     }
 
     /// The agent of `session`, opened on first use with what the client asked for.
-    fn take_agent(
-        &mut self,
-        ctx: &Context,
-        setup: &ClientSetup,
-        outbox: &Outbox,
-        pending: &Pending,
-        session: &str,
-    ) -> Result<Agent, RpcError> {
+    fn take_agent(&mut self, link: Link<'_>, session: &str) -> Result<Agent, RpcError> {
+        let Link { ctx, setup, outbox, pending } = link;
         if self.busy(session) || !self.busy.claim(session) {
             return Err(RpcError::busy(session));
         }
@@ -130,16 +134,9 @@ impl Turns {
     }
 
     /// Starts a turn of `session` with the user's `text`; returns the turn's id at once.
-    pub(super) fn start(
-        &mut self,
-        ctx: &Context,
-        setup: &ClientSetup,
-        outbox: &Outbox,
-        pending: &Pending,
-        session: &str,
-        text: String,
-    ) -> Result<u64, RpcError> {
-        let mut agent = self.take_agent(ctx, setup, outbox, pending, session)?;
+    pub(super) fn start(&mut self, link: Link<'_>, session: &str, text: String) -> Result<u64, RpcError> {
+        let mut agent = self.take_agent(link, session)?;
+        let outbox = link.outbox;
         self.next += 1;
         let turn = self.next;
         let slot = self.slots.get_mut(session).expect("take_agent made the slot");
@@ -166,18 +163,15 @@ impl Turns {
     }
 
     /// Compacts `session` now (with `instructions`); the answer to request `id` comes when done.
-    #[allow(clippy::too_many_arguments, reason = "the server's state, passed down as it is")]
     pub(super) fn compact(
         &mut self,
-        ctx: &Context,
-        setup: &ClientSetup,
-        outbox: &Outbox,
-        pending: &Pending,
+        link: Link<'_>,
         session: &str,
         instructions: Option<String>,
         id: Value,
     ) -> Result<(), RpcError> {
-        let mut agent = self.take_agent(ctx, setup, outbox, pending, session)?;
+        let mut agent = self.take_agent(link, session)?;
+        let outbox = link.outbox;
         let slot = self.slots.get_mut(session).expect("take_agent made the slot");
         let outbox = outbox.clone();
         let done = Arc::new(AtomicBool::new(false));
