@@ -531,6 +531,7 @@ impl Agent {
     /// iteration cap is reached, or the turn is cancelled.
     pub fn turn(&mut self, input: &str, cancel: &Cancel, observer: &mut dyn Observer) -> Result<TurnOutcome> {
         self.client.store().append(&self.session, &[NewMessage::text(Role::User, input)])?;
+        tracing::trace!(session = %self.session, "the user's message is stored");
         self.run(cancel, observer)
     }
 
@@ -553,6 +554,7 @@ impl Agent {
             }
             let settings = self.settings();
             let prepared = self.client.prepare(&self.session, &self.frame, &settings)?;
+            tracing::trace!(session = %self.session, messages = prepared.messages.len(), "the request is prepared");
             for w in &prepared.warnings {
                 observer.warning(w);
             }

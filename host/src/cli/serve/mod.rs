@@ -108,6 +108,7 @@ fn connection(
     let pending: rpc::Pending = Arc::new(Mutex::new(HashMap::new()));
     let mut server = Server {
         ctx,
+        db: None,
         outbox: outbox.clone(),
         pending: pending.clone(),
         setup: None,
@@ -137,6 +138,8 @@ fn connection(
 
 struct Server<'c> {
     ctx: &'c Context,
+    /// The database, for the requests answered on the reading thread.
+    db: Option<seshat::store::Store>,
     outbox: Outbox,
     pending: rpc::Pending,
     setup: Option<ClientSetup>,
@@ -214,10 +217,11 @@ impl Server<'_> {
                 })))
             }
             "session/new" => {
-                let mut store = self.store()?;
-                let info = store
+                let project = self.ctx.project.clone();
+                let info = self
+                    .store()?
                     .create_session(seshat::store::NewSession {
-                        project: self.ctx.project.clone(),
+                        project,
                         title: p.str_opt("title")?.map(str::to_string),
                         ..Default::default()
                     })
@@ -234,7 +238,7 @@ impl Server<'_> {
                 Ok(Some(json!({"sessions": sessions})))
             }
             "session/get" => {
-                let store = self.store()?;
+                let store = &*self.store()?;
                 let id = store.resolve(p.str("session")?).map_err(RpcError::from_store)?;
                 let info = store.session(&id).map_err(RpcError::from_store)?;
                 let view = store.live_view(&id).map_err(RpcError::from_store)?;
@@ -246,19 +250,16 @@ impl Server<'_> {
                 Ok(Some(out))
             }
             "session/delete" => {
-                let mut store = self.store()?;
-                let id = store.resolve(p.str("session")?).map_err(RpcError::from_store)?;
+                let id = self.store()?.resolve(p.str("session")?).map_err(RpcError::from_store)?;
                 if self.turns.busy(&id) {
                     return Err(RpcError::busy(&id));
                 }
                 self.turns.forget(&id);
-                store.delete_session(&id).map_err(RpcError::from_store)?;
+                self.store()?.delete_session(&id).map_err(RpcError::from_store)?;
                 Ok(Some(json!({"deleted": id})))
             }
             "turn/start" => {
-                let store = self.store()?;
-                let session = store.resolve(p.str("session")?).map_err(RpcError::from_store)?;
-                drop(store);
+                let session = self.store()?.resolve(p.str("session")?).map_err(RpcError::from_store)?;
                 let text = p.str("text")?.to_string();
                 if text.trim().is_empty() {
                     return Err(RpcError::invalid_params("`text` is empty: give the user's message"));
@@ -273,9 +274,7 @@ impl Server<'_> {
                 Ok(Some(json!({"interrupted": self.turns.interrupt(session)})))
             }
             "session/compact" => {
-                let store = self.store()?;
-                let session = store.resolve(p.str("session")?).map_err(RpcError::from_store)?;
-                drop(store);
+                let session = self.store()?.resolve(p.str("session")?).map_err(RpcError::from_store)?;
                 let instructions = p.str_opt("instructions")?.map(str::to_string);
                 let setup = self.setup.clone().unwrap_or_default();
                 let link = turns::Link { ctx: self.ctx, setup: &setup, outbox: &self.outbox, pending: &self.pending };
@@ -305,8 +304,9 @@ impl Server<'_> {
             }
             m if m.starts_with("memory/") => {
                 let tool = &m["memory/".len()..];
-                let mut store = self.store()?;
-                let mut memory = store.memory(self.ctx.repository.as_deref());
+                let ctx = self.ctx;
+                let store = self.store()?;
+                let mut memory = store.memory(ctx.repository.as_deref());
                 let out = seshat::memory::tools::call(&mut memory, tool, params);
                 if out.is_error {
                     let message = out.structured["error"].as_str().unwrap_or("the memory call failed").to_string();
@@ -323,7 +323,11 @@ impl Server<'_> {
         }
     }
 
-    fn store(&self) -> Result<seshat::store::Store, RpcError> {
-        seshat::store::Store::open(&self.ctx.db).map_err(RpcError::from_store)
+    /// The connection's database, opened on first use and kept (opening checks and migrates).
+    fn store(&mut self) -> Result<&mut seshat::store::Store, RpcError> {
+        if self.db.is_none() {
+            self.db = Some(seshat::store::Store::open(&self.ctx.db).map_err(RpcError::from_store)?);
+        }
+        Ok(self.db.as_mut().expect("just opened"))
     }
 }

@@ -135,6 +135,7 @@ impl Turns {
 
     /// Starts a turn of `session` with the user's `text`; returns the turn's id at once.
     pub(super) fn start(&mut self, link: Link<'_>, session: &str, text: String) -> Result<u64, RpcError> {
+        tracing::trace!(session, "turn/start");
         let mut agent = self.take_agent(link, session)?;
         let outbox = link.outbox;
         self.next += 1;
