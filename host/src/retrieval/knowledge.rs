@@ -234,7 +234,7 @@ impl Knowledge {
     /// with; an error when the stored vectors are another model's.
     fn query_vector(&mut self, query: &str) -> Result<Option<Vec<f32>>> {
         let Some(embedder) = self.embedder.as_mut() else { return Ok(None) };
-        let Some(head) = self.store.vector_head()? else { return Ok(None) };
+        let Some(head) = self.store.vector_head("knowledge")? else { return Ok(None) };
         if head.model != embedder.model() {
             let index = self.store.vector_index()?.expect("the head was just read");
             return Err(Error::ModelChanged {
@@ -340,7 +340,7 @@ impl Knowledge {
     /// The stored vectors nearest `vector` among the chunks `filter` covers, with a note when
     /// some chunks have no vector yet.
     fn nearest(&mut self, filter: KnowledgeFilter<'_>, vector: &[f32], pool: usize) -> Result<Neighbours> {
-        let Some(head) = self.store.vector_head()? else { return Ok((Vec::new(), None)) };
+        let Some(head) = self.store.vector_head("knowledge")? else { return Ok((Vec::new(), None)) };
         let allowed: HashSet<i64> = self.store.knowledge_document_ids(filter)?.into_iter().collect();
         let cached = self.vectors(head.generation, head.dimensions as usize)?;
         let pending = cached.pending;

@@ -74,8 +74,9 @@ impl Recall {
     /// The query's vector when `corpus` has vectors of this embedder's model; `None` otherwise
     /// (then the search is lexical), and when the embedder fails (logged, never fatal).
     fn query_vector(&mut self, corpus: Queued, query: &str) -> Option<Vec<f32>> {
-        let (index, _) = self.store.queued_index(corpus).ok()??;
-        if index.model != self.embedder.model() || index.vectors == 0 {
+        // One row read (no count of the vectors): a length is recorded once vectors were made.
+        let head = self.store.vector_head(corpus.as_str()).ok()??;
+        if head.model != self.embedder.model() || head.dimensions == 0 {
             return None;
         }
         match self.embedder.embed(&[query.to_string()], EmbedPurpose::Query, &Cancel::default()) {

@@ -31,8 +31,8 @@ pub(super) fn bump(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// Which model made the knowledge corpus's vectors and its generation: one row, cheap enough
-/// for every search.
+/// Which model made a corpus's vectors, their length (0 before the first) and the corpus's
+/// generation: one row, cheap enough for every search.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VectorHead {
     /// The model.
@@ -44,13 +44,16 @@ pub struct VectorHead {
 }
 
 impl Store {
-    /// The knowledge corpus's model, length and generation, if vectors were ever made.
-    pub fn vector_head(&self) -> Result<Option<VectorHead>> {
+    /// `corpus`'s model, length and generation (`knowledge`, `history`, `memory`), if its vector
+    /// index was ever made.
+    pub fn vector_head(&self, corpus: &str) -> Result<Option<VectorHead>> {
         on_db!(self, "read the vector index", {
             Ok(self
                 .conn
-                .prepare_cached("SELECT model, dimensions, generation FROM vector_indexes WHERE corpus = 'knowledge'")?
-                .query_row([], |r| Ok(VectorHead { model: r.get(0)?, dimensions: r.get(1)?, generation: r.get(2)? }))
+                .prepare_cached("SELECT model, dimensions, generation FROM vector_indexes WHERE corpus = ?1")?
+                .query_row([corpus], |r| {
+                    Ok(VectorHead { model: r.get(0)?, dimensions: r.get(1)?, generation: r.get(2)? })
+                })
                 .optional()?)
         })
     }
@@ -405,8 +408,10 @@ impl Store {
                     take.execute(params![corpus.as_str(), id])?;
                 }
             }
+            // A batch with no text to embed says nothing of the length: keep what was recorded.
             tx.execute(
-                "UPDATE vector_indexes SET dimensions = ?2, generation = generation + 1 WHERE corpus = ?1",
+                "UPDATE vector_indexes SET dimensions = CASE WHEN ?2 > 0 THEN ?2 ELSE dimensions END, \
+                 generation = generation + 1 WHERE corpus = ?1",
                 params![corpus.as_str(), dimensions],
             )?;
             tx.commit()?;
