@@ -129,7 +129,8 @@ impl Background {
         db: &std::path::Path,
     ) -> Option<Self> {
         let corpora = opted_in(config);
-        if corpora.is_empty() && !has_queues(db) {
+        let mut store = Store::open(db).ok()?;
+        if corpora.is_empty() && !has_queues(&store) {
             return None;
         }
         let mut embedder = match super::load_embedder(config, catalog, runtime) {
@@ -140,7 +141,6 @@ impl Background {
                 return None;
             }
         };
-        let mut store = Store::open(db).ok()?;
         let config = config.clone();
         let (poke, pokes) = std::sync::mpsc::channel::<()>();
         std::thread::Builder::new()
@@ -173,11 +173,8 @@ impl Background {
 }
 
 /// Whether the database has a queued corpus turned on (so that opting out is recorded).
-fn has_queues(db: &std::path::Path) -> bool {
-    Store::open(db)
-        .and_then(|s| {
-            Ok(s.queued_index(Queued::History)?.is_some_and(|(_, on)| on)
-                || s.queued_index(Queued::Memory)?.is_some_and(|(_, on)| on))
-        })
-        .unwrap_or(false)
+fn has_queues(store: &Store) -> bool {
+    [Queued::History, Queued::Memory]
+        .into_iter()
+        .any(|corpus| store.queued_index(corpus).ok().flatten().is_some_and(|(_, on)| on))
 }

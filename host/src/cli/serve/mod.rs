@@ -109,6 +109,7 @@ fn connection(
     let mut server = Server {
         ctx,
         db: None,
+        knowledge: None,
         outbox: outbox.clone(),
         pending: pending.clone(),
         setup: None,
@@ -140,6 +141,9 @@ struct Server<'c> {
     ctx: &'c Context,
     /// The database, for the requests answered on the reading thread.
     db: Option<seshat::store::Store>,
+    /// The document corpus, made on the first `knowledge/search` and kept: its embedder loaded
+    /// once, its vectors held in memory between searches.
+    knowledge: Option<seshat::retrieval::Knowledge>,
     outbox: Outbox,
     pending: rpc::Pending,
     setup: Option<ClientSetup>,
@@ -294,8 +298,12 @@ impl Server<'_> {
                 })))
             }
             "knowledge/search" => {
-                let mut k = super::knowledge::knowledge(self.ctx)
-                    .map_err(|e| RpcError::seshat("knowledge_failed", format!("{e:#}")))?;
+                if self.knowledge.is_none() {
+                    let k = super::knowledge::knowledge(self.ctx)
+                        .map_err(|e| RpcError::seshat("knowledge_failed", format!("{e:#}")))?;
+                    self.knowledge = Some(k);
+                }
+                let k = self.knowledge.as_mut().expect("just made");
                 let filter = seshat::store::KnowledgeFilter { project: &self.ctx.project, scope: None };
                 let limit = p.u64_opt("limit")?.unwrap_or(10).clamp(1, 100) as usize;
                 let found =
