@@ -1,7 +1,8 @@
-package seshat
+package seshat_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -11,20 +12,24 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	. "example.invalid/seshat/sdk/go"
 )
 
 // BenchmarkServeOverhead measures what `seshat serve` and this SDK add to a streamed turn, with
 // one clock (the fake provider runs in this process): the same answer of 200 events, 2 ms apart,
-// read directly from the httptest server by net/http, and through `serve` by Session.Send. It
-// reports the time to the first event and each event's delay after the server wrote it, both
-// ways, and what serve adds.
+// read through `serve` by Session.Send, and directly from the httptest server by net/http
+// sending the very request body serve sent. It reports the time to the first event and each
+// event's delay after the server wrote it, both ways, and what serve adds. The binary is the
+// debug build unless SESHAT_BIN names another; the release build is the one users run:
 //
-//	go test -run '^$' -bench ServeOverhead -benchtime 5x ./...
+//	cargo build --release -p seshat
+//	SESHAT_BIN=$PWD/../../target/release/seshat go test -run '^$' -bench ServeOverhead -benchtime 20x ./...
 func BenchmarkServeOverhead(b *testing.B) {
 	const events = 200
 	var mu sync.Mutex
 	sent := map[int]time.Time{}
-	f := newFake(&testing.T{}, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
+	f := serveFake(b.Errorf, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("content-type", "text/event-stream")
 		for i := 0; i < events; i++ {
 			mu.Lock()
@@ -36,8 +41,8 @@ func BenchmarkServeOverhead(b *testing.B) {
 		}
 		fmt.Fprint(w, "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
 	})
-	t := &testing.T{}
-	cfg := config(t, f, "")
+	defer f.srv.Close()
+	cfg := config(b, f, "")
 	c, err := NewClient(context.Background(), cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -49,32 +54,8 @@ func BenchmarkServeOverhead(b *testing.B) {
 	}
 	var directFirst, serveFirst, directEach, serveEach []float64
 	for n := 0; n < b.N; n++ {
-		// Directly.
-		start := time.Now()
-		resp, err := http.Post(f.srv.URL+"/v1/chat/completions", "application/json",
-			strings.NewReader(`{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"go"}]}`))
-		if err != nil {
-			b.Fatal(err)
-		}
-		scanner := bufio.NewScanner(resp.Body)
-		i := 0
-		for scanner.Scan() {
-			line := scanner.Text()
-			if !strings.Contains(line, `"content":"e`) {
-				continue
-			}
-			now := time.Now()
-			if i == 0 {
-				directFirst = append(directFirst, ms(now.Sub(start)))
-			}
-			mu.Lock()
-			directEach = append(directEach, ms(now.Sub(sent[i])))
-			mu.Unlock()
-			i++
-		}
-		resp.Body.Close()
 		// Through serve.
-		start = time.Now()
+		start := time.Now()
 		stream, err := s.Send(context.Background(), "go")
 		if err != nil {
 			b.Fatal(err)
@@ -97,6 +78,32 @@ func BenchmarkServeOverhead(b *testing.B) {
 		if _, err := stream.Wait(); err != nil {
 			b.Fatal(err)
 		}
+		// Directly: the very request serve just sent (its body, as large), by net/http.
+		start = time.Now()
+		req, _ := http.NewRequest("POST", f.srv.URL+"/v1/chat/completions", bytes.NewReader(f.lastBody()))
+		req.Header.Set("content-type", "application/json")
+		req.Header.Set("authorization", "Bearer sk-go-test")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		scanner := bufio.NewScanner(resp.Body)
+		i := 0
+		for scanner.Scan() {
+			line := scanner.Text()
+			if !strings.Contains(line, `"content":"e`) {
+				continue
+			}
+			now := time.Now()
+			if i == 0 {
+				directFirst = append(directFirst, ms(now.Sub(start)))
+			}
+			mu.Lock()
+			directEach = append(directEach, ms(now.Sub(sent[i])))
+			mu.Unlock()
+			i++
+		}
+		resp.Body.Close()
 	}
 	df, sf, de, se := median(directFirst), median(serveFirst), median(directEach), median(serveEach)
 	// Go runs a benchmark once with N = 1 first (here: the session's agent opened cold), then

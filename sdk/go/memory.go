@@ -98,6 +98,47 @@ func (m *Memory) ReadGraph(ctx context.Context) (Graph, error) {
 	return g, err
 }
 
+// Note is a key/value note (`seshat memory --action set`): a standing preference or fact,
+// replaced when its key is set again.
+type Note struct {
+	// Key names the note ("style").
+	Key string `json:"key"`
+	// Value is what it says.
+	Value string `json:"value"`
+	// Scope is "user", "project" or "cross".
+	Scope string `json:"scope"`
+	// UpdatedAt is when it was last set, in Unix milliseconds.
+	UpdatedAt int64 `json:"updated_at"`
+}
+
+// SetNote sets a note in scope ("" for "user"), replacing the value of an existing key.
+func (m *Memory) SetNote(ctx context.Context, scope, key, value string) (Note, error) {
+	var r struct {
+		Note Note `json:"note"`
+	}
+	err := m.client.call(ctx, "notes/set", scoped(map[string]interface{}{"key": key, "value": value}, scope), &r)
+	return r.Note, err
+}
+
+// Notes lists the notes of scope ("" for "user"), most recently set first.
+func (m *Memory) Notes(ctx context.Context, scope string) ([]Note, error) {
+	var r struct {
+		Notes []Note `json:"notes"`
+	}
+	err := m.client.call(ctx, "notes/list", scoped(map[string]interface{}{}, scope), &r)
+	return r.Notes, err
+}
+
+// SearchNotes finds notes whose key or value contains query (ignoring case), in scope or, with
+// "", in every scope reads cover.
+func (m *Memory) SearchNotes(ctx context.Context, scope, query string) ([]Note, error) {
+	var r struct {
+		Notes []Note `json:"notes"`
+	}
+	err := m.client.call(ctx, "notes/search", scoped(map[string]interface{}{"query": query}, scope), &r)
+	return r.Notes, err
+}
+
 // Raw calls a memory tool by name with JSON arguments, for what the typed methods leave out.
 func (m *Memory) Raw(ctx context.Context, tool string, args map[string]interface{}) (json.RawMessage, error) {
 	var out json.RawMessage

@@ -1,4 +1,4 @@
-package seshat
+package seshat_test
 
 import (
 	"context"
@@ -9,47 +9,56 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
+
+	. "example.invalid/seshat/sdk/go"
 )
 
 // fake is a loopback OpenAI-compatible server: each /v1/chat/completions request is answered by
-// the test's reply function, streamed as server-sent events when the request asks to stream.
+// the reply function, streamed as server-sent events when the request asks to stream. What it
+// finds wrong with a request goes to errorf.
 type fake struct {
-	t        *testing.T
+	errorf   func(format string, args ...interface{})
 	srv      *httptest.Server
 	mu       sync.Mutex
 	requests []map[string]interface{}
+	bodies   [][]byte
 	reply    func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request)
 }
 
+// newFake starts a fake for a test, closed when it ends.
 func newFake(t *testing.T, reply func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request)) *fake {
-	f := &fake{t: t, reply: reply}
+	f := serveFake(t.Errorf, reply)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func serveFake(errorf func(string, ...interface{}), reply func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request)) *fake {
+	f := &fake{errorf: errorf, reply: reply}
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/chat/completions" {
+			f.errorf("the provider was asked for %s", r.URL.Path)
 			http.NotFound(w, r)
 			return
 		}
 		if got := r.Header.Get("Authorization"); got != "Bearer sk-go-test" {
-			t.Errorf("authorization header %q", got)
+			f.errorf("authorization header %q", got)
 		}
 		body, _ := io.ReadAll(r.Body)
 		var req map[string]interface{}
 		if err := json.Unmarshal(body, &req); err != nil {
-			t.Errorf("request body is not JSON: %v", err)
+			f.errorf("request body is not JSON: %v", err)
 		}
 		f.mu.Lock()
 		f.requests = append(f.requests, req)
+		f.bodies = append(f.bodies, body)
 		n := len(f.requests)
 		f.mu.Unlock()
 		f.reply(n, req, w, r)
 	}))
-	t.Cleanup(f.srv.Close)
 	return f
 }
 
@@ -57,9 +66,16 @@ func (f *fake) request(i int) map[string]interface{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if i >= len(f.requests) {
-		f.t.Fatalf("only %d requests reached the provider", len(f.requests))
+		panic(fmt.Sprintf("only %d requests reached the provider", len(f.requests)))
 	}
 	return f.requests[i]
+}
+
+// lastBody is the body of the latest request, as it came.
+func (f *fake) lastBody() []byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.bodies[len(f.bodies)-1]
 }
 
 func (f *fake) count() int {
@@ -90,33 +106,46 @@ func toolCall(w http.ResponseWriter, id, name, args string) {
 	fmt.Fprint(w, "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n")
 }
 
-// binary is the seshat debug build of this repository (cargo test builds it).
-func binary(t *testing.T) string {
+// binary is the seshat debug build of this repository (cargo test builds it), or SESHAT_BIN.
+func binary() (string, error) {
 	if b := os.Getenv("SESHAT_BIN"); b != "" {
-		return b
+		return b, nil
 	}
 	b, _ := filepath.Abs("../../target/debug/seshat")
 	if _, err := os.Stat(b); err != nil {
-		t.Fatalf("no seshat binary at %s: run `cargo build -p seshat` (or set SESHAT_BIN)", b)
+		return "", fmt.Errorf("no seshat binary at %s: run `cargo build -p seshat` (or set SESHAT_BIN)", b)
 	}
-	return b
+	return b, nil
 }
 
-// config is a client configuration for a fresh home pointing the openai provider at f.
-func config(t *testing.T, f *fake, extra string) ClientConfig {
-	home := t.TempDir()
-	cfg := fmt.Sprintf("[plugins]\nprovider = \"openai\"\n[chat]\nmax_output_tokens = 1000\n[providers.openai]\nbase_url = \"%s/v1\"\nmax_retries = 0\nfirst_byte_timeout_secs = 30\n%s", f.srv.URL, extra)
-	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
+// configIn is a client configuration for a fresh Seshat home in dir pointing the openai
+// provider at f, with extra lines of config.toml.
+func configIn(dir string, f *fake, extra string) (ClientConfig, error) {
+	bin, err := binary()
+	if err != nil {
+		return ClientConfig{}, err
 	}
-	project := filepath.Join(home, "project")
+	cfg := fmt.Sprintf("[plugins]\nprovider = \"openai\"\n[chat]\nmax_output_tokens = 1000\n[providers.openai]\nbase_url = \"%s/v1\"\nmax_retries = 0\nfirst_byte_timeout_secs = 30\n%s", f.srv.URL, extra)
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(cfg), 0o600); err != nil {
+		return ClientConfig{}, err
+	}
+	project := filepath.Join(dir, "project")
 	if err := os.MkdirAll(filepath.Join(project, ".git"), 0o755); err != nil {
-		t.Fatal(err)
+		return ClientConfig{}, err
 	}
 	return ClientConfig{
-		AutoCompact: true, Model: "gpt-4o", Binary: binary(t), ProjectDir: project,
-		Env: []string{"SESHAT_HOME=" + home, "OPENAI_API_KEY=sk-go-test", "GIT_CEILING_DIRECTORIES=" + home},
+		AutoCompact: true, Model: "gpt-4o", Binary: bin, ProjectDir: project,
+		Env: []string{"SESHAT_HOME=" + dir, "OPENAI_API_KEY=sk-go-test", "GIT_CEILING_DIRECTORIES=" + dir},
+	}, nil
+}
+
+// config is configIn for a test, in its temporary directory.
+func config(t testing.TB, f *fake, extra string) ClientConfig {
+	cfg, err := configIn(t.TempDir(), f, extra)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return cfg
 }
 
 func start(t *testing.T, cfg ClientConfig) *Client {
@@ -287,100 +316,6 @@ func TestCompactFullIsErrCompactFull(t *testing.T) {
 	}
 }
 
-// TestMain runs the helper client when asked (TestResumeAfterTheClientIsKilled).
-func TestMain(m *testing.M) {
-	if os.Getenv("SESHAT_GO_HELPER") == "1" {
-		helper()
-		return
-	}
-	os.Exit(m.Run())
-}
-
-// helper starts a turn that never finishes, says its session's id, and waits to be killed.
-func helper() {
-	var cfg ClientConfig
-	if err := json.Unmarshal([]byte(os.Getenv("SESHAT_GO_CONFIG")), &cfg); err != nil {
-		panic(err)
-	}
-	c, err := NewClient(context.Background(), cfg)
-	if err != nil {
-		panic(err)
-	}
-	s, err := c.NewSession(context.Background())
-	if err != nil {
-		panic(err)
-	}
-	stream, err := s.Send(context.Background(), "a turn about to be cut")
-	if err != nil {
-		panic(err)
-	}
-	for ev := range stream.Events() {
-		if ev.Kind == TextDelta {
-			fmt.Println(s.ID)
-			break
-		}
-	}
-	select {}
-}
-
-func TestResumeAfterTheClientIsKilled(t *testing.T) {
-	f := newFake(t, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
-		if n == 1 {
-			blocking(w, r)
-			return
-		}
-		text(w, req, "Resumed.")
-	})
-	cfg := config(t, f, "")
-	raw, _ := json.Marshal(cfg)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "SESHAT_GO_HELPER=1", "SESHAT_GO_CONFIG="+string(raw))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: false}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line := make([]byte, 27)
-	if _, err := io.ReadFull(out, line); err != nil {
-		t.Fatalf("the helper said nothing: %v", err)
-	}
-	id := strings.TrimSpace(string(line))
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	_ = cmd.Wait()
-	// Its `seshat serve` saw its stdin close: it stores the cut-short turn and exits. Resuming
-	// waits for that: the session's history holds the interrupted answer.
-	c := start(t, cfg)
-	s, err := c.Resume(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	var history []Message
-	for {
-		history, err = s.History(context.Background())
-		if err == nil && len(history) == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the cut-short turn was not stored: %+v, %v", history, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if history[1].Status != "interrupted" {
-		t.Fatalf("history %+v", history)
-	}
-	stream, err := s.Send(context.Background(), "go on")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o, err := stream.Wait(); err != nil || o.Text != "Resumed." {
-		t.Fatalf("%+v, %v", o, err)
-	}
-}
-
 // TestAutoCompactAndTheSummaryModel: on a 4,096-token window a long answer fills the session;
 // with AutoCompact the next turn compacts first, its summary written by CompactSummaryModel;
 // without it, nothing is compacted.
@@ -413,7 +348,7 @@ func TestAutoCompactAndTheSummaryModel(t *testing.T) {
 			}
 			var compactions []Event
 			for ev := range stream.Events() {
-				if ev.Kind == Compaction {
+				if ev.Kind == Compaction || ev.Kind == CompactionStarted {
 					compactions = append(compactions, ev)
 				}
 			}
@@ -428,8 +363,13 @@ func TestAutoCompactAndTheSummaryModel(t *testing.T) {
 				}
 			}
 			if auto {
-				if err != nil || len(out.Compactions) == 0 || len(compactions) == 0 || !out.Compactions[0].Summarised {
+				if err != nil || len(out.Compactions) == 0 || len(compactions) != 2 || !out.Compactions[0].Summarised {
 					t.Fatalf("AutoCompact: %+v, %v, events %+v", out, err, compactions)
+				}
+				// Announced (with what was in use) before it ran, then reported.
+				started, done := compactions[0], compactions[1]
+				if started.Kind != CompactionStarted || started.Window != 4096 || started.Tokens <= 2048 || done.Kind != Compaction || done.Report == nil {
+					t.Fatalf("the compaction's events: %+v", compactions)
 				}
 				if summaries != 1 || out.Compactions[0].SummaryModel != "summ-model" {
 					t.Fatalf("the summary model: %d requests, report %+v", summaries, out.Compactions[0])
@@ -438,5 +378,36 @@ func TestAutoCompactAndTheSummaryModel(t *testing.T) {
 				t.Fatalf("without AutoCompact nothing is compacted: %+v, %v", out, err)
 			}
 		}
+	}
+}
+
+func TestNotesAreSetListedAndSearched(t *testing.T) {
+	f := newFake(t, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
+		t.Errorf("notes need no model")
+	})
+	c := start(t, config(t, f, ""))
+	ctx := context.Background()
+	m := c.Memory()
+	if _, err := m.SetNote(ctx, "", "style", "long answers"); err != nil {
+		t.Fatal(err)
+	}
+	note, err := m.SetNote(ctx, "user", "style", "short answers")
+	if err != nil || note.Key != "style" || note.Scope != "user" || note.UpdatedAt == 0 {
+		t.Fatalf("set: %+v, %v", note, err)
+	}
+	if _, err := m.SetNote(ctx, "cross", "editor", "helix"); err != nil {
+		t.Fatal(err)
+	}
+	notes, err := m.Notes(ctx, "user")
+	if err != nil || len(notes) != 1 || notes[0].Value != "short answers" {
+		t.Fatalf("the user's notes (one, replaced): %+v, %v", notes, err)
+	}
+	found, err := m.SearchNotes(ctx, "", "HELIX")
+	if err != nil || len(found) != 1 || found[0].Key != "editor" || found[0].Scope != "cross" {
+		t.Fatalf("search: %+v, %v", found, err)
+	}
+	var e *Error
+	if _, err := m.Notes(ctx, "team"); !errors.As(err, &e) || e.Code != "invalid_params" || !strings.Contains(e.Message, "team") {
+		t.Fatalf("a scope that does not exist: %v", err)
 	}
 }

@@ -158,9 +158,12 @@ const (
 	ThinkingDelta EventKind = "thinking_delta"
 	ToolCall      EventKind = "tool_call"
 	ToolResult    EventKind = "tool_result"
-	Compaction    EventKind = "compaction"
-	Warning       EventKind = "warning"
-	UsageEvent    EventKind = "usage"
+	// CompactionStarted comes before a compaction runs (the summary model may take a while);
+	// Compaction follows with its report.
+	CompactionStarted EventKind = "compaction_started"
+	Compaction        EventKind = "compaction"
+	Warning           EventKind = "warning"
+	UsageEvent        EventKind = "usage"
 )
 
 // Event is one step of a turn as it happens.
@@ -177,6 +180,9 @@ type Event struct {
 	IsError bool
 	// Report of a compaction before a model call (Compaction).
 	Report *Report
+	// Tokens estimated in use and the model's Window, as a compaction starts
+	// (CompactionStarted).
+	Tokens, Window int64
 }
 
 // Stream is a turn in flight: its events, then its outcome.
@@ -250,6 +256,8 @@ func (c *Client) notification(msg rpcMessage) {
 		IsError   bool            `json:"isError"`
 		Message   string          `json:"message"`
 		Outcome   json.RawMessage `json:"outcome"`
+		Tokens    int64           `json:"tokens"`
+		Window    int64           `json:"window"`
 	}
 	if json.Unmarshal(msg.Params, &p) != nil {
 		return
@@ -284,6 +292,8 @@ func (c *Client) notification(msg rpcMessage) {
 		case "usage":
 			send(Event{Kind: UsageEvent})
 		}
+	case "turn/compactionStarted":
+		send(Event{Kind: CompactionStarted, Tokens: p.Tokens, Window: p.Window})
 	case "turn/compaction":
 		send(Event{Kind: Compaction, Report: p.Report})
 	case "turn/toolCall":

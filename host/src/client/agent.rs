@@ -13,11 +13,11 @@ use serde::Serialize;
 use super::sizing::{self, FrameParts, OutputAsk};
 use super::tools::Tools;
 use super::{Client, Error, Result, prompt};
-use crate::compaction::{Frame, Report};
+use crate::compaction::{Frame, Report, Starting};
 use crate::conversation::{MessageStatus, NewMessage, Part, Role, Usage};
 use crate::plugins::{Limit, StopReason, StreamEvent, ToolSpec};
 use crate::providers::{self, Answer, Call, Cancel, SharedProvider};
-use crate::store::{ModelWindow, NewSession, WindowOrigin};
+use crate::store::{CompactionTrigger, ModelWindow, NewSession, WindowOrigin};
 use crate::window::{self, Marks, WindowSource};
 
 /// Which session a chat continues.
@@ -102,6 +102,8 @@ pub const MAX_CALIBRATION: f64 = 2.0;
 pub trait Observer {
     /// A streamed event (text as it arrives).
     fn event(&mut self, _event: &StreamEvent) {}
+    /// A compaction is about to run before a model call (its report follows).
+    fn compaction_started(&mut self, _starting: &Starting) {}
     /// Compaction ran before a model call.
     fn compaction(&mut self, _report: &Report) {}
     /// A tool is about to run.
@@ -553,7 +555,9 @@ impl Agent {
                 break;
             }
             let settings = self.settings();
-            let prepared = self.client.prepare(&self.session, &self.frame, &settings)?;
+            let prepared = self
+                .client
+                .prepare_with(&self.session, &self.frame, &settings, &mut |s| observer.compaction_started(s))?;
             tracing::trace!(session = %self.session, messages = prepared.messages.len(), "the request is prepared");
             for w in &prepared.warnings {
                 observer.warning(w);
@@ -701,6 +705,11 @@ impl Agent {
             )));
         }
         self.flush_notices(observer);
+        observer.compaction_started(&Starting {
+            trigger: CompactionTrigger::Auto,
+            tokens: refused_estimate,
+            window: self.window,
+        });
         let report = self.client.compact_auto(&self.session, &self.frame, &settings)?;
         observer.compaction(&report);
         out.compactions.push(report);

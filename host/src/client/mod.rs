@@ -274,10 +274,21 @@ impl Client {
 
     /// Runs the pre-call pipeline and returns the request to send.
     pub fn prepare(&mut self, session: &str, frame: &Frame, settings: &Settings) -> Result<Prepared> {
+        self.prepare_with(session, frame, settings, &mut |_| {})
+    }
+
+    /// [`Client::prepare`], telling `starting` before a compaction runs (to show it).
+    pub fn prepare_with(
+        &mut self,
+        session: &str,
+        frame: &Frame,
+        settings: &Settings,
+        starting: &mut dyn FnMut(&compaction::Starting),
+    ) -> Result<Prepared> {
         let view = self.live_view(session)?;
         let mut c =
             Compactor { trimmer: &mut self.trimmer, summariser: &mut self.summariser, models: self.models.clone() };
-        Ok(c.before_call_with(&mut self.store, session, frame, settings, view)?)
+        Ok(c.before_call_with(&mut self.store, session, frame, settings, view, starting)?)
     }
 
     /// Compacts a session now as an automatic compaction would (after a refusal for length):

@@ -361,6 +361,18 @@ pub struct Prepared {
     pub warnings: Vec<String>,
 }
 
+/// A compaction about to run: told before the plugins (and the summary model) are called, so a
+/// front end can show it is under way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Starting {
+    /// Why it runs.
+    pub trigger: CompactionTrigger,
+    /// Estimated tokens of the request before it.
+    pub tokens: u64,
+    /// The model's context window.
+    pub window: u64,
+}
+
 /// Runs the pipeline with the selected plugins and model client.
 pub struct Compactor<'a> {
     /// The trimmer.
@@ -478,11 +490,12 @@ impl Compactor<'_> {
         settings: &Settings,
     ) -> Result<Prepared> {
         let view = store.live_view(session)?;
-        self.before_call_with(store, session, frame, settings, view)
+        self.before_call_with(store, session, frame, settings, view, &mut |_| {})
     }
 
     /// [`Compactor::before_call`] on a live view the caller already has (kept up to date with
     /// [`Store::refresh_live_view`]), so a long session's turn does not re-read its history.
+    /// `starting` is told before a compaction runs.
     pub fn before_call_with(
         &mut self,
         store: &mut Store,
@@ -490,6 +503,7 @@ impl Compactor<'_> {
         frame: &Frame,
         settings: &Settings,
         view: LiveView,
+        starting: &mut dyn FnMut(&Starting),
     ) -> Result<Prepared> {
         let mut warnings = Vec::new();
         let mut report = None;
@@ -501,6 +515,7 @@ impl Compactor<'_> {
                 settings.model
             )),
             Some(window) if settings.auto_compact && tokens > Marks::new(window).threshold => {
+                starting(&Starting { trigger: CompactionTrigger::Auto, tokens, window });
                 let r = self.pass(store, session, frame, settings, CompactionTrigger::Auto, Mode::Record)?.report;
                 if !r.summarised && store.session(session)?.compaction_failures >= MAX_CONSECUTIVE_FAILURES {
                     warnings.push(format!(

@@ -56,7 +56,8 @@ impl Scope {
         }
     }
 
-    fn parse(s: &str) -> Option<Self> {
+    /// The scope a stored (or typed) spelling names, if any.
+    pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "user" => Scope::User,
             "project" => Scope::Project,

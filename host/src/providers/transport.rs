@@ -278,6 +278,7 @@ impl Transport {
                 }
                 Ok(Ok(response)) => {
                     let status = response.status();
+                    tracing::trace!(status = status.as_u16(), "the answer's headers arrived");
                     if status.is_redirection() {
                         let location = response.headers().get("location").and_then(|l| l.to_str().ok()).unwrap_or("?");
                         let next = response.url().join(location).ok();

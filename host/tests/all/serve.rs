@@ -391,6 +391,26 @@ fn compaction_memory_knowledge_and_config_are_served_with_their_codes() {
         c.call("memory/add_observations", json!({"observations": [{"entityName": "Nobody", "contents": ["x"]}]}));
     assert_eq!(missing["error"]["data"]["code"], "memory_failed", "{missing}");
     assert!(missing["error"]["message"].as_str().unwrap().contains("Nobody"), "{missing}");
+    // Notes: set (replacing), listed newest first, found ignoring case; bad input named.
+    c.ok("notes/set", json!({"key": "style", "value": "long answers"}));
+    let set = c.ok("notes/set", json!({"key": "style", "value": "short answers", "scope": "user"}));
+    assert_eq!((set["note"]["key"].as_str(), set["note"]["scope"].as_str()), (Some("style"), Some("user")), "{set}");
+    c.ok("notes/set", json!({"key": "editor", "value": "helix", "scope": "cross"}));
+    let listed = c.ok("notes/list", json!({}));
+    assert_eq!(listed["notes"].as_array().map(Vec::len), Some(1), "one user note, replaced: {listed}");
+    assert_eq!(listed["notes"][0]["value"], "short answers", "{listed}");
+    let found = c.ok("notes/search", json!({"query": "HELIX"}));
+    assert_eq!(found["notes"][0]["key"], "editor", "{found}");
+    let bad = c.call_invalid("notes/list", json!({"scope": "team"}));
+    assert_eq!(bad["error"]["data"]["code"], "invalid_params", "{bad}");
+    assert!(bad["error"]["message"].as_str().unwrap().contains("`team`"), "{bad}");
+    let empty = c.call("notes/set", json!({"key": " ", "value": "x"}));
+    assert_eq!(empty["error"]["data"]["code"], "invalid_params", "{empty}");
+    assert_eq!(
+        home.store().memory(None).notes(seshat::memory::Scope::User).unwrap().len(),
+        1,
+        "nothing else was written"
+    );
     let id = session(&mut c);
     let turn = c.ok("turn/start", json!({"session": id, "text": "remember this"}))["turn"].as_u64().unwrap();
     c.turn_notifications(turn);
@@ -401,5 +421,50 @@ fn compaction_memory_knowledge_and_config_are_served_with_their_codes() {
     assert_eq!(deleted["deleted"], id);
     let gone = c.call("session/get", json!({"session": id}));
     assert_eq!(gone["error"]["data"]["code"], "session_not_found", "{gone}");
+    assert!(c.close().success());
+}
+
+/// A reply in the OpenAI wire format, streamed when the request asks to stream.
+fn openai_reply(r: &crate::server::Recorded, text: &str) -> Reply {
+    if r.json()["stream"] == true {
+        Reply::Stream { pieces: openai::text_answer(&[text], false) }
+    } else {
+        Reply::json(
+            200,
+            &json!({"id": "c", "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop"}], "usage": {"prompt_tokens": 100, "completion_tokens": 10}})
+            .to_string(),
+        )
+    }
+}
+
+#[test]
+fn an_automatic_compaction_is_announced_before_it_runs_and_reported_after() {
+    let server = Server::route(|r| {
+        let body = r.json();
+        let text = match body["model"].as_str() {
+            Some("summ-model") => "Summary: a long story was told.".to_string(),
+            _ if body["messages"].as_array().is_some_and(|m| m.len() <= 2) => "A long story goes on. ".repeat(600),
+            _ => "Short.".to_string(),
+        };
+        openai_reply(r, &text)
+    });
+    let home = home_for("openai", &server, "");
+    let mut c = ServeClient::start(&home);
+    c.initialize(json!({"model": "gpt-4o", "window": 4096, "compactSummaryModel": "summ-model"}));
+    let id = session(&mut c);
+    let first = c.ok("turn/start", json!({"session": id, "text": "tell me a long story"}))["turn"].as_u64().unwrap();
+    let quiet = c.turn_notifications(first);
+    assert!(!quiet.iter().any(|n| n["method"].as_str().unwrap().starts_with("turn/compaction")), "{quiet:#?}");
+    let second = c.ok("turn/start", json!({"session": id, "text": "and then?"}))["turn"].as_u64().unwrap();
+    let notes = c.turn_notifications(second);
+    let at = |m: &str| notes.iter().position(|n| n["method"] == m).unwrap_or_else(|| panic!("no {m}: {notes:#?}"));
+    let (started, finished, first_text) = (at("turn/compactionStarted"), at("turn/compaction"), at("turn/event"));
+    assert!(started < finished && finished < first_text, "announced, done, then the answer: {notes:#?}");
+    let (s, report) = (&notes[started]["params"], &notes[finished]["params"]["report"]);
+    assert_eq!((s["trigger"].as_str(), s["window"].as_u64()), (Some("auto"), Some(4096)), "{s}");
+    assert!(s["tokens"].as_u64().unwrap() > 4096 / 2, "what was in use when it started: {s}");
+    assert_eq!(report["summarised"], true, "{report}");
+    assert_eq!(report["summary_model"], "summ-model", "{report}");
     assert!(c.close().success());
 }

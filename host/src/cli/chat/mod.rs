@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use seshat::client::{Agent, AgentOptions, Observer, SessionChoice, Tools, TurnOutcome};
-use seshat::compaction::Report;
+use seshat::compaction::{Report, Starting};
 use seshat::config::ToolChoice;
 use seshat::plugins::StreamEvent;
 use seshat::providers::{Cancel, SharedProvider};
@@ -116,6 +116,11 @@ impl Observer for Printer {
             _ => {}
         }
         let _ = out.flush();
+    }
+
+    fn compaction_started(&mut self, starting: &Starting) {
+        self.end_line();
+        eprintln!("[compacting: ~{} of {} tokens in use…]", starting.tokens, starting.window);
     }
 
     fn compaction(&mut self, report: &Report) {

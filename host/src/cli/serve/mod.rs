@@ -310,6 +310,34 @@ impl Server<'_> {
                     k.search(filter, p.str("query")?, limit).map_err(|e| RpcError::seshat(e.code(), e.to_string()))?;
                 Ok(Some(serde_json::to_value(found).unwrap_or_default()))
             }
+            "notes/set" | "notes/list" | "notes/search" => {
+                let scope = match p.str_opt("scope")? {
+                    None => None,
+                    Some(s) => Some(seshat::memory::Scope::parse(s).ok_or_else(|| {
+                        RpcError::invalid_params(format!("`scope` is `{s}`: give user, project or cross"))
+                    })?),
+                };
+                let ctx = self.ctx;
+                let store = self.store()?;
+                let mut memory = store.memory(ctx.repository.as_deref());
+                let failed = |e: seshat::memory::Error| RpcError::seshat("memory_failed", e.to_string());
+                let out = match method {
+                    "notes/set" => {
+                        let key = p.str("key")?.trim();
+                        if key.is_empty() {
+                            return Err(RpcError::invalid_params("`key` is empty: name the note (e.g. \"style\")"));
+                        }
+                        let note = memory.set_note(scope.unwrap_or(seshat::memory::Scope::User), key, p.str("value")?);
+                        json!({"note": note.map_err(failed)?})
+                    }
+                    "notes/list" => {
+                        let notes = memory.notes(scope.unwrap_or(seshat::memory::Scope::User));
+                        json!({"notes": notes.map_err(failed)?})
+                    }
+                    _ => json!({"notes": memory.search_notes(p.str("query")?, scope).map_err(failed)?}),
+                };
+                Ok(Some(out))
+            }
             m if m.starts_with("memory/") => {
                 let tool = &m["memory/".len()..];
                 let ctx = self.ctx;

@@ -1,33 +1,31 @@
 //! The sessions `seshat serve` runs turns in: one agent per session, opened on its first turn and
-//! kept; a turn (or a compaction) runs in a thread of its own with the agent moved into it, so a
-//! second `turn/start` on that session meanwhile is `session_busy`. A turn streams notifications
-//! and ends with `turn/completed`; a tool the client registered is run by asking the client
-//! (`tool/call`) and waiting for its answer.
+//! kept by the session's worker thread, which runs its turns and compactions one at a time. While
+//! one runs, the session is claimed, so a second `turn/start` on it meanwhile is `session_busy`.
+//! A turn streams notifications and ends with `turn/completed`; a tool the client registered is
+//! run by asking the client (`tool/call`) and waiting for its answer.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 
 use serde_json::{Value, json};
 use seshat::client::{Agent, Observer, SessionChoice, Tool};
-use seshat::compaction::Report;
+use seshat::compaction::{Report, Starting};
 use seshat::plugins::{StreamEvent, ToolSpec};
 use seshat::providers::Cancel;
 
 use super::rpc::{Outbox, Pending, RpcError};
 use super::{ClientSetup, Context};
 
-/// One session's agent and what runs in it.
-#[derive(Default)]
+/// A turn or a compaction, run by a session's worker with its agent.
+type Job = Box<dyn FnOnce(&mut Agent) + Send>;
+
+/// One session's worker: a thread that owns the session's agent and runs its jobs one after
+/// another (kept between turns, so a turn starts without spawning a thread).
 struct Slot {
-    /// The agent, when no thread holds it.
-    agent: Option<Agent>,
-    /// The thread running a turn or a compaction, which hands the agent back.
-    running: Option<JoinHandle<Option<Agent>>>,
-    /// Set by that thread just before it answers (`turn/completed`, the compaction's result), so
-    /// a request that follows the answer finds the session free.
-    done: Arc<AtomicBool>,
+    jobs: mpsc::Sender<Job>,
+    worker: JoinHandle<()>,
+    /// The running job's cancel switch (a fresh one per job).
     cancel: Cancel,
 }
 
@@ -46,12 +44,26 @@ pub(super) struct Link<'a> {
 pub(super) struct Busy(Arc<Mutex<HashSet<String>>>);
 
 impl Busy {
-    /// Claims `session`; false when another connection holds it.
-    fn claim(&self, session: &str) -> bool {
-        self.0.lock().expect("never poisoned").insert(session.to_string())
+    /// Claims `session`; `None` when a turn or compaction holds it (on any connection). The
+    /// claim ends when it is dropped, even if the job panics.
+    fn claim(&self, session: &str) -> Option<Claim> {
+        let fresh = self.0.lock().expect("never poisoned").insert(session.to_string());
+        fresh.then(|| Claim { busy: self.clone(), session: session.to_string() })
     }
-    fn release(&self, session: &str) {
-        self.0.lock().expect("never poisoned").remove(session);
+    fn contains(&self, session: &str) -> bool {
+        self.0.lock().expect("never poisoned").contains(session)
+    }
+}
+
+/// A session held by one job; released when dropped.
+struct Claim {
+    busy: Busy,
+    session: String,
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        self.busy.0.lock().map(|mut b| b.remove(&self.session)).ok();
     }
 }
 
@@ -69,85 +81,52 @@ impl Turns {
     }
 
     /// Whether `session` has a turn or compaction in flight (on this connection or another).
-    pub(super) fn busy(&mut self, session: &str) -> bool {
-        if self.busy.0.lock().expect("never poisoned").contains(session) && !self.slots.contains_key(session) {
-            return true;
-        }
-        let Some(slot) = self.slots.get_mut(session) else { return false };
-        if slot.running.as_ref().is_some_and(|h| h.is_finished() || slot.done.load(Ordering::Acquire)) {
-            let handle = slot.running.take().expect("checked");
-            slot.agent = handle.join().ok().flatten();
-        }
-        slot.running.is_some()
+    pub(super) fn busy(&self, session: &str) -> bool {
+        self.busy.contains(session)
     }
 
-    /// Drops a session's agent (it was deleted).
+    /// Drops a session's worker and agent (the session was deleted).
     pub(super) fn forget(&mut self, session: &str) {
         self.slots.remove(session);
     }
 
-    /// The agent of `session`, opened on first use with what the client asked for.
-    fn take_agent(&mut self, link: Link<'_>, session: &str) -> Result<Agent, RpcError> {
-        let Link { ctx, setup, outbox, pending } = link;
-        if self.busy(session) || !self.busy.claim(session) {
-            return Err(RpcError::busy(session));
+    /// Claims `session` and hands `job` to its worker, started (with the agent opened from what
+    /// the client asked for) on first use or after it died.
+    fn run(
+        &mut self,
+        link: Link<'_>,
+        session: &str,
+        job: impl FnOnce(&mut Agent, Cancel, Claim) + Send + 'static,
+    ) -> Result<(), RpcError> {
+        let claim = self.busy.claim(session).ok_or_else(|| RpcError::busy(session))?;
+        if self.slots.get(session).is_some_and(|s| s.worker.is_finished()) {
+            self.slots.remove(session);
         }
-        let slot = self.slots.entry(session.to_string()).or_default();
-        if let Some(agent) = slot.agent.take() {
-            return Ok(agent);
+        if !self.slots.contains_key(session) {
+            let mut agent = open_agent(link, session)?;
+            let (jobs, queue) = mpsc::channel::<Job>();
+            let worker = std::thread::spawn(move || {
+                for job in queue {
+                    job(&mut agent);
+                }
+            });
+            self.slots.insert(session.to_string(), Slot { jobs, worker, cancel: Cancel::default() });
         }
-        let flags = crate::cli::chat::AgentFlags {
-            session: SessionChoice::Resume(session.to_string()),
-            provider: setup.provider.clone(),
-            model: setup.model.clone(),
-            window: setup.window,
-            max_output: None,
-            no_auto_compact: setup.auto_compact == Some(false),
-            summary_model: setup.summary_model.clone(),
-            max_iterations: None,
-            no_stream: false,
-        };
-        let tools: Vec<Box<dyn Tool>> = setup
-            .tools
-            .iter()
-            .map(|spec| {
-                Box::new(ClientTool {
-                    spec: spec.clone(),
-                    outbox: outbox.clone(),
-                    pending: pending.clone(),
-                    session: session.to_string(),
-                }) as Box<dyn Tool>
-            })
-            .collect();
-        let opened = crate::cli::chat::open_agent_with(ctx, &flags, tools);
-        if !matches!(opened, Ok(Ok(_))) {
-            self.busy.release(session);
-        }
-        match opened {
-            Ok(Ok(agent)) => Ok(agent),
-            Ok(Err(message)) => Err(RpcError::seshat("provider_not_configured", message)),
-            Err(e) => {
-                let code = e.downcast_ref::<seshat::client::Error>().map_or("open_failed", |e| e.code()).to_string();
-                Err(RpcError::seshat(&code, format!("{e:#}")))
-            }
-        }
+        let slot = self.slots.get_mut(session).expect("made above");
+        slot.cancel = Cancel::default();
+        let cancel = slot.cancel.clone();
+        slot.jobs
+            .send(Box::new(move |agent| job(agent, cancel, claim)))
+            .map_err(|_| RpcError::seshat("internal_error", "the session's worker stopped; try again"))
     }
 
     /// Starts a turn of `session` with the user's `text`; returns the turn's id at once.
     pub(super) fn start(&mut self, link: Link<'_>, session: &str, text: String) -> Result<u64, RpcError> {
         tracing::trace!(session, "turn/start");
-        let mut agent = self.take_agent(link, session)?;
-        let outbox = link.outbox;
         self.next += 1;
         let turn = self.next;
-        let slot = self.slots.get_mut(session).expect("take_agent made the slot");
-        slot.cancel = Cancel::default();
-        let cancel = slot.cancel.clone();
-        let done = Arc::new(AtomicBool::new(false));
-        slot.done = done.clone();
-        let (outbox, session_id) = (outbox.clone(), session.to_string());
-        let busy = self.busy.clone();
-        slot.running = Some(std::thread::spawn(move || {
+        let (outbox, session_id) = (link.outbox.clone(), session.to_string());
+        self.run(link, session, move |agent, cancel, claim| {
             let mut notifier = Notifier { outbox: outbox.clone(), session: session_id.clone(), turn };
             let outcome = agent.turn(&text, &cancel, &mut notifier);
             let params = match outcome {
@@ -155,11 +134,10 @@ impl Turns {
                 Err(e) => json!({"session": session_id, "turn": turn, "outcome": {
                     "session": session_id, "error": e.to_string(), "error_code": e.code(), "interrupted": false}}),
             };
-            busy.release(&session_id);
-            done.store(true, Ordering::Release);
+            // Free before the answer, so a request that follows it finds the session free.
+            drop(claim);
             outbox.notify("turn/completed", params);
-            Some(agent)
-        }));
+        })?;
         Ok(turn)
     }
 
@@ -171,24 +149,15 @@ impl Turns {
         instructions: Option<String>,
         id: Value,
     ) -> Result<(), RpcError> {
-        let mut agent = self.take_agent(link, session)?;
-        let outbox = link.outbox;
-        let slot = self.slots.get_mut(session).expect("take_agent made the slot");
-        let outbox = outbox.clone();
-        let done = Arc::new(AtomicBool::new(false));
-        slot.done = done.clone();
-        let (busy, session_id) = (self.busy.clone(), session.to_string());
-        slot.running = Some(std::thread::spawn(move || {
+        let outbox = link.outbox.clone();
+        self.run(link, session, move |agent, _cancel, claim| {
             let report = agent.compact_with(false, instructions.as_deref());
-            busy.release(&session_id);
-            done.store(true, Ordering::Release);
+            drop(claim);
             match report {
                 Ok(report) => outbox.result(id, json!({"report": report})),
                 Err(e) => outbox.error(id, RpcError::seshat(e.code(), e.to_string())),
             }
-            Some(agent)
-        }));
-        Ok(())
+        })
     }
 
     /// Interrupts `session`'s turn; whether one was running.
@@ -203,18 +172,51 @@ impl Turns {
     /// Interrupts every turn in flight (the client went away).
     pub(super) fn interrupt_all(&mut self) {
         for slot in self.slots.values() {
-            if slot.running.is_some() {
-                slot.cancel.cancel();
-            }
+            slot.cancel.cancel();
         }
     }
 
-    /// Waits for every turn to store what it has.
+    /// Waits for every turn to store what it has, and stops the workers.
     pub(super) fn join_all(&mut self) {
-        for slot in self.slots.values_mut() {
-            if let Some(handle) = slot.running.take() {
-                let _ = handle.join();
-            }
+        for (_, slot) in self.slots.drain() {
+            drop(slot.jobs);
+            let _ = slot.worker.join();
+        }
+    }
+}
+
+/// Opens `session`'s agent with what the client asked for and the client's tools.
+fn open_agent(link: Link<'_>, session: &str) -> Result<Agent, RpcError> {
+    let Link { ctx, setup, outbox, pending } = link;
+    let flags = crate::cli::chat::AgentFlags {
+        session: SessionChoice::Resume(session.to_string()),
+        provider: setup.provider.clone(),
+        model: setup.model.clone(),
+        window: setup.window,
+        max_output: None,
+        no_auto_compact: setup.auto_compact == Some(false),
+        summary_model: setup.summary_model.clone(),
+        max_iterations: None,
+        no_stream: false,
+    };
+    let tools: Vec<Box<dyn Tool>> = setup
+        .tools
+        .iter()
+        .map(|spec| {
+            Box::new(ClientTool {
+                spec: spec.clone(),
+                outbox: outbox.clone(),
+                pending: pending.clone(),
+                session: session.to_string(),
+            }) as Box<dyn Tool>
+        })
+        .collect();
+    match crate::cli::chat::open_agent_with(ctx, &flags, tools) {
+        Ok(Ok(agent)) => Ok(agent),
+        Ok(Err(message)) => Err(RpcError::seshat("provider_not_configured", message)),
+        Err(e) => {
+            let code = e.downcast_ref::<seshat::client::Error>().map_or("open_failed", |e| e.code()).to_string();
+            Err(RpcError::seshat(&code, format!("{e:#}")))
         }
     }
 }
@@ -229,6 +231,13 @@ struct Notifier {
 impl Observer for Notifier {
     fn event(&mut self, event: &StreamEvent) {
         self.outbox.notify("turn/event", json!({"session": self.session, "turn": self.turn, "event": event}));
+    }
+
+    fn compaction_started(&mut self, starting: &Starting) {
+        self.outbox.notify(
+            "turn/compactionStarted",
+            json!({"session": self.session, "turn": self.turn, "trigger": starting.trigger, "tokens": starting.tokens, "window": starting.window}),
+        );
     }
 
     fn compaction(&mut self, report: &Report) {
