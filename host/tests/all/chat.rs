@@ -589,6 +589,10 @@ fn a_small_window_forces_auto_compaction_in_a_tool_using_chat() {
         "the status line says what compaction did: {notice}"
     );
     assert!(notice.contains("[ctx "), "{notice}");
+    // Announced before it ran (the summary model may take a while), with what was in use.
+    let announced = notice.find("[compacting: ~").expect("the compaction is announced");
+    assert!(announced < notice.find("[Compacted session").unwrap(), "{notice}");
+    assert!(notice.contains(" of 30000 tokens in use…]"), "{notice}");
     let session = home.store().list_sessions(&Default::default()).unwrap().remove(0).id;
     assert_eq!(String::from_utf8_lossy(&out.stdout), "Got three.\n");
     let records = home.store().compactions(&session).unwrap();
