@@ -321,19 +321,17 @@ impl Server<'_> {
                 let store = self.store()?;
                 let mut memory = store.memory(ctx.repository.as_deref());
                 let failed = |e: seshat::memory::Error| RpcError::seshat("memory_failed", e.to_string());
+                // Setting and listing default to the user's notes; a search covers every scope.
+                let one = scope.unwrap_or(seshat::memory::Scope::User);
                 let out = match method {
                     "notes/set" => {
                         let key = p.str("key")?.trim();
                         if key.is_empty() {
                             return Err(RpcError::invalid_params("`key` is empty: name the note (e.g. \"style\")"));
                         }
-                        let note = memory.set_note(scope.unwrap_or(seshat::memory::Scope::User), key, p.str("value")?);
-                        json!({"note": note.map_err(failed)?})
+                        json!({"note": memory.set_note(one, key, p.str("value")?).map_err(failed)?})
                     }
-                    "notes/list" => {
-                        let notes = memory.notes(scope.unwrap_or(seshat::memory::Scope::User));
-                        json!({"notes": notes.map_err(failed)?})
-                    }
+                    "notes/list" => json!({"notes": memory.notes(one).map_err(failed)?}),
                     _ => json!({"notes": memory.search_notes(p.str("query")?, scope).map_err(failed)?}),
                 };
                 Ok(Some(out))
