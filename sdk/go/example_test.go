@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 
 	seshat "example.invalid/seshat/sdk/go"
 )
@@ -192,7 +191,7 @@ func offline(cfg seshat.ClientConfig) seshat.ClientConfig {
 		log.Fatal(err)
 	}
 	f := serveFake(func(format string, args ...interface{}) { fmt.Printf(format+"\n", args...) }, scripted)
-	scratch.add(dir, f)
+	scratch = append(scratch, f.srv.Close, func() { _ = os.RemoveAll(dir) })
 	local, err := configIn(dir, f, "")
 	if err != nil {
 		log.Fatal(err)
@@ -232,29 +231,12 @@ func scripted(n int, req map[string]interface{}, w http.ResponseWriter, r *http.
 	}
 }
 
-// scratch holds what offline made, removed when the tests end (TestMain).
-var scratch scratchSpace
+// scratch undoes what offline made (its servers, its homes), when the tests end (TestMain);
+// examples run one at a time.
+var scratch []func()
 
-type scratchSpace struct {
-	mu    sync.Mutex
-	dirs  []string
-	fakes []*fake
-}
-
-func (s *scratchSpace) add(dir string, f *fake) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.dirs = append(s.dirs, dir)
-	s.fakes = append(s.fakes, f)
-}
-
-func (s *scratchSpace) remove() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, f := range s.fakes {
-		f.srv.Close()
-	}
-	for _, d := range s.dirs {
-		_ = os.RemoveAll(d)
+func removeScratch() {
+	for _, undo := range scratch {
+		undo()
 	}
 }

@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 		return
 	}
 	code := m.Run()
-	scratch.remove()
+	removeScratch()
 	os.Exit(code)
 }
 

@@ -21,12 +21,11 @@ import (
 // the reply function, streamed as server-sent events when the request asks to stream. What it
 // finds wrong with a request goes to errorf.
 type fake struct {
-	errorf   func(format string, args ...interface{})
-	srv      *httptest.Server
-	mu       sync.Mutex
-	requests []map[string]interface{}
-	bodies   [][]byte
-	reply    func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request)
+	errorf func(format string, args ...interface{})
+	srv    *httptest.Server
+	mu     sync.Mutex
+	bodies [][]byte // every request's body, as it came
+	reply  func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request)
 }
 
 // newFake starts a fake for a test, closed when it ends.
@@ -53,9 +52,8 @@ func serveFake(errorf func(string, ...interface{}), reply func(n int, req map[st
 			f.errorf("request body is not JSON: %v", err)
 		}
 		f.mu.Lock()
-		f.requests = append(f.requests, req)
 		f.bodies = append(f.bodies, body)
-		n := len(f.requests)
+		n := len(f.bodies)
 		f.mu.Unlock()
 		f.reply(n, req, w, r)
 	}))
@@ -65,10 +63,12 @@ func serveFake(errorf func(string, ...interface{}), reply func(n int, req map[st
 func (f *fake) request(i int) map[string]interface{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if i >= len(f.requests) {
-		panic(fmt.Sprintf("only %d requests reached the provider", len(f.requests)))
+	if i >= len(f.bodies) {
+		panic(fmt.Sprintf("only %d requests reached the provider", len(f.bodies)))
 	}
-	return f.requests[i]
+	var req map[string]interface{}
+	_ = json.Unmarshal(f.bodies[i], &req) // the handler reported a body that is not JSON
+	return req
 }
 
 // lastBody is the body of the latest request, as it came.
@@ -81,7 +81,7 @@ func (f *fake) lastBody() []byte {
 func (f *fake) count() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return len(f.requests)
+	return len(f.bodies)
 }
 
 // text answers with the text, streamed in pieces or whole as the request asks.

@@ -182,7 +182,7 @@ type Event struct {
 	Report *Report
 	// Tokens estimated in use and the model's Window, as a compaction starts
 	// (CompactionStarted).
-	Tokens, Window int64
+	Tokens, Window uint64
 }
 
 // Stream is a turn in flight: its events, then its outcome.
@@ -256,8 +256,8 @@ func (c *Client) notification(msg rpcMessage) {
 		IsError   bool            `json:"isError"`
 		Message   string          `json:"message"`
 		Outcome   json.RawMessage `json:"outcome"`
-		Tokens    int64           `json:"tokens"`
-		Window    int64           `json:"window"`
+		Tokens    uint64          `json:"tokens"`
+		Window    uint64          `json:"window"`
 	}
 	if json.Unmarshal(msg.Params, &p) != nil {
 		return
