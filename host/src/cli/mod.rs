@@ -9,6 +9,7 @@ mod memory;
 mod plugins;
 mod serve;
 mod sessions;
+mod stop;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -100,15 +101,23 @@ pub use format::visible;
 
 /// Runs the parsed command.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    use nix::sys::signal::Signal::{SIGHUP, SIGINT, SIGTERM};
+    // Before any thread starts: the long-running commands receive their stop signals on a thread
+    // of their own and store what is in flight before they exit (chat reads Ctrl-C itself).
+    let signals = match &cli.command {
+        Command::Serve(_) | Command::Mcp(_) => Some(stop::block(&[SIGTERM, SIGINT, SIGHUP])?),
+        Command::Chat(_) => Some(stop::block(&[SIGTERM, SIGHUP])?),
+        _ => None,
+    };
     let ctx = Context::from_cli(&cli)?;
     match cli.command {
-        Command::Chat(args) => chat::run(&ctx, &args),
+        Command::Chat(args) => chat::run(&ctx, &args, signals),
         Command::Sessions(cmd) => sessions::run(&ctx, cmd),
         Command::Plugins(cmd) => plugins::run(&ctx, cmd),
         Command::Memory(args) => memory::run(&ctx, &args),
         Command::Compact(args) => compact::run(&ctx, &args),
-        Command::Mcp(args) => mcp::run(&ctx, &args),
-        Command::Serve(args) => serve::run(&ctx, &args),
+        Command::Mcp(args) => mcp::run(&ctx, &args, signals),
+        Command::Serve(args) => serve::run(&ctx, &args, signals),
         Command::Knowledge(cmd) => knowledge::run(&ctx, cmd),
     }
 }

@@ -616,8 +616,9 @@ impl Agent {
                 Err(e) => return Err(Error::Provider(e)),
             };
             recovered = false;
-            self.learn_from_usage(&answer, prepared.tokens)?;
+            // What arrived is stored before anything else can fail.
             let stop = self.store_answer(&answer, &mut out)?;
+            self.learn_from_usage(&answer, prepared.tokens)?;
             if !stop {
                 self.run_tools(&answer, cancel, observer)?;
                 if cancel.is_cancelled() {
@@ -731,6 +732,18 @@ impl Agent {
         let stated = !matches!(self.window_source, WindowSource::Assumed | WindowSource::Discovered);
         let learnt = (prompt + u.output_tokens).div_ceil(1_024) * 1_024;
         if stated || learnt >= self.window {
+            return Ok(());
+        }
+        if learnt < window::MIN_WINDOW {
+            // Too few tokens to be a window anybody serves: a tokenizer far denser than the
+            // estimate, or a server counting only the uncached part of the prompt. The request
+            // was accepted whole as far as anyone can tell; the window stays as it is.
+            self.notices.push(format!(
+                "the server counted {prompt} prompt tokens for a request Seshat estimates at ~{sent_estimate}; \
+                 the window stays at {} tokens (set `context_window` for `{}` in config.toml if the server cuts \
+                 long prompts)",
+                self.window, self.model
+            ));
             return Ok(());
         }
         self.learn_window(

@@ -121,8 +121,8 @@ impl Memory<'_> {
             }
             let path = backup_dir.join(format!("memory-{}-{}.jsonl", scope.as_str(), now_ms()));
             let io = |cause| Error::Io { path: path.clone(), cause };
-            std::fs::create_dir_all(backup_dir).map_err(|cause| Error::Io { path: backup_dir.to_path_buf(), cause })?;
-            let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&path).map_err(io)?;
+            private_dir(backup_dir).map_err(|cause| Error::Io { path: backup_dir.to_path_buf(), cause })?;
+            let mut file = private_file(&path).map_err(io)?;
             for line in &lines {
                 writeln!(file, "{line}").map_err(io)?;
             }
@@ -134,4 +134,26 @@ impl Memory<'_> {
             Ok((path, lines.len()))
         })
     }
+}
+
+/// Creates `dir` (and its parents) readable by the user only, and makes it so if it exists: a
+/// backup holds what the database holds.
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+    }
+    #[cfg(not(unix))]
+    std::fs::create_dir_all(dir)
+}
+
+/// Creates a new file at `path` that only the user may read or write (0600, whatever the umask).
+fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)
 }

@@ -257,17 +257,17 @@ fn permissions(path: &std::path::Path) -> String {
     }
 }
 
-/// Whether the current user may write `path` (as the OS decides, root included).
-fn writable(path: &std::path::Path, dir: bool) -> bool {
-    if dir {
-        // Creating a file is the test SQLite needs of a directory.
-        let probe = path.join(format!(".seshat-write-test-{}", std::process::id()));
-        let ok = std::fs::OpenOptions::new().write(true).create_new(true).open(&probe).is_ok();
-        let _ = std::fs::remove_file(&probe);
-        ok
-    } else {
-        std::fs::OpenOptions::new().append(true).open(path).is_ok()
-    }
+/// Whether the current user may write `path` (as the OS decides, root included), asked without
+/// opening it: closing a descriptor on the database file would drop every lock this process holds
+/// on it (see `open.rs`).
+#[cfg(unix)]
+fn writable(path: &std::path::Path) -> bool {
+    rustix::fs::access(path, rustix::fs::Access::WRITE_OK).is_ok()
+}
+
+#[cfg(not(unix))]
+fn writable(path: &std::path::Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| !m.permissions().readonly())
 }
 
 impl Error {
@@ -282,11 +282,11 @@ impl Error {
             Failure::Malformed => "the file is damaged: restore it from a backup, or move it aside (Seshat then \
                 starts a new database) and bring sessions back with `seshat sessions import` from their exports"
                 .to_string(),
-            Failure::ReadOnly if !writable(path, false) => format!(
+            Failure::ReadOnly if !writable(path) => format!(
                 "the database file is read-only ({}): make it writable (chmod u+w) to change anything; reading works",
                 permissions(path)
             ),
-            Failure::ReadOnly if !writable(dir, true) => format!(
+            Failure::ReadOnly if !writable(dir) => format!(
                 "its directory {} is read-only ({}), and SQLite writes its -wal and -shm files beside the database: \
                  make the directory writable to change anything; reading works",
                 dir.display(),

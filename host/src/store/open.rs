@@ -7,6 +7,7 @@
 //! writer would need those files too. Only a write then fails, saying which file or directory
 //! is read-only.
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::io::Read;
 use std::path::Path;
@@ -24,12 +25,26 @@ pub(super) fn open(path: &Path) -> Result<Connection> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         create_private_dir(dir).map_err(io("cannot create directory for"))?;
     }
-    check_header(path)?;
-    create_private_file(path).map_err(io("cannot create"))?;
-
-    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let mut conn = Connection::open_with_flags(path, flags)?;
+    let mut conn = {
+        // Held until the connection is open and its file registered, so that no other thread can
+        // open a connection between the header check's close and the registration.
+        let mut checked = CHECKED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let seen = file_key(path).is_some_and(|key| checked.contains(&key));
+        if !seen {
+            check_header(path)?;
+        }
+        create_private_file(path).map_err(io("cannot create"))?;
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags)?;
+        if let Some(key) = file_key(path) {
+            checked.insert(key);
+        }
+        conn
+    };
     conn.busy_timeout(BUSY_TIMEOUT)?;
+    // Checked again through SQLite itself, which never closes a descriptor the process holds locks
+    // through: a file already seen may have been replaced by another one at the same inode.
+    check_application_id(&conn, path)?;
     let found = match migrations::version(&conn) {
         Ok(found) => found,
         Err(e) if cannot_create_wal_files(&e, path) => {
@@ -110,8 +125,50 @@ fn use_wal(conn: &Connection) -> Result<()> {
     }
 }
 
+/// The files this process has opened a connection to, by device and inode: their header is never
+/// read with a descriptor of our own again. On POSIX, closing *any* descriptor on a file drops
+/// every lock the process holds on it, SQLite's included; another process would then believe it
+/// is the last one using the database and delete its `-wal` and `-shm` files under the live
+/// connections ("How To Corrupt An SQLite Database File", §2.2).
+static CHECKED: std::sync::Mutex<BTreeSet<(u64, u64)>> = std::sync::Mutex::new(BTreeSet::new());
+
+/// The device and inode of `path` (following links, as SQLite does), read without opening it.
+#[cfg(unix)]
+fn file_key(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+#[cfg(not(unix))]
+fn file_key(_: &Path) -> Option<(u64, u64)> {
+    None
+}
+
+/// Refuses a database whose application id, read by SQLite, is not Seshat's (an empty file, which
+/// migration will make Seshat's, passes).
+fn check_application_id(conn: &Connection, path: &Path) -> Result<()> {
+    let pages: i64 = match conn.query_row("PRAGMA page_count", [], |r| r.get(0)) {
+        Ok(n) => n,
+        // A file SQLite cannot read yet (a WAL database in a read-only directory) is checked by
+        // what opening it immutably reads next.
+        Err(_) => return Ok(()),
+    };
+    if pages == 0 {
+        return Ok(());
+    }
+    let app_id: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+    if app_id != APPLICATION_ID {
+        return Err(Error::ForeignDatabase {
+            path: path.to_path_buf(),
+            reason: format!("its application id is {app_id:#x}, not Seshat's {APPLICATION_ID:#x}"),
+        });
+    }
+    Ok(())
+}
+
 /// Refuses a non-empty file that is not a Seshat database, reading only its header bytes so that
-/// SQLite never gets the chance to roll back, checkpoint or otherwise write to it.
+/// SQLite never gets the chance to roll back, checkpoint or otherwise write to it. Only ever called
+/// for a file this process holds no connection to (see [`CHECKED`]).
 fn check_header(path: &Path) -> Result<()> {
     let foreign = |reason: &str| Error::ForeignDatabase { path: path.to_path_buf(), reason: reason.into() };
     let mut file = match fs::File::open(path) {

@@ -22,12 +22,12 @@ pub fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
-fn signal(child: &Child, sig: &str) {
+pub fn signal(child: &Child, sig: &str) {
     let ok = Command::new("kill").args([sig, &child.id().to_string()]).status().unwrap().success();
     assert!(ok, "kill {sig} failed");
 }
 
-fn spawn_chat(home: &Home, args: &[&str]) -> Child {
+pub fn spawn_chat(home: &Home, args: &[&str]) -> Child {
     home.cmd()
         .env("ANTHROPIC_API_KEY", KEY)
         .env("SESHAT_CACHE_DIR", crate::plugins::shared_cache().parent().unwrap().join("chat-cache"))
@@ -42,7 +42,7 @@ fn spawn_chat(home: &Home, args: &[&str]) -> Child {
 /// A stream that sends text and half a tool call, then goes silent. It is one chunk, so once the
 /// text shows on stdout the half tool call has been decoded too (the signal is only noticed
 /// between reads).
-fn stalled_tool_call() -> Reply {
+pub fn stalled_tool_call() -> Reply {
     let mut pieces = vec![anthropic::start(10)];
     pieces.extend(anthropic::text_block(0, &["Looking it up"]));
     pieces.extend(anthropic::tool_block(1, "toolu_9", "memory_search_nodes", r#"{"query":"Ada"}"#).into_iter().take(2));

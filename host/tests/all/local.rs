@@ -953,3 +953,35 @@ fn with_auto_compaction_off_a_history_that_does_not_fit_fails_locally_and_keeps_
     assert_eq!((last.role, crate::support::text_of(&last)), (seshat::conversation::Role::User, "and now?"));
     assert!(store.trims(&id).unwrap().is_empty() && store.compactions(&id).unwrap().is_empty());
 }
+
+#[test]
+fn a_server_reporting_far_fewer_prompt_tokens_than_estimated_keeps_the_answer_and_the_window() {
+    // A server whose tokenizer is far denser than four characters a token (or that reports only
+    // the uncached part of the prompt): 150 prompt tokens for a ~2,000-token request.
+    let server = Server::route(|req| {
+        if req.path.ends_with("/chat/completions") {
+            Reply::Stream { pieces: openai::text_answer(&["Kept ", "whole."], true) }
+        } else {
+            Reply::json(404, r#"{"error": {"message": "not found"}}"#)
+        }
+    });
+    let home = home_at("openai", &format!("{}/v1", server.url()), "");
+    let out = run(&home, &["--model", MODEL, "--json", "-p", &note(0, 2_000)]);
+    let v = ok_json(&out);
+    assert_eq!(v["text"], "Kept whole.", "{v}");
+    assert_eq!(
+        (v["context"]["window"].as_u64(), v["context"]["source"].as_str()),
+        (Some(8_192), Some("assumed")),
+        "{v}"
+    );
+    assert!(stderr(&out).contains("the window stays at 8192 tokens"), "{}", stderr(&out));
+    let session = v["session"].as_str().unwrap();
+    let history = home.store().full_history(session).unwrap();
+    assert_eq!(history.len(), 2, "the question and the answer are stored");
+    assert_eq!(crate::support::text_of(&history[1]), "Kept whole.");
+    let recorded = home.store().model_window(&format!("{}/v1", server.url()), MODEL).unwrap();
+    assert_eq!(recorded.and_then(|w| w.context_window), None, "no window learnt");
+    // The next turn goes out as usual.
+    let v = ok_json(&run(&home, &["--continue", "--model", MODEL, "--json", "-p", "and?"]));
+    assert_eq!(v["context"]["window"].as_u64(), Some(8_192), "{v}");
+}

@@ -68,6 +68,22 @@ impl McpClient {
         (result["structuredContent"].clone(), result["isError"] == true)
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits for the server to exit with its input still open (stopped by a signal).
+    pub fn wait_exit(mut self) -> std::process::ExitStatus {
+        self.child.wait().unwrap()
+    }
+
+    /// SIGKILLs the server and reaps it.
+    pub fn kill(mut self) {
+        self.child.kill().expect("SIGKILL seshat mcp");
+        self.child.wait().unwrap();
+    }
+
     pub fn close(mut self) {
         drop(self.stdin);
         let status = self.child.wait().unwrap();

@@ -121,6 +121,26 @@ impl ServeClient {
         }
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits for the server to exit with its input still open (stopped by a signal); checks every
+    /// line against the schema.
+    pub fn wait_exit(mut self) -> std::process::ExitStatus {
+        let status = self.child.wait().unwrap();
+        check_schema(&self.traffic.lock().unwrap());
+        status
+    }
+
+    /// SIGKILLs the server and reaps it; checks every line against the schema.
+    pub fn kill(mut self) {
+        self.child.kill().expect("SIGKILL seshat serve");
+        self.child.wait().unwrap();
+        check_schema(&self.traffic.lock().unwrap());
+    }
+
     /// Closes stdin and waits for the server to exit; checks every line against the schema.
     pub fn close(mut self) -> std::process::ExitStatus {
         drop(self.stdin.take());
@@ -466,5 +486,102 @@ fn an_automatic_compaction_is_announced_before_it_runs_and_reported_after() {
     assert!(s["tokens"].as_u64().unwrap() > 4096 / 2, "what was in use when it started: {s}");
     assert_eq!(report["summarised"], true, "{report}");
     assert_eq!(report["summary_model"], "summ-model", "{report}");
+    assert!(c.close().success());
+}
+
+/// The user's text of a request's first user message (`session A`, …) and how many tool results
+/// it carries.
+fn which_session(req: &crate::server::Recorded) -> (String, usize) {
+    let body = req.json();
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let user = messages.iter().find(|m| m["role"] == "user").map(|m| m["content"].as_str().unwrap_or("").to_string());
+    (user.unwrap_or_default(), messages.iter().filter(|m| m["role"] == "tool").count())
+}
+
+#[test]
+fn concurrent_tool_calls_of_several_sessions_each_get_their_own_answer_whatever_the_order() {
+    // Every session's model asks `lookup` once; session A's asks a second time. Then it repeats
+    // the last tool answer it was given.
+    let server = Server::route(|req| {
+        let body = req.json();
+        let (user, results) = which_session(req);
+        let last_result = body["messages"]
+            .as_array()
+            .and_then(|m| m.iter().rev().find(|m| m["role"] == "tool"))
+            .map(|m| m["content"].as_str().unwrap_or("").to_string());
+        let calls_wanted = if user == "session A" { 2 } else { 1 };
+        if results < calls_wanted {
+            let id = format!("call_{}_{results}", user.replace(' ', "_"));
+            Reply::Stream { pieces: openai::tool_answer(&id, "lookup", r#"{"key":"k"}"#) }
+        } else {
+            let text = format!("{user} got {}", last_result.unwrap_or_default());
+            Reply::Stream { pieces: openai::text_answer(&[text.as_str()], true) }
+        }
+    });
+    let home = home_for("openai", &server, "");
+    let mut c = ServeClient::start(&home);
+    c.initialize(json!({"model": "gpt-4o", "tools": [{"name": "lookup", "description": "Looks a key up",
+        "inputSchema": {"type": "object", "properties": {"key": {"type": "string"}}}}]}));
+    let mut turns = std::collections::BTreeMap::new();
+    for name in ["A", "B", "C"] {
+        let id = session(&mut c);
+        let turn =
+            c.ok("turn/start", json!({"session": id, "text": format!("session {name}")}))["turn"].as_u64().unwrap();
+        turns.insert(name, (id, turn));
+    }
+    fn session_of(call: &Value, turns: &std::collections::BTreeMap<&'static str, (String, u64)>) -> &'static str {
+        let s = call["params"]["session"].as_str().unwrap().to_string();
+        turns.iter().find(|(_, (id, _))| *id == s).expect("a call names its session").0
+    }
+    let mut calls = std::collections::BTreeMap::new();
+    for _ in 0..3 {
+        let call = c.wait("a tool call", |v| v["method"] == "tool/call");
+        calls.insert(session_of(&call, &turns), call);
+    }
+    let answer = |c: &mut ServeClient, call: &Value, text: &str| {
+        c.send(json!({"jsonrpc": "2.0", "id": call["id"], "result": {"content": text, "isError": false}}));
+    };
+    // B, then A; C stays pending while A's second call is made.
+    answer(&mut c, &calls["B"], "answer for B");
+    answer(&mut c, &calls["A"], "first answer for A");
+    let second = c.wait("A's second tool call", |v| v["method"] == "tool/call");
+    assert_eq!(session_of(&second, &turns), "A");
+    assert_ne!(second["id"], calls["C"]["id"], "an id still waiting for its answer is never given again");
+    answer(&mut c, &calls["C"], "answer for C");
+    answer(&mut c, &second, "second answer for A");
+    let (mut finals, mut stored) = (Vec::new(), Vec::new());
+    for (name, (id, turn)) in &turns {
+        let done = c.turn_notifications(*turn).pop().unwrap();
+        finals.push((name.to_string(), done["params"]["outcome"]["text"].as_str().unwrap_or("").to_string()));
+        let results: Vec<String> = home
+            .store()
+            .full_history(id)
+            .unwrap()
+            .iter()
+            .flat_map(|m| m.parts.iter())
+            .filter_map(|p| match p {
+                seshat::conversation::Part::ToolResult { content, .. } => Some(content.clone()),
+                _ => None,
+            })
+            .collect();
+        stored.push((name.to_string(), results));
+    }
+    assert_eq!(
+        stored,
+        [
+            ("A".to_string(), vec!["first answer for A".to_string(), "second answer for A".to_string()]),
+            ("B".to_string(), vec!["answer for B".to_string()]),
+            ("C".to_string(), vec!["answer for C".to_string()]),
+        ],
+        "each session stores the answers given to its own calls"
+    );
+    assert_eq!(
+        finals,
+        [
+            ("A".to_string(), "session A got second answer for A".to_string()),
+            ("B".to_string(), "session B got answer for B".to_string()),
+            ("C".to_string(), "session C got answer for C".to_string()),
+        ]
+    );
     assert!(c.close().success());
 }

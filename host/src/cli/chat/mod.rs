@@ -302,7 +302,7 @@ pub(crate) fn install_interrupt(cancel: &Cancel) -> anyhow::Result<()> {
     .context("cannot install the Ctrl-C handler")
 }
 
-pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
+pub fn run(ctx: &Context, args: &Args, signals: Option<crate::cli::stop::Signals>) -> anyhow::Result<ExitCode> {
     let stdin = std::io::stdin();
     // Piped stdin is the prompt, or follows the `-p` text (`git diff | seshat chat -p "review"`).
     let piped = if stdin.is_terminal() {
@@ -343,15 +343,54 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     };
     let cancel = Cancel::default();
     install_interrupt(&cancel)?;
+    let work = crate::cli::stop::Work::default();
+    if let Some(signals) = signals {
+        // SIGTERM or SIGHUP: a turn in flight stops and stores what arrived, then chat exits; between
+        // turns it exits at once, giving the terminal back the mode it had.
+        let (work, cancel) = (work.clone(), cancel.clone());
+        let terminal = terminal_mode();
+        signals.on_stop(move |signal| {
+            work.stop(
+                signal,
+                || {
+                    restore_terminal(terminal.as_ref());
+                    std::process::exit(i32::from(crate::cli::stop::exit_status(signal)));
+                },
+                || cancel.cancel(),
+            );
+        });
+    }
     match prompt {
-        Some(p) => one_shot(&mut agent, &p, args.json, &cancel),
-        None => repl::run(ctx, &mut agent, &cancel, &poke),
+        Some(p) => one_shot(&mut agent, &p, args.json, &cancel, &work),
+        None => repl::run(ctx, &mut agent, &cancel, &poke, &work),
     }
 }
 
-fn one_shot(agent: &mut Agent, prompt: &str, json: bool, cancel: &Cancel) -> anyhow::Result<ExitCode> {
+/// The terminal's mode before the REPL changes it (None when stdin is not a terminal).
+fn terminal_mode() -> Option<rustix::termios::Termios> {
+    rustix::termios::tcgetattr(std::io::stdin()).ok()
+}
+
+/// Gives the terminal back `mode` (the line editor may have left it raw).
+fn restore_terminal(mode: Option<&rustix::termios::Termios>) {
+    if let Some(mode) = mode {
+        let _ = rustix::termios::tcsetattr(std::io::stdin(), rustix::termios::OptionalActions::Now, mode);
+    }
+}
+
+fn one_shot(
+    agent: &mut Agent,
+    prompt: &str,
+    json: bool,
+    cancel: &Cancel,
+    work: &crate::cli::stop::Work,
+) -> anyhow::Result<ExitCode> {
     let mut printer = Printer::new(!json, agent.session());
+    if work.begin().is_none() {
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
     let outcome = agent.turn(prompt, cancel, &mut printer);
+    let stopped = work.end();
     printer.end_line();
     let outcome = match outcome {
         Ok(o) => o,
@@ -378,6 +417,9 @@ fn one_shot(agent: &mut Agent, prompt: &str, json: bool, cancel: &Cancel) -> any
         format::json(&mut format::stdout(), &outcome)?;
     } else {
         report(&outcome);
+    }
+    if let Some(signal) = stopped {
+        return Ok(ExitCode::from(crate::cli::stop::exit_status(signal)));
     }
     Ok(exit_code(&outcome))
 }

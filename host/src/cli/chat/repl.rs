@@ -20,7 +20,14 @@ const HELP: &str = "\
 /help      this list
 /exit      leave (Ctrl-D too); Ctrl-C stops an answer";
 
-pub fn run(ctx: &Context, agent: &mut Agent, cancel: &Cancel, poke: &dyn Fn()) -> anyhow::Result<ExitCode> {
+pub fn run(
+    ctx: &Context,
+    agent: &mut Agent,
+    cancel: &Cancel,
+    poke: &dyn Fn(),
+    work: &crate::cli::stop::Work,
+) -> anyhow::Result<ExitCode> {
+    let mut code = ExitCode::SUCCESS;
     let mut editor = rustyline::DefaultEditor::new()?;
     let history = ctx.dirs.data.join("chat-history.txt");
     let _ = editor.load_history(&history);
@@ -52,19 +59,27 @@ pub fn run(ctx: &Context, agent: &mut Agent, cancel: &Cancel, poke: &dyn Fn()) -
         }
         cancel.reset();
         let mut printer = Printer::new(true, agent.session());
+        if work.begin().is_none() {
+            break;
+        }
         let outcome = agent.turn(input, cancel, &mut printer);
+        let stopped = work.end();
         printer.end_line();
         poke();
         match outcome {
             Ok(o) => report(&o),
             Err(e) => eprintln!("error [{}]: {}", e.code(), format::visible(&e.to_string())),
         }
+        if let Some(signal) = stopped {
+            code = ExitCode::from(crate::cli::stop::exit_status(signal));
+            break;
+        }
     }
     if let Some(dir) = history.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
     let _ = editor.save_history(&history);
-    Ok(ExitCode::SUCCESS)
+    Ok(code)
 }
 
 /// Runs a slash command; `Ok(false)` ends the session.

@@ -37,6 +37,8 @@ struct MemoryServer {
     /// Embeds what the tools write, when memory is embedded (never delaying an answer).
     background: Option<seshat::retrieval::queue::Background>,
     tools: Vec<Tool>,
+    /// Whether a call is in flight, for a stop signal to wait for it.
+    work: super::stop::Work,
 }
 
 impl ServerHandler for MemoryServer {
@@ -65,6 +67,21 @@ impl ServerHandler for MemoryServer {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        if self.work.begin().is_none() {
+            return Err(McpError::internal_error("seshat mcp is stopping", None));
+        }
+        let answer = self.call(request);
+        if self.work.end().is_some() {
+            // Stopped by a signal while the call ran: its transaction is over, nothing else is.
+            std::process::exit(0);
+        }
+        answer
+    }
+}
+
+impl MemoryServer {
+    /// Runs one tool call (its writes are one transaction).
+    fn call(&self, request: CallToolRequestParams) -> Result<CallToolResponse, McpError> {
         if !self.tools.iter().any(|t| t.name == request.name) {
             return Err(McpError::invalid_params(format!("unknown tool `{}`", request.name), None));
         }
@@ -146,7 +163,7 @@ fn mcp_tools() -> anyhow::Result<Vec<Tool>> {
         .collect()
 }
 
-pub fn run(ctx: &Context, _args: &Args) -> anyhow::Result<ExitCode> {
+pub fn run(ctx: &Context, _args: &Args, signals: Option<super::stop::Signals>) -> anyhow::Result<ExitCode> {
     let config = ctx.config()?;
     // An embedder that cannot be loaded leaves knowledge search lexical; the memory tools serve on.
     let embedder = seshat::retrieval::load_embedder(&config, &ctx.catalog(), &ctx.runtime()).unwrap_or_else(|e| {
@@ -161,7 +178,13 @@ pub fn run(ctx: &Context, _args: &Args) -> anyhow::Result<ExitCode> {
         recall: Mutex::new(seshat::retrieval::Recall::from_config(&config, &ctx.catalog(), &ctx.runtime(), &ctx.db)),
         background: seshat::retrieval::queue::Background::start(&config, &ctx.catalog(), &ctx.runtime(), &ctx.db),
         tools: mcp_tools()?,
+        work: super::stop::Work::default(),
     };
+    if let Some(signals) = signals {
+        // A call in flight finishes (its one transaction) before the process exits.
+        let work = server.work.clone();
+        signals.on_stop(move |signal| work.stop(signal, || std::process::exit(0), || {}));
+    }
     let runtime = tokio::runtime::Builder::new_current_thread().enable_time().enable_io().build()?;
     runtime.block_on(serve(server))?;
     Ok(ExitCode::SUCCESS)

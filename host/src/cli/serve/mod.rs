@@ -52,8 +52,28 @@ pub(crate) struct ClientSetup {
     pub(crate) window: Option<u64>,
 }
 
-pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
+/// How long a stop signal waits for the turns in flight to store what they have.
+const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+pub fn run(ctx: &Context, args: &Args, signals: Option<super::stop::Signals>) -> anyhow::Result<ExitCode> {
     let busy = turns::Busy::default();
+    if let Some(signals) = signals {
+        // As at the end of the input: every turn in flight is interrupted and stores what arrived.
+        let busy = busy.clone();
+        let socket = args.listen.as_deref().and_then(|a| a.strip_prefix("unix:")).map(std::path::PathBuf::from);
+        signals.on_stop(move |signal| {
+            turns::stopping();
+            let left = busy.interrupt_all_and_wait(STOP_WAIT);
+            if left > 0 {
+                eprintln!("seshat serve: {left} turn(s) still running after {} s; exiting", STOP_WAIT.as_secs());
+            }
+            if let Some(path) = socket {
+                let _ = std::fs::remove_file(path);
+            }
+            tracing::debug!(?signal, "stopped");
+            std::process::exit(0);
+        });
+    }
     match &args.listen {
         None => {
             let stdin = std::io::stdin();
@@ -274,8 +294,8 @@ impl Server<'_> {
                 Ok(Some(json!({"session": session, "turn": turn})))
             }
             "turn/interrupt" => {
-                let session = p.str("session")?;
-                Ok(Some(json!({"interrupted": self.turns.interrupt(session)})))
+                let session = self.store()?.resolve(p.str("session")?).map_err(RpcError::from_store)?;
+                Ok(Some(json!({"interrupted": self.turns.interrupt(&session)})))
             }
             "session/compact" => {
                 let session = self.store()?.resolve(p.str("session")?).map_err(RpcError::from_store)?;

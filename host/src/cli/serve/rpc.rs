@@ -116,7 +116,7 @@ impl Outbox {
         let (tx, rx) = mpsc::channel();
         let id = {
             let mut p = pending.lock().expect("the pending map is never poisoned");
-            let id = format!("s{}", p.len() as u64 + next_id());
+            let id = format!("s{}", next_id());
             p.insert(id.clone(), tx);
             id
         };
@@ -127,6 +127,9 @@ impl Outbox {
     }
 }
 
+/// The next id of a request the server sends: unique for the life of the process, so an answer
+/// can only reach the request it answers (an id derived from how many are pending would be given
+/// again while an older request with it still waits).
 fn next_id() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(1);

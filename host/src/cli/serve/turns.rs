@@ -4,8 +4,9 @@
 //! A turn streams notifications and ends with `turn/completed`; a tool the client registered is
 //! run by asking the client (`tool/call`) and waiting for its answer.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, mpsc};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, mpsc};
 use std::thread::JoinHandle;
 
 use serde_json::{Value, json};
@@ -17,6 +18,15 @@ use seshat::providers::Cancel;
 use super::rpc::{Outbox, Pending, RpcError};
 use super::{ClientSetup, Context};
 
+/// Set when a stop signal arrived: a tool call waiting for its client gives up.
+static STOPPING: AtomicBool = AtomicBool::new(false);
+
+/// The server is stopping (a signal): tool calls waiting for their client give up, so every turn
+/// can store what it has.
+pub(super) fn stopping() {
+    STOPPING.store(true, Ordering::SeqCst);
+}
+
 /// A turn or a compaction, run by a session's worker with its agent.
 type Job = Box<dyn FnOnce(&mut Agent) + Send>;
 
@@ -25,7 +35,7 @@ type Job = Box<dyn FnOnce(&mut Agent) + Send>;
 struct Slot {
     jobs: mpsc::Sender<Job>,
     worker: JoinHandle<()>,
-    /// The running job's cancel switch (a fresh one per job).
+    /// The cancel switch of the last job this connection gave it.
     cancel: Cancel,
 }
 
@@ -39,19 +49,45 @@ pub(super) struct Link<'a> {
     pub(super) pending: &'a Pending,
 }
 
-/// The sessions with a turn or compaction in flight, across every connection of the server.
+/// The sessions with a turn or compaction in flight, across every connection of the server, each
+/// with the cancel switch of its job: any connection may interrupt it, and a signal interrupts
+/// them all.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Busy(Arc<Mutex<HashSet<String>>>);
+pub(super) struct Busy(Arc<(Mutex<HashMap<String, Cancel>>, Condvar)>);
 
 impl Busy {
-    /// Claims `session`; `None` when a turn or compaction holds it (on any connection). The
-    /// claim ends when it is dropped, even if the job panics.
+    /// Claims `session` with a fresh cancel switch; `None` when a turn or compaction holds it (on
+    /// any connection). The claim ends when it is dropped, even if the job panics.
     fn claim(&self, session: &str) -> Option<Claim> {
-        let fresh = self.0.lock().expect("never poisoned").insert(session.to_string());
-        fresh.then(|| Claim { busy: self.clone(), session: session.to_string() })
+        let mut held = self.0.0.lock().expect("never poisoned");
+        if held.contains_key(session) {
+            return None;
+        }
+        let cancel = Cancel::default();
+        held.insert(session.to_string(), cancel.clone());
+        Some(Claim { busy: self.clone(), session: session.to_string(), cancel })
     }
+
     fn contains(&self, session: &str) -> bool {
-        self.0.lock().expect("never poisoned").contains(session)
+        self.0.0.lock().expect("never poisoned").contains_key(session)
+    }
+
+    /// Interrupts `session`'s job, whichever connection started it; whether one was running.
+    pub(super) fn interrupt(&self, session: &str) -> bool {
+        let held = self.0.0.lock().expect("never poisoned");
+        held.get(session).inspect(|c| c.cancel()).is_some()
+    }
+
+    /// Interrupts every job in flight and waits (up to `wait`) until each has stored what it had
+    /// and released its session; returns how many had not finished by then.
+    pub(super) fn interrupt_all_and_wait(&self, wait: std::time::Duration) -> usize {
+        let (lock, released) = &*self.0;
+        let held = lock.lock().expect("never poisoned");
+        for cancel in held.values() {
+            cancel.cancel();
+        }
+        let (held, _) = released.wait_timeout_while(held, wait, |h| !h.is_empty()).expect("never poisoned");
+        held.len()
     }
 }
 
@@ -59,11 +95,14 @@ impl Busy {
 struct Claim {
     busy: Busy,
     session: String,
+    cancel: Cancel,
 }
 
 impl Drop for Claim {
     fn drop(&mut self) {
-        self.busy.0.lock().map(|mut b| b.remove(&self.session)).ok();
+        let (lock, released) = &*self.busy.0;
+        lock.lock().map(|mut b| b.remove(&self.session)).ok();
+        released.notify_all();
     }
 }
 
@@ -113,8 +152,8 @@ impl Turns {
             self.slots.insert(session.to_string(), Slot { jobs, worker, cancel: Cancel::default() });
         }
         let slot = self.slots.get_mut(session).expect("made above");
-        slot.cancel = Cancel::default();
-        let cancel = slot.cancel.clone();
+        let cancel = claim.cancel.clone();
+        slot.cancel = cancel.clone();
         slot.jobs
             .send(Box::new(move |agent| job(agent, cancel, claim)))
             .map_err(|_| RpcError::seshat("internal_error", "the session's worker stopped; try again"))
@@ -160,16 +199,12 @@ impl Turns {
         })
     }
 
-    /// Interrupts `session`'s turn; whether one was running.
-    pub(super) fn interrupt(&mut self, session: &str) -> bool {
-        let busy = self.busy(session);
-        if let Some(slot) = self.slots.get(session).filter(|_| busy) {
-            slot.cancel.cancel();
-        }
-        busy
+    /// Interrupts `session`'s turn, whichever connection started it; whether one was running.
+    pub(super) fn interrupt(&self, session: &str) -> bool {
+        self.busy.interrupt(session)
     }
 
-    /// Interrupts every turn in flight (the client went away).
+    /// Interrupts every turn this connection started (the client went away).
     pub(super) fn interrupt_all(&mut self) {
         for slot in self.slots.values() {
             slot.cancel.cancel();
@@ -282,8 +317,17 @@ impl Tool for ClientTool {
             "tool/call",
             json!({"session": self.session, "name": self.spec.name, "arguments": arguments}),
         );
-        let Ok(answer) = rx.recv() else {
-            return Err(format!("the client that registered `{}` went away before answering", self.spec.name));
+        let answer = loop {
+            match rx.recv_timeout(std::time::Duration::from_millis(100)) {
+                Ok(answer) => break answer,
+                Err(mpsc::RecvTimeoutError::Timeout) if !STOPPING.load(Ordering::SeqCst) => {}
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    return Err(format!("seshat serve stopped before the client answered `{}`", self.spec.name));
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(format!("the client that registered `{}` went away before answering", self.spec.name));
+                }
+            }
         };
         if let Some(e) = answer.get("error") {
             return Err(e["message"].as_str().unwrap_or("the client's tool failed").to_string());
