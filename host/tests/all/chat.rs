@@ -1166,3 +1166,45 @@ fn https_proxy_carries_the_tunnel_and_never_the_key() {
     let v = json_of(&out);
     assert!(!v["error"].as_str().unwrap().contains(KEY));
 }
+
+#[test]
+fn a_429_or_5xx_after_the_retries_is_rate_limited_or_server_error_with_the_servers_message() {
+    let cases = [
+        (
+            "openai",
+            429,
+            r#"{"error":{"message":"Rate limit reached for gpt-4o","type":"requests","code":"rate_limit_exceeded"}}"#,
+            "rate_limited",
+            "Rate limit reached",
+        ),
+        (
+            "openai",
+            503,
+            r#"{"error":{"message":"The server is overloaded","type":"server_error"}}"#,
+            "server_error",
+            "The server is overloaded",
+        ),
+        ("openai", 500, "upstream connect error", "server_error", "upstream connect error"),
+        (
+            "anthropic",
+            429,
+            r#"{"type":"error","error":{"type":"rate_limit_error","message":"Number of requests has exceeded your rate limit"}}"#,
+            "rate_limited",
+            "exceeded your rate limit",
+        ),
+    ];
+    for (provider, status, body, code, message) in cases {
+        let server =
+            Server::start(vec![Reply::json(status, body), Reply::json(status, body), Reply::json(status, body)]);
+        let home = home_for(provider, &server, "");
+        let out = chat(
+            &home,
+            &["-p", "hi", "--json", "--model", if provider == "openai" { "gpt-4o" } else { "claude-sonnet-4-5" }],
+            &[],
+        );
+        let v = json_of(&out);
+        assert_eq!(v["error_code"], code, "{provider} {status}: {v}");
+        assert!(v["error"].as_str().unwrap().contains(message), "{provider} {status}: {v}");
+        assert_eq!(server.count(), 3, "{provider} {status}: one try and max_retries = 2");
+    }
+}

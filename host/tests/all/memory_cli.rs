@@ -2,7 +2,7 @@
 //! stdio, and eight processes writing one graph at once.
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use serde_json::{Value, json};
 
@@ -260,6 +260,33 @@ fn the_seeds_memory_commands_work() {
     let backup = out.trim().rsplit("Backup: ").next().unwrap();
     assert!(std::fs::read_to_string(backup).unwrap().contains("short answers, no preamble"));
     assert!(run(&["memory"]).0.contains("(empty)"));
+    assert_private_to_its_owner(&home, std::path::Path::new(backup));
+}
+
+/// `file` is 0600 in a 0700 directory, and another user (`nobody`) can read neither — while
+/// they can read a world-readable file beside the directory (so `su` works and the way is open).
+fn assert_private_to_its_owner(home: &Home, file: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let dir = file.parent().unwrap();
+    assert_eq!((mode(dir), mode(file)), (0o700, 0o600), "{}", file.display());
+    if !rustix::process::geteuid().is_root() {
+        return; // Another user's view needs root to take; the modes above are what decide it.
+    }
+    std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let open = home.path().join("open.txt");
+    std::fs::write(&open, "anyone may read this").unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let read_as_nobody = |p: &std::path::Path| {
+        Command::new("su")
+            .args(["nobody", "-s", "/bin/sh", "-c", &format!("cat '{}'", p.display())])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    };
+    assert!(read_as_nobody(&open), "the control: nobody reads a world-readable file");
+    assert!(!read_as_nobody(file), "nobody read {}", file.display());
 }
 
 #[test]

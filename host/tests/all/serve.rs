@@ -2,7 +2,7 @@
 //! server; every line either side writes is checked against host/docs/protocol.schema.json.
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -307,26 +307,42 @@ struct SocketClient {
     writer: std::os::unix::net::UnixStream,
     reader: BufReader<std::os::unix::net::UnixStream>,
     next: u64,
+    /// Lines read while waiting for another.
+    backlog: Vec<Value>,
 }
 
 impl SocketClient {
     fn connect(path: &std::path::Path) -> Self {
         let stream = std::os::unix::net::UnixStream::connect(path).expect("connect to the socket");
-        SocketClient { reader: BufReader::new(stream.try_clone().unwrap()), writer: stream, next: 0 }
+        SocketClient {
+            reader: BufReader::new(stream.try_clone().unwrap()),
+            writer: stream,
+            next: 0,
+            backlog: Vec::new(),
+        }
     }
 
-    /// Sends a request and returns its answer (skipping notifications).
+    /// Sends a request and returns its answer (notifications meanwhile are kept for [`Self::wait`]).
     fn call(&mut self, method: &str, params: Value) -> Value {
         self.next += 1;
         let id = self.next;
         writeln!(self.writer, "{}", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).unwrap();
+        self.wait(|v| v["id"] == id && v.get("method").is_none())
+    }
+
+    /// The next line `pick` accepts (others are kept).
+    fn wait(&mut self, pick: impl Fn(&Value) -> bool) -> Value {
+        if let Some(i) = self.backlog.iter().position(&pick) {
+            return self.backlog.remove(i);
+        }
         loop {
             let mut line = String::new();
             assert!(self.reader.read_line(&mut line).unwrap() > 0, "the server closed the connection");
             let v: Value = serde_json::from_str(&line).unwrap();
-            if v["id"] == id && v.get("method").is_none() {
+            if pick(&v) {
                 return v;
             }
+            self.backlog.push(v);
         }
     }
 }
@@ -381,6 +397,100 @@ fn on_a_unix_socket_several_clients_share_one_database_and_a_busy_session_is_bus
     assert!(texts(&id)[1].starts_with("Partial"), "what arrived was kept: {:?}", texts(&id));
     assert_eq!(history[1].status, seshat::conversation::MessageStatus::Interrupted);
     assert!(b.call("session/get", json!({"session": other})).get("error").is_none());
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn the_socket_is_never_open_to_others_even_under_umask_000() {
+    use rustix::fs::inotify;
+    use std::os::unix::fs::PermissionsExt;
+    let home = Home::new();
+    let socket = home.path().join("seshat.sock");
+    // Watch the directory: the socket's name must arrive by a rename of a file already 0600,
+    // never be created in place (where it would have the umask's mode until a chmod).
+    let watch = inotify::init(inotify::CreateFlags::CLOEXEC).unwrap();
+    inotify::add_watch(&watch, home.path(), inotify::WatchFlags::CREATE | inotify::WatchFlags::MOVED_TO).unwrap();
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(r#"umask 000; exec "$0" serve --listen "unix:$1""#)
+        .arg(env!("CARGO_BIN_EXE_seshat"))
+        .arg(&socket)
+        .env_clear()
+        .env("SESHAT_HOME", home.path())
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("GIT_CEILING_DIRECTORIES", home.path().parent().unwrap())
+        .current_dir(home.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut buf = [std::mem::MaybeUninit::uninit(); 4096];
+    let mut events = inotify::Reader::new(&watch, &mut buf);
+    let arrived = loop {
+        let e = events.next().expect("an inotify event");
+        if e.file_name().is_some_and(|n| n.to_bytes() == b"seshat.sock") {
+            break e.events();
+        }
+    };
+    assert!(
+        arrived.contains(inotify::ReadFlags::MOVED_TO) && !arrived.contains(inotify::ReadFlags::CREATE),
+        "the socket was created in place: {arrived:?}"
+    );
+    assert_eq!(std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777, 0o600);
+    let mut said = String::new();
+    BufReader::new(child.stderr.take().unwrap()).read_line(&mut said).unwrap();
+    assert!(said.starts_with("seshat serve: listening on unix:"), "{said}");
+    let leftovers: Vec<_> = std::fs::read_dir(home.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".seshat-listen-"))
+        .collect();
+    assert_eq!(leftovers, Vec::<String>::new(), "the private directory is removed");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn turn_interrupt_stops_a_turn_started_on_another_connection_by_any_prefix_and_is_false_when_idle() {
+    let mut pieces = openai::text_answer(&["Partial ", "answer"], false);
+    pieces.truncate(2);
+    let server = Server::start(vec![Reply::Stall { pieces, pause: Duration::from_secs(60) }]);
+    let home = home_for("openai", &server, "");
+    let socket = home.path().join("seshat.sock");
+    let mut child = home
+        .cmd()
+        .env("OPENAI_API_KEY", KEY)
+        .args(["serve", "--listen", &format!("unix:{}", socket.display())])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    err.read_line(&mut said).unwrap();
+    let mut a = SocketClient::connect(&socket);
+    let mut b = SocketClient::connect(&socket);
+    for c in [&mut a, &mut b] {
+        assert!(c.call("initialize", json!({"model": "gpt-4o"})).get("error").is_none());
+    }
+    let id = a.call("session/new", json!({}))["result"]["session"]["id"].as_str().unwrap().to_string();
+    let idle = b.call("turn/interrupt", json!({"session": id}));
+    assert_eq!(idle["result"]["interrupted"], false, "nothing runs yet: {idle}");
+    let turn = a.call("turn/start", json!({"session": id, "text": "go"}))["result"]["turn"].as_u64().unwrap();
+    a.wait(|v| v["method"] == "turn/event" && v["params"]["turn"] == turn);
+    // b never started it, and names it by a prefix, as every other method accepts.
+    let prefix = &id[..12];
+    let stopped = b.call("turn/interrupt", json!({"session": prefix}));
+    assert_eq!(stopped["result"]["interrupted"], true, "{stopped}");
+    let done = a.wait(|v| v["method"] == "turn/completed" && v["params"]["turn"] == turn);
+    assert_eq!(done["params"]["outcome"]["error_code"], "interrupted", "{done}");
+    let history = home.store().full_history(&id).unwrap();
+    assert_eq!(history.last().unwrap().status, seshat::conversation::MessageStatus::Interrupted);
+    let unknown = b.call("turn/interrupt", json!({"session": "01NOSUCHSESSION00000000000"}));
+    assert_eq!(unknown["error"]["code"], -32000, "{unknown}");
     child.kill().unwrap();
     child.wait().unwrap();
 }
@@ -583,5 +693,44 @@ fn concurrent_tool_calls_of_several_sessions_each_get_their_own_answer_whatever_
             ("C".to_string(), "session C got answer for C".to_string()),
         ]
     );
+    assert!(c.close().success());
+}
+
+#[test]
+fn a_429_or_5xx_after_the_retries_ends_the_turn_with_its_code_and_the_next_turn_works() {
+    let limited =
+        r#"{"error":{"message":"Rate limit reached for gpt-4o","type":"requests","code":"rate_limit_exceeded"}}"#;
+    let down = r#"{"error":{"message":"The server is overloaded","type":"server_error"}}"#;
+    let server = Server::start(vec![
+        Reply::Stream { pieces: openai::text_answer(&["First."], true) },
+        Reply::json(429, limited),
+        Reply::json(429, limited),
+        Reply::json(429, limited),
+        Reply::json(503, down),
+        Reply::json(503, down),
+        Reply::json(503, down),
+        Reply::Stream { pieces: openai::text_answer(&["Back."], true) },
+    ]);
+    let home = home_for("openai", &server, "");
+    let mut c = ServeClient::start(&home);
+    c.initialize(json!({"model": "gpt-4o"}));
+    let id = session(&mut c);
+    let mut outcomes = Vec::new();
+    for text in ["one", "two", "three", "four"] {
+        let turn = c.ok("turn/start", json!({"session": id, "text": text}))["turn"].as_u64().unwrap();
+        let done = c.turn_notifications(turn).pop().unwrap();
+        let o = &done["params"]["outcome"];
+        outcomes.push((
+            o["error_code"].as_str().map(str::to_string),
+            o["text"].as_str().map(str::to_string),
+            o["error"].clone(),
+        ));
+    }
+    assert_eq!((outcomes[0].0.as_deref(), outcomes[0].1.as_deref()), (None, Some("First.")), "{outcomes:?}");
+    assert_eq!(outcomes[1].0.as_deref(), Some("rate_limited"), "{outcomes:?}");
+    assert!(outcomes[1].2.as_str().unwrap().contains("Rate limit reached"), "{outcomes:?}");
+    assert_eq!(outcomes[2].0.as_deref(), Some("server_error"), "{outcomes:?}");
+    assert!(outcomes[2].2.as_str().unwrap().contains("overloaded"), "{outcomes:?}");
+    assert_eq!((outcomes[3].0.as_deref(), outcomes[3].1.as_deref()), (None, Some("Back.")), "{outcomes:?}");
     assert!(c.close().success());
 }

@@ -92,8 +92,6 @@ pub fn run(ctx: &Context, args: &Args, signals: Option<super::stop::Signals>) ->
 /// Serves clients connecting to a Unix socket at `path` (mode 0600: only this user), each
 /// connection as stdio is served, until the process is stopped.
 fn listen(ctx: &Context, path: &std::path::Path, busy: &turns::Busy) -> anyhow::Result<ExitCode> {
-    use std::os::unix::fs::PermissionsExt;
-    use std::os::unix::net::UnixListener;
     if path.exists() {
         // A socket left by a server that is gone; anything else is not ours to remove.
         let stale = std::os::unix::net::UnixStream::connect(path).is_err()
@@ -101,8 +99,7 @@ fn listen(ctx: &Context, path: &std::path::Path, busy: &turns::Busy) -> anyhow::
         anyhow::ensure!(stale, "{} exists (another seshat serve, or not a socket): pick another path", path.display());
         std::fs::remove_file(path)?;
     }
-    let listener = UnixListener::bind(path).map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", path.display()))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    let listener = bind_private(path).map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", path.display()))?;
     eprintln!("seshat serve: listening on unix:{}", path.display());
     std::thread::scope(|scope| {
         for stream in listener.incoming() {
@@ -112,6 +109,21 @@ fn listen(ctx: &Context, path: &std::path::Path, busy: &turns::Busy) -> anyhow::
         }
     });
     Ok(ExitCode::SUCCESS)
+}
+
+/// Binds a Unix socket at `path` that only this user may connect to from the moment it exists:
+/// bound in a new private (0700) directory beside `path`, made 0600 there, then renamed into
+/// place — never visible under the process's umask, however permissive.
+fn bind_private(path: &std::path::Path) -> std::io::Result<std::os::unix::net::UnixListener> {
+    use std::os::unix::fs::PermissionsExt;
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    let private = tempfile::Builder::new().prefix(".seshat-listen-").tempdir_in(parent)?;
+    std::fs::set_permissions(private.path(), std::fs::Permissions::from_mode(0o700))?;
+    let staged = private.path().join("socket");
+    let listener = std::os::unix::net::UnixListener::bind(&staged)?;
+    std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o600))?;
+    std::fs::rename(&staged, path)?;
+    Ok(listener)
 }
 
 /// Serves one client: its lines from `reader`, the answers to `writer`. At the input's end its
