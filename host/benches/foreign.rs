@@ -16,6 +16,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use seshat::foreign::{Tool, bring_in, read};
+use seshat::input::DEFAULT_MAX_RECORD_BYTES;
 use seshat::store::{ImportOptions, Store};
 
 fn write_claude_code(path: &Path, exchanges: usize) -> usize {
@@ -86,12 +87,12 @@ fn main() {
     for run in 0..3 {
         let mut store = Store::open(&dir.path().join(format!("foreign-{run}.db"))).unwrap();
         let start = Instant::now();
-        let converted = read(Tool::ClaudeCode, &file).unwrap();
+        let converted = read(Tool::ClaudeCode, &file, DEFAULT_MAX_RECORD_BYTES).unwrap().sessions;
         let report = bring_in(&mut store, &converted[0], project).unwrap();
         foreign.push(start.elapsed());
         messages = report.messages;
         let start = Instant::now();
-        let converted = read(Tool::ClaudeCode, &file).unwrap();
+        let converted = read(Tool::ClaudeCode, &file, DEFAULT_MAX_RECORD_BYTES).unwrap().sessions;
         let second = bring_in(&mut store, &converted[0], project).unwrap();
         again.push(start.elapsed());
         assert_eq!(second.outcome, "unchanged");
@@ -104,7 +105,9 @@ fn main() {
     for run in 0..3 {
         let mut store = Store::open(&dir.path().join(format!("native-{run}.db"))).unwrap();
         let start = Instant::now();
-        let imported = store.import(&mut export.as_slice(), ImportOptions { new_id: true, repair: true }).unwrap();
+        let imported = store
+            .import(&mut export.as_slice(), ImportOptions { new_id: true, repair: true, ..ImportOptions::default() })
+            .unwrap();
         baseline.push(start.elapsed());
         assert_eq!(imported.messages, messages as u64);
     }

@@ -222,7 +222,9 @@ fn import_target(budget: Duration, save: &Path) -> Tally {
     let samples = vec![fixture("session-export.jsonl")];
     fuzz("import", budget, input(samples), save, |(bytes, cuts)| {
         let repair = cuts.len() % 2 == 1;
-        let imported = match store.import(&mut bytes.as_slice(), ImportOptions { new_id: true, repair }) {
+        let imported = match store
+            .import(&mut bytes.as_slice(), ImportOptions { new_id: true, repair, ..ImportOptions::default() })
+        {
             Ok(i) => i,
             Err(e) if matches!(e.code(), "invalid_import") => return Ok(false),
             Err(e) => return Err(format!("import failed with `{}` instead of naming the line: {e}", e.code())),
@@ -231,7 +233,7 @@ fn import_target(budget: Duration, save: &Path) -> Tally {
         let mut first = Vec::new();
         store.export(&imported.id, &mut first).map_err(|e| format!("imported but cannot export: {e}"))?;
         let again = store
-            .import(&mut first.as_slice(), ImportOptions { new_id: false, repair: true })
+            .import(&mut first.as_slice(), ImportOptions { repair: true, ..ImportOptions::default() })
             .err()
             .map(|e| e.code())
             .unwrap_or("imported over itself");
@@ -239,7 +241,7 @@ fn import_target(budget: Duration, save: &Path) -> Tally {
             return Err(format!("re-importing the export: {again}"));
         }
         let copy = store
-            .import(&mut first.as_slice(), ImportOptions { new_id: true, repair: true })
+            .import(&mut first.as_slice(), ImportOptions { new_id: true, repair: true, ..ImportOptions::default() })
             .map_err(|e| format!("its own export does not import: {e}"))?;
         let mut second = Vec::new();
         store.export(&copy.id, &mut second).map_err(|e| e.to_string())?;

@@ -45,6 +45,46 @@ pub struct Config {
     /// `plugin = "openai"`), …
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderConfig>,
+    /// What the store reads from outside.
+    #[serde(default)]
+    pub store: StoreConfig,
+    /// `seshat serve`'s limits.
+    #[serde(default)]
+    pub serve: ServeConfig,
+}
+
+/// `[serve]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeConfig {
+    /// How much a client may leave unread (answers and events queued for it) before it is
+    /// disconnected, in MiB (default 64).
+    pub max_unread_mib: Option<u64>,
+}
+
+impl ServeConfig {
+    /// The unread limit in bytes.
+    pub fn max_unread_bytes(&self) -> usize {
+        usize::try_from(self.max_unread_mib.unwrap_or(64).saturating_mul(1 << 20)).unwrap_or(usize::MAX)
+    }
+}
+
+/// `[store]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreConfig {
+    /// The largest record (one line of an export or of another agent's session file) an import
+    /// reads, in MiB (default 256).
+    pub max_record_mib: Option<u64>,
+}
+
+impl StoreConfig {
+    /// The record limit in bytes.
+    pub fn max_record_bytes(&self) -> usize {
+        self.max_record_mib.map_or(crate::input::DEFAULT_MAX_RECORD_BYTES, |m| {
+            usize::try_from(m.saturating_mul(1 << 20)).unwrap_or(usize::MAX)
+        })
+    }
 }
 
 /// `[chat]`.
@@ -199,6 +239,8 @@ impl Config {
 
     fn merge(&mut self, over: Config) {
         self.memory.context_tokens = over.memory.context_tokens.or(self.memory.context_tokens);
+        self.store.max_record_mib = over.store.max_record_mib.or(self.store.max_record_mib);
+        self.serve.max_unread_mib = over.serve.max_unread_mib.or(self.serve.max_unread_mib);
         let c = over.chat;
         let mine = &mut self.chat;
         mine.model = c.model.or(mine.model.take());
@@ -284,11 +326,40 @@ impl Config {
 }
 
 fn read(path: &Path) -> Result<Config, Error> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => toml::from_str(&text).map_err(|e| Error { path: path.to_path_buf(), message: e.to_string() }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
-        Err(e) => Err(Error { path: path.to_path_buf(), message: e.to_string() }),
+    let config: Config = match std::fs::read_to_string(path) {
+        Ok(text) => toml::from_str(&text).map_err(|e| Error { path: path.to_path_buf(), message: e.to_string() })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+        Err(e) => return Err(Error { path: path.to_path_buf(), message: e.to_string() }),
+    };
+    let urls = config
+        .providers
+        .iter()
+        .map(|(name, p)| (format!("[providers.{name}] base_url"), p.base_url.as_deref()))
+        .chain(std::iter::once(("[knowledge] base_url".to_string(), config.knowledge.base_url.as_deref())));
+    for (key, url) in urls {
+        if let Some(url) = url {
+            check_base_url(url).map_err(|why| Error {
+                path: path.to_path_buf(),
+                message: format!(
+                    "{key} is `{url}`, which is not an http or https URL ({why}): give one such as \
+                     http://127.0.0.1:11434/v1"
+                ),
+            })?;
+        }
     }
+    Ok(config)
+}
+
+/// Whether `url` is an absolute http(s) URL with a host (what a base URL must be).
+fn check_base_url(url: &str) -> Result<(), String> {
+    let parsed = url::Url::parse(url).map_err(|e| e.to_string())?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!("its scheme is {}", parsed.scheme()));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err("it names no host".into());
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -125,6 +125,16 @@ pub enum Part {
 }
 
 impl Part {
+    /// The bytes of text the part carries (what storing it costs, give or take its JSON framing).
+    pub fn text_bytes(&self) -> usize {
+        match self {
+            Part::Text { text } | Part::Thinking { text, .. } => text.len(),
+            Part::ToolCall { id, name, arguments } => id.len() + name.len() + arguments.len(),
+            Part::ToolResult { call_id, content, .. } => call_id.len() + content.len(),
+            Part::RedactedThinking { data } => data.len(),
+        }
+    }
+
     /// A short name for the part's kind.
     pub fn kind(&self) -> &'static str {
         match self {

@@ -19,6 +19,7 @@ pub mod compaction;
 pub mod config;
 pub mod conversation;
 pub mod foreign;
+pub mod input;
 pub mod knowledge;
 pub mod memory;
 /// The lines of a tool's output that carry its outcome: the plugin SDK's module, compiled here too

@@ -40,6 +40,9 @@ pub enum Error {
         /// Where that tool keeps its sessions.
         hint: &'static str,
     },
+    /// A file could not be read as outside input (not a regular file, say).
+    #[error(transparent)]
+    Input(crate::input::Error),
     /// Writing into the store failed.
     #[error(transparent)]
     Store(#[from] store::Error),
@@ -51,6 +54,8 @@ impl Error {
         match self {
             Error::Io { .. } => "io",
             Error::Empty { .. } => "no_sessions",
+            Error::Input(crate::input::Error::NotRegular { .. }) => "not_a_regular_file",
+            Error::Input(_) => "io",
             Error::Store(e) => e.code(),
         }
     }
@@ -201,30 +206,81 @@ impl Converted {
     }
 }
 
+/// What [`read`] found in a file or directory.
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct Found {
+    /// The sessions, in the files' order.
+    pub sessions: Vec<Converted>,
+    /// Files in a directory that were not read (not regular files), with why.
+    pub skipped: Vec<(PathBuf, String)>,
+}
+
 /// Reads every session of `tool` in `path`: a session file, or a directory searched for `.jsonl`
-/// files (sorted, so the order is stable).
-pub fn read(tool: Tool, path: &Path) -> Result<Vec<Converted>> {
-    let files = if path.is_dir() {
+/// files (sorted, so the order is stable). Only regular files are read; a record (line) longer
+/// than `max_record_bytes` or not valid UTF-8 is left out and counted, naming its file and line,
+/// and the rest is read.
+pub fn read(tool: Tool, path: &Path, max_record_bytes: usize) -> Result<Found> {
+    let named = !path.is_dir();
+    let files = if named {
+        vec![path.to_path_buf()]
+    } else {
         let mut files = Vec::new();
         walk(path, &mut files)?;
         files.sort();
         files
-    } else {
-        vec![path.to_path_buf()]
     };
-    let mut out = Vec::new();
+    let mut found = Found::default();
     for file in &files {
-        let text = std::fs::read_to_string(file).map_err(|cause| Error::Io { path: file.clone(), cause })?;
+        let (text, left_out) = match read_records(file, max_record_bytes) {
+            Ok(read) => read,
+            Err(crate::input::Error::NotRegular { kind, .. }) if !named => {
+                found.skipped.push((file.clone(), format!("a {kind}, not a regular file")));
+                continue;
+            }
+            Err(e) => return Err(Error::Input(e)),
+        };
         let sessions = match tool {
             Tool::ClaudeCode => claude_code::read(file, &text),
             Tool::Codex => codex::read(file, &text),
         };
-        out.extend(sessions.into_iter().filter(|c| !c.items.is_empty()).map(isolate_orphans));
+        found.sessions.extend(sessions.into_iter().filter(|c| !c.items.is_empty()).map(|mut c| {
+            for why in &left_out {
+                c.skip(why.clone());
+            }
+            isolate_orphans(c)
+        }));
     }
-    if out.is_empty() {
+    if found.sessions.is_empty() {
         return Err(Error::Empty { path: path.to_path_buf(), tool, hint: tool.hint() });
     }
-    Ok(out)
+    Ok(found)
+}
+
+/// A session file's records as text, one per line, without the ones that are too long or not
+/// UTF-8 (their lines stay, empty, so line numbers hold); and what was left out, naming each line.
+fn read_records(file: &Path, limit: usize) -> std::result::Result<(String, Vec<String>), crate::input::Error> {
+    use crate::input::{Line, describe_limit, next_line, skip_line};
+    let io = |cause| crate::input::Error::Io { action: "cannot read", path: file.to_path_buf(), cause };
+    let mut input = std::io::BufReader::new(crate::input::open_regular(file)?);
+    let (mut text, mut left_out, mut bytes) = (String::new(), Vec::new(), Vec::new());
+    for line in 1.. {
+        match next_line(&mut input, &mut bytes, limit.max(1)).map_err(io)? {
+            Line::End => break,
+            Line::TooLong => {
+                skip_line(&mut input).map_err(io)?;
+                left_out.push(format!("record longer than {} ({}:{line})", describe_limit(limit), file.display()));
+            }
+            Line::Read => match std::str::from_utf8(&bytes) {
+                Ok(record) => {
+                    text.push_str(record.trim_end_matches(['\n', '\r']));
+                }
+                Err(_) => left_out.push(format!("record not valid UTF-8 ({}:{line})", file.display())),
+            },
+        }
+        text.push('\n');
+    }
+    Ok((text, left_out))
 }
 
 /// Moves tool results whose call is nowhere before them into a message of their own, after the
@@ -360,7 +416,8 @@ pub fn bring_in(store: &mut Store, c: &Converted, project: impl Fn(&str) -> Stri
         return Ok(report);
     }
     let export = export_lines(c, &source, &project);
-    let imported = store.import(&mut export.as_bytes(), ImportOptions { new_id: true, repair: true })?;
+    let imported = store
+        .import(&mut export.as_bytes(), ImportOptions { new_id: true, repair: true, ..ImportOptions::default() })?;
     report.session = imported.id;
     report.messages = messages;
     report.compactions = compactions;

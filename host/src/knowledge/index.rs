@@ -105,12 +105,19 @@ pub fn add(
             report.skipped.push(skip("not a text format Seshat indexes (by its extension)".into()));
             continue;
         };
-        let meta = std::fs::metadata(file).map_err(|cause| Error::Io { path: file.clone(), cause })?;
-        if meta.len() > MAX_FILE_BYTES {
-            report.skipped.push(skip(format!("larger than {} MiB", MAX_FILE_BYTES >> 20)));
-            continue;
-        }
-        let bytes = std::fs::read(file).map_err(|cause| Error::Io { path: file.clone(), cause })?;
+        // Regular files only: a FIFO would block the walk forever, a device never ends.
+        let bytes = match crate::input::read_regular(file, MAX_FILE_BYTES) {
+            Ok(bytes) => bytes,
+            Err(crate::input::Error::TooLarge { .. }) => {
+                report.skipped.push(skip(format!("larger than {} MiB", MAX_FILE_BYTES >> 20)));
+                continue;
+            }
+            Err(crate::input::Error::NotRegular { kind, .. }) => {
+                report.skipped.push(skip(format!("a {kind}, not a regular file")));
+                continue;
+            }
+            Err(crate::input::Error::Io { path, cause, .. }) => return Err(Error::Io { path, cause }),
+        };
         let Ok(text) = String::from_utf8(bytes) else {
             report.skipped.push(skip("not UTF-8 text".into()));
             continue;

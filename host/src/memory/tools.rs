@@ -371,11 +371,16 @@ pub type Searcher<'s> =
 
 /// [`call`] with `search_nodes` answered by `searcher` when given.
 pub fn call_with(memory: &mut Memory<'_>, name: &str, args: &Value, searcher: Option<Searcher<'_>>) -> ToolOutput {
-    let plain = name.strip_prefix(AGENT_PREFIX).unwrap_or(name);
-    match dispatch(memory, plain, args, searcher) {
+    match run(memory, name, args, searcher) {
         Ok(structured) => ToolOutput { structured, is_error: false },
         Err(e) => ToolOutput { structured: json!({"error": e.to_string()}), is_error: true },
     }
+}
+
+/// Runs a memory tool by name, its failure as the memory error it is (a front end that speaks
+/// its own protocol tells bad arguments from other failures by it).
+pub fn run(memory: &mut Memory<'_>, name: &str, args: &Value, searcher: Option<Searcher<'_>>) -> Result<Value, Error> {
+    dispatch(memory, name.strip_prefix(AGENT_PREFIX).unwrap_or(name), args, searcher)
 }
 
 fn dispatch(m: &mut Memory<'_>, tool: &str, args: &Value, searcher: Option<Searcher<'_>>) -> Result<Value, Error> {

@@ -58,6 +58,21 @@ pub enum Error {
         /// What is wrong, naming the field.
         message: String,
     },
+    /// A message too large to store; nothing was written.
+    #[error(
+        "message {index} holds {} MiB of text, more than the {} MiB a stored message may hold: cut the output \
+         down (or split it) before storing it; nothing was written",
+        bytes >> 20,
+        limit >> 20
+    )]
+    MessageTooLarge {
+        /// Its position among the messages appended together (0-based).
+        index: usize,
+        /// Its text's size in bytes.
+        bytes: usize,
+        /// The limit in bytes ([`crate::store::MAX_MESSAGE_BYTES`]).
+        limit: usize,
+    },
     /// Importing a session whose id is already present.
     #[error("session {0} already exists: pass --new-id to import it as a new session")]
     SessionExists(String),
@@ -145,6 +160,7 @@ impl Error {
             Error::AmbiguousSession { .. } => "ambiguous_session",
             Error::InvalidImport { .. } => "invalid_import",
             Error::InvalidMessage { .. } => "invalid_message",
+            Error::MessageTooLarge { .. } => "message_too_large",
             Error::SessionExists(_) => "session_exists",
             Error::Conflict { .. } => "conflict",
             Error::InvalidTrim { .. } => "invalid_trim",

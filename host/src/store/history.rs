@@ -97,11 +97,6 @@ fn excerpt_within(content: &str, budget: usize) -> std::borrow::Cow<'_, str> {
     format!("{}\n{}", &content[..head], &content[tail..]).into()
 }
 
-/// A message's searchable text, whole (what [`index_text`] indexes, large results unabridged).
-fn whole_text(parts: &[Part]) -> String {
-    searchable_text(parts, std::borrow::Cow::Borrowed, std::borrow::Cow::Borrowed)
-}
-
 /// A query term as a snippet looks for it, folded (lower case, accents off).
 enum Term {
     /// Matched as a whole, between non-alphanumerics (`tf123-k45`).
@@ -344,9 +339,10 @@ impl Store {
                     if hits.len() >= limit || hits.iter().any(|h| h.session_id == hit.session_id && h.seq == hit.seq) {
                         continue;
                     }
-                    // Only a hit that is kept gets its snippet, cut from the original's text.
+                    // Only a hit that is kept gets its snippet, cut from what the index holds of
+                    // the original (where the match is): bounded however large the original.
                     let parts: Vec<Part> = serde_json::from_str(&parts).unwrap_or_default();
-                    hit.snippet = snippet(&whole_text(&parts), &terms);
+                    hit.snippet = snippet(&index_text(&parts), &terms);
                     hits.push(hit);
                 }
             }
@@ -384,7 +380,7 @@ impl Store {
                     .optional()?;
                 if let Some((session_id, seq, role, created_at, parts)) = row {
                     let parts: Vec<Part> = serde_json::from_str(&parts).unwrap_or_default();
-                    let text = whole_text(&parts);
+                    let text = index_text(&parts);
                     let opening: String = text.split_whitespace().take(24).collect::<Vec<_>>().join(" ");
                     out.push(HistoryHit {
                         message_id: id,

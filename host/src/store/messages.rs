@@ -232,6 +232,14 @@ impl Store {
     /// milliseconds; now for those past its end): a session brought in from elsewhere keeps its
     /// timestamps.
     pub fn append_at(&mut self, session: &str, messages: &[NewMessage], times: &[i64]) -> Result<Vec<u64>> {
+        // Refused before SQLite copies anything: beyond its 1 GB limit it fails only after minutes
+        // of work and several times the message's size in memory.
+        for (index, m) in messages.iter().enumerate() {
+            let bytes: usize = m.parts.iter().map(Part::text_bytes).sum();
+            if bytes > super::MAX_MESSAGE_BYTES {
+                return Err(Error::MessageTooLarge { index, bytes, limit: super::MAX_MESSAGE_BYTES });
+            }
+        }
         on_db!(self, "append messages", {
             let now = now_ms();
             let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;

@@ -48,6 +48,10 @@ pub use transfer::{ImportOptions, Imported, unanswered_text};
 pub use vectors::{Queued, QueuedText, VectorHead, VectorIndex};
 pub use view::{COMPACTION_MARKER, LiveView, Origin, ViewEntry, summary_text};
 
+/// The most text one stored message may hold: 256 MiB, well inside SQLite's 1 GB limit on a
+/// value once the parts are framed as JSON.
+pub const MAX_MESSAGE_BYTES: usize = 256 << 20;
+
 /// How long a writer waits for another process's transaction before giving up.
 pub const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 

@@ -97,7 +97,7 @@ impl Store {
 }
 
 /// How [`Store::import`] treats its input.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct ImportOptions {
     /// Give the session a fresh id; otherwise an id already present is refused.
     pub new_id: bool,
@@ -105,6 +105,15 @@ pub struct ImportOptions {
     /// and messages without parts are kept in the full history but left out of the live view,
     /// and calls that were never answered get a synthetic error result.
     pub repair: bool,
+    /// The longest record (line) read; a longer one fails the import, naming its line (default
+    /// [`crate::input::DEFAULT_MAX_RECORD_BYTES`]).
+    pub max_record_bytes: usize,
+}
+
+impl Default for ImportOptions {
+    fn default() -> Self {
+        ImportOptions { new_id: false, repair: false, max_record_bytes: crate::input::DEFAULT_MAX_RECORD_BYTES }
+    }
 }
 
 /// What an import wrote.
@@ -149,6 +158,14 @@ struct Importer {
     trims: Vec<i64>,
 }
 
+/// A record's time: unix milliseconds, never before 1970.
+fn timestamp(line: usize, field: &str, ms: i64) -> Result<()> {
+    if ms < 0 {
+        return Err(invalid(line, format!("field `{field}`: {ms} is before 1970; give unix milliseconds (0 or more)")));
+    }
+    Ok(())
+}
+
 fn invalid(line: usize, message: impl Into<String>) -> Error {
     Error::InvalidImport { line, message: message.into() }
 }
@@ -159,21 +176,40 @@ const KEEP_LINE_BUFFER: usize = 1 << 20;
 
 impl Importer {
     fn run(mut self, tx: &Transaction<'_>, input: &mut dyn BufRead) -> Result<Imported> {
-        let mut buf = String::new();
+        use crate::input::{Line, describe_limit, next_line};
+        let limit = self.options.max_record_bytes.max(1);
+        let mut bytes = Vec::new();
         let mut line = 0;
         loop {
-            buf.clear();
             line += 1;
-            let n = input.read_line(&mut buf).map_err(|e| invalid(line, format!("cannot read input: {e}")))?;
-            if n == 0 {
-                break;
+            match next_line(input, &mut bytes, limit).map_err(|e| invalid(line, format!("cannot read input: {e}")))? {
+                Line::End => break,
+                Line::Read => {}
+                Line::TooLong => {
+                    return Err(invalid(
+                        line,
+                        format!(
+                            "the record is longer than {}, the largest an import reads (raise `max_record_mib` \
+                             under [store] in config.toml to import it)",
+                            describe_limit(limit)
+                        ),
+                    ));
+                }
             }
+            // A byte-order mark some editors put at the start of a file is not part of the record.
+            let start = if line == 1 && bytes.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
+            let buf = std::str::from_utf8(&bytes[start..]).map_err(|e| {
+                invalid(
+                    line,
+                    format!("the record is not valid UTF-8 (byte {} of the line)", start + e.valid_up_to() + 1),
+                )
+            })?;
             if buf.trim().is_empty() {
                 continue;
             }
-            let record = parse(line, &buf)?;
-            if buf.capacity() > KEEP_LINE_BUFFER {
-                buf = String::new();
+            let record = parse(line, buf)?;
+            if bytes.capacity() > KEEP_LINE_BUFFER {
+                bytes = Vec::new();
             }
             self.apply(tx, line, record)?;
         }
@@ -263,6 +299,8 @@ impl Importer {
                 if !s.metadata.is_object() {
                     return Err(invalid(line, "field `metadata`: expected a JSON object"));
                 }
+                timestamp(line, "created_at", s.created_at)?;
+                timestamp(line, "updated_at", s.updated_at)?;
                 tx.execute(
                     "INSERT INTO sessions (id, title, project, provider, model, context_window, created_at, \
                      updated_at, message_count, input_tokens, output_tokens, cache_read_tokens, \
@@ -298,6 +336,7 @@ impl Importer {
                     return Err(invalid(line, format!("field `seq`: expected {expected}, found {}", m.seq)));
                 }
                 self.check_message(line, &m)?;
+                timestamp(line, "created_at", m.created_at)?;
                 let (seq, created_at) = (m.seq, m.created_at);
                 let new = NewMessage { role: m.role, parts: m.parts, usage: m.usage, status: m.status };
                 let encoded = Encoded::of(&new)?;
@@ -341,6 +380,7 @@ impl Importer {
                 self.trims.push(tx.last_insert_rowid());
             }
             Incoming::Pin(p) => {
+                timestamp(line, "created_at", p.created_at)?;
                 let count = self.count;
                 if p.seq == 0 || p.seq > count {
                     return Err(invalid(line, format!("field `seq`: {} is outside 1..={count}", p.seq)));
@@ -352,6 +392,7 @@ impl Importer {
                 .map_err(|e| invalid(line, e.to_string()))?;
             }
             Incoming::Retraction(r) => {
+                timestamp(line, "created_at", r.created_at)?;
                 let pick = |ids: &[i64], n: u64, what: &str| {
                     (n as usize).checked_sub(1).and_then(|i| ids.get(i)).copied().ok_or_else(|| {
                         invalid(

@@ -391,3 +391,36 @@ fn the_readmes_minimal_export_imports() {
     let shown = home.ok(&["sessions", "show", "01K0000000000000000000TEST"]);
     assert!(shown.contains("What is in src/?") && shown.contains("main.rs lib.rs"), "{shown}");
 }
+
+#[test]
+fn an_import_with_a_time_before_1970_is_refused_naming_its_line() {
+    let home = Home::new();
+    let export = std::fs::read_to_string(fixture("session-export.jsonl")).unwrap();
+    let mut lines: Vec<String> = export.lines().map(str::to_string).collect();
+    let mut third: serde_json::Value = serde_json::from_str(&lines[2]).unwrap();
+    third["created_at"] = (-5).into();
+    lines[2] = third.to_string();
+    let file = home.path().join("old.jsonl");
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let err = home.fails(&["sessions", "import", file.to_str().unwrap()]);
+    assert!(err.contains("line 3: field `created_at`: -5 is before 1970"), "{err}");
+    assert_eq!(home.ok(&["sessions", "list", "--all"]), "No sessions yet.\n");
+}
+
+#[test]
+fn a_base_url_that_is_not_an_http_url_is_a_config_error_naming_the_key() {
+    let home = Home::new();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[plugins]\nprovider = \"openai\"\n[providers.openai]\nbase_url = \"localhost:11434/v1\"\n",
+    )
+    .unwrap();
+    let out = home.cmd().env("OPENAI_API_KEY", "sk-test").args(["chat", "-p", "hi"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("[providers.openai] base_url is `localhost:11434/v1`, which is not an http or https URL"),
+        "{err}"
+    );
+    assert!(!err.contains("plugin"), "a config error, not a plugin failure: {err}");
+}

@@ -4,6 +4,7 @@
 #![allow(clippy::needless_pass_by_value)]
 
 mod architecture;
+mod bounds;
 mod chat;
 mod chat_signals;
 mod cli;

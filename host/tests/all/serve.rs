@@ -65,6 +65,12 @@ impl ServeClient {
         writeln!(self.stdin.as_mut().expect("stdin is open"), "{v}").unwrap();
     }
 
+    /// A line that breaks the protocol on purpose (not checked against the schema).
+    pub fn send_invalid(&mut self, v: Value) {
+        self.traffic.lock().unwrap().push((None, v.clone()));
+        writeln!(self.stdin.as_mut().expect("stdin is open"), "{v}").unwrap();
+    }
+
     /// A request that breaks the protocol on purpose (its answer is still checked).
     pub fn call_invalid(&mut self, method: &str, params: Value) -> Value {
         self.next += 1;
@@ -732,5 +738,38 @@ fn a_429_or_5xx_after_the_retries_ends_the_turn_with_its_code_and_the_next_turn_
     assert_eq!(outcomes[2].0.as_deref(), Some("server_error"), "{outcomes:?}");
     assert!(outcomes[2].2.as_str().unwrap().contains("overloaded"), "{outcomes:?}");
     assert_eq!((outcomes[3].0.as_deref(), outcomes[3].1.as_deref()), (None, Some("Back.")), "{outcomes:?}");
+    assert!(c.close().success());
+}
+
+#[test]
+fn protocol_details_bad_memory_params_non_scalar_ids_and_unknown_sessions_get_their_codes() {
+    let server = Server::start(vec![]);
+    let home = home_for("openai", &server, "");
+    let mut c = ServeClient::start(&home);
+    c.initialize(json!({"model": "gpt-4o"}));
+    let bad = c.call_invalid("memory/create_entities", json!({"entities": "Ada"}));
+    assert_eq!(
+        (bad["error"]["code"].as_i64(), bad["error"]["data"]["code"].as_str()),
+        (Some(-32602), Some("invalid_params")),
+        "{bad}"
+    );
+    let missing =
+        c.call("memory/add_observations", json!({"observations": [{"entityName": "Nobody", "contents": ["x"]}]}));
+    assert_eq!(
+        (missing["error"]["code"].as_i64(), missing["error"]["data"]["code"].as_str()),
+        (Some(-32000), Some("memory_failed"))
+    );
+    let unknown = c.call_invalid("memory/fly", json!({}));
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+    for id in [json!({"n": 1}), json!([1]), json!(true)] {
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": "session/list", "params": {}});
+        c.send_invalid(line);
+        let answer = c.wait("the answer to a non-scalar id", |v| v.get("error").is_some() && v["id"].is_null());
+        assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    }
+    let none = c.call("session/get", json!({"session": "01NOSUCHSESSION00000000000"}));
+    assert_eq!(none["error"]["data"]["code"], "session_not_found", "{none}");
+    let sessions = c.ok("session/list", json!({}));
+    assert_eq!(sessions["sessions"].as_array().map(Vec::len), Some(0), "nothing was created by the bad lines");
     assert!(c.close().success());
 }

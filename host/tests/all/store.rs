@@ -317,7 +317,8 @@ fn export_import_export_is_byte_identical() {
 
     // Importing an id that exists is refused; --new-id gives a fresh one with the same content.
     assert_eq!(store.import(&mut original.as_slice(), ImportOptions::default()).unwrap_err().code(), "session_exists");
-    let copy = store.import(&mut original.as_slice(), ImportOptions { new_id: true, repair: false }).unwrap().id;
+    let copy =
+        store.import(&mut original.as_slice(), ImportOptions { new_id: true, ..ImportOptions::default() }).unwrap().id;
     assert_ne!(copy, id);
     assert_eq!(store.full_history(&copy).unwrap(), store.full_history(&id).unwrap());
     assert_eq!(store.live_view(&copy).unwrap().entries, store.live_view(&id).unwrap().entries);

@@ -256,7 +256,7 @@ pub(super) fn on_history(
             let file = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
             let mut input = std::io::BufReader::new(file);
             store
-                .import(&mut input, ImportOptions { repair: true, new_id: true })
+                .import(&mut input, ImportOptions { repair: true, new_id: true, ..ImportOptions::default() })
                 .with_context(|| format!("cannot import {}", path.display()))?
                 .id
         }

@@ -14,7 +14,7 @@ mod rpc;
 mod turns;
 
 use std::collections::HashMap;
-use std::io::BufRead;
+use std::io::{BufRead, Write as _};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
@@ -65,7 +65,11 @@ pub fn run(ctx: &Context, args: &Args, signals: Option<super::stop::Signals>) ->
             turns::stopping();
             let left = busy.interrupt_all_and_wait(STOP_WAIT);
             if left > 0 {
-                eprintln!("seshat serve: {left} turn(s) still running after {} s; exiting", STOP_WAIT.as_secs());
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "seshat serve: {left} turn(s) still running after {} s; exiting",
+                    STOP_WAIT.as_secs()
+                );
             }
             if let Some(path) = socket {
                 let _ = std::fs::remove_file(path);
@@ -77,7 +81,15 @@ pub fn run(ctx: &Context, args: &Args, signals: Option<super::stop::Signals>) ->
     match &args.listen {
         None => {
             let stdin = std::io::stdin();
-            connection(ctx, stdin.lock(), std::io::stdout(), &busy);
+            // The one client stopped reading: what is in flight is stored, and the server exits
+            // (its reading thread may be blocked on stdin).
+            let stuck = busy.clone();
+            let disconnect = Arc::new(move || {
+                turns::stopping();
+                stuck.interrupt_all_and_wait(STOP_WAIT);
+                std::process::exit(1);
+            });
+            connection(ctx, stdin.lock(), std::io::stdout(), &busy, disconnect);
             Ok(ExitCode::SUCCESS)
         }
         Some(address) => {
@@ -104,8 +116,11 @@ fn listen(ctx: &Context, path: &std::path::Path, busy: &turns::Busy) -> anyhow::
     std::thread::scope(|scope| {
         for stream in listener.incoming() {
             let Ok(stream) = stream else { continue };
-            let Ok(reader) = stream.try_clone() else { continue };
-            scope.spawn(move || connection(ctx, std::io::BufReader::new(reader), stream, busy));
+            let (Ok(reader), Ok(closer)) = (stream.try_clone(), stream.try_clone()) else { continue };
+            let disconnect = Arc::new(move || {
+                let _ = closer.shutdown(std::net::Shutdown::Both);
+            });
+            scope.spawn(move || connection(ctx, std::io::BufReader::new(reader), stream, busy, disconnect));
         }
     });
     Ok(ExitCode::SUCCESS)
@@ -134,8 +149,11 @@ fn connection(
     mut reader: impl BufRead,
     writer: impl std::io::Write + Send + 'static,
     busy: &turns::Busy,
+    disconnect: Arc<dyn Fn() + Send + Sync>,
 ) {
-    let (outbox, lines) = Outbox::new();
+    let config = ctx.config().unwrap_or_default();
+    let limit = config.store.max_record_bytes();
+    let (outbox, lines) = Outbox::new(config.serve.max_unread_bytes(), disconnect);
     let writing = std::thread::spawn(move || rpc::write_lines(lines, writer));
     let pending: rpc::Pending = Arc::new(Mutex::new(HashMap::new()));
     let mut server = Server {
@@ -148,13 +166,30 @@ fn connection(
         turns: turns::Turns::new(busy.clone()),
     };
     let mut line = Vec::new();
-    loop {
-        line.clear();
-        match reader.read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
+    for number in 1.. {
+        match seshat::input::next_line(&mut reader, &mut line, limit) {
+            Ok(seshat::input::Line::End) | Err(_) => break,
+            Ok(seshat::input::Line::Read) => {}
+            Ok(seshat::input::Line::TooLong) => {
+                // Nothing of it is applied; the client is told, and the connection ends.
+                outbox.error(
+                    Value::Null,
+                    RpcError::invalid_request(format!(
+                        "line {number} is longer than {}, the longest line the server reads (`max_record_mib` \
+                         under [store] in config.toml): the connection is closed",
+                        seshat::input::describe_limit(limit)
+                    )),
+                );
+                break;
+            }
         }
-        let text = String::from_utf8_lossy(&line);
+        if outbox.overflowed() {
+            break;
+        }
+        let Ok(text) = std::str::from_utf8(&line) else {
+            outbox.error(Value::Null, RpcError::parse(format!("line {number} is not valid UTF-8: send JSON in UTF-8")));
+            continue;
+        };
         let text = text.trim_end_matches(['\n', '\r']);
         if text.trim().is_empty() {
             continue;
@@ -189,6 +224,11 @@ impl Server<'_> {
             Err(e) => return self.outbox.error(Value::Null, RpcError::parse(format!("the line is not JSON: {e}"))),
         };
         let id = msg.get("id").cloned();
+        if id.as_ref().is_some_and(|id| !(id.is_string() || id.is_number() || id.is_null())) {
+            return self
+                .outbox
+                .error(Value::Null, RpcError::invalid_request("`id` must be a string or a number (JSON-RPC 2.0)"));
+        }
         // A response to one of the server's own requests (`tool/call`).
         if msg.get("method").is_none() && id.is_some() && (msg.get("result").is_some() || msg.get("error").is_some()) {
             rpc::deliver(&self.pending, &msg);
@@ -373,17 +413,14 @@ impl Server<'_> {
                 let ctx = self.ctx;
                 let store = self.store()?;
                 let mut memory = store.memory(ctx.repository.as_deref());
-                let out = seshat::memory::tools::call(&mut memory, tool, params);
-                if out.is_error {
-                    let message = out.structured["error"].as_str().unwrap_or("the memory call failed").to_string();
-                    let code =
-                        if message.starts_with("unknown memory tool") { "method_not_found" } else { "memory_failed" };
-                    if code == "method_not_found" {
-                        return Err(RpcError::method_not_found(m));
+                match seshat::memory::tools::run(&mut memory, tool, params, None) {
+                    Ok(out) => Ok(Some(out)),
+                    Err(seshat::memory::Error::UnknownTool(_)) => Err(RpcError::method_not_found(m)),
+                    Err(e @ seshat::memory::Error::InvalidArguments { .. }) => {
+                        Err(RpcError::invalid_params(e.to_string()))
                     }
-                    return Err(RpcError::seshat(code, message));
+                    Err(e) => Err(RpcError::seshat("memory_failed", e.to_string())),
                 }
-                Ok(Some(out.structured))
             }
             other => Err(RpcError::method_not_found(other)),
         }

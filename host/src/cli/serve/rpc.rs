@@ -3,8 +3,8 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
 
 use serde_json::{Value, json};
 
@@ -24,7 +24,7 @@ pub(crate) mod code {
 pub(crate) struct RpcError {
     pub(crate) code: i64,
     pub(crate) message: String,
-    /// Seshat's stable code (`session_busy`, `compact_full`, `not_found`, …).
+    /// Seshat's stable code (`session_busy`, `compact_full`, `session_not_found`, …).
     pub(crate) seshat: &'static str,
     seshat_owned: Option<String>,
 }
@@ -36,7 +36,7 @@ impl RpcError {
     pub(crate) fn parse(m: String) -> Self {
         Self::new(code::PARSE, "parse_error", m)
     }
-    pub(crate) fn invalid_request(m: &str) -> Self {
+    pub(crate) fn invalid_request(m: impl Into<String>) -> Self {
         Self::new(code::INVALID_REQUEST, "invalid_request", m)
     }
     pub(crate) fn invalid_params(m: impl Into<String>) -> Self {
@@ -81,17 +81,65 @@ impl RpcError {
     }
 }
 
-/// The lines to write, in order, by the one writer.
-#[derive(Debug, Clone)]
-pub(crate) struct Outbox(mpsc::Sender<String>);
+/// The lines to write, in order, by the one writer — bounded: a client that leaves more than
+/// [`Outbox`]'s limit unread is told so (as far as it still reads) and disconnected, and nothing
+/// more is queued for it.
+#[derive(Clone)]
+pub(crate) struct Outbox {
+    tx: mpsc::Sender<String>,
+    /// Bytes queued and not yet written.
+    queued: Arc<AtomicUsize>,
+    /// Set once the limit was passed: nothing more is queued.
+    overflowed: Arc<AtomicBool>,
+    limit: usize,
+    /// Ends the connection (run once, on a thread of its own).
+    disconnect: Arc<dyn Fn() + Send + Sync>,
+}
+
+/// The writer's side of an [`Outbox`].
+pub(crate) struct Lines {
+    rx: mpsc::Receiver<String>,
+    queued: Arc<AtomicUsize>,
+}
 
 impl Outbox {
-    pub(crate) fn new() -> (Self, mpsc::Receiver<String>) {
+    /// An outbox holding at most `limit` unwritten bytes; past it, `disconnect` runs.
+    pub(crate) fn new(limit: usize, disconnect: Arc<dyn Fn() + Send + Sync>) -> (Self, Lines) {
         let (tx, rx) = mpsc::channel();
-        (Outbox(tx), rx)
+        let queued = Arc::new(AtomicUsize::new(0));
+        let outbox =
+            Outbox { tx, queued: queued.clone(), overflowed: Arc::new(AtomicBool::new(false)), limit, disconnect };
+        (outbox, Lines { rx, queued })
     }
+
+    /// Whether the client was disconnected for leaving too much unread.
+    pub(crate) fn overflowed(&self) -> bool {
+        self.overflowed.load(Ordering::SeqCst)
+    }
+
     fn send(&self, message: serde_json::Map<String, Value>) {
-        let _ = self.0.send(Value::Object(message).to_string());
+        if self.overflowed() {
+            return;
+        }
+        let line = Value::Object(message).to_string();
+        let queued = self.queued.fetch_add(line.len() + 1, Ordering::SeqCst) + line.len() + 1;
+        if queued <= self.limit {
+            let _ = self.tx.send(line);
+            return;
+        }
+        if self.overflowed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let why = format!(
+            "the client left more than {} of answers unread: the connection is closed",
+            seshat::input::describe_limit(self.limit)
+        );
+        // Never a panic if stderr is gone (eprintln! would panic and take this thread with it).
+        let _ = writeln!(std::io::stderr(), "seshat serve: {why}");
+        let m = Self::message([("id", Value::Null), ("error", RpcError::seshat("outbox_full", why).into_json())]);
+        let _ = self.tx.send(Value::Object(m).to_string());
+        let disconnect = self.disconnect.clone();
+        std::thread::spawn(move || disconnect());
     }
     /// A message with `jsonrpc` and the given fields, in order.
     fn message(fields: [(&str, Value); 2]) -> serde_json::Map<String, Value> {
@@ -148,11 +196,12 @@ pub(crate) fn deliver(pending: &Pending, msg: &Value) {
 }
 
 /// Writes each line whole, flushed, to `out` until every sender is gone.
-pub(crate) fn write_lines(lines: mpsc::Receiver<String>, mut out: impl Write) {
-    for line in lines {
+pub(crate) fn write_lines(lines: Lines, mut out: impl Write) {
+    for line in lines.rx {
         if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
             break;
         }
+        lines.queued.fetch_sub(line.len() + 1, Ordering::SeqCst);
     }
 }
 

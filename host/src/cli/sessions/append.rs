@@ -3,7 +3,7 @@
 //! Each line is appended in its own transaction and acknowledged on stdout (`<session id> <seq>`)
 //! once it is durable, so a caller that is killed or kills us knows exactly what was saved.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, anyhow};
@@ -39,13 +39,23 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let mut store = ctx.store()?;
     let default = store.resolve(&args.id)?;
     let mut out = std::io::stdout().lock();
-    for (index, line) in std::io::stdin().lock().lines().enumerate() {
-        let number = index + 1;
-        let line = line.context("cannot read stdin")?;
+    let limit = ctx.config()?.store.max_record_bytes();
+    let (mut stdin, mut bytes) = (std::io::stdin().lock(), Vec::new());
+    for number in 1.. {
+        match seshat::input::next_line(&mut stdin, &mut bytes, limit).context("cannot read stdin")? {
+            seshat::input::Line::End => break,
+            seshat::input::Line::Read => {}
+            seshat::input::Line::TooLong => anyhow::bail!(
+                "line {number}: the message is longer than {}, the largest record Seshat reads (raise \
+                 `max_record_mib` under [store] in config.toml); the lines before it were appended",
+                seshat::input::describe_limit(limit)
+            ),
+        }
+        let line = std::str::from_utf8(&bytes).map_err(|_| anyhow!("line {number}: not valid UTF-8"))?;
         if line.trim().is_empty() {
             continue;
         }
-        let parsed: Line = serde_json::from_str(&line).map_err(|e| anyhow!("line {number}: {e}"))?;
+        let parsed: Line = serde_json::from_str(line).map_err(|e| anyhow!("line {number}: {e}"))?;
         let session = match &parsed.session {
             Some(prefix) => store.resolve(prefix).with_context(|| format!("line {number}"))?,
             None => default.clone(),

@@ -1,6 +1,5 @@
 //! `seshat sessions import`.
 
-use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -40,11 +39,11 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let mut input: Box<dyn BufRead> = if args.file.as_os_str() == "-" {
         Box::new(std::io::stdin().lock())
     } else {
-        let file = File::open(&args.file).with_context(|| format!("cannot open {}", args.file.display()))?;
-        Box::new(BufReader::new(file))
+        Box::new(BufReader::new(seshat::input::open_regular(&args.file)?))
     };
     let mut store = ctx.store()?;
-    let options = ImportOptions { new_id: args.new_id, repair: args.repair };
+    let max_record_bytes = ctx.config()?.store.max_record_bytes();
+    let options = ImportOptions { new_id: args.new_id, repair: args.repair, max_record_bytes };
     let imported =
         store.import(&mut input, options).with_context(|| format!("cannot import {}", args.file.display()))?;
     let mut out = format::stdout();
@@ -77,7 +76,11 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
 
 /// `--from claude-code|codex`: every session in the file or directory, one line each.
 fn from(ctx: &Context, args: &Args, tool: seshat::foreign::Tool) -> anyhow::Result<ExitCode> {
-    let converted = seshat::foreign::read(tool, &args.file)?;
+    let found = seshat::foreign::read(tool, &args.file, ctx.config()?.store.max_record_bytes())?;
+    for (file, why) in &found.skipped {
+        eprintln!("skipped {}: {why}", format::visible(&file.display().to_string()));
+    }
+    let converted = found.sessions;
     let mut store = ctx.store()?;
     // The agent's working directory is the project: its key when it exists here, else the path
     // as the agent wrote it.
