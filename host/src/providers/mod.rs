@@ -550,14 +550,32 @@ impl Provider {
     }
 
     fn scrub(&self, e: Error) -> Error {
+        let clean = |m: &str| self.redact(&bounded_message(m));
         match e {
-            Error::Api { code, message } => Error::Api { code, message: self.redact(&message) },
-            Error::Refused { code, message, limit } => Error::Refused { code, message: self.redact(&message), limit },
-            Error::Plugin(m) => Error::Plugin(self.redact(&m)),
+            Error::Api { code, message } => Error::Api { code, message: clean(&message) },
+            Error::Refused { code, message, limit } => Error::Refused { code, message: clean(&message), limit },
+            Error::Plugin(m) => Error::Plugin(clean(&m)),
             other => other,
         }
     }
 }
+
+/// The most of a server's error message an error carries: an HTML error page or a huge body is
+/// cut (the status and the start say what happened).
+const MAX_ERROR_MESSAGE_BYTES: usize = 2_000;
+
+/// `message` within [`MAX_ERROR_MESSAGE_BYTES`]: a longer one keeps its start and its end (where
+/// the plugin's hint is), cut at character boundaries.
+fn bounded_message(message: &str) -> std::borrow::Cow<'_, str> {
+    if message.len() <= MAX_ERROR_MESSAGE_BYTES {
+        return message.into();
+    }
+    let head = message.floor_char_boundary(MAX_ERROR_MESSAGE_BYTES * 3 / 4);
+    let tail = message.ceil_char_boundary(message.len() - MAX_ERROR_MESSAGE_BYTES / 4);
+    format!("{} […{} bytes left out…] {}", &message[..head], tail - head, &message[tail..]).into()
+}
+
+impl Provider {}
 
 /// A streamed answer being decoded.
 struct Decoding {

@@ -1192,8 +1192,14 @@ fn a_429_or_5xx_after_the_retries_is_rate_limited_or_server_error_with_the_serve
             "rate_limited",
             "exceeded your rate limit",
         ),
+        ("anthropic", 502, "<html><body><h1>502 Bad Gateway</h1></body></html>", "server_error", "502 Bad Gateway"),
+        ("openai", 429, "", "rate_limited", "HTTP 429"),
     ];
-    for (provider, status, body, code, message) in cases {
+    // A 5 MB error page: the error keeps its start and the hint, not the page.
+    let page =
+        format!("<html><body><h1>503 Service Unavailable</h1>{}</body></html>", "<p>lorem ipsum</p>".repeat(300_000));
+    let big = [("openai", 503, page.as_str(), "server_error", "503 Service Unavailable")];
+    for (provider, status, body, code, message) in cases.into_iter().chain(big) {
         let server =
             Server::start(vec![Reply::json(status, body), Reply::json(status, body), Reply::json(status, body)]);
         let home = home_for(provider, &server, "");
@@ -1206,5 +1212,10 @@ fn a_429_or_5xx_after_the_retries_is_rate_limited_or_server_error_with_the_serve
         assert_eq!(v["error_code"], code, "{provider} {status}: {v}");
         assert!(v["error"].as_str().unwrap().contains(message), "{provider} {status}: {v}");
         assert_eq!(server.count(), 3, "{provider} {status}: one try and max_retries = 2");
+        let error = v["error"].as_str().unwrap();
+        assert!(error.len() < 3_000, "{provider} {status}: the error is {} bytes long", error.len());
+        if status >= 500 {
+            assert!(error.ends_with("retry later)"), "{provider} {status}: the hint is kept: {error}");
+        }
     }
 }
