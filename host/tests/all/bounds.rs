@@ -265,3 +265,39 @@ fn serve_disconnects_a_client_that_leaves_too_much_unread_and_serves_the_others(
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+#[test]
+fn searching_a_huge_original_builds_its_snippet_within_bounded_memory() {
+    // A 62 MB tool result whose failing line is at its end. The snippet is cut from what the
+    // index holds of it; building it from the whole text took eight more bytes per byte (a folded
+    // copy and its byte map): 1.1 GB at the peak here, more than the data limit the search runs
+    // under (800 MB; cut from the index's excerpt it needs about half).
+    let home = Home::new();
+    let id = home.session("/huge");
+    let mut log = "step ok: compiled module\n".repeat(2_500_000);
+    log.push_str("FAILED test_upload_resumes: checksum mismatch\n");
+    let call = NewMessage {
+        role: Role::Assistant,
+        parts: vec![Part::ToolCall { id: "c1".into(), name: "run_tests".into(), arguments: "{}".into() }],
+        usage: None,
+        status: MessageStatus::Complete,
+    };
+    let result = NewMessage {
+        role: Role::Tool,
+        parts: vec![Part::ToolResult { call_id: "c1".into(), content: log, is_error: true }],
+        usage: None,
+        status: MessageStatus::Complete,
+    };
+    home.store().append(&id, &[call, result]).unwrap();
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(r#"ulimit -d 800000 && exec "$0" sessions search checksum --all --json"#)
+        .arg(env!("CARGO_BIN_EXE_seshat"))
+        .env("SESHAT_HOME", home.path())
+        .current_dir(home.path());
+    let out = bounded(cmd);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let hits: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let snippet = hits[0]["snippet"].as_str().unwrap_or_default();
+    assert!(snippet.contains("«checksum» mismatch"), "{hits}");
+}
