@@ -124,11 +124,7 @@ pub enum Line {
 pub fn next_line(input: &mut dyn BufRead, buf: &mut Vec<u8>, limit: usize) -> std::io::Result<Line> {
     buf.clear();
     loop {
-        let available = match input.fill_buf() {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
+        let available = fill(input)?;
         if available.is_empty() {
             return Ok(if buf.is_empty() { Line::End } else { Line::Read });
         }
@@ -153,11 +149,7 @@ pub fn next_line(input: &mut dyn BufRead, buf: &mut Vec<u8>, limit: usize) -> st
 /// Passes over the rest of the current line (after [`Line::TooLong`]), holding none of it.
 pub fn skip_line(input: &mut dyn BufRead) -> std::io::Result<()> {
     loop {
-        let available = match input.fill_buf() {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
+        let available = fill(input)?;
         if available.is_empty() {
             return Ok(());
         }
@@ -170,6 +162,18 @@ pub fn skip_line(input: &mut dyn BufRead) -> std::io::Result<()> {
                 let n = available.len();
                 input.consume(n);
             }
+        }
+    }
+}
+
+/// What `input` has buffered, reading more when it has nothing (retried when interrupted).
+fn fill(input: &mut dyn BufRead) -> std::io::Result<&[u8]> {
+    loop {
+        match input.fill_buf() {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            // Re-borrowed: the loop cannot return the first borrow (a known borrow-checker limit).
+            Ok(_) => return input.fill_buf(),
+            Err(e) => return Err(e),
         }
     }
 }

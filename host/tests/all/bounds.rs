@@ -166,25 +166,6 @@ fn a_message_too_large_to_store_is_refused_before_sqlite_copies_it() {
     assert_eq!(store.full_history(&id).unwrap().len(), 0, "nothing of the batch was written");
 }
 
-/// A `seshat serve --listen` on a socket in `home`, and the socket's path.
-fn listening(home: &Home) -> (std::process::Child, std::path::PathBuf) {
-    let socket = home.path().join("serve.sock");
-    let mut child = home
-        .cmd()
-        .args(["serve", "--listen", &format!("unix:{}", socket.display())])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut said = String::new();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    stderr.read_line(&mut said).unwrap();
-    assert!(said.starts_with("seshat serve: listening"), "{said}");
-    // The rest of what it says goes to the test's stderr.
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::stderr()));
-    (child, socket)
-}
-
 fn request(id: u64, method: &str, params: Value) -> String {
     format!("{}\n", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
 }
@@ -231,7 +212,7 @@ fn serve_refuses_a_line_over_the_limit_and_an_invalid_utf8_line_and_applies_neit
 fn serve_disconnects_a_client_that_leaves_too_much_unread_and_serves_the_others() {
     let home = Home::new();
     config(&home, "[serve]\nmax_unread_mib = 1\n");
-    let (mut child, socket) = listening(&home);
+    let (mut child, socket) = crate::serve::listening(&home);
     let mut greedy = std::os::unix::net::UnixStream::connect(&socket).unwrap();
     greedy.write_all(request(1, "initialize", json!({})).as_bytes()).unwrap();
     greedy.write_all(request(2, "notes/set", json!({"key": "big", "value": "w".repeat(200_000)})).as_bytes()).unwrap();

@@ -131,16 +131,8 @@ fn a_foreign_sqlite_client_never_deletes_the_wal_under_serve_or_mcp_and_nothing_
     let store = home.store();
     let integrity: String = store.connection().query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
     assert_eq!(integrity, "ok");
-    let mut names: Vec<String> = store
-        .connection()
-        .prepare("SELECT name FROM memory_entities ORDER BY name")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let names = crate::support::entity_names(&store);
     acknowledged.sort();
-    names.sort();
     assert_eq!(names, acknowledged, "every acknowledged entity survives the kill");
     let turns: Vec<usize> = sessions.iter().map(|id| store.full_history(id).unwrap().len()).collect();
     assert_eq!(turns, vec![6, 6], "each session: its first turn and two rounds, question and answer each");

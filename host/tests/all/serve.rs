@@ -309,6 +309,27 @@ fn a_second_turn_on_a_busy_session_is_refused_and_interrupt_and_eof_store_what_a
 }
 
 /// A client of `seshat serve --listen unix:PATH`: lines over the socket.
+/// A `seshat serve --listen` on a socket in `home` (once it says it listens; what it says after
+/// goes to the test's stderr), and the socket's path.
+pub fn listening(home: &Home) -> (Child, std::path::PathBuf) {
+    let socket = home.path().join("seshat.sock");
+    let mut child = home
+        .cmd()
+        .env("OPENAI_API_KEY", KEY)
+        .args(["serve", "--listen", &format!("unix:{}", socket.display())])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    stderr.read_line(&mut said).unwrap();
+    assert!(said.starts_with("seshat serve: listening on unix:"), "{said}");
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::stderr()));
+    (child, socket)
+}
+
 struct SocketClient {
     writer: std::os::unix::net::UnixStream,
     reader: BufReader<std::os::unix::net::UnixStream>,
@@ -363,21 +384,7 @@ fn on_a_unix_socket_several_clients_share_one_database_and_a_busy_session_is_bus
         Reply::Stream { pieces: openai::text_answer(&["Other."], true) },
     ]);
     let home = home_for("openai", &server, "");
-    let socket = home.path().join("seshat.sock");
-    let mut child = home
-        .cmd()
-        .env("OPENAI_API_KEY", KEY)
-        .args(["serve", "--listen", &format!("unix:{}", socket.display())])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // It says when it listens.
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut said = String::new();
-    err.read_line(&mut said).unwrap();
-    assert!(said.starts_with("seshat serve: listening on unix:"), "{said}");
+    let (mut child, socket) = listening(&home);
     assert_eq!(std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777, 0o600, "only this user");
     let mut a = SocketClient::connect(&socket);
     let mut b = SocketClient::connect(&socket);
@@ -464,19 +471,7 @@ fn turn_interrupt_stops_a_turn_started_on_another_connection_by_any_prefix_and_i
     pieces.truncate(2);
     let server = Server::start(vec![Reply::Stall { pieces, pause: Duration::from_secs(60) }]);
     let home = home_for("openai", &server, "");
-    let socket = home.path().join("seshat.sock");
-    let mut child = home
-        .cmd()
-        .env("OPENAI_API_KEY", KEY)
-        .args(["serve", "--listen", &format!("unix:{}", socket.display())])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut said = String::new();
-    err.read_line(&mut said).unwrap();
+    let (mut child, socket) = listening(&home);
     let mut a = SocketClient::connect(&socket);
     let mut b = SocketClient::connect(&socket);
     for c in [&mut a, &mut b] {

@@ -110,14 +110,5 @@ fn sigterm_stops_mcp_cleanly_and_what_it_answered_is_kept() {
     kill(mcp.pid(), "-TERM");
     let status = mcp.wait_exit();
     assert_eq!(status.code(), Some(0), "{status}");
-    let names: Vec<String> = home
-        .store()
-        .connection()
-        .prepare("SELECT name FROM memory_entities")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    assert_eq!(names, ["Ada"]);
+    assert_eq!(crate::support::entity_names(&home.store()), ["Ada"]);
 }

@@ -101,3 +101,17 @@ pub fn append_line(session: Option<&str>, text: &str) -> String {
     }
     v.to_string()
 }
+
+/// The names of every entity in the memory graph, sorted.
+pub fn entity_names(store: &Store) -> Vec<String> {
+    let mut names: Vec<String> = store
+        .connection()
+        .prepare("SELECT name FROM memory_entities")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    names.sort();
+    names
+}
