@@ -1131,19 +1131,35 @@ fn a_provider_plugin_that_sets_a_credential_header_itself_sends_nothing() {
 
 #[test]
 fn plain_http_to_a_remote_host_is_sent_with_a_warning() {
-    // TEST-NET-1: no host answers there; the warning comes before the attempt.
+    // The remote host is reached only through a loopback HTTP proxy (the name is never resolved,
+    // nothing leaves this machine); the proxy answers as the server would.
+    let proxy = Server::start(vec![Reply::Stream { pieces: anthropic::text_answer(&["Over plain http."]) }]);
     let home = Home::new();
     std::fs::write(
         home.path().join("config.toml"),
-        "[plugins]\nprovider = \"anthropic\"\n[providers.anthropic]\nbase_url = \"http://192.0.2.1:9\"\n\
-         connect_timeout_secs = 1\nmax_retries = 0\n",
+        "[plugins]\nprovider = \"anthropic\"\n[providers.anthropic]\nbase_url = \"http://models.remote.invalid:8080\"\n\
+         max_retries = 0\n",
     )
     .unwrap();
-    let out = chat(&home, &["-p", "hi"], &[]);
-    assert!(!out.status.success());
+    let out = chat(&home, &["-p", "hi"], &[("HTTP_PROXY", &proxy.url()), ("NO_PROXY", "")]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("warning: sending to http://192.0.2.1:9 over plain http (not encrypted)"), "{err}");
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("warning: sending to http://models.remote.invalid:8080 over plain http (not encrypted)"),
+        "{err}"
+    );
     assert!(!err.contains(KEY));
+    let asked = proxy.requests();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(
+        (asked[0].method.as_str(), asked[0].path.as_str()),
+        ("POST", "http://models.remote.invalid:8080/v1/messages"),
+        "the request went to the proxy, for the remote host"
+    );
+    // A loopback base URL is not remote: no warning.
+    let local = Server::start(vec![Reply::Stream { pieces: anthropic::text_answer(&["Local."]) }]);
+    let out = chat(&home_for("anthropic", &local, ""), &["-p", "hi"], &[]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("plain http"), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[test]
