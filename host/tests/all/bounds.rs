@@ -18,14 +18,14 @@ fn mkfifo(path: &Path) {
     assert!(ok, "mkfifo {}", path.display());
 }
 
-/// Runs `cmd` to its end, killing it if it is still running after a minute — a watchdog, so code
-/// that blocks on a FIFO or reads `/dev/zero` forever fails here instead of hanging the suite.
+/// Runs `cmd` to its end, killing it if it is still running after five minutes — a watchdog, so
+/// code that blocks on a FIFO or reads `/dev/zero` forever fails here instead of hanging the suite.
 fn bounded(mut cmd: Command) -> std::process::Output {
     let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let pid = child.id();
     let (done, watch) = std::sync::mpsc::channel::<()>();
     let watchdog = std::thread::spawn(move || {
-        if watch.recv_timeout(std::time::Duration::from_secs(60)).is_err() {
+        if watch.recv_timeout(std::time::Duration::from_secs(300)).is_err() {
             let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
             return true;
         }
@@ -33,7 +33,7 @@ fn bounded(mut cmd: Command) -> std::process::Output {
     });
     let out = child.wait_with_output().unwrap();
     let _ = done.send(());
-    assert!(!watchdog.join().unwrap(), "still running after a minute: {cmd:?}");
+    assert!(!watchdog.join().unwrap(), "still running after five minutes: {cmd:?}");
     out
 }
 

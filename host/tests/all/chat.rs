@@ -1177,6 +1177,8 @@ fn https_proxy_carries_the_tunnel_and_never_the_key() {
     let asked = proxy.requests();
     assert_eq!(asked.len(), 1, "{asked:?}");
     assert_eq!((asked[0].method.as_str(), asked[0].path.as_str()), ("CONNECT", "api.anthropic.com:443"));
+    // The fake is a proxy here: the tunnel it refused is the one request it expected.
+    assert_eq!(proxy.unexpected(), ["CONNECT api.anthropic.com:443: no endpoint api.anthropic.com:443"]);
     assert!(asked[0].headers.iter().all(|(_, v)| !v.contains(KEY)), "the key never reaches the proxy: {asked:?}");
     assert!(!asked[0].headers.is_empty());
     let v = json_of(&out);

@@ -216,7 +216,7 @@ fn bad_sources_say_what_was_expected() {
     let err = home.fails(&["sessions", "import", "--from", "cursor", empty.to_str().unwrap()]);
     assert!(err.contains("unknown source `cursor`: expected claude-code or codex"), "{err}");
     let err = home.fails(&["sessions", "import", "--from", "codex", "/no/such/dir"]);
-    assert!(err.contains("cannot read /no/such/dir"), "{err}");
+    assert!(err.contains("cannot open /no/such/dir"), "{err}");
     // A Codex file read as Claude Code's: no session in it, said so.
     let err = home.fails(&["sessions", "import", "--from", "claude-code", codex_file().to_str().unwrap()]);
     assert!(err.contains("holds no claude-code session"), "{err}");

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::server::{Reply, Server};
+use crate::server::{Reply, Server, expect_header, expect_route};
 use crate::support::{Home, fixture};
 
 /// A project directory (a git repository) with a guide, a source file, an ignored build
@@ -190,10 +190,14 @@ fn switch_model(home: &Home, to: &str) {
 /// A loopback server that echoes the test embedder's texts back (it computes the vectors).
 fn echo_server() -> Server {
     Server::route(|r| {
-        assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", "/v1/echo"), "{r:?}");
-        assert_eq!(r.header("content-type"), Some("text/plain"));
-        assert!(r.header("authorization").is_none(), "no credential for an auth-less embedder");
-        Reply::Full { status: 200, headers: vec![], body: r.body.clone().into_bytes() }
+        let expected = expect_route(r, "POST", "/v1/echo")
+            .and(expect_header(r, "content-type", Some("text/plain")))
+            // No credential for an auth-less embedder.
+            .and(expect_header(r, "authorization", None));
+        match expected {
+            Ok(()) => Reply::Full { status: 200, headers: vec![], body: r.body.clone().into_bytes() },
+            Err(why) => Reply::Unexpected(why),
+        }
     })
 }
 
@@ -350,13 +354,18 @@ fn embedder_openai_speaks_the_real_embeddings_json_with_the_key_added_by_the_hos
     let home = Home::new();
     // The real /v1/embeddings shape, items out of order (the index says whose they are).
     let server = Server::route(|r| {
-        assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", "/v1/embeddings"), "{r:?}");
-        assert_eq!(r.header("authorization"), Some("Bearer sk-test-embed-123"));
-        assert_eq!(r.header("content-type"), Some("application/json"));
-        let body = r.json();
-        assert_eq!(body["model"], "text-embedding-3-small");
-        assert_eq!(body["encoding_format"], "float");
-        assert_eq!(body["dimensions"], 3);
+        let body: Value = serde_json::from_str(&r.body).unwrap_or_default();
+        let fields = (body["model"].as_str(), body["encoding_format"].as_str(), body["dimensions"].as_u64());
+        let expected = expect_route(r, "POST", "/v1/embeddings")
+            .and(expect_header(r, "authorization", Some("Bearer sk-test-embed-123")))
+            .and(expect_header(r, "content-type", Some("application/json")))
+            .and(match fields {
+                (Some("text-embedding-3-small"), Some("float"), Some(3)) => Ok(()),
+                other => Err(format!("model, encoding_format, dimensions: {other:?}")),
+            });
+        if let Err(why) = expected {
+            return Reply::Unexpected(why);
+        }
         let inputs = body["input"].as_array().unwrap();
         let mut data: Vec<Value> = inputs
             .iter()
@@ -423,9 +432,11 @@ fn embedder_openai_speaks_the_real_embeddings_json_with_the_key_added_by_the_hos
 #[test]
 fn an_embedder_that_fails_leaves_the_index_lexical_and_says_how_to_finish() {
     let home = Home::new();
-    let server = Server::route(|r| {
-        assert_eq!(r.path, "/v1/embeddings");
-        Reply::json(401, r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}"#)
+    let server = Server::route(|r| match expect_route(r, "POST", "/v1/embeddings") {
+        Ok(()) => {
+            Reply::json(401, r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}"#)
+        }
+        Err(why) => Reply::Unexpected(why),
     });
     std::fs::write(
         home.path().join("config.toml"),

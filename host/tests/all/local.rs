@@ -130,6 +130,18 @@ struct Local {
 
 const MODEL: &str = "qwen-local";
 
+impl Drop for Local {
+    /// Every test using a `Local` fails if the server saw a request it should not have (a wrong
+    /// path, a missing key or content type): collected by the server, asserted here.
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        let bad = self.take_bad();
+        assert!(bad.is_empty(), "the local server received requests it should not have: {bad:?}");
+    }
+}
+
 impl Local {
     fn start(kind: Kind, window: u64, over: Option<Over>) -> Self {
         let seen = Arc::new(Mutex::new(Seen::default()));
@@ -155,6 +167,12 @@ impl Local {
 
     fn chats(&self) -> Vec<Recorded> {
         self.server.requests().into_iter().filter(|r| r.path == "/v1/chat/completions").collect()
+    }
+
+    /// Takes the requests the server found wrong so far (a test that sends them on purpose
+    /// asserts on them; the check on drop then passes).
+    fn take_bad(&self) -> Vec<String> {
+        std::mem::take(&mut self.seen.lock().unwrap().bad)
     }
 
     fn seen(&self) -> std::sync::MutexGuard<'_, Seen> {
@@ -720,6 +738,15 @@ fn the_provider_comes_from_the_environment_the_official_sdks_read() {
     assert_eq!(chat.json()["model"], MODEL);
     assert_eq!(chat.header("authorization"), None, "no key, no credential");
     assert_eq!(v["context"]["window"], 16_384);
+    // This server wants a key: the keyless requests are the ones it refused.
+    assert_eq!(
+        local.take_bad(),
+        [
+            "GET /v1/models without the bearer key",
+            "GET /v1/models without the bearer key",
+            "POST /v1/chat/completions without the bearer key"
+        ]
+    );
     // OPENAI_API_KEY alone: openai, against its default base URL (not reached here: a model and a
     // base URL are given through the config the key does not replace).
     let home = home_at("openai", &local.base(), "");

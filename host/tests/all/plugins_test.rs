@@ -262,7 +262,9 @@ fn a_summariser_can_call_a_real_model_through_a_provider() {
     let home = Home::new();
     let id = session_with_long_results(&home);
     let server = crate::server::Server::route(|req| {
-        assert_eq!((req.method.as_str(), req.path.as_str()), ("POST", "/v1/chat/completions"), "{req:?}");
+        if let Err(why) = crate::server::expect_route(req, "POST", "/v1/chat/completions") {
+            return crate::server::Reply::Unexpected(why);
+        }
         crate::server::Reply::json(
             200,
             r#"{"id":"c1","object":"chat.completion","model":"summ-1","choices":[{"index":0,"message":{"role":"assistant","content":"A REAL SUMMARY: parse_escape fixed."},"finish_reason":"stop"}],"usage":{"prompt_tokens":900,"completion_tokens":9}}"#,

@@ -11,7 +11,7 @@ use seshat::conversation::{NewMessage, Role};
 use seshat::memory::NewEntity;
 use seshat::store::Queued;
 
-use crate::server::{Reply, Server};
+use crate::server::{Reply, Server, expect_route};
 use crate::support::Home;
 
 /// The deterministic test embedder (see `tests/plugins/guests/embedder`) at `server`, with
@@ -30,9 +30,9 @@ fn configure(home: &Home, server: &Server, history: bool, memory: bool, extra: &
 }
 
 fn echo() -> Server {
-    Server::route(|r| {
-        assert_eq!(r.path, "/v1/echo", "{r:?}");
-        Reply::Full { status: 200, headers: vec![], body: r.body.clone().into_bytes() }
+    Server::route(|r| match expect_route(r, "POST", "/v1/echo") {
+        Ok(()) => Reply::Full { status: 200, headers: vec![], body: r.body.clone().into_bytes() },
+        Err(why) => Reply::Unexpected(why),
     })
 }
 

@@ -22,6 +22,26 @@ pub enum Reply {
     Silent { pause: Duration },
     /// The connection closes at once, without an answer.
     Hangup,
+    /// The request was not what the test expected (why): recorded on the server, answered with a
+    /// 400, and failing the test when its server handle is dropped.
+    Unexpected(String),
+}
+
+/// `Ok` when `r` is `method path`, else why not (for a handler to answer [`Reply::Unexpected`]).
+pub fn expect_route(r: &Recorded, method: &str, path: &str) -> Result<(), String> {
+    if (r.method.as_str(), r.path.as_str()) == (method, path) {
+        Ok(())
+    } else {
+        Err(format!("expected {method} {path}, got {} {}", r.method, r.path))
+    }
+}
+
+/// `Ok` when header `name` of `r` is `value` (`None`: absent), else why not.
+pub fn expect_header(r: &Recorded, name: &str, value: Option<&str>) -> Result<(), String> {
+    match r.header(name) {
+        got if got == value => Ok(()),
+        got => Err(format!("header {name}: expected {value:?}, got {got:?}")),
+    }
 }
 
 impl Reply {
@@ -64,12 +84,48 @@ impl Recorded {
 pub type Handler = Arc<dyn Fn(&Recorded) -> Reply + Send + Sync>;
 
 /// The server. It runs until the test process ends.
-#[derive(Clone)]
+///
+/// Every request it receives is checked where the test cannot forget to: one that is wrong for the
+/// API its path names (scripted servers), a body declared JSON that does not parse, or a handler
+/// that panics is recorded as unexpected, and the test's own handle on the server fails the test
+/// when it is dropped with any recorded (unless the test took them with [`Server::unexpected`]).
 pub struct Server {
     pub port: u16,
     script: Arc<Mutex<VecDeque<Reply>>>,
     requests: Arc<Mutex<Vec<Recorded>>>,
     handler: Option<Handler>,
+    /// What was wrong with the requests received (collected here, asserted in the test).
+    problems: Arc<Mutex<Vec<String>>>,
+    /// Whether this is the test's handle (the one that checks on drop).
+    owner: bool,
+}
+
+impl Clone for Server {
+    fn clone(&self) -> Self {
+        Server {
+            port: self.port,
+            script: self.script.clone(),
+            requests: self.requests.clone(),
+            handler: self.handler.clone(),
+            problems: self.problems.clone(),
+            owner: false,
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if !self.owner || std::thread::panicking() {
+            return;
+        }
+        let problems = self.problems.lock().map(|p| p.clone()).unwrap_or_default();
+        assert!(
+            problems.is_empty(),
+            "the loopback server on port {} received unexpected requests:\n{}",
+            self.port,
+            problems.join("\n")
+        );
+    }
 }
 
 impl Server {
@@ -90,6 +146,8 @@ impl Server {
             script: Arc::new(Mutex::new(script.into())),
             requests: Arc::new(Mutex::new(Vec::new())),
             handler,
+            problems: Arc::new(Mutex::new(Vec::new())),
+            owner: true,
         };
         let s = server.clone();
         std::thread::spawn(move || {
@@ -111,6 +169,16 @@ impl Server {
 
     pub fn count(&self) -> usize {
         self.requests.lock().unwrap().len()
+    }
+
+    /// Takes what was wrong with the requests so far (a test that sends bad requests on purpose
+    /// asserts on them itself; the check on drop then passes).
+    pub fn unexpected(&self) -> Vec<String> {
+        std::mem::take(&mut *self.problems.lock().unwrap())
+    }
+
+    fn problem(&self, r: &Recorded, why: &str) {
+        self.problems.lock().unwrap().push(format!("{} {}: {why}", r.method, r.path));
     }
 
     fn serve(&self, stream: TcpStream) {
@@ -137,11 +205,30 @@ impl Server {
         reader.read_exact(&mut body).unwrap();
         let recorded = Recorded { method, path, headers, body: String::from_utf8_lossy(&body).into_owned() };
         self.requests.lock().unwrap().push(recorded.clone());
+        let declared_json = recorded.header("content-type").is_some_and(|t| t.starts_with("application/json"));
+        if declared_json && serde_json::from_str::<serde_json::Value>(&recorded.body).is_err() {
+            self.problem(&recorded, "the body is declared JSON but does not parse");
+        }
         let reply = match (&self.handler, wrong_for_its_api(&recorded)) {
-            (Some(handler), _) => handler(&recorded),
+            (Some(handler), _) => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(&recorded))) {
+                Ok(Reply::Unexpected(why)) => {
+                    self.problem(&recorded, &why);
+                    Reply::json(400, &serde_json::json!({"error": {"message": why}}).to_string())
+                }
+                Ok(reply) => reply,
+                Err(e) => {
+                    let why =
+                        e.downcast_ref::<String>().cloned().or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()));
+                    self.problem(&recorded, &format!("the handler panicked: {}", why.unwrap_or_default()));
+                    Reply::json(500, "{\"error\":{\"message\":\"the test's handler panicked\"}}")
+                }
+            },
             // A scripted server answers only what its API accepts; anything else gets the error
-            // a real server would give, and does not use up the script.
-            (None, Some(why)) => Reply::json(400, &serde_json::json!({"error": {"message": why}}).to_string()),
+            // a real server would give, is recorded as unexpected, and does not use up the script.
+            (None, Some(why)) => {
+                self.problem(&recorded, &why);
+                Reply::json(400, &serde_json::json!({"error": {"message": why}}).to_string())
+            }
             (None, None) => self
                 .script
                 .lock()
@@ -234,7 +321,7 @@ fn respond(out: &mut TcpStream, reply: Reply) -> std::io::Result<()> {
             std::thread::sleep(pause);
             out.shutdown(std::net::Shutdown::Both)
         }
-        Reply::Hangup => out.shutdown(std::net::Shutdown::Both),
+        Reply::Hangup | Reply::Unexpected(_) => out.shutdown(std::net::Shutdown::Both),
         Reply::Stall { pieces, pause } => {
             out.write_all(stream_head.as_bytes())?;
             for p in &pieces {
