@@ -768,3 +768,29 @@ fn protocol_details_bad_memory_params_non_scalar_ids_and_unknown_sessions_get_th
     assert_eq!(sessions["sessions"].as_array().map(Vec::len), Some(0), "nothing was created by the bad lines");
     assert!(c.close().success());
 }
+
+#[test]
+fn session_compact_hands_its_instructions_to_the_summary_model() {
+    let server = Server::route(|r| openai_reply(r, "Summary: Ada and Grace planned the release."));
+    let home = home_for("openai", &server, "");
+    let id = home.session(home.path().to_str().unwrap());
+    let mut store = home.store();
+    for i in 0..24 {
+        let role = if i % 2 == 0 { seshat::conversation::Role::User } else { seshat::conversation::Role::Assistant };
+        let text =
+            format!("Note {i}: Ada and Grace discussed the release plan. {}", "More detail follows. ".repeat(60));
+        store.append(&id, &[seshat::conversation::NewMessage::text(role, &text)]).unwrap();
+    }
+    drop(store);
+    let mut c = ServeClient::start(&home);
+    c.initialize(json!({"model": "gpt-4o", "window": 8192}));
+    let compacted = c.ok("session/compact", json!({"session": id, "instructions": "keep every person's name"}));
+    assert!(compacted["report"]["dropped"].as_u64().unwrap_or(0) > 0, "{compacted}");
+    let summary_requests: Vec<String> =
+        server.requests().iter().filter(|r| r.path.ends_with("/chat/completions")).map(|r| r.body.clone()).collect();
+    assert!(!summary_requests.is_empty(), "the summary model was called");
+    for body in &summary_requests {
+        assert!(body.contains("keep every person's name"), "the instructions reached each summary call: {body}");
+    }
+    assert!(c.close().success());
+}
