@@ -191,25 +191,36 @@ fn a_one_shot_chat_never_waits_for_the_embedder_and_leaves_the_rest_queued() {
 
 #[test]
 fn a_version_8_database_upgrades_and_its_documents_and_history_get_vectors() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("v8.db");
-    std::fs::copy(crate::support::fixture("store-v8.sqlite"), &db).unwrap();
+    let home = Home::new();
+    std::fs::copy(crate::support::fixture("store-v8.sqlite"), home.db()).unwrap();
     let before: u32 =
-        rusqlite::Connection::open(&db).unwrap().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        rusqlite::Connection::open(home.db()).unwrap().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
     assert_eq!(before, 8, "the fixture must stay at version 8");
-    let mut store = seshat::store::Store::open(&db).unwrap();
-    let filter = seshat::store::KnowledgeFilter { project: "/work/alpha", scope: None };
-    let hits = store.knowledge_search(filter, "mock clock", 5).unwrap();
-    assert_eq!(hits.len(), 1, "version 8's chunks are searchable");
-    assert_eq!((hits[0].start_line, hits[0].end_line, hits[0].heading.as_str()), (5, 7, "Upload > Flaky"));
-    assert!(store.vector_index().unwrap().is_none(), "no vectors until an embedder makes them");
-    assert_eq!(store.chunks_without_vectors_count().unwrap(), 2);
-    // Turning history embedding on queues every message the fixture holds.
-    let messages: u64 =
-        rusqlite::Connection::open(&db).unwrap().query_row("SELECT count(*) FROM messages", [], |r| r.get(0)).unwrap();
+    {
+        let store = home.store();
+        let filter = seshat::store::KnowledgeFilter { project: "/work/alpha", scope: None };
+        let hits = store.knowledge_search(filter, "mock clock", 5).unwrap();
+        assert_eq!(hits.len(), 1, "version 8's chunks are searchable");
+        assert_eq!((hits[0].start_line, hits[0].end_line, hits[0].heading.as_str()), (5, 7, "Upload > Flaky"));
+        assert!(store.vector_index().unwrap().is_none(), "no vectors until an embedder makes them");
+        assert_eq!(store.chunks_without_vectors_count().unwrap(), 2);
+    }
+    let count = |table: &str| -> u64 {
+        rusqlite::Connection::open(home.db())
+            .unwrap()
+            .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+            .unwrap()
+    };
+    let messages = count("messages");
     assert!(messages > 0);
-    assert_eq!(store.embedding_enable(Queued::History, "topics", "topics-long").unwrap(), messages);
-    assert_eq!(store.embed_queue_len(Queued::History).unwrap(), messages);
-    let batch = store.embed_queue_take(Queued::History, 2).unwrap();
-    assert!(batch.iter().all(|(_, t)| t.is_some()) && batch.len() == 2, "{batch:?}");
+    // With an embedder and history embedding on, the upgraded file's chunks and every message it
+    // holds get their vectors.
+    let server = echo();
+    configure(&home, &server, true, false, "");
+    let report = json(&home, &["knowledge", "embed", "--json"]);
+    assert_eq!(report["history"]["embedded"].as_u64(), Some(messages), "{report}");
+    let store = home.store();
+    assert_eq!(store.chunks_without_vectors_count().unwrap(), 0, "{report}");
+    assert_eq!((count("chunk_vectors"), count("message_vectors")), (2, messages));
+    assert_eq!(store.embed_queue_len(Queued::History).unwrap(), 0);
 }
