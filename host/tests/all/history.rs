@@ -223,32 +223,60 @@ fn history_read_returns_originals_in_pieces_and_says_what_is_wrong() {
 
 #[test]
 fn the_agent_reads_back_a_failing_line_that_compaction_trimmed_away() {
-    let log = long_log();
-    let server = Server::start(vec![
-        Reply::Stream { pieces: anthropic::text_answer(&["Tests ran."]) },
-        Reply::Stream {
-            pieces: anthropic::tool_answer("toolu_s", "history_search", r#"{"query":"which test failed upload"}"#),
-        },
-        Reply::Stream { pieces: anthropic::tool_answer("toolu_r", "history_read", r#"{"seq":3}"#) },
-        Reply::Stream { pieces: anthropic::text_answer(&["upload::retries failed with TF123-K45."]) },
-    ]);
+    // Streamed chat answers in order; a summary request (not streamed) gets a summary that does
+    // not carry the failing line.
+    let streamed = std::sync::atomic::AtomicUsize::new(0);
+    let server = Server::route(move |r| {
+        let body: Value = serde_json::from_str(&r.body).unwrap_or_default();
+        if body["stream"] != true {
+            return Reply::json(
+                200,
+                &json!({"id": "msg_s", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                    "content": [{"type": "text", "text": "Summary: the test suite ran; one test failed."}],
+                    "stop_reason": "end_turn", "usage": {"input_tokens": 900, "output_tokens": 12}})
+                .to_string(),
+            );
+        }
+        let pieces = match streamed.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+            0 => anthropic::text_answer(&["Tests ran."]),
+            1 => anthropic::tool_answer("toolu_s", "history_search", r#"{"query":"which test failed upload"}"#),
+            2 => anthropic::tool_answer("toolu_r", "history_read", r#"{"seq":4}"#),
+            _ => anthropic::text_answer(&["upload::retries failed with TF123-K45."]),
+        };
+        Reply::Stream { pieces }
+    });
     let home = home_for("anthropic", &server, "");
-    // A first turn makes the session; then a tool exchange with the long log is added to it.
+    // A first turn makes the session; then a tool exchange with the long log and later talk.
     let out = chat(&home, &["-p", "run the tests", "--json"], &[]);
     let session = json_of(&out)["session"].as_str().unwrap().to_string();
     let mut store = home.store();
-    store.append(&session, &[call("c1", "run_tests", "{}"), result("c1", &log)]).unwrap();
-    // The log's seq is 4 (user, answer, call, result): ask for it as the model would.
+    store.append(&session, &[call("c1", "run_tests", "{}"), result("c1", &long_log())]).unwrap();
+    for k in 0..4 {
+        let talk = format!("Status {k}: {}", "the release notes are being drafted. ".repeat(40));
+        store.append(&session, &[text(Role::User, &talk), text(Role::Assistant, "Noted.")]).unwrap();
+    }
+    // Compaction summarises the log away: the live view no longer holds the failing line.
+    let out = home
+        .cmd()
+        .env("ANTHROPIC_API_KEY", KEY)
+        .args(["compact", &session, "--window", "4096", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let view = serde_json::to_string(&store.live_view(&session).unwrap()).unwrap();
+    assert!(!view.contains("TF123-K45"), "the log is out of the live view");
+
     let out = chat(&home, &["--continue", "-p", "which test failed?", "--json"], &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(json_of(&out)["text"], "upload::retries failed with TF123-K45.");
-
-    let reqs = server.requests();
-    assert_eq!(reqs.len(), 4);
-    let tools: Vec<String> =
-        reqs[1].json()["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect();
-    assert!(tools.contains(&"history_search".into()) && tools.contains(&"history_read".into()), "{tools:?}");
-    assert_eq!(reqs[1].header("x-api-key"), Some(KEY));
+    let chats: Vec<Value> = server.requests().iter().map(|r| r.json()).filter(|b| b["stream"] == true).collect();
+    assert_eq!(chats.len(), 4);
+    assert!(
+        !chats[1]["messages"].to_string().contains("TF123-K45"),
+        "the model did not see the line before it read it"
+    );
+    let tools: Vec<&str> = chats[1]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(tools.contains(&"history_search") && tools.contains(&"history_read"), "{tools:?}");
     let history = store.full_history(&session).unwrap();
     let results: Vec<&str> = history
         .iter()
@@ -259,16 +287,18 @@ fn the_agent_reads_back_a_failing_line_that_compaction_trimmed_away() {
         })
         .collect();
     assert_eq!(results.len(), 2, "both calls stored like any tool call");
-    assert!(results[0].contains(" matching messages, best first:\n"), "{}", results[0]);
     let line =
         results[0].lines().find(|l| l.starts_with("- seq 4 (tool): ")).unwrap_or_else(|| panic!("{}", results[0]));
-    assert!(line.contains("«upload»::retries ... «FAILED»"), "the failing line, from the middle of the log: {line}");
-    // history_read {"seq": 3} returns message 3 as written: the run_tests call.
-    assert_eq!(results[1], "[seq 3 · assistant]\n[tool call c1: run_tests {}]\n");
-    // And the request that followed carried the results to the model.
-    let last = reqs[3].json();
-    let sent = last["messages"].to_string();
-    assert!(sent.contains("seq 4 (tool)") && sent.contains("run_tests"), "{sent}");
+    assert!(line.contains("«upload»::retries ... «FAILED»"), "the search finds the log: {line}");
+    // history_read {"seq": 4} returns the original log, failing line included.
+    assert!(results[1].starts_with("[seq 4 · tool]"), "{}", &results[1][..80.min(results[1].len())]);
+    assert!(
+        results[1].contains("test upload::retries ... FAILED (code TF123-K45 at src/upload.rs:88)"),
+        "{}",
+        results[1]
+    );
+    // And the request that followed carried the failing line to the model.
+    assert!(chats[3]["messages"].to_string().contains("TF123-K45 at src/upload.rs:88"));
 }
 
 #[test]
