@@ -362,25 +362,52 @@ fn switching_to_the_extractive_summariser_needs_no_model() {
 fn unanswered_calls_get_a_stored_synthetic_result_and_orphans_are_not_sent() {
     let home = Home::new();
     let mut store = home.store();
-    let id = session(&mut store, 200_000);
-    store.append(&id, &[text(Role::User, "go")]).unwrap();
+    // An orphan can only come in through a repaired import (another agent's broken session): the
+    // exchange `ghost` whose call was lost.
+    let source = session(&mut store, 200_000);
+    store.append(&source, &[text(Role::User, "go")]).unwrap();
+    store.append(&source, &tool_pair("ghost", "the ghost's output")).unwrap();
+    let mut export = Vec::new();
+    store.export(&source, &mut export).unwrap();
+    let mut lines: Vec<serde_json::Value> =
+        String::from_utf8(export).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    lines.remove(2); // the `ghost` call: its result is now an orphan
+    lines[0]["message_count"] = 2.into();
+    for (seq, line) in lines.iter_mut().skip(1).filter(|l| l["record"] == "message").enumerate() {
+        line["seq"] = (seq + 1).into();
+    }
+    let broken: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let options = seshat::store::ImportOptions { new_id: true, repair: true, ..Default::default() };
+    let imported = store.import(&mut broken.as_bytes(), options).unwrap();
+    assert_eq!(imported.orphans, 1, "{imported:?}");
+    let id = imported.id;
+    let full = store.full_history(&id).unwrap();
+    assert!(
+        full.iter()
+            .any(|m| m.parts.iter().any(|p| matches!(p, Part::ToolResult { call_id, .. } if call_id == "ghost")))
+    );
+    // Then a call `lost` that is never answered, and the next request.
     let [call, _] = tool_pair("lost", "");
     store.append(&id, &[call]).unwrap();
     store.append(&id, &[text(Role::User, "what happened?")]).unwrap();
+
     let model = Scripted::answering(&[]);
     let mut p = plugins("summariser");
     let mut c = p.compactor(model.clone());
     let prepared = c.before_call(&mut store, &id, &frame(), &settings(Some(200_000))).unwrap();
     assert!(seshat::compaction::pairing::is_paired(&prepared.messages));
+    let sent = format!("{:?}", prepared.messages);
+    assert!(!sent.contains("ghost"), "the orphan is not sent: {sent}");
     let roles: Vec<Role> = prepared.messages.iter().map(|m| m.role).collect();
     assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool, Role::User], "the result follows its call");
     let last = store.full_history(&id).unwrap().pop().unwrap();
     assert_eq!(last.status, MessageStatus::Synthetic);
     assert!(matches!(&last.parts[0], Part::ToolResult { call_id, is_error: true, .. } if call_id == "lost"));
     // A second call adds nothing more.
+    let before = store.full_history(&id).unwrap().len();
     let mut c = p.compactor(model);
     c.before_call(&mut store, &id, &frame(), &settings(Some(200_000))).unwrap();
-    assert_eq!(store.full_history(&id).unwrap().len(), 4);
+    assert_eq!(store.full_history(&id).unwrap().len(), before);
 }
 
 #[test]
