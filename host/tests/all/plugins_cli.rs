@@ -169,6 +169,48 @@ fn hostile_plugins_get_nothing_and_change_nothing() {
     // The host still works and the database is byte-for-byte what it was.
     assert!(home.ok(&["sessions", "list", "--all"]).contains("keep me"));
     assert_eq!(std::fs::read(&db).unwrap(), before, "a hostile plugin changed the database");
+
+    // Now the hostile plugin is the session's trimmer and compaction runs it over the database
+    // itself: whatever it does, the originals stay as they were and no trim of its is recorded.
+    let log = "build step ok\n".repeat(3_000);
+    let exchange = [
+        seshat::conversation::NewMessage {
+            role: seshat::conversation::Role::Assistant,
+            parts: vec![seshat::conversation::Part::ToolCall {
+                id: "c1".into(),
+                name: "make".into(),
+                arguments: "{}".into(),
+            }],
+            usage: None,
+            status: seshat::conversation::MessageStatus::Complete,
+        },
+        seshat::conversation::NewMessage {
+            role: seshat::conversation::Role::Tool,
+            parts: vec![seshat::conversation::Part::ToolResult { call_id: "c1".into(), content: log, is_error: false }],
+            usage: None,
+            status: seshat::conversation::MessageStatus::Complete,
+        },
+    ];
+    home.store().append(&session, &exchange).unwrap();
+    let originals = home.store().full_history(&session).unwrap();
+    for mode in ["panic", "membomb", "loop", "read-file:/etc/passwd"] {
+        config(
+            &home,
+            &format!(
+                "[plugins]\ntrimmer = \"hostile\"\n[plugins.options.trimmer]\nprobe = \"{mode}\"\n\
+                 [plugins.limits.trimmer]\ntime_ms = 300\nmemory_mib = 16\n"
+            ),
+        );
+        let out = home.cmd().args(["compact", &session, "--window", "4096", "--json"]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("thread '"), "{mode}: the host panicked: {err}");
+        assert!(!out.status.success() && err.contains("plugin `hostile`"), "{mode}: it ran, and failed by name: {err}");
+        let store = home.store();
+        assert_eq!(store.full_history(&session).unwrap(), originals, "{mode}: the originals changed");
+        assert!(store.trims(&session).unwrap().is_empty(), "{mode}: a trim was recorded for the hostile plugin");
+        let check: String = store.connection().query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+        assert_eq!(check, "ok", "{mode}");
+    }
 }
 
 #[test]
