@@ -34,8 +34,13 @@ fn history() -> impl Strategy<Value = Vec<Step>> {
 
 /// The messages a history appends (results of one step in one tool message).
 fn messages(steps: &[Step]) -> Vec<NewMessage> {
+    messages_from(steps, &mut 0)
+}
+
+/// [`messages`] with call ids numbered on from `n` (unique across the chunks of one session, as a
+/// provider's ids are).
+fn messages_from(steps: &[Step], n: &mut usize) -> Vec<NewMessage> {
     let mut out = Vec::new();
-    let mut n = 0;
     for s in steps {
         match s {
             Step::User(t) => out.push(NewMessage::text(Role::User, "u".repeat(*t as usize * 4))),
@@ -44,7 +49,7 @@ fn messages(steps: &[Step]) -> Vec<NewMessage> {
                 let ids: Vec<String> = results
                     .iter()
                     .map(|_| {
-                        n += 1;
+                        *n += 1;
                         format!("call{n}")
                     })
                     .collect();
@@ -187,9 +192,9 @@ fn repeated_compactions_keep_the_full_history_and_a_paired_view() {
             .id;
         let mut p = plugins("summariser-extractive");
         let model = Scripted::answering(&[]);
-        let mut appended = Vec::new();
+        let (mut appended, mut calls) = (Vec::new(), 0);
         for chunk in &chunks {
-            let msgs = messages(chunk);
+            let msgs = messages_from(chunk, &mut calls);
             store.append(&id, &msgs).unwrap();
             appended.extend(msgs);
             let mut c = p.compactor(model.clone());
@@ -206,14 +211,43 @@ fn repeated_compactions_keep_the_full_history_and_a_paired_view() {
                 Ok(prepared) => prop_assert!(pairing::is_paired(&prepared.messages)),
                 Err(e) => prop_assert!(e.code() == "compact_full" || e.code() == "compact_failed", "{e}"),
             }
-            // Synthetic results the check stored count as appended.
+            // The only rows the store may add are synthetic error results for calls appended
+            // without one (checked, never copied blindly).
             let full = store.full_history(&id).unwrap();
-            appended.extend(full[appended.len()..].iter().map(|m| NewMessage {
-                role: m.role,
-                parts: m.parts.clone(),
-                usage: m.usage,
-                status: m.status,
-            }));
+            prop_assert!(full.len() >= appended.len(), "rows were lost");
+            let answered: HashSet<&str> =
+                appended.iter().flat_map(|m| &m.parts).filter_map(Part::answered_call_id).collect();
+            let mut unanswered: Vec<&str> = appended
+                .iter()
+                .flat_map(|m| &m.parts)
+                .filter_map(Part::tool_call_id)
+                .filter(|id| !answered.contains(id))
+                .collect();
+            let mut synthetic: Vec<&str> = Vec::new();
+            for m in &full[appended.len()..] {
+                prop_assert!(m.role == Role::Tool && m.status == MessageStatus::Synthetic, "an extra row: {m:?}");
+                for p in &m.parts {
+                    match p {
+                        Part::ToolResult { call_id, is_error: true, .. } => synthetic.push(call_id),
+                        other => prop_assert!(false, "an extra part that is no synthetic error result: {other:?}"),
+                    }
+                }
+            }
+            unanswered.sort_unstable();
+            synthetic.sort_unstable();
+            // Only calls still in the request get one (a call compacted into the summary needs none;
+            // a check that failed stored none), each at most once.
+            let mut once = synthetic.clone();
+            once.dedup();
+            prop_assert_eq!(once.len(), synthetic.len(), "a call answered twice: {:?}", synthetic);
+            for id in &synthetic {
+                prop_assert!(unanswered.contains(id), "a synthetic result for `{}`, which had its own", id);
+            }
+            let extra: Vec<NewMessage> = full[appended.len()..]
+                .iter()
+                .map(|m| NewMessage { role: m.role, parts: m.parts.clone(), usage: m.usage, status: m.status })
+                .collect();
+            appended.extend(extra);
             let as_new: Vec<NewMessage> = full
                 .iter()
                 .map(|m| NewMessage { role: m.role, parts: m.parts.clone(), usage: m.usage, status: m.status })
