@@ -517,11 +517,20 @@ impl Compactor<'_> {
             Some(window) if settings.auto_compact && tokens > Marks::new(window).threshold => {
                 starting(&Starting { trigger: CompactionTrigger::Auto, tokens, window });
                 let r = self.pass(store, session, frame, settings, CompactionTrigger::Auto, Mode::Record)?.report;
-                if !r.summarised && store.session(session)?.compaction_failures >= MAX_CONSECUTIVE_FAILURES {
-                    warnings.push(format!(
-                        "summarising is off after {MAX_CONSECUTIVE_FAILURES} failed compactions in a row; \
-                         `seshat compact` retries"
-                    ));
+                if !r.summarised {
+                    let info = store.session(session)?;
+                    if info.compaction_failures >= MAX_CONSECUTIVE_FAILURES {
+                        warnings.push(format!(
+                            "summarising is off after {MAX_CONSECUTIVE_FAILURES} failed compactions in a row; \
+                             `seshat compact` retries"
+                        ));
+                    } else if info.auto_compact_disabled {
+                        warnings.push(
+                            "automatic summarising is disabled for this session (its record says so); \
+                             `seshat compact` compacts it by hand"
+                                .to_string(),
+                        );
+                    }
                 }
                 report = Some(r);
             }

@@ -956,3 +956,26 @@ fn trims_and_compactions_name_the_plugin_and_build_that_made_them() {
     assert_eq!(copy.trims(&imported.id).unwrap(), trims);
     assert_eq!(copy.compactions(&imported.id).unwrap(), store.compactions(&id).unwrap());
 }
+
+#[test]
+fn an_open_breaker_or_a_disabled_session_sends_a_fitting_request_unsummarised_and_says_why() {
+    for (failures, disabled, why) in [
+        (3, false, "summarising is off after 3 failed compactions in a row"),
+        (0, true, "automatic summarising is disabled for this session"),
+    ] {
+        let home = Home::new();
+        let mut store = home.store();
+        let id = session(&mut store, 20_000);
+        // Over the threshold, under the hard limit.
+        chat(&mut store, &id, 40, 300);
+        store.set_compaction_state(&id, failures, disabled).unwrap();
+        let model = Scripted::answering(&[Ok("never asked")]);
+        let mut p = plugins("summariser");
+        let mut c = p.compactor(model.clone());
+        let prepared = c.before_call(&mut store, &id, &frame(), &settings(Some(20_000))).unwrap();
+        assert_eq!(model.calls(), 0, "{why}: no summary call");
+        assert!(store.compactions(&id).unwrap().is_empty(), "{why}: nothing recorded");
+        assert!(prepared.warnings.iter().any(|w| w.contains(why)), "{why}: {:?}", prepared.warnings);
+        assert_eq!(prepared.messages.len(), store.full_history(&id).unwrap().len(), "{why}: sent whole");
+    }
+}
