@@ -96,12 +96,13 @@ pub fn open_regular(path: &Path) -> Result<File, Error> {
 /// Reads the whole regular file at `path`, refusing one larger than `limit` bytes.
 pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, Error> {
     let file = open_regular(path)?;
+    let io = |action| move |cause| Error::Io { action, path: path.to_path_buf(), cause };
+    // Refused by its size before a byte is read; the read is bounded too (a file that grows).
+    if file.metadata().map_err(io("cannot read"))?.len() > limit {
+        return Err(Error::TooLarge { path: path.to_path_buf(), limit });
+    }
     let mut bytes = Vec::new();
-    file.take(limit + 1).read_to_end(&mut bytes).map_err(|cause| Error::Io {
-        action: "cannot read",
-        path: path.to_path_buf(),
-        cause,
-    })?;
+    file.take(limit + 1).read_to_end(&mut bytes).map_err(io("cannot read"))?;
     if bytes.len() as u64 > limit {
         return Err(Error::TooLarge { path: path.to_path_buf(), limit });
     }

@@ -59,15 +59,10 @@ struct WorkState {
 }
 
 impl Work {
-    /// Marks the start of a unit of work; `None` when a stop signal arrived meanwhile (then do not
-    /// start it).
-    pub(crate) fn begin(&self) -> Option<()> {
-        let mut state = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if state.stop.is_some() {
-            return None;
-        }
-        state.busy = true;
-        Some(())
+    /// Marks the start of a unit of work. (A stop signal between units ends the process under
+    /// the lock this takes, so no work begins after one.)
+    pub(crate) fn begin(&self) {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).busy = true;
     }
 
     /// Marks the end of a unit of work (its results stored); the stop signal that arrived during

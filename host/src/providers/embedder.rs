@@ -186,7 +186,7 @@ impl Embedder {
         })?;
         let vectors = self.plugin.parse_response(status, &body, texts.len(), self.dimensions).map_err(|e| match e {
             crate::plugins::Error::Plugin { code, message, .. } => {
-                Error::Api { code, message: self.credentials.redact(&message) }
+                Error::Api { code, message: super::bounded_message(&self.credentials.redact(&message)).into_owned() }
             }
             other => self.plugin_error(&other),
         })?;

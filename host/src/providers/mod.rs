@@ -550,7 +550,8 @@ impl Provider {
     }
 
     fn scrub(&self, e: Error) -> Error {
-        let clean = |m: &str| self.redact(&bounded_message(m));
+        // Redacted whole, then cut: a cut could split a key the redaction would no longer know.
+        let clean = |m: &str| bounded_message(&self.redact(m)).into_owned();
         match e {
             Error::Api { code, message } => Error::Api { code, message: clean(&message) },
             Error::Refused { code, message, limit } => Error::Refused { code, message: clean(&message), limit },
@@ -566,7 +567,7 @@ const MAX_ERROR_MESSAGE_BYTES: usize = 2_000;
 
 /// `message` within [`MAX_ERROR_MESSAGE_BYTES`]: a longer one keeps its start and its end (where
 /// the plugin's hint is), cut at character boundaries.
-fn bounded_message(message: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn bounded_message(message: &str) -> std::borrow::Cow<'_, str> {
     if message.len() <= MAX_ERROR_MESSAGE_BYTES {
         return message.into();
     }
@@ -574,8 +575,6 @@ fn bounded_message(message: &str) -> std::borrow::Cow<'_, str> {
     let tail = message.ceil_char_boundary(message.len() - MAX_ERROR_MESSAGE_BYTES / 4);
     format!("{} […{} bytes left out…] {}", &message[..head], tail - head, &message[tail..]).into()
 }
-
-impl Provider {}
 
 /// A streamed answer being decoded.
 struct Decoding {

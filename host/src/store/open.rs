@@ -157,6 +157,11 @@ fn check_application_id(conn: &Connection, path: &Path) -> Result<()> {
         return Ok(());
     }
     let app_id: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+    seshat_application_id(path, app_id)
+}
+
+/// Refuses a database whose application id (however it was read) is not Seshat's.
+fn seshat_application_id(path: &Path, app_id: i32) -> Result<()> {
     if app_id != APPLICATION_ID {
         return Err(Error::ForeignDatabase {
             path: path.to_path_buf(),
@@ -190,11 +195,7 @@ fn check_header(path: &Path) -> Result<()> {
     if header.len() < 100 || &header[..16] != SQLITE_MAGIC {
         return Err(foreign("not a SQLite file"));
     }
-    let app_id = i32::from_be_bytes([header[68], header[69], header[70], header[71]]);
-    if app_id != APPLICATION_ID {
-        return Err(foreign(&format!("its application id is {app_id:#x}, not Seshat's {APPLICATION_ID:#x}")));
-    }
-    Ok(())
+    seshat_application_id(path, i32::from_be_bytes([header[68], header[69], header[70], header[71]]))
 }
 
 #[cfg(unix)]

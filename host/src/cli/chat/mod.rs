@@ -386,9 +386,7 @@ fn one_shot(
     work: &crate::cli::stop::Work,
 ) -> anyhow::Result<ExitCode> {
     let mut printer = Printer::new(!json, agent.session());
-    if work.begin().is_none() {
-        return Ok(ExitCode::from(EXIT_INTERRUPTED));
-    }
+    work.begin();
     let outcome = agent.turn(prompt, cancel, &mut printer);
     let stopped = work.end();
     printer.end_line();

@@ -59,9 +59,7 @@ pub fn run(
         }
         cancel.reset();
         let mut printer = Printer::new(true, agent.session());
-        if work.begin().is_none() {
-            break;
-        }
+        work.begin();
         let outcome = agent.turn(input, cancel, &mut printer);
         let stopped = work.end();
         printer.end_line();

@@ -62,8 +62,7 @@ pub fn run(ctx: &Context, args: &Args, signals: Option<super::stop::Signals>) ->
         let busy = busy.clone();
         let socket = args.listen.as_deref().and_then(|a| a.strip_prefix("unix:")).map(std::path::PathBuf::from);
         signals.on_stop(move |signal| {
-            turns::stopping();
-            let left = busy.interrupt_all_and_wait(STOP_WAIT);
+            let left = busy.stop_all(STOP_WAIT);
             if left > 0 {
                 let _ = writeln!(
                     std::io::stderr(),
@@ -85,8 +84,7 @@ pub fn run(ctx: &Context, args: &Args, signals: Option<super::stop::Signals>) ->
             // (its reading thread may be blocked on stdin).
             let stuck = busy.clone();
             let disconnect = Arc::new(move || {
-                turns::stopping();
-                stuck.interrupt_all_and_wait(STOP_WAIT);
+                stuck.stop_all(STOP_WAIT);
                 std::process::exit(1);
             });
             connection(ctx, stdin.lock(), std::io::stdout(), &busy, disconnect);

@@ -18,14 +18,8 @@ use seshat::providers::Cancel;
 use super::rpc::{Outbox, Pending, RpcError};
 use super::{ClientSetup, Context};
 
-/// Set when a stop signal arrived: a tool call waiting for its client gives up.
+/// Set when the server is stopping: a tool call waiting for its client gives up.
 static STOPPING: AtomicBool = AtomicBool::new(false);
-
-/// The server is stopping (a signal): tool calls waiting for their client give up, so every turn
-/// can store what it has.
-pub(super) fn stopping() {
-    STOPPING.store(true, Ordering::SeqCst);
-}
 
 /// A turn or a compaction, run by a session's worker with its agent.
 type Job = Box<dyn FnOnce(&mut Agent) + Send>;
@@ -78,9 +72,11 @@ impl Busy {
         held.get(session).inspect(|c| c.cancel()).is_some()
     }
 
-    /// Interrupts every job in flight and waits (up to `wait`) until each has stored what it had
-    /// and released its session; returns how many had not finished by then.
-    pub(super) fn interrupt_all_and_wait(&self, wait: std::time::Duration) -> usize {
+    /// The server is stopping: tool calls waiting for their client give up, every job in flight
+    /// is interrupted, and this waits (up to `wait`) until each has stored what it had and
+    /// released its session; returns how many had not finished by then.
+    pub(super) fn stop_all(&self, wait: std::time::Duration) -> usize {
+        STOPPING.store(true, Ordering::SeqCst);
         let (lock, released) = &*self.0;
         let held = lock.lock().expect("never poisoned");
         for cancel in held.values() {
