@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 use seshat::conversation::{MessageStatus, NewMessage, Part, Role};
 
-use crate::support::{Home, fixture};
+use crate::support::{Home, Watchdog, fixture};
 
 fn mkfifo(path: &Path) {
     let ok = Command::new("mkfifo").arg(path).status().unwrap().success();
@@ -22,18 +22,9 @@ fn mkfifo(path: &Path) {
 /// code that blocks on a FIFO or reads `/dev/zero` forever fails here instead of hanging the suite.
 fn bounded(mut cmd: Command) -> std::process::Output {
     let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let pid = child.id();
-    let (done, watch) = std::sync::mpsc::channel::<()>();
-    let watchdog = std::thread::spawn(move || {
-        if watch.recv_timeout(std::time::Duration::from_secs(300)).is_err() {
-            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
-            return true;
-        }
-        false
-    });
+    let watchdog = Watchdog::on(child.id(), std::time::Duration::from_secs(300));
     let out = child.wait_with_output().unwrap();
-    let _ = done.send(());
-    assert!(!watchdog.join().unwrap(), "still running after five minutes: {cmd:?}");
+    assert!(!watchdog.fired(), "still running after five minutes: {cmd:?}");
     out
 }
 

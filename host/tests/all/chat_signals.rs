@@ -26,18 +26,9 @@ pub fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
 /// process that does not stop when it should fails here instead of hanging the suite. Nothing is
 /// timed: an exit for the wrong reason is told by its status and what was stored.
 pub fn wait_exit(child: &mut Child, what: &str) -> std::process::ExitStatus {
-    let pid = child.id();
-    let (done, watch) = std::sync::mpsc::channel::<()>();
-    let watchdog = std::thread::spawn(move || {
-        let late = watch.recv_timeout(Duration::from_secs(60)).is_err();
-        if late {
-            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
-        }
-        late
-    });
+    let watchdog = crate::support::Watchdog::on(child.id(), Duration::from_secs(60));
     let status = child.wait().unwrap();
-    let _ = done.send(());
-    assert!(!watchdog.join().unwrap(), "{what}: still running after a minute");
+    assert!(!watchdog.fired(), "{what}: still running after a minute");
     status
 }
 

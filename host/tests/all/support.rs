@@ -115,3 +115,32 @@ pub fn entity_names(store: &Store) -> Vec<String> {
     names.sort();
     names
 }
+
+/// A watchdog on a child process: SIGKILLs it if it is still running after `limit`, so a process
+/// that does not stop when it should fails its test instead of hanging the suite. Nothing is
+/// timed: [`Watchdog::fired`] only says whether it had to kill.
+pub struct Watchdog {
+    done: std::sync::mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<bool>,
+}
+
+impl Watchdog {
+    /// Watches process `pid` for `limit`.
+    pub fn on(pid: u32, limit: std::time::Duration) -> Self {
+        let (done, watch) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let late = watch.recv_timeout(limit).is_err();
+            if late {
+                let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+            }
+            late
+        });
+        Watchdog { done, thread }
+    }
+
+    /// Call once the process has exited: whether the watchdog had to kill it.
+    pub fn fired(self) -> bool {
+        let _ = self.done.send(());
+        self.thread.join().unwrap()
+    }
+}
