@@ -2,16 +2,12 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
 
 use rand::{RngExt, SeedableRng};
 
 use crate::support::{Home, append_line, text_of};
 
 const ROUNDS: usize = 100;
-/// Over all rounds the children must have acknowledged at least this many appends, so that the
-/// kills really land while writes are happening.
-const ACK_FLOOR: usize = 2_000;
 
 #[test]
 fn sigkill_mid_append_loses_no_acknowledged_message() {
@@ -43,14 +39,15 @@ fn sigkill_mid_append_loses_no_acknowledged_message() {
             }
         });
         let mut acks = BufReader::new(child.stdout.take().unwrap()).lines();
+        // The kill lands after a random number of acknowledgements, while the child is still
+        // writing (its input never runs out): ordered by events, not by a clock.
+        let kill_after = rng.random_range(1..=60);
         let mut this_round = Vec::new();
-        let first = acks.next().expect("first ack").expect("read ack");
-        this_round.push(first);
-        let delay = Duration::from_micros(rng.random_range(0..40_000));
-        let start = Instant::now();
-        // Keep reading while we wait, so the child never blocks on a full pipe.
+        while this_round.len() < kill_after {
+            this_round.push(acks.next().expect("an ack before the kill").expect("read ack"));
+        }
+        // Keep reading while the kill lands, so the child never blocks on a full pipe.
         let reader = std::thread::spawn(move || acks.map_while(Result::ok).collect::<Vec<_>>());
-        std::thread::sleep(delay.saturating_sub(start.elapsed()));
         child.kill().expect("SIGKILL");
         let status = child.wait().unwrap();
         assert!(!status.success(), "round {round}: the child finished before it was killed");
@@ -81,5 +78,4 @@ fn sigkill_mid_append_loses_no_acknowledged_message() {
         assert_eq!(msg.seq, i as u64 + 1, "seq has a gap");
     }
     println!("{} acknowledged appends over {ROUNDS} kills; {} messages stored", acknowledged.len(), history.len());
-    assert!(acknowledged.len() >= ACK_FLOOR, "only {} acknowledged appends (floor {ACK_FLOOR})", acknowledged.len());
 }

@@ -298,6 +298,7 @@ pub(crate) fn install_interrupt(cancel: &Cancel) -> anyhow::Result<()> {
             std::process::exit(i32::from(EXIT_INTERRUPTED));
         }
         c.cancel();
+        eprintln!("\nseshat chat: stopping the turn once the call in flight returns (Ctrl-C again quits now)");
     })
     .context("cannot install the Ctrl-C handler")
 }
