@@ -18,6 +18,7 @@ pub mod client;
 pub mod compaction;
 pub mod config;
 pub mod conversation;
+mod crash_point;
 pub mod foreign;
 pub mod input;
 pub mod knowledge;

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::conversation::{MessageStatus, NewMessage, Part, Role, Usage};
-use crate::store::{self, Compaction, CompactionStatus, CompactionTrigger, ImportOptions, Store};
+use crate::store::{self, Compaction, CompactionStatus, CompactionTrigger, ImportOptions, SourceItem, Store};
 
 /// Errors bringing sessions in.
 #[derive(Debug, thiserror::Error)]
@@ -410,9 +410,8 @@ pub fn bring_in(store: &mut Store, c: &Converted, project: impl Fn(&str) -> Stri
         let before: Source =
             serde_json::from_value(before).unwrap_or(Source { messages: 0, compactions: 0, ..source.clone() });
         report.session.clone_from(&session);
-        append_new(store, &session, c, &before, &mut report)?;
+        append_new(store, &session, c, &before, &source, &mut report)?;
         report.outcome = if report.messages + report.compactions == 0 { "unchanged" } else { "appended" };
-        store.set_source(&session, &serde_json::to_value(&source).expect("a source serialises"))?;
         return Ok(report);
     }
     let export = export_lines(c, &source, &project);
@@ -503,8 +502,16 @@ fn export_lines(c: &Converted, source: &Source, project: &impl Fn(&str) -> Strin
 }
 
 /// Appends what the conversion holds beyond what `before` says was written: messages (tool
-/// results answering no call of the session left out) and compactions, in order.
-fn append_new(store: &mut Store, session: &str, c: &Converted, before: &Source, report: &mut Report) -> Result<()> {
+/// results answering no call of the session left out) and compactions, in order, and records
+/// `now` as the source's position — in one transaction.
+fn append_new(
+    store: &mut Store,
+    session: &str,
+    c: &Converted,
+    before: &Source,
+    now: &Source,
+    report: &mut Report,
+) -> Result<()> {
     let mut calls: HashSet<String> = store
         .full_history(session)?
         .iter()
@@ -512,6 +519,8 @@ fn append_new(store: &mut Store, session: &str, c: &Converted, before: &Source, 
         .filter_map(|p| if let Part::ToolCall { id, .. } = p { Some(id.clone()) } else { None })
         .collect();
     let (mut messages, mut compactions) = (0usize, 0usize);
+    let mut count = store.session(session)?.message_count;
+    let mut items = Vec::new();
     for item in &c.items {
         match item {
             Item::Message(m, at) => {
@@ -539,7 +548,8 @@ fn append_new(store: &mut Store, session: &str, c: &Converted, before: &Source, 
                 if parts.is_empty() {
                     continue;
                 }
-                store.append_at(session, &[NewMessage { parts, ..m.clone() }], &[*at])?;
+                items.push(SourceItem::Message(NewMessage { parts, ..m.clone() }, *at));
+                count += 1;
                 report.messages += 1;
             }
             Item::Compaction(agent) => {
@@ -547,12 +557,12 @@ fn append_new(store: &mut Store, session: &str, c: &Converted, before: &Source, 
                 if compactions <= before.compactions {
                     continue;
                 }
-                let through = store.session(session)?.message_count;
-                store.record_compaction(session, &agent.record(through))?;
+                items.push(SourceItem::Compaction(agent.record(count)));
                 report.compactions += 1;
             }
         }
     }
+    store.continue_source(session, &items, &serde_json::to_value(now).expect("a source serialises"))?;
     Ok(())
 }
 

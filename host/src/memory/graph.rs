@@ -343,7 +343,7 @@ impl Memory<'_> {
                 }
             }
             staging.finish(&tx, now)?;
-            tx.commit()?;
+            crate::crash_point::commit(tx, "memory")?;
             Ok(out)
         })
     }
@@ -371,7 +371,7 @@ impl Memory<'_> {
                 out.push(ObservationAdds { entity_name: found_name, added_observations: added });
             }
             staging.finish(&tx, now)?;
-            tx.commit()?;
+            crate::crash_point::commit(tx, "memory")?;
             Ok(out)
         })
     }
@@ -444,7 +444,7 @@ impl Memory<'_> {
                     scope,
                 });
             }
-            tx.commit()?;
+            crate::crash_point::commit(tx, "memory")?;
             Ok(out)
         })
     }
@@ -490,7 +490,7 @@ impl Memory<'_> {
                 }
             }
             let removed = found.len();
-            tx.commit()?;
+            crate::crash_point::commit(tx, "memory")?;
             Ok((deletion, removed))
         })
     }
@@ -531,7 +531,7 @@ impl Memory<'_> {
                 }
             }
             staging.finish(&tx, now)?;
-            tx.commit()?;
+            crate::crash_point::commit(tx, "memory")?;
             Ok((deletion, removed))
         })
     }
@@ -555,7 +555,7 @@ impl Memory<'_> {
                     .execute(params![scope.as_str(), project, name_key(&r.from), name_key(&r.to), r.relation_type, deletion])?;
                 }
             }
-            tx.commit()?;
+            crate::crash_point::commit(tx, "memory")?;
             Ok((deletion, removed))
         })
     }
@@ -584,7 +584,7 @@ impl Memory<'_> {
             }
             drop(stmt);
             let graph = Graph { entities: load_entities(&tx, &ids)?, relations: relations_among(&tx, &places, &keys)? };
-            tx.commit()?;
+            crate::crash_point::commit(tx, "memory")?;
             Ok(graph)
         })
     }
@@ -615,7 +615,7 @@ impl Memory<'_> {
             let ids: Vec<i64> = rows.iter().map(|r| r.0).collect();
             let keys: HashSet<String> = rows.into_iter().map(|r| r.2).collect();
             let graph = Graph { entities: load_entities(&tx, &ids)?, relations: relations_among(&tx, &places, &keys)? };
-            tx.commit()?;
+            crate::crash_point::commit(tx, "memory")?;
             Ok((graph, cut))
         })
     }
@@ -661,7 +661,7 @@ impl Memory<'_> {
             )?;
             tx.execute("UPDATE memory_relations SET deleted_by = NULL WHERE deleted_by = ?1", [deletion])?;
             tx.execute("UPDATE memory_deletions SET restored_at = ?2 WHERE id = ?1", params![deletion, now])?;
-            tx.commit()?;
+            crate::crash_point::commit(tx, "memory")?;
             Ok(found)
         })
     }

@@ -35,7 +35,7 @@ impl Memory<'_> {
              ON CONFLICT (scope, project, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
                 params![scope.as_str(), project, key, value, now],
             )?;
-            tx.commit()?;
+            crate::crash_point::commit(tx, "memory")?;
             Ok(Note { key: key.into(), value: value.into(), scope, updated_at: now })
         })
     }
@@ -130,7 +130,7 @@ impl Memory<'_> {
             tx.execute("DELETE FROM memory_notes WHERE scope = ?1 AND project = ?2", p)?;
             tx.execute("DELETE FROM memory_relations WHERE scope = ?1 AND project = ?2", p)?;
             tx.execute("DELETE FROM memory_entities WHERE scope = ?1 AND project = ?2", p)?;
-            tx.commit()?;
+            crate::crash_point::commit(tx, "memory")?;
             Ok((path, lines.len()))
         })
     }

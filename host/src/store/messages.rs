@@ -221,6 +221,79 @@ fn check_structure(tx: &Transaction<'_>, session: &str, messages: &[NewMessage])
     Ok(())
 }
 
+/// Appends `messages` to `session` inside the open transaction `tx` (see [`Store::append_at`]).
+pub(super) fn append_in(
+    tx: &Transaction<'_>,
+    session: &str,
+    messages: &[NewMessage],
+    times: &[i64],
+) -> Result<Vec<u64>> {
+    let now = now_ms();
+    let (count, has_title): (u64, bool) = tx
+        .prepare_cached("SELECT message_count, title IS NOT NULL FROM sessions WHERE id = ?1")?
+        .query_row([session], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?
+        .ok_or_else(|| Error::SessionNotFound(session.to_string()))?;
+    check_structure(tx, session, messages)?;
+    let mut title = None;
+    let mut totals = Usage::default();
+    let mut context = None;
+    let mut seqs = Vec::with_capacity(messages.len());
+    for (i, msg) in messages.iter().enumerate() {
+        let seq = count + 1 + i as u64;
+        insert_message(tx, session, seq, msg, times.get(i).copied().unwrap_or(now))?;
+        if !has_title && title.is_none() && msg.role == Role::User {
+            title = title_from(&msg.parts);
+        }
+        if let Some(u) = msg.usage {
+            totals.input_tokens += u.input_tokens;
+            totals.output_tokens += u.output_tokens;
+            totals.cache_read_tokens += u.cache_read_tokens;
+            totals.cache_creation_tokens += u.cache_creation_tokens;
+            context = u.context_tokens.or(context);
+        }
+        seqs.push(seq);
+    }
+    tx.prepare_cached(
+        "UPDATE sessions SET message_count = ?2, updated_at = ?3, title = coalesce(title, ?4), \
+     input_tokens = input_tokens + ?5, output_tokens = output_tokens + ?6, \
+     cache_read_tokens = cache_read_tokens + ?7, cache_creation_tokens = cache_creation_tokens + ?8, \
+     context_tokens = coalesce(?9, context_tokens) WHERE id = ?1",
+    )?
+    .execute(params![
+        session,
+        count + messages.len() as u64,
+        now,
+        title,
+        totals.input_tokens,
+        totals.output_tokens,
+        totals.cache_read_tokens,
+        totals.cache_creation_tokens,
+        context
+    ])?;
+    Ok(seqs)
+}
+
+/// Records `compaction` inside the open transaction `tx` (see [`Store::record_compaction`]).
+pub(super) fn compaction_in(tx: &Transaction<'_>, session: &str, compaction: &Compaction) -> Result<u32> {
+    let count: u64 = tx
+        .query_row("SELECT message_count FROM sessions WHERE id = ?1", [session], |r| r.get(0))
+        .optional()?
+        .ok_or_else(|| Error::SessionNotFound(session.to_string()))?;
+    if count != compaction.through_seq {
+        return Err(Error::Conflict { session: session.into(), expected: compaction.through_seq, found: count });
+    }
+    insert_compaction(tx, session, compaction)?;
+    let failures: u32 = tx.query_row(
+        "UPDATE sessions SET compaction_failures = \
+     CASE WHEN ?2 = 'ok' AND ?4 IS NULL THEN 0 ELSE compaction_failures + 1 END, \
+     updated_at = ?3 WHERE id = ?1 RETURNING compaction_failures",
+        params![session, status_str(compaction.status), now_ms(), compaction.error],
+        |r| r.get(0),
+    )?;
+    Ok(failures)
+}
+
 impl Store {
     /// Appends messages to a session in one transaction and returns their seqs. When this returns,
     /// the messages survive a crash of the process.
@@ -241,51 +314,9 @@ impl Store {
             }
         }
         on_db!(self, "append messages", {
-            let now = now_ms();
             let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let (count, has_title): (u64, bool) = tx
-                .prepare_cached("SELECT message_count, title IS NOT NULL FROM sessions WHERE id = ?1")?
-                .query_row([session], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()?
-                .ok_or_else(|| Error::SessionNotFound(session.to_string()))?;
-            check_structure(&tx, session, messages)?;
-            let mut title = None;
-            let mut totals = Usage::default();
-            let mut context = None;
-            let mut seqs = Vec::with_capacity(messages.len());
-            for (i, msg) in messages.iter().enumerate() {
-                let seq = count + 1 + i as u64;
-                insert_message(&tx, session, seq, msg, times.get(i).copied().unwrap_or(now))?;
-                if !has_title && title.is_none() && msg.role == Role::User {
-                    title = title_from(&msg.parts);
-                }
-                if let Some(u) = msg.usage {
-                    totals.input_tokens += u.input_tokens;
-                    totals.output_tokens += u.output_tokens;
-                    totals.cache_read_tokens += u.cache_read_tokens;
-                    totals.cache_creation_tokens += u.cache_creation_tokens;
-                    context = u.context_tokens.or(context);
-                }
-                seqs.push(seq);
-            }
-            tx.prepare_cached(
-                "UPDATE sessions SET message_count = ?2, updated_at = ?3, title = coalesce(title, ?4), \
-             input_tokens = input_tokens + ?5, output_tokens = output_tokens + ?6, \
-             cache_read_tokens = cache_read_tokens + ?7, cache_creation_tokens = cache_creation_tokens + ?8, \
-             context_tokens = coalesce(?9, context_tokens) WHERE id = ?1",
-            )?
-            .execute(params![
-                session,
-                count + messages.len() as u64,
-                now,
-                title,
-                totals.input_tokens,
-                totals.output_tokens,
-                totals.cache_read_tokens,
-                totals.cache_creation_tokens,
-                context
-            ])?;
-            tx.commit()?;
+            let seqs = append_in(&tx, session, messages, times)?;
+            crate::crash_point::commit(tx, "append")?;
             Ok(seqs)
         })
     }
@@ -346,26 +377,8 @@ impl Store {
     pub fn record_compaction(&mut self, session: &str, compaction: &Compaction) -> Result<u32> {
         on_db!(self, "record a compaction", {
             let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let count: u64 = tx
-                .query_row("SELECT message_count FROM sessions WHERE id = ?1", [session], |r| r.get(0))
-                .optional()?
-                .ok_or_else(|| Error::SessionNotFound(session.to_string()))?;
-            if count != compaction.through_seq {
-                return Err(Error::Conflict {
-                    session: session.into(),
-                    expected: compaction.through_seq,
-                    found: count,
-                });
-            }
-            insert_compaction(&tx, session, compaction)?;
-            let failures: u32 = tx.query_row(
-                "UPDATE sessions SET compaction_failures = \
-             CASE WHEN ?2 = 'ok' AND ?4 IS NULL THEN 0 ELSE compaction_failures + 1 END, \
-             updated_at = ?3 WHERE id = ?1 RETURNING compaction_failures",
-                params![session, status_str(compaction.status), now_ms(), compaction.error],
-                |r| r.get(0),
-            )?;
-            tx.commit()?;
+            let failures = compaction_in(&tx, session, compaction)?;
+            crate::crash_point::commit(tx, "compaction")?;
             Ok(failures)
         })
     }
@@ -412,7 +425,7 @@ impl Store {
                 out.push(trim);
             }
             tx.execute("UPDATE sessions SET updated_at = ?2 WHERE id = ?1", params![session, now])?;
-            tx.commit()?;
+            crate::crash_point::commit(tx, "trims")?;
             Ok(out)
         })
     }

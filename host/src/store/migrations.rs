@@ -97,7 +97,7 @@ pub fn migrate(conn: &mut Connection) -> Result<()> {
             })?;
         }
         tx.pragma_update(None, "user_version", target)?;
-        tx.commit()?;
+        crate::crash_point::commit(tx, "migration")?;
     }
     Ok(())
 }

@@ -44,6 +44,7 @@ pub use models::{DISCOVERY_TTL_MS, ModelWindow, WindowOrigin};
 pub use pins::Retracted;
 pub use sessions::ListFilter;
 pub use sessions::MIN_SHORT_ID;
+pub use sources::SourceItem;
 pub use transfer::{ImportOptions, Imported, unanswered_text};
 pub use vectors::{Queued, QueuedText, VectorHead, VectorIndex};
 pub use view::{COMPACTION_MARKER, LiveView, Origin, ViewEntry, summary_text};

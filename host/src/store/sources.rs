@@ -5,7 +5,9 @@
 
 use rusqlite::OptionalExtension;
 
+use super::model::Compaction;
 use super::{Result, Store};
+use crate::conversation::NewMessage;
 
 impl Store {
     /// The session brought in from `tool`'s session `id`, with its `metadata.source`.
@@ -24,14 +26,37 @@ impl Store {
         })
     }
 
-    /// Replaces a session's `metadata.source`.
-    pub fn set_source(&mut self, session: &str, source: &serde_json::Value) -> Result<()> {
-        on_db!(self, "record an import's source", {
-            self.conn.execute(
+    /// Continues a session brought in before with what its source gained, and records the
+    /// source's new position, all in one transaction: a process killed halfway leaves the session
+    /// and its position as they were, so the next import appends the same items again once.
+    pub fn continue_source(&mut self, session: &str, items: &[SourceItem], source: &serde_json::Value) -> Result<()> {
+        on_db!(self, "continue an imported session", {
+            let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            for item in items {
+                match item {
+                    SourceItem::Message(message, at) => {
+                        super::messages::append_in(&tx, session, std::slice::from_ref(message), &[*at])?;
+                    }
+                    SourceItem::Compaction(compaction) => {
+                        super::messages::compaction_in(&tx, session, compaction)?;
+                    }
+                }
+            }
+            tx.execute(
                 "UPDATE sessions SET metadata = json_set(metadata, '$.source', json(?2)) WHERE id = ?1",
                 rusqlite::params![session, source.to_string()],
             )?;
+            crate::crash_point::commit(tx, "import")?;
             Ok(())
         })
     }
+}
+
+/// One thing a source gained since it was last brought in.
+#[derive(Debug, Clone)]
+pub enum SourceItem {
+    /// A message, written at the time given (unix milliseconds).
+    Message(NewMessage, i64),
+    /// A compaction; its `through_seq` is the session's message count at that point.
+    Compaction(Compaction),
 }

@@ -90,7 +90,7 @@ impl Store {
         on_db!(self, "import a session", {
             let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let imported = Importer { options, ..Importer::default() }.run(&tx, input)?;
-            tx.commit()?;
+            crate::crash_point::commit(tx, "import")?;
             Ok(imported)
         })
     }

@@ -1,0 +1,38 @@
+//! Crash points for the kill tests: in a debug build, `SESHAT_CRASH_AT=<point>[:<n>]` sends the
+//! process SIGKILL the `n`-th time (the first by default) it reaches the named point — inside a
+//! write's transaction, just before it commits. The tests use them to land a kill in the middle
+//! of a compaction, an import, a migration or a memory write, where a kill at a random moment
+//! would almost never fall. Release builds compile every point to nothing.
+
+/// Reaches the crash point `name`.
+#[cfg(all(debug_assertions, unix))]
+pub(crate) fn reach(name: &str) {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    static ARMED: Mutex<Option<Option<(String, u32)>>> = Mutex::new(None);
+    static HITS: AtomicU32 = AtomicU32::new(0);
+    let mut armed = ARMED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let target = armed.get_or_insert_with(|| {
+        let value = std::env::var("SESHAT_CRASH_AT").ok()?;
+        let (point, n) = value.split_once(':').unwrap_or((&value, "1"));
+        Some((point.to_string(), n.parse().unwrap_or(1)))
+    });
+    if let Some((point, n)) = target
+        && point == name
+        && HITS.fetch_add(1, Ordering::SeqCst) + 1 == *n
+    {
+        let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
+    }
+}
+
+/// Reaches the crash point `name` (nothing happens in a release build).
+#[cfg(not(all(debug_assertions, unix)))]
+#[inline(always)]
+pub(crate) fn reach(_name: &str) {}
+
+/// Commits `tx`, reaching the crash point `name` just before.
+pub(crate) fn commit(tx: rusqlite::Transaction<'_>, name: &str) -> rusqlite::Result<()> {
+    reach(name);
+    tx.commit()
+}
