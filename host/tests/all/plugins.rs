@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use seshat::conversation::{Part, Role};
 use seshat::plugins::{
-    Catalog, CatalogEntry, ChatRequest, Completion, CompletionRequest, EncodeOptions, Error, LimitRequest, ModelCall,
-    ModelError, Origin, PluginKind, PluginMessage, ProviderPlugin, Runtime, StopReason, StreamEvent, SummariserPlugin,
-    SummaryRequest, TrimBudget, TrimEdit, TrimMessage, TrimPart, TrimmerPlugin,
+    Catalog, CatalogEntry, ChatRequest, Completion, CompletionRequest, EmbedPurpose, EmbedRequest, EmbedderPlugin,
+    EncodeOptions, Error, LimitRequest, ModelCall, ModelError, Origin, PluginKind, PluginMessage, ProviderPlugin,
+    Runtime, StopReason, StreamEvent, SummariserPlugin, SummaryRequest, TrimBudget, TrimEdit, TrimMessage, TrimPart,
+    TrimmerPlugin,
 };
 
 /// A compiled-plugin cache shared by the tests of this binary.
@@ -555,5 +556,78 @@ fn the_builtin_trimmer_reads_only_what_it_shortens_and_keeps_the_failure_in_the_
         assert!(out.starts_with("test store::case_0 ... ok") && out.ends_with("test store::case_299 ... ok"));
         // Within the head-and-tail budget (1,800 bytes) plus the placeholders.
         assert!(out.len() < 2_100, "{} bytes", out.len());
+    }
+}
+
+#[test]
+fn a_provider_that_loops_hoards_memory_or_panics_is_stopped_and_the_next_call_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let entry = install(dir.path(), "test-provider", "provider", seshat_test_plugins::PROVIDER, "");
+    let limits = LimitRequest { time_ms: Some(300), memory_mib: Some(16), ..Default::default() };
+    let mut provider = ProviderPlugin::new(&runtime().load(&entry, limits).unwrap()).unwrap();
+    let request = |model: &str| ChatRequest {
+        model: model.into(),
+        system: None,
+        tools: vec![],
+        max_tokens: 10,
+        stream: true,
+        base_url: "http://127.0.0.1:1234".into(),
+        extra: "{}".into(),
+    };
+    for (model, code, says) in [
+        ("loop", "plugin_timeout", "ran past its time budget of 300 ms"),
+        ("membomb", "plugin_memory", "past the 16 MiB limit"),
+        ("panic", "plugin_trap", "crashed"),
+    ] {
+        let err = provider.build_request(&request(model)).unwrap_err();
+        assert_eq!(err.code(), code, "{model}: {err}");
+        assert!(
+            err.to_string().contains("plugin `test-provider` (provider)") && err.to_string().contains(says),
+            "{err}"
+        );
+        let http = provider.build_request(&request("test-1")).expect("the next call re-instantiates and works");
+        assert_eq!(http.url, "http://127.0.0.1:1234/chat", "after {model}");
+    }
+    // Inside a stream: the decoder that looped is gone, a new one starts from a fresh state.
+    {
+        let mut decoder = provider.decoder().unwrap();
+        assert_eq!(decoder.push("", "a").unwrap(), vec![StreamEvent::TextDelta { text: "1:a".into() }]);
+        let err = decoder.push("loop", "b").unwrap_err();
+        assert_eq!(err.code(), "plugin_timeout", "{err}");
+    }
+    let mut decoder = provider.decoder().expect("a decoder after the trap");
+    assert_eq!(decoder.push("", "c").unwrap(), vec![StreamEvent::TextDelta { text: "1:c".into() }]);
+}
+
+#[test]
+fn an_embedder_that_loops_hoards_memory_or_panics_is_stopped_and_the_next_call_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("topics");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::copy(seshat_test_plugins::EMBEDDER, d.join("plugin.wasm")).unwrap();
+    std::fs::write(d.join("plugin.toml"), "id = \"topics\"\nkind = \"embedder\"\napi = \"0.2.0\"\n").unwrap();
+    let entry = CatalogEntry::from_dir(&d, Origin::User).unwrap();
+    let limits = LimitRequest { time_ms: Some(300), memory_mib: Some(16), ..Default::default() };
+    let mut embedder = EmbedderPlugin::new(&runtime().load(&entry, limits).unwrap()).unwrap();
+    let request = |model: &str| EmbedRequest {
+        model: model.into(),
+        texts: vec!["a car".into()],
+        purpose: EmbedPurpose::Document,
+        dimensions: None,
+        base_url: "http://127.0.0.1:1234/v1".into(),
+        extra: "{}".into(),
+    };
+    for (model, code, says) in [
+        ("loop", "plugin_timeout", "ran past its time budget of 300 ms"),
+        ("membomb", "plugin_memory", "past the 16 MiB limit"),
+        ("panic", "plugin_trap", "it panicked: test embedder panicked on purpose"),
+    ] {
+        let err = embedder.build_request(&request(model)).unwrap_err();
+        assert_eq!(err.code(), code, "{model}: {err}");
+        assert!(err.to_string().contains("plugin `topics` (embedder)") && err.to_string().contains(says), "{err}");
+        let http = embedder.build_request(&request("topics")).expect("the next call re-instantiates and works");
+        assert_eq!(http.url, "http://127.0.0.1:1234/v1/echo", "after {model}");
+        let vectors = embedder.parse_response(200, b"a car", 1, None).unwrap();
+        assert_eq!(vectors.len(), 1, "after {model}");
     }
 }

@@ -2,7 +2,8 @@
 //! the tests' loopback server echoes the body back, and the vectors are computed here from the
 //! words of each text, by a fixed table of topics. Texts about the same topic in other words get
 //! the same direction, so tests know exactly which chunks a vector search ranks first. Plumbing
-//! only: no claim about retrieval quality is made from it.
+//! only: no claim about retrieval quality is made from it. It misbehaves on request (the model
+//! `loop`, `membomb` or `panic`), to prove the sandbox holds for embedders too.
 
 use seshat_plugin_sdk::embedder::{Auth, EmbedHttp, EmbedRequest, Embedder, EmbedderInfo, Error, error, model};
 
@@ -50,6 +51,23 @@ impl Embedder for Topics {
     }
 
     fn build_request(request: EmbedRequest) -> Result<EmbedHttp, Error> {
+        match request.model.as_str() {
+            "loop" => {
+                let mut x: u64 = 0;
+                loop {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
+            }
+            "membomb" => {
+                let mut hoard: Vec<Vec<u8>> = Vec::new();
+                loop {
+                    hoard.push(vec![7u8; 1 << 20]);
+                    std::hint::black_box(&hoard);
+                }
+            }
+            "panic" => panic!("test embedder panicked on purpose"),
+            _ => {}
+        }
         // Line breaks separate texts on the wire: they become spaces (the words are what count).
         let lines: Vec<String> = request.texts.iter().map(|t| t.replace(['\n', '\r'], " ")).collect();
         Ok(EmbedHttp {

@@ -1,6 +1,8 @@
 //! A provider for tests, built without the SDK against the frozen `wit/v0.1.0` (so it also proves
 //! 0.1.0 providers keep loading and working): a decoder resource with state (it numbers the
-//! events it was fed), to prove exported resources work across calls.
+//! events it was fed), to prove exported resources work across calls. It misbehaves on request
+//! (the model `loop`, `membomb` or `panic`; the stream event of the same name), to prove the
+//! sandbox holds for providers too.
 
 wit_bindgen::generate!({ path: "../../../../wit/v0.1.0", world: "provider" });
 
@@ -33,6 +35,7 @@ impl Guest for Test {
     }
 
     fn build_request(request: ChatRequest) -> Result<HttpRequest, Error> {
+        misbehave(&request.model);
         if request.model == "bad-url" {
             return Ok(HttpRequest { method: "POST".into(), url: "file:///etc/passwd".into(), headers: vec![], body: vec![], splice: None });
         }
@@ -72,6 +75,27 @@ impl Guest for Test {
     }
 }
 
+/// Loops forever, hoards memory or panics when `what` says so.
+fn misbehave(what: &str) {
+    match what {
+        "loop" => {
+            let mut x: u64 = 0;
+            loop {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+        }
+        "membomb" => {
+            let mut hoard: Vec<Vec<u8>> = Vec::new();
+            loop {
+                hoard.push(vec![7u8; 1 << 20]);
+                std::hint::black_box(&hoard);
+            }
+        }
+        "panic" => panic!("test provider panicked on purpose"),
+        _ => {}
+    }
+}
+
 struct Decoder {
     seen: Cell<u32>,
 }
@@ -82,6 +106,7 @@ impl GuestDecoder for Decoder {
     }
 
     fn push(&self, event: String, data: String) -> Result<Vec<StreamEvent>, Error> {
+        misbehave(&event);
         if event == "error" {
             return Err(Error { code: "stream".into(), message: data });
         }
