@@ -1,0 +1,204 @@
+package seshat_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "example.invalid/seshat/sdk/go"
+)
+
+// turnError runs one turn of prompt in a new session and returns its error, from Send or Wait.
+func turnError(t *testing.T, c *Client, prompts ...string) error {
+	t.Helper()
+	s, err := c.NewSession(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, prompt := range prompts {
+		stream, err := s.Send(context.Background(), prompt)
+		if err == nil {
+			_, err = stream.Wait()
+		}
+		if i == len(prompts)-1 {
+			return err
+		}
+		if err != nil {
+			t.Fatalf("turn %d: %v", i, err)
+		}
+	}
+	return nil
+}
+
+// wantCode checks err is an *Error with the code, that errors.Is matches the sentinel and that
+// the message says what happened.
+func wantCode(t *testing.T, err error, sentinel *Error, says string) {
+	t.Helper()
+	var e *Error
+	if !errors.As(err, &e) || !errors.Is(err, sentinel) {
+		t.Fatalf("got %v, want %s", err, sentinel.Code)
+	}
+	if !strings.Contains(e.Message, says) {
+		t.Fatalf("%s: the message %q does not say %q", e.Code, e.Message, says)
+	}
+}
+
+func TestAnAuthFailureIsErrAuthFailed(t *testing.T) {
+	f := newFake(t, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("content-type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`))
+	})
+	c := start(t, config(t, f, ""))
+	wantCode(t, turnError(t, c, "hello"), ErrAuthFailed, "Incorrect API key provided")
+	if strings.Contains(turnError(t, c, "again").Error(), "sk-go-test") {
+		t.Fatal("the key is in the error")
+	}
+}
+
+func TestARequestTooLongForTheServerIsErrContextOverflow(t *testing.T) {
+	f := newFake(t, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("content-type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"error":{"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`))
+	})
+	cfg := config(t, f, "")
+	cfg.AutoCompact = false
+	c := start(t, cfg)
+	wantCode(t, turnError(t, c, "hello"), ErrContextOverflow, "auto-compaction is off")
+	if f.count() != 1 {
+		t.Fatalf("%d requests; the refused one only was expected", f.count())
+	}
+}
+
+// TestASummaryThatCannotBeWrittenIsErrCompactFailed: on a 4,096-token window the first answer
+// fills the session; the next turn must compact, and the summary request fails.
+func TestASummaryThatCannotBeWrittenIsErrCompactFailed(t *testing.T) {
+	f := newFake(t, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
+		if n == 1 {
+			text(w, req, strings.Repeat("A long story goes on and on. ", 500))
+			return
+		}
+		w.Header().Set("content-type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte(`{"error":{"message":"The server had an error while processing your request.","type":"server_error"}}`))
+	})
+	cfg := config(t, f, "")
+	cfg.Window = 4096
+	c := start(t, cfg)
+	wantCode(t, turnError(t, c, "tell me a long story", strings.Repeat("and then? ", 300)), ErrCompactFailed, "HTTP 500")
+}
+
+func TestAnUnknownSessionIsErrSessionNotFound(t *testing.T) {
+	f := newFake(t, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
+		t.Errorf("no model is needed")
+	})
+	c := start(t, config(t, f, ""))
+	_, err := c.Resume(context.Background(), "01JZZZZZZZZZZZZZZZZZZZZZZZ")
+	wantCode(t, err, ErrSessionNotFound, "01JZZZZZZZZZZZZZZZZZZZZZZZ")
+}
+
+// TestNoKeyIsErrProviderNotConfigured: the default provider (Anthropic) without its key. (The
+// openai provider pointed at a server of one's own needs no key: local servers take none.)
+func TestNoKeyIsErrProviderNotConfigured(t *testing.T) {
+	f := newFake(t, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
+		t.Errorf("a request went out without a key")
+	})
+	cfg := config(t, f, "")
+	var env []string
+	for _, e := range cfg.Env {
+		if strings.HasPrefix(e, "SESHAT_HOME=") {
+			home := strings.TrimPrefix(e, "SESHAT_HOME=")
+			if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte("[chat]\nmax_output_tokens = 1000\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !strings.HasPrefix(e, "OPENAI_API_KEY=") {
+			env = append(env, e)
+		}
+	}
+	cfg.Env = append(env, "ANTHROPIC_API_KEY=")
+	c := start(t, cfg)
+	wantCode(t, turnError(t, c, "hello"), ErrProviderNotConfigured, "ANTHROPIC_API_KEY")
+}
+
+func TestACallAfterCloseIsErrClosed(t *testing.T) {
+	f := newFake(t, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
+		t.Errorf("no model is needed")
+	})
+	c := start(t, config(t, f, ""))
+	if _, err := c.Sessions(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	_, err := c.Sessions(context.Background())
+	if !errors.Is(err, ErrClosed) {
+		t.Fatalf("got %v, want ErrClosed", err)
+	}
+}
+
+// TestTheMemoryGraphIsWrittenReadAndDeleted covers every graph call of Memory.
+func TestTheMemoryGraphIsWrittenReadAndDeleted(t *testing.T) {
+	f := newFake(t, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
+		t.Errorf("memory needs no model")
+	})
+	c := start(t, config(t, f, ""))
+	ctx := context.Background()
+	m := c.Memory()
+	created, err := m.CreateEntities(ctx, "user",
+		Entity{Name: "Ada", EntityType: "person", Observations: []string{"writes the parser"}},
+		Entity{Name: "Seshat", EntityType: "project", Observations: []string{"an agent runtime"}})
+	if err != nil || len(created) != 2 {
+		t.Fatalf("create: %+v, %v", created, err)
+	}
+	if err := m.CreateRelations(ctx, "user", Relation{From: "Ada", To: "Seshat", RelationType: "works_on"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.AddObservations(ctx, "Ada", "prefers tabs"); err != nil {
+		t.Fatal(err)
+	}
+	opened, err := m.OpenNodes(ctx, "Ada")
+	if err != nil || len(opened.Entities) != 1 {
+		t.Fatalf("open: %+v, %v", opened, err)
+	}
+	if obs := strings.Join(opened.Entities[0].Observations, "|"); obs != "writes the parser|prefers tabs" {
+		t.Fatalf("Ada's observations: %q", obs)
+	}
+	graph, err := m.ReadGraph(ctx)
+	if err != nil || len(graph.Entities) != 2 || len(graph.Relations) != 1 {
+		t.Fatalf("read: %+v, %v", graph, err)
+	}
+	if r := graph.Relations[0]; r.From != "Ada" || r.To != "Seshat" || r.RelationType != "works_on" {
+		t.Fatalf("the relation: %+v", r)
+	}
+	// Raw reaches the tools the typed methods leave out.
+	if _, err := m.Raw(ctx, "delete_observations", map[string]interface{}{
+		"deletions": []map[string]interface{}{{"entityName": "Ada", "observations": []string{"prefers tabs"}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.DeleteEntities(ctx, "Seshat"); err != nil {
+		t.Fatal(err)
+	}
+	graph, err = m.ReadGraph(ctx)
+	if err != nil || len(graph.Entities) != 1 || graph.Entities[0].Name != "Ada" || len(graph.Relations) != 0 {
+		t.Fatalf("after the deletes: %+v, %v", graph, err)
+	}
+	if obs := strings.Join(graph.Entities[0].Observations, "|"); obs != "writes the parser" {
+		t.Fatalf("Ada's observations after the delete: %q", obs)
+	}
+	// A write about an entity that is not there is refused with a code and a message naming it.
+	var e *Error
+	if err := m.AddObservations(ctx, "Nobody", "x"); !errors.As(err, &e) || !strings.Contains(e.Message, "Nobody") {
+		t.Fatalf("observations of a missing entity: %v", err)
+	}
+	if e.Code == "" || strings.HasPrefix(e.Code, "rpc_") {
+		t.Fatalf("the refusal has no stable code: %+v", e)
+	}
+}
