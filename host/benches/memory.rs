@@ -2,8 +2,9 @@
 //!
 //! In-process figures stand beside in-process baselines on the same database in the same run:
 //! * search (ranked and substring) beside the reference server's work done in plain SQL — each
-//!   query word, case-folded, looked for in names, types and observations, the matching entities
-//!   returned with their observations and the relations among them;
+//!   query word, case-folded, looked for in names, types and observations, a page of the newest
+//!   20 matching entities (as many as Seshat returns) with their observations and the relations
+//!   among them;
 //! * open beside indexed lookups of the same rows;
 //! * creating the entities in batches of 100 beside plain inserts of the same rows.
 //!
@@ -164,13 +165,14 @@ fn run(n: usize, per_query: &mut Vec<String>) {
     });
     let reference = |q: &str| {
         let found = reference_search(&conn, q);
-        assert_eq!(found, expect(q), "the baseline's matches for `{q}`");
+        let newest: Vec<i64> = expect(q).iter().rev().take(LIMIT).copied().collect();
+        assert_eq!(found, newest, "the baseline's page for `{q}`");
     };
     let base_ranked = sample(RANKED, reference);
     let base_substring = sample(SUBSTRING, reference);
     let base_open = sample(&[()], |_| assert_eq!(indexed_open(&conn, &names), names.len()));
     per_query.push(format!("{n}, ranked, library: {}", by_query(RANKED, &ranked)));
-    let like = "the reference's search in SQL";
+    let like = "the reference's search in SQL, a page of 20";
     row(n, "ranked search (library)", &ranked, &base_ranked, like, "-");
     row(n, "substring search (library)", &substring, &base_substring, like, "-");
     row(n, "open 3 nodes (library)", &open, &base_open, "indexed lookups of the same rows", "-");
@@ -246,9 +248,9 @@ fn create_over(child: &mut Child, entities: &[NewEntity]) -> Duration {
     t.elapsed()
 }
 
-/// The reference server's search in SQL: the live entities holding every word of `query`
-/// (case-folded) in name, type or an observation, each read with its observations, and the
-/// relations among them. Returns the ids found.
+/// The reference server's search in SQL, returning a page as Seshat does: the newest `LIMIT` live
+/// entities holding every word of `query` (case-folded) in name, type or an observation, each
+/// read with its observations, and the relations among them. Returns the ids found.
 fn reference_search(conn: &rusqlite::Connection, query: &str) -> Vec<i64> {
     let words = words(query);
     let mut sql = String::from("SELECT e.id, e.name, e.entity_type FROM memory_entities e WHERE e.deleted_by IS NULL");
@@ -258,7 +260,8 @@ fn reference_search(conn: &rusqlite::Connection, query: &str) -> Vec<i64> {
              memory_observations o WHERE o.entity_id = e.id AND o.deleted_by IS NULL AND instr(lower(o.content), ?{i})))"
         ));
     }
-    sql.push_str(" ORDER BY e.id");
+    // A page, as Seshat returns: the newest LIMIT matches (the scan stops once it has them).
+    sql.push_str(&format!(" ORDER BY e.id DESC LIMIT {LIMIT}"));
     let mut stmt = conn.prepare_cached(&sql).unwrap();
     let found: Vec<(i64, String, String)> = stmt
         .query_map(rusqlite::params_from_iter(&words), |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
