@@ -1,9 +1,14 @@
 //! Sending one provider request: timeouts (connect, first byte, idle), retries with backoff
 //! before the first streamed byte only, a response size cap, no redirects across hosts, and
 //! cancellation (Ctrl-C) at any point.
+//!
+//! Every request runs on the library's one I/O runtime ([`io`]): a runtime of its own, driven by a
+//! thread of its own for the life of the process. A caller — a plain thread, or a worker of the
+//! caller's own async runtime — hands the request over and waits on a channel for the answer's
+//! pieces, so the library never blocks on a runtime from inside one, and never drops one there.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
@@ -178,10 +183,47 @@ pub struct Outgoing<'a> {
 /// Redirects followed within the request's own origin before giving up on a loop.
 const MAX_REDIRECTS: usize = 5;
 
-/// An HTTP client with its own runtime, used synchronously by the chat loop.
+/// The library's I/O runtime, started on first use: a current-thread runtime driven for the
+/// life of the process by the thread `seshat-io`. Requests are spawned onto it through its
+/// handle; nothing blocks on it but that thread.
+fn io() -> Result<tokio::runtime::Handle, String> {
+    static IO: OnceLock<Result<tokio::runtime::Handle, String>> = OnceLock::new();
+    IO.get_or_init(|| {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the HTTP runtime: {e}"))?;
+        let handle = runtime.handle().clone();
+        std::thread::Builder::new()
+            .name("seshat-io".into())
+            .spawn(move || runtime.block_on(std::future::pending::<()>()))
+            .map_err(|e| format!("cannot start the HTTP thread: {e}"))?;
+        Ok(handle)
+    })
+    .clone()
+}
+
+/// One piece of an answer, from the I/O runtime to the waiting caller.
+enum Piece {
+    /// Body bytes, in order.
+    Chunk(bytes::Bytes),
+    /// The end, and how it went.
+    Done(Outcome),
+}
+
+/// A request as the I/O runtime's task owns it.
+struct Owned {
+    url: reqwest::Url,
+    method: reqwest::Method,
+    headers: HeaderMap,
+    body: bytes::Bytes,
+    credentials: Credentials,
+}
+
+/// An HTTP client whose requests run on the library's I/O runtime, used synchronously by the
+/// chat loop (from any thread, inside an async runtime or not).
 #[derive(Debug)]
 pub struct Transport {
-    runtime: tokio::runtime::Runtime,
     client: reqwest::Client,
     settings: Settings,
 }
@@ -191,10 +233,7 @@ impl Transport {
     pub fn new(settings: Settings) -> Result<Self, String> {
         // Whoever installs first wins; ring is the one built in.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| format!("cannot start the HTTP runtime: {e}"))?;
+        io()?;
         let policy = reqwest::redirect::Policy::custom(|attempt| {
             let first = attempt.previous().first().map(super::destination::origin);
             if attempt.previous().len() > MAX_REDIRECTS
@@ -213,7 +252,7 @@ impl Transport {
             builder = builder.no_proxy();
         }
         let client = builder.build().map_err(|e| format!("cannot build the HTTP client: {e}"))?;
-        Ok(Transport { runtime, client, settings })
+        Ok(Transport { client, settings })
     }
 
     /// The settings in force.
@@ -237,12 +276,7 @@ impl Transport {
     /// Sends `body` to `to` and feeds the answer's body to `sink` as it arrives (on a success
     /// status). Retries happen only while nothing has reached the sink.
     pub fn send(&self, out: Outgoing<'_>, cancel: &Cancel, sink: &mut dyn FnMut(&[u8])) -> Outcome {
-        self.runtime.block_on(self.send_async(out, cancel, sink))
-    }
-
-    async fn send_async(&self, out: Outgoing<'_>, cancel: &Cancel, sink: &mut dyn FnMut(&[u8])) -> Outcome {
         let Outgoing { to, method, headers, body, credentials } = out;
-        let s = &self.settings;
         let mut map = HeaderMap::new();
         for (k, v) in headers {
             if let (Ok(k), Ok(v)) = (HeaderName::from_bytes(k.as_bytes()), HeaderValue::from_str(v)) {
@@ -252,103 +286,143 @@ impl Transport {
         if let Some((k, v)) = credentials.header() {
             map.insert(k, v);
         }
-        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap_or(reqwest::Method::POST);
-        let mut attempts = 0;
+        let request = Owned {
+            url: to.url.clone(),
+            method: reqwest::Method::from_bytes(method.as_bytes()).unwrap_or(reqwest::Method::POST),
+            headers: map,
+            body: bytes::Bytes::copy_from_slice(body),
+            credentials: credentials.clone(),
+        };
+        let handle = match io() {
+            Ok(h) => h,
+            Err(e) => return Outcome { attempts: 0, received: false, failure: Some(Failure::Connection(e)) },
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (client, settings, cancel_task) = (self.client.clone(), self.settings, cancel.clone());
+        handle.spawn(async move {
+            let chunks = tx.clone();
+            let mut forward = move |b: bytes::Bytes| {
+                let _ = chunks.send(Piece::Chunk(b));
+            };
+            let outcome = send_async(&client, &settings, request, &cancel_task, &mut forward).await;
+            let _ = tx.send(Piece::Done(outcome));
+        });
         loop {
-            attempts += 1;
-            let fail = |failure| Outcome { attempts, received: false, failure: Some(failure) };
-            let request = self.client.request(method.clone(), to.url.clone()).headers(map.clone()).body(body.to_vec());
-            tracing::debug!(url = %to.url, attempt = attempts, "sending a provider request");
-            let sent = tokio::select! {
-                r = tokio::time::timeout(s.first_byte, request.send()) => r,
-                () = cancel.cancelled() => return fail(Failure::Cancelled),
-            };
-            let retry_in = match sent {
-                Err(_) => return fail(Failure::Timeout { phase: "first_byte", after: s.first_byte }),
-                Ok(Err(e)) => {
-                    let message = credentials.redact(&connection_message(&e));
-                    if e.is_timeout() && e.is_connect() {
-                        return fail(Failure::Timeout { phase: "connect", after: s.connect });
-                    }
-                    if attempts > s.max_retries {
-                        return fail(Failure::Connection(message));
-                    }
-                    tracing::debug!(error = %message, "retrying after a connection error");
-                    backoff(s.backoff, attempts)
+            match rx.recv() {
+                Ok(Piece::Chunk(b)) => sink(&b),
+                Ok(Piece::Done(outcome)) => return outcome,
+                Err(_) => {
+                    let failure = Failure::Connection("the request's task ended without an answer".into());
+                    return Outcome { attempts: 0, received: false, failure: Some(failure) };
                 }
-                Ok(Ok(response)) => {
-                    let status = response.status();
-                    tracing::trace!(status = status.as_u16(), "the answer's headers arrived");
-                    if status.is_redirection() {
-                        let location = response.headers().get("location").and_then(|l| l.to_str().ok()).unwrap_or("?");
-                        let next = response.url().join(location).ok();
-                        let same =
-                            next.as_ref().map(super::destination::origin) == Some(super::destination::origin(&to.url));
-                        let shown = credentials.redact(next.as_ref().map_or(location, |u| u.as_str()));
-                        return fail(if same { Failure::RedirectLoop(shown) } else { Failure::Redirect(shown) });
-                    }
-                    let retryable = status.as_u16() == 429 || status.is_server_error();
-                    if !(status.is_success() || retryable && attempts <= s.max_retries) {
-                        let body = read_capped(response, s, cancel).await;
-                        return match body {
-                            Ok(body) => fail(Failure::Status { status: status.as_u16(), body }),
-                            Err(f) => fail(f),
-                        };
-                    }
-                    if status.is_success() {
-                        return self.stream_body(response, cancel, sink, attempts).await;
-                    }
-                    let after = retry_after(response.headers());
-                    if let Some(after) = after.filter(|a| *a > s.max_retry_after) {
-                        let body = read_capped(response, s, cancel).await.unwrap_or_default();
-                        tracing::debug!(?after, "retry-after is longer than the cap; giving up");
-                        return fail(Failure::Status { status: status.as_u16(), body });
-                    }
-                    tracing::debug!(status = status.as_u16(), ?after, "retrying");
-                    after.unwrap_or_else(|| backoff(s.backoff, attempts))
-                }
-            };
-            tokio::select! {
-                () = tokio::time::sleep(retry_in) => {}
-                () = cancel.cancelled() => return fail(Failure::Cancelled),
             }
         }
     }
+}
 
-    async fn stream_body(
-        &self,
-        mut response: reqwest::Response,
-        cancel: &Cancel,
-        sink: &mut dyn FnMut(&[u8]),
-        attempts: u32,
-    ) -> Outcome {
-        let s = &self.settings;
-        let mut total = 0u64;
-        let mut received = false;
-        loop {
-            let wait = if received { s.idle } else { s.first_byte };
-            let phase = if received { "idle" } else { "first_byte" };
-            let chunk = tokio::select! {
-                c = tokio::time::timeout(wait, response.chunk()) => c,
-                () = cancel.cancelled() => return Outcome { attempts, received, failure: Some(Failure::Cancelled) },
-            };
-            let failure = match chunk {
-                Err(_) => Failure::Timeout { phase, after: wait },
-                Ok(Err(e)) => Failure::Connection(connection_message(&e)),
-                Ok(Ok(None)) => return Outcome { attempts, received, failure: None },
-                Ok(Ok(Some(bytes))) => {
-                    total += bytes.len() as u64;
-                    if total > s.max_response {
-                        Failure::TooLarge(s.max_response)
-                    } else {
-                        received = true;
-                        sink(&bytes);
-                        continue;
-                    }
+/// Sends `request` (retrying as `s` says) and feeds a successful answer's body to `sink`.
+async fn send_async(
+    client: &reqwest::Client,
+    s: &Settings,
+    request: Owned,
+    cancel: &Cancel,
+    sink: &mut (dyn FnMut(bytes::Bytes) + Send),
+) -> Outcome {
+    let Owned { url, method, headers: map, body, credentials } = request;
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let fail = |failure| Outcome { attempts, received: false, failure: Some(failure) };
+        let request = client.request(method.clone(), url.clone()).headers(map.clone()).body(body.clone());
+        tracing::debug!(url = %url, attempt = attempts, "sending a provider request");
+        let sent = tokio::select! {
+            r = tokio::time::timeout(s.first_byte, request.send()) => r,
+            () = cancel.cancelled() => return fail(Failure::Cancelled),
+        };
+        let retry_in = match sent {
+            Err(_) => return fail(Failure::Timeout { phase: "first_byte", after: s.first_byte }),
+            Ok(Err(e)) => {
+                let message = credentials.redact(&connection_message(&e));
+                if e.is_timeout() && e.is_connect() {
+                    return fail(Failure::Timeout { phase: "connect", after: s.connect });
                 }
-            };
-            return Outcome { attempts, received, failure: Some(failure) };
+                if attempts > s.max_retries {
+                    return fail(Failure::Connection(message));
+                }
+                tracing::debug!(error = %message, "retrying after a connection error");
+                backoff(s.backoff, attempts)
+            }
+            Ok(Ok(response)) => {
+                let status = response.status();
+                tracing::trace!(status = status.as_u16(), "the answer's headers arrived");
+                if status.is_redirection() {
+                    let location = response.headers().get("location").and_then(|l| l.to_str().ok()).unwrap_or("?");
+                    let next = response.url().join(location).ok();
+                    let same = next.as_ref().map(super::destination::origin) == Some(super::destination::origin(&url));
+                    let shown = credentials.redact(next.as_ref().map_or(location, |u| u.as_str()));
+                    return fail(if same { Failure::RedirectLoop(shown) } else { Failure::Redirect(shown) });
+                }
+                let retryable = status.as_u16() == 429 || status.is_server_error();
+                if !(status.is_success() || retryable && attempts <= s.max_retries) {
+                    let body = read_capped(response, s, cancel).await;
+                    return match body {
+                        Ok(body) => fail(Failure::Status { status: status.as_u16(), body }),
+                        Err(f) => fail(f),
+                    };
+                }
+                if status.is_success() {
+                    return stream_body(response, s, cancel, sink, attempts).await;
+                }
+                let after = retry_after(response.headers());
+                if let Some(after) = after.filter(|a| *a > s.max_retry_after) {
+                    let body = read_capped(response, s, cancel).await.unwrap_or_default();
+                    tracing::debug!(?after, "retry-after is longer than the cap; giving up");
+                    return fail(Failure::Status { status: status.as_u16(), body });
+                }
+                tracing::debug!(status = status.as_u16(), ?after, "retrying");
+                after.unwrap_or_else(|| backoff(s.backoff, attempts))
+            }
+        };
+        tokio::select! {
+            () = tokio::time::sleep(retry_in) => {}
+            () = cancel.cancelled() => return fail(Failure::Cancelled),
         }
+    }
+}
+
+/// Feeds a successful answer's body to `sink`, within the size cap and the idle timeout.
+async fn stream_body(
+    mut response: reqwest::Response,
+    s: &Settings,
+    cancel: &Cancel,
+    sink: &mut (dyn FnMut(bytes::Bytes) + Send),
+    attempts: u32,
+) -> Outcome {
+    let mut total = 0u64;
+    let mut received = false;
+    loop {
+        let wait = if received { s.idle } else { s.first_byte };
+        let phase = if received { "idle" } else { "first_byte" };
+        let chunk = tokio::select! {
+            c = tokio::time::timeout(wait, response.chunk()) => c,
+            () = cancel.cancelled() => return Outcome { attempts, received, failure: Some(Failure::Cancelled) },
+        };
+        let failure = match chunk {
+            Err(_) => Failure::Timeout { phase, after: wait },
+            Ok(Err(e)) => Failure::Connection(connection_message(&e)),
+            Ok(Ok(None)) => return Outcome { attempts, received, failure: None },
+            Ok(Ok(Some(bytes))) => {
+                total += bytes.len() as u64;
+                if total > s.max_response {
+                    Failure::TooLarge(s.max_response)
+                } else {
+                    received = true;
+                    sink(bytes);
+                    continue;
+                }
+            }
+        };
+        return Outcome { attempts, received, failure: Some(failure) };
     }
 }
 

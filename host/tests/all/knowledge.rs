@@ -165,7 +165,7 @@ pub fn install_test_embedder(home: &Home) {
 }
 
 /// Installs the test embedder and points `[knowledge]` at `server` with `model`.
-fn with_test_embedder(home: &Home, server: &Server, model: &str) {
+pub fn with_test_embedder(home: &Home, server: &Server, model: &str) {
     install_test_embedder(home);
     std::fs::write(
         home.path().join("config.toml"),
@@ -188,7 +188,7 @@ fn switch_model(home: &Home, to: &str) {
 }
 
 /// A loopback server that echoes the test embedder's texts back (it computes the vectors).
-fn echo_server() -> Server {
+pub fn echo_server() -> Server {
     Server::route(|r| {
         let expected = expect_route(r, "POST", "/v1/echo")
             .and(expect_header(r, "content-type", Some("text/plain")))
@@ -203,7 +203,7 @@ fn echo_server() -> Server {
 
 /// Four notes: two about cars (one says "automobile", one does not), one mostly about fruit that
 /// says "automobile" once, one about the weather.
-fn notes(home: &Home) -> std::path::PathBuf {
+pub fn notes(home: &Home) -> std::path::PathBuf {
     let root = home.path().join("notes");
     std::fs::create_dir_all(root.join(".git")).unwrap();
     for (name, text) in [
@@ -638,4 +638,72 @@ fn on_a_terminal_a_new_model_is_asked_about_with_the_count() {
     });
     let index = home.store().vector_index().unwrap().unwrap();
     assert_eq!((index.model.as_str(), index.vectors), ("topics-long", 4));
+}
+
+/// `seshat mcp` with an embedder configured and memory embedded: the knowledge search (hybrid),
+/// a memory write and a memory search (hybrid), then the end of its input — all inside the MCP
+/// server's async runtime, where opening a runtime of the library's own used to panic.
+#[test]
+fn mcp_with_an_embedder_searches_knowledge_and_memory_and_ends_cleanly() {
+    let home = Home::new();
+    let server = echo_server();
+    with_test_embedder(&home, &server, "topics");
+    let config = home.path().join("config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("embed_memory = true\n");
+    std::fs::write(&config, text).unwrap();
+    let root = notes(&home);
+    json(&home, &root, &["knowledge", "add", ".", "--json"]);
+
+    let call = |id: u32, name: &str, arguments: Value| serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}});
+    let mcp = |calls: &[Value]| -> Vec<Value> {
+        let mut lines = vec![
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}),
+            serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        ];
+        lines.extend_from_slice(calls);
+        let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let mut child = home
+            .cmd()
+            .current_dir(&root)
+            .arg("mcp")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.as_bytes()).unwrap();
+        // The input ends here: the server shuts down.
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && !stderr.contains("panicked"), "{:?}: {stderr}", out.status);
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    };
+    let answers = mcp(&[
+        call(2, "knowledge_search", serde_json::json!({"query": "automobile"})),
+        call(
+            3,
+            "create_entities",
+            serde_json::json!({"entities": [{"name": "Ada", "entityType": "person", "observations": ["drives a vintage automobile"]}]}),
+        ),
+    ]);
+    let answer =
+        |id: u32| answers.iter().find(|a| a["id"] == id).unwrap_or_else(|| panic!("no answer {id}: {answers:?}"));
+    let found = &answer(2)["result"]["structuredContent"];
+    assert_eq!(found["mode"], "hybrid", "{found}");
+    let files: Vec<&str> = found["results"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no results: {found}"))
+        .iter()
+        .filter_map(|r| r["file"].as_str()?.rsplit('/').next())
+        .collect();
+    // b.md says "car", not "automobile": only the vectors find it.
+    assert!(files[0] == "a.md" && files.contains(&"b.md"), "{found}");
+    assert_eq!(answer(3)["result"]["isError"], false, "{}", answer(3));
+    // The entity's vector, queued by the write, is made (by the background queue or here).
+    json(&home, &root, &["knowledge", "embed", "--json"]);
+    let answers = mcp(&[call(4, "search_nodes", serde_json::json!({"query": "car"}))]);
+    // "car" is in no word of Ada's entity: only the vectors (the automobile topic) find it.
+    let found = answers.iter().find(|a| a["id"] == 4).unwrap_or_else(|| panic!("no answer: {answers:?}"));
+    assert_eq!(found["result"]["structuredContent"]["entities"][0]["name"], "Ada", "{found}");
 }

@@ -18,6 +18,7 @@ mod foreign_client;
 mod history;
 mod hostile;
 mod ids;
+mod in_async;
 mod kills;
 mod knowledge;
 mod local;
