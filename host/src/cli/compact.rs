@@ -3,12 +3,10 @@
 
 use std::io::Write;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
-use seshat::client::SessionChoice;
-use seshat::compaction::{Frame, NoModels, Report};
-use seshat::{Client, ClientConfig};
+use seshat::client::{Overrides, SessionChoice};
+use seshat::compaction::{Frame, Report};
 
 use super::chat::{AgentFlags, open_agent};
 use super::{Context, format};
@@ -45,14 +43,7 @@ pub struct Args {
 }
 
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
-    let config = ClientConfig {
-        auto_compact: true,
-        db_path: Some(ctx.db.clone()),
-        dirs: Some(ctx.dirs.clone()),
-        project: Some(ctx.project.clone()),
-        ..ClientConfig::default()
-    };
-    let mut client = Client::new(config, Arc::new(NoModels))?;
+    let mut client = ctx.environment(Overrides::default())?.client()?;
     let id = match &args.id {
         Some(prefix) => client.store().resolve(prefix)?,
         None => match client.store().latest_session(&ctx.project)? {
@@ -84,15 +75,12 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             let Some(window) = args.window.or(session.context_window) else {
                 bail!("the context window of session {id} is unknown: pass --window <TOKENS>");
             };
-            let config = ClientConfig {
-                auto_compact: true,
-                compact_summary_model: args.summary_model.clone(),
-                db_path: Some(ctx.db.clone()),
-                dirs: Some(ctx.dirs.clone()),
-                project: Some(ctx.project.clone()),
-                ..ClientConfig::default()
+            let overrides = Overrides {
+                auto_compact: Some(true),
+                summary_model: args.summary_model.clone(),
+                ..Overrides::default()
             };
-            let mut client = Client::new(config, Arc::new(NoModels))?;
+            let mut client = ctx.environment(overrides)?.client()?;
             let model = session.model.unwrap_or_else(|| "unknown-model".into());
             let mut settings = client.settings(&model, Some(window), 0);
             if let Some(text) = &args.instructions {
@@ -119,13 +107,7 @@ fn undo(ctx: &Context, args: &Args, id: &str, flags: &AgentFlags, known: Option<
     let undone = match open_agent(ctx, flags)? {
         Ok(mut agent) => agent.undo_compaction().with_context(|| format!("cannot undo in {id}"))?,
         Err(_) => {
-            let config = ClientConfig {
-                db_path: Some(ctx.db.clone()),
-                dirs: Some(ctx.dirs.clone()),
-                project: Some(ctx.project.clone()),
-                ..ClientConfig::default()
-            };
-            let mut client = Client::new(config, Arc::new(NoModels))?;
+            let mut client = ctx.environment(Overrides::default())?.client()?;
             let settings = client.settings("unknown-model", args.window.or(known), 0);
             seshat::compaction::undo(client.store(), id, &Frame::default(), &settings)
                 .with_context(|| format!("cannot undo in {id}"))?

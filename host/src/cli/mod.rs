@@ -91,6 +91,16 @@ impl Context {
         Runtime::new(Some(self.dirs.cache.join("plugins")))
     }
 
+    /// The library's environment for this directory and database, with a command's overrides.
+    fn environment(&self, overrides: seshat::client::Overrides) -> anyhow::Result<seshat::client::Environment> {
+        Ok(seshat::client::Environment::open(seshat::client::Overrides {
+            dirs: Some(self.dirs.clone()),
+            db: Some(self.db.clone()),
+            project: Some(self.project.clone()),
+            ..overrides
+        })?)
+    }
+
     /// Opens the session database.
     fn store(&self) -> anyhow::Result<Store> {
         Ok(Store::open(&self.db)?)

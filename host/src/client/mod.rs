@@ -8,12 +8,14 @@
 //! application's own), the system prompt, and the turn loop that stores every message.
 
 pub mod agent;
+pub mod environment;
 pub mod history;
 pub mod prompt;
 pub mod sizing;
 pub mod tools;
 
 pub use agent::{Agent, AgentOptions, ContextUse, Observer, Quiet, SessionChoice, TurnOutcome};
+pub use environment::{Environment, Overrides};
 pub use tools::{Tool, ToolReply, Tools};
 
 use std::path::PathBuf;

@@ -707,3 +707,30 @@ fn mcp_with_an_embedder_searches_knowledge_and_memory_and_ends_cleanly() {
     let found = answers.iter().find(|a| a["id"] == 4).unwrap_or_else(|| panic!("no answer: {answers:?}"));
     assert_eq!(found["result"]["structuredContent"]["entities"][0]["name"], "Ada", "{found}");
 }
+
+/// `seshat serve` with memory embedded: what `memory/*` writes is embedded by the connection's
+/// background queue, and `memory/search_nodes` then finds it by meaning (hybrid), as `chat` and
+/// `mcp` do.
+#[test]
+fn serve_embeds_what_its_memory_calls_write_and_searches_memory_by_meaning() {
+    let home = Home::new();
+    let server = echo_server();
+    with_test_embedder(&home, &server, "topics");
+    let config = home.path().join("config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("embed_memory = true\n");
+    std::fs::write(&config, text).unwrap();
+    let mut c = crate::serve::ServeClient::start(&home);
+    c.initialize(serde_json::json!({}));
+    let created = c.ok(
+        "memory/create_entities",
+        serde_json::json!({"scope": "user", "entities": [{"name": "Ada", "entityType": "person", "observations": ["drives a vintage automobile"]}]}),
+    );
+    assert_eq!(created["entities"][0]["name"], "Ada", "{created}");
+    // "car" is in no word of Ada's entity: only its vector (made by the background queue, no
+    // command asked for it) lets the search find it.
+    crate::chat_signals::wait_for("Ada found by meaning", || {
+        c.ok("memory/search_nodes", serde_json::json!({"query": "car"}))["entities"][0]["name"] == "Ada"
+    });
+    assert_eq!(home.store().embed_queue_len(seshat::store::Queued::Memory).unwrap(), 0);
+}

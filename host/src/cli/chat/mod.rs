@@ -5,15 +5,12 @@ mod repl;
 
 use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Context as _;
-use seshat::client::{Agent, AgentOptions, Observer, SessionChoice, Tools, TurnOutcome};
+use seshat::client::{Agent, Observer, SessionChoice, TurnOutcome};
 use seshat::compaction::{Report, Starting};
-use seshat::config::ToolChoice;
 use seshat::plugins::StreamEvent;
-use seshat::providers::{Cancel, SharedProvider};
-use seshat::{Client, ClientConfig};
+use seshat::providers::Cancel;
 
 use super::{Context, compact, format};
 
@@ -160,6 +157,34 @@ pub(crate) struct AgentFlags {
     pub(crate) no_stream: bool,
 }
 
+impl AgentFlags {
+    /// The library's overrides these flags make.
+    fn overrides(&self) -> seshat::client::Overrides {
+        let AgentFlags {
+            session: _,
+            provider,
+            model,
+            window,
+            max_output,
+            no_auto_compact,
+            summary_model,
+            max_iterations,
+            no_stream,
+        } = self;
+        seshat::client::Overrides {
+            provider: provider.clone(),
+            model: model.clone(),
+            summary_model: summary_model.clone(),
+            window: *window,
+            max_output: *max_output,
+            auto_compact: no_auto_compact.then_some(false),
+            max_iterations: *max_iterations,
+            stream: no_stream.then_some(false),
+            ..seshat::client::Overrides::default()
+        }
+    }
+}
+
 impl Args {
     fn flags(&self) -> AgentFlags {
         AgentFlags {
@@ -192,102 +217,15 @@ pub(crate) fn open_agent_with(
     args: &AgentFlags,
     extra_tools: Vec<Box<dyn seshat::client::Tool>>,
 ) -> anyhow::Result<Result<Agent, String>> {
-    let config = ctx.config()?;
-    let auto_compact = !args.no_auto_compact && config.chat.auto_compact.unwrap_or(true);
-    let client_config = ClientConfig {
-        auto_compact,
-        compact_summary_model: args.summary_model.clone().or(config.chat.summary_model.clone()),
-        db_path: Some(ctx.db.clone()),
-        dirs: Some(ctx.dirs.clone()),
-        project: Some(ctx.project.clone()),
-        ..ClientConfig::default()
-    };
-    let mut client = Client::new(client_config, Arc::new(seshat::compaction::NoModels))?;
-    let provider = match client.load_provider(args.provider.as_deref()) {
-        Ok(p) => SharedProvider::new(p),
-        Err(seshat::client::Error::Provider(e @ seshat::providers::Error::NotConfigured(_))) => {
-            return Ok(Err(e.to_string()));
+    let env = ctx.environment(args.overrides())?;
+    match env.agent(args.session.clone(), extra_tools) {
+        Ok(agent) => Ok(Ok(agent)),
+        Err(seshat::client::Error::Provider(e @ seshat::providers::Error::NotConfigured(_))) => Ok(Err(e.to_string())),
+        Err(seshat::client::Error::Plugin(e @ seshat::plugins::Error::NotFound { kind: "provider", .. })) => {
+            Ok(Err(e.to_string()))
         }
-        Err(seshat::client::Error::Plugin(e @ seshat::plugins::Error::NotFound { .. })) => {
-            return Ok(Err(e.to_string()));
-        }
-        Err(e) => return Err(e.into()),
-    };
-    client.set_models(Arc::new(provider.clone()));
-    let system_prompt = match &config.chat.system_prompt_file {
-        Some(path) => Some(
-            std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read system_prompt_file {}", path.display()))?,
-        ),
-        None => None,
-    };
-    let (tools, required_tools) = match &config.chat.tools {
-        None | Some(ToolChoice::All(true)) => (Tools::builtin(), Default::default()),
-        Some(ToolChoice::All(false)) => (Tools::none(), Default::default()),
-        Some(ToolChoice::Only(names)) => {
-            let all = Tools::builtin();
-            let mut known: Vec<String> = all.specs().into_iter().map(|s| s.name).collect();
-            known.extend(seshat::retrieval::tools::specs().into_iter().map(|s| s.name));
-            if let Some(unknown) = names.iter().find(|n| !known.contains(n)) {
-                anyhow::bail!(
-                    "[chat] tools names `{unknown}`, which is not a tool Seshat offers; the tools are: {}",
-                    known.join(", ")
-                );
-            }
-            (all, names.iter().cloned().collect())
-        }
-    };
-    let options = AgentOptions {
-        session: args.session.clone(),
-        project: ctx.project.clone(),
-        project_dir: config.chat.project_instructions.unwrap_or(true).then(|| ctx.project.clone().into()),
-        model: args.model.clone().or(config.chat.model.clone()),
-        window: args.window,
-        max_output_tokens: config.chat.max_output_tokens,
-        max_output: args.max_output,
-        required_tools,
-        max_iterations: args.max_iterations.or(config.chat.max_iterations).unwrap_or(25),
-        system_prompt,
-        stream: !args.no_stream,
-        memory_budget: config.memory_context_tokens(),
-        provider_options: "{}".into(),
-    };
-    let tools = match seshat::retrieval::Recall::from_config(&config, &ctx.catalog(), &ctx.runtime(), &ctx.db) {
-        Some(recall) => tools.with_recall(recall),
-        None => tools,
-    };
-    let tools = match knowledge_tools(ctx, &config) {
-        Some(k) if !matches!(config.chat.tools, Some(ToolChoice::All(false))) => {
-            tools.with_knowledge(k, ctx.project.clone())
-        }
-        _ => tools,
-    };
-    let mut tools = match &config.chat.tools {
-        Some(ToolChoice::Only(names)) => tools.only(names),
-        _ => tools,
-    };
-    for tool in extra_tools {
-        tools.register(tool);
+        Err(e) => Err(e.into()),
     }
-    Ok(Ok(Agent::open(client, provider, tools, options)?))
-}
-
-/// The document corpus for the knowledge tools, when this project sees any document. An embedder
-/// that cannot be loaded leaves the tools lexical (with a warning), never stops the chat.
-fn knowledge_tools(ctx: &Context, config: &seshat::config::Config) -> Option<seshat::retrieval::Knowledge> {
-    let store = ctx.store().ok()?;
-    let filter = seshat::store::KnowledgeFilter { project: &ctx.project, scope: None };
-    if store.knowledge_document_ids(filter).ok()?.is_empty() {
-        return None;
-    }
-    let embedder = match seshat::retrieval::load_embedder(config, &ctx.catalog(), &ctx.runtime()) {
-        Ok(e) => e,
-        Err(e) => {
-            tracing::warn!("knowledge search is lexical: {e}");
-            None
-        }
-    };
-    Some(seshat::retrieval::Knowledge::new(store, embedder, seshat::retrieval::weights(config)))
 }
 
 /// Ctrl-C cancels the running turn; a second one while cancelling exits at once.
@@ -335,8 +273,7 @@ pub fn run(ctx: &Context, args: &Args, signals: Option<crate::cli::stop::Signals
     // History and memory, when the user opted in to embedding them, are embedded by a thread of
     // their own: no model call waits for it, and a one-shot chat exits without it (what is left
     // stays queued for the next run).
-    let config = ctx.config()?;
-    let background = seshat::retrieval::queue::Background::start(&config, &ctx.catalog(), &ctx.runtime(), &ctx.db);
+    let background = ctx.environment(Default::default())?.background();
     let poke = || {
         if let Some(b) = &background {
             b.poke();

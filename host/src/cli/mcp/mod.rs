@@ -162,19 +162,15 @@ fn mcp_tools() -> anyhow::Result<Vec<Tool>> {
 }
 
 pub fn run(ctx: &Context, _args: &Args, signals: Option<super::stop::Signals>) -> anyhow::Result<ExitCode> {
-    let config = ctx.config()?;
-    // An embedder that cannot be loaded leaves knowledge search lexical; the memory tools serve on.
-    let embedder = seshat::retrieval::load_embedder(&config, &ctx.catalog(), &ctx.runtime()).unwrap_or_else(|e| {
-        tracing::warn!("knowledge search is lexical: {e}");
-        None
-    });
-    let knowledge = seshat::retrieval::Knowledge::new(ctx.store()?, embedder, seshat::retrieval::weights(&config));
+    // The library opens what the tools need; an embedder that cannot be loaded leaves the
+    // searches lexical, and the memory tools serve on.
+    let env = ctx.environment(Default::default())?;
     let server = MemoryServer {
         store: Mutex::new(ctx.store()?),
         project: ctx.repository.clone(),
-        knowledge: Mutex::new((knowledge, ctx.project.clone())),
-        recall: Mutex::new(seshat::retrieval::Recall::from_config(&config, &ctx.catalog(), &ctx.runtime(), &ctx.db)),
-        background: seshat::retrieval::queue::Background::start(&config, &ctx.catalog(), &ctx.runtime(), &ctx.db),
+        knowledge: Mutex::new((env.knowledge()?, ctx.project.clone())),
+        recall: Mutex::new(env.recall()),
+        background: env.background(),
         tools: mcp_tools()?,
         work: super::stop::Work::default(),
     };

@@ -158,6 +158,10 @@ fn connection(
         ctx,
         db: None,
         knowledge: None,
+        recall: None,
+        // What the connection's memory calls write is embedded by a thread of its own (when
+        // memory or history is embedded), never delaying an answer.
+        background: ctx.environment(Default::default()).ok().and_then(|env| env.background()),
         outbox: outbox.clone(),
         pending: pending.clone(),
         setup: None,
@@ -209,6 +213,10 @@ struct Server<'c> {
     /// The document corpus, made on the first `knowledge/search` and kept: its embedder loaded
     /// once, its vectors held in memory between searches.
     knowledge: Option<seshat::retrieval::Knowledge>,
+    /// Hybrid memory search (when memory is embedded), made on the first memory call and kept.
+    recall: Option<Option<seshat::retrieval::Recall>>,
+    /// Embeds what the memory calls write, when memory is embedded.
+    background: Option<seshat::retrieval::queue::Background>,
     outbox: Outbox,
     pending: rpc::Pending,
     setup: Option<ClientSetup>,
@@ -409,9 +417,29 @@ impl Server<'_> {
             m if m.starts_with("memory/") => {
                 let tool = &m["memory/".len()..];
                 let ctx = self.ctx;
-                let store = self.store()?;
+                if self.recall.is_none() {
+                    self.recall = Some(ctx.environment(Default::default()).ok().and_then(|env| env.recall()));
+                }
+                self.store()?;
+                let Server { db: Some(store), recall: Some(recall), background, .. } = self else {
+                    unreachable!("both opened above")
+                };
                 let mut memory = store.memory(ctx.repository.as_deref());
-                match seshat::memory::tools::run(&mut memory, tool, params, None) {
+                let answer = match recall.as_mut().filter(|r| r.memory()) {
+                    Some(r) => {
+                        let mut search =
+                            |m: &mut seshat::memory::Memory<'_>,
+                             q: &str,
+                             s: Option<seshat::memory::Scope>,
+                             n: usize| r.search_memory(m, q, s, n);
+                        seshat::memory::tools::run(&mut memory, tool, params, Some(&mut search))
+                    }
+                    None => seshat::memory::tools::run(&mut memory, tool, params, None),
+                };
+                if let Some(b) = background {
+                    b.poke();
+                }
+                match answer {
                     Ok(out) => Ok(Some(out)),
                     Err(seshat::memory::Error::UnknownTool(_)) => Err(RpcError::method_not_found(m)),
                     Err(e @ seshat::memory::Error::InvalidArguments { .. }) => {

@@ -1,0 +1,247 @@
+//! One place builds an agent: the configuration files merged with a front end's explicit
+//! [`Overrides`], opened into what a turn needs — the store, the plugin catalog and runtime, the
+//! provider with its credentials (which also writes summaries), the tool set (memory, history,
+//! knowledge and the caller's own), the recall search and the background embedding queue.
+//! `seshat chat`, `compact`, `serve` and `mcp` are front ends over it, and so is a Rust program:
+//!
+//! ```no_run
+//! use seshat::client::{Environment, Overrides, Quiet, SessionChoice};
+//! use seshat::providers::Cancel;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let env = Environment::open(Overrides { project: Some("/work/demo".into()), ..Overrides::default() })?;
+//! let mut agent = env.agent(SessionChoice::Continue, Vec::new())?;
+//! let outcome = agent.turn("What did we decide about retries?", &Cancel::default(), &mut Quiet)?;
+//! println!("{}", outcome.text);
+//! # Ok(())
+//! # }
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::{Agent, AgentOptions, Client, ClientConfig, Error, Result, SessionChoice, Tool, Tools};
+use crate::config::{Config, ToolChoice};
+use crate::paths::Dirs;
+use crate::plugins::{Catalog, Runtime};
+use crate::providers::SharedProvider;
+
+/// What a front end sets over the configuration files. Every field left `None` (the default)
+/// means "as configured". The fields are read in one place, destructured, so a new one cannot be
+/// forgotten there.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// Where configuration, plugins and caches live (default: from the environment).
+    pub dirs: Option<Dirs>,
+    /// The session database (default: the one under `dirs`).
+    pub db: Option<PathBuf>,
+    /// The project key (default: none — user-level configuration and memory only).
+    pub project: Option<String>,
+    /// The provider, by its `[providers.<name>]` name (default: `[plugins] provider`).
+    pub provider: Option<String>,
+    /// The model (default: `[chat] model`, else the session's, else the provider's first).
+    pub model: Option<String>,
+    /// The model that writes summaries (default: `[chat] summary_model`, else the session's).
+    pub summary_model: Option<String>,
+    /// The context window in tokens (default: what the provider or the session knows).
+    pub window: Option<u64>,
+    /// The answer's room in tokens, exactly (default: as the window allows).
+    pub max_output: Option<u64>,
+    /// Compact automatically before calls that pass the threshold (default: `[chat]
+    /// auto_compact`, else on).
+    pub auto_compact: Option<bool>,
+    /// Most model calls in one turn (default: `[chat] max_iterations`, else 25).
+    pub max_iterations: Option<u32>,
+    /// Stream answers (default: on).
+    pub stream: Option<bool>,
+}
+
+/// The configuration opened for front ends: see the [module](self) documentation.
+pub struct Environment {
+    config: Config,
+    dirs: Dirs,
+    db: PathBuf,
+    project: Option<String>,
+    overrides: Overrides,
+}
+
+impl std::fmt::Debug for Environment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Environment").field("db", &self.db).field("project", &self.project).finish_non_exhaustive()
+    }
+}
+
+impl Environment {
+    /// Reads the configuration files (the user's, then the project's) and keeps `overrides`.
+    pub fn open(overrides: Overrides) -> Result<Self> {
+        let dirs = match &overrides.dirs {
+            Some(d) => d.clone(),
+            None => Dirs::from_env()?,
+        };
+        let project = overrides.project.clone();
+        let config = Config::load(&dirs.config, project.as_deref().map(Path::new))?;
+        let db = overrides.db.clone().unwrap_or_else(|| dirs.db_path());
+        Ok(Environment { config, dirs, db, project, overrides })
+    }
+
+    /// The merged configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Where Seshat's files live.
+    pub fn dirs(&self) -> &Dirs {
+        &self.dirs
+    }
+
+    /// The session database's path.
+    pub fn db(&self) -> &Path {
+        &self.db
+    }
+
+    /// Every installed plugin the project sees.
+    pub fn catalog(&self) -> Catalog {
+        Catalog::discover(&self.dirs.config, self.project.as_deref().map(Path::new))
+    }
+
+    /// The plugin runtime, caching compiled plugins under the cache directory.
+    pub fn runtime(&self) -> Runtime {
+        Runtime::new(Some(self.dirs.cache.join("plugins")))
+    }
+
+    /// Hybrid memory and history search, when the configuration embeds them.
+    pub fn recall(&self) -> Option<crate::retrieval::Recall> {
+        crate::retrieval::Recall::from_config(&self.config, &self.catalog(), &self.runtime(), &self.db)
+    }
+
+    /// The thread that embeds what is written, when the configuration embeds history or memory.
+    pub fn background(&self) -> Option<crate::retrieval::queue::Background> {
+        crate::retrieval::queue::Background::start(&self.config, &self.catalog(), &self.runtime(), &self.db)
+    }
+
+    /// The document corpus, with the configured embedder. An embedder that cannot be loaded
+    /// leaves the search lexical (with a warning), never stops the caller.
+    pub fn knowledge(&self) -> Result<crate::retrieval::Knowledge> {
+        let store = crate::store::Store::open(&self.db)?;
+        let embedder = match crate::retrieval::load_embedder(&self.config, &self.catalog(), &self.runtime()) {
+            Ok(e) => e,
+            Err(e) => {
+                tracing::warn!("knowledge search is lexical: {e}");
+                None
+            }
+        };
+        Ok(crate::retrieval::Knowledge::new(store, embedder, crate::retrieval::weights(&self.config)))
+    }
+
+    /// The document corpus for the agent's knowledge tools: only when the project sees a document.
+    fn agent_knowledge(&self) -> Option<crate::retrieval::Knowledge> {
+        let project = self.project.as_deref().unwrap_or_default();
+        let store = crate::store::Store::open(&self.db).ok()?;
+        let filter = crate::store::KnowledgeFilter { project, scope: None };
+        if store.knowledge_document_ids(filter).ok()?.is_empty() {
+            return None;
+        }
+        self.knowledge().ok()
+    }
+
+    /// A client (the store and the policy plugins) without a provider: summaries can then come
+    /// only from a summariser that calls no model.
+    pub fn client(&self) -> Result<Client> {
+        Client::new(self.client_config(), Arc::new(crate::compaction::NoModels))
+    }
+
+    fn client_config(&self) -> ClientConfig {
+        let Overrides { summary_model, auto_compact, .. } = &self.overrides;
+        ClientConfig {
+            auto_compact: auto_compact.unwrap_or(self.config.chat.auto_compact.unwrap_or(true)),
+            compact_summary_model: summary_model.clone().or(self.config.chat.summary_model.clone()),
+            db_path: Some(self.db.clone()),
+            dirs: Some(self.dirs.clone()),
+            project: self.project.clone(),
+            ..ClientConfig::default()
+        }
+    }
+
+    /// The agent for `session`, as `seshat chat` runs it: the provider (which also writes the
+    /// summaries), the configured tools with the recall and knowledge search, and `extra_tools`
+    /// (the application's own). Nothing configured to talk to is the error coded
+    /// `provider_not_configured` (or `plugin_not_found` for a provider plugin not installed).
+    pub fn agent(&self, session: SessionChoice, extra_tools: Vec<Box<dyn Tool>>) -> Result<Agent> {
+        let Overrides {
+            dirs: _,
+            db: _,
+            project: _,
+            summary_model: _,
+            auto_compact: _,
+            provider,
+            model,
+            window,
+            max_output,
+            max_iterations,
+            stream,
+        } = &self.overrides;
+        let config = &self.config;
+        let mut client = Client::new(self.client_config(), Arc::new(crate::compaction::NoModels))?;
+        let provider = SharedProvider::new(client.load_provider(provider.as_deref())?);
+        client.set_models(Arc::new(provider.clone()));
+        let system_prompt = match &config.chat.system_prompt_file {
+            Some(path) => Some(std::fs::read_to_string(path).map_err(|e| crate::config::Error {
+                path: path.clone(),
+                message: format!("cannot read [chat] system_prompt_file: {e}"),
+            })?),
+            None => None,
+        };
+        let (tools, required_tools) = match &config.chat.tools {
+            None | Some(ToolChoice::All(true)) => (Tools::builtin(), Default::default()),
+            Some(ToolChoice::All(false)) => (Tools::none(), Default::default()),
+            Some(ToolChoice::Only(names)) => {
+                let all = Tools::builtin();
+                let mut known: Vec<String> = all.specs().into_iter().map(|s| s.name).collect();
+                known.extend(crate::retrieval::tools::specs().into_iter().map(|s| s.name));
+                if let Some(unknown) = names.iter().find(|n| !known.contains(n)) {
+                    return Err(Error::Config(crate::config::Error {
+                        path: self.dirs.config.join("config.toml"),
+                        message: format!(
+                            "[chat] tools names `{unknown}`, which is not a tool Seshat offers; the tools are: {}",
+                            known.join(", ")
+                        ),
+                    }));
+                }
+                (all, names.iter().cloned().collect())
+            }
+        };
+        let project = self.project.clone().unwrap_or_default();
+        let options = AgentOptions {
+            session,
+            project: project.clone(),
+            project_dir: (config.chat.project_instructions.unwrap_or(true) && self.project.is_some())
+                .then(|| project.clone().into()),
+            model: model.clone().or(config.chat.model.clone()),
+            window: *window,
+            max_output_tokens: config.chat.max_output_tokens,
+            max_output: *max_output,
+            required_tools,
+            max_iterations: max_iterations.or(config.chat.max_iterations).unwrap_or(25),
+            system_prompt,
+            stream: stream.unwrap_or(true),
+            memory_budget: config.memory_context_tokens(),
+            provider_options: "{}".into(),
+        };
+        let tools = match self.recall() {
+            Some(recall) => tools.with_recall(recall),
+            None => tools,
+        };
+        let tools = match self.agent_knowledge() {
+            Some(k) if !matches!(config.chat.tools, Some(ToolChoice::All(false))) => tools.with_knowledge(k, project),
+            _ => tools,
+        };
+        let mut tools = match &config.chat.tools {
+            Some(ToolChoice::Only(names)) => tools.only(names),
+            _ => tools,
+        };
+        for tool in extra_tools {
+            tools.register(tool);
+        }
+        Agent::open(client, provider, tools, options)
+    }
+}
