@@ -657,7 +657,7 @@ impl Compactor<'_> {
         let marks = Marks::new(window);
         let view = store.live_view(session)?;
         let before = current_use(frame, &view).max(estimate_request(frame, &view));
-        let mut report = Report { tokens_before: before, tokens_after: before, dry_run, ..Report::default() };
+        let mut report = Report { tokens_before: before, dry_run, ..Report::default() };
         let mut preview = Preview::default();
 
         // Micro-compaction.

@@ -979,3 +979,98 @@ fn an_open_breaker_or_a_disabled_session_sends_a_fitting_request_unsummarised_an
         assert_eq!(prepared.messages.len(), store.full_history(&id).unwrap().len(), "{why}: sent whole");
     }
 }
+
+/// A call the user pinned while its result was still to come lies before the cut, and its
+/// result was summarised away: the request sends the stored result right after the call
+/// (nothing synthetic is made up, nothing is written).
+#[test]
+fn a_pinned_call_whose_result_was_summarised_is_sent_with_its_stored_result() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 20_000);
+    store.append(&id, &[text(Role::User, "build it")]).unwrap();
+    let [call, result] = tool_pair("keep", "build ok: 3 warnings");
+    store.append(&id, &[call]).unwrap();
+    // Pinned before its result arrived (a client's tool still running): the pin holds the call.
+    assert_eq!(seshat::compaction::pin(&mut store, &id, 2, 20_000).unwrap(), vec![2]);
+    store.append(&id, &[result]).unwrap();
+    chat(&mut store, &id, 40, 300);
+    let model = Scripted::answering(&[Ok("The user built it and made 40 requests.")]);
+    let mut p = plugins("summariser");
+    let mut c = p.compactor(model);
+    let prepared = c.before_call(&mut store, &id, &frame(), &settings(Some(20_000))).unwrap();
+    assert!(prepared.compaction.is_some_and(|r| r.summarised), "the session was to be compacted");
+    let view = store.live_view(&id).unwrap();
+    assert!(view.entries.iter().any(|e| e.seq == Some(2) && e.pinned), "the pinned call is in the view");
+    let seqs: Vec<_> = view.entries.iter().map(|e| (e.seq, e.origin)).collect();
+    assert!(!view.entries.iter().any(|e| e.seq == Some(3)), "its result was summarised away: {seqs:?}");
+    let at = prepared.messages.iter().position(|m| m.seq == Some(2)).expect("the pinned call is sent");
+    let next = &prepared.messages[at + 1];
+    assert_eq!(
+        (next.role, &next.parts[..]),
+        (
+            Role::Tool,
+            &[Part::ToolResult { call_id: "keep".into(), content: "build ok: 3 warnings".into(), is_error: false }][..]
+        ),
+        "the stored result follows its call"
+    );
+    assert!(prepared.messages.iter().all(|m| !m.parts.is_empty()), "an empty message is sent");
+    let history = store.full_history(&id).unwrap();
+    assert_eq!(history.len(), 83, "a synthetic result was written");
+}
+
+/// A pass with nothing to compact reports the request's size before and after alike.
+#[test]
+fn a_pass_with_nothing_to_do_reports_the_same_size_before_and_after() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 200_000);
+    chat(&mut store, &id, 3, 50);
+    let model = Scripted::answering(&[]);
+    let mut p = plugins("summariser");
+    let mut c = p.compactor(model.clone());
+    let report = c.compact(&mut store, &id, &frame(), &settings(Some(200_000)), true).unwrap();
+    assert!(report.tokens_before > 0, "{report:?}");
+    assert_eq!(report.tokens_after, report.tokens_before, "{report:?}");
+    assert_eq!(model.calls(), 0);
+}
+
+/// The marks are exclusive: a request exactly at the threshold is not compacted (just over
+/// it is), and a request exactly at the hard limit is sent (one token over is refused).
+#[test]
+fn a_request_exactly_at_the_threshold_or_the_hard_limit_goes_as_it_is_and_one_token_more_does_not() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 200_000);
+    chat(&mut store, &id, 240, 300);
+    // Grow the session a message at a time until some window's threshold falls exactly on it.
+    let (tokens, window) = loop {
+        let t = seshat::compaction::current_use(&frame(), &store.live_view(&id).unwrap());
+        let guess = t * 100 / 85 + 2_000;
+        if let Some(w) = (guess.saturating_sub(3)..guess + 3).find(|&w| seshat::window::Marks::new(w).threshold == t) {
+            break (t, w);
+        }
+        store.append(&id, &[text(Role::User, "more")]).unwrap();
+    };
+    let model = Scripted::answering(&[Ok("summary")]);
+    let mut p = plugins("summariser");
+    let mut c = p.compactor(model.clone());
+    let at = c.before_call(&mut store, &id, &frame(), &settings(Some(window))).unwrap();
+    assert!(at.compaction.is_none() && model.calls() == 0, "compacted at exactly the threshold ({tokens})");
+    // The next window down puts the threshold a token or two under the request.
+    let below = window - 2;
+    assert!((tokens - 2..tokens).contains(&seshat::window::Marks::new(below).threshold));
+    let over = c.before_call(&mut store, &id, &frame(), &settings(Some(below))).unwrap();
+    assert!(over.compaction.is_some(), "not compacted just over the threshold");
+
+    // The hard limit, without compaction: the window less the answer's room.
+    let id = session(&mut store, 200_000);
+    chat(&mut store, &id, 30, 300);
+    let off = Settings { auto_compact: false, ..settings(Some(500_000)) };
+    let request = c.before_call(&mut store, &id, &frame(), &off).unwrap().tokens;
+    let exactly = Settings { max_output_tokens: 500_000 - request, ..off.clone() };
+    assert!(c.before_call(&mut store, &id, &frame(), &exactly).is_ok(), "refused at exactly the hard limit");
+    let over = Settings { max_output_tokens: 500_000 - request + 1, ..off };
+    let err = c.before_call(&mut store, &id, &frame(), &over).unwrap_err();
+    assert_eq!(err.code(), "compact_full", "{err}");
+}
