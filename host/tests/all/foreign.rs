@@ -221,3 +221,63 @@ fn bad_sources_say_what_was_expected() {
     let err = home.fails(&["sessions", "import", "--from", "claude-code", codex_file().to_str().unwrap()]);
     assert!(err.contains("holds no claude-code session"), "{err}");
 }
+
+/// A Claude Code tool-result message answering a call of the session and, beside it, one whose
+/// call is nowhere: the import splits them, each result stored once — the answered one in the
+/// live view, the stray one only in the full history.
+#[test]
+fn a_stray_result_beside_an_answered_one_is_split_off_and_each_is_stored_once() {
+    let home = Home::new();
+    let dir = home.path().join("claude").join("-work-mix");
+    std::fs::create_dir_all(&dir).unwrap();
+    let line = |uuid: &str, parent: Option<&str>, kind: &str, minute: u32, message: Value| {
+        serde_json::json!({"parentUuid": parent, "isSidechain": false, "userType": "external", "cwd": "/work/mix",
+            "sessionId": "22222222-3333-4444-8555-666666666666", "version": "2.0.14", "type": kind, "uuid": uuid,
+            "timestamp": format!("2025-11-21T10:{minute:02}:00.000Z"), "message": message})
+        .to_string()
+    };
+    let lines = [
+        line("u1", None, "user", 1, serde_json::json!({"role": "user", "content": "Run the tests."})),
+        line(
+            "a1",
+            Some("u1"),
+            "assistant",
+            2,
+            serde_json::json!({"id": "msg_1", "type": "message", "role": "assistant",
+            "model": "claude-sonnet-4-5", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "cargo test"}}]}),
+        ),
+        line(
+            "u2",
+            Some("a1"),
+            "user",
+            3,
+            serde_json::json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "test result: ok. 12 passed"},
+            {"type": "tool_result", "tool_use_id": "toolu_stray", "content": "a result whose call is not in the file"}]}),
+        ),
+        line(
+            "a2",
+            Some("u2"),
+            "assistant",
+            4,
+            serde_json::json!({"id": "msg_2", "type": "message", "role": "assistant",
+            "model": "claude-sonnet-4-5", "content": [{"type": "text", "text": "All 12 pass."}]}),
+        ),
+    ];
+    std::fs::write(dir.join("22222222-3333-4444-8555-666666666666.jsonl"), lines.join("\n") + "\n").unwrap();
+    let reports = import(&home, "claude-code", &home.path().join("claude"));
+    let id = reports[0]["session"].as_str().unwrap().to_string();
+    let store = home.store();
+    let results = |parts: &[Part]| -> Vec<String> {
+        parts
+            .iter()
+            .filter_map(|p| if let Part::ToolResult { call_id, .. } = p { Some(call_id.clone()) } else { None })
+            .collect()
+    };
+    let stored: Vec<Vec<String>> = store.full_history(&id).unwrap().iter().map(|m| results(&m.parts)).collect();
+    let all: Vec<&String> = stored.iter().flatten().collect();
+    assert_eq!(all, ["toolu_1", "toolu_stray"], "each result stored once: {stored:?}");
+    assert!(stored.contains(&vec!["toolu_1".to_string()]), "the answered result in a message of its own: {stored:?}");
+    let view: Vec<String> = store.live_view(&id).unwrap().entries.iter().flat_map(|e| results(&e.parts)).collect();
+    assert_eq!(view, ["toolu_1"], "the stray result is kept out of the live view");
+}
