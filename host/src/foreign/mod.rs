@@ -46,6 +46,18 @@ pub enum Error {
     /// Writing into the store failed.
     #[error(transparent)]
     Store(#[from] store::Error),
+    /// A session brought in before no longer says how much of its source it holds.
+    #[error(
+        "session {session} was imported from {file}, but its record of how much of that file it holds \
+         (metadata.source) is not what Seshat writes: nothing was appended, since appending from the start \
+         would store its messages twice. Import the file as a new session, or delete session {session} first"
+    )]
+    SourceUnreadable {
+        /// The session.
+        session: String,
+        /// The source file.
+        file: String,
+    },
 }
 
 impl Error {
@@ -57,6 +69,7 @@ impl Error {
             Error::Input(crate::input::Error::NotRegular { .. }) => "not_a_regular_file",
             Error::Input(_) => "io",
             Error::Store(e) => e.code(),
+            Error::SourceUnreadable { .. } => "source_unreadable",
         }
     }
 }
@@ -407,8 +420,8 @@ pub fn bring_in(store: &mut Store, c: &Converted, project: impl Fn(&str) -> Stri
         compactions,
     };
     if let Some((session, before)) = store.find_source(c.tool.as_str(), &c.source_id)? {
-        let before: Source =
-            serde_json::from_value(before).unwrap_or(Source { messages: 0, compactions: 0, ..source.clone() });
+        let before: Source = serde_json::from_value(before)
+            .map_err(|_| Error::SourceUnreadable { session: session.clone(), file: source.file.clone() })?;
         report.session.clone_from(&session);
         append_new(store, &session, c, &before, &source, &mut report)?;
         report.outcome = if report.messages + report.compactions == 0 { "unchanged" } else { "appended" };

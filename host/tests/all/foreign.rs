@@ -281,3 +281,35 @@ fn a_stray_result_beside_an_answered_one_is_split_off_and_each_is_stored_once() 
     let view: Vec<String> = store.live_view(&id).unwrap().entries.iter().flat_map(|e| results(&e.parts)).collect();
     assert_eq!(view, ["toolu_1"], "the stray result is kept out of the live view");
 }
+
+/// A file that grew by a compaction alone appends that compaction (and says so); a session whose
+/// record of its source was damaged is refused whole instead of appended from the start again.
+#[test]
+fn a_file_grown_by_a_compaction_alone_appends_it_and_a_damaged_source_record_appends_nothing() {
+    let home = Home::new();
+    let whole = std::fs::read_to_string(codex_file()).unwrap();
+    let dir = home.path().join("codex-sessions");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("rollout.jsonl");
+    let first = |n: usize| whole.lines().take(n).map(|l| format!("{l}\n")).collect::<String>();
+    std::fs::write(&file, first(16)).unwrap();
+    let id = import(&home, "codex", &file)[0]["session"].as_str().unwrap().to_string();
+    std::fs::write(&file, first(17)).unwrap();
+    let r = &import(&home, "codex", &file)[0];
+    assert_eq!(
+        (r["outcome"].as_str(), r["messages"].as_u64(), r["compactions"].as_u64()),
+        (Some("appended"), Some(0), Some(1)),
+        "{r}"
+    );
+    assert_eq!(home.store().compactions(&id).unwrap().len(), 1);
+
+    // The session's record of how much of the file it holds, damaged: refused, nothing written.
+    home.store()
+        .connection()
+        .execute("UPDATE sessions SET metadata = json_set(metadata, '$.source.messages', 'many') WHERE id = ?1", [&id])
+        .unwrap();
+    std::fs::write(&file, &whole).unwrap();
+    let err = home.fails(&["sessions", "import", "--from", "codex", file.to_str().unwrap()]);
+    assert!(err.contains(&format!("session {id} was imported from")) && err.contains("nothing was appended"), "{err}");
+    assert_eq!(home.store().full_history(&id).unwrap().len(), 8, "messages were appended");
+}

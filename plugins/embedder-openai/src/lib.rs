@@ -2,10 +2,10 @@
 //! vLLM and LM Studio serve too. A pure translator: the host sends what it builds and never shows
 //! it the key.
 
+use serde_json::{Map, Value};
 use seshat_plugin_sdk::embedder::{
     Auth, EmbedHttp, EmbedRequest, Embedder, EmbedderInfo, Error, Purpose, error, model,
 };
-use serde_json::{Map, Value};
 
 struct OpenAi;
 
@@ -44,10 +44,16 @@ impl Embedder for OpenAi {
     }
 
     fn build_request(request: EmbedRequest) -> Result<EmbedHttp, Error> {
-        let extra: Map<String, Value> = match serde_json::from_str(if request.extra.trim().is_empty() { "{}" } else { &request.extra }) {
-            Ok(Value::Object(m)) => m,
-            _ => return Err(error("invalid_options", format!("embedder options must be a JSON object, not `{}`", request.extra))),
-        };
+        let extra: Map<String, Value> =
+            match serde_json::from_str(if request.extra.trim().is_empty() { "{}" } else { &request.extra }) {
+                Ok(Value::Object(m)) => m,
+                _ => {
+                    return Err(error(
+                        "invalid_options",
+                        format!("embedder options must be a JSON object, not `{}`", request.extra),
+                    ));
+                }
+            };
         let pre = prefix(&request.model, request.purpose);
         let input: Vec<Value> = request.texts.iter().map(|t| Value::from(format!("{pre}{t}"))).collect();
         let mut body = Map::new();
@@ -59,14 +65,20 @@ impl Embedder for OpenAi {
         }
         for (k, v) in extra {
             if body.contains_key(&k) {
-                return Err(error("invalid_options", format!("embedder option `{k}` is set by Seshat and cannot be overridden")));
+                return Err(error(
+                    "invalid_options",
+                    format!("embedder option `{k}` is set by Seshat and cannot be overridden"),
+                ));
             }
             body.insert(k, v);
         }
         Ok(EmbedHttp {
             method: "POST".into(),
             url: format!("{}/embeddings", request.base_url.trim_end_matches('/')),
-            headers: vec![("content-type".into(), "application/json".into()), ("accept".into(), "application/json".into())],
+            headers: vec![
+                ("content-type".into(), "application/json".into()),
+                ("accept".into(), "application/json".into()),
+            ],
             body: Value::Object(body).to_string().into_bytes(),
         })
     }
@@ -90,16 +102,26 @@ impl Embedder for OpenAi {
             let Some(numbers) = item["embedding"].as_array() else {
                 return Err(error(
                     "invalid_response",
-                    format!("item {at} of the embeddings answer has no `embedding` list (ask for `encoding_format: float`)"),
+                    format!(
+                        "item {at} of the embeddings answer has no `embedding` list (ask for `encoding_format: float`)"
+                    ),
                 ));
             };
             let vector: Option<Vec<f32>> = numbers.iter().map(|n| n.as_f64().map(|f| f as f32)).collect();
             let Some(vector) = vector else {
-                return Err(error("invalid_response", format!("item {at}'s embedding holds something that is not a number")));
+                return Err(error(
+                    "invalid_response",
+                    format!("item {at}'s embedding holds something that is not a number"),
+                ));
             };
             match out.get_mut(index) {
                 Some(slot @ None) => *slot = Some(vector),
-                _ => return Err(error("invalid_response", format!("item {at} has index {index}, which is out of range or repeated"))),
+                _ => {
+                    return Err(error(
+                        "invalid_response",
+                        format!("item {at} has index {index}, which is out of range or repeated"),
+                    ));
+                }
             }
         }
         Ok(out.into_iter().flatten().collect())
@@ -115,7 +137,10 @@ fn http_error(status: u16, value: &Value, body: &[u8]) -> Error {
     };
     let (code, hint) = match status {
         401 => ("auth_failed", "check the API key (OPENAI_API_KEY or [knowledge] api_key_env)"),
-        404 => ("not_found", "check [knowledge] model and base_url (it usually ends in /v1); the server may not serve embeddings"),
+        404 => (
+            "not_found",
+            "check [knowledge] model and base_url (it usually ends in /v1); the server may not serve embeddings",
+        ),
         other => seshat_plugin_sdk::http_status(other),
     };
     error(code, format!("the embeddings server answered HTTP {status}: {detail} ({hint})"))

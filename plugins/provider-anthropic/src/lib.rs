@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 
 use seshat_plugin_sdk::provider::json::{self, Body, Value, json, serde_json, str_of};
 use seshat_plugin_sdk::provider::{
-    Auth, ChatRequest, EncodeOptions, Error, GuestDecoder, HttpRequest, InputAndOutput, Limit, Message, Part,
-    Provider, ProviderInfo, Response, Role, StopReason, StreamEvent, TooLong, ToolCallDelta, ToolCallStart, Usage,
-    error, model, number_after,
+    Auth, ChatRequest, EncodeOptions, Error, GuestDecoder, HttpRequest, InputAndOutput, Limit, Message, Part, Provider,
+    ProviderInfo, Response, Role, StopReason, StreamEvent, TooLong, ToolCallDelta, ToolCallStart, Usage, error, model,
+    number_after,
 };
 
 /// The API version header every request carries.
@@ -84,7 +84,8 @@ impl Provider for Anthropic {
             }
         }
         if options.cache_breakpoint {
-            let last = blocks.iter_mut().rev().find(|b| !matches!(b["type"].as_str(), Some("thinking" | "redacted_thinking")));
+            let last =
+                blocks.iter_mut().rev().find(|b| !matches!(b["type"].as_str(), Some("thinking" | "redacted_thinking")));
             if let Some(Value::Object(block)) = last {
                 block.insert("cache_control".into(), ephemeral());
             }
@@ -107,7 +108,9 @@ impl Provider for Anthropic {
         if !request.tools.is_empty() {
             let mut tools = Vec::with_capacity(request.tools.len());
             for tool in &request.tools {
-                tools.push(json!({"name": tool.name, "description": tool.description, "input_schema": json::schema(tool)?}));
+                tools.push(
+                    json!({"name": tool.name, "description": tool.description, "input_schema": json::schema(tool)?}),
+                );
             }
             if let Some(last) = tools.last_mut() {
                 last["cache_control"] = ephemeral();
@@ -207,7 +210,9 @@ fn http_error(status: u16, value: &Value, body: &[u8]) -> Error {
         None => String::from_utf8_lossy(&body[..body.len().min(500)]).into_owned(),
     };
     let (code, hint) = match (kind, status) {
-        ("authentication_error", _) | (_, 401) => ("auth_failed", "check the API key (ANTHROPIC_API_KEY or api_key_env)"),
+        ("authentication_error", _) | (_, 401) => {
+            ("auth_failed", "check the API key (ANTHROPIC_API_KEY or api_key_env)")
+        }
         ("permission_error", _) | (_, 403) => ("permission_denied", "the key may not use this model or feature"),
         ("not_found_error", _) | (_, 404) => ("not_found", "check the model id and the base URL"),
         ("rate_limit_error", _) | (_, 429) => ("rate_limited", "wait and retry, or lower the request rate"),
@@ -266,7 +271,9 @@ impl GuestDecoder for Decoder {
                         }));
                     }
                     Some("redacted_thinking") => out.push(StreamEvent::RedactedThinking(str_of(&block["data"]))),
-                    Some("text") if !str_of(&block["text"]).is_empty() => out.push(StreamEvent::TextDelta(str_of(&block["text"]))),
+                    Some("text") if !str_of(&block["text"]).is_empty() => {
+                        out.push(StreamEvent::TextDelta(str_of(&block["text"])))
+                    }
                     _ => {}
                 }
             }
@@ -279,9 +286,15 @@ impl GuestDecoder for Decoder {
                     Some("signature_delta") => out.push(StreamEvent::ThinkingSignature(str_of(&d["signature"]))),
                     Some("input_json_delta") => {
                         let Some(&tool) = st.tools.get(&index) else {
-                            return Err(error("bad_stream", format!("tool arguments for block {index}, which is not a tool call")));
+                            return Err(error(
+                                "bad_stream",
+                                format!("tool arguments for block {index}, which is not a tool call"),
+                            ));
                         };
-                        out.push(StreamEvent::ToolCallDelta(ToolCallDelta { index: tool, arguments: str_of(&d["partial_json"]) }));
+                        out.push(StreamEvent::ToolCallDelta(ToolCallDelta {
+                            index: tool,
+                            arguments: str_of(&d["partial_json"]),
+                        }));
                     }
                     _ => {}
                 }

@@ -71,7 +71,8 @@ impl Provider for OpenAi {
         let mut items: Vec<Value> = results;
         match message.role {
             Role::Assistant if !text.is_empty() || !calls.is_empty() => {
-                let mut m = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
+                let mut m =
+                    json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
                 if !calls.is_empty() {
                     m["tool_calls"] = Value::Array(calls);
                 }
@@ -105,8 +106,12 @@ impl Provider for OpenAi {
             }
             fields.push(("tools", Value::Array(tools)));
         }
-        let system: Vec<Value> =
-            request.system.filter(|s| !s.is_empty()).map(|s| json!({"role": "system", "content": s})).into_iter().collect();
+        let system: Vec<Value> = request
+            .system
+            .filter(|s| !s.is_empty())
+            .map(|s| json!({"role": "system", "content": s}))
+            .into_iter()
+            .collect();
         let (body, splice) = json::body(&fields, &extra, "messages", &system)?;
         let url = format!("{}/chat/completions", request.base_url.trim_end_matches('/'));
         Ok(json::post(url, request.stream, &[], body, splice))
@@ -202,9 +207,10 @@ impl Provider for OpenAi {
                 found.context_window = Some(num_ctx.unwrap_or(4_096));
             }
             "lmstudio-models" => {
-                found.context_window = listed("data").iter().find(|m| named(m)).and_then(|m| {
-                    m["loaded_context_length"].as_u64().or_else(|| m["max_context_length"].as_u64())
-                });
+                found.context_window = listed("data")
+                    .iter()
+                    .find(|m| named(m))
+                    .and_then(|m| m["loaded_context_length"].as_u64().or_else(|| m["max_context_length"].as_u64()));
             }
             _ => {}
         }
@@ -220,10 +226,14 @@ impl Provider for OpenAi {
         }
         let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         let e = if v["error"].is_object() { &v["error"] } else { &v };
-        let message = e["message"].as_str().map(String::from).unwrap_or_else(|| String::from_utf8_lossy(&body).into_owned());
+        let message =
+            e["message"].as_str().map(String::from).unwrap_or_else(|| String::from_utf8_lossy(&body).into_owned());
         let kind = [&e["type"], &e["code"]].iter().filter_map(|k| k.as_str()).collect::<Vec<_>>().join(" ");
         if kind.contains("exceed_context_size") || e["n_ctx"].is_u64() {
-            return Some(Limit::TooLong(TooLong { window: e["n_ctx"].as_u64(), requested: e["n_prompt_tokens"].as_u64() }));
+            return Some(Limit::TooLong(TooLong {
+                window: e["n_ctx"].as_u64(),
+                requested: e["n_prompt_tokens"].as_u64(),
+            }));
         }
         let lower = message.to_lowercase();
         let window = number_after(&lower, "maximum context length is");
@@ -322,11 +332,14 @@ impl GuestDecoder for Decoder {
             out.push(StreamEvent::Stop(st.stop.take().unwrap_or(StopReason::EndTurn)));
             return Ok(out);
         }
-        let v: Value =
-            serde_json::from_str(&data).map_err(|e| error("bad_stream", format!("the server sent a chunk that is not JSON: {e}")))?;
+        let v: Value = serde_json::from_str(&data)
+            .map_err(|e| error("bad_stream", format!("the server sent a chunk that is not JSON: {e}")))?;
         if let Some(e) = v.get("error").filter(|e| !e.is_null()) {
             let message = e["message"].as_str().map_or_else(|| e.to_string(), String::from);
-            out.push(StreamEvent::Error(error("server_error", format!("the server reported an error mid-answer: {message}"))));
+            out.push(StreamEvent::Error(error(
+                "server_error",
+                format!("the server reported an error mid-answer: {message}"),
+            )));
             return Ok(out);
         }
         for choice in v["choices"].as_array().into_iter().flatten() {

@@ -385,14 +385,19 @@ replaces both.";
     pub fn tool_outcome(content: &str, budget: u64) -> alloc::borrow::Cow<'_, str> {
         match crate::outcomes::shorten(content, budget) {
             None => alloc::borrow::Cow::Borrowed(content),
-            Some(crate::outcomes::Shorten::Lines(ranges)) => alloc::borrow::Cow::Owned(crate::outcomes::stitch(
-                content,
-                &ranges,
-                |n| Some(alloc::format!("[… {n} lines left out …]")),
-            )),
+            Some(crate::outcomes::Shorten::Lines(ranges)) => {
+                alloc::borrow::Cow::Owned(crate::outcomes::stitch(content, &ranges, |n| {
+                    Some(alloc::format!("[… {n} lines left out …]"))
+                }))
+            }
             Some(crate::outcomes::Shorten::HeadTail { head, tail }) => {
                 let (h, t) = crate::outcomes::head_tail_cut(content, head, tail);
-                alloc::borrow::Cow::Owned(alloc::format!("{}[… {} bytes left out …]{}", &content[..h], t - h, &content[t..]))
+                alloc::borrow::Cow::Owned(alloc::format!(
+                    "{}[… {} bytes left out …]{}",
+                    &content[..h],
+                    t - h,
+                    &content[t..]
+                ))
             }
         }
     }
@@ -501,7 +506,7 @@ pub mod provider {
 
     pub use bindings::exports::seshat::plugin::translate::{
         Auth, ChatRequest, Discovery, EncodeOptions, Guest as __Guest, GuestDecoder, HttpRequest, InputAndOutput,
-        Limit, Probe, ProviderInfo, Response, Splice, StreamEvent, ToolCallDelta, ToolCallStart, ToolSpec, TooLong,
+        Limit, Probe, ProviderInfo, Response, Splice, StreamEvent, TooLong, ToolCallDelta, ToolCallStart, ToolSpec,
     };
     pub use bindings::seshat::plugin::types::{
         Error, Message, ModelInfo, Part, Role, StopReason, Thinking, ToolCall, ToolResult, Usage,
@@ -636,14 +641,18 @@ pub mod provider {
         pub fn options(extra: &str) -> Result<Map<String, Value>, Error> {
             match serde_json::from_str(extra) {
                 Ok(Value::Object(m)) => Ok(m),
-                _ => Err(error("invalid_request", alloc::format!("provider options must be a JSON object, not `{extra}`"))),
+                _ => Err(error(
+                    "invalid_request",
+                    alloc::format!("provider options must be a JSON object, not `{extra}`"),
+                )),
             }
         }
 
         /// A tool's JSON Schema, parsed.
         pub fn schema(tool: &ToolSpec) -> Result<Value, Error> {
-            serde_json::from_str(&tool.parameters)
-                .map_err(|e| error("invalid_request", alloc::format!("tool `{}` has an invalid schema: {e}", tool.name)))
+            serde_json::from_str(&tool.parameters).map_err(|e| {
+                error("invalid_request", alloc::format!("tool `{}` has an invalid schema: {e}", tool.name))
+            })
         }
 
         /// A string field, or empty.
@@ -655,7 +664,8 @@ pub mod provider {
         /// whole answer needs, then `headers`.
         pub fn post(url: String, stream: bool, headers: &[(&str, &str)], body: Vec<u8>, splice: Splice) -> HttpRequest {
             let accept = if stream { "text/event-stream" } else { "application/json" };
-            let mut all = alloc::vec![("content-type".into(), "application/json".into()), ("accept".into(), accept.into())];
+            let mut all =
+                alloc::vec![("content-type".into(), "application/json".into()), ("accept".into(), accept.into())];
             all.extend(headers.iter().map(|(k, v)| (k.to_string(), v.to_string())));
             HttpRequest { method: "POST".into(), url, headers: all, body, splice: Some(splice) }
         }
@@ -756,7 +766,10 @@ pub mod embedder {
         /// Turns a batch of texts into an HTTP request (never with credentials).
         fn build_request(request: EmbedRequest) -> Result<EmbedHttp, Error>;
         /// Decodes an answer (or an error body, for any status): one vector per text, in order.
-        fn parse_response(status: u16, body: alloc::vec::Vec<u8>) -> Result<alloc::vec::Vec<alloc::vec::Vec<f32>>, Error>;
+        fn parse_response(
+            status: u16,
+            body: alloc::vec::Vec<u8>,
+        ) -> Result<alloc::vec::Vec<alloc::vec::Vec<f32>>, Error>;
     }
 
     kind_helpers!("[knowledge] options");
@@ -770,7 +783,10 @@ pub mod embedder {
             __install_panic_hook();
             <T as Embedder>::build_request(request)
         }
-        fn parse_response(status: u16, body: alloc::vec::Vec<u8>) -> Result<alloc::vec::Vec<alloc::vec::Vec<f32>>, Error> {
+        fn parse_response(
+            status: u16,
+            body: alloc::vec::Vec<u8>,
+        ) -> Result<alloc::vec::Vec<alloc::vec::Vec<f32>>, Error> {
             __install_panic_hook();
             <T as Embedder>::parse_response(status, body)
         }

@@ -39,7 +39,8 @@ const OUTCOMES: usize = 5;
 const OPEN: usize = 6;
 
 const DECISION: &[&str] = &["decid", "will ", "chose", "going to", "plan", "use ", "instead", "because"];
-const OPEN_WORDS: &[&str] = &["todo", "next", "remaining", "not yet", "still", "blocked", "unresolved", "later", "fail"];
+const OPEN_WORDS: &[&str] =
+    &["todo", "next", "remaining", "not yet", "still", "blocked", "unresolved", "later", "fail"];
 const RULE_WORDS: &[&str] =
     &["never", "always", "must", "don't", "dont", "do not", "prefer", "avoid", "only use", "make sure", "shall not"];
 const ASK_WORDS: &[&str] = &["please", "need", "want", "should", "add", "fix", "implement", "write", "make", "track"];
@@ -157,9 +158,8 @@ fn supersede(items: &mut Vec<Item>) {
         let lower = items[i].text.to_lowercase();
         if has(&lower, REPLACES) {
             let ids: Vec<String> = identifiers(&items[i].text).into_iter().map(str::to_string).collect();
-            let replaced: Vec<usize> = (0..i)
-                .filter(|&j| identifiers(&items[j].text).iter().any(|x| ids.iter().any(|y| y == x)))
-                .collect();
+            let replaced: Vec<usize> =
+                (0..i).filter(|&j| identifiers(&items[j].text).iter().any(|x| ids.iter().any(|y| y == x))).collect();
             for &j in replaced.iter().rev() {
                 let old = items.remove(j);
                 i -= 1;

@@ -2,7 +2,9 @@
 //! sandbox holds. Each probe returns what the plugin observed as its error message, so the tests
 //! can check the plugin really met the WASI error.
 
-use seshat_plugin_sdk::trimmer::{log, read_part, Budget, Level, Edit, Error, HeadTail, MessageMeta, PartMeta, Replace, Trimmer};
+use seshat_plugin_sdk::trimmer::{
+    Budget, Edit, Error, HeadTail, Level, MessageMeta, PartMeta, Replace, Trimmer, log, read_part,
+};
 
 struct Hostile;
 
@@ -90,7 +92,8 @@ impl Trimmer for Hostile {
             "edit-grow" => Ok(vec![Edit::Replace(Replace {
                 message: messages[1].id,
                 part: 0,
-                text: "x".repeat(parts.iter().find(|p| p.message == messages[1].id).map_or(0, |p| p.bytes) as usize + 1),
+                text: "x"
+                    .repeat(parts.iter().find(|p| p.message == messages[1].id).map_or(0, |p| p.bytes) as usize + 1),
             })]),
             "edit-unknown" => Ok(vec![Edit::HeadTail(HeadTail { message: 999_999, part: 0, head: 0, tail: 0 })]),
             "slow" => {

@@ -24,7 +24,12 @@ impl Guest for Test {
             default_base_url: "http://127.0.0.1:9".into(),
             auth: Auth::Header("x-test-key".into()),
             key_env: Some("TEST_API_KEY".into()),
-            models: vec![ModelInfo { id: "test-1".into(), context_window: 8_192, max_output_tokens: 1_024, extra: "{}".into() }],
+            models: vec![ModelInfo {
+                id: "test-1".into(),
+                context_window: 8_192,
+                max_output_tokens: 1_024,
+                extra: "{}".into(),
+            }],
         }
     }
 
@@ -37,11 +42,23 @@ impl Guest for Test {
     fn build_request(request: ChatRequest) -> Result<HttpRequest, Error> {
         misbehave(&request.model);
         if request.model == "bad-url" {
-            return Ok(HttpRequest { method: "POST".into(), url: "file:///etc/passwd".into(), headers: vec![], body: vec![], splice: None });
+            return Ok(HttpRequest {
+                method: "POST".into(),
+                url: "file:///etc/passwd".into(),
+                headers: vec![],
+                body: vec![],
+                splice: None,
+            });
         }
         if request.model == "bad-splice" {
             let splice = Some(Splice { offset: 1_000, separator: ",".into(), lead: false });
-            return Ok(HttpRequest { method: "POST".into(), url: format!("{}/chat", request.base_url), headers: vec![], body: vec![], splice });
+            return Ok(HttpRequest {
+                method: "POST".into(),
+                url: format!("{}/chat", request.base_url),
+                headers: vec![],
+                body: vec![],
+                splice,
+            });
         }
         if request.model == "sets-auth" {
             // A plugin trying to add a credential of its own: the host must refuse to send it.
@@ -68,8 +85,18 @@ impl Guest for Test {
             return Err(Error { code: format!("http_{status}"), message: String::from_utf8_lossy(&body).into_owned() });
         }
         Ok(Response {
-            message: Message { id: 0, role: Role::Assistant, parts: vec![Part::Text(String::from_utf8_lossy(&body).into_owned())] },
-            usage: Some(Usage { input_tokens: 1, output_tokens: 2, cache_read_tokens: 0, cache_creation_tokens: 0, context_tokens: 1 }),
+            message: Message {
+                id: 0,
+                role: Role::Assistant,
+                parts: vec![Part::Text(String::from_utf8_lossy(&body).into_owned())],
+            },
+            usage: Some(Usage {
+                input_tokens: 1,
+                output_tokens: 2,
+                cache_read_tokens: 0,
+                cache_creation_tokens: 0,
+                context_tokens: 1,
+            }),
             stop_reason: StopReason::EndTurn,
         })
     }
