@@ -5,9 +5,58 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::plugins::{LimitRequest, PluginKind};
+/// The kinds of plugin, one WIT world each (what `[plugins]` selects and limits; the plugin
+/// runtime loads them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PluginKind {
+    /// Micro-compaction policy.
+    Trimmer,
+    /// Summary policy.
+    Summariser,
+    /// LLM provider adapter.
+    Provider,
+    /// Embeddings API adapter (0.2.0).
+    Embedder,
+}
+
+impl PluginKind {
+    /// All kinds.
+    pub const ALL: [PluginKind; 4] =
+        [PluginKind::Trimmer, PluginKind::Summariser, PluginKind::Provider, PluginKind::Embedder];
+
+    /// The kind's name (also its WIT world).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PluginKind::Trimmer => "trimmer",
+            PluginKind::Summariser => "summariser",
+            PluginKind::Provider => "provider",
+            PluginKind::Embedder => "embedder",
+        }
+    }
+}
+
+impl std::fmt::Display for PluginKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Limits requested by a manifest or configured by the user; unset fields fall through.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitRequest {
+    /// Linear memory cap in MiB.
+    pub memory_mib: Option<u64>,
+    /// Guest time per call in milliseconds (time inside host functions does not count).
+    pub time_ms: Option<u64>,
+    /// Summarisers: model calls per compaction.
+    pub complete_calls: Option<u32>,
+    /// Summarisers: the largest `max-tokens` a model call may ask for.
+    pub complete_max_tokens: Option<u32>,
+}
 
 /// File name of the configuration.
 pub const FILE: &str = "config.toml";
@@ -79,11 +128,9 @@ pub struct StoreConfig {
 }
 
 impl StoreConfig {
-    /// The record limit in bytes.
-    pub fn max_record_bytes(&self) -> usize {
-        self.max_record_mib.map_or(crate::input::DEFAULT_MAX_RECORD_BYTES, |m| {
-            usize::try_from(m.saturating_mul(1 << 20)).unwrap_or(usize::MAX)
-        })
+    /// The record limit in bytes, when the user set one (the reader's default otherwise).
+    pub fn max_record_bytes(&self) -> Option<usize> {
+        self.max_record_mib.map(|m| usize::try_from(m.saturating_mul(1 << 20)).unwrap_or(usize::MAX))
     }
 }
 
@@ -314,9 +361,10 @@ impl Config {
         self.plugins.options.get(&kind).and_then(|t| serde_json::to_string(t).ok()).unwrap_or_else(|| "{}".to_string())
     }
 
-    /// The token budget of the memory context.
-    pub fn memory_context_tokens(&self) -> usize {
-        self.memory.context_tokens.unwrap_or(crate::memory::DEFAULT_CONTEXT_TOKENS)
+    /// The token budget of the memory context, when the user set one (memory's default
+    /// otherwise).
+    pub fn memory_context_tokens(&self) -> Option<usize> {
+        self.memory.context_tokens
     }
 
     /// The user's limit overrides for `kind`.

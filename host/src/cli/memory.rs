@@ -157,7 +157,9 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             }
         }
         Action::Context => {
-            let budget = args.budget.unwrap_or_else(|| config.memory_context_tokens());
+            let budget = args
+                .budget
+                .unwrap_or_else(|| config.memory_context_tokens().unwrap_or(seshat::memory::DEFAULT_CONTEXT_TOKENS));
             let context = memory.context(budget)?;
             if args.json {
                 format::json(&mut out, &context)?;

@@ -224,7 +224,7 @@ impl Environment {
             max_iterations: max_iterations.or(config.chat.max_iterations).unwrap_or(25),
             system_prompt,
             stream: stream.unwrap_or(true),
-            memory_budget: config.memory_context_tokens(),
+            memory_budget: config.memory_context_tokens().unwrap_or(crate::memory::DEFAULT_CONTEXT_TOKENS),
             provider_options: "{}".into(),
         };
         let tools = match self.recall() {

@@ -3,23 +3,11 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::PluginKind;
 
-/// Limits requested by a manifest or configured by the user; unset fields fall through.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LimitRequest {
-    /// Linear memory cap in MiB.
-    pub memory_mib: Option<u64>,
-    /// Guest time per call in milliseconds (time inside host functions does not count).
-    pub time_ms: Option<u64>,
-    /// Summarisers: model calls per compaction.
-    pub complete_calls: Option<u32>,
-    /// Summarisers: the largest `max-tokens` a model call may ask for.
-    pub complete_max_tokens: Option<u32>,
-}
+pub use crate::config::LimitRequest;
 
 /// The limits a plugin runs under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

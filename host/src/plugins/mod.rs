@@ -49,35 +49,9 @@ pub const API_VERSION_CURRENT: &str = "0.2.0";
 /// the embedder world, landed).
 pub const API_VERSION_CURRENT_UNSTABLE: bool = false;
 
-/// The kinds of plugin, one WIT world each.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PluginKind {
-    /// Micro-compaction policy.
-    Trimmer,
-    /// Summary policy.
-    Summariser,
-    /// LLM provider adapter.
-    Provider,
-    /// Embeddings API adapter (0.2.0).
-    Embedder,
-}
+pub use crate::config::PluginKind;
 
 impl PluginKind {
-    /// All kinds.
-    pub const ALL: [PluginKind; 4] =
-        [PluginKind::Trimmer, PluginKind::Summariser, PluginKind::Provider, PluginKind::Embedder];
-
-    /// The kind's name (also its WIT world).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PluginKind::Trimmer => "trimmer",
-            PluginKind::Summariser => "summariser",
-            PluginKind::Provider => "provider",
-            PluginKind::Embedder => "embedder",
-        }
-    }
-
     /// The interface a plugin of this kind exports.
     pub fn export_interface(self) -> &'static str {
         match self {
@@ -90,12 +64,6 @@ impl PluginKind {
 
     fn from_export_interface(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|k| k.export_interface() == name)
-    }
-}
-
-impl std::fmt::Display for PluginKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
