@@ -433,7 +433,10 @@ pub fn bring_in(store: &mut Store, c: &Converted, project: impl Fn(&str) -> Stri
     report.session = imported.id;
     report.messages = messages;
     report.compactions = compactions;
-    report.orphans = imported.orphans + imported.empty;
+    // A conversion never holds a message without parts (`push` drops them): the import's repair
+    // finds none to keep out.
+    debug_assert_eq!(imported.empty, 0, "a converted message without parts");
+    report.orphans = imported.orphans;
     report.synthetic = imported.synthetic;
     Ok(report)
 }

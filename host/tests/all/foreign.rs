@@ -313,3 +313,46 @@ fn a_file_grown_by_a_compaction_alone_appends_it_and_a_damaged_source_record_app
     assert!(err.contains(&format!("session {id} was imported from")) && err.contains("nothing was appended"), "{err}");
     assert_eq!(home.store().full_history(&id).unwrap().len(), 8, "messages were appended");
 }
+
+/// The file grows by the result of a call imported before, a stray result right beside it (the
+/// two join into one tool message) and an answer: the re-import appends the answered result and
+/// the answer, and leaves the stray one out.
+#[test]
+fn a_grown_file_appends_results_answering_earlier_calls_and_leaves_stray_ones_out() {
+    let home = Home::new();
+    let whole: Vec<String> = std::fs::read_to_string(codex_file()).unwrap().lines().map(str::to_string).collect();
+    let dir = home.path().join("codex-sessions");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("rollout.jsonl");
+    let write = |lines: &[&String]| std::fs::write(&file, lines.iter().map(|l| format!("{l}\n")).collect::<String>());
+    // Up to call_3 (line 13), its output not yet written.
+    let first: Vec<&String> = whole[..13].iter().collect();
+    write(&first).unwrap();
+    let id = import(&home, "codex", &file)[0]["session"].as_str().unwrap().to_string();
+    let before = home.store().full_history(&id).unwrap().len();
+    // Then call_3's output (line 14), the stray call_ghost output (line 20), the answer (line 15).
+    let ghost = whole.iter().find(|l| l.contains("call_ghost")).unwrap();
+    let grown: Vec<&String> = first.iter().copied().chain([&whole[13], ghost, &whole[14]]).collect();
+    write(&grown).unwrap();
+    let r = &import(&home, "codex", &file)[0];
+    assert_eq!((r["outcome"].as_str(), r["orphans"].as_u64()), (Some("appended"), Some(1)), "{r}");
+    let full = home.store().full_history(&id).unwrap();
+    let results: Vec<&str> = full[before..]
+        .iter()
+        .flat_map(|m| &m.parts)
+        .filter_map(|p| if let Part::ToolResult { call_id, .. } = p { Some(call_id.as_str()) } else { None })
+        .collect();
+    assert_eq!(results, ["call_3"], "the answered result appended, the stray one left out");
+    assert_eq!(first_text(&full.last().unwrap().parts), "The flag is added; one test fails.");
+
+    // Messages then a compaction in one re-import: the compaction is recorded after them.
+    let home = Home::new();
+    write(&first).unwrap();
+    let id = import(&home, "codex", &file)[0]["session"].as_str().unwrap().to_string();
+    write(&whole[..17].iter().collect::<Vec<_>>()).unwrap();
+    let r = &import(&home, "codex", &file)[0];
+    assert_eq!((r["messages"].as_u64(), r["compactions"].as_u64()), (Some(2), Some(1)), "{r}");
+    let store = home.store();
+    let through = store.compactions(&id).unwrap()[0].through_seq;
+    assert_eq!(through, store.session(&id).unwrap().message_count, "the compaction covers every message before it");
+}
