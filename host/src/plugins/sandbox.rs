@@ -242,7 +242,9 @@ pub(super) fn classify<H>(
 ) -> Error {
     let data = store.data();
     let (plugin, kind_name) = (plugin.to_string(), kind.as_str());
-    if data.clock.expired || matches!(err.downcast_ref::<Trap>(), Some(Trap::Interrupt)) {
+    // The epoch callback marks the clock expired before it interrupts the guest: the one way a
+    // call runs out of time.
+    if data.clock.expired {
         Error::Timeout { plugin, kind: kind_name, budget_ms: limits.time_ms }
     } else if data.memory.hit {
         Error::Memory { plugin, kind: kind_name, limit_mib: limits.memory_mib }

@@ -91,6 +91,9 @@ fn guest_time_is_measured_not_wall_time_across_calls() {
     for _ in 0..3 {
         plugin.trim(&history(), &budget("slow:200"), |_, _| None).unwrap();
     }
+    let usage = plugin.usage();
+    assert_eq!(usage.calls, 3, "{usage:?}");
+    assert!(usage.guest_micros > 0 && usage.peak_memory_bytes > 0, "the calls' guest time and memory: {usage:?}");
     // A call that waits 600 ms inside a host function (a slow `read-part`) is within its 400 ms
     // budget: the wait is the host's time, not the plugin's.
     let reads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
