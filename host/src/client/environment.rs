@@ -4,17 +4,47 @@
 //! knowledge and the caller's own), the recall search and the background embedding queue.
 //! `seshat chat`, `compact`, `serve` and `mcp` are front ends over it, and so is a Rust program:
 //!
-//! ```no_run
+//! ```
 //! use seshat::client::{Environment, Overrides, Quiet, SessionChoice};
 //! use seshat::providers::Cancel;
+//! # use std::io::{BufRead, BufReader, Read, Write};
+//! # // A loopback server speaking OpenAI's streamed chat API, and a Seshat home whose
+//! # // config.toml points the `openai` provider at it (a local server needs no key).
+//! # let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+//! # let port = listener.local_addr()?.port();
+//! # std::thread::spawn(move || {
+//! #     for stream in listener.incoming().flatten() {
+//! #         let mut reader = BufReader::new(stream.try_clone().unwrap());
+//! #         let mut length = 0;
+//! #         loop {
+//! #             let mut line = String::new();
+//! #             reader.read_line(&mut line).unwrap();
+//! #             if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+//! #                 length = v.trim().parse().unwrap();
+//! #             }
+//! #             if line == "\r\n" { break; }
+//! #         }
+//! #         reader.take(length).read_to_end(&mut Vec::new()).unwrap();
+//! #         let chunk = |delta: &str, finish: &str| format!(
+//! #             "data: {{\"id\":\"c\",\"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":{finish}}}]}}\n\n");
+//! #         let body = chunk("{\"content\":\"Hello from a loopback server.\"}", "null")
+//! #             + &chunk("{}", "\"stop\"") + "data: [DONE]\n\n";
+//! #         let mut stream = stream;
+//! #         write!(stream, "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len()).unwrap();
+//! #     }
+//! # });
+//! # let home = tempfile::tempdir()?;
+//! # let dirs = seshat::paths::Dirs::under(home.path());
+//! # std::fs::create_dir_all(&dirs.config)?;
+//! # std::fs::write(dirs.config.join("config.toml"), format!(
+//! #     "[plugins]\nprovider = \"openai\"\n[providers.openai]\nbase_url = \"http://127.0.0.1:{port}/v1\"\n"))?;
 //!
-//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let env = Environment::open(Overrides { project: Some("/work/demo".into()), ..Overrides::default() })?;
-//! let mut agent = env.agent(SessionChoice::Continue, Vec::new())?;
-//! let outcome = agent.turn("What did we decide about retries?", &Cancel::default(), &mut Quiet)?;
-//! println!("{}", outcome.text);
-//! # Ok(())
-//! # }
+//! let env = Environment::open(Overrides { dirs: Some(dirs), model: Some("gpt-4o".into()), ..Overrides::default() })?;
+//! let mut agent = env.agent(SessionChoice::New, Vec::new())?;
+//! let outcome = agent.turn("Say hello", &Cancel::default(), &mut Quiet)?;
+//! assert_eq!(outcome.text, "Hello from a loopback server.");
+//! // Saved: `seshat chat --continue` (or `SessionChoice::Continue`) takes the session up again.
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 use std::path::{Path, PathBuf};
