@@ -211,9 +211,14 @@ impl Environment {
             stream,
         } = &self.overrides;
         let config = &self.config;
-        let mut client = Client::new(self.client_config(), Arc::new(crate::compaction::NoModels))?;
-        let provider = SharedProvider::new(client.load_provider(provider.as_deref())?);
-        client.set_models(Arc::new(provider.clone()));
+        // The provider first: it also writes the summaries, so the client is made with it.
+        let (provider, note) =
+            super::load_provider(&self.config, &self.catalog(), &self.runtime(), provider.as_deref())?;
+        let provider = SharedProvider::new(provider);
+        let mut client = Client::new(self.client_config(), Arc::new(provider.clone()))?;
+        if let Some(note) = note {
+            client.note(note);
+        }
         let system_prompt = match &config.chat.system_prompt_file {
             Some(path) => Some(std::fs::read_to_string(path).map_err(|e| crate::config::Error {
                 path: path.clone(),

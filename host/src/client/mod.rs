@@ -197,29 +197,9 @@ impl Client {
     /// environment points at (see [`crate::providers::Credentials::provider_from_env`]; the choice
     /// is then in [`Client::notes`]).
     pub fn load_provider(&mut self, name: Option<&str>) -> Result<crate::providers::Provider> {
-        let chosen = match name.or(self.settings.selected(PluginKind::Provider)) {
-            Some(n) => n.to_string(),
-            None => match crate::providers::Credentials::provider_from_env() {
-                Some((id, why)) => {
-                    self.notes.push(format!("using the {id} provider ({why})"));
-                    id.to_string()
-                }
-                None => {
-                    return Err(Error::Provider(crate::providers::Error::NotConfigured(
-                        "no provider configured: export ANTHROPIC_API_KEY (or OPENAI_API_KEY, or OPENAI_BASE_URL for a \
-                         local OpenAI-compatible server), or set `provider = \"anthropic\"` under [plugins] in \
-                         config.toml, or pass --provider"
-                            .into(),
-                    )));
-                }
-            },
-        };
-        let name = chosen.as_str();
-        let config = self.settings.providers.get(name).cloned().unwrap_or_default();
-        let plugin_id = config.plugin.clone().unwrap_or_else(|| name.to_string());
-        let entry = self.catalog.find(PluginKind::Provider, &plugin_id)?;
-        let loaded = self.runtime.load(entry, self.settings.limits(PluginKind::Provider))?;
-        Ok(crate::providers::Provider::new(name, &loaded, &config)?)
+        let (provider, note) = load_provider(&self.settings, &self.catalog, &self.runtime, name)?;
+        self.notes.extend(note);
+        Ok(provider)
     }
 
     /// What the client chose on its own (a provider from the environment, a model the server
@@ -329,4 +309,38 @@ impl Client {
             Compactor { trimmer: &mut self.trimmer, summariser: &mut self.summariser, models: self.models.clone() };
         Ok(c.compact(&mut self.store, session, frame, settings, dry_run)?)
     }
+}
+
+/// Loads the provider configured as `name`, or the configured default, or the one the
+/// environment points at — then with a note saying so (see [`Client::load_provider`]).
+pub(crate) fn load_provider(
+    settings: &Config,
+    catalog: &Catalog,
+    runtime: &Runtime,
+    name: Option<&str>,
+) -> Result<(crate::providers::Provider, Option<String>)> {
+    let mut note = None;
+    let chosen = match name.or(settings.selected(PluginKind::Provider)) {
+        Some(n) => n.to_string(),
+        None => match crate::providers::Credentials::provider_from_env() {
+            Some((id, why)) => {
+                note = Some(format!("using the {id} provider ({why})"));
+                id.to_string()
+            }
+            None => {
+                return Err(Error::Provider(crate::providers::Error::NotConfigured(
+                    "no provider configured: export ANTHROPIC_API_KEY (or OPENAI_API_KEY, or OPENAI_BASE_URL for a \
+                     local OpenAI-compatible server), or set `provider = \"anthropic\"` under [plugins] in \
+                     config.toml, or pass --provider"
+                        .into(),
+                )));
+            }
+        },
+    };
+    let name = chosen.as_str();
+    let config = settings.providers.get(name).cloned().unwrap_or_default();
+    let plugin_id = config.plugin.clone().unwrap_or_else(|| name.to_string());
+    let entry = catalog.find(PluginKind::Provider, &plugin_id)?;
+    let loaded = runtime.load(entry, settings.limits(PluginKind::Provider))?;
+    Ok((crate::providers::Provider::new(name, &loaded, &config)?, note))
 }
