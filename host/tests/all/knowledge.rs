@@ -640,6 +640,15 @@ fn on_a_terminal_a_new_model_is_asked_about_with_the_count() {
     assert_eq!((index.model.as_str(), index.vectors), ("topics-long", 4));
 }
 
+/// The test embedder on `server`, with memory embedded too (`[knowledge] embed_memory`).
+fn with_embedded_memory(home: &Home, server: &Server) {
+    with_test_embedder(home, server, "topics");
+    let config = home.path().join("config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("embed_memory = true\n");
+    std::fs::write(&config, text).unwrap();
+}
+
 /// `seshat mcp` with an embedder configured and memory embedded: the knowledge search (hybrid),
 /// a memory write and a memory search (hybrid), then the end of its input — all inside the MCP
 /// server's async runtime, where opening a runtime of the library's own used to panic.
@@ -647,11 +656,7 @@ fn on_a_terminal_a_new_model_is_asked_about_with_the_count() {
 fn mcp_with_an_embedder_searches_knowledge_and_memory_and_ends_cleanly() {
     let home = Home::new();
     let server = echo_server();
-    with_test_embedder(&home, &server, "topics");
-    let config = home.path().join("config.toml");
-    let mut text = std::fs::read_to_string(&config).unwrap();
-    text.push_str("embed_memory = true\n");
-    std::fs::write(&config, text).unwrap();
+    with_embedded_memory(&home, &server);
     let root = notes(&home);
     json(&home, &root, &["knowledge", "add", ".", "--json"]);
 
@@ -715,11 +720,7 @@ fn mcp_with_an_embedder_searches_knowledge_and_memory_and_ends_cleanly() {
 fn serve_embeds_what_its_memory_calls_write_and_searches_memory_by_meaning() {
     let home = Home::new();
     let server = echo_server();
-    with_test_embedder(&home, &server, "topics");
-    let config = home.path().join("config.toml");
-    let mut text = std::fs::read_to_string(&config).unwrap();
-    text.push_str("embed_memory = true\n");
-    std::fs::write(&config, text).unwrap();
+    with_embedded_memory(&home, &server);
     let mut c = crate::serve::ServeClient::start(&home);
     c.initialize(serde_json::json!({}));
     let created = c.ok(

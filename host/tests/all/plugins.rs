@@ -562,6 +562,21 @@ fn the_builtin_trimmer_reads_only_what_it_shortens_and_keeps_the_failure_in_the_
     }
 }
 
+/// Runs `call` with each misbehaviour (`loop`, `membomb`, `panic`, under the 300 ms and 16 MiB
+/// limits); `call` makes the failing call, checks the next one works and returns the error,
+/// which must carry its code, name the plugin (`who`) and say what happened.
+fn misbehaves_then_recovers(who: &str, panicked: &str, mut call: impl FnMut(&str) -> Error) {
+    for (model, code, says) in [
+        ("loop", "plugin_timeout", "ran past its time budget of 300 ms"),
+        ("membomb", "plugin_memory", "past the 16 MiB limit"),
+        ("panic", "plugin_trap", panicked),
+    ] {
+        let err = call(model);
+        assert_eq!(err.code(), code, "{model}: {err}");
+        assert!(err.to_string().contains(who) && err.to_string().contains(says), "{err}");
+    }
+}
+
 #[test]
 fn a_provider_that_loops_hoards_memory_or_panics_is_stopped_and_the_next_call_works() {
     let dir = tempfile::tempdir().unwrap();
@@ -577,20 +592,12 @@ fn a_provider_that_loops_hoards_memory_or_panics_is_stopped_and_the_next_call_wo
         base_url: "http://127.0.0.1:1234".into(),
         extra: "{}".into(),
     };
-    for (model, code, says) in [
-        ("loop", "plugin_timeout", "ran past its time budget of 300 ms"),
-        ("membomb", "plugin_memory", "past the 16 MiB limit"),
-        ("panic", "plugin_trap", "crashed"),
-    ] {
+    misbehaves_then_recovers("plugin `test-provider` (provider)", "crashed", |model| {
         let err = provider.build_request(&request(model)).unwrap_err();
-        assert_eq!(err.code(), code, "{model}: {err}");
-        assert!(
-            err.to_string().contains("plugin `test-provider` (provider)") && err.to_string().contains(says),
-            "{err}"
-        );
         let http = provider.build_request(&request("test-1")).expect("the next call re-instantiates and works");
         assert_eq!(http.url, "http://127.0.0.1:1234/chat", "after {model}");
-    }
+        err
+    });
     // Inside a stream: the decoder that looped is gone, a new one starts from a fresh state.
     {
         let mut decoder = provider.decoder().unwrap();
@@ -620,17 +627,12 @@ fn an_embedder_that_loops_hoards_memory_or_panics_is_stopped_and_the_next_call_w
         base_url: "http://127.0.0.1:1234/v1".into(),
         extra: "{}".into(),
     };
-    for (model, code, says) in [
-        ("loop", "plugin_timeout", "ran past its time budget of 300 ms"),
-        ("membomb", "plugin_memory", "past the 16 MiB limit"),
-        ("panic", "plugin_trap", "it panicked: test embedder panicked on purpose"),
-    ] {
+    misbehaves_then_recovers("plugin `topics` (embedder)", "it panicked: test embedder panicked on purpose", |model| {
         let err = embedder.build_request(&request(model)).unwrap_err();
-        assert_eq!(err.code(), code, "{model}: {err}");
-        assert!(err.to_string().contains("plugin `topics` (embedder)") && err.to_string().contains(says), "{err}");
         let http = embedder.build_request(&request("topics")).expect("the next call re-instantiates and works");
         assert_eq!(http.url, "http://127.0.0.1:1234/v1/echo", "after {model}");
         let vectors = embedder.parse_response(200, b"a car", 1, None).unwrap();
         assert_eq!(vectors.len(), 1, "after {model}");
-    }
+        err
+    });
 }
