@@ -51,23 +51,7 @@ impl Embedder for Topics {
     }
 
     fn build_request(request: EmbedRequest) -> Result<EmbedHttp, Error> {
-        match request.model.as_str() {
-            "loop" => {
-                let mut x: u64 = 0;
-                loop {
-                    x = std::hint::black_box(x.wrapping_add(1));
-                }
-            }
-            "membomb" => {
-                let mut hoard: Vec<Vec<u8>> = Vec::new();
-                loop {
-                    hoard.push(vec![7u8; 1 << 20]);
-                    std::hint::black_box(&hoard);
-                }
-            }
-            "panic" => panic!("test embedder panicked on purpose"),
-            _ => {}
-        }
+        misbehave::on(&request.model, "test embedder");
         // Line breaks separate texts on the wire: they become spaces (the words are what count).
         let lines: Vec<String> = request.texts.iter().map(|t| t.replace(['\n', '\r'], " ")).collect();
         Ok(EmbedHttp {

@@ -29,18 +29,9 @@ impl Trimmer for Hostile {
     fn trim(messages: Vec<MessageMeta>, parts: Vec<PartMeta>, budget: Budget) -> Result<Vec<Edit>, Error> {
         let mode = instruction(&budget.extra).split(':').next().unwrap_or("");
         match mode {
-            "loop" => {
-                let mut x: u64 = 0;
-                loop {
-                    x = std::hint::black_box(x.wrapping_add(1));
-                }
-            }
-            "membomb" => {
-                let mut hoard: Vec<Vec<u8>> = Vec::new();
-                loop {
-                    hoard.push(vec![7u8; 1 << 20]);
-                    std::hint::black_box(&hoard);
-                }
+            "loop" | "membomb" => {
+                misbehave::on(mode, "hostile plugin");
+                Ok(Vec::new())
             }
             "panic" => panic!("hostile plugin panicked on purpose"),
             "log" => {

@@ -40,7 +40,7 @@ impl Guest for Test {
     }
 
     fn build_request(request: ChatRequest) -> Result<HttpRequest, Error> {
-        misbehave(&request.model);
+        misbehave::on(&request.model, "test provider");
         if request.model == "bad-url" {
             return Ok(HttpRequest {
                 method: "POST".into(),
@@ -102,27 +102,6 @@ impl Guest for Test {
     }
 }
 
-/// Loops forever, hoards memory or panics when `what` says so.
-fn misbehave(what: &str) {
-    match what {
-        "loop" => {
-            let mut x: u64 = 0;
-            loop {
-                x = std::hint::black_box(x.wrapping_add(1));
-            }
-        }
-        "membomb" => {
-            let mut hoard: Vec<Vec<u8>> = Vec::new();
-            loop {
-                hoard.push(vec![7u8; 1 << 20]);
-                std::hint::black_box(&hoard);
-            }
-        }
-        "panic" => panic!("test provider panicked on purpose"),
-        _ => {}
-    }
-}
-
 struct Decoder {
     seen: Cell<u32>,
 }
@@ -133,7 +112,7 @@ impl GuestDecoder for Decoder {
     }
 
     fn push(&self, event: String, data: String) -> Result<Vec<StreamEvent>, Error> {
-        misbehave(&event);
+        misbehave::on(&event, "test provider");
         if event == "error" {
             return Err(Error { code: "stream".into(), message: data });
         }
