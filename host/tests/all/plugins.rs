@@ -342,6 +342,19 @@ fn complete_is_bounded_per_summary() {
     assert_eq!(seen.lock().unwrap().len(), 3, "the model was called past the bound");
 }
 
+/// A streamed chat request for `model` to the test provider's loopback base URL.
+fn request(model: &str) -> ChatRequest {
+    ChatRequest {
+        model: model.into(),
+        system: None,
+        tools: vec![],
+        max_tokens: 10,
+        stream: true,
+        base_url: "http://127.0.0.1:1234".into(),
+        extra: "{}".into(),
+    }
+}
+
 #[test]
 fn provider_decoder_resources_keep_their_own_state() {
     let dir = tempfile::tempdir().unwrap();
@@ -370,15 +383,6 @@ fn provider_decoder_resources_keep_their_own_state() {
     assert_eq!(second.push("", "z").unwrap(), vec![StreamEvent::TextDelta { text: "1:z".into() }], "fresh state");
     drop(second);
 
-    let request = |model: &str| ChatRequest {
-        model: model.into(),
-        system: None,
-        tools: vec![],
-        max_tokens: 10,
-        stream: true,
-        base_url: "http://127.0.0.1:1234".into(),
-        extra: "{}".into(),
-    };
     let http = provider.build_request(&request("test-1")).unwrap();
     assert_eq!(http.url, "http://127.0.0.1:1234/chat");
     let encode = |provider: &mut ProviderPlugin, id, last| {
@@ -583,15 +587,6 @@ fn a_provider_that_loops_hoards_memory_or_panics_is_stopped_and_the_next_call_wo
     let entry = install(dir.path(), "test-provider", "provider", seshat_test_plugins::PROVIDER, "");
     let limits = LimitRequest { time_ms: Some(300), memory_mib: Some(16), ..Default::default() };
     let mut provider = ProviderPlugin::new(&runtime().load(&entry, limits).unwrap()).unwrap();
-    let request = |model: &str| ChatRequest {
-        model: model.into(),
-        system: None,
-        tools: vec![],
-        max_tokens: 10,
-        stream: true,
-        base_url: "http://127.0.0.1:1234".into(),
-        extra: "{}".into(),
-    };
     misbehaves_then_recovers("plugin `test-provider` (provider)", "crashed", |model| {
         let err = provider.build_request(&request(model)).unwrap_err();
         let http = provider.build_request(&request("test-1")).expect("the next call re-instantiates and works");
