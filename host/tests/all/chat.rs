@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use seshat::conversation::{MessageStatus, Part, Role};
 use seshat::store::Message;
 
-use crate::server::{Reply, Server, anthropic, openai};
 use crate::support::Home;
+use crate::support::server::{Reply, Server, anthropic, openai};
 
 /// The API key every test uses; it must never show up anywhere but the request header.
 pub const KEY: &str = "sk-test-5ecret-KEY-0123456789abcdef";
@@ -37,7 +37,7 @@ pub fn chat(home: &Home, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = home.cmd();
     cmd.env("ANTHROPIC_API_KEY", KEY)
         .env("OPENAI_API_KEY", KEY)
-        .env("SESHAT_CACHE_DIR", crate::plugins::shared_cache().parent().unwrap().join("chat-cache"))
+        .env("SESHAT_CACHE_DIR", crate::support::shared_cache().parent().unwrap().join("chat-cache"))
         .arg("chat")
         .args(args);
     for (k, v) in env {
@@ -238,7 +238,7 @@ fn openai_usage_in_the_final_chunk_is_stored_and_a_keyless_local_server_works() 
     let home = home_for("openai", &server, "");
     let mut cmd = home.cmd();
     let out = cmd
-        .env("SESHAT_CACHE_DIR", crate::plugins::shared_cache().parent().unwrap().join("chat-cache"))
+        .env("SESHAT_CACHE_DIR", crate::support::shared_cache().parent().unwrap().join("chat-cache"))
         .args(["chat", "-p", "hello", "--model", "llama3", "--window", "8192"])
         .output()
         .unwrap();
@@ -266,7 +266,7 @@ fn a_401_that_echoes_the_key_is_redacted_everywhere() {
 }
 
 /// Every retry is the first request again: path, method, credential and body.
-fn assert_same_request(sent: &[crate::server::Recorded]) {
+fn assert_same_request(sent: &[crate::support::server::Recorded]) {
     assert!(sent.len() >= 2, "a retry was made");
     let first = &sent[0];
     assert_eq!((first.path.as_str(), first.header("x-api-key")), ("/v1/messages", Some(KEY)));
@@ -909,7 +909,7 @@ fn piped_stdin_is_the_prompt_or_follows_it() {
         let mut child = home
             .cmd()
             .env("ANTHROPIC_API_KEY", KEY)
-            .env("SESHAT_CACHE_DIR", crate::plugins::shared_cache().parent().unwrap().join("chat-cache"))
+            .env("SESHAT_CACHE_DIR", crate::support::shared_cache().parent().unwrap().join("chat-cache"))
             .arg("chat")
             .args(args)
             .stdin(std::process::Stdio::piped())

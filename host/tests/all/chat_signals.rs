@@ -5,22 +5,14 @@
 use std::io::{Read, Write};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 use seshat::conversation::{MessageStatus, Role};
 
 use crate::chat::{KEY, chat, home_for, json_of, r, rows};
-use crate::server::{Reply, Server, anthropic};
-use crate::support::Home;
-
-pub fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
-    let t = Instant::now();
-    while !f() {
-        assert!(t.elapsed() < Duration::from_secs(20), "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use crate::support::server::{Reply, Server, anthropic};
+use crate::support::{Home, wait_for};
 
 /// Waits for `child` to exit; a watchdog SIGKILLs it after a minute and fails the test, so a
 /// process that does not stop when it should fails here instead of hanging the suite. Nothing is
@@ -40,7 +32,7 @@ pub fn signal(child: &Child, sig: &str) {
 pub fn spawn_chat(home: &Home, args: &[&str]) -> Child {
     home.cmd()
         .env("ANTHROPIC_API_KEY", KEY)
-        .env("SESHAT_CACHE_DIR", crate::plugins::shared_cache().parent().unwrap().join("chat-cache"))
+        .env("SESHAT_CACHE_DIR", crate::support::shared_cache().parent().unwrap().join("chat-cache"))
         .arg("chat")
         .args(args)
         .stdout(Stdio::piped())
@@ -202,7 +194,7 @@ fn the_repl_on_a_terminal_streams_and_survives_sigint_mid_stream() {
     let mut cmd = home.cmd();
     cmd.env("ANTHROPIC_API_KEY", KEY)
         .env("TERM", "xterm")
-        .env("SESHAT_CACHE_DIR", crate::plugins::shared_cache().parent().unwrap().join("chat-cache"))
+        .env("SESHAT_CACHE_DIR", crate::support::shared_cache().parent().unwrap().join("chat-cache"))
         .arg("chat");
     let (mut pty, mut child) = Pty::spawn(cmd);
     wait_for("the banner", || pty.text().contains("/help for commands"));

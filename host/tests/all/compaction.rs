@@ -10,8 +10,8 @@ use seshat::plugins::{
 };
 use seshat::store::{COMPACTION_MARKER, NewSession, Origin, Store};
 
-use crate::plugins::shared_cache;
 use crate::support::Home;
+use crate::support::shared_cache;
 
 /// A model whose answers are scripted; it counts and keeps every request.
 #[derive(Default)]

@@ -10,7 +10,7 @@ mod harness;
 use harness::generate::{Category, transcript};
 use harness::score::{Plugins, Summariser, percent, run};
 
-use crate::plugins::shared_cache;
+use crate::support::shared_cache;
 
 /// A held-out seed (never looked at by the tuning) of a transcript long enough to be compacted
 /// at every window.

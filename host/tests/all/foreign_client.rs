@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use crate::chat::home_for;
 use crate::memory_cli::McpClient;
 use crate::serve::ServeClient;
-use crate::server::{Reply, Server, openai};
 use crate::support::Home;
+use crate::support::server::{Reply, Server, openai};
 
 /// Run by `python3 - <db> <probe|client>`: which process holds SQLite's shared lock on the
 /// database file (F_GETLK on its shared range) and on the `-shm` file (its DMS byte), asked before

@@ -9,7 +9,7 @@ use seshat::store::{COMPACTION_MARKER, HistoryScope, NewSession, Store};
 
 use crate::chat::{KEY, chat, home_for, json_of};
 use crate::compaction::{Scripted, plugins, settings};
-use crate::server::{Reply, Server, anthropic};
+use crate::support::server::{Reply, Server, anthropic};
 use crate::support::{Home, fixture};
 
 fn text(role: Role, s: &str) -> NewMessage {
@@ -171,7 +171,7 @@ fn upgrading_on_a_terminal_shows_the_indexing_progress() {
     cmd.env("TERM", "xterm").args(["sessions", "list", "--all"]);
     let (pty, mut child) = crate::chat_signals::Pty::spawn(cmd);
     assert!(child.wait().unwrap().success(), "{}", pty.text());
-    crate::chat_signals::wait_for("the listing", || pty.text().contains("Plan the release"));
+    crate::support::wait_for("the listing", || pty.text().contains("Plan the release"));
     let shown = pty.text();
     assert!(shown.contains("upgrading the database (0005_history_index): 6/6 messages"), "{shown}");
     // Without a terminal, nothing but the listing.

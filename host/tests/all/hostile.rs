@@ -6,8 +6,8 @@ use seshat::conversation::{NewMessage, Role};
 use seshat::memory::tools;
 
 use crate::chat::{chat, home_for};
-use crate::server::{Reply, Server, anthropic};
 use crate::support::Home;
+use crate::support::server::{Reply, Server, anthropic};
 
 /// Escape sequences that retitle or clear a terminal, a CSI as one C1 character, a bidi override
 /// that reverses what follows, DEL and a carriage return that hides a line's start.

@@ -8,8 +8,8 @@ use seshat::providers::Cancel;
 
 use crate::chat::sdk_agent;
 use crate::knowledge::{echo_server, notes, with_test_embedder};
-use crate::server::{Reply, Server, anthropic};
 use crate::support::Home;
+use crate::support::server::{Reply, Server, anthropic};
 
 #[test]
 fn a_turn_an_embedding_and_a_hybrid_search_work_inside_a_tokio_runtime() {

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::server::{Reply, Server, expect_header, expect_route};
+use crate::support::server::{Reply, Server, expect_header, expect_route};
 use crate::support::{Home, fixture};
 
 /// A project directory (a git repository) with a guide, a source file, an ignored build
@@ -502,7 +502,7 @@ fn mcp_serves_knowledge_search_and_read_by_chunk_id_only_within_the_project() {
 #[test]
 fn chat_offers_the_knowledge_tools_where_documents_are_and_the_model_reads_a_chunk() {
     use crate::chat::{chat, home_for, json_of};
-    use crate::server::anthropic;
+    use crate::support::server::anthropic;
     let server = Server::start(vec![
         Reply::Stream { pieces: anthropic::text_answer(&["No documents here."]) },
         Reply::Stream {
@@ -608,7 +608,8 @@ fn the_sdk_fuses_an_applications_own_corpus_and_knowledge_works_from_rust() {
 
 #[test]
 fn on_a_terminal_a_new_model_is_asked_about_with_the_count() {
-    use crate::chat_signals::{Pty, wait_for};
+    use crate::chat_signals::Pty;
+    use crate::support::wait_for;
     let home = Home::new();
     let server = echo_server();
     with_test_embedder(&home, &server, "topics");
@@ -730,7 +731,7 @@ fn serve_embeds_what_its_memory_calls_write_and_searches_memory_by_meaning() {
     assert_eq!(created["entities"][0]["name"], "Ada", "{created}");
     // "car" is in no word of Ada's entity: only its vector (made by the background queue, no
     // command asked for it) lets the search find it.
-    crate::chat_signals::wait_for("Ada found by meaning", || {
+    crate::support::wait_for("Ada found by meaning", || {
         c.ok("memory/search_nodes", serde_json::json!({"query": "car"}))["entities"][0]["name"] == "Ada"
     });
     assert_eq!(home.store().embed_queue_len(seshat::store::Queued::Memory).unwrap(), 0);

@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 
 use crate::chat::{KEY, json_of};
-use crate::server::{Recorded, Reply, Server, anthropic, openai};
 use crate::support::Home;
+use crate::support::server::{Recorded, Reply, Server, anthropic, openai};
 
 /// Seshat's documented estimate of a text, computed here independently.
 fn est(s: &str) -> u64 {
@@ -372,7 +372,7 @@ fn run(home: &Home, args: &[&str]) -> Output {
     home.cmd()
         .env("ANTHROPIC_API_KEY", KEY)
         .env("OPENAI_API_KEY", KEY)
-        .env("SESHAT_CACHE_DIR", crate::plugins::shared_cache().parent().unwrap().join("chat-cache"))
+        .env("SESHAT_CACHE_DIR", crate::support::shared_cache().parent().unwrap().join("chat-cache"))
         .arg("chat")
         .args(args)
         .output()
@@ -695,7 +695,7 @@ fn a_silently_truncating_server_is_caught_by_the_prompt_tokens_it_reports() {
 /// `seshat chat -p hi` with only `env` set (no config file): as a new user runs it.
 fn fresh(home: &Home, env: &[(&str, &str)], args: &[&str]) -> Output {
     let mut cmd = home.cmd();
-    cmd.env("SESHAT_CACHE_DIR", crate::plugins::shared_cache().parent().unwrap().join("chat-cache"));
+    cmd.env("SESHAT_CACHE_DIR", crate::support::shared_cache().parent().unwrap().join("chat-cache"));
     for (k, v) in env {
         cmd.env(k, v);
     }

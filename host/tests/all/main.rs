@@ -32,7 +32,6 @@ mod plugins_test;
 mod props;
 mod recall;
 mod serve;
-mod server;
 mod stop;
 mod store;
 mod support;

@@ -1,7 +1,7 @@
 //! The plugin runtime through the library: sandbox limits, validation, kinds and versions,
 //! resources, the built-in trimmer.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -13,10 +13,7 @@ use seshat::plugins::{
     TrimmerPlugin,
 };
 
-/// A compiled-plugin cache shared by the tests of this binary.
-pub fn shared_cache() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("plugin-cache")
-}
+use crate::support::shared_cache;
 
 /// Installs `wasm` as a plugin directory with a manifest and returns its catalog entry.
 pub fn install(dir: &Path, id: &str, kind: &str, wasm: &str, extra_manifest: &str) -> CatalogEntry {

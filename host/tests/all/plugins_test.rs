@@ -261,11 +261,11 @@ fn check_runs_the_built_in_fixture_through_every_kind() {
 fn a_summariser_can_call_a_real_model_through_a_provider() {
     let home = Home::new();
     let id = session_with_long_results(&home);
-    let server = crate::server::Server::route(|req| {
-        if let Err(why) = crate::server::expect_route(req, "POST", "/v1/chat/completions") {
-            return crate::server::Reply::Unexpected(why);
+    let server = crate::support::server::Server::route(|req| {
+        if let Err(why) = crate::support::server::expect_route(req, "POST", "/v1/chat/completions") {
+            return crate::support::server::Reply::Unexpected(why);
         }
-        crate::server::Reply::json(
+        crate::support::server::Reply::json(
             200,
             r#"{"id":"c1","object":"chat.completion","model":"summ-1","choices":[{"index":0,"message":{"role":"assistant","content":"A REAL SUMMARY: parse_escape fixed."},"finish_reason":"stop"}],"usage":{"prompt_tokens":900,"completion_tokens":9}}"#,
         )

@@ -11,8 +11,8 @@ use seshat::conversation::{NewMessage, Role};
 use seshat::memory::NewEntity;
 use seshat::store::Queued;
 
-use crate::server::{Reply, Server, expect_route};
 use crate::support::Home;
+use crate::support::server::{Reply, Server, expect_route};
 
 /// The deterministic test embedder (see `tests/plugins/guests/embedder`) at `server`, with
 /// history and memory embedding as given.
@@ -151,7 +151,7 @@ fn the_queue_survives_a_killed_process_and_the_next_run_drains_it() {
 #[test]
 fn a_one_shot_chat_never_waits_for_the_embedder_and_leaves_the_rest_queued() {
     use crate::chat::{chat, json_of};
-    use crate::server::anthropic;
+    use crate::support::server::anthropic;
     let home = Home::new();
     let (tell, told) = mpsc::channel::<()>();
     let tell = Mutex::new(tell);

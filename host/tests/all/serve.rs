@@ -10,8 +10,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::chat::{KEY, home_for};
-use crate::server::{Reply, Server, openai};
 use crate::support::Home;
+use crate::support::server::{Reply, Server, openai};
 
 /// Every line of a conversation: whether the client wrote it (`None`: invalid on purpose), and
 /// the line.
@@ -35,7 +35,7 @@ impl ServeClient {
         let mut child = home
             .cmd()
             .env("OPENAI_API_KEY", KEY)
-            .env("SESHAT_CACHE_DIR", crate::plugins::shared_cache().parent().unwrap().join("chat-cache"))
+            .env("SESHAT_CACHE_DIR", crate::support::shared_cache().parent().unwrap().join("chat-cache"))
             .arg("serve")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -405,7 +405,7 @@ fn on_a_unix_socket_several_clients_share_one_database_and_a_busy_session_is_bus
     let texts = |s: &str| -> Vec<String> {
         home.store().full_history(s).unwrap().iter().map(|m| crate::support::text_of(m).to_string()).collect()
     };
-    crate::chat_signals::wait_for("a's turn to be stored", || texts(&id).len() == 2);
+    crate::support::wait_for("a's turn to be stored", || texts(&id).len() == 2);
     let history = home.store().full_history(&id).unwrap();
     assert!(texts(&id)[1].starts_with("Partial"), "what arrived was kept: {:?}", texts(&id));
     assert_eq!(history[1].status, seshat::conversation::MessageStatus::Interrupted);
@@ -556,7 +556,7 @@ fn compaction_memory_knowledge_and_config_are_served_with_their_codes() {
 }
 
 /// A reply in the OpenAI wire format, streamed when the request asks to stream.
-fn openai_reply(r: &crate::server::Recorded, text: &str) -> Reply {
+fn openai_reply(r: &crate::support::server::Recorded, text: &str) -> Reply {
     if r.json()["stream"] == true {
         Reply::Stream { pieces: openai::text_answer(&[text], false) }
     } else {
@@ -602,7 +602,7 @@ fn an_automatic_compaction_is_announced_before_it_runs_and_reported_after() {
 
 /// The user's text of a request's first user message (`session A`, …) and how many tool results
 /// it carries.
-fn which_session(req: &crate::server::Recorded) -> (String, usize) {
+fn which_session(req: &crate::support::server::Recorded) -> (String, usize) {
     let body = req.json();
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
     let user = messages.iter().find(|m| m["role"] == "user").map(|m| m["content"].as_str().unwrap_or("").to_string());

@@ -13,8 +13,8 @@ use crate::chat::{home_for, r, rows};
 use crate::chat_signals::{signal, spawn_chat, stalled_tool_call};
 use crate::memory_cli::McpClient;
 use crate::serve::ServeClient;
-use crate::server::{Reply, Server, openai};
 use crate::support::Home;
+use crate::support::server::{Reply, Server, openai};
 
 fn kill(pid: u32, sig: &str) {
     let ok = Command::new("kill").args([sig, &pid.to_string()]).status().unwrap().success();

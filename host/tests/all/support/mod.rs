@@ -2,8 +2,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use seshat::store::{NewSession, Store};
+
+pub mod server;
 
 /// A temporary `SESHAT_HOME` with its database path.
 pub struct Home {
@@ -126,7 +129,7 @@ pub struct Watchdog {
 
 impl Watchdog {
     /// Watches process `pid` for `limit`.
-    pub fn on(pid: u32, limit: std::time::Duration) -> Self {
+    pub fn on(pid: u32, limit: Duration) -> Self {
         let (done, watch) = std::sync::mpsc::channel::<()>();
         let thread = std::thread::spawn(move || {
             let late = watch.recv_timeout(limit).is_err();
@@ -142,5 +145,19 @@ impl Watchdog {
     pub fn fired(self) -> bool {
         let _ = self.done.send(());
         self.thread.join().unwrap()
+    }
+}
+
+/// A compiled-plugin cache shared by the tests of this binary.
+pub fn shared_cache() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("plugin-cache")
+}
+
+/// Polls `f` until it holds; fails the test after 20 seconds (`what` says what was awaited).
+pub fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !f() {
+        assert!(t.elapsed() < Duration::from_secs(20), "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
