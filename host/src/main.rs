@@ -30,6 +30,9 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             eprintln!("error: {}", cli::visible(&format!("{err:#}")));
+            if let Some(hint) = cli::hint(&err) {
+                eprintln!("hint: {hint}");
+            }
             ExitCode::FAILURE
         }
     }

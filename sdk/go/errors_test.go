@@ -100,6 +100,10 @@ func TestAnUnknownSessionIsErrSessionNotFound(t *testing.T) {
 	c := start(t, config(t, f, ""))
 	_, err := c.Resume(context.Background(), "01JZZZZZZZZZZZZZZZZZZZZZZZ")
 	wantCode(t, err, ErrSessionNotFound, "01JZZZZZZZZZZZZZZZZZZZZZZZ")
+	// The library's words, without the command line's hints (a Go program has no `seshat sessions`).
+	if strings.Contains(err.Error(), "seshat sessions") || strings.Contains(err.Error(), "--") {
+		t.Fatalf("a CLI hint reached the SDK: %v", err)
+	}
 }
 
 // TestNoKeyIsErrProviderNotConfigured: the default provider (Anthropic) without its key. (The

@@ -3,6 +3,7 @@
 mod chat;
 mod compact;
 mod format;
+mod hints;
 mod knowledge;
 mod mcp;
 mod memory;
@@ -108,6 +109,7 @@ impl Context {
 }
 
 pub use format::visible;
+pub use hints::hint;
 
 /// Runs the parsed command.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {

@@ -128,7 +128,7 @@ pub enum Error {
     #[error("unknown memory tool `{0}`")]
     UnknownTool(String),
     /// No such deletion to restore.
-    #[error("no deletion {0} to restore: `seshat memory --action deleted` lists them")]
+    #[error("no deletion {0} to restore: the list of deletions names the ones there are")]
     NoSuchDeletion(i64),
     /// SQLite failed, before the operation named the file ([`Error::Database`]).
     #[error("{}", crate::store::sqlite_message(.0))]

@@ -107,7 +107,7 @@ pub enum Error {
         message: String,
     },
     /// No plugin of that name is installed.
-    #[error("no {kind} plugin named `{name}`: run `seshat plugins list` to see what is installed")]
+    #[error("no {kind} plugin named `{name}` is installed")]
     NotFound {
         /// The kind looked for.
         kind: &'static str,

@@ -8,7 +8,7 @@ pub enum Error {
     /// The file exists, is not empty, and is not a Seshat database.
     #[error(
         "{} is not a Seshat database ({reason}); it was left untouched. \
-         Point --db or SESHAT_HOME at a Seshat database or a new path",
+         Open a Seshat database or a new path instead",
         path.display()
     )]
     ForeignDatabase {
@@ -32,7 +32,7 @@ pub enum Error {
         supported: u32,
     },
     /// No session matches the id or prefix.
-    #[error("no session matches `{0}`: run `seshat sessions list --all` to see the ids")]
+    #[error("no session matches `{0}`")]
     SessionNotFound(String),
     /// More than one session matches the prefix.
     #[error("`{prefix}` matches several sessions ({}): type more of the id", candidates.join(", "))]
@@ -74,7 +74,7 @@ pub enum Error {
         limit: usize,
     },
     /// Importing a session whose id is already present.
-    #[error("session {0} already exists: pass --new-id to import it as a new session")]
+    #[error("session {0} already exists: import it under a new id to keep both")]
     SessionExists(String),
     /// A write was based on a history that changed meanwhile (another process appended).
     #[error(
@@ -99,7 +99,7 @@ pub enum Error {
         reason: String,
     },
     /// A message seq the session does not have.
-    #[error("session {session} has no message {seq}: `seshat sessions show {session} --full` lists them")]
+    #[error("session {session} has no message {seq}")]
     NoSuchMessage {
         /// The session.
         session: String,

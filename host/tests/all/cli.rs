@@ -116,7 +116,9 @@ fn export_import_export_through_the_cli_is_byte_identical() {
     assert_eq!(fresh.ok(&["sessions", "export", FIXTURE_ID]), exported);
 
     let err = fresh.fails(&["sessions", "import", file.to_str().unwrap()]);
-    assert!(err.contains("already exists: pass --new-id"), "{err}");
+    // The library says what happened; the command line adds its flag.
+    assert!(err.contains("already exists: import it under a new id"), "{err}");
+    assert!(err.contains("\nhint: pass --new-id to import it as a new session"), "{err}");
 
     // From stdin, too.
     let third = Home::new();
