@@ -7,23 +7,47 @@ use seshat::store::Error as StoreError;
 
 /// The hint for the first error in `err`'s chain that has one.
 pub fn hint(err: &anyhow::Error) -> Option<String> {
-    err.chain().find_map(|cause| {
-        if let Some(e) = cause.downcast_ref::<StoreError>() {
-            return store(e);
-        }
-        if let Some(e) = cause.downcast_ref::<seshat::plugins::Error>() {
-            return plugins(e);
-        }
-        if let Some(e) = cause.downcast_ref::<seshat::memory::Error>() {
-            return memory(e);
-        }
-        match cause.downcast_ref::<ClientError>()? {
-            ClientError::Store(e) => store(e),
-            ClientError::Plugin(e) => plugins(e),
-            ClientError::Memory(e) => memory(e),
-            _ => None,
-        }
-    })
+    err.chain().find_map(hint_of)
+}
+
+/// The hint for `err` or the first of its sources that has one.
+pub fn hint_for(err: &(dyn std::error::Error + 'static)) -> Option<String> {
+    std::iter::successors(Some(err), |e| e.source()).find_map(hint_of)
+}
+
+fn hint_of(cause: &(dyn std::error::Error + 'static)) -> Option<String> {
+    if let Some(e) = cause.downcast_ref::<StoreError>() {
+        return store(e);
+    }
+    if let Some(e) = cause.downcast_ref::<seshat::plugins::Error>() {
+        return plugins(e);
+    }
+    if let Some(e) = cause.downcast_ref::<seshat::memory::Error>() {
+        return memory(e);
+    }
+    if let Some(e) = cause.downcast_ref::<seshat::compaction::Error>() {
+        return compaction(e);
+    }
+    match cause.downcast_ref::<ClientError>()? {
+        ClientError::Store(e) => store(e),
+        ClientError::Plugin(e) => plugins(e),
+        ClientError::Memory(e) => memory(e),
+        ClientError::Compaction(e) => compaction(e),
+        ClientError::ContextOverflow(_) => Some(COMPACT_BY_HAND.into()),
+        _ => None,
+    }
+}
+
+/// How to compact by hand, and how to start afresh.
+const COMPACT_BY_HAND: &str =
+    "`seshat compact` compacts the session by hand; `seshat chat` without --continue starts a new one";
+
+fn compaction(e: &seshat::compaction::Error) -> Option<String> {
+    match e.code() {
+        "compact_full" => Some(COMPACT_BY_HAND.into()),
+        "window_too_small" if e.to_string().contains("is unknown") => Some("pass --window <TOKENS>".into()),
+        _ => None,
+    }
 }
 
 fn store(e: &StoreError) -> Option<String> {
@@ -47,5 +71,21 @@ fn memory(e: &seshat::memory::Error) -> Option<String> {
     match e {
         seshat::memory::Error::NoSuchDeletion(_) => Some("`seshat memory --action deleted` lists them".into()),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn library_errors_get_the_command_lines_hint_and_others_none() {
+        let exists = anyhow::Error::new(StoreError::SessionExists("01J".into())).context("cannot import");
+        assert_eq!(hint(&exists).as_deref(), Some("pass --new-id to import it as a new session"));
+        let overflow = ClientError::ContextOverflow("the server refused the request for its length".into());
+        assert!(hint_for(&overflow).is_some_and(|h| h.contains("`seshat compact`")));
+        let wrapped = ClientError::Store(StoreError::SessionNotFound("zz".into()));
+        assert!(hint_for(&wrapped).is_some_and(|h| h.contains("seshat sessions list --all")));
+        assert_eq!(hint(&anyhow::anyhow!("something else")), None);
     }
 }

@@ -3,7 +3,7 @@
 mod chat;
 mod compact;
 mod format;
-mod hints;
+pub(crate) mod hints;
 mod knowledge;
 mod mcp;
 mod memory;

@@ -701,7 +701,7 @@ impl Agent {
             };
             return Err(Error::ContextOverflow(format!(
                 "the server refused the request for its length ({message}); the window is now recorded as {} tokens, \
-                 but {why}: run `seshat compact` and try again",
+                 but {why}: compact the session by hand and try again",
                 self.window
             )));
         }

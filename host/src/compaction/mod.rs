@@ -510,8 +510,8 @@ impl Compactor<'_> {
         let tokens = current_use_calibrated(frame, &view, settings.calibration);
         match settings.context_window {
             None => warnings.push(format!(
-                "the context window of `{}` is unknown: auto-compaction is off for this session (set it with --window \
-                 or in config)",
+                "the context window of `{}` is unknown: auto-compaction is off for this session (give the window, or \
+                 set the model's context_window in config.toml)",
                 settings.model
             )),
             Some(window) if settings.auto_compact && tokens > Marks::new(window).threshold => {
@@ -522,12 +522,12 @@ impl Compactor<'_> {
                     if info.compaction_failures >= MAX_CONSECUTIVE_FAILURES {
                         warnings.push(format!(
                             "summarising is off after {MAX_CONSECUTIVE_FAILURES} failed compactions in a row; \
-                             `seshat compact` retries"
+                             a manual compaction retries"
                         ));
                     } else if info.auto_compact_disabled {
                         warnings.push(
                             "automatic summarising is disabled for this session (its record says so); \
-                             `seshat compact` compacts it by hand"
+                             a manual compaction still compacts it"
                                 .to_string(),
                         );
                     }
@@ -573,10 +573,10 @@ impl Compactor<'_> {
             if settings.real(tokens_now) > limit {
                 let failures = store.session(session)?.compaction_failures;
                 let hint = if failures >= MAX_CONSECUTIVE_FAILURES {
-                    "; summarising is off after repeated failures: run `seshat compact` or start a new session"
+                    "; summarising is off after repeated failures: compact the session by hand or start a new one"
                         .to_string()
                 } else if !settings.auto_compact {
-                    "; auto-compaction is off: run `seshat compact`".to_string()
+                    "; auto-compaction is off: compact the session by hand".to_string()
                 } else {
                     "; start a new session or shorten the input".to_string()
                 };
@@ -645,7 +645,7 @@ impl Compactor<'_> {
         let info = store.session(session)?;
         let Some(window) = settings.context_window.or(info.context_window) else {
             return Err(Error::WindowTooSmall(format!(
-                "the context window of session {session} is unknown: pass --window <TOKENS> (at least {})",
+                "the context window of session {session} is unknown: give its window (at least {} tokens)",
                 window::MIN_WINDOW
             )));
         };

@@ -217,7 +217,7 @@ fn failures_end_the_turn_then_trip_the_breaker_then_compact_full() {
     let mut c = p.compactor(model.clone());
     let err = c.before_call(&mut store, &id, &frame(), &settings(Some(20_000))).unwrap_err();
     assert_eq!(err.code(), "compact_full", "{err}");
-    assert!(err.to_string().contains("run `seshat compact`"), "{err}");
+    assert!(err.to_string().contains("compact the session by hand"), "{err}");
     assert_eq!(model.calls(), 3, "zero model calls once the breaker tripped");
 
     // Manual compaction ignores the breaker and its success clears it.

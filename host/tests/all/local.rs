@@ -973,7 +973,7 @@ fn with_auto_compaction_off_a_history_that_does_not_fit_fails_locally_and_keeps_
     let out = run(&home, &["--resume", &id, "--model", MODEL, "--no-auto-compact", "--json", "-p", "and now?"]);
     let v = json_of(&out);
     assert_eq!(v["error_code"], "compact_full", "{v}");
-    assert!(v["error"].as_str().unwrap().contains("auto-compaction is off: run `seshat compact`"), "{v}");
+    assert!(v["error"].as_str().unwrap().contains("auto-compaction is off: compact the session by hand"), "{v}");
     assert!(local.chats().is_empty(), "the server received nothing");
     let store = home.store();
     let last = store.full_history(&id).unwrap().pop().unwrap();

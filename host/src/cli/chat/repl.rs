@@ -66,7 +66,12 @@ pub fn run(
         poke();
         match outcome {
             Ok(o) => report(&o),
-            Err(e) => eprintln!("error [{}]: {}", e.code(), format::visible(&e.to_string())),
+            Err(e) => {
+                eprintln!("error [{}]: {}", e.code(), format::visible(&e.to_string()));
+                if let Some(hint) = crate::cli::hints::hint_for(&e) {
+                    eprintln!("hint: {hint}");
+                }
+            }
         }
         if let Some(signal) = stopped {
             code = ExitCode::from(crate::cli::stop::exit_status(signal));
