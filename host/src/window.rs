@@ -74,7 +74,7 @@ pub fn too_small_from(model: &str, window: u64, from: &str) -> Option<String> {
         format!(
             "the context window of `{model}` is {window} tokens ({from}), and Seshat needs at least {MIN_WINDOW}: raise the \
              server's context (Ollama: `num_ctx` in the model's parameters or OLLAMA_CONTEXT_LENGTH; llama.cpp: \
-             `llama-server -c 8192`) or pass a larger --window if the server runs with more"
+             `llama-server -c 8192`) or give a larger window if the server runs with more"
         )
     })
 }

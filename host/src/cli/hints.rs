@@ -46,6 +46,7 @@ fn compaction(e: &seshat::compaction::Error) -> Option<String> {
     match e.code() {
         "compact_full" => Some(COMPACT_BY_HAND.into()),
         "window_too_small" if e.to_string().contains("is unknown") => Some("pass --window <TOKENS>".into()),
+        "window_too_small" => Some("--window <TOKENS> gives the window the server really runs with".into()),
         _ => None,
     }
 }
@@ -56,6 +57,12 @@ fn store(e: &StoreError) -> Option<String> {
         StoreError::SessionNotFound(_) => "run `seshat sessions list --all` to see the ids".into(),
         StoreError::SessionExists(_) => "pass --new-id to import it as a new session".into(),
         StoreError::NoSuchMessage { session, .. } => format!("`seshat sessions show {session} --full` lists them"),
+        StoreError::InvalidImport { message, .. } if message.contains("import it repaired") => {
+            "pass --repair to import it with what breaks the structure kept out of the live view".into()
+        }
+        StoreError::Refused(message) if message.starts_with("pinning message") => {
+            "`seshat sessions pin <id>` lists the pins; `seshat sessions unpin` frees one".into()
+        }
         _ => return None,
     })
 }
@@ -63,6 +70,7 @@ fn store(e: &StoreError) -> Option<String> {
 fn plugins(e: &seshat::plugins::Error) -> Option<String> {
     match e {
         seshat::plugins::Error::NotFound { .. } => Some("run `seshat plugins list` to see what is installed".into()),
+        seshat::plugins::Error::Incompatible { .. } => Some("`seshat plugins new` writes the current WIT".into()),
         _ => None,
     }
 }

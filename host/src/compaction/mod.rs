@@ -412,7 +412,7 @@ pub fn pin(store: &mut Store, session: &str, seq: u64, window: u64) -> Result<Ve
             return Err(crate::store::Error::Refused(format!(
                 "pinning message {seq} would pin {} messages of ~{tokens} tokens, over the {allowed} tokens pins may \
                  take ({PIN_SHARE_PERCENT}% of the {}-token target of a {window}-token window); nothing was pinned. \
-                 Unpin something first (`seshat sessions pin <id>` lists the pins)",
+                 Unpin something first",
                 pinned.len(),
                 Marks::new(window).target
             )));

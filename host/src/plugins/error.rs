@@ -34,7 +34,7 @@ pub enum Error {
     /// The component was built for a contract version this host does not speak.
     #[error(
         "plugin `{plugin}` was built for seshat:plugin@{found}; this seshat speaks {expected}. \
-         Rebuild the plugin against seshat:plugin@{expected} (`seshat plugins new` writes the current WIT)"
+         Rebuild the plugin against seshat:plugin@{expected}"
     )]
     Incompatible {
         /// The plugin.

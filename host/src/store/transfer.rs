@@ -246,7 +246,7 @@ impl Importer {
 
     /// Checks a message's structure, refusing (or, repairing, counting) what breaks it.
     fn check_message(&mut self, line: usize, m: &MessageLine) -> Result<()> {
-        let repair = " (or import with --repair to keep it out of the live view)";
+        let repair = " (or import it repaired, to keep it out of the live view)";
         if m.parts.is_empty() {
             if !self.options.repair {
                 return Err(invalid(line, format!("field `parts`: a message needs at least one part{repair}")));
