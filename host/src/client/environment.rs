@@ -152,7 +152,11 @@ impl Environment {
     /// The document corpus, with the configured embedder. An embedder that cannot be loaded
     /// leaves the search lexical (with a warning), never stops the caller.
     pub fn knowledge(&self) -> Result<crate::retrieval::Knowledge> {
-        let store = crate::store::Store::open(&self.db)?;
+        Ok(self.knowledge_over(crate::store::Store::open(&self.db)?))
+    }
+
+    /// [`Environment::knowledge`] over a store already open.
+    fn knowledge_over(&self, store: crate::store::Store) -> crate::retrieval::Knowledge {
         let embedder = match crate::retrieval::load_embedder(&self.config, &self.catalog(), &self.runtime()) {
             Ok(e) => e,
             Err(e) => {
@@ -160,7 +164,7 @@ impl Environment {
                 None
             }
         };
-        Ok(crate::retrieval::Knowledge::new(store, embedder, crate::retrieval::weights(&self.config)))
+        crate::retrieval::Knowledge::new(store, embedder, crate::retrieval::weights(&self.config))
     }
 
     /// The document corpus for the agent's knowledge tools: only when the project sees a document.
@@ -171,7 +175,7 @@ impl Environment {
         if store.knowledge_document_ids(filter).ok()?.is_empty() {
             return None;
         }
-        self.knowledge().ok()
+        Some(self.knowledge_over(store))
     }
 
     /// A client (the store and the policy plugins) without a provider: summaries can then come
