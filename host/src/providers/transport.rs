@@ -224,6 +224,8 @@ struct Owned {
 /// chat loop (from any thread, inside an async runtime or not).
 #[derive(Debug)]
 pub struct Transport {
+    /// The library's I/O runtime, where the requests run.
+    io: tokio::runtime::Handle,
     client: reqwest::Client,
     settings: Settings,
 }
@@ -233,7 +235,7 @@ impl Transport {
     pub fn new(settings: Settings) -> Result<Self, String> {
         // Whoever installs first wins; ring is the one built in.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        io()?;
+        let io = io()?;
         let policy = reqwest::redirect::Policy::custom(|attempt| {
             let first = attempt.previous().first().map(super::destination::origin);
             if attempt.previous().len() > MAX_REDIRECTS
@@ -252,7 +254,7 @@ impl Transport {
             builder = builder.no_proxy();
         }
         let client = builder.build().map_err(|e| format!("cannot build the HTTP client: {e}"))?;
-        Ok(Transport { client, settings })
+        Ok(Transport { io, client, settings })
     }
 
     /// The settings in force.
@@ -293,13 +295,9 @@ impl Transport {
             body: bytes::Bytes::copy_from_slice(body),
             credentials: credentials.clone(),
         };
-        let handle = match io() {
-            Ok(h) => h,
-            Err(e) => return Outcome { attempts: 0, received: false, failure: Some(Failure::Connection(e)) },
-        };
         let (tx, rx) = std::sync::mpsc::channel();
         let (client, settings, cancel_task) = (self.client.clone(), self.settings, cancel.clone());
-        handle.spawn(async move {
+        self.io.spawn(async move {
             let chunks = tx.clone();
             let mut forward = move |b: bytes::Bytes| {
                 let _ = chunks.send(Piece::Chunk(b));
