@@ -7,18 +7,18 @@
 /// Reaches the crash point `name`.
 #[cfg(all(debug_assertions, unix))]
 pub(crate) fn reach(name: &str) {
-    use std::sync::Mutex;
+    use std::sync::OnceLock;
     use std::sync::atomic::{AtomicU32, Ordering};
 
-    static ARMED: Mutex<Option<Option<(String, u32)>>> = Mutex::new(None);
+    // Read once: the point armed for this process, if any.
+    static ARMED: OnceLock<Option<(String, u32)>> = OnceLock::new();
     static HITS: AtomicU32 = AtomicU32::new(0);
-    let mut armed = ARMED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let target = armed.get_or_insert_with(|| {
+    let armed = ARMED.get_or_init(|| {
         let value = std::env::var("SESHAT_CRASH_AT").ok()?;
         let (point, n) = value.split_once(':').unwrap_or((&value, "1"));
         Some((point.to_string(), n.parse().unwrap_or(1)))
     });
-    if let Some((point, n)) = target
+    if let Some((point, n)) = armed
         && point == name
         && HITS.fetch_add(1, Ordering::SeqCst) + 1 == *n
     {
