@@ -564,7 +564,14 @@ fn append_new(
                 if parts.is_empty() {
                     continue;
                 }
-                items.push(SourceItem::Message(NewMessage { parts, ..m.clone() }, *at));
+                let message = NewMessage { parts, ..m.clone() };
+                match items.last_mut() {
+                    Some(SourceItem::Messages { messages, times }) => {
+                        messages.push(message);
+                        times.push(*at);
+                    }
+                    _ => items.push(SourceItem::Messages { messages: vec![message], times: vec![*at] }),
+                }
                 count += 1;
                 report.messages += 1;
             }

@@ -34,8 +34,8 @@ impl Store {
             let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             for item in items {
                 match item {
-                    SourceItem::Message(message, at) => {
-                        super::messages::append_in(&tx, session, std::slice::from_ref(message), &[*at])?;
+                    SourceItem::Messages { messages, times } => {
+                        super::messages::append_in(&tx, session, messages, times)?;
                     }
                     SourceItem::Compaction(compaction) => {
                         super::messages::compaction_in(&tx, session, compaction)?;
@@ -55,8 +55,14 @@ impl Store {
 /// One thing a source gained since it was last brought in.
 #[derive(Debug, Clone)]
 pub enum SourceItem {
-    /// A message, written at the time given (unix milliseconds).
-    Message(NewMessage, i64),
+    /// Messages in a row, each written at its time in `times` (unix milliseconds), appended
+    /// together.
+    Messages {
+        /// The messages.
+        messages: Vec<NewMessage>,
+        /// When each was written.
+        times: Vec<i64>,
+    },
     /// A compaction; its `through_seq` is the session's message count at that point.
     Compaction(Compaction),
 }
