@@ -108,6 +108,12 @@ impl Context {
     }
 }
 
+/// The longest record (line) an import, `sessions append` or `serve` reads: `[store]
+/// max_record_mib`, else the reader's default.
+fn record_limit(config: &Config) -> usize {
+    config.store.max_record_bytes().unwrap_or(seshat::input::DEFAULT_MAX_RECORD_BYTES)
+}
+
 pub use format::visible;
 pub use hints::hint;
 

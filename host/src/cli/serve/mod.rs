@@ -150,7 +150,7 @@ fn connection(
     disconnect: Arc<dyn Fn() + Send + Sync>,
 ) {
     let config = ctx.config().unwrap_or_default();
-    let limit = config.store.max_record_bytes().unwrap_or(seshat::input::DEFAULT_MAX_RECORD_BYTES);
+    let limit = crate::cli::record_limit(&config);
     let (outbox, lines) = Outbox::new(config.serve.max_unread_bytes(), disconnect);
     let writing = std::thread::spawn(move || rpc::write_lines(lines, writer));
     let pending: rpc::Pending = Arc::new(Mutex::new(HashMap::new()));

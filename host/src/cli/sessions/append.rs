@@ -39,7 +39,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let mut store = ctx.store()?;
     let default = store.resolve(&args.id)?;
     let mut out = std::io::stdout().lock();
-    let limit = ctx.config()?.store.max_record_bytes().unwrap_or(seshat::input::DEFAULT_MAX_RECORD_BYTES);
+    let limit = crate::cli::record_limit(&ctx.config()?);
     let (mut stdin, mut bytes) = (std::io::stdin().lock(), Vec::new());
     for number in 1.. {
         match seshat::input::next_line(&mut stdin, &mut bytes, limit).context("cannot read stdin")? {

@@ -42,7 +42,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         Box::new(BufReader::new(seshat::input::open_regular(&args.file)?))
     };
     let mut store = ctx.store()?;
-    let max_record_bytes = ctx.config()?.store.max_record_bytes().unwrap_or(seshat::input::DEFAULT_MAX_RECORD_BYTES);
+    let max_record_bytes = crate::cli::record_limit(&ctx.config()?);
     let options = ImportOptions { new_id: args.new_id, repair: args.repair, max_record_bytes };
     let imported =
         store.import(&mut input, options).with_context(|| format!("cannot import {}", args.file.display()))?;
@@ -76,11 +76,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
 
 /// `--from claude-code|codex`: every session in the file or directory, one line each.
 fn from(ctx: &Context, args: &Args, tool: seshat::foreign::Tool) -> anyhow::Result<ExitCode> {
-    let found = seshat::foreign::read(
-        tool,
-        &args.file,
-        ctx.config()?.store.max_record_bytes().unwrap_or(seshat::input::DEFAULT_MAX_RECORD_BYTES),
-    )?;
+    let found = seshat::foreign::read(tool, &args.file, crate::cli::record_limit(&ctx.config()?))?;
     for (file, why) in &found.skipped {
         eprintln!("skipped {}: {why}", format::visible(&file.display().to_string()));
     }
