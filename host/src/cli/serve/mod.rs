@@ -149,7 +149,9 @@ fn connection(
     busy: &turns::Busy,
     disconnect: Arc<dyn Fn() + Send + Sync>,
 ) {
-    let config = ctx.config().unwrap_or_default();
+    // The connection's configuration, read once (defaults when it cannot be read).
+    let env = ctx.environment(Default::default()).ok();
+    let config = env.as_ref().map(|e| e.config().clone()).unwrap_or_default();
     let limit = crate::cli::record_limit(&config);
     let (outbox, lines) = Outbox::new(config.serve.max_unread_bytes(), disconnect);
     let writing = std::thread::spawn(move || rpc::write_lines(lines, writer));
@@ -161,7 +163,8 @@ fn connection(
         recall: None,
         // What the connection's memory calls write is embedded by a thread of its own (when
         // memory or history is embedded), never delaying an answer.
-        background: ctx.environment(Default::default()).ok().and_then(|env| env.background()),
+        background: env.as_ref().and_then(seshat::client::Environment::background),
+        env,
         outbox: outbox.clone(),
         pending: pending.clone(),
         setup: None,
@@ -213,6 +216,8 @@ struct Server<'c> {
     /// The document corpus, made on the first `knowledge/search` and kept: its embedder loaded
     /// once, its vectors held in memory between searches.
     knowledge: Option<seshat::retrieval::Knowledge>,
+    /// The library's environment for this connection (none when the configuration cannot be read).
+    env: Option<seshat::client::Environment>,
     /// Hybrid memory search (when memory is embedded), made on the first memory call and kept.
     recall: Option<Option<seshat::retrieval::Recall>>,
     /// Embeds what the memory calls write, when memory is embedded.
@@ -417,13 +422,11 @@ impl Server<'_> {
             m if m.starts_with("memory/") => {
                 let tool = &m["memory/".len()..];
                 let ctx = self.ctx;
-                if self.recall.is_none() {
-                    self.recall = Some(ctx.environment(Default::default()).ok().and_then(|env| env.recall()));
-                }
                 self.store()?;
-                let Server { db: Some(store), recall: Some(recall), background, .. } = self else {
-                    unreachable!("both opened above")
+                let Server { db: Some(store), env, recall, background, .. } = self else {
+                    unreachable!("opened above")
                 };
+                let recall = recall.get_or_insert_with(|| env.as_ref().and_then(seshat::client::Environment::recall));
                 let mut memory = store.memory(ctx.repository.as_deref());
                 let answer = match recall.as_mut().filter(|r| r.memory()) {
                     Some(r) => {
