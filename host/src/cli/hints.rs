@@ -43,10 +43,11 @@ const COMPACT_BY_HAND: &str =
     "`seshat compact` compacts the session by hand; `seshat chat` without --continue starts a new one";
 
 fn compaction(e: &seshat::compaction::Error) -> Option<String> {
-    match e.code() {
-        "compact_full" => Some(COMPACT_BY_HAND.into()),
-        "window_too_small" if e.to_string().contains("is unknown") => Some("pass --window <TOKENS>".into()),
-        "window_too_small" => Some("--window <TOKENS> gives the window the server really runs with".into()),
+    use seshat::compaction::Error;
+    match e {
+        Error::CompactFull { .. } => Some(COMPACT_BY_HAND.into()),
+        Error::WindowUnknown(_) => Some("pass --window <TOKENS>".into()),
+        Error::WindowTooSmall(_) => Some("--window <TOKENS> gives the window the server really runs with".into()),
         _ => None,
     }
 }
@@ -57,10 +58,10 @@ fn store(e: &StoreError) -> Option<String> {
         StoreError::SessionNotFound(_) => "run `seshat sessions list --all` to see the ids".into(),
         StoreError::SessionExists(_) => "pass --new-id to import it as a new session".into(),
         StoreError::NoSuchMessage { session, .. } => format!("`seshat sessions show {session} --full` lists them"),
-        StoreError::InvalidImport { message, .. } if message.contains("import it repaired") => {
+        StoreError::InvalidImport { repairable: true, .. } => {
             "pass --repair to import it with what breaks the structure kept out of the live view".into()
         }
-        StoreError::Refused(message) if message.starts_with("pinning message") => {
+        StoreError::PinBudget(_) => {
             "`seshat sessions pin <id>` lists the pins; `seshat sessions unpin` frees one".into()
         }
         _ => return None,
@@ -94,6 +95,13 @@ mod tests {
         assert!(hint_for(&overflow).is_some_and(|h| h.contains("`seshat compact`")));
         let wrapped = ClientError::Store(StoreError::SessionNotFound("zz".into()));
         assert!(hint_for(&wrapped).is_some_and(|h| h.contains("seshat sessions list --all")));
+        let import =
+            |repairable| anyhow::Error::new(StoreError::InvalidImport { line: 3, message: "x".into(), repairable });
+        assert!(hint(&import(true)).is_some_and(|h| h.contains("--repair")));
+        assert_eq!(hint(&import(false)), None, "what a repair cannot take gets no --repair hint");
+        let unknown = ClientError::Compaction(seshat::compaction::Error::WindowUnknown("01J".into()));
+        assert_eq!(hint_for(&unknown).as_deref(), Some("pass --window <TOKENS>"));
+        assert!(hint_for(&StoreError::PinBudget("too much".into())).is_some_and(|h| h.contains("sessions pin")));
         assert_eq!(hint(&anyhow::anyhow!("something else")), None);
     }
 }

@@ -70,10 +70,17 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
-    /// The window is unknown or below [`window::MIN_WINDOW`](crate::window::MIN_WINDOW): nothing
-    /// was compacted or recorded.
+    /// The window is below [`window::MIN_WINDOW`](crate::window::MIN_WINDOW): nothing was
+    /// compacted or recorded.
     #[error("{0}")]
     WindowTooSmall(String),
+    /// The session's window is unknown and none was given: nothing was compacted or recorded
+    /// (coded `window_too_small` too, as before it had a variant of its own).
+    #[error(
+        "the context window of session {0} is unknown: give its window (at least {min} tokens)",
+        min = window::MIN_WINDOW
+    )]
+    WindowUnknown(String),
     /// The store failed (including a conflicting concurrent change).
     #[error(transparent)]
     Store(#[from] crate::store::Error),
@@ -88,7 +95,7 @@ impl Error {
         match self {
             Error::CompactFull { .. } => "compact_full",
             Error::SummaryFailed { .. } => "compact_failed",
-            Error::WindowTooSmall(_) => "window_too_small",
+            Error::WindowTooSmall(_) | Error::WindowUnknown(_) => "window_too_small",
             Error::Store(e) => e.code(),
             Error::Plugin(e) => e.code(),
         }
@@ -409,7 +416,7 @@ pub fn pin(store: &mut Store, session: &str, seq: u64, window: u64) -> Result<Ve
             tokens += store.message(session, p)?.map_or(0, |m| entry_tokens(&m.parts));
         }
         if tokens > allowed {
-            return Err(crate::store::Error::Refused(format!(
+            return Err(crate::store::Error::PinBudget(format!(
                 "pinning message {seq} would pin {} messages of ~{tokens} tokens, over the {allowed} tokens pins may \
                  take ({PIN_SHARE_PERCENT}% of the {}-token target of a {window}-token window); nothing was pinned. \
                  Unpin something first",
@@ -644,10 +651,7 @@ impl Compactor<'_> {
         let dry_run = mode != Mode::Record;
         let info = store.session(session)?;
         let Some(window) = settings.context_window.or(info.context_window) else {
-            return Err(Error::WindowTooSmall(format!(
-                "the context window of session {session} is unknown: give its window (at least {} tokens)",
-                window::MIN_WINDOW
-            )));
+            return Err(Error::WindowUnknown(session.to_string()));
         };
         let model = info.model.as_deref().unwrap_or(&settings.model);
         let from = if settings.context_window.is_some() { "as given" } else { "recorded for the session" };

@@ -49,6 +49,8 @@ pub enum Error {
         line: usize,
         /// What is wrong, naming the field.
         message: String,
+        /// A repaired import would take it (it breaks the session's structure only).
+        repairable: bool,
     },
     /// A message to append breaks the session's structure; nothing was written.
     #[error("{message}; nothing was written")]
@@ -112,6 +114,10 @@ pub enum Error {
     /// A pin or undo the caller's check refused (it would not fit); nothing was written.
     #[error("{0}")]
     Refused(String),
+    /// A pin refused because pins would take more than their share of the window; nothing was
+    /// pinned (coded `refused`, as the other refusals).
+    #[error("{0}")]
+    PinBudget(String),
     /// A stored row that cannot be decoded (written by something other than Seshat).
     #[error("corrupt row in {table}: {message}")]
     Corrupt {
@@ -166,7 +172,7 @@ impl Error {
             Error::InvalidTrim { .. } => "invalid_trim",
             Error::NoSuchMessage { .. } => "no_such_message",
             Error::NothingToUndo(_) => "nothing_to_undo",
-            Error::Refused(_) => "refused",
+            Error::Refused(_) | Error::PinBudget(_) => "refused",
             Error::Corrupt { .. } => "corrupt_row",
             Error::Sqlite(_) => "database",
             Error::Database { failure, .. } => failure.code(),

@@ -167,7 +167,17 @@ fn timestamp(line: usize, field: &str, ms: i64) -> Result<()> {
 }
 
 fn invalid(line: usize, message: impl Into<String>) -> Error {
-    Error::InvalidImport { line, message: message.into() }
+    Error::InvalidImport { line, message: message.into(), repairable: false }
+}
+
+/// [`invalid`] for what breaks only the session's structure, which a repaired import keeps out
+/// of the live view.
+fn repairable(line: usize, message: impl std::fmt::Display) -> Error {
+    Error::InvalidImport {
+        line,
+        message: format!("{message} (or import it repaired, to keep it out of the live view)"),
+        repairable: true,
+    }
 }
 
 /// Lines longer than this give their buffer back once parsed, so one huge line does not keep its
@@ -246,10 +256,9 @@ impl Importer {
 
     /// Checks a message's structure, refusing (or, repairing, counting) what breaks it.
     fn check_message(&mut self, line: usize, m: &MessageLine) -> Result<()> {
-        let repair = " (or import it repaired, to keep it out of the live view)";
         if m.parts.is_empty() {
             if !self.options.repair {
-                return Err(invalid(line, format!("field `parts`: a message needs at least one part{repair}")));
+                return Err(repairable(line, "field `parts`: a message needs at least one part"));
             }
             self.empty += 1;
         }
@@ -258,11 +267,11 @@ impl Importer {
                 Part::ToolResult { call_id, content, .. } => {
                     if !self.call_ids.contains(call_id) {
                         if !self.options.repair {
-                            return Err(invalid(
+                            return Err(repairable(
                                 line,
                                 format!(
                                     "field `parts[{p}].call_id`: `{call_id}` answers no earlier tool_call in the \
-                                     session{repair}"
+                                     session"
                                 ),
                             ));
                         }
