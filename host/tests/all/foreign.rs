@@ -5,13 +5,13 @@ use serde_json::Value;
 use seshat::conversation::{Part, Role};
 use seshat::store::Origin;
 
-use crate::support::{Home, fixture};
+use crate::support::{Home, Rollout, fixture};
 
 const CLAUDE_SESSION: &str = "11111111-2222-4333-8444-555555555555";
 const CODEX_SESSION: &str = "0199aaaa-bbbb-7ccc-8ddd-eeeeffff0000";
 
 fn codex_file() -> std::path::PathBuf {
-    fixture(&format!("codex/2025/11/20/rollout-2025-11-20T10-00-00-{CODEX_SESSION}.jsonl"))
+    fixture(crate::support::CODEX_ROLLOUT)
 }
 
 fn import(home: &Home, from: &str, path: &std::path::Path) -> Vec<Value> {
@@ -171,28 +171,25 @@ fn a_codex_rollout_with_a_compacted_item_starts_its_live_view_with_that_summary(
 #[test]
 fn a_grown_file_re_imported_appends_only_its_new_records() {
     let home = Home::new();
-    let whole = std::fs::read_to_string(codex_file()).unwrap();
-    let dir = home.path().join("codex-sessions");
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("rollout.jsonl");
-    let first: String = whole.lines().take(16).map(|l| format!("{l}\n")).collect();
-    std::fs::write(&file, &first).unwrap();
-    let r = &import(&home, "codex", &file)[0];
+    let rollout = Rollout::new(&home);
+    let (file, dir) = (&rollout.file, rollout.file.parent().unwrap());
+    rollout.first(16);
+    let r = &import(&home, "codex", file)[0];
     assert_eq!(
         (r["outcome"].as_str(), r["messages"].as_u64(), r["compactions"].as_u64()),
         (Some("imported"), Some(8), Some(0))
     );
     let id = r["session"].as_str().unwrap().to_string();
 
-    std::fs::write(&file, &whole).unwrap();
-    let r = &import(&home, "codex", &dir)[0];
+    rollout.whole();
+    let r = &import(&home, "codex", dir)[0];
     assert_eq!((r["outcome"].as_str(), r["session"].as_str()), (Some("appended"), Some(id.as_str())), "{r}");
     assert_eq!(
         (r["messages"].as_u64(), r["compactions"].as_u64(), r["orphans"].as_u64()),
         (Some(2), Some(1), Some(1)),
         "{r}"
     );
-    let r = &import(&home, "codex", &file)[0];
+    let r = &import(&home, "codex", file)[0];
     assert_eq!((r["outcome"].as_str(), r["messages"].as_u64()), (Some("unchanged"), Some(0)), "{r}");
 
     let store = home.store();
@@ -287,15 +284,12 @@ fn a_stray_result_beside_an_answered_one_is_split_off_and_each_is_stored_once() 
 #[test]
 fn a_file_grown_by_a_compaction_alone_appends_it_and_a_damaged_source_record_appends_nothing() {
     let home = Home::new();
-    let whole = std::fs::read_to_string(codex_file()).unwrap();
-    let dir = home.path().join("codex-sessions");
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("rollout.jsonl");
-    let first = |n: usize| whole.lines().take(n).map(|l| format!("{l}\n")).collect::<String>();
-    std::fs::write(&file, first(16)).unwrap();
-    let id = import(&home, "codex", &file)[0]["session"].as_str().unwrap().to_string();
-    std::fs::write(&file, first(17)).unwrap();
-    let r = &import(&home, "codex", &file)[0];
+    let rollout = Rollout::new(&home);
+    let file = &rollout.file;
+    rollout.first(16);
+    let id = import(&home, "codex", file)[0]["session"].as_str().unwrap().to_string();
+    rollout.first(17);
+    let r = &import(&home, "codex", file)[0];
     assert_eq!(
         (r["outcome"].as_str(), r["messages"].as_u64(), r["compactions"].as_u64()),
         (Some("appended"), Some(0), Some(1)),
@@ -308,7 +302,7 @@ fn a_file_grown_by_a_compaction_alone_appends_it_and_a_damaged_source_record_app
         .connection()
         .execute("UPDATE sessions SET metadata = json_set(metadata, '$.source.messages', 'many') WHERE id = ?1", [&id])
         .unwrap();
-    std::fs::write(&file, &whole).unwrap();
+    rollout.whole();
     let err = home.fails(&["sessions", "import", "--from", "codex", file.to_str().unwrap()]);
     assert!(err.contains(&format!("session {id} was imported from")) && err.contains("nothing was appended"), "{err}");
     assert_eq!(home.store().full_history(&id).unwrap().len(), 8, "messages were appended");
@@ -320,21 +314,16 @@ fn a_file_grown_by_a_compaction_alone_appends_it_and_a_damaged_source_record_app
 #[test]
 fn a_grown_file_appends_results_answering_earlier_calls_and_leaves_stray_ones_out() {
     let home = Home::new();
-    let whole: Vec<String> = std::fs::read_to_string(codex_file()).unwrap().lines().map(str::to_string).collect();
-    let dir = home.path().join("codex-sessions");
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("rollout.jsonl");
-    let write = |lines: &[&String]| std::fs::write(&file, lines.iter().map(|l| format!("{l}\n")).collect::<String>());
+    let rollout = Rollout::new(&home);
+    let (file, whole) = (&rollout.file, &rollout.lines);
     // Up to call_3 (line 13), its output not yet written.
-    let first: Vec<&String> = whole[..13].iter().collect();
-    write(&first).unwrap();
-    let id = import(&home, "codex", &file)[0]["session"].as_str().unwrap().to_string();
+    rollout.first(13);
+    let id = import(&home, "codex", file)[0]["session"].as_str().unwrap().to_string();
     let before = home.store().full_history(&id).unwrap().len();
     // Then call_3's output (line 14), the stray call_ghost output (line 20), the answer (line 15).
     let ghost = whole.iter().find(|l| l.contains("call_ghost")).unwrap();
-    let grown: Vec<&String> = first.iter().copied().chain([&whole[13], ghost, &whole[14]]).collect();
-    write(&grown).unwrap();
-    let r = &import(&home, "codex", &file)[0];
+    rollout.write(whole[..13].iter().chain([&whole[13], ghost, &whole[14]]));
+    let r = &import(&home, "codex", file)[0];
     assert_eq!((r["outcome"].as_str(), r["orphans"].as_u64()), (Some("appended"), Some(1)), "{r}");
     let full = home.store().full_history(&id).unwrap();
     let results: Vec<&str> = full[before..]
@@ -347,10 +336,10 @@ fn a_grown_file_appends_results_answering_earlier_calls_and_leaves_stray_ones_ou
 
     // Messages then a compaction in one re-import: the compaction is recorded after them.
     let home = Home::new();
-    write(&first).unwrap();
-    let id = import(&home, "codex", &file)[0]["session"].as_str().unwrap().to_string();
-    write(&whole[..17].iter().collect::<Vec<_>>()).unwrap();
-    let r = &import(&home, "codex", &file)[0];
+    rollout.first(13);
+    let id = import(&home, "codex", file)[0]["session"].as_str().unwrap().to_string();
+    rollout.first(17);
+    let r = &import(&home, "codex", file)[0];
     assert_eq!((r["messages"].as_u64(), r["compactions"].as_u64()), (Some(2), Some(1)), "{r}");
     let store = home.store();
     let through = store.compactions(&id).unwrap()[0].through_seq;

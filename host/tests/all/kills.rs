@@ -11,7 +11,7 @@ use std::process::{Output, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::support::{Home, fixture};
+use crate::support::{Home, Rollout, fixture};
 
 /// Runs `seshat args…` with a crash point armed and checks the process died by SIGKILL there.
 fn killed_at(home: &Home, point: &str, args: &[&str]) -> Output {
@@ -126,23 +126,20 @@ fn a_kill_during_an_import_writes_nothing_and_the_next_import_brings_the_session
 
 #[test]
 fn a_kill_while_a_grown_foreign_session_is_appended_leaves_it_as_it_was_and_the_next_import_appends_once() {
-    let codex = fixture("codex/2025/11/20/rollout-2025-11-20T10-00-00-0199aaaa-bbbb-7ccc-8ddd-eeeeffff0000.jsonl");
-    let whole = std::fs::read_to_string(codex).unwrap();
     let home = Home::new();
-    let dir = home.path().join("codex-sessions");
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("rollout.jsonl");
+    let rollout = Rollout::new(&home);
+    let file = &rollout.file;
     let import = |home: &Home| -> Value {
         let out = home.ok(&["sessions", "import", "--from", "codex", file.to_str().unwrap(), "--json"]);
         serde_json::from_str::<Value>(&out).unwrap()[0].clone()
     };
-    std::fs::write(&file, whole.lines().take(16).map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    rollout.first(16);
     let id = import(&home)["session"].as_str().unwrap().to_string();
     let first = home.store().full_history(&id).unwrap();
     assert_eq!(first.len(), 8);
 
     // The file grows; the import that appends its new records is killed before it commits.
-    std::fs::write(&file, &whole).unwrap();
+    rollout.whole();
     killed_at(&home, "import", &["sessions", "import", "--from", "codex", file.to_str().unwrap()]);
     assert_eq!(integrity(&home), "ok");
     let store = home.store();
@@ -154,9 +151,9 @@ fn a_kill_while_a_grown_foreign_session_is_appended_leaves_it_as_it_was_and_the_
     let report = import(&home);
     assert_eq!((report["outcome"].as_str(), report["messages"].as_u64()), (Some("appended"), Some(2)), "{report}");
     let reference = Home::new();
-    std::fs::write(&file, whole.lines().take(16).map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    rollout.first(16);
     let direct = import(&reference)["session"].as_str().unwrap().to_string();
-    std::fs::write(&file, &whole).unwrap();
+    rollout.whole();
     assert_eq!(import(&reference)["outcome"], "appended");
     let texts = |home: &Home, id: &str| -> Vec<(seshat::conversation::Role, Vec<seshat::conversation::Part>)> {
         home.store().full_history(id).unwrap().into_iter().map(|m| (m.role, m.parts)).collect()

@@ -80,6 +80,43 @@ impl Home {
     }
 }
 
+/// The Codex rollout fixture, under `tests/fixtures`.
+pub const CODEX_ROLLOUT: &str =
+    "codex/2025/11/20/rollout-2025-11-20T10-00-00-0199aaaa-bbbb-7ccc-8ddd-eeeeffff0000.jsonl";
+
+/// A copy of the Codex rollout fixture under a home, grown by the test: some of the fixture's
+/// lines written, imported, more written, imported again.
+pub struct Rollout {
+    /// The file written, alone in its directory.
+    pub file: PathBuf,
+    /// The fixture's lines.
+    pub lines: Vec<String>,
+}
+
+impl Rollout {
+    pub fn new(home: &Home) -> Self {
+        let dir = home.path().join("codex-sessions");
+        std::fs::create_dir_all(&dir).unwrap();
+        let text = std::fs::read_to_string(fixture(CODEX_ROLLOUT)).unwrap();
+        Self { file: dir.join("rollout.jsonl"), lines: text.lines().map(str::to_string).collect() }
+    }
+
+    /// The file holds the fixture's first `n` lines.
+    pub fn first(&self, n: usize) {
+        self.write(&self.lines[..n]);
+    }
+
+    /// The file holds the whole fixture.
+    pub fn whole(&self) {
+        self.write(&self.lines);
+    }
+
+    /// The file holds exactly `lines`.
+    pub fn write<'a>(&self, lines: impl IntoIterator<Item = &'a String>) {
+        std::fs::write(&self.file, lines.into_iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    }
+}
+
 /// A file under the repository's `tests/fixtures`.
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures").join(name)
