@@ -7,11 +7,11 @@
 //! the same command again finishes the work once.
 
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Output, Stdio};
+use std::process::Output;
 
 use serde_json::{Value, json};
 
-use crate::support::{Home, Rollout, fixture};
+use crate::support::{Home, Rollout, fixture, mcp_session};
 
 /// Runs `seshat args…` with a crash point armed and checks the process died by SIGKILL there.
 fn killed_at(home: &Home, point: &str, args: &[&str]) -> Output {
@@ -202,36 +202,25 @@ fn a_kill_during_a_memory_write_keeps_what_was_acknowledged_and_writes_nothing_o
 
     // The graph, through `seshat mcp`: the entity of the killed call is not there; the same call
     // again creates it once.
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
     let create = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "create_entities",
         "arguments": {"entities": [{"name": "Ada", "entityType": "person", "observations": ["writes the parser"]}]}}});
     let read =
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "read_graph", "arguments": {}}});
-    let mcp = |crash: Option<&str>, lines: &[&Value]| -> (Option<i32>, Vec<Value>) {
+    let mcp = |crash: Option<&str>, calls: &[Value]| -> (Option<i32>, Vec<Value>) {
         let mut cmd = home.cmd();
         if let Some(point) = crash {
             cmd.env("SESHAT_CRASH_AT", point);
         }
-        let mut child =
-            cmd.arg("mcp").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
-        let mut input: String = lines.iter().map(|l| format!("{l}\n")).collect();
-        input.insert_str(
-            input.find('\n').unwrap() + 1,
-            "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n",
-        );
-        std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.as_bytes()).unwrap();
-        let out = child.wait_with_output().unwrap();
-        let answers =
-            String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-        (out.status.signal(), answers)
+        let (status, _, answers) = mcp_session(cmd, calls);
+        (status.signal(), answers)
     };
-    let (signal, answers) = mcp(Some("memory"), &[&init, &create]);
+    let (signal, answers) = mcp(Some("memory"), std::slice::from_ref(&create));
     assert_eq!(signal, Some(9), "the create was to be killed: {answers:?}");
     assert!(!answers.iter().any(|a| a["id"] == 2), "the killed call was answered: {answers:?}");
-    let (_, answers) = mcp(None, &[&init, &read]);
+    let (_, answers) = mcp(None, std::slice::from_ref(&read));
     let graph = answers.iter().find(|a| a["id"] == 3).expect("read_graph answered").to_string();
     assert!(!graph.contains("Ada"), "the killed entity is there: {graph}");
-    let (_, answers) = mcp(None, &[&init, &create, &read]);
+    let (_, answers) = mcp(None, &[create, read]);
     let graph = &answers.iter().find(|a| a["id"] == 3).expect("read_graph answered")["result"]["structuredContent"];
     let entities = graph["entities"].as_array().unwrap_or_else(|| panic!("no entities in {graph}"));
     assert_eq!(entities.len(), 1, "{graph}");

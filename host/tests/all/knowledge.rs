@@ -663,27 +663,12 @@ fn mcp_with_an_embedder_searches_knowledge_and_memory_and_ends_cleanly() {
 
     let call = |id: u32, name: &str, arguments: Value| serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}});
     let mcp = |calls: &[Value]| -> Vec<Value> {
-        let mut lines = vec![
-            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}),
-            serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        ];
-        lines.extend_from_slice(calls);
-        let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
-        let mut child = home
-            .cmd()
-            .current_dir(&root)
-            .arg("mcp")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.as_bytes()).unwrap();
-        // The input ends here: the server shuts down.
-        let out = child.wait_with_output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success() && !stderr.contains("panicked"), "{:?}: {stderr}", out.status);
-        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+        let mut cmd = home.cmd();
+        cmd.current_dir(&root);
+        // The input ends after the calls: the server shuts down.
+        let (status, stderr, answers) = crate::support::mcp_session(cmd, calls);
+        assert!(status.success() && !stderr.contains("panicked"), "{status:?}: {stderr}");
+        answers
     };
     let answers = mcp(&[
         call(2, "knowledge_search", serde_json::json!({"query": "automobile"})),

@@ -80,6 +80,37 @@ impl Home {
     }
 }
 
+/// Runs `cmd` (a `seshat` command; `mcp` is added) as one MCP session: it initializes, sends
+/// `calls` (JSON-RPC requests), then ends its input. Returns how the process ended, its stderr
+/// and every line it answered.
+pub fn mcp_session(
+    mut cmd: Command,
+    calls: &[serde_json::Value],
+) -> (std::process::ExitStatus, String, Vec<serde_json::Value>) {
+    use std::io::Write as _;
+    let mut lines = vec![
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ];
+    lines.extend_from_slice(calls);
+    let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let mut child = cmd
+        .arg("mcp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn seshat mcp");
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let answers = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not one JSON-RPC message a line ({e}): {l}")))
+        .collect();
+    (out.status, String::from_utf8_lossy(&out.stderr).into_owned(), answers)
+}
+
 /// The Codex rollout fixture, under `tests/fixtures`.
 pub const CODEX_ROLLOUT: &str =
     "codex/2025/11/20/rollout-2025-11-20T10-00-00-0199aaaa-bbbb-7ccc-8ddd-eeeeffff0000.jsonl";
