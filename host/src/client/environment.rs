@@ -93,6 +93,8 @@ pub struct Environment {
     db: PathBuf,
     project: Option<String>,
     overrides: Overrides,
+    /// The installed plugins, discovered on first use and kept.
+    catalog: std::sync::OnceLock<Catalog>,
 }
 
 impl std::fmt::Debug for Environment {
@@ -111,7 +113,7 @@ impl Environment {
         let project = overrides.project.clone();
         let config = Config::load(&dirs.config, project.as_deref().map(Path::new))?;
         let db = overrides.db.clone().unwrap_or_else(|| dirs.db_path());
-        Ok(Environment { config, dirs, db, project, overrides })
+        Ok(Environment { config, dirs, db, project, overrides, catalog: std::sync::OnceLock::new() })
     }
 
     /// The merged configuration.
@@ -129,9 +131,9 @@ impl Environment {
         &self.db
     }
 
-    /// Every installed plugin the project sees.
-    pub fn catalog(&self) -> Catalog {
-        Catalog::discover(&self.dirs.config, self.project.as_deref().map(Path::new))
+    /// Every installed plugin the project sees (looked for once).
+    pub fn catalog(&self) -> &Catalog {
+        self.catalog.get_or_init(|| Catalog::discover(&self.dirs.config, self.project.as_deref().map(Path::new)))
     }
 
     /// The plugin runtime, caching compiled plugins under the cache directory.
@@ -141,12 +143,12 @@ impl Environment {
 
     /// Hybrid memory and history search, when the configuration embeds them.
     pub fn recall(&self) -> Option<crate::retrieval::Recall> {
-        crate::retrieval::Recall::from_config(&self.config, &self.catalog(), &self.runtime(), &self.db)
+        crate::retrieval::Recall::from_config(&self.config, self.catalog(), &self.runtime(), &self.db)
     }
 
     /// The thread that embeds what is written, when the configuration embeds history or memory.
     pub fn background(&self) -> Option<crate::retrieval::queue::Background> {
-        crate::retrieval::queue::Background::start(&self.config, &self.catalog(), &self.runtime(), &self.db)
+        crate::retrieval::queue::Background::start(&self.config, self.catalog(), &self.runtime(), &self.db)
     }
 
     /// The document corpus, with the configured embedder. An embedder that cannot be loaded
@@ -157,7 +159,7 @@ impl Environment {
 
     /// [`Environment::knowledge`] over a store already open.
     fn knowledge_over(&self, store: crate::store::Store) -> crate::retrieval::Knowledge {
-        let embedder = match crate::retrieval::load_embedder(&self.config, &self.catalog(), &self.runtime()) {
+        let embedder = match crate::retrieval::load_embedder(&self.config, self.catalog(), &self.runtime()) {
             Ok(e) => e,
             Err(e) => {
                 tracing::warn!("knowledge search is lexical: {e}");
@@ -217,7 +219,7 @@ impl Environment {
         let config = &self.config;
         // The provider first: it also writes the summaries, so the client is made with it.
         let (provider, note) =
-            super::load_provider(&self.config, &self.catalog(), &self.runtime(), provider.as_deref())?;
+            super::load_provider(&self.config, self.catalog(), &self.runtime(), provider.as_deref())?;
         let provider = SharedProvider::new(provider);
         let mut client = Client::new(self.client_config(), Arc::new(provider.clone()))?;
         if let Some(note) = note {
