@@ -348,22 +348,9 @@ fn search_finds_notes_in_the_visible_scopes_too() {
 
 /// Feeds `input` (raw bytes, exactly as given) to `seshat mcp` and returns every line it wrote.
 fn mcp_transcript(home: &Home, input: &str) -> Vec<Value> {
-    let mut child = home
-        .cmd()
-        .arg("mcp")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn seshat mcp");
-    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "seshat mcp failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not one JSON-RPC message a line ({e}): {l}")))
-        .collect()
+    let (status, stderr, answers) = crate::support::mcp_input(home.cmd(), input);
+    assert!(status.success(), "seshat mcp failed: {stderr}");
+    answers
 }
 
 fn by_id<'a>(answers: &'a [Value], id: &Value) -> &'a Value {

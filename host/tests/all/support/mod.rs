@@ -84,16 +84,22 @@ impl Home {
 /// `calls` (JSON-RPC requests), then ends its input. Returns how the process ended, its stderr
 /// and every line it answered.
 pub fn mcp_session(
-    mut cmd: Command,
+    cmd: Command,
     calls: &[serde_json::Value],
 ) -> (std::process::ExitStatus, String, Vec<serde_json::Value>) {
-    use std::io::Write as _;
     let mut lines = vec![
         serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}),
         serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
     ];
     lines.extend_from_slice(calls);
     let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    mcp_input(cmd, &input)
+}
+
+/// Feeds `input` (raw bytes, exactly as given) to `cmd` (`mcp` is added) and ends it; returns
+/// how the process ended, its stderr and every line it wrote, each one JSON-RPC message.
+pub fn mcp_input(mut cmd: Command, input: &str) -> (std::process::ExitStatus, String, Vec<serde_json::Value>) {
+    use std::io::Write as _;
     let mut child = cmd
         .arg("mcp")
         .stdin(Stdio::piped())
