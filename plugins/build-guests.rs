@@ -1,4 +1,4 @@
-// Shared by `host/build.rs` (default plugins) and `tests/plugins/build.rs` (test plugins), each of
+// Shared by `host/core/build.rs` (default plugins) and `tests/plugins/build.rs` (test plugins), each of
 // which `include!`s this file: builds guest crates for wasm32-wasip2 with a nested cargo.
 //
 // The nested cargo runs in one fixed target directory (`target/wasm-plugins`), with the outer

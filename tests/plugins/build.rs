@@ -21,6 +21,7 @@ fn main() {
     println!("cargo::rerun-if-changed={}", here.join("guests").display());
     println!("cargo::rerun-if-changed={}", root.join("plugins").display());
     println!("cargo::rerun-if-changed={}", root.join("wit").display());
+    println!("cargo::rerun-if-changed={}", root.join("host/outcomes").display());
 
     // Three trimmers are built from the frozen 0.1.0 WIT: as it is, and with the version changed
     // to a compatible patch and to a minor this host does not serve.

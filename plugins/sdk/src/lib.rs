@@ -50,7 +50,9 @@ macro_rules! __version_section {
     };
 }
 
-pub mod outcomes;
+/// The lines of a tool's output that carry its outcome (the `seshat-outcomes` crate, which the host
+/// compiles too).
+pub use seshat_outcomes as outcomes;
 
 /// The stable code and a general hint for an HTTP error status, for plugins mapping an API's
 /// errors (providers, embedders): `auth_failed` (401), `permission_denied` (403), `not_found`

@@ -1,7 +1,7 @@
-//! Seshat's default trimmer plugin: the [`policy`] chooses which tool results to shorten (from
+//! Seshat's default trimmer plugin: the policy (`seshat_outcomes::trim`) chooses which tool results to shorten (from
 //! metadata alone); each is read and keeps its head, its tail and the lines that carry its outcome.
 
-pub mod policy;
+use seshat_outcomes::trim as policy;
 
 use std::collections::HashSet;
 

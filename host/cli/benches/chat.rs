@@ -1,0 +1,193 @@
+//! Chat benchmarks against a loopback server streaming Anthropic's wire format.
+//!
+//! 1. Time to the first streamed token of a turn on a 10k-message session (warm plugin cache,
+//!    the session's messages already encoded): `Agent::turn` from its call to the first text
+//!    event, beside a plain reqwest POST of the same body to the first body chunk. The difference
+//!    is what Seshat adds (store the user message, build the live view, check the window, pair,
+//!    encode the new messages, build and splice the body, frame and decode the stream).
+//! 2. The whole turn (answer stored) beside the plain reqwest call reading the whole stream.
+//!
+//! Run: `cargo bench -p seshat-cli --bench chat`.
+
+mod common;
+use common::*;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use seshat::client::{Agent, AgentOptions, Observer, Tools};
+use seshat::conversation::{MessageStatus, NewMessage, Part, Role};
+use seshat::plugins::StreamEvent;
+use seshat::providers::{Cancel, SharedProvider};
+use seshat::store::{NewSession, Store};
+
+const MESSAGES: usize = 10_000;
+const RUNS: usize = 51;
+
+/// A loopback server answering every request with a short streamed answer; keeps the last body.
+fn server() -> (String, Arc<Mutex<Vec<u8>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let last = Arc::new(Mutex::new(Vec::new()));
+    let keep = last.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let keep = keep.clone();
+            std::thread::spawn(move || serve(stream, &keep));
+        }
+    });
+    (url, last)
+}
+
+fn serve(stream: TcpStream, keep: &Mutex<Vec<u8>>) {
+    stream.set_nodelay(true).unwrap();
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut out = stream;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut len = 0;
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
+                break;
+            }
+            if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                len = v.trim().parse().unwrap();
+            }
+        }
+        let mut body = vec![0; len];
+        reader.read_exact(&mut body).unwrap();
+        *keep.lock().unwrap() = body;
+        let first = concat!(
+            "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}\n\n",
+            "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n",
+        );
+        let rest = concat!(
+            "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+            "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":2}}\n\n",
+            "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+        );
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+        let _ = write!(out, "{head}{:x}\r\n{first}\r\n", first.len());
+        let _ = out.flush();
+        let _ = write!(out, "{:x}\r\n{rest}\r\n0\r\n\r\n", rest.len());
+        let _ = out.flush();
+    }
+}
+
+/// Records when the first text arrived.
+struct FirstToken(Option<Instant>);
+
+impl Observer for FirstToken {
+    fn event(&mut self, event: &StreamEvent) {
+        if matches!(event, StreamEvent::TextDelta { .. }) && self.0.is_none() {
+            self.0 = Some(Instant::now());
+        }
+    }
+}
+
+fn main() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, last_body) = server();
+    std::fs::write(dir.path().join("config.toml"), format!("[providers.anthropic]\nbase_url = \"{url}\"\n")).unwrap();
+    let db = dir.path().join("seshat.db");
+    let project = dir.path().display().to_string();
+
+    // A 10k-message session: user questions and assistant answers of a few sentences.
+    let mut store = Store::open(&db).unwrap();
+    let session = store
+        .create_session(NewSession {
+            project: project.clone(),
+            provider: Some("anthropic".into()),
+            model: Some("claude-sonnet-4-5".into()),
+            context_window: Some(10_000_000),
+            metadata: None,
+            title: None,
+        })
+        .unwrap();
+    let batch: Vec<NewMessage> = (0..MESSAGES)
+        .map(|i| NewMessage {
+            role: if i % 2 == 0 { Role::User } else { Role::Assistant },
+            parts: vec![Part::Text { text: format!("message {i}: {}", "some words of a chat turn ".repeat(8)) }],
+            usage: None,
+            status: MessageStatus::Complete,
+        })
+        .collect();
+    store.append(&session.id, &batch).unwrap();
+    drop(store);
+
+    let config = seshat::ClientConfig {
+        auto_compact: true,
+        db_path: Some(db),
+        dirs: Some(seshat::paths::Dirs::under(dir.path())),
+        project: Some(project.clone()),
+        ..Default::default()
+    };
+    let make_agent = || {
+        let mut client = seshat::Client::new(config.clone(), Arc::new(NoModel)).unwrap();
+        let provider = SharedProvider::new(client.load_provider(Some("anthropic")).unwrap());
+        client.set_models(Arc::new(provider.clone()));
+        let options = AgentOptions {
+            session: seshat::client::SessionChoice::Resume(session.id.clone()),
+            project: project.clone(),
+            window: Some(10_000_000),
+            ..AgentOptions::default()
+        };
+        Agent::open(client, provider, Tools::with_memory(), options).unwrap()
+    };
+    let _cold = make_agent(); // compiles the plugins into the cache
+    let mut agent = make_agent();
+    let cancel = Cancel::default();
+    agent.turn("warm up", &cancel, &mut FirstToken(None)).unwrap(); // encodes the 10k messages once
+
+    let mut first = Vec::new();
+    let mut whole = Vec::new();
+    for i in 0..RUNS {
+        let mut obs = FirstToken(None);
+        let t = Instant::now();
+        let out = agent.turn(&format!("question {i}"), &cancel, &mut obs).unwrap();
+        whole.push(t.elapsed());
+        first.push(obs.0.unwrap() - t);
+        assert_eq!(out.text, "Hi");
+    }
+
+    // The baseline: the same body (the last request Seshat sent), posted with plain reqwest.
+    let body = last_body.lock().unwrap().clone();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let client = reqwest::Client::new();
+    let post = || {
+        client
+            .post(format!("{url}/v1/messages"))
+            .header("content-type", "application/json")
+            .header("anthropic-version", "2023-06-01")
+            .header("x-api-key", "bench")
+            .body(body.clone())
+    };
+    let mut base_first = Vec::new();
+    let mut base_whole = Vec::new();
+    rt.block_on(async {
+        for _ in 0..RUNS {
+            let t = Instant::now();
+            let mut r = post().send().await.unwrap();
+            let _ = r.chunk().await.unwrap();
+            base_first.push(t.elapsed());
+            while r.chunk().await.unwrap().is_some() {}
+            base_whole.push(t.elapsed());
+        }
+    });
+
+    let (ours, base) = (median(first), median(base_first));
+    println!("Session of {MESSAGES} messages, request body {} KiB; medians of {RUNS} turns.\n", body.len() >> 10);
+    println!("| measure | Seshat | plain reqwest | ratio | target |");
+    println!("|---|---|---|---|---|");
+    report("time to first streamed token", ours, base, "added < 5 ms");
+    report("whole turn (answer stored)", median(whole), median(base_whole), "—");
+    println!("\nSeshat adds {} before the first token.", fmt(ours.saturating_sub(base)));
+}

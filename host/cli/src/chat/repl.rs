@@ -1,0 +1,173 @@
+//! The interactive session: line editing and history (rustyline), answers streamed as they
+//! arrive, a status line after each turn, and slash commands.
+
+use std::process::ExitCode;
+
+use seshat::client::Agent;
+use seshat::providers::Cancel;
+use seshat::store::ListFilter;
+
+use super::{Printer, report};
+use crate::{Context, compact, format};
+
+const HELP: &str = "\
+/compact [text]  compact now (summarise older turns), told what to keep
+/uncompact undo the latest compaction or trim pass (the originals were kept)
+/pin [seq] keep a message (default: the last) verbatim in every view
+/context   what fills the context window, by part
+/sessions  this project's recent sessions
+/memory    the memory this session started with
+/help      this list
+/exit      leave (Ctrl-D too); Ctrl-C stops an answer";
+
+pub fn run(
+    ctx: &Context,
+    agent: &mut Agent,
+    cancel: &Cancel,
+    poke: &dyn Fn(),
+    work: &crate::stop::Work,
+) -> anyhow::Result<ExitCode> {
+    let mut code = ExitCode::SUCCESS;
+    let mut editor = rustyline::DefaultEditor::new()?;
+    let history = ctx.dirs.data.join("chat-history.txt");
+    let _ = editor.load_history(&history);
+    eprintln!("seshat · session {} · {} · /help for commands", agent.session(), agent.model());
+    if let Ok(Some(c)) = agent.context_use() {
+        eprintln!("[{}]", c.status_line());
+    }
+    loop {
+        let line = match editor.readline("› ") {
+            Ok(line) => line,
+            Err(rustyline::error::ReadlineError::Interrupted) => continue,
+            Err(rustyline::error::ReadlineError::Eof) => break,
+            Err(e) => return Err(e.into()),
+        };
+        let input = line.trim();
+        if input.is_empty() {
+            continue;
+        }
+        let _ = editor.add_history_entry(input);
+        if input.starts_with('/') {
+            match command(agent, input) {
+                Ok(true) => continue,
+                Ok(false) => break,
+                Err(e) => {
+                    eprintln!("error: {}", format::visible(&format!("{e:#}")));
+                    continue;
+                }
+            }
+        }
+        cancel.reset();
+        let mut printer = Printer::new(true, agent.session());
+        work.begin();
+        let outcome = agent.turn(input, cancel, &mut printer);
+        let stopped = work.end();
+        printer.end_line();
+        poke();
+        match outcome {
+            Ok(o) => report(&o),
+            Err(e) => {
+                eprintln!("error [{}]: {}", e.code(), format::visible(&e.to_string()));
+                if let Some(hint) = crate::hints::hint_for(&e) {
+                    eprintln!("hint: {hint}");
+                }
+            }
+        }
+        if let Some(signal) = stopped {
+            code = ExitCode::from(crate::stop::exit_status(signal));
+            break;
+        }
+    }
+    if let Some(dir) = history.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let _ = editor.save_history(&history);
+    Ok(code)
+}
+
+/// Runs a slash command; `Ok(false)` ends the session.
+fn command(agent: &mut Agent, input: &str) -> anyhow::Result<bool> {
+    let name = input.split_whitespace().next().unwrap_or_default();
+    match name {
+        "/exit" | "/quit" => return Ok(false),
+        "/help" => eprintln!("{HELP}"),
+        "/compact" => {
+            let text = input.strip_prefix("/compact").unwrap_or_default().trim();
+            let report = agent.compact_with(false, (!text.is_empty()).then_some(text))?;
+            eprintln!("{}", compact::describe(agent.session(), &report));
+        }
+        "/uncompact" => {
+            let undone = agent.undo_compaction()?;
+            eprintln!("{}", compact::describe_undo(agent.session(), &undone));
+        }
+        "/pin" => {
+            let seq = match input.split_whitespace().nth(1) {
+                Some(n) => Some(n.parse::<u64>().map_err(|_| anyhow::anyhow!("/pin takes a message seq, not `{n}`"))?),
+                None => None,
+            };
+            let added = agent.pin(seq)?;
+            eprintln!("{}", super::super::sessions::describe_pin(&added));
+        }
+        "/context" => {
+            let rows = agent.context_breakdown()?;
+            let total: u64 = rows.iter().map(|(_, t)| t).sum();
+            for (label, tokens) in rows.iter().filter(|(_, t)| *t > 0) {
+                eprintln!("{:>8}  {label}", format::tokens(*tokens));
+            }
+            eprintln!("{:>8}  total (estimated)", format::tokens(total));
+            let (window, source) = agent.window();
+            eprintln!(
+                "window: {} tokens ({}); answers get up to {}",
+                format::tokens(window),
+                window_source(source),
+                format::tokens(u64::from(agent.max_output()))
+            );
+            for left in agent.left_out() {
+                eprintln!("left out to fit the window: {}", format::visible(left));
+            }
+            if let Some(c) = agent.context_use()? {
+                eprintln!("[{}]", c.status_line());
+            }
+        }
+        "/sessions" => {
+            let session = agent.session().to_string();
+            let project = agent.client().store().session(&session)?.project;
+            let store = agent.client().store();
+            let sessions = store.list_sessions(&ListFilter { project: Some(project), limit: Some(10) })?;
+            let ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
+            let short = store.short_ids(&ids)?;
+            for (s, id) in sessions.iter().zip(short) {
+                let title = s.title.as_deref().unwrap_or("(untitled)");
+                eprintln!(
+                    "{id}  {}  {:>4} msgs  {}",
+                    format::time(s.updated_at),
+                    s.message_count,
+                    format::clip(title, 60)
+                );
+            }
+        }
+        "/memory" => {
+            let session = agent.session().to_string();
+            let info = agent.client().store().session(&session)?;
+            match info.metadata["memory_context"]["text"].as_str().filter(|t| !t.is_empty()) {
+                Some(text) => eprintln!("{}", format::visible(text)),
+                None => eprintln!("(no memory was given to this session)"),
+            }
+        }
+        other => eprintln!("unknown command {}; /help lists them", format::plain(other)),
+    }
+    Ok(true)
+}
+
+/// Where a window came from, for people.
+fn window_source(source: seshat::window::WindowSource) -> &'static str {
+    use seshat::window::WindowSource as S;
+    match source {
+        S::Flag => "from --window",
+        S::Config => "from config.toml",
+        S::Learnt => "learnt from the server's refusal or truncation",
+        S::Table => "from the model table",
+        S::Discovered => "discovered from the server",
+        S::Assumed => "assumed: nothing said what it is; set it with --window",
+    }
+}

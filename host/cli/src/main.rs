@@ -1,0 +1,201 @@
+//! The `seshat` command-line interface: clap parsing and dispatch, one file per subcommand. A thin
+//! front end over the `seshat` library; errors and exit codes live here only.
+
+mod chat;
+mod compact;
+mod format;
+mod hints;
+mod knowledge;
+mod mcp;
+mod memory;
+mod plugins;
+mod serve;
+mod sessions;
+mod stop;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use seshat::config::Config;
+use seshat::paths::{self, Dirs};
+use seshat::plugins::{Catalog, Runtime};
+use seshat::store::Store;
+
+/// Seshat keeps an AI agent's memory: every conversation saved and resumable, each request kept
+/// inside the context window by compaction, and long-term notes.
+#[derive(Debug, Parser)]
+#[command(name = "seshat", version, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    /// Use this database file instead of the default (`$SESHAT_HOME/seshat.db`, else
+    /// `~/.local/share/seshat/seshat.db`).
+    #[arg(long, global = true, value_name = "PATH")]
+    db: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Talk to a model: streaming, tools, memory; every turn saved and resumable.
+    Chat(chat::Args),
+    /// List, show, export, import and delete saved sessions.
+    #[command(subcommand)]
+    Sessions(sessions::SessionsCommand),
+    /// Compact a session now: trim large tool results, summarise older messages.
+    Compact(compact::Args),
+    /// Show and edit long-term memory: notes and the knowledge graph.
+    Memory(memory::Args),
+    /// Serve the memory tools over MCP (stdio) for other agents.
+    Mcp(mcp::Args),
+    /// Serve Seshat's core over JSON-RPC on stdio, for programs in any language (the Go SDK).
+    Serve(serve::Args),
+    /// Documents the agent can search: add files and directories, list, remove, search.
+    #[command(subcommand)]
+    Knowledge(knowledge::KnowledgeCommand),
+    /// List, check and create plugins (trimmers, summarisers, providers).
+    #[command(subcommand)]
+    Plugins(plugins::PluginsCommand),
+}
+
+/// What every command may need: where files are and which project we are in.
+pub struct Context {
+    db: PathBuf,
+    dirs: Dirs,
+    /// The project key (the repository, else the current directory).
+    project: String,
+    /// The project key when inside a git repository (memory's notion of "inside a project").
+    repository: Option<String>,
+}
+
+impl Context {
+    fn from_cli(cli: &Cli) -> anyhow::Result<Self> {
+        let dirs = Dirs::from_env()?;
+        let db = cli.db.clone().unwrap_or_else(|| dirs.db_path());
+        let cwd = std::env::current_dir().context("cannot read the current directory")?;
+        Ok(Self { db, dirs, project: paths::project_key(&cwd), repository: paths::repository_key(&cwd) })
+    }
+
+    /// The user's and the project's configuration, merged.
+    fn config(&self) -> anyhow::Result<Config> {
+        Ok(Config::load(&self.dirs.config, Some(Path::new(&self.project)))?)
+    }
+
+    /// Every installed plugin.
+    fn catalog(&self) -> Catalog {
+        Catalog::discover(&self.dirs.config, Some(Path::new(&self.project)))
+    }
+
+    /// The plugin runtime, caching compiled plugins under the cache directory.
+    fn runtime(&self) -> Runtime {
+        Runtime::new(Some(self.dirs.cache.join("plugins")))
+    }
+
+    /// The library's environment for this directory and database, with a command's overrides.
+    fn environment(&self, overrides: seshat::client::Overrides) -> anyhow::Result<seshat::client::Environment> {
+        Ok(seshat::client::Environment::open(seshat::client::Overrides {
+            dirs: Some(self.dirs.clone()),
+            db: Some(self.db.clone()),
+            project: Some(self.project.clone()),
+            ..overrides
+        })?)
+    }
+
+    /// Opens the session database.
+    fn store(&self) -> anyhow::Result<Store> {
+        Ok(Store::open(&self.db)?)
+    }
+}
+
+/// The longest record (line) an import, `sessions append` or `serve` reads: `[store]
+/// max_record_mib`, else the reader's default.
+fn record_limit(config: &Config) -> usize {
+    config.store.max_record_bytes().unwrap_or(seshat::input::DEFAULT_MAX_RECORD_BYTES)
+}
+
+use format::visible;
+use hints::hint;
+
+/// Runs the parsed command.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    use nix::sys::signal::Signal::{SIGHUP, SIGINT, SIGTERM};
+    // Before any thread starts: the long-running commands receive their stop signals on a thread
+    // of their own and store what is in flight before they exit (chat reads Ctrl-C itself).
+    let signals = match &cli.command {
+        Command::Serve(_) | Command::Mcp(_) => Some(stop::block(&[SIGTERM, SIGINT, SIGHUP])?),
+        Command::Chat(_) => Some(stop::block(&[SIGTERM, SIGHUP])?),
+        _ => None,
+    };
+    let ctx = Context::from_cli(&cli)?;
+    match cli.command {
+        Command::Chat(args) => chat::run(&ctx, &args, signals),
+        Command::Sessions(cmd) => sessions::run(&ctx, cmd),
+        Command::Plugins(cmd) => plugins::run(&ctx, cmd),
+        Command::Memory(args) => memory::run(&ctx, &args),
+        Command::Compact(args) => compact::run(&ctx, &args),
+        Command::Mcp(args) => mcp::run(&ctx, &args, signals),
+        Command::Serve(args) => serve::run(&ctx, &args, signals),
+        Command::Knowledge(cmd) => knowledge::run(&ctx, cmd),
+    }
+}
+
+fn main() -> ExitCode {
+    let args = Cli::parse();
+    // Logs only when asked for (`RUST_LOG=debug`), on stderr; coloured only on a terminal and
+    // never under NO_COLOR (https://no-color.org: set and not empty).
+    if std::env::var_os("RUST_LOG").is_some() {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()) && !no_color)
+            .init();
+    }
+    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        seshat::store::on_migration_progress(migration_progress());
+    }
+    match run(args) {
+        Ok(code) => code,
+        Err(err) => {
+            if is_broken_pipe(&err) {
+                // The reader went away (`seshat sessions export | head`): not an error.
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("error: {}", visible(&format!("{err:#}")));
+            if let Some(hint) = hint(&err) {
+                eprintln!("hint: {hint}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    let broken = |io: &std::io::Error| io.kind() == std::io::ErrorKind::BrokenPipe;
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>().is_some_and(broken)
+            || matches!(e.downcast_ref::<seshat::store::Error>(), Some(seshat::store::Error::Io { cause, .. }) if broken(cause))
+    })
+}
+
+/// A progress bar on stderr for a long database upgrade (indexing the history of a big database).
+fn migration_progress() -> seshat::store::Progress {
+    let bar = std::sync::Mutex::new(None::<indicatif::ProgressBar>);
+    Box::new(move |what: &str, done: u64, total: u64| {
+        let Ok(mut bar) = bar.lock() else { return };
+        let bar = bar.get_or_insert_with(|| {
+            let bar = indicatif::ProgressBar::new(total);
+            let style = indicatif::ProgressStyle::with_template("{msg}: {pos}/{len} messages {wide_bar} {eta}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+            bar.set_style(style);
+            bar.set_message(what.to_string());
+            bar
+        });
+        bar.set_position(done);
+        if done >= total {
+            bar.finish();
+        }
+    })
+}

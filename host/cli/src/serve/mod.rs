@@ -1,0 +1,465 @@
+//! `seshat serve`: Seshat's core over JSON-RPC 2.0, one JSON object per line on stdio, for
+//! programs in any language (the Go SDK drives it). The protocol is `host/cli/docs/protocol.md`, with
+//! the JSON Schema the tests check recorded traffic against.
+//!
+//! One thread reads the client's lines and answers what is quick (sessions, memory, knowledge,
+//! config) at once; a turn runs in a thread of its own and streams notifications, so a client can
+//! interrupt it or work on other sessions meanwhile. The server calls the client back
+//! (`tool/call`) when the model uses a tool the client registered. One writer puts whole lines on
+//! stdout. At the input's end the turns in flight are interrupted (what arrived is stored, as
+//! Ctrl-C does) and the server exits. With `--listen unix:PATH` it serves several clients, each
+//! connection as stdio is served; a session is busy for all of them while one runs a turn in it.
+
+mod rpc;
+mod turns;
+
+use std::collections::HashMap;
+use std::io::{BufRead, Write as _};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+use super::Context;
+use rpc::{Outbox, RpcError};
+
+/// The protocol version `initialize` answers with.
+pub const PROTOCOL_VERSION: &str = "2026-12-01";
+
+/// Arguments of `serve`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Speaks JSON-RPC 2.0 on stdin/stdout, one object per line: see host/cli/docs/protocol.md.")]
+pub struct Args {
+    /// Serve several clients on a Unix socket instead of stdio: `unix:PATH` (created mode 0600).
+    #[arg(long, value_name = "unix:PATH")]
+    listen: Option<String>,
+}
+
+/// What a client registered at `initialize`, shared with the turns.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ClientSetup {
+    /// Tools the client runs (`tool/call`): name, description, JSON Schema.
+    pub(crate) tools: Vec<seshat::plugins::ToolSpec>,
+    /// `autoCompact` (default true).
+    pub(crate) auto_compact: Option<bool>,
+    /// `compactSummaryModel`.
+    pub(crate) summary_model: Option<String>,
+    /// `provider`.
+    pub(crate) provider: Option<String>,
+    /// `model`.
+    pub(crate) model: Option<String>,
+    /// `window`.
+    pub(crate) window: Option<u64>,
+}
+
+/// How long a stop signal waits for the turns in flight to store what they have.
+const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+pub fn run(ctx: &Context, args: &Args, signals: Option<super::stop::Signals>) -> anyhow::Result<ExitCode> {
+    let busy = turns::Busy::default();
+    if let Some(signals) = signals {
+        // As at the end of the input: every turn in flight is interrupted and stores what arrived.
+        let busy = busy.clone();
+        let socket = args.listen.as_deref().and_then(|a| a.strip_prefix("unix:")).map(std::path::PathBuf::from);
+        signals.on_stop(move |signal| {
+            let left = busy.stop_all(STOP_WAIT);
+            if left > 0 {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "seshat serve: {left} turn(s) still running after {} s; exiting",
+                    STOP_WAIT.as_secs()
+                );
+            }
+            if let Some(path) = socket {
+                let _ = std::fs::remove_file(path);
+            }
+            tracing::debug!(?signal, "stopped");
+            std::process::exit(0);
+        });
+    }
+    match &args.listen {
+        None => {
+            let stdin = std::io::stdin();
+            // The one client stopped reading: what is in flight is stored, and the server exits
+            // (its reading thread may be blocked on stdin).
+            let stuck = busy.clone();
+            let disconnect = Arc::new(move || {
+                stuck.stop_all(STOP_WAIT);
+                std::process::exit(1);
+            });
+            connection(ctx, stdin.lock(), std::io::stdout(), &busy, disconnect);
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(address) => {
+            let Some(path) = address.strip_prefix("unix:") else {
+                anyhow::bail!("--listen takes unix:PATH (a Unix socket), not `{address}`");
+            };
+            listen(ctx, std::path::Path::new(path), &busy)
+        }
+    }
+}
+
+/// Serves clients connecting to a Unix socket at `path` (mode 0600: only this user), each
+/// connection as stdio is served, until the process is stopped.
+fn listen(ctx: &Context, path: &std::path::Path, busy: &turns::Busy) -> anyhow::Result<ExitCode> {
+    if path.exists() {
+        // A socket left by a server that is gone; anything else is not ours to remove.
+        let stale = std::os::unix::net::UnixStream::connect(path).is_err()
+            && std::fs::symlink_metadata(path).is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()));
+        anyhow::ensure!(stale, "{} exists (another seshat serve, or not a socket): pick another path", path.display());
+        std::fs::remove_file(path)?;
+    }
+    let listener = bind_private(path).map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", path.display()))?;
+    eprintln!("seshat serve: listening on unix:{}", path.display());
+    std::thread::scope(|scope| {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let (Ok(reader), Ok(closer)) = (stream.try_clone(), stream.try_clone()) else { continue };
+            let disconnect = Arc::new(move || {
+                let _ = closer.shutdown(std::net::Shutdown::Both);
+            });
+            scope.spawn(move || connection(ctx, std::io::BufReader::new(reader), stream, busy, disconnect));
+        }
+    });
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Binds a Unix socket at `path` that only this user may connect to from the moment it exists:
+/// bound in a new private (0700) directory beside `path`, made 0600 there, then renamed into
+/// place — never visible under the process's umask, however permissive.
+fn bind_private(path: &std::path::Path) -> std::io::Result<std::os::unix::net::UnixListener> {
+    use std::os::unix::fs::PermissionsExt;
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    let private = tempfile::Builder::new().prefix(".seshat-listen-").tempdir_in(parent)?;
+    std::fs::set_permissions(private.path(), std::fs::Permissions::from_mode(0o700))?;
+    let staged = private.path().join("socket");
+    let listener = std::os::unix::net::UnixListener::bind(&staged)?;
+    std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o600))?;
+    std::fs::rename(&staged, path)?;
+    Ok(listener)
+}
+
+/// Serves one client: its lines from `reader`, the answers to `writer`. At the input's end its
+/// turns in flight are interrupted (each stores what arrived) and waited for; a tool call
+/// waiting for its answer fails at once.
+fn connection(
+    ctx: &Context,
+    mut reader: impl BufRead,
+    writer: impl std::io::Write + Send + 'static,
+    busy: &turns::Busy,
+    disconnect: Arc<dyn Fn() + Send + Sync>,
+) {
+    // The connection's configuration, read once (defaults when it cannot be read).
+    let env = ctx.environment(Default::default()).ok();
+    let config = env.as_ref().map(|e| e.config().clone()).unwrap_or_default();
+    let limit = crate::record_limit(&config);
+    let (outbox, lines) = Outbox::new(config.serve.max_unread_bytes(), disconnect);
+    let writing = std::thread::spawn(move || rpc::write_lines(lines, writer));
+    let pending: rpc::Pending = Arc::new(Mutex::new(HashMap::new()));
+    let mut server = Server {
+        ctx,
+        db: None,
+        knowledge: None,
+        recall: None,
+        // What the connection's memory calls write is embedded by a thread of its own (when
+        // memory or history is embedded), never delaying an answer.
+        background: env.as_ref().and_then(seshat::client::Environment::background),
+        env,
+        outbox: outbox.clone(),
+        pending: pending.clone(),
+        setup: None,
+        turns: turns::Turns::new(busy.clone()),
+    };
+    let mut line = Vec::new();
+    for number in 1.. {
+        match seshat::input::next_line(&mut reader, &mut line, limit) {
+            Ok(seshat::input::Line::End) | Err(_) => break,
+            Ok(seshat::input::Line::Read) => {}
+            Ok(seshat::input::Line::TooLong) => {
+                // Nothing of it is applied; the client is told, and the connection ends.
+                outbox.error(
+                    Value::Null,
+                    RpcError::invalid_request(format!(
+                        "line {number} is longer than {}, the longest line the server reads (`max_record_mib` \
+                         under [store] in config.toml): the connection is closed",
+                        seshat::input::describe_limit(limit)
+                    )),
+                );
+                break;
+            }
+        }
+        if outbox.overflowed() {
+            break;
+        }
+        let Ok(text) = std::str::from_utf8(&line) else {
+            outbox.error(Value::Null, RpcError::parse(format!("line {number} is not valid UTF-8: send JSON in UTF-8")));
+            continue;
+        };
+        let text = text.trim_end_matches(['\n', '\r']);
+        if text.trim().is_empty() {
+            continue;
+        }
+        server.line(text);
+    }
+    pending.lock().map(|mut p| p.clear()).ok();
+    server.turns.interrupt_all();
+    server.turns.join_all();
+    drop(server);
+    drop(outbox);
+    let _ = writing.join();
+}
+
+struct Server<'c> {
+    ctx: &'c Context,
+    /// The database, for the requests answered on the reading thread.
+    db: Option<seshat::store::Store>,
+    /// The document corpus, made on the first `knowledge/search` and kept: its embedder loaded
+    /// once, its vectors held in memory between searches.
+    knowledge: Option<seshat::retrieval::Knowledge>,
+    /// The library's environment for this connection (none when the configuration cannot be read).
+    env: Option<seshat::client::Environment>,
+    /// Hybrid memory search (when memory is embedded), made on the first memory call and kept.
+    recall: Option<Option<seshat::retrieval::Recall>>,
+    /// Embeds what the memory calls write, when memory is embedded.
+    background: Option<seshat::retrieval::queue::Background>,
+    outbox: Outbox,
+    pending: rpc::Pending,
+    setup: Option<ClientSetup>,
+    turns: turns::Turns,
+}
+
+impl Server<'_> {
+    fn line(&mut self, text: &str) {
+        let msg: Value = match serde_json::from_str(text) {
+            Ok(v) => v,
+            Err(e) => return self.outbox.error(Value::Null, RpcError::parse(format!("the line is not JSON: {e}"))),
+        };
+        let id = msg.get("id").cloned();
+        if id.as_ref().is_some_and(|id| !(id.is_string() || id.is_number() || id.is_null())) {
+            return self
+                .outbox
+                .error(Value::Null, RpcError::invalid_request("`id` must be a string or a number (JSON-RPC 2.0)"));
+        }
+        // A response to one of the server's own requests (`tool/call`).
+        if msg.get("method").is_none() && id.is_some() && (msg.get("result").is_some() || msg.get("error").is_some()) {
+            rpc::deliver(&self.pending, &msg);
+            return;
+        }
+        let Some(method) = msg.get("method").and_then(Value::as_str) else {
+            return self.outbox.error(
+                id.unwrap_or(Value::Null),
+                RpcError::invalid_request("a request needs a string `method` (and `jsonrpc`: \"2.0\")"),
+            );
+        };
+        if msg.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+            return self
+                .outbox
+                .error(id.unwrap_or(Value::Null), RpcError::invalid_request("`jsonrpc` must be \"2.0\""));
+        }
+        let params = msg.get("params").cloned().unwrap_or_else(|| json!({}));
+        let Some(id) = id else {
+            // Notifications the server understands: none change state yet.
+            return;
+        };
+        if method != "initialize" && self.setup.is_none() {
+            return self.outbox.error(id, RpcError::not_initialized());
+        }
+        match self.call(method, &params, id.clone()) {
+            Ok(Some(result)) => self.outbox.result(id, result),
+            Ok(None) => {} // answered later, by a worker
+            Err(e) => self.outbox.error(id, e),
+        }
+    }
+
+    /// Runs one method: `Ok(Some)` answers now, `Ok(None)` means a worker answers later.
+    fn call(&mut self, method: &str, params: &Value, id: Value) -> Result<Option<Value>, RpcError> {
+        let p = rpc::Params(params);
+        match method {
+            "initialize" => {
+                let tools = p.array_opt("tools")?.unwrap_or_default();
+                let mut specs = Vec::new();
+                for t in tools {
+                    let t = rpc::Params(&t);
+                    specs.push(seshat::plugins::ToolSpec {
+                        name: t.str("name")?.to_string(),
+                        description: t.str_opt("description")?.unwrap_or_default().to_string(),
+                        parameters: t
+                            .get("inputSchema")
+                            .map_or_else(|| json!({"type": "object"}), Clone::clone)
+                            .to_string(),
+                    });
+                }
+                self.setup = Some(ClientSetup {
+                    tools: specs,
+                    auto_compact: p.bool_opt("autoCompact")?,
+                    summary_model: p.str_opt("compactSummaryModel")?.map(str::to_string),
+                    provider: p.str_opt("provider")?.map(str::to_string),
+                    model: p.str_opt("model")?.map(str::to_string),
+                    window: p.u64_opt("window")?,
+                });
+                Ok(Some(json!({
+                    "protocolVersion": PROTOCOL_VERSION,
+                    "serverInfo": {"name": "seshat", "version": env!("CARGO_PKG_VERSION")},
+                    "capabilities": {"turns": true, "tools": true, "memory": true, "knowledge": true, "compaction": true}
+                })))
+            }
+            "session/new" => {
+                let project = self.ctx.project.clone();
+                let info = self
+                    .store()?
+                    .create_session(seshat::store::NewSession {
+                        project,
+                        title: p.str_opt("title")?.map(str::to_string),
+                        ..Default::default()
+                    })
+                    .map_err(RpcError::from_store)?;
+                Ok(Some(json!({"session": info})))
+            }
+            "session/list" => {
+                let all = p.bool_opt("all")?.unwrap_or(false);
+                let filter = seshat::store::ListFilter {
+                    project: (!all).then(|| self.ctx.project.clone()),
+                    limit: p.u64_opt("limit")?.map(|l| l as usize),
+                };
+                let sessions = self.store()?.list_sessions(&filter).map_err(RpcError::from_store)?;
+                Ok(Some(json!({"sessions": sessions})))
+            }
+            "session/get" => {
+                let store = &*self.store()?;
+                let id = store.resolve(p.str("session")?).map_err(RpcError::from_store)?;
+                let info = store.session(&id).map_err(RpcError::from_store)?;
+                let view = store.live_view(&id).map_err(RpcError::from_store)?;
+                let mut out = json!({"session": info, "view": view});
+                if p.bool_opt("full")?.unwrap_or(false) {
+                    out["history"] = serde_json::to_value(store.full_history(&id).map_err(RpcError::from_store)?)
+                        .unwrap_or_default();
+                }
+                Ok(Some(out))
+            }
+            "session/delete" => {
+                let id = self.store()?.resolve(p.str("session")?).map_err(RpcError::from_store)?;
+                if self.turns.busy(&id) {
+                    return Err(RpcError::busy(&id));
+                }
+                self.turns.forget(&id);
+                self.store()?.delete_session(&id).map_err(RpcError::from_store)?;
+                Ok(Some(json!({"deleted": id})))
+            }
+            "turn/start" => {
+                let session = self.store()?.resolve(p.str("session")?).map_err(RpcError::from_store)?;
+                let text = p.str("text")?.to_string();
+                if text.trim().is_empty() {
+                    return Err(RpcError::invalid_params("`text` is empty: give the user's message"));
+                }
+                let setup = self.setup.clone().unwrap_or_default();
+                let link = turns::Link { ctx: self.ctx, setup: &setup, outbox: &self.outbox, pending: &self.pending };
+                let turn = self.turns.start(link, &session, text)?;
+                Ok(Some(json!({"session": session, "turn": turn})))
+            }
+            "turn/interrupt" => {
+                let session = self.store()?.resolve(p.str("session")?).map_err(RpcError::from_store)?;
+                Ok(Some(json!({"interrupted": self.turns.interrupt(&session)})))
+            }
+            "session/compact" => {
+                let session = self.store()?.resolve(p.str("session")?).map_err(RpcError::from_store)?;
+                let instructions = p.str_opt("instructions")?.map(str::to_string);
+                let setup = self.setup.clone().unwrap_or_default();
+                let link = turns::Link { ctx: self.ctx, setup: &setup, outbox: &self.outbox, pending: &self.pending };
+                self.turns.compact(link, &session, instructions, id)?;
+                Ok(None)
+            }
+            "config/get" => {
+                let config = self.ctx.config().map_err(|e| RpcError::seshat("invalid_config", format!("{e:#}")))?;
+                Ok(Some(json!({
+                    "project": self.ctx.project,
+                    "database": self.ctx.db,
+                    "provider": config.plugins.provider,
+                    "model": config.chat.model,
+                    "autoCompact": config.chat.auto_compact.unwrap_or(true),
+                    "compactSummaryModel": config.chat.summary_model,
+                    "embedder": config.plugins.embedder,
+                })))
+            }
+            "knowledge/search" => {
+                if self.knowledge.is_none() {
+                    let k = super::knowledge::knowledge(self.ctx)
+                        .map_err(|e| RpcError::seshat("knowledge_failed", format!("{e:#}")))?;
+                    self.knowledge = Some(k);
+                }
+                let k = self.knowledge.as_mut().expect("just made");
+                let filter = seshat::store::KnowledgeFilter { project: &self.ctx.project, scope: None };
+                let limit = p.u64_opt("limit")?.unwrap_or(10).clamp(1, 100) as usize;
+                let found =
+                    k.search(filter, p.str("query")?, limit).map_err(|e| RpcError::seshat(e.code(), e.to_string()))?;
+                Ok(Some(serde_json::to_value(found).unwrap_or_default()))
+            }
+            "notes/set" | "notes/list" | "notes/search" => {
+                let scope = match p.str_opt("scope")? {
+                    None => None,
+                    Some(s) => Some(seshat::memory::Scope::parse(s).ok_or_else(|| {
+                        RpcError::invalid_params(format!("`scope` is `{s}`: give user, project or cross"))
+                    })?),
+                };
+                let ctx = self.ctx;
+                let store = self.store()?;
+                let mut memory = store.memory(ctx.repository.as_deref());
+                let failed = |e: seshat::memory::Error| RpcError::seshat("memory_failed", e.to_string());
+                // Setting and listing default to the user's notes; a search covers every scope.
+                let one = scope.unwrap_or(seshat::memory::Scope::User);
+                let out = match method {
+                    "notes/set" => {
+                        let key = p.str("key")?.trim();
+                        if key.is_empty() {
+                            return Err(RpcError::invalid_params("`key` is empty: name the note (e.g. \"style\")"));
+                        }
+                        json!({"note": memory.set_note(one, key, p.str("value")?).map_err(failed)?})
+                    }
+                    "notes/list" => json!({"notes": memory.notes(one).map_err(failed)?}),
+                    _ => json!({"notes": memory.search_notes(p.str("query")?, scope).map_err(failed)?}),
+                };
+                Ok(Some(out))
+            }
+            m if m.starts_with("memory/") => {
+                let tool = &m["memory/".len()..];
+                let ctx = self.ctx;
+                self.store()?;
+                let Server { db: Some(store), env, recall, background, .. } = self else {
+                    unreachable!("opened above")
+                };
+                let recall = recall.get_or_insert_with(|| env.as_ref().and_then(seshat::client::Environment::recall));
+                let mut memory = store.memory(ctx.repository.as_deref());
+                let answer = match recall.as_mut().filter(|r| r.memory()) {
+                    Some(r) => {
+                        let mut search =
+                            |m: &mut seshat::memory::Memory<'_>,
+                             q: &str,
+                             s: Option<seshat::memory::Scope>,
+                             n: usize| r.search_memory(m, q, s, n);
+                        seshat::memory::tools::run(&mut memory, tool, params, Some(&mut search))
+                    }
+                    None => seshat::memory::tools::run(&mut memory, tool, params, None),
+                };
+                if let Some(b) = background {
+                    b.poke();
+                }
+                match answer {
+                    Ok(out) => Ok(Some(out)),
+                    Err(seshat::memory::Error::UnknownTool(_)) => Err(RpcError::method_not_found(m)),
+                    Err(e @ seshat::memory::Error::InvalidArguments { .. }) => {
+                        Err(RpcError::invalid_params(e.to_string()))
+                    }
+                    Err(e) => Err(RpcError::seshat("memory_failed", e.to_string())),
+                }
+            }
+            other => Err(RpcError::method_not_found(other)),
+        }
+    }
+
+    /// The connection's database, opened on first use and kept (opening checks and migrates).
+    fn store(&mut self) -> Result<&mut seshat::store::Store, RpcError> {
+        if self.db.is_none() {
+            self.db = Some(seshat::store::Store::open(&self.ctx.db).map_err(RpcError::from_store)?);
+        }
+        Ok(self.db.as_mut().expect("just opened"))
+    }
+}

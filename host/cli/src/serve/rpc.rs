@@ -1,0 +1,248 @@
+//! JSON-RPC 2.0 framing for `seshat serve`: the one writer of stdout, errors with Seshat's stable
+//! codes, typed access to params, and the server's own requests waiting for the client's answer.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+
+use serde_json::{Value, json};
+
+/// JSON-RPC's error codes, and the one Seshat uses for its own failures (whose stable code is in
+/// `data.code`).
+pub(crate) mod code {
+    pub(crate) const PARSE: i64 = -32700;
+    pub(crate) const INVALID_REQUEST: i64 = -32600;
+    pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
+    pub(crate) const INVALID_PARAMS: i64 = -32602;
+    pub(crate) const NOT_INITIALIZED: i64 = -32002;
+    pub(crate) const SESHAT: i64 = -32000;
+}
+
+/// An error answer.
+#[derive(Debug, Clone)]
+pub(crate) struct RpcError {
+    pub(crate) code: i64,
+    pub(crate) message: String,
+    /// Seshat's stable code (`session_busy`, `compact_full`, `session_not_found`, …).
+    pub(crate) seshat: &'static str,
+    seshat_owned: Option<String>,
+}
+
+impl RpcError {
+    fn new(code: i64, seshat: &'static str, message: impl Into<String>) -> Self {
+        RpcError { code, message: message.into(), seshat, seshat_owned: None }
+    }
+    pub(crate) fn parse(m: String) -> Self {
+        Self::new(code::PARSE, "parse_error", m)
+    }
+    pub(crate) fn invalid_request(m: impl Into<String>) -> Self {
+        Self::new(code::INVALID_REQUEST, "invalid_request", m)
+    }
+    pub(crate) fn invalid_params(m: impl Into<String>) -> Self {
+        Self::new(code::INVALID_PARAMS, "invalid_params", m)
+    }
+    pub(crate) fn method_not_found(method: &str) -> Self {
+        Self::new(
+            code::METHOD_NOT_FOUND,
+            "method_not_found",
+            format!("there is no method `{method}`: host/cli/docs/protocol.md lists them"),
+        )
+    }
+    pub(crate) fn not_initialized() -> Self {
+        Self::new(
+            code::NOT_INITIALIZED,
+            "not_initialized",
+            "Server not initialized: send an `initialize` request first",
+        )
+    }
+    pub(crate) fn busy(session: &str) -> Self {
+        Self::new(
+            code::SESHAT,
+            "session_busy",
+            format!("session {session} has a turn in flight: wait for its turn/completed, or send turn/interrupt"),
+        )
+    }
+    /// One of Seshat's own failures, with its stable code.
+    pub(crate) fn seshat(stable: &str, message: impl Into<String>) -> Self {
+        RpcError { code: code::SESHAT, message: message.into(), seshat: "", seshat_owned: Some(stable.to_string()) }
+    }
+    #[allow(clippy::needless_pass_by_value, reason = "the shape `map_err` takes")]
+    pub(crate) fn from_store(e: seshat::store::Error) -> Self {
+        Self::seshat(e.code(), e.to_string())
+    }
+    /// The stable code.
+    pub(crate) fn stable(&self) -> &str {
+        self.seshat_owned.as_deref().unwrap_or(self.seshat)
+    }
+    fn into_json(self) -> Value {
+        let stable = self.stable().to_string();
+        json!({"code": self.code, "message": self.message, "data": {"code": stable}})
+    }
+}
+
+/// The lines to write, in order, by the one writer — bounded: a client that leaves more than
+/// [`Outbox`]'s limit unread is told so (as far as it still reads) and disconnected, and nothing
+/// more is queued for it.
+#[derive(Clone)]
+pub(crate) struct Outbox {
+    tx: mpsc::Sender<String>,
+    /// Bytes queued and not yet written.
+    queued: Arc<AtomicUsize>,
+    /// Set once the limit was passed: nothing more is queued.
+    overflowed: Arc<AtomicBool>,
+    limit: usize,
+    /// Ends the connection (run once, on a thread of its own).
+    disconnect: Arc<dyn Fn() + Send + Sync>,
+}
+
+/// The writer's side of an [`Outbox`].
+pub(crate) struct Lines {
+    rx: mpsc::Receiver<String>,
+    queued: Arc<AtomicUsize>,
+}
+
+impl Outbox {
+    /// An outbox holding at most `limit` unwritten bytes; past it, `disconnect` runs.
+    pub(crate) fn new(limit: usize, disconnect: Arc<dyn Fn() + Send + Sync>) -> (Self, Lines) {
+        let (tx, rx) = mpsc::channel();
+        let queued = Arc::new(AtomicUsize::new(0));
+        let outbox =
+            Outbox { tx, queued: queued.clone(), overflowed: Arc::new(AtomicBool::new(false)), limit, disconnect };
+        (outbox, Lines { rx, queued })
+    }
+
+    /// Whether the client was disconnected for leaving too much unread.
+    pub(crate) fn overflowed(&self) -> bool {
+        self.overflowed.load(Ordering::SeqCst)
+    }
+
+    fn send(&self, message: serde_json::Map<String, Value>) {
+        if self.overflowed() {
+            return;
+        }
+        let line = Value::Object(message).to_string();
+        let queued = self.queued.fetch_add(line.len() + 1, Ordering::SeqCst) + line.len() + 1;
+        if queued <= self.limit {
+            let _ = self.tx.send(line);
+            return;
+        }
+        if self.overflowed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let why = format!(
+            "the client left more than {} of answers unread: the connection is closed",
+            seshat::input::describe_limit(self.limit)
+        );
+        // Never a panic if stderr is gone (eprintln! would panic and take this thread with it).
+        let _ = writeln!(std::io::stderr(), "seshat serve: {why}");
+        let m = Self::message([("id", Value::Null), ("error", RpcError::seshat("outbox_full", why).into_json())]);
+        let _ = self.tx.send(Value::Object(m).to_string());
+        let disconnect = self.disconnect.clone();
+        std::thread::spawn(move || disconnect());
+    }
+    /// A message with `jsonrpc` and the given fields, in order.
+    fn message(fields: [(&str, Value); 2]) -> serde_json::Map<String, Value> {
+        let mut m = serde_json::Map::new();
+        m.insert("jsonrpc".into(), "2.0".into());
+        for (k, v) in fields {
+            m.insert(k.into(), v);
+        }
+        m
+    }
+    pub(crate) fn result(&self, id: Value, result: Value) {
+        self.send(Self::message([("id", id), ("result", result)]));
+    }
+    pub(crate) fn error(&self, id: Value, e: RpcError) {
+        self.send(Self::message([("id", id), ("error", e.into_json())]));
+    }
+    pub(crate) fn notify(&self, method: &str, params: Value) {
+        self.send(Self::message([("method", method.into()), ("params", params)]));
+    }
+    /// Sends the server's own request `method` and returns where its answer arrives.
+    pub(crate) fn request(&self, pending: &Pending, method: &str, params: Value) -> mpsc::Receiver<Value> {
+        let (tx, rx) = mpsc::channel();
+        let id = {
+            let mut p = pending.lock().expect("the pending map is never poisoned");
+            let id = format!("s{}", next_id());
+            p.insert(id.clone(), tx);
+            id
+        };
+        let mut m = Self::message([("id", id.into()), ("method", method.into())]);
+        m.insert("params".into(), params);
+        self.send(m);
+        rx
+    }
+}
+
+/// The next id of a request the server sends: unique for the life of the process, so an answer
+/// can only reach the request it answers (an id derived from how many are pending would be given
+/// again while an older request with it still waits).
+fn next_id() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The server's requests waiting for the client: id → where the answer goes.
+pub(crate) type Pending = Arc<Mutex<HashMap<String, mpsc::Sender<Value>>>>;
+
+/// Hands the client's answer to the request waiting for it (an unknown id is dropped).
+pub(crate) fn deliver(pending: &Pending, msg: &Value) {
+    let Some(id) = msg["id"].as_str() else { return };
+    if let Some(tx) = pending.lock().expect("the pending map is never poisoned").remove(id) {
+        let _ = tx.send(msg.clone());
+    }
+}
+
+/// Writes each line whole, flushed, to `out` until every sender is gone.
+pub(crate) fn write_lines(lines: Lines, mut out: impl Write) {
+    for line in lines.rx {
+        if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
+            break;
+        }
+        lines.queued.fetch_sub(line.len() + 1, Ordering::SeqCst);
+    }
+}
+
+/// A request's params, read with errors that name the field.
+pub(crate) struct Params<'a>(pub(crate) &'a Value);
+
+impl Params<'_> {
+    pub(crate) fn get(&self, key: &str) -> Option<&Value> {
+        self.0.get(key).filter(|v| !v.is_null())
+    }
+    pub(crate) fn str(&self, key: &str) -> Result<&str, RpcError> {
+        self.str_opt(key)?.ok_or_else(|| RpcError::invalid_params(format!("`{key}` is missing: it is a string")))
+    }
+    pub(crate) fn str_opt(&self, key: &str) -> Result<Option<&str>, RpcError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(other) => Err(RpcError::invalid_params(format!("`{key}` must be a string, not {other}"))),
+        }
+    }
+    pub(crate) fn bool_opt(&self, key: &str) -> Result<Option<bool>, RpcError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(other) => Err(RpcError::invalid_params(format!("`{key}` must be true or false, not {other}"))),
+        }
+    }
+    pub(crate) fn u64_opt(&self, key: &str) -> Result<Option<u64>, RpcError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .map(Some)
+                .ok_or_else(|| RpcError::invalid_params(format!("`{key}` must be a whole number, not {v}"))),
+        }
+    }
+    pub(crate) fn array_opt(&self, key: &str) -> Result<Option<Vec<Value>>, RpcError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Array(a)) => Ok(Some(a.clone())),
+            Some(other) => Err(RpcError::invalid_params(format!("`{key}` must be a list, not {other}"))),
+        }
+    }
+}

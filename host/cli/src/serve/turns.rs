@@ -1,0 +1,335 @@
+//! The sessions `seshat serve` runs turns in: one agent per session, opened on its first turn and
+//! kept by the session's worker thread, which runs its turns and compactions one at a time. While
+//! one runs, the session is claimed, so a second `turn/start` on it meanwhile is `session_busy`.
+//! A turn streams notifications and ends with `turn/completed`; a tool the client registered is
+//! run by asking the client (`tool/call`) and waiting for its answer.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, mpsc};
+use std::thread::JoinHandle;
+
+use serde_json::{Value, json};
+use seshat::client::{Agent, Observer, SessionChoice, Tool};
+use seshat::compaction::{Report, Starting};
+use seshat::plugins::{StreamEvent, ToolSpec};
+use seshat::providers::Cancel;
+
+use super::rpc::{Outbox, Pending, RpcError};
+use super::{ClientSetup, Context};
+
+/// Set when the server is stopping: a tool call waiting for its client gives up.
+static STOPPING: AtomicBool = AtomicBool::new(false);
+
+/// A turn or a compaction, run by a session's worker with its agent.
+type Job = Box<dyn FnOnce(&mut Agent) + Send>;
+
+/// One session's worker: a thread that owns the session's agent and runs its jobs one after
+/// another (kept between turns, so a turn starts without spawning a thread).
+struct Slot {
+    jobs: mpsc::Sender<Job>,
+    worker: JoinHandle<()>,
+    /// The cancel switch of the last job this connection gave it.
+    cancel: Cancel,
+}
+
+/// What a connection's turns need of it: the command's context, what the client registered,
+/// where lines go, and the client's pending answers.
+#[derive(Clone, Copy)]
+pub(super) struct Link<'a> {
+    pub(super) ctx: &'a Context,
+    pub(super) setup: &'a ClientSetup,
+    pub(super) outbox: &'a Outbox,
+    pub(super) pending: &'a Pending,
+}
+
+/// The sessions with a turn or compaction in flight, across every connection of the server, each
+/// with the cancel switch of its job: any connection may interrupt it, and a signal interrupts
+/// them all.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Busy(Arc<(Mutex<HashMap<String, Cancel>>, Condvar)>);
+
+impl Busy {
+    /// Claims `session` with a fresh cancel switch; `None` when a turn or compaction holds it (on
+    /// any connection). The claim ends when it is dropped, even if the job panics.
+    fn claim(&self, session: &str) -> Option<Claim> {
+        let mut held = self.0.0.lock().expect("never poisoned");
+        if held.contains_key(session) {
+            return None;
+        }
+        let cancel = Cancel::default();
+        held.insert(session.to_string(), cancel.clone());
+        Some(Claim { busy: self.clone(), session: session.to_string(), cancel })
+    }
+
+    fn contains(&self, session: &str) -> bool {
+        self.0.0.lock().expect("never poisoned").contains_key(session)
+    }
+
+    /// Interrupts `session`'s job, whichever connection started it; whether one was running.
+    pub(super) fn interrupt(&self, session: &str) -> bool {
+        let held = self.0.0.lock().expect("never poisoned");
+        held.get(session).inspect(|c| c.cancel()).is_some()
+    }
+
+    /// The server is stopping: tool calls waiting for their client give up, every job in flight
+    /// is interrupted, and this waits (up to `wait`) until each has stored what it had and
+    /// released its session; returns how many had not finished by then.
+    pub(super) fn stop_all(&self, wait: std::time::Duration) -> usize {
+        STOPPING.store(true, Ordering::SeqCst);
+        let (lock, released) = &*self.0;
+        let held = lock.lock().expect("never poisoned");
+        for cancel in held.values() {
+            cancel.cancel();
+        }
+        let (held, _) = released.wait_timeout_while(held, wait, |h| !h.is_empty()).expect("never poisoned");
+        held.len()
+    }
+}
+
+/// A session held by one job; released when dropped.
+struct Claim {
+    busy: Busy,
+    session: String,
+    cancel: Cancel,
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        let (lock, released) = &*self.busy.0;
+        lock.lock().map(|mut b| b.remove(&self.session)).ok();
+        released.notify_all();
+    }
+}
+
+/// The sessions with agents (of one connection).
+pub(super) struct Turns {
+    slots: HashMap<String, Slot>,
+    next: u64,
+    busy: Busy,
+}
+
+impl Turns {
+    /// A connection's turns, sharing the server's `busy` sessions.
+    pub(super) fn new(busy: Busy) -> Self {
+        Turns { slots: HashMap::new(), next: 0, busy }
+    }
+
+    /// Whether `session` has a turn or compaction in flight (on this connection or another).
+    pub(super) fn busy(&self, session: &str) -> bool {
+        self.busy.contains(session)
+    }
+
+    /// Drops a session's worker and agent (the session was deleted).
+    pub(super) fn forget(&mut self, session: &str) {
+        self.slots.remove(session);
+    }
+
+    /// Claims `session` and hands `job` to its worker, started (with the agent opened from what
+    /// the client asked for) on first use or after it died.
+    fn run(
+        &mut self,
+        link: Link<'_>,
+        session: &str,
+        job: impl FnOnce(&mut Agent, Cancel, Claim) + Send + 'static,
+    ) -> Result<(), RpcError> {
+        let claim = self.busy.claim(session).ok_or_else(|| RpcError::busy(session))?;
+        if self.slots.get(session).is_some_and(|s| s.worker.is_finished()) {
+            self.slots.remove(session);
+        }
+        if !self.slots.contains_key(session) {
+            let mut agent = open_agent(link, session)?;
+            let (jobs, queue) = mpsc::channel::<Job>();
+            let worker = std::thread::spawn(move || {
+                for job in queue {
+                    job(&mut agent);
+                }
+            });
+            self.slots.insert(session.to_string(), Slot { jobs, worker, cancel: Cancel::default() });
+        }
+        let slot = self.slots.get_mut(session).expect("made above");
+        let cancel = claim.cancel.clone();
+        slot.cancel = cancel.clone();
+        slot.jobs
+            .send(Box::new(move |agent| job(agent, cancel, claim)))
+            .map_err(|_| RpcError::seshat("internal_error", "the session's worker stopped; try again"))
+    }
+
+    /// Starts a turn of `session` with the user's `text`; returns the turn's id at once.
+    pub(super) fn start(&mut self, link: Link<'_>, session: &str, text: String) -> Result<u64, RpcError> {
+        tracing::trace!(session, "turn/start");
+        self.next += 1;
+        let turn = self.next;
+        let (outbox, session_id) = (link.outbox.clone(), session.to_string());
+        self.run(link, session, move |agent, cancel, claim| {
+            let mut notifier = Notifier { outbox: outbox.clone(), session: session_id.clone(), turn };
+            let outcome = agent.turn(&text, &cancel, &mut notifier);
+            let params = match outcome {
+                Ok(o) => json!({"session": session_id, "turn": turn, "outcome": o}),
+                Err(e) => json!({"session": session_id, "turn": turn, "outcome": {
+                    "session": session_id, "error": e.to_string(), "error_code": e.code(), "interrupted": false}}),
+            };
+            // Free before the answer, so a request that follows it finds the session free.
+            drop(claim);
+            outbox.notify("turn/completed", params);
+        })?;
+        Ok(turn)
+    }
+
+    /// Compacts `session` now (with `instructions`); the answer to request `id` comes when done.
+    pub(super) fn compact(
+        &mut self,
+        link: Link<'_>,
+        session: &str,
+        instructions: Option<String>,
+        id: Value,
+    ) -> Result<(), RpcError> {
+        let outbox = link.outbox.clone();
+        self.run(link, session, move |agent, _cancel, claim| {
+            let report = agent.compact_with(false, instructions.as_deref());
+            drop(claim);
+            match report {
+                Ok(report) => outbox.result(id, json!({"report": report})),
+                Err(e) => outbox.error(id, RpcError::seshat(e.code(), e.to_string())),
+            }
+        })
+    }
+
+    /// Interrupts `session`'s turn, whichever connection started it; whether one was running.
+    pub(super) fn interrupt(&self, session: &str) -> bool {
+        self.busy.interrupt(session)
+    }
+
+    /// Interrupts every turn this connection started (the client went away).
+    pub(super) fn interrupt_all(&mut self) {
+        for slot in self.slots.values() {
+            slot.cancel.cancel();
+        }
+    }
+
+    /// Waits for every turn to store what it has, and stops the workers.
+    pub(super) fn join_all(&mut self) {
+        for (_, slot) in self.slots.drain() {
+            drop(slot.jobs);
+            let _ = slot.worker.join();
+        }
+    }
+}
+
+/// Opens `session`'s agent with what the client asked for and the client's tools.
+fn open_agent(link: Link<'_>, session: &str) -> Result<Agent, RpcError> {
+    let Link { ctx, setup, outbox, pending } = link;
+    let flags = crate::chat::AgentFlags {
+        session: SessionChoice::Resume(session.to_string()),
+        provider: setup.provider.clone(),
+        model: setup.model.clone(),
+        window: setup.window,
+        max_output: None,
+        no_auto_compact: setup.auto_compact == Some(false),
+        summary_model: setup.summary_model.clone(),
+        max_iterations: None,
+        no_stream: false,
+    };
+    let tools: Vec<Box<dyn Tool>> = setup
+        .tools
+        .iter()
+        .map(|spec| {
+            Box::new(ClientTool {
+                spec: spec.clone(),
+                outbox: outbox.clone(),
+                pending: pending.clone(),
+                session: session.to_string(),
+            }) as Box<dyn Tool>
+        })
+        .collect();
+    match crate::chat::open_agent_with(ctx, &flags, tools) {
+        Ok(Ok(agent)) => Ok(agent),
+        Ok(Err(message)) => Err(RpcError::seshat("provider_not_configured", message)),
+        Err(e) => {
+            let code = e.downcast_ref::<seshat::client::Error>().map_or("open_failed", |e| e.code()).to_string();
+            Err(RpcError::seshat(&code, format!("{e:#}")))
+        }
+    }
+}
+
+/// Streams a turn's progress to the client as notifications.
+struct Notifier {
+    outbox: Outbox,
+    session: String,
+    turn: u64,
+}
+
+impl Observer for Notifier {
+    fn event(&mut self, event: &StreamEvent) {
+        self.outbox.notify("turn/event", json!({"session": self.session, "turn": self.turn, "event": event}));
+    }
+
+    fn compaction_started(&mut self, starting: &Starting) {
+        self.outbox.notify(
+            "turn/compactionStarted",
+            json!({"session": self.session, "turn": self.turn, "trigger": starting.trigger, "tokens": starting.tokens, "window": starting.window}),
+        );
+    }
+
+    fn compaction(&mut self, report: &Report) {
+        self.outbox.notify("turn/compaction", json!({"session": self.session, "turn": self.turn, "report": report}));
+    }
+
+    fn tool_call(&mut self, name: &str, arguments: &str) {
+        self.outbox.notify(
+            "turn/toolCall",
+            json!({"session": self.session, "turn": self.turn, "name": name, "arguments": arguments}),
+        );
+    }
+
+    fn tool_result(&mut self, name: &str, content: &str, is_error: bool) {
+        self.outbox.notify(
+            "turn/toolResult",
+            json!({"session": self.session, "turn": self.turn, "name": name, "content": content, "isError": is_error}),
+        );
+    }
+
+    fn warning(&mut self, message: &str) {
+        self.outbox.notify("turn/warning", json!({"session": self.session, "turn": self.turn, "message": message}));
+    }
+}
+
+/// A tool the client registered: run by asking the client.
+struct ClientTool {
+    spec: ToolSpec,
+    outbox: Outbox,
+    pending: Pending,
+    session: String,
+}
+
+impl Tool for ClientTool {
+    fn spec(&self) -> ToolSpec {
+        self.spec.clone()
+    }
+
+    fn call(&mut self, arguments: &Value) -> Result<String, String> {
+        let rx = self.outbox.request(
+            &self.pending,
+            "tool/call",
+            json!({"session": self.session, "name": self.spec.name, "arguments": arguments}),
+        );
+        let answer = loop {
+            match rx.recv_timeout(std::time::Duration::from_millis(100)) {
+                Ok(answer) => break answer,
+                Err(mpsc::RecvTimeoutError::Timeout) if !STOPPING.load(Ordering::SeqCst) => {}
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    return Err(format!("seshat serve stopped before the client answered `{}`", self.spec.name));
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(format!("the client that registered `{}` went away before answering", self.spec.name));
+                }
+            }
+        };
+        if let Some(e) = answer.get("error") {
+            return Err(e["message"].as_str().unwrap_or("the client's tool failed").to_string());
+        }
+        let result = &answer["result"];
+        let content = result["content"].as_str().unwrap_or_default().to_string();
+        if result["isError"] == true { Err(content) } else { Ok(content) }
+    }
+}

@@ -1,0 +1,199 @@
+//! `seshat sessions show`.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use serde::Serialize;
+use seshat::conversation::Part;
+use seshat::store::{Compaction, CompactionStatus, Message, Origin, SessionInfo, Trim};
+
+use crate::{Context, format};
+
+/// Arguments of `sessions show`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The session id, or any unique prefix of it.
+    id: String,
+    /// Show every original message and every compaction and trim record, not the live view.
+    #[arg(long)]
+    full: bool,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Full {
+    session: SessionInfo,
+    messages: Vec<Message>,
+    compactions: Vec<Compaction>,
+    trims: Vec<Trim>,
+}
+
+pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
+    let store = ctx.store()?;
+    let id = store.resolve(&args.id)?;
+    let mut out = format::stdout();
+    if args.full {
+        let full = Full {
+            session: store.session(&id)?,
+            messages: store.full_history(&id)?,
+            compactions: store.compactions(&id)?,
+            trims: store.trims(&id)?,
+        };
+        if args.json {
+            format::json(&mut out, &full)?;
+        } else {
+            render_full(&mut out, &full)?;
+        }
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let view = store.live_view(&id)?;
+    if args.json {
+        format::json(&mut out, &view)?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    header(&mut out, &view.session)?;
+    if let Some(c) = &view.compaction {
+        writeln!(
+            out,
+            "Live view: compacted at message #{} (kept from #{}); `--full` shows the original history.",
+            c.through_seq,
+            c.first_kept_seq.unwrap_or(c.through_seq + 1),
+        )?;
+    }
+    for entry in &view.entries {
+        let label = match (entry.origin, entry.seq) {
+            (Origin::Summary, _) => "summary of the compacted history".to_string(),
+            (Origin::Pinned, Some(seq)) => format!("{} #{seq} (pinned: the latest request)", entry.role.as_str()),
+            (_, seq) if entry.pinned => format!("{} #{} (pinned)", entry.role.as_str(), seq.unwrap_or_default()),
+            (_, seq) => format!("{} #{}", entry.role.as_str(), seq.unwrap_or_default()),
+        };
+        rule(&mut out, &label, entry.status.as_str())?;
+        parts(&mut out, &entry.parts)?;
+        for t in &entry.trims {
+            writeln!(out, "  (part {} trimmed: {} → {} bytes)", t.part, t.original_size, t.new_size)?;
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn header(out: &mut dyn Write, s: &SessionInfo) -> std::io::Result<()> {
+    writeln!(out, "Session {}  {}", s.id, s.title.as_deref().unwrap_or("(untitled)"))?;
+    let model = match (&s.provider, &s.model) {
+        (Some(p), Some(m)) => format!("{p}/{m}"),
+        (None, Some(m)) => m.clone(),
+        (Some(p), None) => p.clone(),
+        (None, None) => "-".into(),
+    };
+    writeln!(
+        out,
+        "project {}  model {}  messages {}  context {}  updated {}",
+        s.project,
+        model,
+        s.message_count,
+        format::context_use(s.context_tokens, s.context_window),
+        format::time(s.updated_at),
+    )?;
+    writeln!(
+        out,
+        "tokens in {} out {} cache read {} cache write {}",
+        s.totals.input_tokens, s.totals.output_tokens, s.totals.cache_read_tokens, s.totals.cache_creation_tokens,
+    )
+}
+
+fn rule(out: &mut dyn Write, label: &str, status: &str) -> std::io::Result<()> {
+    if status == "complete" {
+        writeln!(out, "\n── {label} ──")
+    } else {
+        writeln!(out, "\n── {label} [{status}] ──")
+    }
+}
+
+fn parts(out: &mut dyn Write, parts: &[Part]) -> std::io::Result<()> {
+    for part in parts {
+        match part {
+            Part::Text { text } => writeln!(out, "{text}")?,
+            Part::ToolCall { id, name, arguments } => writeln!(out, "→ call {name} ({id}) {arguments}")?,
+            Part::ToolResult { call_id, content, is_error } => {
+                let kind = if *is_error { "error" } else { "result" };
+                writeln!(out, "← {kind} for {call_id}:\n{content}")?;
+            }
+            Part::Thinking { text, signature } => {
+                let signed = if signature.is_some() { ", signed" } else { "" };
+                writeln!(out, "(thinking{signed}) {text}")?;
+            }
+            Part::RedactedThinking { data } => writeln!(out, "(redacted thinking, {} bytes)", data.len())?,
+        }
+    }
+    Ok(())
+}
+
+fn render_full(out: &mut dyn Write, full: &Full) -> std::io::Result<()> {
+    header(out, &full.session)?;
+    writeln!(
+        out,
+        "Full history: {} messages, {} compactions, {} trims.",
+        full.messages.len(),
+        full.compactions.len(),
+        full.trims.len()
+    )?;
+    let mut compactions = full.compactions.iter().peekable();
+    for m in &full.messages {
+        rule(out, &format!("{} #{}", m.role.as_str(), m.seq), m.status.as_str())?;
+        parts(out, &m.parts)?;
+        for t in full.trims.iter().filter(|t| t.seq == m.seq) {
+            writeln!(
+                out,
+                "  [trim of part {} at {}: {} → {} bytes, the live view shows: {}]",
+                t.part,
+                format::time(t.created_at),
+                t.original_size,
+                t.new_size,
+                format::clip(&t.replacement, 120),
+            )?;
+        }
+        while let Some(c) = compactions.next_if(|c| c.through_seq <= m.seq) {
+            compaction(out, c)?;
+        }
+    }
+    for c in compactions {
+        compaction(out, c)?;
+    }
+    Ok(())
+}
+
+fn compaction(out: &mut dyn Write, c: &Compaction) -> std::io::Result<()> {
+    let trigger = match c.trigger {
+        seshat::store::CompactionTrigger::Auto => "auto",
+        seshat::store::CompactionTrigger::Manual => "manual",
+    };
+    match c.status {
+        CompactionStatus::Ok => {
+            writeln!(
+                out,
+                "\n══ compaction ({trigger}) through #{}: {} → {} tokens, kept from #{}{}, model {} ══",
+                c.through_seq,
+                c.tokens_before,
+                c.tokens_after.map_or("?".into(), |t| t.to_string()),
+                c.first_kept_seq.unwrap_or(c.through_seq + 1),
+                c.pinned_seq.map_or(String::new(), |p| format!(", pinned #{p}")),
+                c.model.as_deref().unwrap_or("-"),
+            )?;
+            if let Some(e) = &c.error {
+                // Used, but counted as a failure (a summary that freed too little).
+                writeln!(out, "(counted as a failed compaction: {e})")?;
+            }
+            writeln!(out, "{}", c.summary.as_deref().unwrap_or_default())
+        }
+        CompactionStatus::Failed => writeln!(
+            out,
+            "\n══ compaction ({trigger}) through #{} failed: {} ══",
+            c.through_seq,
+            c.error.as_deref().unwrap_or("no reason recorded")
+        ),
+    }
+}

@@ -1,0 +1,37 @@
+//! Integration tests of the `seshat` crate and binary: one test binary, one module per area.
+
+// Test helpers take JSON by value so call sites can pass `json!(…)` inline.
+#![allow(clippy::needless_pass_by_value)]
+
+mod architecture;
+mod bounds;
+mod chat;
+mod chat_signals;
+mod cli;
+mod compaction;
+mod concurrency;
+mod crash;
+mod database;
+mod fidelity;
+mod foreign;
+mod foreign_client;
+mod history;
+mod hostile;
+mod ids;
+mod in_async;
+mod kills;
+mod knowledge;
+mod local;
+mod memory;
+mod memory_cli;
+mod migrations;
+mod pins;
+mod plugins;
+mod plugins_cli;
+mod plugins_test;
+mod props;
+mod recall;
+mod serve;
+mod stop;
+mod store;
+mod support;

@@ -1,0 +1,796 @@
+//! `seshat serve` as a process: JSON-RPC over real stdio against a loopback OpenAI-compatible
+//! server; every line either side writes is checked against host/cli/docs/protocol.schema.json.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::chat::{KEY, home_for};
+use crate::support::Home;
+use crate::support::server::{Reply, Server, openai};
+
+/// Every line of a conversation: whether the client wrote it (`None`: invalid on purpose), and
+/// the line.
+type Traffic = Arc<Mutex<Vec<(Option<bool>, Value)>>>;
+
+/// A `seshat serve` child and every line of the conversation with it.
+pub struct ServeClient {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<Value>,
+    /// Every line, with whether the client wrote it (`None`: a line the test made invalid on
+    /// purpose, not checked).
+    traffic: Traffic,
+    next: u64,
+    /// Lines read while waiting for something else.
+    backlog: Vec<Value>,
+}
+
+impl ServeClient {
+    pub fn start(home: &Home) -> Self {
+        let mut child = home
+            .cmd()
+            .env("OPENAI_API_KEY", KEY)
+            .env("SESHAT_CACHE_DIR", crate::support::shared_cache().parent().unwrap().join("chat-cache"))
+            .arg("serve")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn seshat serve");
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let traffic = Arc::new(Mutex::new(Vec::new()));
+        let (tx, lines) = mpsc::channel();
+        let seen = traffic.clone();
+        std::thread::spawn(move || {
+            for line in stdout.lines() {
+                let Ok(line) = line else { break };
+                let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+                seen.lock().unwrap().push((Some(false), v.clone()));
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        ServeClient { child, stdin, lines, traffic, next: 0, backlog: Vec::new() }
+    }
+
+    pub fn send(&mut self, v: Value) {
+        self.traffic.lock().unwrap().push((Some(true), v.clone()));
+        writeln!(self.stdin.as_mut().expect("stdin is open"), "{v}").unwrap();
+    }
+
+    /// A line that breaks the protocol on purpose (not checked against the schema).
+    pub fn send_invalid(&mut self, v: Value) {
+        self.traffic.lock().unwrap().push((None, v.clone()));
+        writeln!(self.stdin.as_mut().expect("stdin is open"), "{v}").unwrap();
+    }
+
+    /// A request that breaks the protocol on purpose (its answer is still checked).
+    pub fn call_invalid(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        let v = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.traffic.lock().unwrap().push((None, v.clone()));
+        writeln!(self.stdin.as_mut().expect("stdin is open"), "{v}").unwrap();
+        self.wait(&format!("answer to {method}"), |v| v["id"] == id && v.get("method").is_none())
+    }
+
+    /// The next line the server writes that `pick` accepts (others are kept for later).
+    pub fn wait(&mut self, what: &str, pick: impl Fn(&Value) -> bool) -> Value {
+        if let Some(i) = self.backlog.iter().position(&pick) {
+            return self.backlog.remove(i);
+        }
+        loop {
+            let v = self.lines.recv_timeout(Duration::from_secs(60)).unwrap_or_else(|_| panic!("no {what} came"));
+            if pick(&v) {
+                return v;
+            }
+            self.backlog.push(v);
+        }
+    }
+
+    /// Sends a request and returns its whole answer (result or error).
+    pub fn call(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.wait(&format!("answer to {method}"), |v| v["id"] == id && v.get("method").is_none())
+    }
+
+    /// A request's result, asserting it succeeded.
+    pub fn ok(&mut self, method: &str, params: Value) -> Value {
+        let answer = self.call(method, params);
+        assert!(answer.get("error").is_none(), "{method} failed: {answer}");
+        answer["result"].clone()
+    }
+
+    pub fn initialize(&mut self, params: Value) -> Value {
+        self.ok("initialize", params)
+    }
+
+    /// The notifications of `turn` up to its `turn/completed`, in order.
+    pub fn turn_notifications(&mut self, turn: u64) -> Vec<Value> {
+        let mut out = Vec::new();
+        loop {
+            let n = self.wait("a notification of the turn", |v| v["params"]["turn"] == turn && v.get("id").is_none());
+            let done = n["method"] == "turn/completed";
+            out.push(n);
+            if done {
+                return out;
+            }
+        }
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits for the server to exit with its input still open (stopped by a signal); checks every
+    /// line against the schema.
+    pub fn wait_exit(mut self) -> std::process::ExitStatus {
+        let status = self.child.wait().unwrap();
+        check_schema(&self.traffic.lock().unwrap());
+        status
+    }
+
+    /// SIGKILLs the server and reaps it; checks every line against the schema.
+    pub fn kill(mut self) {
+        self.child.kill().expect("SIGKILL seshat serve");
+        self.child.wait().unwrap();
+        check_schema(&self.traffic.lock().unwrap());
+    }
+
+    /// Closes stdin and waits for the server to exit; checks every line against the schema.
+    pub fn close(mut self) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        let status = self.child.wait().unwrap();
+        check_schema(&self.traffic.lock().unwrap());
+        status
+    }
+}
+
+/// Every line against host/cli/docs/protocol.schema.json: the client's as a `clientMessage`, the
+/// server's as a `serverMessage`.
+fn check_schema(traffic: &[(Option<bool>, Value)]) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/protocol.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let side = |def: &str| {
+        let mut s = schema.clone();
+        s.as_object_mut().unwrap().remove("anyOf");
+        s["$ref"] = format!("#/$defs/{def}").into();
+        jsonschema::validator_for(&s).expect("the protocol's schema is valid")
+    };
+    let (client, server) = (side("clientMessage"), side("serverMessage"));
+    assert!(
+        traffic.iter().filter(|(c, _)| *c == Some(true)).count() >= 2
+            && traffic.iter().filter(|(c, _)| *c == Some(false)).count() >= 2
+    );
+    for (from_client, line) in traffic {
+        let validator = match from_client {
+            Some(true) => &client,
+            Some(false) => &server,
+            None => continue,
+        };
+        let errors: Vec<String> =
+            validator.iter_errors(line).map(|e| format!("{e} at {}", e.instance_path())).collect();
+        assert!(errors.is_empty(), "this line breaks protocol.schema.json: {line}\n{errors:#?}");
+    }
+}
+
+fn session(c: &mut ServeClient) -> String {
+    c.ok("session/new", json!({}))["session"]["id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn a_turn_streams_its_events_and_completes_and_the_session_holds_it() {
+    let server = Server::start(vec![Reply::Stream { pieces: openai::text_answer(&["Hel", "lo ", "there."], true) }]);
+    let home = home_for("openai", &server, "");
+    let mut c = ServeClient::start(&home);
+    // Before initialize: refused, as JSON-RPC servers of this kind do.
+    let early = c.call("session/list", json!({}));
+    assert_eq!(
+        (early["error"]["code"].as_i64(), early["error"]["data"]["code"].as_str()),
+        (Some(-32002), Some("not_initialized"))
+    );
+    let init = c.initialize(json!({"clientInfo": {"name": "tests"}, "model": "gpt-4o"}));
+    assert_eq!(init["protocolVersion"], "2026-12-01");
+    let id = session(&mut c);
+    let started = c.ok("turn/start", json!({"session": id, "text": "Say hello"}));
+    let turn = started["turn"].as_u64().unwrap();
+    let notes = c.turn_notifications(turn);
+    let text: String = notes
+        .iter()
+        .filter(|n| n["method"] == "turn/event" && n["params"]["event"]["type"] == "text_delta")
+        .map(|n| n["params"]["event"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "Hello there.", "the deltas, in order");
+    let done = notes.last().unwrap();
+    assert_eq!(done["params"]["outcome"]["text"], "Hello there.");
+    assert_eq!(done["params"]["outcome"]["interrupted"], false);
+    let got = c.ok("session/get", json!({"session": id, "full": true}));
+    let history = got["history"].as_array().unwrap();
+    assert_eq!(history.len(), 2, "{got}");
+    assert_eq!(history[1]["parts"][0]["text"], "Hello there.");
+    let req = server.requests()[0].json();
+    assert_eq!(req["messages"].as_array().unwrap().last().unwrap()["content"], "Say hello");
+    assert_eq!(server.requests()[0].header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+    let listed = c.ok("session/list", json!({}));
+    assert_eq!(listed["sessions"][0]["id"], id);
+    // Bad input gets its code.
+    let bad = c.call_invalid("turn/start", json!({"session": id}));
+    assert_eq!(bad["error"]["code"], -32602);
+    assert!(bad["error"]["message"].as_str().unwrap().contains("`text` is missing"), "{bad}");
+    let none = c.call("session/get", json!({"session": "01NOSUCHSESSION00000000000"}));
+    assert_eq!(none["error"]["code"], -32000, "{none}");
+    let unknown = c.call_invalid("session/fly", json!({}));
+    assert_eq!(unknown["error"]["code"], -32601);
+    assert!(c.close().success());
+    let _ = home;
+}
+
+#[test]
+fn a_tool_the_client_registered_is_called_back_and_its_answer_reaches_the_model() {
+    let server = Server::start(vec![
+        Reply::Stream { pieces: openai::tool_answer("call_1", "lookup", r#"{"key":"answer"}"#) },
+        Reply::Stream { pieces: openai::text_answer(&["It is 42."], true) },
+    ]);
+    let home = home_for("openai", &server, "");
+    let mut c = ServeClient::start(&home);
+    c.initialize(json!({"model": "gpt-4o", "tools": [{"name": "lookup", "description": "Looks a key up",
+        "inputSchema": {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}}]}));
+    let id = session(&mut c);
+    let turn = c.ok("turn/start", json!({"session": id, "text": "what is the answer?"}))["turn"].as_u64().unwrap();
+    let call = c.wait("the tool call", |v| v["method"] == "tool/call");
+    assert_eq!(call["params"]["name"], "lookup");
+    assert_eq!(call["params"]["arguments"], json!({"key": "answer"}));
+    assert_eq!(call["params"]["session"], id);
+    c.send(json!({"jsonrpc": "2.0", "id": call["id"], "result": {"content": "42", "isError": false}}));
+    let notes = c.turn_notifications(turn);
+    let result = notes.iter().find(|n| n["method"] == "turn/toolResult").expect("the result was reported");
+    assert_eq!(
+        (result["params"]["content"].as_str(), result["params"]["isError"].as_bool()),
+        (Some("42"), Some(false))
+    );
+    assert_eq!(notes.last().unwrap()["params"]["outcome"]["text"], "It is 42.");
+    let first = server.requests()[0].json();
+    let offered: Vec<&str> =
+        first["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+    assert!(offered.contains(&"lookup"), "{offered:?}");
+    let second = server.requests()[1].json().to_string();
+    assert!(second.contains("\"42\"") && second.contains("call_1"), "the answer went to the model: {second}");
+    assert!(c.close().success());
+}
+
+#[test]
+fn a_second_turn_on_a_busy_session_is_refused_and_interrupt_and_eof_store_what_arrived() {
+    let mut pieces = openai::text_answer(&["Partial ", "answer"], false);
+    pieces.truncate(2);
+    let server = Server::start(vec![
+        Reply::Stall { pieces: pieces.clone(), pause: Duration::from_secs(30) },
+        Reply::Stall { pieces, pause: Duration::from_secs(30) },
+    ]);
+    let home = home_for("openai", &server, "");
+    let mut c = ServeClient::start(&home);
+    c.initialize(json!({"model": "gpt-4o"}));
+    let id = session(&mut c);
+    let turn = c.ok("turn/start", json!({"session": id, "text": "go"}))["turn"].as_u64().unwrap();
+    c.wait("the first delta", |v| v["method"] == "turn/event" && v["params"]["event"]["type"] == "text_delta");
+    let busy = c.call("turn/start", json!({"session": id, "text": "again"}));
+    assert_eq!(busy["error"]["data"]["code"], "session_busy", "{busy}");
+    // Another session is not held up.
+    let other = session(&mut c);
+    assert_ne!(other, id);
+    assert_eq!(c.ok("turn/interrupt", json!({"session": id}))["interrupted"], true);
+    let notes = c.turn_notifications(turn);
+    let outcome = &notes.last().unwrap()["params"]["outcome"];
+    assert_eq!(outcome["interrupted"], true, "{outcome}");
+    assert_eq!(outcome["error_code"], "interrupted");
+    // The session is free again; this turn is cut short by the client going away.
+    let again = c.ok("turn/start", json!({"session": id, "text": "once more"}))["turn"].as_u64().unwrap();
+    assert!(again > turn);
+    c.wait("the second turn's delta", |v| v["method"] == "turn/event" && v["params"]["turn"] == again);
+    let status = c.close();
+    assert!(status.success(), "{status}");
+    let history = home.store().full_history(&id).unwrap();
+    let texts: Vec<String> = history.iter().map(|m| crate::support::text_of(m).to_string()).collect();
+    assert_eq!((texts.len(), texts[0].as_str(), texts[2].as_str()), (4, "go", "once more"), "{texts:?}");
+    assert!(
+        texts[1].starts_with("Partial") && texts[3].starts_with("Partial"),
+        "both cut-short answers were stored: {texts:?}"
+    );
+    assert!(history[3].status == seshat::conversation::MessageStatus::Interrupted, "{:?}", history[3].status);
+}
+
+/// A client of `seshat serve --listen unix:PATH`: lines over the socket.
+/// A `seshat serve --listen` on a socket in `home` (once it says it listens; what it says after
+/// goes to the test's stderr), and the socket's path.
+pub fn listening(home: &Home) -> (Child, std::path::PathBuf) {
+    let socket = home.path().join("seshat.sock");
+    let mut child = home
+        .cmd()
+        .env("OPENAI_API_KEY", KEY)
+        .args(["serve", "--listen", &format!("unix:{}", socket.display())])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    stderr.read_line(&mut said).unwrap();
+    assert!(said.starts_with("seshat serve: listening on unix:"), "{said}");
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::stderr()));
+    (child, socket)
+}
+
+struct SocketClient {
+    writer: std::os::unix::net::UnixStream,
+    reader: BufReader<std::os::unix::net::UnixStream>,
+    next: u64,
+    /// Lines read while waiting for another.
+    backlog: Vec<Value>,
+}
+
+impl SocketClient {
+    fn connect(path: &std::path::Path) -> Self {
+        let stream = std::os::unix::net::UnixStream::connect(path).expect("connect to the socket");
+        SocketClient {
+            reader: BufReader::new(stream.try_clone().unwrap()),
+            writer: stream,
+            next: 0,
+            backlog: Vec::new(),
+        }
+    }
+
+    /// Sends a request and returns its answer (notifications meanwhile are kept for [`Self::wait`]).
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        writeln!(self.writer, "{}", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).unwrap();
+        self.wait(|v| v["id"] == id && v.get("method").is_none())
+    }
+
+    /// The next line `pick` accepts (others are kept).
+    fn wait(&mut self, pick: impl Fn(&Value) -> bool) -> Value {
+        if let Some(i) = self.backlog.iter().position(&pick) {
+            return self.backlog.remove(i);
+        }
+        loop {
+            let mut line = String::new();
+            assert!(self.reader.read_line(&mut line).unwrap() > 0, "the server closed the connection");
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if pick(&v) {
+                return v;
+            }
+            self.backlog.push(v);
+        }
+    }
+}
+
+#[test]
+fn on_a_unix_socket_several_clients_share_one_database_and_a_busy_session_is_busy_for_all() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut pieces = openai::text_answer(&["Partial ", "answer"], false);
+    pieces.truncate(2);
+    let server = Server::start(vec![
+        Reply::Stall { pieces, pause: Duration::from_secs(30) },
+        Reply::Stream { pieces: openai::text_answer(&["Other."], true) },
+    ]);
+    let home = home_for("openai", &server, "");
+    let (mut child, socket) = listening(&home);
+    assert_eq!(std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777, 0o600, "only this user");
+    let mut a = SocketClient::connect(&socket);
+    let mut b = SocketClient::connect(&socket);
+    for c in [&mut a, &mut b] {
+        assert!(c.call("initialize", json!({"model": "gpt-4o"})).get("error").is_none());
+    }
+    let id = a.call("session/new", json!({}))["result"]["session"]["id"].as_str().unwrap().to_string();
+    assert!(a.call("turn/start", json!({"session": id, "text": "go"})).get("error").is_none());
+    // b sees a's session (one database) and may not start a turn in it while a's runs.
+    let listed = b.call("session/list", json!({}));
+    assert_eq!(listed["result"]["sessions"][0]["id"], id);
+    let busy = b.call("turn/start", json!({"session": id, "text": "me too"}));
+    assert_eq!(busy["error"]["data"]["code"], "session_busy", "{busy}");
+    let other = b.call("session/new", json!({}))["result"]["session"]["id"].as_str().unwrap().to_string();
+    assert!(b.call("turn/start", json!({"session": other, "text": "hi"})).get("error").is_none());
+    // a leaves: its turn is stored as interrupted; the server goes on serving b.
+    drop(a);
+    let texts = |s: &str| -> Vec<String> {
+        home.store().full_history(s).unwrap().iter().map(|m| crate::support::text_of(m).to_string()).collect()
+    };
+    crate::support::wait_for("a's turn to be stored", || texts(&id).len() == 2);
+    let history = home.store().full_history(&id).unwrap();
+    assert!(texts(&id)[1].starts_with("Partial"), "what arrived was kept: {:?}", texts(&id));
+    assert_eq!(history[1].status, seshat::conversation::MessageStatus::Interrupted);
+    assert!(b.call("session/get", json!({"session": other})).get("error").is_none());
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn the_socket_is_never_open_to_others_even_under_umask_000() {
+    use rustix::fs::inotify;
+    use std::os::unix::fs::PermissionsExt;
+    let home = Home::new();
+    let socket = home.path().join("seshat.sock");
+    // Watch the directory: the socket's name must arrive by a rename of a file already 0600,
+    // never be created in place (where it would have the umask's mode until a chmod).
+    let watch = inotify::init(inotify::CreateFlags::CLOEXEC).unwrap();
+    inotify::add_watch(&watch, home.path(), inotify::WatchFlags::CREATE | inotify::WatchFlags::MOVED_TO).unwrap();
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(r#"umask 000; exec "$0" serve --listen "unix:$1""#)
+        .arg(env!("CARGO_BIN_EXE_seshat"))
+        .arg(&socket)
+        .env_clear()
+        .env("SESHAT_HOME", home.path())
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("GIT_CEILING_DIRECTORIES", home.path().parent().unwrap())
+        .current_dir(home.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut buf = [std::mem::MaybeUninit::uninit(); 4096];
+    let mut events = inotify::Reader::new(&watch, &mut buf);
+    let arrived = loop {
+        let e = events.next().expect("an inotify event");
+        if e.file_name().is_some_and(|n| n.to_bytes() == b"seshat.sock") {
+            break e.events();
+        }
+    };
+    assert!(
+        arrived.contains(inotify::ReadFlags::MOVED_TO) && !arrived.contains(inotify::ReadFlags::CREATE),
+        "the socket was created in place: {arrived:?}"
+    );
+    assert_eq!(std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777, 0o600);
+    let mut said = String::new();
+    BufReader::new(child.stderr.take().unwrap()).read_line(&mut said).unwrap();
+    assert!(said.starts_with("seshat serve: listening on unix:"), "{said}");
+    let leftovers: Vec<_> = std::fs::read_dir(home.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".seshat-listen-"))
+        .collect();
+    assert_eq!(leftovers, Vec::<String>::new(), "the private directory is removed");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn turn_interrupt_stops_a_turn_started_on_another_connection_by_any_prefix_and_is_false_when_idle() {
+    let mut pieces = openai::text_answer(&["Partial ", "answer"], false);
+    pieces.truncate(2);
+    let server = Server::start(vec![Reply::Stall { pieces, pause: Duration::from_secs(60) }]);
+    let home = home_for("openai", &server, "");
+    let (mut child, socket) = listening(&home);
+    let mut a = SocketClient::connect(&socket);
+    let mut b = SocketClient::connect(&socket);
+    for c in [&mut a, &mut b] {
+        assert!(c.call("initialize", json!({"model": "gpt-4o"})).get("error").is_none());
+    }
+    let id = a.call("session/new", json!({}))["result"]["session"]["id"].as_str().unwrap().to_string();
+    let idle = b.call("turn/interrupt", json!({"session": id}));
+    assert_eq!(idle["result"]["interrupted"], false, "nothing runs yet: {idle}");
+    let turn = a.call("turn/start", json!({"session": id, "text": "go"}))["result"]["turn"].as_u64().unwrap();
+    a.wait(|v| v["method"] == "turn/event" && v["params"]["turn"] == turn);
+    // b never started it, and names it by a prefix, as every other method accepts.
+    let prefix = &id[..12];
+    let stopped = b.call("turn/interrupt", json!({"session": prefix}));
+    assert_eq!(stopped["result"]["interrupted"], true, "{stopped}");
+    let done = a.wait(|v| v["method"] == "turn/completed" && v["params"]["turn"] == turn);
+    assert_eq!(done["params"]["outcome"]["error_code"], "interrupted", "{done}");
+    let history = home.store().full_history(&id).unwrap();
+    assert_eq!(history.last().unwrap().status, seshat::conversation::MessageStatus::Interrupted);
+    let unknown = b.call("turn/interrupt", json!({"session": "01NOSUCHSESSION00000000000"}));
+    assert_eq!(unknown["error"]["code"], -32000, "{unknown}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn compaction_memory_knowledge_and_config_are_served_with_their_codes() {
+    let server = Server::start(vec![Reply::Stream { pieces: openai::text_answer(&["Noted."], true) }]);
+    let home = home_for("openai", &server, "");
+    let docs = home.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::write(docs.join("guide.md"), "# Guide\n\nRestart the flux capacitor.\n").unwrap();
+    assert!(home.run(&["knowledge", "add", "docs"]).status.success());
+    let mut c = ServeClient::start(&home);
+    c.initialize(json!({"model": "gpt-4o", "autoCompact": false, "compactSummaryModel": "gpt-4o-mini"}));
+    let config = c.ok("config/get", json!({}));
+    assert_eq!(config["provider"], "openai", "{config}");
+    let found = c.ok("knowledge/search", json!({"query": "flux capacitor"}));
+    assert_eq!((found["mode"].as_str(), found["hits"].as_array().unwrap().len()), (Some("lexical"), 1), "{found}");
+    let created = c.ok(
+        "memory/create_entities",
+        json!({"scope": "user", "entities": [
+        {"name": "Ada", "entityType": "person", "observations": ["prefers tabs"]}]}),
+    );
+    assert_eq!(created["entities"][0]["name"], "Ada");
+    let searched = c.ok("memory/search_nodes", json!({"query": "tabs"}));
+    assert_eq!(searched["entities"][0]["name"], "Ada");
+    let missing =
+        c.call("memory/add_observations", json!({"observations": [{"entityName": "Nobody", "contents": ["x"]}]}));
+    assert_eq!(missing["error"]["data"]["code"], "memory_failed", "{missing}");
+    assert!(missing["error"]["message"].as_str().unwrap().contains("Nobody"), "{missing}");
+    // Notes: set (replacing), listed newest first, found ignoring case; bad input named.
+    c.ok("notes/set", json!({"key": "style", "value": "long answers"}));
+    let set = c.ok("notes/set", json!({"key": "style", "value": "short answers", "scope": "user"}));
+    assert_eq!((set["note"]["key"].as_str(), set["note"]["scope"].as_str()), (Some("style"), Some("user")), "{set}");
+    c.ok("notes/set", json!({"key": "editor", "value": "helix", "scope": "cross"}));
+    let listed = c.ok("notes/list", json!({}));
+    assert_eq!(listed["notes"].as_array().map(Vec::len), Some(1), "one user note, replaced: {listed}");
+    assert_eq!(listed["notes"][0]["value"], "short answers", "{listed}");
+    let found = c.ok("notes/search", json!({"query": "HELIX"}));
+    assert_eq!(found["notes"][0]["key"], "editor", "{found}");
+    let bad = c.call_invalid("notes/list", json!({"scope": "team"}));
+    assert_eq!(bad["error"]["data"]["code"], "invalid_params", "{bad}");
+    assert!(bad["error"]["message"].as_str().unwrap().contains("`team`"), "{bad}");
+    let empty = c.call("notes/set", json!({"key": " ", "value": "x"}));
+    assert_eq!(empty["error"]["data"]["code"], "invalid_params", "{empty}");
+    assert_eq!(
+        home.store().memory(None).notes(seshat::memory::Scope::User).unwrap().len(),
+        1,
+        "nothing else was written"
+    );
+    let id = session(&mut c);
+    let turn = c.ok("turn/start", json!({"session": id, "text": "remember this"}))["turn"].as_u64().unwrap();
+    c.turn_notifications(turn);
+    // Nothing to compact in two messages: the report says so, with nothing dropped.
+    let compacted = c.ok("session/compact", json!({"session": id, "instructions": "keep the names"}));
+    assert_eq!(compacted["report"]["dropped"], 0, "{compacted}");
+    let deleted = c.ok("session/delete", json!({"session": id}));
+    assert_eq!(deleted["deleted"], id);
+    let gone = c.call("session/get", json!({"session": id}));
+    assert_eq!(gone["error"]["data"]["code"], "session_not_found", "{gone}");
+    assert!(c.close().success());
+}
+
+/// A reply in the OpenAI wire format, streamed when the request asks to stream.
+fn openai_reply(r: &crate::support::server::Recorded, text: &str) -> Reply {
+    if r.json()["stream"] == true {
+        Reply::Stream { pieces: openai::text_answer(&[text], false) }
+    } else {
+        Reply::json(
+            200,
+            &json!({"id": "c", "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop"}], "usage": {"prompt_tokens": 100, "completion_tokens": 10}})
+            .to_string(),
+        )
+    }
+}
+
+#[test]
+fn an_automatic_compaction_is_announced_before_it_runs_and_reported_after() {
+    let server = Server::route(|r| {
+        let body = r.json();
+        let text = match body["model"].as_str() {
+            Some("summ-model") => "Summary: a long story was told.".to_string(),
+            _ if body["messages"].as_array().is_some_and(|m| m.len() <= 2) => "A long story goes on. ".repeat(600),
+            _ => "Short.".to_string(),
+        };
+        openai_reply(r, &text)
+    });
+    let home = home_for("openai", &server, "");
+    let mut c = ServeClient::start(&home);
+    c.initialize(json!({"model": "gpt-4o", "window": 4096, "compactSummaryModel": "summ-model"}));
+    let id = session(&mut c);
+    let first = c.ok("turn/start", json!({"session": id, "text": "tell me a long story"}))["turn"].as_u64().unwrap();
+    let quiet = c.turn_notifications(first);
+    assert!(!quiet.iter().any(|n| n["method"].as_str().unwrap().starts_with("turn/compaction")), "{quiet:#?}");
+    let second = c.ok("turn/start", json!({"session": id, "text": "and then?"}))["turn"].as_u64().unwrap();
+    let notes = c.turn_notifications(second);
+    let at = |m: &str| notes.iter().position(|n| n["method"] == m).unwrap_or_else(|| panic!("no {m}: {notes:#?}"));
+    let (started, finished, first_text) = (at("turn/compactionStarted"), at("turn/compaction"), at("turn/event"));
+    assert!(started < finished && finished < first_text, "announced, done, then the answer: {notes:#?}");
+    let (s, report) = (&notes[started]["params"], &notes[finished]["params"]["report"]);
+    assert_eq!((s["trigger"].as_str(), s["window"].as_u64()), (Some("auto"), Some(4096)), "{s}");
+    assert!(s["tokens"].as_u64().unwrap() > 4096 / 2, "what was in use when it started: {s}");
+    assert_eq!(report["summarised"], true, "{report}");
+    assert_eq!(report["summary_model"], "summ-model", "{report}");
+    assert!(c.close().success());
+}
+
+/// The user's text of a request's first user message (`session A`, …) and how many tool results
+/// it carries.
+fn which_session(req: &crate::support::server::Recorded) -> (String, usize) {
+    let body = req.json();
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let user = messages.iter().find(|m| m["role"] == "user").map(|m| m["content"].as_str().unwrap_or("").to_string());
+    (user.unwrap_or_default(), messages.iter().filter(|m| m["role"] == "tool").count())
+}
+
+#[test]
+fn concurrent_tool_calls_of_several_sessions_each_get_their_own_answer_whatever_the_order() {
+    // Every session's model asks `lookup` once; session A's asks a second time. Then it repeats
+    // the last tool answer it was given.
+    let server = Server::route(|req| {
+        let body = req.json();
+        let (user, results) = which_session(req);
+        let last_result = body["messages"]
+            .as_array()
+            .and_then(|m| m.iter().rev().find(|m| m["role"] == "tool"))
+            .map(|m| m["content"].as_str().unwrap_or("").to_string());
+        let calls_wanted = if user == "session A" { 2 } else { 1 };
+        if results < calls_wanted {
+            let id = format!("call_{}_{results}", user.replace(' ', "_"));
+            Reply::Stream { pieces: openai::tool_answer(&id, "lookup", r#"{"key":"k"}"#) }
+        } else {
+            let text = format!("{user} got {}", last_result.unwrap_or_default());
+            Reply::Stream { pieces: openai::text_answer(&[text.as_str()], true) }
+        }
+    });
+    let home = home_for("openai", &server, "");
+    let mut c = ServeClient::start(&home);
+    c.initialize(json!({"model": "gpt-4o", "tools": [{"name": "lookup", "description": "Looks a key up",
+        "inputSchema": {"type": "object", "properties": {"key": {"type": "string"}}}}]}));
+    let mut turns = std::collections::BTreeMap::new();
+    for name in ["A", "B", "C"] {
+        let id = session(&mut c);
+        let turn =
+            c.ok("turn/start", json!({"session": id, "text": format!("session {name}")}))["turn"].as_u64().unwrap();
+        turns.insert(name, (id, turn));
+    }
+    fn session_of(call: &Value, turns: &std::collections::BTreeMap<&'static str, (String, u64)>) -> &'static str {
+        let s = call["params"]["session"].as_str().unwrap().to_string();
+        turns.iter().find(|(_, (id, _))| *id == s).expect("a call names its session").0
+    }
+    let mut calls = std::collections::BTreeMap::new();
+    for _ in 0..3 {
+        let call = c.wait("a tool call", |v| v["method"] == "tool/call");
+        calls.insert(session_of(&call, &turns), call);
+    }
+    let answer = |c: &mut ServeClient, call: &Value, text: &str| {
+        c.send(json!({"jsonrpc": "2.0", "id": call["id"], "result": {"content": text, "isError": false}}));
+    };
+    // B, then A; C stays pending while A's second call is made.
+    answer(&mut c, &calls["B"], "answer for B");
+    answer(&mut c, &calls["A"], "first answer for A");
+    let second = c.wait("A's second tool call", |v| v["method"] == "tool/call");
+    assert_eq!(session_of(&second, &turns), "A");
+    assert_ne!(second["id"], calls["C"]["id"], "an id still waiting for its answer is never given again");
+    answer(&mut c, &calls["C"], "answer for C");
+    answer(&mut c, &second, "second answer for A");
+    let (mut finals, mut stored) = (Vec::new(), Vec::new());
+    for (name, (id, turn)) in &turns {
+        let done = c.turn_notifications(*turn).pop().unwrap();
+        finals.push((name.to_string(), done["params"]["outcome"]["text"].as_str().unwrap_or("").to_string()));
+        let results: Vec<String> = home
+            .store()
+            .full_history(id)
+            .unwrap()
+            .iter()
+            .flat_map(|m| m.parts.iter())
+            .filter_map(|p| match p {
+                seshat::conversation::Part::ToolResult { content, .. } => Some(content.clone()),
+                _ => None,
+            })
+            .collect();
+        stored.push((name.to_string(), results));
+    }
+    assert_eq!(
+        stored,
+        [
+            ("A".to_string(), vec!["first answer for A".to_string(), "second answer for A".to_string()]),
+            ("B".to_string(), vec!["answer for B".to_string()]),
+            ("C".to_string(), vec!["answer for C".to_string()]),
+        ],
+        "each session stores the answers given to its own calls"
+    );
+    assert_eq!(
+        finals,
+        [
+            ("A".to_string(), "session A got second answer for A".to_string()),
+            ("B".to_string(), "session B got answer for B".to_string()),
+            ("C".to_string(), "session C got answer for C".to_string()),
+        ]
+    );
+    assert!(c.close().success());
+}
+
+#[test]
+fn a_429_or_5xx_after_the_retries_ends_the_turn_with_its_code_and_the_next_turn_works() {
+    let limited =
+        r#"{"error":{"message":"Rate limit reached for gpt-4o","type":"requests","code":"rate_limit_exceeded"}}"#;
+    let down = r#"{"error":{"message":"The server is overloaded","type":"server_error"}}"#;
+    let server = Server::start(vec![
+        Reply::Stream { pieces: openai::text_answer(&["First."], true) },
+        Reply::json(429, limited),
+        Reply::json(429, limited),
+        Reply::json(429, limited),
+        Reply::json(503, down),
+        Reply::json(503, down),
+        Reply::json(503, down),
+        Reply::Stream { pieces: openai::text_answer(&["Back."], true) },
+    ]);
+    let home = home_for("openai", &server, "");
+    let mut c = ServeClient::start(&home);
+    c.initialize(json!({"model": "gpt-4o"}));
+    let id = session(&mut c);
+    let mut outcomes = Vec::new();
+    for text in ["one", "two", "three", "four"] {
+        let turn = c.ok("turn/start", json!({"session": id, "text": text}))["turn"].as_u64().unwrap();
+        let done = c.turn_notifications(turn).pop().unwrap();
+        let o = &done["params"]["outcome"];
+        outcomes.push((
+            o["error_code"].as_str().map(str::to_string),
+            o["text"].as_str().map(str::to_string),
+            o["error"].clone(),
+        ));
+    }
+    assert_eq!((outcomes[0].0.as_deref(), outcomes[0].1.as_deref()), (None, Some("First.")), "{outcomes:?}");
+    assert_eq!(outcomes[1].0.as_deref(), Some("rate_limited"), "{outcomes:?}");
+    assert!(outcomes[1].2.as_str().unwrap().contains("Rate limit reached"), "{outcomes:?}");
+    assert_eq!(outcomes[2].0.as_deref(), Some("server_error"), "{outcomes:?}");
+    assert!(outcomes[2].2.as_str().unwrap().contains("overloaded"), "{outcomes:?}");
+    assert_eq!((outcomes[3].0.as_deref(), outcomes[3].1.as_deref()), (None, Some("Back.")), "{outcomes:?}");
+    assert!(c.close().success());
+}
+
+#[test]
+fn protocol_details_bad_memory_params_non_scalar_ids_and_unknown_sessions_get_their_codes() {
+    let server = Server::start(vec![]);
+    let home = home_for("openai", &server, "");
+    let mut c = ServeClient::start(&home);
+    c.initialize(json!({"model": "gpt-4o"}));
+    let bad = c.call_invalid("memory/create_entities", json!({"entities": "Ada"}));
+    assert_eq!(
+        (bad["error"]["code"].as_i64(), bad["error"]["data"]["code"].as_str()),
+        (Some(-32602), Some("invalid_params")),
+        "{bad}"
+    );
+    let missing =
+        c.call("memory/add_observations", json!({"observations": [{"entityName": "Nobody", "contents": ["x"]}]}));
+    assert_eq!(
+        (missing["error"]["code"].as_i64(), missing["error"]["data"]["code"].as_str()),
+        (Some(-32000), Some("memory_failed"))
+    );
+    let unknown = c.call_invalid("memory/fly", json!({}));
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+    for id in [json!({"n": 1}), json!([1]), json!(true)] {
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": "session/list", "params": {}});
+        c.send_invalid(line);
+        let answer = c.wait("the answer to a non-scalar id", |v| v.get("error").is_some() && v["id"].is_null());
+        assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    }
+    let none = c.call("session/get", json!({"session": "01NOSUCHSESSION00000000000"}));
+    assert_eq!(none["error"]["data"]["code"], "session_not_found", "{none}");
+    let sessions = c.ok("session/list", json!({}));
+    assert_eq!(sessions["sessions"].as_array().map(Vec::len), Some(0), "nothing was created by the bad lines");
+    assert!(c.close().success());
+}
+
+#[test]
+fn session_compact_hands_its_instructions_to_the_summary_model() {
+    let server = Server::route(|r| openai_reply(r, "Summary: Ada and Grace planned the release."));
+    let home = home_for("openai", &server, "");
+    let id = home.session(home.path().to_str().unwrap());
+    let mut store = home.store();
+    for i in 0..24 {
+        let role = if i % 2 == 0 { seshat::conversation::Role::User } else { seshat::conversation::Role::Assistant };
+        let text =
+            format!("Note {i}: Ada and Grace discussed the release plan. {}", "More detail follows. ".repeat(60));
+        store.append(&id, &[seshat::conversation::NewMessage::text(role, &text)]).unwrap();
+    }
+    drop(store);
+    let mut c = ServeClient::start(&home);
+    c.initialize(json!({"model": "gpt-4o", "window": 8192}));
+    let compacted = c.ok("session/compact", json!({"session": id, "instructions": "keep every person's name"}));
+    assert!(compacted["report"]["dropped"].as_u64().unwrap_or(0) > 0, "{compacted}");
+    let summary_requests: Vec<String> =
+        server.requests().iter().filter(|r| r.path.ends_with("/chat/completions")).map(|r| r.body.clone()).collect();
+    assert!(!summary_requests.is_empty(), "the summary model was called");
+    for body in &summary_requests {
+        assert!(body.contains("keep every person's name"), "the instructions reached each summary call: {body}");
+    }
+    assert!(c.close().success());
+}

@@ -1,0 +1,237 @@
+//! Shared helpers: temporary homes, running the real binary, the repository's fixtures.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use seshat::store::{NewSession, Store};
+
+pub mod server;
+
+/// A temporary `SESHAT_HOME` with its database path.
+pub struct Home {
+    pub dir: tempfile::TempDir,
+}
+
+impl Home {
+    pub fn new() -> Self {
+        Self { dir: tempfile::tempdir().expect("temp dir") }
+    }
+
+    /// A home made inside `parent` (to prove what sits above a home changes nothing).
+    pub fn inside(parent: &Path) -> Self {
+        Self { dir: tempfile::tempdir_in(parent).expect("temp dir") }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn db(&self) -> PathBuf {
+        self.dir.path().join("seshat.db")
+    }
+
+    pub fn store(&self) -> Store {
+        Store::open(&self.db()).expect("open store")
+    }
+
+    /// `seshat` with this home, a fixed time zone and width, run in `cwd` (default: the home).
+    pub fn cmd(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_seshat"));
+        cmd.env_clear()
+            .env("SESHAT_HOME", self.path())
+            .env("TZ", "UTC")
+            .env("COLUMNS", "100")
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            // Whatever sits above the temporary directory (a git work tree, a `.seshat/`) is not
+            // the test's project: the search for a repository stops at the home.
+            .env("GIT_CEILING_DIRECTORIES", self.path().parent().unwrap_or(self.path()))
+            .current_dir(self.path())
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Runs `seshat args…` and returns its output.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd().args(args).output().expect("run seshat")
+    }
+
+    /// Runs `seshat args…`, asserting success and an empty stderr; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(out.status.success(), "seshat {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.stderr.is_empty(), "seshat {args:?} wrote to stderr: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).expect("utf-8 stdout")
+    }
+
+    /// Runs `seshat args…`, asserting a non-zero exit and nothing on stdout; returns stderr.
+    pub fn fails(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(!out.status.success(), "seshat {args:?} unexpectedly succeeded");
+        assert!(out.stdout.is_empty(), "seshat {args:?} wrote to stdout: {}", String::from_utf8_lossy(&out.stdout));
+        let err = String::from_utf8(out.stderr).expect("utf-8 stderr");
+        assert!(!err.contains("thread '") && !err.contains("RUST_BACKTRACE"), "the host panicked: {err}");
+        err
+    }
+
+    /// Creates a session in the given project.
+    pub fn session(&self, project: &str) -> String {
+        self.store().create_session(NewSession { project: project.into(), ..Default::default() }).expect("create").id
+    }
+}
+
+/// Runs `cmd` (a `seshat` command; `mcp` is added) as one MCP session: it initializes, sends
+/// `calls` (JSON-RPC requests), then ends its input. Returns how the process ended, its stderr
+/// and every line it answered.
+pub fn mcp_session(
+    cmd: Command,
+    calls: &[serde_json::Value],
+) -> (std::process::ExitStatus, String, Vec<serde_json::Value>) {
+    let mut lines = vec![
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ];
+    lines.extend_from_slice(calls);
+    let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    mcp_input(cmd, &input)
+}
+
+/// Feeds `input` (raw bytes, exactly as given) to `cmd` (`mcp` is added) and ends it; returns
+/// how the process ended, its stderr and every line it wrote, each one JSON-RPC message.
+pub fn mcp_input(mut cmd: Command, input: &str) -> (std::process::ExitStatus, String, Vec<serde_json::Value>) {
+    use std::io::Write as _;
+    let mut child = cmd
+        .arg("mcp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn seshat mcp");
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let answers = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not one JSON-RPC message a line ({e}): {l}")))
+        .collect();
+    (out.status, String::from_utf8_lossy(&out.stderr).into_owned(), answers)
+}
+
+/// The Codex rollout fixture, under `tests/fixtures`.
+pub const CODEX_ROLLOUT: &str =
+    "codex/2025/11/20/rollout-2025-11-20T10-00-00-0199aaaa-bbbb-7ccc-8ddd-eeeeffff0000.jsonl";
+
+/// A copy of the Codex rollout fixture under a home, grown by the test: some of the fixture's
+/// lines written, imported, more written, imported again.
+pub struct Rollout {
+    /// The file written, alone in its directory.
+    pub file: PathBuf,
+    /// The fixture's lines.
+    pub lines: Vec<String>,
+}
+
+impl Rollout {
+    pub fn new(home: &Home) -> Self {
+        let dir = home.path().join("codex-sessions");
+        std::fs::create_dir_all(&dir).unwrap();
+        let text = std::fs::read_to_string(fixture(CODEX_ROLLOUT)).unwrap();
+        Self { file: dir.join("rollout.jsonl"), lines: text.lines().map(str::to_string).collect() }
+    }
+
+    /// The file holds the fixture's first `n` lines.
+    pub fn first(&self, n: usize) {
+        self.write(&self.lines[..n]);
+    }
+
+    /// The file holds the whole fixture.
+    pub fn whole(&self) {
+        self.write(&self.lines);
+    }
+
+    /// The file holds exactly `lines`.
+    pub fn write<'a>(&self, lines: impl IntoIterator<Item = &'a String>) {
+        std::fs::write(&self.file, lines.into_iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    }
+}
+
+/// A file under the repository's `tests/fixtures`.
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures").join(name)
+}
+
+/// The first text part of a message.
+pub fn text_of(msg: &seshat::store::Message) -> &str {
+    msg.parts
+        .iter()
+        .find_map(|p| match p {
+            seshat::conversation::Part::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .unwrap_or("")
+}
+
+/// A JSONL line for `sessions append`.
+pub fn append_line(session: Option<&str>, text: &str) -> String {
+    let mut v = serde_json::json!({"role": "user", "parts": [{"type": "text", "text": text}]});
+    if let Some(s) = session {
+        v["session"] = s.into();
+    }
+    v.to_string()
+}
+
+/// The names of every entity in the memory graph, sorted.
+pub fn entity_names(store: &Store) -> Vec<String> {
+    let mut names: Vec<String> = store
+        .connection()
+        .prepare("SELECT name FROM memory_entities")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    names.sort();
+    names
+}
+
+/// A watchdog on a child process: SIGKILLs it if it is still running after `limit`, so a process
+/// that does not stop when it should fails its test instead of hanging the suite. Nothing is
+/// timed: [`Watchdog::fired`] only says whether it had to kill.
+pub struct Watchdog {
+    done: std::sync::mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<bool>,
+}
+
+impl Watchdog {
+    /// Watches process `pid` for `limit`.
+    pub fn on(pid: u32, limit: Duration) -> Self {
+        let (done, watch) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let late = watch.recv_timeout(limit).is_err();
+            if late {
+                let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+            }
+            late
+        });
+        Watchdog { done, thread }
+    }
+
+    /// Call once the process has exited: whether the watchdog had to kill it.
+    pub fn fired(self) -> bool {
+        let _ = self.done.send(());
+        self.thread.join().unwrap()
+    }
+}
+
+/// A compiled-plugin cache shared by the tests of this binary.
+pub fn shared_cache() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("plugin-cache")
+}
+
+/// Polls `f` until it holds; fails the test after 20 seconds (`what` says what was awaited).
+pub fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !f() {
+        assert!(t.elapsed() < Duration::from_secs(20), "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
