@@ -241,30 +241,20 @@ func (c *Client) initialize(ctx context.Context) error {
 		return nil
 	}
 	c.mu.Lock()
-	var tools []map[string]interface{}
+	var tools []toolDefinition
 	for name, t := range c.tools {
-		tools = append(tools, map[string]interface{}{"name": name, "description": t.desc, "inputSchema": t.schema})
+		tools = append(tools, toolDefinition{Name: name, Description: t.desc, InputSchema: t.schema})
 	}
 	c.mu.Unlock()
-	params := map[string]interface{}{
-		"protocolVersion": "2026-12-01",
-		"clientInfo":      map[string]string{"name": "seshat-go", "version": Version},
-		"autoCompact":     c.cfg.AutoCompact,
-	}
-	if tools != nil {
-		params["tools"] = tools
-	}
-	if c.cfg.CompactSummaryModel != "" {
-		params["compactSummaryModel"] = c.cfg.CompactSummaryModel
-	}
-	if c.cfg.Provider != "" {
-		params["provider"] = c.cfg.Provider
-	}
-	if c.cfg.Model != "" {
-		params["model"] = c.cfg.Model
-	}
-	if c.cfg.Window != 0 {
-		params["window"] = c.cfg.Window
+	params := initializeParams{
+		ProtocolVersion:     ProtocolVersion,
+		ClientInfo:          clientInfo{Name: "seshat-go", Version: Version},
+		AutoCompact:         c.cfg.AutoCompact,
+		CompactSummaryModel: c.cfg.CompactSummaryModel,
+		Provider:            c.cfg.Provider,
+		Model:               c.cfg.Model,
+		Window:              c.cfg.Window,
+		Tools:               tools,
 	}
 	if err := c.call(ctx, "initialize", params, nil); err != nil {
 		return err
@@ -276,6 +266,41 @@ func (c *Client) initialize(ctx context.Context) error {
 // Version is this SDK's version.
 const Version = "0.1.0"
 
+// ProtocolVersion is the version of `seshat serve`'s protocol this SDK speaks
+// (host/protocol/protocol.md).
+const ProtocolVersion = "2026-12-03"
+
+// initializeParams is `initialize`'s params (the schema's InitializeParams).
+type initializeParams struct {
+	ProtocolVersion     string           `json:"protocol_version"`
+	ClientInfo          clientInfo       `json:"client_info"`
+	AutoCompact         bool             `json:"auto_compact"`
+	CompactSummaryModel string           `json:"compact_summary_model,omitempty"`
+	Provider            string           `json:"provider,omitempty"`
+	Model               string           `json:"model,omitempty"`
+	Window              uint64           `json:"window,omitempty"`
+	Tools               []toolDefinition `json:"tools,omitempty"`
+}
+
+// clientInfo names the client (the schema's ClientInfo).
+type clientInfo struct {
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
+}
+
+// toolDefinition is a registered tool as `initialize` announces it (the schema's ToolDefinition).
+type toolDefinition struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema,omitempty"`
+}
+
+// toolCallResult is the answer to the server's `tool/call` (the schema's ToolCallResult).
+type toolCallResult struct {
+	Content string `json:"content"`
+	IsError bool   `json:"is_error"`
+}
+
 func (c *Client) runTool(msg rpcMessage) {
 	var p struct {
 		Session   string          `json:"session"`
@@ -286,13 +311,13 @@ func (c *Client) runTool(msg rpcMessage) {
 	c.mu.Lock()
 	t, ok := c.tools[p.Name]
 	c.mu.Unlock()
-	result := map[string]interface{}{}
+	var result toolCallResult
 	if !ok {
-		result = map[string]interface{}{"content": "no tool named " + p.Name + " is registered", "isError": true}
+		result = toolCallResult{Content: "no tool named " + p.Name + " is registered", IsError: true}
 	} else if out, err := t.run(context.Background(), p.Arguments); err != nil {
-		result = map[string]interface{}{"content": err.Error(), "isError": true}
+		result = toolCallResult{Content: err.Error(), IsError: true}
 	} else {
-		result = map[string]interface{}{"content": out, "isError": false}
+		result = toolCallResult{Content: out}
 	}
 	_ = c.write(map[string]interface{}{"jsonrpc": "2.0", "id": json.RawMessage(msg.ID), "result": result})
 }

@@ -2,7 +2,7 @@
 // every conversation saved in SQLite and resumable, each model request kept inside the context
 // window by automatic compaction, long-term memory as a knowledge graph.
 //
-// The SDK drives `seshat serve` (JSON-RPC 2.0 over stdio, see host/cli/docs/protocol.md) as a child
+// The SDK drives `seshat serve` (JSON-RPC 2.0 over stdio, see host/protocol/protocol.md) as a child
 // process, so Go programs get the same database, providers, compaction, memory and knowledge as
 // `seshat chat`. It uses only the standard library.
 //

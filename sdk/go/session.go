@@ -253,7 +253,7 @@ func (c *Client) notification(msg rpcMessage) {
 		Name      string          `json:"name"`
 		Arguments string          `json:"arguments"`
 		Content   string          `json:"content"`
-		IsError   bool            `json:"isError"`
+		IsError   bool            `json:"is_error"`
 		Message   string          `json:"message"`
 		Outcome   json.RawMessage `json:"outcome"`
 		Tokens    uint64          `json:"tokens"`
@@ -292,13 +292,13 @@ func (c *Client) notification(msg rpcMessage) {
 		case "usage":
 			send(Event{Kind: UsageEvent})
 		}
-	case "turn/compactionStarted":
+	case "turn/compaction_started":
 		send(Event{Kind: CompactionStarted, Tokens: p.Tokens, Window: p.Window})
 	case "turn/compaction":
 		send(Event{Kind: Compaction, Report: p.Report})
-	case "turn/toolCall":
+	case "turn/tool_call":
 		send(Event{Kind: ToolCall, Name: p.Name, Arguments: p.Arguments})
-	case "turn/toolResult":
+	case "turn/tool_result":
 		send(Event{Kind: ToolResult, Name: p.Name, Text: p.Content, IsError: p.IsError})
 	case "turn/warning":
 		send(Event{Kind: Warning, Text: p.Message})

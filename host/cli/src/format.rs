@@ -143,3 +143,13 @@ pub fn json<W: Write>(out: &mut Visible<W>, value: &impl Serialize) -> anyhow::R
     writeln!(out)?;
     Ok(())
 }
+
+/// How full the window is, as the status line shows it: `ctx 63% · 124k/198k`.
+pub fn context_line(c: &seshat::client::ContextUse) -> String {
+    let pct = (c.used * 100).checked_div(c.window).unwrap_or(0);
+    format!("ctx {pct}% · {}/{}", short_tokens(c.used), short_tokens(c.window))
+}
+
+fn short_tokens(n: u64) -> String {
+    if n >= 10_000 { format!("{}k", (n + 500) / 1000) } else { n.to_string() }
+}

@@ -9,6 +9,8 @@
 //! the target or even below zero (any window under ~34.5k). There the threshold is floored at 60%
 //! of the working window: a deliberate choice that keeps compaction from running on every call.
 
+pub use seshat_protocol::turn::WindowSource;
+
 /// Tokens kept free for the summary a compaction writes.
 pub const SUMMARY_RESERVE: u64 = 2_000;
 /// The threshold never comes closer than this to the end of the working window…
@@ -30,38 +32,6 @@ pub const ASSUMED_WINDOW: u64 = 8_192;
 /// The summary's share (percent) of the target, on windows small enough that it is less than
 /// the summary reserve.
 pub const SUMMARY_TARGET_PERCENT: u64 = 25;
-
-/// Where a model's context window came from (shown by `/context` and in warnings).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WindowSource {
-    /// `--window` (or the SDK's option).
-    Flag,
-    /// `[providers.<name>.models.<id>] context_window`.
-    Config,
-    /// A window a server's refusal or truncation revealed.
-    Learnt,
-    /// The provider plugin's model table.
-    Table,
-    /// Asked of the server (llama.cpp `/props`, Ollama `/api/ps`, vLLM and LM Studio model lists).
-    Discovered,
-    /// Nothing knew it: [`ASSUMED_WINDOW`].
-    Assumed,
-}
-
-impl WindowSource {
-    /// Its name, as stored and shown.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WindowSource::Flag => "flag",
-            WindowSource::Config => "config",
-            WindowSource::Learnt => "learnt",
-            WindowSource::Table => "table",
-            WindowSource::Discovered => "discovered",
-            WindowSource::Assumed => "assumed",
-        }
-    }
-}
 
 /// A window too small to work with: says how to raise it.
 pub fn too_small(model: &str, window: u64, source: WindowSource) -> Option<String> {

@@ -371,7 +371,7 @@ pub(crate) fn report(o: &TurnOutcome) {
         );
     }
     if let Some(c) = o.context {
-        eprintln!("[{}]", c.status_line());
+        eprintln!("[{}]", format::context_line(&c));
     }
 }
 

@@ -33,7 +33,7 @@ pub fn run(
     let _ = editor.load_history(&history);
     eprintln!("seshat · session {} · {} · /help for commands", agent.session(), agent.model());
     if let Ok(Some(c)) = agent.context_use() {
-        eprintln!("[{}]", c.status_line());
+        eprintln!("[{}]", format::context_line(&c));
     }
     loop {
         let line = match editor.readline("› ") {
@@ -126,7 +126,7 @@ fn command(agent: &mut Agent, input: &str) -> anyhow::Result<bool> {
                 eprintln!("left out to fit the window: {}", format::visible(left));
             }
             if let Some(c) = agent.context_use()? {
-                eprintln!("[{}]", c.status_line());
+                eprintln!("[{}]", format::context_line(&c));
             }
         }
         "/sessions" => {

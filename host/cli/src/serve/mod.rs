@@ -1,5 +1,5 @@
 //! `seshat serve`: Seshat's core over JSON-RPC 2.0, one JSON object per line on stdio, for
-//! programs in any language (the Go SDK drives it). The protocol is `host/cli/docs/protocol.md`, with
+//! programs in any language (the Go SDK drives it). The protocol is `host/protocol/protocol.md`, with
 //! the JSON Schema the tests check recorded traffic against.
 //!
 //! One thread reads the client's lines and answers what is quick (sessions, memory, knowledge,
@@ -23,12 +23,9 @@ use serde_json::{Value, json};
 use super::Context;
 use rpc::{Outbox, RpcError};
 
-/// The protocol version `initialize` answers with.
-pub const PROTOCOL_VERSION: &str = "2026-12-01";
-
 /// Arguments of `serve`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Speaks JSON-RPC 2.0 on stdin/stdout, one object per line: see host/cli/docs/protocol.md.")]
+#[command(after_help = "Speaks JSON-RPC 2.0 on stdin/stdout, one object per line: see host/protocol/protocol.md.")]
 pub struct Args {
     /// Serve several clients on a Unix socket instead of stdio: `unix:PATH` (created mode 0600).
     #[arg(long, value_name = "unix:PATH")]
@@ -40,9 +37,9 @@ pub struct Args {
 pub(crate) struct ClientSetup {
     /// Tools the client runs (`tool/call`): name, description, JSON Schema.
     pub(crate) tools: Vec<seshat::plugins::ToolSpec>,
-    /// `autoCompact` (default true).
+    /// `auto_compact` (default true).
     pub(crate) auto_compact: Option<bool>,
-    /// `compactSummaryModel`.
+    /// `compact_summary_model`.
     pub(crate) summary_model: Option<String>,
     /// `provider`.
     pub(crate) provider: Option<String>,
@@ -273,114 +270,115 @@ impl Server<'_> {
 
     /// Runs one method: `Ok(Some)` answers now, `Ok(None)` means a worker answers later.
     fn call(&mut self, method: &str, params: &Value, id: Value) -> Result<Option<Value>, RpcError> {
-        let p = rpc::Params(params);
+        use seshat_protocol::methods::{self as m, Method};
         match method {
-            "initialize" => {
-                let tools = p.array_opt("tools")?.unwrap_or_default();
-                let mut specs = Vec::new();
-                for t in tools {
-                    let t = rpc::Params(&t);
-                    specs.push(seshat::plugins::ToolSpec {
-                        name: t.str("name")?.to_string(),
-                        description: t.str_opt("description")?.unwrap_or_default().to_string(),
-                        parameters: t
-                            .get("inputSchema")
-                            .map_or_else(|| json!({"type": "object"}), Clone::clone)
-                            .to_string(),
-                    });
-                }
-                self.setup = Some(ClientSetup {
-                    tools: specs,
-                    auto_compact: p.bool_opt("autoCompact")?,
-                    summary_model: p.str_opt("compactSummaryModel")?.map(str::to_string),
-                    provider: p.str_opt("provider")?.map(str::to_string),
-                    model: p.str_opt("model")?.map(str::to_string),
-                    window: p.u64_opt("window")?,
-                });
-                Ok(Some(json!({
-                    "protocolVersion": PROTOCOL_VERSION,
-                    "serverInfo": {"name": "seshat", "version": env!("CARGO_PKG_VERSION")},
-                    "capabilities": {"turns": true, "tools": true, "memory": true, "knowledge": true, "compaction": true}
-                })))
-            }
-            "session/new" => {
-                let project = self.ctx.project.clone();
-                let info = self
-                    .store()?
-                    .create_session(seshat::store::NewSession {
-                        project,
-                        title: p.str_opt("title")?.map(str::to_string),
-                        ..Default::default()
+            m::Initialize::NAME => {
+                let p = rpc::params::<m::Initialize>(params)?;
+                let tools = p
+                    .tools
+                    .into_iter()
+                    .map(|t| seshat::plugins::ToolSpec {
+                        name: t.name,
+                        description: t.description,
+                        parameters: t.input_schema.unwrap_or_else(|| json!({"type": "object"})).to_string(),
                     })
-                    .map_err(RpcError::from_store)?;
-                Ok(Some(json!({"session": info})))
+                    .collect();
+                self.setup = Some(ClientSetup {
+                    tools,
+                    auto_compact: p.auto_compact,
+                    summary_model: p.compact_summary_model,
+                    provider: p.provider,
+                    model: p.model,
+                    window: p.window,
+                });
+                rpc::answer::<m::Initialize>(&m::InitializeResult {
+                    protocol_version: seshat_protocol::PROTOCOL_VERSION.into(),
+                    server_info: m::ServerInfo { name: "seshat".into(), version: env!("CARGO_PKG_VERSION").into() },
+                    capabilities: m::Capabilities {
+                        turns: true,
+                        tools: true,
+                        memory: true,
+                        knowledge: true,
+                        compaction: true,
+                    },
+                })
             }
-            "session/list" => {
-                let all = p.bool_opt("all")?.unwrap_or(false);
+            m::SessionNew::NAME => {
+                let p = rpc::params::<m::SessionNew>(params)?;
+                let project = self.ctx.project.clone();
+                let session = self
+                    .store()?
+                    .create_session(seshat::store::NewSession { project, title: p.title, ..Default::default() })
+                    .map_err(RpcError::from_store)?;
+                rpc::answer::<m::SessionNew>(&m::SessionResult { session })
+            }
+            m::SessionList::NAME => {
+                let p = rpc::params::<m::SessionList>(params)?;
                 let filter = seshat::store::ListFilter {
-                    project: (!all).then(|| self.ctx.project.clone()),
-                    limit: p.u64_opt("limit")?.map(|l| l as usize),
+                    project: (!p.all).then(|| self.ctx.project.clone()),
+                    limit: p.limit.map(|l| l as usize),
                 };
                 let sessions = self.store()?.list_sessions(&filter).map_err(RpcError::from_store)?;
-                Ok(Some(json!({"sessions": sessions})))
+                rpc::answer::<m::SessionList>(&m::SessionListResult { sessions })
             }
-            "session/get" => {
+            m::SessionGet::NAME => {
+                let p = rpc::params::<m::SessionGet>(params)?;
                 let store = &*self.store()?;
-                let id = store.resolve(p.str("session")?).map_err(RpcError::from_store)?;
-                let info = store.session(&id).map_err(RpcError::from_store)?;
-                let view = store.live_view(&id).map_err(RpcError::from_store)?;
-                let mut out = json!({"session": info, "view": view});
-                if p.bool_opt("full")?.unwrap_or(false) {
-                    out["history"] = serde_json::to_value(store.full_history(&id).map_err(RpcError::from_store)?)
-                        .unwrap_or_default();
-                }
-                Ok(Some(out))
+                let id = store.resolve(&p.session).map_err(RpcError::from_store)?;
+                let session = store.session(&id).map_err(RpcError::from_store)?;
+                let view = (&store.live_view(&id).map_err(RpcError::from_store)?).into();
+                let history = if p.full { Some(store.full_history(&id).map_err(RpcError::from_store)?) } else { None };
+                rpc::answer::<m::SessionGet>(&m::SessionGetResult { session, view, history })
             }
-            "session/delete" => {
-                let id = self.store()?.resolve(p.str("session")?).map_err(RpcError::from_store)?;
+            m::SessionDelete::NAME => {
+                let p = rpc::params::<m::SessionDelete>(params)?;
+                let id = self.store()?.resolve(&p.session).map_err(RpcError::from_store)?;
                 if self.turns.busy(&id) {
                     return Err(RpcError::busy(&id));
                 }
                 self.turns.forget(&id);
                 self.store()?.delete_session(&id).map_err(RpcError::from_store)?;
-                Ok(Some(json!({"deleted": id})))
+                rpc::answer::<m::SessionDelete>(&m::SessionDeleteResult { deleted: id })
             }
-            "turn/start" => {
-                let session = self.store()?.resolve(p.str("session")?).map_err(RpcError::from_store)?;
-                let text = p.str("text")?.to_string();
-                if text.trim().is_empty() {
+            m::TurnStart::NAME => {
+                let p = rpc::params::<m::TurnStart>(params)?;
+                let session = self.store()?.resolve(&p.session).map_err(RpcError::from_store)?;
+                if p.text.trim().is_empty() {
                     return Err(RpcError::invalid_params("`text` is empty: give the user's message"));
                 }
                 let setup = self.setup.clone().unwrap_or_default();
                 let link = turns::Link { ctx: self.ctx, setup: &setup, outbox: &self.outbox, pending: &self.pending };
-                let turn = self.turns.start(link, &session, text)?;
-                Ok(Some(json!({"session": session, "turn": turn})))
+                let turn = self.turns.start(link, &session, p.text)?;
+                rpc::answer::<m::TurnStart>(&m::TurnStartResult { session, turn })
             }
-            "turn/interrupt" => {
-                let session = self.store()?.resolve(p.str("session")?).map_err(RpcError::from_store)?;
-                Ok(Some(json!({"interrupted": self.turns.interrupt(&session)})))
+            m::TurnInterrupt::NAME => {
+                let p = rpc::params::<m::TurnInterrupt>(params)?;
+                let session = self.store()?.resolve(&p.session).map_err(RpcError::from_store)?;
+                rpc::answer::<m::TurnInterrupt>(&m::TurnInterruptResult { interrupted: self.turns.interrupt(&session) })
             }
-            "session/compact" => {
-                let session = self.store()?.resolve(p.str("session")?).map_err(RpcError::from_store)?;
-                let instructions = p.str_opt("instructions")?.map(str::to_string);
+            m::SessionCompact::NAME => {
+                let p = rpc::params::<m::SessionCompact>(params)?;
+                let session = self.store()?.resolve(&p.session).map_err(RpcError::from_store)?;
                 let setup = self.setup.clone().unwrap_or_default();
                 let link = turns::Link { ctx: self.ctx, setup: &setup, outbox: &self.outbox, pending: &self.pending };
-                self.turns.compact(link, &session, instructions, id)?;
+                self.turns.compact(link, &session, p.instructions, id)?;
                 Ok(None)
             }
-            "config/get" => {
+            m::ConfigGet::NAME => {
+                rpc::params::<m::ConfigGet>(params)?;
                 let config = self.ctx.config().map_err(|e| RpcError::seshat("invalid_config", format!("{e:#}")))?;
-                Ok(Some(json!({
-                    "project": self.ctx.project,
-                    "database": self.ctx.db,
-                    "provider": config.plugins.provider,
-                    "model": config.chat.model,
-                    "autoCompact": config.chat.auto_compact.unwrap_or(true),
-                    "compactSummaryModel": config.chat.summary_model,
-                    "embedder": config.plugins.embedder,
-                })))
+                rpc::answer::<m::ConfigGet>(&m::ConfigGetResult {
+                    project: self.ctx.project.clone(),
+                    database: self.ctx.db.display().to_string(),
+                    provider: config.plugins.provider,
+                    model: config.chat.model,
+                    auto_compact: config.chat.auto_compact.unwrap_or(true),
+                    compact_summary_model: config.chat.summary_model,
+                    embedder: config.plugins.embedder,
+                })
             }
-            "knowledge/search" => {
+            m::KnowledgeSearch::NAME => {
+                let p = rpc::params::<m::KnowledgeSearch>(params)?;
                 if self.knowledge.is_none() {
                     let k = super::knowledge::knowledge(self.ctx)
                         .map_err(|e| RpcError::seshat("knowledge_failed", format!("{e:#}")))?;
@@ -388,39 +386,41 @@ impl Server<'_> {
                 }
                 let k = self.knowledge.as_mut().expect("just made");
                 let filter = seshat::store::KnowledgeFilter { project: &self.ctx.project, scope: None };
-                let limit = p.u64_opt("limit")?.unwrap_or(10).clamp(1, 100) as usize;
-                let found =
-                    k.search(filter, p.str("query")?, limit).map_err(|e| RpcError::seshat(e.code(), e.to_string()))?;
-                Ok(Some(serde_json::to_value(found).unwrap_or_default()))
+                let limit = p.limit.unwrap_or(10).clamp(1, 100) as usize;
+                let found = k.search(filter, &p.query, limit).map_err(|e| RpcError::seshat(e.code(), e.to_string()))?;
+                rpc::answer::<m::KnowledgeSearch>(&found)
             }
-            "notes/set" | "notes/list" | "notes/search" => {
-                let scope = match p.str_opt("scope")? {
-                    None => None,
-                    Some(s) => Some(seshat::memory::Scope::parse(s).ok_or_else(|| {
-                        RpcError::invalid_params(format!("`scope` is `{s}`: give user, project or cross"))
-                    })?),
-                };
+            m::NotesSet::NAME | m::NotesList::NAME | m::NotesSearch::NAME => {
                 let ctx = self.ctx;
                 let store = self.store()?;
                 let mut memory = store.memory(ctx.repository.as_deref());
                 let failed = |e: seshat::memory::Error| RpcError::seshat("memory_failed", e.to_string());
                 // Setting and listing default to the user's notes; a search covers every scope.
-                let one = scope.unwrap_or(seshat::memory::Scope::User);
-                let out = match method {
-                    "notes/set" => {
-                        let key = p.str("key")?.trim();
+                let user = seshat::memory::Scope::User;
+                match method {
+                    m::NotesSet::NAME => {
+                        let p = rpc::params::<m::NotesSet>(params)?;
+                        let key = p.key.trim();
                         if key.is_empty() {
                             return Err(RpcError::invalid_params("`key` is empty: name the note (e.g. \"style\")"));
                         }
-                        json!({"note": memory.set_note(one, key, p.str("value")?).map_err(failed)?})
+                        let note = memory.set_note(p.scope.unwrap_or(user), key, &p.value).map_err(failed)?;
+                        rpc::answer::<m::NotesSet>(&m::NoteResult { note })
                     }
-                    "notes/list" => json!({"notes": memory.notes(one).map_err(failed)?}),
-                    _ => json!({"notes": memory.search_notes(p.str("query")?, scope).map_err(failed)?}),
-                };
-                Ok(Some(out))
+                    m::NotesList::NAME => {
+                        let p = rpc::params::<m::NotesList>(params)?;
+                        let notes = memory.notes(p.scope.unwrap_or(user)).map_err(failed)?;
+                        rpc::answer::<m::NotesList>(&m::NotesResult { notes })
+                    }
+                    _ => {
+                        let p = rpc::params::<m::NotesSearch>(params)?;
+                        let notes = memory.search_notes(&p.query, p.scope).map_err(failed)?;
+                        rpc::answer::<m::NotesSearch>(&m::NotesResult { notes })
+                    }
+                }
             }
-            m if m.starts_with("memory/") => {
-                let tool = &m["memory/".len()..];
+            other if other.starts_with(m::MEMORY_PREFIX) => {
+                let tool = &other[m::MEMORY_PREFIX.len()..];
                 let ctx = self.ctx;
                 self.store()?;
                 let Server { db: Some(store), env, recall, background, .. } = self else {
@@ -444,7 +444,7 @@ impl Server<'_> {
                 }
                 match answer {
                     Ok(out) => Ok(Some(out)),
-                    Err(seshat::memory::Error::UnknownTool(_)) => Err(RpcError::method_not_found(m)),
+                    Err(seshat::memory::Error::UnknownTool(_)) => Err(RpcError::method_not_found(other)),
                     Err(e @ seshat::memory::Error::InvalidArguments { .. }) => {
                         Err(RpcError::invalid_params(e.to_string()))
                     }

@@ -6,18 +6,11 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-/// JSON-RPC's error codes, and the one Seshat uses for its own failures (whose stable code is in
-/// `data.code`).
-pub(crate) mod code {
-    pub(crate) const PARSE: i64 = -32700;
-    pub(crate) const INVALID_REQUEST: i64 = -32600;
-    pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
-    pub(crate) const INVALID_PARAMS: i64 = -32602;
-    pub(crate) const NOT_INITIALIZED: i64 = -32002;
-    pub(crate) const SESHAT: i64 = -32000;
-}
+use seshat_protocol::methods::Method;
+use seshat_protocol::notifications::Notification;
+use seshat_protocol::wire::{ErrorData, ErrorObject, code};
 
 /// An error answer.
 #[derive(Debug, Clone)]
@@ -46,7 +39,7 @@ impl RpcError {
         Self::new(
             code::METHOD_NOT_FOUND,
             "method_not_found",
-            format!("there is no method `{method}`: host/cli/docs/protocol.md lists them"),
+            format!("there is no method `{method}`: host/protocol/protocol.md lists them"),
         )
     }
     pub(crate) fn not_initialized() -> Self {
@@ -76,8 +69,9 @@ impl RpcError {
         self.seshat_owned.as_deref().unwrap_or(self.seshat)
     }
     fn into_json(self) -> Value {
-        let stable = self.stable().to_string();
-        json!({"code": self.code, "message": self.message, "data": {"code": stable}})
+        let data = ErrorData { code: self.stable().to_string() };
+        serde_json::to_value(ErrorObject { code: self.code, message: self.message, data })
+            .expect("an error object is plain data")
     }
 }
 
@@ -156,11 +150,14 @@ impl Outbox {
     pub(crate) fn error(&self, id: Value, e: RpcError) {
         self.send(Self::message([("id", id), ("error", e.into_json())]));
     }
-    pub(crate) fn notify(&self, method: &str, params: Value) {
-        self.send(Self::message([("method", method.into()), ("params", params)]));
+    /// Sends notification `N`.
+    pub(crate) fn notice<N: Notification>(&self, params: &N::Params) {
+        let params = serde_json::to_value(params).expect("a notification's params are plain data");
+        self.send(Self::message([("method", N::NAME.into()), ("params", params)]));
     }
     /// Sends the server's own request `method` and returns where its answer arrives.
-    pub(crate) fn request(&self, pending: &Pending, method: &str, params: Value) -> mpsc::Receiver<Value> {
+    pub(crate) fn request<M: Method>(&self, pending: &Pending, params: &M::Params) -> mpsc::Receiver<Value> {
+        let params = serde_json::to_value(params).expect("a request's params are plain data");
         let (tx, rx) = mpsc::channel();
         let id = {
             let mut p = pending.lock().expect("the pending map is never poisoned");
@@ -168,7 +165,7 @@ impl Outbox {
             p.insert(id.clone(), tx);
             id
         };
-        let mut m = Self::message([("id", id.into()), ("method", method.into())]);
+        let mut m = Self::message([("id", id.into()), ("method", M::NAME.into())]);
         m.insert("params".into(), params);
         self.send(m);
         rx
@@ -205,44 +202,18 @@ pub(crate) fn write_lines(lines: Lines, mut out: impl Write) {
     }
 }
 
-/// A request's params, read with errors that name the field.
-pub(crate) struct Params<'a>(pub(crate) &'a Value);
+/// A request's params as method `M` takes them (an absent `params` is `{}`), or an error naming the
+/// method and what does not fit.
+pub(crate) fn params<M: Method>(params: &Value) -> Result<M::Params, RpcError> {
+    let value = if params.is_null() { Value::Object(serde_json::Map::new()) } else { params.clone() };
+    serde_json::from_value(value).map_err(|e| {
+        RpcError::invalid_params(format!("{}'s params do not fit: {e} (host/protocol/protocol.md lists them)", M::NAME))
+    })
+}
 
-impl Params<'_> {
-    pub(crate) fn get(&self, key: &str) -> Option<&Value> {
-        self.0.get(key).filter(|v| !v.is_null())
-    }
-    pub(crate) fn str(&self, key: &str) -> Result<&str, RpcError> {
-        self.str_opt(key)?.ok_or_else(|| RpcError::invalid_params(format!("`{key}` is missing: it is a string")))
-    }
-    pub(crate) fn str_opt(&self, key: &str) -> Result<Option<&str>, RpcError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s)),
-            Some(other) => Err(RpcError::invalid_params(format!("`{key}` must be a string, not {other}"))),
-        }
-    }
-    pub(crate) fn bool_opt(&self, key: &str) -> Result<Option<bool>, RpcError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(Value::Bool(b)) => Ok(Some(*b)),
-            Some(other) => Err(RpcError::invalid_params(format!("`{key}` must be true or false, not {other}"))),
-        }
-    }
-    pub(crate) fn u64_opt(&self, key: &str) -> Result<Option<u64>, RpcError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(v) => v
-                .as_u64()
-                .map(Some)
-                .ok_or_else(|| RpcError::invalid_params(format!("`{key}` must be a whole number, not {v}"))),
-        }
-    }
-    pub(crate) fn array_opt(&self, key: &str) -> Result<Option<Vec<Value>>, RpcError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(Value::Array(a)) => Ok(Some(a.clone())),
-            Some(other) => Err(RpcError::invalid_params(format!("`{key}` must be a list, not {other}"))),
-        }
-    }
+/// Method `M`'s answer.
+pub(crate) fn answer<M: Method>(result: &M::Result) -> Result<Option<Value>, RpcError> {
+    serde_json::to_value(result)
+        .map(Some)
+        .map_err(|e| RpcError::seshat("internal_error", format!("cannot write {}'s result: {e}", M::NAME)))
 }

@@ -9,11 +9,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, mpsc};
 use std::thread::JoinHandle;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use seshat::client::{Agent, Observer, SessionChoice, Tool};
 use seshat::compaction::{Report, Starting};
 use seshat::plugins::{StreamEvent, ToolSpec};
 use seshat::providers::Cancel;
+use seshat_protocol::methods as m;
+use seshat_protocol::notifications as n;
 
 use super::rpc::{Outbox, Pending, RpcError};
 use super::{ClientSetup, Context};
@@ -164,14 +166,15 @@ impl Turns {
         self.run(link, session, move |agent, cancel, claim| {
             let mut notifier = Notifier { outbox: outbox.clone(), session: session_id.clone(), turn };
             let outcome = agent.turn(&text, &cancel, &mut notifier);
-            let params = match outcome {
-                Ok(o) => json!({"session": session_id, "turn": turn, "outcome": o}),
-                Err(e) => json!({"session": session_id, "turn": turn, "outcome": {
-                    "session": session_id, "error": e.to_string(), "error_code": e.code(), "interrupted": false}}),
-            };
+            let outcome = outcome.unwrap_or_else(|e| seshat::client::TurnOutcome {
+                session: session_id.clone(),
+                error: Some(e.to_string()),
+                error_code: Some(e.code().to_string()),
+                ..Default::default()
+            });
             // Free before the answer, so a request that follows it finds the session free.
             drop(claim);
-            outbox.notify("turn/completed", params);
+            outbox.notice::<n::Completed>(&n::CompletedParams { session: session_id, turn, outcome });
         })?;
         Ok(turn)
     }
@@ -189,7 +192,10 @@ impl Turns {
             let report = agent.compact_with(false, instructions.as_deref());
             drop(claim);
             match report {
-                Ok(report) => outbox.result(id, json!({"report": report})),
+                Ok(report) => match super::rpc::answer::<m::SessionCompact>(&m::SessionCompactResult { report }) {
+                    Ok(result) => outbox.result(id, result.unwrap_or_default()),
+                    Err(e) => outbox.error(id, e),
+                },
                 Err(e) => outbox.error(id, RpcError::seshat(e.code(), e.to_string())),
             }
         })
@@ -261,36 +267,42 @@ struct Notifier {
 
 impl Observer for Notifier {
     fn event(&mut self, event: &StreamEvent) {
-        self.outbox.notify("turn/event", json!({"session": self.session, "turn": self.turn, "event": event}));
+        let (session, turn) = (self.session.clone(), self.turn);
+        self.outbox.notice::<n::TurnEvent>(&n::TurnEventParams { session, turn, event: event.clone() });
     }
 
     fn compaction_started(&mut self, starting: &Starting) {
-        self.outbox.notify(
-            "turn/compactionStarted",
-            json!({"session": self.session, "turn": self.turn, "trigger": starting.trigger, "tokens": starting.tokens, "window": starting.window}),
-        );
+        let (session, turn) = (self.session.clone(), self.turn);
+        let Starting { trigger, tokens, window } = *starting;
+        self.outbox.notice::<n::CompactionStarted>(&n::CompactionStartedParams {
+            session,
+            turn,
+            trigger,
+            tokens,
+            window,
+        });
     }
 
     fn compaction(&mut self, report: &Report) {
-        self.outbox.notify("turn/compaction", json!({"session": self.session, "turn": self.turn, "report": report}));
+        let (session, turn) = (self.session.clone(), self.turn);
+        self.outbox.notice::<n::Compaction>(&n::CompactionParams { session, turn, report: report.clone() });
     }
 
     fn tool_call(&mut self, name: &str, arguments: &str) {
-        self.outbox.notify(
-            "turn/toolCall",
-            json!({"session": self.session, "turn": self.turn, "name": name, "arguments": arguments}),
-        );
+        let (session, turn) = (self.session.clone(), self.turn);
+        let (name, arguments) = (name.to_string(), arguments.to_string());
+        self.outbox.notice::<n::ToolCalled>(&n::ToolCalledParams { session, turn, name, arguments });
     }
 
     fn tool_result(&mut self, name: &str, content: &str, is_error: bool) {
-        self.outbox.notify(
-            "turn/toolResult",
-            json!({"session": self.session, "turn": self.turn, "name": name, "content": content, "isError": is_error}),
-        );
+        let (session, turn) = (self.session.clone(), self.turn);
+        let (name, content) = (name.to_string(), content.to_string());
+        self.outbox.notice::<n::ToolResult>(&n::ToolResultParams { session, turn, name, content, is_error });
     }
 
     fn warning(&mut self, message: &str) {
-        self.outbox.notify("turn/warning", json!({"session": self.session, "turn": self.turn, "message": message}));
+        let (session, turn) = (self.session.clone(), self.turn);
+        self.outbox.notice::<n::Warning>(&n::WarningParams { session, turn, message: message.to_string() });
     }
 }
 
@@ -308,11 +320,12 @@ impl Tool for ClientTool {
     }
 
     fn call(&mut self, arguments: &Value) -> Result<String, String> {
-        let rx = self.outbox.request(
-            &self.pending,
-            "tool/call",
-            json!({"session": self.session, "name": self.spec.name, "arguments": arguments}),
-        );
+        let params = m::ToolCallParams {
+            session: self.session.clone(),
+            name: self.spec.name.clone(),
+            arguments: arguments.clone(),
+        };
+        let rx = self.outbox.request::<m::ToolCall>(&self.pending, &params);
         let answer = loop {
             match rx.recv_timeout(std::time::Duration::from_millis(100)) {
                 Ok(answer) => break answer,
@@ -328,8 +341,10 @@ impl Tool for ClientTool {
         if let Some(e) = answer.get("error") {
             return Err(e["message"].as_str().unwrap_or("the client's tool failed").to_string());
         }
-        let result = &answer["result"];
-        let content = result["content"].as_str().unwrap_or_default().to_string();
-        if result["isError"] == true { Err(content) } else { Ok(content) }
+        match serde_json::from_value::<m::ToolCallResult>(answer["result"].clone()) {
+            Ok(m::ToolCallResult { content, is_error: false }) => Ok(content),
+            Ok(m::ToolCallResult { content, is_error: true }) => Err(content),
+            Err(e) => Err(format!("the client's answer to `{}` does not fit tool/call's result: {e}", self.spec.name)),
+        }
     }
 }

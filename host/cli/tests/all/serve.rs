@@ -1,5 +1,5 @@
 //! `seshat serve` as a process: JSON-RPC over real stdio against a loopback OpenAI-compatible
-//! server; every line either side writes is checked against host/cli/docs/protocol.schema.json.
+//! server; every line either side writes is checked against host/protocol/protocol.schema.json.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -156,10 +156,10 @@ impl ServeClient {
     }
 }
 
-/// Every line against host/cli/docs/protocol.schema.json: the client's as a `clientMessage`, the
-/// server's as a `serverMessage`.
+/// Every line against host/protocol/protocol.schema.json: the client's as a `client_message`, the
+/// server's as a `server_message`.
 fn check_schema(traffic: &[(Option<bool>, Value)]) {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/protocol.schema.json");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../protocol/protocol.schema.json");
     let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let side = |def: &str| {
         let mut s = schema.clone();
@@ -167,7 +167,7 @@ fn check_schema(traffic: &[(Option<bool>, Value)]) {
         s["$ref"] = format!("#/$defs/{def}").into();
         jsonschema::validator_for(&s).expect("the protocol's schema is valid")
     };
-    let (client, server) = (side("clientMessage"), side("serverMessage"));
+    let (client, server) = (side("client_message"), side("server_message"));
     assert!(
         traffic.iter().filter(|(c, _)| *c == Some(true)).count() >= 2
             && traffic.iter().filter(|(c, _)| *c == Some(false)).count() >= 2
@@ -199,8 +199,8 @@ fn a_turn_streams_its_events_and_completes_and_the_session_holds_it() {
         (early["error"]["code"].as_i64(), early["error"]["data"]["code"].as_str()),
         (Some(-32002), Some("not_initialized"))
     );
-    let init = c.initialize(json!({"clientInfo": {"name": "tests"}, "model": "gpt-4o"}));
-    assert_eq!(init["protocolVersion"], "2026-12-01");
+    let init = c.initialize(json!({"client_info": {"name": "tests"}, "model": "gpt-4o"}));
+    assert_eq!(init["protocol_version"], "2026-12-03");
     let id = session(&mut c);
     let started = c.ok("turn/start", json!({"session": id, "text": "Say hello"}));
     let turn = started["turn"].as_u64().unwrap();
@@ -226,7 +226,13 @@ fn a_turn_streams_its_events_and_completes_and_the_session_holds_it() {
     // Bad input gets its code.
     let bad = c.call_invalid("turn/start", json!({"session": id}));
     assert_eq!(bad["error"]["code"], -32602);
-    assert!(bad["error"]["message"].as_str().unwrap().contains("`text` is missing"), "{bad}");
+    let message = bad["error"]["message"].as_str().unwrap();
+    assert!(message.contains("turn/start") && message.contains("missing field `text`"), "{bad}");
+    // A parameter the method does not take (an older client's camelCase) is refused by name, not
+    // silently ignored.
+    let old = c.call_invalid("session/list", json!({"all": true, "maxCount": 3}));
+    assert_eq!(old["error"]["data"]["code"], "invalid_params", "{old}");
+    assert!(old["error"]["message"].as_str().unwrap().contains("unknown field `maxCount`"), "{old}");
     let none = c.call("session/get", json!({"session": "01NOSUCHSESSION00000000000"}));
     assert_eq!(none["error"]["code"], -32000, "{none}");
     let unknown = c.call_invalid("session/fly", json!({}));
@@ -244,18 +250,18 @@ fn a_tool_the_client_registered_is_called_back_and_its_answer_reaches_the_model(
     let home = home_for("openai", &server, "");
     let mut c = ServeClient::start(&home);
     c.initialize(json!({"model": "gpt-4o", "tools": [{"name": "lookup", "description": "Looks a key up",
-        "inputSchema": {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}}]}));
+        "input_schema": {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}}]}));
     let id = session(&mut c);
     let turn = c.ok("turn/start", json!({"session": id, "text": "what is the answer?"}))["turn"].as_u64().unwrap();
     let call = c.wait("the tool call", |v| v["method"] == "tool/call");
     assert_eq!(call["params"]["name"], "lookup");
     assert_eq!(call["params"]["arguments"], json!({"key": "answer"}));
     assert_eq!(call["params"]["session"], id);
-    c.send(json!({"jsonrpc": "2.0", "id": call["id"], "result": {"content": "42", "isError": false}}));
+    c.send(json!({"jsonrpc": "2.0", "id": call["id"], "result": {"content": "42", "is_error": false}}));
     let notes = c.turn_notifications(turn);
-    let result = notes.iter().find(|n| n["method"] == "turn/toolResult").expect("the result was reported");
+    let result = notes.iter().find(|n| n["method"] == "turn/tool_result").expect("the result was reported");
     assert_eq!(
-        (result["params"]["content"].as_str(), result["params"]["isError"].as_bool()),
+        (result["params"]["content"].as_str(), result["params"]["is_error"].as_bool()),
         (Some("42"), Some(false))
     );
     assert_eq!(notes.last().unwrap()["params"]["outcome"]["text"], "It is 42.");
@@ -505,7 +511,7 @@ fn compaction_memory_knowledge_and_config_are_served_with_their_codes() {
     std::fs::write(docs.join("guide.md"), "# Guide\n\nRestart the flux capacitor.\n").unwrap();
     assert!(home.run(&["knowledge", "add", "docs"]).status.success());
     let mut c = ServeClient::start(&home);
-    c.initialize(json!({"model": "gpt-4o", "autoCompact": false, "compactSummaryModel": "gpt-4o-mini"}));
+    c.initialize(json!({"model": "gpt-4o", "auto_compact": false, "compact_summary_model": "gpt-4o-mini"}));
     let config = c.ok("config/get", json!({}));
     assert_eq!(config["provider"], "openai", "{config}");
     let found = c.ok("knowledge/search", json!({"query": "flux capacitor"}));
@@ -582,7 +588,7 @@ fn an_automatic_compaction_is_announced_before_it_runs_and_reported_after() {
     });
     let home = home_for("openai", &server, "");
     let mut c = ServeClient::start(&home);
-    c.initialize(json!({"model": "gpt-4o", "window": 4096, "compactSummaryModel": "summ-model"}));
+    c.initialize(json!({"model": "gpt-4o", "window": 4096, "compact_summary_model": "summ-model"}));
     let id = session(&mut c);
     let first = c.ok("turn/start", json!({"session": id, "text": "tell me a long story"}))["turn"].as_u64().unwrap();
     let quiet = c.turn_notifications(first);
@@ -590,7 +596,7 @@ fn an_automatic_compaction_is_announced_before_it_runs_and_reported_after() {
     let second = c.ok("turn/start", json!({"session": id, "text": "and then?"}))["turn"].as_u64().unwrap();
     let notes = c.turn_notifications(second);
     let at = |m: &str| notes.iter().position(|n| n["method"] == m).unwrap_or_else(|| panic!("no {m}: {notes:#?}"));
-    let (started, finished, first_text) = (at("turn/compactionStarted"), at("turn/compaction"), at("turn/event"));
+    let (started, finished, first_text) = (at("turn/compaction_started"), at("turn/compaction"), at("turn/event"));
     assert!(started < finished && finished < first_text, "announced, done, then the answer: {notes:#?}");
     let (s, report) = (&notes[started]["params"], &notes[finished]["params"]["report"]);
     assert_eq!((s["trigger"].as_str(), s["window"].as_u64()), (Some("auto"), Some(4096)), "{s}");
@@ -632,7 +638,7 @@ fn concurrent_tool_calls_of_several_sessions_each_get_their_own_answer_whatever_
     let home = home_for("openai", &server, "");
     let mut c = ServeClient::start(&home);
     c.initialize(json!({"model": "gpt-4o", "tools": [{"name": "lookup", "description": "Looks a key up",
-        "inputSchema": {"type": "object", "properties": {"key": {"type": "string"}}}}]}));
+        "input_schema": {"type": "object", "properties": {"key": {"type": "string"}}}}]}));
     let mut turns = std::collections::BTreeMap::new();
     for name in ["A", "B", "C"] {
         let id = session(&mut c);
@@ -650,7 +656,7 @@ fn concurrent_tool_calls_of_several_sessions_each_get_their_own_answer_whatever_
         calls.insert(session_of(&call, &turns), call);
     }
     let answer = |c: &mut ServeClient, call: &Value, text: &str| {
-        c.send(json!({"jsonrpc": "2.0", "id": call["id"], "result": {"content": text, "isError": false}}));
+        c.send(json!({"jsonrpc": "2.0", "id": call["id"], "result": {"content": text, "is_error": false}}));
     };
     // B, then A; C stays pending while A's second call is made.
     answer(&mut c, &calls["B"], "answer for B");

@@ -8,17 +8,16 @@
 
 use std::path::PathBuf;
 
-use serde::Serialize;
-
 use super::sizing::{self, FrameParts, OutputAsk};
 use super::tools::Tools;
 use super::{Client, Error, Result, prompt};
 use crate::compaction::{Frame, Report, Starting};
-use crate::conversation::{MessageStatus, NewMessage, Part, Role, Usage};
-use crate::plugins::{Limit, StopReason, StreamEvent, ToolSpec};
+use crate::conversation::{MessageStatus, NewMessage, Part, Role};
+use crate::plugins::{Limit, StreamEvent, ToolSpec};
 use crate::providers::{self, Answer, Call, Cancel, SharedProvider};
 use crate::store::{CompactionTrigger, ModelWindow, NewSession, WindowOrigin};
 use crate::window::{self, Marks, WindowSource};
+pub use seshat_protocol::turn::{ContextUse, TurnOutcome};
 
 /// Which session a chat continues.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -118,65 +117,6 @@ pub trait Observer {
 #[derive(Debug, Default)]
 pub struct Quiet;
 impl Observer for Quiet {}
-
-/// How full the window is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct ContextUse {
-    /// Tokens in use (the provider's figure when it reported one).
-    pub used: u64,
-    /// The model's window.
-    pub window: u64,
-    /// Where the window came from.
-    pub source: WindowSource,
-}
-
-impl ContextUse {
-    /// `ctx 63% · 124k/198k`.
-    pub fn status_line(&self) -> String {
-        let pct = (self.used * 100).checked_div(self.window).unwrap_or(0);
-        format!("ctx {pct}% · {}/{}", short_tokens(self.used), short_tokens(self.window))
-    }
-}
-
-fn short_tokens(n: u64) -> String {
-    if n >= 10_000 { format!("{}k", (n + 500) / 1000) } else { n.to_string() }
-}
-
-/// What one turn did.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct TurnOutcome {
-    /// The session.
-    pub session: String,
-    /// The final answer's text.
-    pub text: String,
-    /// Model calls made.
-    pub iterations: u32,
-    /// Usage summed over the turn's calls.
-    pub usage: Usage,
-    /// Why the last call stopped.
-    pub stop_reason: Option<StopReason>,
-    /// The turn was cut short (Ctrl-C, a dropped stream); what arrived is stored.
-    pub interrupted: bool,
-    /// The iteration cap ended the turn while the model still wanted tools.
-    pub hit_iteration_cap: bool,
-    /// The error that cut the turn short.
-    pub error: Option<String>,
-    /// Its stable code (`interrupted`, `timeout`, `connection_failed`, …).
-    pub error_code: Option<String>,
-    /// Compactions that ran.
-    pub compactions: Vec<Report>,
-    /// Window use after the turn.
-    pub context: Option<ContextUse>,
-}
-
-impl TurnOutcome {
-    /// Records why the turn stopped early.
-    fn cut_short(&mut self, code: &str, message: String) {
-        self.interrupted = true;
-        self.error_code = Some(code.to_string());
-        self.error = Some(message);
-    }
-}
 
 /// A chat session bound to a provider, a model and tools.
 pub struct Agent {
@@ -597,7 +537,7 @@ impl Agent {
                 }
                 Ok(a) => a,
                 Err(e) if e.code() == "interrupted" => {
-                    out.cut_short(e.code(), e.to_string());
+                    cut_short(&mut out, e.code(), e.to_string());
                     break;
                 }
                 Err(providers::Error::Refused { message, limit, .. }) if !recovered => {
@@ -622,7 +562,7 @@ impl Agent {
             if !stop {
                 self.run_tools(&answer, cancel, observer)?;
                 if cancel.is_cancelled() {
-                    out.cut_short("interrupted", "interrupted while tools ran".into());
+                    cut_short(&mut out, "interrupted", "interrupted while tools ran".into());
                     break;
                 }
                 continue;
@@ -780,7 +720,7 @@ impl Agent {
             batch.push(NewMessage { role: Role::Assistant, parts: answer.parts.clone(), usage: answer.usage, status });
         }
         if let Some(e) = &answer.error {
-            out.cut_short(e.code(), e.to_string());
+            cut_short(out, e.code(), e.to_string());
             if !calls.is_empty() {
                 // The calls were never run: answer them now, in the same transaction.
                 let parts = calls
@@ -830,4 +770,11 @@ impl Agent {
         self.client.store().append(&self.session, &[NewMessage { role: Role::Tool, parts, usage: None, status }])?;
         Ok(())
     }
+}
+
+/// Records why the turn stopped early.
+fn cut_short(out: &mut TurnOutcome, code: &str, message: String) {
+    out.interrupted = true;
+    out.error_code = Some(code.to_string());
+    out.error = Some(message);
 }

@@ -33,6 +33,7 @@ use crate::plugins::{
 };
 use crate::store::{Compaction, CompactionStatus, CompactionTrigger, LiveView, Origin, PluginRef, Store};
 use crate::window::{self, Marks};
+pub use seshat_protocol::turn::Report;
 
 /// After this many failed compactions in a row, summarising stops for the session.
 pub const MAX_CONSECUTIVE_FAILURES: u32 = 3;
@@ -270,35 +271,6 @@ impl Settings {
     pub fn estimated(&self, real: u64) -> u64 {
         if self.calibration > 1.0 { (real as f64 / self.calibration) as u64 } else { real }
     }
-}
-
-/// What a compaction did, for the CLI to say.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Report {
-    /// Estimated request tokens before.
-    pub tokens_before: u64,
-    /// Estimated request tokens after.
-    pub tokens_after: u64,
-    /// Tool results trimmed.
-    pub trimmed: usize,
-    /// Whether a summary replaced older messages.
-    pub summarised: bool,
-    /// Model calls made (0: no model was called).
-    pub model_calls: u32,
-    /// The model that wrote the summary.
-    pub summary_model: Option<String>,
-    /// Messages replaced by the summary.
-    pub dropped: usize,
-    /// Whether this was a dry run (nothing recorded).
-    pub dry_run: bool,
-    /// Microseconds spent inside plugin calls (trimmer and summariser, model calls included).
-    pub plugin_micros: u64,
-    /// The summary freed too little (counted as a failure, but used).
-    pub thrash: bool,
-    /// Estimated tokens the trims freed.
-    pub trims_freed: u64,
-    /// Messages kept after the summary (the pinned request included).
-    pub kept: usize,
 }
 
 /// How far a [`Compactor::preview`] goes.

@@ -26,52 +26,13 @@ mod search;
 pub mod tools;
 
 use rusqlite::Connection;
-use serde::{Deserialize, Serialize};
 
 pub use context::{ContextSection, DEFAULT_CONTEXT_TOKENS, MemoryContext};
 pub use graph::{Deletion, Entity, Graph, NewEntity, ObservationAdds, Relation, RelationSpec};
 pub use notes::Note;
 
 use crate::store::Store;
-
-/// Where a memory lives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Scope {
-    /// About the person: visible in every project.
-    User,
-    /// About one project: visible in its sessions.
-    Project,
-    /// General knowledge shared by every session of every project.
-    Cross,
-}
-
-impl Scope {
-    /// The stored spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scope::User => "user",
-            Scope::Project => "project",
-            Scope::Cross => "cross",
-        }
-    }
-
-    /// The scope a stored (or typed) spelling names, if any.
-    pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "user" => Scope::User,
-            "project" => Scope::Project,
-            "cross" => Scope::Cross,
-            _ => return None,
-        })
-    }
-}
-
-impl std::fmt::Display for Scope {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use seshat_protocol::memory::Scope;
 
 /// Refuses a name, type or key holding a C0 control character other than tab and newline (NUL,
 /// escape, carriage return…): such text could rewrite a terminal or the context it is shown in.

@@ -4,23 +4,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use rusqlite::{TransactionBehavior, params};
-use serde::Serialize;
 
 use super::{Error, Memory, Result, Scope};
 use crate::store::now_ms;
-
-/// A key/value note.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Note {
-    /// The key, e.g. `style`.
-    pub key: String,
-    /// The value.
-    pub value: String,
-    /// Where it lives.
-    pub scope: Scope,
-    /// Unix milliseconds.
-    pub updated_at: i64,
-}
+pub use seshat_protocol::memory::Note;
 
 impl Memory<'_> {
     /// Sets a note (replacing the value of an existing key).

@@ -21,7 +21,6 @@ mod trimmer;
 
 use std::path::PathBuf;
 
-use serde::{Deserialize, Serialize};
 use wasmtime::component::Component;
 
 pub use catalog::{Catalog, CatalogEntry, Origin, WasmSource};
@@ -50,6 +49,7 @@ pub const API_VERSION_CURRENT: &str = "0.2.0";
 pub const API_VERSION_CURRENT_UNSTABLE: bool = false;
 
 pub use crate::config::PluginKind;
+pub use seshat_protocol::turn::StopReason;
 
 impl PluginKind {
     /// The interface a plugin of this kind exports.
@@ -86,24 +86,6 @@ pub struct PluginMessage {
     pub role: Role,
     /// Its content.
     pub parts: Vec<Part>,
-}
-
-/// Why the model stopped.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StopReason {
-    /// Finished.
-    EndTurn,
-    /// Wants tool results.
-    ToolUse,
-    /// Output limit.
-    MaxTokens,
-    /// Stop sequence.
-    StopSequence,
-    /// Refused.
-    Refusal,
-    /// Something else.
-    Other(String),
 }
 
 /// A plugin compiled (or loaded from the cache) and checked to be of the kind its manifest says.

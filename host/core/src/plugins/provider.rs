@@ -12,6 +12,7 @@ use super::bindings::{v0_1 as v1, v0_2 as v2};
 use super::sandbox::{self, Slot, State};
 use super::{Error, LoadedPlugin, PluginKind, PluginMessage, Result, StopReason};
 use crate::conversation::Usage;
+pub use seshat_protocol::turn::StreamEvent;
 
 /// How requests are authenticated (the host adds the credential).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -138,65 +139,6 @@ impl HttpRequest {
         body.extend_from_slice(&self.body[splice.offset..]);
         body
     }
-}
-
-/// One decoded streaming event.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum StreamEvent {
-    /// Answer text.
-    TextDelta {
-        /// The text.
-        text: String,
-    },
-    /// Reasoning text.
-    ThinkingDelta {
-        /// The text.
-        text: String,
-    },
-    /// The reasoning's signature.
-    ThinkingSignature {
-        /// The signature.
-        signature: String,
-    },
-    /// Encrypted reasoning.
-    RedactedThinking {
-        /// The data.
-        data: String,
-    },
-    /// A tool call starts.
-    ToolCallStart {
-        /// Position.
-        index: u32,
-        /// Call id.
-        id: String,
-        /// Tool name.
-        name: String,
-    },
-    /// Tool call arguments.
-    ToolCallDelta {
-        /// Position.
-        index: u32,
-        /// Next piece.
-        arguments: String,
-    },
-    /// Usage so far.
-    Usage {
-        /// The usage.
-        usage: Usage,
-    },
-    /// The answer ended.
-    Stop {
-        /// Why.
-        reason: StopReason,
-    },
-    /// An error mid-stream.
-    Error {
-        /// Code.
-        code: String,
-        /// Message.
-        message: String,
-    },
 }
 
 /// A whole answer.

@@ -2,7 +2,7 @@
 
 use rusqlite::{OptionalExtension, Row, Transaction, TransactionBehavior, params};
 
-use super::model::{Compaction, CompactionStatus, CompactionTrigger, Message, PluginRef, Trim};
+use super::{Compaction, CompactionStatus, CompactionTrigger, Message, PluginRef, Trim};
 use super::{Error, Result, Store, now_ms};
 use crate::conversation::{MessageStatus, NewMessage, Part, Role, Usage};
 

@@ -19,7 +19,6 @@ mod history;
 mod knowledge;
 mod messages;
 mod migrations;
-mod model;
 mod models;
 mod open;
 mod pins;
@@ -39,9 +38,12 @@ pub use history::{HISTORY_RANGE_MAX, HistoryHit, HistoryScope, INDEX_WHOLE_BYTES
 pub use knowledge::{ChunkHit, ChunkText, DocumentInfo, KnowledgeFilter, NewChunk, NewDocument};
 pub use messages::title_from;
 pub use migrations::{APPLICATION_ID, LATEST as SCHEMA_VERSION, Progress, on_migration_progress};
-pub use model::{Compaction, CompactionStatus, CompactionTrigger, Message, NewSession, PluginRef, SessionInfo, Trim};
 pub use models::{DISCOVERY_TTL_MS, ModelWindow, WindowOrigin};
 pub use pins::Retracted;
+/// The records the store keeps, defined by the wire protocol (`seshat-protocol`).
+pub use seshat_protocol::records::{
+    Compaction, CompactionStatus, CompactionTrigger, Message, NewSession, PluginRef, SessionInfo, Trim,
+};
 pub use sessions::ListFilter;
 pub use sessions::MIN_SHORT_ID;
 pub use sources::SourceItem;

@@ -4,8 +4,8 @@ use std::collections::HashMap;
 
 use rusqlite::{OptionalExtension, Row, TransactionBehavior, params};
 
-use super::model::{NewSession, SessionInfo};
 use super::{Error, Result, Store, now_ms};
+use super::{NewSession, SessionInfo};
 use crate::conversation::Usage;
 
 /// The shortest prefix `sessions list` shows.

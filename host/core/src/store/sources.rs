@@ -5,7 +5,7 @@
 
 use rusqlite::OptionalExtension;
 
-use super::model::Compaction;
+use super::Compaction;
 use super::{Result, Store};
 use crate::conversation::NewMessage;
 

@@ -13,8 +13,8 @@ use rusqlite::{Transaction, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
 use super::messages::{Encoded, insert_compaction, insert_encoded, insert_trim};
-use super::model::{Compaction, Message, SessionInfo, Trim};
 use super::pins::Retracted;
+use super::{Compaction, Message, SessionInfo, Trim};
 use super::{Error, Result, Store};
 use crate::conversation::{MessageStatus, NewMessage, Part, Role, Usage};
 

@@ -13,10 +13,11 @@ use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
 use super::messages::{COMPACTION_COLUMNS, TRIM_COLUMNS, compaction_from_row, trim_from_row};
-use super::model::{Compaction, Message, SessionInfo, Trim};
 use super::pins::{LIVE_COMPACTION, LIVE_TRIM};
+use super::{Compaction, Message, SessionInfo, Trim};
 use super::{Result, Store};
 use crate::conversation::{MessageStatus, Part, Role};
+pub use seshat_protocol::view::{Origin, ViewEntry};
 
 /// The fixed marker that follows a summary in the live view. Documented in the README; tools and
 /// people can search for it.
@@ -26,44 +27,6 @@ pub const COMPACTION_MARKER: &str = "[Seshat: the conversation above this point 
 /// The text of the user-role message that stands for the compacted history.
 pub fn summary_text(summary: &str) -> String {
     format!("Summary of the earlier conversation:\n\n{}\n\n{COMPACTION_MARKER}", summary.trim())
-}
-
-/// Why an entry is in the live view.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Origin {
-    /// The summary of the compacted history, with the marker.
-    Summary,
-    /// The latest user request, kept verbatim although it lies before the cut.
-    Pinned,
-    /// A message the user pinned, kept verbatim although it lies before the cut.
-    UserPin,
-    /// A message kept as is (trims applied).
-    Kept,
-}
-
-/// One message of the live view.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ViewEntry {
-    /// Why it is here.
-    pub origin: Origin,
-    /// The original message's seq (none for the summary).
-    pub seq: Option<u64>,
-    /// Role (the summary is a user message).
-    pub role: Role,
-    /// Content, trims applied.
-    pub parts: Vec<Part>,
-    /// The original's status.
-    pub status: MessageStatus,
-    /// Usage of the model call that produced it (assistant messages).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub usage: Option<crate::conversation::Usage>,
-    /// The trims applied to this message.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub trims: Vec<Trim>,
-    /// Whether the user pinned it (kept verbatim, never trimmed).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub pinned: bool,
 }
 
 /// What the next model request is built from.
@@ -256,4 +219,14 @@ fn entry(origin: Origin, msg: Message, trims: &mut HashMap<u64, Vec<Trim>>, pins
     }
     let pinned = pins.contains(&msg.seq);
     ViewEntry { origin, seq: Some(msg.seq), role: msg.role, parts, status: msg.status, usage: msg.usage, trims, pinned }
+}
+
+impl From<&LiveView> for seshat_protocol::view::View {
+    fn from(view: &LiveView) -> Self {
+        seshat_protocol::view::View {
+            session: view.session.clone(),
+            compaction: view.compaction.clone(),
+            entries: view.entries.clone(),
+        }
+    }
 }

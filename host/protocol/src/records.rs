@@ -4,12 +4,13 @@
 //! These types are also the JSON shapes of `sessions export` and `--json` output, so a field
 //! rename here is a format change.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::conversation::{MessageStatus, Part, Role, Usage};
 
 /// A stored message.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Message {
     /// Position in its session, from 1, without gaps.
@@ -28,7 +29,7 @@ pub struct Message {
 }
 
 /// What the store knows about a session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SessionInfo {
     /// The session's id (a ULID: sorts by creation time).
@@ -72,7 +73,7 @@ fn empty_object() -> serde_json::Value {
 /// The fields a new session starts with.
 #[derive(Debug, Clone, Default)]
 pub struct NewSession {
-    /// The project key (see [`crate::paths::project_key`]).
+    /// The project key (see `seshat::paths::project_key`).
     pub project: String,
     /// A title; without one, the first user message gives it.
     pub title: Option<String>,
@@ -87,7 +88,7 @@ pub struct NewSession {
 }
 
 /// What started a compaction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CompactionTrigger {
     /// The threshold was passed before a model call.
@@ -97,7 +98,7 @@ pub enum CompactionTrigger {
 }
 
 /// Whether a compaction produced a usable summary.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CompactionStatus {
     /// The summary replaced the dropped messages in the live view.
@@ -107,7 +108,7 @@ pub enum CompactionStatus {
 }
 
 /// A compaction record: kept beside the originals, never replacing them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Compaction {
     /// What started it.
@@ -142,7 +143,7 @@ pub struct Compaction {
 
 /// The plugin that made a record: its id and the SHA-256 of the `.wasm` that ran (migration
 /// 0007), so records of two builds of one plugin can be told apart.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PluginRef {
     /// The plugin's id.
@@ -152,7 +153,7 @@ pub struct PluginRef {
 }
 
 /// A micro-compaction trim of one part of one message: the replacement the live view shows.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Trim {
     /// The trimmed message.

@@ -1,0 +1,430 @@
+//! `seshat serve`'s methods: one marker type per method, naming it and typing its params and its
+//! result ([`Method`]). The server deserialises a request's params as [`Method::Params`] and writes
+//! [`Method::Result`]; the schema is generated from the same types.
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::knowledge::Found;
+use crate::memory::{Note, Scope};
+use crate::records::{Message, SessionInfo};
+use crate::turn::Report;
+use crate::view::View;
+
+/// A method: its name on the wire, what it takes and what it answers.
+pub trait Method {
+    /// The method's name (`session/new`).
+    const NAME: &'static str;
+    /// Its params (an absent `params` reads as `{}`).
+    type Params: Serialize + DeserializeOwned + JsonSchema;
+    /// Its result.
+    type Result: Serialize + DeserializeOwned + JsonSchema;
+}
+
+macro_rules! method {
+    ($(#[doc = $doc:literal])* $ty:ident = $name:literal ($params:ty) -> $result:ty) => {
+        $(#[doc = $doc])*
+        #[derive(Debug, Clone, Copy)]
+        pub struct $ty;
+        impl Method for $ty {
+            const NAME: &'static str = $name;
+            type Params = $params;
+            type Result = $result;
+        }
+    };
+}
+
+method!(
+    /// Opens the connection: the client's settings for its sessions and its own tools.
+    Initialize = "initialize" (InitializeParams) -> InitializeResult
+);
+method!(
+    /// Creates a session in the server's project.
+    SessionNew = "session/new" (SessionNewParams) -> SessionResult
+);
+method!(
+    /// Lists sessions, newest first.
+    SessionList = "session/list" (SessionListParams) -> SessionListResult
+);
+method!(
+    /// One session, its live view and, with `full`, its whole history.
+    SessionGet = "session/get" (SessionGetParams) -> SessionGetResult
+);
+method!(
+    /// Deletes a session (`session_busy` while a turn runs).
+    SessionDelete = "session/delete" (SessionParams) -> SessionDeleteResult
+);
+method!(
+    /// Starts a turn; its progress arrives as notifications, ending with `turn/completed`.
+    TurnStart = "turn/start" (TurnStartParams) -> TurnStartResult
+);
+method!(
+    /// Interrupts a session's turn, whichever connection started it.
+    TurnInterrupt = "turn/interrupt" (SessionParams) -> TurnInterruptResult
+);
+method!(
+    /// Compacts a session now; answered when done.
+    SessionCompact = "session/compact" (SessionCompactParams) -> SessionCompactResult
+);
+method!(
+    /// Sets a note (replacing the value of an existing key).
+    NotesSet = "notes/set" (NotesSetParams) -> NoteResult
+);
+method!(
+    /// A scope's notes, most recently set first.
+    NotesList = "notes/list" (NotesListParams) -> NotesResult
+);
+method!(
+    /// Notes whose key or value contains the query (ignoring case).
+    NotesSearch = "notes/search" (NotesSearchParams) -> NotesResult
+);
+method!(
+    /// Searches the documents `seshat knowledge add` indexed.
+    KnowledgeSearch = "knowledge/search" (KnowledgeSearchParams) -> Found
+);
+method!(
+    /// The configuration the server runs with.
+    ConfigGet = "config/get" (Empty) -> ConfigGetResult
+);
+
+/// The memory tools `memory/<tool>` runs, as `seshat mcp` serves them: their arguments and
+/// structured results are the tools' own (see each tool's input schema in `tools/list` of
+/// `seshat mcp`).
+pub const MEMORY_TOOLS: &[&str] = &[
+    "create_entities",
+    "create_relations",
+    "add_observations",
+    "delete_entities",
+    "delete_observations",
+    "delete_relations",
+    "read_graph",
+    "search_nodes",
+    "open_nodes",
+];
+
+/// The prefix of the memory methods (`memory/search_nodes`).
+pub const MEMORY_PREFIX: &str = "memory/";
+
+/// A memory tool's arguments or structured result: an object, in the tool's own format.
+pub type ToolObject = Map<String, Value>;
+
+/// No params.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Empty {}
+
+/// Who the client is.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ClientInfo {
+    /// Its name.
+    pub name: String,
+    /// Its version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
+/// A tool the client offers the model; the server calls it back with `tool/call`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolDefinition {
+    /// Its name, as the model calls it.
+    pub name: String,
+    /// What it does: the model chooses tools by it.
+    #[serde(default)]
+    pub description: String,
+    /// The JSON Schema of its arguments (`{"type": "object"}` when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<Value>,
+}
+
+/// `initialize`'s params.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InitializeParams {
+    /// The version the client speaks (the server answers with its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    /// Who the client is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_info: Option<ClientInfo>,
+    /// Automatic compaction for the client's sessions (true when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_compact: Option<bool>,
+    /// The model that writes summaries (the session's model when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compact_summary_model: Option<String>,
+    /// The provider for new turns (the configuration's when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// The model for new turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The model's context window in tokens, when the client knows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<u64>,
+    /// The client's own tools.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolDefinition>,
+}
+
+/// The server's name and version.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ServerInfo {
+    /// `seshat`.
+    pub name: String,
+    /// The binary's version.
+    pub version: String,
+}
+
+/// What the server offers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Capabilities {
+    /// Turns (`turn/start`, `turn/interrupt`).
+    pub turns: bool,
+    /// The client's own tools (`tool/call`).
+    pub tools: bool,
+    /// The memory methods.
+    pub memory: bool,
+    /// Document search.
+    pub knowledge: bool,
+    /// `session/compact`.
+    pub compaction: bool,
+}
+
+/// `initialize`'s result.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct InitializeResult {
+    /// The server's protocol version ([`crate::PROTOCOL_VERSION`]).
+    pub protocol_version: String,
+    /// The server.
+    pub server_info: ServerInfo,
+    /// What it offers.
+    pub capabilities: Capabilities,
+}
+
+/// `session/new`'s params.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionNewParams {
+    /// A title (the first user message gives one otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}
+
+/// One session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionResult {
+    /// The session.
+    pub session: SessionInfo,
+}
+
+/// `session/list`'s params.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionListParams {
+    /// Every project's sessions, not only the server's project.
+    #[serde(default)]
+    pub all: bool,
+    /// At most this many.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+}
+
+/// `session/list`'s result.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionListResult {
+    /// Newest first.
+    pub sessions: Vec<SessionInfo>,
+}
+
+/// A session named by its id or a unique prefix of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionParams {
+    /// The session's id, or a unique prefix.
+    pub session: String,
+}
+
+/// `session/get`'s params.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionGetParams {
+    /// The session's id, or a unique prefix.
+    pub session: String,
+    /// Include every message as written.
+    #[serde(default)]
+    pub full: bool,
+}
+
+/// `session/get`'s result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionGetResult {
+    /// The session.
+    pub session: SessionInfo,
+    /// The live view: what the next model request is built from.
+    pub view: View,
+    /// Every message as written (with `full`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<Vec<Message>>,
+}
+
+/// `session/delete`'s result.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionDeleteResult {
+    /// The deleted session's id.
+    pub deleted: String,
+}
+
+/// `turn/start`'s params.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TurnStartParams {
+    /// The session's id, or a unique prefix.
+    pub session: String,
+    /// The user's message.
+    pub text: String,
+}
+
+/// `turn/start`'s result, sent at once.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TurnStartResult {
+    /// The session's full id.
+    pub session: String,
+    /// The turn's number on this server, carried by its notifications.
+    pub turn: u64,
+}
+
+/// `turn/interrupt`'s result.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TurnInterruptResult {
+    /// Whether a turn was running.
+    pub interrupted: bool,
+}
+
+/// `session/compact`'s params.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionCompactParams {
+    /// The session's id, or a unique prefix.
+    pub session: String,
+    /// What the summary should keep or stress.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+}
+
+/// `session/compact`'s result.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionCompactResult {
+    /// What the compaction did.
+    pub report: Report,
+}
+
+/// `notes/set`'s params.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NotesSetParams {
+    /// The key (`style`).
+    pub key: String,
+    /// The value.
+    pub value: String,
+    /// Whose note (`user` when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Scope>,
+}
+
+/// One note.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct NoteResult {
+    /// The note as stored.
+    pub note: Note,
+}
+
+/// `notes/list`'s params.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NotesListParams {
+    /// Whose notes (`user` when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Scope>,
+}
+
+/// `notes/search`'s params.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NotesSearchParams {
+    /// The words to look for.
+    pub query: String,
+    /// One scope (every scope the server's project reads when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Scope>,
+}
+
+/// Notes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct NotesResult {
+    /// The notes, most recently set first.
+    pub notes: Vec<Note>,
+}
+
+/// `knowledge/search`'s params.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KnowledgeSearchParams {
+    /// What to look for.
+    pub query: String,
+    /// At most this many hits (10 when absent, at most 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+}
+
+/// `config/get`'s result.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ConfigGetResult {
+    /// The server's project key.
+    pub project: String,
+    /// The database file.
+    pub database: String,
+    /// The configured provider.
+    pub provider: Option<String>,
+    /// The configured model.
+    pub model: Option<String>,
+    /// Whether automatic compaction is on.
+    pub auto_compact: bool,
+    /// The model that writes summaries, when not the session's.
+    pub compact_summary_model: Option<String>,
+    /// The configured embedder.
+    pub embedder: Option<String>,
+}
+
+/// The server's own request to the client: run one of the client's tools.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolCall;
+
+impl Method for ToolCall {
+    const NAME: &'static str = "tool/call";
+    type Params = ToolCallParams;
+    type Result = ToolCallResult;
+}
+
+/// `tool/call`'s params.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolCallParams {
+    /// The session whose turn calls it.
+    pub session: String,
+    /// The tool.
+    pub name: String,
+    /// The model's arguments.
+    pub arguments: Value,
+}
+
+/// The client's answer to `tool/call`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolCallResult {
+    /// What the model reads.
+    pub content: String,
+    /// Whether the tool failed (the model reads `content` as its error).
+    #[serde(default)]
+    pub is_error: bool,
+}

@@ -1,0 +1,145 @@
+//! What the server tells the client while a turn runs: one marker type per notification, naming
+//! it and typing its params ([`Notification`]). Every one carries the session and the turn.
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::records::CompactionTrigger;
+use crate::turn::{Report, StreamEvent, TurnOutcome};
+
+/// A notification: its name on the wire and its params.
+pub trait Notification {
+    /// Its name (`turn/event`).
+    const NAME: &'static str;
+    /// Its params.
+    type Params: Serialize + DeserializeOwned + JsonSchema;
+}
+
+macro_rules! notification {
+    ($(#[doc = $doc:literal])* $ty:ident = $name:literal ($params:ty)) => {
+        $(#[doc = $doc])*
+        #[derive(Debug, Clone, Copy)]
+        pub struct $ty;
+        impl Notification for $ty {
+            const NAME: &'static str = $name;
+            type Params = $params;
+        }
+    };
+}
+
+notification!(
+    /// A streamed event of the answer.
+    TurnEvent = "turn/event" (TurnEventParams)
+);
+notification!(
+    /// A compaction is about to run (the summary model may take a while); `turn/compaction` follows.
+    CompactionStarted = "turn/compaction_started" (CompactionStartedParams)
+);
+notification!(
+    /// What a compaction before a model call did.
+    Compaction = "turn/compaction" (CompactionParams)
+);
+notification!(
+    /// A tool is about to run.
+    ToolCalled = "turn/tool_call" (ToolCalledParams)
+);
+notification!(
+    /// A tool's result.
+    ToolResult = "turn/tool_result" (ToolResultParams)
+);
+notification!(
+    /// A warning about the turn.
+    Warning = "turn/warning" (WarningParams)
+);
+notification!(
+    /// The turn ended: what it did.
+    Completed = "turn/completed" (CompletedParams)
+);
+
+/// `turn/event`'s params.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TurnEventParams {
+    /// The session.
+    pub session: String,
+    /// The turn.
+    pub turn: u64,
+    /// The event.
+    pub event: StreamEvent,
+}
+
+/// `turn/compaction_started`'s params.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CompactionStartedParams {
+    /// The session.
+    pub session: String,
+    /// The turn.
+    pub turn: u64,
+    /// Why it runs.
+    pub trigger: CompactionTrigger,
+    /// Estimated tokens in use.
+    pub tokens: u64,
+    /// The model's window.
+    pub window: u64,
+}
+
+/// `turn/compaction`'s params.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CompactionParams {
+    /// The session.
+    pub session: String,
+    /// The turn.
+    pub turn: u64,
+    /// What the compaction did.
+    pub report: Report,
+}
+
+/// `turn/tool_call`'s params.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolCalledParams {
+    /// The session.
+    pub session: String,
+    /// The turn.
+    pub turn: u64,
+    /// The tool.
+    pub name: String,
+    /// The model's arguments, as it wrote them.
+    pub arguments: String,
+}
+
+/// `turn/tool_result`'s params.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolResultParams {
+    /// The session.
+    pub session: String,
+    /// The turn.
+    pub turn: u64,
+    /// The tool.
+    pub name: String,
+    /// What the model reads.
+    pub content: String,
+    /// Whether the tool failed.
+    pub is_error: bool,
+}
+
+/// `turn/warning`'s params.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WarningParams {
+    /// The session.
+    pub session: String,
+    /// The turn.
+    pub turn: u64,
+    /// What to know.
+    pub message: String,
+}
+
+/// `turn/completed`'s params.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct CompletedParams {
+    /// The session.
+    pub session: String,
+    /// The turn.
+    pub turn: u64,
+    /// What the turn did (the shape `seshat chat --json` prints).
+    pub outcome: TurnOutcome,
+}

@@ -1,0 +1,181 @@
+//! The protocol's JSON Schema, generated from its types: every line a client sends is a
+//! `client_message`, every line the server writes a `server_message`.
+
+use schemars::generate::SchemaSettings;
+use schemars::{JsonSchema, SchemaGenerator};
+use serde_json::{Map, Value, json};
+
+use crate::methods::{self, MEMORY_PREFIX, MEMORY_TOOLS, Method};
+use crate::notifications::{self, Notification};
+use crate::wire::{ErrorObject, Id};
+
+/// The schema document, as committed in `host/protocol/protocol.schema.json`.
+pub fn schema() -> Value {
+    let mut generator = SchemaSettings::draft2020_12().into_generator();
+    let id = generator.subschema_for::<Id>().to_value();
+    let error = generator.subschema_for::<ErrorObject>().to_value();
+    let object = json!({"type": "object"});
+
+    let mut requests = Vec::new();
+    let mut results = Vec::new();
+    let mut add = |name: &str, params: Value, result: Value| {
+        requests.push(json!({
+            "type": "object",
+            "required": ["jsonrpc", "id", "method"],
+            "properties": {"jsonrpc": {"const": "2.0"}, "id": id, "method": {"const": name}, "params": params},
+            "additionalProperties": false
+        }));
+        results.push(result);
+    };
+    macro_rules! method {
+        ($($m:ty),*) => {$(
+            add(
+                <$m as Method>::NAME,
+                generator.subschema_for::<<$m as Method>::Params>().to_value(),
+                generator.subschema_for::<<$m as Method>::Result>().to_value(),
+            );
+        )*};
+    }
+    method!(
+        methods::Initialize,
+        methods::SessionNew,
+        methods::SessionList,
+        methods::SessionGet,
+        methods::SessionDelete,
+        methods::TurnStart,
+        methods::TurnInterrupt,
+        methods::SessionCompact,
+        methods::NotesSet,
+        methods::NotesList,
+        methods::NotesSearch,
+        methods::KnowledgeSearch,
+        methods::ConfigGet
+    );
+    for tool in MEMORY_TOOLS {
+        add(&format!("{MEMORY_PREFIX}{tool}"), object.clone(), object.clone());
+    }
+
+    let mut notices = Vec::new();
+    macro_rules! notification {
+        ($($n:ty),*) => {$(
+            notices.push(json!({
+                "type": "object",
+                "required": ["jsonrpc", "method", "params"],
+                "properties": {
+                    "jsonrpc": {"const": "2.0"},
+                    "method": {"const": <$n as Notification>::NAME},
+                    "params": generator.subschema_for::<<$n as Notification>::Params>().to_value()
+                },
+                "additionalProperties": false
+            }));
+        )*};
+    }
+    notification!(
+        notifications::TurnEvent,
+        notifications::CompactionStarted,
+        notifications::Compaction,
+        notifications::ToolCalled,
+        notifications::ToolResult,
+        notifications::Warning,
+        notifications::Completed
+    );
+    let tool_call = json!({
+        "type": "object",
+        "required": ["jsonrpc", "id", "method", "params"],
+        "properties": {
+            "jsonrpc": {"const": "2.0"},
+            "id": {"type": "string"},
+            "method": {"const": methods::ToolCall::NAME},
+            "params": subschema::<methods::ToolCallParams>(&mut generator)
+        },
+        "additionalProperties": false
+    });
+    let tool_answer = json!({
+        "type": "object",
+        "required": ["jsonrpc", "id"],
+        "properties": {
+            "jsonrpc": {"const": "2.0"},
+            "id": {"type": "string"},
+            "result": subschema::<methods::ToolCallResult>(&mut generator),
+            "error": error
+        },
+        "oneOf": [{"required": ["result"]}, {"required": ["error"]}],
+        "additionalProperties": false
+    });
+    let answer = json!({
+        "type": "object",
+        "required": ["jsonrpc", "id"],
+        "properties": {
+            "jsonrpc": {"const": "2.0"},
+            "id": {"anyOf": [id, {"type": "null"}]},
+            "result": {"anyOf": results},
+            "error": error
+        },
+        "oneOf": [{"required": ["result"]}, {"required": ["error"]}],
+        "additionalProperties": false
+    });
+    let from_client_notification = json!({
+        "type": "object",
+        "required": ["jsonrpc", "method"],
+        "not": {"required": ["id"]},
+        "properties": {"jsonrpc": {"const": "2.0"}, "method": {"type": "string"}, "params": {}},
+        "additionalProperties": false
+    });
+
+    let mut defs: Map<String, Value> = generator.take_definitions(true);
+    defs.insert("request".into(), json!({"oneOf": requests}));
+    defs.insert("client_notification".into(), from_client_notification);
+    defs.insert("tool_answer".into(), tool_answer);
+    defs.insert(
+        "client_message".into(),
+        json!({"oneOf": [ref_to("request"), ref_to("client_notification"), ref_to("tool_answer")]}),
+    );
+    defs.insert("answer".into(), answer);
+    defs.insert("notification".into(), json!({"oneOf": notices}));
+    defs.insert("tool_call".into(), tool_call);
+    defs.insert(
+        "server_message".into(),
+        json!({"oneOf": [ref_to("answer"), ref_to("notification"), ref_to("tool_call")]}),
+    );
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "seshat serve: JSON-RPC 2.0 messages, one per line",
+        "description": format!(
+            "Protocol version {}. Every line a client sends is a client_message; every line the server writes \
+             is a server_message. Generated from the seshat-protocol crate's types; protocol.md describes each \
+             method.",
+            crate::PROTOCOL_VERSION
+        ),
+        "anyOf": [ref_to("client_message"), ref_to("server_message")],
+        "$defs": defs
+    })
+}
+
+fn subschema<T: JsonSchema>(generator: &mut SchemaGenerator) -> Value {
+    generator.subschema_for::<T>().to_value()
+}
+
+fn ref_to(name: &str) -> Value {
+    json!({"$ref": format!("#/$defs/{name}")})
+}
+
+#[cfg(test)]
+mod tests {
+    /// The committed schema is what the types generate. After changing a type, run this test with
+    /// `SESHAT_WRITE_SCHEMA=1` to write the file, and commit it with the change.
+    #[test]
+    fn the_committed_schema_is_the_generated_one() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("protocol.schema.json");
+        let generated = serde_json::to_string_pretty(&super::schema()).expect("a schema is JSON") + "\n";
+        if std::env::var_os("SESHAT_WRITE_SCHEMA").is_some() {
+            std::fs::write(&path, &generated).expect("write protocol.schema.json");
+        }
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            committed == generated,
+            "{} differs from the schema the protocol's types generate: run `SESHAT_WRITE_SCHEMA=1 cargo test -p \
+             seshat-protocol` and commit the file",
+            path.display()
+        );
+    }
+}
