@@ -28,6 +28,7 @@ pub mod plugins;
 pub mod providers;
 pub mod retrieval;
 pub mod store;
+pub mod tool;
 pub mod window;
 
 pub use client::{Client, ClientConfig};

@@ -85,7 +85,7 @@ impl MemoryServer {
         }
         let args = Value::Object(request.arguments.unwrap_or_default());
         if seshat::retrieval::tools::is_knowledge_tool(&request.name) {
-            let result = {
+            let output = {
                 let mut guard = self
                     .knowledge
                     .lock()
@@ -93,11 +93,7 @@ impl MemoryServer {
                 let (knowledge, project) = &mut *guard;
                 seshat::retrieval::tools::call(knowledge, project, &request.name, &args)
             };
-            return Ok(match result {
-                Ok(v) => CallToolResult::structured(v),
-                Err(e) => CallToolResult::structured_error(json!({"error": e})),
-            }
-            .into());
+            return Ok(answer(output).into());
         }
         let output = {
             let mut store =
@@ -119,29 +115,25 @@ impl MemoryServer {
         if let Some(b) = &self.background {
             b.poke();
         }
-        let result = if output.is_error {
-            CallToolResult::structured_error(output.structured)
-        } else {
-            CallToolResult::structured(output.structured)
-        };
-        Ok(result.into())
+        Ok(answer(output).into())
     }
 }
 
-/// The tool definitions in MCP's shape: memory's, then knowledge's.
+/// A tool's output as MCP's structured result.
+fn answer(output: seshat::tool::ToolOutput) -> CallToolResult {
+    let structured = match output.structured {
+        // MCP's structured content is an object.
+        Value::String(text) => json!({"text": text}),
+        other => other,
+    };
+    if output.is_error { CallToolResult::structured_error(structured) } else { CallToolResult::structured(structured) }
+}
+
+/// The tool definitions in MCP's shape: memory's, then knowledge's, under their plain names.
 fn mcp_tools() -> anyhow::Result<Vec<Tool>> {
-    let knowledge = seshat::retrieval::tools::specs().into_iter().map(|s| {
-        let tool = json!({
-            "name": s.name,
-            "title": if s.name == seshat::retrieval::tools::SEARCH { "Search documents" } else { "Read a document chunk" },
-            "description": s.description,
-            "inputSchema": serde_json::from_str::<Value>(&s.parameters).unwrap_or_default(),
-            "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}
-        });
-        serde_json::from_value(tool).with_context(|| format!("tool definition {}", s.name))
-    });
     tools::definitions()
         .into_iter()
+        .chain(seshat::retrieval::tools::definitions())
         .map(|d| {
             let tool = json!({
                 "name": d.name,
@@ -157,7 +149,6 @@ fn mcp_tools() -> anyhow::Result<Vec<Tool>> {
             });
             serde_json::from_value(tool).with_context(|| format!("tool definition {}", d.name))
         })
-        .chain(knowledge)
         .collect()
 }
 

@@ -36,7 +36,7 @@ pub struct Args {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ClientSetup {
     /// Tools the client runs (`tool/call`): name, description, JSON Schema.
-    pub(crate) tools: Vec<seshat::plugins::ToolSpec>,
+    pub(crate) tools: Vec<seshat::tool::ToolDef>,
     /// `auto_compact` (default true).
     pub(crate) auto_compact: Option<bool>,
     /// `compact_summary_model`.
@@ -277,10 +277,9 @@ impl Server<'_> {
                 let tools = p
                     .tools
                     .into_iter()
-                    .map(|t| seshat::plugins::ToolSpec {
-                        name: t.name,
-                        description: t.description,
-                        parameters: t.input_schema.unwrap_or_else(|| json!({"type": "object"})).to_string(),
+                    .map(|t| {
+                        let schema = t.input_schema.unwrap_or_else(|| json!({"type": "object"}));
+                        seshat::tool::ToolDef::new(t.name, t.description, schema)
                     })
                     .collect();
                 self.setup = Some(ClientSetup {

@@ -12,8 +12,9 @@ use std::thread::JoinHandle;
 use serde_json::Value;
 use seshat::client::{Agent, Observer, SessionChoice, Tool};
 use seshat::compaction::{Report, Starting};
-use seshat::plugins::{StreamEvent, ToolSpec};
+use seshat::plugins::StreamEvent;
 use seshat::providers::Cancel;
+use seshat::tool::{ToolDef, ToolOutput};
 use seshat_protocol::methods as m;
 use seshat_protocol::notifications as n;
 
@@ -241,7 +242,7 @@ fn open_agent(link: Link<'_>, session: &str) -> Result<Agent, RpcError> {
         .iter()
         .map(|spec| {
             Box::new(ClientTool {
-                spec: spec.clone(),
+                definition: spec.clone(),
                 outbox: outbox.clone(),
                 pending: pending.clone(),
                 session: session.to_string(),
@@ -308,21 +309,28 @@ impl Observer for Notifier {
 
 /// A tool the client registered: run by asking the client.
 struct ClientTool {
-    spec: ToolSpec,
+    definition: ToolDef,
     outbox: Outbox,
     pending: Pending,
     session: String,
 }
 
 impl Tool for ClientTool {
-    fn spec(&self) -> ToolSpec {
-        self.spec.clone()
+    fn definition(&self) -> ToolDef {
+        self.definition.clone()
     }
 
-    fn call(&mut self, arguments: &Value) -> Result<String, String> {
+    fn call(&mut self, arguments: &Value) -> ToolOutput {
+        ToolOutput::from_text(self.ask(arguments))
+    }
+}
+
+impl ClientTool {
+    /// Asks the client to run the tool; its answer's content, or the error the model reads.
+    fn ask(&self, arguments: &Value) -> Result<String, String> {
         let params = m::ToolCallParams {
             session: self.session.clone(),
-            name: self.spec.name.clone(),
+            name: self.definition.name.clone(),
             arguments: arguments.clone(),
         };
         let rx = self.outbox.request::<m::ToolCall>(&self.pending, &params);
@@ -331,10 +339,13 @@ impl Tool for ClientTool {
                 Ok(answer) => break answer,
                 Err(mpsc::RecvTimeoutError::Timeout) if !STOPPING.load(Ordering::SeqCst) => {}
                 Err(mpsc::RecvTimeoutError::Timeout) => {
-                    return Err(format!("seshat serve stopped before the client answered `{}`", self.spec.name));
+                    return Err(format!("seshat serve stopped before the client answered `{}`", self.definition.name));
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err(format!("the client that registered `{}` went away before answering", self.spec.name));
+                    return Err(format!(
+                        "the client that registered `{}` went away before answering",
+                        self.definition.name
+                    ));
                 }
             }
         };
@@ -344,7 +355,9 @@ impl Tool for ClientTool {
         match serde_json::from_value::<m::ToolCallResult>(answer["result"].clone()) {
             Ok(m::ToolCallResult { content, is_error: false }) => Ok(content),
             Ok(m::ToolCallResult { content, is_error: true }) => Err(content),
-            Err(e) => Err(format!("the client's answer to `{}` does not fit tool/call's result: {e}", self.spec.name)),
+            Err(e) => {
+                Err(format!("the client's answer to `{}` does not fit tool/call's result: {e}", self.definition.name))
+            }
         }
     }
 }

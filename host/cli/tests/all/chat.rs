@@ -751,20 +751,20 @@ use seshat::providers::{Cancel, SharedProvider};
 struct Clock;
 
 impl seshat::client::Tool for Clock {
-    fn spec(&self) -> seshat::plugins::ToolSpec {
-        seshat::plugins::ToolSpec {
-            name: "clock".into(),
-            description: "The time in a city.".into(),
-            parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
-                .to_string(),
-        }
+    fn definition(&self) -> seshat::tool::ToolDef {
+        seshat::tool::ToolDef::new(
+            "clock",
+            "The time in a city.",
+            json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+        )
+        .read_only()
     }
 
-    fn call(&mut self, arguments: &Value) -> Result<String, String> {
+    fn call(&mut self, arguments: &Value) -> seshat::tool::ToolOutput {
         match arguments["city"].as_str() {
-            Some("Paris") => Ok("12:00".into()),
-            Some(other) => Err(format!("no clock for {other}")),
-            None => Err("`city` is required".into()),
+            Some("Paris") => seshat::tool::ToolOutput::text("12:00"),
+            Some(other) => seshat::tool::ToolOutput::error(format!("no clock for {other}")),
+            None => seshat::tool::ToolOutput::error("`city` is required"),
         }
     }
 }

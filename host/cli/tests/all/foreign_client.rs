@@ -1,9 +1,10 @@
-//! A foreign SQLite client (Python's `sqlite3`, a process Seshat knows nothing of) reading the
+//! Foreign SQLite clients (Python's `sqlite3` and the `sqlite3` shell, processes Seshat knows nothing of) reading the
 //! database while `seshat serve` and `seshat mcp` run and write: the servers keep their file locks
 //! through every operation of their own, so the foreign client never believes it is the last
 //! user of the database and never deletes the WAL under them; every acknowledged write survives a
 //! SIGKILL and the file passes `integrity_check`.
 
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::{Value, json};
@@ -53,6 +54,21 @@ fn foreign(home: &Home, mode: &str) -> Value {
         .expect("python3 runs (it is on every machine this project builds on)");
     assert!(out.status.success(), "the foreign client failed: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).expect("the foreign client prints JSON")
+}
+
+/// The `sqlite3` shell (another foreign client, the one users reach for): an integrity check and
+/// a count through a whole connection, closed when the shell exits; then whether the `-wal` file
+/// is still there.
+fn shell(home: &Home) -> (String, bool) {
+    let out = Command::new("sqlite3")
+        .arg(home.db())
+        .arg("PRAGMA integrity_check; SELECT count(*) FROM memory_entities;")
+        .output()
+        .expect("the sqlite3 shell runs (.ci/setup installs it)");
+    assert!(out.status.success(), "the sqlite3 shell failed: {}", String::from_utf8_lossy(&out.stderr));
+    let mut wal = home.db().into_os_string();
+    wal.push("-wal");
+    (String::from_utf8_lossy(&out.stdout).split_whitespace().collect::<Vec<_>>().join(" "), Path::new(&wal).exists())
 }
 
 /// After `what`, the server `pid` still holds its shared lock on the database and on `-shm`.
@@ -115,6 +131,9 @@ fn a_foreign_sqlite_client_never_deletes_the_wal_under_serve_or_mcp_and_nothing_
         assert_eq!(check["integrity"], "ok", "round {round}: {check}");
         assert_eq!(check["wal_after_close"], true, "round {round}: the foreign client deleted the live WAL: {check}");
         assert_eq!(check["entities"].as_u64(), Some(acknowledged.len() as u64), "round {round}: {check}");
+        let (seen, wal_after) = shell(&home);
+        assert_eq!(seen, format!("ok {}", acknowledged.len()), "round {round}: the sqlite3 shell's view");
+        assert!(wal_after, "round {round}: the sqlite3 shell's exit deleted the live WAL");
         let (s, m) = (format!("s{round}"), format!("m{round}"));
         serve.ok("memory/create_entities", entity(&s));
         assert!(!mcp.call("create_entities", entity(&m)).1);

@@ -190,7 +190,7 @@ fn history_read_returns_originals_in_pieces_and_says_what_is_wrong() {
     let s = session_in(&mut store, "/p");
     let big = format!("BEGIN\n{}\nEND", "0123456789abcdef".repeat(1_500));
     store.append(&s, &[text(Role::User, "run it"), call("c1", "run", "{}"), result("c1", &big)]).unwrap();
-    let read = |args: Value| seshat::client::history::call(&store, &s, "history_read", &args);
+    let read = |args: Value| answer(seshat::client::history::call(&store, &s, "history_read", &args));
 
     let one = read(json!({"seq": 1})).unwrap();
     assert_eq!(one, "[seq 1 · user]\nrun it\n");
@@ -217,7 +217,7 @@ fn history_read_returns_originals_in_pieces_and_says_what_is_wrong() {
     assert!(err.starts_with("invalid arguments for history_read: invalid type"), "{err}");
     let err = read(json!({"seq": 1, "offset": 999})).unwrap_err();
     assert!(err.contains("past the end"), "{err}");
-    let err = seshat::client::history::call(&store, &s, "history_search", &json!({"query": "  "})).unwrap_err();
+    let err = answer(seshat::client::history::call(&store, &s, "history_search", &json!({"query": "  "}))).unwrap_err();
     assert!(err.contains("`query` is empty"), "{err}");
 }
 
@@ -457,4 +457,9 @@ fn a_huge_pasted_text_is_indexed_by_its_head_tail_and_outcome_lines() {
     let whole = format!("{}needleword", "x ".repeat(seshat::store::INDEX_WHOLE_TEXT_BYTES / 2 - 8));
     store.append(&s, &[text(Role::User, &whole)]).unwrap();
     assert_eq!(found(&store, HistoryScope::Session(&s), "needleword"), [(s.clone(), 3)]);
+}
+
+/// A tool's output as the text the model reads, `Err` when it is an error.
+fn answer(out: seshat::tool::ToolOutput) -> Result<String, String> {
+    if out.is_error { Err(out.content()) } else { Ok(out.content()) }
 }

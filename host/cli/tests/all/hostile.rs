@@ -44,7 +44,7 @@ fn stored_control_characters_are_shown_visibly_everywhere_and_json_stays_exact()
         "create_entities",
         &json!({"scope": "user", "entities": [{"name": format!("Eve{}", '\u{202e}'), "entityType": "person", "observations": [format!("o {HOSTILE}")]}]}),
     );
-    assert!(!created.is_error, "{}", created.text());
+    assert!(!created.is_error, "{}", created.content());
     drop(store);
 
     for args in [
@@ -85,9 +85,9 @@ fn names_and_keys_with_control_characters_are_refused() {
     ] {
         let out = tools::call(&mut memory, "create_entities", &json!({"scope": "user", "entities": args["entities"]}));
         assert!(
-            out.is_error && out.text().contains(field) && out.text().contains("control character"),
+            out.is_error && out.content().contains(field) && out.content().contains("control character"),
             "{}",
-            out.text()
+            out.content()
         );
     }
     // Tab and newline are text, not controls.
@@ -96,7 +96,7 @@ fn names_and_keys_with_control_characters_are_refused() {
         "create_entities",
         &json!({"scope": "user", "entities": [{"name": "two\twords", "entityType": "t", "observations": []}]}),
     );
-    assert!(!fine.is_error, "{}", fine.text());
+    assert!(!fine.is_error, "{}", fine.content());
     assert!(memory.read_graph(None, 0, 10).unwrap().0.entities.len() == 1, "only the valid entity was written");
 }
 

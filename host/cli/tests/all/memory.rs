@@ -17,9 +17,9 @@ fn call(home: &Home, project: Option<&str>, name: &str, args: Value) -> tools::T
 
 fn ok(home: &Home, name: &str, args: Value) -> Value {
     let out = call(home, Some(PROJECT), name, args);
-    assert!(!out.is_error, "{name} failed: {}", out.text());
+    assert!(!out.is_error, "{name} failed: {}", out.content());
     assert_eq!(
-        serde_json::from_str::<Value>(&out.text()).unwrap(),
+        serde_json::from_str::<Value>(&out.content()).unwrap(),
         out.structured,
         "the text is the structured result"
     );
@@ -61,7 +61,7 @@ fn add_observations_to_an_unknown_entity_is_an_error_and_writes_nothing() {
         json!({"observations": [{"entityName": "Alice", "contents": ["new fact"]}, {"entityName": "Nobody", "contents": ["x"]}]}),
     );
     assert!(out.is_error);
-    assert!(out.text().contains("Entity with name Nobody not found"), "{}", out.text());
+    assert!(out.content().contains("Entity with name Nobody not found"), "{}", out.content());
     let alice = ok(&home, "open_nodes", json!({"names": ["Alice"]}));
     assert_eq!(alice["entities"][0]["observations"].as_array().unwrap().len(), 2, "the valid half was not kept either");
 }
@@ -203,13 +203,13 @@ fn bad_arguments_are_tool_errors_naming_the_field() {
         ("read_graph", json!({"scope": "everywhere"}), "unknown variant `everywhere`"),
     ] {
         let out = call(&home, Some(PROJECT), tool, args);
-        assert!(out.is_error && out.text().contains(expected), "{tool}: {}", out.text());
-        assert!(out.text().starts_with(&format!("invalid arguments for {tool}")), "{}", out.text());
+        assert!(out.is_error && out.content().contains(expected), "{tool}: {}", out.content());
+        assert!(out.content().starts_with(&format!("invalid arguments for {tool}")), "{}", out.content());
     }
     let out = call(&home, Some(PROJECT), "teleport", json!({}));
-    assert!(out.is_error && out.text().contains("unknown memory tool"), "{}", out.text());
+    assert!(out.is_error && out.content().contains("unknown memory tool"), "{}", out.content());
     let out = call(&home, None, "create_entities", json!({"entities": [], "scope": "project"}));
-    assert!(out.is_error && out.text().contains("the project scope needs a project"), "{}", out.text());
+    assert!(out.is_error && out.content().contains("the project scope needs a project"), "{}", out.content());
 }
 
 #[test]
@@ -552,7 +552,7 @@ fn ranked_matches_hidden_in_other_projects_do_not_crowd_out_visible_ones() {
         .map(|i| json!({"name": format!("Gizmo {i}"), "entityType": "gizmo", "observations": ["gizmo gizmo"]}))
         .collect();
     let out = call(&home, Some("/work/project-b"), "create_entities", json!({ "entities": hidden }));
-    assert!(!out.is_error, "{}", out.text());
+    assert!(!out.is_error, "{}", out.content());
 
     let found = ok(&home, "search_nodes", json!({"query": "gizmo", "limit": 2}));
     let mut got = names(&found);
@@ -560,8 +560,8 @@ fn ranked_matches_hidden_in_other_projects_do_not_crowd_out_visible_ones() {
     assert_eq!(got, ["Gizmo spec", "Gizmo vendor"], "past 150 better-ranked hidden matches");
     let from_b = call(&home, Some("/work/project-b"), "search_nodes", json!({"query": "gizmo", "limit": 2}));
     let numbered = |n: &String| n.strip_prefix("Gizmo ").is_some_and(|i| i.parse::<u32>().is_ok());
-    assert_eq!(names(&from_b.structured).len(), 2, "{}", from_b.text());
-    assert!(names(&from_b.structured).iter().all(numbered), "project-b sees its own first: {}", from_b.text());
+    assert_eq!(names(&from_b.structured).len(), 2, "{}", from_b.content());
+    assert!(names(&from_b.structured).iter().all(numbered), "project-b sees its own first: {}", from_b.content());
 }
 
 #[test]
@@ -670,8 +670,8 @@ fn relations_to_entities_that_do_not_exist_are_refused_naming_them_and_write_not
             {"from": "Carol", "to": "bob", "relationType": "knows"},
         ]}),
     );
-    assert!(out.is_error, "{}", out.text());
-    let text = out.text();
+    assert!(out.is_error, "{}", out.content());
+    let text = out.content();
     assert!(
         text.contains("`Bob`, `Carol`") && text.contains("create_entities") && text.contains("no relation was written"),
         "{text}"
@@ -687,7 +687,7 @@ fn relations_to_entities_that_do_not_exist_are_refused_naming_them_and_write_not
         "create_relations",
         json!({"relations": [{"from": "Alice", "to": "café zürich", "relationType": "misses"}]}),
     );
-    assert!(gone.is_error && gone.text().contains("`café zürich`"), "{}", gone.text());
+    assert!(gone.is_error && gone.content().contains("`café zürich`"), "{}", gone.content());
     ok(&home, "create_entities", json!({"entities": [{"name": "Bob", "entityType": "person", "observations": []}]}));
     ok(&home, "create_relations", json!({"relations": [{"from": "Alice", "to": "Bob", "relationType": "knows"}]}));
     assert_eq!(ok(&home, "read_graph", json!({}))["relations"].as_array().unwrap().len(), 2, "works_on and knows");

@@ -759,13 +759,11 @@ impl Agent {
             let reply = if self.specs.iter().any(|s| &s.name == name) {
                 self.tools.call(self.client.store(), Some(&self.project), &self.session, name, arguments)
             } else {
-                super::tools::ToolReply {
-                    content: format!("`{name}` is not one of the tools offered in this session"),
-                    is_error: true,
-                }
+                crate::tool::ToolOutput::error(format!("`{name}` is not one of the tools offered in this session"))
             };
-            observer.tool_result(name, &reply.content, reply.is_error);
-            parts.push(Part::ToolResult { call_id: id.clone(), content: reply.content, is_error: reply.is_error });
+            let content = reply.content();
+            observer.tool_result(name, &content, reply.is_error);
+            parts.push(Part::ToolResult { call_id: id.clone(), content, is_error: reply.is_error });
         }
         self.client.store().append(&self.session, &[NewMessage { role: Role::Tool, parts, usage: None, status }])?;
         Ok(())

@@ -238,7 +238,7 @@ impl Environment {
             Some(ToolChoice::Only(names)) => {
                 let all = Tools::builtin();
                 let mut known: Vec<String> = all.specs().into_iter().map(|s| s.name).collect();
-                known.extend(crate::retrieval::tools::specs().into_iter().map(|s| s.name));
+                known.extend(crate::retrieval::tools::definitions().into_iter().map(|d| d.name));
                 if let Some(unknown) = names.iter().find(|n| !known.contains(n)) {
                     return Err(Error::Config(crate::config::Error {
                         path: self.dirs.config.join("config.toml"),

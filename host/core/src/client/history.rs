@@ -6,8 +6,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::conversation::Part;
-use crate::plugins::ToolSpec;
 use crate::store::{HISTORY_RANGE_MAX, HistoryScope, Message, Store};
+use crate::tool::{ToolDef, ToolOutput};
 
 /// `history_search`'s name.
 pub const SEARCH: &str = "history_search";
@@ -20,18 +20,17 @@ pub const SEARCH_MAX_LIMIT: usize = 30;
 /// The most text one `history_read` returns, in bytes; the rest is read on with `offset`.
 pub const READ_MAX_BYTES: usize = 16_000;
 
-/// The specs offered to the model.
-pub fn specs() -> Vec<ToolSpec> {
+/// The tools' definitions.
+pub fn definitions() -> Vec<ToolDef> {
     vec![
-        ToolSpec {
-            name: SEARCH.into(),
-            description: "Search this session's full history, including everything compaction summarised or \
+        ToolDef::new(
+            SEARCH,
+            "Search this session's full history, including everything compaction summarised or \
                 trimmed away: the original messages, tool calls and tool outputs. Use it when the summary or a trimmed \
                 output lacks a detail you need (an error line, a value, a decision, what the user asked). Words match \
                 in any case and word form; an identifier or path (`TF123-K45`, `src/a.rs:42`) matches exactly and \
-                ranks first. Returns the best matches with their seq and a snippet; read one with history_read."
-                .into(),
-            parameters: json!({
+                ranks first. Returns the best matches with their seq and a snippet; read one with history_read.",
+            json!({
                 "type": "object",
                 "properties": {
                     "query": {"type": "string", "description": "Words, identifiers or paths to look for"},
@@ -39,16 +38,16 @@ pub fn specs() -> Vec<ToolSpec> {
                         "description": format!("At most this many matches (default {SEARCH_DEFAULT_LIMIT})")}
                 },
                 "required": ["query"]
-            })
-            .to_string(),
-        },
-        ToolSpec {
-            name: READ.into(),
-            description: "Read original messages of this session by seq, exactly as they were written (before any \
+            }),
+        )
+        .titled("Search the session history")
+        .read_only(),
+        ToolDef::new(
+            READ,
+            "Read original messages of this session by seq, exactly as they were written (before any \
                 summary or trim): one with `seq`, or a range with `from` and `to`. Long text is cut at 16,000 bytes; \
-                the answer says where, and `offset` reads on from there."
-                .into(),
-            parameters: json!({
+                the answer says where, and `offset` reads on from there.",
+            json!({
                 "type": "object",
                 "properties": {
                     "seq": {"type": "integer", "minimum": 1, "description": "One message's seq"},
@@ -56,9 +55,10 @@ pub fn specs() -> Vec<ToolSpec> {
                     "to": {"type": "integer", "minimum": 1, "description": "Last seq of a range"},
                     "offset": {"type": "integer", "minimum": 0, "description": "Byte offset to read on from"}
                 }
-            })
-            .to_string(),
-        },
+            }),
+        )
+        .titled("Read original messages")
+        .read_only(),
     ]
 }
 
@@ -84,12 +84,22 @@ struct ReadArgs {
 }
 
 /// Runs a history tool on `session`: the text for the model, or the error it reads.
-pub fn call(store: &Store, session: &str, name: &str, args: &Value) -> Result<String, String> {
+pub fn call(store: &Store, session: &str, name: &str, args: &Value) -> ToolOutput {
     call_with(store, session, name, args, None)
 }
 
 /// [`call`], with `history_search` hybrid through `recall` when given (history embedded).
 pub fn call_with(
+    store: &Store,
+    session: &str,
+    name: &str,
+    args: &Value,
+    recall: Option<&mut crate::retrieval::Recall>,
+) -> ToolOutput {
+    ToolOutput::from_text(run(store, session, name, args, recall))
+}
+
+fn run(
     store: &Store,
     session: &str,
     name: &str,

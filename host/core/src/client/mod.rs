@@ -14,9 +14,10 @@ pub mod prompt;
 pub mod sizing;
 pub mod tools;
 
+pub use crate::tool::{ToolDef, ToolOutput};
 pub use agent::{Agent, AgentOptions, ContextUse, Observer, Quiet, SessionChoice, TurnOutcome};
 pub use environment::{Environment, Overrides};
-pub use tools::{Tool, ToolReply, Tools};
+pub use tools::{Tool, Tools};
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -7,22 +7,14 @@ use super::history;
 use crate::memory;
 use crate::plugins::ToolSpec;
 use crate::store::Store;
+use crate::tool::{ToolDef, ToolOutput};
 
 /// A tool an application registers with [`crate::client::Agent`].
 pub trait Tool: Send {
-    /// Its name, description and JSON Schema.
-    fn spec(&self) -> ToolSpec;
-    /// Runs it. `Err` is a tool error the model reads (it is not fatal to the turn).
-    fn call(&mut self, arguments: &Value) -> Result<String, String>;
-}
-
-/// What a tool call returned.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolReply {
-    /// The content for the model.
-    pub content: String,
-    /// Whether it failed.
-    pub is_error: bool,
+    /// Its definition: name, description, JSON Schema of its arguments.
+    fn definition(&self) -> ToolDef;
+    /// Runs it. An error output is a tool error the model reads (it is not fatal to the turn).
+    fn call(&mut self, arguments: &Value) -> ToolOutput;
 }
 
 /// The tools offered to the model.
@@ -97,27 +89,31 @@ impl Tools {
         self.custom.push(tool);
     }
 
-    /// The specs as sent to the provider.
-    pub fn specs(&self) -> Vec<ToolSpec> {
-        let mut specs = Vec::new();
+    /// The tools offered, under the names the model calls them by (the memory tools prefixed).
+    pub fn definitions(&self) -> Vec<ToolDef> {
+        let mut defs = Vec::new();
         if self.memory {
-            specs.extend(memory::tools::definitions().into_iter().map(|d| ToolSpec {
-                name: format!("{}{}", memory::tools::AGENT_PREFIX, d.name),
-                description: d.description.to_string(),
-                parameters: d.input_schema.to_string(),
+            defs.extend(memory::tools::definitions().into_iter().map(|mut d| {
+                d.name = format!("{}{}", memory::tools::AGENT_PREFIX, d.name);
+                d
             }));
         }
         if self.history {
-            specs.extend(history::specs());
+            defs.extend(history::definitions());
         }
         if self.knowledge.is_some() {
-            specs.extend(crate::retrieval::tools::specs());
+            defs.extend(crate::retrieval::tools::definitions());
         }
-        specs.extend(self.custom.iter().map(|t| t.spec()));
+        defs.extend(self.custom.iter().map(|t| t.definition()));
         if let Some(only) = &self.only {
-            specs.retain(|s| only.contains(&s.name));
+            defs.retain(|d| only.contains(&d.name));
         }
-        specs
+        defs
+    }
+
+    /// The definitions as sent to the provider.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.definitions().iter().map(spec).collect()
     }
 
     /// Runs the tool `name` in `session`. Unknown tools and unparsable arguments are tool errors.
@@ -128,18 +124,17 @@ impl Tools {
         session: &str,
         name: &str,
         arguments: &str,
-    ) -> ToolReply {
+    ) -> ToolOutput {
         let args: Value = match serde_json::from_str(if arguments.trim().is_empty() { "{}" } else { arguments }) {
             Ok(v) => v,
             Err(e) => {
-                return ToolReply {
-                    content: format!("the arguments of `{name}` are not valid JSON ({e}); send a JSON object"),
-                    is_error: true,
-                };
+                return ToolOutput::error(format!(
+                    "the arguments of `{name}` are not valid JSON ({e}); send a JSON object"
+                ));
             }
         };
         if self.memory && name.starts_with(memory::tools::AGENT_PREFIX) {
-            let out = match self.recall.as_mut().filter(|r| r.memory()) {
+            return match self.recall.as_mut().filter(|r| r.memory()) {
                 Some(recall) => {
                     let mut search = |m: &mut memory::Memory<'_>, q: &str, s: Option<memory::Scope>, n: usize| {
                         recall.search_memory(m, q, s, n)
@@ -148,28 +143,23 @@ impl Tools {
                 }
                 None => memory::tools::call(&mut store.memory(project), name, &args),
             };
-            return ToolReply { content: out.text(), is_error: out.is_error };
         }
         if self.history && history::is_history_tool(name) {
-            return match history::call_with(store, session, name, &args, self.recall.as_mut()) {
-                Ok(content) => ToolReply { content, is_error: false },
-                Err(content) => ToolReply { content, is_error: true },
-            };
+            return history::call_with(store, session, name, &args, self.recall.as_mut());
         }
         if let Some((knowledge, project)) =
             self.knowledge.as_mut().filter(|_| crate::retrieval::tools::is_knowledge_tool(name))
         {
-            return match crate::retrieval::tools::call(knowledge, project, name, &args) {
-                Ok(v) => ToolReply { content: serde_json::to_string_pretty(&v).unwrap_or_default(), is_error: false },
-                Err(content) => ToolReply { content, is_error: true },
-            };
+            return crate::retrieval::tools::call(knowledge, project, name, &args);
         }
-        match self.custom.iter_mut().find(|t| t.spec().name == name) {
-            Some(tool) => match tool.call(&args) {
-                Ok(content) => ToolReply { content, is_error: false },
-                Err(content) => ToolReply { content, is_error: true },
-            },
-            None => ToolReply { content: format!("there is no tool named `{name}`"), is_error: true },
+        match self.custom.iter_mut().find(|t| t.definition().name == name) {
+            Some(tool) => tool.call(&args),
+            None => ToolOutput::error(format!("there is no tool named `{name}`")),
         }
     }
+}
+
+/// A definition as a provider request carries it.
+pub(crate) fn spec(def: &ToolDef) -> ToolSpec {
+    ToolSpec { name: def.name.clone(), description: def.description.clone(), parameters: def.input_schema.to_string() }
 }

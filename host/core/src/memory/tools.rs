@@ -21,44 +21,7 @@ pub const DEFAULT_GRAPH_LIMIT: usize = 100;
 /// The most any call returns.
 pub const MAX_LIMIT: usize = 500;
 
-/// A tool's published definition.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolDef {
-    /// The plain name (`create_entities`).
-    pub name: &'static str,
-    /// A title for people.
-    pub title: &'static str,
-    /// When to use it.
-    pub description: &'static str,
-    /// JSON Schema of the arguments.
-    pub input_schema: Value,
-    /// Whether it only reads.
-    pub read_only: bool,
-    /// Whether it deletes.
-    pub destructive: bool,
-    /// Whether repeating it changes nothing more.
-    pub idempotent: bool,
-}
-
-/// The result of a tool call.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolOutput {
-    /// The structured result (`{"error": …}` when the call failed).
-    pub structured: Value,
-    /// Whether the call failed.
-    pub is_error: bool,
-}
-
-impl ToolOutput {
-    /// Text for the model: the structured result as indented JSON, or the error. Made on demand:
-    /// `seshat mcp` sends the structured result and never needs it.
-    pub fn text(&self) -> String {
-        match (self.is_error, self.structured.get("error").and_then(Value::as_str)) {
-            (true, Some(error)) => error.to_string(),
-            _ => serde_json::to_string_pretty(&self.structured).unwrap_or_default(),
-        }
-    }
-}
+pub use crate::tool::{ToolDef, ToolOutput};
 
 fn scope_schema() -> Value {
     json!({
@@ -109,13 +72,14 @@ fn object(properties: Value, required: &[&str]) -> Value {
 pub fn definitions() -> Vec<ToolDef> {
     vec![
         ToolDef {
-            name: "create_entities",
-            title: "Create Entities",
+            name: "create_entities".into(),
+            title: "Create Entities".into(),
             description: "Remember things across sessions: create entities (a person, project, tool, decision, …) with \
                 facts about them as observations. Use when the user tells you something worth keeping beyond this \
                 conversation or you learn a durable fact. An entity whose name (any case) already exists in that scope \
                 gets the new observations added. Scope 'project' (default inside a project) for facts about this \
-                codebase, 'user' for the user's preferences and personal details, 'cross' for general knowledge.",
+                codebase, 'user' for the user's preferences and personal details, 'cross' for general knowledge."
+                .into(),
             input_schema: object(
                 json!({"entities": {"type": "array", "items": entity_item()}, "scope": scope_schema()}),
                 &["entities"],
@@ -125,10 +89,11 @@ pub fn definitions() -> Vec<ToolDef> {
             idempotent: false,
         },
         ToolDef {
-            name: "create_relations",
-            title: "Create Relations",
+            name: "create_relations".into(),
+            title: "Create Relations".into(),
             description: "Link entities with directed relations in active voice (e.g. 'Alice' works_on 'Seshat'). Use \
-                after creating the entities. A relation that already exists is not stored twice.",
+                after creating the entities. A relation that already exists is not stored twice."
+                .into(),
             input_schema: object(
                 json!({"relations": {"type": "array", "items": relation_item()}, "scope": scope_schema()}),
                 &["relations"],
@@ -138,11 +103,12 @@ pub fn definitions() -> Vec<ToolDef> {
             idempotent: false,
         },
         ToolDef {
-            name: "add_observations",
-            title: "Add Observations",
+            name: "add_observations".into(),
+            title: "Add Observations".into(),
             description: "Add facts to entities that already exist (find them with memory_search_nodes first). An \
                 unknown entity is an error: create it with memory_create_entities. Facts already stored are not \
-                duplicated.",
+                duplicated."
+                .into(),
             input_schema: object(
                 json!({
                     "observations": {"type": "array", "items": {
@@ -162,11 +128,12 @@ pub fn definitions() -> Vec<ToolDef> {
             idempotent: false,
         },
         ToolDef {
-            name: "delete_entities",
-            title: "Delete Entities",
+            name: "delete_entities".into(),
+            title: "Delete Entities".into(),
             description: "Forget entities and every relation that touches them, when the user asks you to forget \
                 something or an entity is wrong or obsolete. Names that do not exist are ignored. The user can undo \
-                this with `seshat memory --action restore`.",
+                this with `seshat memory --action restore`."
+                .into(),
             input_schema: object(
                 json!({"entityNames": {"type": "array", "items": {"type": "string"}, "description": "An array of entity names to delete"}, "scope": scope_schema()}),
                 &["entityNames"],
@@ -176,10 +143,11 @@ pub fn definitions() -> Vec<ToolDef> {
             idempotent: true,
         },
         ToolDef {
-            name: "delete_observations",
-            title: "Delete Observations",
+            name: "delete_observations".into(),
+            title: "Delete Observations".into(),
             description: "Remove specific facts from entities, e.g. when they stopped being true. Missing entities or \
-                facts are ignored.",
+                facts are ignored."
+                .into(),
             input_schema: object(
                 json!({
                     "deletions": {"type": "array", "items": {
@@ -199,9 +167,10 @@ pub fn definitions() -> Vec<ToolDef> {
             idempotent: true,
         },
         ToolDef {
-            name: "delete_relations",
-            title: "Delete Relations",
-            description: "Remove relations that are no longer true. Missing ones are ignored.",
+            name: "delete_relations".into(),
+            title: "Delete Relations".into(),
+            description: "Remove relations that are no longer true. Missing ones are ignored."
+                .into(),
             input_schema: object(
                 json!({"relations": {"type": "array", "items": relation_item(), "description": "An array of relations to delete"}, "scope": scope_schema()}),
                 &["relations"],
@@ -211,11 +180,12 @@ pub fn definitions() -> Vec<ToolDef> {
             idempotent: true,
         },
         ToolDef {
-            name: "read_graph",
-            title: "Read Graph",
+            name: "read_graph".into(),
+            title: "Read Graph".into(),
             description: "Read the whole memory graph, most recently updated entities first (at most `limit`, after \
                 skipping `offset`; a cut answer's note gives the next offset). Prefer memory_search_nodes; use this for \
-                an overview of what is remembered.",
+                an overview of what is remembered."
+                .into(),
             input_schema: object(
                 json!({
                     "scope": scope_schema(),
@@ -229,12 +199,13 @@ pub fn definitions() -> Vec<ToolDef> {
             idempotent: true,
         },
         ToolDef {
-            name: "search_nodes",
-            title: "Search Nodes",
+            name: "search_nodes".into(),
+            title: "Search Nodes".into(),
             description: "Search long-term memory before answering anything that may depend on what you were told in \
                 earlier sessions (preferences, decisions, facts about people and projects). Matches the words of the \
                 query in names, types and observations (case and accents ignored, best first), then any substring. \
-                Returns at most `limit` entities with the relations among them, and says when more matched.",
+                Returns at most `limit` entities with the relations among them, and says when more matched."
+                .into(),
             input_schema: object(
                 json!({
                     "query": {"type": "string", "description": "The search query to match against entity names, types, and observation content"},
@@ -248,10 +219,11 @@ pub fn definitions() -> Vec<ToolDef> {
             idempotent: true,
         },
         ToolDef {
-            name: "open_nodes",
-            title: "Open Nodes",
+            name: "open_nodes".into(),
+            title: "Open Nodes".into(),
             description: "Read specific entities by name (any case) with all their observations and the relations \
-                among them. Use when you know the names, e.g. from a search result or the memory context.",
+                among them. Use when you know the names, e.g. from a search result or the memory context."
+                .into(),
             input_schema: object(
                 json!({"names": {"type": "array", "items": {"type": "string"}, "description": "An array of entity names to retrieve"}, "scope": scope_schema()}),
                 &["names"],
@@ -372,8 +344,8 @@ pub type Searcher<'s> =
 /// [`call`] with `search_nodes` answered by `searcher` when given.
 pub fn call_with(memory: &mut Memory<'_>, name: &str, args: &Value, searcher: Option<Searcher<'_>>) -> ToolOutput {
     match run(memory, name, args, searcher) {
-        Ok(structured) => ToolOutput { structured, is_error: false },
-        Err(e) => ToolOutput { structured: json!({"error": e.to_string()}), is_error: true },
+        Ok(structured) => ToolOutput::ok(structured),
+        Err(e) => ToolOutput::error(e.to_string()),
     }
 }
 

@@ -6,8 +6,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Knowledge;
-use crate::plugins::ToolSpec;
 use crate::store::KnowledgeFilter;
+use crate::tool::{ToolDef, ToolOutput};
 
 /// `knowledge_search`'s name.
 pub const SEARCH: &str = "knowledge_search";
@@ -20,17 +20,16 @@ pub const SEARCH_MAX_LIMIT: usize = 30;
 /// The most text one `knowledge_read` returns, in bytes.
 pub const READ_MAX_BYTES: usize = 16_000;
 
-/// The tools' specs.
-pub fn specs() -> Vec<ToolSpec> {
+/// The tools' definitions.
+pub fn definitions() -> Vec<ToolDef> {
     vec![
-        ToolSpec {
-            name: SEARCH.into(),
-            description: "Search the documents indexed for this project (and the user's): guides, notes, source \
+        ToolDef::new(
+            SEARCH,
+            "Search the documents indexed for this project (and the user's): guides, notes, source \
                 files added with `seshat knowledge add`. Matches words (bm25) and, when an embedder is configured, \
                 meaning too. Returns each match's file, line range, heading and a snippet, with a chunk id to read \
-                it whole with knowledge_read."
-                .into(),
-            parameters: json!({
+                it whole with knowledge_read.",
+            json!({
                 "type": "object",
                 "properties": {
                     "query": {"type": "string", "description": "What to look for, in words"},
@@ -38,24 +37,25 @@ pub fn specs() -> Vec<ToolSpec> {
                         "description": format!("At most this many results (default {SEARCH_DEFAULT_LIMIT})")}
                 },
                 "required": ["query"]
-            })
-            .to_string(),
-        },
-        ToolSpec {
-            name: READ.into(),
-            description: "Read one indexed chunk whole by the id knowledge_search gave (its file, lines and \
-                text). Text past 16,000 bytes is cut; `offset` reads on."
-                .into(),
-            parameters: json!({
+            }),
+        )
+        .titled("Search documents")
+        .read_only(),
+        ToolDef::new(
+            READ,
+            "Read one indexed chunk whole by the id knowledge_search gave (its file, lines and \
+                text). Text past 16,000 bytes is cut; `offset` reads on.",
+            json!({
                 "type": "object",
                 "properties": {
                     "id": {"type": "integer", "minimum": 1, "description": "The chunk id from knowledge_search"},
                     "offset": {"type": "integer", "minimum": 0, "description": "Byte offset to read on from"}
                 },
                 "required": ["id"]
-            })
-            .to_string(),
-        },
+            }),
+        )
+        .titled("Read a document chunk")
+        .read_only(),
     ]
 }
 
@@ -80,7 +80,11 @@ struct ReadArgs {
 
 /// Runs a knowledge tool for `project` (its key): the structured result, or the error the model
 /// reads.
-pub fn call(knowledge: &mut Knowledge, project: &str, name: &str, args: &Value) -> Result<Value, String> {
+pub fn call(knowledge: &mut Knowledge, project: &str, name: &str, args: &Value) -> ToolOutput {
+    run(knowledge, project, name, args).map_or_else(ToolOutput::error, ToolOutput::ok)
+}
+
+fn run(knowledge: &mut Knowledge, project: &str, name: &str, args: &Value) -> Result<Value, String> {
     let parse_error = |e: serde_json::Error| format!("invalid arguments for {name}: {e}");
     let filter = KnowledgeFilter { project, scope: None };
     match name {
