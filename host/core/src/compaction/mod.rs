@@ -17,8 +17,23 @@
 //! limit, also with auto-compaction off: one that does not fit fails here with `compact_full`.
 //! Every outgoing request is made valid by [`pairing`].
 
+mod accounting;
+mod commands;
 pub mod cut;
+mod error;
+mod models;
 pub mod pairing;
+mod summary;
+
+pub use accounting::{Frame, current_use, current_use_calibrated, estimate_request};
+pub use commands::{PIN_SHARE_PERCENT, pin, undo};
+pub use error::{Error, Result};
+pub use models::{ECHO_MODEL, EchoModel, ModelClient, NoModels};
+pub use summary::{SUMMARY_PROMPT_TOKENS, SUMMARY_TOOL_OUTPUT_CHARS};
+
+use accounting::{calibrated, content_len, entry_tokens};
+use models::BoundModel;
+use summary::{cap_summary, first_chunk, summary_message};
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -26,10 +41,8 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::conversation::{MessageStatus, NewMessage, Part, Role};
-use crate::outcomes;
 use crate::plugins::{
-    Completion, CompletionRequest, ModelCall, ModelError, PluginMessage, SummariserPlugin, SummaryRequest, TrimBudget,
-    TrimMessage, TrimPart, TrimmerPlugin,
+    PluginMessage, SummariserPlugin, SummaryRequest, TrimBudget, TrimMessage, TrimPart, TrimmerPlugin,
 };
 use crate::store::{Compaction, CompactionStatus, CompactionTrigger, LiveView, Origin, PluginRef, Store};
 use crate::window::{self, Marks};
@@ -39,195 +52,6 @@ pub use seshat_protocol::turn::Report;
 pub const MAX_CONSECUTIVE_FAILURES: u32 = 3;
 /// A pass that frees less than this share (percent) of the working window is a failure (thrash).
 pub const THRASH_PERCENT: u64 = 5;
-/// Tool outputs longer than this many characters are cut (head, tail and outcome lines) in
-/// summary requests.
-pub const SUMMARY_TOOL_OUTPUT_CHARS: usize = 2_000;
-
-/// Errors of the compaction pipeline. [`Error::code`] gives stable codes.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// The request does not fit the model's window and compaction could not make it fit.
-    #[error(
-        "compact_full: the request needs ~{needed} tokens but at most {limit} fit ({window}-token window less \
-         {max_output} for the answer){hint}"
-    )]
-    CompactFull {
-        /// Estimated request size.
-        needed: u64,
-        /// The hard limit.
-        limit: u64,
-        /// The model's window.
-        window: u64,
-        /// Room kept for the answer.
-        max_output: u64,
-        /// What the user can do.
-        hint: String,
-    },
-    /// The summary could not be written; the turn ends, the user's message stays saved.
-    #[error("compaction failed ({failures} in a row): {message}")]
-    SummaryFailed {
-        /// Failures in a row, this one included.
-        failures: u32,
-        /// What went wrong.
-        message: String,
-    },
-    /// The window is below [`window::MIN_WINDOW`](crate::window::MIN_WINDOW): nothing was
-    /// compacted or recorded.
-    #[error("{0}")]
-    WindowTooSmall(String),
-    /// The session's window is unknown and none was given: nothing was compacted or recorded
-    /// (coded `window_too_small` too, as before it had a variant of its own).
-    #[error(
-        "the context window of session {0} is unknown: give its window (at least {min} tokens)",
-        min = window::MIN_WINDOW
-    )]
-    WindowUnknown(String),
-    /// The store failed (including a conflicting concurrent change).
-    #[error(transparent)]
-    Store(#[from] crate::store::Error),
-    /// A plugin failed outside the summary (the trimmer).
-    #[error(transparent)]
-    Plugin(#[from] crate::plugins::Error),
-}
-
-impl Error {
-    /// A stable code: `compact_full`, `compact_failed`, or the underlying error's.
-    pub fn code(&self) -> &'static str {
-        match self {
-            Error::CompactFull { .. } => "compact_full",
-            Error::SummaryFailed { .. } => "compact_failed",
-            Error::WindowTooSmall(_) | Error::WindowUnknown(_) => "window_too_small",
-            Error::Store(e) => e.code(),
-            Error::Plugin(e) => e.code(),
-        }
-    }
-}
-
-/// Result alias.
-pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-/// Calls models for the compaction (the summary). The chat layer implements it with the real
-/// providers; tests script it.
-pub trait ModelClient: Send + Sync {
-    /// Calls `model`.
-    fn complete(&self, model: &str, request: CompletionRequest) -> std::result::Result<Completion, ModelError>;
-    /// The model's context window, when known.
-    fn context_window(&self, model: &str) -> Option<u64>;
-}
-
-/// Tokens kept in a summary request for the summariser's own instructions and the transcript's
-/// framing, beside the messages and the previous summary.
-pub const SUMMARY_PROMPT_TOKENS: u64 = 400;
-
-/// A [`ModelClient`] with no models: every summary call fails, saying what to configure. For
-/// clients that only compact with a summariser that needs no model.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct NoModels;
-
-impl ModelClient for NoModels {
-    fn complete(&self, model: &str, _request: CompletionRequest) -> std::result::Result<Completion, ModelError> {
-        Err(ModelError {
-            code: "no_provider".into(),
-            message: format!(
-                "no provider is configured to call `{model}`: set `provider` under [plugins] in config.toml (or \
-                 export ANTHROPIC_API_KEY / OPENAI_API_KEY), or select the offline summariser with \
-                 `summariser = \"summariser-extractive\"`"
-            ),
-        })
-    }
-    fn context_window(&self, _model: &str) -> Option<u64> {
-        None
-    }
-}
-
-/// A [`ModelClient`] that answers every call with what it was asked, for trying a summariser
-/// without a model (`seshat plugins test`): `[echo stub: N messages, B bytes asked]` followed
-/// by the last message's text, cut to the answer's room (four bytes a token).
-#[derive(Debug, Default, Clone, Copy)]
-pub struct EchoModel;
-
-/// The model id [`EchoModel`] reports.
-pub const ECHO_MODEL: &str = "echo-stub";
-
-impl ModelClient for EchoModel {
-    fn complete(&self, _model: &str, request: CompletionRequest) -> std::result::Result<Completion, ModelError> {
-        let asked: usize = request.system.as_deref().map_or(0, str::len)
-            + request.messages.iter().flat_map(|m| &m.parts).map(Part::byte_size).sum::<usize>();
-        let last: String = request
-            .messages
-            .last()
-            .map(|m| {
-                m.parts
-                    .iter()
-                    .filter_map(|p| if let Part::Text { text } = p { Some(text.as_str()) } else { None })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let end = last.floor_char_boundary((request.max_tokens as usize).saturating_mul(4));
-        Ok(Completion {
-            text: format!("[echo stub: {} messages, {asked} bytes asked]\n{}", request.messages.len(), &last[..end]),
-            usage: None,
-            stop_reason: crate::plugins::StopReason::EndTurn,
-        })
-    }
-    fn context_window(&self, _model: &str) -> Option<u64> {
-        None
-    }
-}
-
-/// A [`ModelClient`] bound to one model, as the summariser plugin's `complete` sees it. Every
-/// request is checked against the model's window: one that cannot fit with its answer is refused
-/// here (nothing is sent), and the answer's room is lowered to what fits.
-struct BoundModel {
-    client: Arc<dyn ModelClient>,
-    model: String,
-    calls: Arc<std::sync::atomic::AtomicU32>,
-    /// The summary model's window (0: unknown, nothing checked).
-    window: u64,
-}
-
-/// The smallest answer room worth asking a summary model for.
-const MIN_SUMMARY_ANSWER: u64 = 64;
-
-impl ModelCall for BoundModel {
-    fn complete(&mut self, mut request: CompletionRequest) -> std::result::Result<Completion, ModelError> {
-        if self.window > 0 {
-            let input = request.system.as_deref().map_or(0, window::estimate_text)
-                + request.messages.iter().map(|m| window::estimate_parts(&m.parts)).sum::<u64>();
-            let room = self.window.saturating_sub(input);
-            if room < MIN_SUMMARY_ANSWER {
-                return Err(ModelError {
-                    code: "summary_too_large".into(),
-                    message: format!(
-                        "the summary request needs ~{input} tokens, which leaves no room for an answer in the \
-                         {}-token window of `{}`; nothing was sent",
-                        self.window, self.model
-                    ),
-                });
-            }
-            request.max_tokens = request.max_tokens.min(u32::try_from(room).unwrap_or(u32::MAX));
-        }
-        self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.client.complete(&self.model, request)
-    }
-}
-
-/// The parts of a request that are not the conversation (all counted in the window).
-#[derive(Debug, Clone, Default)]
-pub struct Frame {
-    /// The system prompt (Seshat's, the project's instructions, the memory context).
-    pub system: String,
-    /// The tool schemas as sent.
-    pub tools: String,
-}
-
-impl Frame {
-    /// Estimated tokens.
-    pub fn tokens(&self) -> u64 {
-        window::estimate_text(&self.system) + window::estimate_text(&self.tools)
-    }
-}
-
 /// How compaction is set up for a session.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -365,95 +189,6 @@ pub struct Compactor<'a> {
 impl std::fmt::Debug for Compactor<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Compactor").finish_non_exhaustive()
-    }
-}
-
-/// Estimated tokens of one view entry.
-fn entry_tokens(parts: &[Part]) -> u64 {
-    window::estimate_parts(parts)
-}
-
-/// The most of the target the user's pins may take, in percent.
-pub const PIN_SHARE_PERCENT: u64 = 25;
-
-/// Pins message `seq` of a session (and the other side of its tool exchanges, so a pair is never
-/// split), unless the pinned messages would then take more than [`PIN_SHARE_PERCENT`] of the
-/// target of a `window`-token window: that is refused with how much is pinned. Returns the seqs
-/// newly pinned.
-pub fn pin(store: &mut Store, session: &str, seq: u64, window: u64) -> Result<Vec<u64>> {
-    let allowed = Marks::new(window).target * PIN_SHARE_PERCENT / 100;
-    let check = |store: &Store, pinned: &[u64]| -> crate::store::Result<()> {
-        let mut tokens = 0;
-        for &p in pinned {
-            tokens += store.message(session, p)?.map_or(0, |m| entry_tokens(&m.parts));
-        }
-        if tokens > allowed {
-            return Err(crate::store::Error::PinBudget(format!(
-                "pinning message {seq} would pin {} messages of ~{tokens} tokens, over the {allowed} tokens pins may \
-                 take ({PIN_SHARE_PERCENT}% of the {}-token target of a {window}-token window); nothing was pinned. \
-                 Unpin something first",
-                pinned.len(),
-                Marks::new(window).target
-            )));
-        }
-        Ok(())
-    };
-    Ok(store.pin(session, seq, check)?)
-}
-
-/// Undoes the latest compaction or trim pass of a session (a retraction record; nothing is
-/// deleted), unless the live view it restores would not fit the window with the answer's room:
-/// that is refused and nothing changes.
-pub fn undo(store: &mut Store, session: &str, frame: &Frame, settings: &Settings) -> Result<crate::store::Retracted> {
-    let check = |store: &Store| -> crate::store::Result<()> {
-        let Some(window) = settings.context_window else { return Ok(()) };
-        let view = store.live_view(session)?;
-        let needed = settings.real(estimate_request(frame, &view));
-        let limit = Marks::new(window).hard_limit(settings.max_output_tokens);
-        if needed > limit {
-            return Err(crate::store::Error::Refused(format!(
-                "undoing would make the request ~{needed} tokens, over the {limit} that fit ({window}-token window less \
-                 {} for the answer); nothing was undone",
-                settings.max_output_tokens
-            )));
-        }
-        Ok(())
-    };
-    Ok(store.retract_latest(session, check)?)
-}
-
-/// Estimated tokens of the whole request: frame plus view.
-pub fn estimate_request(frame: &Frame, view: &LiveView) -> u64 {
-    frame.tokens() + view.entries.iter().map(|e| entry_tokens(&e.parts)).sum::<u64>()
-}
-
-/// How full the window is: the context tokens the provider last reported, plus that call's output,
-/// plus estimates of the messages appended since; with no report yet, or none since the last
-/// compaction, the estimate of the whole request.
-pub fn current_use(frame: &Frame, view: &LiveView) -> u64 {
-    current_use_calibrated(frame, view, 1.0)
-}
-
-/// An estimate in real tokens: scaled by `calibration` when the model counts more than estimated.
-fn calibrated(estimate: u64, calibration: f64) -> u64 {
-    if calibration > 1.0 { (estimate as f64 * calibration).ceil() as u64 } else { estimate }
-}
-
-/// [`current_use`] in the model's real tokens: estimates scaled by `calibration` (when above 1).
-pub fn current_use_calibrated(frame: &Frame, view: &LiveView, calibration: f64) -> u64 {
-    let real = |estimate: u64| calibrated(estimate, calibration);
-    let compacted_through = view.compaction.as_ref().map_or(0, |c| c.through_seq);
-    let report = view.entries.iter().enumerate().rev().find_map(|(i, e)| {
-        let usage = e.usage?;
-        let context = usage.context_tokens?;
-        (e.seq? > compacted_through).then_some((i, context, usage.output_tokens))
-    });
-    match report {
-        Some((i, context, output)) => {
-            let since: u64 = view.entries[i + 1..].iter().map(|e| entry_tokens(&e.parts)).sum();
-            window::Use { reported: Some(context), reported_output: output, since: real(since) }.tokens().unwrap_or(0)
-        }
-        None => real(estimate_request(frame, view)),
     }
 }
 
@@ -916,13 +651,6 @@ impl Compactor<'_> {
     }
 }
 
-fn content_len(p: &Part) -> u64 {
-    match p {
-        Part::ToolResult { content, .. } => content.len() as u64,
-        other => other.byte_size() as u64,
-    }
-}
-
 /// The view with trims applied to its tool results, as the store applies recorded ones.
 fn with_trims(mut view: LiveView, trims: &[(u64, u32, String)]) -> LiveView {
     for (seq, part, replacement) in trims {
@@ -948,76 +676,6 @@ fn item(e: &crate::store::ViewEntry) -> cut::Item {
         results: e.parts.iter().filter_map(|p| p.answered_call_id().map(str::to_string)).collect(),
         is_request: is_request(e),
         pinned: e.pinned,
-    }
-}
-
-/// `text` cut to `max_chars` characters: three quarters from its start, a quarter from its end,
-/// and a line saying how much went.
-fn head_and_tail(text: &str, max_chars: usize) -> String {
-    let count = text.chars().count();
-    if count <= max_chars {
-        return text.to_string();
-    }
-    let head: String = text.chars().take(max_chars * 3 / 4).collect();
-    let tail: String = text.chars().skip(count - max_chars / 4).collect();
-    format!("{head}\n[… {} characters cut …]\n{tail}", count - max_chars)
-}
-
-/// A long tool output as a summary request carries it: its head, its tail and the lines that
-/// carry its outcome ([`outcomes::keep`]) within `max_chars`, or a head and a tail when it has
-/// too few lines for that.
-fn outcome_cut(text: &str, max_chars: usize) -> String {
-    if text.chars().count() <= max_chars {
-        return text.to_string();
-    }
-    let Some(ranges) = outcomes::keep(text, max_chars) else { return head_and_tail(text, max_chars) };
-    let mut out = outcomes::stitch(text, &ranges, |n| Some(format!("[… {n} lines cut …]")));
-    out.truncate(out.trim_end().len());
-    out
-}
-
-/// A dropped message as the summariser gets it: long tool outputs cut to a head, a tail and their
-/// outcome lines, and any text beyond `max_chars` in all (a message larger than a summary request
-/// can hold) to a head and a tail.
-fn summary_message(e: &crate::store::ViewEntry, max_chars: usize) -> PluginMessage {
-    let texts = e.parts.iter().filter(|p| matches!(p, Part::Text { .. })).count().max(1);
-    let parts = e
-        .parts
-        .iter()
-        .map(|p| match p {
-            Part::ToolResult { call_id, content, is_error } => Part::ToolResult {
-                call_id: call_id.clone(),
-                content: outcome_cut(content, SUMMARY_TOOL_OUTPUT_CHARS.min(max_chars)),
-                is_error: *is_error,
-            },
-            Part::Text { text } => Part::Text { text: head_and_tail(text, max_chars / texts) },
-            other => other.clone(),
-        })
-        .collect();
-    PluginMessage { id: e.seq.unwrap_or(0), role: e.role, parts }
-}
-
-/// The longest run of messages from the start of `messages` within `room` estimated tokens (at
-/// least one: a single larger message is its own chunk, its tool outputs already cut).
-fn first_chunk(messages: &[PluginMessage], room: u64) -> &[PluginMessage] {
-    let mut used = 0;
-    for (i, m) in messages.iter().enumerate() {
-        used += window::estimate_parts(&m.parts);
-        if i > 0 && used > room {
-            return &messages[..i];
-        }
-    }
-    messages
-}
-
-/// A summary longer than its cap (in tokens) is cut to it.
-fn cap_summary(s: &str, max_tokens: u64) -> String {
-    let max_chars = (max_tokens * 4) as usize;
-    if s.chars().count() <= max_chars {
-        s.trim().to_string()
-    } else {
-        let cut: String = s.chars().take(max_chars.saturating_sub(48)).collect();
-        format!("{}\n[summary cut to its {max_tokens}-token cap]", cut.trim_end())
     }
 }
 

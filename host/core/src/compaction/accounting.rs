@@ -1,0 +1,69 @@
+//! Token accounting: what a request is made of beside the conversation ([`Frame`]) and how full
+//! the window is, estimated or in the model's real tokens.
+
+use crate::conversation::Part;
+use crate::store::LiveView;
+use crate::window;
+
+/// The parts of a request that are not the conversation (all counted in the window).
+#[derive(Debug, Clone, Default)]
+pub struct Frame {
+    /// The system prompt (Seshat's, the project's instructions, the memory context).
+    pub system: String,
+    /// The tool schemas as sent.
+    pub tools: String,
+}
+
+impl Frame {
+    /// Estimated tokens.
+    pub fn tokens(&self) -> u64 {
+        window::estimate_text(&self.system) + window::estimate_text(&self.tools)
+    }
+}
+
+/// Estimated tokens of one view entry.
+pub(super) fn entry_tokens(parts: &[Part]) -> u64 {
+    window::estimate_parts(parts)
+}
+
+/// Estimated tokens of the whole request: frame plus view.
+pub fn estimate_request(frame: &Frame, view: &LiveView) -> u64 {
+    frame.tokens() + view.entries.iter().map(|e| entry_tokens(&e.parts)).sum::<u64>()
+}
+
+/// How full the window is: the context tokens the provider last reported, plus that call's output,
+/// plus estimates of the messages appended since; with no report yet, or none since the last
+/// compaction, the estimate of the whole request.
+pub fn current_use(frame: &Frame, view: &LiveView) -> u64 {
+    current_use_calibrated(frame, view, 1.0)
+}
+
+/// An estimate in real tokens: scaled by `calibration` when the model counts more than estimated.
+pub(super) fn calibrated(estimate: u64, calibration: f64) -> u64 {
+    if calibration > 1.0 { (estimate as f64 * calibration).ceil() as u64 } else { estimate }
+}
+
+/// [`current_use`] in the model's real tokens: estimates scaled by `calibration` (when above 1).
+pub fn current_use_calibrated(frame: &Frame, view: &LiveView, calibration: f64) -> u64 {
+    let real = |estimate: u64| calibrated(estimate, calibration);
+    let compacted_through = view.compaction.as_ref().map_or(0, |c| c.through_seq);
+    let report = view.entries.iter().enumerate().rev().find_map(|(i, e)| {
+        let usage = e.usage?;
+        let context = usage.context_tokens?;
+        (e.seq? > compacted_through).then_some((i, context, usage.output_tokens))
+    });
+    match report {
+        Some((i, context, output)) => {
+            let since: u64 = view.entries[i + 1..].iter().map(|e| entry_tokens(&e.parts)).sum();
+            window::Use { reported: Some(context), reported_output: output, since: real(since) }.tokens().unwrap_or(0)
+        }
+        None => real(estimate_request(frame, view)),
+    }
+}
+
+pub(super) fn content_len(p: &Part) -> u64 {
+    match p {
+        Part::ToolResult { content, .. } => content.len() as u64,
+        other => other.byte_size() as u64,
+    }
+}

@@ -1,0 +1,111 @@
+//! The models a compaction calls: the [`ModelClient`] the chat layer implements, the stand-ins
+//! for clients without a model, and the summary model bound to its window as the summariser's
+//! `complete` sees it.
+
+use std::sync::Arc;
+
+use crate::conversation::Part;
+use crate::plugins::{Completion, CompletionRequest, ModelCall, ModelError};
+use crate::window;
+
+/// Calls models for the compaction (the summary). The chat layer implements it with the real
+/// providers; tests script it.
+pub trait ModelClient: Send + Sync {
+    /// Calls `model`.
+    fn complete(&self, model: &str, request: CompletionRequest) -> Result<Completion, ModelError>;
+    /// The model's context window, when known.
+    fn context_window(&self, model: &str) -> Option<u64>;
+}
+
+/// A [`ModelClient`] with no models: every summary call fails, saying what to configure. For
+/// clients that only compact with a summariser that needs no model.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoModels;
+
+impl ModelClient for NoModels {
+    fn complete(&self, model: &str, _request: CompletionRequest) -> Result<Completion, ModelError> {
+        Err(ModelError {
+            code: "no_provider".into(),
+            message: format!(
+                "no provider is configured to call `{model}`: set `provider` under [plugins] in config.toml (or \
+                 export ANTHROPIC_API_KEY / OPENAI_API_KEY), or select the offline summariser with \
+                 `summariser = \"summariser-extractive\"`"
+            ),
+        })
+    }
+    fn context_window(&self, _model: &str) -> Option<u64> {
+        None
+    }
+}
+
+/// A [`ModelClient`] that answers every call with what it was asked, for trying a summariser
+/// without a model (`seshat plugins test`): `[echo stub: N messages, B bytes asked]` followed
+/// by the last message's text, cut to the answer's room (four bytes a token).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct EchoModel;
+
+/// The model id [`EchoModel`] reports.
+pub const ECHO_MODEL: &str = "echo-stub";
+
+impl ModelClient for EchoModel {
+    fn complete(&self, _model: &str, request: CompletionRequest) -> Result<Completion, ModelError> {
+        let asked: usize = request.system.as_deref().map_or(0, str::len)
+            + request.messages.iter().flat_map(|m| &m.parts).map(Part::byte_size).sum::<usize>();
+        let last: String = request
+            .messages
+            .last()
+            .map(|m| {
+                m.parts
+                    .iter()
+                    .filter_map(|p| if let Part::Text { text } = p { Some(text.as_str()) } else { None })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let end = last.floor_char_boundary((request.max_tokens as usize).saturating_mul(4));
+        Ok(Completion {
+            text: format!("[echo stub: {} messages, {asked} bytes asked]\n{}", request.messages.len(), &last[..end]),
+            usage: None,
+            stop_reason: crate::plugins::StopReason::EndTurn,
+        })
+    }
+    fn context_window(&self, _model: &str) -> Option<u64> {
+        None
+    }
+}
+
+/// A [`ModelClient`] bound to one model, as the summariser plugin's `complete` sees it. Every
+/// request is checked against the model's window: one that cannot fit with its answer is refused
+/// here (nothing is sent), and the answer's room is lowered to what fits.
+pub(super) struct BoundModel {
+    pub(super) client: Arc<dyn ModelClient>,
+    pub(super) model: String,
+    pub(super) calls: Arc<std::sync::atomic::AtomicU32>,
+    /// The summary model's window (0: unknown, nothing checked).
+    pub(super) window: u64,
+}
+
+/// The smallest answer room worth asking a summary model for.
+const MIN_SUMMARY_ANSWER: u64 = 64;
+
+impl ModelCall for BoundModel {
+    fn complete(&mut self, mut request: CompletionRequest) -> Result<Completion, ModelError> {
+        if self.window > 0 {
+            let input = request.system.as_deref().map_or(0, window::estimate_text)
+                + request.messages.iter().map(|m| window::estimate_parts(&m.parts)).sum::<u64>();
+            let room = self.window.saturating_sub(input);
+            if room < MIN_SUMMARY_ANSWER {
+                return Err(ModelError {
+                    code: "summary_too_large".into(),
+                    message: format!(
+                        "the summary request needs ~{input} tokens, which leaves no room for an answer in the \
+                         {}-token window of `{}`; nothing was sent",
+                        self.window, self.model
+                    ),
+                });
+            }
+            request.max_tokens = request.max_tokens.min(u32::try_from(room).unwrap_or(u32::MAX));
+        }
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.client.complete(&self.model, request)
+    }
+}
