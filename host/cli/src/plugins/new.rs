@@ -12,7 +12,14 @@ use crate::format;
 /// The wit-bindgen version the repository's plugins use (checked against `plugins/Cargo.lock`).
 pub const WIT_BINDGEN_VERSION: &str = "0.63.0";
 
-const SDK_SOURCE: &str = include_str!("../../../../plugins/sdk/src/lib.rs");
+/// The SDK's sources, one file per plugin kind beside its root.
+const SDK_SOURCES: [(&str, &str); 5] = [
+    ("lib.rs", include_str!("../../../../plugins/sdk/src/lib.rs")),
+    ("trimmer.rs", include_str!("../../../../plugins/sdk/src/trimmer.rs")),
+    ("summariser.rs", include_str!("../../../../plugins/sdk/src/summariser.rs")),
+    ("provider.rs", include_str!("../../../../plugins/sdk/src/provider.rs")),
+    ("embedder.rs", include_str!("../../../../plugins/sdk/src/embedder.rs")),
+];
 const OUTCOMES_SOURCE: &str = include_str!("../../../outcomes/src/lib.rs");
 const OUTCOMES_TRIM: &str = include_str!("../../../outcomes/src/trim.rs");
 const OUTCOMES_MANIFEST: &str = include_str!("../../../outcomes/Cargo.toml");
@@ -51,24 +58,24 @@ pub fn run(ctx: &crate::Context, args: &Args) -> anyhow::Result<ExitCode> {
     } else {
         ""
     };
-    let files: [(&str, String); 10] = [
-        ("Cargo.toml", cargo_toml(name, kind)),
+    let mut files: Vec<(String, String)> = vec![
+        ("Cargo.toml".into(), cargo_toml(name, kind)),
         (
-            "plugin.toml",
+            "plugin.toml".into(),
             format!(
                 "id = \"{name}\"\nkind = \"{kind}\"\napi = \"{API_VERSION_CURRENT}\"\ndescription = \"A {kind} plugin.\"\n\
                  {provider_hosts}"
             ),
         ),
-        ("src/lib.rs", template.to_string()),
-        ("seshat-plugin-sdk/Cargo.toml", sdk_cargo_toml()),
-        ("seshat-plugin-sdk/src/lib.rs", SDK_SOURCE.to_string()),
-        ("seshat-outcomes/Cargo.toml", OUTCOMES_MANIFEST.to_string()),
-        ("seshat-outcomes/src/lib.rs", OUTCOMES_SOURCE.to_string()),
-        ("seshat-outcomes/src/trim.rs", OUTCOMES_TRIM.to_string()),
-        ("seshat-plugin-sdk/wit/seshat-plugin.wit", WIT.to_string()),
-        ("README.md", readme(name, kind, &ctx.dirs.config)),
+        ("src/lib.rs".into(), template.to_string()),
+        ("seshat-plugin-sdk/Cargo.toml".into(), sdk_cargo_toml()),
+        ("seshat-outcomes/Cargo.toml".into(), OUTCOMES_MANIFEST.to_string()),
+        ("seshat-outcomes/src/lib.rs".into(), OUTCOMES_SOURCE.to_string()),
+        ("seshat-outcomes/src/trim.rs".into(), OUTCOMES_TRIM.to_string()),
+        ("seshat-plugin-sdk/wit/seshat-plugin.wit".into(), WIT.to_string()),
+        ("README.md".into(), readme(name, kind, &ctx.dirs.config)),
     ];
+    files.extend(SDK_SOURCES.iter().map(|(file, text)| (format!("seshat-plugin-sdk/src/{file}"), text.to_string())));
     for (path, text) in &files {
         write(&dir.join(path), text)?;
     }
