@@ -28,6 +28,9 @@ fn hint_of(cause: &(dyn std::error::Error + 'static)) -> Option<String> {
     if let Some(e) = cause.downcast_ref::<seshat::compaction::Error>() {
         return compaction(e);
     }
+    if let Some(seshat::retrieval::Error::ModelChanged { .. }) = cause.downcast_ref::<seshat::retrieval::Error>() {
+        return Some("`seshat knowledge embed --re-embed` re-embeds them".into());
+    }
     match cause.downcast_ref::<ClientError>()? {
         ClientError::Store(e) => store(e),
         ClientError::Plugin(e) => plugins(e),
@@ -60,6 +63,9 @@ fn store(e: &StoreError) -> Option<String> {
         StoreError::NoSuchMessage { session, .. } => format!("`seshat sessions show {session} --full` lists them"),
         StoreError::InvalidImport { repairable: true, .. } => {
             "pass --repair to import it with what breaks the structure kept out of the live view".into()
+        }
+        StoreError::Database { failure: seshat::store::Failure::Malformed, .. } => {
+            "`seshat sessions import <export.jsonl>` brings a session back from its export".into()
         }
         StoreError::PinBudget(_) => {
             "`seshat sessions pin <id>` lists the pins; `seshat sessions unpin` frees one".into()

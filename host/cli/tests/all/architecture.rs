@@ -203,3 +203,88 @@ fn the_library_depends_on_what_architecture_md_lists_and_on_no_front_end_crate()
         assert!(!actual.contains(front_end), "the library depends on {front_end}, a front end's crate");
     }
 }
+
+/// The text of a line's string literals (escapes left as written).
+fn literals(line: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = None;
+    let mut escaped = false;
+    for (i, c) in line.char_indices() {
+        match (start, c) {
+            (None, '/') if line[i..].starts_with("//") => break,
+            (None, '"') => start = Some(i + 1),
+            (Some(_), '\\') if !escaped => {
+                escaped = true;
+                continue;
+            }
+            (Some(s), '"') if !escaped => {
+                out.push(&line[s..i]);
+                start = None;
+            }
+            _ => {}
+        }
+        escaped = false;
+    }
+    // A literal that goes on to the next line.
+    if let Some(s) = start {
+        out.push(&line[s..]);
+    }
+    out
+}
+
+/// Whether a text names a command-line flag (`--model`) or a `seshat` command.
+fn names_the_cli(text: &str) -> bool {
+    let flag = text.match_indices("--").any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + 2..].chars().next();
+        before.is_none_or(|c| c == ' ' || c == '`' || c == '(') && after.is_some_and(|c| c.is_ascii_lowercase())
+    });
+    // Cargo's flags (how to build a plugin) are not Seshat's.
+    (flag && !text.contains("cargo ")) || text.contains("`seshat ") || text.contains("run seshat ")
+}
+
+#[test]
+fn library_messages_name_no_command_line_flag_or_command() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/src");
+    let mut found = Vec::new();
+    for file in sources(&src) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        // Unit tests sit at the end of a file, after `#[cfg(test)]`.
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        let mut in_literal = false;
+        for (n, line) in code.lines().enumerate() {
+            let trimmed = line.trim_start();
+            if !in_literal && (trimmed.starts_with("//") || trimmed.starts_with("#[")) {
+                continue;
+            }
+            let mut pieces = literals(line);
+            if in_literal {
+                // The rest of a literal begun on an earlier line, up to its closing quote.
+                let end = line.find('"').unwrap_or(line.len());
+                pieces.insert(0, &line[..end]);
+            }
+            in_literal = line.matches('"').count() % 2 == 1 && !line.trim_end().ends_with("\\\"") != in_literal;
+            for piece in pieces {
+                if names_the_cli(piece) {
+                    found.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "library messages reach Go and Rust users word for word: say what happened and leave the command \
+         line's flags and commands to its hints (host/cli/src/hints.rs):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn a_flag_or_a_command_in_a_message_is_seen() {
+    assert!(names_the_cli("pass --model for another"));
+    assert!(names_the_cli("run `seshat sessions list`"));
+    assert!(!names_the_cli("a --- b"));
+    assert!(!names_the_cli("tokens: 10--20"));
+    assert!(!names_the_cli("`cargo build --release --target wasm32-wasip2`"));
+    assert_eq!(literals(r#"let x = format!("a {b}", "c\"d"); // "e""#), vec!["a {b}", "c\\\"d"]);
+}

@@ -532,7 +532,7 @@ fn the_answers_room_follows_the_window_and_settings_that_cannot_fit_say_so() {
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
     assert!(
-        err.contains("--max-output asks for 4000") && err.contains("at most 2477 fit") && err.contains("8192"),
+        err.contains("max_output asks for 4000") && err.contains("at most 2477 fit") && err.contains("8192"),
         "{err}"
     );
     // A per-model value likewise.
@@ -722,7 +722,7 @@ fn the_provider_comes_from_the_environment_the_official_sdks_read() {
         [("ANTHROPIC_API_KEY", KEY), ("ANTHROPIC_BASE_URL", claude.url().leak() as &str), ("OPENAI_API_KEY", KEY)];
     let out = fresh(&home, &env, &["-p", "hi"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stderr(&out).contains("OPENAI_API_KEY is set too, pass --provider openai"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("OPENAI_API_KEY is set too: select the provider `openai`"), "{}", stderr(&out));
     assert_eq!(claude.count(), 2);
 
     // OPENAI_BASE_URL alone (a keyless local server) and no --model: the first model it lists.

@@ -187,11 +187,11 @@ impl Agent {
         };
         if let Some(m) = &listed {
             let base = provider.lock().base_url().to_string();
-            client.note(format!("using the model `{m}`, the first {base} lists (pass --model for another)"));
+            client.note(format!("using the model `{m}`, the first {base} lists (name another to use it)"));
         }
         let Some(model) = options.model.clone().or(resumed_model).or(listed).or(first_model) else {
             return Err(Error::Provider(providers::Error::NotConfigured(format!(
-                "provider `{provider_name}` knows no models: pass --model or set model under [chat] in config.toml"
+                "provider `{provider_name}` knows no models: name one, or set model under [chat] in config.toml"
             ))));
         };
         let choice = {
@@ -203,7 +203,7 @@ impl Agent {
         }
         let exact =
             match (options.max_output, provider.lock().configured_model(&model).and_then(|c| c.max_output_tokens)) {
-                (Some(v), _) => Some((v, "--max-output".to_string())),
+                (Some(v), _) => Some((v, "max_output".to_string())),
                 (None, Some(v)) => Some((v, format!("max_output_tokens for `{model}` in config.toml"))),
                 (None, None) => None,
             };

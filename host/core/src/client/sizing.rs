@@ -89,7 +89,7 @@ pub fn choose_window(
 pub fn assumed_warning(model: &str) -> String {
     format!(
         "the context window of `{model}` is unknown (not in the model table, the config, or the server's answers): \
-         assuming {} tokens; set it with --window or `context_window` under [providers.<name>.models.\"{model}\"]",
+         assuming {} tokens; give the window, or set `context_window` under [providers.<name>.models.\"{model}\"]",
         window::ASSUMED_WINDOW
     )
 }

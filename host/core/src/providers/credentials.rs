@@ -52,7 +52,7 @@ impl Credentials {
             let also = if openai.is_empty() {
                 String::new()
             } else {
-                format!("; {} is set too, pass --provider openai for OpenAI", openai.join(" and "))
+                format!("; {} is set too: select the provider `openai` for OpenAI", openai.join(" and "))
             };
             return Some(("anthropic", format!("ANTHROPIC_API_KEY is set{also}")));
         }

@@ -176,7 +176,8 @@ impl Knowledge {
             None => {
                 let mut found = self.search_by_vector(filter, query, None, limit)?;
                 if self.embedder.is_some() && found.note.is_none() {
-                    found.note = Some("no chunk has a vector yet: `seshat knowledge embed` makes them".into());
+                    found.note =
+                        Some("no chunk has a vector yet: embed the documents to search them by meaning".into());
                 }
                 Ok(found)
             }
@@ -299,7 +300,7 @@ impl Knowledge {
         let pending = cached.pending;
         let found = cached.set.nearest(vector, pool, &|doc| allowed.contains(&doc));
         let note = (pending > 0).then(|| {
-            format!("{pending} chunks have no vector yet and were matched by words only (`seshat knowledge embed`)")
+            format!("{pending} chunks have no vector yet and were matched by words only until they are embedded")
         });
         Ok((found, note))
     }

@@ -37,8 +37,8 @@ pub enum Error {
     /// the user's consent.
     #[error(
         "the knowledge index's {vectors} vectors were made by `{from}`, and the configured model is `{to}`; vectors of \
-         two models cannot be mixed, so using `{to}` re-embeds all {chunks} chunks: run `seshat knowledge embed \
-         --re-embed` to do it (or set [knowledge] model back to `{from}`)"
+         two models cannot be mixed, so using `{to}` re-embeds all {chunks} chunks, which is done only when asked for \
+         (or set [knowledge] model back to `{from}`)"
     )]
     ModelChanged {
         /// The model (and length) that made the stored vectors.

@@ -26,7 +26,7 @@ pub fn definitions() -> Vec<ToolDef> {
         ToolDef::new(
             SEARCH,
             "Search the documents indexed for this project (and the user's): guides, notes, source \
-                files added with `seshat knowledge add`. Matches words (bm25) and, when an embedder is configured, \
+                files the user added to the knowledge index. Matches words (bm25) and, when an embedder is configured, \
                 meaning too. Returns each match's file, line range, heading and a snippet, with a chunk id to read \
                 it whole with knowledge_read.",
             json!({

@@ -302,7 +302,7 @@ impl Error {
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
         let hint = match failure {
             Failure::Malformed => "the file is damaged: restore it from a backup, or move it aside (Seshat then \
-                starts a new database) and bring sessions back with `seshat sessions import` from their exports"
+                starts a new database) and import the sessions back from their exports"
                 .to_string(),
             Failure::ReadOnly if !writable(path) => format!(
                 "the database file is read-only ({}): make it writable (chmod u+w) to change anything; reading works",
