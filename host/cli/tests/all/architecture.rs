@@ -263,7 +263,9 @@ fn library_messages_name_no_command_line_flag_or_command() {
                 let end = line.find('"').unwrap_or(line.len());
                 pieces.insert(0, &line[..end]);
             }
-            in_literal = line.matches('"').count() % 2 == 1 && !line.trim_end().ends_with("\\\"") != in_literal;
+            // A line with an odd number of unescaped quotes opens or closes a literal spanning lines.
+            let quotes = line.match_indices('"').filter(|(i, _)| !line[..*i].ends_with('\\')).count();
+            in_literal ^= quotes % 2 == 1;
             for piece in pieces {
                 if names_the_cli(piece) {
                     found.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));

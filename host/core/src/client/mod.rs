@@ -332,7 +332,7 @@ pub(crate) fn load_provider(
                 return Err(Error::Provider(crate::providers::Error::NotConfigured(
                     "no provider configured: export ANTHROPIC_API_KEY (or OPENAI_API_KEY, or OPENAI_BASE_URL for a \
                      local OpenAI-compatible server), or set `provider = \"anthropic\"` under [plugins] in \
-                     config.toml, or pass --provider"
+                     config.toml, or name one"
                         .into(),
                 )));
             }

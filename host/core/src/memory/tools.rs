@@ -132,7 +132,7 @@ pub fn definitions() -> Vec<ToolDef> {
             title: "Delete Entities".into(),
             description: "Forget entities and every relation that touches them, when the user asks you to forget \
                 something or an entity is wrong or obsolete. Names that do not exist are ignored. The user can undo \
-                this with `seshat memory --action restore`."
+                this: deletions are kept and can be restored."
                 .into(),
             input_schema: object(
                 json!({"entityNames": {"type": "array", "items": {"type": "string"}, "description": "An array of entity names to delete"}, "scope": scope_schema()}),
