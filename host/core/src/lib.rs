@@ -33,3 +33,8 @@ pub mod window;
 
 pub use client::{Client, ClientConfig};
 pub use store::Store;
+
+/// The README's Rust examples, compiled as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

@@ -282,6 +282,17 @@ fn plugins_new_makes_a_crate_that_builds_and_loads() {
     let out = home.ok(&["plugins", "check", dir.join("plugin.wasm").to_str().unwrap()]);
     assert!(out.contains("manifest: id `my-trimmer`") && out.ends_with("ok: seshat would load it\n"), "{out}");
 
+    // The repository README's plugin example is this same kind of crate: it builds and loads too.
+    let ours = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md")).unwrap();
+    let start = ours.find("```rs\n").expect("the README's plugin example") + "```rs\n".len();
+    let example = &ours[start..start + ours[start..].find("```").unwrap()];
+    assert!(example.contains("seshat_plugin_sdk::export_trimmer!"), "{example}");
+    std::fs::write(dir.join("src/lib.rs"), example).unwrap();
+    build_plugin(&dir, &target, "the README's plugin example does not build");
+    std::fs::copy(&wasm, dir.join("plugin.wasm")).unwrap();
+    let out = home.ok(&["plugins", "check", dir.join("plugin.wasm").to_str().unwrap()]);
+    assert!(out.ends_with("ok: seshat would load it\n"), "the README's example: {out}");
+
     let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
     assert!(readme.contains("export CARGO_TARGET_DIR=") && readme.contains("each new plugin's first build takes"));
     assert!(readme.contains("seshat plugins test plugin.wasm <session id | export.jsonl | dir of exports>"));
