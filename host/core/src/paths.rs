@@ -20,6 +20,7 @@ pub const DB_FILE: &str = "seshat.db";
 
 /// Errors finding Seshat's directories.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// Neither `SESHAT_HOME` nor a home directory could be found.
     #[error("cannot find a home directory: set SESHAT_HOME to the directory Seshat should use")]

@@ -21,6 +21,7 @@ pub use seshat_protocol::turn::{ContextUse, TurnOutcome};
 
 /// Which session a chat continues.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum SessionChoice {
     /// A new session.
     #[default]

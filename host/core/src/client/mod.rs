@@ -50,6 +50,7 @@ pub struct ClientConfig {
 
 /// Errors setting up a client.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// Directories could not be found.
     #[error(transparent)]

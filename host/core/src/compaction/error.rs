@@ -4,6 +4,7 @@ use crate::window;
 
 /// Errors of the compaction pipeline. [`Error::code`] gives stable codes.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The request does not fit the model's window and compaction could not make it fit.
     #[error(

@@ -99,6 +99,7 @@ impl Settings {
 
 /// How far a [`Compactor::preview`] goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Stage {
     /// The trimmer's edits only.
     Trims,

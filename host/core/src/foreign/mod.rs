@@ -21,6 +21,7 @@ use crate::store::{self, Compaction, CompactionStatus, CompactionTrigger, Import
 
 /// Errors bringing sessions in.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// A file or directory could not be read.
     #[error("cannot read {path}: {cause}")]

@@ -50,6 +50,7 @@ pub struct Skipped {
 
 /// Errors adding files.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// A path given does not exist or cannot be read.
     #[error("cannot read {path}: {cause}")]

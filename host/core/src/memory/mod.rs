@@ -58,6 +58,7 @@ pub(crate) fn check_label(tool: &str, field: &str, text: &str) -> Result<()> {
 
 /// Errors from memory operations.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// A tool argument is missing or malformed.
     #[error("invalid arguments for {tool}: {message}")]

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 /// Errors loading or calling plugins.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// A plugin file could not be read.
     #[error("cannot read {}: {cause}", path.display())]

@@ -29,6 +29,7 @@ pub use transport::{Cancel, Failure, Settings, Transport};
 
 /// Errors of a provider call. Every text here has been scrubbed of the credential.
 #[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// Nothing is configured to talk to, or no key: says exactly what to set.
     #[error("{0}")]

@@ -88,6 +88,7 @@ impl Cancel {
 
 /// How a request ended without a usable answer. Texts never contain the credential.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Failure {
     /// The server answered with an error status (after retries); the body for the plugin to map.
     Status {

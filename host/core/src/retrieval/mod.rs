@@ -23,6 +23,7 @@ use crate::providers::{Cancel, Embedder};
 
 /// Errors of retrieval.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The database failed.
     #[error(transparent)]

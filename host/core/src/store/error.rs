@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 /// Errors from the session store.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The file exists, is not empty, and is not a Seshat database.
     #[error(
@@ -192,6 +193,7 @@ impl From<rusqlite::Error> for Error {
 
 /// The kinds of database failure a user can act on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Failure {
     /// The file is damaged (or not a database after all).
     Malformed,
