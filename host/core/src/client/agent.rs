@@ -86,18 +86,6 @@ impl Default for AgentOptions {
     }
 }
 
-/// Model calls per turn unless configured.
-pub const DEFAULT_MAX_ITERATIONS: u32 = 25;
-/// An answer room below this after a refusal is not worth retrying with: compact instead.
-const MIN_RETRY_OUTPUT: u64 = 256;
-/// A server's prompt count below this share (percent) of Seshat's estimate means it cut the
-/// prompt.
-pub const TRUNCATED_PERCENT: u64 = 75;
-/// Requests smaller than this do not calibrate the estimate (fixed overheads dominate them).
-const CALIBRATION_MIN_TOKENS: u64 = 500;
-/// The most real tokens per estimated token Seshat believes.
-pub const MAX_CALIBRATION: f64 = 2.0;
-
 /// What the chat loop reports while a turn runs (the CLI prints it; tests record it).
 pub trait Observer {
     /// A streamed event (text as it arrives).
@@ -119,35 +107,40 @@ pub trait Observer {
 pub struct Quiet;
 impl Observer for Quiet {}
 
+/// Model calls per turn unless configured.
+pub const DEFAULT_MAX_ITERATIONS: u32 = 25;
+/// An answer room below this after a refusal is not worth retrying with: compact instead.
+const MIN_RETRY_OUTPUT: u64 = 256;
+
 /// A chat session bound to a provider, a model and tools.
 pub struct Agent {
-    client: Client,
-    provider: SharedProvider,
-    tools: Tools,
-    specs: Vec<ToolSpec>,
-    session: String,
-    project: String,
-    model: String,
-    window: u64,
-    window_source: WindowSource,
-    max_output: u32,
+    pub(super) client: Client,
+    pub(super) provider: SharedProvider,
+    pub(super) tools: Tools,
+    pub(super) specs: Vec<ToolSpec>,
+    pub(super) session: String,
+    pub(super) project: String,
+    pub(super) model: String,
+    pub(super) window: u64,
+    pub(super) window_source: WindowSource,
+    pub(super) max_output: u32,
     /// What limits the answer's room (kept to size it again when the window changes).
-    output_ask: OutputAsk,
-    max_iterations: u32,
+    pub(super) output_ask: OutputAsk,
+    pub(super) max_iterations: u32,
     /// The fixed parts of a request before fitting (kept to fit them again when the window
     /// changes).
-    frame_parts: FrameParts,
+    pub(super) frame_parts: FrameParts,
     /// The system prompt and tool schemas, fitted to the window at open (and when it changes).
-    frame: Frame,
+    pub(super) frame: Frame,
     /// What the frame left out to fit the window.
-    left_out: Vec<String>,
+    pub(super) left_out: Vec<String>,
     /// Warnings for the next turn's observer (an assumed window, a clamped cap).
-    notices: Vec<String>,
+    pub(super) notices: Vec<String>,
     /// Real tokens per estimated token for this model in this session (at least 1).
-    calibration: f64,
-    stream: bool,
-    extra: String,
-    same_model_after: u64,
+    pub(super) calibration: f64,
+    pub(super) stream: bool,
+    pub(super) extra: String,
+    pub(super) same_model_after: u64,
 }
 
 impl std::fmt::Debug for Agent {
@@ -239,7 +232,7 @@ impl Agent {
         let memory = info.metadata["memory_context"]["text"].as_str().map(str::to_string);
         let same_model_after = info.metadata["model_since"].as_u64().unwrap_or(0);
         let calibration =
-            info.metadata["calibration"][model.as_str()].as_f64().unwrap_or(1.0).clamp(1.0, MAX_CALIBRATION);
+            info.metadata["calibration"][model.as_str()].as_f64().unwrap_or(1.0).clamp(1.0, sizing::MAX_CALIBRATION);
         let frame_parts = FrameParts {
             base: options.system_prompt.clone().unwrap_or_else(|| prompt::DEFAULT_SYSTEM_PROMPT.to_string()),
             instructions: options.project_dir.as_deref().map(prompt::read_instructions).unwrap_or_default(),
@@ -270,50 +263,6 @@ impl Agent {
             extra: options.provider_options,
             same_model_after,
         })
-    }
-
-    /// Works with a new window from now on (one a refusal or a truncation revealed): records it
-    /// for the server and model, and sizes the answer and the frame to it again.
-    fn learn_window(&mut self, learnt: u64, why: &str) -> Result<()> {
-        if let Some(e) = window::too_small(&self.model, learnt, WindowSource::Learnt) {
-            return Err(Error::Sizing { code: "window_too_small", message: e });
-        }
-        let base = self.provider.lock().base_url().to_string();
-        let entry = ModelWindow {
-            context_window: Some(learnt),
-            max_output_tokens: None,
-            origin: WindowOrigin::Learnt,
-            learnt_at: crate::store::now_ms(),
-        };
-        self.client.store().record_model_window(&base, &self.model, &entry)?;
-        let session = self.session.clone();
-        let provider = self.provider.lock().name().to_string();
-        self.client.store().set_session_model(&session, Some(&provider), Some(&self.model), Some(learnt))?;
-        self.notices.push(format!("{why}: Seshat now works with a {learnt}-token window for `{}`", self.model));
-        self.window = learnt;
-        self.window_source = WindowSource::Learnt;
-        self.resize();
-        Ok(())
-    }
-
-    /// Sizes the answer's room and the frame to the current window. A value that fitted the old
-    /// window but not this one is clamped, with a notice (the turn is already under way).
-    fn resize(&mut self) {
-        let max_output = match sizing::max_output(self.window, &self.output_ask) {
-            Ok((n, notice)) => {
-                self.notices.extend(notice);
-                n
-            }
-            Err((message, fits)) => {
-                self.notices.push(format!("{message}; using {fits} for now"));
-                fits
-            }
-        };
-        self.max_output = u32::try_from(max_output).unwrap_or(u32::MAX);
-        let fitted = sizing::fit_frame(&self.frame_parts, Marks::new(self.window).frame_budget());
-        self.frame = fitted.frame;
-        self.specs = fitted.tools;
-        self.left_out = fitted.left_out;
     }
 
     /// The window in use and where it came from.
@@ -372,21 +321,6 @@ impl Agent {
             recall: self.specs.iter().any(|s| super::history::is_history_tool(&s.name)),
             ..self.client.settings(&self.model, Some(self.window), u64::from(self.max_output))
         }
-    }
-
-    /// Records how the model's real counts compare with Seshat's estimate (from a reported prompt
-    /// size, or the size a refusal names), for this session and model. Only a count that runs
-    /// higher than the estimate changes anything (an estimate that runs high is safe).
-    fn calibrate(&mut self, real: u64, estimate: u64) -> Result<()> {
-        if estimate < CALIBRATION_MIN_TOKENS || real == 0 {
-            return Ok(());
-        }
-        let ratio = (real as f64 / estimate as f64).clamp(0.5, MAX_CALIBRATION);
-        let session = self.session.clone();
-        let model = self.model.clone();
-        self.client.store().set_calibration(&session, &model, ratio)?;
-        self.calibration = ratio.max(1.0);
-        Ok(())
     }
 
     /// How full the window is now.
@@ -656,44 +590,6 @@ impl Agent {
         observer.compaction(&report);
         out.compactions.push(report);
         Ok(None)
-    }
-
-    /// A server that truncates over-long prompts silently (Ollama) shows it in the prompt tokens it
-    /// reports: less than [`TRUNCATED_PERCENT`] of Seshat's estimate of what it sent (a real
-    /// tokenizer counts prose at ~85–90% of the estimate, code and JSON above it). The window is then learnt from
-    /// them and that call's output (rounded up to a multiple of 1,024, as servers' windows are).
-    fn learn_from_usage(&mut self, answer: &Answer, sent_estimate: u64) -> Result<()> {
-        let Some(u) = answer.usage else { return Ok(()) };
-        let Some(prompt) = u.context_tokens.filter(|&p| p > 0) else { return Ok(()) };
-        if prompt.saturating_mul(100) >= sent_estimate.saturating_mul(TRUNCATED_PERCENT) {
-            return self.calibrate(prompt, sent_estimate);
-        }
-        // Only a window nobody stated can be wrong this way: a model table's, a flag's, the
-        // config's or a refusal's is taken at its word.
-        let stated = !matches!(self.window_source, WindowSource::Assumed | WindowSource::Discovered);
-        let learnt = (prompt + u.output_tokens).div_ceil(1_024) * 1_024;
-        if stated || learnt >= self.window {
-            return Ok(());
-        }
-        if learnt < window::MIN_WINDOW {
-            // Too few tokens to be a window anybody serves: a tokenizer far denser than the
-            // estimate, or a server counting only the uncached part of the prompt. The request
-            // was accepted whole as far as anyone can tell; the window stays as it is.
-            self.notices.push(format!(
-                "the server counted {prompt} prompt tokens for a request Seshat estimates at ~{sent_estimate}; \
-                 the window stays at {} tokens (set `context_window` for `{}` in config.toml if the server cuts \
-                 long prompts)",
-                self.window, self.model
-            ));
-            return Ok(());
-        }
-        self.learn_window(
-            learnt,
-            &format!(
-                "the server counted {prompt} prompt tokens for a request Seshat estimates at ~{sent_estimate}: it cut \
-                 the prompt silently (Ollama does when a prompt is longer than its num_ctx)"
-            ),
-        )
     }
 
     /// Stores the answer; returns whether the turn is over.

@@ -10,11 +10,21 @@
 use std::collections::HashSet;
 
 use super::prompt::{self, PromptParts};
+use super::{Error, Result};
 use crate::compaction::Frame;
 use crate::plugins::ToolSpec;
+use crate::providers::Answer;
 use crate::providers::Provider;
 use crate::store::{ModelWindow, Store, WindowOrigin, now_ms};
 use crate::window::{self, Marks, WindowSource};
+
+/// A server's prompt count below this share (percent) of Seshat's estimate means it cut the
+/// prompt.
+pub const TRUNCATED_PERCENT: u64 = 75;
+/// Requests smaller than this do not calibrate the estimate (fixed overheads dominate them).
+pub(super) const CALIBRATION_MIN_TOKENS: u64 = 500;
+/// The most real tokens per estimated token Seshat believes.
+pub const MAX_CALIBRATION: f64 = 2.0;
 
 /// A window and what it rests on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -251,6 +261,107 @@ pub fn fit_frame(parts: &FrameParts, budget: u64) -> FittedFrame {
         frame = build(parts, memory.as_deref(), instructions, &tools);
     }
     FittedFrame { frame, tools, left_out }
+}
+
+/// What an agent learns about its window while it runs: a window a refusal or a silent truncation
+/// revealed, and the calibration of the estimate from the real counts the server reports.
+impl super::agent::Agent {
+    /// Works with a new window from now on (one a refusal or a truncation revealed): records it
+    /// for the server and model, and sizes the answer and the frame to it again.
+    pub(super) fn learn_window(&mut self, learnt: u64, why: &str) -> Result<()> {
+        if let Some(e) = window::too_small(&self.model, learnt, WindowSource::Learnt) {
+            return Err(Error::Sizing { code: "window_too_small", message: e });
+        }
+        let base = self.provider.lock().base_url().to_string();
+        let entry = ModelWindow {
+            context_window: Some(learnt),
+            max_output_tokens: None,
+            origin: WindowOrigin::Learnt,
+            learnt_at: now_ms(),
+        };
+        self.client.store().record_model_window(&base, &self.model, &entry)?;
+        let session = self.session.clone();
+        let provider = self.provider.lock().name().to_string();
+        self.client.store().set_session_model(&session, Some(&provider), Some(&self.model), Some(learnt))?;
+        self.notices.push(format!("{why}: Seshat now works with a {learnt}-token window for `{}`", self.model));
+        self.window = learnt;
+        self.window_source = WindowSource::Learnt;
+        self.resize();
+        Ok(())
+    }
+
+    /// Sizes the answer's room and the frame to the current window. A value that fitted the old
+    /// window but not this one is clamped, with a notice (the turn is already under way).
+    pub(super) fn resize(&mut self) {
+        let max_output = match max_output(self.window, &self.output_ask) {
+            Ok((n, notice)) => {
+                self.notices.extend(notice);
+                n
+            }
+            Err((message, fits)) => {
+                self.notices.push(format!("{message}; using {fits} for now"));
+                fits
+            }
+        };
+        self.max_output = u32::try_from(max_output).unwrap_or(u32::MAX);
+        let fitted = fit_frame(&self.frame_parts, Marks::new(self.window).frame_budget());
+        self.frame = fitted.frame;
+        self.specs = fitted.tools;
+        self.left_out = fitted.left_out;
+    }
+
+    /// Records how the model's real counts compare with Seshat's estimate (from a reported prompt
+    /// size, or the size a refusal names), for this session and model. Only a count that runs
+    /// higher than the estimate changes anything (an estimate that runs high is safe).
+    pub(super) fn calibrate(&mut self, real: u64, estimate: u64) -> Result<()> {
+        if estimate < CALIBRATION_MIN_TOKENS || real == 0 {
+            return Ok(());
+        }
+        let ratio = (real as f64 / estimate as f64).clamp(0.5, MAX_CALIBRATION);
+        let session = self.session.clone();
+        let model = self.model.clone();
+        self.client.store().set_calibration(&session, &model, ratio)?;
+        self.calibration = ratio.max(1.0);
+        Ok(())
+    }
+
+    /// A server that truncates over-long prompts silently (Ollama) shows it in the prompt tokens it
+    /// reports: less than [`TRUNCATED_PERCENT`] of Seshat's estimate of what it sent (a real
+    /// tokenizer counts prose at ~85–90% of the estimate, code and JSON above it). The window is then learnt from
+    /// them and that call's output (rounded up to a multiple of 1,024, as servers' windows are).
+    pub(super) fn learn_from_usage(&mut self, answer: &Answer, sent_estimate: u64) -> Result<()> {
+        let Some(u) = answer.usage else { return Ok(()) };
+        let Some(prompt) = u.context_tokens.filter(|&p| p > 0) else { return Ok(()) };
+        if prompt.saturating_mul(100) >= sent_estimate.saturating_mul(TRUNCATED_PERCENT) {
+            return self.calibrate(prompt, sent_estimate);
+        }
+        // Only a window nobody stated can be wrong this way: a model table's, a flag's, the
+        // config's or a refusal's is taken at its word.
+        let stated = !matches!(self.window_source, WindowSource::Assumed | WindowSource::Discovered);
+        let learnt = (prompt + u.output_tokens).div_ceil(1_024) * 1_024;
+        if stated || learnt >= self.window {
+            return Ok(());
+        }
+        if learnt < window::MIN_WINDOW {
+            // Too few tokens to be a window anybody serves: a tokenizer far denser than the
+            // estimate, or a server counting only the uncached part of the prompt. The request
+            // was accepted whole as far as anyone can tell; the window stays as it is.
+            self.notices.push(format!(
+                "the server counted {prompt} prompt tokens for a request Seshat estimates at ~{sent_estimate}; \
+                 the window stays at {} tokens (set `context_window` for `{}` in config.toml if the server cuts \
+                 long prompts)",
+                self.window, self.model
+            ));
+            return Ok(());
+        }
+        self.learn_window(
+            learnt,
+            &format!(
+                "the server counted {prompt} prompt tokens for a request Seshat estimates at ~{sent_estimate}: it cut \
+                 the prompt silently (Ollama does when a prompt is longer than its num_ctx)"
+            ),
+        )
+    }
 }
 
 #[cfg(test)]
