@@ -103,6 +103,11 @@ impl Context {
         })?)
     }
 
+    /// Where `plugins test` and `plugins check` try a plugin.
+    fn trial_home(&self) -> seshat::client::trial::Home<'_> {
+        seshat::client::trial::Home { db: &self.db, dirs: &self.dirs, project: &self.project }
+    }
+
     /// Opens the session database.
     fn store(&self) -> anyhow::Result<Store> {
         Ok(Store::open(&self.db)?)

@@ -6,7 +6,6 @@ use std::process::ExitCode;
 
 use seshat::plugins::PluginKind;
 
-use super::test;
 use crate::{Context, format};
 
 /// Arguments of `plugins check`.
@@ -52,7 +51,12 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         }
     }
     // One realistic history through the plugin, exactly as `plugins test` runs it.
-    let r = test::on_history(ctx, &plugin, &test::Source::Fixture, &test::Options::default())?;
+    let r = seshat::client::trial::trial(
+        ctx.trial_home(),
+        &plugin,
+        &seshat::client::trial::Source::Fixture,
+        &seshat::client::trial::Options::default(),
+    )?;
     let did = match (m.kind, &r.error) {
         (_, Some(e)) => {
             out.flush()?;

@@ -54,7 +54,7 @@ fn a_trimmers_edits_are_shown_with_sizes_and_nothing_is_recorded() {
     assert_eq!(v["plugin"]["sha256"].as_str().unwrap().len(), 64);
     let r = &v["results"][0];
     assert_eq!(r["session"], id.as_str(), "a session of the database keeps its id in the scratch copy");
-    assert_eq!((r["window"].as_u64(), r["window_source"].as_str()), (Some(8000), Some("--window")));
+    assert_eq!((r["window"].as_u64(), r["window_source"].as_str()), (Some(8000), Some("the window asked for")));
     let trims = r["trims"].as_array().unwrap();
     // Messages 3 and 5 hold the long results, outside the two protected latest turns.
     let targets: Vec<u64> = trims.iter().map(|t| t["seq"].as_u64().unwrap()).collect();

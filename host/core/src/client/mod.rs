@@ -13,6 +13,7 @@ pub mod history;
 pub mod prompt;
 pub mod sizing;
 pub mod tools;
+pub mod trial;
 
 pub use crate::tool::{ToolDef, ToolOutput};
 pub use agent::{Agent, AgentOptions, ContextUse, Observer, Quiet, SessionChoice, TurnOutcome};
