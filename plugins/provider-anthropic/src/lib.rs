@@ -318,7 +318,7 @@ impl GuestDecoder for Decoder {
                 let code = match v["error"]["type"].as_str() {
                     Some("overloaded_error") => "overloaded".to_string(),
                     Some("rate_limit_error") => "rate_limited".to_string(),
-                    _ => e.code.clone(),
+                    _ => e.code,
                 };
                 let message = format!("Anthropic reported an error mid-answer: {}", str_of(&v["error"]["message"]));
                 out.push(StreamEvent::Error(Error { code, message }));

@@ -26,7 +26,7 @@ pub trait Embedder {
     /// Turns a batch of texts into an HTTP request (never with credentials).
     fn build_request(request: EmbedRequest) -> Result<EmbedHttp, Error>;
     /// Decodes an answer (or an error body, for any status): one vector per text, in order.
-    fn parse_response(status: u16, body: alloc::vec::Vec<u8>) -> Result<alloc::vec::Vec<alloc::vec::Vec<f32>>, Error>;
+    fn parse_response(status: u16, body: Vec<u8>) -> Result<Vec<Vec<f32>>, Error>;
 }
 
 kind_helpers!("[knowledge] options");
@@ -40,14 +40,14 @@ impl<T: Embedder> __Guest for T {
         __install_panic_hook();
         <T as Embedder>::build_request(request)
     }
-    fn parse_response(status: u16, body: alloc::vec::Vec<u8>) -> Result<alloc::vec::Vec<alloc::vec::Vec<f32>>, Error> {
+    fn parse_response(status: u16, body: Vec<u8>) -> Result<Vec<Vec<f32>>, Error> {
         __install_panic_hook();
         <T as Embedder>::parse_response(status, body)
     }
 }
 
 /// An error with a stable `code` and a message for people.
-pub fn error(code: &str, message: impl Into<alloc::string::String>) -> Error {
+pub fn error(code: &str, message: impl Into<String>) -> Error {
     Error { code: code.into(), message: message.into() }
 }
 

@@ -29,34 +29,29 @@ pub trait Provider {
     /// What the provider serves.
     fn info() -> ProviderInfo;
     /// Encodes one message as a fragment of the wire format (empty to send nothing of it).
-    fn encode_message(message: Message, options: EncodeOptions) -> Result<alloc::string::String, Error>;
+    fn encode_message(message: Message, options: EncodeOptions) -> Result<String, Error>;
     /// Turns a chat request into an HTTP request (never with credentials), with a
     /// [`Splice`] saying where the encoded messages go.
     fn build_request(request: ChatRequest) -> Result<HttpRequest, Error>;
     /// Decodes a whole answer or an error body.
-    fn parse_response(status: u16, body: alloc::vec::Vec<u8>) -> Result<Response, Error>;
+    fn parse_response(status: u16, body: Vec<u8>) -> Result<Response, Error>;
 
     /// Requests asking the server for `model`'s window (or, with `None`, its list of models),
     /// in the order to try them (0.2.0). The default asks nothing: right for an API whose
     /// models are all in [`Provider::info`].
-    fn probes(_model: Option<alloc::string::String>, _base_url: alloc::string::String) -> alloc::vec::Vec<Probe> {
-        alloc::vec::Vec::new()
+    fn probes(_model: Option<String>, _base_url: String) -> Vec<Probe> {
+        Vec::new()
     }
 
     /// Reads the answer to the probe `name` (0.2.0). Say nothing (the default) for an answer
     /// that does not tell: the host tries the next probe.
-    fn parse_probe(
-        _name: alloc::string::String,
-        _model: Option<alloc::string::String>,
-        _status: u16,
-        _body: alloc::vec::Vec<u8>,
-    ) -> Discovery {
-        Discovery { context_window: None, max_output_tokens: None, models: alloc::vec::Vec::new() }
+    fn parse_probe(_name: String, _model: Option<String>, _status: u16, _body: Vec<u8>) -> Discovery {
+        Discovery { context_window: None, max_output_tokens: None, models: Vec::new() }
     }
 
     /// Whether an error answer refuses the request for its length or its `max_tokens`, and
     /// what it says of the limits (0.2.0). The default recognises none.
-    fn refusal_limit(_status: u16, _body: alloc::vec::Vec<u8>) -> Option<Limit> {
+    fn refusal_limit(_status: u16, _body: Vec<u8>) -> Option<Limit> {
         None
     }
 }
@@ -70,7 +65,7 @@ impl<T: Provider> __Guest for T {
         __install_panic_hook();
         <T as Provider>::info()
     }
-    fn encode_message(message: Message, options: EncodeOptions) -> Result<alloc::string::String, Error> {
+    fn encode_message(message: Message, options: EncodeOptions) -> Result<String, Error> {
         __install_panic_hook();
         <T as Provider>::encode_message(message, options)
     }
@@ -78,38 +73,33 @@ impl<T: Provider> __Guest for T {
         __install_panic_hook();
         <T as Provider>::build_request(request)
     }
-    fn parse_response(status: u16, body: alloc::vec::Vec<u8>) -> Result<Response, Error> {
+    fn parse_response(status: u16, body: Vec<u8>) -> Result<Response, Error> {
         __install_panic_hook();
         <T as Provider>::parse_response(status, body)
     }
-    fn probes(model: Option<alloc::string::String>, base_url: alloc::string::String) -> alloc::vec::Vec<Probe> {
+    fn probes(model: Option<String>, base_url: String) -> Vec<Probe> {
         __install_panic_hook();
         <T as Provider>::probes(model, base_url)
     }
-    fn parse_probe(
-        name: alloc::string::String,
-        model: Option<alloc::string::String>,
-        status: u16,
-        body: alloc::vec::Vec<u8>,
-    ) -> Discovery {
+    fn parse_probe(name: String, model: Option<String>, status: u16, body: Vec<u8>) -> Discovery {
         __install_panic_hook();
         <T as Provider>::parse_probe(name, model, status, body)
     }
-    fn refusal_limit(status: u16, body: alloc::vec::Vec<u8>) -> Option<Limit> {
+    fn refusal_limit(status: u16, body: Vec<u8>) -> Option<Limit> {
         __install_panic_hook();
         <T as Provider>::refusal_limit(status, body)
     }
 }
 
 /// A `GET` probe of `url` asking for JSON.
-pub fn get_probe(name: &str, url: alloc::string::String) -> Probe {
+pub fn get_probe(name: &str, url: String) -> Probe {
     Probe {
         name: name.into(),
         request: HttpRequest {
             method: "GET".into(),
             url,
             headers: alloc::vec![("accept".into(), "application/json".into())],
-            body: alloc::vec::Vec::new(),
+            body: Vec::new(),
             splice: None,
         },
     }
@@ -118,7 +108,7 @@ pub fn get_probe(name: &str, url: alloc::string::String) -> Probe {
 /// The first number after `marker` in `text` (digits, with `,` or `_` between them allowed).
 pub fn number_after(text: &str, marker: &str) -> Option<u64> {
     let at = text.find(marker)? + marker.len();
-    let digits: alloc::string::String = text[at..]
+    let digits: String = text[at..]
         .trim_start_matches([' ', ':', '=', '"'])
         .chars()
         .take_while(|c| c.is_ascii_digit() || *c == ',' || *c == '_')
@@ -128,7 +118,7 @@ pub fn number_after(text: &str, marker: &str) -> Option<u64> {
 }
 
 /// An error with a stable `code` and a message for people.
-pub fn error(code: &str, message: impl Into<alloc::string::String>) -> Error {
+pub fn error(code: &str, message: impl Into<String>) -> Error {
     Error { code: code.into(), message: message.into() }
 }
 

@@ -43,9 +43,9 @@ pub const RESULT_BYTES: u64 = 2_000;
 /// carry its outcome (errors, failures, test summaries, `path:line`, …) by
 /// [`crate::outcomes::shorten`], with a note where lines were left out — so the summary
 /// model sees what each tool call came to, not a wall of log.
-pub fn render_transcript(request: &SummaryRequest) -> alloc::string::String {
+pub fn render_transcript(request: &SummaryRequest) -> String {
     use core::fmt::Write as _;
-    let mut out = alloc::string::String::new();
+    let mut out = String::new();
     if let Some(previous) = &request.previous_summary {
         let _ = write!(out, "Previous summary:\n{previous}\n\nConversation since:\n");
     }
@@ -89,7 +89,7 @@ pub fn tool_outcome(content: &str, budget: u64) -> alloc::borrow::Cow<'_, str> {
 
 /// The system prompt for a summary: the user's prompt (`[compaction] prompt_file`) when the
 /// request carries one, else `own`; then the user's instructions for this compaction, if any.
-pub fn system_prompt(request: &SummaryRequest, own: alloc::string::String) -> alloc::string::String {
+pub fn system_prompt(request: &SummaryRequest, own: String) -> String {
     let mut prompt = request.prompt.clone().unwrap_or(own);
     if let Some(instructions) = request.instructions.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
         prompt.push_str("\n\nThe user's instructions for this summary (follow them): ");
@@ -101,14 +101,14 @@ pub fn system_prompt(request: &SummaryRequest, own: alloc::string::String) -> al
 /// The words of the user's instructions that say what to keep, lower-cased: those of three
 /// letters or more but the common words of such a sentence (`keep`, `the`, `about`, …), and
 /// every word with a digit (`3`, `TF123`). Words are split as [`words_of`] splits text.
-pub fn instruction_words(request: &SummaryRequest) -> alloc::vec::Vec<alloc::string::String> {
+pub fn instruction_words(request: &SummaryRequest) -> Vec<String> {
     const COMMON: &[&str] = &[
         "about", "all", "and", "any", "are", "but", "details", "don", "every", "for", "from", "have", "into", "keep",
         "make", "mention", "not", "only", "preserve", "please", "remember", "sure", "that", "the", "their", "them",
         "then", "this", "those", "what", "when", "with", "you", "your",
     ];
-    let Some(text) = &request.instructions else { return alloc::vec::Vec::new() };
-    let mut words: alloc::vec::Vec<alloc::string::String> = words_of(text)
+    let Some(text) = &request.instructions else { return Vec::new() };
+    let mut words: Vec<String> = words_of(text)
         .filter(|w| w.chars().any(|c| c.is_ascii_digit()) || (w.chars().count() >= 3 && !COMMON.contains(&w.as_str())))
         .collect();
     words.sort();
@@ -117,7 +117,7 @@ pub fn instruction_words(request: &SummaryRequest) -> alloc::vec::Vec<alloc::str
 }
 
 /// The words of a text, lower-cased: runs of letters, digits, `_` and `-`.
-pub fn words_of(text: &str) -> impl Iterator<Item = alloc::string::String> + '_ {
+pub fn words_of(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !c.is_alphanumeric() && c != '_' && c != '-').filter(|w| !w.is_empty()).map(str::to_lowercase)
 }
 
@@ -126,14 +126,14 @@ pub fn words_of(text: &str) -> impl Iterator<Item = alloc::string::String> + '_ 
 /// model).
 pub trait Summariser {
     /// The instructions given to the summary model.
-    fn instructions() -> alloc::string::String {
+    fn instructions() -> String {
         DEFAULT_INSTRUCTIONS.into()
     }
 
     /// Writes the summary that replaces `request.messages`. The default sends the transcript
     /// to the summary model with [`system_prompt`]: the user's prompt or
     /// [`Summariser::instructions`], and what the user asked this compaction to keep.
-    fn summarise(request: SummaryRequest) -> Result<alloc::string::String, Error> {
+    fn summarise(request: SummaryRequest) -> Result<String, Error> {
         let transcript = render_transcript(&request);
         let ask = Message { id: 0, role: Role::User, parts: alloc::vec![Part::Text(transcript)] };
         let answer = complete(&CompletionRequest {
@@ -150,7 +150,7 @@ kind_helpers!("[plugins.options.summariser]");
 stop_reason_display!();
 
 impl<T: Summariser> __Guest for T {
-    fn summarise(request: SummaryRequest) -> Result<alloc::string::String, Error> {
+    fn summarise(request: SummaryRequest) -> Result<String, Error> {
         __install_panic_hook();
         <T as Summariser>::summarise(request)
     }

@@ -66,7 +66,7 @@ fn kind(code: u8) -> PartKind {
 }
 
 /// The history's columns as one struct per message and one per part.
-pub fn rows(h: &History) -> (alloc::vec::Vec<MessageMeta>, alloc::vec::Vec<PartMeta>) {
+pub fn rows(h: &History) -> (Vec<MessageMeta>, Vec<PartMeta>) {
     let messages = (0..h.message_ids.len())
         .map(|i| MessageMeta {
             id: h.message_ids[i],
@@ -102,7 +102,7 @@ pub fn keep_outcomes(message: u64, part: u32, content: &str, budget: u64) -> Opt
 }
 
 /// The current content of one part, asked of the host. Ask only for what you need.
-pub fn read_part(message: u64, part: u32) -> Option<alloc::string::String> {
+pub fn read_part(message: u64, part: u32) -> Option<String> {
     bindings::seshat::plugin::trim_host::read_part(message, part)
 }
 
@@ -112,11 +112,7 @@ pub trait Trimmer {
     /// every part of every message, in history order. Only tool results of unprotected
     /// messages may be edited, and only made shorter; one invalid edit rejects the whole
     /// answer.
-    fn trim(
-        messages: alloc::vec::Vec<MessageMeta>,
-        parts: alloc::vec::Vec<PartMeta>,
-        budget: Budget,
-    ) -> Result<alloc::vec::Vec<Edit>, Error>;
+    fn trim(messages: Vec<MessageMeta>, parts: Vec<PartMeta>, budget: Budget) -> Result<Vec<Edit>, Error>;
 }
 
 kind_helpers!("[plugins.options.trimmer]");
@@ -134,7 +130,7 @@ impl core::fmt::Display for PartKind {
 }
 
 impl<T: Trimmer> __Guest for T {
-    fn trim(history: History, budget: Budget) -> Result<alloc::vec::Vec<Edit>, Error> {
+    fn trim(history: History, budget: Budget) -> Result<Vec<Edit>, Error> {
         __install_panic_hook();
         let (messages, parts) = rows(&history);
         <T as Trimmer>::trim(messages, parts, budget)

@@ -2,16 +2,13 @@
 //! provider plugins are for chat. They never see credentials and have no network; the host
 //! (`crate::embeddings`) batches, sends what they build and checks the vectors they decode.
 
-use std::sync::OnceLock;
-
 use serde::Serialize;
-use wasmtime::Store;
-use wasmtime::component::{HasSelf, Linker};
 
 use super::bindings::v0_2 as v2;
+use super::handle::{Handle, shared_accessors, single_kind};
 use super::provider::AuthScheme;
-use super::sandbox::{self, Slot, State};
-use super::{Error, LoadedPlugin, PluginKind, Result};
+use super::sandbox::State;
+use super::{Error, PluginKind, Result};
 
 use v2::embedder::exports::seshat::plugin::embed as e;
 
@@ -70,76 +67,27 @@ pub struct EmbedRequest {
     pub extra: String,
 }
 
-type Pre = v2::embedder::EmbedderPre<State<()>>;
-
-fn linker() -> wasmtime::Result<&'static Linker<State<()>>> {
-    static LINKER: OnceLock<Linker<State<()>>> = OnceLock::new();
-    sandbox::linker(&LINKER, |l| v2::embedder::Embedder::add_to_linker::<_, HasSelf<_>>(l, |s| s))
+single_kind! {
+    /// Embedders (from 0.2.0): texts in, an HTTP request out; its answer in, vectors out.
+    Embedder: PluginKind::Embedder, host (),
+    (v2::embedder::Embedder, v2::embedder::EmbedderPre<State<()>>)
 }
 
 /// A loaded embedder, ready to call.
 pub struct EmbedderPlugin {
-    allowed_hosts: Vec<String>,
-    pre: Pre,
-    slot: Slot<(), v2::embedder::Embedder>,
+    handle: Handle<Embedder>,
 }
 
-impl std::fmt::Debug for EmbedderPlugin {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EmbedderPlugin").field("id", &self.slot.id).finish_non_exhaustive()
-    }
-}
+shared_accessors!(EmbedderPlugin);
 
 impl EmbedderPlugin {
-    /// Prepares a loaded plugin as an embedder.
-    pub fn new(plugin: &LoadedPlugin) -> Result<Self> {
-        let (pre, slot) = sandbox::prepare(plugin, PluginKind::Embedder, linker(), Pre::new)?;
-        Ok(Self { allowed_hosts: plugin.manifest.allowed_hosts.clone(), pre, slot: slot.with_bindings() })
-    }
-
-    /// The plugin's id.
-    pub fn id(&self) -> &str {
-        &self.slot.id
-    }
-
-    /// The SHA-256 of its `.wasm`, in hex.
-    pub fn sha256(&self) -> &str {
-        &self.slot.sha256
-    }
-
-    /// What its calls have used so far.
-    pub fn usage(&self) -> super::Usage {
-        self.slot.usage
-    }
-
-    /// Hosts its manifest allows requests to.
-    pub fn allowed_hosts(&self) -> &[String] {
-        &self.allowed_hosts
-    }
-
-    /// Texts its log lines and panic messages never show (the host passes the credential).
-    pub fn redact_logs(&mut self, secrets: Vec<String>) {
-        self.slot.redact(secrets);
-    }
-
-    fn call<R>(
-        &mut self,
-        f: impl FnOnce(
-            &mut Store<State<()>>,
-            &v2::embedder::Embedder,
-        ) -> wasmtime::Result<std::result::Result<R, super::bindings::v0_1::wit::Error>>,
-    ) -> Result<R> {
-        let pre = &self.pre;
-        self.slot.call(|s| pre.instantiate(s), f)
-    }
-
     fn invalid(&self, message: String) -> Error {
-        Error::InvalidOutput { plugin: self.slot.id.clone(), message }
+        self.handle.invalid(message)
     }
 
     /// What the embedder serves, checked: a batch of at least one, models with a vector length.
     pub fn info(&mut self) -> Result<EmbedderInfo> {
-        let info = self.call(|s, b| b.seshat_plugin_embed().call_info(s).map(Ok))?;
+        let info = self.handle.call(|s, b| b.seshat_plugin_embed().call_info(s).map(Ok))?;
         if info.max_batch == 0 {
             return Err(self.invalid("its `max-batch` is 0: a batch holds at least one text".into()));
         }
@@ -180,9 +128,9 @@ impl EmbedderPlugin {
             base_url: request.base_url.clone(),
             extra: request.extra.clone(),
         };
-        let http = self.call(|s, b| b.seshat_plugin_embed().call_build_request(s, &req))?;
+        let http = self.handle.call(|s, b| b.seshat_plugin_embed().call_build_request(s, &req))?;
         super::provider::check_request(
-            &self.slot.id,
+            self.handle.id(),
             super::provider::RawRequest {
                 method: http.method,
                 url: http.url,
@@ -202,7 +150,7 @@ impl EmbedderPlugin {
         expected: usize,
         dimensions: Option<u32>,
     ) -> Result<Vec<Vec<f32>>> {
-        let vectors = self.call(|s, b| b.seshat_plugin_embed().call_parse_response(s, status, body))?;
+        let vectors = self.handle.call(|s, b| b.seshat_plugin_embed().call_parse_response(s, status, body))?;
         if vectors.len() != expected {
             return Err(self.invalid(format!(
                 "it decoded {} vectors for a batch of {expected} texts: there must be one per text",

@@ -12,6 +12,7 @@ mod embedded;
 mod embedder;
 mod engine;
 mod error;
+mod handle;
 mod limits;
 mod manifest;
 mod provider;

@@ -1,16 +1,14 @@
 //! Provider plugins: pure translators between Seshat's messages and one HTTP API. They never see
 //! credentials and have no network; the host sends what they build.
 
-use std::sync::OnceLock;
-
 use serde::Serialize;
-use wasmtime::Store;
-use wasmtime::component::{HasSelf, Linker, ResourceAny};
+use wasmtime::component::ResourceAny;
 
-use super::bindings::{Versioned, instantiate_versioned};
+use super::bindings::Versioned;
 use super::bindings::{v0_1 as v1, v0_2 as v2};
-use super::sandbox::{self, Slot, State};
-use super::{Error, LoadedPlugin, PluginKind, PluginMessage, Result, StopReason};
+use super::handle::{Handle, shared_accessors, versioned_kind};
+use super::sandbox::State;
+use super::{Error, PluginKind, PluginMessage, Result, StopReason};
 use crate::conversation::Usage;
 pub use seshat_protocol::turn::StreamEvent;
 
@@ -207,24 +205,12 @@ pub enum Limit {
     MaxOutput(u64),
 }
 
-type Pre1 = v1::provider::ProviderPre<State<()>>;
-type Pre2 = v2::provider::ProviderPre<State<()>>;
-
-fn linker_v0_1() -> wasmtime::Result<&'static Linker<State<()>>> {
-    static LINKER: OnceLock<Linker<State<()>>> = OnceLock::new();
-    sandbox::linker(&LINKER, |l| v1::provider::Provider::add_to_linker::<_, HasSelf<_>>(l, |s| s))
+versioned_kind! {
+    /// Providers: Seshat's messages in, an HTTP request out; the answer in, events out.
+    Provider: PluginKind::Provider, host (),
+    v0_1 (v1::provider::Provider, v1::provider::ProviderPre<State<()>>),
+    v0_2 (v2::provider::Provider, v2::provider::ProviderPre<State<()>>)
 }
-
-fn linker_v0_2() -> wasmtime::Result<&'static Linker<State<()>>> {
-    static LINKER: OnceLock<Linker<State<()>>> = OnceLock::new();
-    sandbox::linker(&LINKER, |l| v2::provider::Provider::add_to_linker::<_, HasSelf<_>>(l, |s| s))
-}
-
-/// A provider's prepared instance, by contract version.
-type Pre = Versioned<Pre1, Pre2>;
-
-/// A provider's live instance, by contract version.
-type Bound = Versioned<v1::provider::Provider, v2::provider::Provider>;
 
 /// Calls `translate::$f` of whichever version the instance speaks.
 macro_rules! each_version {
@@ -238,72 +224,25 @@ macro_rules! each_version {
 
 /// A loaded provider, ready to call.
 pub struct ProviderPlugin {
-    allowed_hosts: Vec<String>,
-    pre: Pre,
-    slot: Slot<(), Bound>,
+    handle: Handle<Provider>,
 }
 
-impl std::fmt::Debug for ProviderPlugin {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ProviderPlugin")
-            .field("id", &self.slot.id)
-            .field("limits", &self.slot.limits)
-            .finish_non_exhaustive()
-    }
-}
+shared_accessors!(ProviderPlugin);
 
 impl ProviderPlugin {
-    /// Prepares a loaded plugin as a provider.
-    pub fn new(plugin: &LoadedPlugin) -> Result<Self> {
-        let (pre, slot) = sandbox::prepare_versioned(
-            plugin,
-            PluginKind::Provider,
-            (linker_v0_1, Pre1::new),
-            (linker_v0_2, Pre2::new),
-        )?;
-        Ok(Self { allowed_hosts: plugin.manifest.allowed_hosts.clone(), pre, slot: slot.with_bindings() })
-    }
-
-    /// Texts its log lines and panic messages never show (the host passes the credential).
-    pub fn redact_logs(&mut self, secrets: Vec<String>) {
-        self.slot.redact(secrets);
-    }
-
-    /// The SHA-256 of its `.wasm`, in hex.
-    pub fn sha256(&self) -> &str {
-        &self.slot.sha256
-    }
-
-    /// What its calls have used so far: guest time and memory.
-    pub fn usage(&self) -> super::Usage {
-        self.slot.usage
-    }
-
-    /// The plugin's id.
-    pub fn id(&self) -> &str {
-        &self.slot.id
-    }
-
-    /// Hosts its manifest allows requests to.
-    pub fn allowed_hosts(&self) -> &[String] {
-        &self.allowed_hosts
-    }
-
     /// Whether it speaks 0.2.0 (probes and refusal limits).
     pub fn discovers(&self) -> bool {
-        matches!(self.pre, Versioned::V0_2(_))
+        matches!(self.handle.pre(), Versioned::V0_2(_))
     }
 
-    /// Runs one call into the guest with the sandbox's accounting; a trap drops the instance.
     fn call<R>(
         &mut self,
         f: impl FnOnce(
-            &mut Store<State<()>>,
-            &Bound,
-        ) -> wasmtime::Result<std::result::Result<R, super::bindings::v0_1::wit::Error>>,
+            &mut wasmtime::Store<State<()>>,
+            &Versioned<v1::provider::Provider, v2::provider::Provider>,
+        ) -> wasmtime::Result<std::result::Result<R, v1::wit::Error>>,
     ) -> Result<R> {
-        let pre = &self.pre;
-        self.slot.call(|s| instantiate_versioned!(pre, s), f)
+        self.handle.call(f)
     }
 
     /// What the provider serves.
@@ -324,7 +263,7 @@ impl ProviderPlugin {
 
     /// The plugin's request, checked (see [`check_request`]).
     fn checked(&self, http: RawRequest) -> Result<HttpRequest> {
-        check_request(&self.slot.id, http)
+        check_request(self.handle.id(), http)
     }
 
     /// Decodes a whole (non-streamed) answer or an error body.
@@ -347,10 +286,9 @@ impl ProviderPlugin {
             .map(|(name, raw)| {
                 let request = self.checked(raw)?;
                 if request.splice.is_some() {
-                    return Err(Error::InvalidOutput {
-                        plugin: self.slot.id.clone(),
-                        message: format!("probe `{name}` has a place for messages; probes carry no conversation"),
-                    });
+                    return Err(self
+                        .handle
+                        .invalid(format!("probe `{name}` has a place for messages; probes carry no conversation")));
                 }
                 Ok(Probe { name, request })
             })
@@ -430,7 +368,7 @@ pub struct StreamDecoder<'a> {
 
 impl std::fmt::Debug for StreamDecoder<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StreamDecoder").field("plugin", &self.plugin.slot.id).finish_non_exhaustive()
+        f.debug_struct("StreamDecoder").field("plugin", &self.plugin.id()).finish_non_exhaustive()
     }
 }
 
@@ -451,14 +389,14 @@ impl StreamDecoder<'_> {
 
     fn live_resource(&self) -> Result<ResourceAny> {
         self.resource.ok_or_else(|| Error::Trap {
-            plugin: self.plugin.slot.id.clone(),
+            plugin: self.plugin.id().to_string(),
             kind: PluginKind::Provider.as_str(),
             message: "the decoder was lost when the plugin was restarted".into(),
         })
     }
 
     fn after(&mut self, events: Result<Vec<StreamEvent>>) -> Result<Vec<StreamEvent>> {
-        if !self.plugin.slot.is_live() {
+        if !self.plugin.handle.is_live() {
             // The instance trapped and was dropped with the resource inside it.
             self.resource = None;
         }
@@ -468,7 +406,7 @@ impl StreamDecoder<'_> {
 
 impl Drop for StreamDecoder<'_> {
     fn drop(&mut self) {
-        if let (Some(resource), Some(store)) = (self.resource.take(), self.plugin.slot.store_mut()) {
+        if let (Some(resource), Some(store)) = (self.resource.take(), self.plugin.handle.store_mut()) {
             // A failure here leaves the resource to die with the instance.
             let _ = resource.resource_drop(&mut *store);
         }

@@ -1,14 +1,11 @@
 //! Summariser plugins: write the summary that replaces dropped messages, calling the summary model
 //! through the host's `complete`, a bounded number of times with bounded `max-tokens`.
 
-use std::sync::OnceLock;
-
-use wasmtime::component::{HasSelf, Linker};
-
 use super::bindings::v0_1::wit;
-use super::bindings::{Versioned, instantiate_versioned, v0_1, v0_2};
-use super::sandbox::{self, Slot, State};
-use super::{Error, LoadedPlugin, PluginKind, PluginMessage, Result, StopReason};
+use super::bindings::{Versioned, v0_1, v0_2};
+use super::handle::{Handle, shared_accessors, versioned_kind};
+use super::sandbox::State;
+use super::{PluginKind, PluginMessage, Result, StopReason};
 use crate::conversation::Usage;
 
 /// A model call a summariser asks for.
@@ -130,71 +127,25 @@ mod host_v0_2 {
     model_host!(v0_2::summariser::seshat::plugin::model::Host);
 }
 
-type Pre1 = v0_1::summariser::SummariserPre<State<ModelHost>>;
-type Pre2 = v0_2::summariser::SummariserPre<State<ModelHost>>;
-
-fn linker_v0_1() -> wasmtime::Result<&'static Linker<State<ModelHost>>> {
-    static LINKER: OnceLock<Linker<State<ModelHost>>> = OnceLock::new();
-    sandbox::linker(&LINKER, |l| v0_1::summariser::Summariser::add_to_linker::<_, HasSelf<_>>(l, |s| s))
+versioned_kind! {
+    /// Summarisers: the dropped messages in, a summary out; the host serves their `complete`.
+    Summariser: PluginKind::Summariser, host ModelHost,
+    v0_1 (v0_1::summariser::Summariser, v0_1::summariser::SummariserPre<State<ModelHost>>),
+    v0_2 (v0_2::summariser::Summariser, v0_2::summariser::SummariserPre<State<ModelHost>>)
 }
-
-fn linker_v0_2() -> wasmtime::Result<&'static Linker<State<ModelHost>>> {
-    static LINKER: OnceLock<Linker<State<ModelHost>>> = OnceLock::new();
-    sandbox::linker(&LINKER, |l| v0_2::summariser::Summariser::add_to_linker::<_, HasSelf<_>>(l, |s| s))
-}
-
-/// A summariser's prepared instance, by contract version.
-type Pre = Versioned<Pre1, Pre2>;
-
-/// A summariser's live instance, by contract version.
-type Bound = Versioned<v0_1::summariser::Summariser, v0_2::summariser::Summariser>;
 
 /// A loaded summariser, ready to call.
 pub struct SummariserPlugin {
-    pre: Pre,
-    slot: Slot<ModelHost, Bound>,
+    handle: Handle<Summariser>,
 }
 
-impl std::fmt::Debug for SummariserPlugin {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SummariserPlugin")
-            .field("id", &self.slot.id)
-            .field("limits", &self.slot.limits)
-            .finish_non_exhaustive()
-    }
-}
+shared_accessors!(SummariserPlugin);
 
 impl SummariserPlugin {
-    /// Prepares a loaded plugin as a summariser.
-    pub fn new(plugin: &LoadedPlugin) -> Result<Self> {
-        let (pre, slot) = sandbox::prepare_versioned(
-            plugin,
-            PluginKind::Summariser,
-            (linker_v0_1, Pre1::new),
-            (linker_v0_2, Pre2::new),
-        )?;
-        Ok(Self { pre, slot: slot.with_bindings() })
-    }
-
-    /// The SHA-256 of its `.wasm`, in hex.
-    pub fn sha256(&self) -> &str {
-        &self.slot.sha256
-    }
-
-    /// What its calls have used so far: guest time and memory.
-    pub fn usage(&self) -> super::Usage {
-        self.slot.usage
-    }
-
-    /// The plugin's id.
-    pub fn id(&self) -> &str {
-        &self.slot.id
-    }
-
     /// Writes a summary. `model` serves the plugin's `complete` calls, at most
     /// `limits.complete_calls` of them, each capped at `limits.complete_max_tokens`.
     pub fn summarise(&mut self, request: &SummaryRequest, model: Box<dyn ModelCall>) -> Result<String> {
-        let limits = self.slot.limits;
+        let limits = self.handle.limits();
         /// The request in one version's record: the fields every version has, and those a
         /// later version added.
         macro_rules! request {
@@ -210,31 +161,31 @@ impl SummariserPlugin {
                 }
             }};
         }
-        let pre = &self.pre;
-        let summary = self.slot.call(
-            |s| instantiate_versioned!(pre, s),
-            |store, bindings| {
-                *store.data_mut().host_mut() = ModelHost {
-                    model: Some(model),
-                    calls: 0,
-                    max_calls: limits.complete_calls,
-                    max_tokens: limits.complete_max_tokens,
-                };
-                let result = match bindings {
-                    Versioned::V0_1(b) => b
-                        .seshat_plugin_summarise()
-                        .call_summarise(&mut *store, &request!(v0_1::summariser::exports::seshat::plugin::summarise)),
-                    Versioned::V0_2(b) => b.seshat_plugin_summarise().call_summarise(
-                        &mut *store,
-                        &request!(v0_2::summariser::exports::seshat::plugin::summarise, instructions, prompt),
-                    ),
-                };
-                store.data_mut().host_mut().model = None;
-                result
-            },
-        )?;
+        let summary = self.handle.call(|store, bindings| {
+            *store.data_mut().host_mut() = ModelHost {
+                model: Some(model),
+                calls: 0,
+                max_calls: limits.complete_calls,
+                max_tokens: limits.complete_max_tokens,
+            };
+            let result = match bindings {
+                Versioned::V0_1(b) => b
+                    .seshat_plugin_summarise()
+                    .call_summarise(&mut *store, &request!(v0_1::summariser::exports::seshat::plugin::summarise)),
+                Versioned::V0_2(b) => b.seshat_plugin_summarise().call_summarise(
+                    &mut *store,
+                    &request!(v0_2::summariser::exports::seshat::plugin::summarise, instructions, prompt),
+                ),
+            };
+            store.data_mut().host_mut().model = None;
+            result
+        })?;
         if summary.trim().is_empty() {
-            return Err(Error::InvalidOutput { plugin: self.slot.id.clone(), message: "the summary is empty: a summariser must return the summary's text, or an error when it cannot write one".into() });
+            return Err(self.handle.invalid(
+                "the summary is empty: a summariser must return the summary's text, or an error when it cannot \
+                 write one"
+                    .into(),
+            ));
         }
         Ok(summary)
     }

@@ -1,14 +1,12 @@
 //! Trimmer plugins: metadata in, edits out. The host validates every edit and applies them.
 
-use std::sync::OnceLock;
-
 use serde::Serialize;
-use wasmtime::component::{HasSelf, Linker};
 
 use super::bindings::v0_1::trimmer::seshat::plugin::{trim_host, trim_types};
-use super::bindings::{Versioned, instantiate_versioned, v0_1, v0_2};
-use super::sandbox::{self, Slot, State};
-use super::{Error, LoadedPlugin, PluginKind, Result};
+use super::bindings::{Versioned, v0_1, v0_2};
+use super::handle::{Handle, shared_accessors, versioned_kind};
+use super::sandbox::State;
+use super::{PluginKind, Result};
 use crate::conversation::Role;
 
 /// What a trimmer sees of one part: no content.
@@ -229,73 +227,21 @@ impl trim_types::Host for State<TrimHost> {}
 
 impl v0_2::trimmer::seshat::plugin::trim_types::Host for State<TrimHost> {}
 
-type Pre1 = v0_1::trimmer::TrimmerPre<State<TrimHost>>;
-type Pre2 = v0_2::trimmer::TrimmerPre<State<TrimHost>>;
-
-fn linker_v0_1() -> wasmtime::Result<&'static Linker<State<TrimHost>>> {
-    static LINKER: OnceLock<Linker<State<TrimHost>>> = OnceLock::new();
-    sandbox::linker(&LINKER, |l| v0_1::trimmer::Trimmer::add_to_linker::<_, HasSelf<_>>(l, |s| s))
+versioned_kind! {
+    /// Trimmers: metadata in, edits out; the host serves their `read-part`.
+    Trimmer: PluginKind::Trimmer, host TrimHost,
+    v0_1 (v0_1::trimmer::Trimmer, v0_1::trimmer::TrimmerPre<State<TrimHost>>),
+    v0_2 (v0_2::trimmer::Trimmer, v0_2::trimmer::TrimmerPre<State<TrimHost>>)
 }
-
-fn linker_v0_2() -> wasmtime::Result<&'static Linker<State<TrimHost>>> {
-    static LINKER: OnceLock<Linker<State<TrimHost>>> = OnceLock::new();
-    sandbox::linker(&LINKER, |l| v0_2::trimmer::Trimmer::add_to_linker::<_, HasSelf<_>>(l, |s| s))
-}
-
-/// A trimmer's prepared instance, by contract version.
-type Pre = Versioned<Pre1, Pre2>;
-
-/// A trimmer's live instance, by contract version.
-type Bound = Versioned<v0_1::trimmer::Trimmer, v0_2::trimmer::Trimmer>;
 
 /// A loaded trimmer, ready to call.
 pub struct TrimmerPlugin {
-    pre: Pre,
-    slot: Slot<TrimHost, Bound>,
+    handle: Handle<Trimmer>,
 }
 
-impl std::fmt::Debug for TrimmerPlugin {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TrimmerPlugin")
-            .field("id", &self.slot.id)
-            .field("limits", &self.slot.limits)
-            .finish_non_exhaustive()
-    }
-}
+shared_accessors!(TrimmerPlugin);
 
 impl TrimmerPlugin {
-    /// Prepares a loaded plugin as a trimmer (type-checking its imports and exports).
-    pub fn new(plugin: &LoadedPlugin) -> Result<Self> {
-        let (pre, slot) = sandbox::prepare_versioned(
-            plugin,
-            PluginKind::Trimmer,
-            (linker_v0_1, Pre1::new),
-            (linker_v0_2, Pre2::new),
-        )?;
-        Ok(Self { pre, slot: slot.with_bindings() })
-    }
-
-    /// The SHA-256 of its `.wasm`, in hex.
-    pub fn sha256(&self) -> &str {
-        &self.slot.sha256
-    }
-
-    /// What its calls have used so far: guest time and memory.
-    pub fn usage(&self) -> super::Usage {
-        self.slot.usage
-    }
-
-    /// The plugin's id.
-    pub fn id(&self) -> &str {
-        &self.slot.id
-    }
-
-    /// Instantiates now (normally done lazily by the first call).
-    pub fn warm(&mut self) -> Result<()> {
-        let pre = &self.pre;
-        self.slot.call(|s| instantiate_versioned!(pre, s), |_, _| Ok(Ok(())))
-    }
-
     /// Asks the trimmer for edits; `read_part` serves its requests for content. The answer is
     /// validated against `messages`: any invalid edit rejects the whole answer.
     pub fn trim(
@@ -312,26 +258,22 @@ impl TrimmerPlugin {
             window_tokens: budget.window_tokens,
             extra: budget.extra.clone(),
         };
-        let pre = &self.pre;
-        let edits = self.slot.call(
-            |s| instantiate_versioned!(pre, s),
-            |store, bindings| {
-                store.data_mut().host_mut().reader = Some(Box::new(read_part));
-                let result = match bindings {
-                    Versioned::V0_1(b) => b
-                        .seshat_plugin_trim()
-                        .call_trim(&mut *store, &history, &wit_budget)
-                        .map(|r| r.map(|edits| edits.into_iter().map(from_wit).collect::<Vec<_>>())),
-                    Versioned::V0_2(b) => b
-                        .seshat_plugin_trim()
-                        .call_trim(&mut *store, &to_v0_2(history), &budget_v0_2(&wit_budget))
-                        .map(|r| r.map(|edits| edits.into_iter().map(from_wit_v0_2).collect::<Vec<_>>())),
-                };
-                store.data_mut().host_mut().reader = None;
-                result
-            },
-        )?;
-        validate(&edits, messages).map_err(|message| Error::InvalidOutput { plugin: self.slot.id.clone(), message })?;
+        let edits = self.handle.call(|store, bindings| {
+            store.data_mut().host_mut().reader = Some(Box::new(read_part));
+            let result = match bindings {
+                Versioned::V0_1(b) => b
+                    .seshat_plugin_trim()
+                    .call_trim(&mut *store, &history, &wit_budget)
+                    .map(|r| r.map(|edits| edits.into_iter().map(from_wit).collect::<Vec<_>>())),
+                Versioned::V0_2(b) => b
+                    .seshat_plugin_trim()
+                    .call_trim(&mut *store, &to_v0_2(history), &budget_v0_2(&wit_budget))
+                    .map(|r| r.map(|edits| edits.into_iter().map(from_wit_v0_2).collect::<Vec<_>>())),
+            };
+            store.data_mut().host_mut().reader = None;
+            result
+        })?;
+        validate(&edits, messages).map_err(|message| self.handle.invalid(message))?;
         Ok(edits)
     }
 }
