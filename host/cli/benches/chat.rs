@@ -122,7 +122,7 @@ fn main() {
     store.append(&session.id, &batch).unwrap();
     drop(store);
 
-    let config = seshat::ClientConfig {
+    let config = seshat::ClientOptions {
         auto_compact: true,
         db_path: Some(db),
         dirs: Some(seshat::paths::Dirs::under(dir.path())),

@@ -23,8 +23,10 @@ fn main() {
     };
     let real = match (arg("--provider"), arg("--model")) {
         (Some(provider), Some(model)) => {
-            let config =
-                seshat::ClientConfig { db_path: Some(dir.path().join("client.db")), ..seshat::ClientConfig::default() };
+            let config = seshat::ClientOptions {
+                db_path: Some(dir.path().join("client.db")),
+                ..seshat::ClientOptions::default()
+            };
             let mut client = seshat::Client::new(config, std::sync::Arc::new(seshat::compaction::NoModels))
                 .expect("a client over the user's config");
             let provider = client.load_provider(Some(&provider)).expect("the provider, as configured");

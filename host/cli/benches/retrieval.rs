@@ -163,7 +163,7 @@ fn one_size(size: usize, queries: usize, root: &Path) {
     let dir = root.join(format!("corpus-{size}"));
     let text_bytes = corpus(&dir, size, &mut rng, &vocab);
     let db = root.join(format!("k{size}.db"));
-    let target = Target { scope: "project".into(), project: "/bench".into() };
+    let target = Target { scope: seshat::memory::Scope::Project, project: "/bench".into() };
 
     // Indexing (embedding excluded) vs the baseline of plain inserts of the same texts.
     let mut store = Store::open(&db).unwrap();
@@ -419,7 +419,7 @@ fn recall(root: &Path) {
         std::fs::write(dir.join(format!("fact{i:03}.md")), format!("{fact}\n")).unwrap();
     }
     let mut k = Knowledge::new(Store::open(&root.join("recall.db")).unwrap(), Some(embedder), Weights::default());
-    let target = Target { scope: "project".into(), project: "/bench".into() };
+    let target = Target { scope: seshat::memory::Scope::Project, project: "/bench".into() };
     k.add(std::slice::from_ref(&dir), &target, &mut |_, _, _| {}).unwrap();
     k.embed_pending(false, &mut |_, _| {}).unwrap();
     let filter = KnowledgeFilter { project: "/bench", scope: None };

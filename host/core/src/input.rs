@@ -46,7 +46,7 @@ pub enum Error {
 }
 
 /// What `meta` describes, in words (for a file that is not regular).
-pub fn kind_of(meta: &std::fs::Metadata) -> &'static str {
+pub(crate) fn kind_of(meta: &std::fs::Metadata) -> &'static str {
     let t = meta.file_type();
     #[cfg(unix)]
     {
@@ -94,7 +94,7 @@ pub fn open_regular(path: &Path) -> Result<File, Error> {
 }
 
 /// Reads the whole regular file at `path`, refusing one larger than `limit` bytes.
-pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, Error> {
+pub(crate) fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, Error> {
     let file = open_regular(path)?;
     let io = |action| move |cause| Error::Io { action, path: path.to_path_buf(), cause };
     // Refused by its size before a byte is read; the read is bounded too (a file that grows).
@@ -148,7 +148,7 @@ pub fn next_line(input: &mut dyn BufRead, buf: &mut Vec<u8>, limit: usize) -> st
 }
 
 /// Passes over the rest of the current line (after [`Line::TooLong`]), holding none of it.
-pub fn skip_line(input: &mut dyn BufRead) -> std::io::Result<()> {
+pub(crate) fn skip_line(input: &mut dyn BufRead) -> std::io::Result<()> {
     loop {
         let available = fill(input)?;
         if available.is_empty() {

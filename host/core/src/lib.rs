@@ -31,7 +31,7 @@ pub mod store;
 pub mod tool;
 pub mod window;
 
-pub use client::{Client, ClientConfig};
+pub use client::{Client, ClientOptions};
 pub use store::Store;
 
 /// The README's Rust examples, compiled as doc tests.

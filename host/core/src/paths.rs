@@ -9,14 +9,14 @@ use std::path::{Path, PathBuf};
 use etcetera::BaseStrategy;
 
 /// The environment variable that, when set, holds everything Seshat reads or writes.
-pub const HOME_ENV: &str = "SESHAT_HOME";
+pub(crate) const HOME_ENV: &str = "SESHAT_HOME";
 
 /// The environment variable that, when set, overrides only the cache directory (tests share one
 /// compiled-plugin cache this way).
-pub const CACHE_ENV: &str = "SESHAT_CACHE_DIR";
+pub(crate) const CACHE_ENV: &str = "SESHAT_CACHE_DIR";
 
 /// File name of the session database inside the data directory.
-pub const DB_FILE: &str = "seshat.db";
+pub(crate) const DB_FILE: &str = "seshat.db";
 
 /// Errors finding Seshat's directories.
 #[derive(Debug, thiserror::Error)]
@@ -100,7 +100,7 @@ pub fn repository_key(dir: &Path) -> Option<String> {
 }
 
 /// Directories the search for a repository does not move up into (git's own variable).
-pub const CEILING_ENV: &str = "GIT_CEILING_DIRECTORIES";
+pub(crate) const CEILING_ENV: &str = "GIT_CEILING_DIRECTORIES";
 
 /// If `worktree` has a `.git` entry, the directory that identifies its repository.
 fn git_project_root(worktree: &Path) -> Option<PathBuf> {

@@ -42,7 +42,7 @@ impl ToolDef {
 
     /// With a title for people.
     #[must_use]
-    pub fn titled(mut self, title: impl Into<String>) -> Self {
+    pub(crate) fn titled(mut self, title: impl Into<String>) -> Self {
         self.title = title.into();
         self
     }

@@ -12,26 +12,26 @@
 pub use seshat_protocol::turn::WindowSource;
 
 /// Tokens kept free for the summary a compaction writes.
-pub const SUMMARY_RESERVE: u64 = 2_000;
+pub(crate) const SUMMARY_RESERVE: u64 = 2_000;
 /// The threshold never comes closer than this to the end of the working window…
-pub const THRESHOLD_MARGIN: u64 = 13_000;
+pub(crate) const THRESHOLD_MARGIN: u64 = 13_000;
 /// …unless that would put it below this share (percent) of the working window.
-pub const THRESHOLD_FLOOR_PERCENT: u64 = 60;
+pub(crate) const THRESHOLD_FLOOR_PERCENT: u64 = 60;
 /// The threshold's share (percent) of the working window.
-pub const THRESHOLD_PERCENT: u64 = 85;
+pub(crate) const THRESHOLD_PERCENT: u64 = 85;
 /// The target's share (percent) of the working window.
-pub const TARGET_PERCENT: u64 = 50;
+pub(crate) const TARGET_PERCENT: u64 = 50;
 /// No answer is given more room than this, whatever the model allows (the rest is for context).
-pub const MAX_OUTPUT_CAP: u64 = 16_384;
+pub(crate) const MAX_OUTPUT_CAP: u64 = 16_384;
 /// The smallest context window Seshat works with: below it the fixed parts of a request (the
 /// summary reserve, the system prompt, the answer) leave no room for a conversation.
-pub const MIN_WINDOW: u64 = 4_096;
+pub(crate) const MIN_WINDOW: u64 = 4_096;
 /// The window assumed for a model until its real one is known (from the table, the config, the
 /// server or a refusal).
 pub const ASSUMED_WINDOW: u64 = 8_192;
 /// The summary's share (percent) of the target, on windows small enough that it is less than
 /// the summary reserve.
-pub const SUMMARY_TARGET_PERCENT: u64 = 25;
+pub(crate) const SUMMARY_TARGET_PERCENT: u64 = 25;
 
 /// A window too small to work with: says how to raise it.
 pub fn too_small(model: &str, window: u64, source: WindowSource) -> Option<String> {
@@ -39,7 +39,7 @@ pub fn too_small(model: &str, window: u64, source: WindowSource) -> Option<Strin
 }
 
 /// As [`too_small`], naming where the window came from in words (`recorded for the session`).
-pub fn too_small_from(model: &str, window: u64, from: &str) -> Option<String> {
+pub(crate) fn too_small_from(model: &str, window: u64, from: &str) -> Option<String> {
     (window < MIN_WINDOW).then(|| {
         format!(
             "the context window of `{model}` is {window} tokens ({from}), and Seshat needs at least {MIN_WINDOW}: raise the \
@@ -73,7 +73,7 @@ impl Marks {
     }
 
     /// The largest request that can be sent with `max_output_tokens` of room for the answer.
-    pub fn hard_limit(&self, max_output_tokens: u64) -> u64 {
+    pub(crate) fn hard_limit(&self, max_output_tokens: u64) -> u64 {
         self.context_window.saturating_sub(max_output_tokens)
     }
 
@@ -102,7 +102,7 @@ pub fn estimate_text(text: &str) -> u64 {
 }
 
 /// Tokens a message costs beyond its text (role, separators).
-pub const MESSAGE_OVERHEAD: u64 = 4;
+pub(crate) const MESSAGE_OVERHEAD: u64 = 4;
 
 /// The estimated size of a message.
 pub fn estimate_parts(parts: &[crate::conversation::Part]) -> u64 {

@@ -22,7 +22,7 @@ pub struct Args {
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let store = ctx.store()?;
     let docs =
-        store.knowledge_documents(KnowledgeFilter { project: &ctx.project, scope: args.scope.map(Scope::as_str) })?;
+        store.knowledge_documents(KnowledgeFilter { project: &ctx.project, scope: args.scope.map(Into::into) })?;
     let mut out = format::stdout();
     if args.json {
         format::json(&mut out, &docs)?;

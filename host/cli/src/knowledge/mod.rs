@@ -11,6 +11,8 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
+use seshat::memory::Scope as MemoryScope;
+
 use super::{Context, format};
 
 /// The `knowledge` subcommands.
@@ -111,9 +113,9 @@ fn confirm(question: &str) -> anyhow::Result<bool> {
 /// A scope as the index stores it, with the project key it goes with.
 pub(super) fn target(ctx: &Context, scope: Scope) -> seshat::knowledge::Target {
     match scope {
-        Scope::Project => seshat::knowledge::Target { scope: "project".into(), project: ctx.project.clone() },
-        Scope::User => seshat::knowledge::Target { scope: "user".into(), project: String::new() },
-        Scope::Cross => seshat::knowledge::Target { scope: "cross".into(), project: String::new() },
+        Scope::Project => seshat::knowledge::Target { scope: MemoryScope::Project, project: ctx.project.clone() },
+        Scope::User => seshat::knowledge::Target { scope: MemoryScope::User, project: String::new() },
+        Scope::Cross => seshat::knowledge::Target { scope: MemoryScope::Cross, project: String::new() },
     }
 }
 
@@ -128,12 +130,12 @@ pub enum Scope {
     Cross,
 }
 
-impl Scope {
-    fn as_str(self) -> &'static str {
-        match self {
-            Scope::Project => "project",
-            Scope::User => "user",
-            Scope::Cross => "cross",
+impl From<Scope> for MemoryScope {
+    fn from(scope: Scope) -> Self {
+        match scope {
+            Scope::Project => MemoryScope::Project,
+            Scope::User => MemoryScope::User,
+            Scope::Cross => MemoryScope::Cross,
         }
     }
 }

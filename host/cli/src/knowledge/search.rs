@@ -27,7 +27,7 @@ pub struct Args {
 
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let mut knowledge = super::knowledge(ctx)?;
-    let filter = KnowledgeFilter { project: &ctx.project, scope: args.scope.map(Scope::as_str) };
+    let filter = KnowledgeFilter { project: &ctx.project, scope: args.scope.map(Into::into) };
     let found = knowledge.search(filter, &args.query, args.limit)?;
     let mut out = format::stdout();
     if args.json {

@@ -721,7 +721,7 @@ fn three_failed_summaries_then_compact_full_without_a_request() {
 /// A library-level agent (the Rust SDK) on `server`, with its own home.
 pub fn sdk_agent(home: &Home, server: &Server, tools: seshat::client::Tools, options: AgentOptions) -> Agent {
     let dirs = seshat::paths::Dirs::under(home.path());
-    let config = seshat::ClientConfig {
+    let config = seshat::ClientOptions {
         auto_compact: true,
         db_path: Some(home.db()),
         dirs: Some(dirs),

@@ -615,7 +615,7 @@ fn seshat_compact_with_a_hostile_trimmer_writes_nothing_and_leaves_the_view_as_i
 
 #[test]
 fn the_sdk_compacts_automatically_only_when_asked() {
-    assert!(!seshat::ClientConfig::default().auto_compact, "off by default, as in the Go SDK");
+    assert!(!seshat::ClientOptions::default().auto_compact, "off by default, as in the Go SDK");
     let home = Home::new();
     let mut store = home.store();
     let id = session(&mut store, 20_000);
@@ -623,7 +623,7 @@ fn the_sdk_compacts_automatically_only_when_asked() {
     drop(store);
     let client = |auto_compact| {
         seshat::Client::new(
-            seshat::ClientConfig {
+            seshat::ClientOptions {
                 auto_compact,
                 db_path: Some(home.db()),
                 dirs: Some(seshat::paths::Dirs::under(home.path())),

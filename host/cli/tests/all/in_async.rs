@@ -36,7 +36,7 @@ fn a_turn_an_embedding_and_a_hybrid_search_work_inside_a_tokio_runtime() {
 
         let root = notes(&home);
         let mut k = seshat::retrieval::Knowledge::open(&home.path().join("async.db")).unwrap().with_embedder(embedder);
-        let target = seshat::knowledge::Target { scope: "project".into(), project: "/async".into() };
+        let target = seshat::knowledge::Target { scope: seshat::memory::Scope::Project, project: "/async".into() };
         k.add(std::slice::from_ref(&root), &target, &mut |_, _, _| {}).unwrap();
         assert_eq!(k.embed_pending(false, &mut |_, _| {}).unwrap().embedded, 4);
         let filter = seshat::store::KnowledgeFilter { project: "/async", scope: None };

@@ -132,7 +132,7 @@ fn a_version_7_database_upgrades_and_indexes_documents() {
     let trims = store.trims(s1).unwrap();
     assert_eq!(trims[0].plugin.as_ref().map(|p| p.id.as_str()), Some("trimmer"), "version 7's records kept");
     let doc = seshat::store::NewDocument {
-        scope: "user".into(),
+        scope: seshat::memory::Scope::User,
         project: String::new(),
         path: "/notes/a.md".into(),
         kind: "markdown".into(),
@@ -597,7 +597,7 @@ fn the_sdk_fuses_an_applications_own_corpus_and_knowledge_works_from_rust() {
     // The document corpus from Rust: open, add, embed, search.
     let root = notes(&home);
     let mut k = seshat::retrieval::Knowledge::open(&home.path().join("sdk.db")).unwrap().with_embedder(embedder);
-    let target = seshat::knowledge::Target { scope: "project".into(), project: "/sdk".into() };
+    let target = seshat::knowledge::Target { scope: seshat::memory::Scope::Project, project: "/sdk".into() };
     let report = k.add(std::slice::from_ref(&root), &target, &mut |_, _, _| {}).unwrap();
     assert_eq!(report.indexed, 4);
     assert_eq!(k.embed_pending(false, &mut |_, _| {}).unwrap().embedded, 4);

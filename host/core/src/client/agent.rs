@@ -108,7 +108,7 @@ pub struct Quiet;
 impl Observer for Quiet {}
 
 /// Model calls per turn unless configured.
-pub const DEFAULT_MAX_ITERATIONS: u32 = 25;
+pub(crate) const DEFAULT_MAX_ITERATIONS: u32 = 25;
 /// An answer room below this after a refusal is not worth retrying with: compact instead.
 const MIN_RETRY_OUTPUT: u64 = 256;
 
@@ -370,7 +370,7 @@ impl Agent {
 
     /// Compacts now (or says what it would do), ignoring the failure breaker: with this agent's
     /// frame, window and summary model, as an automatic compaction would (`seshat compact`).
-    pub fn compact_now(&mut self, dry_run: bool) -> Result<Report> {
+    pub(crate) fn compact_now(&mut self, dry_run: bool) -> Result<Report> {
         self.compact_with(dry_run, None)
     }
 

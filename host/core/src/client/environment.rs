@@ -50,7 +50,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{Agent, AgentOptions, Client, ClientConfig, Error, Result, SessionChoice, Tool, Tools};
+use super::{Agent, AgentOptions, Client, ClientOptions, Error, Result, SessionChoice, Tool, Tools};
 use crate::config::{Config, ToolChoice};
 use crate::paths::Dirs;
 use crate::plugins::{Catalog, Runtime};
@@ -186,15 +186,15 @@ impl Environment {
         Client::new(self.client_config(), Arc::new(crate::compaction::NoModels))
     }
 
-    fn client_config(&self) -> ClientConfig {
+    fn client_config(&self) -> ClientOptions {
         let Overrides { summary_model, auto_compact, .. } = &self.overrides;
-        ClientConfig {
+        ClientOptions {
             auto_compact: auto_compact.unwrap_or(self.config.chat.auto_compact.unwrap_or(true)),
             compact_summary_model: summary_model.clone().or(self.config.chat.summary_model.clone()),
             db_path: Some(self.db.clone()),
             dirs: Some(self.dirs.clone()),
             project: self.project.clone(),
-            ..ClientConfig::default()
+            ..ClientOptions::default()
         }
     }
 

@@ -10,13 +10,13 @@ use crate::store::{HISTORY_RANGE_MAX, HistoryScope, Message, Store};
 use crate::tool::{ToolDef, ToolOutput};
 
 /// `history_search`'s name.
-pub const SEARCH: &str = "history_search";
+pub(crate) const SEARCH: &str = "history_search";
 /// `history_read`'s name.
-pub const READ: &str = "history_read";
+pub(crate) const READ: &str = "history_read";
 /// Matches `history_search` returns unless asked for fewer or more.
-pub const SEARCH_DEFAULT_LIMIT: usize = 8;
+pub(crate) const SEARCH_DEFAULT_LIMIT: usize = 8;
 /// The most matches one `history_search` returns.
-pub const SEARCH_MAX_LIMIT: usize = 30;
+pub(crate) const SEARCH_MAX_LIMIT: usize = 30;
 /// The most text one `history_read` returns, in bytes; the rest is read on with `offset`.
 pub const READ_MAX_BYTES: usize = 16_000;
 
@@ -63,7 +63,7 @@ pub fn definitions() -> Vec<ToolDef> {
 }
 
 /// Whether `name` is one of the history tools.
-pub fn is_history_tool(name: &str) -> bool {
+pub(crate) fn is_history_tool(name: &str) -> bool {
     name == SEARCH || name == READ
 }
 

@@ -1,8 +1,8 @@
-//! The Rust SDK's entry point: [`ClientConfig`] and [`Client`].
+//! The Rust SDK's entry point: [`ClientOptions`] and [`Client`].
 //!
 //! A client owns the session store and the selected policy plugins, and runs the compaction
 //! pipeline for the application's model calls. Automatic compaction is opt-in here (as in the Go
-//! SDK's `ClientConfig.AutoCompact`); the `seshat` CLI turns it on.
+//! SDK's `ClientOptions.AutoCompact`); the `seshat` CLI turns it on.
 //!
 //! [`Agent`] runs the chat loop on top: a provider, tools (the memory tools and the
 //! application's own), the system prompt, and the turn loop that stores every message.
@@ -11,7 +11,7 @@ pub mod agent;
 pub mod environment;
 pub mod history;
 pub mod prompt;
-pub mod sizing;
+pub(crate) mod sizing;
 pub mod tools;
 pub mod trial;
 
@@ -31,7 +31,7 @@ use crate::store::Store;
 
 /// How a [`Client`] is set up.
 #[derive(Debug, Clone, Default)]
-pub struct ClientConfig {
+pub struct ClientOptions {
     /// Compact automatically before model calls that pass the threshold. Off by default.
     pub auto_compact: bool,
     /// The model that writes summaries; by default the session's own model.
@@ -110,7 +110,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// The plugin [`Client::preview`] runs in place of the configured one of its kind.
 #[derive(Debug)]
-pub enum Substitute<'a> {
+pub(crate) enum Substitute<'a> {
     /// A trimmer: the preview shows its edits.
     Trimmer(&'a mut TrimmerPlugin),
     /// A summariser: the preview shows its summary.
@@ -119,7 +119,7 @@ pub enum Substitute<'a> {
 
 /// A session store with its policies, ready to prepare model requests.
 pub struct Client {
-    config: ClientConfig,
+    config: ClientOptions,
     settings: Config,
     dirs: Dirs,
     runtime: Runtime,
@@ -145,7 +145,7 @@ impl std::fmt::Debug for Client {
 impl Client {
     /// Opens the store and loads the selected trimmer and summariser. `models` serves summary
     /// calls (the application's provider).
-    pub fn new(config: ClientConfig, models: Arc<dyn ModelClient>) -> Result<Self> {
+    pub fn new(config: ClientOptions, models: Arc<dyn ModelClient>) -> Result<Self> {
         let dirs = match &config.dirs {
             Some(d) => d.clone(),
             None => Dirs::from_env()?,
@@ -263,7 +263,7 @@ impl Client {
     }
 
     /// [`Client::prepare`], telling `starting` before a compaction runs (to show it).
-    pub fn prepare_with(
+    pub(crate) fn prepare_with(
         &mut self,
         session: &str,
         frame: &Frame,
@@ -278,7 +278,7 @@ impl Client {
 
     /// Compacts a session now as an automatic compaction would (after a refusal for length):
     /// honours the breaker, and counts a failure like one.
-    pub fn compact_auto(&mut self, session: &str, frame: &Frame, settings: &Settings) -> Result<Report> {
+    pub(crate) fn compact_auto(&mut self, session: &str, frame: &Frame, settings: &Settings) -> Result<Report> {
         let mut c =
             Compactor { trimmer: &mut self.trimmer, summariser: &mut self.summariser, models: self.models.clone() };
         Ok(c.compact_auto(&mut self.store, session, frame, settings)?)
@@ -287,7 +287,7 @@ impl Client {
     /// Runs `plugin` in place of the configured plugin of its kind, as a manual compaction of
     /// `session` would run it, recording nothing (`seshat plugins test`): a trimmer's edits, or
     /// the configured trimmer's then the cut and the summariser's summary.
-    pub fn preview(
+    pub(crate) fn preview(
         &mut self,
         session: &str,
         frame: &Frame,

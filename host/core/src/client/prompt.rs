@@ -5,13 +5,13 @@
 use std::path::Path;
 
 /// Seshat's own system prompt.
-pub const DEFAULT_SYSTEM_PROMPT: &str = include_str!("system-prompt.md");
+pub(crate) const DEFAULT_SYSTEM_PROMPT: &str = include_str!("system-prompt.md");
 
 /// Project instruction files read into the prompt, in order.
-pub const INSTRUCTION_FILES: &[&str] = &["AGENTS.md", "CLAUDE.md"];
+pub(crate) const INSTRUCTION_FILES: &[&str] = &["AGENTS.md", "CLAUDE.md"];
 
 /// Instruction files larger than this are cut (and the cut is stated).
-pub const MAX_INSTRUCTIONS_BYTES: usize = 64 << 10;
+pub(crate) const MAX_INSTRUCTIONS_BYTES: usize = 64 << 10;
 
 /// What goes into a system prompt.
 #[derive(Debug, Clone, Default)]
@@ -26,7 +26,7 @@ pub struct PromptParts {
 
 /// The project's instruction files in `dir` ([`INSTRUCTION_FILES`], in order), those that exist
 /// and are not empty; each cut at [`MAX_INSTRUCTIONS_BYTES`], saying so.
-pub fn read_instructions(dir: &Path) -> Vec<(String, String)> {
+pub(crate) fn read_instructions(dir: &Path) -> Vec<(String, String)> {
     INSTRUCTION_FILES.iter().filter_map(|name| Some((name.to_string(), read_instruction_file(dir, name)?))).collect()
 }
 

@@ -20,15 +20,15 @@ use crate::window::{self, Marks, WindowSource};
 
 /// A server's prompt count below this share (percent) of Seshat's estimate means it cut the
 /// prompt.
-pub const TRUNCATED_PERCENT: u64 = 75;
+pub(crate) const TRUNCATED_PERCENT: u64 = 75;
 /// Requests smaller than this do not calibrate the estimate (fixed overheads dominate them).
 pub(super) const CALIBRATION_MIN_TOKENS: u64 = 500;
 /// The most real tokens per estimated token Seshat believes.
-pub const MAX_CALIBRATION: f64 = 2.0;
+pub(crate) const MAX_CALIBRATION: f64 = 2.0;
 
 /// A window and what it rests on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WindowChoice {
+pub(crate) struct WindowChoice {
     /// The context window in tokens.
     pub window: u64,
     /// Where it came from.
@@ -39,7 +39,7 @@ pub struct WindowChoice {
 
 /// Finds `model`'s window (see the module docs). Asks the server at most once per (base URL,
 /// model) a day: the answer, even "nothing", is cached in the store.
-pub fn choose_window(
+pub(crate) fn choose_window(
     provider: &mut Provider,
     store: &mut Store,
     model: &str,
@@ -96,7 +96,7 @@ pub fn choose_window(
 }
 
 /// The warning shown while a window is only assumed.
-pub fn assumed_warning(model: &str) -> String {
+pub(crate) fn assumed_warning(model: &str) -> String {
     format!(
         "the context window of `{model}` is unknown (not in the model table, the config, or the server's answers): \
          assuming {} tokens; give the window, or set `context_window` under [providers.<name>.models.\"{model}\"]",
@@ -106,7 +106,7 @@ pub fn assumed_warning(model: &str) -> String {
 
 /// What limits the answer's room.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct OutputAsk {
+pub(crate) struct OutputAsk {
     /// The model's own limit.
     pub model_limit: Option<u64>,
     /// A value that must be honoured exactly or refused (`--max-output`, a per-model config
@@ -149,7 +149,7 @@ pub fn max_output(window: u64, ask: &OutputAsk) -> Result<(u64, Option<String>),
 
 /// The fixed parts of a request before fitting.
 #[derive(Debug, Clone, Default)]
-pub struct FrameParts {
+pub(crate) struct FrameParts {
     /// The base system prompt.
     pub base: String,
     /// The project's instruction files.
@@ -164,7 +164,7 @@ pub struct FrameParts {
 
 /// A frame that fits, and what was left out to make it fit.
 #[derive(Debug, Clone, Default)]
-pub struct FittedFrame {
+pub(crate) struct FittedFrame {
     /// The system prompt and tool schemas as sent.
     pub frame: Frame,
     /// The tools offered.
@@ -206,7 +206,7 @@ fn build(parts: &FrameParts, memory: Option<&str>, instructions: usize, tools: &
 /// lowest-ranked lines go), then the project's instruction files go (the last first), then the
 /// tools the user did not choose by name (the least essential first). What remains of the base
 /// prompt and the chosen tools is kept even if it does not fit (and said).
-pub fn fit_frame(parts: &FrameParts, budget: u64) -> FittedFrame {
+pub(crate) fn fit_frame(parts: &FrameParts, budget: u64) -> FittedFrame {
     let mut memory_lines: Vec<&str> = parts.memory.as_deref().map(|m| m.lines().collect()).unwrap_or_default();
     // The memory context's own closing line (what its budget left out) stays last.
     let closing = memory_lines.pop_if(|l| l.starts_with(MEMORY_CLOSING));

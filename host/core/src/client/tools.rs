@@ -62,13 +62,13 @@ impl Tools {
 
     /// Adds the knowledge tools (`knowledge_search`, `knowledge_read`) over `knowledge`, for the
     /// project whose key is `project`.
-    pub fn with_knowledge(mut self, knowledge: crate::retrieval::Knowledge, project: String) -> Self {
+    pub(crate) fn with_knowledge(mut self, knowledge: crate::retrieval::Knowledge, project: String) -> Self {
         self.knowledge = Some((knowledge, project));
         self
     }
 
     /// Makes `history_search` and `memory_search_nodes` hybrid where `recall` embeds them.
-    pub fn with_recall(mut self, recall: crate::retrieval::Recall) -> Self {
+    pub(crate) fn with_recall(mut self, recall: crate::retrieval::Recall) -> Self {
         self.recall = Some(recall);
         self
     }
@@ -112,7 +112,7 @@ impl Tools {
     }
 
     /// The definitions as sent to the provider.
-    pub fn specs(&self) -> Vec<ToolSpec> {
+    pub(crate) fn specs(&self) -> Vec<ToolSpec> {
         self.definitions().iter().map(spec).collect()
     }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::{Client, ClientConfig, Result, Substitute};
+use super::{Client, ClientOptions, Result, Substitute};
 use crate::compaction::{ECHO_MODEL, EchoModel, Frame, ModelClient, Report, TrimChange};
 use crate::conversation::{NewMessage, Part, Role};
 use crate::paths::Dirs;
@@ -218,12 +218,12 @@ pub fn trial(home: Home<'_>, plugin: &LoadedPlugin, source: &Source, opts: &Opti
             outcome.usage = p.usage();
         }
         kind => {
-            let config = ClientConfig {
+            let config = ClientOptions {
                 auto_compact: true,
                 db_path: Some(db),
                 dirs: Some(home.dirs.clone()),
                 project: Some(home.project.to_string()),
-                ..ClientConfig::default()
+                ..ClientOptions::default()
             };
             let mut client = Client::new(config, Arc::new(EchoModel))?;
             // A real model only when asked for (`--provider`, `--model` or both; the configured

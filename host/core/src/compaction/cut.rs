@@ -76,7 +76,7 @@ fn walk(items: &[Item], budget: u64) -> usize {
 
 /// Moves a cut back until every kept tool result has its call kept and the kept part starts at a
 /// turn boundary.
-pub fn settle(items: &[Item], mut first: usize) -> usize {
+pub(crate) fn settle(items: &[Item], mut first: usize) -> usize {
     let call_index: HashMap<&str, usize> =
         items.iter().enumerate().flat_map(|(i, it)| it.calls.iter().map(move |c| (c.as_str(), i))).collect();
     loop {

@@ -49,9 +49,9 @@ use crate::window::{self, Marks};
 pub use seshat_protocol::turn::Report;
 
 /// After this many failed compactions in a row, summarising stops for the session.
-pub const MAX_CONSECUTIVE_FAILURES: u32 = 3;
+pub(crate) const MAX_CONSECUTIVE_FAILURES: u32 = 3;
 /// A pass that frees less than this share (percent) of the working window is a failure (thrash).
-pub const THRASH_PERCENT: u64 = 5;
+pub(crate) const THRASH_PERCENT: u64 = 5;
 /// How compaction is set up for a session.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -100,7 +100,7 @@ impl Settings {
 /// How far a [`Compactor::preview`] goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Stage {
+pub(crate) enum Stage {
     /// The trimmer's edits only.
     Trims,
     /// The trims, the cut and the summary.
@@ -135,7 +135,7 @@ pub struct TrimChange {
 
 /// What a [`Compactor::preview`] found: the figures, the trims and the summary.
 #[derive(Debug, Clone, Default)]
-pub struct Preview {
+pub(crate) struct Preview {
     /// The figures, as a dry run reports them (the summary's size counted when one was written).
     pub report: Report,
     /// The trims, in the order made.
@@ -211,7 +211,7 @@ impl Compactor<'_> {
     /// [`Compactor::before_call`] on a live view the caller already has (kept up to date with
     /// [`Store::refresh_live_view`]), so a long session's turn does not re-read its history.
     /// `starting` is told before a compaction runs.
-    pub fn before_call_with(
+    pub(crate) fn before_call_with(
         &mut self,
         store: &mut Store,
         session: &str,
@@ -309,7 +309,7 @@ impl Compactor<'_> {
 
     /// Compacts now as the automatic pass does, whatever the threshold says (recovering from a
     /// refusal for length): the breaker is honoured and failures are counted.
-    pub fn compact_auto(
+    pub(crate) fn compact_auto(
         &mut self,
         store: &mut Store,
         session: &str,
@@ -336,7 +336,7 @@ impl Compactor<'_> {
     /// calling the plugins (and, for the summary, the model client) but recording nothing: what
     /// `seshat plugins test` shows. The summariser's failure is in [`Preview::summary`], not an
     /// error.
-    pub fn preview(
+    pub(crate) fn preview(
         &mut self,
         store: &mut Store,
         session: &str,

@@ -160,7 +160,7 @@ impl Memory<'_> {
     }
 
     /// Where graph writes go by default: the project inside one, else cross.
-    pub fn default_graph_scope(&self) -> Scope {
+    pub(crate) fn default_graph_scope(&self) -> Scope {
         if self.project.is_some() { Scope::Project } else { Scope::Cross }
     }
 

@@ -15,7 +15,7 @@ const RANK: &str = "bm25(10.0, 4.0, 1.0)";
 /// Word matches ranked per query: the most recently created this many (a term that matches a
 /// large share of a big memory is ranked among its newest matches, keeping a search within a few
 /// milliseconds at 100k entities).
-pub const RANKED_CANDIDATES: usize = 2_000;
+pub(crate) const RANKED_CANDIDATES: usize = 2_000;
 
 /// How many of a word's newest and of its oldest matches [`Memory::is_common`] looks at.
 const COMMON_SAMPLE: i64 = 512;
@@ -122,7 +122,7 @@ impl Memory<'_> {
     }
 
     /// The entities `ids` (in that order) and the relations among them, as a search returns them.
-    pub fn graph_of(&mut self, ids: &[i64], scope: Option<Scope>) -> Result<Graph> {
+    pub(crate) fn graph_of(&mut self, ids: &[i64], scope: Option<Scope>) -> Result<Graph> {
         on_memory_db!(self, "search memory", {
             let places = self.visible(scope)?;
             let entities = load_entities(self.conn, ids)?;
@@ -133,7 +133,7 @@ impl Memory<'_> {
     }
 
     /// The ids of the live entities `scope` sees (for filtering a vector search before ranking).
-    pub fn visible_ids(&mut self, scope: Option<Scope>) -> Result<HashSet<i64>> {
+    pub(crate) fn visible_ids(&mut self, scope: Option<Scope>) -> Result<HashSet<i64>> {
         on_memory_db!(self, "search memory", {
             let places = self.visible(scope)?;
             let p = |i: usize| places.get(i).or(places.first()).cloned().unwrap_or((Scope::User, String::new()));
@@ -150,7 +150,7 @@ impl Memory<'_> {
     }
 
     /// [`search`](Self::search)'s ranking alone: the ids, best first, and whether more matched.
-    pub fn search_ids(&mut self, query: &str, scope: Option<Scope>, limit: usize) -> Result<(Vec<i64>, bool)> {
+    pub(crate) fn search_ids(&mut self, query: &str, scope: Option<Scope>, limit: usize) -> Result<(Vec<i64>, bool)> {
         on_memory_db!(self, "search memory", {
             let places = self.visible(scope)?;
             let query = query.trim();

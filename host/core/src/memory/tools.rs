@@ -12,14 +12,14 @@ use super::graph::{NewEntity, RelationSpec};
 use super::{Error, Memory, Scope};
 
 /// The prefix the chat loop gives the tools (`memory_create_entities`, …).
-pub const AGENT_PREFIX: &str = "memory_";
+pub(crate) const AGENT_PREFIX: &str = "memory_";
 
 /// Default number of entities `search_nodes` returns.
-pub const DEFAULT_SEARCH_LIMIT: usize = 20;
+pub(crate) const DEFAULT_SEARCH_LIMIT: usize = 20;
 /// Default number of entities `read_graph` returns.
-pub const DEFAULT_GRAPH_LIMIT: usize = 100;
+pub(crate) const DEFAULT_GRAPH_LIMIT: usize = 100;
 /// The most any call returns.
-pub const MAX_LIMIT: usize = 500;
+pub(crate) const MAX_LIMIT: usize = 500;
 
 pub use crate::tool::{ToolDef, ToolOutput};
 
@@ -338,7 +338,7 @@ pub fn call(memory: &mut Memory<'_>, name: &str, args: &Value) -> ToolOutput {
 
 /// A search standing in for the graph search of `search_nodes` (hybrid retrieval plugs in here):
 /// given the memory, the query, the scope and the limit, the entities and whether more matched.
-pub type Searcher<'s> =
+pub(crate) type Searcher<'s> =
     &'s mut dyn FnMut(&mut Memory<'_>, &str, Option<Scope>, usize) -> Result<(super::Graph, bool), Error>;
 
 /// [`call`] with `search_nodes` answered by `searcher` when given.

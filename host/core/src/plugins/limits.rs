@@ -28,7 +28,7 @@ pub const MAXIMUM: Limits =
 
 impl Limits {
     /// The defaults for a kind.
-    pub fn default_for(kind: PluginKind) -> Self {
+    pub(crate) fn default_for(kind: PluginKind) -> Self {
         let time_ms = match kind {
             PluginKind::Trimmer | PluginKind::Provider | PluginKind::Embedder => 2_000,
             PluginKind::Summariser => 10_000,
@@ -62,7 +62,7 @@ impl Limits {
 
     /// What [`resolve`](Self::resolve) lowered to the maxima, one sentence each naming the asked
     /// and the granted figure and who asked (the configuration or the manifest).
-    pub fn over_the_cap(manifest: LimitRequest, config: LimitRequest) -> Vec<String> {
+    pub(crate) fn over_the_cap(manifest: LimitRequest, config: LimitRequest) -> Vec<String> {
         let mut out = Vec::new();
         let mut check = |name: &str, m: Option<u64>, c: Option<u64>, max: u64| {
             let (asked, by) = match (c, m) {
@@ -93,12 +93,12 @@ impl Limits {
     }
 
     /// The memory cap in bytes.
-    pub fn memory_bytes(&self) -> usize {
+    pub(crate) fn memory_bytes(&self) -> usize {
         (self.memory_mib as usize) << 20
     }
 
     /// The guest-time budget.
-    pub fn time_budget(&self) -> Duration {
+    pub(crate) fn time_budget(&self) -> Duration {
         Duration::from_millis(self.time_ms)
     }
 }

@@ -42,7 +42,7 @@ pub use trimmer::{
 use crate::conversation::{Part, Role};
 
 /// The contract versions this host speaks: the frozen `0.1.x` and `0.2.x`.
-pub const API_VERSIONS: &str = "0.1.x or 0.2.x";
+pub(crate) const API_VERSIONS: &str = "0.1.x or 0.2.x";
 /// The contract version the SDK, `seshat plugins new` and the default plugins build against.
 pub const API_VERSION_CURRENT: &str = "0.2.0";
 /// Whether [`API_VERSION_CURRENT`] may still change (0.2.0 was frozen when its last addition,
@@ -54,7 +54,7 @@ pub use seshat_protocol::turn::StopReason;
 
 impl PluginKind {
     /// The interface a plugin of this kind exports.
-    pub fn export_interface(self) -> &'static str {
+    pub(crate) fn export_interface(self) -> &'static str {
         match self {
             PluginKind::Trimmer => "trim",
             PluginKind::Summariser => "summarise",

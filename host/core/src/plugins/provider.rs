@@ -231,7 +231,7 @@ shared_accessors!(ProviderPlugin);
 
 impl ProviderPlugin {
     /// Whether it speaks 0.2.0 (probes and refusal limits).
-    pub fn discovers(&self) -> bool {
+    pub(crate) fn discovers(&self) -> bool {
         matches!(self.handle.pre(), Versioned::V0_2(_))
     }
 

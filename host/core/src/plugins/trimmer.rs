@@ -189,7 +189,7 @@ fn keep_lines(content: &str, lines: &[(u32, u32)], message: u64, recall: bool) -
 }
 
 /// The longest [`placeholder`] can be, in bytes: a head-tail edit must leave room for it.
-pub const PLACEHOLDER_MAX_BYTES: u64 = 96;
+pub(crate) const PLACEHOLDER_MAX_BYTES: u64 = 96;
 
 /// The stable text standing for what a head-tail trim removed.
 pub fn placeholder(original: usize, removed: usize) -> String {
@@ -198,7 +198,7 @@ pub fn placeholder(original: usize, removed: usize) -> String {
 
 /// [`placeholder`] naming the tool that reads the original back (used when the history tools are
 /// offered and it fits in what was cut).
-pub fn recall_placeholder(original: usize, removed: usize, message: u64) -> String {
+pub(crate) fn recall_placeholder(original: usize, removed: usize, message: u64) -> String {
     format!("\n[… {removed} of {original} bytes trimmed by Seshat; history_read {{\"seq\": {message}}} has them …]\n")
 }
 

@@ -21,7 +21,7 @@ impl Secret {
     }
 
     /// The key itself.
-    pub fn expose(&self) -> &str {
+    pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 }
@@ -45,7 +45,7 @@ impl Credentials {
     /// Which built-in provider the environment the official SDKs read points at, when nothing is
     /// configured: `ANTHROPIC_API_KEY` → anthropic; `OPENAI_API_KEY` or `OPENAI_BASE_URL` → openai;
     /// both families set → anthropic. Returns the provider and why (for the status line).
-    pub fn provider_from_env() -> Option<(&'static str, String)> {
+    pub(crate) fn provider_from_env() -> Option<(&'static str, String)> {
         let set = |name: &str| std::env::var(name).is_ok_and(|v| !v.trim().is_empty());
         let openai: Vec<&str> = ["OPENAI_API_KEY", "OPENAI_BASE_URL"].into_iter().filter(|n| set(n)).collect();
         if set("ANTHROPIC_API_KEY") {
@@ -69,7 +69,7 @@ impl Credentials {
 
     /// [`from_env`](Self::from_env) for any plugin that sends requests (a provider, an
     /// embedder): `id` names it in the error, `key_env` is its convention.
-    pub fn for_scheme(
+    pub(crate) fn for_scheme(
         id: &str,
         scheme: &AuthScheme,
         key_env: Option<&str>,
@@ -105,7 +105,7 @@ impl Credentials {
     }
 
     /// Header names a plugin may not set (credentials are the host's).
-    pub fn is_credential_header(&self, name: &str) -> bool {
+    pub(crate) fn is_credential_header(&self, name: &str) -> bool {
         name.eq_ignore_ascii_case("authorization")
             || name.eq_ignore_ascii_case("x-api-key")
             || name.eq_ignore_ascii_case("proxy-authorization")
@@ -114,7 +114,7 @@ impl Credentials {
 
     /// Refuses a plugin's request that sets a credential header itself (`who` names the plugin,
     /// e.g. "provider `openai`"): only the host adds credentials.
-    pub fn refuse_plugin_credentials(&self, who: &str, headers: &[(String, String)]) -> Result<(), String> {
+    pub(crate) fn refuse_plugin_credentials(&self, who: &str, headers: &[(String, String)]) -> Result<(), String> {
         match headers.iter().find(|(n, _)| self.is_credential_header(n)) {
             Some((name, _)) => {
                 Err(format!("{who} set the credential header `{name}` itself; only the host adds credentials"))
@@ -124,7 +124,7 @@ impl Credentials {
     }
 
     /// `text` with the key (if any) replaced by [`REDACTED`].
-    pub fn redact(&self, text: &str) -> String {
+    pub(crate) fn redact(&self, text: &str) -> String {
         match &self.key {
             Some(k) if !k.expose().is_empty() => text.replace(k.expose(), REDACTED),
             _ => text.to_string(),
@@ -134,11 +134,6 @@ impl Credentials {
     /// The key, for redacting it from what plugins say.
     pub(crate) fn key_text(&self) -> Option<&str> {
         self.key.as_ref().map(Secret::expose)
-    }
-
-    /// Whether a key will be sent.
-    pub fn has_key(&self) -> bool {
-        self.key.is_some()
     }
 }
 

@@ -11,7 +11,7 @@ use crate::config::KnowledgeConfig;
 use crate::plugins::{EmbedPurpose, EmbedRequest, EmbedderInfo, EmbedderPlugin, EmbeddingModel, LoadedPlugin};
 
 /// The input length assumed for a model neither the plugin nor the configuration describes.
-pub const DEFAULT_MAX_INPUT_TOKENS: u32 = 512;
+pub(crate) const DEFAULT_MAX_INPUT_TOKENS: u32 = 512;
 
 /// An embedder plugin bound to the user's `[knowledge]` settings and credential.
 pub struct Embedder {
@@ -104,7 +104,7 @@ impl Embedder {
     }
 
     /// The plugin's id.
-    pub fn plugin_id(&self) -> &str {
+    pub(crate) fn plugin_id(&self) -> &str {
         self.plugin.id()
     }
 

@@ -7,7 +7,7 @@
 //! byte-stable for prompt caching.
 
 pub mod credentials;
-pub mod destination;
+pub(crate) mod destination;
 pub mod embedder;
 pub mod sse;
 pub mod transport;
@@ -309,22 +309,22 @@ impl Provider {
     }
 
     /// Whether the user chose the base URL (in config or `ANTHROPIC_BASE_URL`/`OPENAI_BASE_URL`).
-    pub fn base_configured(&self) -> bool {
+    pub(crate) fn base_configured(&self) -> bool {
         self.base_configured
     }
 
     /// Whether the plugin can ask the server about its models (a 0.2.0 provider).
-    pub fn discovers(&self) -> bool {
+    pub(crate) fn discovers(&self) -> bool {
         self.plugin.discovers()
     }
 
     /// A model as the plugin's own table has it (without the configuration's changes).
-    pub fn table_model(&self, id: &str) -> Option<&ModelInfo> {
+    pub(crate) fn table_model(&self, id: &str) -> Option<&ModelInfo> {
         self.info.models.iter().find(|m| m.id == id)
     }
 
     /// The configuration's values for a model, if it sets any.
-    pub fn configured_model(&self, id: &str) -> Option<ModelConfig> {
+    pub(crate) fn configured_model(&self, id: &str) -> Option<ModelConfig> {
         self.configured.get(id).copied()
     }
 
@@ -388,7 +388,7 @@ impl Provider {
     }
 
     /// Scrubs the credential from a text.
-    pub fn redact(&self, text: &str) -> String {
+    pub(crate) fn redact(&self, text: &str) -> String {
         self.credentials.redact(text)
     }
 

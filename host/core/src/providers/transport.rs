@@ -265,7 +265,7 @@ impl Transport {
 
     /// Sends and reads the whole answer: its status and body (an error status's body too), or
     /// how it failed; and the attempts made.
-    pub fn fetch(&self, out: Outgoing<'_>, cancel: &Cancel) -> (u32, Result<(u16, Vec<u8>), Failure>) {
+    pub(crate) fn fetch(&self, out: Outgoing<'_>, cancel: &Cancel) -> (u32, Result<(u16, Vec<u8>), Failure>) {
         let mut body = Vec::new();
         let outcome = self.send(out, cancel, &mut |b| body.extend_from_slice(b));
         let answer = match outcome.failure {

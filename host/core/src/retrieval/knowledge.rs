@@ -286,11 +286,6 @@ impl Knowledge {
         Ok(self.store.knowledge_chunk(filter, id)?)
     }
 
-    /// Whether `filter` covers any document.
-    pub fn has_documents(&self, filter: KnowledgeFilter<'_>) -> Result<bool> {
-        Ok(!self.store.knowledge_document_ids(filter)?.is_empty())
-    }
-
     /// The stored vectors nearest `vector` among the chunks `filter` covers, with a note when
     /// some chunks have no vector yet.
     fn nearest(&mut self, filter: KnowledgeFilter<'_>, vector: &[f32], pool: usize) -> Result<Neighbours> {

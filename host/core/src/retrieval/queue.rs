@@ -14,7 +14,7 @@ use crate::providers::Embedder;
 use crate::store::{Queued, Store};
 
 /// Rows embedded per batch (and per transaction).
-pub const BATCH: usize = 64;
+pub(crate) const BATCH: usize = 64;
 
 /// What a drain did, per corpus.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -30,7 +30,7 @@ pub struct Drained {
 }
 
 /// Which queued corpora `config` opts in to.
-pub fn opted_in(config: &Config) -> Vec<Queued> {
+pub(crate) fn opted_in(config: &Config) -> Vec<Queued> {
     let k = &config.knowledge;
     let mut out = Vec::new();
     if k.embed_history == Some(true) {

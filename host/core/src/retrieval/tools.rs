@@ -10,13 +10,13 @@ use crate::store::KnowledgeFilter;
 use crate::tool::{ToolDef, ToolOutput};
 
 /// `knowledge_search`'s name.
-pub const SEARCH: &str = "knowledge_search";
+pub(crate) const SEARCH: &str = "knowledge_search";
 /// `knowledge_read`'s name.
-pub const READ: &str = "knowledge_read";
+pub(crate) const READ: &str = "knowledge_read";
 /// Results `knowledge_search` returns unless asked for fewer or more.
-pub const SEARCH_DEFAULT_LIMIT: usize = 8;
+pub(crate) const SEARCH_DEFAULT_LIMIT: usize = 8;
 /// The most results one search returns.
-pub const SEARCH_MAX_LIMIT: usize = 30;
+pub(crate) const SEARCH_MAX_LIMIT: usize = 30;
 /// The most text one `knowledge_read` returns, in bytes.
 pub const READ_MAX_BYTES: usize = 16_000;
 

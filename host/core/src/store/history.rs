@@ -352,7 +352,7 @@ impl Store {
 
     /// Messages by row id as history hits (those a vector search found), each with the opening
     /// of its text as the snippet, in the order given; those outside `scope` or gone are left out.
-    pub fn history_hits_by_id(&self, scope: HistoryScope<'_>, ids: &[i64]) -> Result<Vec<HistoryHit>> {
+    pub(crate) fn history_hits_by_id(&self, scope: HistoryScope<'_>, ids: &[i64]) -> Result<Vec<HistoryHit>> {
         on_db!(self, "read the history", {
             let (session, project) = match scope {
                 HistoryScope::Session(id) => (Some(id), None),

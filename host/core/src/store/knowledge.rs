@@ -6,12 +6,13 @@ use rusqlite::{OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 
 use super::{Result, Store, now_ms};
+use seshat_protocol::memory::Scope;
 
 /// A document to index: where it is and what it holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewDocument {
-    /// `project`, `user` or `cross`.
-    pub scope: String,
+    /// Whose document it is.
+    pub scope: Scope,
     /// The project key for `project`; empty otherwise.
     pub project: String,
     /// The file's absolute path.
@@ -44,8 +45,8 @@ pub struct NewChunk {
 pub struct DocumentInfo {
     /// Its id.
     pub id: i64,
-    /// Its scope.
-    pub scope: String,
+    /// Whose document it is.
+    pub scope: Scope,
     /// Its project key (empty outside `project`).
     pub project: String,
     /// Its path.
@@ -105,20 +106,32 @@ pub struct KnowledgeFilter<'a> {
     /// The current project key.
     pub project: &'a str,
     /// Only this scope, when set.
-    pub scope: Option<&'a str>,
+    pub scope: Option<Scope>,
 }
 
 const VISIBLE: &str =
     "((d.scope = 'project' AND d.project = ?1) OR d.scope <> 'project') AND (?2 IS NULL OR d.scope = ?2)";
 
+/// The scope stored in column `i`: a spelling no version writes is a conversion error naming it.
+fn scope_at(row: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Scope> {
+    let text: String = row.get(i)?;
+    Scope::parse(&text).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            i,
+            rusqlite::types::Type::Text,
+            format!("`{text}` is not a scope (user, project or cross)").into(),
+        )
+    })
+}
+
 impl Store {
     /// The id and content hash of an indexed document.
-    pub fn knowledge_document(&self, scope: &str, project: &str, path: &str) -> Result<Option<(i64, String)>> {
+    pub(crate) fn knowledge_document(&self, scope: Scope, project: &str, path: &str) -> Result<Option<(i64, String)>> {
         on_db!(self, "read the knowledge index", {
             Ok(self
                 .conn
                 .prepare_cached("SELECT id, sha256 FROM documents WHERE scope = ?1 AND project = ?2 AND path = ?3")?
-                .query_row(params![scope, project, path], |r| Ok((r.get(0)?, r.get(1)?)))
+                .query_row(params![scope.as_str(), project, path], |r| Ok((r.get(0)?, r.get(1)?)))
                 .optional()?)
         })
     }
@@ -129,12 +142,12 @@ impl Store {
             let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             tx.execute(
                 "DELETE FROM documents WHERE scope = ?1 AND project = ?2 AND path = ?3",
-                params![doc.scope, doc.project, doc.path],
+                params![doc.scope.as_str(), doc.project, doc.path],
             )?;
             tx.execute(
                 "INSERT INTO documents (scope, project, path, kind, sha256, bytes, indexed_at) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![doc.scope, doc.project, doc.path, doc.kind, doc.sha256, doc.bytes, now_ms()],
+                params![doc.scope.as_str(), doc.project, doc.path, doc.kind, doc.sha256, doc.bytes, now_ms()],
             )?;
             let id = tx.last_insert_rowid();
             {
@@ -160,10 +173,10 @@ impl Store {
                  (SELECT count(*) FROM chunks c WHERE c.document_id = d.id) FROM documents d WHERE {VISIBLE} \
                  ORDER BY d.path, d.scope"
             ))?;
-            let rows = stmt.query_map(params![filter.project, filter.scope], |r| {
+            let rows = stmt.query_map(params![filter.project, filter.scope.map(Scope::as_str)], |r| {
                 Ok(DocumentInfo {
                     id: r.get(0)?,
-                    scope: r.get(1)?,
+                    scope: scope_at(r, 1)?,
                     project: r.get(2)?,
                     path: r.get(3)?,
                     kind: r.get(4)?,
@@ -206,17 +219,20 @@ impl Store {
             ))?;
             let mut hits: Vec<ChunkHit> = Vec::new();
             for expr in [exact, all, any].into_iter().flatten() {
-                let found = stmt.query_map(params![filter.project, filter.scope, expr, limit as i64], |r| {
-                    Ok(ChunkHit {
-                        id: r.get(0)?,
-                        path: r.get(1)?,
-                        start_line: r.get(2)?,
-                        end_line: r.get(3)?,
-                        heading: r.get(4)?,
-                        snippet: r.get(5)?,
-                        score: r.get(6)?,
-                    })
-                })?;
+                let found = stmt.query_map(
+                    params![filter.project, filter.scope.map(Scope::as_str), expr, limit as i64],
+                    |r| {
+                        Ok(ChunkHit {
+                            id: r.get(0)?,
+                            path: r.get(1)?,
+                            start_line: r.get(2)?,
+                            end_line: r.get(3)?,
+                            heading: r.get(4)?,
+                            snippet: r.get(5)?,
+                            score: r.get(6)?,
+                        })
+                    },
+                )?;
                 for hit in found {
                     let hit = hit?;
                     if hits.len() < limit && !hits.iter().any(|h| h.id == hit.id) {
@@ -232,17 +248,17 @@ impl Store {
     }
 
     /// The ids of the documents `filter` covers.
-    pub fn knowledge_document_ids(&self, filter: KnowledgeFilter<'_>) -> Result<Vec<i64>> {
+    pub(crate) fn knowledge_document_ids(&self, filter: KnowledgeFilter<'_>) -> Result<Vec<i64>> {
         on_db!(self, "list the knowledge index", {
             let mut stmt = self.conn.prepare_cached(&format!("SELECT d.id FROM documents d WHERE {VISIBLE}"))?;
-            let rows = stmt.query_map(params![filter.project, filter.scope], |r| r.get(0))?;
+            let rows = stmt.query_map(params![filter.project, filter.scope.map(Scope::as_str)], |r| r.get(0))?;
             Ok(rows.collect::<rusqlite::Result<_>>()?)
         })
     }
 
     /// Chunks by id as search hits (for those a vector search found), with their opening as the
     /// snippet and no score; in the order given, missing ones left out.
-    pub fn knowledge_chunk_hits(&self, filter: KnowledgeFilter<'_>, ids: &[i64]) -> Result<Vec<ChunkHit>> {
+    pub(crate) fn knowledge_chunk_hits(&self, filter: KnowledgeFilter<'_>, ids: &[i64]) -> Result<Vec<ChunkHit>> {
         let mut out = Vec::with_capacity(ids.len());
         for &id in ids {
             if let Some(c) = self.knowledge_chunk(filter, id)? {
@@ -262,7 +278,7 @@ impl Store {
 
     /// One stored chunk whole, by id, when it is among the documents `filter` covers (another
     /// project's chunk is not found).
-    pub fn knowledge_chunk(&self, filter: KnowledgeFilter<'_>, id: i64) -> Result<Option<ChunkText>> {
+    pub(crate) fn knowledge_chunk(&self, filter: KnowledgeFilter<'_>, id: i64) -> Result<Option<ChunkText>> {
         on_db!(self, "read a chunk", {
             Ok(self
                 .conn
@@ -270,7 +286,7 @@ impl Store {
                     "SELECT c.id, d.path, c.start_line, c.end_line, c.heading, c.text FROM chunks c \
                      JOIN documents d ON d.id = c.document_id WHERE c.id = ?3 AND {VISIBLE}"
                 ))?
-                .query_row(params![filter.project, filter.scope, id], |r| {
+                .query_row(params![filter.project, filter.scope.map(Scope::as_str), id], |r| {
                     Ok(ChunkText {
                         id: r.get(0)?,
                         path: r.get(1)?,

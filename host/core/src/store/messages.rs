@@ -304,7 +304,7 @@ impl Store {
     /// [`Store::append`], each message written at the time given for it in `times` (unix
     /// milliseconds; now for those past its end): a session brought in from elsewhere keeps its
     /// timestamps.
-    pub fn append_at(&mut self, session: &str, messages: &[NewMessage], times: &[i64]) -> Result<Vec<u64>> {
+    pub(crate) fn append_at(&mut self, session: &str, messages: &[NewMessage], times: &[i64]) -> Result<Vec<u64>> {
         // Refused before SQLite copies anything: beyond its 1 GB limit it fails only after minutes
         // of work and several times the message's size in memory.
         for (index, m) in messages.iter().enumerate() {

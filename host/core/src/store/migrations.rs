@@ -74,7 +74,7 @@ pub fn version(conn: &Connection) -> Result<u32> {
 /// Applies every migration newer than the database's version. Each runs in its own `BEGIN
 /// IMMEDIATE` transaction that re-reads the version first, so processes opening a database at the
 /// same moment apply each migration exactly once.
-pub fn migrate(conn: &mut Connection) -> Result<()> {
+pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
     for (index, (name, sql, backfill)) in MIGRATIONS.iter().enumerate() {
         let target = index as u32 + 1;
         if version(conn)? >= target {

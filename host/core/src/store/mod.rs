@@ -56,7 +56,7 @@ pub use view::{COMPACTION_MARKER, LiveView, Origin, ViewEntry, summary_text};
 pub const MAX_MESSAGE_BYTES: usize = 256 << 20;
 
 /// How long a writer waits for another process's transaction before giving up.
-pub const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+pub(crate) const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// An open session database.
 pub struct Store {

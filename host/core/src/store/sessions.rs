@@ -205,7 +205,7 @@ impl Store {
     /// Records which model and window a session uses from now on. When the provider or model
     /// changes, `metadata.model_since` becomes the seq of the last message written before the
     /// change: only later messages may pass reasoning back to the model.
-    pub fn set_session_model(
+    pub(crate) fn set_session_model(
         &mut self,
         id: &str,
         provider: Option<&str>,
@@ -230,7 +230,7 @@ impl Store {
 
     /// Records how a model's real token counts compare with Seshat's estimate in this session
     /// (`metadata.calibration.<model>`: real / estimated, from usage or a refusal's figure).
-    pub fn set_calibration(&mut self, id: &str, model: &str, ratio: f64) -> Result<()> {
+    pub(crate) fn set_calibration(&mut self, id: &str, model: &str, ratio: f64) -> Result<()> {
         on_db!(self, "record the calibration", {
             let n = self.conn.execute(
             "UPDATE sessions SET metadata = json_set(metadata, '$.calibration.' || json_quote(?2), ?3) WHERE id = ?1",

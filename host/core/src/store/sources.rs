@@ -11,7 +11,7 @@ use crate::conversation::NewMessage;
 
 impl Store {
     /// The session brought in from `tool`'s session `id`, with its `metadata.source`.
-    pub fn find_source(&self, tool: &str, id: &str) -> Result<Option<(String, serde_json::Value)>> {
+    pub(crate) fn find_source(&self, tool: &str, id: &str) -> Result<Option<(String, serde_json::Value)>> {
         on_db!(self, "find an imported session", {
             let found: Option<(String, String)> = self
                 .conn
@@ -29,7 +29,12 @@ impl Store {
     /// Continues a session brought in before with what its source gained, and records the
     /// source's new position, all in one transaction: a process killed halfway leaves the session
     /// and its position as they were, so the next import appends the same items again once.
-    pub fn continue_source(&mut self, session: &str, items: &[SourceItem], source: &serde_json::Value) -> Result<()> {
+    pub(crate) fn continue_source(
+        &mut self,
+        session: &str,
+        items: &[SourceItem],
+        source: &serde_json::Value,
+    ) -> Result<()> {
         on_db!(self, "continue an imported session", {
             let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             for item in items {

@@ -19,7 +19,7 @@ use super::{Error, Result, Store};
 use crate::conversation::{MessageStatus, NewMessage, Part, Role, Usage};
 
 /// The export format this binary writes: 2 added pins, retractions and this field.
-pub const EXPORT_FORMAT: u32 = 2;
+pub(crate) const EXPORT_FORMAT: u32 = 2;
 
 /// One line of an export.
 #[derive(Debug, Serialize)]

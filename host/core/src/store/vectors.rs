@@ -46,7 +46,7 @@ pub struct VectorHead {
 impl Store {
     /// `corpus`'s model, length and generation (`knowledge`, `history`, `memory`), if its vector
     /// index was ever made.
-    pub fn vector_head(&self, corpus: &str) -> Result<Option<VectorHead>> {
+    pub(crate) fn vector_head(&self, corpus: &str) -> Result<Option<VectorHead>> {
         on_db!(self, "read the vector index", {
             Ok(self
                 .conn
@@ -120,7 +120,7 @@ impl Store {
 
     /// Deletes every chunk vector (re-embedding with another model, which the user agreed to).
     /// Returns how many went.
-    pub fn chunk_vectors_clear(&mut self) -> Result<u64> {
+    pub(crate) fn chunk_vectors_clear(&mut self) -> Result<u64> {
         on_db!(self, "delete the vectors", {
             let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let deleted = tx.execute("DELETE FROM chunk_vectors", [])? as u64;
@@ -261,7 +261,7 @@ impl Store {
     /// Turns embedding `corpus` on with `embedder`'s `model`: from now on every new row is queued
     /// in its own transaction. The first time (or after [`Store::embedding_replace`]), every
     /// existing row without a vector is queued too. Returns how many rows were queued now.
-    pub fn embedding_enable(&mut self, corpus: Queued, embedder: &str, model: &str) -> Result<u64> {
+    pub(crate) fn embedding_enable(&mut self, corpus: Queued, embedder: &str, model: &str) -> Result<u64> {
         on_db!(self, "turn embedding on", {
             let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let enabled: Option<i64> = tx
@@ -297,7 +297,7 @@ impl Store {
 
     /// Turns queuing off for `corpus` (the user opted out): the queue is emptied, the vectors
     /// made so far are kept. Returns whether it was on.
-    pub fn embedding_disable(&mut self, corpus: Queued) -> Result<bool> {
+    pub(crate) fn embedding_disable(&mut self, corpus: Queued) -> Result<bool> {
         on_db!(self, "turn embedding off", {
             let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let changed = tx.execute(
@@ -312,7 +312,7 @@ impl Store {
 
     /// Replaces `corpus`'s vectors (another model, with the user's consent): all deleted, the
     /// model recorded, every row queued again. Returns how many vectors went.
-    pub fn embedding_replace(&mut self, corpus: Queued, embedder: &str, model: &str) -> Result<u64> {
+    pub(crate) fn embedding_replace(&mut self, corpus: Queued, embedder: &str, model: &str) -> Result<u64> {
         on_db!(self, "replace the vectors", {
             let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let (table, _) = corpus.vectors_table();
@@ -345,7 +345,7 @@ impl Store {
 
     /// The oldest `limit` queued rows of `corpus` with the text to embed: a message's
     /// searchable text (as the history index holds it), an entity's name, type and observations.
-    pub fn embed_queue_take(&self, corpus: Queued, limit: usize) -> Result<Vec<QueuedText>> {
+    pub(crate) fn embed_queue_take(&self, corpus: Queued, limit: usize) -> Result<Vec<QueuedText>> {
         on_db!(self, "read the embedding queue", {
             let sql = match corpus {
                 Queued::History => {
@@ -380,7 +380,7 @@ impl Store {
     /// Stores vectors for queued rows and takes `done` (those and any skipped) off the queue, in
     /// one transaction; records the vectors' length the first time. A row deleted meanwhile gets
     /// no vector.
-    pub fn embed_queue_done(
+    pub(crate) fn embed_queue_done(
         &mut self,
         corpus: Queued,
         vectors: &[(i64, Vec<u8>)],
@@ -420,7 +420,7 @@ impl Store {
     }
 
     /// Counts a failed attempt on queued rows (they stay queued).
-    pub fn embed_queue_failed(&mut self, corpus: Queued, items: &[i64]) -> Result<()> {
+    pub(crate) fn embed_queue_failed(&mut self, corpus: Queued, items: &[i64]) -> Result<()> {
         on_db!(self, "update the embedding queue", {
             let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             {
@@ -458,7 +458,7 @@ impl Store {
 
     /// The vectors of live memory entities (entity id, encoded vector); the caller keeps those
     /// its scope may see.
-    pub fn entity_vectors(&self, each: &mut dyn FnMut(i64, &[u8])) -> Result<()> {
+    pub(crate) fn entity_vectors(&self, each: &mut dyn FnMut(i64, &[u8])) -> Result<()> {
         on_db!(self, "read the vectors", {
             let mut stmt = self.conn.prepare_cached(
                 "SELECT v.entity_id, v.vector FROM entity_vectors v JOIN memory_entities e ON e.id = v.entity_id \
