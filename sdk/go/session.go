@@ -107,6 +107,9 @@ type Report struct {
 	SummaryModel string `json:"summary_model"`
 	// Dropped counts the messages the summary replaced.
 	Dropped int `json:"dropped"`
+	// RefusalsRecovered counts summary requests the model refused for their length that were cut
+	// again and retried (a recovered refusal is not a failed compaction).
+	RefusalsRecovered uint32 `json:"refusals_recovered"`
 }
 
 // Compact compacts the session now, with instructions (what to keep or stress; may be empty).

@@ -96,6 +96,11 @@ impl Marks {
     }
 }
 
+/// The most real tokens per estimated token Seshat believes of a model (a calibration or a
+/// density learnt from a refusal is capped here): well above what real tokenizers count for dense
+/// content (logs and identifiers reach about 2).
+pub const MAX_DENSITY: f64 = 3.0;
+
 /// A rough token estimate of text: about four characters a token (never zero for non-empty text).
 pub fn estimate_text(text: &str) -> u64 {
     (text.chars().count() as u64).div_ceil(4)

@@ -111,6 +111,9 @@ pub struct Report {
     pub trims_freed: u64,
     /// Messages kept after the summary (the pinned request included).
     pub kept: usize,
+    /// Summary requests the model refused for their length that were cut again and retried (a
+    /// recovered refusal is not a failure).
+    pub refusals_recovered: u32,
 }
 
 /// Where a model's context window came from (shown by `/context` and in warnings).

@@ -48,7 +48,7 @@ impl seshat::compaction::ModelClient for NoModel {
         _: &str,
         _: seshat::plugins::CompletionRequest,
     ) -> Result<seshat::plugins::Completion, seshat::plugins::ModelError> {
-        Err(seshat::plugins::ModelError { code: "none".into(), message: "no model call in this benchmark".into() })
+        Err(seshat::plugins::ModelError::new("none", "no model call in this benchmark"))
     }
     fn context_window(&self, _: &str) -> Option<u64> {
         None

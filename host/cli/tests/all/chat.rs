@@ -656,6 +656,10 @@ fn three_failed_summaries_then_compact_full_without_a_request() {
     let refusal = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long"}}"#;
     let server = Server::start(vec![
         answer_at(17_000, "Long."),
+        // Each failing turn: the summary request and its one retry, cut smaller, both refused.
+        Reply::json(400, refusal),
+        Reply::json(400, refusal),
+        Reply::json(400, refusal),
         Reply::json(400, refusal),
         Reply::json(400, refusal),
         Reply::json(400, refusal),
@@ -679,7 +683,7 @@ fn three_failed_summaries_then_compact_full_without_a_request() {
         assert_eq!(v["error_code"], "compact_failed", "{v}");
         assert!(v["error"].as_str().unwrap().contains(&format!("({failures} in a row)")), "{v}");
         assert!(v["error"].as_str().unwrap().contains("prompt is too long"), "{v}");
-        assert_eq!(server.count(), before + 1, "only the summary call went out");
+        assert_eq!(server.count(), before + 2, "only the summary call and its one retry went out");
     }
     let before = server.count();
     let out = chat(&home, &[&["--continue", "-p", "d"][..], &w[..]].concat(), &[]);

@@ -38,8 +38,8 @@ impl ModelClient for Scripted {
         self.requests.lock().unwrap().push((model.to_string(), request));
         match self.answers.lock().unwrap().pop() {
             Some(Ok(text)) => Ok(Completion { text, usage: None, stop_reason: StopReason::EndTurn }),
-            Some(Err(message)) => Err(ModelError { code: "http_500".into(), message }),
-            None => Err(ModelError { code: "script".into(), message: "no scripted answer left".into() }),
+            Some(Err(message)) => Err(ModelError::new("http_500", message)),
+            None => Err(ModelError::new("script", "no scripted answer left")),
         }
     }
     fn context_window(&self, _model: &str) -> Option<u64> {

@@ -43,6 +43,28 @@ fn openai_input(body: &Value) -> u64 {
     t
 }
 
+/// An OpenAI chat request's input counted with a real tokenizer denser than Seshat's estimate on
+/// code and logs (GPT-2's `r50k_base`, which splits runs of spaces, identifiers and digits finely):
+/// every text the request carries, plus four tokens a message.
+fn real_input(body: &Value) -> u64 {
+    let bpe = tiktoken_rs::r50k_base_singleton();
+    let count = |s: &str| bpe.count_ordinary(s) as u64;
+    let mut t = 0;
+    for tool in body["tools"].as_array().into_iter().flatten() {
+        let f = &tool["function"];
+        t += count(str_of(&f["name"])) + count(str_of(&f["description"])) + count(&f["parameters"].to_string());
+    }
+    for m in body["messages"].as_array().into_iter().flatten() {
+        t += 4 + count(str_of(&m["content"])) + count(str_of(&m["tool_call_id"]));
+        for c in m["tool_calls"].as_array().into_iter().flatten() {
+            t += count(str_of(&c["id"]))
+                + count(str_of(&c["function"]["name"]))
+                + count(str_of(&c["function"]["arguments"]));
+        }
+    }
+    t
+}
+
 /// The estimate of an Anthropic Messages request's input.
 fn anthropic_input(body: &Value) -> u64 {
     let mut t = 0;
@@ -104,6 +126,9 @@ enum Over {
     /// Its tokenizer counts 1.8 tokens for each one Seshat estimates; it reports the prompt
     /// tokens it counted, and checks its window by them.
     CountsMore,
+    /// llama-cpp-python's server: counts with a real tokenizer ([`real_input`]) and refuses any
+    /// request, chat or summary, whose count plus `max_tokens` exceeds the window, naming both.
+    RealTokenizer,
 }
 
 /// The real-token factor of [`Over::CountsMore`], in tenths.
@@ -121,6 +146,8 @@ struct Seen {
     answered: u32,
     /// Requests with a wrong path, method or headers.
     bad: Vec<String>,
+    /// The messages of every request refused for its length ([`Over::RealTokenizer`]).
+    refused_bodies: Vec<String>,
 }
 
 struct Local {
@@ -247,7 +274,11 @@ fn chat_answer(window: u64, over: Option<Over>, r: &Recorded, seen: &Mutex<Seen>
     }
     let body = r.json();
     let estimated = openai_input(&body);
-    let input = if over == Some(Over::CountsMore) { estimated * COUNTS_MORE_TENTHS / 10 } else { estimated };
+    let input = match over {
+        Some(Over::CountsMore) => estimated * COUNTS_MORE_TENTHS / 10,
+        Some(Over::RealTokenizer) => real_input(&body),
+        _ => estimated,
+    };
     let max = body["max_tokens"].as_u64().unwrap_or(0);
     let refuse = |message: String, code: Value| {
         seen.lock().unwrap().refusals += 1;
@@ -287,6 +318,17 @@ fn chat_answer(window: u64, over: Option<Over>, r: &Recorded, seen: &Mutex<Seen>
         }
         Some(Over::Unnamed) if input + max > window => {
             return refuse("Request too long for this model.".into(), json!("context_length_exceeded"));
+        }
+        Some(Over::RealTokenizer) if input + max > window => {
+            // What a request was refused for: a request refused twice would show here twice.
+            seen.lock().unwrap().refused_bodies.push(body["messages"].to_string());
+            return refuse(
+                format!(
+                    "This model's maximum context length is {window} tokens. However, you requested {} tokens ({input} in the messages, {max} in the completion). Please reduce the length of the messages or completion.",
+                    input + max
+                ),
+                Value::Null,
+            );
         }
         Some(Over::Vllm) if input + max > window => {
             seen.lock().unwrap().refusals += 1;
@@ -1011,4 +1053,127 @@ fn a_server_reporting_far_fewer_prompt_tokens_than_estimated_keeps_the_answer_an
     // The next turn goes out as usual.
     let v = ok_json(&run(&home, &["--continue", "--model", MODEL, "--json", "-p", "and?"]));
     assert_eq!(v["context"]["window"].as_u64(), Some(8_192), "{v}");
+}
+
+/// A coding session's message: a tool log with timestamps, identifiers and figures, a stack of
+/// code, a JSON result — what coding agents produce, and what a real tokenizer counts densely.
+fn coding_message(i: usize) -> String {
+    let mut s = format!("$ cargo test -p worker_{i} --release -- --nocapture\n");
+    for line in 0..14 {
+        s.push_str(&format!(
+            "[2026-12-03T10:{:02}:{:02}.{:03}Z] INFO  worker-{i}::batch{line} processed 0x{:08x} rows=48{line:02}/10000 in {}ms (p99={}.{}ms, rss={}MiB)\n",
+            line % 60,
+            (i * 7 + line) % 60,
+            (i * 131 + line * 17) % 1000,
+            0x9e37_79b9_u32.wrapping_mul((i * 31 + line) as u32),
+            200 + line * 3,
+            18 + line,
+            line % 10,
+            400 + i
+        ));
+    }
+    s.push_str(&format!(
+        "    fn apply_{i}(&mut self, ev: &Event) -> Result<(), Error> {{\n        if ev.seq <= self.seq_{i} {{ return Ok(()); }}\n        self.index.insert(ev.key.clone(), ev.seq);\n    }}\n"
+    ));
+    s.push_str(&format!(
+        "{{\"run\":{i},\"passed\":{},\"failed\":0,\"artefact\":\"target/release/worker_{i}\",\"bytes\":{}}}\n",
+        40 + i,
+        1_048_576 + i * 4096
+    ));
+    s
+}
+
+/// A session of `n` coding messages in the home's store.
+fn coding_history(home: &Home, n: usize) -> String {
+    let id = home.session("elsewhere");
+    let mut store = home.store();
+    for i in 0..n {
+        let role = if i % 2 == 0 { seshat::conversation::Role::User } else { seshat::conversation::Role::Assistant };
+        store.append(&id, &[seshat::conversation::NewMessage::text(role, coding_message(i))]).unwrap();
+    }
+    id
+}
+
+#[test]
+fn a_code_heavy_session_against_a_real_tokenizer_compacts_with_each_refusal_recovered_once() {
+    // The server counts with GPT-2's BPE (denser than four characters a token on logs and code)
+    // and refuses anything over its window; Seshat has no counter, and no calibration yet: the
+    // first summary request is sized by the estimate, refused, and recovered by cutting again.
+    for (window, summariser) in [
+        (8_192, "summariser"),
+        (8_192, "summariser-extractive"),
+        (4_096, "summariser"),
+        (4_096, "summariser-extractive"),
+    ] {
+        let local = Local::start(Kind::Bare, window, Some(Over::RealTokenizer));
+        let home = home_at("openai", &local.base(), "");
+        let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+        let config = config.replacen("[plugins]\n", &format!("[plugins]\nsummariser = \"{summariser}\"\n"), 1);
+        std::fs::write(home.path().join("config.toml"), config).unwrap();
+        let id = coding_history(&home, 60);
+        let history = home.store().full_history(&id).unwrap();
+        let bpe = tiktoken_rs::r50k_base_singleton();
+        let real: usize = history.iter().map(|m| bpe.count_ordinary(crate::support::text_of(m))).sum();
+        let estimated: u64 = history.iter().map(|m| est(crate::support::text_of(m))).sum();
+        assert!(real >= 40_000, "a session of at least 40k real tokens: {real}");
+        assert!(
+            real as f64 > 1.3 * estimated as f64,
+            "the tokenizer is denser than the estimate: {real} vs {estimated}"
+        );
+
+        let out =
+            run(&home, &["--resume", &id, "--model", MODEL, "--window", &window.to_string(), "--json", "-p", "go on"]);
+        let v = ok_json(&out);
+        assert!(v["text"].as_str().unwrap().starts_with("Noted"), "{window} {summariser}: the answer arrived: {v}");
+        let seen = local.seen();
+        let mut refused = seen.refused_bodies.clone();
+        let n = refused.len();
+        refused.sort();
+        refused.dedup();
+        assert_eq!(refused.len(), n, "{summariser}: no request was refused twice");
+        assert!(seen.overflows.is_empty(), "{:?}", seen.overflows);
+        drop(seen);
+        let store = home.store();
+        assert_eq!(store.session(&id).unwrap().compaction_failures, 0, "{summariser}: the breaker is untouched");
+        let done = store.compactions(&id).unwrap();
+        assert!(!done.is_empty(), "{summariser}");
+        assert!(
+            done.iter().all(|c| c.status == seshat::store::CompactionStatus::Ok),
+            "{summariser}: every compaction succeeded: {done:?}"
+        );
+        let recovered: u64 =
+            v["compactions"].as_array().unwrap().iter().map(|c| c["refusals_recovered"].as_u64().unwrap()).sum();
+        if summariser == "summariser" {
+            // The model summariser's first request was refused and recovered by a second cut.
+            assert!(recovered >= 1, "{summariser}: {v}");
+        } else {
+            assert_eq!(recovered, 0, "the extractive summariser calls no model");
+        }
+    }
+}
+
+#[test]
+fn seshat_compact_of_a_code_heavy_session_recovers_its_refused_summary_request() {
+    let local = Local::start(Kind::Bare, 8_192, Some(Over::RealTokenizer));
+    let home = home_at("openai", &local.base(), "");
+    let id = coding_history(&home, 60);
+    let out = home
+        .cmd()
+        .env("OPENAI_API_KEY", KEY)
+        .args(["compact", &id, "--window", "8192", "--summary-model", MODEL, "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["summarised"], true, "{report}");
+    assert!(report["refusals_recovered"].as_u64().unwrap() >= 1, "the first summary request was refused: {report}");
+    // One refusal in all: what it taught sized every later chunk.
+    let refused = local.seen().refused_bodies.len();
+    assert_eq!(refused as u64, report["refusals_recovered"].as_u64().unwrap(), "{report}");
+    assert!(report["model_calls"].as_u64().unwrap() > refused as u64, "{report}");
+    let store = home.store();
+    assert_eq!(store.session(&id).unwrap().compaction_failures, 0);
+    // What the refusal taught is kept for the model: real tokens per estimated one, above 1.
+    let ratio = store.session(&id).unwrap().metadata["calibration"][MODEL].as_f64().unwrap();
+    assert!(ratio > 1.2, "{ratio}");
 }

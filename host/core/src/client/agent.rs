@@ -438,6 +438,9 @@ impl Agent {
                 observer.warning(w);
             }
             if let Some(report) = &prepared.compaction {
+                if report.refusals_recovered > 0 {
+                    self.reload_calibration()?;
+                }
                 observer.compaction(report);
                 out.compactions.push(report.clone());
             }
@@ -587,6 +590,9 @@ impl Agent {
             window: self.window,
         });
         let report = self.client.compact_auto(&self.session, &self.frame, &settings)?;
+        if report.refusals_recovered > 0 {
+            self.reload_calibration()?;
+        }
         observer.compaction(&report);
         out.compactions.push(report);
         Ok(None)

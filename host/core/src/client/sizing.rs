@@ -24,7 +24,7 @@ pub(crate) const TRUNCATED_PERCENT: u64 = 75;
 /// Requests smaller than this do not calibrate the estimate (fixed overheads dominate them).
 pub(super) const CALIBRATION_MIN_TOKENS: u64 = 500;
 /// The most real tokens per estimated token Seshat believes.
-pub(crate) const MAX_CALIBRATION: f64 = 2.0;
+pub(crate) const MAX_CALIBRATION: f64 = window::MAX_DENSITY;
 
 /// A window and what it rests on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -322,6 +322,15 @@ impl super::agent::Agent {
         let model = self.model.clone();
         self.client.store().set_calibration(&session, &model, ratio)?;
         self.calibration = ratio.max(1.0);
+        Ok(())
+    }
+
+    /// Takes up the calibration a compaction learnt from a summary request the model refused
+    /// (recorded for the session and the summary model; only the session's model's applies here).
+    pub(super) fn reload_calibration(&mut self) -> Result<()> {
+        let info = self.client.store().session(&self.session)?;
+        let ratio = info.metadata["calibration"][self.model.as_str()].as_f64().unwrap_or(1.0);
+        self.calibration = self.calibration.max(ratio.clamp(1.0, MAX_CALIBRATION));
         Ok(())
     }
 

@@ -450,9 +450,18 @@ impl Compactor<'_> {
         let calls = Arc::new(std::sync::atomic::AtomicU32::new(0));
         let previous = view.compaction.as_ref().and_then(|c| c.summary.clone());
         let plugin_start = std::time::Instant::now();
-        let summary = self.summarise(&dropped, previous, &summary_model, summary_tokens, settings, &calls);
+        let summarised = self.summarise(&dropped, previous, &summary_model, summary_tokens, settings, &calls);
         report.plugin_micros += plugin_start.elapsed().as_micros() as u64;
         report.model_calls = calls.load(std::sync::atomic::Ordering::Relaxed);
+        if let Ok(learnt) = &summarised {
+            report.refusals_recovered = learnt.recovered;
+            // How the summary model counts, for the next request to it (the chat's, when it is
+            // the session's model).
+            if let (Some(density), false) = (learnt.density, dry_run) {
+                store.set_calibration(session, &summary_model, density)?;
+            }
+        }
+        let summary = summarised.map(|s| s.text);
         // A summariser that called no model (the extractive one) had no summary model.
         let summary_model = (report.model_calls > 0).then_some(summary_model);
         report.summary_model.clone_from(&summary_model);
@@ -597,6 +606,12 @@ impl Compactor<'_> {
         Ok(trims)
     }
 
+    /// Writes the summary of `dropped`, in chunks sized so that each request fits the summary
+    /// model's window in its real tokens (estimates times the session's calibration). A chunk
+    /// refused for its length is recovered once: the real size the refusal names (or, when it
+    /// names none, half again the estimate) becomes the density, the chunk is cut again to fit,
+    /// and the request is retried; a second refusal fails the summary. Returns the summary and
+    /// what it learnt.
     fn summarise(
         &mut self,
         dropped: &[&crate::store::ViewEntry],
@@ -605,32 +620,34 @@ impl Compactor<'_> {
         summary_tokens: u64,
         settings: &Settings,
         calls: &Arc<std::sync::atomic::AtomicU32>,
-    ) -> std::result::Result<String, String> {
+    ) -> std::result::Result<Summarised, String> {
         // The session's own model runs with the session's window (which may have been discovered
         // or learnt, so its provider may not know it), another model with the window its provider
         // knows; when both are known, the smaller.
         let own = if model == settings.model { settings.context_window } else { None };
-        let model_window = match (own, self.models.context_window(model)) {
+        let mut model_window = match (own, self.models.context_window(model)) {
             (Some(a), Some(b)) => a.min(b),
             (a, b) => a.or(b).or(settings.context_window).unwrap_or(0),
         };
-        // No message may be larger than a request can hold beside the instructions, a previous
-        // summary (at most the cap) and the answer.
-        let largest = model_window.saturating_sub(2 * summary_tokens + SUMMARY_PROMPT_TOKENS + 64);
-        let max_chars = usize::try_from(largest.saturating_mul(4)).unwrap_or(usize::MAX).max(400);
-        let messages: Vec<PluginMessage> = dropped.iter().map(|e| summary_message(e, max_chars)).collect();
+        // Real tokens per estimated token: the session's calibration applies to its own model.
+        let mut density = if model == settings.model { settings.calibration.max(1.0) } else { 1.0 };
+        let mut learnt = Summarised { text: String::new(), density: None, recovered: 0, window: None };
         let mut running = previous;
-        // Chunks are sized so each request (instructions, previous summary, messages) and its
-        // answer fit the summary model's window; `BoundModel` checks every request against it.
-        let chunk_room = |previous: &Option<String>| {
-            model_window.saturating_sub(
-                summary_tokens + SUMMARY_PROMPT_TOKENS + previous.as_deref().map_or(0, window::estimate_text),
-            )
-        };
-        let mut rest: &[PluginMessage] = &messages;
-        while !rest.is_empty() {
-            let chunk = first_chunk(rest, chunk_room(&running));
-            rest = &rest[chunk.len()..];
+        let mut done = 0;
+        let mut retried_at = None;
+        let refused = Arc::new(std::sync::Mutex::new(None));
+        while done < dropped.len() {
+            // No message may be larger than a request can hold beside the instructions, a previous
+            // summary (at most the cap) and the answer.
+            let real_room = |extra: u64| model_window.saturating_sub(extra);
+            let largest = estimate_units(real_room(2 * summary_tokens + SUMMARY_PROMPT_TOKENS + 64), density);
+            let max_chars = usize::try_from(largest.saturating_mul(4)).unwrap_or(usize::MAX).max(400);
+            let messages: Vec<PluginMessage> = dropped[done..].iter().map(|e| summary_message(e, max_chars)).collect();
+            // Chunks are sized so each request (instructions, previous summary, messages) and its
+            // answer fit the summary model's window; `BoundModel` checks every request against it.
+            let room = estimate_units(real_room(summary_tokens + SUMMARY_PROMPT_TOKENS), density)
+                .saturating_sub(running.as_deref().map_or(0, window::estimate_text));
+            let chunk = first_chunk(&messages, room);
             let request = SummaryRequest {
                 messages: chunk.to_vec(),
                 previous_summary: running.clone(),
@@ -645,11 +662,57 @@ impl Compactor<'_> {
                 model: model.to_string(),
                 calls: calls.clone(),
                 window: model_window,
+                density,
+                refused: refused.clone(),
             };
-            running = Some(self.summariser.summarise(&request, Box::new(bound)).map_err(|e| e.to_string())?);
+            match self.summariser.summarise(&request, Box::new(bound)) {
+                Ok(text) => {
+                    running = Some(text);
+                    done += chunk.len();
+                }
+                Err(e) => {
+                    let refusal = refused.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+                    let Some(refusal) = refusal.filter(|_| retried_at != Some(done)) else {
+                        return Err(e.to_string());
+                    };
+                    // Recover once per chunk: learn how the model counts, cut again, retry.
+                    retried_at = Some(done);
+                    learnt.recovered += 1;
+                    if let Some(w) = refusal.window.filter(|&w| w > 0 && (model_window == 0 || w < model_window)) {
+                        model_window = w;
+                        learnt.window = Some(w);
+                    }
+                    let seen = match refusal.real {
+                        Some(real) if refusal.estimated > 0 => real as f64 / refusal.estimated as f64,
+                        _ => density * 1.5,
+                    };
+                    // A little over what was seen, so the retry is not refused by a rounding.
+                    density = (density.max(seen) * 1.05).min(window::MAX_DENSITY);
+                    learnt.density = Some(density);
+                }
+            }
         }
-        running.ok_or_else(|| "nothing to summarise".to_string())
+        learnt.text = running.ok_or_else(|| "nothing to summarise".to_string())?;
+        Ok(learnt)
     }
+}
+
+/// A summary and what writing it taught about the summary model.
+#[derive(Debug)]
+struct Summarised {
+    /// The summary.
+    text: String,
+    /// Real tokens per estimated token, learnt from a refusal.
+    density: Option<f64>,
+    /// Refusals for length recovered.
+    recovered: u32,
+    /// A smaller window a refusal named.
+    window: Option<u64>,
+}
+
+/// `real` tokens in estimate units at `density` real tokens per estimated one.
+fn estimate_units(real: u64, density: f64) -> u64 {
+    (real as f64 / density.max(1.0)) as u64
 }
 
 /// The view with trims applied to its tool results, as the store applies recorded ones.

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::conversation::Part;
-use crate::plugins::{Completion, CompletionRequest, ModelCall, ModelError};
+use crate::plugins::{Completion, CompletionRequest, Limit, ModelCall, ModelError};
 use crate::window;
 
 /// Calls models for the compaction (the summary). The chat layer implements it with the real
@@ -24,14 +24,14 @@ pub struct NoModels;
 
 impl ModelClient for NoModels {
     fn complete(&self, model: &str, _request: CompletionRequest) -> Result<Completion, ModelError> {
-        Err(ModelError {
-            code: "no_provider".into(),
-            message: format!(
+        Err(ModelError::new(
+            "no_provider",
+            format!(
                 "no provider is configured to call `{model}`: set `provider` under [plugins] in config.toml (or \
                  export ANTHROPIC_API_KEY / OPENAI_API_KEY), or select the offline summariser with \
                  `summariser = \"summariser-extractive\"`"
             ),
-        })
+        ))
     }
     fn context_window(&self, _model: &str) -> Option<u64> {
         None
@@ -73,15 +73,48 @@ impl ModelClient for EchoModel {
     }
 }
 
+/// A summary request the model refused for its length: what Seshat estimated it at and what the
+/// refusal said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Refusal {
+    /// Seshat's estimate of the refused request's input (estimate units).
+    pub(super) estimated: u64,
+    /// The input in the model's real tokens, when the refusal named it.
+    pub(super) real: Option<u64>,
+    /// The window the refusal named, if any.
+    pub(super) window: Option<u64>,
+}
+
+impl Refusal {
+    /// What a refusal's limits say of the request's input and the window.
+    pub(super) fn from_limit(estimated: u64, limit: Limit) -> Option<Self> {
+        match limit {
+            // The size a refusal names is the input ("your messages resulted in N", a prompt's
+            // token count).
+            Limit::TooLong { window, requested } => Some(Refusal { estimated, real: requested, window }),
+            Limit::InputAndOutput { input, window, .. } => {
+                Some(Refusal { estimated, real: Some(input), window: Some(window) })
+            }
+            Limit::MaxOutput(_) => None,
+        }
+    }
+}
+
 /// A [`ModelClient`] bound to one model, as the summariser plugin's `complete` sees it. Every
-/// request is checked against the model's window: one that cannot fit with its answer is refused
-/// here (nothing is sent), and the answer's room is lowered to what fits.
+/// request is checked against the model's window in real tokens (the estimate times `density`):
+/// one that cannot fit with its answer is refused here (nothing is sent), and the answer's room is
+/// lowered to what fits. A refusal for length from the model is kept in `refused` for the
+/// compaction to recover from.
 pub(super) struct BoundModel {
     pub(super) client: Arc<dyn ModelClient>,
     pub(super) model: String,
     pub(super) calls: Arc<std::sync::atomic::AtomicU32>,
     /// The summary model's window (0: unknown, nothing checked).
     pub(super) window: u64,
+    /// Real tokens per estimated token (at least 1).
+    pub(super) density: f64,
+    /// The last refusal for length the model sent.
+    pub(super) refused: Arc<std::sync::Mutex<Option<Refusal>>>,
 }
 
 /// The smallest answer room worth asking a summary model for.
@@ -89,23 +122,30 @@ const MIN_SUMMARY_ANSWER: u64 = 64;
 
 impl ModelCall for BoundModel {
     fn complete(&mut self, mut request: CompletionRequest) -> Result<Completion, ModelError> {
+        let estimated = request.system.as_deref().map_or(0, window::estimate_text)
+            + request.messages.iter().map(|m| window::estimate_parts(&m.parts)).sum::<u64>();
         if self.window > 0 {
-            let input = request.system.as_deref().map_or(0, window::estimate_text)
-                + request.messages.iter().map(|m| window::estimate_parts(&m.parts)).sum::<u64>();
+            let input = (estimated as f64 * self.density.max(1.0)).ceil() as u64;
             let room = self.window.saturating_sub(input);
             if room < MIN_SUMMARY_ANSWER {
-                return Err(ModelError {
-                    code: "summary_too_large".into(),
-                    message: format!(
+                return Err(ModelError::new(
+                    "summary_too_large",
+                    format!(
                         "the summary request needs ~{input} tokens, which leaves no room for an answer in the \
                          {}-token window of `{}`; nothing was sent",
                         self.window, self.model
                     ),
-                });
+                ));
             }
             request.max_tokens = request.max_tokens.min(u32::try_from(room).unwrap_or(u32::MAX));
         }
         self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.client.complete(&self.model, request)
+        let result = self.client.complete(&self.model, request);
+        if let Err(e) = &result
+            && let Some(refusal) = e.limit.and_then(|l| Refusal::from_limit(estimated, l))
+        {
+            *self.refused.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(refusal);
+        }
+        result
     }
 }

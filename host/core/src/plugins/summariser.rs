@@ -32,13 +32,29 @@ pub struct Completion {
     pub stop_reason: StopReason,
 }
 
-/// A model failure, as the plugin sees it.
+/// A model failure, as the plugin sees it (its code and message), with what a refusal for length
+/// said of the model's limits, for the host.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ModelError {
     /// A stable code.
     pub code: String,
     /// What went wrong.
     pub message: String,
+    /// The limits a refusal for the request's length named (the plugin never sees them).
+    pub limit: Option<super::Limit>,
+}
+
+impl ModelError {
+    /// A failure with a code and a message.
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { code: code.into(), message: message.into(), limit: None }
+    }
+
+    /// The failure of a request refused for its length, with what the refusal named.
+    pub fn refused(code: impl Into<String>, message: impl Into<String>, limit: super::Limit) -> Self {
+        Self { code: code.into(), message: message.into(), limit: Some(limit) }
+    }
 }
 
 /// Whatever calls the summary model for a summariser (the compaction pipeline's model client).

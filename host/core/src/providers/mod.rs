@@ -642,11 +642,12 @@ impl crate::compaction::ModelClient for SharedProvider {
             same_model_after: None,
             extra: "{}",
         };
-        let answer = p
-            .send(&call, &Cancel::default(), &mut |_| {})
-            .map_err(|e| ModelError { code: e.code().to_string(), message: e.to_string() })?;
+        let answer = p.send(&call, &Cancel::default(), &mut |_| {}).map_err(|e| match &e {
+            Error::Refused { limit, .. } => ModelError::refused(e.code(), e.to_string(), *limit),
+            _ => ModelError::new(e.code(), e.to_string()),
+        })?;
         if let Some(e) = &answer.error {
-            return Err(ModelError { code: e.code().to_string(), message: e.to_string() });
+            return Err(ModelError::new(e.code(), e.to_string()));
         }
         Ok(Completion {
             text: answer.text(),
