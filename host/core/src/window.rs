@@ -9,6 +9,9 @@
 //! the target or even below zero (any window under ~34.5k). There the threshold is floored at 60%
 //! of the working window: a deliberate choice that keeps compaction from running on every call.
 
+mod kinds;
+
+pub use kinds::{ContentKind, characters_by_kind};
 pub use seshat_protocol::turn::WindowSource;
 
 /// Tokens kept free for the summary a compaction writes.
@@ -96,14 +99,26 @@ impl Marks {
     }
 }
 
-/// The most real tokens per estimated token Seshat believes of a model (a calibration or a
-/// density learnt from a refusal is capped here): well above what real tokenizers count for dense
-/// content (logs and identifiers reach about 2).
-pub const MAX_DENSITY: f64 = 3.0;
+/// The most real tokens per estimated token Seshat believes of a model (a calibration, from its
+/// counts or from a refusal while summarising, is capped here): well above what real tokenizers
+/// count beyond the estimate's prior.
+pub const MAX_CALIBRATION: f64 = 3.0;
 
-/// A rough token estimate of text: about four characters a token (never zero for non-empty text).
+/// The token estimate of text: four characters a token for prose, more for code, logs, JSON and
+/// identifiers, by each line's kind ([`ContentKind`]; never zero for non-empty text).
 pub fn estimate_text(text: &str) -> u64 {
+    kinds::estimate(text)
+}
+
+/// The least any tokenizer Seshat knows counts for text: four characters a token, whatever the
+/// content (compact JSON and code on OpenAI's tokenizers come closest, at 0.88–0.95× of it).
+pub fn floor_text(text: &str) -> u64 {
     (text.chars().count() as u64).div_ceil(4)
+}
+
+/// [`floor_text`] of a message, with its overhead.
+pub fn floor_parts(parts: &[crate::conversation::Part]) -> u64 {
+    parts_with(parts, floor_text)
 }
 
 /// Tokens a message costs beyond its text (role, separators).
@@ -111,20 +126,21 @@ pub(crate) const MESSAGE_OVERHEAD: u64 = 4;
 
 /// The estimated size of a message.
 pub fn estimate_parts(parts: &[crate::conversation::Part]) -> u64 {
+    parts_with(parts, estimate_text)
+}
+
+/// A message's size with its overhead, each text counted by `count`.
+fn parts_with(parts: &[crate::conversation::Part], count: fn(&str) -> u64) -> u64 {
     use crate::conversation::Part;
     MESSAGE_OVERHEAD
         + parts
             .iter()
             .map(|p| match p {
-                Part::Text { text } => estimate_text(text),
-                Part::ToolCall { id, name, arguments } => {
-                    estimate_text(id) + estimate_text(name) + estimate_text(arguments)
-                }
-                Part::ToolResult { call_id, content, .. } => estimate_text(call_id) + estimate_text(content),
-                Part::Thinking { text, signature } => {
-                    estimate_text(text) + signature.as_deref().map_or(0, estimate_text)
-                }
-                Part::RedactedThinking { data } => estimate_text(data),
+                Part::Text { text } => count(text),
+                Part::ToolCall { id, name, arguments } => count(id) + count(name) + count(arguments),
+                Part::ToolResult { call_id, content, .. } => count(call_id) + count(content),
+                Part::Thinking { text, signature } => count(text) + signature.as_deref().map_or(0, count),
+                Part::RedactedThinking { data } => count(data),
             })
             .sum::<u64>()
 }
@@ -223,16 +239,16 @@ mod tests {
         assert_eq!(estimate_parts(&[]), MESSAGE_OVERHEAD);
         assert_eq!(estimate_parts(&[text("abcdefgh"), text("ijkl")]), 4 + 2 + 1);
         // id, name and arguments: 1 + 2 + 3 tokens.
-        let call = Part::ToolCall { id: "ab".into(), name: "abcdefg".into(), arguments: "0123456789".into() };
+        let call = Part::ToolCall { id: "ab".into(), name: "abcdefg".into(), arguments: "abcdefghij".into() };
         assert_eq!(estimate_parts(&[call]), 4 + 1 + 2 + 3);
         // call id and content: 1 + 3 tokens.
-        let result = Part::ToolResult { call_id: "abc".into(), content: "0123456789ab".into(), is_error: false };
+        let result = Part::ToolResult { call_id: "abc".into(), content: "abcdefghijkl".into(), is_error: false };
         assert_eq!(estimate_parts(&[result]), 4 + 1 + 3);
         // text and signature: 2 + 3 tokens; without a signature, the text alone.
-        let signed = Part::Thinking { text: "01234567".into(), signature: Some("0123456789".into()) };
+        let signed = Part::Thinking { text: "abcdefgh".into(), signature: Some("abcdefghij".into()) };
         assert_eq!(estimate_parts(&[signed]), 4 + 2 + 3);
-        assert_eq!(estimate_parts(&[Part::Thinking { text: "0123".into(), signature: None }]), 4 + 1);
-        assert_eq!(estimate_parts(&[Part::RedactedThinking { data: "0123456789".into() }]), 4 + 3);
+        assert_eq!(estimate_parts(&[Part::Thinking { text: "abcd".into(), signature: None }]), 4 + 1);
+        assert_eq!(estimate_parts(&[Part::RedactedThinking { data: "abcdefghij".into() }]), 4 + 3);
     }
 
     #[test]

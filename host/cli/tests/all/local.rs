@@ -14,9 +14,10 @@ use crate::chat::{KEY, json_of};
 use crate::support::Home;
 use crate::support::server::{Recorded, Reply, Server, anthropic, openai};
 
-/// Seshat's documented estimate of a text, computed here independently.
+/// Seshat's estimate of a text (four characters a token for prose, more for code, logs, JSON and
+/// identifiers): what a server counting like Seshat would count.
 fn est(s: &str) -> u64 {
-    (s.chars().count() as u64).div_ceil(4)
+    seshat::window::estimate_text(s)
 }
 
 fn str_of(v: &Value) -> &str {
@@ -63,6 +64,18 @@ fn real_input(body: &Value) -> u64 {
         }
     }
     t
+}
+
+/// An OpenAI chat request's input at a token a byte, plus four tokens a message.
+fn byte_input(body: &Value) -> u64 {
+    let mut t = 0;
+    for m in body["messages"].as_array().into_iter().flatten() {
+        t += 4 + str_of(&m["content"]).len() as u64 + str_of(&m["tool_call_id"]).len() as u64;
+        for c in m["tool_calls"].as_array().into_iter().flatten() {
+            t += c["function"].to_string().len() as u64;
+        }
+    }
+    t + body["tools"].as_array().map_or(0, |tools| tools.iter().map(|t| t.to_string().len() as u64).sum())
 }
 
 /// The estimate of an Anthropic Messages request's input.
@@ -129,6 +142,9 @@ enum Over {
     /// llama-cpp-python's server: counts with a real tokenizer ([`real_input`]) and refuses any
     /// request, chat or summary, whose count plus `max_tokens` exceeds the window, naming both.
     RealTokenizer,
+    /// The same, counting a token for every byte: denser than any tokenizer, so Seshat's
+    /// estimate (and its prior) undercounts every request.
+    ByteTokenizer,
 }
 
 /// The real-token factor of [`Over::CountsMore`], in tenths.
@@ -277,6 +293,7 @@ fn chat_answer(window: u64, over: Option<Over>, r: &Recorded, seen: &Mutex<Seen>
     let input = match over {
         Some(Over::CountsMore) => estimated * COUNTS_MORE_TENTHS / 10,
         Some(Over::RealTokenizer) => real_input(&body),
+        Some(Over::ByteTokenizer) => byte_input(&body),
         _ => estimated,
     };
     let max = body["max_tokens"].as_u64().unwrap_or(0);
@@ -319,7 +336,7 @@ fn chat_answer(window: u64, over: Option<Over>, r: &Recorded, seen: &Mutex<Seen>
         Some(Over::Unnamed) if input + max > window => {
             return refuse("Request too long for this model.".into(), json!("context_length_exceeded"));
         }
-        Some(Over::RealTokenizer) if input + max > window => {
+        Some(Over::RealTokenizer | Over::ByteTokenizer) if input + max > window => {
             // What a request was refused for: a request refused twice would show here twice.
             seen.lock().unwrap().refused_bodies.push(body["messages"].to_string());
             return refuse(
@@ -996,7 +1013,7 @@ fn the_estimate_is_calibrated_from_the_counts_a_server_reports() {
     let store = home.store();
     let session = store.list_sessions(&Default::default()).unwrap().remove(0);
     let ratio = session.metadata["calibration"][MODEL].as_f64().unwrap();
-    assert!((1.6..=1.8).contains(&ratio), "stored with the session, per model: {ratio}");
+    assert!((1.6..=1.85).contains(&ratio), "stored with the session, per model: {ratio}");
     // A request Seshat's raw estimate puts under the hard limit (~5,000 of 5,715) is ~9,000 by
     // the server's count: calibrated, it is refused here and nothing is sent.
     let sent = local.chats().len();
@@ -1095,10 +1112,10 @@ fn coding_history(home: &Home, n: usize) -> String {
 }
 
 #[test]
-fn a_code_heavy_session_against_a_real_tokenizer_compacts_with_each_refusal_recovered_once() {
-    // The server counts with GPT-2's BPE (denser than four characters a token on logs and code)
-    // and refuses anything over its window; Seshat has no counter, and no calibration yet: the
-    // first summary request is sized by the estimate, refused, and recovered by cutting again.
+fn a_code_heavy_session_against_a_real_tokenizer_compacts_and_answers_with_nothing_refused() {
+    // The server counts with GPT-2's BPE (denser than four characters a token on logs and code:
+    // 1.3× and more here) and refuses anything over its window; Seshat has no counter and no
+    // calibration yet, only the estimate's per-kind prior: every request fits the first time.
     for (window, summariser) in [
         (8_192, "summariser"),
         (8_192, "summariser-extractive"),
@@ -1114,12 +1131,9 @@ fn a_code_heavy_session_against_a_real_tokenizer_compacts_with_each_refusal_reco
         let history = home.store().full_history(&id).unwrap();
         let bpe = tiktoken_rs::r50k_base_singleton();
         let real: usize = history.iter().map(|m| bpe.count_ordinary(crate::support::text_of(m))).sum();
-        let estimated: u64 = history.iter().map(|m| est(crate::support::text_of(m))).sum();
+        let four_chars: u64 = history.iter().map(|m| crate::support::text_of(m).chars().count() as u64 / 4).sum();
         assert!(real >= 40_000, "a session of at least 40k real tokens: {real}");
-        assert!(
-            real as f64 > 1.3 * estimated as f64,
-            "the tokenizer is denser than the estimate: {real} vs {estimated}"
-        );
+        assert!(real as f64 > 1.3 * four_chars as f64, "denser than four characters a token: {real} vs {four_chars}");
 
         let out =
             run(&home, &["--resume", &id, "--model", MODEL, "--window", &window.to_string(), "--json", "-p", "go on"]);
@@ -1141,20 +1155,16 @@ fn a_code_heavy_session_against_a_real_tokenizer_compacts_with_each_refusal_reco
             done.iter().all(|c| c.status == seshat::store::CompactionStatus::Ok),
             "{summariser}: every compaction succeeded: {done:?}"
         );
-        let recovered: u64 =
-            v["compactions"].as_array().unwrap().iter().map(|c| c["refusals_recovered"].as_u64().unwrap()).sum();
-        if summariser == "summariser" {
-            // The model summariser's first request was refused and recovered by a second cut.
-            assert!(recovered >= 1, "{summariser}: {v}");
-        } else {
-            assert_eq!(recovered, 0, "the extractive summariser calls no model");
-        }
+        // The estimate's prior for logs, code and JSON held: nothing was refused.
+        assert_eq!(n, 0, "{window} {summariser}: refused {n}: {v}");
     }
 }
 
 #[test]
 fn seshat_compact_of_a_code_heavy_session_recovers_its_refused_summary_request() {
-    let local = Local::start(Kind::Bare, 8_192, Some(Over::RealTokenizer));
+    // A server counting denser than the estimate's prior, and no calibration yet: the first
+    // summary request is refused, and recovered by cutting again at the density the refusal names.
+    let local = Local::start(Kind::Bare, 8_192, Some(Over::ByteTokenizer));
     let home = home_at("openai", &local.base(), "");
     let id = coding_history(&home, 60);
     let out = home

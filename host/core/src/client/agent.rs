@@ -496,7 +496,7 @@ impl Agent {
             recovered = false;
             // What arrived is stored before anything else can fail.
             let stop = self.store_answer(&answer, &mut out)?;
-            self.learn_from_usage(&answer, prepared.tokens)?;
+            self.learn_from_usage(&answer, prepared.tokens, prepared.floor_tokens)?;
             if !stop {
                 self.run_tools(&answer, cancel, observer)?;
                 if cancel.is_cancelled() {

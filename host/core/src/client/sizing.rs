@@ -24,7 +24,7 @@ pub(crate) const TRUNCATED_PERCENT: u64 = 75;
 /// Requests smaller than this do not calibrate the estimate (fixed overheads dominate them).
 pub(super) const CALIBRATION_MIN_TOKENS: u64 = 500;
 /// The most real tokens per estimated token Seshat believes.
-pub(crate) const MAX_CALIBRATION: f64 = window::MAX_DENSITY;
+pub(crate) use window::MAX_CALIBRATION;
 
 /// A window and what it rests on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -196,9 +196,12 @@ fn build(parts: &FrameParts, memory: Option<&str>, instructions: usize, tools: &
         instructions: parts.instructions[..instructions].to_vec(),
         memory: memory.map(str::to_string),
     });
-    let tools =
-        serde_json::to_string(&tools.iter().map(|s| (&s.name, &s.description, &s.parameters)).collect::<Vec<_>>())
-            .unwrap_or_default();
+    // Each tool as a request carries it: its name, its description (prose) and its schema
+    // (compact JSON), each on a line of its own, so each is estimated as what it is.
+    let compact = |schema: &str| {
+        serde_json::from_str::<serde_json::Value>(schema).map_or_else(|_| schema.to_string(), |v| v.to_string())
+    };
+    let tools = tools.iter().map(|s| format!("{}\n{}\n{}\n", s.name, s.description, compact(&s.parameters))).collect();
     Frame { system, tools }
 }
 
@@ -335,13 +338,15 @@ impl super::agent::Agent {
     }
 
     /// A server that truncates over-long prompts silently (Ollama) shows it in the prompt tokens it
-    /// reports: less than [`TRUNCATED_PERCENT`] of Seshat's estimate of what it sent (a real
-    /// tokenizer counts prose at ~85–90% of the estimate, code and JSON above it). The window is then learnt from
-    /// them and that call's output (rounded up to a multiple of 1,024, as servers' windows are).
-    pub(super) fn learn_from_usage(&mut self, answer: &Answer, sent_estimate: u64) -> Result<()> {
+    /// reports: less than [`TRUNCATED_PERCENT`] of the least any tokenizer counts for what it
+    /// sent (`sent_floor`: four characters a token; real tokenizers count prose at 85–105% of it,
+    /// code and JSON at 88% and up). The window is then learnt from them and that call's output
+    /// (rounded up to a multiple of 1,024, as servers' windows are). Otherwise the count
+    /// calibrates the estimate (`sent_estimate`).
+    pub(super) fn learn_from_usage(&mut self, answer: &Answer, sent_estimate: u64, sent_floor: u64) -> Result<()> {
         let Some(u) = answer.usage else { return Ok(()) };
         let Some(prompt) = u.context_tokens.filter(|&p| p > 0) else { return Ok(()) };
-        if prompt.saturating_mul(100) >= sent_estimate.saturating_mul(TRUNCATED_PERCENT) {
+        if prompt.saturating_mul(100) >= sent_floor.saturating_mul(TRUNCATED_PERCENT) {
             return self.calibrate(prompt, sent_estimate);
         }
         // Only a window nobody stated can be wrong this way: a model table's, a flag's, the

@@ -159,6 +159,9 @@ pub struct Prepared {
     pub messages: Vec<pairing::Msg>,
     /// Estimated tokens of the whole request.
     pub tokens: u64,
+    /// The least any tokenizer Seshat knows counts for it (four characters a token throughout,
+    /// no prior): a server reporting far fewer cut the prompt.
+    pub floor_tokens: u64,
     /// What compaction did before this call, if it ran.
     pub compaction: Option<Report>,
     /// Things the user should know (an unknown window, a tripped breaker).
@@ -304,7 +307,10 @@ impl Compactor<'_> {
                 });
             }
         }
-        Ok(Prepared { messages, tokens: tokens_now, compaction: report, warnings })
+        let floor_tokens = window::floor_text(&frame.system)
+            + window::floor_text(&frame.tools)
+            + messages.iter().map(|m| window::floor_parts(&m.parts)).sum::<u64>();
+        Ok(Prepared { messages, tokens: tokens_now, floor_tokens, compaction: report, warnings })
     }
 
     /// Compacts now as the automatic pass does, whatever the threshold says (recovering from a
@@ -457,8 +463,8 @@ impl Compactor<'_> {
             report.refusals_recovered = learnt.recovered;
             // How the summary model counts, for the next request to it (the chat's, when it is
             // the session's model).
-            if let (Some(density), false) = (learnt.density, dry_run) {
-                store.set_calibration(session, &summary_model, density)?;
+            if let (Some(calibration), false) = (learnt.calibration, dry_run) {
+                store.set_calibration(session, &summary_model, calibration)?;
             }
         }
         let summary = summarised.map(|s| s.text);
@@ -609,7 +615,7 @@ impl Compactor<'_> {
     /// Writes the summary of `dropped`, in chunks sized so that each request fits the summary
     /// model's window in its real tokens (estimates times the session's calibration). A chunk
     /// refused for its length is recovered once: the real size the refusal names (or, when it
-    /// names none, half again the estimate) becomes the density, the chunk is cut again to fit,
+    /// names none, half again the estimate) becomes the calibration, the chunk is cut again to fit,
     /// and the request is retried; a second refusal fails the summary. Returns the summary and
     /// what it learnt.
     fn summarise(
@@ -630,8 +636,8 @@ impl Compactor<'_> {
             (a, b) => a.or(b).or(settings.context_window).unwrap_or(0),
         };
         // Real tokens per estimated token: the session's calibration applies to its own model.
-        let mut density = if model == settings.model { settings.calibration.max(1.0) } else { 1.0 };
-        let mut learnt = Summarised { text: String::new(), density: None, recovered: 0, window: None };
+        let mut calibration = if model == settings.model { settings.calibration.max(1.0) } else { 1.0 };
+        let mut learnt = Summarised { text: String::new(), calibration: None, recovered: 0, window: None };
         let mut running = previous;
         let mut done = 0;
         let mut retried_at = None;
@@ -640,12 +646,12 @@ impl Compactor<'_> {
             // No message may be larger than a request can hold beside the instructions, a previous
             // summary (at most the cap) and the answer.
             let real_room = |extra: u64| model_window.saturating_sub(extra);
-            let largest = estimate_units(real_room(2 * summary_tokens + SUMMARY_PROMPT_TOKENS + 64), density);
+            let largest = estimate_units(real_room(2 * summary_tokens + SUMMARY_PROMPT_TOKENS + 64), calibration);
             let max_chars = usize::try_from(largest.saturating_mul(4)).unwrap_or(usize::MAX).max(400);
             let messages: Vec<PluginMessage> = dropped[done..].iter().map(|e| summary_message(e, max_chars)).collect();
             // Chunks are sized so each request (instructions, previous summary, messages) and its
             // answer fit the summary model's window; `BoundModel` checks every request against it.
-            let room = estimate_units(real_room(summary_tokens + SUMMARY_PROMPT_TOKENS), density)
+            let room = estimate_units(real_room(summary_tokens + SUMMARY_PROMPT_TOKENS), calibration)
                 .saturating_sub(running.as_deref().map_or(0, window::estimate_text));
             let chunk = first_chunk(&messages, room);
             let request = SummaryRequest {
@@ -662,7 +668,7 @@ impl Compactor<'_> {
                 model: model.to_string(),
                 calls: calls.clone(),
                 window: model_window,
-                density,
+                calibration,
                 refused: refused.clone(),
             };
             match self.summariser.summarise(&request, Box::new(bound)) {
@@ -684,11 +690,12 @@ impl Compactor<'_> {
                     }
                     let seen = match refusal.real {
                         Some(real) if refusal.estimated > 0 => real as f64 / refusal.estimated as f64,
-                        _ => density * 1.5,
+                        _ => calibration * 1.5,
                     };
-                    // A little over what was seen, so the retry is not refused by a rounding.
-                    density = (density.max(seen) * 1.05).min(window::MAX_DENSITY);
-                    learnt.density = Some(density);
+                    // A tenth over what was seen: the next cut holds other messages, whose mix of
+                    // content may count a little denser.
+                    calibration = (calibration.max(seen) * 1.1).min(window::MAX_CALIBRATION);
+                    learnt.calibration = Some(calibration);
                 }
             }
         }
@@ -703,16 +710,16 @@ struct Summarised {
     /// The summary.
     text: String,
     /// Real tokens per estimated token, learnt from a refusal.
-    density: Option<f64>,
+    calibration: Option<f64>,
     /// Refusals for length recovered.
     recovered: u32,
     /// A smaller window a refusal named.
     window: Option<u64>,
 }
 
-/// `real` tokens in estimate units at `density` real tokens per estimated one.
-fn estimate_units(real: u64, density: f64) -> u64 {
-    (real as f64 / density.max(1.0)) as u64
+/// `real` tokens in estimate units at `calibration` real tokens per estimated one.
+fn estimate_units(real: u64, calibration: f64) -> u64 {
+    (real as f64 / calibration.max(1.0)) as u64
 }
 
 /// The view with trims applied to its tool results, as the store applies recorded ones.

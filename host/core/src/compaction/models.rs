@@ -101,7 +101,7 @@ impl Refusal {
 }
 
 /// A [`ModelClient`] bound to one model, as the summariser plugin's `complete` sees it. Every
-/// request is checked against the model's window in real tokens (the estimate times `density`):
+/// request is checked against the model's window in real tokens (the estimate times its `calibration`):
 /// one that cannot fit with its answer is refused here (nothing is sent), and the answer's room is
 /// lowered to what fits. A refusal for length from the model is kept in `refused` for the
 /// compaction to recover from.
@@ -112,7 +112,7 @@ pub(super) struct BoundModel {
     /// The summary model's window (0: unknown, nothing checked).
     pub(super) window: u64,
     /// Real tokens per estimated token (at least 1).
-    pub(super) density: f64,
+    pub(super) calibration: f64,
     /// The last refusal for length the model sent.
     pub(super) refused: Arc<std::sync::Mutex<Option<Refusal>>>,
 }
@@ -125,7 +125,7 @@ impl ModelCall for BoundModel {
         let estimated = request.system.as_deref().map_or(0, window::estimate_text)
             + request.messages.iter().map(|m| window::estimate_parts(&m.parts)).sum::<u64>();
         if self.window > 0 {
-            let input = (estimated as f64 * self.density.max(1.0)).ceil() as u64;
+            let input = (estimated as f64 * self.calibration.max(1.0)).ceil() as u64;
             let room = self.window.saturating_sub(input);
             if room < MIN_SUMMARY_ANSWER {
                 return Err(ModelError::new(
