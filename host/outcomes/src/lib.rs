@@ -1,5 +1,6 @@
 //! The lines of a tool's output that carry its outcome: errors, failures, panics, warnings, test
-//! summaries, `path:line` locations and `key: value` results.
+//! summaries, what a successful run ended with (figures with units, files written, versions, its
+//! last line), `path:line` locations and `key: value` results.
 //!
 //! A long output (a 300-line test log, a build, a grep) is mostly what it is made of; what an
 //! agent needs later is the few lines that say how it ended. Trimmers keep them beside a head and
@@ -24,10 +25,14 @@ pub enum Kind {
     Error,
     /// A test run's summary (`test result: …`, `12 passed`, `Ran 40 tests`).
     Summary,
-    /// A warning or deprecation.
-    Warning,
     /// A `key: value` result whose value has a number (`p99_ms: 412`).
     Measure,
+    /// A warning or deprecation.
+    Warning,
+    /// What a successful run ended with: a figure with its unit (`12,400 req/s`, `p99 18.4ms`,
+    /// `4.1 MiB`), something written or built (`wrote 14 files`, `Finished release`), a version,
+    /// or, in an output with no other outcome, its last line.
+    Result,
     /// A `path:line` location (`src/a.rs:42`).
     Location,
 }
@@ -36,10 +41,11 @@ impl Kind {
     /// How much a line of this kind says about the outcome (higher is more).
     pub fn weight(self) -> u8 {
         match self {
-            Kind::Error => 5,
-            Kind::Summary => 4,
+            Kind::Error => 6,
+            Kind::Summary => 5,
+            Kind::Measure => 4,
             Kind::Warning => 3,
-            Kind::Measure => 2,
+            Kind::Result => 2,
             Kind::Location => 1,
         }
     }
@@ -51,6 +57,8 @@ struct Words {
     error: bool,
     summary: bool,
     warning: bool,
+    /// A word saying something was made or finished (`wrote`, `built`, `finished`, …).
+    made: bool,
 }
 
 fn scan_words(line: &str) -> Words {
@@ -82,6 +90,9 @@ fn scan_words(line: &str) -> Words {
             | b"crashed" | b"denied" | b"refused" | b"timeout" | b"unresolved" | b"undefined" => found.error = true,
             b"passed" | b"passing" | b"succeeded" | b"skipped" | b"ignored" => found.summary = true,
             b"warning" | b"warnings" | b"warn" | b"deprecated" => found.warning = true,
+            b"wrote" | b"written" | b"writes" | b"created" | b"built" | b"generated" | b"saved" | b"installed"
+            | b"published" | b"deployed" | b"finished" | b"completed" | b"done" | b"uploaded" | b"compiled"
+            | b"released" | b"produced" | b"exported" | b"throughput" | b"version" | b"total" => found.made = true,
             _ => {}
         }
     }
@@ -116,6 +127,54 @@ fn is_measure(line: &str) -> bool {
             .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()) && !v.contains(':'))
 }
 
+/// Units a figure of a result is given in (after the number, with or without a space).
+const UNITS: &[&str] = &[
+    "req/s", "ops/s", "rps", "qps", "tok/s", "mb/s", "mib/s", "gb/s", "ms", "µs", "us", "ns", "s", "min", "kib", "mib",
+    "gib", "kb", "mb", "gb", "b", "bytes", "%", "files", "lines", "tests", "rows", "items", "records", "requests",
+    "errors", "warnings", "crates", "packages", "modules", "chunks", "tokens",
+];
+
+/// A figure with its unit: digits (with `,` `.` `_` inside), an optional space, then a unit that
+/// ends there (`12,400 req/s`, `18.4ms`, `4.1 MiB`, `14 files`).
+fn has_figure_with_unit(line: &str) -> bool {
+    let b = line.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if !b[i].is_ascii_digit() || (i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_')) {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j < b.len()
+            && (b[j].is_ascii_digit()
+                || (matches!(b[j], b',' | b'.' | b'_') && b.get(j + 1).is_some_and(u8::is_ascii_digit)))
+        {
+            j += 1;
+        }
+        let rest = line[j..].strip_prefix(' ').unwrap_or(&line[j..]);
+        let found = UNITS.iter().any(|u| {
+            rest.len() >= u.len()
+                && rest.is_char_boundary(u.len())
+                && rest[..u.len()].eq_ignore_ascii_case(u)
+                && !rest[u.len()..].starts_with(|c: char| c.is_alphanumeric())
+        });
+        if found {
+            return true;
+        }
+        i = j.max(i + 1);
+    }
+    false
+}
+
+/// A version: `v1.4.2`, `1.4.2`, `2.0` beside the word `version`.
+fn has_version(line: &str) -> bool {
+    line.split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | ',' | '@' | '=')).any(|token| {
+        let t = token.strip_prefix('v').unwrap_or(token);
+        let parts: Vec<&str> = t.split('.').collect();
+        parts.len() >= 3 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|c| c.is_ascii_digit()))
+    })
+}
+
 /// What kind of outcome `line` carries, if any.
 pub fn kind(line: &str) -> Option<Kind> {
     let words = scan_words(line);
@@ -129,6 +188,26 @@ pub fn kind(line: &str) -> Option<Kind> {
     }
     if words.warning {
         return Some(Kind::Warning);
+    }
+    // A progress line (`Compiling serde v1.0.0`, `Downloaded 3 crates`) is how a run went on.
+    const PROGRESS: &[&str] = &[
+        "Compiling",
+        "Checking",
+        "Downloading",
+        "Downloaded",
+        "Fetching",
+        "Updating",
+        "Resolving",
+        "Running",
+        "Locking",
+    ];
+    let progress = PROGRESS.iter().any(|p| line.trim_start().starts_with(p));
+    if !progress
+        && (words.made && (line.bytes().any(|c| c.is_ascii_digit()) || line.contains('/'))
+            || has_figure_with_unit(line)
+            || has_version(line))
+    {
+        return Some(Kind::Result);
     }
     // Both of the rest need a `:`.
     if !line.as_bytes().contains(&b':') {
@@ -161,7 +240,9 @@ pub fn line_ranges(text: &str) -> Vec<Range<usize>> {
 
 /// The outcome lines of `text` worth keeping: `(line index, kind)`, strongest first, then in
 /// order. A kind making up more than a quarter of the lines (a grep's hits, a log's timings) is
-/// what the output is made of, not how it ended, and is left out (errors never are).
+/// what the output is made of, not how it ended, and is left out (errors never are). An output
+/// with no such line ended with its last non-empty line: that line is its [`Kind::Result`],
+/// whatever it says (a benchmark's figures, a build's artefact, `done`), never its first.
 pub fn outcome_lines(text: &str) -> Vec<(usize, Kind)> {
     outcome_lines_in(text, &line_ranges(text))
 }
@@ -171,11 +252,15 @@ fn outcome_lines_in(text: &str, lines: &[Range<usize>]) -> Vec<(usize, Kind)> {
     let mut found: Vec<(usize, Kind)> =
         lines.iter().enumerate().filter_map(|(i, r)| kind(&text[r.clone()]).map(|k| (i, k))).collect();
     let count = |k: Kind| found.iter().filter(|(_, x)| *x == k).count();
-    let common: Vec<Kind> = [Kind::Summary, Kind::Warning, Kind::Measure, Kind::Location]
+    let common: Vec<Kind> = [Kind::Summary, Kind::Result, Kind::Warning, Kind::Measure, Kind::Location]
         .into_iter()
         .filter(|&k| count(k) * 4 > lines.len().max(8))
         .collect();
     found.retain(|(_, k)| !common.contains(k));
+    let last = lines.iter().rposition(|r| !text[r.clone()].trim().is_empty());
+    if let Some(last) = last.filter(|_| found.is_empty()) {
+        found.push((last, Kind::Result));
+    }
     found.sort_by_key(|&(i, k)| (core::cmp::Reverse(k.weight()), i));
     found
 }
@@ -359,8 +444,31 @@ mod tests {
     }
 
     #[test]
+    fn a_successful_run_keeps_what_it_ended_with() {
+        assert_eq!(kind("throughput: 12,400 req/s, p99 18.4ms"), Some(Kind::Result));
+        assert_eq!(kind("wrote 14 files to out/"), Some(Kind::Result));
+        assert_eq!(kind("    Finished `release` profile [optimized] target(s) in 41.2s"), Some(Kind::Result));
+        assert_eq!(kind("artefact target/release/worker: 4.1 MiB"), Some(Kind::Result));
+        assert_eq!(kind("seshat-cli v0.3.1 (/work/main)"), Some(Kind::Result));
+        assert_eq!(kind("ok, nothing else to say"), None);
+        assert_eq!(kind("v2 of the plan"), None, "a short version-like word is no version");
+        // A benchmark's noisy log, every line timed: the timings are what it is made of; the last
+        // line, its result, is kept — not the first.
+        let mut log: Vec<String> =
+            (0..40).map(|i| format!("[10:00:{i:02}] batch {i} processed in {}ms", 200 + i)).collect();
+        log.push("result: 12400 req/s, p99 18.4 ms over 40 batches".into());
+        let text = log.join("\n");
+        let found = outcome_lines(&text);
+        assert_eq!(found.first(), Some(&(40, Kind::Result)), "{found:?}");
+        assert!(!found.iter().any(|(i, _)| *i == 0), "the first log line is no outcome: {found:?}");
+        // A failed run: its error, not its last line.
+        let failed = "step 1\nstep 2\nerror: disk full\ncleaning up";
+        assert_eq!(outcome_lines(failed), [(2, Kind::Error)]);
+    }
+
+    #[test]
     fn a_common_kind_is_not_an_outcome() {
         let text: String = (0..100).map(|i| format!("src/a.rs:{i}:fn f{i}()\n")).collect();
-        assert!(outcome_lines(&text).is_empty());
+        assert_eq!(outcome_lines(&text), [(99, Kind::Result)], "a grep's hits: only how it ended, its last line");
     }
 }

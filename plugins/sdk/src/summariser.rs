@@ -28,10 +28,12 @@ pub fn complete(request: &CompletionRequest) -> Result<Completion, Error> {
 pub const DEFAULT_INSTRUCTIONS: &str = "You are compacting a conversation between a user and an AI agent so \
 the agent can continue without the older messages. Write a concise summary in sections, each given its share of the \
 space: the constraints and preferences the user stated (never, always, must, don't), verbatim; the user's active \
-requests (verbatim where short); the decisions made and why (a decision replaced later only as the newer one, naming \
-on the same line what it replaced, marked replaced); the tool outcomes that still matter, from the lines that carry \
-them (errors, failures, warnings, test summaries, path:line locations, key: value results), quoted exactly; and the \
-unresolved work and next steps, even if mentioned only in passing. Keep names, paths, numbers and identifiers \
+requests (verbatim where short); the decisions made and why (a decision replaced later, in whatever words — switched \
+from, instead of, no longer, dropped, replaces — only as the newer one, naming on the same line what it replaced, \
+marked replaced); the tool outcomes that still matter, from the lines that carry them (errors, failures, warnings, \
+test summaries; for a run that succeeded, what it ended with: figures with their units, counts, sizes, versions, \
+paths written, its last line — never its first log line; path:line locations, key: value results), quoted exactly; \
+and the unresolved work and next steps, even if mentioned only in passing. Keep names, paths, numbers and identifiers \
 exactly. State each thing once. Do not invent anything. If a previous summary is given, fold it in: the result \
 replaces both.";
 

@@ -44,7 +44,28 @@ const OPEN_WORDS: &[&str] =
 const RULE_WORDS: &[&str] =
     &["never", "always", "must", "don't", "dont", "do not", "prefer", "avoid", "only use", "make sure", "shall not"];
 const ASK_WORDS: &[&str] = &["please", "need", "want", "should", "add", "fix", "implement", "write", "make", "track"];
-const REPLACES: &[&str] = &["replace", "supersede", "instead of", "no longer", "change of plan"];
+const REPLACES: &[&str] = &[
+    "replace",
+    "supersede",
+    "instead of",
+    "no longer",
+    "change of plan",
+    "switch from",
+    "switched from",
+    "switching from",
+    "switch to",
+    "rather than",
+    "drop ",
+    "dropped",
+    "dropping",
+    "move from",
+    "moved from",
+    "migrate from",
+    "abandon",
+    "scrap",
+    "revert",
+    "not going with",
+];
 
 /// One candidate line of a section.
 struct Item {
@@ -152,14 +173,74 @@ fn dedupe(items: &mut Vec<Item>) {
 
 /// A decision that names (by an identifier) an earlier one and says it replaces it takes its
 /// place: the earlier one goes, and the newer line says what it replaced.
+/// Words that lead to what a replacing sentence drops: "switch from X", "instead of X", "drop X".
+const DROPS: &[&str] = &[
+    "from ",
+    "instead of ",
+    "rather than ",
+    "drop ",
+    "dropped ",
+    "dropping ",
+    "abandon ",
+    "abandoned ",
+    "scrap ",
+    "scrapped ",
+    "revert ",
+    "reverted ",
+    "replaces ",
+    "replace ",
+    "no longer use ",
+    "no longer using ",
+    "not going with ",
+];
+/// Words skipped between such a lead and the name it introduces.
+const FILLER: &[&str] = &["the", "a", "an", "our", "using", "use", "with", "plain", "old", "current"];
+
+/// The names a replacing sentence says are dropped (lower case): the first word after each lead
+/// of [`DROPS`] that is not filler, at least three letters long.
+fn dropped_names(lower: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for lead in DROPS {
+        for (at, _) in lower.match_indices(lead) {
+            if at > 0 && lower.as_bytes()[at - 1].is_ascii_alphanumeric() {
+                continue;
+            }
+            let name = lower[at + lead.len()..]
+                .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ':' | '(' | ')' | '.'))
+                .find(|w| !w.is_empty() && !FILLER.contains(w));
+            if let Some(name) = name.filter(|w| w.chars().filter(|c| c.is_alphanumeric()).count() >= 3) {
+                out.push(name.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// Whether `lower` holds `name` as a word.
+fn has_word(lower: &str, name: &str) -> bool {
+    lower.match_indices(name).any(|(at, _)| {
+        let before = lower[..at].chars().next_back();
+        let after = lower[at + name.len()..].chars().next();
+        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+    })
+}
+
 fn supersede(items: &mut Vec<Item>) {
     let mut i = 0;
     while i < items.len() {
         let lower = items[i].text.to_lowercase();
         if has(&lower, REPLACES) {
             let ids: Vec<String> = identifiers(&items[i].text).into_iter().map(str::to_string).collect();
-            let replaced: Vec<usize> =
-                (0..i).filter(|&j| identifiers(&items[j].text).iter().any(|x| ids.iter().any(|y| y == x))).collect();
+            let names = dropped_names(&lower);
+            // An earlier decision shares an identifier with the replacement, or names what the
+            // replacement drops — whatever the wording ("switch from A to B", "instead of A",
+            // "drop A").
+            let replaced: Vec<usize> = (0..i)
+                .filter(|&j| {
+                    identifiers(&items[j].text).iter().any(|x| ids.iter().any(|y| y == x))
+                        || names.iter().any(|n| has_word(&items[j].text.to_lowercase(), n))
+                })
+                .collect();
             for &j in replaced.iter().rev() {
                 let old = items.remove(j);
                 i -= 1;
@@ -291,12 +372,13 @@ impl Summariser for Extractive {
                         let (name, args) =
                             calls.get(&r.call_id).cloned().unwrap_or_else(|| ("tool".into(), String::new()));
                         let status = if r.is_error { "failed" } else { "ok" };
-                        // The strongest two outcome lines, else the first line.
+                        // The strongest two outcome lines: its errors, its summary, what a
+                        // successful run ended with (its last line at least) — never its first
+                        // log line.
                         let found = outcomes::outcome_lines(&r.content);
                         let lines = outcomes::line_ranges(&r.content);
                         let (said, weight) = if found.is_empty() {
-                            let first = r.content.lines().find(|l| !l.trim().is_empty()).unwrap_or("(empty)");
-                            (clip(first, LINE), 0)
+                            ("(no output)".to_string(), 0)
                         } else {
                             let mut picked: Vec<(usize, outcomes::Kind)> = found.iter().take(2).copied().collect();
                             picked.sort_by_key(|(i, _)| *i);

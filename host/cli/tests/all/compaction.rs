@@ -840,6 +840,60 @@ fn the_extractive_summary_keeps_rules_outcome_lines_and_only_the_newest_decision
 }
 
 #[test]
+fn the_extractive_summary_shows_choices_replaced_in_any_wording_and_a_runs_result() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 20_000);
+    // Four choices, each replaced later in other words, none with an identifier to match by.
+    let choices = [
+        (
+            "Decision: we will use Postgres for the job queue.",
+            "Change of plan: switch from Postgres to SQLite for the job queue.",
+        ),
+        (
+            "We decided to schedule the jobs with tokio-cron.",
+            "We will schedule with a plain loop instead of tokio-cron.",
+        ),
+        ("Plan: we will deploy with Helm charts.", "Let's drop Helm and deploy with plain manifests."),
+        ("We will use JSON for the export format.", "We no longer use JSON: the export format will be CBOR."),
+    ];
+    for (choice, _) in &choices {
+        store.append(&id, &[text(Role::Assistant, *choice)]).unwrap();
+    }
+    // A benchmark's run: a noisy log, every line timed, ending with its result.
+    let mut log: Vec<String> =
+        (0..120).map(|i| format!("[10:00:{:02}] batch {i} processed in {}ms", i % 60, 200 + i % 50)).collect();
+    log.push("result: 12400 req/s, p99 18.4 ms over 120 batches".into());
+    store.append(&id, &tool_pair("bench1", &log.join("\n"))).unwrap();
+    for (_, replacement) in &choices {
+        store.append(&id, &[text(Role::Assistant, *replacement)]).unwrap();
+    }
+    chat(&mut store, &id, 40, 200);
+    let mut p = plugins("summariser-extractive");
+    let mut c = p.compactor(Scripted::answering(&[]));
+    let report = c.compact(&mut store, &id, &frame(), &settings(Some(20_000)), false).unwrap();
+    assert!(report.summarised, "{report:?}");
+    let summary = store.live_view(&id).unwrap().compaction.unwrap().summary.unwrap();
+    let section = |title: &str| -> Vec<String> {
+        let start = summary.find(&format!("{title}:\n")).unwrap_or_else(|| panic!("no {title} in {summary}"));
+        summary[start..].lines().skip(1).take_while(|l| l.starts_with("- ")).map(str::to_string).collect()
+    };
+    let decisions = section("Decisions");
+    for (choice, replacement) in &choices {
+        let current = replacement.trim_end_matches('.');
+        assert!(decisions.iter().any(|d| d.contains(current)), "the replacement is current: {decisions:?}");
+        // The replaced choice is gone, or shown only as what the replacement replaces.
+        let old = choice.trim_end_matches('.');
+        let as_current = decisions.iter().filter(|d| d.contains(old) && !d.contains("(replaces: ")).count();
+        assert_eq!(as_current, 0, "`{old}` is not shown as current: {decisions:?}");
+    }
+    let outcomes = section("Tool outcomes");
+    let bench = outcomes.iter().find(|o| o.contains("ok:")).unwrap_or_else(|| panic!("{outcomes:?}"));
+    assert!(bench.contains("12400 req/s, p99 18.4 ms"), "the run's result, not its first log line: {bench}");
+    assert!(!bench.contains("batch 0 processed"), "{bench}");
+}
+
+#[test]
 fn seshat_compact_refuses_a_window_below_the_minimum_and_records_nothing() {
     let home = Home::new();
     let mut store = home.store();
