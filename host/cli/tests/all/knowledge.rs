@@ -2,6 +2,7 @@
 //! structure, re-indexed only when changed, searched with bm25 and filtered by scope and project.
 
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
@@ -427,6 +428,81 @@ fn embedder_openai_speaks_the_real_embeddings_json_with_the_key_added_by_the_hos
     }
     let db = std::fs::read(home.db()).unwrap();
     assert!(!db.windows(17).any(|w| w == b"sk-test-embed-123"), "the key never reaches the database");
+}
+
+#[test]
+fn an_embedding_batch_refused_for_its_length_is_cut_again_and_sent_once_more() {
+    let home = Home::new();
+    // An OpenAI-compatible embeddings server whose model takes 256 tokens, counted with a real
+    // tokenizer (GPT-2's), refusing longer inputs in OpenAI's words; the user's configuration
+    // overstates the limit (1,024).
+    let refused: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen = refused.clone();
+    let server = Server::route(move |r| {
+        if let Err(why) = expect_route(r, "POST", "/v1/embeddings") {
+            return Reply::Unexpected(why);
+        }
+        let body: Value = serde_json::from_str(&r.body).unwrap_or_default();
+        let inputs: Vec<String> = body["input"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| t.as_str().unwrap_or_default().to_string())
+            .collect();
+        let bpe = tiktoken_rs::r50k_base_singleton();
+        if let Some(n) = inputs.iter().map(|t| bpe.count_ordinary(t)).find(|&n| n > 256) {
+            seen.lock().unwrap().push(r.body.clone());
+            let message = format!(
+                "This model's maximum context length is 256 tokens, however you requested {n} tokens ({n} in your prompt; 0 for the completion). Please reduce your prompt; or completion length."
+            );
+            let error = serde_json::json!({"error": {"message": message, "type": "invalid_request_error", "param": null, "code": null}});
+            return Reply::json(400, &error.to_string());
+        }
+        let data: Vec<Value> = (0..inputs.len())
+            .map(|i| serde_json::json!({"object": "embedding", "index": i, "embedding": [0.5, 0.5, 0.1]}))
+            .collect();
+        Reply::json(200, &serde_json::json!({"object": "list", "data": data, "model": "m"}).to_string())
+    });
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "[plugins]\nembedder = \"embedder-openai\"\n[knowledge]\nmodel = \"text-embedding-3-small\"\ndimensions = 3\n\
+             max_input_tokens = 1024\nbase_url = \"{}/v1\"\n",
+            server.url()
+        ),
+    )
+    .unwrap();
+    let root = home.path().join("code");
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    let log: String = (0..200)
+        .map(|i| {
+            format!(
+                "[2026-12-03T10:{:02}:{:02}Z] INFO worker-{i} rows={}/10000 in {}ms\n",
+                i % 60,
+                i % 60,
+                i * 37,
+                200 + i
+            )
+        })
+        .collect();
+    std::fs::write(root.join("run.log"), log).unwrap();
+    let out = home
+        .cmd()
+        .current_dir(&root)
+        .env("OPENAI_API_KEY", "sk-test")
+        .args(["knowledge", "add", ".", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let chunks = report["chunks"].as_u64().unwrap();
+    assert_eq!(report["embedding"]["embedded"].as_u64(), Some(chunks), "every chunk has its vector: {report}");
+    let refused = refused.lock().unwrap().clone();
+    assert!(!refused.is_empty(), "the first batch was refused (the overstated limit): {report}");
+    let mut distinct = refused.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), refused.len(), "no request was refused twice");
 }
 
 #[test]

@@ -141,12 +141,48 @@ impl Embedder {
 
     /// Embeds `texts` (each within [`max_input_tokens`](Self::max_input_tokens)), in batches of
     /// at most [`max_batch`](Self::max_batch); one vector per text, in order.
+    ///
+    /// A batch the server refuses for its length teaches the model's real limit: the input limit
+    /// is lowered to what the refusal names (or by a third when it names nothing), and a batch of
+    /// several texts is sent again once, in halves. A single text refused stays refused
+    /// ([`Error::Refused`]): the caller cuts it again to the lowered limit.
     pub fn embed(&mut self, texts: &[String], purpose: EmbedPurpose, cancel: &Cancel) -> Result<Vec<Vec<f32>>> {
         let mut out = Vec::with_capacity(texts.len());
         for batch in texts.chunks(self.max_batch().max(1)) {
-            out.extend(self.embed_batch(batch, purpose, cancel)?);
+            match self.embed_batch(batch, purpose, cancel) {
+                Ok(vectors) => out.extend(vectors),
+                Err(Error::Refused { limit, .. }) if batch.len() > 1 => {
+                    self.learn_input_limit(batch, limit);
+                    let (a, b) = batch.split_at(batch.len() / 2);
+                    out.extend(self.embed_batch(a, purpose, cancel)?);
+                    out.extend(self.embed_batch(b, purpose, cancel)?);
+                }
+                Err(Error::Refused { code, message, limit }) => {
+                    self.learn_input_limit(batch, limit);
+                    return Err(Error::Refused { code, message, limit });
+                }
+                Err(e) => return Err(e),
+            }
         }
         Ok(out)
+    }
+
+    /// Lowers the input limit after a refusal of `batch`: to the window it names, scaled by how
+    /// much denser the server counted than the estimate, with a tenth to spare; by a third when
+    /// it names nothing.
+    fn learn_input_limit(&mut self, batch: &[String], limit: crate::plugins::Limit) {
+        let largest = batch.iter().map(|t| crate::window::estimate_text(t)).max().unwrap_or(0).max(1);
+        let learnt = match limit {
+            crate::plugins::Limit::TooLong { window: Some(window), requested: Some(requested) } if requested > 0 => {
+                // The largest text is the one over the window; it counted `requested`.
+                let per_estimate = requested as f64 / largest as f64;
+                (window as f64 / per_estimate.max(1.0) * 0.9) as u64
+            }
+            crate::plugins::Limit::TooLong { window: Some(window), requested: None } => window * 9 / 10,
+            _ => u64::from(self.max_input_tokens) * 2 / 3,
+        };
+        let learnt = u32::try_from(learnt).unwrap_or(u32::MAX).clamp(8, self.max_input_tokens);
+        self.max_input_tokens = if learnt < self.max_input_tokens { learnt } else { self.max_input_tokens * 2 / 3 };
     }
 
     fn embed_batch(&mut self, texts: &[String], purpose: EmbedPurpose, cancel: &Cancel) -> Result<Vec<Vec<f32>>> {
@@ -186,7 +222,11 @@ impl Embedder {
         })?;
         let vectors = self.plugin.parse_response(status, &body, texts.len(), self.dimensions).map_err(|e| match e {
             crate::plugins::Error::Plugin { code, message, .. } => {
-                Error::Api { code, message: super::bounded_message(&self.credentials.redact(&message)).into_owned() }
+                let message = super::bounded_message(&self.credentials.redact(&message)).into_owned();
+                match length_refusal(status, &message) {
+                    Some(limit) => Error::Refused { code, message, limit },
+                    None => Error::Api { code, message },
+                }
             }
             other => self.plugin_error(&other),
         })?;
@@ -205,4 +245,29 @@ impl Embedder {
     fn plugin_error(&self, e: &crate::plugins::Error) -> Error {
         Error::Plugin(self.credentials.redact(&e.to_string()))
     }
+}
+
+/// Whether an embeddings server's error says the input was too long, and what it names: OpenAI's
+/// "maximum context length is N tokens, however you requested M tokens" and "Invalid 'input':
+/// maximum context length is N tokens", vLLM's "… you requested M tokens in the input for
+/// embedding generation", llama.cpp's "input is too large to process". (Embedder plugins of
+/// contract 0.2.0 cannot say; the wordings are the servers' own.)
+pub(crate) fn length_refusal(status: u16, message: &str) -> Option<crate::plugins::Limit> {
+    if !matches!(status, 400 | 413 | 422 | 500) {
+        return None;
+    }
+    let lower = message.to_lowercase();
+    let said = ["maximum context length", "too large to process", "too long", "exceeds the maximum", "input length"]
+        .iter()
+        .any(|w| lower.contains(w));
+    if !said {
+        return None;
+    }
+    let number_after = |lead: &str| {
+        let at = lower.find(lead)? + lead.len();
+        lower[at..].split(|c: char| !c.is_ascii_digit()).find(|w| !w.is_empty())?.parse::<u64>().ok()
+    };
+    let window = number_after("maximum context length is");
+    let requested = number_after("you requested").or_else(|| number_after("resulted in"));
+    Some(crate::plugins::Limit::TooLong { window, requested })
 }

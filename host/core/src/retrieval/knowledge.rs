@@ -329,6 +329,16 @@ struct Cached {
 /// split text's vector is the mean of its pieces' unit vectors. Returns the vectors and how many
 /// texts were split.
 pub(crate) fn embed_documents(embedder: &mut Embedder, texts: &[String]) -> Result<(Vec<Vec<f32>>, u64)> {
+    match embed_pieces(embedder, texts) {
+        // A text the server refused for its length lowered the embedder's input limit: cut
+        // again to it and send once more.
+        Err(Error::Embedder(crate::providers::Error::Refused { .. })) => embed_pieces(embedder, texts),
+        other => other,
+    }
+}
+
+/// [`embed_documents`]' one attempt, with the embedder's input limit as it stands.
+fn embed_pieces(embedder: &mut Embedder, texts: &[String]) -> Result<(Vec<Vec<f32>>, u64)> {
     // The estimate is approximate: keep a margin under the model's limit.
     let max = (embedder.max_input_tokens() as usize * 9 / 10).max(8);
     let mut pieces: Vec<String> = Vec::with_capacity(texts.len());
