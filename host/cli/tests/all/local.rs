@@ -1187,3 +1187,56 @@ fn seshat_compact_of_a_code_heavy_session_recovers_its_refused_summary_request()
     let ratio = store.session(&id).unwrap().metadata["calibration"][MODEL].as_f64().unwrap();
     assert!(ratio > 1.2, "{ratio}");
 }
+
+/// A file a coding agent read: indented Rust, which OpenAI's tokenizers count near four characters
+/// a token and Seshat's estimate, not knowing the tokenizer, counts as GPT-2's would.
+fn source_file(i: usize) -> String {
+    (0..12)
+        .map(|f| {
+            format!(
+                "    /// Applies event {f} of batch {i}.\n    pub fn apply_{i}_{f}(&mut self, event: &Event) -> Result<(), Error> {{\n        if event.seq <= self.seq {{\n            return Ok(());\n        }}\n        self.index.insert(event.key.clone(), event.seq);\n        Ok(())\n    }}\n"
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn an_openai_model_is_counted_with_its_own_tokenizer_near_the_threshold() {
+    // A session of source files: by Seshat's estimate past the threshold of a 16k window, by
+    // o200k (gpt-4o's tokenizer, which Seshat runs here) well under it — so nothing is compacted.
+    let local = Local::start(Kind::Bare, 16_384, None);
+    let home = home_at("openai", &local.base(), "");
+    let id = home.session("elsewhere");
+    {
+        let mut store = home.store();
+        for i in 0..6 {
+            let role =
+                if i % 2 == 0 { seshat::conversation::Role::User } else { seshat::conversation::Role::Assistant };
+            store.append(&id, &[seshat::conversation::NewMessage::text(role, source_file(i))]).unwrap();
+        }
+    }
+    let history = home.store().full_history(&id).unwrap();
+    let o200k = tiktoken_rs::o200k_base_singleton();
+    let real: usize = history.iter().map(|m| o200k.count_ordinary(crate::support::text_of(m))).sum();
+    let estimated: u64 = history.iter().map(|m| est(crate::support::text_of(m))).sum();
+    let threshold = seshat::window::Marks::new(16_384).threshold;
+    // With the frame (system prompt, tool schemas) on top: past the threshold by the estimate
+    // (the second run below shows it), well under it counted.
+    assert!(estimated > threshold * 9 / 10 && (real as u64) < threshold * 6 / 10, "{estimated} {real} {threshold}");
+    let v = ok_json(&run(&home, &["--resume", &id, "--model", "gpt-4o", "--window", "16384", "--json", "-p", "go on"]));
+    assert!(v["text"].as_str().unwrap().starts_with("Noted"), "{v}");
+    assert_eq!(v["compactions"].as_array().unwrap().len(), 0, "counted under the threshold: nothing compacted: {v}");
+    assert!(home.store().compactions(&id).unwrap().is_empty());
+    // The same session for a model whose tokenizer cannot run here: the estimate decides.
+    let other = home.session("elsewhere");
+    {
+        let mut store = home.store();
+        for m in &history {
+            store
+                .append(&other, &[seshat::conversation::NewMessage::text(m.role, crate::support::text_of(m))])
+                .unwrap();
+        }
+    }
+    let v = ok_json(&run(&home, &["--resume", &other, "--model", MODEL, "--window", "16384", "--json", "-p", "go on"]));
+    assert_eq!(v["compactions"].as_array().unwrap().len(), 1, "the estimate is past the threshold: {v}");
+}

@@ -67,3 +67,28 @@ pub(super) fn content_len(p: &Part) -> u64 {
         other => other.byte_size() as u64,
     }
 }
+
+/// A message's size in the model's own tokens, each text counted by `count`, with the overhead
+/// the estimate gives a message; `None` when `count` cannot count.
+pub(crate) fn counted_parts(parts: &[Part], count: &dyn Fn(&str) -> Option<u64>) -> Option<u64> {
+    let mut total = window::MESSAGE_OVERHEAD;
+    for p in parts {
+        total += match p {
+            Part::Text { text } => count(text)?,
+            Part::ToolCall { id, name, arguments } => count(id)? + count(name)? + count(arguments)?,
+            Part::ToolResult { call_id, content, .. } => count(call_id)? + count(content)?,
+            Part::Thinking { text, signature } => count(text)? + signature.as_deref().map_or(Some(0), count)?,
+            Part::RedactedThinking { data } => count(data)?,
+        };
+    }
+    Some(total)
+}
+
+/// The whole request — frame and view — in the model's own tokens, when `count` can count.
+pub(crate) fn counted_request(frame: &Frame, view: &LiveView, count: &dyn Fn(&str) -> Option<u64>) -> Option<u64> {
+    let mut total = count(&frame.system)? + count(&frame.tools)?;
+    for e in &view.entries {
+        total += counted_parts(&e.parts, count)?;
+    }
+    Some(total)
+}

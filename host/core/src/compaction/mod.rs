@@ -225,7 +225,16 @@ impl Compactor<'_> {
     ) -> Result<Prepared> {
         let mut warnings = Vec::new();
         let mut report = None;
-        let tokens = current_use_calibrated(frame, &view, settings.calibration);
+        let mut tokens = current_use_calibrated(frame, &view, settings.calibration);
+        // Near the threshold, precision decides: count in the model's own tokens where that can
+        // be done here (the estimate's prior runs high on code and JSON for such tokenizers).
+        if let Some(window) = settings.context_window
+            && tokens * 10 > Marks::new(window).threshold * 7
+            && let Some(counted) =
+                accounting::counted_request(frame, &view, &|t: &str| self.models.count(&settings.model, t))
+        {
+            tokens = counted;
+        }
         match settings.context_window {
             None => warnings.push(format!(
                 "the context window of `{}` is unknown: auto-compaction is off for this session (give the window, or \
@@ -288,7 +297,16 @@ impl Compactor<'_> {
         let tokens_now = frame.tokens() + messages.iter().map(|m| entry_tokens(&m.parts)).sum::<u64>();
         if let Some(window) = settings.context_window {
             let limit = Marks::new(window).hard_limit(settings.max_output_tokens);
-            if settings.real(tokens_now) > limit {
+            // Over the limit by the estimate: the model's own count, where it can be had, decides.
+            let count = |t: &str| self.models.count(&settings.model, t);
+            let counted = || {
+                let mut total = count(&frame.system)? + count(&frame.tools)?;
+                for m in &messages {
+                    total += accounting::counted_parts(&m.parts, &count)?;
+                }
+                Some(total)
+            };
+            if settings.real(tokens_now) > limit && counted().is_none_or(|c| c > limit) {
                 let failures = store.session(session)?.compaction_failures;
                 let hint = if failures >= MAX_CONSECUTIVE_FAILURES {
                     "; summarising is off after repeated failures: compact the session by hand or start a new one"

@@ -15,6 +15,11 @@ pub trait ModelClient: Send + Sync {
     fn complete(&self, model: &str, request: CompletionRequest) -> Result<Completion, ModelError>;
     /// The model's context window, when known.
     fn context_window(&self, model: &str) -> Option<u64>;
+    /// `text`'s tokens in `model`'s own tokenizer, when it can be counted here (none by default:
+    /// the estimate serves).
+    fn count(&self, _model: &str, _text: &str) -> Option<u64> {
+        None
+    }
 }
 
 /// A [`ModelClient`] with no models: every summary call fails, saying what to configure. For
@@ -124,8 +129,18 @@ impl ModelCall for BoundModel {
     fn complete(&mut self, mut request: CompletionRequest) -> Result<Completion, ModelError> {
         let estimated = request.system.as_deref().map_or(0, window::estimate_text)
             + request.messages.iter().map(|m| window::estimate_parts(&m.parts)).sum::<u64>();
+        // Counted in the model's own tokens where that can be done here; else the estimate at
+        // the calibration.
+        let count = |t: &str| self.client.count(&self.model, t);
+        let counted = request.system.as_deref().map_or(Some(0), count).and_then(|system| {
+            let mut total = system;
+            for m in &request.messages {
+                total += super::accounting::counted_parts(&m.parts, &count)?;
+            }
+            Some(total)
+        });
         if self.window > 0 {
-            let input = (estimated as f64 * self.calibration.max(1.0)).ceil() as u64;
+            let input = counted.unwrap_or_else(|| (estimated as f64 * self.calibration.max(1.0)).ceil() as u64);
             let room = self.window.saturating_sub(input);
             if room < MIN_SUMMARY_ANSWER {
                 return Err(ModelError::new(

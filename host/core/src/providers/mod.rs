@@ -6,6 +6,7 @@
 //! messages so each message crosses into the plugin once and the request prefix stays
 //! byte-stable for prompt caching.
 
+pub mod counting;
 pub mod credentials;
 pub(crate) mod destination;
 pub mod embedder;
@@ -658,5 +659,9 @@ impl crate::compaction::ModelClient for SharedProvider {
 
     fn context_window(&self, model: &str) -> Option<u64> {
         self.lock().model(model).map(|m| m.context_window).filter(|&w| w > 0)
+    }
+
+    fn count(&self, model: &str, text: &str) -> Option<u64> {
+        counting::count(model, text)
     }
 }
