@@ -43,14 +43,24 @@ fn code() -> String {
         .collect()
 }
 
+/// A fixed-seed xorshift generator: the same samples on every run.
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
 /// A test run's and a build's output: timestamps, paths, counters, durations.
 fn logs() -> String {
     let mut s = String::new();
-    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut rng = XorShift(0x2545_f491_4f6c_dd1d);
     for i in 0..600 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
+        let x = rng.next();
         s.push_str(&format!(
             "[2026-12-03T10:{:02}:{:02}.{:03}Z] INFO  worker-{}::batch processed rows={}/{} in {}ms (p99={}.{}ms, rss={}MiB)\n",
             i % 60,
@@ -98,11 +108,9 @@ fn json_pretty() -> String {
 /// Hashes, ids, versions, paths and figures, as tool results list them.
 fn identifiers() -> String {
     let mut s = String::new();
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
     for i in 0..800 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
+        let x = rng.next();
         s.push_str(&format!(
             "{:016x} 01JFV{:021} v{}.{}.{} /srv/app/{:x}/part-{i:05}.parquet {} bytes {}.{:03}s\n",
             x,

@@ -779,6 +779,12 @@ fn a_summary_request_carries_each_long_outputs_outcome_lines() {
     assert!(!sent.contains("crate_070 "), "the middle is cut: {sent}");
 }
 
+/// The items of one section of an extractive summary (`Title:` then `- item` lines).
+fn summary_section(summary: &str, title: &str) -> Vec<String> {
+    let start = summary.find(&format!("{title}:\n")).unwrap_or_else(|| panic!("no {title} in {summary}"));
+    summary[start..].lines().skip(1).take_while(|l| l.starts_with("- ")).map(str::to_string).collect()
+}
+
 #[test]
 fn the_extractive_summary_keeps_rules_outcome_lines_and_only_the_newest_decision() {
     let home = Home::new();
@@ -816,10 +822,7 @@ fn the_extractive_summary_keeps_rules_outcome_lines_and_only_the_newest_decision
     let report = c.compact(&mut store, &id, &frame(), &settings(Some(20_000)), false).unwrap();
     assert!(report.summarised, "{report:?}");
     let summary = store.live_view(&id).unwrap().compaction.unwrap().summary.unwrap();
-    let section = |title: &str| -> Vec<String> {
-        let start = summary.find(&format!("{title}:\n")).unwrap_or_else(|| panic!("no {title} in {summary}"));
-        summary[start..].lines().skip(1).take_while(|l| l.starts_with("- ")).map(str::to_string).collect()
-    };
+    let section = |title: &str| summary_section(&summary, title);
     assert_eq!(section("Constraints and preferences"), ["- Never push to main directly; always open a PR"]);
     let requests = section("User requests");
     assert_eq!(requests.iter().filter(|r| r.contains("UP-12")).count(), 1, "duplicates dropped: {requests:?}");
@@ -874,10 +877,7 @@ fn the_extractive_summary_shows_choices_replaced_in_any_wording_and_a_runs_resul
     let report = c.compact(&mut store, &id, &frame(), &settings(Some(20_000)), false).unwrap();
     assert!(report.summarised, "{report:?}");
     let summary = store.live_view(&id).unwrap().compaction.unwrap().summary.unwrap();
-    let section = |title: &str| -> Vec<String> {
-        let start = summary.find(&format!("{title}:\n")).unwrap_or_else(|| panic!("no {title} in {summary}"));
-        summary[start..].lines().skip(1).take_while(|l| l.starts_with("- ")).map(str::to_string).collect()
-    };
+    let section = |title: &str| summary_section(&summary, title);
     let decisions = section("Decisions");
     for (choice, replacement) in &choices {
         let current = replacement.trim_end_matches('.');
