@@ -31,9 +31,11 @@ pub enum Error {
     /// Indexing files failed.
     #[error(transparent)]
     Index(#[from] crate::knowledge::Error),
-    /// The embedder failed (the text is scrubbed of the credential).
+    /// The embedder failed (the text is scrubbed of the credential). Its message carries the
+    /// embedder's error whole, so that error is not also its source: a chain printed in full
+    /// would say it twice.
     #[error("the embedder failed: {0}")]
-    Embedder(#[from] crate::providers::Error),
+    Embedder(crate::providers::Error),
     /// The index's vectors were made by another model: re-embedding replaces them, which needs
     /// the user's consent.
     #[error(
@@ -54,6 +56,12 @@ pub enum Error {
     /// An application's retriever failed.
     #[error("{0}")]
     Retriever(String),
+}
+
+impl From<crate::providers::Error> for Error {
+    fn from(e: crate::providers::Error) -> Self {
+        Error::Embedder(e)
+    }
 }
 
 impl Error {
