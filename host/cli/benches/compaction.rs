@@ -5,6 +5,9 @@
 //! 2. A whole compaction of a ~1M-token session, the model call excluded (the extractive
 //!    summariser calls none), beside the raw cost of reading that history from SQLite; with the
 //!    share of the time spent inside plugins.
+//! 3. The pre-call check near the threshold of a 128k window for a model whose tokenizer runs
+//!    here (gpt-4o: the request counted with o200k, the first time and then from the cache)
+//!    beside the same check by the estimate alone: what counting adds to a turn.
 //!
 //! Run: `cargo bench -p seshat-cli --bench compaction`.
 
@@ -52,6 +55,25 @@ fn turn(i: usize, result_tokens: usize) -> [NewMessage; 4] {
         },
         NewMessage::text(Role::Assistant, format!("answer {i}: the build failed in module {}", i % 40)),
     ]
+}
+
+/// A model client that counts as Seshat's provider does for OpenAI's models.
+struct Counting;
+
+impl ModelClient for Counting {
+    fn complete(
+        &self,
+        _model: &str,
+        _request: seshat::plugins::CompletionRequest,
+    ) -> Result<seshat::plugins::Completion, seshat::plugins::ModelError> {
+        Err(seshat::plugins::ModelError::new("none", "no model call in this benchmark"))
+    }
+    fn context_window(&self, _model: &str) -> Option<u64> {
+        None
+    }
+    fn count(&self, model: &str, text: &str) -> Option<u64> {
+        seshat::providers::counting::count(model, text)
+    }
 }
 
 fn settings(window: u64) -> Settings {
@@ -135,6 +157,60 @@ fn main() {
         fmt(t_large),
         fmt(t_small),
         t_large.as_secs_f64() / t_small.as_secs_f64()
+    );
+
+    // Near the threshold of a 128k window (~80k tokens: counting starts at 70% of the threshold),
+    // a session of prose that fits by either count, so neither check compacts.
+    let mut store = Store::open(&dir.path().join("count.db")).unwrap();
+    let near = store
+        .create_session(NewSession { project: "/bench".into(), context_window: Some(128_000), ..Default::default() })
+        .unwrap()
+        .id;
+    let batch: Vec<NewMessage> = (0..200)
+        .flat_map(|i| {
+            [
+                NewMessage::text(Role::User, format!("request {i}: tell me what the build step does")),
+                NewMessage::text(
+                    Role::Assistant,
+                    format!(
+                        "answer {i}: {}",
+                        "The build step writes the cache key to disk before the tests run. ".repeat(24)
+                    ),
+                ),
+            ]
+        })
+        .collect();
+    store.append(&near, &batch).unwrap();
+    let tokens = seshat::compaction::estimate_request(&frame, &store.live_view(&near).unwrap());
+    let threshold = seshat::window::Marks::new(128_000).threshold;
+    assert!(tokens < threshold && tokens * 10 > threshold * 7, "{tokens} of {threshold}");
+    let counting: Arc<dyn ModelClient> = Arc::new(Counting);
+    let mut near_check = |model: &str, models: &Arc<dyn ModelClient>, runs: usize| {
+        let settings = Settings { model: model.into(), ..settings(128_000) };
+        median(
+            (0..runs)
+                .map(|_| {
+                    let mut c =
+                        Compactor { trimmer: &mut trimmer, summariser: &mut summariser, models: models.clone() };
+                    let t = Instant::now();
+                    let prepared = c.before_call(&mut store, &near, &frame, &settings).unwrap();
+                    assert!(prepared.compaction.is_none(), "{model}: {:?}", prepared.compaction);
+                    t.elapsed()
+                })
+                .collect(),
+        )
+    };
+    let estimated = near_check("bench", &models, 51);
+    let first = near_check("gpt-4o", &counting, 1);
+    let cached = near_check("gpt-4o", &counting, 51);
+    let view = store.live_view(&near).unwrap();
+    println!(
+        "| pre-call check near the threshold of a 128k window, ~{}k tokens: counted with o200k from the cache (seshat) vs the estimate alone (baseline), median of 51 | {} | {} | {:.2}× | the first, uncached count: {} |",
+        seshat::compaction::estimate_request(&frame, &view) / 1000,
+        fmt(cached),
+        fmt(estimated),
+        cached.as_secs_f64() / estimated.as_secs_f64(),
+        fmt(first)
     );
 
     // ~1M tokens: 2,500 turns with ~400-token tool results, in five identical sessions so each
