@@ -1240,3 +1240,25 @@ fn an_openai_model_is_counted_with_its_own_tokenizer_near_the_threshold() {
     let v = ok_json(&run(&home, &["--resume", &other, "--model", MODEL, "--window", "16384", "--json", "-p", "go on"]));
     assert_eq!(v["compactions"].as_array().unwrap().len(), 1, "the estimate is past the threshold: {v}");
 }
+
+#[test]
+fn a_summary_refused_again_after_the_second_cut_fails_naming_the_messages_and_the_window() {
+    // A token a byte: prose counts four times the estimate, past the most Seshat believes (3×),
+    // so the second cut is refused too — a failed compaction, which says what could not fit.
+    let local = Local::start(Kind::Bare, 8_192, Some(Over::ByteTokenizer));
+    let home = home_at("openai", &local.base(), "");
+    let id = history(&home, 24, 450);
+    let out = home
+        .cmd()
+        .env("OPENAI_API_KEY", KEY)
+        .args(["compact", &id, "--window", "8192", "--summary-model", MODEL, "--json"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("refused the summary of messages 1–"), "{err}");
+    assert!(err.contains("twice for its length") && err.contains("its window is 8192 tokens"), "{err}");
+    assert!(err.contains("tokens by the model's count"), "the size the refusal named: {err}");
+    assert_eq!(local.seen().refused_bodies.len(), 2, "refused once, cut again, refused again — then no more");
+    assert_eq!(home.store().session(&id).unwrap().compaction_failures, 1, "a failed compaction");
+}

@@ -696,6 +696,21 @@ impl Compactor<'_> {
                 }
                 Err(e) => {
                     let refusal = refused.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+                    if let Some(again) = refusal.filter(|_| retried_at == Some(done)) {
+                        // Refused again after the second cut: say which messages, how large and
+                        // the window, beside the server's words.
+                        let seqs: Vec<u64> = dropped[done..done + chunk.len()].iter().filter_map(|e| e.seq).collect();
+                        let (first, last) = (seqs.first().copied().unwrap_or(0), seqs.last().copied().unwrap_or(0));
+                        let size = again.real.map_or_else(
+                            || format!("~{} tokens by Seshat's estimate", again.estimated),
+                            |r| format!("{r} tokens by the model's count"),
+                        );
+                        return Err(format!(
+                            "the summary model refused the summary of messages {first}–{last} twice for its length \
+                             ({size}; its window is {} tokens), even cut again: {e}",
+                            again.window.unwrap_or(model_window)
+                        ));
+                    }
                     let Some(refusal) = refusal.filter(|_| retried_at != Some(done)) else {
                         return Err(e.to_string());
                     };
