@@ -118,7 +118,7 @@ pub fn floor_text(text: &str) -> u64 {
 
 /// [`floor_text`] of a message, with its overhead.
 pub fn floor_parts(parts: &[crate::conversation::Part]) -> u64 {
-    parts_with(parts, floor_text)
+    parts_with(parts, &|t: &str| Some(floor_text(t))).unwrap_or(0)
 }
 
 /// Tokens a message costs beyond its text (role, separators).
@@ -126,23 +126,24 @@ pub(crate) const MESSAGE_OVERHEAD: u64 = 4;
 
 /// The estimated size of a message.
 pub fn estimate_parts(parts: &[crate::conversation::Part]) -> u64 {
-    parts_with(parts, estimate_text)
+    parts_with(parts, &|t: &str| Some(estimate_text(t))).unwrap_or(0)
 }
 
-/// A message's size with its overhead, each text counted by `count`.
-fn parts_with(parts: &[crate::conversation::Part], count: fn(&str) -> u64) -> u64 {
+/// A message's size with its overhead, each text counted by `count`; `None` when `count` cannot
+/// count one of them (a model's own tokenizer that does not run here).
+pub(crate) fn parts_with(parts: &[crate::conversation::Part], count: &dyn Fn(&str) -> Option<u64>) -> Option<u64> {
     use crate::conversation::Part;
-    MESSAGE_OVERHEAD
-        + parts
-            .iter()
-            .map(|p| match p {
-                Part::Text { text } => count(text),
-                Part::ToolCall { id, name, arguments } => count(id) + count(name) + count(arguments),
-                Part::ToolResult { call_id, content, .. } => count(call_id) + count(content),
-                Part::Thinking { text, signature } => count(text) + signature.as_deref().map_or(0, count),
-                Part::RedactedThinking { data } => count(data),
-            })
-            .sum::<u64>()
+    let mut total = MESSAGE_OVERHEAD;
+    for p in parts {
+        total += match p {
+            Part::Text { text } => count(text)?,
+            Part::ToolCall { id, name, arguments } => count(id)? + count(name)? + count(arguments)?,
+            Part::ToolResult { call_id, content, .. } => count(call_id)? + count(content)?,
+            Part::Thinking { text, signature } => count(text)? + signature.as_deref().map_or(Some(0), count)?,
+            Part::RedactedThinking { data } => count(data)?,
+        };
+    }
+    Some(total)
 }
 
 /// How full the window is, from what the provider last reported plus estimates of what came

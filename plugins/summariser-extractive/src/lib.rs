@@ -237,8 +237,10 @@ fn supersede(items: &mut Vec<Item>) {
             // "drop A").
             let replaced: Vec<usize> = (0..i)
                 .filter(|&j| {
-                    identifiers(&items[j].text).iter().any(|x| ids.iter().any(|y| y == x))
-                        || names.iter().any(|n| has_word(&items[j].text.to_lowercase(), n))
+                    identifiers(&items[j].text).iter().any(|x| ids.iter().any(|y| y == x)) || {
+                        let earlier = items[j].text.to_lowercase();
+                        names.iter().any(|n| has_word(&earlier, n))
+                    }
                 })
                 .collect();
             for &j in replaced.iter().rev() {

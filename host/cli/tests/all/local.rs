@@ -621,11 +621,17 @@ fn the_answers_room_follows_the_window_and_settings_that_cannot_fit_say_so() {
 /// A session of `n` alternating user/assistant notes of ~`tokens` each (the history a refused
 /// request carries).
 fn history(home: &Home, n: usize, tokens: usize) -> String {
+    history_of(home, n, |i| note(i, tokens))
+}
+
+/// A session of `n` messages, the user's and the assistant's in turn, message `i` saying
+/// `text(i)`.
+fn history_of(home: &Home, n: usize, text: impl Fn(usize) -> String) -> String {
     let id = home.session("elsewhere");
     let mut store = home.store();
     for i in 0..n {
         let role = if i % 2 == 0 { seshat::conversation::Role::User } else { seshat::conversation::Role::Assistant };
-        store.append(&id, &[seshat::conversation::NewMessage::text(role, note(i, tokens))]).unwrap();
+        store.append(&id, &[seshat::conversation::NewMessage::text(role, text(i))]).unwrap();
     }
     id
 }
@@ -1102,13 +1108,16 @@ fn coding_message(i: usize) -> String {
 
 /// A session of `n` coding messages in the home's store.
 fn coding_history(home: &Home, n: usize) -> String {
-    let id = home.session("elsewhere");
-    let mut store = home.store();
-    for i in 0..n {
-        let role = if i % 2 == 0 { seshat::conversation::Role::User } else { seshat::conversation::Role::Assistant };
-        store.append(&id, &[seshat::conversation::NewMessage::text(role, coding_message(i))]).unwrap();
-    }
-    id
+    history_of(home, n, coding_message)
+}
+
+/// `seshat compact <id>` at an 8,192-token window, the summary written by [`MODEL`].
+fn compact_at_8k(home: &Home, id: &str) -> Output {
+    home.cmd()
+        .env("OPENAI_API_KEY", KEY)
+        .args(["compact", id, "--window", "8192", "--summary-model", MODEL, "--json"])
+        .output()
+        .unwrap()
 }
 
 #[test]
@@ -1167,12 +1176,7 @@ fn seshat_compact_of_a_code_heavy_session_recovers_its_refused_summary_request()
     let local = Local::start(Kind::Bare, 8_192, Some(Over::ByteTokenizer));
     let home = home_at("openai", &local.base(), "");
     let id = coding_history(&home, 60);
-    let out = home
-        .cmd()
-        .env("OPENAI_API_KEY", KEY)
-        .args(["compact", &id, "--window", "8192", "--summary-model", MODEL, "--json"])
-        .output()
-        .unwrap();
+    let out = compact_at_8k(&home, &id);
     assert!(out.status.success(), "{}", stderr(&out));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["summarised"], true, "{report}");
@@ -1206,15 +1210,7 @@ fn an_openai_model_is_counted_with_its_own_tokenizer_near_the_threshold() {
     // o200k (gpt-4o's tokenizer, which Seshat runs here) well under it — so nothing is compacted.
     let local = Local::start(Kind::Bare, 16_384, None);
     let home = home_at("openai", &local.base(), "");
-    let id = home.session("elsewhere");
-    {
-        let mut store = home.store();
-        for i in 0..6 {
-            let role =
-                if i % 2 == 0 { seshat::conversation::Role::User } else { seshat::conversation::Role::Assistant };
-            store.append(&id, &[seshat::conversation::NewMessage::text(role, source_file(i))]).unwrap();
-        }
-    }
+    let id = history_of(&home, 6, source_file);
     let history = home.store().full_history(&id).unwrap();
     let o200k = tiktoken_rs::o200k_base_singleton();
     let real: usize = history.iter().map(|m| o200k.count_ordinary(crate::support::text_of(m))).sum();
@@ -1248,12 +1244,7 @@ fn a_summary_refused_again_after_the_second_cut_fails_naming_the_messages_and_th
     let local = Local::start(Kind::Bare, 8_192, Some(Over::ByteTokenizer));
     let home = home_at("openai", &local.base(), "");
     let id = history(&home, 24, 450);
-    let out = home
-        .cmd()
-        .env("OPENAI_API_KEY", KEY)
-        .args(["compact", &id, "--window", "8192", "--summary-model", MODEL, "--json"])
-        .output()
-        .unwrap();
+    let out = compact_at_8k(&home, &id);
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(err.contains("refused the summary of messages 1–"), "{err}");

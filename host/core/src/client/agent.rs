@@ -231,8 +231,7 @@ impl Agent {
         let info = client.store().session(&session)?;
         let memory = info.metadata["memory_context"]["text"].as_str().map(str::to_string);
         let same_model_after = info.metadata["model_since"].as_u64().unwrap_or(0);
-        let calibration =
-            info.metadata["calibration"][model.as_str()].as_f64().unwrap_or(1.0).clamp(1.0, sizing::MAX_CALIBRATION);
+        let calibration = sizing::stored_calibration(&info.metadata, &model);
         let frame_parts = FrameParts {
             base: options.system_prompt.clone().unwrap_or_else(|| prompt::DEFAULT_SYSTEM_PROMPT.to_string()),
             instructions: options.project_dir.as_deref().map(prompt::read_instructions).unwrap_or_default(),

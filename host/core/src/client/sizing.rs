@@ -26,6 +26,12 @@ pub(super) const CALIBRATION_MIN_TOKENS: u64 = 500;
 /// The most real tokens per estimated token Seshat believes.
 pub(crate) use window::MAX_CALIBRATION;
 
+/// The calibration recorded with a session for `model` (`metadata.calibration.<model>`), as the
+/// agent uses it: at least 1, at most [`MAX_CALIBRATION`]; 1 when none is recorded.
+pub(super) fn stored_calibration(metadata: &serde_json::Value, model: &str) -> f64 {
+    metadata["calibration"][model].as_f64().unwrap_or(1.0).clamp(1.0, MAX_CALIBRATION)
+}
+
 /// A window and what it rests on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct WindowChoice {
@@ -332,8 +338,7 @@ impl super::agent::Agent {
     /// (recorded for the session and the summary model; only the session's model's applies here).
     pub(super) fn reload_calibration(&mut self) -> Result<()> {
         let info = self.client.store().session(&self.session)?;
-        let ratio = info.metadata["calibration"][self.model.as_str()].as_f64().unwrap_or(1.0);
-        self.calibration = self.calibration.max(ratio.clamp(1.0, MAX_CALIBRATION));
+        self.calibration = self.calibration.max(stored_calibration(&info.metadata, &self.model));
         Ok(())
     }
 

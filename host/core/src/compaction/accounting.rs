@@ -43,6 +43,11 @@ pub(super) fn calibrated(estimate: u64, calibration: f64) -> u64 {
     if calibration > 1.0 { (estimate as f64 * calibration).ceil() as u64 } else { estimate }
 }
 
+/// A real token count in estimate units: [`calibrated`]'s inverse.
+pub(super) fn uncalibrated(real: u64, calibration: f64) -> u64 {
+    if calibration > 1.0 { (real as f64 / calibration) as u64 } else { real }
+}
+
 /// [`current_use`] in the model's real tokens: estimates scaled by `calibration` (when above 1).
 pub fn current_use_calibrated(frame: &Frame, view: &LiveView, calibration: f64) -> u64 {
     let real = |estimate: u64| calibrated(estimate, calibration);
@@ -68,27 +73,20 @@ pub(super) fn content_len(p: &Part) -> u64 {
     }
 }
 
-/// A message's size in the model's own tokens, each text counted by `count`, with the overhead
-/// the estimate gives a message; `None` when `count` cannot count.
-pub(crate) fn counted_parts(parts: &[Part], count: &dyn Fn(&str) -> Option<u64>) -> Option<u64> {
-    let mut total = window::MESSAGE_OVERHEAD;
-    for p in parts {
-        total += match p {
-            Part::Text { text } => count(text)?,
-            Part::ToolCall { id, name, arguments } => count(id)? + count(name)? + count(arguments)?,
-            Part::ToolResult { call_id, content, .. } => count(call_id)? + count(content)?,
-            Part::Thinking { text, signature } => count(text)? + signature.as_deref().map_or(Some(0), count)?,
-            Part::RedactedThinking { data } => count(data)?,
-        };
+/// A request's size — its fixed `texts` (a system prompt, tool schemas) and its messages, each
+/// with its overhead — every text counted by `count` (a model's own tokenizer, or the floor);
+/// `None` when `count` cannot count one of them.
+pub(super) fn request_size<'a>(
+    texts: &[&str],
+    messages: impl IntoIterator<Item = &'a [Part]>,
+    count: &dyn Fn(&str) -> Option<u64>,
+) -> Option<u64> {
+    let mut total = 0;
+    for t in texts {
+        total += count(t)?;
     }
-    Some(total)
-}
-
-/// The whole request — frame and view — in the model's own tokens, when `count` can count.
-pub(crate) fn counted_request(frame: &Frame, view: &LiveView, count: &dyn Fn(&str) -> Option<u64>) -> Option<u64> {
-    let mut total = count(&frame.system)? + count(&frame.tools)?;
-    for e in &view.entries {
-        total += counted_parts(&e.parts, count)?;
+    for parts in messages {
+        total += window::parts_with(parts, count)?;
     }
     Some(total)
 }

@@ -31,7 +31,7 @@ pub use error::{Error, Result};
 pub use models::{ECHO_MODEL, EchoModel, ModelClient, NoModels};
 pub use summary::{SUMMARY_PROMPT_TOKENS, SUMMARY_TOOL_OUTPUT_CHARS};
 
-use accounting::{calibrated, content_len, entry_tokens};
+use accounting::{calibrated, content_len, entry_tokens, request_size, uncalibrated};
 use models::BoundModel;
 use summary::{cap_summary, first_chunk, summary_message};
 
@@ -93,7 +93,7 @@ impl Settings {
 
     /// A real token count in estimate units.
     pub fn estimated(&self, real: u64) -> u64 {
-        if self.calibration > 1.0 { (real as f64 / self.calibration) as u64 } else { real }
+        uncalibrated(real, self.calibration)
     }
 }
 
@@ -228,10 +228,12 @@ impl Compactor<'_> {
         let mut tokens = current_use_calibrated(frame, &view, settings.calibration);
         // Near the threshold, precision decides: count in the model's own tokens where that can
         // be done here (the estimate's prior runs high on code and JSON for such tokenizers).
+        let models = self.models.clone();
+        let count = |t: &str| models.count(&settings.model, t);
         if let Some(window) = settings.context_window
             && tokens * 10 > Marks::new(window).threshold * 7
             && let Some(counted) =
-                accounting::counted_request(frame, &view, &|t: &str| self.models.count(&settings.model, t))
+                request_size(&[&frame.system, &frame.tools], view.entries.iter().map(|e| e.parts.as_slice()), &count)
         {
             tokens = counted;
         }
@@ -298,14 +300,8 @@ impl Compactor<'_> {
         if let Some(window) = settings.context_window {
             let limit = Marks::new(window).hard_limit(settings.max_output_tokens);
             // Over the limit by the estimate: the model's own count, where it can be had, decides.
-            let count = |t: &str| self.models.count(&settings.model, t);
-            let counted = || {
-                let mut total = count(&frame.system)? + count(&frame.tools)?;
-                for m in &messages {
-                    total += accounting::counted_parts(&m.parts, &count)?;
-                }
-                Some(total)
-            };
+            let counted =
+                || request_size(&[&frame.system, &frame.tools], messages.iter().map(|m| m.parts.as_slice()), &count);
             if settings.real(tokens_now) > limit && counted().is_none_or(|c| c > limit) {
                 let failures = store.session(session)?.compaction_failures;
                 let hint = if failures >= MAX_CONSECUTIVE_FAILURES {
@@ -325,9 +321,10 @@ impl Compactor<'_> {
                 });
             }
         }
-        let floor_tokens = window::floor_text(&frame.system)
-            + window::floor_text(&frame.tools)
-            + messages.iter().map(|m| window::floor_parts(&m.parts)).sum::<u64>();
+        let floor = |t: &str| Some(window::floor_text(t));
+        let floor_tokens =
+            request_size(&[&frame.system, &frame.tools], messages.iter().map(|m| m.parts.as_slice()), &floor)
+                .unwrap_or(0);
         Ok(Prepared { messages, tokens: tokens_now, floor_tokens, compaction: report, warnings })
     }
 
@@ -655,7 +652,7 @@ impl Compactor<'_> {
         };
         // Real tokens per estimated token: the session's calibration applies to its own model.
         let mut calibration = if model == settings.model { settings.calibration.max(1.0) } else { 1.0 };
-        let mut learnt = Summarised { text: String::new(), calibration: None, recovered: 0, window: None };
+        let mut learnt = Summarised { text: String::new(), calibration: None, recovered: 0 };
         let mut running = previous;
         let mut done = 0;
         let mut retried_at = None;
@@ -664,12 +661,12 @@ impl Compactor<'_> {
             // No message may be larger than a request can hold beside the instructions, a previous
             // summary (at most the cap) and the answer.
             let real_room = |extra: u64| model_window.saturating_sub(extra);
-            let largest = estimate_units(real_room(2 * summary_tokens + SUMMARY_PROMPT_TOKENS + 64), calibration);
+            let largest = uncalibrated(real_room(2 * summary_tokens + SUMMARY_PROMPT_TOKENS + 64), calibration);
             let max_chars = usize::try_from(largest.saturating_mul(4)).unwrap_or(usize::MAX).max(400);
             let messages: Vec<PluginMessage> = dropped[done..].iter().map(|e| summary_message(e, max_chars)).collect();
             // Chunks are sized so each request (instructions, previous summary, messages) and its
             // answer fit the summary model's window; `BoundModel` checks every request against it.
-            let room = estimate_units(real_room(summary_tokens + SUMMARY_PROMPT_TOKENS), calibration)
+            let room = uncalibrated(real_room(summary_tokens + SUMMARY_PROMPT_TOKENS), calibration)
                 .saturating_sub(running.as_deref().map_or(0, window::estimate_text));
             let chunk = first_chunk(&messages, room);
             let request = SummaryRequest {
@@ -696,30 +693,27 @@ impl Compactor<'_> {
                 }
                 Err(e) => {
                     let refusal = refused.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
-                    if let Some(again) = refusal.filter(|_| retried_at == Some(done)) {
+                    let Some(refusal) = refusal else { return Err(e.to_string()) };
+                    if retried_at == Some(done) {
                         // Refused again after the second cut: say which messages, how large and
                         // the window, beside the server's words.
                         let seqs: Vec<u64> = dropped[done..done + chunk.len()].iter().filter_map(|e| e.seq).collect();
                         let (first, last) = (seqs.first().copied().unwrap_or(0), seqs.last().copied().unwrap_or(0));
-                        let size = again.real.map_or_else(
-                            || format!("~{} tokens by Seshat's estimate", again.estimated),
+                        let size = refusal.real.map_or_else(
+                            || format!("~{} tokens by Seshat's estimate", refusal.estimated),
                             |r| format!("{r} tokens by the model's count"),
                         );
                         return Err(format!(
                             "the summary model refused the summary of messages {first}–{last} twice for its length \
                              ({size}; its window is {} tokens), even cut again: {e}",
-                            again.window.unwrap_or(model_window)
+                            refusal.window.unwrap_or(model_window)
                         ));
                     }
-                    let Some(refusal) = refusal.filter(|_| retried_at != Some(done)) else {
-                        return Err(e.to_string());
-                    };
                     // Recover once per chunk: learn how the model counts, cut again, retry.
                     retried_at = Some(done);
                     learnt.recovered += 1;
                     if let Some(w) = refusal.window.filter(|&w| w > 0 && (model_window == 0 || w < model_window)) {
                         model_window = w;
-                        learnt.window = Some(w);
                     }
                     let seen = match refusal.real {
                         Some(real) if refusal.estimated > 0 => real as f64 / refusal.estimated as f64,
@@ -746,13 +740,6 @@ struct Summarised {
     calibration: Option<f64>,
     /// Refusals for length recovered.
     recovered: u32,
-    /// A smaller window a refusal named.
-    window: Option<u64>,
-}
-
-/// `real` tokens in estimate units at `calibration` real tokens per estimated one.
-fn estimate_units(real: u64, calibration: f64) -> u64 {
-    (real as f64 / calibration.max(1.0)) as u64
 }
 
 /// The view with trims applied to its tool results, as the store applies recorded ones.

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use super::accounting::{calibrated, request_size};
 use crate::conversation::Part;
 use crate::plugins::{Completion, CompletionRequest, Limit, ModelCall, ModelError};
 use crate::window;
@@ -127,20 +128,14 @@ const MIN_SUMMARY_ANSWER: u64 = 64;
 
 impl ModelCall for BoundModel {
     fn complete(&mut self, mut request: CompletionRequest) -> Result<Completion, ModelError> {
-        let estimated = request.system.as_deref().map_or(0, window::estimate_text)
-            + request.messages.iter().map(|m| window::estimate_parts(&m.parts)).sum::<u64>();
-        // Counted in the model's own tokens where that can be done here; else the estimate at
-        // the calibration.
-        let count = |t: &str| self.client.count(&self.model, t);
-        let counted = request.system.as_deref().map_or(Some(0), count).and_then(|system| {
-            let mut total = system;
-            for m in &request.messages {
-                total += super::accounting::counted_parts(&m.parts, &count)?;
-            }
-            Some(total)
-        });
+        let system: Vec<&str> = request.system.as_deref().into_iter().collect();
+        let parts = || request.messages.iter().map(|m| m.parts.as_slice());
+        let estimated = request_size(&system, parts(), &|t: &str| Some(window::estimate_text(t))).unwrap_or(0);
         if self.window > 0 {
-            let input = counted.unwrap_or_else(|| (estimated as f64 * self.calibration.max(1.0)).ceil() as u64);
+            // Counted in the model's own tokens where that can be done here; else the estimate at
+            // the calibration.
+            let input = request_size(&system, parts(), &|t: &str| self.client.count(&self.model, t))
+                .unwrap_or_else(|| calibrated(estimated, self.calibration));
             let room = self.window.saturating_sub(input);
             if room < MIN_SUMMARY_ANSWER {
                 return Err(ModelError::new(

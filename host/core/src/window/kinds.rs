@@ -124,8 +124,8 @@ impl ContentKind {
         if is_log_line(trimmed) {
             return ContentKind::Logs;
         }
-        // Code: operators and brackets, or indentation with them.
-        if symbols * 100 >= total * 12 || (line.starts_with("    ") && symbols * 100 >= total * 6) {
+        // Code: operators and brackets. (A line's indentation is its own kind, weighed apart.)
+        if symbols * 100 >= total * 12 {
             return ContentKind::Code;
         }
         // Digits among words (figures in a tool's report).
