@@ -9,8 +9,10 @@
 //! the target or even below zero (any window under ~34.5k). There the threshold is floored at 60%
 //! of the working window: a deliberate choice that keeps compaction from running on every call.
 
+mod calibration;
 mod kinds;
 
+pub use calibration::{Calibration, Tally};
 pub use kinds::{ContentKind, characters_by_kind};
 pub use seshat_protocol::turn::WindowSource;
 

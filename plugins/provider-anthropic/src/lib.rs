@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 
 use seshat_plugin_sdk::provider::json::{self, Body, Value, json, serde_json, str_of};
 use seshat_plugin_sdk::provider::{
-    Auth, ChatRequest, EncodeOptions, Error, GuestDecoder, HttpRequest, InputAndOutput, Limit, Message, Part, Provider,
-    ProviderInfo, Response, Role, StopReason, StreamEvent, TooLong, ToolCallDelta, ToolCallStart, Usage, error, model,
-    number_after,
+    Auth, ChatRequest, EncodeOptions, Error, GuestDecoder, HttpRequest, InputAndOutput, Limit, Message, Part, Probe,
+    Provider, ProviderInfo, Response, Role, StopReason, StreamEvent, TooLong, ToolCallDelta, ToolCallStart, Usage, error,
+    model, number_after, post_counter,
 };
 
 /// The API version header every request carries.
@@ -120,6 +120,31 @@ impl Provider for Anthropic {
         let (body, splice) = json::body(&fields, &extra, "messages", &[])?;
         let url = format!("{}/v1/messages", request.base_url.trim_end_matches('/'));
         Ok(json::post(url, request.stream, &[("anthropic-version", API_VERSION)], body, splice))
+    }
+
+    /// `POST /v1/messages/count_tokens` takes the Messages request without `max_tokens` (and
+    /// `stream`) and answers `{"input_tokens": N}`; the host adds `x-api-key` as for chat.
+    fn counters(request: ChatRequest, messages: Vec<Message>) -> Vec<Probe> {
+        let url = format!("{}/v1/messages/count_tokens", request.base_url.trim_end_matches('/'));
+        let model = request.model.clone();
+        let Ok(http) = Self::build_request(ChatRequest { stream: false, ..request }) else { return Vec::new() };
+        let options = || EncodeOptions { model: model.clone(), same_model: false, cache_breakpoint: false };
+        let fragments: Vec<String> =
+            messages.into_iter().filter_map(|m| Self::encode_message(m, options()).ok()).collect();
+        let Ok(mut body) = json::spliced(&http, &fragments) else { return Vec::new() };
+        body.remove("max_tokens");
+        body.remove("stream");
+        let mut counter = post_counter("count_tokens", url, Value::Object(body).to_string().into_bytes());
+        counter.request.headers.push(("anthropic-version".into(), API_VERSION.into()));
+        vec![counter]
+    }
+
+    fn parse_count(_name: String, status: u16, body: Vec<u8>) -> Option<u64> {
+        if !(200..300).contains(&status) {
+            return None;
+        }
+        let v: Value = serde_json::from_slice(&body).ok()?;
+        v["input_tokens"].as_u64().filter(|&n| n > 0)
     }
 
     /// "prompt is too long: N tokens > M maximum"; "input length and `max_tokens` exceed context

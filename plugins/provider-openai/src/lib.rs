@@ -11,7 +11,7 @@ use seshat_plugin_sdk::provider::json::{self, Body, Value, json, serde_json, str
 use seshat_plugin_sdk::provider::{
     Auth, ChatRequest, Discovery, EncodeOptions, Error, GuestDecoder, HttpRequest, InputAndOutput, Limit, Message,
     Part, Probe, Provider, ProviderInfo, Response, Role, StopReason, StreamEvent, Thinking, TooLong, ToolCall,
-    ToolCallDelta, ToolCallStart, Usage, error, get_probe, model, number_after,
+    ToolCallDelta, ToolCallStart, Usage, error, get_probe, model, number_after, post_counter,
 };
 
 struct OpenAi;
@@ -217,6 +217,54 @@ impl Provider for OpenAi {
         found
     }
 
+    /// Local servers count with the model's own tokenizer: vLLM at `POST /tokenize` given the
+    /// chat messages (`{"count": N, …}`, its chat template applied), llama.cpp's server at the
+    /// same path given text (`{"content": …}` → `{"tokens": […]}`), llama-cpp-python at
+    /// `POST /extras/tokenize/count` (`{"input": …}` → `{"count": N}`). Each answers the others'
+    /// questions with an error, a 404 or an empty list. The two text counters get the
+    /// conversation in ChatML's shape (`<|im_start|>role … <|im_end|>`), special tokens parsed,
+    /// so the template's few tokens a message count too. OpenAI's own API has no counter (the host
+    /// counts its models with their own tokenizer).
+    fn counters(request: ChatRequest, messages: Vec<Message>) -> Vec<Probe> {
+        let base = request.base_url.trim_end_matches('/').to_string();
+        if base.starts_with("https://api.openai.com") {
+            return Vec::new();
+        }
+        let root = base.strip_suffix("/v1").unwrap_or(&base).to_string();
+        let text = chatml(&request, &messages);
+        let mut counters = Vec::new();
+        let model = request.model.clone();
+        let options = || EncodeOptions { model: model.clone(), same_model: false, cache_breakpoint: false };
+        if let Ok(http) = Self::build_request(ChatRequest { stream: false, ..request }) {
+            let fragments: Vec<String> =
+                messages.into_iter().filter_map(|m| Self::encode_message(m, options()).ok()).collect();
+            if let Ok(mut body) = json::spliced(&http, &fragments) {
+                body.retain(|k, _| k == "model" || k == "messages" || k == "tools");
+                body.insert("add_generation_prompt".into(), json!(true));
+                let body = Value::Object(body).to_string().into_bytes();
+                counters.push(post_counter("vllm-tokenize", format!("{root}/tokenize"), body));
+            }
+        }
+        let content = json!({"content": text, "add_special": true, "parse_special": true}).to_string();
+        counters.push(post_counter("llama.cpp-tokenize", format!("{root}/tokenize"), content.into_bytes()));
+        let input = json!({"input": text}).to_string();
+        counters.push(post_counter("llama-cpp-python-count", format!("{root}/extras/tokenize/count"), input.into_bytes()));
+        counters
+    }
+
+    fn parse_count(name: String, status: u16, body: Vec<u8>) -> Option<u64> {
+        if !(200..300).contains(&status) {
+            return None;
+        }
+        let v: Value = serde_json::from_slice(&body).ok()?;
+        let n = match name.as_str() {
+            "vllm-tokenize" | "llama-cpp-python-count" => v["count"].as_u64(),
+            "llama.cpp-tokenize" => v["tokens"].as_array().map(|t| t.len() as u64),
+            _ => None,
+        };
+        n.filter(|&n| n > 0)
+    }
+
     /// OpenAI and the servers that copy it (`context_length_exceeded`, "maximum context length
     /// is N tokens"), vLLM ("you requested N tokens (a in the messages, b in the completion)",
     /// "'max_tokens' … is too large"), llama.cpp (`exceed_context_size_error` with `n_ctx`).
@@ -260,6 +308,47 @@ impl Provider for OpenAi {
 }
 
 /// The input alone is too long (compact), or only with the answer's room (ask for less).
+/// A chat request as text in ChatML's shape, for the servers that count text: the system prompt
+/// and the tools' schemas, then each message's text, tool calls (`name(arguments)`) and results.
+fn chatml(request: &ChatRequest, messages: &[Message]) -> String {
+    let mut out = String::new();
+    let mut turn = |role: &str, body: &str| {
+        out.push_str("<|im_start|>");
+        out.push_str(role);
+        out.push('\n');
+        out.push_str(body);
+        out.push_str("<|im_end|>\n");
+    };
+    let mut system = request.system.clone().unwrap_or_default();
+    for tool in &request.tools {
+        system.push_str(&format!("\n{{\"name\":{},\"description\":{},\"parameters\":{}}}", json!(tool.name), json!(tool.description), tool.parameters));
+    }
+    if !system.is_empty() {
+        turn("system", &system);
+    }
+    for m in messages {
+        let role = match m.role {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        };
+        let mut body = String::new();
+        for p in &m.parts {
+            match p {
+                Part::Text(t) => body.push_str(t),
+                Part::ToolCall(c) => body.push_str(&format!("{}({})", c.name, c.arguments)),
+                Part::ToolResult(r) => body.push_str(&r.content),
+                Part::Thinking(_) | Part::RedactedThinking(_) => continue,
+            }
+            body.push('\n');
+        }
+        turn(role, body.trim_end());
+    }
+    out.push_str("<|im_start|>assistant\n");
+    out
+}
+
 fn io_or_too_long(input: u64, max_tokens: u64, window: u64) -> Limit {
     if input >= window {
         Limit::TooLong(TooLong { window: Some(window), requested: Some(input) })

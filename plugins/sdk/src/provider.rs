@@ -54,6 +54,21 @@ pub trait Provider {
     fn refusal_limit(_status: u16, _body: Vec<u8>) -> Option<Limit> {
         None
     }
+
+    /// Requests asking the server how many tokens `request`'s input is, with `messages` as its
+    /// conversation, in the order to try them (0.3.0; unstable until frozen). The default asks
+    /// nothing: right for an API without a counting endpoint (the host then counts locally where
+    /// it can, or estimates). Build each with [`post_counter`].
+    fn counters(_request: ChatRequest, _messages: Vec<Message>) -> Vec<Probe> {
+        Vec::new()
+    }
+
+    /// Reads the answer to the counter `name`: the input tokens, or `None` when the answer does
+    /// not say (the host tries the next counter). Never report 0 for an answer that counted
+    /// nothing: say `None`.
+    fn parse_count(_name: String, _status: u16, _body: Vec<u8>) -> Option<u64> {
+        None
+    }
 }
 
 kind_helpers!("[providers.<name>] options");
@@ -88,6 +103,31 @@ impl<T: Provider> __Guest for T {
     fn refusal_limit(status: u16, body: Vec<u8>) -> Option<Limit> {
         __install_panic_hook();
         <T as Provider>::refusal_limit(status, body)
+    }
+    fn counters(request: ChatRequest, messages: Vec<Message>) -> Vec<Probe> {
+        __install_panic_hook();
+        <T as Provider>::counters(request, messages)
+    }
+    fn parse_count(name: String, status: u16, body: Vec<u8>) -> Option<u64> {
+        __install_panic_hook();
+        <T as Provider>::parse_count(name, status, body)
+    }
+}
+
+/// A `POST` counter (or probe) of `url` with a JSON `body`.
+pub fn post_counter(name: &str, url: String, body: Vec<u8>) -> Probe {
+    Probe {
+        name: name.into(),
+        request: HttpRequest {
+            method: "POST".into(),
+            url,
+            headers: alloc::vec![
+                ("content-type".into(), "application/json".into()),
+                ("accept".into(), "application/json".into())
+            ],
+            body,
+            splice: None,
+        },
     }
 }
 
@@ -215,6 +255,28 @@ pub mod json {
         let splice = Splice { offset: head.len() as u64, separator: ",".into(), lead: !lead.is_empty() };
         head.push_str("]}");
         Ok((head.into_bytes(), splice))
+    }
+
+    /// The body `request` will have once the host splices `fragments` (encoded messages, empty
+    /// ones left out) into it, parsed: what a counter (0.3.0) sends beside the conversation.
+    pub fn spliced(request: &HttpRequest, fragments: &[String]) -> Result<Map<String, Value>, Error> {
+        let mut body = request.body.clone();
+        if let Some(splice) = &request.splice {
+            let mut joined = String::new();
+            for (i, f) in fragments.iter().filter(|f| !f.is_empty()).enumerate() {
+                if i > 0 || splice.lead {
+                    joined.push_str(&splice.separator);
+                }
+                joined.push_str(f);
+            }
+            let at = (splice.offset as usize).min(body.len());
+            body.splice(at..at, joined.into_bytes());
+        }
+        match serde_json::from_slice(&body) {
+            Ok(Value::Object(m)) => Ok(m),
+            Ok(_) => Err(error("invalid_request", "the request's body is not a JSON object")),
+            Err(e) => Err(error("invalid_request", alloc::format!("the request's body is not JSON: {e}"))),
+        }
     }
 }
 

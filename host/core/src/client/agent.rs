@@ -138,6 +138,8 @@ pub struct Agent {
     pub(super) notices: Vec<String>,
     /// Real tokens per estimated token for this model in this session (at least 1).
     pub(super) calibration: f64,
+    /// The estimate's calibration per kind of content for this model (`calibration`'s source).
+    pub(super) kinds: window::Calibration,
     pub(super) stream: bool,
     pub(super) extra: String,
     pub(super) same_model_after: u64,
@@ -232,6 +234,7 @@ impl Agent {
         let memory = info.metadata["memory_context"]["text"].as_str().map(str::to_string);
         let same_model_after = info.metadata["model_since"].as_u64().unwrap_or(0);
         let calibration = sizing::stored_calibration(&info.metadata, &model);
+        let kinds = sizing::stored_kinds(&info.metadata, &model);
         let frame_parts = FrameParts {
             base: options.system_prompt.clone().unwrap_or_else(|| prompt::DEFAULT_SYSTEM_PROMPT.to_string()),
             instructions: options.project_dir.as_deref().map(prompt::read_instructions).unwrap_or_default(),
@@ -258,6 +261,7 @@ impl Agent {
             left_out: fitted.left_out,
             notices,
             calibration,
+            kinds,
             stream: options.stream,
             extra: options.provider_options,
             same_model_after,
@@ -330,6 +334,12 @@ impl Agent {
             window: self.window,
             source: self.window_source,
         }))
+    }
+
+    /// How this model's tokens are counted where precision decides (`/context`): by the server,
+    /// here with its own tokenizer, or estimated.
+    pub fn counting(&self) -> providers::Counting {
+        self.provider.lock().counting(&self.model)
     }
 
     /// What fills the window, by part (`/context`): estimated tokens per kind of content.
@@ -433,6 +443,9 @@ impl Agent {
                 .client
                 .prepare_with(&self.session, &self.frame, &settings, &mut |s| observer.compaction_started(s))?;
             tracing::trace!(session = %self.session, messages = prepared.messages.len(), "the request is prepared");
+            if let Some(n) = prepared.counted {
+                self.calibrate(n, &prepared.messages)?;
+            }
             for w in &prepared.warnings {
                 observer.warning(w);
             }
@@ -479,7 +492,7 @@ impl Agent {
                 }
                 Err(providers::Error::Refused { message, limit, .. }) if !recovered => {
                     recovered = true;
-                    retry_max_tokens = self.recover(limit, prepared.tokens, &message, &mut out, observer)?;
+                    retry_max_tokens = self.recover(limit, &prepared, &message, &mut out, observer)?;
                     // The same call again: the user's message is stored once.
                     out.iterations -= 1;
                     continue;
@@ -495,7 +508,7 @@ impl Agent {
             recovered = false;
             // What arrived is stored before anything else can fail.
             let stop = self.store_answer(&answer, &mut out)?;
-            self.learn_from_usage(&answer, prepared.tokens, prepared.floor_tokens)?;
+            self.learn_from_usage(&answer, &prepared)?;
             if !stop {
                 self.run_tools(&answer, cancel, observer)?;
                 if cancel.is_cancelled() {
@@ -525,11 +538,12 @@ impl Agent {
     fn recover(
         &mut self,
         limit: Limit,
-        refused_estimate: u64,
+        refused: &crate::compaction::Prepared,
         message: &str,
         out: &mut TurnOutcome,
         observer: &mut dyn Observer,
     ) -> Result<Option<u32>> {
+        let refused_estimate = refused.tokens;
         match limit {
             Limit::MaxOutput(n) => {
                 let base = self.provider.lock().base_url().to_string();
@@ -556,7 +570,7 @@ impl Agent {
             }
             Limit::TooLong { window: Some(w), requested } => {
                 if let Some(r) = requested {
-                    self.calibrate(r, refused_estimate)?;
+                    self.calibrate(r, &refused.messages)?;
                 }
                 self.learn_window(w, "the server's refusal named its window")?;
             }

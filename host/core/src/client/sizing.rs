@@ -12,11 +12,13 @@ use std::collections::HashSet;
 use super::prompt::{self, PromptParts};
 use super::{Error, Result};
 use crate::compaction::Frame;
+use crate::compaction::Prepared;
+use crate::compaction::pairing::Msg;
 use crate::plugins::ToolSpec;
 use crate::providers::Answer;
 use crate::providers::Provider;
 use crate::store::{ModelWindow, Store, WindowOrigin, now_ms};
-use crate::window::{self, Marks, WindowSource};
+use crate::window::{self, Marks, Tally, WindowSource};
 
 /// A server's prompt count below this share (percent) of Seshat's estimate means it cut the
 /// prompt.
@@ -30,6 +32,12 @@ pub(crate) use window::MAX_CALIBRATION;
 /// agent uses it: at least 1, at most [`MAX_CALIBRATION`]; 1 when none is recorded.
 pub(super) fn stored_calibration(metadata: &serde_json::Value, model: &str) -> f64 {
     metadata["calibration"][model].as_f64().unwrap_or(1.0).clamp(1.0, MAX_CALIBRATION)
+}
+
+/// The per-kind calibration recorded with a session for `model`
+/// (`metadata.calibration_kinds.<model>`); the prior's factors (1) when none is.
+pub(super) fn stored_kinds(metadata: &serde_json::Value, model: &str) -> window::Calibration {
+    window::Calibration::from_json(&metadata["calibration_kinds"][model])
 }
 
 /// A window and what it rests on.
@@ -319,18 +327,23 @@ impl super::agent::Agent {
         self.left_out = fitted.left_out;
     }
 
-    /// Records how the model's real counts compare with Seshat's estimate (from a reported prompt
-    /// size, or the size a refusal names), for this session and model. Only a count that runs
-    /// higher than the estimate changes anything (an estimate that runs high is safe).
-    pub(super) fn calibrate(&mut self, real: u64, estimate: u64) -> Result<()> {
-        if estimate < CALIBRATION_MIN_TOKENS || real == 0 {
+    /// Learns how the model's real counts compare with Seshat's estimate, per kind of content
+    /// (from a server's count, a reported prompt size, or the size a refusal names), for this
+    /// session and model: `sent` is the request counted. The scale the next requests are sized
+    /// by is at least 1 (an estimate that runs high is safe); the factors per kind may go either
+    /// way, so a request of another mix is sized by what its kinds have shown.
+    pub(super) fn calibrate(&mut self, real: u64, sent: &[Msg]) -> Result<()> {
+        let tally = Tally::of_request(&[&self.frame.system, &self.frame.tools], sent.iter().map(|m| m.parts.as_slice()));
+        if tally.total() < CALIBRATION_MIN_TOKENS as f64 || real == 0 {
             return Ok(());
         }
-        let ratio = (real as f64 / estimate as f64).clamp(0.5, MAX_CALIBRATION);
+        self.kinds.learn(&tally, real);
+        let scale = self.kinds.scale(&tally).clamp(0.5, MAX_CALIBRATION);
         let session = self.session.clone();
         let model = self.model.clone();
-        self.client.store().set_calibration(&session, &model, ratio)?;
-        self.calibration = ratio.max(1.0);
+        self.client.store().set_calibration(&session, &model, scale)?;
+        self.client.store().set_calibration_kinds(&session, &model, &self.kinds.to_json())?;
+        self.calibration = scale.max(1.0);
         Ok(())
     }
 
@@ -348,11 +361,12 @@ impl super::agent::Agent {
     /// code and JSON at 88% and up). The window is then learnt from them and that call's output
     /// (rounded up to a multiple of 1,024, as servers' windows are). Otherwise the count
     /// calibrates the estimate (`sent_estimate`).
-    pub(super) fn learn_from_usage(&mut self, answer: &Answer, sent_estimate: u64, sent_floor: u64) -> Result<()> {
+    pub(super) fn learn_from_usage(&mut self, answer: &Answer, sent: &Prepared) -> Result<()> {
         let Some(u) = answer.usage else { return Ok(()) };
         let Some(prompt) = u.context_tokens.filter(|&p| p > 0) else { return Ok(()) };
+        let (sent_estimate, sent_floor) = (sent.tokens, sent.floor_tokens);
         if prompt.saturating_mul(100) >= sent_floor.saturating_mul(TRUNCATED_PERCENT) {
-            return self.calibrate(prompt, sent_estimate);
+            return self.calibrate(prompt, &sent.messages);
         }
         // Only a window nobody stated can be wrong this way: a model table's, a flag's, the
         // config's or a refusal's is taken at its word.

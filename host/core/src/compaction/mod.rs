@@ -28,7 +28,7 @@ mod summary;
 pub use accounting::{Frame, current_use, current_use_calibrated, estimate_request};
 pub use commands::{PIN_SHARE_PERCENT, pin, undo};
 pub use error::{Error, Result};
-pub use models::{ECHO_MODEL, EchoModel, ModelClient, NoModels};
+pub use models::{CountRequest, ECHO_MODEL, EchoModel, ModelClient, NoModels};
 pub use summary::{SUMMARY_PROMPT_TOKENS, SUMMARY_TOOL_OUTPUT_CHARS};
 
 use accounting::{calibrated, content_len, entry_tokens, request_size, uncalibrated};
@@ -166,6 +166,10 @@ pub struct Prepared {
     pub compaction: Option<Report>,
     /// Things the user should know (an unknown window, a tripped breaker).
     pub warnings: Vec<String>,
+    /// The request's size as the model's own tokenizer counted it, when it was counted (near
+    /// the threshold, where precision decides) and nothing changed it since: a real count to
+    /// calibrate the estimate with.
+    pub counted: Option<u64>,
 }
 
 /// A compaction about to run: told before the plugins (and the summary model) are called, so a
@@ -229,13 +233,17 @@ impl Compactor<'_> {
         // Near the threshold, precision decides: count in the model's own tokens where that can
         // be done here (the estimate's prior runs high on code and JSON for such tokenizers).
         let models = self.models.clone();
-        let count = |t: &str| models.count(&settings.model, t);
+        let count = |messages: Vec<(Role, &[Part])>| {
+            let request = CountRequest { system: &frame.system, tools: &frame.tools, messages };
+            models.count_request(&settings.model, &request)
+        };
+        let mut counted = None;
         if let Some(window) = settings.context_window
             && tokens * 10 > Marks::new(window).threshold * 7
-            && let Some(counted) =
-                request_size(&[&frame.system, &frame.tools], view.entries.iter().map(|e| e.parts.as_slice()), &count)
+            && let Some(n) = count(view.entries.iter().map(|e| (e.role, e.parts.as_slice())).collect())
         {
-            tokens = counted;
+            tokens = n;
+            counted = Some(n);
         }
         match settings.context_window {
             None => warnings.push(format!(
@@ -283,6 +291,7 @@ impl Compactor<'_> {
         let stored = stored_answers(store, session, &messages)?;
         let answered: HashSet<String> = stored.keys().cloned().collect();
         let repair = pairing::repair(&mut messages, &answered);
+        let repaired = !stored.is_empty() || !repair.unanswered.is_empty();
         if !stored.is_empty() {
             // Results the store has but the view lost: send them with their calls.
             messages.push(pairing::Msg { seq: None, role: Role::Tool, parts: stored.into_values().collect() });
@@ -300,9 +309,8 @@ impl Compactor<'_> {
         if let Some(window) = settings.context_window {
             let limit = Marks::new(window).hard_limit(settings.max_output_tokens);
             // Over the limit by the estimate: the model's own count, where it can be had, decides.
-            let counted =
-                || request_size(&[&frame.system, &frame.tools], messages.iter().map(|m| m.parts.as_slice()), &count);
-            if settings.real(tokens_now) > limit && counted().is_none_or(|c| c > limit) {
+            let count_now = || count(messages.iter().map(|m| (m.role, m.parts.as_slice())).collect());
+            if settings.real(tokens_now) > limit && count_now().is_none_or(|c| c > limit) {
                 let failures = store.session(session)?.compaction_failures;
                 let hint = if failures >= MAX_CONSECUTIVE_FAILURES {
                     "; summarising is off after repeated failures: compact the session by hand or start a new one"
@@ -325,7 +333,9 @@ impl Compactor<'_> {
         let floor_tokens =
             request_size(&[&frame.system, &frame.tools], messages.iter().map(|m| m.parts.as_slice()), &floor)
                 .unwrap_or(0);
-        Ok(Prepared { messages, tokens: tokens_now, floor_tokens, compaction: report, warnings })
+        // A compaction or a repair changed the request since it was counted.
+        let counted = counted.filter(|_| report.is_none() && !repaired);
+        Ok(Prepared { messages, tokens: tokens_now, floor_tokens, compaction: report, warnings, counted })
     }
 
     /// Compacts now as the automatic pass does, whatever the threshold says (recovering from a

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::accounting::{calibrated, request_size};
-use crate::conversation::Part;
+use crate::conversation::{Part, Role};
 use crate::plugins::{Completion, CompletionRequest, Limit, ModelCall, ModelError};
 use crate::window;
 
@@ -20,6 +20,41 @@ pub trait ModelClient: Send + Sync {
     /// the estimate serves).
     fn count(&self, _model: &str, _text: &str) -> Option<u64> {
         None
+    }
+    /// A whole request's input tokens as `model` counts them, when that can be had (by default,
+    /// each text by [`ModelClient::count`] with its overhead). Called only where precision
+    /// decides; may cost a round trip.
+    fn count_request(&self, model: &str, request: &CountRequest<'_>) -> Option<u64> {
+        request.size_with(&|t: &str| self.count(model, t))
+    }
+}
+
+/// A request whose input is to be counted: its system prompt, its tool schemas as sent, and its
+/// conversation.
+#[derive(Debug, Clone)]
+pub struct CountRequest<'a> {
+    /// The system prompt.
+    pub system: &'a str,
+    /// The tool schemas as sent (empty when none).
+    pub tools: &'a str,
+    /// The conversation.
+    pub messages: Vec<(Role, &'a [Part])>,
+}
+
+impl CountRequest<'_> {
+    /// The system prompt with the tool schemas after it, as a server that counts text sees them.
+    pub fn system_with_tools(&self) -> String {
+        match (self.system.is_empty(), self.tools.is_empty()) {
+            (_, true) => self.system.to_string(),
+            (true, false) => self.tools.to_string(),
+            (false, false) => format!("{}\n\n{}", self.system, self.tools),
+        }
+    }
+
+    /// Its size with every text counted by `count` and each message's overhead; `None` when
+    /// `count` cannot count one of them.
+    pub fn size_with(&self, count: &dyn Fn(&str) -> Option<u64>) -> Option<u64> {
+        request_size(&[self.system, self.tools], self.messages.iter().map(|(_, p)| *p), count)
     }
 }
 
@@ -134,7 +169,14 @@ impl ModelCall for BoundModel {
         if self.window > 0 {
             // Counted in the model's own tokens where that can be done here; else the estimate at
             // the calibration.
-            let input = request_size(&system, parts(), &|t: &str| self.client.count(&self.model, t))
+            let counted = CountRequest {
+                system: request.system.as_deref().unwrap_or(""),
+                tools: "",
+                messages: request.messages.iter().map(|m| (m.role, m.parts.as_slice())).collect(),
+            };
+            let input = self
+                .client
+                .count_request(&self.model, &counted)
                 .unwrap_or_else(|| calibrated(estimated, self.calibration));
             let room = self.window.saturating_sub(input);
             if room < MIN_SUMMARY_ANSWER {

@@ -4,13 +4,11 @@
 
 use serde::Serialize;
 
-use super::bindings::v0_2 as v2;
-use super::handle::{Handle, shared_accessors, single_kind};
+use super::bindings::{Versioned, v0_2 as v2, v0_3 as v3};
+use super::handle::{Handle, shared_accessors, versioned_kind};
 use super::provider::AuthScheme;
 use super::sandbox::State;
 use super::{Error, PluginKind, Result};
-
-use v2::embedder::exports::seshat::plugin::embed as e;
 
 /// An embedding model an embedder knows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -67,10 +65,37 @@ pub struct EmbedRequest {
     pub extra: String,
 }
 
-single_kind! {
-    /// Embedders (from 0.2.0): texts in, an HTTP request out; its answer in, vectors out.
+versioned_kind! {
+    /// Embedders (from 0.2.0): texts in, an HTTP request out; its answer in, vectors out. 0.1.0
+    /// has no embedder world, so a plugin claiming to be a 0.1 embedder is linked against 0.2's
+    /// and fails there, naming what it lacks.
     Embedder: PluginKind::Embedder, host (),
-    (v2::embedder::Embedder, v2::embedder::EmbedderPre<State<()>>)
+    v0_1 (v2::embedder::Embedder, v2::embedder::EmbedderPre<State<()>>),
+    v0_2 (v2::embedder::Embedder, v2::embedder::EmbedderPre<State<()>>),
+    v0_3 (v3::embedder::Embedder, v3::embedder::EmbedderPre<State<()>>)
+}
+
+/// Runs `$body` with `$b` the bindings and `$e` the `embed` interface of the version the
+/// instance speaks (the records are the same in every version, their Rust types are not).
+macro_rules! each_version {
+    ($bound:expr, |$b:ident| $body:expr) => {
+        match $bound {
+            Versioned::V0_1($b) | Versioned::V0_2($b) => $body,
+            Versioned::V0_3($b) => $body,
+        }
+    };
+    ($bound:expr, |$b:ident, $e:ident| $body:expr) => {
+        match $bound {
+            Versioned::V0_1($b) | Versioned::V0_2($b) => {
+                use v2::embedder::exports::seshat::plugin::embed as $e;
+                $body
+            }
+            Versioned::V0_3($b) => {
+                use v3::embedder::exports::seshat::plugin::embed as $e;
+                $body
+            }
+        }
+    };
 }
 
 /// A loaded embedder, ready to call.
@@ -87,7 +112,30 @@ impl EmbedderPlugin {
 
     /// What the embedder serves, checked: a batch of at least one, models with a vector length.
     pub fn info(&mut self) -> Result<EmbedderInfo> {
-        let info = self.handle.call(|s, b| b.seshat_plugin_embed().call_info(s).map(Ok))?;
+        let info = self.handle.call(|s, b| {
+            each_version!(b, |b, e| b.seshat_plugin_embed().call_info(s).map(|info| {
+                Ok(EmbedderInfo {
+                    id: info.id,
+                    default_base_url: info.default_base_url,
+                    auth: match info.auth {
+                        e::Auth::None => AuthScheme::None,
+                        e::Auth::Bearer => AuthScheme::Bearer,
+                        e::Auth::Header(h) => AuthScheme::Header(h),
+                    },
+                    key_env: info.key_env,
+                    max_batch: info.max_batch,
+                    models: info
+                        .models
+                        .into_iter()
+                        .map(|m| EmbeddingModel {
+                            id: m.id,
+                            dimensions: m.dimensions,
+                            max_input_tokens: m.max_input_tokens,
+                        })
+                        .collect(),
+                })
+            }))
+        })?;
         if info.max_batch == 0 {
             return Err(self.invalid("its `max-batch` is 0: a batch holds at least one text".into()));
         }
@@ -97,47 +145,33 @@ impl EmbedderPlugin {
                 m.id, m.dimensions, m.max_input_tokens
             )));
         }
-        Ok(EmbedderInfo {
-            id: info.id,
-            default_base_url: info.default_base_url,
-            auth: match info.auth {
-                e::Auth::None => AuthScheme::None,
-                e::Auth::Bearer => AuthScheme::Bearer,
-                e::Auth::Header(h) => AuthScheme::Header(h),
-            },
-            key_env: info.key_env,
-            max_batch: info.max_batch,
-            models: info
-                .models
-                .into_iter()
-                .map(|m| EmbeddingModel { id: m.id, dimensions: m.dimensions, max_input_tokens: m.max_input_tokens })
-                .collect(),
-        })
+        Ok(info)
     }
 
     /// Builds the HTTP request for a batch, checked as providers' requests are.
     pub fn build_request(&mut self, request: &EmbedRequest) -> Result<super::HttpRequest> {
-        let req = e::EmbedRequest {
-            model: request.model.clone(),
-            texts: request.texts.clone(),
-            purpose: match request.purpose {
-                EmbedPurpose::Document => e::Purpose::Document,
-                EmbedPurpose::Query => e::Purpose::Query,
-            },
-            dimensions: request.dimensions,
-            base_url: request.base_url.clone(),
-            extra: request.extra.clone(),
-        };
-        let http = self.handle.call(|s, b| b.seshat_plugin_embed().call_build_request(s, &req))?;
+        let http = self.handle.call(|s, b| {
+            each_version!(b, |b, e| {
+                let req = e::EmbedRequest {
+                    model: request.model.clone(),
+                    texts: request.texts.clone(),
+                    purpose: match request.purpose {
+                        EmbedPurpose::Document => e::Purpose::Document,
+                        EmbedPurpose::Query => e::Purpose::Query,
+                    },
+                    dimensions: request.dimensions,
+                    base_url: request.base_url.clone(),
+                    extra: request.extra.clone(),
+                };
+                b.seshat_plugin_embed()
+                    .call_build_request(s, &req)
+                    .map(|r| r.map(|h| (h.method, h.url, h.headers, h.body)))
+            })
+        })?;
+        let (method, url, headers, body) = http;
         super::provider::check_request(
             self.handle.id(),
-            super::provider::RawRequest {
-                method: http.method,
-                url: http.url,
-                headers: http.headers,
-                body: http.body,
-                splice: None,
-            },
+            super::provider::RawRequest { method, url, headers, body, splice: None },
         )
     }
 
@@ -150,7 +184,8 @@ impl EmbedderPlugin {
         expected: usize,
         dimensions: Option<u32>,
     ) -> Result<Vec<Vec<f32>>> {
-        let vectors = self.handle.call(|s, b| b.seshat_plugin_embed().call_parse_response(s, status, body))?;
+        let vectors =
+            self.handle.call(|s, b| each_version!(b, |b| b.seshat_plugin_embed().call_parse_response(s, status, body)))?;
         if vectors.len() != expected {
             return Err(self.invalid(format!(
                 "it decoded {} vectors for a batch of {expected} texts: there must be one per text",

@@ -1,7 +1,7 @@
 //! The one handle every plugin kind's type wraps: the prepared instance (type-checked once, at
 //! load), the sandboxed live instance ([`Slot`]) and what the manifest allows. A kind says only
 //! what differs — its host context, its bindings and linkers — through [`Kind`], written by
-//! [`versioned_kind!`] or [`single_kind!`]; the accessors every kind shares are written once by
+//! [`versioned_kind!`]; the accessors every kind shares are written once by
 //! [`shared_accessors!`].
 
 use wasmtime::Store;
@@ -120,18 +120,18 @@ impl<K: Kind> Handle<K> {
     }
 }
 
-/// A kind that speaks contract 0.1.0 and 0.2.0: `$name` gets [`Kind`] with one linker per
+/// A kind that speaks contracts 0.1.0, 0.2.0 and 0.3.0: `$name` gets [`Kind`] with one linker per
 /// version, each built once per process, and the prepared instance of the plugin's version.
 macro_rules! versioned_kind {
-    ($(#[$doc:meta])* $name:ident: $kind:expr, host $host:ty, v0_1 ($b1:ty, $p1:ty), v0_2 ($b2:ty, $p2:ty)) => {
+    ($(#[$doc:meta])* $name:ident: $kind:expr, host $host:ty, v0_1 ($b1:ty, $p1:ty), v0_2 ($b2:ty, $p2:ty), v0_3 ($b3:ty, $p3:ty)) => {
         $(#[$doc])*
         pub(super) enum $name {}
 
         impl $crate::plugins::handle::Kind for $name {
             const KIND: $crate::plugins::PluginKind = $kind;
             type Host = $host;
-            type Pre = $crate::plugins::bindings::Versioned<$p1, $p2>;
-            type Bound = $crate::plugins::bindings::Versioned<$b1, $b2>;
+            type Pre = $crate::plugins::bindings::Versioned<$p1, $p2, $p3>;
+            type Bound = $crate::plugins::bindings::Versioned<$b1, $b2, $b3>;
 
             fn prepare(
                 plugin: &$crate::plugins::LoadedPlugin,
@@ -149,7 +149,19 @@ macro_rules! versioned_kind {
                         <$b2>::add_to_linker::<_, wasmtime::component::HasSelf<_>>(l, |s| s)
                     })
                 }
-                $crate::plugins::sandbox::prepare_versioned(plugin, $kind, (v0_1, <$p1>::new), (v0_2, <$p2>::new))
+                fn v0_3() -> wasmtime::Result<&'static L> {
+                    static LINKER: std::sync::OnceLock<L> = std::sync::OnceLock::new();
+                    $crate::plugins::sandbox::linker(&LINKER, |l| {
+                        <$b3>::add_to_linker::<_, wasmtime::component::HasSelf<_>>(l, |s| s)
+                    })
+                }
+                $crate::plugins::sandbox::prepare_versioned(
+                    plugin,
+                    $kind,
+                    (v0_1, <$p1>::new),
+                    (v0_2, <$p2>::new),
+                    (v0_3, <$p3>::new),
+                )
             }
 
             fn instantiate(
@@ -162,40 +174,6 @@ macro_rules! versioned_kind {
     };
 }
 pub(super) use versioned_kind;
-
-/// A kind that exists from contract 0.2.0 on: `$name` gets [`Kind`] with that version's linker.
-macro_rules! single_kind {
-    ($(#[$doc:meta])* $name:ident: $kind:expr, host $host:ty, ($b:ty, $p:ty)) => {
-        $(#[$doc])*
-        pub(super) enum $name {}
-
-        impl $crate::plugins::handle::Kind for $name {
-            const KIND: $crate::plugins::PluginKind = $kind;
-            type Host = $host;
-            type Pre = $p;
-            type Bound = $b;
-
-            fn prepare(
-                plugin: &$crate::plugins::LoadedPlugin,
-            ) -> $crate::plugins::Result<$crate::plugins::handle::Prepared<Self>> {
-                type L = wasmtime::component::Linker<$crate::plugins::sandbox::State<$host>>;
-                static LINKER: std::sync::OnceLock<L> = std::sync::OnceLock::new();
-                let linker = $crate::plugins::sandbox::linker(&LINKER, |l| {
-                    <$b>::add_to_linker::<_, wasmtime::component::HasSelf<_>>(l, |s| s)
-                });
-                $crate::plugins::sandbox::prepare(plugin, $kind, linker, <$p>::new)
-            }
-
-            fn instantiate(
-                pre: &Self::Pre,
-                store: &mut wasmtime::Store<$crate::plugins::sandbox::State<$host>>,
-            ) -> wasmtime::Result<Self::Bound> {
-                pre.instantiate(store)
-            }
-        }
-    };
-}
-pub(super) use single_kind;
 
 /// The public accessors every plugin type has, delegated to its `handle` field: `new`, `id`,
 /// `sha256`, `usage`, `allowed_hosts`, `redact_logs`, `warm`, and `Debug`.

@@ -5,7 +5,7 @@ use serde::Serialize;
 use wasmtime::component::ResourceAny;
 
 use super::bindings::Versioned;
-use super::bindings::{v0_1 as v1, v0_2 as v2};
+use super::bindings::{v0_1 as v1, v0_2 as v2, v0_3 as v3};
 use super::handle::{Handle, shared_accessors, versioned_kind};
 use super::sandbox::State;
 use super::{Error, PluginKind, PluginMessage, Result, StopReason};
@@ -209,7 +209,8 @@ versioned_kind! {
     /// Providers: Seshat's messages in, an HTTP request out; the answer in, events out.
     Provider: PluginKind::Provider, host (),
     v0_1 (v1::provider::Provider, v1::provider::ProviderPre<State<()>>),
-    v0_2 (v2::provider::Provider, v2::provider::ProviderPre<State<()>>)
+    v0_2 (v2::provider::Provider, v2::provider::ProviderPre<State<()>>),
+    v0_3 (v3::provider::Provider, v3::provider::ProviderPre<State<()>>)
 }
 
 /// Calls `translate::$f` of whichever version the instance speaks.
@@ -218,6 +219,7 @@ macro_rules! each_version {
         match $bound {
             Versioned::V0_1(b) => v1::translate::$f(b, $store $(, $arg)*),
             Versioned::V0_2(b) => v2::translate::$f(b, $store $(, $arg)*),
+            Versioned::V0_3(b) => v3::translate::$f(b, $store $(, $arg)*),
         }
     };
 }
@@ -230,16 +232,16 @@ pub struct ProviderPlugin {
 shared_accessors!(ProviderPlugin);
 
 impl ProviderPlugin {
-    /// Whether it speaks 0.2.0 (probes and refusal limits).
+    /// Whether it speaks 0.2.0 or later (probes and refusal limits).
     pub(crate) fn discovers(&self) -> bool {
-        matches!(self.handle.pre(), Versioned::V0_2(_))
+        !matches!(self.handle.pre(), Versioned::V0_1(_))
     }
 
     fn call<R>(
         &mut self,
         f: impl FnOnce(
             &mut wasmtime::Store<State<()>>,
-            &Versioned<v1::provider::Provider, v2::provider::Provider>,
+            &Versioned<v1::provider::Provider, v2::provider::Provider, v3::provider::Provider>,
         ) -> wasmtime::Result<std::result::Result<R, v1::wit::Error>>,
     ) -> Result<R> {
         self.handle.call(f)
@@ -280,6 +282,7 @@ impl ProviderPlugin {
         let probes = self.call(|s, b| match b {
             Versioned::V0_1(_) => Ok(Ok(Vec::new())),
             Versioned::V0_2(b) => v2::translate::probes(b, s, model, base_url),
+            Versioned::V0_3(b) => v3::translate::probes(b, s, model, base_url),
         })?;
         probes
             .into_iter()
@@ -300,6 +303,7 @@ impl ProviderPlugin {
         self.call(|s, b| match b {
             Versioned::V0_1(_) => Ok(Ok(Discovery::default())),
             Versioned::V0_2(b) => v2::translate::parse_probe(b, s, name, model, status, body),
+            Versioned::V0_3(b) => v3::translate::parse_probe(b, s, name, model, status, body),
         })
     }
 
@@ -309,6 +313,37 @@ impl ProviderPlugin {
         self.call(|s, b| match b {
             Versioned::V0_1(_) => Ok(Ok(None)),
             Versioned::V0_2(b) => v2::translate::refusal_limit(b, s, status, body),
+            Versioned::V0_3(b) => v3::translate::refusal_limit(b, s, status, body),
+        })
+    }
+
+    /// The requests asking the server to count `request`'s input tokens with `messages` as its
+    /// conversation, in the order to try them (0.3.0; none before, or for an API without one).
+    /// Each is checked as a probe is: no place for messages, since it carries them already.
+    pub fn counters(&mut self, request: &ChatRequest, messages: &[PluginMessage]) -> Result<Vec<Probe>> {
+        let counters = self.call(|s, b| match b {
+            Versioned::V0_1(_) | Versioned::V0_2(_) => Ok(Ok(Vec::new())),
+            Versioned::V0_3(b) => v3::translate::counters(b, s, request, messages),
+        })?;
+        counters
+            .into_iter()
+            .map(|(name, raw)| {
+                let request = self.checked(raw)?;
+                if request.splice.is_some() {
+                    return Err(self.handle.invalid(format!(
+                        "counter `{name}` has a place for messages; a counter's body carries its conversation"
+                    )));
+                }
+                Ok(Probe { name, request })
+            })
+            .collect()
+    }
+
+    /// Reads a counter's answer: the input tokens, when it says (0.3.0).
+    pub fn parse_count(&mut self, name: &str, status: u16, body: &[u8]) -> Result<Option<u64>> {
+        self.call(|s, b| match b {
+            Versioned::V0_1(_) | Versioned::V0_2(_) => Ok(Ok(None)),
+            Versioned::V0_3(b) => v3::translate::parse_count(b, s, name, status, body),
         })
     }
 

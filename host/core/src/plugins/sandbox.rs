@@ -174,6 +174,24 @@ impl<H: Send> super::bindings::v0_2::log::Host for State<H> {
     }
 }
 
+impl<H: Send> super::bindings::v0_3::log::Host for State<H> {
+    fn log(&mut self, level: super::bindings::v0_3::log::Level, message: String) {
+        use super::bindings::v0_3::log::Level;
+        let level = match level {
+            Level::Trace => super::bindings::v0_2::log::Level::Trace,
+            Level::Debug => super::bindings::v0_2::log::Level::Debug,
+            Level::Info => super::bindings::v0_2::log::Level::Info,
+            Level::Warn => super::bindings::v0_2::log::Level::Warn,
+            Level::Error => super::bindings::v0_2::log::Level::Error,
+        };
+        super::bindings::v0_2::log::Host::log(self, level, message);
+    }
+
+    fn panicked(&mut self, message: String) {
+        self.diagnostics.panicked(&message);
+    }
+}
+
 impl<H: Send> WasiView for State<H> {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
@@ -305,12 +323,13 @@ pub(super) type LinkerFn<H> = fn() -> wasmtime::Result<&'static wasmtime::compon
 pub(super) type TypedFn<H, P> = fn(wasmtime::component::InstancePre<State<H>>) -> wasmtime::Result<P>;
 
 /// [`prepare`] with the linker and bindings of the contract version the plugin was built for.
-pub(super) fn prepare_versioned<H: Send + 'static, P1, P2>(
+pub(super) fn prepare_versioned<H: Send + 'static, P1, P2, P3>(
     plugin: &super::LoadedPlugin,
     kind: PluginKind,
     v0_1: (LinkerFn<H>, TypedFn<H, P1>),
     v0_2: (LinkerFn<H>, TypedFn<H, P2>),
-) -> super::Result<(Versioned<P1, P2>, Slot<H, ()>)> {
+    v0_3: (LinkerFn<H>, TypedFn<H, P3>),
+) -> super::Result<(Versioned<P1, P2, P3>, Slot<H, ()>)> {
     Ok(match plugin.version {
         Version::V0_1 => {
             let (pre, slot) = prepare(plugin, kind, v0_1.0(), v0_1.1)?;
@@ -319,6 +338,10 @@ pub(super) fn prepare_versioned<H: Send + 'static, P1, P2>(
         Version::V0_2 => {
             let (pre, slot) = prepare(plugin, kind, v0_2.0(), v0_2.1)?;
             (Versioned::V0_2(pre), slot)
+        }
+        Version::V0_3 => {
+            let (pre, slot) = prepare(plugin, kind, v0_3.0(), v0_3.1)?;
+            (Versioned::V0_3(pre), slot)
         }
     })
 }

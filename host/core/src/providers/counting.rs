@@ -25,6 +25,11 @@ fn tokenizer(model: &str) -> Option<(u8, &'static CoreBPE)> {
     None
 }
 
+/// The name of the tokenizer `model`'s tokens are counted with here, if any.
+pub fn tokenizer_name(model: &str) -> Option<&'static str> {
+    tokenizer(model).map(|(which, _)| if which == 0 { "o200k_base" } else { "cl100k_base" })
+}
+
 /// Whether `model`'s tokens can be counted here.
 pub fn counts(model: &str) -> bool {
     tokenizer(model).is_some()

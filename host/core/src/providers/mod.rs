@@ -6,6 +6,7 @@
 //! messages so each message crosses into the plugin once and the request prefix stays
 //! byte-stable for prompt caching.
 
+pub(crate) mod counter;
 pub mod counting;
 pub mod credentials;
 pub(crate) mod destination;
@@ -24,6 +25,7 @@ use crate::plugins::{
     ChatRequest, Completion, CompletionRequest, Discovery, EncodeOptions, LoadedPlugin, ModelError, ModelInfo,
     PluginMessage, ProviderInfo, ProviderPlugin, StopReason, StreamEvent, ToolSpec,
 };
+pub use counter::Counting;
 pub use credentials::{Credentials, REDACTED, Secret};
 pub use embedder::Embedder;
 pub use transport::{Cancel, Failure, Settings, Transport};
@@ -209,6 +211,12 @@ pub struct Provider {
     encode_calls: u64,
     /// Warnings for the user (plain http to a remote host).
     pub warnings: Vec<String>,
+    /// Each model's counter on this server, once tried.
+    counters: HashMap<String, counter::Counter>,
+    /// Counts the server made, by (model, content hash).
+    counts: HashMap<u64, u64>,
+    /// Requests sent to counters.
+    count_requests: u64,
 }
 
 impl std::fmt::Debug for Provider {
@@ -274,6 +282,9 @@ impl Provider {
             credentials,
             transport,
             probe_transport: None,
+            counters: HashMap::new(),
+            counts: HashMap::new(),
+            count_requests: 0,
             models,
             configured: config.models.clone(),
             encoded: HashMap::new(),
@@ -340,16 +351,8 @@ impl Provider {
         let mut sent = 0;
         for probe in probes {
             let to = self.destination(&probe.request.url)?;
-            if self.probe_transport.is_none() {
-                let settings = Settings {
-                    max_retries: 0,
-                    first_byte: self.transport.settings().first_byte.min(Duration::from_secs(15)),
-                    idle: self.transport.settings().idle.min(Duration::from_secs(15)),
-                    ..*self.transport.settings()
-                };
-                self.probe_transport = Some(Transport::new(settings).map_err(Error::NotConfigured)?);
-            }
-            let transport = self.probe_transport.as_ref().expect("made above");
+            self.quick_transport()?;
+            let transport = self.probe_transport.as_ref().expect("made by quick_transport");
             let out = transport::Outgoing {
                 to: &to,
                 method: &probe.request.method,
@@ -376,6 +379,20 @@ impl Provider {
             }
         }
         Ok((found, sent))
+    }
+
+    /// The transport for probes and counters: no retries, short timeouts (made on first use).
+    fn quick_transport(&mut self) -> Result<()> {
+        if self.probe_transport.is_none() {
+            let settings = Settings {
+                max_retries: 0,
+                first_byte: self.transport.settings().first_byte.min(Duration::from_secs(15)),
+                idle: self.transport.settings().idle.min(Duration::from_secs(15)),
+                ..*self.transport.settings()
+            };
+            self.probe_transport = Some(Transport::new(settings).map_err(Error::NotConfigured)?);
+        }
+        Ok(())
     }
 
     /// The base URL requests go to.
@@ -663,5 +680,12 @@ impl crate::compaction::ModelClient for SharedProvider {
 
     fn count(&self, model: &str, text: &str) -> Option<u64> {
         counting::count(model, text)
+    }
+
+    fn count_request(&self, model: &str, request: &crate::compaction::CountRequest<'_>) -> Option<u64> {
+        let system = request.system_with_tools();
+        self.lock()
+            .count_input(model, &system, &request.messages)
+            .or_else(|| request.size_with(&|t: &str| counting::count(model, t)))
     }
 }

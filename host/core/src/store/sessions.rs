@@ -228,6 +228,22 @@ impl Store {
         })
     }
 
+    /// Records the per-kind calibration of `model`'s estimate for a session
+    /// (`metadata.calibration_kinds.<model>`, a JSON object of factors by kind).
+    pub(crate) fn set_calibration_kinds(&mut self, id: &str, model: &str, factors: &serde_json::Value) -> Result<()> {
+        on_db!(self, "record the calibration", {
+            let n = self.conn.execute(
+                "UPDATE sessions SET metadata = json_set(metadata, '$.calibration_kinds.' || json_quote(?2), json(?3)) \
+                 WHERE id = ?1",
+                params![id, model, factors.to_string()],
+            )?;
+            if n == 0 {
+                return Err(Error::SessionNotFound(id.to_string()));
+            }
+            Ok(())
+        })
+    }
+
     /// Records how a model's real token counts compare with Seshat's estimate in this session
     /// (`metadata.calibration.<model>`: real / estimated, from usage or a refusal's figure).
     pub(crate) fn set_calibration(&mut self, id: &str, model: &str, ratio: f64) -> Result<()> {

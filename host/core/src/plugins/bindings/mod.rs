@@ -1,8 +1,10 @@
-//! Generated bindings, one private module per WIT version (the frozen 0.1.0 and 0.2.0).
+//! Generated bindings, one private module per WIT version (the frozen 0.1.0 and 0.2.0, the
+//! unstable 0.3.0).
 //! Nothing outside `plugins` sees them.
 
 pub(super) mod v0_1;
 pub(super) mod v0_2;
+pub(super) mod v0_3;
 
 /// The contract version a plugin was built for, as the host serves it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -11,6 +13,8 @@ pub(crate) enum Version {
     V0_1,
     /// `seshat:plugin@0.2.x`, frozen.
     V0_2,
+    /// `seshat:plugin@0.3.x`, unstable until frozen.
+    V0_3,
 }
 
 impl Version {
@@ -21,6 +25,8 @@ impl Version {
             Some(Version::V0_1)
         } else if minor("0.2") {
             Some(Version::V0_2)
+        } else if minor("0.3") {
+            Some(Version::V0_3)
         } else {
             None
         }
@@ -28,11 +34,13 @@ impl Version {
 }
 
 /// One value per contract version: a kind's prepared instance, or its live bindings.
-pub(crate) enum Versioned<A, B> {
+pub(crate) enum Versioned<A, B, C> {
     /// For a `0.1.x` plugin.
     V0_1(A),
     /// For a `0.2.x` plugin.
     V0_2(B),
+    /// For a `0.3.x` plugin.
+    V0_3(C),
 }
 
 /// Instantiates a [`Versioned`] prepared instance into the matching [`Versioned`] bindings.
@@ -44,6 +52,9 @@ macro_rules! instantiate_versioned {
             }
             $crate::plugins::bindings::Versioned::V0_2(p) => {
                 p.instantiate($store).map($crate::plugins::bindings::Versioned::V0_2)
+            }
+            $crate::plugins::bindings::Versioned::V0_3(p) => {
+                p.instantiate($store).map($crate::plugins::bindings::Versioned::V0_3)
             }
         }
     };

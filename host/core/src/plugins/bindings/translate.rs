@@ -58,7 +58,12 @@ pub(crate) fn encode_message(
 
 /// `build-request`.
 pub(crate) fn build_request(b: &Bindings, s: &mut Store<State<()>>, request: &ChatRequest) -> Call<RawRequest> {
-    let req = t::ChatRequest {
+    Ok(b.seshat_plugin_translate().call_build_request(s, &chat_request(request))?.map(raw_request))
+}
+
+/// A chat request in this version's types.
+fn chat_request(request: &ChatRequest) -> t::ChatRequest {
+    t::ChatRequest {
         model: request.model.clone(),
         system: request.system.clone(),
         tools: request
@@ -70,8 +75,7 @@ pub(crate) fn build_request(b: &Bindings, s: &mut Store<State<()>>, request: &Ch
         stream: request.stream,
         base_url: request.base_url.clone(),
         extra: request.extra.clone(),
-    };
-    Ok(b.seshat_plugin_translate().call_build_request(s, &req)?.map(raw_request))
+    }
 }
 
 /// An HTTP request as the guest built it, before the host validates it.

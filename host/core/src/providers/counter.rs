@@ -1,0 +1,155 @@
+//! Counting a request's input tokens where the server can: the provider plugin builds the count
+//! requests (`counters`, contract 0.3.0 — llama.cpp's and vLLM's `/tokenize`, llama-cpp-python's
+//! `/extras/tokenize/count`, Anthropic's `/v1/messages/count_tokens`) and reads their answers;
+//! the host sends them under the same destination and credential rules as chat. The first
+//! counter that answers is remembered for the model; when none does (Ollama, OpenAI's own API, a
+//! 0.1 or 0.2 plugin) the model is marked as having none and nothing more is sent for it. Counts
+//! are cached by (model, content hash), so a request counted once is never counted again.
+
+use std::hash::{Hash, Hasher};
+
+use super::{Provider, counting};
+use crate::conversation::{Part, Role};
+use crate::plugins::{ChatRequest, PluginMessage};
+use crate::providers::transport::{self, Cancel};
+
+/// The counts kept at most; past it the cache starts over.
+const CACHE_ENTRIES: usize = 4_096;
+
+/// What is known of a model's counter on this server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Counter {
+    /// The counter with this name answers.
+    Uses(String),
+    /// None answered, or the last one that did failed since: counts come from elsewhere.
+    Without,
+}
+
+/// How a model's tokens are counted where precision decides, as `/context` says it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Counting {
+    /// The server counts them (the counter's name, e.g. `llama.cpp-tokenize`).
+    Server(String),
+    /// Counted here with the model's own tokenizer (its name, e.g. `o200k_base`).
+    Local(&'static str),
+    /// Estimated: the server has no counter Seshat could use, or none was tried yet.
+    Estimated {
+        /// Whether the server was asked and had none.
+        tried: bool,
+    },
+}
+
+impl std::fmt::Display for Counting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Counting::Server(name) => write!(f, "tokens counted by the server ({name})"),
+            Counting::Local(tokenizer) => write!(f, "tokens counted here ({tokenizer})"),
+            Counting::Estimated { tried: true } => {
+                write!(f, "tokens estimated: the server has no token counter, calibrated by what it reports")
+            }
+            Counting::Estimated { tried: false } => write!(f, "tokens estimated until they near the threshold"),
+        }
+    }
+}
+
+/// The key a count is cached under.
+fn key(model: &str, system: &str, messages: &[(Role, &[Part])]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    model.hash(&mut h);
+    system.hash(&mut h);
+    messages.hash(&mut h);
+    h.finish()
+}
+
+impl Provider {
+    /// The input tokens of a request with `system` (its system prompt and tool schemas) and
+    /// `messages`, as the server counts them, when it has a counter that answers. A failing
+    /// counter is a fallback, never an error: the caller then counts locally or estimates.
+    pub(crate) fn count_input(&mut self, model: &str, system: &str, messages: &[(Role, &[Part])]) -> Option<u64> {
+        if self.counters.get(model) == Some(&Counter::Without) {
+            return None;
+        }
+        let key = key(model, system, messages);
+        if let Some(&n) = self.counts.get(&key) {
+            return Some(n);
+        }
+        let request = ChatRequest {
+            model: model.to_string(),
+            system: Some(system.to_string()).filter(|s| !s.is_empty()),
+            tools: Vec::new(),
+            max_tokens: 1,
+            stream: false,
+            base_url: self.base_url.clone(),
+            extra: "{}".into(),
+        };
+        let messages: Vec<PluginMessage> = messages
+            .iter()
+            .map(|(role, parts)| PluginMessage { id: 0, role: *role, parts: parts.to_vec() })
+            .collect();
+        let counters = match self.plugin.counters(&request, &messages) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::debug!(provider = %self.name, error = %self.redact(&e.to_string()), "no counters");
+                Vec::new()
+            }
+        };
+        let known = match self.counters.get(model) {
+            Some(Counter::Uses(name)) => Some(name.clone()),
+            _ => None,
+        };
+        for counter in counters.into_iter().filter(|c| known.as_ref().is_none_or(|k| *k == c.name)) {
+            if self.credentials.refuse_plugin_credentials(&format!("provider `{}`", self.name), &counter.request.headers).is_err() {
+                break;
+            }
+            let Ok(to) = self.destination(&counter.request.url) else { break };
+            if self.quick_transport().is_err() {
+                break;
+            }
+            let transport = self.probe_transport.as_ref().expect("made by quick_transport");
+            let out = transport::Outgoing {
+                to: &to,
+                method: &counter.request.method,
+                headers: &counter.request.headers,
+                body: &counter.request.body,
+                credentials: &self.credentials,
+            };
+            let answer = transport.fetch(out, &Cancel::default()).1;
+            self.count_requests += 1;
+            let counted = match answer {
+                Ok((status, body)) => self.plugin.parse_count(&counter.name, status, &body).ok().flatten(),
+                Err(f) => {
+                    tracing::debug!(provider = %self.name, counter = %counter.name, failure = %self.redact(&f.describe()), "counter failed");
+                    None
+                }
+            };
+            if let Some(n) = counted {
+                self.counters.insert(model.to_string(), Counter::Uses(counter.name));
+                if self.counts.len() >= CACHE_ENTRIES {
+                    self.counts.clear();
+                }
+                self.counts.insert(key, n);
+                return Some(n);
+            }
+        }
+        // None answered (or the one that used to failed): count elsewhere from now on.
+        self.counters.insert(model.to_string(), Counter::Without);
+        None
+    }
+
+    /// How `model`'s tokens are counted where precision decides.
+    pub fn counting(&self, model: &str) -> Counting {
+        match self.counters.get(model) {
+            Some(Counter::Uses(name)) => Counting::Server(name.clone()),
+            other => match counting::tokenizer_name(model) {
+                Some(name) => Counting::Local(name),
+                None => Counting::Estimated { tried: other.is_some() },
+            },
+        }
+    }
+
+    /// Requests sent to counters so far (tests and benchmarks).
+    pub fn count_requests(&self) -> u64 {
+        self.count_requests
+    }
+}
