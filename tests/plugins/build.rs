@@ -10,7 +10,7 @@ const GUESTS: &[(&str, &str, &str)] = &[
     ("test-provider", "provider", "PROVIDER"),
     ("test-trimmer-0-1-0", "trimmer-0-1-0", "TRIMMER_0_1_0"),
     ("test-semver-0-1-1", "semver-0-1-1", "SEMVER_0_1_1"),
-    ("test-version-0-3-0", "version-0-3-0", "VERSION_0_3_0"),
+    ("test-version-0-4-0", "version-0-4-0", "VERSION_0_4_0"),
     ("test-embedder", "embedder", "EMBEDDER"),
     ("test-trimmer-0-2-0", "trimmer-0-2-0", "TRIMMER_0_2_0"),
 ];
@@ -26,7 +26,7 @@ fn main() {
     // Three trimmers are built from the frozen 0.1.0 WIT: as it is, and with the version changed
     // to a compatible patch and to a minor this host does not serve.
     let wit = std::fs::read_to_string(root.join("wit/v0.1.0/seshat-plugin.wit")).expect("read the frozen WIT");
-    for (dir, version) in [("trimmer-0-1-0", "0.1.0"), ("semver-0-1-1", "0.1.1"), ("version-0-3-0", "0.3.0")] {
+    for (dir, version) in [("trimmer-0-1-0", "0.1.0"), ("semver-0-1-1", "0.1.1"), ("version-0-4-0", "0.4.0")] {
         let generated = here.join("guests").join(dir).join("wit-generated");
         std::fs::create_dir_all(&generated).expect("create wit-generated");
         let text = wit.replace("package seshat:plugin@0.1.0;", &format!("package seshat:plugin@{version};"));

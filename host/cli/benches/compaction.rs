@@ -130,7 +130,7 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let (mut trimmer, mut summariser) = plugins(dir.path());
     let models: Arc<dyn ModelClient> = Arc::new(NoModel);
-    let frame = Frame { system: "You are a coding agent.".into(), tools: String::new() };
+    let frame = Frame { system: "You are a coding agent.".into(), tools: String::new(), specs: Vec::new() };
     println!("| benchmark | seshat | baseline | ratio | note |");
     println!("|---|---|---|---|---|");
 

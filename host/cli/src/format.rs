@@ -150,6 +150,20 @@ pub fn context_line(c: &seshat::client::ContextUse) -> String {
     format!("ctx {pct}% · {}/{}", short_tokens(c.used), short_tokens(c.window))
 }
 
+/// How tokens are counted where precision decides, in words (`/context`).
+pub fn counting(c: &seshat::providers::Counting) -> String {
+    use seshat::providers::Counting;
+    match c {
+        Counting::Server { counter } => format!("tokens counted by the server ({})", visible(counter)),
+        Counting::Local { tokenizer } => format!("tokens counted here ({tokenizer})"),
+        Counting::Estimate { server_has_none: true } => {
+            "tokens estimated: the server has no token counter Seshat can use; calibrated by the counts it reports"
+                .to_string()
+        }
+        _ => "tokens estimated (the server is asked to count them near the threshold)".to_string(),
+    }
+}
+
 fn short_tokens(n: u64) -> String {
     if n >= 10_000 { format!("{}k", (n + 500) / 1000) } else { n.to_string() }
 }

@@ -148,8 +148,33 @@ impl WindowSource {
     }
 }
 
+/// How the tokens Seshat acts on where precision decides (near the compaction threshold, a
+/// summary request, the check before sending) are counted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "by", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Counting {
+    /// The server counts them with the model's own tokenizer.
+    Server {
+        /// The counter that answers (the provider plugin's name for it, e.g.
+        /// `llama.cpp-tokenize`).
+        counter: String,
+    },
+    /// Counted on this machine with the model's own tokenizer.
+    Local {
+        /// The tokenizer, e.g. `o200k_base`.
+        tokenizer: String,
+    },
+    /// Estimated, calibrated by the counts the server reports.
+    Estimate {
+        /// Whether the server was asked and has no counter Seshat can use (else it was not
+        /// asked yet).
+        server_has_none: bool,
+    },
+}
+
 /// How full the window is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ContextUse {
     /// Tokens in use (the provider's figure when it reported one).
     pub used: u64,
@@ -157,6 +182,9 @@ pub struct ContextUse {
     pub window: u64,
     /// Where the window came from.
     pub source: WindowSource,
+    /// How tokens are counted where precision decides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counting: Option<Counting>,
 }
 
 /// What one turn did.

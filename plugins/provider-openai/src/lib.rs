@@ -319,9 +319,14 @@ fn chatml(request: &ChatRequest, messages: &[Message]) -> String {
         out.push_str(body);
         out.push_str("<|im_end|>\n");
     };
+    // Chat templates put each tool's definition into the prompt as JSON, as the request carries it.
     let mut system = request.system.clone().unwrap_or_default();
     for tool in &request.tools {
-        system.push_str(&format!("\n{{\"name\":{},\"description\":{},\"parameters\":{}}}", json!(tool.name), json!(tool.description), tool.parameters));
+        let parameters = json::schema(tool).unwrap_or(Value::Null);
+        let function = json!({"type": "function",
+            "function": {"name": tool.name, "description": tool.description, "parameters": parameters}});
+        system.push('\n');
+        system.push_str(&function.to_string());
     }
     if !system.is_empty() {
         turn("system", &system);

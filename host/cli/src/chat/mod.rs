@@ -370,7 +370,7 @@ pub(crate) fn report(o: &TurnOutcome) {
             o.session
         );
     }
-    if let Some(c) = o.context {
+    if let Some(c) = &o.context {
         eprintln!("[{}]", format::context_line(&c));
     }
 }

@@ -122,7 +122,7 @@ fn command(agent: &mut Agent, input: &str) -> anyhow::Result<bool> {
                 window_source(source),
                 format::tokens(u64::from(agent.max_output()))
             );
-            eprintln!("{}", agent.counting());
+            eprintln!("{}", format::counting(&agent.counting()));
             for left in agent.left_out() {
                 eprintln!("left out to fit the window: {}", format::visible(left));
             }

@@ -129,7 +129,7 @@ fn chat(store: &mut Store, id: &str, turns: usize, size: usize) {
 }
 
 fn frame() -> Frame {
-    Frame { system: "You are a helpful agent.".into(), tools: String::new() }
+    Frame { system: "You are a helpful agent.".into(), tools: String::new(), specs: Vec::new() }
 }
 
 #[test]

@@ -321,7 +321,7 @@ fn with_recall_the_marker_and_the_trims_name_the_history_tools() {
         store.append(&id, &[text(Role::User, "and now?"), text(Role::Assistant, "done")]).unwrap();
         let mut p = plugins("summariser");
         let mut c = p.compactor(Scripted::answering(&[]));
-        let frame = seshat::compaction::Frame { system: "s".into(), tools: String::new() };
+        let frame = seshat::compaction::Frame { system: "s".into(), tools: String::new(), specs: Vec::new() };
         let prepared = c
             .before_call(&mut store, &id, &frame, &seshat::compaction::Settings { recall, ..settings(Some(40_000)) })
             .unwrap();
@@ -349,7 +349,7 @@ fn with_recall_the_marker_and_the_trims_name_the_history_tools() {
         }
         let mut p = plugins("summariser");
         let mut c = p.compactor(Scripted::answering(&[Ok("Forty requests, all answered.")]));
-        let frame = seshat::compaction::Frame { system: "s".into(), tools: String::new() };
+        let frame = seshat::compaction::Frame { system: "s".into(), tools: String::new(), specs: Vec::new() };
         let prepared = c
             .before_call(&mut store, &id, &frame, &seshat::compaction::Settings { recall, ..settings(Some(20_000)) })
             .unwrap();

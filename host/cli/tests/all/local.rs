@@ -47,7 +47,7 @@ fn openai_input(body: &Value) -> u64 {
 /// An OpenAI chat request's input counted with a real tokenizer denser than Seshat's estimate on
 /// code and logs (GPT-2's `r50k_base`, which splits runs of spaces, identifiers and digits finely):
 /// every text the request carries, plus four tokens a message.
-fn real_input(body: &Value) -> u64 {
+pub(crate) fn real_input(body: &Value) -> u64 {
     let bpe = tiktoken_rs::r50k_base_singleton();
     let count = |s: &str| bpe.count_ordinary(s) as u64;
     let mut t = 0;
@@ -67,7 +67,7 @@ fn real_input(body: &Value) -> u64 {
 }
 
 /// An OpenAI chat request's input at a token a byte, plus four tokens a message.
-fn byte_input(body: &Value) -> u64 {
+pub(crate) fn byte_input(body: &Value) -> u64 {
     let mut t = 0;
     for m in body["messages"].as_array().into_iter().flatten() {
         t += 4 + str_of(&m["content"]).len() as u64 + str_of(&m["tool_call_id"]).len() as u64;
@@ -79,7 +79,7 @@ fn byte_input(body: &Value) -> u64 {
 }
 
 /// The estimate of an Anthropic Messages request's input.
-fn anthropic_input(body: &Value) -> u64 {
+pub(crate) fn anthropic_input(body: &Value) -> u64 {
     let mut t = 0;
     for block in body["system"].as_array().into_iter().flatten() {
         t += est(str_of(&block["text"]));
@@ -102,7 +102,7 @@ fn anthropic_input(body: &Value) -> u64 {
 
 /// Which server a loopback emulates: what it answers about its models.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(crate) enum Kind {
     /// llama.cpp's `llama-server`: `/props` has the runtime `n_ctx`; `/v1/models` only the
     /// trained length.
     LlamaCpp,
@@ -122,7 +122,7 @@ enum Kind {
 
 /// How a server treats a request longer than its window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Over {
+pub(crate) enum Over {
     /// OpenAI's refusals: `context_length_exceeded`, or "you requested N tokens (a in the messages,
     /// b in the completion)".
     OpenAi,
@@ -147,31 +147,45 @@ enum Over {
     ByteTokenizer,
 }
 
+/// A token-counting endpoint a server offers, in its real shape (answering the others' requests
+/// as that server does: an empty list, a validation error, a 404).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Counter {
+    /// llama.cpp's `POST /tokenize`: `{"content": …}` → `{"tokens": […]}`.
+    LlamaCpp,
+    /// vLLM's `POST /tokenize`: `{"model", "messages"}` → `{"count", "max_model_len", "tokens"}`.
+    Vllm,
+    /// llama-cpp-python's `POST /extras/tokenize/count`: `{"input": …}` → `{"count": N}`.
+    LlamaCppPython,
+    /// Every counting endpoint fails with a 500.
+    Failing,
+}
+
 /// The real-token factor of [`Over::CountsMore`], in tenths.
 const COUNTS_MORE_TENTHS: u64 = 18;
 
 /// What a server saw.
 #[derive(Debug, Default)]
-struct Seen {
+pub(crate) struct Seen {
     /// Chat requests that did not fit the window with their `max_tokens` (must stay empty where
     /// the server is strict and Seshat knows the window).
-    overflows: Vec<String>,
+    pub(crate) overflows: Vec<String>,
     /// Refusals sent.
-    refusals: u32,
+    pub(crate) refusals: u32,
     /// Chat requests answered (summaries included).
     answered: u32,
     /// Requests with a wrong path, method or headers.
-    bad: Vec<String>,
+    pub(crate) bad: Vec<String>,
     /// The messages of every request refused for its length ([`Over::RealTokenizer`]).
-    refused_bodies: Vec<String>,
+    pub(crate) refused_bodies: Vec<String>,
 }
 
-struct Local {
-    server: Server,
+pub(crate) struct Local {
+    pub(crate) server: Server,
     seen: Arc<Mutex<Seen>>,
 }
 
-const MODEL: &str = "qwen-local";
+pub(crate) const MODEL: &str = "qwen-local";
 
 impl Drop for Local {
     /// Every test using a `Local` fails if the server saw a request it should not have (a wrong
@@ -186,29 +200,43 @@ impl Drop for Local {
 }
 
 impl Local {
-    fn start(kind: Kind, window: u64, over: Option<Over>) -> Self {
+    pub(crate) fn start(kind: Kind, window: u64, over: Option<Over>) -> Self {
+        Local::with_counter(kind, window, over, None)
+    }
+
+    /// A server that also counts tokens at `counter`'s endpoint, as its chat endpoint counts
+    /// them (by `over`'s tokenizer).
+    pub(crate) fn with_counter(kind: Kind, window: u64, over: Option<Over>, counter: Option<Counter>) -> Self {
         let seen = Arc::new(Mutex::new(Seen::default()));
         let s = seen.clone();
         let turn = Arc::new(Mutex::new(0u32));
-        let server = Server::route(move |r| answer(kind, window, over, r, &s, &turn));
+        let server = Server::route(move |r| match count_answer(counter, window, over, r) {
+            Some(reply) => reply,
+            None => answer(kind, window, over, r, &s, &turn),
+        });
         Local { server, seen }
     }
 
-    fn base(&self) -> String {
+    /// The requests sent to a counting endpoint.
+    pub(crate) fn counts(&self) -> Vec<Recorded> {
+        self.server.requests().into_iter().filter(|r| COUNT_PATHS.contains(&r.path.as_str())).collect()
+    }
+
+    pub(crate) fn base(&self) -> String {
         format!("{}/v1", self.server.url())
     }
 
-    /// Requests other than chat completions (the probes).
+    /// Requests other than chat completions and counts (the probes).
     fn probes(&self) -> Vec<String> {
         self.server
             .requests()
             .iter()
-            .filter(|r| r.path != "/v1/chat/completions")
+            .filter(|r| r.path != "/v1/chat/completions" && !COUNT_PATHS.contains(&r.path.as_str()))
             .map(|r| format!("{} {}", r.method, r.path))
             .collect()
     }
 
-    fn chats(&self) -> Vec<Recorded> {
+    pub(crate) fn chats(&self) -> Vec<Recorded> {
         self.server.requests().into_iter().filter(|r| r.path == "/v1/chat/completions").collect()
     }
 
@@ -218,9 +246,63 @@ impl Local {
         std::mem::take(&mut self.seen.lock().unwrap().bad)
     }
 
-    fn seen(&self) -> std::sync::MutexGuard<'_, Seen> {
+    pub(crate) fn seen(&self) -> std::sync::MutexGuard<'_, Seen> {
         self.seen.lock().unwrap()
     }
+}
+
+/// The paths of the counting endpoints.
+const COUNT_PATHS: [&str; 2] = ["/tokenize", "/extras/tokenize/count"];
+
+/// A text's tokens as a server counting by `over`'s tokenizer counts them.
+fn count_text(over: Option<Over>, text: &str) -> u64 {
+    match over {
+        Some(Over::RealTokenizer) => tiktoken_rs::r50k_base_singleton().count_ordinary(text) as u64,
+        Some(Over::ByteTokenizer) => text.len() as u64,
+        _ => est(text),
+    }
+}
+
+/// The answer of `counter`'s endpoints (and the others' answers to what they do not know), or
+/// `None` for a request that is not a count. The bearer key is checked with every request.
+fn count_answer(counter: Option<Counter>, window: u64, over: Option<Over>, r: &Recorded) -> Option<Reply> {
+    let counter = counter?;
+    if r.method != "POST" || !COUNT_PATHS.contains(&r.path.as_str()) {
+        return None;
+    }
+    let body = r.json();
+    Some(match (counter, r.path.as_str()) {
+        (Counter::Failing, _) => Reply::json(500, r#"{"error":{"code":500,"message":"tokenizer crashed"}}"#),
+        (Counter::LlamaCpp, "/tokenize") => {
+            // llama.cpp tokenizes `content` (a string); a body without one gets no tokens.
+            let n = body["content"].as_str().map_or(0, |t| count_text(over, t));
+            Reply::json(200, &json!({"tokens": (0..n).map(|i| i % 50_000).collect::<Vec<_>>()}).to_string())
+        }
+        (Counter::Vllm, "/tokenize") if body["messages"].is_array() && body["model"] == MODEL => {
+            // The chat template applied: as the chat endpoint counts the same messages.
+            let n = match over {
+                Some(Over::RealTokenizer) => real_input(&body),
+                Some(Over::ByteTokenizer) => byte_input(&body),
+                _ => openai_input(&body),
+            };
+            Reply::json(
+                200,
+                &json!({"count": n, "max_model_len": window, "tokens": (0..n).collect::<Vec<_>>(), "token_strs": null})
+                    .to_string(),
+            )
+        }
+        (Counter::Vllm, "/tokenize") => Reply::json(
+            400,
+            &json!({"object": "error", "message": "1 validation error for TokenizeChatRequest: messages: Field required",
+                "type": "BadRequestError", "param": null, "code": 400})
+            .to_string(),
+        ),
+        (Counter::LlamaCppPython, "/extras/tokenize/count") => match body["input"].as_str() {
+            Some(t) => Reply::json(200, &json!({"count": count_text(over, t)}).to_string()),
+            None => Reply::json(422, r#"{"detail":[{"loc":["body","input"],"msg":"field required"}]}"#),
+        },
+        _ => not_found(),
+    })
 }
 
 fn not_found() -> Reply {
@@ -413,7 +495,7 @@ fn chat_answer(window: u64, over: Option<Over>, r: &Recorded, seen: &Mutex<Seen>
 
 /// A home whose config points the openai provider at `base` (no answer cap, so Seshat sizes the
 /// answer itself), with `extra` appended.
-fn home_at(provider: &str, base: &str, extra: &str) -> Home {
+pub(crate) fn home_at(provider: &str, base: &str, extra: &str) -> Home {
     let home = Home::new();
     std::fs::write(
         home.path().join("config.toml"),
@@ -427,7 +509,7 @@ fn home_at(provider: &str, base: &str, extra: &str) -> Home {
 }
 
 /// `seshat chat args…` with the test key for both families.
-fn run(home: &Home, args: &[&str]) -> Output {
+pub(crate) fn run(home: &Home, args: &[&str]) -> Output {
     home.cmd()
         .env("ANTHROPIC_API_KEY", KEY)
         .env("OPENAI_API_KEY", KEY)
@@ -438,13 +520,13 @@ fn run(home: &Home, args: &[&str]) -> Output {
         .expect("run seshat chat")
 }
 
-fn ok_json(out: &Output) -> Value {
+pub(crate) fn ok_json(out: &Output) -> Value {
     let v = json_of(out);
     assert!(out.status.success() && v["error"].is_null(), "{v}\nstderr: {}", String::from_utf8_lossy(&out.stderr));
     v
 }
 
-fn stderr(out: &Output) -> String {
+pub(crate) fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
@@ -620,7 +702,7 @@ fn the_answers_room_follows_the_window_and_settings_that_cannot_fit_say_so() {
 
 /// A session of `n` alternating user/assistant notes of ~`tokens` each (the history a refused
 /// request carries).
-fn history(home: &Home, n: usize, tokens: usize) -> String {
+pub(crate) fn history(home: &Home, n: usize, tokens: usize) -> String {
     history_of(home, n, |i| note(i, tokens))
 }
 
@@ -872,13 +954,22 @@ fn seshat_compact_calls_the_sessions_provider_with_chats_frame() {
 
 /// Anthropic's Messages API with a real window of `window` tokens and an output limit of
 /// `max_output`, refusing as Anthropic does.
-fn claude(window: u64, max_output: u64, seen: Arc<Mutex<Seen>>) -> Server {
+pub(crate) fn claude(window: u64, max_output: u64, seen: Arc<Mutex<Seen>>) -> Server {
     Server::route(move |r| {
-        if r.path != "/v1/messages" || r.header("x-api-key") != Some(KEY) || r.header("anthropic-version").is_none() {
+        let known = ["/v1/messages", "/v1/messages/count_tokens"].contains(&r.path.as_str());
+        if !known || r.header("x-api-key") != Some(KEY) || r.header("anthropic-version").is_none() {
             seen.lock().unwrap().bad.push(format!("{} {}", r.method, r.path));
             return not_found();
         }
         let body = r.json();
+        if r.path == "/v1/messages/count_tokens" {
+            // The Messages request without `max_tokens` and `stream`, counted as the chat
+            // endpoint counts it.
+            if body.get("max_tokens").is_some() || body.get("stream").is_some() || !body["messages"].is_array() {
+                seen.lock().unwrap().bad.push(format!("count_tokens with {}", r.body));
+            }
+            return Reply::json(200, &json!({"input_tokens": anthropic_input(&body)}).to_string());
+        }
         let input = anthropic_input(&body);
         let max = body["max_tokens"].as_u64().unwrap_or(0);
         let refuse = |message: String| {
@@ -1107,12 +1198,12 @@ fn coding_message(i: usize) -> String {
 }
 
 /// A session of `n` coding messages in the home's store.
-fn coding_history(home: &Home, n: usize) -> String {
+pub(crate) fn coding_history(home: &Home, n: usize) -> String {
     history_of(home, n, coding_message)
 }
 
 /// `seshat compact <id>` at an 8,192-token window, the summary written by [`MODEL`].
-fn compact_at_8k(home: &Home, id: &str) -> Output {
+pub(crate) fn compact_at_8k(home: &Home, id: &str) -> Output {
     home.cmd()
         .env("OPENAI_API_KEY", KEY)
         .args(["compact", id, "--window", "8192", "--summary-model", MODEL, "--json"])

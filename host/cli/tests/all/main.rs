@@ -10,6 +10,7 @@ mod chat_signals;
 mod cli;
 mod compaction;
 mod concurrency;
+mod counters;
 mod crash;
 mod database;
 mod fidelity;

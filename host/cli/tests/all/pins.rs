@@ -17,7 +17,7 @@ fn session(store: &mut Store, window: u64) -> String {
 }
 
 fn frame() -> Frame {
-    Frame { system: "You are a helpful agent.".into(), tools: String::new() }
+    Frame { system: "You are a helpful agent.".into(), tools: String::new(), specs: Vec::new() }
 }
 
 /// A session of `turns` exchanges whose third message is a tool call with a long result.

@@ -210,12 +210,12 @@ fn a_plugin_of_another_world_or_version_is_refused() {
     let err = TrimmerPlugin::new(&loaded).unwrap_err();
     assert_eq!(err.to_string(), "plugin `summ` is not a trimmer: it is a summariser");
 
-    // Built for seshat:plugin@0.3.0.
-    let entry = install(dir.path(), "future", "trimmer", seshat_test_plugins::VERSION_0_3_0, "");
+    // Built for seshat:plugin@0.4.0.
+    let entry = install(dir.path(), "future", "trimmer", seshat_test_plugins::VERSION_0_4_0, "");
     let err = runtime().load(&entry, LimitRequest::default()).unwrap_err();
     assert_eq!(err.code(), "plugin_incompatible");
     assert!(
-        err.to_string().contains("was built for seshat:plugin@0.3.0; this seshat speaks 0.1.x or 0.2.x"),
+        err.to_string().contains("was built for seshat:plugin@0.4.0; this seshat speaks 0.1.x, 0.2.x or 0.3.x"),
         "the message names what was expected and found: {err}"
     );
 }
@@ -241,18 +241,32 @@ fn trimmers_built_for_the_frozen_0_1_0_and_a_0_1_1_patch_load_and_work() {
     let catalog = Catalog::discover(dir.path(), None);
     let loaded =
         runtime().load(catalog.find(PluginKind::Trimmer, "trimmer").unwrap(), LimitRequest::default()).unwrap();
-    assert_eq!(loaded.api_version, "0.2.0");
+    assert_eq!(loaded.api_version, "0.3.0");
 }
 
 #[test]
 fn a_trimmer_built_for_the_frozen_0_2_0_loads_and_uses_what_0_2_0_added() {
-    // 0.2.0 is released: `wit/v0.2.0` holds it as released, and the current contract the SDK and
-    // `plugins new` build for is, byte for byte, that until a next minor starts.
+    // 0.2.0 is released: `wit/v0.2.0` holds it as released, byte for byte (its digest when it
+    // was frozen), and the current contract the SDK and `plugins new` build for is 0.3.0, still
+    // unstable, which only adds to it.
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let frozen = std::fs::read(root.join("wit/v0.2.0/seshat-plugin.wit")).unwrap();
-    assert_eq!(std::fs::read(root.join("wit/seshat-plugin.wit")).unwrap(), frozen, "the current contract is 0.2.0");
-    assert!(String::from_utf8_lossy(&frozen).contains("package seshat:plugin@0.2.0;"));
-    const { assert!(!seshat::plugins::API_VERSION_CURRENT_UNSTABLE, "0.2.0 is frozen") };
+    assert_eq!(
+        seshat::plugins::cache::sha256_hex(&frozen),
+        "bf1470b6c20a6055ff19fa7e8a4ff2a46bc0f8f4f9f8b05cbcf7ca11813f7827",
+        "wit/v0.2.0 is frozen"
+    );
+    let current = std::fs::read_to_string(root.join("wit/seshat-plugin.wit")).unwrap();
+    assert!(current.contains("package seshat:plugin@0.3.0;"));
+    assert_eq!(seshat::plugins::API_VERSION_CURRENT, "0.3.0");
+    const { assert!(seshat::plugins::API_VERSION_CURRENT_UNSTABLE, "0.3.0 is unstable until its last addition") };
+    // Every function and record 0.2.0 declares is still declared, the same way.
+    let frozen = String::from_utf8(frozen).unwrap();
+    for line in frozen.lines().map(str::trim).filter(|l| l.ends_with(';') || l.ends_with('{')) {
+        if !line.starts_with("package ") {
+            assert!(current.lines().any(|l| l.trim() == line), "0.3.0 lost or changed `{line}`");
+        }
+    }
     // A trimmer built without the SDK from the frozen file, using the keep-lines edit and `log`.
     let dir = tempfile::tempdir().unwrap();
     let entry = install(dir.path(), "frozen-0-2", "trimmer", seshat_test_plugins::TRIMMER_0_2_0, "");

@@ -231,8 +231,8 @@ fn a_file_that_is_no_component_gets_one_sentence() {
 #[test]
 fn check_refuses_other_worlds_and_versions_with_the_reason() {
     let home = Home::new();
-    let err = home.fails(&["plugins", "check", seshat_test_plugins::VERSION_0_3_0]);
-    assert!(err.contains("was built for seshat:plugin@0.3.0; this seshat speaks 0.1.x or 0.2.x"), "{err}");
+    let err = home.fails(&["plugins", "check", seshat_test_plugins::VERSION_0_4_0]);
+    assert!(err.contains("was built for seshat:plugin@0.4.0; this seshat speaks 0.1.x, 0.2.x or 0.3.x"), "{err}");
     let out = home.ok(&["plugins", "check", seshat_test_plugins::SEMVER_0_1_1]);
     assert!(
         out.contains("a trimmer plugin for seshat:plugin@0.1.1") && out.ends_with("ok: seshat would load it\n"),

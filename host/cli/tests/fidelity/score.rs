@@ -162,7 +162,7 @@ pub fn run(store: &mut Store, plugins: &mut Plugins, t: &Transcript, window: u64
         store.append(&id, chunk).expect("append");
     }
     let echo = Arc::new(Echo::default());
-    let frame = Frame { system: "You are a coding agent.".into(), tools: String::new() };
+    let frame = Frame { system: "You are a coding agent.".into(), tools: String::new(), specs: Vec::new() };
     let report = {
         let mut settings = settings(window);
         let models = match (&plugins.real, summariser) {

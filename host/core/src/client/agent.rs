@@ -333,6 +333,7 @@ impl Agent {
             used: crate::compaction::current_use(&self.frame, &view),
             window: self.window,
             source: self.window_source,
+            counting: Some(self.counting()),
         }))
     }
 
@@ -443,8 +444,8 @@ impl Agent {
                 .client
                 .prepare_with(&self.session, &self.frame, &settings, &mut |s| observer.compaction_started(s))?;
             tracing::trace!(session = %self.session, messages = prepared.messages.len(), "the request is prepared");
-            if let Some(n) = prepared.counted {
-                self.calibrate(n, &prepared.messages)?;
+            if let Some(c) = prepared.counted {
+                self.learn_calibration(c.real, &c.tally)?;
             }
             for w in &prepared.warnings {
                 observer.warning(w);
@@ -462,7 +463,10 @@ impl Agent {
                 system: Some(&self.frame.system),
                 tools: &self.specs,
                 messages: &prepared.messages,
-                max_tokens: retry_max_tokens.take().unwrap_or(self.max_output),
+                max_tokens: retry_max_tokens
+                    .take()
+                    .unwrap_or(self.max_output)
+                    .min(prepared.max_tokens.map_or(u32::MAX, |m| u32::try_from(m).unwrap_or(u32::MAX))),
                 stream: self.stream,
                 same_model_after: Some(self.same_model_after),
                 extra: &self.extra,

@@ -215,8 +215,8 @@ fn build(parts: &FrameParts, memory: Option<&str>, instructions: usize, tools: &
     let compact = |schema: &str| {
         serde_json::from_str::<serde_json::Value>(schema).map_or_else(|_| schema.to_string(), |v| v.to_string())
     };
-    let tools = tools.iter().map(|s| format!("{}\n{}\n{}\n", s.name, s.description, compact(&s.parameters))).collect();
-    Frame { system, tools }
+    let text = tools.iter().map(|s| format!("{}\n{}\n{}\n", s.name, s.description, compact(&s.parameters))).collect();
+    Frame { system, tools: text, specs: tools.to_vec() }
 }
 
 /// Cuts the frame to `budget` tokens, in a stated order: the memory context shrinks first (its
@@ -333,7 +333,14 @@ impl super::agent::Agent {
     /// by is at least 1 (an estimate that runs high is safe); the factors per kind may go either
     /// way, so a request of another mix is sized by what its kinds have shown.
     pub(super) fn calibrate(&mut self, real: u64, sent: &[Msg]) -> Result<()> {
-        let tally = Tally::of_request(&[&self.frame.system, &self.frame.tools], sent.iter().map(|m| m.parts.as_slice()));
+        let tally =
+            Tally::of_request(&[&self.frame.system, &self.frame.tools], sent.iter().map(|m| m.parts.as_slice()));
+        self.learn_calibration(real, &tally)
+    }
+
+    /// [`Self::calibrate`] from a count of a request whose estimate by kind is `tally`.
+    pub(super) fn learn_calibration(&mut self, real: u64, tally: &Tally) -> Result<()> {
+        let tally = *tally;
         if tally.total() < CALIBRATION_MIN_TOKENS as f64 || real == 0 {
             return Ok(());
         }

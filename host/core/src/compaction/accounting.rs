@@ -10,8 +10,11 @@ use crate::window;
 pub struct Frame {
     /// The system prompt (Seshat's, the project's instructions, the memory context).
     pub system: String,
-    /// The tool schemas as sent.
+    /// The tool schemas as text, each tool's name, description and compact schema on lines of
+    /// their own (what the estimate weighs).
     pub tools: String,
+    /// The tools themselves, as the request offers them (what a server's counter is given).
+    pub specs: Vec<crate::plugins::ToolSpec>,
 }
 
 impl Frame {

@@ -82,6 +82,9 @@ pub struct Settings {
     pub prompt: Option<String>,
 }
 
+/// The least room for an answer worth sending a request with (below it, the request does not fit).
+const MIN_ANSWER_ROOM: u64 = 256;
+
 /// What follows the compaction marker in a request when the history tools are offered.
 pub const RECALL_HINT: &str = " history_search finds them and history_read reads them back.";
 
@@ -166,10 +169,22 @@ pub struct Prepared {
     pub compaction: Option<Report>,
     /// Things the user should know (an unknown window, a tripped breaker).
     pub warnings: Vec<String>,
-    /// The request's size as the model's own tokenizer counted it, when it was counted (near
-    /// the threshold, where precision decides) and nothing changed it since: a real count to
+    /// The conversation as the model's own tokenizer counted it before anything was done to it,
+    /// when it was counted (near the threshold, where precision decides): a real count to
     /// calibrate the estimate with.
-    pub counted: Option<u64>,
+    pub counted: Option<Counted>,
+    /// A smaller answer room than configured, when the model's count shows the request fits
+    /// only with it.
+    pub max_tokens: Option<u64>,
+}
+
+/// A real count of a request and the estimate it was counted against, by kind of content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counted {
+    /// The model's count.
+    pub real: u64,
+    /// The estimate of the same request, by kind.
+    pub tally: window::Tally,
 }
 
 /// A compaction about to run: told before the plugins (and the summary model) are called, so a
@@ -234,16 +249,28 @@ impl Compactor<'_> {
         // be done here (the estimate's prior runs high on code and JSON for such tokenizers).
         let models = self.models.clone();
         let count = |messages: Vec<(Role, &[Part])>| {
-            let request = CountRequest { system: &frame.system, tools: &frame.tools, messages };
+            let request = CountRequest { system: &frame.system, tools: &frame.tools, specs: &frame.specs, messages };
             models.count_request(&settings.model, &request)
         };
         let mut counted = None;
+        let mut measured;
+        let mut settings = settings;
         if let Some(window) = settings.context_window
             && tokens * 10 > Marks::new(window).threshold * 7
             && let Some(n) = count(view.entries.iter().map(|e| (e.role, e.parts.as_slice())).collect())
         {
+            // The count is this request's truth: the pass (its target, its cut, its summary
+            // requests) works at the density it shows, and the caller learns from it.
+            let tally = window::Tally::of_request(
+                &[&frame.system, &frame.tools],
+                view.entries.iter().map(|e| e.parts.as_slice()),
+            );
+            let scale = n as f64 / estimate_request(frame, &view).max(1) as f64;
+            measured = settings.clone();
+            measured.calibration = scale.clamp(1.0, window::MAX_CALIBRATION);
+            settings = &measured;
             tokens = n;
-            counted = Some(n);
+            counted = Some(Counted { real: n, tally });
         }
         match settings.context_window {
             None => warnings.push(format!(
@@ -291,7 +318,6 @@ impl Compactor<'_> {
         let stored = stored_answers(store, session, &messages)?;
         let answered: HashSet<String> = stored.keys().cloned().collect();
         let repair = pairing::repair(&mut messages, &answered);
-        let repaired = !stored.is_empty() || !repair.unanswered.is_empty();
         if !stored.is_empty() {
             // Results the store has but the view lost: send them with their calls.
             messages.push(pairing::Msg { seq: None, role: Role::Tool, parts: stored.into_values().collect() });
@@ -306,11 +332,21 @@ impl Compactor<'_> {
         }
         let messages = pairing::arrange(messages);
         let tokens_now = frame.tokens() + messages.iter().map(|m| entry_tokens(&m.parts)).sum::<u64>();
+        let mut max_tokens = None;
         if let Some(window) = settings.context_window {
             let limit = Marks::new(window).hard_limit(settings.max_output_tokens);
-            // Over the limit by the estimate: the model's own count, where it can be had, decides.
-            let count_now = || count(messages.iter().map(|m| (m.role, m.parts.as_slice())).collect());
-            if settings.real(tokens_now) > limit && count_now().is_none_or(|c| c > limit) {
+            // Near the limit by the estimate, or just compacted (the request's mix of content
+            // changed: the frame may now weigh most), the model's own count, where it can be had,
+            // decides. A request that fits with a smaller answer gets that answer's room.
+            let near = settings.real(tokens_now) * 10 > limit * 7 || report.is_some();
+            let counted_now =
+                if near { count(messages.iter().map(|m| (m.role, m.parts.as_slice())).collect()) } else { None };
+            if let Some(c) = counted_now
+                && c > limit
+                && window.saturating_sub(c) >= MIN_ANSWER_ROOM
+            {
+                max_tokens = Some(window - c);
+            } else if counted_now.map_or(settings.real(tokens_now) > limit, |c| c > limit) {
                 let failures = store.session(session)?.compaction_failures;
                 let hint = if failures >= MAX_CONSECUTIVE_FAILURES {
                     "; summarising is off after repeated failures: compact the session by hand or start a new one"
@@ -333,9 +369,7 @@ impl Compactor<'_> {
         let floor_tokens =
             request_size(&[&frame.system, &frame.tools], messages.iter().map(|m| m.parts.as_slice()), &floor)
                 .unwrap_or(0);
-        // A compaction or a repair changed the request since it was counted.
-        let counted = counted.filter(|_| report.is_none() && !repaired);
-        Ok(Prepared { messages, tokens: tokens_now, floor_tokens, compaction: report, warnings, counted })
+        Ok(Prepared { messages, tokens: tokens_now, floor_tokens, compaction: report, warnings, counted, max_tokens })
     }
 
     /// Compacts now as the automatic pass does, whatever the threshold says (recovering from a
@@ -719,9 +753,12 @@ impl Compactor<'_> {
                             refusal.window.unwrap_or(model_window)
                         ));
                     }
-                    // Recover once per chunk: learn how the model counts, cut again, retry.
+                    // Recover once per chunk: learn how the model counts, cut again, retry. (A
+                    // request the model's count showed too large was never sent: no refusal.)
                     retried_at = Some(done);
-                    learnt.recovered += 1;
+                    if !refusal.counted {
+                        learnt.recovered += 1;
+                    }
                     if let Some(w) = refusal.window.filter(|&w| w > 0 && (model_window == 0 || w < model_window)) {
                         model_window = w;
                     }

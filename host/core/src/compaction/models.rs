@@ -35,22 +35,15 @@ pub trait ModelClient: Send + Sync {
 pub struct CountRequest<'a> {
     /// The system prompt.
     pub system: &'a str,
-    /// The tool schemas as sent (empty when none).
+    /// The tool schemas as text (empty when none): what the estimate and a local tokenizer count.
     pub tools: &'a str,
+    /// The tools as the request offers them: what a server's counter is given.
+    pub specs: &'a [crate::plugins::ToolSpec],
     /// The conversation.
     pub messages: Vec<(Role, &'a [Part])>,
 }
 
 impl CountRequest<'_> {
-    /// The system prompt with the tool schemas after it, as a server that counts text sees them.
-    pub fn system_with_tools(&self) -> String {
-        match (self.system.is_empty(), self.tools.is_empty()) {
-            (_, true) => self.system.to_string(),
-            (true, false) => self.tools.to_string(),
-            (false, false) => format!("{}\n\n{}", self.system, self.tools),
-        }
-    }
-
     /// Its size with every text counted by `count` and each message's overhead; `None` when
     /// `count` cannot count one of them.
     pub fn size_with(&self, count: &dyn Fn(&str) -> Option<u64>) -> Option<u64> {
@@ -124,6 +117,8 @@ pub(super) struct Refusal {
     pub(super) real: Option<u64>,
     /// The window the refusal named, if any.
     pub(super) window: Option<u64>,
+    /// Whether the model's count said so before anything was sent (no server refused it).
+    pub(super) counted: bool,
 }
 
 impl Refusal {
@@ -132,9 +127,11 @@ impl Refusal {
         match limit {
             // The size a refusal names is the input ("your messages resulted in N", a prompt's
             // token count).
-            Limit::TooLong { window, requested } => Some(Refusal { estimated, real: requested, window }),
+            Limit::TooLong { window, requested } => {
+                Some(Refusal { estimated, real: requested, window, counted: false })
+            }
             Limit::InputAndOutput { input, window, .. } => {
-                Some(Refusal { estimated, real: Some(input), window: Some(window) })
+                Some(Refusal { estimated, real: Some(input), window: Some(window), counted: false })
             }
             Limit::MaxOutput(_) => None,
         }
@@ -172,14 +169,19 @@ impl ModelCall for BoundModel {
             let counted = CountRequest {
                 system: request.system.as_deref().unwrap_or(""),
                 tools: "",
+                specs: &[],
                 messages: request.messages.iter().map(|m| (m.role, m.parts.as_slice())).collect(),
             };
-            let input = self
-                .client
-                .count_request(&self.model, &counted)
-                .unwrap_or_else(|| calibrated(estimated, self.calibration));
+            let count = self.client.count_request(&self.model, &counted);
+            let input = count.unwrap_or_else(|| calibrated(estimated, self.calibration));
             let room = self.window.saturating_sub(input);
             if room < MIN_SUMMARY_ANSWER {
+                if let Some(real) = count {
+                    // The model's own count says it cannot fit: cut again at that density, as
+                    // after a refusal, with nothing sent.
+                    *self.refused.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+                        Some(Refusal { estimated, real: Some(real), window: Some(self.window), counted: true });
+                }
                 return Err(ModelError::new(
                     "summary_too_large",
                     format!(

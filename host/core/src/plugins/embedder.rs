@@ -184,8 +184,9 @@ impl EmbedderPlugin {
         expected: usize,
         dimensions: Option<u32>,
     ) -> Result<Vec<Vec<f32>>> {
-        let vectors =
-            self.handle.call(|s, b| each_version!(b, |b| b.seshat_plugin_embed().call_parse_response(s, status, body)))?;
+        let vectors = self
+            .handle
+            .call(|s, b| each_version!(b, |b| b.seshat_plugin_embed().call_parse_response(s, status, body)))?;
         if vectors.len() != expected {
             return Err(self.invalid(format!(
                 "it decoded {} vectors for a batch of {expected} texts: there must be one per text",

@@ -10,8 +10,9 @@ use std::hash::{Hash, Hasher};
 
 use super::{Provider, counting};
 use crate::conversation::{Part, Role};
-use crate::plugins::{ChatRequest, PluginMessage};
+use crate::plugins::{ChatRequest, PluginMessage, ToolSpec};
 use crate::providers::transport::{self, Cancel};
+pub use seshat_protocol::turn::Counting;
 
 /// The counts kept at most; past it the cache starts over.
 const CACHE_ENTRIES: usize = 4_096;
@@ -25,68 +26,46 @@ pub(super) enum Counter {
     Without,
 }
 
-/// How a model's tokens are counted where precision decides, as `/context` says it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Counting {
-    /// The server counts them (the counter's name, e.g. `llama.cpp-tokenize`).
-    Server(String),
-    /// Counted here with the model's own tokenizer (its name, e.g. `o200k_base`).
-    Local(&'static str),
-    /// Estimated: the server has no counter Seshat could use, or none was tried yet.
-    Estimated {
-        /// Whether the server was asked and had none.
-        tried: bool,
-    },
-}
-
-impl std::fmt::Display for Counting {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Counting::Server(name) => write!(f, "tokens counted by the server ({name})"),
-            Counting::Local(tokenizer) => write!(f, "tokens counted here ({tokenizer})"),
-            Counting::Estimated { tried: true } => {
-                write!(f, "tokens estimated: the server has no token counter, calibrated by what it reports")
-            }
-            Counting::Estimated { tried: false } => write!(f, "tokens estimated until they near the threshold"),
-        }
-    }
-}
-
 /// The key a count is cached under.
-fn key(model: &str, system: &str, messages: &[(Role, &[Part])]) -> u64 {
+fn key(model: &str, system: &str, tools: &[ToolSpec], messages: &[(Role, &[Part])]) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     model.hash(&mut h);
     system.hash(&mut h);
+    for t in tools {
+        (&t.name, &t.description, &t.parameters).hash(&mut h);
+    }
     messages.hash(&mut h);
     h.finish()
 }
 
 impl Provider {
-    /// The input tokens of a request with `system` (its system prompt and tool schemas) and
-    /// `messages`, as the server counts them, when it has a counter that answers. A failing
+    /// The input tokens of a request with `system`, `tools` and `messages`, as the server counts them, when it has a counter that answers. A failing
     /// counter is a fallback, never an error: the caller then counts locally or estimates.
-    pub(crate) fn count_input(&mut self, model: &str, system: &str, messages: &[(Role, &[Part])]) -> Option<u64> {
+    pub(crate) fn count_input(
+        &mut self,
+        model: &str,
+        system: &str,
+        tools: &[ToolSpec],
+        messages: &[(Role, &[Part])],
+    ) -> Option<u64> {
         if self.counters.get(model) == Some(&Counter::Without) {
             return None;
         }
-        let key = key(model, system, messages);
+        let key = key(model, system, tools, messages);
         if let Some(&n) = self.counts.get(&key) {
             return Some(n);
         }
         let request = ChatRequest {
             model: model.to_string(),
             system: Some(system.to_string()).filter(|s| !s.is_empty()),
-            tools: Vec::new(),
+            tools: tools.to_vec(),
             max_tokens: 1,
             stream: false,
             base_url: self.base_url.clone(),
             extra: "{}".into(),
         };
-        let messages: Vec<PluginMessage> = messages
-            .iter()
-            .map(|(role, parts)| PluginMessage { id: 0, role: *role, parts: parts.to_vec() })
-            .collect();
+        let messages: Vec<PluginMessage> =
+            messages.iter().map(|(role, parts)| PluginMessage { id: 0, role: *role, parts: parts.to_vec() }).collect();
         let counters = match self.plugin.counters(&request, &messages) {
             Ok(c) => c,
             Err(e) => {
@@ -99,7 +78,11 @@ impl Provider {
             _ => None,
         };
         for counter in counters.into_iter().filter(|c| known.as_ref().is_none_or(|k| *k == c.name)) {
-            if self.credentials.refuse_plugin_credentials(&format!("provider `{}`", self.name), &counter.request.headers).is_err() {
+            if self
+                .credentials
+                .refuse_plugin_credentials(&format!("provider `{}`", self.name), &counter.request.headers)
+                .is_err()
+            {
                 break;
             }
             let Ok(to) = self.destination(&counter.request.url) else { break };
@@ -140,10 +123,10 @@ impl Provider {
     /// How `model`'s tokens are counted where precision decides.
     pub fn counting(&self, model: &str) -> Counting {
         match self.counters.get(model) {
-            Some(Counter::Uses(name)) => Counting::Server(name.clone()),
+            Some(Counter::Uses(name)) => Counting::Server { counter: name.clone() },
             other => match counting::tokenizer_name(model) {
-                Some(name) => Counting::Local(name),
-                None => Counting::Estimated { tried: other.is_some() },
+                Some(name) => Counting::Local { tokenizer: name.to_string() },
+                None => Counting::Estimate { server_has_none: other.is_some() },
             },
         }
     }

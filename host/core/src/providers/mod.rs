@@ -683,9 +683,8 @@ impl crate::compaction::ModelClient for SharedProvider {
     }
 
     fn count_request(&self, model: &str, request: &crate::compaction::CountRequest<'_>) -> Option<u64> {
-        let system = request.system_with_tools();
         self.lock()
-            .count_input(model, &system, &request.messages)
+            .count_input(model, request.system, request.specs, &request.messages)
             .or_else(|| request.size_with(&|t: &str| counting::count(model, t)))
     }
 }

@@ -73,7 +73,13 @@ pub(crate) mod translate {
     }
 
     /// `parse-count`.
-    pub(crate) fn parse_count(b: &Bindings, s: &mut Store<State<()>>, name: &str, status: u16, body: &[u8]) -> Call<Option<u64>> {
+    pub(crate) fn parse_count(
+        b: &Bindings,
+        s: &mut Store<State<()>>,
+        name: &str,
+        status: u16,
+        body: &[u8],
+    ) -> Call<Option<u64>> {
         b.seshat_plugin_translate().call_parse_count(s, name, status, body).map(Ok)
     }
 }
