@@ -1,15 +1,15 @@
 //! The compaction fidelity benchmark: generated coding sessions with planted facts, compacted
 //! once at each window, scored by category (see `tests/fidelity/`).
 //!
-//! Run: `cargo bench -p seshat-cli --bench fidelity` (held-out seeds) or `… -- --tuning` (the seeds
-//! tuning may look at, with the codes each run lost). `… -- --provider NAME --model MODEL` adds
+//! Run: `cargo bench -p seshat-cli --bench fidelity` (both generators' held-out seeds) or
+//! `… -- --tuning` (the first generator's seeds tuning may look at, with the codes each run lost). `… -- --provider NAME --model MODEL` adds
 //! the model summariser through that real model (the provider as configured in the user's
 //! Seshat config and environment; it makes one summary call per compaction, or more in chunks).
 
 #[path = "../tests/fidelity/mod.rs"]
 mod fidelity;
 
-use fidelity::generate::{Category, transcript};
+use fidelity::generate::{Category, Transcript};
 use fidelity::score::{Plugins, Score, Summariser, percent, run, total};
 
 fn main() {
@@ -37,9 +37,37 @@ fn main() {
         _ => panic!("--provider and --model go together"),
     };
     let mut store = seshat::store::Store::open(&dir.path().join("fidelity.db")).expect("store");
-    let transcripts: Vec<_> = seeds.iter().map(|&s| transcript(s)).collect();
+    let kinds: &[Summariser] = if real {
+        &[Summariser::Extractive, Summariser::ModelEcho, Summariser::Model]
+    } else {
+        &[Summariser::Extractive, Summariser::ModelEcho]
+    };
+    let mut runs: Vec<(&str, &[u64], fn(u64) -> Transcript)> =
+        vec![("first generator (generate.rs)", seeds, fidelity::generate::transcript)];
+    if !tuning {
+        runs.push(("second generator (generate_b.rs)", fidelity::HELD_OUT_SEEDS_B, fidelity::generate_b::transcript));
+    }
+    for (label, seeds, make) in runs {
+        let transcripts: Vec<Transcript> = seeds.iter().map(|&s| make(s)).collect();
+        table(label, seeds, &transcripts, tuning, kinds, &mut store, &mut plugins);
+    }
+}
+
+/// One generator's table: each summariser at each window, retention by category.
+fn table(
+    label: &str,
+    seeds: &[u64],
+    transcripts: &[Transcript],
+    tuning: bool,
+    kinds: &[Summariser],
+    store: &mut seshat::store::Store,
+    plugins: &mut Plugins,
+) {
     let sizes: Vec<u64> = transcripts.iter().map(|t| t.tokens / 1000).collect();
-    println!("seeds {seeds:?} ({}), transcript sizes (k tokens) {sizes:?}", if tuning { "tuning" } else { "held out" });
+    println!(
+        "{label}: seeds {seeds:?} ({}), transcript sizes (k tokens) {sizes:?}",
+        if tuning { "tuning" } else { "held out" }
+    );
     println!();
     print!("| summariser | window | compacted |");
     for c in Category::ALL {
@@ -47,15 +75,9 @@ fn main() {
     }
     println!(" superseded shown as current | recall@5 |");
     println!("|---|---|---|---|---|---|---|---|---|---|");
-    let kinds: &[Summariser] = if real {
-        &[Summariser::Extractive, Summariser::ModelEcho, Summariser::Model]
-    } else {
-        &[Summariser::Extractive, Summariser::ModelEcho]
-    };
     for &summariser in kinds {
         for &window in fidelity::WINDOWS {
-            let scores: Vec<Score> =
-                transcripts.iter().map(|t| run(&mut store, &mut plugins, t, window, summariser)).collect();
+            let scores: Vec<Score> = transcripts.iter().map(|t| run(store, plugins, t, window, summariser)).collect();
             let name = match summariser {
                 Summariser::Extractive => "extractive",
                 Summariser::ModelEcho => "model (echo: reaches the model)",
@@ -71,19 +93,18 @@ fn main() {
             let superseded: usize = scores.iter().map(|s| s.superseded_as_current.len()).sum();
             let recall = scores.iter().fold((0, 0), |a, s| (a.0 + s.recall.0, a.1 + s.recall.1));
             println!(" {superseded} | {:.1}% ({}/{}) |", percent(recall), recall.0, recall.1);
-            if tuning {
-                for s in &scores {
-                    if !s.lost.is_empty() || !s.superseded_as_current.is_empty() {
-                        eprintln!(
-                            "  seed {} ({}k tokens) lost {:?}; superseded shown {:?}",
-                            s.seed,
-                            s.tokens / 1000,
-                            s.lost,
-                            s.superseded_as_current
-                        );
-                    }
+            for s in scores.iter().filter(|_| tuning || std::env::var_os("FIDELITY_VERBOSE").is_some()) {
+                if !s.lost.is_empty() || !s.superseded_as_current.is_empty() {
+                    eprintln!(
+                        "  seed {} ({}k tokens) lost {:?}; superseded shown {:?}",
+                        s.seed,
+                        s.tokens / 1000,
+                        s.lost,
+                        s.superseded_as_current
+                    );
                 }
             }
         }
     }
+    println!();
 }

@@ -182,4 +182,62 @@ fn main() {
         estimated * 1e3,
         counted / estimated
     );
+    calibration(&kinds, &[("o200k_base", o200k), ("r50k_base", r50k)]);
+}
+
+/// The estimate calibrated from real counts: a session's requests — mixes of the kinds' first
+/// halves in proportions drawn from a fixed seed — are counted by the tokenizer one after
+/// another and each count is learnt (`window::Calibration`, one factor per kind); then each
+/// kind's second half, never counted, is estimated by the prior, by the per-kind calibration and
+/// by one scale for every kind (the last request's real-to-estimate ratio, what a single factor
+/// learns). A ratio of 1.00× is exact; above 1 an undercount.
+fn calibration(kinds: &[(&str, String)], tokenizers: &[(&str, &tiktoken_rs::CoreBPE)]) {
+    use seshat::window::{Calibration, Tally};
+    let half = |t: &str, second: bool| -> String {
+        let cut = t.floor_char_boundary(t.len() / 2);
+        let cut = t[..cut].rfind('\n').map_or(cut, |i| i + 1);
+        if second { t[cut..].to_string() } else { t[..cut].to_string() }
+    };
+    let firsts: Vec<String> = kinds.iter().map(|(_, t)| half(t, false)).collect();
+    println!();
+    println!(
+        "| tokenizer | content | real tokens | prior estimate | one scale | per-kind calibration | real / prior | real / one scale | real / per-kind |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for (name, bpe) in tokenizers {
+        let mut rng = XorShift(0x5EED_CA11);
+        let mut c = Calibration::default();
+        let mut scale = 1.0;
+        for _ in 0..40 {
+            // A request: 2 to 4 pieces of 1,000 to 6,000 characters, each from a kind drawn.
+            let mut request = String::new();
+            for _ in 0..(2 + rng.next() % 3) {
+                let k = &firsts[(rng.next() % firsts.len() as u64) as usize];
+                let len = 1_000 + (rng.next() % 5_000) as usize;
+                let start = k.floor_char_boundary((rng.next() as usize) % k.len().saturating_sub(len).max(1));
+                let piece = &k[start..k.floor_char_boundary((start + len).min(k.len()))];
+                let piece = piece.find('\n').map_or(piece, |i| &piece[i + 1..]);
+                request.push_str(piece);
+                request.push('\n');
+            }
+            let mut tally = Tally::default();
+            tally.add_text(&request);
+            let real = bpe.count_ordinary(&request) as u64;
+            c.learn(&tally, real);
+            scale = real as f64 / tally.total();
+        }
+        for (kind, text) in kinds {
+            let held = half(text, true);
+            let mut tally = Tally::default();
+            tally.add_text(&held);
+            let real = bpe.count_ordinary(&held) as f64;
+            let (prior, one, per_kind) = (tally.total(), tally.total() * scale, c.real(&tally));
+            println!(
+                "| {name} | {kind} | {real:.0} | {prior:.0} | {one:.0} | {per_kind:.0} | {:.2}× | {:.2}× | {:.2}× |",
+                real / prior,
+                real / one,
+                real / per_kind
+            );
+        }
+    }
 }

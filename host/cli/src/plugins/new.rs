@@ -157,7 +157,7 @@ fn contract_note() -> String {
     }
     format!(
         "Note: seshat:plugin@{API_VERSION_CURRENT} is unstable: it may still change before it is frozen. Plugins \
-         built for the frozen 0.1.0 keep loading."
+         built for the frozen 0.1.0 and 0.2.0 keep loading."
     )
 }
 

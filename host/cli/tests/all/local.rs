@@ -952,6 +952,11 @@ fn seshat_compact_calls_the_sessions_provider_with_chats_frame() {
     assert_eq!(dry["summary_model"], "other-model", "{dry}");
 }
 
+/// The Messages requests a [`claude`] server received (its token counts left out).
+fn chats_of(server: &Server) -> Vec<Recorded> {
+    server.requests().into_iter().filter(|r| r.path == "/v1/messages").collect()
+}
+
 /// Anthropic's Messages API with a real window of `window` tokens and an output limit of
 /// `max_output`, refusing as Anthropic does.
 pub(crate) fn claude(window: u64, max_output: u64, seen: Arc<Mutex<Seen>>) -> Server {
@@ -1016,7 +1021,7 @@ fn anthropics_refusals_are_recovered_by_compacting_lowering_max_tokens_or_learni
     let out = run(&home, &["--resume", &id, "--model", "claude-sonnet-4-5", "--json", "-p", "go on"]);
     let v = ok_json(&out);
     assert_eq!(seen.lock().unwrap().refusals, 1, "{}", stderr(&out));
-    let (refused, retried) = refusal_then_retry(&server.requests(), anthropic_input);
+    let (refused, retried) = refusal_then_retry(&chats_of(&server), anthropic_input);
     assert!(refused > 20_000 && retried <= 20_000, "refused ~{refused}, retried ~{retried}");
     assert_eq!((v["context"]["window"].as_u64(), v["context"]["source"].as_str()), (Some(20_000), Some("learnt")));
     assert_eq!(v["compactions"].as_array().unwrap().len(), 1);
@@ -1027,7 +1032,7 @@ fn anthropics_refusals_are_recovered_by_compacting_lowering_max_tokens_or_learni
     let home = home_at("anthropic", &server.url(), "");
     let id = history(&home, 14, 900);
     let v = ok_json(&run(&home, &["--resume", &id, "--model", "claude-sonnet-4-5", "--json", "-p", "go on"]));
-    let sent = server.requests();
+    let sent = chats_of(&server);
     assert_eq!(sent.len(), 2);
     assert_eq!(sent[0].json()["max_tokens"], 16_384);
     let retry = sent[1].json();
@@ -1041,10 +1046,10 @@ fn anthropics_refusals_are_recovered_by_compacting_lowering_max_tokens_or_learni
     let server = claude(200_000, 8_000, seen.clone());
     let home = home_at("anthropic", &server.url(), "");
     ok_json(&run(&home, &["--model", "claude-sonnet-4-5", "--json", "-p", "hi"]));
-    let sent = server.requests();
+    let sent = chats_of(&server);
     assert_eq!((sent.len(), sent[1].json()["max_tokens"].as_u64()), (2, Some(8_000)));
     ok_json(&run(&home, &["--continue", "--model", "claude-sonnet-4-5", "--json", "-p", "again"]));
-    assert_eq!(server.requests()[2].json()["max_tokens"], 8_000, "the learnt limit is used from the start");
+    assert_eq!(chats_of(&server)[2].json()["max_tokens"], 8_000, "the learnt limit is used from the start");
     assert_eq!(server.count(), 3);
     assert!(seen.lock().unwrap().bad.is_empty());
 }
@@ -1338,8 +1343,8 @@ fn a_summary_refused_again_after_the_second_cut_fails_naming_the_messages_and_th
     let out = compact_at_8k(&home, &id);
     assert!(!out.status.success());
     let err = stderr(&out);
-    assert!(err.contains("refused the summary of messages 1–"), "{err}");
-    assert!(err.contains("twice for its length") && err.contains("its window is 8192 tokens"), "{err}");
+    assert!(err.contains("the summary of messages 1–"), "{err}");
+    assert!(err.contains("was refused twice for its length") && err.contains("its window is 8192 tokens"), "{err}");
     assert!(err.contains("tokens by the model's count"), "the size the refusal named: {err}");
     assert_eq!(local.seen().refused_bodies.len(), 2, "refused once, cut again, refused again — then no more");
     assert_eq!(home.store().session(&id).unwrap().compaction_failures, 1, "a failed compaction");

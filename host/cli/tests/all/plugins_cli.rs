@@ -265,10 +265,11 @@ fn plugins_new_makes_a_crate_that_builds_and_loads() {
     assert!(out.starts_with("Created the trimmer plugin `my-trimmer`"), "{out}");
     let lib = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
     assert!(lib.lines().count() <= 22, "a complete custom trimmer is about 20 lines");
-    let frozen = "seshat:plugin@0.2.0, released and frozen: the plugin keeps loading in every later Seshat";
-    assert!(out.contains(frozen), "the contract's promise is said: {out}");
-    assert!(std::fs::read_to_string(dir.join("README.md")).unwrap().contains(frozen));
-    assert!(std::fs::read_to_string(dir.join("plugin.toml")).unwrap().contains("api = \"0.2.0\""));
+    let unstable = "seshat:plugin@0.3.0 is unstable: it may still change before it is frozen. Plugins built for the \
+                    frozen 0.1.0 and 0.2.0 keep loading.";
+    assert!(out.contains(unstable), "the contract's promise is said: {out}");
+    assert!(std::fs::read_to_string(dir.join("README.md")).unwrap().contains(unstable));
+    assert!(std::fs::read_to_string(dir.join("plugin.toml")).unwrap().contains("api = \"0.3.0\""));
     // The repository's lock file pins the dependencies, so the build is the one CI ran.
     std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugins/Cargo.lock"), dir.join("Cargo.lock"))
         .unwrap();
@@ -365,7 +366,7 @@ seshat_plugin_sdk::export_trimmer!(Plugin);
         .unwrap();
     build_plugin(&edir, &target, "the embedder template does not build");
     let out = home.ok(&["plugins", "check", target.join("wasm32-wasip2/release/my_embedder.wasm").to_str().unwrap()]);
-    assert!(out.contains("an embedder plugin for seshat:plugin@0.2.0"), "{out}");
+    assert!(out.contains("an embedder plugin for seshat:plugin@0.3.0"), "{out}");
     assert!(
         out.contains("gave a POST request to https://api.example.com/v1/embed?model=example-embed&kind=document of ")
             && out.contains("embedding 15 texts, sent nowhere"),
@@ -518,7 +519,7 @@ fn install_checks_copies_and_refuses_to_replace_another_plugin_of_the_same_id() 
     // A .wasm alone: the manifest is made from the component.
     let out = home.ok(&["plugins", "install", seshat_test_plugins::HOSTILE]);
     let dir = home.path().join("plugins").join("hostile");
-    assert!(out.starts_with("Installed trimmer `hostile` (seshat:plugin@0.2.0,"), "{out}");
+    assert!(out.starts_with("Installed trimmer `hostile` (seshat:plugin@0.3.0,"), "{out}");
     assert!(
         out.contains(&format!("in {}", dir.display())) && out.contains("select it with `trimmer = \"hostile\"`"),
         "{out}"
@@ -526,7 +527,7 @@ fn install_checks_copies_and_refuses_to_replace_another_plugin_of_the_same_id() 
     assert_eq!(std::fs::read(dir.join("plugin.wasm")).unwrap(), std::fs::read(seshat_test_plugins::HOSTILE).unwrap());
     assert_eq!(
         std::fs::read_to_string(dir.join("plugin.toml")).unwrap(),
-        "id = \"hostile\"\nkind = \"trimmer\"\napi = \"0.2.0\"\n"
+        "id = \"hostile\"\nkind = \"trimmer\"\napi = \"0.3.0\"\n"
     );
     assert!(home.ok(&["plugins", "install", seshat_test_plugins::HOSTILE]).starts_with("Already installed:"));
     let listed = listing(&home);

@@ -147,9 +147,13 @@ fn settings(window: u64) -> Settings {
 }
 
 /// A line that says the code on it was replaced.
-fn marks_replaced(line: &str) -> bool {
+fn marks_replaced(line: &str, by: &str) -> bool {
     let lower = line.to_lowercase();
-    lower.contains("replace") || lower.contains("supersede")
+    // Said in so many words, or the replacement's own line (it names what it replaced).
+    lower.contains("replace")
+        || lower.contains("supersede")
+        || (line.contains(by)
+            && ["instead of", "no longer", "switch from", "drop ", "is out", "forget "].iter().any(|w| lower.contains(w)))
 }
 
 /// Imports `t` into `store`, compacts it once at `window` with `summariser`, and scores it.
@@ -202,7 +206,8 @@ pub fn run(store: &mut Store, plugins: &mut Plugins, t: &Transcript, window: u64
         .filter(|f| f.replaced_by.is_some())
         .filter_map(|f| {
             let last = text.lines().rfind(|l| l.contains(&f.code))?;
-            (!marks_replaced(last)).then(|| format!("{}: {last}", f.code))
+            let by = f.replaced_by.as_deref().unwrap_or_default();
+            (!marks_replaced(last, by)).then(|| format!("{}: {last}", f.code))
         })
         .collect();
     if summariser == Summariser::ModelEcho {

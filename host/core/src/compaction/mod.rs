@@ -747,9 +747,13 @@ impl Compactor<'_> {
                             || format!("~{} tokens by Seshat's estimate", refusal.estimated),
                             |r| format!("{r} tokens by the model's count"),
                         );
+                        let what = if refusal.counted {
+                            "does not fit the summary model's window even cut again"
+                        } else {
+                            "was refused twice for its length by the summary model, even cut again"
+                        };
                         return Err(format!(
-                            "the summary model refused the summary of messages {first}–{last} twice for its length \
-                             ({size}; its window is {} tokens), even cut again: {e}",
+                            "the summary of messages {first}–{last} {what} ({size}; its window is {} tokens): {e}",
                             refusal.window.unwrap_or(model_window)
                         ));
                     }

@@ -96,6 +96,9 @@ pub struct Server {
     handler: Option<Handler>,
     /// What was wrong with the requests received (collected here, asserted in the test).
     problems: Arc<Mutex<Vec<String>>>,
+    /// Requests to a token-counting endpoint a scripted server does not have (kept apart from
+    /// `requests`: a scripted server emulates a server without a counter).
+    counts: Arc<Mutex<Vec<Recorded>>>,
     /// Whether this is the test's handle (the one that checks on drop).
     owner: bool,
 }
@@ -108,6 +111,7 @@ impl Clone for Server {
             requests: self.requests.clone(),
             handler: self.handler.clone(),
             problems: self.problems.clone(),
+            counts: self.counts.clone(),
             owner: false,
         }
     }
@@ -147,6 +151,7 @@ impl Server {
             requests: Arc::new(Mutex::new(Vec::new())),
             handler,
             problems: Arc::new(Mutex::new(Vec::new())),
+            counts: Arc::new(Mutex::new(Vec::new())),
             owner: true,
         };
         let s = server.clone();
@@ -169,6 +174,11 @@ impl Server {
 
     pub fn count(&self) -> usize {
         self.requests.lock().unwrap().len()
+    }
+
+    /// The token-count requests a scripted server answered 404 (it has no counter).
+    pub fn count_requests(&self) -> Vec<Recorded> {
+        self.counts.lock().unwrap().clone()
     }
 
     /// Takes what was wrong with the requests so far (a test that sends bad requests on purpose
@@ -204,6 +214,13 @@ impl Server {
         let mut body = vec![0; len];
         reader.read_exact(&mut body).unwrap();
         let recorded = Recorded { method, path, headers, body: String::from_utf8_lossy(&body).into_owned() };
+        if self.handler.is_none() && COUNT_PATHS.iter().any(|p| recorded.path.ends_with(p)) {
+            // A scripted server has no token counter: the answer a server without one gives.
+            self.counts.lock().unwrap().push(recorded);
+            let mut out = stream;
+            let _ = respond(&mut out, Reply::json(404, r#"{"error":{"message":"not found"}}"#));
+            return;
+        }
         self.requests.lock().unwrap().push(recorded.clone());
         let declared_json = recorded.header("content-type").is_some_and(|t| t.starts_with("application/json"));
         if declared_json && serde_json::from_str::<serde_json::Value>(&recorded.body).is_err() {
@@ -240,6 +257,10 @@ impl Server {
         let _ = respond(&mut out, reply);
     }
 }
+
+/// The token-counting endpoints Seshat's providers know (llama.cpp and vLLM, llama-cpp-python,
+/// Anthropic).
+const COUNT_PATHS: [&str; 3] = ["/tokenize", "/extras/tokenize/count", "/v1/messages/count_tokens"];
 
 /// Why a request is wrong for the API its path names (Anthropic's Messages or OpenAI's Chat
 /// Completions): the method, the JSON content type, Anthropic's version and key headers, a JSON
