@@ -2,7 +2,7 @@
 //! once at each window, scored by category (see `tests/fidelity/`).
 //!
 //! Run: `cargo bench -p seshat-cli --bench fidelity` (both generators' held-out seeds) or
-//! `… -- --tuning` (the first generator's seeds tuning may look at, with the codes each run lost). `… -- --provider NAME --model MODEL` adds
+//! `… -- --tuning` (the seeds tuning may look at, with the codes each run lost). `… -- --provider NAME --model MODEL` adds
 //! the model summariser through that real model (the provider as configured in the user's
 //! Seshat config and environment; it makes one summary call per compaction, or more in chunks).
 
@@ -42,11 +42,11 @@ fn main() {
     } else {
         &[Summariser::Extractive, Summariser::ModelEcho]
     };
-    let mut runs: Vec<(&str, &[u64], fn(u64) -> Transcript)> =
-        vec![("first generator (generate.rs)", seeds, fidelity::generate::transcript)];
-    if !tuning {
-        runs.push(("second generator (generate_b.rs)", fidelity::HELD_OUT_SEEDS_B, fidelity::generate_b::transcript));
-    }
+    let seeds_b = if tuning { fidelity::TUNING_SEEDS_B } else { fidelity::HELD_OUT_SEEDS_B };
+    let runs: Vec<(&str, &[u64], fn(u64) -> Transcript)> = vec![
+        ("first generator (generate.rs)", seeds, fidelity::generate::transcript),
+        ("second generator (generate_b.rs)", seeds_b, fidelity::generate_b::transcript),
+    ];
     for (label, seeds, make) in runs {
         let transcripts: Vec<Transcript> = seeds.iter().map(|&s| make(s)).collect();
         table(label, seeds, &transcripts, tuning, kinds, &mut store, &mut plugins);

@@ -12,6 +12,7 @@
 
 extern crate alloc;
 
+pub mod decisions;
 pub mod trim;
 
 use alloc::string::String;

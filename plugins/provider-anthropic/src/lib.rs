@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use seshat_plugin_sdk::provider::json::{self, Body, Value, json, serde_json, str_of};
 use seshat_plugin_sdk::provider::{
     Auth, ChatRequest, EncodeOptions, Error, GuestDecoder, HttpRequest, InputAndOutput, Limit, Message, Part, Probe,
-    Provider, ProviderInfo, Response, Role, StopReason, StreamEvent, TooLong, ToolCallDelta, ToolCallStart, Usage, error,
-    model, number_after, post_counter,
+    Provider, ProviderInfo, Response, Role, StopReason, StreamEvent, TooLong, ToolCallDelta, ToolCallStart, Usage,
+    error, model, number_after, post_counter,
 };
 
 /// The API version header every request carries.

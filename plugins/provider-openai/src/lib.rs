@@ -248,7 +248,11 @@ impl Provider for OpenAi {
         let content = json!({"content": text, "add_special": true, "parse_special": true}).to_string();
         counters.push(post_counter("llama.cpp-tokenize", format!("{root}/tokenize"), content.into_bytes()));
         let input = json!({"input": text}).to_string();
-        counters.push(post_counter("llama-cpp-python-count", format!("{root}/extras/tokenize/count"), input.into_bytes()));
+        counters.push(post_counter(
+            "llama-cpp-python-count",
+            format!("{root}/extras/tokenize/count"),
+            input.into_bytes(),
+        ));
         counters
     }
 

@@ -35,9 +35,9 @@ pub use {serde, serde_json};
 /// The SDK's version, also written into every plugin as the `seshat-plugin-sdk` custom section.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// The plugin contract's version this SDK speaks: 0.2.0, released and frozen (plugins built for
-/// it, and for 0.1.0, keep loading).
-pub const API_VERSION: &str = "0.2.0";
+/// The plugin contract's version this SDK speaks: 0.3.0, unstable until it is frozen (plugins
+/// built for the frozen 0.2.0 and 0.1.0 keep loading).
+pub const API_VERSION: &str = "0.3.0";
 
 /// Writes the SDK version custom section into the plugin (used by the export macros).
 #[doc(hidden)]
@@ -46,7 +46,7 @@ macro_rules! __version_section {
     () => {
         #[unsafe(link_section = "seshat-plugin-sdk")]
         #[used]
-        static __SESHAT_PLUGIN_SDK_VERSION: [u8; 5] = *b"0.2.0";
+        static __SESHAT_PLUGIN_SDK_VERSION: [u8; 5] = *b"0.3.0";
     };
 }
 
@@ -163,6 +163,10 @@ pub mod trimmer;
 /// Summariser plugins: write the summary that replaces dropped messages.
 #[cfg(feature = "summariser")]
 pub mod summariser;
+
+/// Decisions and what replaced them, whatever the wording (the `seshat-outcomes` crate's, which
+/// the summarisers use).
+pub use seshat_outcomes::decisions;
 
 /// Provider plugins: translate between Seshat's messages and one LLM HTTP API.
 #[cfg(feature = "provider")]

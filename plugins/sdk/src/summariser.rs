@@ -64,7 +64,8 @@ pub fn render_transcript(request: &SummaryRequest) -> String {
             };
         }
     }
-    out
+    // A choice replaced later in the transcript says so on its own line, whatever the wording.
+    crate::decisions::mark_replaced(&out)
 }
 
 /// `content` cut to about `budget` bytes keeping its outcome lines (see

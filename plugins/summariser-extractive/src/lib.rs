@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
+use seshat_plugin_sdk::decisions::{REPLACES, dropped_names, has, has_word, identifiers};
 use seshat_plugin_sdk::outcomes;
 use seshat_plugin_sdk::summariser::{Error, Part, Role, Summariser, SummaryRequest, instruction_words, words_of};
 
@@ -38,35 +39,28 @@ const DECISIONS: usize = 4;
 const OUTCOMES: usize = 5;
 const OPEN: usize = 6;
 
-const DECISION: &[&str] = &["decid", "will ", "chose", "going to", "plan", "use ", "instead", "because"];
+const DECISION: &[&str] = &[
+    "decid",
+    "will ",
+    "chose",
+    "going to",
+    "going with",
+    "settled on",
+    "we'll",
+    "let's",
+    "plan",
+    "use ",
+    "instead",
+    "because",
+    " it is ",
+    "goes to",
+    "moves to",
+];
 const OPEN_WORDS: &[&str] =
     &["todo", "next", "remaining", "not yet", "still", "blocked", "unresolved", "later", "fail"];
 const RULE_WORDS: &[&str] =
     &["never", "always", "must", "don't", "dont", "do not", "prefer", "avoid", "only use", "make sure", "shall not"];
 const ASK_WORDS: &[&str] = &["please", "need", "want", "should", "add", "fix", "implement", "write", "make", "track"];
-const REPLACES: &[&str] = &[
-    "replace",
-    "supersede",
-    "instead of",
-    "no longer",
-    "change of plan",
-    "switch from",
-    "switched from",
-    "switching from",
-    "switch to",
-    "rather than",
-    "drop ",
-    "dropped",
-    "dropping",
-    "move from",
-    "moved from",
-    "migrate from",
-    "abandon",
-    "scrap",
-    "revert",
-    "not going with",
-];
-
 /// One candidate line of a section.
 struct Item {
     text: String,
@@ -99,27 +93,6 @@ fn sentences(text: &str) -> impl Iterator<Item = &str> {
     }
     out.push(&text[start..]);
     out.into_iter().map(str::trim).filter(|s| !s.is_empty())
-}
-
-fn has(lower: &str, words: &[&str]) -> bool {
-    words.iter().any(|k| lower.contains(k))
-}
-
-/// The identifiers a line names: tokens mixing letters and digits (`E0308`, `TF123-K45`), runs
-/// of capitals joined by `-` or `_` (`OUT-GMLY`), `#123`.
-fn identifiers(line: &str) -> Vec<&str> {
-    line.split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '_' || c == '#'))
-        .map(|t| t.trim_matches(|c| c == '-' || c == '_'))
-        .filter(|t| {
-            let letters = t.chars().filter(|c| c.is_alphabetic()).count();
-            let digits = t.chars().filter(char::is_ascii_digit).count();
-            let caps = t.chars().filter(char::is_ascii_uppercase).count();
-            let joined = t.contains('-') || t.contains('_');
-            (t.len() >= 3 && letters > 0 && digits > 0 && caps > 0)
-                || (joined && caps >= 2 && caps == letters)
-                || (t.starts_with('#') && digits + 1 == t.len() && digits > 0)
-        })
-        .collect()
 }
 
 fn priority(line: &str, base: u32) -> u32 {
@@ -171,60 +144,8 @@ fn dedupe(items: &mut Vec<Item>) {
     });
 }
 
-/// A decision that names (by an identifier) an earlier one and says it replaces it takes its
-/// place: the earlier one goes, and the newer line says what it replaced.
-/// Words that lead to what a replacing sentence drops: "switch from X", "instead of X", "drop X".
-const DROPS: &[&str] = &[
-    "from ",
-    "instead of ",
-    "rather than ",
-    "drop ",
-    "dropped ",
-    "dropping ",
-    "abandon ",
-    "abandoned ",
-    "scrap ",
-    "scrapped ",
-    "revert ",
-    "reverted ",
-    "replaces ",
-    "replace ",
-    "no longer use ",
-    "no longer using ",
-    "not going with ",
-];
-/// Words skipped between such a lead and the name it introduces.
-const FILLER: &[&str] = &["the", "a", "an", "our", "using", "use", "with", "plain", "old", "current"];
-
-/// The names a replacing sentence says are dropped (lower case): the first word after each lead
-/// of [`DROPS`] that is not filler, at least three letters long.
-fn dropped_names(lower: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for lead in DROPS {
-        for (at, _) in lower.match_indices(lead) {
-            if at > 0 && lower.as_bytes()[at - 1].is_ascii_alphanumeric() {
-                continue;
-            }
-            let name = lower[at + lead.len()..]
-                .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ':' | '(' | ')' | '.'))
-                .find(|w| !w.is_empty() && !FILLER.contains(w));
-            if let Some(name) = name.filter(|w| w.chars().filter(|c| c.is_alphanumeric()).count() >= 3) {
-                out.push(name.to_string());
-            }
-        }
-    }
-    out
-}
-
-/// Whether `lower` holds `name` as a word.
-fn has_word(lower: &str, name: &str) -> bool {
-    lower.match_indices(name).any(|(at, _)| {
-        let before = lower[..at].chars().next_back();
-        let after = lower[at + name.len()..].chars().next();
-        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
-    })
-}
-
+/// A decision that names (by an identifier) an earlier one, or what it drops, and says it
+/// replaces it takes its place: the earlier one goes, and the newer line says what it replaced.
 fn supersede(items: &mut Vec<Item>) {
     let mut i = 0;
     while i < items.len() {

@@ -534,8 +534,8 @@ fn install_checks_copies_and_refuses_to_replace_another_plugin_of_the_same_id() 
     let row = listed["plugins"].as_array().unwrap().iter().find(|p| p["id"] == "hostile").unwrap();
     assert_eq!(row["wasm"]["size"], std::fs::metadata(seshat_test_plugins::HOSTILE).unwrap().len());
     assert_eq!(row["wasm"]["sha256"].as_str().unwrap().len(), 64);
-    assert_eq!(row["sdk_version"], "0.2.0", "the SDK's custom section: {row}");
-    assert!(home.ok(&["plugins", "list"]).contains(", sdk 0.2.0, installed "), "a detail line for installed plugins");
+    assert_eq!(row["sdk_version"], "0.3.0", "the SDK's custom section: {row}");
+    assert!(home.ok(&["plugins", "list"]).contains(", sdk 0.3.0, installed "), "a detail line for installed plugins");
 
     // Another plugin under the same id is refused, naming both digests; --force replaces it.
     let other = home.path().join("other");

@@ -44,23 +44,75 @@ impl Draw {
 }
 
 const CRATES: &[&str] = &[
-    "orders", "accounts", "notifier", "planner", "indexer", "router", "archive", "ledgerd", "profiles",
-    "pipeline", "exporter", "importer", "courier", "vault", "tracker", "renderer",
+    "orders", "accounts", "notifier", "planner", "indexer", "router", "archive", "ledgerd", "profiles", "pipeline",
+    "exporter", "importer", "courier", "vault", "tracker", "renderer",
 ];
 
 /// What facts are about; each used once per session.
 const TOPICS: &[&str] = &[
-    "batching", "caching", "chunking", "dedup", "encoding", "expiry", "fencing", "gossip", "hashing",
-    "hydration", "interning", "jitter", "locking", "logging", "mapping", "merging", "paging", "parsing",
-    "pooling", "probing", "queueing", "ranking", "replay", "routing", "sampling", "scoring", "sealing",
-    "sorting", "spilling", "staging", "striping", "tagging", "tiering", "timeouts", "tracing", "trimming",
-    "unpacking", "validation", "versioning", "windowing",
+    "batching",
+    "caching",
+    "chunking",
+    "dedup",
+    "encoding",
+    "expiry",
+    "fencing",
+    "gossip",
+    "hashing",
+    "hydration",
+    "interning",
+    "jitter",
+    "locking",
+    "logging",
+    "mapping",
+    "merging",
+    "paging",
+    "parsing",
+    "pooling",
+    "probing",
+    "queueing",
+    "ranking",
+    "replay",
+    "routing",
+    "sampling",
+    "scoring",
+    "sealing",
+    "sorting",
+    "spilling",
+    "staging",
+    "striping",
+    "tagging",
+    "tiering",
+    "timeouts",
+    "tracing",
+    "trimming",
+    "unpacking",
+    "validation",
+    "versioning",
+    "windowing",
 ];
 
 /// What a decision chooses between.
 const OPTIONS: &[&str] = &[
-    "clickhouse", "duckdb", "rocksdb", "lmdb", "memcached", "rabbitmq", "pulsar", "capnp", "flatbuffers",
-    "bincode", "actix", "warp", "tonic", "crossbeam", "flume", "xxhash", "brotli", "snappy", "parking_lot",
+    "clickhouse",
+    "duckdb",
+    "rocksdb",
+    "lmdb",
+    "memcached",
+    "rabbitmq",
+    "pulsar",
+    "capnp",
+    "flatbuffers",
+    "bincode",
+    "actix",
+    "warp",
+    "tonic",
+    "crossbeam",
+    "flume",
+    "xxhash",
+    "brotli",
+    "snappy",
+    "parking_lot",
     "dashmap",
 ];
 
@@ -92,7 +144,12 @@ impl Session {
     }
 
     fn say(&mut self, role: Role, text: String) {
-        self.messages.push(NewMessage { role, parts: vec![Part::Text { text }], usage: None, status: MessageStatus::Complete });
+        self.messages.push(NewMessage {
+            role,
+            parts: vec![Part::Text { text }],
+            usage: None,
+            status: MessageStatus::Complete,
+        });
     }
 
     fn fact(&mut self, category: Category, code: &str, query: String, message: usize) {
@@ -143,7 +200,9 @@ impl Session {
     fn look(&mut self, krate: &str) {
         let n = self.draw.between(10, 60);
         if self.draw.upto(2) == 0 {
-            let out = (0..n).map(|i| format!("-rw-r--r-- 1 dev dev {:>6} Dec  3 09:{:02} {krate}_{i}.rs", 300 + i * 37, i % 60)).collect();
+            let out = (0..n)
+                .map(|i| format!("-rw-r--r-- 1 dev dev {:>6} Dec  3 09:{:02} {krate}_{i}.rs", 300 + i * 37, i % 60))
+                .collect();
             self.tool("shell", format!(r#"{{"command":"ls -l {krate}/src"}}"#), out);
         } else {
             let mut out = vec!["On branch main".to_string(), "Changes not staged for commit:".into()];
@@ -219,7 +278,9 @@ pub fn transcript(seed: u64) -> Transcript {
         let code = s.code("K");
         let text = match i {
             0 => format!("Hard requirement: {topic} in {krate} stays deterministic, no randomness anywhere ({code})."),
-            1 => format!("Please keep the {topic} output of {krate} byte-for-byte stable; downstream diffs it ({code})."),
+            1 => {
+                format!("Please keep the {topic} output of {krate} byte-for-byte stable; downstream diffs it ({code}).")
+            }
             2 => format!("I'd rather you didn't pull in crates for {topic} in {krate} — hand-roll it ({code})."),
             _ => format!("Ground rule for {krate}: every {topic} change ships with a changelog line ({code})."),
         };
@@ -298,8 +359,12 @@ pub fn transcript(seed: u64) -> Transcript {
                             pending.push((Category::Decision, code.clone(), format!("{topic} {option}")));
                             wording = (wording + 1) % 5;
                             match wording {
-                                0 => format!("Let's switch from {old_option} to {option} for {topic}: {code}, so {old} is out."),
-                                1 => format!("We'll use {option} instead of {old_option} for {topic} now ({code}); forget {old}."),
+                                0 => format!(
+                                    "Let's switch from {old_option} to {option} for {topic}: {code}, so {old} is out."
+                                ),
+                                1 => format!(
+                                    "We'll use {option} instead of {old_option} for {topic} now ({code}); forget {old}."
+                                ),
                                 2 => format!("{old} no longer holds: {topic} moves to {option} ({code})."),
                                 3 => format!("Drop {old_option} for {topic} ({old}); {option} it is ({code})."),
                                 _ => format!("{code} replaces {old}: {topic} goes to {option}."),
@@ -313,12 +378,46 @@ pub fn transcript(seed: u64) -> Transcript {
                     let code = s.code("R");
                     let n = s.draw.between(3, 900);
                     let (middle, last) = match s.draw.upto(6) {
-                        0 => (Some(format!("FAILED {krate}::{topic}::roundtrip: expected {n} records, found {} [{code}]", n - 1)), None),
-                        1 => (Some(format!("warning: {topic} buffer in {krate} grew to {n} MiB, over its 256 MiB budget [{code}]")), None),
-                        2 => (None, Some(format!("bench {krate}/{topic}: {n},{:03} ops/s, p99 {}.{} ms [{code}]", s.draw.upto(1000), s.draw.between(1, 40), s.draw.upto(10)))),
-                        3 => (None, Some(format!("artefact dist/{krate}-{topic}.tar.zst: {}.{} MiB [{code}]", s.draw.between(1, 90), s.draw.upto(10)))),
+                        0 => (
+                            Some(format!(
+                                "FAILED {krate}::{topic}::roundtrip: expected {n} records, found {} [{code}]",
+                                n - 1
+                            )),
+                            None,
+                        ),
+                        1 => (
+                            Some(format!(
+                                "warning: {topic} buffer in {krate} grew to {n} MiB, over its 256 MiB budget [{code}]"
+                            )),
+                            None,
+                        ),
+                        2 => (
+                            None,
+                            Some(format!(
+                                "bench {krate}/{topic}: {n},{:03} ops/s, p99 {}.{} ms [{code}]",
+                                s.draw.upto(1000),
+                                s.draw.between(1, 40),
+                                s.draw.upto(10)
+                            )),
+                        ),
+                        3 => (
+                            None,
+                            Some(format!(
+                                "artefact dist/{krate}-{topic}.tar.zst: {}.{} MiB [{code}]",
+                                s.draw.between(1, 90),
+                                s.draw.upto(10)
+                            )),
+                        ),
                         4 => (None, Some(format!("wrote {n} files to out/{topic}/ [{code}]"))),
-                        _ => (None, Some(format!("{krate}-{topic} {}.{}.{} built with rustc 1.95.0 [{code}]", s.draw.upto(5), s.draw.upto(30), s.draw.upto(20)))),
+                        _ => (
+                            None,
+                            Some(format!(
+                                "{krate}-{topic} {}.{}.{} built with rustc 1.95.0 [{code}]",
+                                s.draw.upto(5),
+                                s.draw.upto(30),
+                                s.draw.upto(20)
+                            )),
+                        ),
                     };
                     runs.push((code, format!("{krate} {topic}"), middle, last));
                 }

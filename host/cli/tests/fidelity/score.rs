@@ -153,7 +153,9 @@ fn marks_replaced(line: &str, by: &str) -> bool {
     lower.contains("replace")
         || lower.contains("supersede")
         || (line.contains(by)
-            && ["instead of", "no longer", "switch from", "drop ", "is out", "forget "].iter().any(|w| lower.contains(w)))
+            && ["instead of", "no longer", "switch from", "drop ", "is out", "forget "]
+                .iter()
+                .any(|w| lower.contains(w)))
 }
 
 /// Imports `t` into `store`, compacts it once at `window` with `summariser`, and scores it.

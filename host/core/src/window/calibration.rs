@@ -3,20 +3,27 @@
 //! A model's tokenizer departs from the estimate's prior differently for each kind: Llama 3's
 //! and OpenAI's count code and JSON below the prior and prose at it, GPT-2-like vocabularies
 //! count logs and identifiers above it. One scale for every kind, learnt on a request of code,
-//! would then miscount the next request of prose. So each real count (a server's counter, the
-//! prompt size a server reports, the size a refusal names) updates one factor per kind — real
-//! tokens per estimated token of that kind — in proportion to the kind's share of the counted
-//! request, and a request's calibrated size is the sum of its kinds' estimates times their
-//! factors. A request of one kind sets that kind's factor exactly; mixed requests spread the
-//! correction over their kinds, and requests of different mixes tell the kinds apart.
+//! would then miscount the next request of prose. So the real counts (a server's counter, the
+//! prompt size a server reports, the size a refusal names) fit one factor per kind — real tokens
+//! per estimated token of that kind — by least squares over the requests counted, and a
+//! request's calibrated size is the sum of its kinds' estimates times their factors. Requests of
+//! different mixes tell the kinds apart; a kind no count has shown keeps its prior.
 
 use serde_json::{Map, Value};
 
 use super::kinds::{ContentKind, characters_by_kind};
 
-/// The range a factor is kept in: no tokenizer Seshat meets counts a kind at less than half or
-/// more than three times the prior.
-const FACTOR_RANGE: (f64, f64) = (0.5, super::MAX_CALIBRATION);
+/// The range a factor is kept in: from a tenth (runs of indentation, which some tokenizers
+/// count as one token) to the most Seshat believes of any model.
+const FACTOR_RANGE: (f64, f64) = (0.1, super::MAX_CALIBRATION);
+
+/// How strongly the factors are held to where they started (the prior, or what a session
+/// recorded), against each count: small, so a few counts of a kind decide its factor.
+const PULL: f64 = 0.02;
+
+/// How much an older count weighs against the next (the latest counts matter most: a server's
+/// tokenizer does not change, but a session's content drifts).
+const DECAY: f64 = 0.9;
 
 /// A request's estimate split by kind of content, in estimate units (hundredths of four
 /// characters, weighed by each kind's prior).
@@ -67,19 +74,31 @@ impl Tally {
     }
 }
 
-/// Real tokens per estimated token, one factor per kind of content, for one model.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// Real tokens per estimated token, one factor per kind of content, for one model: a ridge
+/// regression of the counts seen on each request's estimate by kind (each request weighed by its
+/// share, so a large one does not drown the others), held lightly to where it started.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Calibration {
     factors: [f64; 6],
+    /// Where the factors started (the prior's 1, or what a session recorded).
+    start: [f64; 6],
+    /// Σ xxᵀ over the counts seen (x: a request's estimate by kind, as shares of its total).
+    gram: [[f64; 6]; 6],
+    /// Σ x·y (y: the request's count over its estimate).
+    moment: [f64; 6],
 }
 
 impl Default for Calibration {
     fn default() -> Self {
-        Calibration { factors: [1.0; 6] }
+        Calibration::starting_at([1.0; 6])
     }
 }
 
 impl Calibration {
+    fn starting_at(factors: [f64; 6]) -> Self {
+        Calibration { factors, start: factors, gram: [[0.0; 6]; 6], moment: [0.0; 6] }
+    }
+
     /// The factor of `kind` (1 until a count says otherwise).
     pub fn factor(&self, kind: ContentKind) -> f64 {
         let i = ContentKind::ALL.iter().position(|k| *k == kind).unwrap_or(0);
@@ -97,27 +116,45 @@ impl Calibration {
         if total > 0.0 { self.real(tally) / total } else { 1.0 }
     }
 
-    /// Learns from a real count of a request of `tally`: each kind's factor moves toward what
-    /// the count says in proportion to the kind's share of the request as believed so far, then
-    /// the kinds in the request are scaled together so the request itself comes out at its count
-    /// (the next request, of much the same mix, is then sized right).
+    /// Learns from a real count of a request of `tally`: the factors that best explain every
+    /// count seen so far (the latest weighing most), each held lightly to where it started.
     pub fn learn(&mut self, tally: &Tally, real: u64) {
-        let believed = self.real(tally);
-        if believed <= 0.0 || real == 0 {
+        let total = tally.total();
+        if total <= 0.0 || real == 0 {
             return;
         }
-        let ratio = real as f64 / believed;
-        let present: Vec<bool> = ContentKind::ALL.iter().map(|k| tally.tokens(*k) > 0.0).collect();
-        for (i, kind) in ContentKind::ALL.iter().enumerate() {
-            let share = tally.tokens(*kind) * self.factors[i] / believed;
-            self.factors[i] *= 1.0 + (ratio - 1.0) * share;
-        }
-        let level = real as f64 / self.real(tally);
-        for (f, present) in self.factors.iter_mut().zip(present) {
-            if present {
-                *f *= level;
+        let x: Vec<f64> = ContentKind::ALL.iter().map(|k| tally.tokens(*k) / total).collect();
+        let y = real as f64 / total;
+        for i in 0..6 {
+            self.moment[i] = self.moment[i] * DECAY + x[i] * y;
+            for j in 0..6 {
+                self.gram[i][j] = self.gram[i][j] * DECAY + x[i] * x[j];
             }
-            *f = f.clamp(FACTOR_RANGE.0, FACTOR_RANGE.1);
+        }
+        // (G + λI) f = m + λ·start, by Gaussian elimination (the matrix is symmetric positive
+        // definite, so no pivoting is needed).
+        let mut a = self.gram;
+        let mut b = self.moment;
+        for i in 0..6 {
+            a[i][i] += PULL;
+            b[i] += PULL * self.start[i];
+        }
+        for col in 0..6 {
+            for row in col + 1..6 {
+                let f = a[row][col] / a[col][col];
+                for k in col..6 {
+                    a[row][k] -= f * a[col][k];
+                }
+                b[row] -= f * b[col];
+            }
+        }
+        let mut f = [0.0; 6];
+        for row in (0..6).rev() {
+            let rest: f64 = (row + 1..6).map(|k| a[row][k] * f[k]).sum();
+            f[row] = (b[row] - rest) / a[row][row];
+        }
+        for (factor, solved) in self.factors.iter_mut().zip(f) {
+            *factor = if solved.is_finite() { solved.clamp(FACTOR_RANGE.0, FACTOR_RANGE.1) } else { *factor };
         }
     }
 
@@ -128,15 +165,16 @@ impl Calibration {
         Value::Object(map)
     }
 
-    /// As stored (`to_json`); kinds missing or out of range read as 1.
+    /// As stored (`to_json`), the place later counts start from; kinds missing or out of range
+    /// read as 1.
     pub fn from_json(value: &Value) -> Calibration {
-        let mut c = Calibration::default();
+        let mut factors = [1.0; 6];
         for (i, kind) in ContentKind::ALL.iter().enumerate() {
             if let Some(f) = value[kind.as_str()].as_f64().filter(|f| (FACTOR_RANGE.0..=FACTOR_RANGE.1).contains(f)) {
-                c.factors[i] = f;
+                factors[i] = f;
             }
         }
-        c
+        Calibration::starting_at(factors)
     }
 }
 
@@ -160,6 +198,7 @@ mod tests {
         let real = (t.total() * 0.7).round() as u64;
         c.learn(&t, real);
         assert!((c.real(&t) - real as f64).abs() < real as f64 * 0.05, "{} vs {real}", c.real(&t));
+        assert!(c.factor(ContentKind::Code) > 0.65, "{c:?}");
         assert!(c.factor(ContentKind::Code) < 0.75);
         assert_eq!(c.factor(ContentKind::Prose), 1.0, "prose was not in the request");
         // Prose alone is still estimated at its prior.
@@ -188,8 +227,12 @@ mod tests {
         }
         assert!((c.factor(ContentKind::Prose) - 1.1).abs() < 0.03, "{:?}", c);
         assert!((c.factor(ContentKind::Logs) - 1.6).abs() < 0.03, "{:?}", c);
-        // Stored and read back.
-        assert_eq!(Calibration::from_json(&c.to_json()), c);
+        // Stored and read back: later counts start from there.
+        let back = Calibration::from_json(&c.to_json());
+        assert_eq!(
+            (back.factor(ContentKind::Prose), back.factor(ContentKind::Logs)),
+            (c.factor(ContentKind::Prose), c.factor(ContentKind::Logs))
+        );
         assert_eq!(Calibration::from_json(&serde_json::json!({"prose": 99.0})), Calibration::default());
     }
 }
