@@ -394,7 +394,7 @@ fn the_new_crate_pins_the_wit_bindgen_the_repository_uses() {
     let sdk = std::fs::read_to_string(dir.join("seshat-plugin-sdk/Cargo.toml")).unwrap();
     assert!(sdk.contains(&format!("version = \"={version}\"")), "{sdk}");
     // The SDK's outcome rules come along as the crate the repository's plugins use, whole.
-    for file in ["Cargo.toml", "src/lib.rs", "src/trim.rs"] {
+    for file in ["Cargo.toml", "src/lib.rs", "src/trim.rs", "src/decisions.rs"] {
         let written = std::fs::read_to_string(dir.join("seshat-outcomes").join(file)).unwrap();
         let ours = Path::new(env!("CARGO_MANIFEST_DIR")).join("../outcomes").join(file);
         assert_eq!(written, std::fs::read_to_string(ours).unwrap(), "seshat-outcomes/{file} comes along");
