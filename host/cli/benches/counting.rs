@@ -66,7 +66,10 @@ fn serve(stream: TcpStream, counting: &AtomicBool, counted: &AtomicU32) {
         let mut body = vec![0; len];
         reader.read_exact(&mut body).unwrap();
         let json = |status: &str, body: String| {
-            format!("HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}", body.len())
+            format!(
+                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            )
         };
         let reply = if path == "/extras/tokenize/count" && counting.load(Ordering::SeqCst) {
             let v: serde_json::Value = serde_json::from_slice(&body).unwrap();

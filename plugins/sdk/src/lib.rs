@@ -35,8 +35,8 @@ pub use {serde, serde_json};
 /// The SDK's version, also written into every plugin as the `seshat-plugin-sdk` custom section.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// The plugin contract's version this SDK speaks: 0.3.0, unstable until it is frozen (plugins
-/// built for the frozen 0.2.0 and 0.1.0 keep loading).
+/// The plugin contract's version this SDK speaks: 0.3.0, released and frozen (plugins built for
+/// it, and for 0.2.0 and 0.1.0, keep loading).
 pub const API_VERSION: &str = "0.3.0";
 
 /// Writes the SDK version custom section into the plugin (used by the export macros).

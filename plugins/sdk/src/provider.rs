@@ -56,7 +56,7 @@ pub trait Provider {
     }
 
     /// Requests asking the server how many tokens `request`'s input is, with `messages` as its
-    /// conversation, in the order to try them (0.3.0; unstable until frozen). The default asks
+    /// conversation, in the order to try them (0.3.0). The default asks
     /// nothing: right for an API without a counting endpoint (the host then counts locally where
     /// it can, or estimates). Build each with [`post_counter`].
     fn counters(_request: ChatRequest, _messages: Vec<Message>) -> Vec<Probe> {

@@ -1116,6 +1116,11 @@ fn the_estimate_is_calibrated_from_the_counts_a_server_reports() {
     let session = store.list_sessions(&Default::default()).unwrap().remove(0);
     let ratio = session.metadata["calibration"][MODEL].as_f64().unwrap();
     assert!((1.6..=1.85).contains(&ratio), "stored with the session, per model: {ratio}");
+    // And per kind of content: mostly prose here, counted at 1.8× its prior.
+    let kinds = &session.metadata["calibration_kinds"][MODEL];
+    let prose = kinds["prose"].as_f64().unwrap();
+    assert!((1.5..=2.0).contains(&prose), "{kinds}");
+    assert_eq!(kinds.as_object().unwrap().len(), 6, "every kind: {kinds}");
     // A request Seshat's raw estimate puts under the hard limit (~5,000 of 5,715) is ~9,000 by
     // the server's count: calibrated, it is refused here and nothing is sent.
     let sent = local.chats().len();

@@ -247,8 +247,8 @@ fn trimmers_built_for_the_frozen_0_1_0_and_a_0_1_1_patch_load_and_work() {
 #[test]
 fn a_trimmer_built_for_the_frozen_0_2_0_loads_and_uses_what_0_2_0_added() {
     // 0.2.0 is released: `wit/v0.2.0` holds it as released, byte for byte (its digest when it
-    // was frozen), and the current contract the SDK and `plugins new` build for is 0.3.0, still
-    // unstable, which only adds to it.
+    // was frozen). So is 0.3.0, which only adds to it: the current contract the SDK and `plugins
+    // new` build for is, byte for byte, `wit/v0.3.0` until a next minor starts.
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let frozen = std::fs::read(root.join("wit/v0.2.0/seshat-plugin.wit")).unwrap();
     assert_eq!(
@@ -257,9 +257,16 @@ fn a_trimmer_built_for_the_frozen_0_2_0_loads_and_uses_what_0_2_0_added() {
         "wit/v0.2.0 is frozen"
     );
     let current = std::fs::read_to_string(root.join("wit/seshat-plugin.wit")).unwrap();
+    let frozen_0_3 = std::fs::read(root.join("wit/v0.3.0/seshat-plugin.wit")).unwrap();
+    assert_eq!(
+        seshat::plugins::cache::sha256_hex(&frozen_0_3),
+        "85a83feef04b5220c56b458332e9224c66654c0dafc57fb5febd97952476d57a",
+        "wit/v0.3.0 is frozen"
+    );
+    assert_eq!(current.as_bytes(), frozen_0_3, "the current contract is 0.3.0 as released");
     assert!(current.contains("package seshat:plugin@0.3.0;"));
     assert_eq!(seshat::plugins::API_VERSION_CURRENT, "0.3.0");
-    const { assert!(seshat::plugins::API_VERSION_CURRENT_UNSTABLE, "0.3.0 is unstable until its last addition") };
+    const { assert!(!seshat::plugins::API_VERSION_CURRENT_UNSTABLE, "0.3.0 is frozen") };
     // Every function and record 0.2.0 declares is still declared, the same way.
     let frozen = String::from_utf8(frozen).unwrap();
     for line in frozen.lines().map(str::trim).filter(|l| l.ends_with(';') || l.ends_with('{')) {

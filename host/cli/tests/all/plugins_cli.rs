@@ -265,10 +265,9 @@ fn plugins_new_makes_a_crate_that_builds_and_loads() {
     assert!(out.starts_with("Created the trimmer plugin `my-trimmer`"), "{out}");
     let lib = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
     assert!(lib.lines().count() <= 22, "a complete custom trimmer is about 20 lines");
-    let unstable = "seshat:plugin@0.3.0 is unstable: it may still change before it is frozen. Plugins built for the \
-                    frozen 0.1.0 and 0.2.0 keep loading.";
-    assert!(out.contains(unstable), "the contract's promise is said: {out}");
-    assert!(std::fs::read_to_string(dir.join("README.md")).unwrap().contains(unstable));
+    let frozen = "seshat:plugin@0.3.0, released and frozen: the plugin keeps loading in every later Seshat";
+    assert!(out.contains(frozen), "the contract's promise is said: {out}");
+    assert!(std::fs::read_to_string(dir.join("README.md")).unwrap().contains(frozen));
     assert!(std::fs::read_to_string(dir.join("plugin.toml")).unwrap().contains("api = \"0.3.0\""));
     // The repository's lock file pins the dependencies, so the build is the one CI ran.
     std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugins/Cargo.lock"), dir.join("Cargo.lock"))

@@ -41,13 +41,13 @@ pub use trimmer::{
 
 use crate::conversation::{Part, Role};
 
-/// The contract versions this host speaks: the frozen `0.1.x` and `0.2.x`, and `0.3.x`.
+/// The contract versions this host speaks: the frozen `0.1.x`, `0.2.x` and `0.3.x`.
 pub(crate) const API_VERSIONS: &str = "0.1.x, 0.2.x or 0.3.x";
 /// The contract version the SDK, `seshat plugins new` and the default plugins build against.
 pub const API_VERSION_CURRENT: &str = "0.3.0";
-/// Whether [`API_VERSION_CURRENT`] may still change (0.3.0 is frozen when its last addition
-/// lands).
-pub const API_VERSION_CURRENT_UNSTABLE: bool = true;
+/// Whether [`API_VERSION_CURRENT`] may still change (0.3.0 was frozen when its last addition,
+/// the provider's token counters, was finished).
+pub const API_VERSION_CURRENT_UNSTABLE: bool = false;
 
 pub use crate::config::PluginKind;
 pub use seshat_protocol::turn::StopReason;

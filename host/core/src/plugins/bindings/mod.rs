@@ -1,5 +1,4 @@
-//! Generated bindings, one private module per WIT version (the frozen 0.1.0 and 0.2.0, the
-//! unstable 0.3.0).
+//! Generated bindings, one private module per WIT version (the frozen 0.1.0, 0.2.0 and 0.3.0).
 //! Nothing outside `plugins` sees them.
 
 pub(super) mod v0_1;
@@ -13,7 +12,7 @@ pub(crate) enum Version {
     V0_1,
     /// `seshat:plugin@0.2.x`, frozen.
     V0_2,
-    /// `seshat:plugin@0.3.x`, unstable until frozen.
+    /// `seshat:plugin@0.3.x`, frozen.
     V0_3,
 }
 

@@ -1,12 +1,12 @@
-//! Bindings for `seshat:plugin@0.3.x`, generated from the live `wit/seshat-plugin.wit` (unstable
-//! until it is released and frozen in `wit/v0.3.0/`). Its shared types are unchanged from 0.1.0
+//! Bindings for `seshat:plugin@0.3.x`, generated from the frozen copy in `wit/v0.3.0/` (released,
+//! never edited). Its shared types are unchanged from 0.1.0
 //! and its trim types from 0.2.0, so they are mapped onto those bindings' Rust types and one set
 //! of conversions serves every version; what 0.3.0 adds (the provider's token counters) is
 //! converted here.
 
 pub(crate) mod trimmer {
     wasmtime::component::bindgen!({
-        path: "../../wit/seshat-plugin.wit",
+        path: "../../wit/v0.3.0",
         world: "trimmer",
         with: {
             "seshat:plugin/types": super::super::v0_1::trimmer::seshat::plugin::types,
@@ -20,7 +20,7 @@ pub(crate) use trimmer::seshat::plugin::log;
 
 pub(crate) mod summariser {
     wasmtime::component::bindgen!({
-        path: "../../wit/seshat-plugin.wit",
+        path: "../../wit/v0.3.0",
         world: "summariser",
         with: {
             "seshat:plugin/types": super::super::v0_1::trimmer::seshat::plugin::types,
@@ -31,7 +31,7 @@ pub(crate) mod summariser {
 
 pub(crate) mod provider {
     wasmtime::component::bindgen!({
-        path: "../../wit/seshat-plugin.wit",
+        path: "../../wit/v0.3.0",
         world: "provider",
         with: {
             "seshat:plugin/types": super::super::v0_1::trimmer::seshat::plugin::types,
@@ -42,7 +42,7 @@ pub(crate) mod provider {
 
 pub(crate) mod embedder {
     wasmtime::component::bindgen!({
-        path: "../../wit/seshat-plugin.wit",
+        path: "../../wit/v0.3.0",
         world: "embedder",
         with: {
             "seshat:plugin/types": super::super::v0_1::trimmer::seshat::plugin::types,
