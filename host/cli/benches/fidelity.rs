@@ -43,7 +43,7 @@ fn main() {
         &[Summariser::Extractive, Summariser::ModelEcho]
     };
     let seeds_b = if tuning { fidelity::TUNING_SEEDS_B } else { fidelity::HELD_OUT_SEEDS_B };
-    let runs: Vec<(&str, &[u64], fn(u64) -> Transcript)> = vec![
+    let runs: [Generator<'_>; 2] = [
         ("first generator (generate.rs)", seeds, fidelity::generate::transcript),
         ("second generator (generate_b.rs)", seeds_b, fidelity::generate_b::transcript),
     ];
@@ -52,6 +52,9 @@ fn main() {
         table(label, seeds, &transcripts, tuning, kinds, &mut store, &mut plugins);
     }
 }
+
+/// A generator: its name, its seeds and how it makes a transcript.
+type Generator<'a> = (&'a str, &'a [u64], fn(u64) -> Transcript);
 
 /// One generator's table: each summariser at each window, retention by category.
 fn table(

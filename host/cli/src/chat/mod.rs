@@ -371,7 +371,7 @@ pub(crate) fn report(o: &TurnOutcome) {
         );
     }
     if let Some(c) = &o.context {
-        eprintln!("[{}]", format::context_line(&c));
+        eprintln!("[{}]", format::context_line(c));
     }
 }
 

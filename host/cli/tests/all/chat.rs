@@ -610,6 +610,10 @@ fn a_small_window_forces_auto_compaction_in_a_tool_using_chat() {
 
     let reqs = server.requests();
     assert_eq!(reqs.len(), 5, "three turns, one tool call, one summary call");
+    // Near the threshold Seshat asked Anthropic's counter, which this server lacks (404): once
+    // per process and model, then never again in that process.
+    let counts: Vec<String> = server.count_requests().iter().map(|r| r.path.clone()).collect();
+    assert!(!counts.is_empty() && counts.iter().all(|p| p == "/v1/messages/count_tokens"), "{counts:?}");
     let summary_req = reqs[3].json();
     assert_eq!(summary_req.get("stream"), None, "the summary call is not streamed");
     assert_eq!(summary_req["model"], "claude-haiku-4-5", "--summary-model picks the summary model");

@@ -157,7 +157,7 @@ impl Session {
     }
 
     /// A tool call and its output; returns the index of the output's message.
-    fn tool(&mut self, name: &str, args: String, output: Vec<String>) -> usize {
+    fn tool(&mut self, name: &str, args: String, output: &[String]) -> usize {
         self.calls += 1;
         let id = format!("call_{:04x}", self.calls);
         self.messages.push(NewMessage {
@@ -193,21 +193,21 @@ impl Session {
             out.push("    }".into());
             out.push("}".into());
         }
-        self.tool("read_file", format!(r#"{{"file":"{krate}/src/{file}"}}"#), out);
+        self.tool("read_file", format!(r#"{{"file":"{krate}/src/{file}"}}"#), &out);
     }
 
     /// A listing or `git status`: more noise.
     fn look(&mut self, krate: &str) {
         let n = self.draw.between(10, 60);
         if self.draw.upto(2) == 0 {
-            let out = (0..n)
+            let out: Vec<String> = (0..n)
                 .map(|i| format!("-rw-r--r-- 1 dev dev {:>6} Dec  3 09:{:02} {krate}_{i}.rs", 300 + i * 37, i % 60))
                 .collect();
-            self.tool("shell", format!(r#"{{"command":"ls -l {krate}/src"}}"#), out);
+            self.tool("shell", format!(r#"{{"command":"ls -l {krate}/src"}}"#), &out);
         } else {
             let mut out = vec!["On branch main".to_string(), "Changes not staged for commit:".into()];
             out.extend((0..n).map(|i| format!("\tmodified:   {krate}/src/part_{i}.rs")));
-            self.tool("shell", r#"{"command":"git status"}"#.into(), out);
+            self.tool("shell", r#"{"command":"git status"}"#.into(), &out);
         }
     }
 
@@ -231,7 +231,7 @@ impl Session {
             out.insert(at, m);
         }
         out.push(last.unwrap_or_else(|| format!("summary: {n} cases, 0 failures")));
-        self.tool("shell", format!(r#"{{"command":"just test {krate}"}}"#), out)
+        self.tool("shell", format!(r#"{{"command":"just test {krate}"}}"#), &out)
     }
 
     fn idle_turn(&mut self) {

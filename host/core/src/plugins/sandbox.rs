@@ -322,6 +322,9 @@ pub(super) type LinkerFn<H> = fn() -> wasmtime::Result<&'static wasmtime::compon
 /// A typed prepared instance from an untyped one.
 pub(super) type TypedFn<H, P> = fn(wasmtime::component::InstancePre<State<H>>) -> wasmtime::Result<P>;
 
+/// A prepared instance of the plugin's version and its slot.
+pub(super) type PreparedVersion<H, P1, P2, P3> = (Versioned<P1, P2, P3>, Slot<H, ()>);
+
 /// [`prepare`] with the linker and bindings of the contract version the plugin was built for.
 pub(super) fn prepare_versioned<H: Send + 'static, P1, P2, P3>(
     plugin: &super::LoadedPlugin,
@@ -329,7 +332,7 @@ pub(super) fn prepare_versioned<H: Send + 'static, P1, P2, P3>(
     v0_1: (LinkerFn<H>, TypedFn<H, P1>),
     v0_2: (LinkerFn<H>, TypedFn<H, P2>),
     v0_3: (LinkerFn<H>, TypedFn<H, P3>),
-) -> super::Result<(Versioned<P1, P2, P3>, Slot<H, ()>)> {
+) -> super::Result<PreparedVersion<H, P1, P2, P3>> {
     Ok(match plugin.version {
         Version::V0_1 => {
             let (pre, slot) = prepare(plugin, kind, v0_1.0(), v0_1.1)?;

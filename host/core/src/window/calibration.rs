@@ -142,8 +142,9 @@ impl Calibration {
         for col in 0..6 {
             for row in col + 1..6 {
                 let f = a[row][col] / a[col][col];
-                for k in col..6 {
-                    a[row][k] -= f * a[col][k];
+                let pivot = a[col];
+                for (cell, above) in a[row].iter_mut().zip(pivot).skip(col) {
+                    *cell -= f * above;
                 }
                 b[row] -= f * b[col];
             }
@@ -215,8 +216,8 @@ mod tests {
             format!("{prose}{logs}"),
             format!("{prose}{prose}{logs}"),
             format!("{prose}{logs}{logs}{logs}"),
-            prose.clone(),
-            logs.clone(),
+            prose,
+            logs,
         ];
         let mut c = Calibration::default();
         for _ in 0..6 {
