@@ -18,8 +18,8 @@ import (
 )
 
 // fake is a loopback OpenAI-compatible server: each /v1/chat/completions request is answered by
-// the reply function, streamed as server-sent events when the request asks to stream. What it
-// finds wrong with a request goes to errorf.
+// the reply function, streamed as server-sent events when the request asks to stream; the token
+// counters local servers offer answer 404. What it finds wrong with a request goes to errorf.
 type fake struct {
 	errorf func(format string, args ...interface{})
 	srv    *httptest.Server
@@ -38,6 +38,11 @@ func newFake(t *testing.T, reply func(n int, req map[string]interface{}, w http.
 func serveFake(errorf func(string, ...interface{}), reply func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request)) *fake {
 	f := &fake{errorf: errorf, reply: reply}
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/tokenize" || r.URL.Path == "/extras/tokenize/count" {
+			// Like Ollama, this server has no token counter: Seshat tries each once, then estimates.
+			http.NotFound(w, r)
+			return
+		}
 		if r.URL.Path != "/v1/chat/completions" {
 			f.errorf("the provider was asked for %s", r.URL.Path)
 			http.NotFound(w, r)
