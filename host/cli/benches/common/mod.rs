@@ -54,3 +54,26 @@ impl seshat::compaction::ModelClient for NoModel {
         None
     }
 }
+
+/// Reads one HTTP/1.1 request from a loopback client: its path and body, or `None` when the
+/// connection closed.
+pub fn read_request(reader: &mut impl std::io::BufRead) -> Option<(String, Vec<u8>)> {
+    let mut line = String::new();
+    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+        return None;
+    }
+    let path = line.split_whitespace().nth(1).unwrap_or_default().to_string();
+    let mut len = 0;
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
+            break;
+        }
+        if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+            len = v.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; len];
+    reader.read_exact(&mut body).ok()?;
+    Some((path, body))
+}

@@ -284,14 +284,16 @@ impl ProviderPlugin {
             Versioned::V0_2(b) => v2::translate::probes(b, s, model, base_url),
             Versioned::V0_3(b) => v3::translate::probes(b, s, model, base_url),
         })?;
-        probes
-            .into_iter()
+        self.without_splice(probes, "probe", "probes carry no conversation")
+    }
+
+    /// Probes (or counters) as the plugin built them, checked, none with a place for messages.
+    fn without_splice(&self, raw: Vec<(String, RawRequest)>, what: &str, why: &str) -> Result<Vec<Probe>> {
+        raw.into_iter()
             .map(|(name, raw)| {
                 let request = self.checked(raw)?;
                 if request.splice.is_some() {
-                    return Err(self
-                        .handle
-                        .invalid(format!("probe `{name}` has a place for messages; probes carry no conversation")));
+                    return Err(self.handle.invalid(format!("{what} `{name}` has a place for messages; {why}")));
                 }
                 Ok(Probe { name, request })
             })
@@ -325,18 +327,7 @@ impl ProviderPlugin {
             Versioned::V0_1(_) | Versioned::V0_2(_) => Ok(Ok(Vec::new())),
             Versioned::V0_3(b) => v3::translate::counters(b, s, request, messages),
         })?;
-        counters
-            .into_iter()
-            .map(|(name, raw)| {
-                let request = self.checked(raw)?;
-                if request.splice.is_some() {
-                    return Err(self.handle.invalid(format!(
-                        "counter `{name}` has a place for messages; a counter's body carries its conversation"
-                    )));
-                }
-                Ok(Probe { name, request })
-            })
-            .collect()
+        self.without_splice(counters, "counter", "a counter's body carries its conversation")
     }
 
     /// Reads a counter's answer: the input tokens, when it says (0.3.0).

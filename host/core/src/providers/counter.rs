@@ -11,7 +11,6 @@ use std::hash::{Hash, Hasher};
 use super::{Provider, counting};
 use crate::conversation::{Part, Role};
 use crate::plugins::{ChatRequest, PluginMessage, ToolSpec};
-use crate::providers::transport::{self, Cancel};
 pub use seshat_protocol::turn::Counting;
 
 /// The counts kept at most; past it the cache starts over.
@@ -85,19 +84,7 @@ impl Provider {
             {
                 break;
             }
-            let Ok(to) = self.destination(&counter.request.url) else { break };
-            if self.quick_transport().is_err() {
-                break;
-            }
-            let transport = self.probe_transport.as_ref().expect("made by quick_transport");
-            let out = transport::Outgoing {
-                to: &to,
-                method: &counter.request.method,
-                headers: &counter.request.headers,
-                body: &counter.request.body,
-                credentials: &self.credentials,
-            };
-            let answer = transport.fetch(out, &Cancel::default()).1;
+            let Ok(answer) = self.ask(&counter) else { break };
             self.count_requests += 1;
             let counted = match answer {
                 Ok((status, body)) => self.plugin.parse_count(&counter.name, status, &body).ok().flatten(),

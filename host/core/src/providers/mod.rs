@@ -350,18 +350,8 @@ impl Provider {
         let mut found = Discovery::default();
         let mut sent = 0;
         for probe in probes {
-            let to = self.destination(&probe.request.url)?;
-            self.quick_transport()?;
-            let transport = self.probe_transport.as_ref().expect("made by quick_transport");
-            let out = transport::Outgoing {
-                to: &to,
-                method: &probe.request.method,
-                headers: &probe.request.headers,
-                body: &probe.request.body,
-                credentials: &self.credentials,
-            };
             sent += 1;
-            let (status, body) = match transport.fetch(out, &Cancel::default()).1 {
+            let (status, body) = match self.ask(&probe)? {
                 Ok(answer) => answer,
                 Err(f) => {
                     tracing::debug!(provider = %self.name, probe = %probe.name, failure = %self.redact(&f.describe()), "probe failed");
@@ -379,6 +369,22 @@ impl Provider {
             }
         }
         Ok((found, sent))
+    }
+
+    /// Sends a probe or a counter under the chat destination and credential rules, without
+    /// retries and with short timeouts: its answer (status and body), or why none came.
+    fn ask(&mut self, probe: &crate::plugins::Probe) -> Result<std::result::Result<(u16, Vec<u8>), Failure>> {
+        let to = self.destination(&probe.request.url)?;
+        self.quick_transport()?;
+        let transport = self.probe_transport.as_ref().expect("made by quick_transport");
+        let out = transport::Outgoing {
+            to: &to,
+            method: &probe.request.method,
+            headers: &probe.request.headers,
+            body: &probe.request.body,
+            credentials: &self.credentials,
+        };
+        Ok(transport.fetch(out, &Cancel::default()).1)
     }
 
     /// The transport for probes and counters: no retries, short timeouts (made on first use).
