@@ -127,10 +127,10 @@ use hints::hint;
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     use nix::sys::signal::Signal::{SIGHUP, SIGINT, SIGTERM};
     // Before any thread starts: the long-running commands receive their stop signals on a thread
-    // of their own and store what is in flight before they exit (chat reads Ctrl-C itself).
+    // of their own and store what is in flight before they exit. Chat's Ctrl-C takes the same
+    // path (one SIGINT path, whatever the line editor installs for itself).
     let signals = match &cli.command {
-        Command::Serve(_) | Command::Mcp(_) => Some(stop::block(&[SIGTERM, SIGINT, SIGHUP])?),
-        Command::Chat(_) => Some(stop::block(&[SIGTERM, SIGHUP])?),
+        Command::Serve(_) | Command::Mcp(_) | Command::Chat(_) => Some(stop::block(&[SIGTERM, SIGINT, SIGHUP])?),
         _ => None,
     };
     let ctx = Context::from_cli(&cli)?;

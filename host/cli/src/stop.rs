@@ -47,6 +47,34 @@ impl Signals {
     }
 }
 
+impl Signals {
+    /// Runs `each` with every signal as it arrives, on a thread of its own, for the life of the
+    /// process (`each` may end it).
+    pub(crate) fn on_each(self, mut each: impl FnMut(Signal) + Send + 'static) {
+        std::thread::Builder::new()
+            .name("seshat-signals".into())
+            .spawn(move || {
+                while let Ok(signal) = self.0.wait() {
+                    tracing::debug!(?signal, "signal");
+                    each(signal);
+                }
+            })
+            .map(drop)
+            .unwrap_or_else(|e| tracing::warn!("no thread for the signals: {e}"));
+    }
+}
+
+/// What an interrupt (Ctrl-C) does, by when it comes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Interrupt {
+    /// Between units of work: nothing to stop.
+    Idle,
+    /// The first during a unit of work: stop it, keep what arrived.
+    Stop,
+    /// Again during the same unit: quit at once.
+    Quit,
+}
+
 /// Whether the command is between units of work (nothing in flight: a signal may end the process
 /// at once) or inside one (a signal interrupts it and asks it to end the process afterwards).
 #[derive(Debug, Clone, Default)]
@@ -56,13 +84,28 @@ pub(crate) struct Work(Arc<Mutex<WorkState>>);
 struct WorkState {
     busy: bool,
     stop: Option<Signal>,
+    /// Interrupts during the unit of work in progress.
+    interrupts: u32,
 }
 
 impl Work {
     /// Marks the start of a unit of work. (A stop signal between units ends the process under
     /// the lock this takes, so no work begins after one.)
     pub(crate) fn begin(&self) {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).busy = true;
+        let mut state = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        state.busy = true;
+        state.interrupts = 0;
+    }
+
+    /// An interrupt (Ctrl-C) arrived: what it means now. Counted per unit of work, so a second
+    /// one quits only when it comes during the same unit as the first.
+    pub(crate) fn interrupt(&self) -> Interrupt {
+        let mut state = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !state.busy {
+            return Interrupt::Idle;
+        }
+        state.interrupts += 1;
+        if state.interrupts == 1 { Interrupt::Stop } else { Interrupt::Quit }
     }
 
     /// Marks the end of a unit of work (its results stored); the stop signal that arrived during
@@ -73,12 +116,13 @@ impl Work {
         state.stop
     }
 
-    /// On a stop signal: when idle, runs `idle` under the lock (which ends the process), so no
-    /// work can begin meanwhile; when busy, records the signal and runs `interrupt`.
+    /// On a stop signal: when idle, or when a stop signal came before (a second one does not
+    /// wait), runs `idle` under the lock (which ends the process), so no work can begin
+    /// meanwhile; when busy, records the signal and runs `interrupt`.
     pub(crate) fn stop(&self, signal: Signal, idle: impl FnOnce(), interrupt: impl FnOnce()) {
         let mut state = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        state.stop = Some(signal);
-        if state.busy {
+        let again = state.stop.replace(signal).is_some();
+        if state.busy && !again {
             drop(state);
             interrupt();
         } else {

@@ -280,28 +280,43 @@ pub fn run(ctx: &Context, args: &Args, signals: Option<crate::stop::Signals>) ->
         }
     };
     let cancel = Cancel::default();
-    install_interrupt(&cancel)?;
     let work = crate::stop::Work::default();
-    if let Some(signals) = signals {
-        // SIGTERM or SIGHUP: a turn in flight stops and stores what arrived, then chat exits; between
-        // turns it exits at once, giving the terminal back the mode it had.
-        let (work, cancel) = (work.clone(), cancel.clone());
-        let terminal = terminal_mode();
-        signals.on_stop(move |signal| {
-            work.stop(
-                signal,
-                || {
-                    restore_terminal(terminal.as_ref());
-                    std::process::exit(i32::from(crate::stop::exit_status(signal)));
-                },
-                || cancel.cancel(),
-            );
-        });
+    match signals {
+        Some(signals) => on_signals(signals, &work, &cancel, prompt.is_none()),
+        None => install_interrupt(&cancel)?,
     }
     match prompt {
         Some(p) => one_shot(&mut agent, &p, args.json, &cancel, &work),
         None => repl::run(ctx, &mut agent, &cancel, &poke, &work),
     }
+}
+
+/// Every signal chat receives, on the signals thread. Ctrl-C (SIGINT): during a turn the first
+/// stops it (what arrived is stored as `interrupted`) and a second in the same turn exits at once
+/// with 130; between turns the REPL goes on (at its prompt the line editor reads Ctrl-C as a key
+/// and clears the line) and a one-shot chat exits. SIGTERM or SIGHUP: a turn in flight stops and
+/// stores what arrived, then chat exits; between turns it exits at once. Either way the terminal
+/// gets back the mode it had.
+fn on_signals(signals: crate::stop::Signals, work: &crate::stop::Work, cancel: &Cancel, repl: bool) {
+    use crate::stop::Interrupt;
+    use nix::sys::signal::Signal;
+    let (work, cancel) = (work.clone(), cancel.clone());
+    let terminal = terminal_mode();
+    let exit = move |code: u8| -> ! {
+        restore_terminal(terminal.as_ref());
+        std::process::exit(i32::from(code));
+    };
+    signals.on_each(move |signal| match signal {
+        Signal::SIGINT => match work.interrupt() {
+            Interrupt::Idle if repl => eprintln!("\n(Ctrl-D or /exit leaves)"),
+            Interrupt::Idle | Interrupt::Quit => exit(EXIT_INTERRUPTED),
+            Interrupt::Stop => {
+                cancel.cancel();
+                eprintln!("\nseshat chat: stopping the turn once the call in flight returns (Ctrl-C again quits now)");
+            }
+        },
+        _ => work.stop(signal, || exit(crate::stop::exit_status(signal)), || cancel.cancel()),
+    });
 }
 
 /// The terminal's mode before the REPL changes it (None when stdin is not a terminal).

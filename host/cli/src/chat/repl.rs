@@ -38,7 +38,11 @@ pub fn run(
     loop {
         let line = match editor.readline("› ") {
             Ok(line) => line,
-            Err(rustyline::error::ReadlineError::Interrupted) => continue,
+            // Ctrl-C at the prompt is a key: the line is cleared.
+            Err(rustyline::error::ReadlineError::Interrupted) => {
+                eprintln!("(Ctrl-D or /exit leaves)");
+                continue;
+            }
             Err(rustyline::error::ReadlineError::Eof) => break,
             Err(e) => return Err(e.into()),
         };

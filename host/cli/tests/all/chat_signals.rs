@@ -142,7 +142,9 @@ fn continue_after_sigkill_mid_answer_keeps_every_acknowledged_message() {
     assert_eq!(rows(&home, None), after);
 }
 
-/// A pseudo-terminal: the child gets the slave side as stdin, stdout and stderr.
+/// A pseudo-terminal: the child gets the slave side as stdin, stdout and stderr, in a session of
+/// its own whose controlling terminal it is (`setsid --ctty`), as a shell would start it — so
+/// Ctrl-C typed on it (`\x03` written to the master) reaches the child as a user's does.
 pub struct Pty {
     master: std::fs::File,
     output: Arc<Mutex<Vec<u8>>>,
@@ -156,7 +158,17 @@ impl Pty {
         unlockpt(&master).unwrap();
         let name = ptsname(&master, Vec::new()).unwrap();
         let slave = || std::fs::OpenOptions::new().read(true).write(true).open(name.to_str().unwrap()).unwrap();
-        let child = cmd.stdin(slave()).stdout(slave()).stderr(slave()).spawn().unwrap();
+        let mut wrapped = Command::new("setsid");
+        wrapped.env_clear().arg("--ctty").arg(cmd.get_program()).args(cmd.get_args());
+        for (k, v) in cmd.get_envs() {
+            if let Some(v) = v {
+                wrapped.env(k, v);
+            }
+        }
+        if let Some(dir) = cmd.get_current_dir() {
+            wrapped.current_dir(dir);
+        }
+        let child = wrapped.stdin(slave()).stdout(slave()).stderr(slave()).spawn().unwrap();
         let master = std::fs::File::from(master);
         let output = Arc::new(Mutex::new(Vec::new()));
         let (mut reader, sink) = (master.try_clone().unwrap(), output.clone());
@@ -183,11 +195,15 @@ impl Pty {
 }
 
 #[test]
-fn the_repl_on_a_terminal_streams_and_survives_sigint_mid_stream() {
+fn the_repl_on_a_terminal_streams_and_survives_a_typed_ctrl_c_mid_stream() {
     let mut pieces = vec![anthropic::start(10)];
     pieces.extend(anthropic::text_block(0, &["Partial ", "reply"]).into_iter().take(3));
+    let mut rest: Vec<String> = anthropic::text_block(0, &["Partial ", "reply"]).into_iter().skip(3).collect();
+    rest.extend(anthropic::text_block(1, &[" and the last word."]));
+    rest.extend(anthropic::stop("end_turn", 12));
+    let closed = Arc::new(Mutex::new(None));
     let server = Server::start(vec![
-        Reply::Stall { pieces, pause: Duration::from_secs(30) },
+        Reply::UntilClosed { pieces, rest, closed: closed.clone() },
         Reply::Stream { pieces: anthropic::text_answer(&["Second ", "answer."]) },
     ]);
     let home = home_for("anthropic", &server, "");
@@ -198,10 +214,16 @@ fn the_repl_on_a_terminal_streams_and_survives_sigint_mid_stream() {
         .arg("chat");
     let (mut pty, mut child) = Pty::spawn(cmd);
     wait_for("the banner", || pty.text().contains("/help for commands"));
+    // Ctrl-C at the prompt clears the line and says how to leave; nothing is sent.
+    pty.send("half a line\x03");
+    wait_for("the prompt's Ctrl-C", || pty.text().contains("(Ctrl-D or /exit leaves)"));
     pty.send("hello\r");
     wait_for("streamed text", || pty.text().contains("Partial reply"));
-    signal(&child, "-INT");
+    // Typed, as a user does: the terminal sends SIGINT to the REPL, which stops the answer.
+    pty.send("\x03");
     wait_for("the interruption notice", || pty.text().contains("interrupted"));
+    wait_for("the server to see the connection close", || closed.lock().unwrap().is_some());
+    assert_eq!(*closed.lock().unwrap(), Some(4), "closed before the answer's last word");
     pty.send("again\r");
     wait_for("the second answer", || pty.text().contains("Second answer."));
     wait_for("the status line", || pty.text().matches("[ctx ").count() >= 2);
@@ -209,6 +231,11 @@ fn the_repl_on_a_terminal_streams_and_survives_sigint_mid_stream() {
     wait_for("the context breakdown", || pty.text().contains("total (estimated)"));
     assert!(pty.text().contains("tool schemas (11)") && pty.text().contains("assistant text"), "{}", pty.text());
     assert!(pty.text().contains("window: 200k tokens (from the model table); answers get up to 1k"), "{}", pty.text());
+    assert!(
+        pty.text().contains("tokens estimated (the server is asked to count them near the threshold)"),
+        "{}",
+        pty.text()
+    );
     pty.send("/help\r");
     wait_for("the command list", || pty.text().contains("/sessions  this project's recent sessions"));
     pty.send("/memory\r");
@@ -256,15 +283,20 @@ fn a_second_ctrl_c_while_the_first_waits_exits_at_once() {
     let big = |word: &str| format!("{word} {}", "alpha beta gamma delta ".repeat(2_450));
     let out = chat(&home, &["-p", &big("start"), "--window", "30000"], &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let mut child = spawn_chat(&home, &["--continue", "-p", &big("more"), "--window", "30000"]);
-    let stderr = collect(child.stderr.take().unwrap());
+    // On a terminal, the Ctrl-Cs typed as a user types them.
+    let mut cmd = home.cmd();
+    cmd.env("ANTHROPIC_API_KEY", KEY)
+        .env("TERM", "xterm")
+        .env("SESHAT_CACHE_DIR", crate::support::shared_cache().parent().unwrap().join("chat-cache"))
+        .args(["chat", "--continue", "-p", &big("more"), "--window", "30000"]);
+    let (mut pty, mut child) = Pty::spawn(cmd);
     wait_for("the summary request", || server.count() == 2);
-    signal(&child, "-INT");
+    pty.send("\x03");
     // The first Ctrl-C is noted and the process goes on waiting for the call in flight (a
     // handler that exited at once would never say so).
-    wait_for("the first Ctrl-C's notice", || stderr.lock().unwrap().contains("Ctrl-C again quits now"));
+    wait_for("the first Ctrl-C's notice", || pty.text().contains("Ctrl-C again quits now"));
     assert!(child.try_wait().unwrap().is_none(), "the first Ctrl-C waits for the call in flight");
-    signal(&child, "-INT");
+    pty.send("\x03");
     let status = wait_exit(&mut child, "the chat after the second Ctrl-C");
     assert_eq!(status.code(), Some(130));
     // The user's message was stored before anything else.

@@ -18,6 +18,10 @@ pub enum Reply {
     Drop { pieces: Vec<String> },
     /// A stream that goes silent after `pieces` for `pause`, then closes.
     Stall { pieces: Vec<String>, pause: Duration },
+    /// A stream that sends `pieces`, then waits for the client to close the connection (a minute
+    /// at most) before it would send `rest`; `closed` records how many pieces had gone when the
+    /// client closed (`None`: it never did, and `rest` was sent).
+    UntilClosed { pieces: Vec<String>, rest: Vec<String>, closed: std::sync::Arc<Mutex<Option<usize>>> },
     /// No answer at all for `pause` (not even headers), then the connection closes.
     Silent { pause: Duration },
     /// The connection closes at once, without an answer.
@@ -341,6 +345,24 @@ fn respond(out: &mut TcpStream, reply: Reply) -> std::io::Result<()> {
         Reply::Silent { pause } => {
             std::thread::sleep(pause);
             out.shutdown(std::net::Shutdown::Both)
+        }
+        Reply::UntilClosed { pieces, rest, closed } => {
+            out.write_all(stream_head.as_bytes())?;
+            for p in &pieces {
+                chunk(out, p)?;
+            }
+            // The client closing its end is an end of file here (its request was read whole).
+            out.set_read_timeout(Some(Duration::from_secs(60)))?;
+            let mut byte = [0u8; 1];
+            if matches!(out.read(&mut byte), Ok(0)) {
+                *closed.lock().unwrap() = Some(pieces.len());
+                return Ok(());
+            }
+            for p in &rest {
+                chunk(out, p)?;
+            }
+            out.write_all(b"0\r\n\r\n")?;
+            out.flush()
         }
         Reply::Hangup | Reply::Unexpected(_) => out.shutdown(std::net::Shutdown::Both),
         Reply::Stall { pieces, pause } => {
