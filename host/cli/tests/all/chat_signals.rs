@@ -151,7 +151,7 @@ pub struct Pty {
 }
 
 impl Pty {
-    pub fn spawn(mut cmd: Command) -> (Pty, Child) {
+    pub fn spawn(cmd: Command) -> (Pty, Child) {
         use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
         let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
         grantpt(&master).unwrap();
@@ -205,6 +205,14 @@ fn the_repl_on_a_terminal_streams_and_survives_a_typed_ctrl_c_mid_stream() {
     let server = Server::start(vec![
         Reply::UntilClosed { pieces, rest, closed: closed.clone() },
         Reply::Stream { pieces: anthropic::text_answer(&["Second ", "answer."]) },
+        // `/compact` asked for, though the session is far under the threshold: the summary.
+        Reply::json(
+            200,
+            &json!({"id": "msg_s", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                "content": [{"type": "text", "text": "SUMMARY: the user said hello."}], "stop_reason": "end_turn",
+                "usage": {"input_tokens": 90, "output_tokens": 8}})
+            .to_string(),
+        ),
     ]);
     let home = home_for("anthropic", &server, "");
     let mut cmd = home.cmd();
@@ -242,10 +250,12 @@ fn the_repl_on_a_terminal_streams_and_survives_a_typed_ctrl_c_mid_stream() {
     wait_for("the memory snapshot", || pty.text().contains("(no memory was given to this session)"));
     pty.send("/sessions\r");
     wait_for("the session list", || pty.text().contains("4 msgs"));
+    // A compaction the user asks for runs, whatever the threshold: the turns before the latest
+    // request are summarised.
     pty.send("/compact\r");
-    wait_for("the compaction report", || pty.text().contains("Nothing to compact in session"));
+    wait_for("the compaction report", || pty.text().contains("summarised 2 messages; 1 call to"));
     pty.send("/uncompact\r");
-    wait_for("the undo refusal", || pty.text().contains("has no compaction or trim left to undo"));
+    wait_for("the undo", || pty.text().contains("Undid compaction 1 of session"));
     pty.send("/pin 1\r");
     wait_for("the pin", || pty.text().contains("Pinned message 1: kept verbatim in every view"));
     pty.send("/pin x\r");

@@ -1073,20 +1073,33 @@ fn a_pinned_call_whose_result_was_summarised_is_sent_with_its_stored_result() {
     assert_eq!(history.len(), 83, "a synthetic result was written");
 }
 
-/// A pass with nothing to compact reports the request's size before and after alike.
+/// A compaction the user asks for runs far under the threshold: every turn before the latest
+/// request is summarised. With one request only there is nothing to do, and the report says the
+/// same size before and after.
 #[test]
-fn a_pass_with_nothing_to_do_reports_the_same_size_before_and_after() {
+fn a_manual_compaction_under_the_threshold_summarises_all_but_the_latest_request() {
     let home = Home::new();
     let mut store = home.store();
     let id = session(&mut store, 200_000);
     chat(&mut store, &id, 3, 50);
-    let model = Scripted::answering(&[]);
+    let model = Scripted::answering(&[Ok("SUMMARY of the first two turns.")]);
     let mut p = plugins("summariser");
     let mut c = p.compactor(model.clone());
-    let report = c.compact(&mut store, &id, &frame(), &settings(Some(200_000)), true).unwrap();
-    assert!(report.tokens_before > 0, "{report:?}");
-    assert_eq!(report.tokens_after, report.tokens_before, "{report:?}");
-    assert_eq!(model.calls(), 0);
+    let dry = c.compact(&mut store, &id, &frame(), &settings(Some(200_000)), true).unwrap();
+    assert!(dry.summarised && dry.tokens_after <= dry.tokens_before, "{dry:?}");
+    assert_eq!((dry.dropped, dry.kept, model.calls()), (4, 2, 0), "the dry run calls nothing: {dry:?}");
+    let report = c.compact(&mut store, &id, &frame(), &settings(Some(200_000)), false).unwrap();
+    assert!(report.summarised && report.tokens_after < report.tokens_before, "{report:?}");
+    assert_eq!((report.dropped, model.calls()), (4, 1));
+    let view = store.live_view(&id).unwrap();
+    assert_eq!(view.entries.len(), 3, "the summary, the latest request and its answer");
+
+    let one = session(&mut store, 200_000);
+    chat(&mut store, &one, 1, 50);
+    let nothing = c.compact(&mut store, &one, &frame(), &settings(Some(200_000)), false).unwrap();
+    assert!(nothing.tokens_before > 0 && !nothing.summarised, "{nothing:?}");
+    assert_eq!(nothing.tokens_after, nothing.tokens_before, "{nothing:?}");
+    assert_eq!(model.calls(), 1, "no call for nothing");
 }
 
 /// The marks are exclusive: a request exactly at the threshold is not compacted (just over

@@ -491,7 +491,14 @@ impl Compactor<'_> {
         let items: Vec<cut::Item> = entries.iter().map(|e| item(e)).collect();
         let summary_tokens = marks.summary_tokens();
         let budget = settings.estimated(marks.target).saturating_sub(frame.tokens() + summary_tokens);
-        let decision = cut::choose(&items, budget);
+        let mut decision = cut::choose(&items, budget);
+        if trigger == CompactionTrigger::Manual && decision.first_kept == 0 {
+            // Asked for while everything fits the target: compact as asked all the same — every
+            // turn before the latest request is summarised, that request and what followed kept.
+            if let Some(first) = items.iter().rposition(|i| i.is_request).map(|r| cut::settle(&items, r)) {
+                decision = cut::Cut { first_kept: first, pinned: None };
+            }
+        }
         let stays = |i: usize| Some(i) == decision.pinned || entries[i].pinned;
         let dropped: Vec<&crate::store::ViewEntry> =
             entries[..decision.first_kept].iter().enumerate().filter(|(i, _)| !stays(*i)).map(|(_, e)| *e).collect();
@@ -506,7 +513,9 @@ impl Compactor<'_> {
         let kept_tokens: u64 = entries[decision.first_kept..].iter().map(|e| entry_tokens(&e.parts)).sum::<u64>()
             + before_cut_kept.iter().map(|&i| entry_tokens(&entries[i].parts)).sum::<u64>();
         if mode == Mode::DryRun {
-            report.tokens_after = frame.tokens() + kept_tokens + summary_tokens;
+            // The summary at its cap, or at the size of what it summarises when that is less.
+            let dropped_tokens: u64 = dropped.iter().map(|e| entry_tokens(&e.parts)).sum();
+            report.tokens_after = frame.tokens() + kept_tokens + summary_tokens.min(dropped_tokens);
             report.summarised = true;
             return Ok(preview.with(report));
         }

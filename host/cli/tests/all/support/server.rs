@@ -21,7 +21,7 @@ pub enum Reply {
     /// A stream that sends `pieces`, then waits for the client to close the connection (a minute
     /// at most) before it would send `rest`; `closed` records how many pieces had gone when the
     /// client closed (`None`: it never did, and `rest` was sent).
-    UntilClosed { pieces: Vec<String>, rest: Vec<String>, closed: std::sync::Arc<Mutex<Option<usize>>> },
+    UntilClosed { pieces: Vec<String>, rest: Vec<String>, closed: Arc<Mutex<Option<usize>>> },
     /// No answer at all for `pause` (not even headers), then the connection closes.
     Silent { pause: Duration },
     /// The connection closes at once, without an answer.
