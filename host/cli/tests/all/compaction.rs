@@ -182,7 +182,11 @@ fn the_summary_path_rebuilds_the_history() {
     assert_eq!(view.entries[0].origin, Origin::Summary);
     let Part::Text { text } = &view.entries[0].parts[0] else { panic!() };
     assert!(text.contains("The user made 40 requests") && text.ends_with(COMPACTION_MARKER));
-    assert_eq!(prepared.messages[0].parts, view.entries[0].parts, "the request starts with the summary");
+    // The request starts with the summary; the request kept after it is in the same user message
+    // (user and assistant alternate).
+    assert_eq!(prepared.messages[0].parts[..1], view.entries[0].parts[..], "the request starts with the summary");
+    assert_eq!(prepared.messages[0].parts[1..], view.entries[1].parts[..], "then the kept request");
+    assert!(seshat::compaction::pairing::alternates(&prepared.messages));
     assert_eq!(store.full_history(&id).unwrap().len(), 80, "nothing deleted");
     assert_eq!(store.session(&id).unwrap().compaction_failures, 0);
 }

@@ -208,7 +208,11 @@ fn repeated_compactions_keep_the_full_history_and_a_paired_view() {
                 Err(e) => prop_assert!(e.code() == "compact_failed", "an unexpected failure: {e}"),
             }
             match c.before_call(&mut store, &id, &frame, &s) {
-                Ok(prepared) => prop_assert!(pairing::is_paired(&prepared.messages)),
+                Ok(prepared) => {
+                    prop_assert!(pairing::is_paired(&prepared.messages));
+                    // User and assistant alternate, as chat templates require.
+                    prop_assert!(pairing::alternates(&prepared.messages), "{:?}", prepared.messages);
+                }
                 Err(e) => prop_assert!(e.code() == "compact_full" || e.code() == "compact_failed", "{e}"),
             }
             // The only rows the store may add are synthetic error results for calls appended

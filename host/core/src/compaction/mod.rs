@@ -330,7 +330,7 @@ impl Compactor<'_> {
             let seq = store.append(session, &[msg])?[0];
             messages.push(pairing::Msg { seq: Some(seq), role: Role::Tool, parts });
         }
-        let messages = pairing::arrange(messages);
+        let messages = pairing::alternate(pairing::arrange(messages));
         let tokens_now = frame.tokens() + messages.iter().map(|m| entry_tokens(&m.parts)).sum::<u64>();
         let mut max_tokens = None;
         if let Some(window) = settings.context_window {

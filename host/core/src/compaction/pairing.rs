@@ -130,6 +130,29 @@ pub fn arrange(messages: Vec<Msg>) -> Vec<Msg> {
     out
 }
 
+/// Makes the request alternate as every chat template requires: two user messages in a row (a
+/// summary and the request kept after it; a request whose answer was compacted away) become one,
+/// their parts in order, and so do two assistant messages in a row. A merged message is no
+/// longer a stored one (`seq` none), so its encoding is not cached under either's seq.
+pub fn alternate(messages: Vec<Msg>) -> Vec<Msg> {
+    let mut out: Vec<Msg> = Vec::with_capacity(messages.len());
+    for m in messages {
+        match out.last_mut() {
+            Some(prev) if prev.role == m.role && matches!(m.role, Role::User | Role::Assistant) => {
+                prev.seq = None;
+                prev.parts.extend(m.parts);
+            }
+            _ => out.push(m),
+        }
+    }
+    out
+}
+
+/// Whether no two user messages, and no two assistant messages, follow each other.
+pub fn alternates(messages: &[Msg]) -> bool {
+    messages.windows(2).all(|w| w[0].role != w[1].role || !matches!(w[0].role, Role::User | Role::Assistant))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
