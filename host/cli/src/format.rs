@@ -167,3 +167,9 @@ pub fn counting(c: &seshat::providers::Counting) -> String {
 fn short_tokens(n: u64) -> String {
     if n >= 10_000 { format!("{}k", (n + 500) / 1000) } else { n.to_string() }
 }
+
+/// `n` and its noun, singular or plural (`1 compaction`, `3 compactions`); `plural` is the
+/// plural form.
+pub fn count(n: usize, singular: &str, plural: &str) -> String {
+    format!("{n} {}", if n == 1 { singular } else { plural })
+}

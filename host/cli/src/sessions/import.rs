@@ -105,7 +105,11 @@ fn from(ctx: &Context, args: &Args, tool: seshat::foreign::Tool) -> anyhow::Resu
             "appended" => format!("Appended to {} ({} session {} grew)", r.session, r.tool, r.source_id),
             _ => format!("Unchanged: {} already holds {} session {}", r.session, r.tool, r.source_id),
         };
-        let mut notes = vec![format!("{} messages, {} compactions written", r.messages, r.compactions)];
+        let mut notes = vec![format!(
+            "{}, {} written",
+            format::count(r.messages, "message", "messages"),
+            format::count(r.compactions, "compaction", "compactions")
+        )];
         if r.orphans + r.synthetic > 0 {
             notes.push(format!(
                 "repaired: {} tool results without their call, {} calls never answered",

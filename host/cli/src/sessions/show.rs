@@ -136,10 +136,10 @@ fn render_full(out: &mut dyn Write, full: &Full) -> std::io::Result<()> {
     header(out, &full.session)?;
     writeln!(
         out,
-        "Full history: {} messages, {} compactions, {} trims.",
-        full.messages.len(),
-        full.compactions.len(),
-        full.trims.len()
+        "Full history: {}, {}, {}.",
+        format::count(full.messages.len(), "message", "messages"),
+        format::count(full.compactions.len(), "compaction", "compactions"),
+        format::count(full.trims.len(), "trim", "trims")
     )?;
     let mut compactions = full.compactions.iter().peekable();
     for m in &full.messages {

@@ -638,11 +638,13 @@ fn a_server_that_answers_no_question_gets_the_assumed_window_and_the_user_is_tol
     assert_eq!((v["context"]["window"].as_u64(), v["context"]["source"].as_str()), (Some(8_192), Some("assumed")));
     let err = stderr(&out);
     assert!(err.contains("context window of `qwen-local` is unknown") && err.contains("assuming 8192 tokens"), "{err}");
+    assert!(err.contains("[providers.openai.models.\"qwen-local\"]"), "the real provider's name: {err}");
     assert_eq!(local.probes().len(), 5, "every probe was tried");
-    // The answer "nothing" is cached too: the next run asks nothing and says the same.
+    // The answer "nothing" is cached too: the next run asks nothing, works with the same assumed
+    // window and does not say it again (said once per model); `--json` still says it.
     let out = run(&home, &["--continue", "--model", MODEL, "--json", "-p", "again"]);
     assert_eq!(ok_json(&out)["context"]["source"], "assumed");
-    assert!(stderr(&out).contains("assuming 8192 tokens"));
+    assert!(!stderr(&out).contains("assuming 8192 tokens"), "{}", stderr(&out));
     assert_eq!(local.probes().len(), 5);
     // With the window given, nothing is assumed or asked.
     let out = run(&home, &["--continue", "--model", MODEL, "--window", "16384", "--json", "-p", "flag"]);

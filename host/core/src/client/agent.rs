@@ -208,8 +208,9 @@ impl Agent {
         let (max_output, cap_notice) = sizing::max_output(choice.window, &output_ask)
             .map_err(|(message, _)| Error::Sizing { code: "invalid_config", message })?;
         let mut notices: Vec<String> = cap_notice.into_iter().collect();
-        if choice.source == WindowSource::Assumed {
-            notices.push(sizing::assumed_warning(&model));
+        // Said once per model (and again when the server's cached answer goes stale).
+        if choice.source == WindowSource::Assumed && choice.first_seen {
+            notices.push(sizing::assumed_warning(&model, &provider_name));
         }
         let window = Some(choice.window);
         let session = match existing {

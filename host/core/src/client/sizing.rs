@@ -49,6 +49,9 @@ pub(crate) struct WindowChoice {
     pub source: WindowSource,
     /// The model's own output limit, when something knows it.
     pub model_output_limit: Option<u64>,
+    /// Whether nothing was known of the model before this choice (no answer of the server's
+    /// cached): what was assumed is news, to be said once.
+    pub first_seen: bool,
 }
 
 /// Finds `model`'s window (see the module docs). Asks the server at most once per (base URL,
@@ -63,12 +66,14 @@ pub(crate) fn choose_window(
     let table = provider.table_model(model).cloned();
     let configured = provider.configured_model(model);
     let mut known = store.model_window(&base, model)?;
+    let first_seen = known.is_none_or(|k| k.is_stale(now_ms()));
     let table_limit = table.as_ref().map(|m| m.max_output_tokens).filter(|&m| m > 0);
     let output_limit = |known: &Option<ModelWindow>| known.and_then(|k| k.max_output_tokens).or(table_limit);
     let pick = |window, source, known: &Option<ModelWindow>| WindowChoice {
         window,
         source,
         model_output_limit: output_limit(known),
+        first_seen,
     };
     if let Some(w) = flag {
         return Ok(pick(w, WindowSource::Flag, &known));
@@ -110,10 +115,10 @@ pub(crate) fn choose_window(
 }
 
 /// The warning shown while a window is only assumed.
-pub(crate) fn assumed_warning(model: &str) -> String {
+pub(crate) fn assumed_warning(model: &str, provider: &str) -> String {
     format!(
         "the context window of `{model}` is unknown (not in the model table, the config, or the server's answers): \
-         assuming {} tokens; give the window, or set `context_window` under [providers.<name>.models.\"{model}\"]",
+         assuming {} tokens; give the window, or set `context_window` under [providers.{provider}.models.\"{model}\"]",
         window::ASSUMED_WINDOW
     )
 }
