@@ -28,6 +28,8 @@ pub fn run(
     work: &crate::stop::Work,
 ) -> anyhow::Result<ExitCode> {
     let mut code = ExitCode::SUCCESS;
+    let session = agent.session().to_string();
+    let started_empty = agent.client().store().session(&session)?.message_count == 0;
     let mut editor = rustyline::DefaultEditor::new()?;
     let history = ctx.dirs.data.join("chat-history.txt");
     let _ = editor.load_history(&history);
@@ -81,6 +83,11 @@ pub fn run(
             code = ExitCode::from(crate::stop::exit_status(signal));
             break;
         }
+    }
+    // A session started here and left without a word is not kept: `--continue` would pick it
+    // next time instead of the conversation the user means.
+    if started_empty && agent.client().store().session(&session)?.message_count == 0 {
+        agent.client().store().delete_session(&session)?;
     }
     if let Some(dir) = history.parent() {
         let _ = std::fs::create_dir_all(dir);

@@ -134,8 +134,13 @@ fn continue_after_sigkill_mid_answer_keeps_every_acknowledged_message() {
     let out = chat(&home, &["--continue", "-p", "three"], &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let msgs = server.requests()[2].json()["messages"].as_array().unwrap().clone();
-    let texts: Vec<&str> = msgs.iter().map(|m| m["content"][0]["text"].as_str().unwrap_or("")).collect();
-    assert_eq!(texts, ["one", "First answer.", "two", "three"]);
+    // "two" never got its answer: it and "three" go as one user message (user and assistant
+    // alternate).
+    let texts: Vec<Vec<&str>> = msgs
+        .iter()
+        .map(|m| m["content"].as_array().unwrap().iter().map(|c| c["text"].as_str().unwrap_or("")).collect())
+        .collect();
+    assert_eq!(texts, [vec!["one"], vec!["First answer."], vec!["two", "three"]]);
     let mut after = before;
     after.push(r(Role::User, MessageStatus::Complete, &["text:three"]));
     after.push(r(Role::Assistant, MessageStatus::Complete, &["text:Back again."]));
@@ -348,4 +353,24 @@ fn logs_are_coloured_only_on_a_terminal_and_never_under_no_color() {
         assert!(shown.contains("sending a provider request"), "{shown}");
         assert_eq!(shown.contains("\u{1b}["), coloured, "NO_COLOR={no_color:?}: {shown:?}");
     }
+}
+
+#[test]
+fn a_repl_left_without_a_word_leaves_no_session_for_continue_to_pick() {
+    let server = Server::start(vec![Reply::Stream { pieces: anthropic::text_answer(&["Still here."]) }]);
+    let home = home_for("anthropic", &server, "");
+    let out = chat(&home, &["-p", "the real conversation"], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let real = home.store().list_sessions(&Default::default()).unwrap()[0].id.clone();
+    let mut cmd = home.cmd();
+    cmd.env("ANTHROPIC_API_KEY", KEY)
+        .env("TERM", "xterm")
+        .env("SESHAT_CACHE_DIR", crate::support::shared_cache().parent().unwrap().join("chat-cache"))
+        .arg("chat");
+    let (mut pty, mut child) = Pty::spawn(cmd);
+    wait_for("the banner", || pty.text().contains("/help for commands"));
+    pty.send("\x04");
+    assert!(wait_exit(&mut child, "the REPL after Ctrl-D").success(), "{}", pty.text());
+    let sessions = home.store().list_sessions(&Default::default()).unwrap();
+    assert_eq!(sessions.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(), [real.as_str()], "the empty one is gone");
 }
