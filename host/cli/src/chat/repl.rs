@@ -165,6 +165,10 @@ fn command(agent: &mut Agent, input: &str) -> anyhow::Result<bool> {
                 Some(text) => eprintln!("{}", format::visible(text)),
                 None => eprintln!("(no memory was given to this session)"),
             }
+            // What the model received: the window may have left some of it out.
+            for left in agent.left_out().iter().filter(|l| l.ends_with("lines of the memory context")) {
+                eprintln!("(left out of what the model receives, to fit the window: {left})");
+            }
         }
         other => eprintln!("unknown command {}; /help lists them", format::plain(other)),
     }

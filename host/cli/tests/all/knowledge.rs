@@ -797,3 +797,30 @@ fn serve_embeds_what_its_memory_calls_write_and_searches_memory_by_meaning() {
     });
     assert_eq!(home.store().embed_queue_len(seshat::store::Queued::Memory).unwrap(), 0);
 }
+
+#[test]
+fn the_embedder_follows_openai_base_url_as_chat_does() {
+    // A user with a local server: OPENAI_BASE_URL set, no base_url under [knowledge]. The
+    // embeddings go there, not to api.openai.com.
+    let home = Home::new();
+    let server = Server::route(|r| match expect_route(r, "POST", "/v1/embeddings") {
+        Ok(()) => Reply::json(401, r#"{"error":{"message":"this local server wants a key","type":"auth"}}"#),
+        Err(why) => Reply::Unexpected(why),
+    });
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[plugins]\nembedder = \"embedder-openai\"\n[knowledge]\nmodel = \"nomic-embed-text\"\n",
+    )
+    .unwrap();
+    let root = notes(&home);
+    let out = home
+        .cmd()
+        .current_dir(&root)
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url()))
+        .args(["knowledge", "add", "."])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("this local server wants a key"), "the request reached the local server: {text}");
+    assert_eq!(server.requests().len(), 1, "{text}");
+}

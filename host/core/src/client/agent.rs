@@ -242,6 +242,7 @@ impl Agent {
             memory,
             tools: tools.specs(),
             required: options.required_tools.clone(),
+            default_base: options.system_prompt.is_none(),
         };
         let fitted = sizing::fit_frame(&frame_parts, Marks::new(choice.window).frame_budget());
         Ok(Agent {

@@ -46,6 +46,42 @@ fn read_instruction_file(dir: &Path, name: &str) -> Option<String> {
     Some(format!("{}\n[{name} cut at {} KiB of {} KiB]", &text[..end], end >> 10, text.len() >> 10))
 }
 
+/// `prompt` without what names a tool of `known` that is not `offered`: a list item naming one
+/// goes, a sentence naming one goes from its paragraph, and a line introducing a list ("…:")
+/// whose items all went goes too. The model is never told of a tool it does not have.
+pub(crate) fn without_absent_tools(prompt: &str, known: &[&str], offered: &[&str]) -> String {
+    let absent: Vec<String> = known.iter().filter(|k| !offered.contains(k)).map(|k| format!("`{k}`")).collect();
+    if absent.is_empty() {
+        return prompt.to_string();
+    }
+    let names_absent = |s: &str| absent.iter().any(|a| s.contains(a.as_str()));
+    let mut lines: Vec<String> = Vec::new();
+    for line in prompt.lines() {
+        if line.starts_with("- ") {
+            if !names_absent(line) {
+                lines.push(line.to_string());
+            }
+            continue;
+        }
+        if !names_absent(line) {
+            lines.push(line.to_string());
+            continue;
+        }
+        let kept: Vec<&str> = line.split_inclusive(". ").filter(|s| !names_absent(s)).collect();
+        lines.push(kept.concat().trim_end().to_string());
+    }
+    // A list's introduction with no items left after it goes.
+    let mut out: Vec<String> = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let next = lines.get(i + 1).map(String::as_str).unwrap_or("");
+        if line.ends_with(':') && !next.starts_with("- ") {
+            continue;
+        }
+        out.push(line.clone());
+    }
+    out.join("\n")
+}
+
 /// Builds the system prompt.
 pub fn build(parts: &PromptParts) -> String {
     let mut out = parts.base.trim().to_string();
@@ -63,6 +99,30 @@ pub fn build(parts: &PromptParts) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_prompt_names_only_the_tools_offered() {
+        let known = [
+            "memory_search_nodes",
+            "memory_open_nodes",
+            "memory_create_entities",
+            "memory_add_observations",
+            "memory_create_relations",
+            "memory_delete_observations",
+            "history_search",
+            "history_read",
+        ];
+        assert_eq!(without_absent_tools(DEFAULT_SYSTEM_PROMPT, &known, &known), DEFAULT_SYSTEM_PROMPT);
+        let some = without_absent_tools(DEFAULT_SYSTEM_PROMPT, &known, &["memory_search_nodes", "memory_open_nodes"]);
+        assert!(some.contains("`memory_search_nodes`") && some.contains("Use the memory tools:"), "{some}");
+        for gone in ["memory_create_entities", "memory_delete_observations", "history_search", "history_read"] {
+            assert!(!some.contains(gone), "{gone}: {some}");
+        }
+        assert!(some.contains("Long conversations are compacted"), "the paragraph stays, less the sentence: {some}");
+        let none = without_absent_tools(DEFAULT_SYSTEM_PROMPT, &known, &[]);
+        assert!(!none.contains("Use the memory tools:"), "{none}");
+        assert!(!none.contains("memory_") && !none.contains("history_"), "{none}");
+    }
 
     #[test]
     fn project_files_and_memory_follow_the_base_prompt_in_order() {

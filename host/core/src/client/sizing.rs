@@ -179,6 +179,9 @@ pub(crate) struct FrameParts {
     pub tools: Vec<ToolSpec>,
     /// Tools the user chose by name: never left out.
     pub required: HashSet<String>,
+    /// Whether `base` is Seshat's own prompt, which then names only the tools offered (a
+    /// prompt of the user's is sent as written).
+    pub default_base: bool,
 }
 
 /// A frame that fits, and what was left out to make it fit.
@@ -210,8 +213,24 @@ const TOOLS_LEAST_ESSENTIAL_FIRST: &[&str] = &[
 ];
 
 fn build(parts: &FrameParts, memory: Option<&str>, instructions: usize, tools: &[ToolSpec]) -> Frame {
+    let base = if parts.default_base {
+        // Every tool the prompt names (a quoted snake_case name) or the agent has.
+        let mut known: Vec<&str> = parts.tools.iter().map(|t| t.name.as_str()).collect();
+        known.extend(
+            parts
+                .base
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .filter(|w| w.contains('_') && w.chars().all(|c| c.is_ascii_lowercase() || c == '_')),
+        );
+        let offered: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        prompt::without_absent_tools(&parts.base, &known, &offered)
+    } else {
+        parts.base.clone()
+    };
     let system = prompt::build(&PromptParts {
-        base: parts.base.clone(),
+        base,
         instructions: parts.instructions[..instructions].to_vec(),
         memory: memory.map(str::to_string),
     });
@@ -224,65 +243,74 @@ fn build(parts: &FrameParts, memory: Option<&str>, instructions: usize, tools: &
     Frame { system, tools: text, specs: tools.to_vec() }
 }
 
-/// Cuts the frame to `budget` tokens, in a stated order: the memory context shrinks first (its
-/// lowest-ranked lines go), then the project's instruction files go (the last first), then the
-/// tools the user did not choose by name (the least essential first). What remains of the base
-/// prompt and the chosen tools is kept even if it does not fit (and said).
+/// Fits the frame to `budget` tokens by value: the base prompt and the tools the user chose
+/// always; then, each while it fits, the project's instruction files (in order), the memory
+/// context (its best-ranked lines first) and the optional tools (the most essential first, a
+/// larger one skipped for a smaller one that fits). What the user wrote comes before tools they
+/// did not ask for, and anything that fits after a cut goes back in. The default prompt names
+/// only the tools offered. What was left out is said; what cannot fit at all is said too.
 pub(crate) fn fit_frame(parts: &FrameParts, budget: u64) -> FittedFrame {
     let mut memory_lines: Vec<&str> = parts.memory.as_deref().map(|m| m.lines().collect()).unwrap_or_default();
     // The memory context's own closing line (what its budget left out) stays last.
     let closing = memory_lines.pop_if(|l| l.starts_with(MEMORY_CLOSING));
-    let mut memory_cut = 0usize;
-    let mut instructions = parts.instructions.len();
-    let mut tools = parts.tools.clone();
-    let render_memory = |lines: &[&str], cut: usize| -> Option<String> {
+    let render_memory = |kept: usize| -> Option<String> {
         parts.memory.as_ref()?;
-        let mut text = lines.join("\n");
+        let mut text = memory_lines[..kept].join("\n");
         if let Some(c) = closing {
             text.push('\n');
             text.push_str(c);
         }
+        let cut = memory_lines.len() - kept;
         if cut > 0 {
             text.push_str(&format!("\n[{cut} more lines of memory left out to fit the window]"));
         }
         Some(text)
     };
-    let mut left_out = Vec::new();
-    let mut frame = build(parts, render_memory(&memory_lines, 0).as_deref(), instructions, &tools);
-    while frame.tokens() > budget && !memory_lines.is_empty() {
-        memory_lines.pop();
-        memory_cut += 1;
-        frame = build(parts, render_memory(&memory_lines, memory_cut).as_deref(), instructions, &tools);
-    }
-    if memory_cut > 0 {
-        left_out.push(format!("{memory_cut} lines of the memory context"));
-    }
-    let memory = render_memory(&memory_lines, memory_cut);
-    while frame.tokens() > budget && instructions > 0 {
-        instructions -= 1;
-        left_out.push(format!("the project's {}", parts.instructions[instructions].0));
-        frame = build(parts, memory.as_deref(), instructions, &tools);
-    }
     let rank = |name: &str| TOOLS_LEAST_ESSENTIAL_FIRST.iter().position(|t| *t == name).unwrap_or(usize::MAX);
-    while frame.tokens() > budget {
-        let Some(i) = tools
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| !parts.required.contains(&t.name))
-            .min_by_key(|(_, t)| rank(&t.name))
-            .map(|(i, _)| i)
-        else {
-            left_out.push(format!(
-                "nothing more can go: the base prompt and the chosen tools take ~{} tokens, over the {budget}-token \
-                 budget for fixed parts",
-                frame.tokens()
-            ));
-            break;
-        };
-        left_out.push(format!("the tool {}", tools.remove(i).name));
-        frame = build(parts, memory.as_deref(), instructions, &tools);
+    let mut chosen: HashSet<&str> =
+        parts.tools.iter().filter(|t| parts.required.contains(&t.name)).map(|t| t.name.as_str()).collect();
+    let offered = |chosen: &HashSet<&str>| -> Vec<ToolSpec> {
+        parts.tools.iter().filter(|t| chosen.contains(t.name.as_str())).cloned().collect()
+    };
+    let frame_of = |instructions: usize, memory: usize, chosen: &HashSet<&str>| {
+        build(parts, render_memory(memory).as_deref(), instructions, &offered(chosen))
+    };
+    let mut left_out = Vec::new();
+    let (mut instructions, mut memory) = (0, 0);
+    let floor = frame_of(0, 0, &chosen);
+    if floor.tokens() > budget {
+        left_out.push(format!(
+            "nothing more can go: the base prompt and the chosen tools take ~{} tokens, over the {budget}-token \
+             budget for fixed parts",
+            floor.tokens()
+        ));
+    } else {
+        while instructions < parts.instructions.len() && frame_of(instructions + 1, 0, &chosen).tokens() <= budget {
+            instructions += 1;
+        }
+        while memory < memory_lines.len() && frame_of(instructions, memory + 1, &chosen).tokens() <= budget {
+            memory += 1;
+        }
+        let mut optional: Vec<&ToolSpec> = parts.tools.iter().filter(|t| !chosen.contains(t.name.as_str())).collect();
+        optional.sort_by_key(|t| std::cmp::Reverse(rank(&t.name)));
+        for t in optional {
+            chosen.insert(&t.name);
+            if frame_of(instructions, memory, &chosen).tokens() > budget {
+                chosen.remove(t.name.as_str());
+            }
+        }
     }
-    FittedFrame { frame, tools, left_out }
+    for (name, _) in &parts.instructions[instructions..] {
+        left_out.push(format!("the project's {name}"));
+    }
+    if memory < memory_lines.len() {
+        left_out.push(format!("{} lines of the memory context", memory_lines.len() - memory));
+    }
+    for t in parts.tools.iter().filter(|t| !chosen.contains(t.name.as_str())) {
+        left_out.push(format!("the tool {}", t.name));
+    }
+    let frame = frame_of(instructions, memory, &chosen);
+    FittedFrame { frame, tools: offered(&chosen), left_out }
 }
 
 /// What an agent learns about its window while it runs: a window a refusal or a silent truncation
@@ -439,7 +467,7 @@ mod tests {
     }
 
     #[test]
-    fn the_frame_is_cut_memory_first_then_project_files_then_optional_tools() {
+    fn the_frame_keeps_what_the_user_wrote_before_optional_tools_and_puts_back_what_fits() {
         let parts = FrameParts {
             base: "base prompt".into(),
             instructions: vec![("AGENTS.md".into(), "a".repeat(400)), ("CLAUDE.md".into(), "c".repeat(400))],
@@ -447,39 +475,60 @@ mod tests {
                 "{}\n_Left out to stay within 2000 tokens: user: 3 notes and 0 entities._",
                 (0..20).map(|i| format!("- fact {i} {}", "m".repeat(30))).collect::<Vec<_>>().join("\n")
             )),
-            tools: vec![tool("memory_search_nodes", 400), tool("memory_delete_relations", 400), tool("mine", 400)],
+            tools: vec![tool("memory_search_nodes", 400), tool("memory_delete_relations", 40), tool("mine", 400)],
             required: ["mine".to_string()].into(),
+            default_base: false,
         };
         let all = fit_frame(&parts, 100_000);
         assert!(all.left_out.is_empty());
         assert_eq!(all.tools.len(), 3);
 
-        // Room for everything but some memory.
-        let some = fit_frame(&parts, all.frame.tokens() - 30);
-        assert_eq!(some.tools.len(), 3);
-        assert_eq!(some.left_out.len(), 1, "{:?}", some.left_out);
-        assert!(some.left_out[0].ends_with("lines of the memory context"));
-        assert!(some.frame.system.contains("more lines of memory left out to fit the window"));
-        assert!(some.frame.system.contains("_Left out to stay within 2000 tokens"), "the closing line stays");
-        assert!(some.frame.system.contains("CLAUDE.md") && some.frame.tokens() <= all.frame.tokens() - 30);
+        // Less room: the optional tools go first (the least essential first), the project files
+        // and the memory stay; a small tool that fits after a larger one went is put back.
+        let names = |f: &FittedFrame| f.tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+        let without_search = fit_frame(&parts, all.frame.tokens() - 30);
+        assert_eq!(without_search.left_out, ["the tool memory_search_nodes"], "{:?}", without_search.left_out);
+        assert_eq!(names(&without_search), ["memory_delete_relations", "mine"]);
+        assert!(without_search.frame.system.contains("CLAUDE.md") && without_search.frame.system.contains("fact 19"));
 
-        // Less room: all memory, then CLAUDE.md, then AGENTS.md, then the least essential tool.
+        // Less still: the project files in order and the memory's best-ranked lines take what
+        // is left once no optional tool fits — never an optional tool before them.
         let small = fit_frame(&parts, 300);
         assert_eq!(
             small.left_out,
             [
-                "20 lines of the memory context",
                 "the project's CLAUDE.md",
-                "the project's AGENTS.md",
+                "17 lines of the memory context",
+                "the tool memory_search_nodes",
                 "the tool memory_delete_relations"
-            ]
+            ],
+            "{:?}",
+            small.left_out
         );
-        assert_eq!(small.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["memory_search_nodes", "mine"]);
+        assert!(small.frame.system.contains("AGENTS.md") && small.frame.system.contains("fact 2"));
+        assert_eq!(names(&small), ["mine"]);
         assert!(small.frame.tokens() <= 300);
+        assert!(small.frame.system.contains("more lines of memory left out to fit the window"));
+        assert!(small.frame.system.contains("_Left out to stay within 2000 tokens"), "the closing line stays");
+        assert!(small.frame.system.contains("fact 0") && !small.frame.system.contains("fact 3 "), "the best-ranked");
 
         // A chosen tool is never left out, and what cannot fit is said.
         let tiny = fit_frame(&parts, 50);
-        assert_eq!(tiny.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["mine"]);
-        assert!(tiny.left_out.last().unwrap().starts_with("nothing more can go"), "{:?}", tiny.left_out);
+        assert_eq!(names(&tiny), ["mine"]);
+        assert!(tiny.left_out[0].starts_with("nothing more can go"), "{:?}", tiny.left_out);
+    }
+
+    #[test]
+    fn the_default_prompt_never_names_a_tool_left_out() {
+        let parts = FrameParts {
+            base: prompt::DEFAULT_SYSTEM_PROMPT.into(),
+            tools: vec![tool("memory_search_nodes", 40), tool("history_search", 8_000), tool("history_read", 8_000)],
+            default_base: true,
+            ..FrameParts::default()
+        };
+        let fitted = fit_frame(&parts, 1_200);
+        assert_eq!(fitted.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["memory_search_nodes"]);
+        assert!(fitted.frame.system.contains("`memory_search_nodes`"));
+        assert!(!fitted.frame.system.contains("history_search"), "{}", fitted.frame.system);
     }
 }

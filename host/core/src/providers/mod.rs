@@ -225,8 +225,8 @@ impl std::fmt::Debug for Provider {
     }
 }
 
-/// The environment variable the official SDKs read for a provider's base URL.
-fn base_url_env(id: &str) -> Option<&'static str> {
+/// The environment variable the official SDKs read for a provider's (or an embedder's) base URL.
+pub(crate) fn base_url_env(id: &str) -> Option<&'static str> {
     match id {
         "anthropic" => Some("ANTHROPIC_BASE_URL"),
         "openai" => Some("OPENAI_BASE_URL"),
