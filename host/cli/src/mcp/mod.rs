@@ -119,13 +119,24 @@ impl MemoryServer {
     }
 }
 
-/// A tool's output as MCP's structured result.
+/// A tool's output as MCP's structured result, its error or note naming tools as MCP serves them.
 fn answer(output: seshat::tool::ToolOutput) -> CallToolResult {
-    let structured = match output.structured {
+    let mut structured = match output.structured {
         // MCP's structured content is an object.
         Value::String(text) => json!({"text": text}),
         other => other,
     };
+    // Only Seshat's own words are rewritten, never the data the user stored.
+    for key in ["error", "note", "hint"] {
+        if let Some(Value::String(text)) = structured.get_mut(key) {
+            *text = tools::plain_names(text);
+        }
+    }
+    if output.is_error
+        && let Some(text) = structured.get_mut("text").and_then(|t| t.as_str().map(tools::plain_names))
+    {
+        structured["text"] = Value::String(text);
+    }
     if output.is_error { CallToolResult::structured_error(structured) } else { CallToolResult::structured(structured) }
 }
 
@@ -138,7 +149,7 @@ fn mcp_tools() -> anyhow::Result<Vec<Tool>> {
             let tool = json!({
                 "name": d.name,
                 "title": d.title,
-                "description": d.description,
+                "description": tools::plain_names(&d.description),
                 "inputSchema": d.input_schema,
                 "annotations": {
                     "readOnlyHint": d.read_only,

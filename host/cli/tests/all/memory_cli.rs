@@ -428,3 +428,47 @@ fn mcp_answers_every_request_sent_before_the_input_ends() {
     let mut store = home.store();
     assert_eq!(store.memory(None).read_graph(None, 0, 500).unwrap().0.entities.len(), 200);
 }
+
+#[test]
+fn every_tool_named_in_an_mcp_description_or_answer_is_one_mcp_serves() {
+    // The official MCP Python SDK as the client: what an MCP user's agent reads.
+    let home = Home::new();
+    let env = serde_json::json!({
+        "SESHAT_HOME": home.path(),
+        "PATH": std::env::var("PATH").unwrap_or_default(),
+        "TZ": "UTC",
+    });
+    let out = std::process::Command::new("python3")
+        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/all/mcp_texts.py"))
+        .arg(env!("CARGO_BIN_EXE_seshat"))
+        .arg(env.to_string())
+        .arg(home.path())
+        .output()
+        .expect("python3 runs");
+    assert!(out.status.success(), "the MCP SDK client failed: {}", String::from_utf8_lossy(&out.stderr));
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = seen["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"search_nodes") && names.contains(&"create_entities"), "{names:?}");
+    let texts: Vec<String> = seen["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["description"].as_str().unwrap().to_string())
+        .chain(seen["answers"].as_array().unwrap().iter().map(|a| a["text"].as_str().unwrap().to_string()))
+        .collect();
+    assert!(seen["answers"].as_array().unwrap().iter().any(|a| a["is_error"] == true), "errors were read: {seen}");
+    // Every snake_case word that names a tool — one MCP serves, or one with a front end's prefix —
+    // is a tool MCP serves.
+    let mut named = Vec::new();
+    for text in &texts {
+        for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+            let tool_like = ["memory_", "history_", "knowledge_"].iter().any(|p| word.starts_with(p))
+                || names.iter().any(|n| word.len() > n.len() && word.ends_with(&format!("_{n}")));
+            if tool_like {
+                named.push(word.to_string());
+            }
+        }
+    }
+    let absent: Vec<&String> = named.iter().filter(|w| !names.contains(&w.as_str())).collect();
+    assert!(absent.is_empty(), "named but not served over MCP: {absent:?}");
+}

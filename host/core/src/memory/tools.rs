@@ -14,6 +14,17 @@ use super::{Error, Memory, Scope};
 /// The prefix the chat loop gives the tools (`memory_create_entities`, …).
 pub(crate) const AGENT_PREFIX: &str = "memory_";
 
+/// `text` (a tool's description, an error, a note) for a front end that serves the memory tools
+/// under their plain names (`seshat mcp`): each `memory_<name>` of a memory tool becomes `<name>`.
+/// The chat loop offers them as `memory_<name>`, the names the texts are written with.
+pub fn plain_names(text: &str) -> String {
+    let mut out = text.to_string();
+    for d in definitions() {
+        out = out.replace(&format!("{AGENT_PREFIX}{}", d.name), &d.name);
+    }
+    out
+}
+
 /// Default number of entities `search_nodes` returns.
 pub(crate) const DEFAULT_SEARCH_LIMIT: usize = 20;
 /// Default number of entities `read_graph` returns.
