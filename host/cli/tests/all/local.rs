@@ -1377,3 +1377,81 @@ fn a_summary_refused_again_after_the_second_cut_fails_naming_the_messages_and_th
     assert_eq!(local.seen().refused_bodies.len(), 2, "refused once, cut again, refused again — then no more");
     assert_eq!(home.store().session(&id).unwrap().compaction_failures, 1, "a failed compaction");
 }
+
+/// The README's `toml` blocks, as written.
+fn readme_toml_blocks() -> Vec<String> {
+    let readme =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md")).unwrap();
+    let mut blocks = Vec::new();
+    let mut current: Option<String> = None;
+    for line in readme.lines() {
+        match (&mut current, line.trim_start()) {
+            (None, l) if l.starts_with("```toml") => current = Some(String::new()),
+            (Some(_), l) if l.starts_with("```") => blocks.push(current.take().unwrap()),
+            (Some(block), _) => {
+                block.push_str(line);
+                block.push('\n');
+            }
+            _ => {}
+        }
+    }
+    blocks
+}
+
+#[test]
+fn every_config_block_in_the_readme_loads_and_the_llamacpp_block_takes_effect() {
+    let blocks = readme_toml_blocks();
+    assert!(blocks.len() >= 5, "{}", blocks.len());
+    for block in &blocks {
+        // A plugin's manifest (`plugin.toml`), or the configuration (`config.toml`).
+        if block.lines().any(|l| l.starts_with("kind = ")) {
+            let manifest = seshat::plugins::Manifest::parse(block, std::path::Path::new("plugin.toml"));
+            assert!(manifest.is_ok(), "a README plugin.toml block does not load: {manifest:?}\n{block}");
+            continue;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("config.toml"), block).unwrap();
+        if let Err(e) = seshat::config::Config::load(dir.path(), None) {
+            panic!("a README config block does not load: {e}\n{block}");
+        }
+    }
+    // The llama.cpp block, pointed at a loopback llama-server (which lists its own model id):
+    // the configured model and its window are used, not what the server lists.
+    let block = blocks.iter().find(|b| b.contains("[providers.llamacpp]")).expect("the llama.cpp block");
+    let start = block.find("[providers.llamacpp]").unwrap();
+    let end = block[start..].find("\n\n").map_or(block.len(), |e| start + e);
+    let local = Local::start(Kind::LlamaCpp, 32_768, None);
+    let llamacpp = block[start..end].replace("http://localhost:8080/v1", &local.base());
+    let home = Home::new();
+    std::fs::write(home.path().join("config.toml"), &llamacpp).unwrap();
+    let out = run(&home, &["--provider", "llamacpp", "--json", "-p", "hi"]);
+    let v = ok_json(&out);
+    assert_eq!((v["context"]["window"].as_u64(), v["context"]["source"].as_str()), (Some(32_768), Some("config")));
+    assert_eq!(local.chats()[0].json()["model"], "local", "the one model configured for the provider");
+    // Configured but not selected, and no key in the environment: the only provider configured
+    // is used, and said so.
+    let out = home
+        .cmd()
+        .env("OPENAI_API_KEY", KEY)
+        .env("SESHAT_CACHE_DIR", crate::support::shared_cache().parent().unwrap().join("chat-cache"))
+        .args(["chat", "--json", "-p", "again"])
+        .output()
+        .unwrap();
+    let v = ok_json(&out);
+    assert_eq!(v["context"]["window"], 32_768, "{v}");
+    assert!(
+        stderr(&out).contains("using the provider `llamacpp`, the only one config.toml configures"),
+        "{}",
+        stderr(&out)
+    );
+    // Two configured, none selected: the error names them and how to select one.
+    std::fs::write(home.path().join("config.toml"), format!("{llamacpp}\n[providers.vllm]\nplugin = \"openai\"\n"))
+        .unwrap();
+    let out = home.cmd().args(["chat", "-p", "which?"]).output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("config.toml configures `llamacpp`, `vllm`") && err.contains("provider = \"llamacpp\""),
+        "{err}"
+    );
+}

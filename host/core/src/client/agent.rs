@@ -170,9 +170,15 @@ impl Agent {
             .as_ref()
             .filter(|s| s.provider.as_deref() == Some(provider_name.as_str()))
             .and_then(|s| s.model.clone());
-        // A server the user pointed Seshat at (a local one, say) runs its own models: without a
-        // model named, take the one it lists first.
-        let listed = if options.model.is_none() && resumed_model.is_none() {
+        // Without a model named: the one model the user configured for this provider, if exactly
+        // one (`[providers.llamacpp.models.local]`)…
+        let configured_one = match provider.lock().configured_models().as_slice() {
+            [one] if options.model.is_none() && resumed_model.is_none() => Some(one.clone()),
+            _ => None,
+        };
+        // …else, from a server the user pointed Seshat at (a local one, say), which runs its own
+        // models, the one it lists first.
+        let listed = if options.model.is_none() && resumed_model.is_none() && configured_one.is_none() {
             let mut p = provider.lock();
             match p.base_configured() && p.discovers() {
                 true => p.discover(None).ok().and_then(|(d, _)| d.models.into_iter().next()),
@@ -185,7 +191,7 @@ impl Agent {
             let base = provider.lock().base_url().to_string();
             client.note(format!("using the model `{m}`, the first {base} lists (name another to use it)"));
         }
-        let Some(model) = options.model.clone().or(resumed_model).or(listed).or(first_model) else {
+        let Some(model) = options.model.clone().or(resumed_model).or(configured_one).or(listed).or(first_model) else {
             return Err(Error::Provider(providers::Error::NotConfigured(format!(
                 "provider `{provider_name}` knows no models: name one, or set model under [chat] in config.toml"
             ))));

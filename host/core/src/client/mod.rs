@@ -323,20 +323,35 @@ pub(crate) fn load_provider(
     name: Option<&str>,
 ) -> Result<(crate::providers::Provider, Option<String>)> {
     let mut note = None;
-    let chosen = match name.or(settings.selected(PluginKind::Provider)) {
-        Some(n) => n.to_string(),
-        None => match crate::providers::Credentials::provider_from_env() {
+    let configured: Vec<&String> = settings.providers.keys().collect();
+    let chosen = match (name.or(settings.selected(PluginKind::Provider)), configured.as_slice()) {
+        (Some(n), _) => n.to_string(),
+        // The one provider the configuration describes, before any guess from the environment.
+        (None, [only]) => {
+            note = Some(format!("using the provider `{only}`, the only one config.toml configures"));
+            only.to_string()
+        }
+        (None, several) => match crate::providers::Credentials::provider_from_env() {
             Some((id, why)) => {
                 note = Some(format!("using the {id} provider ({why})"));
                 id.to_string()
             }
-            None => {
+            None if several.is_empty() => {
                 return Err(Error::Provider(crate::providers::Error::NotConfigured(
                     "no provider configured: export ANTHROPIC_API_KEY (or OPENAI_API_KEY, or OPENAI_BASE_URL for a \
                      local OpenAI-compatible server), or set `provider = \"anthropic\"` under [plugins] in \
                      config.toml, or name one"
                         .into(),
                 )));
+            }
+            None => {
+                let names: Vec<String> = several.iter().map(|n| format!("`{n}`")).collect();
+                return Err(Error::Provider(crate::providers::Error::NotConfigured(format!(
+                    "no provider is selected: config.toml configures {}; set `provider = \"{}\"` (or another) under \
+                     [plugins] in config.toml, or name one",
+                    names.join(", "),
+                    several[0]
+                ))));
             }
         },
     };

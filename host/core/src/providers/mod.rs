@@ -335,7 +335,12 @@ impl Provider {
         self.info.models.iter().find(|m| m.id == id)
     }
 
-    /// The configuration's values for a model, if it sets any.
+    /// The models the configuration names for this provider (`[providers.<name>.models.<id>]`).
+    pub(crate) fn configured_models(&self) -> Vec<String> {
+        self.configured.keys().cloned().collect()
+    }
+
+    /// The configuration's values for model `id`, if it has any.
     pub(crate) fn configured_model(&self, id: &str) -> Option<ModelConfig> {
         self.configured.get(id).copied()
     }
