@@ -416,3 +416,37 @@ func TestNotesAreSetListedAndSearched(t *testing.T) {
 		t.Fatalf("a scope that does not exist: %v", err)
 	}
 }
+
+func TestSendWithAContextAlreadyDoneSendsNothing(t *testing.T) {
+	f := newFake(t, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
+		text(w, req, "Paid for.")
+	})
+	c := start(t, config(t, f, ""))
+	s, err := c.NewSession(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Send(ctx, "never sent"); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("Send with a done context: %v, want ErrInterrupted", err)
+	}
+	// Nothing reached the provider and nothing was stored; the session takes the next turn.
+	history, err := s.History(context.Background())
+	if err != nil || len(history) != 0 {
+		t.Fatalf("history %+v, %v; want empty", history, err)
+	}
+	stream, err := s.Send(context.Background(), "now")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := stream.Wait(); err != nil || out.Text != "Paid for." {
+		t.Fatalf("the next turn: %+v, %v", out, err)
+	}
+	f.mu.Lock()
+	n := len(f.bodies)
+	f.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("%d requests reached the provider, want 1 (the second turn's)", n)
+	}
+}

@@ -218,8 +218,13 @@ func (s *Stream) finish(o Outcome, err error) {
 }
 
 // Send starts a turn with the user's text and returns its stream at once. Cancelling ctx
-// interrupts the turn (what arrived is stored, marked interrupted).
+// interrupts the turn (what arrived is stored, marked interrupted). With ctx already done nothing
+// is sent and the error is ErrInterrupted; ctx done while the turn is being started interrupts
+// the turn the server began, and the error is ErrInterrupted too — never a turn left running.
 func (s *Session) Send(ctx context.Context, text string) (*Stream, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, interrupted(err)
+	}
 	c := s.client
 	st := &Stream{events: make(chan Event, 1024), done: make(chan struct{})}
 	// The server decides whether the session is busy (another client may hold it too).
@@ -227,7 +232,24 @@ func (s *Session) Send(ctx context.Context, text string) (*Stream, error) {
 	previous := c.turns[s.ID]
 	c.turns[s.ID] = st
 	c.mu.Unlock()
-	if err := c.call(ctx, "turn/start", map[string]interface{}{"session": s.ID, "text": text}, nil); err != nil {
+	// The request goes out whatever ctx does meanwhile; its answer says whether a turn began.
+	started := make(chan error, 1)
+	go func() {
+		started <- c.call(context.Background(), "turn/start", map[string]interface{}{"session": s.ID, "text": text}, nil)
+	}()
+	var err error
+	select {
+	case err = <-started:
+	case <-ctx.Done():
+		// Cancelled while the turn was being started: once the server answers, a turn it began
+		// is interrupted (and stored as such) before Send returns.
+		if err = <-started; err == nil {
+			_ = c.call(context.Background(), "turn/interrupt", map[string]interface{}{"session": s.ID}, nil)
+			_, _ = st.Wait()
+		}
+		err = interrupted(ctx.Err())
+	}
+	if err != nil {
 		c.mu.Lock()
 		if previous != nil {
 			c.turns[s.ID] = previous
@@ -314,4 +336,9 @@ func (c *Client) notification(msg rpcMessage) {
 		}
 		st.finish(o, err)
 	}
+}
+
+// interrupted is ErrInterrupted with the context's reason.
+func interrupted(cause error) error {
+	return &Error{Code: ErrInterrupted.Code, Message: "the turn was interrupted: " + cause.Error()}
 }
