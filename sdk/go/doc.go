@@ -12,8 +12,11 @@
 //	})
 //	session, err := client.NewSession(ctx)
 //	stream, err := session.Send(ctx, "Hello")
-//	for ev := range stream.Events() { ... }
-//	outcome, err := stream.Wait()
+//	for stream.Next() {
+//		ev := stream.Current() // nothing is dropped: events wait in the stream until read
+//	}
+//	if err := stream.Err(); err != nil { ... }
+//	outcome, _ := stream.Wait()
 //
 // Credentials stay in the environment of the `seshat serve` process (ANTHROPIC_API_KEY,
 // OPENAI_API_KEY, ...); none crosses the protocol.

@@ -450,3 +450,38 @@ func TestSendWithAContextAlreadyDoneSendsNothing(t *testing.T) {
 		t.Fatalf("%d requests reached the provider, want 1 (the second turn's)", n)
 	}
 }
+
+func TestAStreamLosesNoEventWhileNobodyReads(t *testing.T) {
+	pieces := make([]string, 3000)
+	for i := range pieces {
+		pieces[i] = fmt.Sprintf("w%d ", i)
+	}
+	f := newFake(t, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
+		text(w, req, pieces...)
+	})
+	c := start(t, config(t, f, ""))
+	s, err := c.NewSession(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := s.Send(context.Background(), "talk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nobody reads until the turn is over: every event waits in the stream.
+	out, err := stream.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got strings.Builder
+	deltas := 0
+	for stream.Next() {
+		if ev := stream.Current(); ev.Kind == TextDelta {
+			deltas++
+			got.WriteString(ev.Text)
+		}
+	}
+	if stream.Err() != nil || deltas != len(pieces) || got.String() != out.Text {
+		t.Fatalf("%d of %d deltas (%v); the text read differs from the answer: %v", deltas, len(pieces), stream.Err(), got.String() != out.Text)
+	}
+}

@@ -110,6 +110,9 @@ type Report struct {
 	// RefusalsRecovered counts summary requests the model refused for their length that were cut
 	// again and retried (a recovered refusal is not a failed compaction).
 	RefusalsRecovered uint32 `json:"refusals_recovered"`
+	// Kept counts the messages kept verbatim; TrimsFreed the tokens the trims freed.
+	Kept       int    `json:"kept"`
+	TrimsFreed uint64 `json:"trims_freed"`
 }
 
 // Compact compacts the session now, with instructions (what to keep or stress; may be empty).
@@ -133,6 +136,9 @@ type Usage struct {
 	OutputTokens uint64 `json:"output_tokens"`
 	// ContextTokens is the whole request's size.
 	ContextTokens uint64 `json:"context_tokens"`
+	// CacheReadTokens were read from the provider's prompt cache, CacheCreationTokens written to it.
+	CacheReadTokens     uint64 `json:"cache_read_tokens"`
+	CacheCreationTokens uint64 `json:"cache_creation_tokens"`
 }
 
 // Outcome is what a turn did: its answer, usage and how it ended.
@@ -186,33 +192,97 @@ type Event struct {
 	// Tokens estimated in use and the model's Window, as a compaction starts
 	// (CompactionStarted).
 	Tokens, Window uint64
+	// Usage of the model call so far (UsageEvent).
+	Usage *Usage
 }
 
-// Stream is a turn in flight: its events, then its outcome.
+// Stream is a turn in flight: its events, then its outcome. Nothing is ever dropped: read them
+// with Next and Current (then Err), as openai-go and anthropic-sdk-go streams are read, or from
+// Events. Events a reader has not taken yet wait in the stream.
 type Stream struct {
-	events chan Event
-	once   sync.Once
-	done   chan struct{}
-	out    Outcome
-	err    error
+	mu      sync.Mutex
+	ready   *sync.Cond
+	queue   []Event
+	ended   bool
+	current Event
+	pump    sync.Once
+	events  chan Event
+	once    sync.Once
+	done    chan struct{}
+	out     Outcome
+	err     error
 }
 
-// Events delivers the turn's events; the channel closes when the turn ends.
-func (s *Stream) Events() <-chan Event { return s.events }
+func newStream() *Stream {
+	st := &Stream{done: make(chan struct{})}
+	st.ready = sync.NewCond(&st.mu)
+	return st
+}
 
-// Wait waits for the turn to end (draining events nobody read) and returns its outcome; an
-// error carries its stable code (errors.Is(err, seshat.ErrCompactFull)).
-func (s *Stream) Wait() (Outcome, error) {
-	for range s.events {
+// Next waits for the next event and makes it Current; false when the turn has ended and every
+// event was read (then Err says how it ended).
+func (s *Stream) Next() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.queue) == 0 && !s.ended {
+		s.ready.Wait()
 	}
+	if len(s.queue) == 0 {
+		return false
+	}
+	s.current, s.queue = s.queue[0], s.queue[1:]
+	return true
+}
+
+// Current is the event Next made current.
+func (s *Stream) Current() Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.current
+}
+
+// Err is how the turn ended once Next returned false: nil, or an error with its stable code.
+func (s *Stream) Err() error {
+	<-s.done
+	return s.err
+}
+
+// Events delivers the turn's events on a channel that closes when the turn ends; like Next, it
+// loses none (they wait in the stream until read). Use one of the two, not both.
+func (s *Stream) Events() <-chan Event {
+	s.pump.Do(func() {
+		s.events = make(chan Event)
+		go func() {
+			for s.Next() {
+				s.events <- s.Current()
+			}
+			close(s.events)
+		}()
+	})
+	return s.events
+}
+
+// Wait waits for the turn to end (events nobody read are dropped from the stream) and returns
+// its outcome; an error carries its stable code (errors.Is(err, seshat.ErrCompactFull)).
+func (s *Stream) Wait() (Outcome, error) {
 	<-s.done
 	return s.out, s.err
 }
 
+func (s *Stream) push(e Event) {
+	s.mu.Lock()
+	s.queue = append(s.queue, e)
+	s.mu.Unlock()
+	s.ready.Broadcast()
+}
+
 func (s *Stream) finish(o Outcome, err error) {
 	s.once.Do(func() {
+		s.mu.Lock()
 		s.out, s.err = o, err
-		close(s.events)
+		s.ended = true
+		s.mu.Unlock()
+		s.ready.Broadcast()
 		close(s.done)
 	})
 }
@@ -226,7 +296,7 @@ func (s *Session) Send(ctx context.Context, text string) (*Stream, error) {
 		return nil, interrupted(err)
 	}
 	c := s.client
-	st := &Stream{events: make(chan Event, 1024), done: make(chan struct{})}
+	st := newStream()
 	// The server decides whether the session is busy (another client may hold it too).
 	c.mu.Lock()
 	previous := c.turns[s.ID]
@@ -296,17 +366,13 @@ func (c *Client) notification(msg rpcMessage) {
 	if st == nil {
 		return
 	}
-	send := func(e Event) {
-		select {
-		case st.events <- e:
-		default: // a reader that stopped reading loses events, never the outcome
-		}
-	}
+	send := st.push
 	switch msg.Method {
 	case "turn/event":
 		var e struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
+			Type  string `json:"type"`
+			Text  string `json:"text"`
+			Usage *Usage `json:"usage"`
 		}
 		_ = json.Unmarshal(p.Event, &e)
 		switch e.Type {
@@ -315,7 +381,7 @@ func (c *Client) notification(msg rpcMessage) {
 		case "thinking_delta":
 			send(Event{Kind: ThinkingDelta, Text: e.Text})
 		case "usage":
-			send(Event{Kind: UsageEvent})
+			send(Event{Kind: UsageEvent, Usage: e.Usage})
 		}
 	case "turn/compaction_started":
 		send(Event{Kind: CompactionStarted, Tokens: p.Tokens, Window: p.Window})
