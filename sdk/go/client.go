@@ -115,12 +115,24 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	return c, nil
 }
 
-// RegisterTool offers the model a tool this program runs: name, a JSON Schema of its
-// arguments, and the function. Register before the first session call.
-func (c *Client) RegisterTool(name string, schema json.RawMessage, run func(ctx context.Context, args json.RawMessage) (string, error)) {
+// RegisterTool offers the model a tool this program runs: its name, a description (the model
+// chooses tools by it: say what it does and when to use it), a JSON Schema of its arguments, and
+// the function. The tools are announced when the client starts its first call, so registering
+// after that is an error (ErrToolsAnnounced). The function's ctx is cancelled when the turn is
+// interrupted or the client closes.
+func (c *Client) RegisterTool(name, description string, schema json.RawMessage, run func(ctx context.Context, args json.RawMessage) (string, error)) error {
+	c.initOnce.Lock()
+	defer c.initOnce.Unlock()
+	if c.inited {
+		return &Error{Code: ErrToolsAnnounced.Code, Message: "tool " + name + " was registered after the client started: register tools before the first session call"}
+	}
+	if description == "" {
+		return &Error{Code: "invalid_params", Message: "tool " + name + " has no description: the model chooses tools by their description"}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.tools[name] = registeredTool{schema: schema, run: run}
+	c.tools[name] = registeredTool{schema: schema, run: run, desc: description}
+	return nil
 }
 
 // Close ends `seshat serve`: turns in flight are interrupted and stored, and the child exits.
@@ -310,11 +322,29 @@ func (c *Client) runTool(msg rpcMessage) {
 	_ = json.Unmarshal(msg.Params, &p)
 	c.mu.Lock()
 	t, ok := c.tools[p.Name]
+	st := c.turns[p.Session]
 	c.mu.Unlock()
+	// Cancelled when the turn is interrupted or ends, or the client closes.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		var turnDone, stopped <-chan struct{}
+		if st != nil {
+			turnDone, stopped = st.done, st.stopped
+		}
+		select {
+		case <-turnDone:
+		case <-stopped:
+		case <-c.done:
+		case <-ctx.Done():
+			return
+		}
+		cancel()
+	}()
 	var result toolCallResult
 	if !ok {
 		result = toolCallResult{Content: "no tool named " + p.Name + " is registered", IsError: true}
-	} else if out, err := t.run(context.Background(), p.Arguments); err != nil {
+	} else if out, err := t.run(ctx, p.Arguments); err != nil {
 		result = toolCallResult{Content: err.Error(), IsError: true}
 	} else {
 		result = toolCallResult{Content: out}

@@ -32,6 +32,9 @@ var (
 	ErrSessionBusy = &Error{Code: "session_busy"}
 	// ErrAuthFailed: the provider refused the credential.
 	ErrAuthFailed = &Error{Code: "auth_failed"}
+	// ErrToolsAnnounced: a tool was registered after the client started (tools are announced
+	// once, at its first call).
+	ErrToolsAnnounced = &Error{Code: "tools_announced"}
 	// ErrInterrupted: the turn was interrupted (its context was cancelled).
 	ErrInterrupted = &Error{Code: "interrupted"}
 	// ErrSessionNotFound: no session has that id.

@@ -117,7 +117,8 @@ func ExampleClient_RegisterTool() {
 		log.Fatal(err)
 	}
 	defer client.Close()
-	client.RegisterTool("lookup", json.RawMessage(`{"type":"object","properties":{"key":{"type":"string"}},"required":["key"]}`),
+	err = client.RegisterTool("lookup", "Looks up the value of a key in this program's table.",
+		json.RawMessage(`{"type":"object","properties":{"key":{"type":"string"}},"required":["key"]}`),
 		func(ctx context.Context, args json.RawMessage) (string, error) {
 			var a struct{ Key string }
 			if err := json.Unmarshal(args, &a); err != nil {
@@ -125,6 +126,9 @@ func ExampleClient_RegisterTool() {
 			}
 			return "the value of " + a.Key, nil
 		})
+	if err != nil {
+		log.Fatal(err)
+	}
 	session, _ := client.NewSession(ctx)
 	stream, _ := session.Send(ctx, "Look up the key `a`.")
 	out, err := stream.Wait()

@@ -213,11 +213,14 @@ func TestAToolRoundTrip(t *testing.T) {
 	})
 	c := start(t, config(t, f, ""))
 	var seen json.RawMessage
-	c.RegisterTool("lookup", json.RawMessage(`{"type":"object","properties":{"key":{"type":"string"}}}`),
+	err := c.RegisterTool("lookup", "Looks a key up in this program's table.", json.RawMessage(`{"type":"object","properties":{"key":{"type":"string"}}}`),
 		func(ctx context.Context, args json.RawMessage) (string, error) {
 			seen = args
 			return "42", nil
 		})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	s, err := c.NewSession(ctx)
 	if err != nil {
@@ -483,5 +486,51 @@ func TestAStreamLosesNoEventWhileNobodyReads(t *testing.T) {
 	}
 	if stream.Err() != nil || deltas != len(pieces) || got.String() != out.Text {
 		t.Fatalf("%d of %d deltas (%v); the text read differs from the answer: %v", deltas, len(pieces), stream.Err(), got.String() != out.Text)
+	}
+}
+
+func TestToolsNeedADescriptionComeFirstAndStopWithTheirTurn(t *testing.T) {
+	f := newFake(t, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
+		if n == 1 {
+			toolCall(w, "call_1", "wait", `{}`)
+			return
+		}
+		text(w, req, "Stopped.")
+	})
+	c := start(t, config(t, f, ""))
+	schema := json.RawMessage(`{"type":"object"}`)
+	if err := c.RegisterTool("wait", "", schema, nil); err == nil {
+		t.Fatal("a tool without a description was accepted")
+	}
+	running := make(chan struct{})
+	cancelled := make(chan error, 1)
+	err := c.RegisterTool("wait", "Waits until the turn is interrupted.", schema, func(ctx context.Context, _ json.RawMessage) (string, error) {
+		close(running)
+		<-ctx.Done()
+		cancelled <- ctx.Err()
+		return "", ctx.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.NewSession(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RegisterTool("late", "Too late.", schema, nil); !errors.Is(err, ErrToolsAnnounced) {
+		t.Fatalf("registering after the client started: %v, want ErrToolsAnnounced", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stream, err := s.Send(ctx, "wait for it")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-running
+	cancel()
+	if got := <-cancelled; !errors.Is(got, context.Canceled) {
+		t.Fatalf("the tool's context: %v", got)
+	}
+	if _, err := stream.Wait(); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("the turn: %v, want ErrInterrupted", err)
 	}
 }

@@ -209,12 +209,15 @@ type Stream struct {
 	events  chan Event
 	once    sync.Once
 	done    chan struct{}
-	out     Outcome
-	err     error
+	// stopped closes when the turn's context is cancelled (its client tools' contexts follow).
+	stopped  chan struct{}
+	stopOnce sync.Once
+	out      Outcome
+	err      error
 }
 
 func newStream() *Stream {
-	st := &Stream{done: make(chan struct{})}
+	st := &Stream{done: make(chan struct{}), stopped: make(chan struct{})}
 	st.ready = sync.NewCond(&st.mu)
 	return st
 }
@@ -332,6 +335,7 @@ func (s *Session) Send(ctx context.Context, text string) (*Stream, error) {
 	go func() {
 		select {
 		case <-ctx.Done():
+			st.stopOnce.Do(func() { close(st.stopped) })
 			_ = c.call(context.Background(), "turn/interrupt", map[string]interface{}{"session": s.ID}, nil)
 		case <-st.done:
 		}
