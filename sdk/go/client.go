@@ -82,6 +82,13 @@ type rpcError struct {
 // NewClient starts `seshat serve` as a child process. Register tools with RegisterTool before
 // the first session call: they are announced when the client initialises, on first use.
 func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// What can be checked here is checked before anything starts.
+	if cfg.Window != 0 && cfg.Window < MinWindow {
+		return nil, &Error{Code: "invalid_config", Message: fmt.Sprintf("ClientConfig.Window is %d tokens; Seshat needs at least %d (leave it 0 to have the window found)", cfg.Window, MinWindow)}
+	}
 	bin := cfg.Binary
 	if bin == "" {
 		bin = "seshat"
@@ -114,6 +121,9 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	go c.read(stdout)
 	return c, nil
 }
+
+// MinWindow is the smallest context window Seshat works with, in tokens.
+const MinWindow = 4096
 
 // RegisterTool offers the model a tool this program runs: its name, a description (the model
 // chooses tools by it: say what it does and when to use it), a JSON Schema of its arguments, and

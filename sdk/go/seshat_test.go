@@ -534,3 +534,15 @@ func TestToolsNeedADescriptionComeFirstAndStopWithTheirTurn(t *testing.T) {
 		t.Fatalf("the turn: %v, want ErrInterrupted", err)
 	}
 }
+
+func TestNewClientChecksWhatItCanBeforeStarting(t *testing.T) {
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := NewClient(done, ClientConfig{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a done context: %v", err)
+	}
+	_, err := NewClient(context.Background(), ClientConfig{Window: 2048, Binary: "/nonexistent/seshat"})
+	if err == nil || !strings.Contains(err.Error(), "ClientConfig.Window is 2048 tokens") {
+		t.Fatalf("a window below the minimum: %v", err)
+	}
+}
