@@ -1248,3 +1248,17 @@ fn a_429_or_5xx_after_the_retries_is_rate_limited_or_server_error_with_the_serve
         }
     }
 }
+
+#[test]
+fn a_dated_claude_model_id_finds_its_window() {
+    let server = Server::start(vec![Reply::Stream { pieces: anthropic::text_answer(&["Dated."]) }]);
+    let home = home_for("anthropic", &server, "");
+    let out = chat(&home, &["--model", "claude-sonnet-4-5-20250929", "--json", "-p", "hi"], &[]);
+    let v = json_of(&out);
+    assert_eq!(
+        (v["context"]["window"].as_u64(), v["context"]["source"].as_str()),
+        (Some(200_000), Some("table")),
+        "{v}"
+    );
+    assert_eq!(server.requests()[0].json()["model"], "claude-sonnet-4-5-20250929", "the id is sent as given");
+}

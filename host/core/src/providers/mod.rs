@@ -225,6 +225,27 @@ impl std::fmt::Debug for Provider {
     }
 }
 
+/// `model` without a snapshot date at its end (`-20250929`, `-2025-09-29`), if it has one.
+fn undated(model: &str) -> Option<&str> {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if let Some((head, date)) = model.rsplit_once('-')
+        && date.len() == 8
+        && digits(date)
+    {
+        return Some(head);
+    }
+    let parts: Vec<&str> = model.rsplitn(4, '-').collect();
+    if let [day, month, year, head] = parts.as_slice()
+        && year.len() == 4
+        && month.len() == 2
+        && day.len() == 2
+        && [day, month, year].iter().all(|p| digits(p))
+    {
+        return Some(head);
+    }
+    None
+}
+
 /// The environment variable the official SDKs read for a provider's (or an embedder's) base URL.
 pub(crate) fn base_url_env(id: &str) -> Option<&'static str> {
     match id {
@@ -332,7 +353,9 @@ impl Provider {
 
     /// A model as the plugin's own table has it (without the configuration's changes).
     pub(crate) fn table_model(&self, id: &str) -> Option<&ModelInfo> {
-        self.info.models.iter().find(|m| m.id == id)
+        let found = |id: &str| self.info.models.iter().find(|m| m.id == id);
+        // A dated snapshot (`claude-sonnet-4-5-20250929`) is its family's model.
+        found(id).or_else(|| undated(id).and_then(found))
     }
 
     /// The models the configuration names for this provider (`[providers.<name>.models.<id>]`).
@@ -697,5 +720,16 @@ impl crate::compaction::ModelClient for SharedProvider {
         self.lock()
             .count_input(model, request.system, request.specs, &request.messages)
             .or_else(|| request.size_with(&|t: &str| counting::count(model, t)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_dated_snapshot_is_its_familys_model() {
+        assert_eq!(super::undated("claude-sonnet-4-5-20250929"), Some("claude-sonnet-4-5"));
+        assert_eq!(super::undated("gpt-4o-2024-08-06"), Some("gpt-4o"));
+        assert_eq!(super::undated("claude-sonnet-4-5"), None);
+        assert_eq!(super::undated("qwen3:8b"), None);
     }
 }
