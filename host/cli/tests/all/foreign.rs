@@ -2,7 +2,7 @@
 //! hand-written fixtures under tests/fixtures/ (made from the fields the README lists).
 
 use serde_json::Value;
-use seshat::conversation::{Part, Role};
+use seshat::conversation::{MessageStatus, Part, Role};
 use seshat::store::Origin;
 
 use crate::support::{Home, Rollout, fixture};
@@ -344,4 +344,61 @@ fn a_grown_file_appends_results_answering_earlier_calls_and_leaves_stray_ones_ou
     let store = home.store();
     let through = store.compactions(&id).unwrap()[0].through_seq;
     assert_eq!(through, store.session(&id).unwrap().message_count, "the compaction covers every message before it");
+}
+
+#[test]
+fn an_interruption_marker_marks_the_answer_interrupted_and_an_image_keeps_a_placeholder() {
+    let home = Home::new();
+    let dir = home.path().join("claude").join("-work-stop");
+    std::fs::create_dir_all(&dir).unwrap();
+    let line = |uuid: &str, parent: Option<&str>, kind: &str, minute: u32, message: Value| {
+        serde_json::json!({"parentUuid": parent, "isSidechain": false, "userType": "external", "cwd": "/work/stop",
+            "sessionId": "33333333-3333-4444-8555-666666666666", "version": "2.0.14", "type": kind, "uuid": uuid,
+            "timestamp": format!("2025-11-21T10:{minute:02}:00.000Z"), "message": message})
+        .to_string()
+    };
+    let png = "iVBORw0KGgo".repeat(400);
+    let lines = [
+        line(
+            "u1",
+            None,
+            "user",
+            1,
+            serde_json::json!({"role": "user", "content": [
+            {"type": "text", "text": "What is in this screenshot?"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}]}),
+        ),
+        line(
+            "a1",
+            Some("u1"),
+            "assistant",
+            2,
+            serde_json::json!({"id": "msg_1", "type": "message", "role": "assistant",
+            "model": "claude-sonnet-4-5", "content": [{"type": "text", "text": "It shows a long"}]}),
+        ),
+        line(
+            "u2",
+            Some("a1"),
+            "user",
+            3,
+            serde_json::json!({"role": "user", "content": [
+            {"type": "text", "text": "[Request interrupted by user]"}]}),
+        ),
+        line("u3", Some("u2"), "user", 4, serde_json::json!({"role": "user", "content": "Just the title, please."})),
+    ];
+    std::fs::write(dir.join("33333333-3333-4444-8555-666666666666.jsonl"), lines.join("\n") + "\n").unwrap();
+    let reports = import(&home, "claude-code", &home.path().join("claude"));
+    let id = reports[0]["session"].as_str().unwrap().to_string();
+    let history = home.store().full_history(&id).unwrap();
+    let texts: Vec<(Role, MessageStatus, &str)> =
+        history.iter().map(|m| (m.role, m.status, first_text(&m.parts))).collect();
+    assert_eq!(
+        texts,
+        [
+            (Role::User, MessageStatus::Complete, "What is in this screenshot?\n[image: image/png, 4 KiB]"),
+            (Role::Assistant, MessageStatus::Interrupted, "It shows a long"),
+            (Role::User, MessageStatus::Complete, "Just the title, please."),
+        ],
+        "the marker is no request; the answer before it was interrupted"
+    );
 }

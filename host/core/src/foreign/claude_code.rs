@@ -135,6 +135,20 @@ fn without_reminders(text: &str) -> String {
     out.trim().to_string()
 }
 
+/// What Claude Code writes as a user message when the user stops an answer (`…]` or
+/// `… for tool use]` follows).
+const INTERRUPTED_MARKER: &str = "[Request interrupted by user";
+
+/// An image the user gave, as a placeholder naming its type and size (the bytes are not kept).
+fn image_placeholder(block: &Value) -> String {
+    let source = &block["source"];
+    let kind = source["media_type"].as_str().unwrap_or("image");
+    match source["data"].as_str() {
+        Some(data) => format!("[image: {kind}, {} KiB]", (data.len() * 3 / 4).div_ceil(1024)),
+        None => format!("[image: {kind}]"),
+    }
+}
+
 /// Whether a user text is a slash command or its output rather than a request.
 fn is_command(text: &str) -> bool {
     [
@@ -212,6 +226,7 @@ fn convert<'a>(c: &mut Converted, chain: impl Iterator<Item = &'a Value>) {
                             is_error: b["is_error"].as_bool().unwrap_or(false),
                         }),
                         Some("text") => texts.push(b["text"].as_str().unwrap_or_default().to_string()),
+                        Some("image") => texts.push(image_placeholder(&b)),
                         Some(other) => texts.push(format!("[{other}]")),
                         None => {}
                     }
@@ -224,6 +239,16 @@ fn convert<'a>(c: &mut Converted, chain: impl Iterator<Item = &'a Value>) {
                     }
                 } else if is_command(&text) {
                     c.skip("command");
+                } else if text.starts_with(INTERRUPTED_MARKER) {
+                    // The user stopped the answer before it: that answer was interrupted; the
+                    // marker is no request.
+                    match c.items.iter_mut().rev().find_map(|i| match i {
+                        Item::Message(m, _) if m.role == Role::Assistant => Some(m),
+                        _ => None,
+                    }) {
+                        Some(answer) => answer.status = crate::conversation::MessageStatus::Interrupted,
+                        None => c.skip("interruption marker"),
+                    }
                 } else {
                     push(c, Role::User, vec![Part::Text { text }], None, at);
                 }
