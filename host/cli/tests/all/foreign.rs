@@ -402,3 +402,20 @@ fn an_interruption_marker_marks_the_answer_interrupted_and_an_image_keeps_a_plac
         "the marker is no request; the answer before it was interrupted"
     );
 }
+
+#[test]
+fn an_imported_session_resumed_on_a_local_server_uses_a_model_it_serves_and_says_so() {
+    use crate::local::{Kind, Local, MODEL, home_at, ok_json, run, stderr};
+    let local = Local::start(Kind::Vllm, 16_384, None);
+    let home = home_at("openai", &local.base(), "");
+    let reports = import(&home, "codex", &codex_file());
+    let id = reports[0]["session"].as_str().unwrap().to_string();
+    let out = run(&home, &["--resume", &id, "--json", "-p", "go on"]);
+    ok_json(&out);
+    assert_eq!(local.chats().last().unwrap().json()["model"], MODEL, "not gpt-5-codex: the server does not serve it");
+    assert!(
+        stderr(&out).contains("the session's model `gpt-5-codex` is not one") && stderr(&out).contains("serves"),
+        "{}",
+        stderr(&out)
+    );
+}

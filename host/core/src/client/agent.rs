@@ -166,10 +166,30 @@ impl Agent {
                 Some(client.store().session(&id)?)
             }
         };
-        let resumed_model = existing
+        let mut resumed_model = existing
             .as_ref()
             .filter(|s| s.provider.as_deref() == Some(provider_name.as_str()))
             .and_then(|s| s.model.clone());
+        // A session resumed against a server the user pointed Seshat at (an imported Codex session
+        // on a local server, say) keeps its model only if that server serves it.
+        if options.model.is_none()
+            && let Some(m) = resumed_model.clone()
+        {
+            let mut p = provider.lock();
+            if p.base_configured()
+                && p.discovers()
+                && let Ok((found, _)) = p.discover(None)
+                && !found.models.is_empty()
+                && !found.models.contains(&m)
+            {
+                let base = p.base_url().to_string();
+                drop(p);
+                client.note(format!(
+                    "the session's model `{m}` is not one {base} serves: using another (name one to choose)"
+                ));
+                resumed_model = None;
+            }
+        }
         // Without a model named: the one model the user configured for this provider, if exactly
         // one (`[providers.llamacpp.models.local]`)…
         let configured_one = match provider.lock().configured_models().as_slice() {
