@@ -419,3 +419,23 @@ fn an_imported_session_resumed_on_a_local_server_uses_a_model_it_serves_and_says
         stderr(&out)
     );
 }
+
+#[test]
+fn a_session_continued_in_seshat_is_not_interleaved_with_what_its_file_gained() {
+    let home = Home::new();
+    let rollout = Rollout::new(&home);
+    rollout.first(16);
+    let id = import(&home, "codex", &rollout.file)[0]["session"].as_str().unwrap().to_string();
+    // The user went on in Seshat…
+    let mut store = home.store();
+    store.append(&id, &[seshat::conversation::NewMessage::text(Role::User, "Continued in Seshat.")]).unwrap();
+    drop(store);
+    // …and in Codex: the file grew by a branch of its own.
+    rollout.whole();
+    let err = home.fails(&["sessions", "import", "--from", "codex", rollout.file.to_str().unwrap()]);
+    assert!(err.contains("has gone on in Seshat since (1 message), while the file grew by 3 messages"), "{err}");
+    assert!(err.contains("two branches") && err.contains("as a new session"), "{err}");
+    let full = home.store().full_history(&id).unwrap();
+    assert_eq!(full.len(), 9, "nothing was appended");
+    assert_eq!(first_text(&full[8].parts), "Continued in Seshat.");
+}

@@ -47,6 +47,25 @@ pub enum Error {
     /// Writing into the store failed.
     #[error(transparent)]
     Store(#[from] store::Error),
+    /// A session brought in before went on in Seshat while its source file grew: two branches.
+    #[error(
+        "session {session} was imported from {file} and has gone on in Seshat since ({}), while the file grew \
+         by {} of its own: they are two branches of the conversation, and appending would interleave them, so \
+         nothing was appended. Bring the file in as a new session (or delete session {session} and import it \
+         again)",
+        count_messages(*.here as usize),
+        count_messages(*.there)
+    )]
+    Diverged {
+        /// The session.
+        session: String,
+        /// The source file.
+        file: String,
+        /// Messages written in Seshat since the import.
+        here: u64,
+        /// Messages the file gained since.
+        there: usize,
+    },
     /// A session brought in before no longer says how much of its source it holds.
     #[error(
         "session {session} was imported from {file}, but its record of how much of that file it holds \
@@ -61,6 +80,11 @@ pub enum Error {
     },
 }
 
+/// `n` messages, in words (`1 message`, `3 messages`).
+fn count_messages(n: usize) -> String {
+    format!("{n} message{}", if n == 1 { "" } else { "s" })
+}
+
 impl Error {
     /// A stable code.
     pub fn code(&self) -> &str {
@@ -71,6 +95,7 @@ impl Error {
             Error::Input(_) => "io",
             Error::Store(e) => e.code(),
             Error::SourceUnreadable { .. } => "source_unreadable",
+            Error::Diverged { .. } => "source_diverged",
         }
     }
 }
@@ -392,6 +417,10 @@ struct Source {
     /// Messages and compactions of the conversion already written.
     messages: usize,
     compactions: usize,
+    /// The session's message count once they were written (absent in records written before
+    /// it was kept): more now means the session went on in Seshat.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stored: Option<u64>,
 }
 
 /// Writes `c` into the store: a new session, or only what is new when the same source session
@@ -419,6 +448,7 @@ pub fn bring_in(store: &mut Store, c: &Converted, project: impl Fn(&str) -> Stri
         file: c.file.display().to_string(),
         messages,
         compactions,
+        stored: None,
     };
     if let Some((session, before)) = store.find_source(c.tool.as_str(), &c.source_id)? {
         let before: Source = serde_json::from_value(before)
@@ -439,6 +469,8 @@ pub fn bring_in(store: &mut Store, c: &Converted, project: impl Fn(&str) -> Stri
     debug_assert_eq!(imported.empty, 0, "a converted message without parts");
     report.orphans = imported.orphans;
     report.synthetic = imported.synthetic;
+    let stored = Source { stored: Some(store.session(&report.session)?.message_count), ..source };
+    store.continue_source(&report.session, &[], &serde_json::to_value(&stored).expect("a source serialises"))?;
     Ok(report)
 }
 
@@ -537,6 +569,20 @@ fn append_new(
         .collect();
     let (mut messages, mut compactions) = (0usize, 0usize);
     let mut count = store.session(session)?.message_count;
+    // The session went on in Seshat since, and the file grew too: two branches of one
+    // conversation, which appending would interleave.
+    let grown = now.messages.saturating_sub(before.messages);
+    if let Some(stored) = before.stored
+        && count > stored
+        && grown > 0
+    {
+        return Err(Error::Diverged {
+            session: session.to_string(),
+            file: now.file.clone(),
+            here: count - stored,
+            there: grown,
+        });
+    }
     let mut items = Vec::new();
     for item in &c.items {
         match item {
@@ -586,7 +632,8 @@ fn append_new(
             }
         }
     }
-    store.continue_source(session, &items, &serde_json::to_value(now).expect("a source serialises"))?;
+    let now = Source { stored: Some(count), ..now.clone() };
+    store.continue_source(session, &items, &serde_json::to_value(&now).expect("a source serialises"))?;
     Ok(())
 }
 
