@@ -896,14 +896,18 @@ fn the_provider_comes_from_the_environment_the_official_sdks_read() {
             "POST /v1/chat/completions without the bearer key"
         ]
     );
-    // OPENAI_API_KEY alone: openai, against its default base URL (not reached here: a model and a
-    // base URL are given through the config the key does not replace).
+    // OPENAI_API_KEY and a config describing the openai provider alone: the one configured is
+    // used (before any guess from the environment), with the key for its credential.
     let home = home_at("openai", &local.base(), "");
     std::fs::write(home.path().join("config.toml"), format!("[providers.openai]\nbase_url = \"{}\"\n", local.base()))
         .unwrap();
     let out = fresh(&home, &[("OPENAI_API_KEY", KEY)], &["-p", "hi", "--model", MODEL]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stderr(&out).contains("[using the openai provider (OPENAI_API_KEY is set)]"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("[using the provider `openai`, the only one config.toml configures]"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(local.chats().last().unwrap().header("authorization"), Some(format!("Bearer {KEY}").as_str()));
 
     // Nothing set: exit 2 and what to set.
@@ -936,6 +940,9 @@ fn seshat_compact_calls_the_sessions_provider_with_chats_frame() {
     assert!(out.status.success(), "{}", stderr(&out));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!((report["summarised"].as_bool(), report["model_calls"].as_u64()), (Some(true), Some(1)), "{report}");
+    // `sessions list` says what is in use now, not what the last turn reported.
+    let listed: Value = serde_json::from_str(&home.ok(&["sessions", "list", "--all", "--json"])).unwrap();
+    assert_eq!(listed[0]["context_tokens"], report["tokens_after"], "{listed}");
     let summary = local.chats().pop().unwrap();
     let body = summary.json();
     assert_eq!(summary.header("authorization"), Some(format!("Bearer {KEY}").as_str()));

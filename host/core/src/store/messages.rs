@@ -287,8 +287,9 @@ pub(super) fn compaction_in(tx: &Transaction<'_>, session: &str, compaction: &Co
     let failures: u32 = tx.query_row(
         "UPDATE sessions SET compaction_failures = \
      CASE WHEN ?2 = 'ok' AND ?4 IS NULL THEN 0 ELSE compaction_failures + 1 END, \
+     context_tokens = CASE WHEN ?2 = 'ok' AND ?5 IS NOT NULL THEN ?5 ELSE context_tokens END, \
      updated_at = ?3 WHERE id = ?1 RETURNING compaction_failures",
-        params![session, status_str(compaction.status), now_ms(), compaction.error],
+        params![session, status_str(compaction.status), now_ms(), compaction.error, compaction.tokens_after],
         |r| r.get(0),
     )?;
     Ok(failures)
