@@ -438,7 +438,7 @@ fn every_tool_named_in_an_mcp_description_or_answer_is_one_mcp_serves() {
         "PATH": std::env::var("PATH").unwrap_or_default(),
         "TZ": "UTC",
     });
-    let out = std::process::Command::new("python3")
+    let out = Command::new("python3")
         .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/all/mcp_texts.py"))
         .arg(env!("CARGO_BIN_EXE_seshat"))
         .arg(env.to_string())
