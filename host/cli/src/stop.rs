@@ -34,20 +34,14 @@ impl Signals {
     /// Runs `stop` with the first signal that arrives, on a thread of its own; `stop` ends the
     /// process (it never returns, or the process goes on without stop signals).
     pub(crate) fn on_stop(self, stop: impl FnOnce(Signal) + Send + 'static) {
-        std::thread::Builder::new()
-            .name("seshat-signals".into())
-            .spawn(move || {
-                if let Ok(signal) = self.0.wait() {
-                    tracing::debug!(?signal, "stopping");
-                    stop(signal);
-                }
-            })
-            .map(drop)
-            .unwrap_or_else(|e| tracing::warn!("no thread for the stop signals: {e}"));
+        let mut stop = Some(stop);
+        self.on_each(move |signal| {
+            if let Some(stop) = stop.take() {
+                stop(signal);
+            }
+        });
     }
-}
 
-impl Signals {
     /// Runs `each` with every signal as it arrives, on a thread of its own, for the life of the
     /// process (`each` may end it).
     pub(crate) fn on_each(self, mut each: impl FnMut(Signal) + Send + 'static) {

@@ -147,6 +147,18 @@ fn continue_after_sigkill_mid_answer_keeps_every_acknowledged_message() {
     assert_eq!(rows(&home, None), after);
 }
 
+/// `seshat chat`'s REPL on a pseudo-terminal, its banner shown.
+fn repl(home: &Home) -> (Pty, Child) {
+    let mut cmd = home.cmd();
+    cmd.env("ANTHROPIC_API_KEY", KEY)
+        .env("TERM", "xterm")
+        .env("SESHAT_CACHE_DIR", crate::support::shared_cache().parent().unwrap().join("chat-cache"))
+        .arg("chat");
+    let (pty, child) = Pty::spawn(cmd);
+    wait_for("the banner", || pty.text().contains("/help for commands"));
+    (pty, child)
+}
+
 /// A pseudo-terminal: the child gets the slave side as stdin, stdout and stderr, in a session of
 /// its own whose controlling terminal it is (`setsid --ctty`), as a shell would start it — so
 /// Ctrl-C typed on it (`\x03` written to the master) reaches the child as a user's does.
@@ -220,13 +232,7 @@ fn the_repl_on_a_terminal_streams_and_survives_a_typed_ctrl_c_mid_stream() {
         ),
     ]);
     let home = home_for("anthropic", &server, "");
-    let mut cmd = home.cmd();
-    cmd.env("ANTHROPIC_API_KEY", KEY)
-        .env("TERM", "xterm")
-        .env("SESHAT_CACHE_DIR", crate::support::shared_cache().parent().unwrap().join("chat-cache"))
-        .arg("chat");
-    let (mut pty, mut child) = Pty::spawn(cmd);
-    wait_for("the banner", || pty.text().contains("/help for commands"));
+    let (mut pty, mut child) = repl(&home);
     // Ctrl-C at the prompt clears the line and says how to leave; nothing is sent.
     pty.send("half a line\x03");
     wait_for("the prompt's Ctrl-C", || pty.text().contains("(Ctrl-D or /exit leaves)"));
@@ -362,13 +368,7 @@ fn a_repl_left_without_a_word_leaves_no_session_for_continue_to_pick() {
     let out = chat(&home, &["-p", "the real conversation"], &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let real = home.store().list_sessions(&Default::default()).unwrap()[0].id.clone();
-    let mut cmd = home.cmd();
-    cmd.env("ANTHROPIC_API_KEY", KEY)
-        .env("TERM", "xterm")
-        .env("SESHAT_CACHE_DIR", crate::support::shared_cache().parent().unwrap().join("chat-cache"))
-        .arg("chat");
-    let (mut pty, mut child) = Pty::spawn(cmd);
-    wait_for("the banner", || pty.text().contains("/help for commands"));
+    let (mut pty, mut child) = repl(&home);
     pty.send("\x04");
     assert!(wait_exit(&mut child, "the REPL after Ctrl-D").success(), "{}", pty.text());
     let sessions = home.store().list_sessions(&Default::default()).unwrap();
