@@ -534,6 +534,8 @@ fn an_embedder_that_fails_leaves_the_index_lexical_and_says_how_to_finish() {
     assert_eq!(found["mode"], "lexical");
     assert_eq!(hit_names(&found), ["a.md", "c.md"], "{found}");
     assert!(found["note"].as_str().unwrap().contains("no chunk has a vector yet"), "{found}");
+    let whence = format!("(embeddings: `nomic-embed-text` at {}/v1)", server.url());
+    assert!(found["note"].as_str().unwrap().contains(&whence), "where the embeddings go: {found}");
 }
 
 #[test]

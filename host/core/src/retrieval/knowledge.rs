@@ -161,6 +161,12 @@ impl Knowledge {
     /// filter applies before ranking on both sides. An embedder that fails makes the search
     /// lexical, with the failure in [`Found::note`].
     pub fn search(&mut self, filter: KnowledgeFilter<'_>, query: &str, limit: usize) -> Result<Found> {
+        // Where the embeddings go, said with any note (a local server, or a provider's API).
+        let whence = self
+            .embedder
+            .as_ref()
+            .map(|e| format!(" (embeddings: `{}` at {})", e.model(), e.base_url()))
+            .unwrap_or_default();
         let vector = match self.query_vector(query) {
             Ok(v) => v.map(Ok),
             Err(e @ (Error::Embedder(_) | Error::ModelChanged { .. })) => Some(Err(e.to_string())),
@@ -170,14 +176,15 @@ impl Knowledge {
             Some(Ok(v)) => self.search_by_vector(filter, query, Some(&v), limit),
             Some(Err(note)) => {
                 let mut found = self.search_by_vector(filter, query, None, limit)?;
-                found.note = Some(note);
+                found.note = Some(format!("{note}{whence}"));
                 Ok(found)
             }
             None => {
                 let mut found = self.search_by_vector(filter, query, None, limit)?;
                 if self.embedder.is_some() && found.note.is_none() {
-                    found.note =
-                        Some("no chunk has a vector yet: embed the documents to search them by meaning".into());
+                    found.note = Some(format!(
+                        "no chunk has a vector yet: embed the documents to search them by meaning{whence}"
+                    ));
                 }
                 Ok(found)
             }
