@@ -240,7 +240,7 @@ func TestAToolRoundTrip(t *testing.T) {
 	if err != nil || out.Text != "It is 42." {
 		t.Fatalf("outcome %+v, %v", out, err)
 	}
-	if string(seen) != `{"key":"answer"}` || len(results) != 1 || results[0].Text != "42" {
+	if string(seen) != `{"key":"answer"}` || len(results) != 1 || results[0].Text != "42" || results[0].CallID != "call_1" {
 		t.Fatalf("tool saw %s; results %+v", seen, results)
 	}
 	second, _ := json.Marshal(f.request(1)["messages"])

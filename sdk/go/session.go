@@ -182,9 +182,11 @@ type Event struct {
 	// Text: the delta (TextDelta, ThinkingDelta), the tool's content (ToolResult) or the
 	// warning.
 	Text string
-	// Name and Arguments of a tool (ToolCall, ToolResult).
+	// Name and Arguments of a tool (ToolCall, ToolResult), and the model's id for the call
+	// (a result carries its call's).
 	Name      string
 	Arguments string
+	CallID    string
 	// IsError: the tool failed (ToolResult).
 	IsError bool
 	// Report of a compaction before a model call (Compaction).
@@ -357,6 +359,7 @@ func (c *Client) notification(msg rpcMessage) {
 		Outcome   json.RawMessage `json:"outcome"`
 		Tokens    uint64          `json:"tokens"`
 		Window    uint64          `json:"window"`
+		CallID    string          `json:"call_id"`
 	}
 	if json.Unmarshal(msg.Params, &p) != nil {
 		return
@@ -392,9 +395,9 @@ func (c *Client) notification(msg rpcMessage) {
 	case "turn/compaction":
 		send(Event{Kind: Compaction, Report: p.Report})
 	case "turn/tool_call":
-		send(Event{Kind: ToolCall, Name: p.Name, Arguments: p.Arguments})
+		send(Event{Kind: ToolCall, CallID: p.CallID, Name: p.Name, Arguments: p.Arguments})
 	case "turn/tool_result":
-		send(Event{Kind: ToolResult, Name: p.Name, Text: p.Content, IsError: p.IsError})
+		send(Event{Kind: ToolResult, CallID: p.CallID, Name: p.Name, Text: p.Content, IsError: p.IsError})
 	case "turn/warning":
 		send(Event{Kind: Warning, Text: p.Message})
 	case "turn/completed":

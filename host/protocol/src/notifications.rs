@@ -105,6 +105,9 @@ pub struct ToolCalledParams {
     pub name: String,
     /// The model's arguments, as it wrote them.
     pub arguments: String,
+    /// The model's id for the call (its result carries the same).
+    #[serde(default)]
+    pub call_id: String,
 }
 
 /// `turn/tool_result`'s params.
@@ -120,6 +123,9 @@ pub struct ToolResultParams {
     pub content: String,
     /// Whether the tool failed.
     pub is_error: bool,
+    /// The id of the call it answers.
+    #[serde(default)]
+    pub call_id: String,
 }
 
 /// `turn/warning`'s params.

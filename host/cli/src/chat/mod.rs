@@ -125,13 +125,13 @@ impl Observer for Printer {
         eprintln!("[{}]", compact::describe(&self.session, report));
     }
 
-    fn tool_call(&mut self, name: &str, arguments: &str) {
+    fn tool_call(&mut self, _call_id: &str, name: &str, arguments: &str) {
         self.end_line();
         let args: String = arguments.chars().take(120).collect();
         eprintln!("[tool] {} {}", format::plain(name), format::plain(&args));
     }
 
-    fn tool_result(&mut self, name: &str, content: &str, is_error: bool) {
+    fn tool_result(&mut self, _call_id: &str, name: &str, content: &str, is_error: bool) {
         let lines = content.lines().count();
         let status = if is_error { "failed" } else { "ok" };
         eprintln!("[tool] {} {status} ({lines} lines)", format::plain(name));

@@ -289,16 +289,16 @@ impl Observer for Notifier {
         self.outbox.notice::<n::Compaction>(&n::CompactionParams { session, turn, report: report.clone() });
     }
 
-    fn tool_call(&mut self, name: &str, arguments: &str) {
-        let (session, turn) = (self.session.clone(), self.turn);
+    fn tool_call(&mut self, call_id: &str, name: &str, arguments: &str) {
+        let (session, turn, call_id) = (self.session.clone(), self.turn, call_id.to_string());
         let (name, arguments) = (name.to_string(), arguments.to_string());
-        self.outbox.notice::<n::ToolCalled>(&n::ToolCalledParams { session, turn, name, arguments });
+        self.outbox.notice::<n::ToolCalled>(&n::ToolCalledParams { session, turn, name, arguments, call_id });
     }
 
-    fn tool_result(&mut self, name: &str, content: &str, is_error: bool) {
-        let (session, turn) = (self.session.clone(), self.turn);
+    fn tool_result(&mut self, call_id: &str, name: &str, content: &str, is_error: bool) {
+        let (session, turn, call_id) = (self.session.clone(), self.turn, call_id.to_string());
         let (name, content) = (name.to_string(), content.to_string());
-        self.outbox.notice::<n::ToolResult>(&n::ToolResultParams { session, turn, name, content, is_error });
+        self.outbox.notice::<n::ToolResult>(&n::ToolResultParams { session, turn, name, content, is_error, call_id });
     }
 
     fn warning(&mut self, message: &str) {

@@ -95,9 +95,9 @@ pub trait Observer {
     /// Compaction ran before a model call.
     fn compaction(&mut self, _report: &Report) {}
     /// A tool is about to run.
-    fn tool_call(&mut self, _name: &str, _arguments: &str) {}
+    fn tool_call(&mut self, _call_id: &str, _name: &str, _arguments: &str) {}
     /// A tool returned.
-    fn tool_result(&mut self, _name: &str, _content: &str, _is_error: bool) {}
+    fn tool_result(&mut self, _call_id: &str, _name: &str, _content: &str, _is_error: bool) {}
     /// Something the user should know.
     fn warning(&mut self, _message: &str) {}
 }
@@ -703,14 +703,14 @@ impl Agent {
                 });
                 continue;
             }
-            observer.tool_call(name, arguments);
+            observer.tool_call(id, name, arguments);
             let reply = if self.specs.iter().any(|s| &s.name == name) {
                 self.tools.call(self.client.store(), Some(&self.project), &self.session, name, arguments)
             } else {
                 crate::tool::ToolOutput::error(format!("`{name}` is not one of the tools offered in this session"))
             };
             let content = reply.content();
-            observer.tool_result(name, &content, reply.is_error);
+            observer.tool_result(id, name, &content, reply.is_error);
             parts.push(Part::ToolResult { call_id: id.clone(), content, is_error: reply.is_error });
         }
         self.client.store().append(&self.session, &[NewMessage { role: Role::Tool, parts, usage: None, status }])?;
