@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	. "example.invalid/seshat/sdk/go"
+	. "example.invalid/seshat/sdk/go/seshat"
 )
 
 // BenchmarkServeOverhead measures what `seshat serve` and this SDK add to a streamed turn, with

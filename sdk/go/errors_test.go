@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	. "example.invalid/seshat/sdk/go"
+	. "example.invalid/seshat/sdk/go/seshat"
 )
 
 // turnError runs one turn of prompt in a new session and returns its error, from Send or Wait.

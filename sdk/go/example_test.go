@@ -10,7 +10,7 @@ import (
 	"os"
 	"strings"
 
-	seshat "example.invalid/seshat/sdk/go"
+	seshat "example.invalid/seshat/sdk/go/seshat"
 )
 
 // Start Seshat with automatic compaction, a cheaper model writing the summaries.

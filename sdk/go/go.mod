@@ -1,3 +1,3 @@
-module example.invalid/seshat/sdk/go
+module example.invalid/seshat/sdk/go/seshat
 
 go 1.19

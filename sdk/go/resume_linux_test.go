@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"testing"
 
-	. "example.invalid/seshat/sdk/go"
+	. "example.invalid/seshat/sdk/go/seshat"
 )
 
 // TestMain runs the helper client when asked (TestResumeAfterTheClientIsKilled), and removes

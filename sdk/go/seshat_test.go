@@ -14,7 +14,7 @@ import (
 	"sync"
 	"testing"
 
-	. "example.invalid/seshat/sdk/go"
+	. "example.invalid/seshat/sdk/go/seshat"
 )
 
 // fake is a loopback OpenAI-compatible server: each /v1/chat/completions request is answered by
