@@ -43,4 +43,16 @@ var (
 	ErrProviderNotConfigured = &Error{Code: "provider_not_configured"}
 	// ErrClosed: the client was closed or `seshat serve` exited.
 	ErrClosed = &Error{Code: "closed"}
+	// ErrRateLimited: the provider limited the rate (after Seshat's retries).
+	ErrRateLimited = &Error{Code: "rate_limited"}
+	// ErrServerError: the provider failed (5xx after Seshat's retries).
+	ErrServerError = &Error{Code: "server_error"}
+	// ErrMemoryFailed: a memory call failed (its message says why).
+	ErrMemoryFailed = &Error{Code: "memory_failed"}
+	// ErrInvalidParams: a request's parameters were wrong (its message names which).
+	ErrInvalidParams = &Error{Code: "invalid_params"}
+	// ErrMethodNotFound: `seshat serve` has no such method (an older server, say).
+	ErrMethodNotFound = &Error{Code: "method_not_found"}
+	// ErrOutboxFull: the client left too much unread and `seshat serve` dropped the connection.
+	ErrOutboxFull = &Error{Code: "outbox_full"}
 )
