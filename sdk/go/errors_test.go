@@ -206,3 +206,69 @@ func TestTheMemoryGraphIsWrittenReadAndDeleted(t *testing.T) {
 		t.Fatalf("the refusal has no stable code: %+v", e)
 	}
 }
+
+// TestWhatServeOffersTheSDKOffersToo covers the scoped and paged memory calls, the deletions,
+// the live view, session deletion and knowledge search.
+func TestWhatServeOffersTheSDKOffersToo(t *testing.T) {
+	f := newFake(t, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
+		text(w, req, "Noted.")
+	})
+	c := start(t, config(t, f, ""))
+	ctx := context.Background()
+	m := c.Memory()
+	if _, err := m.CreateEntities(ctx, "user",
+		Entity{Name: "Ada", EntityType: "person", Observations: []string{"writes the parser", "prefers tabs"}},
+		Entity{Name: "Bo", EntityType: "person", Observations: []string{"reviews"}},
+		Entity{Name: "Seshat", EntityType: "project", Observations: []string{"an agent runtime"}}); err != nil {
+		t.Fatal(err)
+	}
+	rel := Relation{From: "Ada", To: "Seshat", RelationType: "works_on"}
+	if err := m.CreateRelations(ctx, "user", rel); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.DeleteObservations(ctx, "user", "Ada", "prefers tabs"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.DeleteRelations(ctx, "user", rel); err != nil {
+		t.Fatal(err)
+	}
+	found, err := m.SearchNodesIn(ctx, "user", "parser", 5)
+	if err != nil || len(found.Entities) != 1 || strings.Join(found.Entities[0].Observations, "|") != "writes the parser" {
+		t.Fatalf("search in user: %+v, %v", found, err)
+	}
+	if len(found.Relations) != 0 {
+		t.Fatalf("the relation was deleted: %+v", found.Relations)
+	}
+	if none, err := m.SearchNodesIn(ctx, "cross", "parser", 5); err != nil || len(none.Entities) != 0 {
+		t.Fatalf("search in cross: %+v, %v", none, err)
+	}
+	page, err := m.ReadGraphPage(ctx, "user", 1, 1)
+	if err != nil || len(page.Entities) != 1 {
+		t.Fatalf("a page of one after one: %+v, %v", page, err)
+	}
+	s, err := c.NewSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := s.Send(ctx, "hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	view, err := s.LiveView(ctx)
+	if err != nil || len(view) != 2 || view[0].Role != "user" || view[1].Status != "complete" {
+		t.Fatalf("live view %+v, %v", view, err)
+	}
+	knowledge, err := c.KnowledgeSearch(ctx, "parser", 3)
+	if err != nil || knowledge.Mode != "lexical" || len(knowledge.Hits) != 0 {
+		t.Fatalf("knowledge search with nothing indexed: %+v, %v", knowledge, err)
+	}
+	if err := s.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Resume(ctx, s.ID); !errors.Is(err, ErrSessionNotFound) {
+		t.Fatalf("resume after delete: %v", err)
+	}
+}

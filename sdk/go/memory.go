@@ -145,3 +145,39 @@ func (m *Memory) Raw(ctx context.Context, tool string, args map[string]interface
 	err := m.tool(ctx, tool, args, &out)
 	return out, err
 }
+
+// DeleteObservations deletes facts from an entity (restorable with `seshat memory --action
+// restore`).
+func (m *Memory) DeleteObservations(ctx context.Context, scope, entity string, contents ...string) error {
+	args := map[string]interface{}{"deletions": []map[string]interface{}{{"entityName": entity, "observations": contents}}}
+	return m.tool(ctx, "delete_observations", scoped(args, scope), nil)
+}
+
+// DeleteRelations deletes relations (restorable with `seshat memory --action restore`).
+func (m *Memory) DeleteRelations(ctx context.Context, scope string, relations ...Relation) error {
+	return m.tool(ctx, "delete_relations", scoped(map[string]interface{}{"relations": relations}, scope), nil)
+}
+
+// SearchNodesIn is SearchNodes in one scope ("user", "project" or "cross"), at most limit
+// entities (0: the server's default).
+func (m *Memory) SearchNodesIn(ctx context.Context, scope, query string, limit int) (Graph, error) {
+	args := map[string]interface{}{"query": query}
+	if limit > 0 {
+		args["limit"] = limit
+	}
+	var g Graph
+	err := m.tool(ctx, "search_nodes", scoped(args, scope), &g)
+	return g, err
+}
+
+// ReadGraphPage returns a page of the graph in scope ("" for every scope): limit entities
+// (0: the server's default) after skipping offset; the answer's note gives the next offset.
+func (m *Memory) ReadGraphPage(ctx context.Context, scope string, offset, limit int) (Graph, error) {
+	args := map[string]interface{}{"offset": offset}
+	if limit > 0 {
+		args["limit"] = limit
+	}
+	var g Graph
+	err := m.tool(ctx, "read_graph", scoped(args, scope), &g)
+	return g, err
+}

@@ -415,3 +415,72 @@ func (c *Client) notification(msg rpcMessage) {
 func interrupted(cause error) error {
 	return &Error{Code: ErrInterrupted.Code, Message: "the turn was interrupted: " + cause.Error()}
 }
+
+// ViewEntry is one message of the live view: what the next model request is built from.
+type ViewEntry struct {
+	// Origin is "message" (stored), "summary" (a compaction's) or "pinned".
+	Origin string `json:"origin"`
+	// Seq is the stored message's position, 0 for a summary.
+	Seq uint64 `json:"seq"`
+	// Role is "user", "assistant", "tool" or "system".
+	Role string `json:"role"`
+	// Parts are its content parts, trims applied.
+	Parts []json.RawMessage `json:"parts"`
+	// Status is "complete", "interrupted" or "synthetic".
+	Status string `json:"status"`
+}
+
+// LiveView returns what the session's next model request is built from: the summary of a
+// compaction in force, the pinned messages and the kept ones, trims applied.
+func (s *Session) LiveView(ctx context.Context) ([]ViewEntry, error) {
+	var r struct {
+		View struct {
+			Entries []ViewEntry `json:"entries"`
+		} `json:"view"`
+	}
+	err := s.client.call(ctx, "session/get", map[string]interface{}{"session": s.ID}, &r)
+	return r.View.Entries, err
+}
+
+// Delete deletes the session and everything it holds.
+func (s *Session) Delete(ctx context.Context) error {
+	return s.client.call(ctx, "session/delete", map[string]interface{}{"session": s.ID}, nil)
+}
+
+// KnowledgeHit is one chunk of the project's documents that a knowledge search found.
+type KnowledgeHit struct {
+	// ID is the chunk's id.
+	ID int64 `json:"id"`
+	// Path is its file; StartLine and EndLine its lines (1-based).
+	Path      string `json:"path"`
+	StartLine uint32 `json:"start_line"`
+	EndLine   uint32 `json:"end_line"`
+	// Heading is its heading path ("A > B").
+	Heading string `json:"heading"`
+	// Snippet shows the matching words.
+	Snippet string `json:"snippet"`
+	// Score is the fused score (higher is better).
+	Score float64 `json:"score"`
+}
+
+// KnowledgeFound is what a knowledge search found.
+type KnowledgeFound struct {
+	// Mode is "hybrid" or "lexical".
+	Mode string `json:"mode"`
+	// Note says why a search is lexical, or what was left out (and where embeddings go).
+	Note string `json:"note"`
+	// Hits are the results, best first.
+	Hits []KnowledgeHit `json:"hits"`
+}
+
+// KnowledgeSearch searches the project's indexed documents (`seshat knowledge add`), at most
+// limit hits (0: the server's default).
+func (c *Client) KnowledgeSearch(ctx context.Context, query string, limit int) (KnowledgeFound, error) {
+	params := map[string]interface{}{"query": query}
+	if limit > 0 {
+		params["limit"] = limit
+	}
+	var found KnowledgeFound
+	err := c.call(ctx, "knowledge/search", params, &found)
+	return found, err
+}
