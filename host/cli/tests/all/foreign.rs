@@ -180,9 +180,20 @@ fn a_grown_file_re_imported_appends_only_its_new_records() {
         (Some("imported"), Some(8), Some(0))
     );
     let id = r["session"].as_str().unwrap().to_string();
+    let skipped_first = r["skipped"].clone();
 
     rollout.whole();
+    // The whole file, imported fresh elsewhere: what it leaves out in all.
+    let elsewhere = Home::new();
+    let whole = import(&elsewhere, "codex", file)[0]["skipped"].clone();
     let r = &import(&home, "codex", dir)[0];
+    // The append says only what the new part left out.
+    let count = |v: &Value, k: &str| v[k].as_u64().unwrap_or(0);
+    assert!(whole.as_object().is_some_and(|w| !w.is_empty()), "the file leaves something out: {whole}");
+    assert!(skipped_first.as_object().is_some_and(|w| !w.is_empty()), "so does its first part: {skipped_first}");
+    for (k, n) in whole.as_object().unwrap() {
+        assert_eq!(count(&r["skipped"], k), n.as_u64().unwrap() - count(&skipped_first, k), "{k}: {r}");
+    }
     assert_eq!((r["outcome"].as_str(), r["session"].as_str()), (Some("appended"), Some(id.as_str())), "{r}");
     assert_eq!(
         (r["messages"].as_u64(), r["compactions"].as_u64(), r["orphans"].as_u64()),

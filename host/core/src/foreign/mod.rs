@@ -421,6 +421,9 @@ struct Source {
     /// it was kept): more now means the session went on in Seshat.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     stored: Option<u64>,
+    /// What of the file was not brought in so far, by kind (an append reports only what is new).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    skipped: BTreeMap<String, usize>,
 }
 
 /// Writes `c` into the store: a new session, or only what is new when the same source session
@@ -449,11 +452,19 @@ pub fn bring_in(store: &mut Store, c: &Converted, project: impl Fn(&str) -> Stri
         messages,
         compactions,
         stored: None,
+        skipped: c.skipped.clone(),
     };
     if let Some((session, before)) = store.find_source(c.tool.as_str(), &c.source_id)? {
         let before: Source = serde_json::from_value(before)
             .map_err(|_| Error::SourceUnreadable { session: session.clone(), file: source.file.clone() })?;
         report.session.clone_from(&session);
+        // What the file had already left out was reported when it was; say only what is new.
+        report.skipped = source
+            .skipped
+            .iter()
+            .map(|(k, n)| (k.clone(), n.saturating_sub(before.skipped.get(k).copied().unwrap_or(0))))
+            .filter(|(_, n)| *n > 0)
+            .collect();
         append_new(store, &session, c, &before, &source, &mut report)?;
         report.outcome = if report.messages + report.compactions == 0 { "unchanged" } else { "appended" };
         return Ok(report);
