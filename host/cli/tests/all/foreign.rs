@@ -23,6 +23,21 @@ fn millis(iso: &str) -> i64 {
     iso.parse::<jiff::Timestamp>().unwrap().as_millisecond()
 }
 
+/// One record of a Claude Code session file of session `(id, cwd)`.
+fn claude_line(
+    (session, cwd): (&str, &str),
+    uuid: &str,
+    parent: Option<&str>,
+    kind: &str,
+    minute: u32,
+    message: Value,
+) -> String {
+    serde_json::json!({"parentUuid": parent, "isSidechain": false, "userType": "external", "cwd": cwd,
+        "sessionId": session, "version": "2.0.14", "type": kind, "uuid": uuid,
+        "timestamp": format!("2025-11-21T10:{minute:02}:00.000Z"), "message": message})
+    .to_string()
+}
+
 fn first_text(parts: &[Part]) -> &str {
     parts.iter().find_map(|p| if let Part::Text { text } = p { Some(text.as_str()) } else { None }).unwrap_or("")
 }
@@ -239,10 +254,7 @@ fn a_stray_result_beside_an_answered_one_is_split_off_and_each_is_stored_once() 
     let dir = home.path().join("claude").join("-work-mix");
     std::fs::create_dir_all(&dir).unwrap();
     let line = |uuid: &str, parent: Option<&str>, kind: &str, minute: u32, message: Value| {
-        serde_json::json!({"parentUuid": parent, "isSidechain": false, "userType": "external", "cwd": "/work/mix",
-            "sessionId": "22222222-3333-4444-8555-666666666666", "version": "2.0.14", "type": kind, "uuid": uuid,
-            "timestamp": format!("2025-11-21T10:{minute:02}:00.000Z"), "message": message})
-        .to_string()
+        claude_line(("22222222-3333-4444-8555-666666666666", "/work/mix"), uuid, parent, kind, minute, message)
     };
     let lines = [
         line("u1", None, "user", 1, serde_json::json!({"role": "user", "content": "Run the tests."})),
@@ -363,10 +375,7 @@ fn an_interruption_marker_marks_the_answer_interrupted_and_an_image_keeps_a_plac
     let dir = home.path().join("claude").join("-work-stop");
     std::fs::create_dir_all(&dir).unwrap();
     let line = |uuid: &str, parent: Option<&str>, kind: &str, minute: u32, message: Value| {
-        serde_json::json!({"parentUuid": parent, "isSidechain": false, "userType": "external", "cwd": "/work/stop",
-            "sessionId": "33333333-3333-4444-8555-666666666666", "version": "2.0.14", "type": kind, "uuid": uuid,
-            "timestamp": format!("2025-11-21T10:{minute:02}:00.000Z"), "message": message})
-        .to_string()
+        claude_line(("33333333-3333-4444-8555-666666666666", "/work/stop"), uuid, parent, kind, minute, message)
     };
     let png = "iVBORw0KGgo".repeat(400);
     let lines = [
