@@ -170,25 +170,30 @@ impl Agent {
             .as_ref()
             .filter(|s| s.provider.as_deref() == Some(provider_name.as_str()))
             .and_then(|s| s.model.clone());
-        // A session resumed against a server the user pointed Seshat at (an imported Codex session
-        // on a local server, say) keeps its model only if that server serves it.
+        // The models a server the user pointed Seshat at (a local one, say) serves: asked once,
+        // and only when a choice below needs them.
+        let served_once = std::cell::OnceCell::new();
+        let served = || -> &Vec<String> {
+            served_once.get_or_init(|| {
+                let mut p = provider.lock();
+                match p.base_configured() && p.discovers() {
+                    true => p.discover(None).map(|(d, _)| d.models).unwrap_or_default(),
+                    false => Vec::new(),
+                }
+            })
+        };
+        // A session resumed against such a server (an imported Codex session on a local server,
+        // say) keeps its model only if the server serves it.
         if options.model.is_none()
             && let Some(m) = resumed_model.clone()
+            && !served().is_empty()
+            && !served().contains(&m)
         {
-            let mut p = provider.lock();
-            if p.base_configured()
-                && p.discovers()
-                && let Ok((found, _)) = p.discover(None)
-                && !found.models.is_empty()
-                && !found.models.contains(&m)
-            {
-                let base = p.base_url().to_string();
-                drop(p);
-                client.note(format!(
-                    "the session's model `{m}` is not one {base} serves: using another (name one to choose)"
-                ));
-                resumed_model = None;
-            }
+            let base = provider.lock().base_url().to_string();
+            client.note(format!(
+                "the session's model `{m}` is not one {base} serves: using another (name one to choose)"
+            ));
+            resumed_model = None;
         }
         // Without a model named: the one model the user configured for this provider, if exactly
         // one (`[providers.llamacpp.models.local]`)…
@@ -196,14 +201,9 @@ impl Agent {
             [one] if options.model.is_none() && resumed_model.is_none() => Some(one.clone()),
             _ => None,
         };
-        // …else, from a server the user pointed Seshat at (a local one, say), which runs its own
-        // models, the one it lists first.
+        // …else the one such a server lists first.
         let listed = if options.model.is_none() && resumed_model.is_none() && configured_one.is_none() {
-            let mut p = provider.lock();
-            match p.base_configured() && p.discovers() {
-                true => p.discover(None).ok().and_then(|(d, _)| d.models.into_iter().next()),
-                false => None,
-            }
+            served().first().cloned()
         } else {
             None
         };
