@@ -160,18 +160,16 @@ const MIN_SUMMARY_ANSWER: u64 = 64;
 
 impl ModelCall for BoundModel {
     fn complete(&mut self, mut request: CompletionRequest) -> Result<Completion, ModelError> {
-        let system: Vec<&str> = request.system.as_deref().into_iter().collect();
-        let parts = || request.messages.iter().map(|m| m.parts.as_slice());
-        let estimated = request_size(&system, parts(), &|t: &str| Some(window::estimate_text(t))).unwrap_or(0);
+        let counted = CountRequest {
+            system: request.system.as_deref().unwrap_or(""),
+            tools: "",
+            specs: &[],
+            messages: request.messages.iter().map(|m| (m.role, m.parts.as_slice())).collect(),
+        };
+        let estimated = counted.size_with(&|t: &str| Some(window::estimate_text(t))).unwrap_or(0);
         if self.window > 0 {
             // Counted in the model's own tokens where that can be done here; else the estimate at
             // the calibration.
-            let counted = CountRequest {
-                system: request.system.as_deref().unwrap_or(""),
-                tools: "",
-                specs: &[],
-                messages: request.messages.iter().map(|m| (m.role, m.parts.as_slice())).collect(),
-            };
             let count = self.client.count_request(&self.model, &counted);
             let input = count.unwrap_or_else(|| calibrated(estimated, self.calibration));
             let room = self.window.saturating_sub(input);
