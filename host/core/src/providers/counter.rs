@@ -38,8 +38,9 @@ fn key(model: &str, system: &str, tools: &[ToolSpec], messages: &[(Role, &[Part]
 }
 
 impl Provider {
-    /// The input tokens of a request with `system`, `tools` and `messages`, as the server counts them, when it has a counter that answers. A failing
-    /// counter is a fallback, never an error: the caller then counts locally or estimates.
+    /// The input tokens of a request with `system`, `tools` and `messages`, as the server counts
+    /// them, when it has a counter that answers. A failing counter is a fallback, never an error:
+    /// the caller then counts locally or estimates.
     pub(crate) fn count_input(
         &mut self,
         model: &str,
@@ -77,13 +78,6 @@ impl Provider {
             _ => None,
         };
         for counter in counters.into_iter().filter(|c| known.as_ref().is_none_or(|k| *k == c.name)) {
-            if self
-                .credentials
-                .refuse_plugin_credentials(&format!("provider `{}`", self.name), &counter.request.headers)
-                .is_err()
-            {
-                break;
-            }
             let Ok(answer) = self.ask(&counter) else { break };
             self.count_requests += 1;
             let counted = match answer {

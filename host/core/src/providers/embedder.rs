@@ -50,11 +50,7 @@ impl Embedder {
         let info = p.info().map_err(|e| Error::Plugin(e.to_string()))?;
         // The same rule as the provider's: `[knowledge] base_url`, else the variable the official
         // SDKs read (`OPENAI_BASE_URL`), else the plugin's default.
-        let env_base =
-            super::base_url_env(&info.id).and_then(|v| std::env::var(v).ok()).filter(|v| !v.trim().is_empty());
-        let configured = config.base_url.clone().or(env_base);
-        let base_configured = configured.is_some();
-        let base_url = configured.unwrap_or_else(|| info.default_base_url.clone()).trim_end_matches('/').to_string();
+        let (base_url, base_configured) = super::base_url(&info.id, config.base_url.as_deref(), &info.default_base_url);
         let credentials = Credentials::for_scheme(
             &info.id,
             &info.auth,

@@ -247,7 +247,7 @@ fn undated(model: &str) -> Option<&str> {
 }
 
 /// The environment variable the official SDKs read for a provider's (or an embedder's) base URL.
-pub(crate) fn base_url_env(id: &str) -> Option<&'static str> {
+fn base_url_env(id: &str) -> Option<&'static str> {
     match id {
         "anthropic" => Some("ANTHROPIC_BASE_URL"),
         "openai" => Some("OPENAI_BASE_URL"),
@@ -255,15 +255,21 @@ pub(crate) fn base_url_env(id: &str) -> Option<&'static str> {
     }
 }
 
+/// Where a plugin of API `id` sends its requests: the configured base URL, else the one the
+/// official SDKs' variable names, else the plugin's `default`; and whether the user chose it.
+pub(crate) fn base_url(id: &str, configured: Option<&str>, default: &str) -> (String, bool) {
+    let env = base_url_env(id).and_then(|v| std::env::var(v).ok()).filter(|v| !v.trim().is_empty());
+    let chosen = configured.map(str::to_string).or(env);
+    let base_configured = chosen.is_some();
+    (chosen.unwrap_or_else(|| default.to_string()).trim_end_matches('/').to_string(), base_configured)
+}
+
 impl Provider {
     /// Binds a loaded provider plugin to the configuration `config` under `name`.
     pub fn new(name: &str, plugin: &LoadedPlugin, config: &ProviderConfig) -> Result<Self> {
         let mut p = ProviderPlugin::new(plugin).map_err(|e| Error::Plugin(e.to_string()))?;
         let info = p.info().map_err(|e| Error::Plugin(e.to_string()))?;
-        let env_base = base_url_env(&info.id).and_then(|v| std::env::var(v).ok()).filter(|v| !v.trim().is_empty());
-        let configured = config.base_url.clone().or(env_base);
-        let base_configured = configured.is_some();
-        let base_url = configured.unwrap_or_else(|| info.default_base_url.clone()).trim_end_matches('/').to_string();
+        let (base_url, base_configured) = base_url(&info.id, config.base_url.as_deref(), &info.default_base_url);
         let credentials = Credentials::from_env(&info, config.api_key_env.as_deref(), base_configured)
             .map_err(|m| Error::NotConfigured(format!("no API key for provider `{name}`: {m}")))?;
         // The plugin never sees the key; were it to meet it anyway, its logs would not show it.
@@ -402,6 +408,9 @@ impl Provider {
     /// Sends a probe or a counter under the chat destination and credential rules, without
     /// retries and with short timeouts: its answer (status and body), or why none came.
     fn ask(&mut self, probe: &crate::plugins::Probe) -> Result<std::result::Result<(u16, Vec<u8>), Failure>> {
+        self.credentials
+            .refuse_plugin_credentials(&format!("provider `{}`", self.name), &probe.request.headers)
+            .map_err(Error::Plugin)?;
         let to = self.destination(&probe.request.url)?;
         self.quick_transport()?;
         let transport = self.probe_transport.as_ref().expect("made by quick_transport");
