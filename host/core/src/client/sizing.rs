@@ -381,8 +381,7 @@ impl super::agent::Agent {
         let scale = self.kinds.scale(&tally).clamp(0.5, MAX_CALIBRATION);
         let session = self.session.clone();
         let model = self.model.clone();
-        self.client.store().set_calibration(&session, &model, scale)?;
-        self.client.store().set_calibration_kinds(&session, &model, &self.kinds.to_json())?;
+        self.client.store().set_calibration(&session, &model, scale, Some(&self.kinds.to_json()))?;
         self.calibration = scale.max(1.0);
         Ok(())
     }

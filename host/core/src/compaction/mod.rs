@@ -532,7 +532,7 @@ impl Compactor<'_> {
             // How the summary model counts, for the next request to it (the chat's, when it is
             // the session's model).
             if let (Some(calibration), false) = (learnt.calibration, dry_run) {
-                store.set_calibration(session, &summary_model, calibration)?;
+                store.set_calibration(session, &summary_model, calibration, None)?;
             }
         }
         let summary = summarised.map(|s| s.text);

@@ -228,30 +228,25 @@ impl Store {
         })
     }
 
-    /// Records the per-kind calibration of `model`'s estimate for a session
-    /// (`metadata.calibration_kinds.<model>`, a JSON object of factors by kind).
-    pub(crate) fn set_calibration_kinds(&mut self, id: &str, model: &str, factors: &serde_json::Value) -> Result<()> {
-        on_db!(self, "record the calibration", {
-            let n = self.conn.execute(
-                "UPDATE sessions SET metadata = json_set(metadata, '$.calibration_kinds.' || json_quote(?2), json(?3)) \
-                 WHERE id = ?1",
-                params![id, model, factors.to_string()],
-            )?;
-            if n == 0 {
-                return Err(Error::SessionNotFound(id.to_string()));
-            }
-            Ok(())
-        })
-    }
-
     /// Records how a model's real token counts compare with Seshat's estimate in this session
-    /// (`metadata.calibration.<model>`: real / estimated, from usage or a refusal's figure).
-    pub(crate) fn set_calibration(&mut self, id: &str, model: &str, ratio: f64) -> Result<()> {
+    /// (`metadata.calibration.<model>`: real / estimated, from usage or a refusal's figure) and,
+    /// when given, its factors by kind of content (`metadata.calibration_kinds.<model>`, a JSON
+    /// object), in one write.
+    pub(crate) fn set_calibration(
+        &mut self,
+        id: &str,
+        model: &str,
+        ratio: f64,
+        kinds: Option<&serde_json::Value>,
+    ) -> Result<()> {
         on_db!(self, "record the calibration", {
             let n = self.conn.execute(
-            "UPDATE sessions SET metadata = json_set(metadata, '$.calibration.' || json_quote(?2), ?3) WHERE id = ?1",
-            params![id, model, ratio],
-        )?;
+                "UPDATE sessions SET metadata = CASE WHEN ?4 IS NULL \
+                 THEN json_set(metadata, '$.calibration.' || json_quote(?2), ?3) \
+                 ELSE json_set(metadata, '$.calibration.' || json_quote(?2), ?3, \
+                 '$.calibration_kinds.' || json_quote(?2), json(?4)) END WHERE id = ?1",
+                params![id, model, ratio, kinds.map(serde_json::Value::to_string)],
+            )?;
             if n == 0 {
                 return Err(Error::SessionNotFound(id.to_string()));
             }
