@@ -135,7 +135,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     };
     let ctx = Context::from_cli(&cli)?;
     match cli.command {
-        Command::Chat(args) => chat::run(&ctx, &args, signals),
+        Command::Chat(args) => chat::run(&ctx, &args, signals.context("chat's signals are blocked before it starts")?),
         Command::Sessions(cmd) => sessions::run(&ctx, cmd),
         Command::Plugins(cmd) => plugins::run(&ctx, cmd),
         Command::Memory(args) => memory::run(&ctx, &args),

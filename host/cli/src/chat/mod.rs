@@ -228,20 +228,7 @@ pub(crate) fn open_agent_with(
     }
 }
 
-/// Ctrl-C cancels the running turn; a second one while cancelling exits at once.
-pub(crate) fn install_interrupt(cancel: &Cancel) -> anyhow::Result<()> {
-    let c = cancel.clone();
-    ctrlc::set_handler(move || {
-        if c.is_cancelled() {
-            std::process::exit(i32::from(EXIT_INTERRUPTED));
-        }
-        c.cancel();
-        eprintln!("\nseshat chat: stopping the turn once the call in flight returns (Ctrl-C again quits now)");
-    })
-    .context("cannot install the Ctrl-C handler")
-}
-
-pub fn run(ctx: &Context, args: &Args, signals: Option<crate::stop::Signals>) -> anyhow::Result<ExitCode> {
+pub fn run(ctx: &Context, args: &Args, signals: crate::stop::Signals) -> anyhow::Result<ExitCode> {
     let stdin = std::io::stdin();
     // Piped stdin is the prompt, or follows the `-p` text (`git diff | seshat chat -p "review"`).
     let piped = if stdin.is_terminal() {
@@ -281,10 +268,7 @@ pub fn run(ctx: &Context, args: &Args, signals: Option<crate::stop::Signals>) ->
     };
     let cancel = Cancel::default();
     let work = crate::stop::Work::default();
-    match signals {
-        Some(signals) => on_signals(signals, &work, &cancel, prompt.is_none()),
-        None => install_interrupt(&cancel)?,
-    }
+    on_signals(signals, &work, &cancel, prompt.is_none());
     match prompt {
         Some(p) => one_shot(&mut agent, &p, args.json, &cancel, &work),
         None => repl::run(ctx, &mut agent, &cancel, &poke, &work),
