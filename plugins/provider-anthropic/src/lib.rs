@@ -126,12 +126,7 @@ impl Provider for Anthropic {
     /// `stream`) and answers `{"input_tokens": N}`; the host adds `x-api-key` as for chat.
     fn counters(request: ChatRequest, messages: Vec<Message>) -> Vec<Probe> {
         let url = format!("{}/v1/messages/count_tokens", request.base_url.trim_end_matches('/'));
-        let model = request.model.clone();
-        let Ok(http) = Self::build_request(ChatRequest { stream: false, ..request }) else { return Vec::new() };
-        let options = || EncodeOptions { model: model.clone(), same_model: false, cache_breakpoint: false };
-        let fragments: Vec<String> =
-            messages.into_iter().filter_map(|m| Self::encode_message(m, options()).ok()).collect();
-        let Ok(mut body) = json::spliced(&http, &fragments) else { return Vec::new() };
+        let Ok(mut body) = json::request_body::<Self>(request, messages) else { return Vec::new() };
         body.remove("max_tokens");
         body.remove("stream");
         let mut counter = post_counter("count_tokens", url, Value::Object(body).to_string().into_bytes());

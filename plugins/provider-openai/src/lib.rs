@@ -233,17 +233,11 @@ impl Provider for OpenAi {
         let root = base.strip_suffix("/v1").unwrap_or(&base).to_string();
         let text = chatml(&request, &messages);
         let mut counters = Vec::new();
-        let model = request.model.clone();
-        let options = || EncodeOptions { model: model.clone(), same_model: false, cache_breakpoint: false };
-        if let Ok(http) = Self::build_request(ChatRequest { stream: false, ..request }) {
-            let fragments: Vec<String> =
-                messages.into_iter().filter_map(|m| Self::encode_message(m, options()).ok()).collect();
-            if let Ok(mut body) = json::spliced(&http, &fragments) {
-                body.retain(|k, _| k == "model" || k == "messages" || k == "tools");
-                body.insert("add_generation_prompt".into(), json!(true));
-                let body = Value::Object(body).to_string().into_bytes();
-                counters.push(post_counter("vllm-tokenize", format!("{root}/tokenize"), body));
-            }
+        if let Ok(mut body) = json::request_body::<Self>(request, messages) {
+            body.retain(|k, _| k == "model" || k == "messages" || k == "tools");
+            body.insert("add_generation_prompt".into(), json!(true));
+            let body = Value::Object(body).to_string().into_bytes();
+            counters.push(post_counter("vllm-tokenize", format!("{root}/tokenize"), body));
         }
         let content = json!({"content": text, "add_special": true, "parse_special": true}).to_string();
         counters.push(post_counter("llama.cpp-tokenize", format!("{root}/tokenize"), content.into_bytes()));

@@ -175,7 +175,7 @@ pub mod json {
 
     pub use serde_json::{self, Map, Value, json};
 
-    use super::{Error, HttpRequest, Splice, ToolSpec, error};
+    use super::{ChatRequest, EncodeOptions, Error, HttpRequest, Message, Splice, ToolSpec, error};
 
     /// The user's provider options (`ChatRequest::extra`), which must be a JSON object.
     pub fn options(extra: &str) -> Result<Map<String, Value>, Error> {
@@ -257,9 +257,22 @@ pub mod json {
         Ok((head.into_bytes(), splice))
     }
 
+    /// The whole, non-streamed body provider `P` builds for `request` with `messages` as its
+    /// conversation, as the host would splice it, parsed: what a counter (0.3.0) starts from.
+    pub fn request_body<P: super::Provider>(
+        request: ChatRequest,
+        messages: Vec<Message>,
+    ) -> Result<Map<String, Value>, Error> {
+        let options = EncodeOptions { model: request.model.clone(), same_model: false, cache_breakpoint: false };
+        let http = P::build_request(ChatRequest { stream: false, ..request })?;
+        let fragments: Vec<String> =
+            messages.into_iter().filter_map(|m| P::encode_message(m, options.clone()).ok()).collect();
+        spliced(&http, &fragments)
+    }
+
     /// The body `request` will have once the host splices `fragments` (encoded messages, empty
-    /// ones left out) into it, parsed: what a counter (0.3.0) sends beside the conversation.
-    pub fn spliced(request: &HttpRequest, fragments: &[String]) -> Result<Map<String, Value>, Error> {
+    /// ones left out) into it, parsed.
+    fn spliced(request: &HttpRequest, fragments: &[String]) -> Result<Map<String, Value>, Error> {
         let mut body = request.body.clone();
         if let Some(splice) = &request.splice {
             let mut joined = String::new();
