@@ -140,29 +140,29 @@ pub fn describe(id: &str, r: &Report) -> String {
     let verb = if r.dry_run { "Would compact" } else { "Compacted" };
     let mut parts = Vec::new();
     if r.trimmed > 0 {
-        parts.push(format!("trimmed {} tool results", r.trimmed));
+        parts.push(format!("trimmed {}", format::count(r.trimmed, "tool result", "tool results")));
     }
     if r.summarised {
-        parts.push(format!("summarised {} messages", r.dropped));
+        parts.push(format!("summarised {}", format::count(r.dropped, "message", "messages")));
     }
     if parts.is_empty() {
-        return format!("Nothing to compact in session {id} (~{} tokens).", format::tokens(r.tokens_before));
+        return format!("Nothing to compact in session {id} (~{} tokens).", format::exact(r.tokens_before));
     }
     let model = match (r.model_calls, &r.summary_model) {
         (0, _) => "no model called".to_string(),
-        (n, Some(m)) => format!("{n} call{} to {m}", if n == 1 { "" } else { "s" }),
-        (n, None) => format!("{n} model calls"),
+        (n, Some(m)) => format!("{} to {}", format::count(n as usize, "call", "calls"), format::plain(m)),
+        (n, None) => format::count(n as usize, "model call", "model calls"),
     };
     let thrash = if r.thrash { " (it freed too little: counted as a failed compaction)" } else { "" };
     // A dry run writes no summary: its figure counts the summary at its cap.
     let (after, freed) = if r.dry_run && r.summarised {
-        (format!("at most {}", format::tokens(r.tokens_after)), format!("at least {}", format::tokens(freed)))
+        (format!("at most {}", format::exact(r.tokens_after)), format!("at least {}", format::exact(freed)))
     } else {
-        (format::tokens(r.tokens_after), format::tokens(freed))
+        (format::exact(r.tokens_after), format::exact(freed))
     };
     format!(
         "{verb} session {id}: {} → {after} tokens (freed {freed}); {}; {model}{thrash}.",
-        format::tokens(r.tokens_before),
+        format::exact(r.tokens_before),
         parts.join(", ")
     )
 }

@@ -89,13 +89,28 @@ impl<W: Write> Write for Visible<W> {
     }
 }
 
-/// A token count the way status lines show it: `950`, `12k`, `1.2M`.
+/// A token count the way status lines show it, rounded to the nearest: `950`, `9500`, `12k`,
+/// `1.2M`.
 pub fn tokens(n: u64) -> String {
     match n {
-        0..1_000 => n.to_string(),
-        1_000..1_000_000 => format!("{}k", n / 1_000),
+        0..10_000 => n.to_string(),
+        10_000..999_500 => format!("{}k", (n + 500) / 1_000),
         _ => format!("{:.1}M", n as f64 / 1_000_000.0),
     }
+}
+
+/// A token count in full, its thousands grouped: `18,536`. Reports use it, so that what a
+/// notice says is the figure `--json` gives.
+pub fn exact(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    out
 }
 
 /// Context use: `63% 124k/198k`, or `-` when the window or the use is unknown.
@@ -147,7 +162,7 @@ pub fn json<W: Write>(out: &mut Visible<W>, value: &impl Serialize) -> anyhow::R
 /// How full the window is, as the status line shows it: `ctx 63% · 124k/198k`.
 pub fn context_line(c: &seshat::client::ContextUse) -> String {
     let pct = (c.used * 100).checked_div(c.window).unwrap_or(0);
-    format!("ctx {pct}% · {}/{}", short_tokens(c.used), short_tokens(c.window))
+    format!("ctx {pct}% · {}/{}", tokens(c.used), tokens(c.window))
 }
 
 /// How tokens are counted where precision decides, in words (`/context`).
@@ -164,12 +179,26 @@ pub fn counting(c: &seshat::providers::Counting) -> String {
     }
 }
 
-fn short_tokens(n: u64) -> String {
-    if n >= 10_000 { format!("{}k", (n + 500) / 1000) } else { n.to_string() }
-}
-
 /// `n` and its noun, singular or plural (`1 compaction`, `3 compactions`); `plural` is the
 /// plural form.
 pub fn count(n: usize, singular: &str, plural: &str) -> String {
     format!("{n} {}", if n == 1 { singular } else { plural })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_figures_round_to_the_nearest_and_reports_give_them_whole() {
+        let short: Vec<String> = [950, 9_999, 10_499, 10_500, 7_790_000, 999_499].map(tokens).to_vec();
+        assert_eq!(short, ["950", "9999", "10k", "11k", "7.8M", "999k"]);
+        let whole: Vec<String> = [0, 999, 1_000, 18_536, 1_234_567].map(exact).to_vec();
+        assert_eq!(whole, ["0", "999", "1,000", "18,536", "1,234,567"]);
+    }
+
+    #[test]
+    fn counts_take_the_plural_except_for_one() {
+        assert_eq!([0, 1, 2].map(|n| count(n, "message", "messages")), ["0 messages", "1 message", "2 messages"]);
+    }
 }

@@ -117,7 +117,11 @@ impl Observer for Printer {
 
     fn compaction_started(&mut self, starting: &Starting) {
         self.end_line();
-        eprintln!("[compacting: ~{} of {} tokens in use…]", starting.tokens, starting.window);
+        eprintln!(
+            "[compacting: ~{} of {} tokens in use…]",
+            format::exact(starting.tokens),
+            format::exact(starting.window)
+        );
     }
 
     fn compaction(&mut self, report: &Report) {

@@ -545,6 +545,13 @@ fn without_a_provider_or_key_chat_says_what_to_set() {
     assert!(!home.db().exists() || home.store().list_sessions(&Default::default()).unwrap().is_empty());
 }
 
+/// `n` with its thousands grouped: `18,536`.
+fn grouped(n: u64) -> String {
+    let digits: Vec<char> = n.to_string().chars().collect();
+    let groups: Vec<String> = digits.rchunks(3).rev().map(|g| g.iter().collect()).collect();
+    groups.join(",")
+}
+
 /// A streamed text answer whose reported usage says the request had `input` tokens.
 pub fn answer_at(input: u64, text: &str) -> Reply {
     let mut v = vec![anthropic::start(input)];
@@ -584,22 +591,29 @@ fn a_small_window_forces_auto_compaction_in_a_tool_using_chat() {
     assert!(second["context"]["used"].as_u64().unwrap() > 16_800, "past the 30k window's threshold: {second}");
 
     let out =
-        chat(&home, &["--continue", "-p", "three", "--summary-model", "claude-haiku-4-5", "--window", "30000"], &[]);
+        chat(&home, &[&["--continue", "-p", "three", "--summary-model", "claude-haiku-4-5"], &w[..]].concat(), &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let notice = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        notice.contains("[Compacted session")
-            && notice.contains("(freed ")
-            && notice.contains("1 call to claude-haiku-4-5"),
-        "the status line says what compaction did: {notice}"
+    let third = json_of(&out);
+    assert_eq!(third["text"], "Got three.");
+    let report = &third["compactions"][0];
+    assert_eq!(third["compactions"].as_array().map(Vec::len), Some(1), "{third}");
+    // What the notices say is what `--json` reports, to the token (grouped by thousands).
+    let figure = |key: &str| report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"));
+    let line = format!(
+        "[Compacted session {}: {} → {} tokens (freed {}); summarised 1 message; 1 call to claude-haiku-4-5.]",
+        third["session"].as_str().unwrap(),
+        grouped(figure("tokens_before")),
+        grouped(figure("tokens_after")),
+        grouped(figure("tokens_before") - figure("tokens_after")),
     );
-    assert!(notice.contains("[ctx "), "{notice}");
-    // Announced before it ran (the summary model may take a while), with what was in use.
-    let announced = notice.find("[compacting: ~").expect("the compaction is announced");
+    assert!(notice.contains(&line), "the notice is not {line:?}: {notice}");
+    // Announced before it ran (the summary model may take a while), with what was in use: the
+    // same figure.
+    let starting = format!("[compacting: ~{} of 30,000 tokens in use…]", grouped(figure("tokens_before")));
+    let announced = notice.find(&starting).unwrap_or_else(|| panic!("{starting:?} is not in {notice}"));
     assert!(announced < notice.find("[Compacted session").unwrap(), "{notice}");
-    assert!(notice.contains(" of 30000 tokens in use…]"), "{notice}");
     let session = home.store().list_sessions(&Default::default()).unwrap().remove(0).id;
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "Got three.\n");
     let records = home.store().compactions(&session).unwrap();
     assert_eq!(records.len(), 1);
     let c = &records[0];

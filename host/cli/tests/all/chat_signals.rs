@@ -249,7 +249,11 @@ fn the_repl_on_a_terminal_streams_and_survives_a_typed_ctrl_c_mid_stream() {
     pty.send("/context\r");
     wait_for("the context breakdown", || pty.text().contains("total (estimated)"));
     assert!(pty.text().contains("tool schemas (11)") && pty.text().contains("assistant text"), "{}", pty.text());
-    assert!(pty.text().contains("window: 200k tokens (from the model table); answers get up to 1k"), "{}", pty.text());
+    assert!(
+        pty.text().contains("window: 200k tokens (from the model table); answers get up to 1000"),
+        "{}",
+        pty.text()
+    );
     assert!(
         pty.text().contains("tokens estimated (the server is asked to count them near the threshold)"),
         "{}",

@@ -36,6 +36,9 @@ fn each_local_servers_counter_is_asked_in_its_own_shape_and_nothing_is_refused()
         let seen = local.seen();
         assert_eq!((seen.refusals, seen.refused_bodies.len()), (0, 0), "{name}: {v}");
         assert!(seen.overflows.is_empty(), "{name}: {:?}", seen.overflows);
+        // The compaction is announced and reported with the size the server counted.
+        let before = v["compactions"][0]["tokens_before"].as_u64().unwrap_or_else(|| panic!("{name}: {v}"));
+        assert!(seen.counted.contains(&before), "{name}: {before} is not among the counts {:?}", seen.counted);
         drop(seen);
         assert_eq!(home.store().session(&id).unwrap().compaction_failures, 0, "{name}");
         assert!(!home.store().compactions(&id).unwrap().is_empty(), "{name}: the session was compacted");

@@ -178,6 +178,8 @@ pub(crate) struct Seen {
     pub(crate) bad: Vec<String>,
     /// The messages of every request refused for its length ([`Over::RealTokenizer`]).
     pub(crate) refused_bodies: Vec<String>,
+    /// Every count a counting endpoint answered, in order.
+    pub(crate) counted: Vec<u64>,
 }
 
 pub(crate) struct Local {
@@ -211,7 +213,15 @@ impl Local {
         let s = seen.clone();
         let turn = Arc::new(Mutex::new(0u32));
         let server = Server::route(move |r| match count_answer(counter, window, over, r) {
-            Some(reply) => reply,
+            Some(reply) => {
+                if let Reply::Full { status: 200, body, .. } = &reply
+                    && let Ok(v) = serde_json::from_slice::<Value>(body)
+                {
+                    let n = v["count"].as_u64().or_else(|| v["tokens"].as_array().map(|t| t.len() as u64));
+                    s.lock().unwrap().counted.extend(n);
+                }
+                reply
+            }
             None => answer(kind, window, over, r, &s, &turn),
         });
         Local { server, seen }

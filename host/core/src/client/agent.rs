@@ -15,7 +15,7 @@ use crate::compaction::{Frame, Report, Starting};
 use crate::conversation::{MessageStatus, NewMessage, Part, Role};
 use crate::plugins::{Limit, StreamEvent, ToolSpec};
 use crate::providers::{self, Answer, Call, Cancel, SharedProvider};
-use crate::store::{CompactionTrigger, ModelWindow, NewSession, WindowOrigin};
+use crate::store::{ModelWindow, NewSession, WindowOrigin};
 use crate::window::{self, Marks, WindowSource};
 pub use seshat_protocol::turn::{ContextUse, TurnOutcome};
 
@@ -629,12 +629,9 @@ impl Agent {
             )));
         }
         self.flush_notices(observer);
-        observer.compaction_started(&Starting {
-            trigger: CompactionTrigger::Auto,
-            tokens: refused_estimate,
-            window: self.window,
-        });
-        let report = self.client.compact_auto(&self.session, &self.frame, &settings)?;
+        let report = self.client.compact_auto(&self.session, &self.frame, &settings, &mut |s| {
+            observer.compaction_started(s);
+        })?;
         if report.refusals_recovered > 0 {
             self.reload_calibration()?;
         }

@@ -278,10 +278,16 @@ impl Client {
 
     /// Compacts a session now as an automatic compaction would (after a refusal for length):
     /// honours the breaker, and counts a failure like one.
-    pub(crate) fn compact_auto(&mut self, session: &str, frame: &Frame, settings: &Settings) -> Result<Report> {
+    pub(crate) fn compact_auto(
+        &mut self,
+        session: &str,
+        frame: &Frame,
+        settings: &Settings,
+        starting: &mut dyn FnMut(&compaction::Starting),
+    ) -> Result<Report> {
         let mut c =
             Compactor { trimmer: &mut self.trimmer, summariser: &mut self.summariser, models: self.models.clone() };
-        Ok(c.compact_auto(&mut self.store, session, frame, settings)?)
+        Ok(c.compact_auto(&mut self.store, session, frame, settings, starting)?)
     }
 
     /// Runs `plugin` in place of the configured plugin of its kind, as a manual compaction of

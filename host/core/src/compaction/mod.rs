@@ -121,6 +121,25 @@ enum Mode {
     Preview(Stage),
 }
 
+/// What one pass is asked to do.
+struct Run<'s> {
+    /// Why it runs.
+    trigger: CompactionTrigger,
+    /// What it does with what it computes.
+    mode: Mode,
+    /// The request's size in real tokens as the caller measured it (the model's own count).
+    measured: Option<u64>,
+    /// Told the size the pass starts from before any model is called: the figure its report
+    /// gives as `tokens_before`.
+    starting: Option<&'s mut dyn FnMut(&Starting)>,
+}
+
+impl Run<'_> {
+    fn manual(mode: Mode) -> Run<'static> {
+        Run { trigger: CompactionTrigger::Manual, mode, measured: None, starting: None }
+    }
+}
+
 /// One trim a preview would make.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TrimChange {
@@ -193,7 +212,8 @@ pub struct Counted {
 pub struct Starting {
     /// Why it runs.
     pub trigger: CompactionTrigger,
-    /// Estimated tokens of the request before it.
+    /// Tokens in use before it, in the model's real tokens: the figure its report gives as
+    /// `tokens_before`.
     pub tokens: u64,
     /// The model's context window.
     pub window: u64,
@@ -279,8 +299,13 @@ impl Compactor<'_> {
                 settings.model
             )),
             Some(window) if settings.auto_compact && tokens > Marks::new(window).threshold => {
-                starting(&Starting { trigger: CompactionTrigger::Auto, tokens, window });
-                let r = self.pass(store, session, frame, settings, CompactionTrigger::Auto, Mode::Record)?.report;
+                let run = Run {
+                    trigger: CompactionTrigger::Auto,
+                    mode: Mode::Record,
+                    measured: counted.as_ref().map(|c| c.real),
+                    starting: Some(starting),
+                };
+                let r = self.pass(store, session, frame, settings, run)?.report;
                 if !r.summarised {
                     let info = store.session(session)?;
                     if info.compaction_failures >= MAX_CONSECUTIVE_FAILURES {
@@ -380,8 +405,11 @@ impl Compactor<'_> {
         session: &str,
         frame: &Frame,
         settings: &Settings,
+        starting: &mut dyn FnMut(&Starting),
     ) -> Result<Report> {
-        Ok(self.pass(store, session, frame, settings, CompactionTrigger::Auto, Mode::Record)?.report)
+        let run =
+            Run { trigger: CompactionTrigger::Auto, mode: Mode::Record, measured: None, starting: Some(starting) };
+        Ok(self.pass(store, session, frame, settings, run)?.report)
     }
 
     /// Compacts now (`seshat compact`, `/compact`): ignores the breaker, and its success clears it.
@@ -394,7 +422,7 @@ impl Compactor<'_> {
         dry_run: bool,
     ) -> Result<Report> {
         let mode = if dry_run { Mode::DryRun } else { Mode::Record };
-        Ok(self.pass(store, session, frame, settings, CompactionTrigger::Manual, mode)?.report)
+        Ok(self.pass(store, session, frame, settings, Run::manual(mode))?.report)
     }
 
     /// Runs a manual compaction's steps exactly as [`Compactor::compact`] would, up to `stage`,
@@ -409,7 +437,7 @@ impl Compactor<'_> {
         settings: &Settings,
         stage: Stage,
     ) -> Result<Preview> {
-        self.pass(store, session, frame, settings, CompactionTrigger::Manual, Mode::Preview(stage))
+        self.pass(store, session, frame, settings, Run::manual(Mode::Preview(stage)))
     }
 
     fn pass(
@@ -418,9 +446,9 @@ impl Compactor<'_> {
         session: &str,
         frame: &Frame,
         settings: &Settings,
-        trigger: CompactionTrigger,
-        mode: Mode,
+        run: Run<'_>,
     ) -> Result<Preview> {
+        let Run { trigger, mode, measured, starting } = run;
         let dry_run = mode != Mode::Record;
         let info = store.session(session)?;
         let Some(window) = settings.context_window.or(info.context_window) else {
@@ -433,7 +461,14 @@ impl Compactor<'_> {
         }
         let marks = Marks::new(window);
         let view = store.live_view(session)?;
-        let before = current_use(frame, &view).max(estimate_request(frame, &view));
+        // Every figure the report gives is in the model's real tokens (estimates calibrated).
+        let before = measured.unwrap_or_else(|| {
+            current_use_calibrated(frame, &view, settings.calibration)
+                .max(settings.real(estimate_request(frame, &view)))
+        });
+        if let Some(starting) = starting {
+            starting(&Starting { trigger, tokens: before, window });
+        }
         let mut report = Report { tokens_before: before, dry_run, ..Report::default() };
         let mut preview = Preview::default();
 
@@ -475,9 +510,11 @@ impl Compactor<'_> {
             }
         };
         let after_trims = estimate_request(frame, &view);
-        report.trims_freed = untrimmed.saturating_sub(after_trims);
-        report.tokens_after = after_trims;
-        if mode == Mode::Preview(Stage::Trims) || (trigger == CompactionTrigger::Auto && after_trims <= marks.target) {
+        report.trims_freed = settings.real(untrimmed).saturating_sub(settings.real(after_trims));
+        report.tokens_after = before.saturating_sub(report.trims_freed);
+        if mode == Mode::Preview(Stage::Trims)
+            || (trigger == CompactionTrigger::Auto && report.tokens_after <= marks.target)
+        {
             return Ok(preview.with(report));
         }
         let breaker_open = info.compaction_failures >= MAX_CONSECUTIVE_FAILURES || info.auto_compact_disabled;
@@ -515,7 +552,7 @@ impl Compactor<'_> {
         if mode == Mode::DryRun {
             // The summary at its cap, or at the size of what it summarises when that is less.
             let dropped_tokens: u64 = dropped.iter().map(|e| entry_tokens(&e.parts)).sum();
-            report.tokens_after = frame.tokens() + kept_tokens + summary_tokens.min(dropped_tokens);
+            report.tokens_after = settings.real(frame.tokens() + kept_tokens + summary_tokens.min(dropped_tokens));
             report.summarised = true;
             return Ok(preview.with(report));
         }
@@ -568,10 +605,12 @@ impl Compactor<'_> {
         if mode == Mode::Preview(Stage::Summary) {
             report.summarised = summary.is_ok();
             if let Ok(s) = &summary {
-                report.tokens_after = frame.tokens()
-                    + kept_tokens
-                    + window::estimate_text(&crate::store::summary_text(&cap_summary(s, summary_tokens)))
-                    + 4;
+                report.tokens_after = settings.real(
+                    frame.tokens()
+                        + kept_tokens
+                        + window::estimate_text(&crate::store::summary_text(&cap_summary(s, summary_tokens)))
+                        + 4,
+                );
             }
             preview.summary = Some(summary.map(|s| cap_summary(&s, summary_tokens)));
             return Ok(preview.with(report));
@@ -580,7 +619,8 @@ impl Compactor<'_> {
             Ok(s) => cap_summary(&s, summary_tokens),
             Err(e) => return Err(failed(store, e)?),
         };
-        let after = frame.tokens() + kept_tokens + window::estimate_text(&crate::store::summary_text(&summary)) + 4;
+        let after = settings
+            .real(frame.tokens() + kept_tokens + window::estimate_text(&crate::store::summary_text(&summary)) + 4);
         let freed = before.saturating_sub(after);
         // A summary that freed too little is still used (it cost a model call), but counts as a
         // failure, so a session that keeps thrashing trips the breaker.
