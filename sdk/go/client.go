@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -119,7 +120,35 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		done: make(chan struct{}),
 	}
 	go c.read(stdout)
+	// The server's configuration, read now: a provider it cannot select is refused here, naming
+	// the field, instead of at the first turn. A ctx done meanwhile ends the child.
+	var conf configGetResult
+	if err := c.send(ctx, "config/get", nil, &conf); err != nil {
+		c.Close()
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, ctxErr
+		}
+		return nil, fmt.Errorf("seshat: %s serve did not answer: %w", bin, err)
+	}
+	if cfg.Provider != "" && !contains(conf.Providers, cfg.Provider) {
+		c.Close()
+		return nil, &Error{Code: "invalid_config", Message: fmt.Sprintf("ClientConfig.Provider is %q, which the server cannot select: its providers are %s", cfg.Provider, strings.Join(conf.Providers, ", "))}
+	}
 	return c, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// configGetResult is what `config/get` answers (the schema's ConfigGetResult), in part.
+type configGetResult struct {
+	Providers []string `json:"providers"`
 }
 
 // MinWindow is the smallest context window Seshat works with, in tokens.
@@ -212,13 +241,17 @@ func (c *Client) write(v interface{}) error {
 	return err
 }
 
-// call sends a request and waits for its result (decoded into out when non-nil).
+// call sends a request, the client initialised first, and waits for its result (decoded into
+// out when non-nil).
 func (c *Client) call(ctx context.Context, method string, params interface{}, out interface{}) error {
-	if method != "initialize" {
-		if err := c.initialize(ctx); err != nil {
-			return err
-		}
+	if err := c.initialize(ctx); err != nil {
+		return err
 	}
+	return c.send(ctx, method, params, out)
+}
+
+// send sends a request as it is and waits for its result.
+func (c *Client) send(ctx context.Context, method string, params interface{}, out interface{}) error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -278,7 +311,7 @@ func (c *Client) initialize(ctx context.Context) error {
 		Window:              c.cfg.Window,
 		Tools:               tools,
 	}
-	if err := c.call(ctx, "initialize", params, nil); err != nil {
+	if err := c.send(ctx, "initialize", params, nil); err != nil {
 		return err
 	}
 	c.inited = true

@@ -37,6 +37,7 @@ func TestGoTypesMatchTheProtocolSchema(t *testing.T) {
 		{"ClientInfo", clientInfo{}},
 		{"ToolDefinition", toolDefinition{}},
 		{"ToolCallResult", toolCallResult{}},
+		{"ConfigGetResult", configGetResult{}},
 	}
 	for _, p := range pairs {
 		def, ok := schema.Defs[p.def]

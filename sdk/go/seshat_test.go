@@ -546,3 +546,36 @@ func TestNewClientChecksWhatItCanBeforeStarting(t *testing.T) {
 		t.Fatalf("a window below the minimum: %v", err)
 	}
 }
+
+func TestNewClientRefusesAProviderTheServerCannotSelect(t *testing.T) {
+	f := newFake(t, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(500)
+	})
+	cfg := config(t, f, "")
+	cfg.Provider = "nope"
+	_, err := NewClient(context.Background(), cfg)
+	var e *Error
+	if !errors.As(err, &e) || e.Code != "invalid_config" {
+		t.Fatalf("an unknown provider: %v", err)
+	}
+	for _, want := range []string{`ClientConfig.Provider is "nope"`, "anthropic", "openai"} {
+		if !strings.Contains(e.Message, want) {
+			t.Errorf("the error does not name %q: %s", want, e.Message)
+		}
+	}
+	// A provider the server has is accepted, and the client works.
+	cfg.Provider = "openai"
+	c, err := NewClient(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("a configured provider: %v", err)
+	}
+	defer c.Close()
+	if _, err := c.Sessions(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.bodies) != 0 {
+		t.Fatalf("nothing is sent to the provider: %d requests", len(f.bodies))
+	}
+}

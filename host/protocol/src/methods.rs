@@ -396,6 +396,10 @@ pub struct ConfigGetResult {
     pub compact_summary_model: Option<String>,
     /// The configured embedder.
     pub embedder: Option<String>,
+    /// The providers a client can name (`initialize`'s `provider`): those configured and the
+    /// provider plugins installed.
+    #[serde(default)]
+    pub providers: Vec<String>,
 }
 
 /// The server's own request to the client: run one of the client's tools.

@@ -258,7 +258,8 @@ impl Server<'_> {
             // Notifications the server understands: none change state yet.
             return;
         };
-        if method != "initialize" && self.setup.is_none() {
+        // Reading the configuration needs no session settings: a client may check it first.
+        if method != "initialize" && method != "config/get" && self.setup.is_none() {
             return self.outbox.error(id, RpcError::not_initialized());
         }
         match self.call(method, &params, id.clone()) {
@@ -274,6 +275,12 @@ impl Server<'_> {
         match method {
             m::Initialize::NAME => {
                 let p = rpc::params::<m::Initialize>(params)?;
+                // A provider that cannot be selected is refused now, not at the first turn.
+                if let Some(name) = &p.provider {
+                    let config = self.ctx.config().map_err(|e| RpcError::seshat("invalid_config", format!("{e:#}")))?;
+                    seshat::client::check_provider(&config, &self.ctx.catalog(), name)
+                        .map_err(|e| RpcError::seshat(e.code(), e.to_string()))?;
+                }
                 let tools = p
                     .tools
                     .into_iter()
@@ -366,6 +373,7 @@ impl Server<'_> {
             m::ConfigGet::NAME => {
                 rpc::params::<m::ConfigGet>(params)?;
                 let config = self.ctx.config().map_err(|e| RpcError::seshat("invalid_config", format!("{e:#}")))?;
+                let providers = seshat::client::provider_names(&config, &self.ctx.catalog());
                 rpc::answer::<m::ConfigGet>(&m::ConfigGetResult {
                     project: self.ctx.project.clone(),
                     database: self.ctx.db.display().to_string(),
@@ -374,6 +382,7 @@ impl Server<'_> {
                     auto_compact: config.chat.auto_compact.unwrap_or(true),
                     compact_summary_model: config.chat.summary_model,
                     embedder: config.plugins.embedder,
+                    providers,
                 })
             }
             m::KnowledgeSearch::NAME => {

@@ -199,6 +199,15 @@ fn a_turn_streams_its_events_and_completes_and_the_session_holds_it() {
         (early["error"]["code"].as_i64(), early["error"]["data"]["code"].as_str()),
         (Some(-32002), Some("not_initialized"))
     );
+    // The configuration may be read first; it names the providers `initialize` accepts.
+    let config = c.ok("config/get", json!({}));
+    let providers: Vec<&str> = config["providers"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(providers.contains(&"openai") && providers.contains(&"anthropic"), "{config}");
+    // A provider the server cannot select is refused by `initialize`, naming those it can.
+    let refused = c.call("initialize", json!({"provider": "nope", "model": "gpt-4o"}));
+    assert_eq!(refused["error"]["data"]["code"], "provider_not_configured", "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains("`nope`") && message.contains("`openai`"), "{message}");
     let init = c.initialize(json!({"client_info": {"name": "tests"}, "model": "gpt-4o"}));
     assert_eq!(init["protocol_version"], "2026-12-03");
     let id = session(&mut c);

@@ -358,7 +358,7 @@ impl Agent {
     pub fn context_use(&mut self) -> Result<Option<ContextUse>> {
         let view = self.client.live_view(&self.session)?;
         Ok(Some(ContextUse {
-            used: crate::compaction::current_use(&self.frame, &view),
+            used: crate::compaction::current_use_calibrated(&self.frame, &view, self.calibration),
             window: self.window,
             source: self.window_source,
             counting: Some(self.counting()),

@@ -322,6 +322,37 @@ impl Client {
 
 /// Loads the provider configured as `name`, or the configured default, or the one the
 /// environment points at — then with a note saying so (see [`Client::load_provider`]).
+/// The providers `config` can select by name: those it configures (`[providers.<name>]`) and
+/// the provider plugins installed, sorted, once each.
+pub fn provider_names(config: &Config, catalog: &Catalog) -> Vec<String> {
+    let mut names: Vec<String> = config.providers.keys().cloned().collect();
+    names.extend(
+        catalog.entries().iter().filter(|e| e.manifest.kind == PluginKind::Provider).map(|e| e.manifest.id.clone()),
+    );
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Checks that `name` selects a provider (configured, or an installed provider plugin) without
+/// loading it: the error names it and what can be selected instead.
+pub fn check_provider(config: &Config, catalog: &Catalog, name: &str) -> Result<()> {
+    let plugin_id = config.providers.get(name).and_then(|p| p.plugin.clone()).unwrap_or_else(|| name.to_string());
+    if catalog.find(PluginKind::Provider, &plugin_id).is_ok() {
+        return Ok(());
+    }
+    let known: Vec<String> = provider_names(config, catalog).iter().map(|n| format!("`{n}`")).collect();
+    let what = if plugin_id == name {
+        format!("there is no provider `{name}`")
+    } else {
+        format!("the provider `{name}` names the plugin `{plugin_id}`, which is not installed")
+    };
+    Err(Error::Provider(crate::providers::Error::NotConfigured(format!(
+        "{what}: the providers are {}",
+        known.join(", ")
+    ))))
+}
+
 pub(crate) fn load_provider(
     settings: &Config,
     catalog: &Catalog,
