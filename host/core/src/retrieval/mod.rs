@@ -131,9 +131,19 @@ pub fn load_embedder(
     Ok(Some(Embedder::new(&loaded, &config.knowledge, config.options_json(PluginKind::Embedder))?))
 }
 
-/// The fusion weights `config` sets (`[knowledge] rrf_k`, `lexical_weight`, `vector_weight`).
+/// The fusion weights `config` sets for the knowledge index (`[knowledge] rrf_k`,
+/// `lexical_weight`, `vector_weight`; [`Weights::default`] where unset).
 pub fn weights(config: &crate::config::Config) -> Weights {
-    let d = Weights::default();
+    weights_over(config, Weights::default())
+}
+
+/// The fusion weights for history and memory ([`Recall`]): those `config` sets, else
+/// [`Weights::RECALL`].
+pub fn recall_weights(config: &crate::config::Config) -> Weights {
+    weights_over(config, Weights::RECALL)
+}
+
+fn weights_over(config: &crate::config::Config, d: Weights) -> Weights {
     let k = &config.knowledge;
     Weights {
         k: k.rrf_k.unwrap_or(d.k),
@@ -142,7 +152,4 @@ pub fn weights(config: &crate::config::Config) -> Weights {
     }
 }
 
-/// How many candidates each ranking contributes to a fusion returning `limit`.
-pub(crate) fn candidates(limit: usize) -> usize {
-    (limit * 5).clamp(50, 500)
-}
+pub(crate) use crate::store::ranking::candidates;

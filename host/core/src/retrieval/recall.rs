@@ -11,6 +11,7 @@ use super::{Result, Weights, candidates, fuse};
 use crate::memory::{Graph, Memory, Scope};
 use crate::plugins::EmbedPurpose;
 use crate::providers::{Cancel, Embedder};
+use crate::store::ranking::Ranking;
 use crate::store::{HistoryHit, HistoryScope, Queued, Store};
 
 /// The embedder and fusion weights for history and memory, and which of them are embedded.
@@ -20,6 +21,7 @@ pub struct Recall {
     store: Store,
     embedder: Embedder,
     weights: Weights,
+    ranking: Ranking,
     history: bool,
     memory: bool,
 }
@@ -28,7 +30,14 @@ impl Recall {
     /// Hybrid search for the corpora the user opted in to (`history`, `memory`), reading vectors
     /// through `store` (a connection of its own).
     pub fn new(store: Store, embedder: Embedder, weights: Weights, history: bool, memory: bool) -> Self {
-        Recall { store, embedder, weights, history, memory }
+        Recall { store, embedder, weights, ranking: Ranking::default(), history, memory }
+    }
+
+    /// The same, ranking history by words under `ranking` (the retrieval benchmark measures
+    /// each rule this way).
+    pub fn with_ranking(mut self, ranking: Ranking) -> Self {
+        self.ranking = ranking;
+        self
     }
 
     /// The one `config` asks for: none unless an embedder is configured and history or memory
@@ -55,7 +64,7 @@ impl Recall {
         Some(Recall::new(
             store,
             embedder,
-            super::weights(config),
+            super::recall_weights(config),
             on.contains(&Queued::History),
             on.contains(&Queued::Memory),
         ))
@@ -97,9 +106,11 @@ impl Recall {
         limit: usize,
     ) -> Result<(Vec<HistoryHit>, bool)> {
         let vector = if self.history { self.query_vector(Queued::History, query) } else { None };
-        let Some(vector) = vector else { return Ok((self.store.search_history(scope, query, limit)?, false)) };
+        let Some(vector) = vector else {
+            return Ok((self.store.search_history_ranked(scope, query, limit, &self.ranking)?, false));
+        };
         let pool = candidates(limit);
-        let lexical = self.store.search_history(scope, query, pool)?;
+        let lexical = self.store.search_history_ranked(scope, query, pool, &self.ranking)?;
         let mut set: Option<VectorSet> = None;
         self.store.message_vectors(scope, &mut |id, bytes| {
             let s = set.get_or_insert_with(|| VectorSet::new(super::vectors::dimensions(bytes)));

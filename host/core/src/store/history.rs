@@ -5,6 +5,7 @@
 use rusqlite::{OptionalExtension as _, params};
 
 use super::messages::{MESSAGE_COLUMNS, message_from_row};
+use super::ranking::Ranking;
 use super::{Message, Result, Store};
 use crate::conversation::{Part, Role};
 
@@ -126,17 +127,18 @@ fn fold(text: &str) -> (String, Vec<usize>) {
 }
 
 fn snippet_terms(query: &str) -> Vec<Term> {
-    let terms = query_terms(query);
-    let mut words: Vec<&str> =
-        terms.iter().filter(|(t, id)| !id && !STOP_WORDS.contains(&t.to_lowercase().as_str())).map(|t| t.0).collect();
-    if words.is_empty() && !terms.iter().any(|t| t.1) {
-        words = terms.iter().map(|t| t.0).collect();
-    }
+    let terms = super::ranking::terms(query);
+    let words = super::ranking::kept(&terms, &Ranking::default());
     terms
         .iter()
-        .filter(|t| t.1)
-        .map(|t| Term::Exact(fold(t.0).0))
-        .chain(words.into_iter().map(|t| Term::Word(fold(t).0)))
+        .filter(|t| t.identifier)
+        .map(|t| Term::Exact(fold(t.text).0))
+        .chain(
+            words
+                .into_iter()
+                .filter(|w| !terms.iter().any(|t| t.identifier && t.text == *w))
+                .map(|t| Term::Word(fold(t).0)),
+        )
         .collect()
 }
 
@@ -210,7 +212,12 @@ fn snippet(text: &str, terms: &[Term]) -> String {
     let mut from = text.floor_char_boundary(first.saturating_sub(SNIPPET_BEFORE));
     if from > 0 {
         // Start at a word.
-        from = text[from..first].find(char::is_whitespace).map_or(from, |w| from + w + 1).min(first);
+        // (After the whitespace, which may be wider than a byte: a no-break space is two.)
+        from = text[from..first]
+            .char_indices()
+            .find(|(_, c)| c.is_whitespace())
+            .map_or(from, |(w, c)| from + w + c.len_utf8())
+            .min(first);
     }
     let mut to = text.floor_char_boundary((from + SNIPPET_CHARS).min(text.len()));
     if to < text.len() {
@@ -239,61 +246,55 @@ fn snippet(text: &str, terms: &[Term]) -> String {
     out
 }
 
-/// Words too common to help find a message: left out of the query unless it has nothing else.
-const STOP_WORDS: &[&str] = &[
-    "a", "about", "an", "and", "are", "as", "at", "be", "by", "did", "do", "does", "for", "from", "had", "has", "have",
-    "how", "i", "in", "is", "it", "its", "of", "on", "or", "our", "that", "the", "there", "this", "to", "us", "was",
-    "we", "were", "what", "when", "where", "which", "who", "why", "with", "you", "your",
-];
-
-/// The terms of what a person typed, trimmed of surrounding punctuation, each with whether it is
-/// an identifier (it holds a digit or joins words with punctuation: `TF123-K45`, `src/a.rs:42`).
-fn query_terms(query: &str) -> Vec<(&str, bool)> {
-    query
-        .split_whitespace()
-        .map(|t| t.trim_matches(|c: char| !c.is_alphanumeric()))
-        .filter(|t| !t.is_empty())
-        .map(|t| {
-            let id = t.chars().any(|c| c.is_ascii_digit()) || t.split(|c: char| !c.is_alphanumeric()).nth(1).is_some();
-            (t, id)
-        })
-        .collect()
+/// A message a search matched.
+#[derive(Debug, Clone)]
+struct Found {
+    id: i64,
+    session_id: String,
+    seq: u64,
 }
 
-/// The FTS5 queries for what a person typed, in the order they are tried: `exact` matches any of
-/// its identifiers (a term that holds a digit or joins words with punctuation, like `TF123-K45` or
-/// `src/a.rs:42`) as an exact phrase; `all`, every one of its words (when it has two or more);
-/// `any`, any of them. Every term is quoted, so nothing typed is FTS5 syntax.
-pub(super) fn match_queries(query: &str) -> [Option<String>; 3] {
-    let quote = |t: &str| format!("\"{}\"", t.replace('"', "\"\""));
-    let terms = query_terms(query);
-    let identifiers: Vec<String> = terms.iter().filter(|t| t.1).map(|t| quote(t.0)).collect();
-    let mut words: Vec<String> =
-        terms.iter().filter(|t| !STOP_WORDS.contains(&t.0.to_lowercase().as_str())).map(|t| quote(t.0)).collect();
-    if words.is_empty() {
-        words = terms.iter().map(|t| quote(t.0)).collect();
+/// `ranked` (best first) reordered so that the hits cover different places: a message within
+/// `window` turns of a better-ranked one in its session moves after every message that is not
+/// (nothing is left out).
+fn spread(ranked: Vec<Found>, window: u64) -> Vec<Found> {
+    let mut apart: Vec<Found> = Vec::with_capacity(ranked.len());
+    let mut near = Vec::new();
+    for f in ranked {
+        if apart.iter().any(|o| o.session_id == f.session_id && o.seq.abs_diff(f.seq) <= window) {
+            near.push(f);
+        } else {
+            apart.push(f);
+        }
     }
-    let join = |v: &[String], with: &str| (!v.is_empty()).then(|| v.join(with));
-    let all = (words.len() > 1).then(|| words.join(" AND "));
-    [join(&identifiers, " OR "), all, join(&words, " OR ")]
+    apart.extend(near);
+    apart
 }
-
-/// At most this many of an expression's matches, the most recent, are ranked: bm25 scores every
-/// match it is given, and a word most messages hold would otherwise make a search cost the
-/// session's length. An identifier or all the words of a query rarely match that many.
-const RANK_WINDOW: i64 = 500;
 
 impl Store {
-    /// The messages matching `query` in `scope`, best first (bm25; a message holding one of the
-    /// query's identifiers exactly comes before the others), at most `limit`.
+    /// The messages matching `query` in `scope`, best first, at most `limit`, ranked by
+    /// [`Ranking::default`].
     pub fn search_history(&self, scope: HistoryScope<'_>, query: &str, limit: usize) -> Result<Vec<HistoryHit>> {
+        self.search_history_ranked(scope, query, limit, &Ranking::default())
+    }
+
+    /// [`Store::search_history`] under the rules of `ranking`: each of its tiers (identifiers,
+    /// every word, any word) ranked by bm25, its hits spread over places when `ranking` says so;
+    /// a tier's matches before the next's.
+    pub fn search_history_ranked(
+        &self,
+        scope: HistoryScope<'_>,
+        query: &str,
+        limit: usize,
+        ranking: &Ranking,
+    ) -> Result<Vec<HistoryHit>> {
         on_db!(self, "search the history", {
             let (session, project) = match scope {
                 HistoryScope::Session(id) => (Some(id), None),
                 HistoryScope::Project(key) => (None, Some(key)),
                 HistoryScope::All => (None, None),
             };
-            // The oldest message the ranking looks at: the RANK_WINDOW-th most recent match (read in
+            // The oldest message a capped ranking looks at: the cap-th most recent match (read in
             // rowid order, which costs no ranking).
             let mut floor = self.conn.prepare_cached(
                 "SELECT message_fts.rowid FROM message_fts JOIN messages m ON m.id = message_fts.rowid \
@@ -301,53 +302,69 @@ impl Store {
              AND (?3 IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?3)) \
              ORDER BY message_fts.rowid DESC LIMIT 1 OFFSET ?4",
             )?;
-            // The best `limit` by bm25 (which reads only the index: it keeps no copy of the text), with
-            // their parts for the snippets.
-            let mut stmt = self.conn.prepare_cached(
-                "SELECT m.session_id, m.seq, m.role, m.created_at, m.parts, m.id \
-             FROM (SELECT message_fts.rowid AS id, bm25(message_fts) AS score \
-                   FROM message_fts JOIN messages m ON m.id = message_fts.rowid \
-                   WHERE message_fts MATCH ?1 AND message_fts.rowid >= ?5 AND (?3 IS NULL OR m.session_id = ?3) \
-                   AND (?4 IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?4)) \
-                   ORDER BY score, m.id DESC LIMIT ?2) best \
-             JOIN messages m ON m.id = best.id ORDER BY best.score, m.id DESC",
+            // The best by bm25 (which reads only the index: it keeps no copy of the text).
+            let mut best = self.conn.prepare_cached(
+                "SELECT m.id, m.session_id, m.seq \
+                 FROM message_fts JOIN messages m ON m.id = message_fts.rowid \
+                 WHERE message_fts MATCH ?1 AND message_fts.rowid >= ?5 AND (?3 IS NULL OR m.session_id = ?3) \
+                 AND (?4 IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?4)) \
+                 ORDER BY bm25(message_fts), m.id DESC LIMIT ?2",
             )?;
-            let terms = snippet_terms(query);
-            let mut hits: Vec<HistoryHit> = Vec::new();
-            for expression in match_queries(query).into_iter().flatten() {
-                if hits.len() >= limit {
+            let tiers: Vec<String> = super::ranking::expressions(query, ranking).tiers().collect();
+            let mut found: Vec<Found> = Vec::new();
+            for expression in &tiers {
+                if found.len() >= limit {
                     break;
                 }
-                let from: i64 = floor
-                    .query_row(params![expression, session, project, RANK_WINDOW - 1], |r| r.get(0))
-                    .optional()?
-                    .unwrap_or(0);
-                let rows = stmt.query_map(params![expression, limit as i64, session, project, from], |r| {
-                    let role: String = r.get(2)?;
-                    let hit = HistoryHit {
-                        message_id: r.get(5)?,
-                        session_id: r.get(0)?,
-                        seq: r.get(1)?,
-                        role: Role::parse(&role).unwrap_or(Role::User),
-                        created_at: r.get(3)?,
-                        snippet: String::new(),
-                    };
-                    Ok((hit, r.get::<_, String>(4)?))
+                let from: i64 = match ranking.recent_cap {
+                    Some(cap) => floor
+                        .query_row(params![expression, session, project, cap as i64 - 1], |r| r.get(0))
+                        .optional()?
+                        .unwrap_or(0),
+                    None => 0,
+                };
+                // Spreading ranks a wider pool: the hits it moves back leave room.
+                let pool = if ranking.spread > 0 { super::ranking::POOL } else { limit };
+                let rows = best.query_map(params![expression, pool as i64, session, project, from], |r| {
+                    Ok(Found { id: r.get(0)?, session_id: r.get(1)?, seq: r.get(2)? })
                 })?;
-                for row in rows {
-                    let (mut hit, parts) = row?;
-                    if hits.len() >= limit || hits.iter().any(|h| h.session_id == hit.session_id && h.seq == hit.seq) {
-                        continue;
+                let mut ranked: Vec<Found> = rows.collect::<rusqlite::Result<_>>()?;
+                if ranking.spread > 0 {
+                    ranked = spread(ranked, ranking.spread);
+                }
+                for f in ranked {
+                    if found.len() >= limit {
+                        break;
                     }
-                    // Only a hit that is kept gets its snippet, cut from what the index holds of
-                    // the original (where the match is): bounded however large the original.
-                    let parts: Vec<Part> = serde_json::from_str(&parts).unwrap_or_default();
-                    hit.snippet = snippet(&index_text(&parts), &terms);
-                    hits.push(hit);
+                    if !found.iter().any(|h| h.id == f.id) {
+                        found.push(f);
+                    }
                 }
             }
-            Ok(hits)
+            self.history_hits(&found, &snippet_terms(query))
         })
+    }
+
+    /// The hits for what a search found, in its order, each with its snippet, cut from what the
+    /// index holds of the original (where the match is): bounded however large the original.
+    fn history_hits(&self, found: &[Found], terms: &[Term]) -> Result<Vec<HistoryHit>> {
+        let mut stmt =
+            self.conn.prepare_cached("SELECT m.role, m.created_at, m.parts FROM messages m WHERE m.id = ?1")?;
+        let mut hits = Vec::with_capacity(found.len());
+        for f in found {
+            let (role, created_at, parts) =
+                stmt.query_row([f.id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?)))?;
+            let parts: Vec<Part> = serde_json::from_str(&parts).unwrap_or_default();
+            hits.push(HistoryHit {
+                message_id: f.id,
+                session_id: f.session_id.clone(),
+                seq: f.seq,
+                role: Role::parse(&role).unwrap_or(Role::User),
+                created_at,
+                snippet: snippet(&index_text(&parts), terms),
+            });
+        }
+        Ok(hits)
     }
 
     /// Messages by row id as history hits (those a vector search found), each with the opening
@@ -412,7 +429,7 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    use super::{match_queries, snippet, snippet_terms};
+    use super::{snippet, snippet_terms};
 
     #[test]
     fn snippets_mark_each_match_in_the_original_around_the_most_terms() {
@@ -429,29 +446,10 @@ mod tests {
         );
         // Nothing matches: the start of the text.
         assert_eq!(snippet("short text", &snippet_terms("zebra")), "short text");
+        // Cut after a whitespace wider than a byte (a no-break space in a real transcript).
+        let text = format!("{}\u{a0}word", "x".repeat(100));
+        assert_eq!(snippet(&text, &snippet_terms("word")), "…«word»");
         // Not a match inside a longer identifier.
         assert_eq!(snippet("XTF123-K45Y", &snippet_terms("TF123-K45")), "XTF123-K45Y");
-    }
-
-    #[test]
-    fn identifiers_become_exact_phrases_and_common_words_drop_out() {
-        let [exact, all, any] = match_queries("why did TF123-K45 fail in src/a.rs:42?");
-        assert_eq!(exact.as_deref(), Some(r#""TF123-K45" OR "src/a.rs:42""#));
-        assert_eq!(all.as_deref(), Some(r#""TF123-K45" AND "fail" AND "src/a.rs:42""#));
-        assert_eq!(any.as_deref(), Some(r#""TF123-K45" OR "fail" OR "src/a.rs:42""#));
-    }
-
-    #[test]
-    fn fts_syntax_typed_by_a_person_is_quoted() {
-        let [exact, all, any] = match_queries(r#"NOT "upload" OR x*"#);
-        assert_eq!(exact, None);
-        assert_eq!(all.as_deref(), Some(r#""NOT" AND "upload" AND "x""#));
-        assert_eq!(any.as_deref(), Some(r#""NOT" OR "upload" OR "x""#));
-    }
-
-    #[test]
-    fn a_query_of_common_words_only_keeps_them() {
-        assert_eq!(match_queries("what was it")[2].as_deref(), Some(r#""what" OR "was" OR "it""#));
-        assert_eq!(match_queries("  ?! "), [None, None, None]);
     }
 }

@@ -210,7 +210,7 @@ impl Store {
     /// `limit`.
     pub fn knowledge_search(&self, filter: KnowledgeFilter<'_>, query: &str, limit: usize) -> Result<Vec<ChunkHit>> {
         on_db!(self, "search the knowledge index", {
-            let [exact, all, any] = super::history::match_queries(query);
+            let tiers = super::ranking::expressions(query, &super::ranking::Ranking::default());
             let mut stmt = self.conn.prepare_cached(&format!(
                 "SELECT c.id, d.path, c.start_line, c.end_line, c.heading, \
                  snippet(chunk_fts, 0, '[', ']', '…', 16), bm25(chunk_fts, 1.0, 0.5) \
@@ -218,7 +218,7 @@ impl Store {
                  WHERE chunk_fts MATCH ?3 AND {VISIBLE} ORDER BY bm25(chunk_fts, 1.0, 0.5), c.id LIMIT ?4"
             ))?;
             let mut hits: Vec<ChunkHit> = Vec::new();
-            for expr in [exact, all, any].into_iter().flatten() {
+            for expr in tiers.tiers() {
                 let found = stmt.query_map(
                     params![filter.project, filter.scope.map(Scope::as_str), expr, limit as i64],
                     |r| {

@@ -22,6 +22,7 @@ mod migrations;
 mod models;
 mod open;
 mod pins;
+pub mod ranking;
 mod sessions;
 mod sources;
 mod transfer;

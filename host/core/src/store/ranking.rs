@@ -1,0 +1,370 @@
+//! How a search by words reads what a person typed and ranks what matches: one set of rules for
+//! the history, the knowledge index and memory. Each rule is a switch in [`Ranking`], so the
+//! retrieval benchmark (`benches/recall.rs`) measures what each one is worth on real dialogues;
+//! the defaults are the rules that earned their place there (BENCHMARKS.md, "History search on
+//! real dialogues").
+
+/// The rules of lexical ranking. [`Ranking::default`] is what every search uses.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Ranking {
+    /// Common words (`the`, `what`, `did`…) are left out of the query, unless it has nothing
+    /// else: they match nearly every message and drown the words that matter.
+    pub stop_words: bool,
+    /// The words questions are phrased with but answers are not (`said`, `discuss`, `think`…)
+    /// are left out too.
+    pub question_words: bool,
+    /// A message holding one of the query's identifiers exactly (`TF123-K45`, `src/a.rs:42`)
+    /// comes before the others.
+    pub identifiers_first: bool,
+    /// Messages holding every word of the query come before those holding some (a tier of its
+    /// own), instead of one bm25 ranking over any of the words.
+    pub all_words_first: bool,
+    /// Only the most recent this-many matches of an expression are ranked (bounds the cost of a
+    /// word most messages hold); `None` ranks them all.
+    pub recent_cap: Option<usize>,
+    /// A message within this many turns of a better-ranked hit in its session moves after the
+    /// hits that are not: the first hits then cover more places than one stretch of one
+    /// conversation (nothing is left out). 0 turns it off.
+    pub spread: u64,
+}
+
+impl Default for Ranking {
+    fn default() -> Self {
+        Ranking {
+            stop_words: true,
+            question_words: true,
+            identifiers_first: true,
+            all_words_first: true,
+            recent_cap: None,
+            spread: 5,
+        }
+    }
+}
+
+impl Ranking {
+    /// The ranking before the recall benchmark on real dialogues (identifiers, then all words,
+    /// then any, each over the 500 most recent matches; a short stop list): the benchmark's
+    /// reference for what each rule changed.
+    pub fn before_tuning() -> Self {
+        Ranking {
+            stop_words: true,
+            question_words: false,
+            identifiers_first: true,
+            all_words_first: true,
+            recent_cap: Some(500),
+            spread: 0,
+        }
+    }
+}
+
+/// How many candidates a ranking that reorders (by fusion with vectors) reads to
+/// return `limit`.
+pub(crate) fn candidates(limit: usize) -> usize {
+    (limit * 5).clamp(50, 500)
+}
+
+/// How many of a word search's best matches a ranking that reorders them (spreading) reads.
+pub(crate) const POOL: usize = 500;
+
+/// Words too common to help find a message: left out of the query unless it has nothing else.
+const STOP_WORDS: &[&str] = &[
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "all",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "could",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "down",
+    "during",
+    "each",
+    "few",
+    "for",
+    "from",
+    "further",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "me",
+    "more",
+    "most",
+    "my",
+    "myself",
+    "no",
+    "nor",
+    "not",
+    "now",
+    "of",
+    "off",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "same",
+    "she",
+    "should",
+    "so",
+    "some",
+    "such",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "us",
+    "very",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "would",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+];
+
+/// Words a question is phrased with that its answer rarely holds.
+const QUESTION_WORDS: &[&str] = &[
+    "said",
+    "say",
+    "says",
+    "saying",
+    "discuss",
+    "discussed",
+    "discussion",
+    "discussions",
+    "think",
+    "thinks",
+    "thought",
+    "talk",
+    "talked",
+    "talking",
+    "mention",
+    "mentioned",
+    "mentions",
+    "tell",
+    "told",
+    "opinion",
+    "opinions",
+    "view",
+    "views",
+    "agreed",
+    "agree",
+    "decided",
+    "decide",
+    "decision",
+    "summarize",
+    "summarise",
+    "summary",
+];
+
+/// One term of what a person typed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Term<'q> {
+    /// As typed, trimmed of surrounding punctuation and of a possessive `'s`.
+    pub text: &'q str,
+    /// It holds a digit, or joins words with punctuation other than an apostrophe or a hyphen
+    /// (`TF123-K45`, `src/a.rs:42`, `snake_case`).
+    pub identifier: bool,
+}
+
+/// The terms of `query`, in order.
+pub(crate) fn terms(query: &str) -> Vec<Term<'_>> {
+    query
+        .split_whitespace()
+        .map(|t| t.trim_matches(|c: char| !c.is_alphanumeric()))
+        .map(|t| {
+            t.strip_suffix("'s")
+                .or_else(|| t.strip_suffix("’s"))
+                .or_else(|| t.strip_suffix("'S"))
+                .unwrap_or(t)
+                .trim_matches(|c: char| !c.is_alphanumeric())
+        })
+        .filter(|t| !t.is_empty())
+        .map(|t| {
+            // Joined by punctuation other than an apostrophe or a hyphen: a hyphen joins
+            // ordinary words (`decision-making`, `Paul-Hus`); with a digit it is an identifier.
+            let joined = t.split(|c: char| !c.is_alphanumeric() && !matches!(c, '\'' | '’' | '-')).nth(1).is_some();
+            Term { text: t, identifier: joined || t.chars().any(|c| c.is_ascii_digit()) }
+        })
+        .collect()
+}
+
+/// Whether `word` is left out of a query under `ranking`.
+fn is_stop(word: &str, ranking: &Ranking) -> bool {
+    let w = word.to_lowercase();
+    (ranking.stop_words && STOP_WORDS.contains(&w.as_str()))
+        || (ranking.question_words && QUESTION_WORDS.contains(&w.as_str()))
+}
+
+/// The query's words as `ranking` keeps them (all of them when it would keep none).
+pub(crate) fn kept<'q>(terms: &[Term<'q>], ranking: &Ranking) -> Vec<&'q str> {
+    let words: Vec<&str> = terms.iter().filter(|t| t.identifier || !is_stop(t.text, ranking)).map(|t| t.text).collect();
+    if words.is_empty() { terms.iter().map(|t| t.text).collect() } else { words }
+}
+
+/// The FTS5 expressions for `query`, in the order their matches rank: `exact`, any of its
+/// identifiers as an exact phrase (when `identifiers_first`); `all`, every kept word (when
+/// `all_words_first` and there are two or more); `any`, any kept word. Every term is quoted, so
+/// nothing typed is FTS5 syntax.
+pub(crate) fn expressions(query: &str, ranking: &Ranking) -> Expressions {
+    let quote = |t: &str| format!("\"{}\"", t.replace('"', "\"\""));
+    let terms = terms(query);
+    let identifiers: Vec<String> = terms.iter().filter(|t| t.identifier).map(|t| quote(t.text)).collect();
+    let words: Vec<String> = kept(&terms, ranking).into_iter().map(quote).collect();
+    let join = |v: &[String], with: &str| (!v.is_empty()).then(|| v.join(with));
+
+    Expressions {
+        exact: if ranking.identifiers_first { join(&identifiers, " OR ") } else { None },
+        all: (ranking.all_words_first && words.len() > 1).then(|| words.join(" AND ")),
+        any: join(&words, " OR "),
+    }
+}
+
+/// A query as FTS5 expressions, tried in this order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Expressions {
+    /// Any identifier, as an exact phrase.
+    pub exact: Option<String>,
+    /// Every word.
+    pub all: Option<String>,
+    /// Any word.
+    pub any: Option<String>,
+}
+
+impl Expressions {
+    /// The expressions in the order they are tried.
+    pub fn tiers(self) -> impl Iterator<Item = String> {
+        [self.exact, self.all, self.any].into_iter().flatten()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_become_exact_phrases_and_common_words_drop_out() {
+        let e = expressions("why did TF123-K45 fail in src/a.rs:42?", &Ranking::before_tuning());
+        assert_eq!(e.exact.as_deref(), Some(r#""TF123-K45" OR "src/a.rs:42""#));
+        assert_eq!(e.all.as_deref(), Some(r#""TF123-K45" AND "fail" AND "src/a.rs:42""#));
+        assert_eq!(e.any.as_deref(), Some(r#""TF123-K45" OR "fail" OR "src/a.rs:42""#));
+    }
+
+    #[test]
+    fn a_possessive_is_a_word_not_an_identifier() {
+        let t = terms("What are Kate's hobbies? Who’s John’s friend, and don't");
+        let got: Vec<(&str, bool)> = t.iter().map(|t| (t.text, t.identifier)).collect();
+        assert_eq!(
+            got,
+            [
+                ("What", false),
+                ("are", false),
+                ("Kate", false),
+                ("hobbies", false),
+                ("Who", false),
+                ("John", false),
+                ("friend", false),
+                ("and", false),
+                ("don't", false)
+            ]
+        );
+    }
+
+    #[test]
+    fn fts_syntax_typed_by_a_person_is_quoted() {
+        let e = expressions(r#"NEAR "upload" OR x*"#, &Ranking::before_tuning());
+        assert_eq!(e.exact, None);
+        assert_eq!(e.all.as_deref(), Some(r#""NEAR" AND "upload" AND "x""#));
+        assert_eq!(e.any.as_deref(), Some(r#""NEAR" OR "upload" OR "x""#));
+    }
+
+    #[test]
+    fn a_query_of_common_words_only_keeps_them() {
+        assert_eq!(expressions("what was it", &Ranking::default()).any.as_deref(), Some(r#""what" OR "was" OR "it""#));
+        assert_eq!(expressions("  ?! ", &Ranking::default()), Expressions { exact: None, all: None, any: None });
+    }
+
+    #[test]
+    fn question_words_go_by_default() {
+        let q = "What did the group discuss about the remote's buttons?";
+        assert_eq!(expressions(q, &Ranking::default()).any.as_deref(), Some(r#""group" OR "remote" OR "buttons""#));
+        let r = Ranking { question_words: false, ..Ranking::default() };
+        assert_eq!(expressions(q, &r).any.as_deref(), Some(r#""group" OR "discuss" OR "remote" OR "buttons""#));
+    }
+}
