@@ -22,6 +22,10 @@
 //! Latency: p50 and p95 of the lexical search and of the hybrid search without the query's
 //! embedding call (timed separately and reported beside it).
 //!
+//! `-- --knowledge` measures knowledge search instead: Seshat's own documents
+//! (`tests/fixtures/retrieval/docs`, questions written before tuning) through `Knowledge::search`,
+//! lexical, hybrid and dense, beside plain FTS5 over the same chunks.
+//!
 //! Run: `cargo bench -p seshat-cli --bench recall` (`-- --split tuning|heldout` for one split,
 //! `-- --lexical` to skip embeddings, `-- --ablation` to measure each rule of the lexical ranking
 //! and each fusion setting, `-- --show N` to print the first N queries lexical search missed).
@@ -512,6 +516,136 @@ fn run(split: &str, server: Option<&Server>, show: usize, ablation: bool) -> Run
     out
 }
 
+/// One knowledge question: its file and the passage that answers it.
+#[derive(serde::Deserialize)]
+struct DocQuestion {
+    q: String,
+    file: String,
+    answer: String,
+}
+
+/// Knowledge search on Seshat's own documents (`tests/fixtures/retrieval/docs`): lexical, hybrid
+/// and dense through `Knowledge::search`, plain FTS5 over the same chunks beside them.
+fn knowledge(server: Option<&Server>) {
+    use seshat::knowledge::Target;
+    use seshat::retrieval::Knowledge;
+    use seshat::store::KnowledgeFilter;
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/retrieval/docs");
+    let questions: Vec<DocQuestion> = std::fs::read_to_string(fixture.join("questions.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a question line"))
+        .collect();
+    let root: PathBuf = tempfile::tempdir().unwrap().keep();
+    let corpus = root.join("corpus");
+    std::fs::create_dir_all(corpus.join(".git")).unwrap();
+    // Each question's file and the line its passage starts on.
+    let mut answers: Vec<(String, u32)> = Vec::new();
+    for q in &questions {
+        let text = std::fs::read_to_string(fixture.join(&q.file)).unwrap();
+        let at = text.find(&q.answer).unwrap_or_else(|| panic!("{:?} is not in {}", q.answer, q.file));
+        let line = text[..at].matches('\n').count() as u32 + 1;
+        answers.push((Path::new(&q.file).file_name().unwrap().to_string_lossy().into_owned(), line));
+    }
+    for name in ["README.md", "ARCHITECTURE.md", "protocol.md"] {
+        std::fs::copy(fixture.join("corpus").join(name), corpus.join(name)).unwrap();
+    }
+    let db = root.join("knowledge.db");
+    let embedder = server.map(|server| {
+        let home = root.join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(
+            home.join("config.toml"),
+            format!(
+                "[plugins]\nembedder = \"embedder-openai\"\n[knowledge]\nmodel = \"all-MiniLM-L6-v2\"\nbase_url = \"{}\"\n",
+                server.url
+            ),
+        )
+        .unwrap();
+        let config = seshat::config::Config::load(&home, None).unwrap();
+        let catalog = seshat::plugins::Catalog::discover(&home, None);
+        let runtime = seshat::plugins::Runtime::new(None);
+        move || seshat::retrieval::load_embedder(&config, &catalog, &runtime).unwrap().unwrap()
+    });
+    let target = Target { scope: seshat::memory::Scope::Project, project: "/docs".into() };
+    let mut indexer = Knowledge::new(Store::open(&db).unwrap(), embedder.as_ref().map(|e| e()), Weights::default());
+    indexer.add(std::slice::from_ref(&corpus), &target, &mut |_, _, _| {}).unwrap();
+    if embedder.is_some() {
+        indexer.embed_pending(false, &mut |_, _| {}).unwrap();
+    }
+    // The plain baseline over the same chunks.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let mut chunks: Vec<(String, u32, u32, String)> = Vec::new();
+    {
+        let mut stmt = conn
+            .prepare("SELECT d.path, c.start_line, c.end_line, c.text FROM chunks c JOIN documents d ON d.id = c.document_id")
+            .unwrap();
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))).unwrap();
+        chunks.extend(rows.map(Result::unwrap));
+    }
+    let plain = rusqlite::Connection::open_in_memory().unwrap();
+    plain
+        .execute_batch("CREATE VIRTUAL TABLE c USING fts5(text, tokenize = 'porter unicode61 remove_diacritics 2')")
+        .unwrap();
+    for (i, (_, _, _, text)) in chunks.iter().enumerate() {
+        plain.execute("INSERT INTO c (rowid, text) VALUES (?1, ?2)", rusqlite::params![i as i64, text]).unwrap();
+    }
+    let hit = |found: &[(String, u32, u32)], i: usize| {
+        let (file, line) = &answers[i];
+        found.iter().position(|(path, a, b)| path.ends_with(file.as_str()) && (*a..=*b).contains(line))
+    };
+    let filter = KnowledgeFilter { project: "/docs", scope: None };
+    let mut lexical = Knowledge::new(Store::open(&db).unwrap(), None, Weights::default());
+    let mut hybrid =
+        embedder.as_ref().map(|e| Knowledge::new(Store::open(&db).unwrap(), Some(e()), Weights::default()));
+    let mut dense = embedder
+        .as_ref()
+        .map(|e| Knowledge::new(Store::open(&db).unwrap(), Some(e()), Weights { lexical: 0.0, ..Weights::default() }));
+    let (mut t_plain, mut t_lexical, mut t_hybrid, mut t_dense) =
+        (Tally::default(), Tally::default(), Tally::default(), Tally::default());
+    let as_found = |f: seshat::retrieval::Found| -> Vec<(String, u32, u32)> {
+        f.hits.into_iter().map(|h| (h.path, h.start_line, h.end_line)).collect()
+    };
+    for (i, q) in questions.iter().enumerate() {
+        let words: Vec<String> =
+            q.q.split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty() && !BASELINE_STOP.contains(&w.to_lowercase().as_str()))
+                .map(|w| format!("\"{w}\""))
+                .collect();
+        let mut stmt = plain.prepare_cached("SELECT rowid FROM c WHERE c MATCH ?1 ORDER BY bm25(c) LIMIT ?2").unwrap();
+        let found: Vec<(String, u32, u32)> = stmt
+            .query_map(rusqlite::params![words.join(" OR "), LIMIT as i64], |r| r.get::<_, i64>(0))
+            .unwrap()
+            .map(|id| {
+                let (p, a, b, _) = &chunks[id.unwrap() as usize];
+                (p.clone(), *a, *b)
+            })
+            .collect();
+        t_plain.add(hit(&found, i));
+        t_lexical.add(hit(&as_found(lexical.search(filter, &q.q, LIMIT).unwrap()), i));
+        if let (Some(h), Some(d)) = (hybrid.as_mut(), dense.as_mut()) {
+            t_hybrid.add(hit(&as_found(h.search(filter, &q.q, LIMIT).unwrap()), i));
+            t_dense.add(hit(&as_found(d.search(filter, &q.q, LIMIT).unwrap()), i));
+        }
+    }
+    println!(
+        "\nknowledge: {} questions over {} chunks of Seshat's own documents (written before tuning)\n",
+        questions.len(),
+        chunks.len()
+    );
+    println!("| ranking | any@1 | any@5 | any@10 |");
+    println!("|---|---|---|---|");
+    let mut rows = vec![("plain FTS5 bm25, words OR-ed (baseline)", t_plain), ("Seshat lexical", t_lexical)];
+    if embedder.is_some() {
+        rows.push(("Seshat hybrid (all-MiniLM-L6-v2)", t_hybrid));
+        rows.push(("dense only (all-MiniLM-L6-v2, cosine)", t_dense));
+    }
+    for (name, t) in rows {
+        println!("| {name} | {} | {} | {} |", t.pct(0), t.pct(1), t.pct(2));
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let arg = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
@@ -521,6 +655,10 @@ fn main() {
     };
     let show: usize = arg("--show").map_or(0, |n| n.parse().expect("--show takes a number"));
     let server = (!args.iter().any(|a| a == "--lexical")).then(start_server);
+    if args.iter().any(|a| a == "--knowledge") {
+        knowledge(server.as_ref());
+        return;
+    }
     let ablation = args.iter().any(|a| a == "--ablation");
     for split in &splits {
         let r = run(split, server.as_ref(), show, ablation);
