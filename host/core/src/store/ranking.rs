@@ -67,8 +67,9 @@ pub(crate) fn candidates(limit: usize) -> usize {
 /// How many of a word search's best matches a ranking that reorders them (spreading) reads.
 pub(crate) const POOL: usize = 500;
 
-/// Words too common to help find a message: left out of the query unless it has nothing else.
-const STOP_WORDS: &[&str] = &[
+/// Words too common to help find a message: left out of the query unless it has nothing else (a
+/// common English stop list: function words and question words).
+pub const STOP_WORDS: &[&str] = &[
     "a",
     "about",
     "above",
