@@ -95,6 +95,24 @@ mod tests {
     }
 
     #[test]
+    fn recall_weights_keep_the_lexical_first_hit_over_a_vector_first_the_words_rank_far_down() {
+        // `y` is the vectors' first and the words' 20th; `x` is the words' first only.
+        let lexical: Vec<String> = std::iter::once("x".to_string())
+            .chain((2..20).map(|i| format!("filler{i}")))
+            .chain(std::iter::once("y".to_string()))
+            .collect();
+        let vector = vec!["y".to_string()];
+        let first = |w: Weights| fuse(&lexical, &vector, w)[0].id.clone();
+        // Equal weights and k = 60 flatten the ranks: being in both lists wins.
+        assert_eq!(first(Weights::default()), "y");
+        // History's small k lets the first rank weigh more, the vectors at three quarters.
+        assert_eq!(first(Weights::RECALL), "x");
+        // Closer in the words' list, agreement wins again.
+        let near: Vec<String> = ["x", "a", "b", "y"].map(String::from).to_vec();
+        assert_eq!(fuse(&near, &vector, Weights::RECALL)[0].id, "y");
+    }
+
+    #[test]
     fn weights_shift_the_order() {
         let w = Weights { k: 1.0, lexical: 0.0, vector: 1.0 };
         let fused = fuse(&["a", "b"], &["b", "a"], w);
