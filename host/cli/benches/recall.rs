@@ -399,13 +399,20 @@ struct DocQuestion {
     answer: String,
 }
 
-/// Knowledge search on Seshat's own documents (`tests/fixtures/retrieval/docs`): lexical, hybrid
-/// and dense through `Knowledge::search`, plain FTS5 over the same chunks beside them.
+/// Knowledge search on Seshat's own documents (`tests/fixtures/retrieval/docs`): the tuning set
+/// (`tuning/`), then the held-out one; for each, lexical, hybrid and dense through
+/// `Knowledge::search`, plain FTS5 over the same chunks beside them, and the lexical ranking with
+/// each knowledge-relevant rule changed.
 fn knowledge(server: Option<&Server>) {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/retrieval/docs");
+    knowledge_set("tuning", &fixture.join("tuning"), server);
+    knowledge_set("held-out", &fixture, server);
+}
+
+fn knowledge_set(label: &str, fixture: &Path, server: Option<&Server>) {
     use seshat::knowledge::Target;
     use seshat::retrieval::Knowledge;
     use seshat::store::KnowledgeFilter;
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/retrieval/docs");
     let questions: Vec<DocQuestion> = std::fs::read_to_string(fixture.join("questions.jsonl"))
         .unwrap()
         .lines()
@@ -422,8 +429,9 @@ fn knowledge(server: Option<&Server>) {
         let line = text[..at].matches('\n').count() as u32 + 1;
         answers.push((Path::new(&q.file).file_name().unwrap().to_string_lossy().into_owned(), line));
     }
-    for name in ["README.md", "ARCHITECTURE.md", "protocol.md"] {
-        std::fs::copy(fixture.join("corpus").join(name), corpus.join(name)).unwrap();
+    for entry in std::fs::read_dir(fixture.join("corpus")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, corpus.join(path.file_name().unwrap())).unwrap();
     }
     let db = root.join("knowledge.db");
     let embedder = server.map(|server| {
@@ -478,6 +486,29 @@ fn knowledge(server: Option<&Server>) {
         .map(|e| Knowledge::new(Store::open(&db).unwrap(), Some(e()), Weights { lexical: 0.0, ..Weights::default() }));
     let (mut t_plain, mut t_lexical, mut t_hybrid, mut t_dense) =
         (Tally::default(), Tally::default(), Tally::default(), Tally::default());
+    let d = Ranking::knowledge();
+    let mut variants: Vec<(String, Knowledge, Tally)> = [
+        (format!("all words first {}", !d.all_words_first), {
+            let mut r = d.clone();
+            r.all_words_first = !d.all_words_first;
+            r
+        }),
+        (format!("question words {}", if d.question_words { "kept" } else { "dropped" }), {
+            let mut r = d.clone();
+            r.question_words = !d.question_words;
+            r
+        }),
+        (format!("identifiers first {}", !d.identifiers_first), {
+            let mut r = d.clone();
+            r.identifiers_first = !d.identifiers_first;
+            r
+        }),
+    ]
+    .into_iter()
+    .map(|(name, r)| {
+        (name, Knowledge::new(Store::open(&db).unwrap(), None, Weights::default()).with_ranking(r), Tally::default())
+    })
+    .collect();
     let as_found = |f: seshat::retrieval::Found| -> Vec<(String, u32, u32)> {
         f.hits.into_iter().map(|h| (h.path, h.start_line, h.end_line)).collect()
     };
@@ -498,13 +529,16 @@ fn knowledge(server: Option<&Server>) {
             .collect();
         t_plain.add(hit(&found, i));
         t_lexical.add(hit(&as_found(lexical.search(filter, &q.q, LIMIT).unwrap()), i));
+        for (_, k, t) in variants.iter_mut() {
+            t.add(hit(&as_found(k.search(filter, &q.q, LIMIT).unwrap()), i));
+        }
         if let (Some(h), Some(d)) = (hybrid.as_mut(), dense.as_mut()) {
             t_hybrid.add(hit(&as_found(h.search(filter, &q.q, LIMIT).unwrap()), i));
             t_dense.add(hit(&as_found(d.search(filter, &q.q, LIMIT).unwrap()), i));
         }
     }
     println!(
-        "\nknowledge: {} questions over {} chunks of Seshat's own documents (written before tuning)\n",
+        "\nknowledge, {label}: {} questions over {} chunks of Seshat's own documents (written before tuning)\n",
         questions.len(),
         chunks.len()
     );
@@ -517,6 +551,9 @@ fn knowledge(server: Option<&Server>) {
     }
     for (name, t) in rows {
         println!("| {name} | {} | {} | {} |", t.pct(0), t.pct(1), t.pct(2));
+    }
+    for (name, _, t) in &variants {
+        println!("| Seshat lexical, {name} | {} | {} | {} |", t.pct(0), t.pct(1), t.pct(2));
     }
     let _ = std::fs::remove_dir_all(&root);
 }

@@ -11,6 +11,7 @@ use super::{Error, Result, Weights, candidates, fuse};
 use crate::knowledge::{AddReport, Sizing, Target};
 use crate::plugins::EmbedPurpose;
 use crate::providers::{Cancel, Embedder};
+use crate::store::ranking::Ranking;
 use crate::store::{ChunkHit, KnowledgeFilter, Store};
 pub use seshat_protocol::knowledge::{Found, KnowledgeHit, Mode};
 
@@ -32,6 +33,7 @@ pub struct Knowledge {
     store: Store,
     embedder: Option<Embedder>,
     weights: Weights,
+    ranking: Ranking,
     /// The vectors in memory and the generation they were loaded at.
     cache: Option<Cached>,
 }
@@ -48,7 +50,14 @@ const EMBED_BATCH: usize = 256;
 impl Knowledge {
     /// The corpus in `store`, embedded by `embedder` when given, fused with `weights`.
     pub fn new(store: Store, embedder: Option<Embedder>, weights: Weights) -> Self {
-        Knowledge { store, embedder, weights, cache: None }
+        Knowledge { store, embedder, weights, ranking: Ranking::knowledge(), cache: None }
+    }
+
+    /// The same corpus, ranked by words under `ranking` (the retrieval benchmark measures each
+    /// rule this way).
+    pub fn with_ranking(mut self, ranking: Ranking) -> Self {
+        self.ranking = ranking;
+        self
     }
 
     /// Opens the database at `path` (created and migrated as needed), lexical only; add an
@@ -219,7 +228,7 @@ impl Knowledge {
         limit: usize,
     ) -> Result<Found> {
         let pool = candidates(limit);
-        let lexical = self.store.knowledge_search(filter, query, pool)?;
+        let lexical = self.store.knowledge_search_ranked(filter, query, pool, &self.ranking)?;
         let (neighbours, note) = match vector {
             Some(v) => {
                 let (n, note) = self.nearest(filter, v, pool)?;

@@ -209,8 +209,19 @@ impl Store {
     /// text and heading; all the query's words when that finds something, else any), at most
     /// `limit`.
     pub fn knowledge_search(&self, filter: KnowledgeFilter<'_>, query: &str, limit: usize) -> Result<Vec<ChunkHit>> {
+        self.knowledge_search_ranked(filter, query, limit, &super::ranking::Ranking::knowledge())
+    }
+
+    /// [`Store::knowledge_search`] under the rules of `ranking` (its query rules and tiers).
+    pub fn knowledge_search_ranked(
+        &self,
+        filter: KnowledgeFilter<'_>,
+        query: &str,
+        limit: usize,
+        ranking: &super::ranking::Ranking,
+    ) -> Result<Vec<ChunkHit>> {
         on_db!(self, "search the knowledge index", {
-            let tiers = super::ranking::expressions(query, &super::ranking::Ranking::default());
+            let tiers = super::ranking::expressions(query, ranking);
             let mut stmt = self.conn.prepare_cached(&format!(
                 "SELECT c.id, d.path, c.start_line, c.end_line, c.heading, \
                  snippet(chunk_fts, 0, '[', ']', '…', 16), bm25(chunk_fts, 1.0, 0.5) \
