@@ -101,6 +101,38 @@ fn turn_text(speaker: &str, content: &str) -> String {
     format!("{speaker}: {content}")
 }
 
+/// The plain baseline's FTS5 expression: the query's words outside the stop list, each quoted,
+/// OR-ed; `None` when none is left.
+fn baseline_match(query: &str) -> Option<String> {
+    let words: Vec<String> = query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty() && !BASELINE_STOP.contains(&w.to_lowercase().as_str()))
+        .map(|w| format!("\"{w}\""))
+        .collect();
+    (!words.is_empty()).then(|| words.join(" OR "))
+}
+
+/// A Seshat home under `root` whose configuration embeds with all-MiniLM-L6-v2 at `server`
+/// (`extra` lines under `[knowledge]`): its configuration, plugins and runtime.
+fn embedding_home(
+    root: &Path,
+    server: &Server,
+    extra: &str,
+) -> (seshat::config::Config, seshat::plugins::Catalog, seshat::plugins::Runtime) {
+    let home = root.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join("config.toml"),
+        format!(
+            "[plugins]\nembedder = \"embedder-openai\"\n[knowledge]\nmodel = \"all-MiniLM-L6-v2\"\nbase_url = \"{}\"\n{extra}",
+            server.url
+        ),
+    )
+    .unwrap();
+    let config = seshat::config::Config::load(&home, None).unwrap();
+    (config, seshat::plugins::Catalog::discover(&home, None), seshat::plugins::Runtime::new(None))
+}
+
 /// The plain baseline: the turns in one FTS5 table, queried with the words OR-ed.
 struct Plain(rusqlite::Connection);
 
@@ -125,19 +157,12 @@ impl Plain {
     }
 
     fn search(&self, query: &str, ids: &[Turn]) -> Vec<Turn> {
-        let words: Vec<String> = query
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty() && !BASELINE_STOP.contains(&w.to_lowercase().as_str()))
-            .map(|w| format!("\"{w}\""))
-            .collect();
-        if words.is_empty() {
-            return Vec::new();
-        }
+        let Some(expression) = baseline_match(query) else { return Vec::new() };
         let mut stmt = self
             .0
             .prepare_cached("SELECT rowid FROM turns WHERE turns MATCH ?1 ORDER BY bm25(turns) LIMIT ?2")
             .unwrap();
-        stmt.query_map(rusqlite::params![words.join(" OR "), LIMIT as i64], |r| r.get::<_, i64>(0))
+        stmt.query_map(rusqlite::params![expression, LIMIT as i64], |r| r.get::<_, i64>(0))
             .unwrap()
             .map(|id| ids[id.unwrap() as usize])
             .collect()
@@ -278,23 +303,12 @@ fn run(split: &str, server: Option<&Server>, show: usize, ablation: bool) -> Run
         by_session.insert(session.id, m);
     }
     let messages: usize = meetings.iter().map(|m| m.turns.len()).sum();
-    let turn = |session: &str, seq: u64| (by_session[session], seq - 1);
+    let turns_of = |hits: &[seshat::store::HistoryHit]| -> Vec<Turn> {
+        hits.iter().map(|h| (by_session[h.session_id.as_str()], h.seq - 1)).collect()
+    };
 
     let mut recalls = server.map(|server| {
-        let home = root.join("home");
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::write(
-            home.join("config.toml"),
-            format!(
-                "[plugins]\nembedder = \"embedder-openai\"\n[knowledge]\nmodel = \"all-MiniLM-L6-v2\"\nbase_url = \
-                 \"{}\"\nembed_history = true\n",
-                server.url
-            ),
-        )
-        .unwrap();
-        let config = seshat::config::Config::load(&home, None).unwrap();
-        let catalog = seshat::plugins::Catalog::discover(&home, None);
-        let runtime = seshat::plugins::Runtime::new(None);
+        let (config, catalog, runtime) = embedding_home(&root, server, "embed_history = true\n");
         let load = || seshat::retrieval::load_embedder(&config, &catalog, &runtime).unwrap().unwrap();
         let mut embedder = load();
         seshat::retrieval::queue::sync(&mut store, &config, &embedder).unwrap();
@@ -343,7 +357,7 @@ fn run(split: &str, server: Option<&Server>, show: usize, ablation: bool) -> Run
             let started = Instant::now();
             let hits = store.search_history(HistoryScope::All, &q.query, LIMIT).unwrap();
             out.lexical_times.push(started.elapsed());
-            let found: Vec<Turn> = hits.iter().map(|h| turn(&h.session_id, h.seq)).collect();
+            let found = turns_of(&hits);
             let lexical_hit = first_hit(&found, m, &q.spans);
             out.lexical.add(lexical_hit);
             if lexical_hit.is_none() && shown < show {
@@ -352,7 +366,7 @@ fn run(split: &str, server: Option<&Server>, show: usize, ablation: bool) -> Run
             }
             for (i, (_, ranking)) in variants.iter().enumerate() {
                 let hits = store.search_history_ranked(HistoryScope::All, &q.query, LIMIT, ranking).unwrap();
-                let found: Vec<Turn> = hits.iter().map(|h| turn(&h.session_id, h.seq)).collect();
+                let found = turns_of(&hits);
                 out.variants[i].1.add(first_hit(&found, m, &q.spans));
             }
             if let Some((hybrid, dense, embedder, fusions)) = recalls.as_mut() {
@@ -361,7 +375,7 @@ fn run(split: &str, server: Option<&Server>, show: usize, ablation: bool) -> Run
                 }
                 for (i, (_, recall)) in fusions.iter_mut().enumerate() {
                     let (hits, _) = recall.search_history(HistoryScope::All, &q.query, LIMIT).unwrap();
-                    let found: Vec<Turn> = hits.iter().map(|h| turn(&h.session_id, h.seq)).collect();
+                    let found = turns_of(&hits);
                     out.fusions[i].1.add(first_hit(&found, m, &q.spans));
                 }
                 let started = Instant::now();
@@ -379,10 +393,10 @@ fn run(split: &str, server: Option<&Server>, show: usize, ablation: bool) -> Run
                 let embedding = started.elapsed();
                 out.embed_times.push(embedding);
                 out.hybrid_times.push(whole.saturating_sub(embedding));
-                let found: Vec<Turn> = hits.iter().map(|h| turn(&h.session_id, h.seq)).collect();
+                let found = turns_of(&hits);
                 out.hybrid.add(first_hit(&found, m, &q.spans));
                 let (hits, _) = dense.search_history(HistoryScope::All, &q.query, LIMIT).unwrap();
-                let found: Vec<Turn> = hits.iter().map(|h| turn(&h.session_id, h.seq)).collect();
+                let found = turns_of(&hits);
                 out.dense.add(first_hit(&found, m, &q.spans));
             }
         }
@@ -435,19 +449,7 @@ fn knowledge_set(label: &str, fixture: &Path, server: Option<&Server>) {
     }
     let db = root.join("knowledge.db");
     let embedder = server.map(|server| {
-        let home = root.join("home");
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::write(
-            home.join("config.toml"),
-            format!(
-                "[plugins]\nembedder = \"embedder-openai\"\n[knowledge]\nmodel = \"all-MiniLM-L6-v2\"\nbase_url = \"{}\"\n",
-                server.url
-            ),
-        )
-        .unwrap();
-        let config = seshat::config::Config::load(&home, None).unwrap();
-        let catalog = seshat::plugins::Catalog::discover(&home, None);
-        let runtime = seshat::plugins::Runtime::new(None);
+        let (config, catalog, runtime) = embedding_home(&root, server, "");
         move || seshat::retrieval::load_embedder(&config, &catalog, &runtime).unwrap().unwrap()
     });
     let target = Target { scope: seshat::memory::Scope::Project, project: "/docs".into() };
@@ -486,7 +488,7 @@ fn knowledge_set(label: &str, fixture: &Path, server: Option<&Server>) {
         .map(|e| Knowledge::new(Store::open(&db).unwrap(), Some(e()), Weights { lexical: 0.0, ..Weights::default() }));
     let (mut t_plain, mut t_lexical, mut t_hybrid, mut t_dense) =
         (Tally::default(), Tally::default(), Tally::default(), Tally::default());
-    let d = Ranking::knowledge();
+    let d = Ranking::default();
     let mut variants: Vec<(String, Knowledge, Tally)> = [
         (format!("all words first {}", !d.all_words_first), {
             let mut r = d.clone();
@@ -513,14 +515,10 @@ fn knowledge_set(label: &str, fixture: &Path, server: Option<&Server>) {
         f.hits.into_iter().map(|h| (h.path, h.start_line, h.end_line)).collect()
     };
     for (i, q) in questions.iter().enumerate() {
-        let words: Vec<String> =
-            q.q.split(|c: char| !c.is_alphanumeric())
-                .filter(|w| !w.is_empty() && !BASELINE_STOP.contains(&w.to_lowercase().as_str()))
-                .map(|w| format!("\"{w}\""))
-                .collect();
+        let expression = baseline_match(&q.q).expect("every question has words outside the stop list");
         let mut stmt = plain.prepare_cached("SELECT rowid FROM c WHERE c MATCH ?1 ORDER BY bm25(c) LIMIT ?2").unwrap();
         let found: Vec<(String, u32, u32)> = stmt
-            .query_map(rusqlite::params![words.join(" OR "), LIMIT as i64], |r| r.get::<_, i64>(0))
+            .query_map(rusqlite::params![expression, LIMIT as i64], |r| r.get::<_, i64>(0))
             .unwrap()
             .map(|id| {
                 let (p, a, b, _) = &chunks[id.unwrap() as usize];

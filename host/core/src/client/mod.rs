@@ -320,8 +320,6 @@ impl Client {
     }
 }
 
-/// Loads the provider configured as `name`, or the configured default, or the one the
-/// environment points at — then with a note saying so (see [`Client::load_provider`]).
 /// The providers `config` can select by name: those it configures (`[providers.<name>]`) and
 /// the provider plugins installed, sorted, once each.
 pub fn provider_names(config: &Config, catalog: &Catalog) -> Vec<String> {
@@ -337,7 +335,7 @@ pub fn provider_names(config: &Config, catalog: &Catalog) -> Vec<String> {
 /// Checks that `name` selects a provider (configured, or an installed provider plugin) without
 /// loading it: the error names it and what can be selected instead.
 pub fn check_provider(config: &Config, catalog: &Catalog, name: &str) -> Result<()> {
-    let plugin_id = config.providers.get(name).and_then(|p| p.plugin.clone()).unwrap_or_else(|| name.to_string());
+    let plugin_id = provider_plugin(config, name);
     if catalog.find(PluginKind::Provider, &plugin_id).is_ok() {
         return Ok(());
     }
@@ -353,6 +351,14 @@ pub fn check_provider(config: &Config, catalog: &Catalog, name: &str) -> Result<
     ))))
 }
 
+/// The plugin that serves the provider `name`: its `[providers.<name>]`'s `plugin`, else the
+/// name itself.
+fn provider_plugin(config: &Config, name: &str) -> String {
+    config.providers.get(name).and_then(|p| p.plugin.clone()).unwrap_or_else(|| name.to_string())
+}
+
+/// Loads the provider configured as `name`, or the configured default, or the one the
+/// environment points at — then with a note saying so (see [`Client::load_provider`]).
 pub(crate) fn load_provider(
     settings: &Config,
     catalog: &Catalog,
@@ -394,8 +400,7 @@ pub(crate) fn load_provider(
     };
     let name = chosen.as_str();
     let config = settings.providers.get(name).cloned().unwrap_or_default();
-    let plugin_id = config.plugin.clone().unwrap_or_else(|| name.to_string());
-    let entry = catalog.find(PluginKind::Provider, &plugin_id)?;
+    let entry = catalog.find(PluginKind::Provider, &provider_plugin(settings, name))?;
     let loaded = runtime.load(entry, settings.limits(PluginKind::Provider))?;
     Ok((crate::providers::Provider::new(name, &loaded, &config)?, note))
 }

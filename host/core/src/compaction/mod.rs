@@ -602,15 +602,15 @@ impl Compactor<'_> {
             )?;
             Ok(Error::SummaryFailed { failures, message: error })
         };
+        // The request after the cut, with `summary` (capped) in place of what it replaces.
+        let with_summary = |summary: &str| {
+            settings
+                .real(frame.tokens() + kept_tokens + window::estimate_text(&crate::store::summary_text(summary)) + 4)
+        };
         if mode == Mode::Preview(Stage::Summary) {
             report.summarised = summary.is_ok();
             if let Ok(s) = &summary {
-                report.tokens_after = settings.real(
-                    frame.tokens()
-                        + kept_tokens
-                        + window::estimate_text(&crate::store::summary_text(&cap_summary(s, summary_tokens)))
-                        + 4,
-                );
+                report.tokens_after = with_summary(&cap_summary(s, summary_tokens));
             }
             preview.summary = Some(summary.map(|s| cap_summary(&s, summary_tokens)));
             return Ok(preview.with(report));
@@ -619,8 +619,7 @@ impl Compactor<'_> {
             Ok(s) => cap_summary(&s, summary_tokens),
             Err(e) => return Err(failed(store, e)?),
         };
-        let after = settings
-            .real(frame.tokens() + kept_tokens + window::estimate_text(&crate::store::summary_text(&summary)) + 4);
+        let after = with_summary(&summary);
         let freed = before.saturating_sub(after);
         // A summary that freed too little is still used (it cost a model call), but counts as a
         // failure, so a session that keeps thrashing trips the breaker.

@@ -50,7 +50,7 @@ const EMBED_BATCH: usize = 256;
 impl Knowledge {
     /// The corpus in `store`, embedded by `embedder` when given, fused with `weights`.
     pub fn new(store: Store, embedder: Option<Embedder>, weights: Weights) -> Self {
-        Knowledge { store, embedder, weights, ranking: Ranking::knowledge(), cache: None }
+        Knowledge { store, embedder, weights, ranking: Ranking::default(), cache: None }
     }
 
     /// The same corpus, ranked by words under `ranking` (the retrieval benchmark measures each

@@ -23,6 +23,17 @@ pub enum HistoryScope<'a> {
     All,
 }
 
+impl HistoryScope<'_> {
+    /// The session and the project key a query binds for this scope (`None`: not filtered by it).
+    pub(super) fn keys(&self) -> (Option<&str>, Option<&str>) {
+        match *self {
+            HistoryScope::Session(id) => (Some(id), None),
+            HistoryScope::Project(key) => (None, Some(key)),
+            HistoryScope::All => (None, None),
+        }
+    }
+}
+
 /// One message a history search found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HistoryHit {
@@ -289,11 +300,7 @@ impl Store {
         ranking: &Ranking,
     ) -> Result<Vec<HistoryHit>> {
         on_db!(self, "search the history", {
-            let (session, project) = match scope {
-                HistoryScope::Session(id) => (Some(id), None),
-                HistoryScope::Project(key) => (None, Some(key)),
-                HistoryScope::All => (None, None),
-            };
+            let (session, project) = scope.keys();
             // The oldest message a capped ranking looks at: the cap-th most recent match (read in
             // rowid order, which costs no ranking).
             let mut floor = self.conn.prepare_cached(
@@ -341,76 +348,62 @@ impl Store {
                     }
                 }
             }
-            self.history_hits(&found, &snippet_terms(query))
+            // Only a hit that is kept gets its snippet, cut from what the index holds of the
+            // original (where the match is): bounded however large the original.
+            let terms = snippet_terms(query);
+            let ids: Vec<i64> = found.iter().map(|f| f.id).collect();
+            Ok(self.hits_of(scope, &ids, &|text| snippet(text, &terms))?)
         })
-    }
-
-    /// The hits for what a search found, in its order, each with its snippet, cut from what the
-    /// index holds of the original (where the match is): bounded however large the original.
-    fn history_hits(&self, found: &[Found], terms: &[Term]) -> Result<Vec<HistoryHit>> {
-        let mut stmt =
-            self.conn.prepare_cached("SELECT m.role, m.created_at, m.parts FROM messages m WHERE m.id = ?1")?;
-        let mut hits = Vec::with_capacity(found.len());
-        for f in found {
-            let (role, created_at, parts) =
-                stmt.query_row([f.id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?)))?;
-            let parts: Vec<Part> = serde_json::from_str(&parts).unwrap_or_default();
-            hits.push(HistoryHit {
-                message_id: f.id,
-                session_id: f.session_id.clone(),
-                seq: f.seq,
-                role: Role::parse(&role).unwrap_or(Role::User),
-                created_at,
-                snippet: snippet(&index_text(&parts), terms),
-            });
-        }
-        Ok(hits)
     }
 
     /// Messages by row id as history hits (those a vector search found), each with the opening
     /// of its text as the snippet, in the order given; those outside `scope` or gone are left out.
     pub(crate) fn history_hits_by_id(&self, scope: HistoryScope<'_>, ids: &[i64]) -> Result<Vec<HistoryHit>> {
         on_db!(self, "read the history", {
-            let (session, project) = match scope {
-                HistoryScope::Session(id) => (Some(id), None),
-                HistoryScope::Project(key) => (None, Some(key)),
-                HistoryScope::All => (None, None),
-            };
-            let mut stmt = self.conn.prepare_cached(
-                "SELECT m.session_id, m.seq, m.role, m.created_at, m.parts FROM messages m WHERE m.id = ?1 \
-                 AND (?2 IS NULL OR m.session_id = ?2) \
-                 AND (?3 IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?3))",
-            )?;
-            let mut out = Vec::with_capacity(ids.len());
-            for &id in ids {
-                let row = stmt
-                    .query_row(params![id, session, project], |r| {
-                        let role: String = r.get(2)?;
-                        Ok((
-                            r.get::<_, String>(0)?,
-                            r.get::<_, u64>(1)?,
-                            role,
-                            r.get::<_, i64>(3)?,
-                            r.get::<_, String>(4)?,
-                        ))
-                    })
-                    .optional()?;
-                if let Some((session_id, seq, role, created_at, parts)) = row {
-                    let parts: Vec<Part> = serde_json::from_str(&parts).unwrap_or_default();
-                    let text = index_text(&parts);
-                    let opening: String = text.split_whitespace().take(24).collect::<Vec<_>>().join(" ");
-                    out.push(HistoryHit {
-                        message_id: id,
-                        session_id,
-                        seq,
-                        role: Role::parse(&role).unwrap_or(Role::User),
-                        created_at,
-                        snippet: opening,
-                    });
-                }
-            }
-            Ok(out)
+            Ok(self.hits_of(scope, ids, &|text| text.split_whitespace().take(24).collect::<Vec<_>>().join(" "))?)
         })
+    }
+
+    /// Messages by row id as history hits, in the order given, each with `snippet` of the text
+    /// the index holds of it; those outside `scope` or gone are left out.
+    fn hits_of(
+        &self,
+        scope: HistoryScope<'_>,
+        ids: &[i64],
+        snippet: &dyn Fn(&str) -> String,
+    ) -> rusqlite::Result<Vec<HistoryHit>> {
+        let (session, project) = scope.keys();
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT m.session_id, m.seq, m.role, m.created_at, m.parts FROM messages m WHERE m.id = ?1 \
+             AND (?2 IS NULL OR m.session_id = ?2) \
+             AND (?3 IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?3))",
+        )?;
+        let mut out = Vec::with_capacity(ids.len());
+        for &id in ids {
+            let row = stmt
+                .query_row(params![id, session, project], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, u64>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, i64>(3)?,
+                        r.get::<_, String>(4)?,
+                    ))
+                })
+                .optional()?;
+            if let Some((session_id, seq, role, created_at, parts)) = row {
+                let parts: Vec<Part> = serde_json::from_str(&parts).unwrap_or_default();
+                out.push(HistoryHit {
+                    message_id: id,
+                    session_id,
+                    seq,
+                    role: Role::parse(&role).unwrap_or(Role::User),
+                    created_at,
+                    snippet: snippet(&index_text(&parts)),
+                });
+            }
+        }
+        Ok(out)
     }
 
     /// The original messages `from..=to` of a session (at most [`HISTORY_RANGE_MAX`]), untouched

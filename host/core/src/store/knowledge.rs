@@ -209,7 +209,7 @@ impl Store {
     /// text and heading; all the query's words when that finds something, else any), at most
     /// `limit`.
     pub fn knowledge_search(&self, filter: KnowledgeFilter<'_>, query: &str, limit: usize) -> Result<Vec<ChunkHit>> {
-        self.knowledge_search_ranked(filter, query, limit, &super::ranking::Ranking::knowledge())
+        self.knowledge_search_ranked(filter, query, limit, &super::ranking::Ranking::default())
     }
 
     /// [`Store::knowledge_search`] under the rules of `ranking` (its query rules and tiers).

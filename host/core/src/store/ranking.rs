@@ -43,12 +43,6 @@ impl Default for Ranking {
 }
 
 impl Ranking {
-    /// The knowledge index's rules: the history's, chosen on the knowledge tuning set where they
-    /// differ (BENCHMARKS.md, "Knowledge search on Seshat's own documents").
-    pub fn knowledge() -> Self {
-        Ranking::default()
-    }
-
     /// The ranking before the recall benchmark on real dialogues (identifiers, then all words,
     /// then any, each over the 500 most recent matches; a short stop list): the benchmark's
     /// reference for what each rule changed.

@@ -465,11 +465,7 @@ impl Store {
     /// The vectors of the messages in `scope` (message id, encoded vector).
     pub fn message_vectors(&self, scope: super::HistoryScope<'_>, each: &mut dyn FnMut(i64, &[u8])) -> Result<()> {
         on_db!(self, "read the vectors", {
-            let (session, project) = match scope {
-                super::HistoryScope::Session(id) => (Some(id), None),
-                super::HistoryScope::Project(key) => (None, Some(key)),
-                super::HistoryScope::All => (None, None),
-            };
+            let (session, project) = scope.keys();
             let mut stmt = self.conn.prepare_cached(
                 "SELECT v.message_id, v.vector FROM message_vectors v JOIN messages m ON m.id = v.message_id \
                  WHERE (?1 IS NULL OR m.session_id = ?1) \
