@@ -259,6 +259,10 @@ fn variants() -> Vec<(String, Ranking)> {
         (format!("default but hits not spread (default within {} turns)", d.spread), with(&|r| r.spread = 0)),
         ("default but spread within 3 turns".into(), with(&|r| r.spread = 3)),
         ("default but spread within 10 turns".into(), with(&|r| r.spread = 10)),
+        (
+            format!("default but coordination {} (default {})", !d.coordination, d.coordination),
+            with(&|r| r.coordination = !d.coordination),
+        ),
     ]
 }
 
@@ -267,9 +271,9 @@ fn fusions() -> Vec<(String, Weights)> {
     let w = |k: f64, vector: f64| Weights { k, lexical: 1.0, vector };
     vec![
         ("rrf_k 60, vector weight 1 (the knowledge index's default)".into(), w(60.0, 1.0)),
-        ("rrf_k 5, vector weight 0.75 (history's default)".into(), w(5.0, 0.75)),
+        ("rrf_k 5, vector weight 0.75".into(), w(5.0, 0.75)),
         ("rrf_k 1, vector weight 0.5".into(), w(1.0, 0.5)),
-        ("rrf_k 10, vector weight 0.75".into(), w(10.0, 0.75)),
+        ("rrf_k 10, vector weight 0.75 (history's default)".into(), w(10.0, 0.75)),
         ("rrf_k 20, vector weight 0.5".into(), w(20.0, 0.5)),
         ("rrf_k 60, vector weight 0.5".into(), w(60.0, 0.5)),
     ]
@@ -505,12 +509,25 @@ fn knowledge_set(label: &str, fixture: &Path, server: Option<&Server>) {
             r.identifiers_first = !d.identifiers_first;
             r
         }),
+        (format!("coordination {}", !d.coordination), {
+            let mut r = d.clone();
+            r.coordination = !d.coordination;
+            r
+        }),
     ]
     .into_iter()
     .map(|(name, r)| {
         (name, Knowledge::new(Store::open(&db).unwrap(), None, Weights::default()).with_ranking(r), Tally::default())
     })
     .collect();
+    // Hybrid under each fusion setting the history's ablation compares.
+    let mut fused: Vec<(String, Knowledge, Tally)> = match embedder.as_ref() {
+        Some(e) => fusions()
+            .into_iter()
+            .map(|(name, w)| (name, Knowledge::new(Store::open(&db).unwrap(), Some(e()), w), Tally::default()))
+            .collect(),
+        None => Vec::new(),
+    };
     let as_found = |f: seshat::retrieval::Found| -> Vec<(String, u32, u32)> {
         f.hits.into_iter().map(|h| (h.path, h.start_line, h.end_line)).collect()
     };
@@ -527,7 +544,7 @@ fn knowledge_set(label: &str, fixture: &Path, server: Option<&Server>) {
             .collect();
         t_plain.add(hit(&found, i));
         t_lexical.add(hit(&as_found(lexical.search(filter, &q.q, LIMIT).unwrap()), i));
-        for (_, k, t) in variants.iter_mut() {
+        for (_, k, t) in variants.iter_mut().chain(fused.iter_mut()) {
             t.add(hit(&as_found(k.search(filter, &q.q, LIMIT).unwrap()), i));
         }
         if let (Some(h), Some(d)) = (hybrid.as_mut(), dense.as_mut()) {
@@ -552,6 +569,9 @@ fn knowledge_set(label: &str, fixture: &Path, server: Option<&Server>) {
     }
     for (name, _, t) in &variants {
         println!("| Seshat lexical, {name} | {} | {} | {} |", t.pct(0), t.pct(1), t.pct(2));
+    }
+    for (name, _, t) in &fused {
+        println!("| Seshat hybrid, {name} | {} | {} | {} |", t.pct(0), t.pct(1), t.pct(2));
     }
     let _ = std::fs::remove_dir_all(&root);
 }

@@ -550,3 +550,20 @@ fn the_first_hits_cover_different_places_and_nothing_is_left_out() {
     assert_eq!(all.len(), 4, "{all:?}");
     assert_eq!(all[1], 6, "{all:?}");
 }
+
+#[test]
+fn a_message_holding_more_of_the_words_comes_before_one_holding_fewer() {
+    let home = Home::new();
+    let mut store = home.store();
+    let mut turns = vec![None; 40];
+    // No message holds every word. One says a single word twice in a few: by bm25 alone it wins.
+    turns[2] = Some("launch, launch!");
+    turns[30] = Some(
+        "the budget for the next quarter goes to the review board on friday afternoon, after the \
+         planning meeting, once finance has seen the numbers and the headcount",
+    );
+    let s = dialogue(&mut store, &turns);
+    let q = "What about the budget review before the launch?";
+    assert_eq!(ranked(&store, &s, q, 2, &without(|r| r.coordination = false)), [3, 31], "bm25 alone");
+    assert_eq!(ranked(&store, &s, q, 2, &Ranking::default()), [31, 3], "two of the words before one");
+}

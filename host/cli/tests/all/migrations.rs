@@ -246,3 +246,39 @@ fn version_6_fixture_upgrades_and_its_records_say_their_plugin_is_unknown() {
     store.record_trims_by(s1, &[(3, 0, "[t]".into())], Some(&by)).unwrap();
     assert_eq!(store.trims(s1).unwrap().last().unwrap().plugin.as_ref(), Some(&by));
 }
+
+#[test]
+fn version_9_fixture_upgrades_and_its_word_indexes_match_by_stem() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("v9.db");
+    fs::copy(fixture("store-v9.sqlite"), &db).unwrap();
+    let before: u32 = Connection::open(&db).unwrap().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert_eq!(before, 9, "the fixture must stay at version 9");
+    // Before the upgrade, neither index finds "retry" in "retries" (they match whole words).
+    let old = Connection::open(&db).unwrap();
+    let count = |sql: &str| -> i64 { old.query_row(sql, [], |r| r.get(0)).unwrap() };
+    assert_eq!(count("SELECT count(*) FROM chunk_fts WHERE chunk_fts MATCH 'retry'"), 0);
+    assert_eq!(count("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH 'retry'"), 0);
+    drop(old);
+
+    let mut store = Store::open(&db).unwrap();
+    let version: u32 = store.connection().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    // The document's chunks, rebuilt into the stemmed index: "retry" finds "retries".
+    let filter = seshat::store::KnowledgeFilter { project: "/work/alpha", scope: None };
+    let hits = store.knowledge_search(filter, "why does it retry?", 5).unwrap();
+    assert_eq!(hits.iter().map(|h| h.heading.as_str()).collect::<Vec<_>>(), ["Upload"]);
+    // The memory entity, moved into the stemmed index with its observations.
+    let (graph, _) = store.memory(Some("/work/alpha")).search("retry", None, 5).unwrap();
+    assert_eq!(graph.entities.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["Upload service"]);
+    assert_eq!(graph.entities[0].observations.len(), 2, "{:?}", graph.entities[0]);
+    // Both indexes keep following their tables: a chunk removed, an observation added.
+    store.knowledge_remove(&[1]).unwrap();
+    assert!(store.knowledge_search(filter, "retry", 5).unwrap().is_empty());
+    let mut memory = store.memory(Some("/work/alpha"));
+    let args = serde_json::json!({"observations": [{"entityName": "Upload service", "contents": ["Compacts its logs nightly"]}]});
+    let out = seshat::memory::tools::call(&mut memory, "memory_add_observations", &args);
+    assert!(!out.is_error, "{}", out.content());
+    let (graph, _) = memory.search("compacting", None, 5).unwrap();
+    assert_eq!(graph.entities.iter().map(|e| e.observations.len()).collect::<Vec<_>>(), [3]);
+}

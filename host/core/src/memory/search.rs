@@ -1,6 +1,8 @@
 //! `search_nodes`: ranked word search (FTS5, bm25, names weighted above types above
-//! observations, diacritics ignored) followed by substring matches (FTS5 trigram), so everything
-//! the reference server's case-insensitive substring search finds is found too.
+//! observations, diacritics ignored, words matched by their stem) over the query's words as the
+//! shared ranking rules keep them ([`crate::store::ranking`]): the entities holding every word,
+//! then substring matches (FTS5 trigram), so everything the reference server's case-insensitive
+//! substring search finds is found too, and only when neither finds anything, the entities holding some of the words.
 
 use std::collections::HashSet;
 
@@ -8,6 +10,7 @@ use rusqlite::params;
 
 use super::graph::{Graph, json_ids, load_entities, relations_among};
 use super::{Memory, Result, Scope};
+use crate::store::ranking;
 
 /// bm25 weights of the indexed columns: name, type, observations.
 const RANK: &str = "bm25(10.0, 4.0, 1.0)";
@@ -20,10 +23,15 @@ pub(crate) const RANKED_CANDIDATES: usize = 2_000;
 /// How many of a word's newest and of its oldest matches [`Memory::is_common`] looks at.
 const COMMON_SAMPLE: i64 = 512;
 
-/// The words of a query, each quoted as an FTS5 phrase (so the query's punctuation is never FTS5
-/// syntax).
+/// The words of a query as the shared ranking rules keep them (common and question words left out
+/// unless nothing else is left, an identifier kept whole), each quoted as an FTS5 phrase (so the
+/// query's punctuation is never FTS5 syntax).
 fn query_words(query: &str) -> Vec<String> {
-    query.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(|w| format!("\"{w}\"")).collect()
+    let terms = ranking::terms(query);
+    ranking::kept(&terms, &ranking::Ranking::default())
+        .into_iter()
+        .map(|w| format!("\"{}\"", w.replace('"', "\"\"")))
+        .collect()
 }
 
 /// The whole query as one trigram phrase (a substring match).
@@ -86,6 +94,23 @@ impl Memory<'_> {
         };
         window.sort_by(|a, b| a.1.total_cmp(&b.1));
         Ok(window.into_iter().map(|(id, _)| id).collect())
+    }
+
+    /// Ids of the newest [`RANKED_CANDIDATES`] entities holding any of `words`, those holding
+    /// more of them first, then by bm25 ([`ranking::Ranking::coordination`]): the last tier, for a question phrased unlike the note that answers it.
+    fn ranked_any(&self, words: &[String]) -> Result<Vec<i64>> {
+        let mut window: Vec<(i64, f64)> = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT rowid, rank FROM memory_fts WHERE memory_fts MATCH ?1 AND rank MATCH '{RANK}' \
+                 ORDER BY rowid DESC LIMIT {RANKED_CANDIDATES}"
+            ))?
+            .query_map([words.join(" OR ")], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        window.sort_by(|a, b| a.1.total_cmp(&b.1));
+        let mut ids: Vec<i64> = window.into_iter().map(|(id, _)| id).collect();
+        ranking::by_coordination(self.conn, ranking::Index::Memory, &mut ids, words)?;
+        Ok(ids)
     }
 
     /// Whether a word looks held by half the entities or more: it fills at least half the id span
@@ -179,22 +204,26 @@ impl Memory<'_> {
                 Ok(found.collect::<rusqlite::Result<Vec<i64>>>()?)
             };
             let words = query_words(query);
-            if !words.is_empty() {
-                // Rank the window, then check visibility best first, a shortlist at a time: joining
-                // every candidate to its entity cost a lookup each (2,000 at 100k entities).
-                let shortlist_sql = format!(
-                    "SELECT e.id FROM json_each(?1) j CROSS JOIN memory_entities e ON e.id = j.value WHERE {VISIBLE} LIMIT ?2"
-                );
-                for shortlist in self.ranked(&words)?.chunks(want as usize * 4) {
+            // Rank a window, then check visibility best first, a shortlist at a time: joining
+            // every candidate to its entity cost a lookup each (2,000 at 100k entities).
+            let shortlist_sql = format!(
+                "SELECT e.id FROM json_each(?1) j CROSS JOIN memory_entities e ON e.id = j.value WHERE {VISIBLE} LIMIT ?2"
+            );
+            let take_visible = |ranked: Vec<i64>, ids: &mut Vec<i64>, push: &mut dyn FnMut(Vec<i64>, &mut Vec<i64>)| {
+                for shortlist in ranked.chunks(want as usize * 4) {
                     let shown: HashSet<i64> =
                         visible_ids(&shortlist_sql, &json_ids(shortlist), shortlist.len() as i64)?
                             .into_iter()
                             .collect();
-                    push(shortlist.iter().copied().filter(|id| shown.contains(id)).collect(), &mut ids);
+                    push(shortlist.iter().copied().filter(|id| shown.contains(id)).collect(), ids);
                     if ids.len() as i64 >= want {
                         break;
                     }
                 }
+                Ok::<_, super::Error>(())
+            };
+            if !words.is_empty() {
+                take_visible(self.ranked(&words)?, &mut ids, &mut push)?;
             }
             if (ids.len() as i64) < want {
                 // Enough to fill the page even if every word match is among them.
@@ -231,6 +260,11 @@ impl Memory<'_> {
                     )?
                 };
                 push(found, &mut ids);
+            }
+            if ids.is_empty() && words.len() > 1 {
+                // Nothing holds every word nor the whole text: the entities holding some of the
+                // words, best first (only then, so a match is never followed by partial ones).
+                take_visible(self.ranked_any(&words)?, &mut ids, &mut push)?;
             }
             let more = ids.len() > limit;
             ids.truncate(limit);

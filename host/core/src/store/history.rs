@@ -5,7 +5,7 @@
 use rusqlite::{OptionalExtension as _, params};
 
 use super::messages::{MESSAGE_COLUMNS, message_from_row};
-use super::ranking::Ranking;
+use super::ranking::{Index, Ranking};
 use super::{Message, Result, Store};
 use crate::conversation::{Part, Role};
 
@@ -317,7 +317,10 @@ impl Store {
                  AND (?4 IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?4)) \
                  ORDER BY bm25(message_fts), m.id DESC LIMIT ?2",
             )?;
-            let tiers: Vec<String> = super::ranking::expressions(query, ranking).tiers().collect();
+            let expressions = super::ranking::expressions(query, ranking);
+            let any = expressions.any.clone();
+            let words = super::ranking::kept_phrases(query, ranking);
+            let tiers: Vec<String> = expressions.tiers().collect();
             let mut found: Vec<Found> = Vec::new();
             for expression in &tiers {
                 if found.len() >= limit {
@@ -336,6 +339,13 @@ impl Store {
                     Ok(Found { id: r.get(0)?, session_id: r.get(1)?, seq: r.get(2)? })
                 })?;
                 let mut ranked: Vec<Found> = rows.collect::<rusqlite::Result<_>>()?;
+                if ranking.coordination && Some(expression) == any.as_ref() {
+                    let mut ids: Vec<i64> = ranked.iter().map(|f| f.id).collect();
+                    super::ranking::by_coordination(&self.conn, Index::History, &mut ids, &words)?;
+                    let mut by_id: std::collections::HashMap<i64, Found> =
+                        ranked.into_iter().map(|f| (f.id, f)).collect();
+                    ranked = ids.iter().filter_map(|id| by_id.remove(id)).collect();
+                }
                 if ranking.spread > 0 {
                     ranked = spread(ranked, ranking.spread);
                 }

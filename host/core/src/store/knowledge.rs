@@ -221,7 +221,9 @@ impl Store {
         ranking: &super::ranking::Ranking,
     ) -> Result<Vec<ChunkHit>> {
         on_db!(self, "search the knowledge index", {
-            let tiers = super::ranking::expressions(query, ranking);
+            let expressions = super::ranking::expressions(query, ranking);
+            let any = expressions.any.clone();
+            let words = super::ranking::kept_phrases(query, ranking);
             let mut stmt = self.conn.prepare_cached(&format!(
                 "SELECT c.id, d.path, c.start_line, c.end_line, c.heading, \
                  snippet(chunk_fts, 0, '[', ']', '…', 16), bm25(chunk_fts, 1.0, 0.5) \
@@ -229,10 +231,12 @@ impl Store {
                  WHERE chunk_fts MATCH ?3 AND {VISIBLE} ORDER BY bm25(chunk_fts, 1.0, 0.5), c.id LIMIT ?4"
             ))?;
             let mut hits: Vec<ChunkHit> = Vec::new();
-            for expr in tiers.tiers() {
-                let found = stmt.query_map(
-                    params![filter.project, filter.scope.map(Scope::as_str), expr, limit as i64],
-                    |r| {
+            for expr in expressions.tiers() {
+                // Coordination reorders a wider pool of the any-word tier.
+                let coordinated = ranking.coordination && Some(&expr) == any.as_ref();
+                let pool = if coordinated { super::ranking::POOL } else { limit };
+                let found =
+                    stmt.query_map(params![filter.project, filter.scope.map(Scope::as_str), expr, pool as i64], |r| {
                         Ok(ChunkHit {
                             id: r.get(0)?,
                             path: r.get(1)?,
@@ -242,10 +246,16 @@ impl Store {
                             snippet: r.get(5)?,
                             score: r.get(6)?,
                         })
-                    },
-                )?;
+                    })?;
+                let mut found: Vec<ChunkHit> = found.collect::<rusqlite::Result<_>>()?;
+                if coordinated {
+                    let mut ids: Vec<i64> = found.iter().map(|h| h.id).collect();
+                    super::ranking::by_coordination(&self.conn, super::ranking::Index::Knowledge, &mut ids, &words)?;
+                    let mut by_id: std::collections::HashMap<i64, ChunkHit> =
+                        found.into_iter().map(|h| (h.id, h)).collect();
+                    found = ids.iter().filter_map(|id| by_id.remove(id)).collect();
+                }
                 for hit in found {
-                    let hit = hit?;
                     if hits.len() < limit && !hits.iter().any(|h| h.id == hit.id) {
                         hits.push(hit);
                     }

@@ -27,6 +27,9 @@ pub struct Ranking {
     /// hits that are not: the first hits then cover more places than one stretch of one
     /// conversation (nothing is left out). 0 turns it off.
     pub spread: u64,
+    /// Among the messages holding some of the query's words, those holding more of them come
+    /// first (then bm25): a coordination level between every word and any.
+    pub coordination: bool,
 }
 
 impl Default for Ranking {
@@ -38,6 +41,7 @@ impl Default for Ranking {
             all_words_first: true,
             recent_cap: None,
             spread: 5,
+            coordination: true,
         }
     }
 }
@@ -54,6 +58,7 @@ impl Ranking {
             all_words_first: true,
             recent_cap: Some(500),
             spread: 0,
+            coordination: false,
         }
     }
 }
@@ -66,6 +71,60 @@ pub(crate) fn candidates(limit: usize) -> usize {
 
 /// How many of a word search's best matches a ranking that reorders them (spreading) reads.
 pub(crate) const POOL: usize = 500;
+
+/// The query's kept words, each quoted as an FTS5 phrase (what [`Ranking::coordination`] counts).
+pub(crate) fn kept_phrases(query: &str, ranking: &Ranking) -> Vec<String> {
+    kept(&terms(query), ranking).into_iter().map(quote).collect()
+}
+
+/// A term quoted as an FTS5 phrase: nothing typed is FTS5 syntax.
+fn quote(t: &str) -> String {
+    format!("\"{}\"", t.replace('"', "\"\""))
+}
+
+/// The FTS5 index tables coordination can count words in (each row's rowid is what it indexes).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Index {
+    /// The history (`message_fts`).
+    History,
+    /// The knowledge index (`chunk_fts`).
+    Knowledge,
+    /// Memory's word index (`memory_fts`).
+    Memory,
+}
+
+/// `ranked` (rowids of `index`, best first) reordered by how many of `words` (FTS5 phrases)
+/// each holds, most first, keeping the order among equals ([`Ranking::coordination`]).
+pub(crate) fn by_coordination(
+    conn: &rusqlite::Connection,
+    index: Index,
+    ranked: &mut [i64],
+    words: &[String],
+) -> rusqlite::Result<()> {
+    if ranked.len() < 2 || words.len() < 2 {
+        return Ok(());
+    }
+    let table = match index {
+        Index::History => "message_fts",
+        Index::Knowledge => "chunk_fts",
+        Index::Memory => "memory_fts",
+    };
+    // Each word's matches read in rowid order within the candidates' span (no ranking): one pass
+    // over its doclist, where a lookup per candidate would read it once per candidate.
+    let (low, high) = ranked.iter().fold((i64::MAX, i64::MIN), |(l, h), &id| (l.min(id), h.max(id)));
+    let mut count: std::collections::HashMap<i64, usize> = ranked.iter().map(|&id| (id, 0)).collect();
+    let mut holding =
+        conn.prepare_cached(&format!("SELECT rowid FROM {table} WHERE {table} MATCH ?1 AND rowid BETWEEN ?2 AND ?3"))?;
+    for w in words {
+        for id in holding.query_map(rusqlite::params![w, low, high], |r| r.get::<_, i64>(0))? {
+            if let Some(c) = count.get_mut(&id?) {
+                *c += 1;
+            }
+        }
+    }
+    ranked.sort_by_key(|id| std::cmp::Reverse(count[id]));
+    Ok(())
+}
 
 /// Words too common to help find a message: left out of the query unless it has nothing else (a
 /// common English stop list: function words and question words).
@@ -284,7 +343,6 @@ pub(crate) fn kept<'q>(terms: &[Term<'q>], ranking: &Ranking) -> Vec<&'q str> {
 /// `all_words_first` and there are two or more); `any`, any kept word. Every term is quoted, so
 /// nothing typed is FTS5 syntax.
 pub(crate) fn expressions(query: &str, ranking: &Ranking) -> Expressions {
-    let quote = |t: &str| format!("\"{}\"", t.replace('"', "\"\""));
     let terms = terms(query);
     let identifiers: Vec<String> = terms.iter().filter(|t| t.identifier).map(|t| quote(t.text)).collect();
     let words: Vec<String> = kept(&terms, ranking).into_iter().map(quote).collect();
