@@ -567,3 +567,66 @@ fn a_message_holding_more_of_the_words_comes_before_one_holding_fewer() {
     assert_eq!(ranked(&store, &s, q, 2, &without(|r| r.coordination = false)), [3, 31], "bm25 alone");
     assert_eq!(ranked(&store, &s, q, 2, &Ranking::default()), [31, 3], "two of the words before one");
 }
+
+/// A meeting of QMSum's tuning split (`tests/fixtures/retrieval/qmsum`, the recall benchmark's
+/// data) imported as a session, each turn a message `speaker: text`; and the rank (0-based) of the
+/// first message inside an annotated answer span for `query` under `ranking`, within 10.
+fn meeting_rank(store: &Store, meeting: &(String, QmsumMeeting), query: &str, ranking: &Ranking) -> Option<usize> {
+    let (s, m) = meeting;
+    let q = m.queries.iter().find(|q| q.query == query).expect("a query of the meeting");
+    ranked(store, s, query, 10, ranking)
+        .iter()
+        .position(|seq| q.spans.iter().any(|&(a, b)| (a..=b).contains(&(seq - 1))))
+}
+
+#[derive(serde::Deserialize)]
+struct QmsumMeeting {
+    meeting: usize,
+    turns: Vec<(String, String)>,
+    queries: Vec<QmsumQuery>,
+}
+
+#[derive(serde::Deserialize)]
+struct QmsumQuery {
+    query: String,
+    spans: Vec<(u64, u64)>,
+}
+
+#[test]
+fn real_questions_phrased_unlike_their_answers_are_found_within_5_and_each_rule_carries_one() {
+    let home = Home::new();
+    let mut store = home.store();
+    let lines = std::fs::read_to_string(crate::support::fixture("retrieval/qmsum/tuning.jsonl")).unwrap();
+    // The split's first three meetings, each a session (bm25 weighs words over the whole index);
+    // the questions are the third's, asked within its session.
+    let mut meetings: Vec<(String, QmsumMeeting)> = Vec::new();
+    for line in lines.lines().take(3) {
+        let m: QmsumMeeting = serde_json::from_str(line).unwrap();
+        let s = session_in(&mut store, "/p");
+        let turns: Vec<NewMessage> =
+            m.turns.iter().map(|(who, said)| text(Role::User, &format!("{who}: {said}"))).collect();
+        store.append(&s, &turns).unwrap();
+        meetings.push((s, m));
+    }
+    let meeting = meetings.pop().unwrap();
+    assert_eq!(meeting.1.meeting, 2);
+
+    // The answer: "the profit aims to make fifty million Euros", "what the finance department has
+    // told me" — neither "think", "discussing", "financial" nor "issue".
+    let profit = "What did the Project Manager think of the profit when discussing the financial issue and why?";
+    let found = meeting_rank(&store, &meeting, profit, &Ranking::default());
+    assert!(found.is_some_and(|r| r < 5), "found at {found:?}");
+    for (rule, ranking) in [
+        ("coordination", without(|r| r.coordination = false)),
+        ("question words", without(|r| r.question_words = false)),
+    ] {
+        let without_it = meeting_rank(&store, &meeting, profit, &ranking);
+        assert!(without_it.is_none_or(|r| r >= 5), "without {rule} still found at {without_it:?}");
+    }
+
+    // A question of common words around its subject: first, and drowned without the stop list.
+    let remote = "What did the group discuss about the functions of the remote control?";
+    assert_eq!(meeting_rank(&store, &meeting, remote, &Ranking::default()), Some(0));
+    let drowned = meeting_rank(&store, &meeting, remote, &without(|r| r.stop_words = false));
+    assert!(drowned.is_none_or(|r| r >= 5), "with stop words found at {drowned:?}");
+}
