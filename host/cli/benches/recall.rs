@@ -25,7 +25,8 @@
 //!
 //! `-- --knowledge` measures knowledge search instead: Seshat's own documents
 //! (`tests/fixtures/retrieval/docs`, questions written before tuning) through `Knowledge::search`,
-//! lexical, hybrid and dense, beside plain FTS5 over the same chunks.
+//! lexical, hybrid and dense, beside plain FTS5 over the same chunks; then memory search
+//! (`memory_search_nodes`) over the same passages, each chunk an entity.
 //!
 //! Run: `cargo bench -p seshat-cli --bench recall` (`-- --split tuning|heldout` for one split,
 //! `-- --lexical` to skip embeddings, `-- --ablation` to measure each rule of the lexical ranking
@@ -573,7 +574,92 @@ fn knowledge_set(label: &str, fixture: &Path, server: Option<&Server>) {
     for (name, _, t) in &fused {
         println!("| Seshat hybrid, {name} | {} | {} | {} |", t.pct(0), t.pct(1), t.pct(2));
     }
+    memory_set(label, &root, &conn, &chunks, t_plain, &hit, questions.iter().map(|q| q.q.as_str()), server);
     let _ = std::fs::remove_dir_all(&root);
+}
+
+/// Memory search over the same passages: each chunk an entity (named by its heading path and its
+/// place, typed `section`, its paragraphs the observations), each question asked through
+/// `Memory::search` (what `memory_search_nodes` runs) and, with an embedder, `Recall::search_memory`
+/// with the entities embedded through the queue as `embed_memory = true` does. `plain` is the
+/// baseline's tally over the same chunks.
+#[allow(clippy::too_many_arguments)]
+fn memory_set<'q>(
+    label: &str,
+    root: &Path,
+    knowledge: &rusqlite::Connection,
+    chunks: &[(String, u32, u32, String)],
+    plain: Tally,
+    hit: &dyn Fn(&[(String, u32, u32)], usize) -> Option<usize>,
+    questions: impl Iterator<Item = &'q str>,
+    server: Option<&Server>,
+) {
+    let headings: Vec<String> = knowledge
+        .prepare("SELECT c.heading FROM chunks c JOIN documents d ON d.id = c.document_id")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let db = root.join("memory.db");
+    let mut store = Store::open(&db).unwrap();
+    let mut by_name: HashMap<String, (String, u32, u32)> = HashMap::new();
+    let entities: Vec<serde_json::Value> = chunks
+        .iter()
+        .zip(&headings)
+        .map(|((path, a, b, text), heading)| {
+            let file = Path::new(path).file_name().unwrap().to_string_lossy().into_owned();
+            let name = format!("{heading} ({file} {a}-{b})");
+            by_name.insert(name.clone(), (path.clone(), *a, *b));
+            let observations: Vec<&str> = text.split("\n\n").map(str::trim).filter(|p| !p.is_empty()).collect();
+            serde_json::json!({"name": name, "entityType": "section", "observations": observations})
+        })
+        .collect();
+    let out = seshat::memory::tools::call(
+        &mut store.memory(Some("/docs")),
+        "memory_create_entities",
+        &serde_json::json!({ "entities": entities }),
+    );
+    assert!(!out.is_error, "{}", out.content());
+    let recalls = server.map(|server| {
+        let (config, catalog, runtime) = embedding_home(root, server, "embed_memory = true\n");
+        let load = || seshat::retrieval::load_embedder(&config, &catalog, &runtime).unwrap().unwrap();
+        let mut embedder = load();
+        seshat::retrieval::queue::sync(&mut store, &config, &embedder).unwrap();
+        seshat::retrieval::queue::drain(&mut store, &mut embedder, seshat::store::Queued::Memory, &|| false).unwrap();
+        let w = seshat::retrieval::recall_weights(&config);
+        let hybrid = Recall::new(Store::open(&db).unwrap(), load(), w, false, true);
+        let dense = Recall::new(Store::open(&db).unwrap(), load(), Weights { lexical: 0.0, ..w }, false, true);
+        (hybrid, dense)
+    });
+    let mut recalls = recalls;
+    let (mut t_lexical, mut t_hybrid, mut t_dense) = (Tally::default(), Tally::default(), Tally::default());
+    let found = |g: seshat::memory::Graph| -> Vec<(String, u32, u32)> {
+        g.entities.iter().map(|e| by_name[&e.name].clone()).collect()
+    };
+    for (i, q) in questions.enumerate() {
+        let mut memory = store.memory(Some("/docs"));
+        t_lexical.add(hit(&found(memory.search(q, None, LIMIT).unwrap().0), i));
+        if let Some((hybrid, dense)) = recalls.as_mut() {
+            t_hybrid.add(hit(&found(hybrid.search_memory(&mut memory, q, None, LIMIT).unwrap().0), i));
+            t_dense.add(hit(&found(dense.search_memory(&mut memory, q, None, LIMIT).unwrap().0), i));
+        }
+    }
+    println!(
+        "\nmemory, {label}: the same questions over {} entities, one per chunk (memory_search_nodes)\n",
+        entities.len()
+    );
+    println!("| ranking | any@1 | any@5 | any@10 |");
+    println!("|---|---|---|---|");
+    let mut rows =
+        vec![("plain FTS5 bm25 over the chunks, words OR-ed (baseline)", plain), ("Seshat memory, lexical", t_lexical)];
+    if recalls.is_some() {
+        rows.push(("Seshat memory, hybrid (all-MiniLM-L6-v2)", t_hybrid));
+        rows.push(("dense only (all-MiniLM-L6-v2, cosine)", t_dense));
+    }
+    for (name, t) in rows {
+        println!("| {name} | {} | {} | {} |", t.pct(0), t.pct(1), t.pct(2));
+    }
 }
 
 fn main() {
