@@ -63,6 +63,9 @@ struct Query {
     spans: Vec<(u64, u64)>,
 }
 
+/// A passage of a document: its path and line range.
+type Place = (String, u32, u32);
+
 /// Where a message came from: its meeting and turn.
 type Turn = (usize, u64);
 
@@ -590,7 +593,7 @@ fn memory_set<'q>(
     knowledge: &rusqlite::Connection,
     chunks: &[(String, u32, u32, String)],
     plain: Tally,
-    hit: &dyn Fn(&[(String, u32, u32)], usize) -> Option<usize>,
+    hit: &dyn Fn(&[Place], usize) -> Option<usize>,
     questions: impl Iterator<Item = &'q str>,
     server: Option<&Server>,
 ) {

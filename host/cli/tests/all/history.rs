@@ -596,7 +596,7 @@ struct QmsumQuery {
 fn real_questions_phrased_unlike_their_answers_are_found_within_5_and_each_rule_carries_one() {
     let home = Home::new();
     let mut store = home.store();
-    let lines = std::fs::read_to_string(crate::support::fixture("retrieval/qmsum/tuning.jsonl")).unwrap();
+    let lines = std::fs::read_to_string(fixture("retrieval/qmsum/tuning.jsonl")).unwrap();
     // The split's first three meetings, each a session (bm25 weighs words over the whole index);
     // the questions are the third's, asked within its session.
     let mut meetings: Vec<(String, QmsumMeeting)> = Vec::new();
