@@ -5,6 +5,7 @@
 
 mod architecture;
 mod bounds;
+mod branches;
 mod chat;
 mod chat_signals;
 mod cli;

@@ -112,6 +112,34 @@ pub enum Error {
     /// An undo with no compaction or trim left to undo.
     #[error("session {0} has no compaction or trim left to undo")]
     NothingToUndo(String),
+    /// A seq outside the session's messages (a fork or rewind point); nothing was written.
+    #[error("session {session} has messages 1 to {last}: there is no message {seq} to branch at")]
+    SeqOutOfRange {
+        /// The session.
+        session: String,
+        /// The seq asked for.
+        seq: u64,
+        /// The session's last seq.
+        last: u64,
+    },
+    /// A rewind with nothing to rewind (the messages are already out of the live view) or an undo
+    /// of a rewind with no rewind in force.
+    #[error("session {0} has nothing to rewind")]
+    NothingToRewind(String),
+    /// An undo of a rewind after messages were added past it; nothing was written.
+    #[error(
+        "session {session}'s rewind of messages {from} to {through} cannot be undone: messages were added after it          (up to {last}); fork at {through} to continue from the rewound messages"
+    )]
+    RewindSuperseded {
+        /// The session.
+        session: String,
+        /// The first rewound message.
+        from: u64,
+        /// The last.
+        through: u64,
+        /// The session's last seq now.
+        last: u64,
+    },
     /// A pin or undo the caller's check refused (it would not fit); nothing was written.
     #[error("{0}")]
     Refused(String),
@@ -173,6 +201,9 @@ impl Error {
             Error::InvalidTrim { .. } => "invalid_trim",
             Error::NoSuchMessage { .. } => "no_such_message",
             Error::NothingToUndo(_) => "nothing_to_undo",
+            Error::SeqOutOfRange { .. } => "seq_out_of_range",
+            Error::NothingToRewind(_) => "nothing_to_rewind",
+            Error::RewindSuperseded { .. } => "rewind_superseded",
             Error::Refused(_) | Error::PinBudget(_) => "refused",
             Error::Corrupt { .. } => "corrupt_row",
             Error::Sqlite(_) => "database",

@@ -4,7 +4,6 @@
 
 use rusqlite::{OptionalExtension as _, params};
 
-use super::messages::{MESSAGE_COLUMNS, message_from_row};
 use super::ranking::{Index, Ranking};
 use super::{Message, Result, Store};
 use crate::conversation::{Part, Role};
@@ -421,11 +420,7 @@ impl Store {
     pub fn history_range(&self, session: &str, from: u64, to: u64) -> Result<Vec<Message>> {
         on_db!(self, "read the history", {
             let to = to.min(from.saturating_add(HISTORY_RANGE_MAX - 1));
-            let mut stmt = self.conn.prepare_cached(&format!(
-                "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 AND seq BETWEEN ?2 AND ?3 ORDER BY seq"
-            ))?;
-            let rows = stmt.query_map(params![session, from, to], message_from_row)?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+            self.messages_between(session, from, to)
         })
     }
 }

@@ -175,25 +175,37 @@ fn insert_row(
 /// Calls are looked for from there back, so the usual case (the call just before its result)
 /// reads a few rows; only an orphan reads them all.
 pub(super) fn has_call(conn: &rusqlite::Connection, session: &str, call_id: &str, before: u64) -> Result<bool> {
+    Ok(call_seq(conn, session, call_id, before)?.is_some())
+}
+
+/// The seq of the message before `before` holding the tool call with this id (see [`has_call`]).
+pub(super) fn call_seq(conn: &rusqlite::Connection, session: &str, call_id: &str, before: u64) -> Result<Option<u64>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT parts FROM messages WHERE session_id = ?1 AND seq < ?2 AND role = 'assistant' ORDER BY seq DESC",
+        "SELECT parts, seq FROM messages WHERE session_id = ?1 AND seq <= ?2 AND seq > ?3 AND role = 'assistant' \
+         ORDER BY seq DESC",
     )?;
-    let mut rows = stmt.query(params![session, before])?;
     // The id as it is written in the stored JSON; only a message holding it is decoded.
     let needle =
         serde_json::to_string(call_id).map_err(|e| Error::Corrupt { table: "messages", message: e.to_string() })?;
-    while let Some(row) = rows.next()? {
-        let parts: String = row.get(0)?;
-        if !parts.contains(&needle) {
+    for segment in super::lineage::lineage(conn, session)?.iter().rev() {
+        let last = before.saturating_sub(1).min(segment.through);
+        if last <= segment.after {
             continue;
         }
-        let parts: Vec<Part> =
-            serde_json::from_str(&parts).map_err(|e| Error::Corrupt { table: "messages", message: e.to_string() })?;
-        if parts.iter().any(|p| p.tool_call_id() == Some(call_id)) {
-            return Ok(true);
+        let mut rows = stmt.query(params![segment.session, last, segment.after])?;
+        while let Some(row) = rows.next()? {
+            let parts: String = row.get(0)?;
+            if !parts.contains(&needle) {
+                continue;
+            }
+            let parts: Vec<Part> = serde_json::from_str(&parts)
+                .map_err(|e| Error::Corrupt { table: "messages", message: e.to_string() })?;
+            if parts.iter().any(|p| p.tool_call_id() == Some(call_id)) {
+                return Ok(Some(row.get(1)?));
+            }
         }
     }
-    Ok(false)
+    Ok(None)
 }
 
 /// Refuses messages that would break the session's structure: a message without parts, or a
@@ -330,23 +342,31 @@ impl Store {
         })
     }
 
-    /// Messages with `seq >= from`, in order.
+    /// Messages with `seq >= from`, in order (a fork's inherited ones from its ancestors).
     pub(super) fn messages_from(&self, session: &str, from: u64) -> Result<Vec<Message>> {
-        let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq"
-        ))?;
-        let rows = stmt.query_map(params![session, from], message_from_row)?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        self.messages_between(session, from, super::lineage::OPEN)
     }
 
-    /// One message by seq.
+    /// Messages with `from <= seq <= to`, in order, wherever in the session's lineage they live.
+    pub(super) fn messages_between(&self, session: &str, from: u64, to: u64) -> Result<Vec<Message>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 AND seq >= ?2 AND seq <= ?3 ORDER BY seq"
+        ))?;
+        let mut out = Vec::new();
+        for segment in super::lineage::lineage(&self.conn, session)? {
+            let (low, high) = (from.max(segment.after + 1), to.min(segment.through));
+            if low > high {
+                continue;
+            }
+            let rows = stmt.query_map(params![segment.session, low, high], message_from_row)?;
+            out.extend(rows.collect::<rusqlite::Result<Vec<_>>>()?);
+        }
+        Ok(out)
+    }
+
+    /// One message by seq (a fork's inherited one from its ancestor).
     pub fn message(&self, session: &str, seq: u64) -> Result<Option<Message>> {
-        on_db!(self, "read a message", {
-            let mut stmt = self.conn.prepare_cached(&format!(
-                "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 AND seq = ?2"
-            ))?;
-            Ok(stmt.query_row(params![session, seq], message_from_row).optional()?)
-        })
+        on_db!(self, "read a message", { Ok(self.messages_between(session, seq, seq)?.pop()) })
     }
 
     /// Every compaction record of the session, oldest first.
@@ -452,8 +472,11 @@ impl Store {
 /// The size in bytes of a tool result's original content.
 fn tool_result_size(tx: &Transaction<'_>, session: &str, seq: u64, part: u32) -> Result<u64> {
     let invalid = |reason: &str| Error::InvalidTrim { seq, part, reason: reason.to_string() };
+    let owner = super::lineage::owner(tx, session, seq)?.ok_or_else(|| invalid("no such message"))?;
     let parts: String = tx
-        .query_row("SELECT parts FROM messages WHERE session_id = ?1 AND seq = ?2", params![session, seq], |r| r.get(0))
+        .query_row("SELECT parts FROM messages WHERE session_id = ?1 AND seq = ?2", params![owner.session, seq], |r| {
+            r.get(0)
+        })
         .optional()?
         .ok_or_else(|| invalid("no such message"))?;
     let parts: Vec<Part> =

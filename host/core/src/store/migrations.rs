@@ -24,6 +24,7 @@ const MIGRATIONS: &[(&str, &str, Option<Backfill>)] = &[
     ("0008_knowledge", include_str!("migrations/0008_knowledge.sql"), None),
     ("0009_vectors", include_str!("migrations/0009_vectors.sql"), None),
     ("0010_stemmed_search", include_str!("migrations/0010_stemmed_search.sql"), None),
+    ("0011_branches", include_str!("migrations/0011_branches.sql"), None),
 ];
 
 /// Messages indexed per statement by [`index_history`].

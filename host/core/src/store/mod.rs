@@ -14,9 +14,11 @@ macro_rules! on_db {
     }};
 }
 
+mod branches;
 mod error;
 mod history;
 mod knowledge;
+mod lineage;
 mod messages;
 mod migrations;
 mod models;
@@ -34,6 +36,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::Connection;
 
 pub(crate) use error::sqlite_message;
+pub use branches::{Forked, Rewind, Rewound};
 pub use error::{Error, Failure, Result};
 pub use history::{HISTORY_RANGE_MAX, HistoryHit, HistoryScope, INDEX_WHOLE_BYTES, INDEX_WHOLE_TEXT_BYTES, index_text};
 pub use knowledge::{ChunkHit, ChunkText, DocumentInfo, KnowledgeFilter, NewChunk, NewDocument};

@@ -38,11 +38,15 @@ pub(super) const LIVE_TRIM: &str = "NOT EXISTS (SELECT 1 FROM retractions r WHER
 /// exchange it takes part in (a call's results, a result's call and that call's other results),
 /// so that a pin never splits a pair.
 pub(super) fn pair_closure(tx: &Connection, session: &str, seq: u64) -> Result<BTreeSet<u64>> {
+    let segments = super::lineage::lineage(tx, session)?;
     let parts_of = |seq: u64| -> Result<Option<Vec<Part>>> {
+        let Some(owner) = segments.iter().find(|s| s.holds(seq)) else { return Ok(None) };
         let parts: Option<String> = tx
-            .query_row("SELECT parts FROM messages WHERE session_id = ?1 AND seq = ?2", params![session, seq], |r| {
-                r.get(0)
-            })
+            .query_row(
+                "SELECT parts FROM messages WHERE session_id = ?1 AND seq = ?2",
+                params![owner.session, seq],
+                |r| r.get(0),
+            )
             .optional()?;
         parts
             .map(|p| serde_json::from_str(&p).map_err(|e| Error::Corrupt { table: "messages", message: e.to_string() }))
@@ -50,7 +54,7 @@ pub(super) fn pair_closure(tx: &Connection, session: &str, seq: u64) -> Result<B
     };
     // The messages that mention a call id, as its call or as a result.
     let mut holders = tx.prepare_cached(
-        "SELECT m.seq FROM messages m, json_each(m.parts) p WHERE m.session_id = ?1 \
+        "SELECT m.seq FROM messages m, json_each(m.parts) p WHERE m.session_id = ?1 AND m.seq > ?3 AND m.seq <= ?4 \
          AND (p.value ->> '$.id' = ?2 AND p.value ->> '$.type' = 'tool_call' \
               OR p.value ->> '$.call_id' = ?2 AND p.value ->> '$.type' = 'tool_result')",
     )?;
@@ -62,8 +66,12 @@ pub(super) fn pair_closure(tx: &Connection, session: &str, seq: u64) -> Result<B
         }
         let parts = parts_of(seq)?.ok_or(Error::NoSuchMessage { session: session.to_string(), seq })?;
         for id in parts.iter().filter_map(|p| p.tool_call_id().or_else(|| p.answered_call_id())) {
-            for other in holders.query_map(params![session, id], |r| r.get::<_, u64>(0))? {
-                todo.push(other?);
+            for segment in &segments {
+                for other in holders.query_map(params![segment.session, id, segment.after, segment.through], |r| {
+                    r.get::<_, u64>(0)
+                })? {
+                    todo.push(other?);
+                }
             }
         }
     }
@@ -74,7 +82,7 @@ impl Store {
     /// The pinned seqs of a session, in order.
     pub fn pins(&self, session: &str) -> Result<Vec<u64>> {
         on_db!(self, "read the pins", {
-            let mut stmt = self.conn.prepare_cached("SELECT seq FROM pins WHERE session_id = ?1 ORDER BY seq")?;
+            let mut stmt = self.conn.prepare_cached("SELECT seq FROM pins WHERE session_id = ?1 AND removed_seq IS NULL ORDER BY seq")?;
             let rows = stmt.query_map([session], |r| r.get(0))?;
             Ok(rows.collect::<rusqlite::Result<_>>()?)
         })
@@ -83,7 +91,7 @@ impl Store {
     /// The pins of a session with when each was made, in seq order.
     pub(super) fn pin_times(&self, session: &str) -> Result<Vec<(u64, i64)>> {
         let mut stmt =
-            self.conn.prepare_cached("SELECT seq, created_at FROM pins WHERE session_id = ?1 ORDER BY seq")?;
+            self.conn.prepare_cached("SELECT seq, created_at FROM pins WHERE session_id = ?1 AND removed_seq IS NULL ORDER BY seq")?;
         let rows = stmt.query_map([session], |r| Ok((r.get(0)?, r.get(1)?)))?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
@@ -124,8 +132,12 @@ impl Store {
                 let covered = pair_closure(&store.conn, session, seq)?;
                 let mut removed = Vec::new();
                 for s in &covered {
-                    if store.conn.execute("DELETE FROM pins WHERE session_id = ?1 AND seq = ?2", params![session, s])?
-                        > 0
+                    // A tombstone, so a fork made at an earlier seq still sees the pin.
+                    if store.conn.execute(
+                        "UPDATE pins SET removed_seq = (SELECT message_count FROM sessions WHERE id = ?1) \
+                         WHERE session_id = ?1 AND seq = ?2 AND removed_seq IS NULL",
+                        params![session, s],
+                    )? > 0
                     {
                         removed.push(*s);
                     }
@@ -222,7 +234,7 @@ impl Store {
     /// Runs `f` inside one `BEGIN IMMEDIATE` transaction on this store's connection, so that `f`
     /// can read through the store what it has written so far: committed when `f` succeeds, rolled
     /// back when it fails.
-    fn immediate<T>(&mut self, f: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
+    pub(super) fn immediate<T>(&mut self, f: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
         match f(self) {
             Ok(v) => {

@@ -3,7 +3,8 @@
 //! It is derived, never stored: the latest successful compaction not undone (its summary as one
 //! user-role message ending with [`COMPACTION_MARKER`]), then the messages before its cut that stay
 //! verbatim — the latest user request it pinned and the user's pins — then every message from the
-//! first kept one, with the trims not undone applied (never to a pinned message). A message made
+//! first kept one, with the trims not undone applied (never to a pinned message), leaving out the
+//! messages a rewind in force hides. A message made
 //! only of tool results whose calls are not before them in the view (orphans a repaired import
 //! kept), or of no parts at all, stays in the full history only.
 
@@ -55,6 +56,8 @@ struct ViewStamp {
     trim_id: i64,
     retraction_id: i64,
     pins: (i64, i64),
+    /// The latest rewind and how many were undone.
+    rewinds: (i64, i64),
 }
 
 impl Store {
@@ -73,6 +76,8 @@ impl Store {
                 .optional()?;
             let first_kept = compaction.as_ref().and_then(|c| c.first_kept_seq).unwrap_or(1);
             let pins: HashSet<u64> = self.pins(session)?.into_iter().collect();
+            let rewinds = self.live_rewinds(session)?;
+            let hidden = |seq: u64| rewinds.iter().any(|r| (r.from_seq..=r.through_seq).contains(&seq));
             let earliest_pin = pins.iter().copied().min().unwrap_or(first_kept);
             let from = first_kept.min(pinned_of(compaction.as_ref(), first_kept)).min(earliest_pin);
             let mut trims = self.trims_from(session, from)?;
@@ -98,14 +103,14 @@ impl Store {
                 let mut before: Vec<u64> = pins.iter().copied().filter(|&p| p < first_kept).collect();
                 before.extend(request.filter(|r| !pins.contains(r)));
                 before.sort_unstable();
-                for seq in before {
+                for seq in before.into_iter().filter(|&s| !hidden(s)) {
                     if let Some(msg) = self.message(session, seq)? {
                         let origin = if pins.contains(&seq) { Origin::UserPin } else { Origin::Pinned };
                         entries.extend(self.admit(session, &mut calls, entry(origin, msg, &mut trims, &pins))?);
                     }
                 }
             }
-            for msg in self.messages_from(session, first_kept)? {
+            for msg in self.messages_from(session, first_kept)?.into_iter().filter(|m| !hidden(m.seq)) {
                 entries.extend(self.admit(session, &mut calls, entry(Origin::Kept, msg, &mut trims, &pins))?);
             }
             Ok(LiveView { session: info, compaction, entries, stamp, calls })
@@ -123,7 +128,8 @@ impl Store {
             let same = stamp.compaction_id == view.stamp.compaction_id
                 && stamp.trim_id == view.stamp.trim_id
                 && stamp.retraction_id == view.stamp.retraction_id
-                && stamp.pins == view.stamp.pins;
+                && stamp.pins == view.stamp.pins
+                && stamp.rewinds == view.stamp.rewinds;
             if !same || stamp.message_count < view.stamp.message_count {
                 *view = self.live_view(&session)?;
             } else if stamp.message_count > view.stamp.message_count {
@@ -149,8 +155,10 @@ impl Store {
                  (SELECT coalesce(max(id), 0) FROM compactions WHERE session_id = ?1 AND status = 'ok'), \
                  (SELECT coalesce(max(id), 0) FROM trims WHERE session_id = ?1), \
                  (SELECT coalesce(max(id), 0) FROM retractions WHERE session_id = ?1), \
-                 (SELECT count(*) FROM pins WHERE session_id = ?1), \
-                 (SELECT coalesce(max(id), 0) FROM pins WHERE session_id = ?1)",
+                 (SELECT count(*) FROM pins WHERE session_id = ?1 AND removed_seq IS NULL), \
+                 (SELECT coalesce(max(id), 0) FROM pins WHERE session_id = ?1), \
+                 (SELECT coalesce(max(id), 0) FROM rewinds WHERE session_id = ?1), \
+                 (SELECT count(undone_at) FROM rewinds WHERE session_id = ?1)",
             )?
             .query_row([session], |r| {
                 Ok(ViewStamp {
@@ -159,6 +167,7 @@ impl Store {
                     trim_id: r.get(2)?,
                     retraction_id: r.get(3)?,
                     pins: (r.get(4)?, r.get(5)?),
+                    rewinds: (r.get(6)?, r.get(7)?),
                 })
             })?)
     }
