@@ -55,4 +55,14 @@ var (
 	ErrMethodNotFound = &Error{Code: "method_not_found"}
 	// ErrOutboxFull: the client left too much unread and `seshat serve` dropped the connection.
 	ErrOutboxFull = &Error{Code: "outbox_full"}
+	// ErrSeqOutOfRange: a fork or rewind named a message the session does not have.
+	ErrSeqOutOfRange = &Error{Code: "seq_out_of_range"}
+	// ErrNothingToRewind: no rewind to undo, or nothing left to rewind.
+	ErrNothingToRewind = &Error{Code: "nothing_to_rewind"}
+	// ErrRewindSuperseded: a rewind can no longer be undone (messages were added after it); fork
+	// from the rewound messages instead.
+	ErrRewindSuperseded = &Error{Code: "rewind_superseded"}
+	// ErrRefused: the change would not fit the window (its message gives the figures); nothing
+	// was changed.
+	ErrRefused = &Error{Code: "refused"}
 )

@@ -579,3 +579,88 @@ func TestNewClientRefusesAProviderTheServerCannotSelect(t *testing.T) {
 		t.Fatalf("nothing is sent to the provider: %d requests", len(f.bodies))
 	}
 }
+
+// TestForkAndRewind: two turns, a fork after the first (the fork's next request carries only
+// the first exchange), a rewind of the latest request (its text comes back; the next request
+// leaves the rewound exchange out), an undo refused once a message was added, and bad points.
+func TestForkAndRewind(t *testing.T) {
+	f := newFake(t, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
+		text(w, req, fmt.Sprintf("answer %d", n))
+	})
+	c := start(t, config(t, f, ""))
+	ctx := context.Background()
+	s, err := c.NewSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"first question", "second question"} {
+		stream, err := s.Send(ctx, q)
+		if err == nil {
+			_, err = stream.Wait()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	fork, forked, err := s.Fork(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if forked.At != 2 || forked.Session.ParentID != s.ID || forked.Session.ForkSeq != 2 || fork.ID == s.ID {
+		t.Fatalf("forked %+v", forked)
+	}
+	stream, err := fork.Send(ctx, "a different second question")
+	if err == nil {
+		_, err = stream.Wait()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	contents := func(i int) []string {
+		var out []string
+		for _, m := range f.request(i)["messages"].([]interface{}) {
+			if c, ok := m.(map[string]interface{})["content"].(string); ok && m.(map[string]interface{})["role"] != "system" {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	if got := strings.Join(contents(2), "|"); got != "first question|answer 1|a different second question" {
+		t.Fatalf("the fork's request carried %q", got)
+	}
+	// Rewind the parent's latest request: it comes back for editing, and leaves the view.
+	r, err := s.RewindRequests(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.FromSeq != 3 || r.ThroughSeq != 4 || r.Request != "second question" {
+		t.Fatalf("rewound %+v", r)
+	}
+	view, err := s.LiveView(ctx)
+	if err != nil || len(view) != 2 {
+		t.Fatalf("view %+v, %v", view, err)
+	}
+	stream, err = s.Send(ctx, "second question, rephrased")
+	if err == nil {
+		_, err = stream.Wait()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(contents(3), "|"); got != "first question|answer 1|second question, rephrased" {
+		t.Fatalf("after the rewind the request carried %q", got)
+	}
+	if _, err := s.UndoRewind(ctx); !errors.Is(err, ErrRewindSuperseded) {
+		t.Fatalf("undo after a new message: %v, want ErrRewindSuperseded", err)
+	}
+	if _, err := s.Rewind(ctx, 99); !errors.Is(err, ErrSeqOutOfRange) {
+		t.Fatalf("rewind to 99: %v, want ErrSeqOutOfRange", err)
+	}
+	if _, _, err := s.Fork(ctx, 99); !errors.Is(err, ErrSeqOutOfRange) {
+		t.Fatalf("fork at 99: %v, want ErrSeqOutOfRange", err)
+	}
+	history, err := s.History(ctx)
+	if err != nil || len(history) != 6 {
+		t.Fatalf("nothing is deleted: history %d, %v", len(history), err)
+	}
+}

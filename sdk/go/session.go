@@ -22,6 +22,10 @@ type SessionInfo struct {
 	// CreatedAt and UpdatedAt are Unix milliseconds.
 	CreatedAt int64 `json:"created_at"`
 	UpdatedAt int64 `json:"updated_at"`
+	// ParentID is the session this one was forked from ("" when it is not a fork); ForkSeq is
+	// the parent's message its history ends at.
+	ParentID string `json:"parent_id,omitempty"`
+	ForkSeq  uint64 `json:"fork_seq,omitempty"`
 }
 
 // Session is one conversation, saved in the database and resumable.
@@ -440,6 +444,71 @@ func (s *Session) LiveView(ctx context.Context) ([]ViewEntry, error) {
 	}
 	err := s.client.call(ctx, "session/get", map[string]interface{}{"session": s.ID}, &r)
 	return r.View.Entries, err
+}
+
+// Forked is what Fork made.
+type Forked struct {
+	// Session is the new session (its ParentID and ForkSeq say where it came from).
+	Session SessionInfo `json:"session"`
+	// At is the parent's message the fork's history ends at.
+	At uint64 `json:"at"`
+	// MovedFrom is the message asked for when it fell inside a tool exchange and the fork moved
+	// to the exchange's start (0 otherwise).
+	MovedFrom uint64 `json:"moved_from,omitempty"`
+}
+
+// Fork makes a new session whose history is this one's up to message atSeq (0: the last) and
+// whose live view is this one's as it was then, and returns it to continue in. Nothing is copied
+// but the view's records: forking a long session is cheap.
+func (s *Session) Fork(ctx context.Context, atSeq uint64) (*Session, Forked, error) {
+	params := map[string]interface{}{"session": s.ID}
+	if atSeq > 0 {
+		params["at"] = atSeq
+	}
+	var r Forked
+	if err := s.client.call(ctx, "session/fork", params, &r); err != nil {
+		return nil, r, err
+	}
+	return &Session{client: s.client, ID: r.Session.ID}, r, nil
+}
+
+// Rewound is what Rewind or UndoRewind did.
+type Rewound struct {
+	// FromSeq and ThroughSeq are the messages taken out of (or given back to) the live view.
+	FromSeq    uint64 `json:"from_seq"`
+	ThroughSeq uint64 `json:"through_seq"`
+	// RetractedCompactions counts the compactions retracted with them (they summarised one).
+	RetractedCompactions uint64 `json:"retracted_compactions"`
+	// MovedFrom is the message asked for when it fell inside a tool exchange (0 otherwise).
+	MovedFrom uint64 `json:"moved_from,omitempty"`
+	// Undone says this undid a rewind.
+	Undone bool `json:"undone"`
+	// Request is the rewound request's text (RewindRequests), to edit and send again.
+	Request string `json:"request,omitempty"`
+}
+
+// Rewind takes message toSeq and every later one out of the session's live view (nothing is
+// deleted; new messages follow them). Refused with ErrRefused when the view that restores would
+// not fit the session's window.
+func (s *Session) Rewind(ctx context.Context, toSeq uint64) (Rewound, error) {
+	var r Rewound
+	err := s.client.call(ctx, "session/rewind", map[string]interface{}{"session": s.ID, "to": toSeq}, &r)
+	return r, err
+}
+
+// RewindRequests rewinds the session to before the user's n-th-last request (1: the latest);
+// the result carries that request's text.
+func (s *Session) RewindRequests(ctx context.Context, n uint64) (Rewound, error) {
+	var r Rewound
+	err := s.client.call(ctx, "session/rewind", map[string]interface{}{"session": s.ID, "last": n}, &r)
+	return r, err
+}
+
+// UndoRewind brings back the messages of the latest rewind while no message was added after it.
+func (s *Session) UndoRewind(ctx context.Context) (Rewound, error) {
+	var r Rewound
+	err := s.client.call(ctx, "session/rewind", map[string]interface{}{"session": s.ID, "undo": true}, &r)
+	return r, err
 }
 
 // Delete deletes the session and everything it holds.

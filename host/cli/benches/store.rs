@@ -286,6 +286,8 @@ fn list(n: usize) {
                     compaction_failures: r.get(14)?,
                     auto_compact_disabled: r.get(15)?,
                     metadata: serde_json::from_str(&metadata).unwrap(),
+                    parent_id: None,
+                    fork_seq: None,
                 })
             })
             .unwrap()

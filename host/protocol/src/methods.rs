@@ -69,6 +69,16 @@ method!(
     SessionCompact = "session/compact" (SessionCompactParams) -> SessionCompactResult
 );
 method!(
+    /// Forks a session at a message: a new session continuing from there, with the live view the
+    /// parent had then.
+    SessionFork = "session/fork" (SessionForkParams) -> SessionForkResult
+);
+method!(
+    /// Rewinds a session to before a message (the later ones leave the live view; nothing is
+    /// deleted), or undoes the latest rewind.
+    SessionRewind = "session/rewind" (SessionRewindParams) -> SessionRewindResult
+);
+method!(
     /// Sets a note (replacing the value of an existing key).
     NotesSet = "notes/set" (NotesSetParams) -> NoteResult
 );
@@ -319,6 +329,69 @@ pub struct SessionCompactParams {
 pub struct SessionCompactResult {
     /// What the compaction did.
     pub report: Report,
+}
+
+/// `session/fork`'s params.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionForkParams {
+    /// The session's id, or a unique prefix.
+    pub session: String,
+    /// The last message the fork keeps (its seq); the session's last when absent. A seq inside
+    /// a tool exchange moves to the exchange's start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<u64>,
+    /// The fork's title (the parent's when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}
+
+/// `session/fork`'s result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionForkResult {
+    /// The new session (`parent_id` and `fork_seq` name where it came from).
+    pub session: SessionInfo,
+    /// The parent's seq the fork's history ends at.
+    pub at: u64,
+    /// The seq asked for, when it fell inside a tool exchange and the fork moved to its start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moved_from: Option<u64>,
+}
+
+/// `session/rewind`'s params: one of `to`, `last` or `undo`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionRewindParams {
+    /// The session's id, or a unique prefix.
+    pub session: String,
+    /// The first message to take out of the live view (its seq).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<u64>,
+    /// Rewind to before the user's `last`-th-last request instead (1: the latest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last: Option<u64>,
+    /// Undo the latest rewind (while no message was added after it).
+    #[serde(default)]
+    pub undo: bool,
+}
+
+/// `session/rewind`'s result.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionRewindResult {
+    /// The first message taken out of (or, undone, given back to) the live view.
+    pub from_seq: u64,
+    /// The last.
+    pub through_seq: u64,
+    /// Compactions retracted because they summarised a rewound message (given back when undone).
+    pub retracted_compactions: u64,
+    /// The seq asked for, when it fell inside a tool exchange and the rewind moved to its start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moved_from: Option<u64>,
+    /// Whether this undid a rewind.
+    pub undone: bool,
+    /// The text of the rewound request (with `last`), for the user to edit and send again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<String>,
 }
 
 /// `notes/set`'s params.

@@ -64,6 +64,13 @@ pub struct SessionInfo {
     /// Free-form metadata.
     #[serde(default = "empty_object")]
     pub metadata: serde_json::Value,
+    /// The session this one was forked from, when it is a fork (its history is the parent's up
+    /// to [`SessionInfo::fork_seq`], then its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
+    /// The parent's seq the fork's history ends at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork_seq: Option<u64>,
 }
 
 fn empty_object() -> serde_json::Value {

@@ -45,6 +45,8 @@ pub fn schema() -> Value {
         methods::TurnStart,
         methods::TurnInterrupt,
         methods::SessionCompact,
+        methods::SessionFork,
+        methods::SessionRewind,
         methods::NotesSet,
         methods::NotesList,
         methods::NotesSearch,

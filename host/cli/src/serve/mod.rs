@@ -370,6 +370,48 @@ impl Server<'_> {
                 self.turns.compact(link, &session, p.instructions, id)?;
                 Ok(None)
             }
+            m::SessionFork::NAME => {
+                let p = rpc::params::<m::SessionFork>(params)?;
+                let store = self.store()?;
+                let id = store.resolve(&p.session).map_err(RpcError::from_store)?;
+                let forked = store.fork(&id, p.at, p.title.as_deref()).map_err(RpcError::from_store)?;
+                rpc::answer::<m::SessionFork>(&m::SessionForkResult {
+                    session: forked.session,
+                    at: forked.at,
+                    moved_from: forked.moved_from,
+                })
+            }
+            m::SessionRewind::NAME => {
+                let p = rpc::params::<m::SessionRewind>(params)?;
+                let id = self.store()?.resolve(&p.session).map_err(RpcError::from_store)?;
+                if self.turns.busy(&id) {
+                    return Err(RpcError::busy(&id));
+                }
+                let (rewound, request) = match (p.to, p.last, p.undo) {
+                    (None, None, true) => (self.store()?.undo_rewind(&id).map_err(RpcError::from_store)?, None),
+                    (Some(to), None, false) => (self.rewind(&id, to)?, None),
+                    (None, Some(n), false) => {
+                        let found = self.store()?.nth_last_request(&id, n.max(1)).map_err(RpcError::from_store)?;
+                        let Some((seq, text)) = found else {
+                            return Err(RpcError::from_store(seshat::store::Error::NothingToRewind(id)));
+                        };
+                        (self.rewind(&id, seq)?, Some(text))
+                    }
+                    _ => {
+                        return Err(RpcError::invalid_params(
+                            "give one of `to` (a seq), `last` (the n-th-last request) or `undo: true`",
+                        ));
+                    }
+                };
+                rpc::answer::<m::SessionRewind>(&m::SessionRewindResult {
+                    from_seq: rewound.from_seq,
+                    through_seq: rewound.through_seq,
+                    retracted_compactions: rewound.retracted_compactions,
+                    moved_from: rewound.moved_from,
+                    undone: p.undo,
+                    request,
+                })
+            }
             m::ConfigGet::NAME => {
                 rpc::params::<m::ConfigGet>(params)?;
                 let config = self.ctx.config().map_err(|e| RpcError::seshat("invalid_config", format!("{e:#}")))?;
@@ -461,6 +503,20 @@ impl Server<'_> {
             }
             other => Err(RpcError::method_not_found(other)),
         }
+    }
+
+    /// Rewinds `session` to before message `to`, refused when the view it restores would not fit
+    /// the session's window (as `seshat sessions rewind` does without a provider).
+    fn rewind(&mut self, session: &str, to: u64) -> Result<seshat::store::Rewound, RpcError> {
+        let window = self.store()?.session(session).map_err(RpcError::from_store)?.context_window;
+        let mut client = self
+            .ctx
+            .environment(seshat::client::Overrides::default())
+            .and_then(|e| Ok(e.client()?))
+            .map_err(|e| RpcError::seshat("invalid_config", format!("{e:#}")))?;
+        let settings = client.settings("unknown-model", window, 0);
+        seshat::compaction::rewind(client.store(), session, to, &seshat::compaction::Frame::default(), &settings)
+            .map_err(|e| RpcError::seshat(e.code(), e.to_string()))
     }
 
     /// The connection's database, opened on first use and kept (opening checks and migrates).

@@ -20,13 +20,45 @@ pub struct Args {
     /// Sessions of every project, not only this one.
     #[arg(long)]
     all: bool,
+    /// Show each fork under the session it was forked from (JSON rows gain `depth`).
+    #[arg(long)]
+    tree: bool,
 }
 
 #[derive(Serialize)]
 struct Row<'a> {
     short_id: &'a str,
+    /// How deep under its listed ancestors a fork sits (with `--tree`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    depth: Option<usize>,
     #[serde(flatten)]
     session: &'a SessionInfo,
+}
+
+/// The listed sessions' indices in tree order (each fork after the session it was forked from,
+/// forks oldest first) with their depth; a fork whose parent is not listed is a root.
+fn tree(sessions: &[SessionInfo]) -> Vec<(usize, usize)> {
+    let listed: std::collections::HashSet<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
+    let mut children: std::collections::HashMap<&str, Vec<usize>> = std::collections::HashMap::new();
+    let mut roots = Vec::new();
+    for (i, s) in sessions.iter().enumerate() {
+        match s.parent_id.as_deref().filter(|p| listed.contains(p)) {
+            Some(p) => children.entry(p).or_default().push(i),
+            None => roots.push(i),
+        }
+    }
+    for list in children.values_mut() {
+        list.sort_by_key(|&i| (sessions[i].created_at, sessions[i].id.as_str()));
+    }
+    let mut out = Vec::with_capacity(sessions.len());
+    let mut stack: Vec<(usize, usize)> = roots.into_iter().rev().map(|i| (i, 0)).collect();
+    while let Some((i, depth)) = stack.pop() {
+        out.push((i, depth));
+        if let Some(kids) = children.get(sessions[i].id.as_str()) {
+            stack.extend(kids.iter().rev().map(|&k| (k, depth + 1)));
+        }
+    }
+    out
 }
 
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
@@ -35,10 +67,15 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let sessions = store.list_sessions(&filter)?;
     let ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
     let short = store.short_ids(&ids)?;
+    let order: Vec<(usize, Option<usize>)> = if args.tree {
+        tree(&sessions).into_iter().map(|(i, d)| (i, Some(d))).collect()
+    } else {
+        (0..sessions.len()).map(|i| (i, None)).collect()
+    };
     let mut out = format::stdout();
     if args.json {
         let rows: Vec<Row<'_>> =
-            sessions.iter().zip(&short).map(|(session, short_id)| Row { short_id, session }).collect();
+            order.iter().map(|&(i, depth)| Row { short_id: &short[i], depth, session: &sessions[i] }).collect();
         format::json(&mut out, &rows)?;
         out.flush()?;
         return Ok(ExitCode::SUCCESS);
@@ -54,10 +91,16 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     }
     let width = short.iter().map(String::len).max().unwrap_or(8);
     writeln!(out, "{:<width$}  {:<16}  {:>8}  {:<14}  TITLE", "ID", "UPDATED", "MESSAGES", "CONTEXT")?;
-    for (s, id) in sessions.iter().zip(&short) {
+    for &(i, depth) in &order {
+        let (s, id) = (&sessions[i], &short[i]);
+        let indent = depth.filter(|&d| d > 0).map(|d| format!("{}└ ", "  ".repeat(d - 1))).unwrap_or_default();
+        let lineage = match (&s.parent_id, s.fork_seq) {
+            (Some(parent), Some(at)) => format!(" (fork of {} after {at})", &parent[..parent.len().min(8)]),
+            _ => String::new(),
+        };
         writeln!(
             out,
-            "{:<width$}  {:<16}  {:>8}  {:<14}  {}",
+            "{:<width$}  {:<16}  {:>8}  {:<14}  {indent}{}{lineage}",
             id,
             format::time(s.updated_at),
             s.message_count,

@@ -3,10 +3,12 @@
 mod append;
 mod delete;
 mod export;
+mod fork;
 mod import;
 mod list;
 mod new;
 mod pin;
+mod rewind;
 mod search;
 mod show;
 
@@ -40,6 +42,12 @@ pub enum SessionsCommand {
     Pin(pin::PinArgs),
     /// Unpin a message (and the other side of its tool exchanges).
     Unpin(pin::UnpinArgs),
+    /// Fork a session at any message: a new session continuing from there, with the live view
+    /// it had then.
+    Fork(fork::Args),
+    /// Rewind a session to before a message: the later ones leave the live view (nothing is
+    /// deleted); --undo brings them back.
+    Rewind(rewind::Args),
 }
 
 pub use pin::describe_pin;
@@ -57,5 +65,7 @@ pub fn run(ctx: &Context, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
         SessionsCommand::Search(args) => search::run(ctx, &args),
         SessionsCommand::Pin(args) => pin::run_pin(ctx, &args),
         SessionsCommand::Unpin(args) => pin::run_unpin(ctx, &args),
+        SessionsCommand::Fork(args) => fork::run(ctx, &args),
+        SessionsCommand::Rewind(args) => rewind::run(ctx, &args),
     }
 }

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 use seshat::conversation::Part;
-use seshat::store::{Compaction, CompactionStatus, Message, Origin, SessionInfo, Trim};
+use seshat::store::{Compaction, CompactionStatus, Message, Origin, Rewind, SessionInfo, Trim};
 
 use crate::{Context, format};
 
@@ -28,6 +28,10 @@ struct Full {
     messages: Vec<Message>,
     compactions: Vec<Compaction>,
     trims: Vec<Trim>,
+    /// Rewinds in force: their messages are a branch out of the live view.
+    rewinds: Vec<Rewind>,
+    /// The sessions forked from this one: (id, after which message).
+    forks: Vec<(String, u64)>,
 }
 
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
@@ -40,6 +44,8 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             messages: store.full_history(&id)?,
             compactions: store.compactions(&id)?,
             trims: store.trims(&id)?,
+            rewinds: store.live_rewinds(&id)?,
+            forks: store.forks(&id)?,
         };
         if args.json {
             format::json(&mut out, &full)?;
@@ -56,6 +62,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     header(&mut out, &view.session)?;
+    lineage(&mut out, &view.session, &store.forks(&id)?)?;
     if let Some(c) = &view.compaction {
         writeln!(
             out,
@@ -105,6 +112,17 @@ fn header(out: &mut dyn Write, s: &SessionInfo) -> std::io::Result<()> {
     )
 }
 
+/// Where the session sits among its forks: what it was forked from, what was forked from it.
+fn lineage(out: &mut dyn Write, s: &SessionInfo, forks: &[(String, u64)]) -> std::io::Result<()> {
+    if let (Some(parent), Some(at)) = (&s.parent_id, s.fork_seq) {
+        writeln!(out, "forked from {parent} after message {at} (messages 1 to {at} are read from it)")?;
+    }
+    for (fork, at) in forks {
+        writeln!(out, "fork {fork} continues after message {at}")?;
+    }
+    Ok(())
+}
+
 fn rule(out: &mut dyn Write, label: &str, status: &str) -> std::io::Result<()> {
     if status == "complete" {
         writeln!(out, "\n── {label} ──")
@@ -141,8 +159,21 @@ fn render_full(out: &mut dyn Write, full: &Full) -> std::io::Result<()> {
         format::count(full.compactions.len(), "compaction", "compactions"),
         format::count(full.trims.len(), "trim", "trims")
     )?;
+    lineage(out, &full.session, &full.forks)?;
     let mut compactions = full.compactions.iter().peekable();
     for m in &full.messages {
+        for r in full.rewinds.iter().filter(|r| r.from_seq == m.seq) {
+            writeln!(
+                out,
+                "\n┄┄ rewound at {}: messages {} to {} are a branch out of the live view (`seshat sessions fork {} \
+                 --at {}` continues from it) ┄┄",
+                format::time(r.created_at),
+                r.from_seq,
+                r.through_seq,
+                full.session.id,
+                r.through_seq
+            )?;
+        }
         rule(out, &format!("{} #{}", m.role.as_str(), m.seq), m.status.as_str())?;
         parts(out, &m.parts)?;
         for t in full.trims.iter().filter(|t| t.seq == m.seq) {
@@ -158,6 +189,9 @@ fn render_full(out: &mut dyn Write, full: &Full) -> std::io::Result<()> {
         }
         while let Some(c) = compactions.next_if(|c| c.through_seq <= m.seq) {
             compaction(out, c)?;
+        }
+        if full.rewinds.iter().any(|r| r.through_seq == m.seq) {
+            writeln!(out, "\n┄┄ end of the rewound branch ┄┄")?;
         }
     }
     for c in compactions {

@@ -165,9 +165,18 @@ proptest! {
         for op in &ops {
             apply(&mut store, &s, op, &mut calls, &mut results);
             let count = store.session(&s).unwrap().message_count;
-            at.insert(count, shown(&store, &s));
+            // A fork at the last message a rewind in force hides continues from the rewound
+            // branch (the rewind is not the fork's): the views after that rewind at this count
+            // are not what a fork there shows.
+            let rewound_here = store.live_rewinds(&s).unwrap().iter().any(|r| r.through_seq == count);
+            if rewound_here {
+                at.remove(&count);
+            } else {
+                at.insert(count, shown(&store, &s));
+            }
         }
         let last = store.session(&s).unwrap().message_count;
+        let now = shown(&store, &s);
         for seq in 1..=last {
             let fork = store.fork(&s, Some(seq), None).unwrap();
             let Some(then) = at.get(&fork.at) else { continue };
@@ -198,6 +207,201 @@ proptest! {
         let f2 = store.fork(&f1, None, None).unwrap();
         prop_assert_eq!(shown(&store, &f2.session.id), f1_view);
         prop_assert_eq!(store.full_history(&f2.session.id).unwrap(), store.full_history(&f1).unwrap());
-        prop_assert_eq!(shown(&store, &s), at[&last].clone(), "the parent is untouched by its forks");
+        prop_assert_eq!(shown(&store, &s), now, "the parent is untouched by its forks");
     }
+}
+
+/// A session of `n` messages, user and assistant in turn, message `i` saying `word{i}`.
+fn talk(home: &Home, n: u64, size: usize) -> String {
+    let mut store = home.store();
+    let id = store.create_session(NewSession { project: "/p".into(), ..NewSession::default() }).unwrap().id;
+    let msgs: Vec<NewMessage> = (1..=n)
+        .map(|i| {
+            let role = if i % 2 == 1 { Role::User } else { Role::Assistant };
+            NewMessage::text(role, format!("word{i} {}", "x".repeat(size)))
+        })
+        .collect();
+    store.append(&id, &msgs).unwrap();
+    id
+}
+
+fn json(out: &str) -> serde_json::Value {
+    serde_json::from_str(out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+fn view_seqs(home: &Home, id: &str) -> Vec<u64> {
+    home.store().live_view(id).unwrap().entries.iter().filter_map(|e| e.seq).collect()
+}
+
+#[test]
+fn the_cli_forks_at_a_message_and_the_fork_lives_on_when_its_parent_is_deleted() {
+    let home = Home::new();
+    let parent = talk(&home, 6, 10);
+    let out = json(&home.ok(&["sessions", "fork", &parent[..10], "--at", "4", "--title", "other way", "--json"]));
+    let fork = out["session"]["id"].as_str().unwrap().to_string();
+    assert_eq!((out["at"].as_u64(), out["parent"].as_str()), (Some(4), Some(parent.as_str())));
+    assert_eq!(out["session"]["parent_id"].as_str(), Some(parent.as_str()));
+    assert_eq!((out["session"]["fork_seq"].as_u64(), out["session"]["message_count"].as_u64()), (Some(4), Some(4)));
+    assert_eq!(view_seqs(&home, &fork), [1, 2, 3, 4]);
+    // The fork continues on its own; the parent is untouched.
+    home.store().append(&fork, &[NewMessage::text(Role::User, "word-fork-own")]).unwrap();
+    assert_eq!(view_seqs(&home, &fork), [1, 2, 3, 4, 5]);
+    assert_eq!(view_seqs(&home, &parent), [1, 2, 3, 4, 5, 6]);
+
+    // Lineage in the listing and in show.
+    let tree = json(&home.ok(&["sessions", "list", "--all", "--tree", "--json"]));
+    let rows: Vec<(&str, u64)> =
+        tree.as_array().unwrap().iter().map(|r| (r["id"].as_str().unwrap(), r["depth"].as_u64().unwrap())).collect();
+    assert_eq!(rows, [(parent.as_str(), 0), (fork.as_str(), 1)]);
+    let text = home.ok(&["sessions", "list", "--all", "--tree"]);
+    assert!(text.contains(&format!("└ other way (fork of {} after 4)", &parent[..8])), "{text}");
+    let shown = home.ok(&["sessions", "show", &parent]);
+    assert!(shown.contains(&format!("fork {fork} continues after message 4")), "{shown}");
+    let shown = home.ok(&["sessions", "show", &fork]);
+    assert!(shown.contains(&format!("forked from {parent} after message 4")), "{shown}");
+
+    // A message is found once, in the session that wrote it; the fork's search sees its
+    // inherited history.
+    let hits = json(&home.ok(&["sessions", "search", "word2", "--all", "--json"]));
+    let found: Vec<&str> = hits.as_array().unwrap().iter().map(|h| h["session_id"].as_str().unwrap()).collect();
+    assert_eq!(found, [parent.as_str()], "{hits}");
+    let own = home.store().search_history(seshat::store::HistoryScope::Session(&fork), "word2", 5).unwrap();
+    assert_eq!(own.iter().map(|h| h.seq).collect::<Vec<_>>(), [2]);
+    let beyond = home.store().search_history(seshat::store::HistoryScope::Session(&fork), "word6", 5).unwrap();
+    assert!(beyond.is_empty(), "the parent's message after the fork point is not the fork's history");
+
+    // Deleting the parent keeps the fork whole, and its messages findable once.
+    home.ok(&["sessions", "delete", &parent, "--yes"]);
+    let history = home.store().full_history(&fork).unwrap();
+    let texts: Vec<String> =
+        history.iter().map(|m| crate::support::text_of(m).split(' ').next().unwrap().to_string()).collect();
+    assert_eq!(texts, ["word1", "word2", "word3", "word4", "word-fork-own"]);
+    assert_eq!(view_seqs(&home, &fork), [1, 2, 3, 4, 5]);
+    assert_eq!(home.store().session(&fork).unwrap().parent_id, None);
+    let hits = json(&home.ok(&["sessions", "search", "word2", "--all", "--json"]));
+    let found: Vec<&str> = hits.as_array().unwrap().iter().map(|h| h["session_id"].as_str().unwrap()).collect();
+    assert_eq!(found, [fork.as_str()]);
+}
+
+#[test]
+fn a_fork_or_rewind_point_out_of_range_or_of_an_unknown_session_is_refused_and_writes_nothing() {
+    let home = Home::new();
+    let id = talk(&home, 6, 10);
+    let sessions = || home.store().list_sessions(&Default::default()).unwrap().len();
+    let err = home.fails(&["sessions", "fork", &id, "--at", "9"]);
+    assert!(err.contains("has messages 1 to 6: there is no message 9"), "{err}");
+    assert_eq!(sessions(), 1);
+    let err = home.fails(&["sessions", "fork", "01XXXXXXXXXXXXXXXXXXXXXXXX"]);
+    assert!(err.contains("01XXXXXXXXXXXXXXXXXXXXXXXX"), "{err}");
+    assert_eq!(sessions(), 1);
+    for to in ["0", "7"] {
+        let err = home.fails(&["sessions", "rewind", &id, "--to", to]);
+        assert!(err.contains(&format!("there is no message {to}")), "{err}");
+    }
+    let err = home.fails(&["sessions", "rewind", &id, "--undo"]);
+    assert!(err.contains("nothing to rewind"), "{err}");
+    assert!(home.store().live_rewinds(&id).unwrap().is_empty());
+    assert_eq!(view_seqs(&home, &id), [1, 2, 3, 4, 5, 6]);
+}
+
+#[test]
+fn a_point_inside_a_tool_exchange_moves_to_its_start_and_says_so() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = store.create_session(NewSession { project: "/p".into(), ..NewSession::default() }).unwrap().id;
+    let call = NewMessage {
+        role: Role::Assistant,
+        parts: vec![Part::ToolCall { id: "c1".into(), name: "run".into(), arguments: "{}".into() }],
+        usage: None,
+        status: seshat::conversation::MessageStatus::Complete,
+    };
+    let result = NewMessage {
+        role: Role::User,
+        parts: vec![Part::ToolResult { call_id: "c1".into(), content: "ok".into(), is_error: false }],
+        usage: None,
+        status: seshat::conversation::MessageStatus::Complete,
+    };
+    store
+        .append(&id, &[NewMessage::text(Role::User, "run it"), call, result, NewMessage::text(Role::Assistant, "done")])
+        .unwrap();
+    drop(store);
+    // Forking after the call would leave it without its result.
+    let out = home.ok(&["sessions", "fork", &id, "--at", "2"]);
+    assert!(
+        out.contains("Message 2 is inside a tool exchange: the fork starts before the exchange, after message 1."),
+        "{out}"
+    );
+    let forked = json(&home.ok(&["sessions", "fork", &id, "--at", "2", "--json"]));
+    assert_eq!((forked["at"].as_u64(), forked["moved_from"].as_u64()), (Some(1), Some(2)));
+    // Rewinding to the result would leave the call without it.
+    let out = json(&home.ok(&["sessions", "rewind", &id, "--to", "3", "--json"]));
+    assert_eq!((out["rewound"]["from_seq"].as_u64(), out["rewound"]["moved_from"].as_u64()), (Some(2), Some(3)));
+    assert_eq!(view_seqs(&home, &id), [1]);
+}
+
+#[test]
+fn a_rewind_hides_the_later_messages_new_ones_follow_them_and_undo_brings_them_back_until_then() {
+    let home = Home::new();
+    let id = talk(&home, 6, 10);
+    let out = home.ok(&["sessions", "rewind", &id, "--to", "3"]);
+    assert!(out.contains("messages 3 to 6 left the live view") && out.contains("nothing was deleted"), "{out}");
+    assert_eq!(view_seqs(&home, &id), [1, 2]);
+    assert_eq!(home.store().full_history(&id).unwrap().len(), 6, "nothing deleted");
+    // Undo while nothing was added: the identity.
+    let out = home.ok(&["sessions", "rewind", &id, "--undo"]);
+    assert!(out.contains("messages 3 to 6 are back in the live view"), "{out}");
+    assert_eq!(view_seqs(&home, &id), [1, 2, 3, 4, 5, 6]);
+    // Rewind again, then talk on: new messages follow the rewound ones.
+    home.ok(&["sessions", "rewind", &id, "--to", "3"]);
+    let seqs = home.store().append(&id, &[NewMessage::text(Role::User, "another way")]).unwrap();
+    assert_eq!(seqs, [7]);
+    assert_eq!(view_seqs(&home, &id), [1, 2, 7]);
+    let err = home.fails(&["sessions", "rewind", &id, "--undo"]);
+    assert!(err.contains("messages were added after it") && err.contains("fork at 6"), "{err}");
+    // The rewound messages are a branch in the full history, and a fork brings them back.
+    let full = home.ok(&["sessions", "show", &id, "--full"]);
+    assert!(
+        full.contains("messages 3 to 6 are a branch out of the live view")
+            && full.contains("end of the rewound branch"),
+        "{full}"
+    );
+    let fork = json(&home.ok(&["sessions", "fork", &id, "--at", "6", "--json"]));
+    assert_eq!(view_seqs(&home, fork["session"]["id"].as_str().unwrap()), [1, 2, 3, 4, 5, 6]);
+}
+
+#[test]
+fn a_rewind_past_a_compaction_restores_the_view_before_it_or_is_refused_with_the_figures() {
+    let home = Home::new();
+    // Ten messages of ~750 tokens each, compacted keeping from 9.
+    let id = talk(&home, 10, 3000);
+    let compaction = |first_kept: u64| Compaction {
+        trigger: CompactionTrigger::Manual,
+        tokens_before: 7500,
+        tokens_after: Some(1000),
+        through_seq: 10,
+        first_kept_seq: Some(first_kept),
+        pinned_seq: None,
+        summary: Some("earlier talk".into()),
+        model: None,
+        status: CompactionStatus::Ok,
+        error: None,
+        created_at: 1,
+        instructions: None,
+        plugin: None,
+    };
+    home.store().record_compaction(&id, &compaction(9)).unwrap();
+    assert_eq!(view_seqs(&home, &id), [9, 10]);
+    // Rewinding to 8 hides a message the summary covers: the compaction goes with it, and the
+    // view it restores (messages 1 to 7, ~5,000 tokens) does not fit a 4,096-token window.
+    let err = home.fails(&["sessions", "rewind", &id, "--to", "8", "--window", "4096"]);
+    assert!(err.contains("rewinding would make the request ~") && err.contains("nothing was rewound"), "{err}");
+    assert!(home.store().live_rewinds(&id).unwrap().is_empty());
+    assert_eq!(view_seqs(&home, &id), [9, 10], "nothing changed");
+    // With room, the pre-compaction view comes back.
+    let out = json(&home.ok(&["sessions", "rewind", &id, "--to", "8", "--window", "200000", "--json"]));
+    assert_eq!(out["rewound"]["retracted_compactions"].as_u64(), Some(1));
+    assert_eq!(view_seqs(&home, &id), [1, 2, 3, 4, 5, 6, 7]);
+    // Undone, the compaction is back in force.
+    home.ok(&["sessions", "rewind", &id, "--undo"]);
+    assert_eq!(view_seqs(&home, &id), [9, 10]);
 }

@@ -563,6 +563,25 @@ fn compaction_memory_knowledge_and_config_are_served_with_their_codes() {
     // Nothing to compact in two messages: the report says so, with nothing dropped.
     let compacted = c.ok("session/compact", json!({"session": id, "instructions": "keep the names"}));
     assert_eq!(compacted["report"]["dropped"], 0, "{compacted}");
+    // Branches: a fork after the request, a rewind of the request (its text given back) and its
+    // undo; bad points answered with their codes, nothing written.
+    let forked = c.ok("session/fork", json!({"session": id, "at": 1, "title": "another way"}));
+    assert_eq!((forked["at"].as_u64(), forked["session"]["parent_id"].as_str()), (Some(1), Some(id.as_str())));
+    assert_eq!(forked["session"]["title"], "another way", "{forked}");
+    let rewound = c.ok("session/rewind", json!({"session": id, "last": 1}));
+    assert_eq!((rewound["from_seq"].as_u64(), rewound["through_seq"].as_u64()), (Some(1), Some(2)), "{rewound}");
+    assert_eq!(rewound["request"], "remember this", "{rewound}");
+    assert_eq!(c.ok("session/get", json!({"session": id}))["view"]["entries"].as_array().map(Vec::len), Some(0));
+    let undone = c.ok("session/rewind", json!({"session": id, "undo": true}));
+    assert_eq!((undone["undone"].as_bool(), undone["from_seq"].as_u64()), (Some(true), Some(1)), "{undone}");
+    assert_eq!(c.ok("session/get", json!({"session": id}))["view"]["entries"].as_array().map(Vec::len), Some(2));
+    let bad = c.call("session/fork", json!({"session": id, "at": 9}));
+    assert_eq!(bad["error"]["data"]["code"], "seq_out_of_range", "{bad}");
+    let bad = c.call("session/rewind", json!({"session": id}));
+    assert_eq!(bad["error"]["data"]["code"], "invalid_params", "{bad}");
+    let bad = c.call("session/rewind", json!({"session": id, "undo": true}));
+    assert_eq!(bad["error"]["data"]["code"], "nothing_to_rewind", "{bad}");
+    assert_eq!(home.store().list_sessions(&Default::default()).unwrap().len(), 2, "the session and its one fork");
     let deleted = c.ok("session/delete", json!({"session": id}));
     assert_eq!(deleted["deleted"], id);
     let gone = c.call("session/get", json!({"session": id}));

@@ -429,6 +429,43 @@ impl Agent {
         Ok(crate::compaction::undo(self.client.store(), &self.session, &self.frame, &settings)?)
     }
 
+    /// Rewinds the session to before the user's `n`-th-last request (`/rewind [N]`; 1: the
+    /// latest): it and everything after leave the live view (nothing is deleted), unless the view
+    /// that restores would not fit this agent's window. Returns what was rewound and the request's
+    /// text (for the user to edit and send again).
+    pub fn rewind(&mut self, n: u64) -> Result<(crate::store::Rewound, String)> {
+        let session = self.session.clone();
+        let Some((seq, text)) = self.client.store().nth_last_request(&session, n.max(1))? else {
+            return Err(crate::store::Error::NothingToRewind(session).into());
+        };
+        let settings = self.settings();
+        let rewound = crate::compaction::rewind(self.client.store(), &session, seq, &self.frame, &settings)?;
+        Ok((rewound, text))
+    }
+
+    /// Rewinds the session to before message `to` (`seshat sessions rewind --to`), within this
+    /// agent's window as [`Agent::rewind`].
+    pub fn rewind_to(&mut self, to: u64) -> Result<crate::store::Rewound> {
+        let session = self.session.clone();
+        let settings = self.settings();
+        Ok(crate::compaction::rewind(self.client.store(), &session, to, &self.frame, &settings)?)
+    }
+
+    /// Undoes the session's latest rewind while nothing was added after it (`/rewind --undo`).
+    pub fn undo_rewind(&mut self) -> Result<crate::store::Rewound> {
+        let session = self.session.clone();
+        Ok(self.client.store().undo_rewind(&session)?)
+    }
+
+    /// Forks the session at `at` (its last message when `None`) and continues in the fork
+    /// (`/fork`, `chat --fork`): the session this agent talks in becomes the new one.
+    pub fn fork(&mut self, at: Option<u64>) -> Result<crate::store::Forked> {
+        let session = self.session.clone();
+        let forked = self.client.store().fork(&session, at, None)?;
+        self.session = forked.session.id.clone();
+        Ok(forked)
+    }
+
     /// Pins a message of the session (`/pin`; the last message when `seq` is `None`) with the
     /// other side of its tool exchanges, within the share of this agent's window pins may take.
     /// Returns the seqs newly pinned.

@@ -1,4 +1,5 @@
-//! What a user asks of compaction by hand besides a pass: pin a message, undo the latest pass.
+//! What a user asks of compaction by hand besides a pass: pin a message, undo the latest pass,
+//! rewind the session.
 
 use super::accounting::{Frame, entry_tokens, estimate_request};
 use super::{Result, Settings};
@@ -37,19 +38,43 @@ pub fn pin(store: &mut Store, session: &str, seq: u64, window: u64) -> Result<Ve
 /// deleted), unless the live view it restores would not fit the window with the answer's room:
 /// that is refused and nothing changes.
 pub fn undo(store: &mut Store, session: &str, frame: &Frame, settings: &Settings) -> Result<crate::store::Retracted> {
-    let check = |store: &Store| -> crate::store::Result<()> {
-        let Some(window) = settings.context_window else { return Ok(()) };
-        let view = store.live_view(session)?;
-        let needed = settings.real(estimate_request(frame, &view));
-        let limit = Marks::new(window).hard_limit(settings.max_output_tokens);
-        if needed > limit {
-            return Err(crate::store::Error::Refused(format!(
-                "undoing would make the request ~{needed} tokens, over the {limit} that fit ({window}-token window less \
-                 {} for the answer); nothing was undone",
-                settings.max_output_tokens
-            )));
-        }
-        Ok(())
-    };
-    Ok(store.retract_latest(session, check)?)
+    Ok(store.retract_latest(session, |store| fits(store, session, frame, settings, "undoing", "undone"))?)
+}
+
+/// Rewinds a session to before message `to` (a record; nothing is deleted): the later messages
+/// leave the live view, and compactions that summarised one of them are retracted, unless the
+/// view that restores would not fit the window with the answer's room: that is refused with the
+/// figures and nothing changes.
+pub fn rewind(
+    store: &mut Store,
+    session: &str,
+    to: u64,
+    frame: &Frame,
+    settings: &Settings,
+) -> Result<crate::store::Rewound> {
+    Ok(store.rewind(session, to, |store| fits(store, session, frame, settings, "rewinding", "rewound"))?)
+}
+
+/// Whether the session's live view, as a request with `frame`, fits the window with the answer's
+/// room; refused naming `doing` and what was not `done` otherwise.
+fn fits(
+    store: &Store,
+    session: &str,
+    frame: &Frame,
+    settings: &Settings,
+    doing: &str,
+    done: &str,
+) -> crate::store::Result<()> {
+    let Some(window) = settings.context_window else { return Ok(()) };
+    let view = store.live_view(session)?;
+    let needed = settings.real(estimate_request(frame, &view));
+    let limit = Marks::new(window).hard_limit(settings.max_output_tokens);
+    if needed > limit {
+        return Err(crate::store::Error::Refused(format!(
+            "{doing} would make the request ~{needed} tokens, over the {limit} that fit ({window}-token window less \
+             {} for the answer); nothing was {done}",
+            settings.max_output_tokens
+        )));
+    }
+    Ok(())
 }

@@ -26,7 +26,7 @@ pub mod pairing;
 mod summary;
 
 pub use accounting::{Frame, current_use, current_use_calibrated, estimate_request};
-pub use commands::{PIN_SHARE_PERCENT, pin, undo};
+pub use commands::{PIN_SHARE_PERCENT, pin, rewind, undo};
 pub use error::{Error, Result};
 pub use models::{CountRequest, ECHO_MODEL, EchoModel, ModelClient, NoModels};
 pub use summary::{SUMMARY_PROMPT_TOKENS, SUMMARY_TOOL_OUTPUT_CHARS};

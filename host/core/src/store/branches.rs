@@ -70,13 +70,16 @@ impl Store {
 
     /// Forks `parent` at seq `at` (its last message when `None`): a new session in the same
     /// project with the same provider and model, whose history is the parent's up to `at` and
-    /// whose live view is exactly the parent's as it was then. A seq inside a tool exchange moves
+    /// whose live view is exactly the parent's as it was then. Named, `at` is a message the fork
+    /// continues after: when a rewind hides it, the fork continues from the rewound branch (the
+    /// rewind is not the fork's); without `at`, the fork is the session as it is now. A seq inside a tool exchange moves
     /// to the exchange's start (said in [`Forked::moved_from`]). Cheap whatever the parent's size:
     /// the messages are read from the parent, only the view's records are copied.
-    pub fn fork(&mut self, parent: &str, at: Option<u64>, title: Option<String>) -> Result<Forked> {
+    pub fn fork(&mut self, parent: &str, at: Option<u64>, title: Option<&str>) -> Result<Forked> {
         on_db!(self, "fork a session", {
             self.immediate(|store| {
                 let info = store.session(parent)?;
+                let asked_at = at;
                 let asked = at.unwrap_or(info.message_count);
                 if asked > info.message_count {
                     return Err(Error::SeqOutOfRange { session: parent.into(), seq: asked, last: info.message_count });
@@ -92,7 +95,7 @@ impl Store {
                      FROM sessions WHERE id = ?5",
                     params![id, title, now, at, parent],
                 )?;
-                copy_records(tx, parent, &id, at)?;
+                copy_records(tx, parent, &id, at, asked_at.is_some())?;
                 Ok(Forked { session: store.session(&id)?, at, moved_from: (at != asked).then_some(asked) })
             })
         })
@@ -205,16 +208,44 @@ impl Store {
         })
     }
 
+    /// The seq of the `n`-th-last request the user typed in the session's live view (1: the
+    /// latest), with its text; `None` when there are fewer. Tool results and summaries are not
+    /// requests.
+    pub fn nth_last_request(&self, session: &str, n: u64) -> Result<Option<(u64, String)>> {
+        let view = self.live_view(session)?;
+        let requests = view.entries.iter().rev().filter(|e| {
+            e.role == crate::conversation::Role::User
+                && e.origin != super::Origin::Summary
+                && e.parts.iter().any(|p| matches!(p, Part::Text { .. }))
+        });
+        Ok(requests.clone().nth(n.saturating_sub(1) as usize).and_then(|e| {
+            let text: Vec<&str> = e
+                .parts
+                .iter()
+                .filter_map(|p| match p {
+                    Part::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            e.seq.map(|seq| (seq, text.join("\n")))
+        }))
+    }
+
     /// The forks made directly of `session`: (id, the seq each was forked at), oldest first.
     pub fn forks(&self, session: &str) -> Result<Vec<(String, u64)>> {
         on_db!(self, "read the forks", { super::lineage::children(&self.conn, session) })
     }
 }
 
+/// A retraction as copied: id, compaction, first and last trim, created_at, made_seq.
+type RetractionRow = (i64, Option<i64>, Option<i64>, Option<i64>, i64, u64);
+
 /// Copies to `fork` the records of `parent` that shaped its live view at message count `at`:
 /// those made then or before, with what they point at renumbered (a retraction's compaction and
-/// trim range). Pins removed later are copied as live; a rewind undone is never copied.
-fn copy_records(tx: &rusqlite::Connection, parent: &str, fork: &str, at: u64) -> Result<()> {
+/// trim range). Pins removed later are copied as live; a rewind undone is never copied, nor, when
+/// `branch_at` (the caller named `at`), one that hides `at` itself (the fork continues from its
+/// branch).
+fn copy_records(tx: &rusqlite::Connection, parent: &str, fork: &str, at: u64, branch_at: bool) -> Result<()> {
     use std::collections::HashMap;
     let mut compactions: HashMap<i64, i64> = HashMap::new();
     let ids: Vec<i64> = tx
@@ -245,14 +276,25 @@ fn copy_records(tx: &rusqlite::Connection, parent: &str, fork: &str, at: u64) ->
         )?;
         trims.insert(old, tx.last_insert_rowid());
     }
-    let rows: Vec<(Option<i64>, Option<i64>, Option<i64>, i64, u64)> = tx
+    // Asked to continue after `at`, a rewind made when `at` was the last message (it hides `at`
+    // itself) is left behind: the fork continues from the rewound branch, so neither that rewind
+    // nor the retractions it made are the fork's.
+    let branch: Vec<String> = tx
         .prepare_cached(
-            "SELECT compaction_id, first_trim, last_trim, created_at, made_seq FROM retractions \
+            "SELECT retractions FROM rewinds WHERE session_id = ?1 AND through_seq = ?2 AND undone_at IS NULL AND ?3",
+        )?
+        .query_map(params![parent, at, branch_at], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let branch: std::collections::HashSet<i64> =
+        branch.iter().flat_map(|r| serde_json::from_str::<Vec<i64>>(r).unwrap_or_default()).collect();
+    let rows: Vec<RetractionRow> = tx
+        .prepare_cached(
+            "SELECT id, compaction_id, first_trim, last_trim, created_at, made_seq FROM retractions \
              WHERE session_id = ?1 AND made_seq <= ?2 ORDER BY id",
         )?
-        .query_map(params![parent, at], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?
+        .query_map(params![parent, at], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))?
         .collect::<rusqlite::Result<_>>()?;
-    for (compaction, first, last, created_at, made) in rows {
+    for (_, compaction, first, last, created_at, made) in rows.into_iter().filter(|r| !branch.contains(&r.0)) {
         let map = |m: &HashMap<i64, i64>, id: Option<i64>| id.and_then(|i| m.get(&i).copied());
         tx.execute(
             "INSERT INTO retractions (session_id, compaction_id, first_trim, last_trim, created_at, made_seq) \
@@ -268,8 +310,8 @@ fn copy_records(tx: &rusqlite::Connection, parent: &str, fork: &str, at: u64) ->
     tx.execute(
         "INSERT INTO rewinds (session_id, from_seq, through_seq, made_seq, created_at) \
          SELECT ?1, from_seq, through_seq, made_seq, created_at FROM rewinds \
-         WHERE session_id = ?2 AND made_seq <= ?3 AND undone_at IS NULL ORDER BY id",
-        params![fork, parent, at],
+         WHERE session_id = ?2 AND made_seq <= ?3 AND (through_seq < ?3 OR NOT ?4) AND undone_at IS NULL ORDER BY id",
+        params![fork, parent, at, branch_at],
     )?;
     Ok(())
 }

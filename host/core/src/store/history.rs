@@ -23,13 +23,15 @@ pub enum HistoryScope<'a> {
 }
 
 impl HistoryScope<'_> {
-    /// The session and the project key a query binds for this scope (`None`: not filtered by it).
-    pub(super) fn keys(&self) -> (Option<&str>, Option<&str>) {
-        match *self {
-            HistoryScope::Session(id) => (Some(id), None),
+    /// What a query binds for this scope (`None`: not filtered by it): the session's lineage as
+    /// [`super::lineage::in_lineage`] matches it (a fork's inherited messages are its history
+    /// too), and the project key.
+    pub(super) fn keys(&self, conn: &rusqlite::Connection) -> Result<(Option<String>, Option<&str>)> {
+        Ok(match *self {
+            HistoryScope::Session(id) => (Some(super::lineage::key(&super::lineage::lineage(conn, id)?)), None),
             HistoryScope::Project(key) => (None, Some(key)),
             HistoryScope::All => (None, None),
-        }
+        })
     }
 }
 
@@ -299,23 +301,25 @@ impl Store {
         ranking: &Ranking,
     ) -> Result<Vec<HistoryHit>> {
         on_db!(self, "search the history", {
-            let (session, project) = scope.keys();
+            let (session, project) = scope.keys(&self.conn)?;
             // The oldest message a capped ranking looks at: the cap-th most recent match (read in
             // rowid order, which costs no ranking).
-            let mut floor = self.conn.prepare_cached(
+            let mut floor = self.conn.prepare_cached(&format!(
                 "SELECT message_fts.rowid FROM message_fts JOIN messages m ON m.id = message_fts.rowid \
-             WHERE message_fts MATCH ?1 AND (?2 IS NULL OR m.session_id = ?2) \
+             WHERE message_fts MATCH ?1 AND {} \
              AND (?3 IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?3)) \
              ORDER BY message_fts.rowid DESC LIMIT 1 OFFSET ?4",
-            )?;
+                super::lineage::in_lineage(2)
+            ))?;
             // The best by bm25 (which reads only the index: it keeps no copy of the text).
-            let mut best = self.conn.prepare_cached(
+            let mut best = self.conn.prepare_cached(&format!(
                 "SELECT m.id, m.session_id, m.seq \
                  FROM message_fts JOIN messages m ON m.id = message_fts.rowid \
-                 WHERE message_fts MATCH ?1 AND message_fts.rowid >= ?5 AND (?3 IS NULL OR m.session_id = ?3) \
+                 WHERE message_fts MATCH ?1 AND message_fts.rowid >= ?5 AND {} \
                  AND (?4 IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?4)) \
                  ORDER BY bm25(message_fts), m.id DESC LIMIT ?2",
-            )?;
+                super::lineage::in_lineage(3)
+            ))?;
             let expressions = super::ranking::expressions(query, ranking);
             let any = expressions.any.clone();
             let words = super::ranking::kept_phrases(query, ranking);
@@ -361,7 +365,7 @@ impl Store {
             // original (where the match is): bounded however large the original.
             let terms = snippet_terms(query);
             let ids: Vec<i64> = found.iter().map(|f| f.id).collect();
-            Ok(self.hits_of(scope, &ids, &|text| snippet(text, &terms))?)
+            self.hits_of(scope, &ids, &|text| snippet(text, &terms))
         })
     }
 
@@ -369,7 +373,7 @@ impl Store {
     /// of its text as the snippet, in the order given; those outside `scope` or gone are left out.
     pub(crate) fn history_hits_by_id(&self, scope: HistoryScope<'_>, ids: &[i64]) -> Result<Vec<HistoryHit>> {
         on_db!(self, "read the history", {
-            Ok(self.hits_of(scope, ids, &|text| text.split_whitespace().take(24).collect::<Vec<_>>().join(" "))?)
+            self.hits_of(scope, ids, &|text| text.split_whitespace().take(24).collect::<Vec<_>>().join(" "))
         })
     }
 
@@ -380,13 +384,14 @@ impl Store {
         scope: HistoryScope<'_>,
         ids: &[i64],
         snippet: &dyn Fn(&str) -> String,
-    ) -> rusqlite::Result<Vec<HistoryHit>> {
-        let (session, project) = scope.keys();
-        let mut stmt = self.conn.prepare_cached(
+    ) -> Result<Vec<HistoryHit>> {
+        let (session, project) = scope.keys(&self.conn)?;
+        let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT m.session_id, m.seq, m.role, m.created_at, m.parts FROM messages m WHERE m.id = ?1 \
-             AND (?2 IS NULL OR m.session_id = ?2) \
+             AND {} \
              AND (?3 IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?3))",
-        )?;
+            super::lineage::in_lineage(2)
+        ))?;
         let mut out = Vec::with_capacity(ids.len());
         for &id in ids {
             let row = stmt

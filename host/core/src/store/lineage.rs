@@ -58,19 +58,25 @@ pub(super) fn owner(conn: &Connection, session: &str, seq: u64) -> Result<Option
     Ok(lineage(conn, session)?.into_iter().find(|s| s.holds(seq)))
 }
 
-/// `segments` as the JSON a query matches a message's place against (`[[session, after,
-/// through], …]`, see [`IN_LINEAGE`]).
-pub(super) fn as_json(segments: &[Segment]) -> String {
-    let rows: Vec<(&str, u64, u64)> = segments.iter().map(|s| (s.session.as_str(), s.after, s.through)).collect();
-    serde_json::to_string(&rows).unwrap_or_else(|_| "[]".into())
+/// `segments` as a query binds them for [`in_lineage`]: the session's id when it is not a fork
+/// (the common case, matched by one comparison), else JSON `[[session, after, through], …]`.
+pub(super) fn key(segments: &[Segment]) -> String {
+    match segments {
+        [only] => only.session.clone(),
+        _ => {
+            let rows: Vec<(&str, u64, u64)> =
+                segments.iter().map(|s| (s.session.as_str(), s.after, s.through)).collect();
+            serde_json::to_string(&rows).unwrap_or_else(|_| "[]".into())
+        }
+    }
 }
 
-/// SQL matching a message `m` inside the lineage bound as JSON at `?{n}` ([`as_json`]), or any
-/// message when it is NULL.
+/// SQL matching a message `m` inside the lineage bound at `?{n}` ([`key`]), or any message when
+/// it is NULL.
 pub(super) fn in_lineage(n: usize) -> String {
     format!(
-        "(?{n} IS NULL OR EXISTS (SELECT 1 FROM json_each(?{n}) l WHERE m.session_id = l.value ->> 0 \
-         AND m.seq > l.value ->> 1 AND m.seq <= l.value ->> 2))"
+        "(?{n} IS NULL OR m.session_id = ?{n} OR (substr(?{n}, 1, 1) = '[' AND EXISTS (SELECT 1 FROM json_each(?{n}) l \
+         WHERE m.session_id = l.value ->> 0 AND m.seq > l.value ->> 1 AND m.seq <= l.value ->> 2)))"
     )
 }
 

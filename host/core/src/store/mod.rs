@@ -35,8 +35,8 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
-pub(crate) use error::sqlite_message;
 pub use branches::{Forked, Rewind, Rewound};
+pub(crate) use error::sqlite_message;
 pub use error::{Error, Failure, Result};
 pub use history::{HISTORY_RANGE_MAX, HistoryHit, HistoryScope, INDEX_WHOLE_BYTES, INDEX_WHOLE_TEXT_BYTES, index_text};
 pub use knowledge::{ChunkHit, ChunkText, DocumentInfo, KnowledgeFilter, NewChunk, NewDocument};

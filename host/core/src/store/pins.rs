@@ -67,9 +67,9 @@ pub(super) fn pair_closure(tx: &Connection, session: &str, seq: u64) -> Result<B
         let parts = parts_of(seq)?.ok_or(Error::NoSuchMessage { session: session.to_string(), seq })?;
         for id in parts.iter().filter_map(|p| p.tool_call_id().or_else(|| p.answered_call_id())) {
             for segment in &segments {
-                for other in holders.query_map(params![segment.session, id, segment.after, segment.through], |r| {
-                    r.get::<_, u64>(0)
-                })? {
+                for other in holders
+                    .query_map(params![segment.session, id, segment.after, segment.through], |r| r.get::<_, u64>(0))?
+                {
                     todo.push(other?);
                 }
             }
@@ -82,7 +82,9 @@ impl Store {
     /// The pinned seqs of a session, in order.
     pub fn pins(&self, session: &str) -> Result<Vec<u64>> {
         on_db!(self, "read the pins", {
-            let mut stmt = self.conn.prepare_cached("SELECT seq FROM pins WHERE session_id = ?1 AND removed_seq IS NULL ORDER BY seq")?;
+            let mut stmt = self
+                .conn
+                .prepare_cached("SELECT seq FROM pins WHERE session_id = ?1 AND removed_seq IS NULL ORDER BY seq")?;
             let rows = stmt.query_map([session], |r| r.get(0))?;
             Ok(rows.collect::<rusqlite::Result<_>>()?)
         })
@@ -90,8 +92,9 @@ impl Store {
 
     /// The pins of a session with when each was made, in seq order.
     pub(super) fn pin_times(&self, session: &str) -> Result<Vec<(u64, i64)>> {
-        let mut stmt =
-            self.conn.prepare_cached("SELECT seq, created_at FROM pins WHERE session_id = ?1 AND removed_seq IS NULL ORDER BY seq")?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT seq, created_at FROM pins WHERE session_id = ?1 AND removed_seq IS NULL ORDER BY seq",
+        )?;
         let rows = stmt.query_map([session], |r| Ok((r.get(0)?, r.get(1)?)))?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }

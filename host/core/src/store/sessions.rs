@@ -25,7 +25,8 @@ pub struct ListFilter {
 
 pub(super) const SESSION_COLUMNS: &str = "id, title, project, provider, model, context_window, \
      created_at, updated_at, message_count, input_tokens, output_tokens, cache_read_tokens, \
-     cache_creation_tokens, context_tokens, compaction_failures, auto_compact_disabled, metadata";
+     cache_creation_tokens, context_tokens, compaction_failures, auto_compact_disabled, metadata, parent_id, \
+     fork_seq";
 
 pub(super) fn session_from_row(row: &Row<'_>) -> rusqlite::Result<SessionInfo> {
     let metadata: String = row.get(16)?;
@@ -51,6 +52,8 @@ pub(super) fn session_from_row(row: &Row<'_>) -> rusqlite::Result<SessionInfo> {
         auto_compact_disabled: row.get(15)?,
         metadata: serde_json::from_str(&metadata)
             .map_err(|e| rusqlite::Error::FromSqlConversionFailure(16, rusqlite::types::Type::Text, Box::new(e)))?,
+        parent_id: row.get(17)?,
+        fork_seq: row.get(18)?,
     })
 }
 
@@ -189,10 +192,14 @@ impl Store {
     }
 
     /// Deletes a session with its messages, compactions and trims. The only way an original
-    /// message is ever removed.
+    /// message is ever removed. Its forks stay whole: each first takes its own copy of the
+    /// messages it read from this session (indexed for search, with their vectors).
     pub fn delete_session(&mut self, id: &str) -> Result<()> {
         on_db!(self, "delete a session", {
             let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            for (child, at) in super::lineage::children(&tx, id)? {
+                adopt(&tx, id, &child, at)?;
+            }
             let n = tx.execute("DELETE FROM sessions WHERE id = ?1", [id])?;
             tx.commit()?;
             if n == 0 {
@@ -256,6 +263,42 @@ impl Store {
 }
 
 /// How many leading bytes two ids share.
+/// Gives `child`, a fork of `parent` at `at`, its own copy of the messages it reads from
+/// `parent` (the parent's own, after the parent's fork point), and makes it a fork of the
+/// parent's parent at that point (or of none): its history reads the same without `parent`.
+fn adopt(tx: &rusqlite::Transaction<'_>, parent: &str, child: &str, at: u64) -> Result<()> {
+    let (grandparent, after): (Option<String>, Option<u64>) =
+        tx.query_row("SELECT parent_id, fork_seq FROM sessions WHERE id = ?1", [parent], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+    let after = if grandparent.is_some() { after.unwrap_or(0) } else { 0 };
+    let rows: Vec<(i64, String)> = tx
+        .prepare("SELECT id, parts FROM messages WHERE session_id = ?1 AND seq > ?2 AND seq <= ?3 ORDER BY seq")?
+        .query_map(params![parent, after, at], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut copy = tx.prepare(
+        "INSERT INTO messages (session_id, seq, role, parts, usage, status, created_at) \
+         SELECT ?1, seq, role, parts, usage, status, created_at FROM messages WHERE id = ?2",
+    )?;
+    let mut index = tx.prepare("INSERT INTO message_fts (rowid, text) VALUES (?1, ?2)")?;
+    let mut vector = tx.prepare(
+        "INSERT INTO message_vectors (message_id, vector) SELECT ?1, vector FROM message_vectors WHERE message_id = ?2",
+    )?;
+    for (old, parts) in rows {
+        copy.execute(params![child, old])?;
+        let new = tx.last_insert_rowid();
+        let parts: Vec<crate::conversation::Part> = serde_json::from_str(&parts)
+            .map_err(|e| Error::Corrupt { table: "messages", message: format!("message {old}: {e}") })?;
+        index.execute(params![new, super::history::index_text(&parts)])?;
+        vector.execute(params![new, old])?;
+    }
+    tx.execute(
+        "UPDATE sessions SET parent_id = ?2, fork_seq = ?3 WHERE id = ?1",
+        params![child, grandparent, grandparent.as_ref().map(|_| after)],
+    )?;
+    Ok(())
+}
+
 fn common_prefix(a: &str, b: &str) -> usize {
     a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count()
 }

@@ -465,12 +465,13 @@ impl Store {
     /// The vectors of the messages in `scope` (message id, encoded vector).
     pub fn message_vectors(&self, scope: super::HistoryScope<'_>, each: &mut dyn FnMut(i64, &[u8])) -> Result<()> {
         on_db!(self, "read the vectors", {
-            let (session, project) = scope.keys();
-            let mut stmt = self.conn.prepare_cached(
+            let (session, project) = scope.keys(&self.conn)?;
+            let mut stmt = self.conn.prepare_cached(&format!(
                 "SELECT v.message_id, v.vector FROM message_vectors v JOIN messages m ON m.id = v.message_id \
-                 WHERE (?1 IS NULL OR m.session_id = ?1) \
+                 WHERE {} \
                  AND (?2 IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?2))",
-            )?;
+                super::lineage::in_lineage(1)
+            ))?;
             let mut rows = stmt.query(params![session, project])?;
             while let Some(r) = rows.next()? {
                 each(r.get(0)?, r.get_ref(1)?.as_blob().map_err(rusqlite::Error::from)?);
