@@ -30,11 +30,15 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// Resume this project's most recent session.
-    #[arg(short, long, conflicts_with = "resume")]
+    #[arg(short, long, conflicts_with_all = ["resume", "fork"])]
     r#continue: bool,
     /// Resume the session with this id (or unique prefix).
-    #[arg(short, long, value_name = "ID")]
+    #[arg(short, long, value_name = "ID", conflicts_with = "fork")]
     resume: Option<String>,
+    /// Continue in a new branch of the session with this id (or unique prefix): a fork of it as
+    /// it is now, the original left as it was.
+    #[arg(long, value_name = "ID")]
+    fork: Option<String>,
     /// The provider to use, as named in config.toml (`anthropic`, `openai`, `ollama`, …).
     #[arg(long)]
     provider: Option<String>,
@@ -192,7 +196,7 @@ impl AgentFlags {
 impl Args {
     fn flags(&self) -> AgentFlags {
         AgentFlags {
-            session: match (&self.resume, self.r#continue) {
+            session: match (self.resume.as_ref().or(self.fork.as_ref()), self.r#continue) {
                 (Some(id), _) => SessionChoice::Resume(id.clone()),
                 (None, true) => SessionChoice::Continue,
                 (None, false) => SessionChoice::New,
@@ -260,6 +264,11 @@ pub fn run(ctx: &Context, args: &Args, signals: crate::stop::Signals) -> anyhow:
     };
     for note in agent.client().notes() {
         eprintln!("[{}]", format::visible(&note.to_string()));
+    }
+    if args.fork.is_some() {
+        let parent = agent.session().to_string();
+        let forked = agent.fork(None)?;
+        eprintln!("[{}]", crate::sessions::describe_fork(&parent, &forked));
     }
     // History and memory, when the user opted in to embedding them, are embedded by a thread of
     // their own: no model call waits for it, and a one-shot chat exits without it (what is left

@@ -14,6 +14,9 @@ const HELP: &str = "\
 /compact [text]  compact now (summarise older turns), told what to keep
 /uncompact undo the latest compaction or trim pass (the originals were kept)
 /pin [seq] keep a message (default: the last) verbatim in every view
+/rewind [n]  take back your n-th-last request (default: the last) and what followed, to edit it
+/rewind --undo  bring the rewound messages back (until you send something)
+/fork [seq]  continue in a new branch from message seq (default: now); this one stays as it is
 /context   what fills the context window, by part
 /sessions  this project's recent sessions
 /memory    the memory this session started with
@@ -37,8 +40,14 @@ pub fn run(
     if let Ok(Some(c)) = agent.context_use() {
         eprintln!("[{}]", format::context_line(&c));
     }
+    // A request given back by /rewind, offered for editing at the next prompt.
+    let mut offered: Option<String> = None;
     loop {
-        let line = match editor.readline("› ") {
+        let read = match offered.take() {
+            Some(text) => editor.readline_with_initial("› ", (&text, "")),
+            None => editor.readline("› "),
+        };
+        let line = match read {
             Ok(line) => line,
             // Ctrl-C at the prompt is a key: the line is cleared.
             Err(rustyline::error::ReadlineError::Interrupted) => {
@@ -55,8 +64,11 @@ pub fn run(
         let _ = editor.add_history_entry(input);
         if input.starts_with('/') {
             match command(agent, input) {
-                Ok(true) => continue,
-                Ok(false) => break,
+                Ok(Next::Prompt(text)) => {
+                    offered = text;
+                    continue;
+                }
+                Ok(Next::Exit) => break,
                 Err(e) => {
                     eprintln!("error: {}", format::visible(&format!("{e:#}")));
                     continue;
@@ -96,11 +108,48 @@ pub fn run(
     Ok(code)
 }
 
-/// Runs a slash command; `Ok(false)` ends the session.
-fn command(agent: &mut Agent, input: &str) -> anyhow::Result<bool> {
+/// What follows a slash command.
+enum Next {
+    /// The prompt again, with this text offered for editing.
+    Prompt(Option<String>),
+    /// The end of the session.
+    Exit,
+}
+
+/// Runs a slash command.
+fn command(agent: &mut Agent, input: &str) -> anyhow::Result<Next> {
     let name = input.split_whitespace().next().unwrap_or_default();
+    let arg = input.split_whitespace().nth(1);
     match name {
-        "/exit" | "/quit" => return Ok(false),
+        "/exit" | "/quit" => return Ok(Next::Exit),
+        "/rewind" if arg == Some("--undo") => {
+            let undone = agent.undo_rewind()?;
+            eprintln!("{}", crate::sessions::describe_rewind(agent.session(), &undone, true));
+        }
+        "/rewind" => {
+            let n = match arg {
+                Some(n) => n.parse::<u64>().ok().filter(|&n| n > 0).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "/rewind takes how many of your requests to take back (1, 2, …) or --undo, not `{n}`"
+                    )
+                })?,
+                None => 1,
+            };
+            let (rewound, request) = agent.rewind(n)?;
+            eprintln!("{}", crate::sessions::describe_rewind(agent.session(), &rewound, false));
+            eprintln!("(your request is back at the prompt: edit it and press Enter, or Ctrl-C to clear it)");
+            return Ok(Next::Prompt(Some(format::visible(&request).into_owned())));
+        }
+        "/fork" => {
+            let at = match arg {
+                Some(n) => Some(n.parse::<u64>().map_err(|_| anyhow::anyhow!("/fork takes a message seq, not `{n}`"))?),
+                None => None,
+            };
+            let parent = agent.session().to_string();
+            let forked = agent.fork(at)?;
+            eprintln!("{}", crate::sessions::describe_fork(&parent, &forked));
+            eprintln!("(now talking in {}; {parent} stays as it was)", forked.session.id);
+        }
         "/help" => eprintln!("{HELP}"),
         "/compact" => {
             let text = input.strip_prefix("/compact").unwrap_or_default().trim();
@@ -172,7 +221,7 @@ fn command(agent: &mut Agent, input: &str) -> anyhow::Result<bool> {
         }
         other => eprintln!("unknown command {}; /help lists them", format::plain(other)),
     }
-    Ok(true)
+    Ok(Next::Prompt(None))
 }
 
 /// Where a window came from, for people.

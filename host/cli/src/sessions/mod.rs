@@ -50,7 +50,9 @@ pub enum SessionsCommand {
     Rewind(rewind::Args),
 }
 
+pub use fork::describe as describe_fork;
 pub use pin::describe_pin;
+pub use rewind::describe as describe_rewind;
 
 /// Runs a `sessions` subcommand.
 pub fn run(ctx: &Context, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {

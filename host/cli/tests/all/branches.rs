@@ -405,3 +405,29 @@ fn a_rewind_past_a_compaction_restores_the_view_before_it_or_is_refused_with_the
     home.ok(&["sessions", "rewind", &id, "--undo"]);
     assert_eq!(view_seqs(&home, &id), [9, 10]);
 }
+
+#[test]
+fn chat_fork_continues_in_a_new_branch_and_leaves_the_original_as_it_was() {
+    use crate::support::server::{Reply, Server, anthropic};
+    let server = Server::start(vec![
+        Reply::Stream { pieces: anthropic::text_answer(&["First."]) },
+        Reply::Stream { pieces: anthropic::text_answer(&["In the branch."]) },
+    ]);
+    let home = crate::chat::home_for("anthropic", &server, "");
+    let first = crate::chat::json_of(&crate::chat::chat(&home, &["-p", "start", "--json"], &[]));
+    let original = first["session"].as_str().unwrap().to_string();
+    let out = crate::chat::chat(&home, &["--fork", &original[..10], "-p", "another way", "--json"], &[]);
+    let branch = crate::chat::json_of(&out);
+    let fork = branch["session"].as_str().unwrap();
+    assert_ne!(fork, original);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("Forked session {original} after message 2 into {fork}")), "{stderr}");
+    let store = home.store();
+    assert_eq!(store.session(fork).unwrap().parent_id.as_deref(), Some(original.as_str()));
+    assert_eq!(store.full_history(&original).unwrap().len(), 2, "the original is as it was");
+    let texts: Vec<String> =
+        store.full_history(fork).unwrap().iter().map(|m| crate::support::text_of(m).to_string()).collect();
+    assert_eq!(texts, ["start", "First.", "another way", "In the branch."]);
+    let err = home.fails(&["chat", "--fork", &original, "--resume", &original, "-p", "x"]);
+    assert!(err.contains("cannot be used with"), "{err}");
+}

@@ -291,6 +291,65 @@ fn the_repl_on_a_terminal_streams_and_survives_a_typed_ctrl_c_mid_stream() {
     assert!(!pty.text().contains(KEY));
 }
 
+/// The user messages' texts of a request to the Anthropic API, in order.
+fn asked(r: &crate::support::server::Recorded) -> Vec<String> {
+    r.json()["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| match &m["content"] {
+            serde_json::Value::String(t) => vec![t.clone()],
+            serde_json::Value::Array(parts) => {
+                parts.iter().filter_map(|p| p["text"].as_str().map(str::to_string)).collect()
+            }
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+#[test]
+fn the_repl_rewinds_a_request_for_editing_and_forks_into_a_new_branch() {
+    let server = Server::start(vec![
+        Reply::Stream { pieces: anthropic::text_answer(&["First answer."]) },
+        Reply::Stream { pieces: anthropic::text_answer(&["Second answer."]) },
+        Reply::Stream { pieces: anthropic::text_answer(&["Edited answer."]) },
+        Reply::Stream { pieces: anthropic::text_answer(&["Fork answer."]) },
+    ]);
+    let home = home_for("anthropic", &server, "");
+    let (mut pty, mut child) = repl(&home);
+    pty.send("one\r");
+    wait_for("the first answer", || pty.text().contains("First answer."));
+    pty.send("two\r");
+    wait_for("the second answer", || pty.text().contains("Second answer."));
+    // The latest request comes back at the prompt; typed on, it is sent edited.
+    pty.send("/rewind\r");
+    wait_for("the rewind", || pty.text().contains("messages 3 to 4 left the live view"));
+    wait_for("the offer to edit", || pty.text().contains("your request is back at the prompt"));
+    pty.send(" again\r");
+    wait_for("the edited answer", || pty.text().contains("Edited answer."));
+    // Once something was sent, the rewind cannot be undone: a fork brings the messages back.
+    pty.send("/rewind --undo\r");
+    wait_for("the refused undo", || pty.text().contains("cannot be undone: messages were added after it"));
+    pty.send("/fork 2\r");
+    wait_for("the fork", || pty.text().contains("(now talking in "));
+    pty.send("in the fork\r");
+    wait_for("the fork's answer", || pty.text().contains("Fork answer."));
+    pty.send("/rewind x\r");
+    wait_for("the bad rewind", || pty.text().contains("/rewind takes how many of your requests to take back"));
+    pty.send("/exit\r");
+    assert!(wait_exit(&mut child, "the REPL after /exit").success(), "{}", pty.text());
+    let requests: Vec<Vec<String>> = server.requests().iter().map(asked).collect();
+    assert_eq!(requests[2], ["one", "First answer.", "two again"], "the rewound exchange left out, the edit sent");
+    assert_eq!(requests[3], ["one", "First answer.", "in the fork"], "the fork continues after message 2");
+    // Two sessions: the original (five messages kept, two rewound) and its fork.
+    let sessions = home.store().list_sessions(&Default::default()).unwrap();
+    assert_eq!(sessions.len(), 2);
+    let fork = sessions.iter().find(|s| s.parent_id.is_some()).unwrap();
+    let parent = sessions.iter().find(|s| s.parent_id.is_none()).unwrap();
+    assert_eq!((fork.parent_id.as_deref(), fork.fork_seq), (Some(parent.id.as_str()), Some(2)));
+    assert_eq!(home.store().full_history(&parent.id).unwrap().len(), 6, "nothing deleted");
+}
+
 #[test]
 fn a_second_ctrl_c_while_the_first_waits_exits_at_once() {
     // The turn compacts first, and the summary model is slow: the first Ctrl-C is noted (the
