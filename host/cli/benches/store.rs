@@ -26,6 +26,10 @@ fn main() {
         indexed_append(2_000 / scale);
         return;
     }
+    if std::env::args().any(|a| a == "--branches-only") {
+        fork_view(100_000 / scale);
+        return;
+    }
     if std::env::args().any(|a| a == "--history-only") {
         indexed_append(2_000 / scale);
         history_search(10_000 / scale);
@@ -39,6 +43,7 @@ fn main() {
     indexed_append(2_000 / scale);
     history_search(10_000 / scale);
     session_search(10_000 / scale);
+    fork_view(100_000 / scale);
 }
 
 /// A message like a chat writes: text, or a tool call, or a tool result, with usage on replies.
@@ -227,6 +232,57 @@ fn live_view(n: usize) {
         assert_eq!(rows.len(), n);
     });
     report(&format!("live view of a {n}-message session (median of 21)"), ours, base, "≤ 2×");
+}
+
+/// Forking an `n`-message session (compacted, with trim passes and pins, as a long chat leaves
+/// it) at its middle and building the fork's live view, against building the parent's.
+fn fork_view(n: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut store, id) = new_store(dir.path(), "fork.db");
+    let msgs: Vec<NewMessage> = (0..n).map(message).collect();
+    for (i, chunk) in msgs.chunks(n / 10).enumerate() {
+        store.append(&id, chunk).unwrap();
+        let count = store.session(&id).unwrap().message_count;
+        // A trim pass over the chunk's tool results, then a compaction keeping its last quarter.
+        let results: Vec<(u64, u32, String)> = (count - chunk.len() as u64 + 1..=count)
+            .filter(|s| (s - 1) % 4 == 2)
+            .map(|s| (s, 0, "[trimmed]".into()))
+            .collect();
+        store.record_trims(&id, &results).unwrap();
+        store.pin(&id, count - chunk.len() as u64 + 1, |_, _| Ok(())).unwrap();
+        let compaction = seshat::store::Compaction {
+            trigger: seshat::store::CompactionTrigger::Auto,
+            tokens_before: 100_000,
+            tokens_after: Some(20_000),
+            through_seq: count,
+            first_kept_seq: Some(count - (chunk.len() as u64) / 4 + 1),
+            pinned_seq: None,
+            summary: Some(format!("summary {i}")),
+            model: None,
+            status: seshat::store::CompactionStatus::Ok,
+            error: None,
+            created_at: 0,
+            instructions: None,
+            plugin: None,
+        };
+        store.record_compaction(&id, &compaction).unwrap();
+    }
+    let at = (n / 2) as u64 + 1;
+    let parent_view = store.live_view(&id).unwrap().entries.len();
+    let ours = median_of(21, || {
+        let fork = store.fork(&id, Some(at), None).unwrap();
+        let view = store.live_view(&fork.session.id).unwrap();
+        assert!(view.compaction.is_some() && !view.entries.is_empty());
+    });
+    let base = median_of(21, || assert_eq!(store.live_view(&id).unwrap().entries.len(), parent_view));
+    report(
+        &format!(
+            "fork a {n}-message session at its middle and build the fork's live view vs build the parent's (median of 21)"
+        ),
+        ours,
+        base,
+        "≤ 1.5×",
+    );
 }
 
 fn sessions_db(dir: &Path, n: usize) -> std::path::PathBuf {

@@ -262,20 +262,34 @@ fn copy_records(tx: &rusqlite::Connection, parent: &str, fork: &str, at: u64, br
         )?;
         compactions.insert(old, tx.last_insert_rowid());
     }
-    let mut trims: HashMap<i64, i64> = HashMap::new();
-    let ids: Vec<i64> = tx
-        .prepare_cached("SELECT id FROM trims WHERE session_id = ?1 AND made_seq <= ?2 ORDER BY id")?
-        .query_map(params![parent, at], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    for old in ids {
-        tx.execute(
-            "INSERT INTO trims (session_id, seq, part, original_size, new_size, replacement, created_at, plugin, \
-             plugin_sha256, made_seq) SELECT ?1, seq, part, original_size, new_size, replacement, created_at, plugin, \
-             plugin_sha256, made_seq FROM trims WHERE id = ?2",
-            params![fork, old],
-        )?;
-        trims.insert(old, tx.last_insert_rowid());
-    }
+    // Trims in one statement (a long session has thousands): inserted in id order, so the n-th
+    // copied is the copy of the n-th read — read only when a retraction names trims.
+    let mapped: bool = tx
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM retractions WHERE session_id = ?1 AND made_seq <= ?2 AND first_trim IS NOT NULL)",
+        )?
+        .query_row(params![parent, at], |r| r.get(0))?;
+    let old: Vec<i64> = if mapped {
+        tx.prepare_cached("SELECT id FROM trims WHERE session_id = ?1 AND made_seq <= ?2 ORDER BY id")?
+            .query_map(params![parent, at], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?
+    } else {
+        Vec::new()
+    };
+    tx.execute(
+        "INSERT INTO trims (session_id, seq, part, original_size, new_size, replacement, created_at, plugin, \
+         plugin_sha256, made_seq) SELECT ?1, seq, part, original_size, new_size, replacement, created_at, plugin, \
+         plugin_sha256, made_seq FROM trims WHERE session_id = ?2 AND made_seq <= ?3 ORDER BY id",
+        params![fork, parent, at],
+    )?;
+    let new: Vec<i64> = if mapped {
+        tx.prepare_cached("SELECT id FROM trims WHERE session_id = ?1 ORDER BY id")?
+            .query_map(params![fork], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?
+    } else {
+        Vec::new()
+    };
+    let trims: HashMap<i64, i64> = old.into_iter().zip(new).collect();
     // Asked to continue after `at`, a rewind made when `at` was the last message (it hides `at`
     // itself) is left behind: the fork continues from the rewound branch, so neither that rewind
     // nor the retractions it made are the fork's.
