@@ -103,6 +103,14 @@ fn from(ctx: &Context, args: &Args, tool: seshat::foreign::Tool) -> anyhow::Resu
         let what = match r.outcome {
             "imported" => format!("Imported {} session {} as {}", r.tool, r.source_id, r.session),
             "appended" => format!("Appended to {} ({} session {} grew)", r.session, r.tool, r.source_id),
+            "forked" => {
+                let (parent, at) = r.forked_from.clone().unwrap_or_default();
+                format!(
+                    "Forked {parent} after message {at} into {} ({} session {} grew while {parent} went on in \
+                     Seshat: the file's new messages continue in the fork, which follows the file from now on)",
+                    r.session, r.tool, r.source_id
+                )
+            }
             _ => format!("Unchanged: {} already holds {} session {}", r.session, r.tool, r.source_id),
         };
         let mut notes = vec![format!(

@@ -431,3 +431,31 @@ fn chat_fork_continues_in_a_new_branch_and_leaves_the_original_as_it_was() {
     let err = home.fails(&["chat", "--fork", &original, "--resume", &original, "-p", "x"]);
     assert!(err.contains("cannot be used with"), "{err}");
 }
+
+#[test]
+fn an_exported_fork_carries_its_lineage_and_rewinds_and_imports_whole() {
+    let home = Home::new();
+    let parent = talk(&home, 6, 10);
+    let fork = home.store().fork(&parent, Some(4), None).unwrap().session.id;
+    home.store()
+        .append(&fork, &[NewMessage::text(Role::User, "own 5"), NewMessage::text(Role::Assistant, "own 6")])
+        .unwrap();
+    home.store().rewind(&fork, 6, |_| Ok(())).unwrap();
+    let export = home.ok(&["sessions", "export", &fork]);
+    let first: serde_json::Value = serde_json::from_str(export.lines().next().unwrap()).unwrap();
+    assert_eq!(first["format_version"], 3);
+    assert_eq!((first["parent_id"].as_str(), first["fork_seq"].as_u64()), (Some(parent.as_str()), Some(4)));
+    assert!(export.lines().any(|l| l.contains(r#""record":"rewind""#)), "{export}");
+
+    let elsewhere = Home::new();
+    let path = elsewhere.path().join("fork.jsonl");
+    std::fs::write(&path, &export).unwrap();
+    elsewhere.ok(&["sessions", "import", path.to_str().unwrap()]);
+    let store = elsewhere.store();
+    let imported = store.session(&fork).unwrap();
+    assert_eq!(imported.parent_id, None, "imported whole: its parent is not here");
+    assert_eq!(imported.metadata["forked_from"], serde_json::json!({"session": parent, "at": 4}));
+    assert_eq!(store.full_history(&fork).unwrap(), home.store().full_history(&fork).unwrap());
+    assert_eq!(shown(&store, &fork), shown(&home.store(), &fork), "the same live view, the rewind in force");
+    assert_eq!(view_seqs(&elsewhere, &fork), [1, 2, 3, 4, 5]);
+}

@@ -450,12 +450,24 @@ fn a_session_continued_in_seshat_is_not_interleaved_with_what_its_file_gained() 
     let mut store = home.store();
     store.append(&id, &[seshat::conversation::NewMessage::text(Role::User, "Continued in Seshat.")]).unwrap();
     drop(store);
-    // …and in Codex: the file grew by a branch of its own.
+    // …and in Codex: the file grew by a branch of its own. It goes into a fork at the point
+    // where the two diverge; the session continued in Seshat is left as it is.
     rollout.whole();
-    let err = home.fails(&["sessions", "import", "--from", "codex", rollout.file.to_str().unwrap()]);
-    assert!(err.contains("has gone on in Seshat since (1 message), while the file grew by 3 messages"), "{err}");
-    assert!(err.contains("two branches") && err.contains("as a new session"), "{err}");
+    let out = home.ok(&["sessions", "import", "--from", "codex", rollout.file.to_str().unwrap(), "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report[0]["outcome"], "forked", "{report}");
+    assert_eq!(report[0]["forked_from"], serde_json::json!([id, 8]), "{report}");
+    let fork = report[0]["session"].as_str().unwrap().to_string();
     let full = home.store().full_history(&id).unwrap();
-    assert_eq!(full.len(), 9, "nothing was appended");
+    assert_eq!(full.len(), 9, "nothing was appended to the session continued in Seshat");
     assert_eq!(first_text(&full[8].parts), "Continued in Seshat.");
+    let branch = home.store().full_history(&fork).unwrap();
+    assert_eq!(report[0]["messages"].as_u64(), Some(2), "as an append of the same growth writes: {report}");
+    assert_eq!(branch.len(), 10, "the shared 8, then the file's 2 new messages");
+    assert_eq!(branch[..8], full[..8], "the same history up to the fork point");
+    assert!(branch.iter().all(|m| first_text(&m.parts) != "Continued in Seshat."));
+    // The fork follows the file from now on: importing again changes nothing.
+    let again = home.ok(&["sessions", "import", "--from", "codex", rollout.file.to_str().unwrap(), "--json"]);
+    let again: serde_json::Value = serde_json::from_str(&again).unwrap();
+    assert_eq!((again[0]["outcome"].as_str(), again[0]["session"].as_str()), (Some("unchanged"), Some(fork.as_str())));
 }

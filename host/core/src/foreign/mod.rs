@@ -47,25 +47,6 @@ pub enum Error {
     /// Writing into the store failed.
     #[error(transparent)]
     Store(#[from] store::Error),
-    /// A session brought in before went on in Seshat while its source file grew: two branches.
-    #[error(
-        "session {session} was imported from {file} and has gone on in Seshat since ({}), while the file grew \
-         by {} of its own: they are two branches of the conversation, and appending would interleave them, so \
-         nothing was appended. Bring the file in as a new session (or delete session {session} and import it \
-         again)",
-        count_messages(*.here as usize),
-        count_messages(*.there)
-    )]
-    Diverged {
-        /// The session.
-        session: String,
-        /// The source file.
-        file: String,
-        /// Messages written in Seshat since the import.
-        here: u64,
-        /// Messages the file gained since.
-        there: usize,
-    },
     /// A session brought in before no longer says how much of its source it holds.
     #[error(
         "session {session} was imported from {file}, but its record of how much of that file it holds \
@@ -80,11 +61,6 @@ pub enum Error {
     },
 }
 
-/// `n` messages, in words (`1 message`, `3 messages`).
-fn count_messages(n: usize) -> String {
-    format!("{n} message{}", if n == 1 { "" } else { "s" })
-}
-
 impl Error {
     /// A stable code.
     pub fn code(&self) -> &str {
@@ -95,7 +71,6 @@ impl Error {
             Error::Input(_) => "io",
             Error::Store(e) => e.code(),
             Error::SourceUnreadable { .. } => "source_unreadable",
-            Error::Diverged { .. } => "source_diverged",
         }
     }
 }
@@ -391,8 +366,13 @@ pub struct Report {
     pub file: PathBuf,
     /// The Seshat session.
     pub session: String,
-    /// `imported` (new), `appended` (the file grew) or `unchanged`.
+    /// `imported` (new), `appended` (the file grew), `forked` (the file grew while the session
+    /// went on in Seshat: what the file gained went into a fork at the point where the two
+    /// diverge) or `unchanged`.
     pub outcome: &'static str,
+    /// With `forked`: the session forked from and the last message both share.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<(String, u64)>,
     /// Messages written now.
     pub messages: usize,
     /// Compaction records written now.
@@ -442,6 +422,7 @@ pub fn bring_in(store: &mut Store, c: &Converted, project: impl Fn(&str) -> Stri
         synthetic: 0,
         skipped: c.skipped.clone(),
         versions: c.versions.clone(),
+        forked_from: None,
     };
     let messages = c.messages().count();
     let compactions = c.items.len() - messages;
@@ -466,7 +447,13 @@ pub fn bring_in(store: &mut Store, c: &Converted, project: impl Fn(&str) -> Stri
             .filter(|(_, n)| *n > 0)
             .collect();
         append_new(store, &session, c, &before, &source, &mut report)?;
-        report.outcome = if report.messages + report.compactions == 0 { "unchanged" } else { "appended" };
+        report.outcome = if report.forked_from.is_some() {
+            "forked"
+        } else if report.messages + report.compactions == 0 {
+            "unchanged"
+        } else {
+            "appended"
+        };
         return Ok(report);
     }
     let export = export_lines(c, &source, &project);
@@ -481,7 +468,7 @@ pub fn bring_in(store: &mut Store, c: &Converted, project: impl Fn(&str) -> Stri
     report.orphans = imported.orphans;
     report.synthetic = imported.synthetic;
     let stored = Source { stored: Some(store.session(&report.session)?.message_count), ..source };
-    store.continue_source(&report.session, &[], &serde_json::to_value(&stored).expect("a source serialises"))?;
+    store.continue_source(&report.session, &[], &serde_json::to_value(&stored).expect("a source serialises"), None)?;
     Ok(report)
 }
 
@@ -572,34 +559,44 @@ fn append_new(
     now: &Source,
     report: &mut Report,
 ) -> Result<()> {
-    let mut calls: HashSet<String> = store
-        .full_history(session)?
-        .iter()
-        .flat_map(|m| &m.parts)
-        .filter_map(|p| if let Part::ToolCall { id, .. } = p { Some(id.clone()) } else { None })
-        .collect();
+    let history = store.full_history(session)?;
     let (mut messages, mut compactions) = (0usize, 0usize);
     let mut count = store.session(session)?.message_count;
+    let mut session = session.to_string();
+    let mut already = before.messages;
     // The session went on in Seshat since, and the file grew too: two branches of one
-    // conversation, which appending would interleave.
+    // conversation, which appending would interleave. What the file gained goes into a fork at
+    // the last message both share (found by comparing them), and the fork follows the file from
+    // then on.
     let grown = now.messages.saturating_sub(before.messages);
+    let mut release = None;
     if let Some(stored) = before.stored
         && count > stored
         && grown > 0
     {
-        return Err(Error::Diverged {
-            session: session.to_string(),
-            file: now.file.clone(),
-            here: count - stored,
-            there: grown,
-        });
+        let here = history.iter().filter(|m| m.seq > stored);
+        let there = c.messages().skip(before.messages);
+        let shared = here.zip(there).take_while(|(a, (b, _))| a.role == b.role && a.parts == b.parts).count() as u64;
+        let forked = store.fork(&session, Some(stored + shared), None)?;
+        // The file's messages the fork already holds (all of them up to the fork point).
+        already = before.messages + forked.at.saturating_sub(stored) as usize;
+        report.forked_from = Some((session.clone(), forked.at));
+        release = Some(session.clone());
+        session = forked.session.id.clone();
+        count = forked.at;
     }
+    let mut calls: HashSet<String> = store
+        .full_history(&session)?
+        .iter()
+        .flat_map(|m| &m.parts)
+        .filter_map(|p| if let Part::ToolCall { id, .. } = p { Some(id.clone()) } else { None })
+        .collect();
     let mut items = Vec::new();
     for item in &c.items {
         match item {
             Item::Message(m, at) => {
                 messages += 1;
-                if messages <= before.messages {
+                if messages <= already {
                     continue;
                 }
                 let parts: Vec<Part> = m
@@ -644,7 +641,9 @@ fn append_new(
         }
     }
     let now = Source { stored: Some(count), ..now.clone() };
-    store.continue_source(session, &items, &serde_json::to_value(&now).expect("a source serialises"))?;
+    let source = serde_json::to_value(&now).expect("a source serialises");
+    store.continue_source(&session, &items, &source, release.as_deref())?;
+    report.session = session;
     Ok(())
 }
 

@@ -329,3 +329,23 @@ fn copy_records(tx: &rusqlite::Connection, parent: &str, fork: &str, at: u64, br
     )?;
     Ok(())
 }
+
+/// Dates `session`'s compactions, trims, retractions and pins by time (an import's, whose export
+/// does not say at which message count each was made): the seq of the last message written at or
+/// before each, never before the message it is about — as migration 0011 dated older records.
+pub(super) fn date_by_time(tx: &rusqlite::Connection, session: &str) -> Result<()> {
+    let at = |table: &str| {
+        format!(
+            "coalesce((SELECT max(m.seq) FROM messages m WHERE m.session_id = {table}.session_id \
+             AND m.created_at <= {table}.created_at), 0)"
+        )
+    };
+    tx.execute(
+        &format!("UPDATE compactions SET made_seq = max(through_seq, {}) WHERE session_id = ?1", at("compactions")),
+        [session],
+    )?;
+    tx.execute(&format!("UPDATE trims SET made_seq = max(seq, {}) WHERE session_id = ?1", at("trims")), [session])?;
+    tx.execute(&format!("UPDATE pins SET made_seq = max(seq, {}) WHERE session_id = ?1", at("pins")), [session])?;
+    tx.execute(&format!("UPDATE retractions SET made_seq = {} WHERE session_id = ?1", at("retractions")), [session])?;
+    Ok(())
+}

@@ -29,11 +29,14 @@ impl Store {
     /// Continues a session brought in before with what its source gained, and records the
     /// source's new position, all in one transaction: a process killed halfway leaves the session
     /// and its position as they were, so the next import appends the same items again once.
+    /// `release` names a session that gives the source up (a fork now follows it): its
+    /// `metadata.source` becomes `metadata.source_followed_by`, in the same transaction.
     pub(crate) fn continue_source(
         &mut self,
         session: &str,
         items: &[SourceItem],
         source: &serde_json::Value,
+        release: Option<&str>,
     ) -> Result<()> {
         on_db!(self, "continue an imported session", {
             let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
@@ -51,6 +54,13 @@ impl Store {
                 "UPDATE sessions SET metadata = json_set(metadata, '$.source', json(?2)) WHERE id = ?1",
                 rusqlite::params![session, source.to_string()],
             )?;
+            if let Some(old) = release {
+                tx.execute(
+                    "UPDATE sessions SET metadata = json_set(json_remove(metadata, '$.source'), \
+                     '$.source_followed_by', ?2) WHERE id = ?1",
+                    rusqlite::params![old, session],
+                )?;
+            }
             crate::crash_point::commit(tx, "import")?;
             Ok(())
         })

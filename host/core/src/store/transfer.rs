@@ -1,8 +1,11 @@
 //! `sessions export` / `sessions import`: one session as JSON Lines.
 //!
 //! The first line is the session (with the format's version), then its messages in seq order,
-//! then its compactions, its trims, its pins and its retractions, each line tagged by `record`.
-//! Exports of format 1 (no version, no pins or retractions) still import. Export is deterministic, so export → import into an empty
+//! then its compactions, its trims, its pins, its retractions and its rewinds, each line tagged by
+//! `record`. A fork's export holds its whole history (the inherited messages too) and names its
+//! parent and fork point on the session line; imported, it is a session of its own that remembers
+//! where it came from (`metadata.forked_from`). Exports of format 1 (no version, no pins or
+//! retractions) and 2 (no lineage, no rewinds) still import. Export is deterministic, so export → import into an empty
 //! database → export gives the same bytes. Import validates every line and reference inside one
 //! transaction: malformed input names the line and field and writes nothing.
 
@@ -18,8 +21,9 @@ use super::{Compaction, Message, SessionInfo, Trim};
 use super::{Error, Result, Store};
 use crate::conversation::{MessageStatus, NewMessage, Part, Role, Usage};
 
-/// The export format this binary writes: 2 added pins, retractions and this field.
-pub(crate) const EXPORT_FORMAT: u32 = 2;
+/// The export format this binary writes: 2 added pins, retractions and this field; 3 the
+/// session's lineage (`parent_id`, `fork_seq`) and rewinds.
+pub(crate) const EXPORT_FORMAT: u32 = 3;
 
 /// One line of an export.
 #[derive(Debug, Serialize)]
@@ -35,6 +39,16 @@ enum Record {
     Trim(Trim),
     Pin(PinRecord),
     Retraction(RetractionRecord),
+    Rewind(RewindRecord),
+}
+
+/// A rewind in force: messages `from_seq..=through_seq` are out of the live view.
+#[derive(Debug, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RewindRecord {
+    from_seq: u64,
+    through_seq: u64,
+    created_at: i64,
 }
 
 /// A pinned message.
@@ -79,6 +93,13 @@ impl Store {
             }
             for (undone, created_at) in self.retractions(session)? {
                 write(&Record::Retraction(RetractionRecord { undone, created_at }))?;
+            }
+            for r in self.live_rewinds(session)? {
+                write(&Record::Rewind(RewindRecord {
+                    from_seq: r.from_seq,
+                    through_seq: r.through_seq,
+                    created_at: r.created_at,
+                }))?;
             }
             out.flush().map_err(io)
         })
@@ -251,6 +272,7 @@ impl Importer {
         } else {
             0
         };
+        super::branches::date_by_time(tx, &self.id)?;
         Ok(Imported { id: self.id, messages: self.count, orphans: self.orphans, empty: self.empty, synthetic })
     }
 
@@ -308,6 +330,11 @@ impl Importer {
                 if !s.metadata.is_object() {
                     return Err(invalid(line, "field `metadata`: expected a JSON object"));
                 }
+                // A fork arrives whole: its lineage is remembered, not linked.
+                let mut metadata = s.metadata.clone();
+                if let (Some(parent), Some(at)) = (&s.parent_id, s.fork_seq) {
+                    metadata["forked_from"] = serde_json::json!({"session": parent, "at": at});
+                }
                 timestamp(line, "created_at", s.created_at)?;
                 timestamp(line, "updated_at", s.updated_at)?;
                 tx.execute(
@@ -332,7 +359,7 @@ impl Importer {
                         s.context_tokens,
                         s.compaction_failures,
                         s.auto_compact_disabled,
-                        s.metadata.to_string()
+                        metadata.to_string()
                     ],
                 )?;
             }
@@ -400,6 +427,24 @@ impl Importer {
                 )
                 .map_err(|e| invalid(line, e.to_string()))?;
             }
+            Incoming::Rewind(r) => {
+                timestamp(line, "created_at", r.created_at)?;
+                let count = self.count;
+                if r.from_seq == 0 || r.from_seq > r.through_seq || r.through_seq > count {
+                    return Err(invalid(
+                        line,
+                        format!(
+                            "fields `from_seq`/`through_seq`: {}..={} is not a range of messages within 1..={count}",
+                            r.from_seq, r.through_seq
+                        ),
+                    ));
+                }
+                tx.execute(
+                    "INSERT INTO rewinds (session_id, from_seq, through_seq, made_seq, created_at) \
+                     VALUES (?1, ?2, ?3, ?3, ?4)",
+                    params![self.id, r.from_seq, r.through_seq, r.created_at],
+                )?;
+            }
             Incoming::Retraction(r) => {
                 timestamp(line, "created_at", r.created_at)?;
                 let pick = |ids: &[i64], n: u64, what: &str| {
@@ -444,6 +489,7 @@ enum Incoming {
     Trim(Trim),
     Pin(PinRecord),
     Retraction(RetractionRecord),
+    Rewind(RewindRecord),
 }
 
 /// A `message` record as read: [`Message`]'s fields and its tag. Decoded straight from the line's
@@ -478,7 +524,7 @@ fn parse(line: usize, text: &str) -> Result<Incoming> {
         None => {
             return Err(invalid(
                 line,
-                "missing field `record` (session, message, compaction, trim, pin or retraction)",
+                "missing field `record` (session, message, compaction, trim, pin, retraction or rewind)",
             ));
         }
     };
@@ -523,12 +569,13 @@ fn parse(line: usize, text: &str) -> Result<Incoming> {
         "trim" => Incoming::Trim(decode(line, value)?),
         "pin" => Incoming::Pin(decode(line, value)?),
         "retraction" => Incoming::Retraction(decode(line, value)?),
+        "rewind" => Incoming::Rewind(decode(line, value)?),
         other => {
             return Err(invalid(
                 line,
                 format!(
-                    "field `record`: unknown record `{other}` (expected session, message, compaction, trim, pin or \
-                     retraction)"
+                    "field `record`: unknown record `{other}` (expected session, message, compaction, trim, pin, \
+                     retraction or rewind)"
                 ),
             ));
         }
