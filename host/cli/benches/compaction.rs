@@ -89,6 +89,7 @@ fn settings(window: u64) -> Settings {
         recall: false,
         instructions: None,
         prompt: None,
+        until: None,
     }
 }
 

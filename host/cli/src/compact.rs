@@ -33,6 +33,10 @@ pub struct Args {
     /// `[compaction] instructions` for this compaction; recorded with it).
     #[arg(long, value_name = "TEXT")]
     instructions: Option<String>,
+    /// Summarise everything before this message (its seq) and keep it and what follows verbatim,
+    /// whatever the target says (refused, with the figures, when that would not fit the window).
+    #[arg(long, value_name = "SEQ", conflicts_with = "undo")]
+    until: Option<u64>,
     /// Undo the session's latest compaction or trim pass instead (the originals were never
     /// changed; refused when the restored view would not fit the window).
     #[arg(long, conflicts_with = "dry_run")]
@@ -67,7 +71,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let report = match open_agent(ctx, &flags)? {
         // The provider chat would use: the summary goes through it, the figures count chat's frame.
         Ok(mut agent) => agent
-            .compact_with(args.dry_run, args.instructions.as_deref())
+            .compact_until(args.dry_run, args.instructions.as_deref(), args.until)
             .with_context(|| format!("cannot compact {id}"))?,
         // No provider to talk to: only a summariser that needs no model can work, and there is no
         // chat frame to count.
@@ -86,6 +90,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             if let Some(text) = &args.instructions {
                 settings.instructions = Some(text.clone());
             }
+            settings.until = args.until;
             client
                 .compact(&id, &Frame::default(), &settings, args.dry_run)
                 .with_context(|| format!("cannot compact {id}"))?

@@ -12,6 +12,7 @@ use crate::{Context, compact, format};
 
 const HELP: &str = "\
 /compact [text]  compact now (summarise older turns), told what to keep
+/compact --until seq [text]  summarise everything before message seq, keep the rest verbatim
 /uncompact undo the latest compaction or trim pass (the originals were kept)
 /pin [seq] keep a message (default: the last) verbatim in every view
 /rewind [n]  take back your n-th-last request (default: the last) and what followed, to edit it
@@ -152,8 +153,20 @@ fn command(agent: &mut Agent, input: &str) -> anyhow::Result<Next> {
         }
         "/help" => eprintln!("{HELP}"),
         "/compact" => {
-            let text = input.strip_prefix("/compact").unwrap_or_default().trim();
-            let report = agent.compact_with(false, (!text.is_empty()).then_some(text))?;
+            let mut text = input.strip_prefix("/compact").unwrap_or_default().trim();
+            // `/compact --until SEQ [text]`: everything before message SEQ, whatever the target.
+            let mut until = None;
+            if let Some(rest) = text.strip_prefix("--until") {
+                let rest = rest.trim_start();
+                let (seq, more) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+                until = Some(seq.parse::<u64>().map_err(|_| {
+                    anyhow::anyhow!(
+                        "/compact --until takes a message seq (as `seshat sessions show` lists them), not `{seq}`"
+                    )
+                })?);
+                text = more.trim();
+            }
+            let report = agent.compact_until(false, (!text.is_empty()).then_some(text), until)?;
             eprintln!("{}", compact::describe(agent.session(), &report));
         }
         "/uncompact" => {

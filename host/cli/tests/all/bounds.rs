@@ -219,7 +219,14 @@ fn serve_disconnects_a_client_that_leaves_too_much_unread_and_serves_the_others(
     greedy.set_read_timeout(Some(std::time::Duration::from_secs(60))).unwrap();
     let mut rest = Vec::new();
     let ended = greedy.read_to_end(&mut rest);
-    assert!(ended.is_ok(), "the server never closed the connection: {ended:?}");
+    // Closed: an end of file, or a reset when the server closed with this client's requests still
+    // unread in its socket (Linux reports that as ECONNRESET); a timeout is a server that never
+    // closed it.
+    let closed = match &ended {
+        Ok(_) => true,
+        Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+    };
+    assert!(closed, "the server never closed the connection: {ended:?}");
     let answered = rest.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count() as u64;
     assert!(answered < asked, "the server stopped answering it ({answered} of {asked} answered)");
     // Another client is served as before.

@@ -459,3 +459,25 @@ fn an_exported_fork_carries_its_lineage_and_rewinds_and_imports_whole() {
     assert_eq!(shown(&store, &fork), shown(&home.store(), &fork), "the same live view, the rewind in force");
     assert_eq!(view_seqs(&elsewhere, &fork), [1, 2, 3, 4, 5]);
 }
+
+#[test]
+fn compact_until_summarises_everything_before_a_message_whatever_the_target_or_refuses_with_the_figures() {
+    let home = Home::new();
+    std::fs::write(home.path().join("config.toml"), "[plugins]\nsummariser = \"summariser-extractive\"\n").unwrap();
+    // Ten messages of ~750 tokens: far under the target of a 200k window.
+    let id = talk(&home, 10, 3000);
+    let out = json(&home.ok(&["compact", &id, "--until", "7", "--window", "200000", "--json"]));
+    assert_eq!((out["dropped"].as_u64(), out["summarised"].as_bool()), (Some(6), Some(true)), "{out}");
+    let compaction = home.store().compactions(&id).unwrap().pop().unwrap();
+    assert_eq!(compaction.first_kept_seq, Some(7));
+    assert_eq!(view_seqs(&home, &id), [7, 8, 9, 10], "after the summary, 7 on verbatim");
+
+    // Kept verbatim from 2, the rest cannot fit a 4,096-token window: refused with the figures.
+    let other = talk(&home, 10, 3000);
+    let err = home.fails(&["compact", &other, "--until", "2", "--window", "4096"]);
+    assert!(err.contains("compact_full: the request needs ~") && err.contains("kept verbatim from message 2"), "{err}");
+    assert!(home.store().compactions(&other).unwrap().is_empty(), "nothing recorded");
+    let err = home.fails(&["compact", &other, "--until", "11", "--window", "200000"]);
+    assert!(err.contains("there is no message 11"), "{err}");
+    assert!(home.store().compactions(&other).unwrap().is_empty(), "nothing recorded");
+}

@@ -336,6 +336,8 @@ fn the_repl_rewinds_a_request_for_editing_and_forks_into_a_new_branch() {
     wait_for("the fork's answer", || pty.text().contains("Fork answer."));
     pty.send("/rewind x\r");
     wait_for("the bad rewind", || pty.text().contains("/rewind takes how many of your requests to take back"));
+    pty.send("/compact --until x\r");
+    wait_for("the bad compact", || pty.text().contains("/compact --until takes a message seq"));
     pty.send("/exit\r");
     assert!(wait_exit(&mut child, "the REPL after /exit").success(), "{}", pty.text());
     let requests: Vec<Vec<String>> = server.requests().iter().map(asked).collect();

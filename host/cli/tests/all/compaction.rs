@@ -82,6 +82,7 @@ pub fn settings(window: Option<u64>) -> Settings {
         recall: false,
         instructions: None,
         prompt: None,
+        until: None,
     }
 }
 

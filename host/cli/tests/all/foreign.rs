@@ -454,7 +454,7 @@ fn a_session_continued_in_seshat_is_not_interleaved_with_what_its_file_gained() 
     // where the two diverge; the session continued in Seshat is left as it is.
     rollout.whole();
     let out = home.ok(&["sessions", "import", "--from", "codex", rollout.file.to_str().unwrap(), "--json"]);
-    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let report: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(report[0]["outcome"], "forked", "{report}");
     assert_eq!(report[0]["forked_from"], serde_json::json!([id, 8]), "{report}");
     let fork = report[0]["session"].as_str().unwrap().to_string();
@@ -468,6 +468,6 @@ fn a_session_continued_in_seshat_is_not_interleaved_with_what_its_file_gained() 
     assert!(branch.iter().all(|m| first_text(&m.parts) != "Continued in Seshat."));
     // The fork follows the file from now on: importing again changes nothing.
     let again = home.ok(&["sessions", "import", "--from", "codex", rollout.file.to_str().unwrap(), "--json"]);
-    let again: serde_json::Value = serde_json::from_str(&again).unwrap();
+    let again: Value = serde_json::from_str(&again).unwrap();
     assert_eq!((again[0]["outcome"].as_str(), again[0]["session"].as_str()), (Some("unchanged"), Some(fork.as_str())));
 }

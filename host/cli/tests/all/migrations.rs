@@ -282,3 +282,39 @@ fn version_9_fixture_upgrades_and_its_word_indexes_match_by_stem() {
     let (graph, _) = memory.search("compacting", None, 5).unwrap();
     assert_eq!(graph.entities.iter().map(|e| e.observations.len()).collect::<Vec<_>>(), [3]);
 }
+
+#[test]
+fn version_10_fixture_upgrades_and_its_records_are_dated_by_time_so_a_fork_sees_the_view_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("v10.db");
+    fs::copy(fixture("store-v10.sqlite"), &db).unwrap();
+    let before: u32 = Connection::open(&db).unwrap().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert_eq!(before, 10, "the fixture must stay at version 10");
+    let mut store = Store::open(&db).unwrap();
+    let s1 = "01JFV1AAAA0000000000000001";
+    // Everything of version 10 is kept.
+    assert_eq!(store.pins(s1).unwrap(), [1, 5]);
+    assert_eq!(store.trims(s1).unwrap().len(), 1);
+    let now = store.live_view(s1).unwrap();
+    assert_eq!(now.compaction.as_ref().and_then(|c| c.first_kept_seq), Some(3));
+    // Dated by time: the compaction, the trim and the pin of message 1 were made when message 4
+    // was the last, the pin of message 5 after message 6.
+    let made = |table: &str| -> Vec<u64> {
+        let sql = format!("SELECT made_seq FROM {table} WHERE session_id = ?1 ORDER BY id");
+        store.connection().prepare(&sql).unwrap().query_map([s1], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+    };
+    assert_eq!((made("compactions"), made("trims"), made("pins")), (vec![4], vec![4], vec![4, 6]));
+    // So a fork at 4 has the compaction and the trim and only the first pin; at 6, both pins.
+    let at4 = store.fork(s1, Some(4), None).unwrap().session.id;
+    assert_eq!(store.pins(&at4).unwrap(), [1]);
+    let view = store.live_view(&at4).unwrap();
+    assert_eq!(view.compaction, now.compaction);
+    assert_eq!(view.entries.iter().filter_map(|e| e.seq).collect::<Vec<_>>(), [1, 3, 4]);
+    let at6 = store.fork(s1, Some(6), None).unwrap().session.id;
+    assert_eq!(store.live_view(&at6).unwrap().entries, now.entries);
+    // Unpinning leaves a tombstone: the fork at 6 made before keeps its pin, a fork now has none.
+    store.unpin(s1, 5).unwrap();
+    assert_eq!(store.pins(&at6).unwrap(), [1, 5]);
+    let later = store.fork(s1, None, None).unwrap().session.id;
+    assert_eq!(store.pins(&later).unwrap(), [1]);
+}

@@ -175,7 +175,7 @@ fn the_cli_pins_unpins_undoes_and_carries_both_through_export_and_import() {
 
     // Export, import as a new session: pins and the compaction come along.
     let exported = home.ok(&["sessions", "export", short]);
-    assert!(exported.lines().next().unwrap().contains("\"format_version\":2"), "{}", exported.lines().next().unwrap());
+    assert!(exported.lines().next().unwrap().contains("\"format_version\":3"), "{}", exported.lines().next().unwrap());
     assert!(exported.contains(r#"{"record":"pin","seq":2,"#), "{exported}");
 
     let undone = home.ok(&["compact", short, "--undo"]);
@@ -203,9 +203,17 @@ fn the_cli_pins_unpins_undoes_and_carries_both_through_export_and_import() {
     assert_eq!(home.ok(&["sessions", "unpin", short, "3"]), "Unpinned messages 2, 3.\n");
     assert_eq!(home.ok(&["sessions", "unpin", short, "3"]), format!("Message 3 of session {id} was not pinned.\n"));
 
+    // The previous format (2: no lineage, no rewinds) still imports, with its pins and undos.
+    let previous = with_retraction.replacen("\"format_version\":3", "\"format_version\":2", 1);
+    std::fs::write(&file, &previous).unwrap();
+    let imported = home.ok(&["sessions", "import", "--new-id", file.to_str().unwrap()]);
+    let old_id = imported.split_whitespace().nth(2).unwrap().trim_end_matches(['.', ':']).to_string();
+    assert_eq!(home.store().pins(&old_id).unwrap(), [2, 3]);
+    assert_eq!(home.store().retractions(&old_id).unwrap().len(), 1);
+
     // A newer export format is refused, naming the field.
-    let newer = with_retraction.replacen("\"format_version\":2", "\"format_version\":9", 1);
+    let newer = with_retraction.replacen("\"format_version\":3", "\"format_version\":9", 1);
     std::fs::write(&file, newer).unwrap();
     let err = home.fails(&["sessions", "import", "--new-id", file.to_str().unwrap()]);
-    assert!(err.contains("line 1: field `format_version`: 9 is newer than the 2 this seshat reads"), "{err}");
+    assert!(err.contains("line 1: field `format_version`: 9 is newer than the 3 this seshat reads"), "{err}");
 }

@@ -292,7 +292,7 @@ fn export_import_export_is_byte_identical() {
     // The fixture is format 1 (no version field): the export is the same but for the version.
     let expected = String::from_utf8(original.clone()).unwrap().replacen(
         r#"{"record":"session","#,
-        r#"{"record":"session","format_version":2,"#,
+        r#"{"record":"session","format_version":3,"#,
         1,
     );
     assert_eq!(String::from_utf8(again).unwrap(), expected);

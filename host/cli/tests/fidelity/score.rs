@@ -143,6 +143,7 @@ fn settings(window: u64) -> Settings {
         recall: true,
         instructions: None,
         prompt: None,
+        until: None,
     }
 }
 

@@ -415,7 +415,15 @@ impl Agent {
     /// [`Agent::compact_now`] told what to keep or stress (`/compact <text>`, `seshat compact
     /// --instructions`), in place of the configured instructions for this compaction.
     pub fn compact_with(&mut self, dry_run: bool, instructions: Option<&str>) -> Result<Report> {
+        self.compact_until(dry_run, instructions, None)
+    }
+
+    /// [`Agent::compact_with`] summarising everything before message `until` (and keeping it and
+    /// what follows verbatim, whatever the target says) when it is given (`seshat compact
+    /// --until`, `/compact --until`); refused with the figures when the result would not fit.
+    pub fn compact_until(&mut self, dry_run: bool, instructions: Option<&str>, until: Option<u64>) -> Result<Report> {
         let mut settings = self.settings();
+        settings.until = until;
         if let Some(text) = instructions.map(str::trim).filter(|t| !t.is_empty()) {
             settings.instructions = Some(text.to_string());
         }

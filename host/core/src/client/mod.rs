@@ -240,6 +240,7 @@ impl Client {
             recall: false,
             instructions: self.config.compact_instructions.clone().or(self.settings.compaction.instructions.clone()),
             prompt: self.prompt.clone(),
+            until: None,
         }
     }
 

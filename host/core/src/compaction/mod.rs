@@ -80,6 +80,9 @@ pub struct Settings {
     pub instructions: Option<String>,
     /// A summary prompt replacing the summariser's.
     pub prompt: Option<String>,
+    /// For a compaction the user asks for: summarise the live view before this message and keep
+    /// it and everything after verbatim, whatever the target says (`compact --until`).
+    pub until: Option<u64>,
 }
 
 /// The least room for an answer worth sending a request with (below it, the request does not fit).
@@ -529,7 +532,39 @@ impl Compactor<'_> {
         let summary_tokens = marks.summary_tokens();
         let budget = settings.estimated(marks.target).saturating_sub(frame.tokens() + summary_tokens);
         let mut decision = cut::choose(&items, budget);
-        if trigger == CompactionTrigger::Manual && decision.first_kept == 0 {
+        if let (Some(until), CompactionTrigger::Manual) = (settings.until, trigger) {
+            if until == 0 || until > info.message_count {
+                return Err(crate::store::Error::SeqOutOfRange {
+                    session: session.into(),
+                    seq: until,
+                    last: info.message_count,
+                }
+                .into());
+            }
+            // Everything before `until` in the view, its tool exchanges kept whole.
+            let at = entries.iter().position(|e| e.seq.is_some_and(|s| s >= until)).unwrap_or(entries.len());
+            let first = if at < entries.len() { cut::settle(&items, at) } else { at };
+            decision = cut::Cut { first_kept: first, pinned: None };
+            let kept: u64 = entries[first..]
+                .iter()
+                .chain(entries[..first].iter().filter(|e| e.pinned))
+                .map(|e| entry_tokens(&e.parts))
+                .sum();
+            let needed = settings.real(frame.tokens() + kept + summary_tokens);
+            let limit = marks.hard_limit(settings.max_output_tokens);
+            if needed > limit {
+                return Err(Error::CompactFull {
+                    needed,
+                    limit,
+                    window: marks.context_window,
+                    max_output: settings.max_output_tokens,
+                    hint: format!(
+                        ": kept verbatim from message {until}, the messages after it and the summary would not fit; \
+                         nothing was compacted. Compact until a later message"
+                    ),
+                });
+            }
+        } else if trigger == CompactionTrigger::Manual && decision.first_kept == 0 {
             // Asked for while everything fits the target: compact as asked all the same — every
             // turn before the latest request is summarised, that request and what followed kept.
             if let Some(first) = items.iter().rposition(|i| i.is_request).map(|r| cut::settle(&items, r)) {
