@@ -20,7 +20,8 @@ pub struct Args {
     /// Sessions of every project, not only this one.
     #[arg(long)]
     all: bool,
-    /// Show each fork under the session it was forked from (JSON rows gain `depth`).
+    /// Show each fork under the session it was forked from, and each rewound branch (JSON rows
+    /// gain `depth` and `rewinds`).
     #[arg(long)]
     tree: bool,
 }
@@ -31,6 +32,9 @@ struct Row<'a> {
     /// How deep under its listed ancestors a fork sits (with `--tree`).
     #[serde(skip_serializing_if = "Option::is_none")]
     depth: Option<usize>,
+    /// The rewound branches in force (with `--tree`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rewinds: Option<Vec<seshat::store::Rewind>>,
     #[serde(flatten)]
     session: &'a SessionInfo,
 }
@@ -74,8 +78,11 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     };
     let mut out = format::stdout();
     if args.json {
-        let rows: Vec<Row<'_>> =
-            order.iter().map(|&(i, depth)| Row { short_id: &short[i], depth, session: &sessions[i] }).collect();
+        let mut rows: Vec<Row<'_>> = Vec::with_capacity(order.len());
+        for &(i, depth) in &order {
+            let rewinds = if args.tree { Some(store.live_rewinds(&sessions[i].id)?) } else { None };
+            rows.push(Row { short_id: &short[i], depth, rewinds, session: &sessions[i] });
+        }
         format::json(&mut out, &rows)?;
         out.flush()?;
         return Ok(ExitCode::SUCCESS);
@@ -107,6 +114,19 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             format::context_use(s.context_tokens, s.context_window),
             format::clip(s.title.as_deref().unwrap_or("(untitled)"), 60),
         )?;
+        if args.tree {
+            let pad = " ".repeat(width + 2 + 16 + 2 + 8 + 2 + 14 + 2);
+            for r in store.live_rewinds(&s.id)? {
+                writeln!(
+                    out,
+                    "{pad}{}  ┄ rewound {}–{} (a branch: `seshat sessions fork {id} --at {}`)",
+                    "  ".repeat(depth.unwrap_or(0)),
+                    r.from_seq,
+                    r.through_seq,
+                    r.through_seq
+                )?;
+            }
+        }
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)

@@ -196,6 +196,34 @@ proptest! {
                 prop_assert_eq!(shown(&store, &s), before);
             }
         }
+        // A fork of a fork at any seq: inside the first fork's inherited part, the grandparent's
+        // view as it was; after it, the first fork's as it was.
+        if last >= 1 {
+            let a = 1 + (ops.len() as u64 * 3) % last;
+            let f1 = store.fork(&s, Some(a), None).unwrap();
+            let mut at1: HashMap<u64, Shown> = HashMap::new();
+            let (mut calls1, mut results1) = (calls, results.iter().copied().filter(|&r| r <= f1.at).collect());
+            for op in ops.iter().rev().take(12) {
+                apply(&mut store, &f1.session.id, op, &mut calls1, &mut results1);
+                let count = store.session(&f1.session.id).unwrap().message_count;
+                if store.live_rewinds(&f1.session.id).unwrap().iter().any(|r| r.through_seq == count) {
+                    at1.remove(&count);
+                } else {
+                    at1.insert(count, shown(&store, &f1.session.id));
+                }
+            }
+            let f1_last = store.session(&f1.session.id).unwrap().message_count;
+            for seq in 1..=f1_last {
+                let f2 = store.fork(&f1.session.id, Some(seq), None).unwrap();
+                let then = if f2.at < f1.at { at.get(&f2.at) } else { at1.get(&f2.at) };
+                let Some(then) = then else { continue };
+                prop_assert_eq!(&shown(&store, &f2.session.id), then, "fork of a fork at {}", f2.at);
+                prop_assert_eq!(
+                    store.full_history(&f2.session.id).unwrap(),
+                    store.history_range(&f1.session.id, 1, f2.at).unwrap()
+                );
+            }
+        }
         // A fork of a fork: its view is its parent's as it was, the first fork's messages after
         // the grandparent's.
         let f1 = store.fork(&s, None, None).unwrap().session.id;
@@ -358,7 +386,12 @@ fn a_rewind_hides_the_later_messages_new_ones_follow_them_and_undo_brings_them_b
     assert_eq!(view_seqs(&home, &id), [1, 2, 7]);
     let err = home.fails(&["sessions", "rewind", &id, "--undo"]);
     assert!(err.contains("messages were added after it") && err.contains("fork at 6"), "{err}");
-    // The rewound messages are a branch in the full history, and a fork brings them back.
+    // The rewound messages are a branch in the tree and in the full history, and a fork brings
+    // them back.
+    let tree = home.ok(&["sessions", "list", "--all", "--tree"]);
+    assert!(tree.contains("┄ rewound 3–6 (a branch: `seshat sessions fork"), "{tree}");
+    let rows = json(&home.ok(&["sessions", "list", "--all", "--tree", "--json"]));
+    assert_eq!(rows[0]["rewinds"][0]["from_seq"], 3, "{rows}");
     let full = home.ok(&["sessions", "show", &id, "--full"]);
     assert!(
         full.contains("messages 3 to 6 are a branch out of the live view")
@@ -480,4 +513,27 @@ fn compact_until_summarises_everything_before_a_message_whatever_the_target_or_r
     let err = home.fails(&["compact", &other, "--until", "11", "--window", "200000"]);
     assert!(err.contains("there is no message 11"), "{err}");
     assert!(home.store().compactions(&other).unwrap().is_empty(), "nothing recorded");
+}
+
+#[test]
+fn a_fork_of_a_fork_inside_its_inherited_part_reads_the_grandparent_and_outlives_its_parent() {
+    let home = Home::new();
+    let grand = talk(&home, 8, 10);
+    let mut store = home.store();
+    let parent = store.fork(&grand, Some(6), None).unwrap().session.id;
+    store.append(&parent, &[NewMessage::text(Role::User, "parent's own 7")]).unwrap();
+    let child = store.fork(&parent, Some(3), None).unwrap().session.id;
+    store.append(&child, &[NewMessage::text(Role::User, "child's own 4")]).unwrap();
+    let texts = |store: &Store, id: &str| -> Vec<String> {
+        store.full_history(id).unwrap().iter().map(|m| crate::support::text_of(m)[..5].to_string()).collect()
+    };
+    assert_eq!(texts(&store, &child), ["word1", "word2", "word3", "child"]);
+    assert_eq!(shown(&store, &child).1.len(), 4);
+    store.delete_session(&parent).unwrap();
+    assert_eq!(texts(&store, &child), ["word1", "word2", "word3", "child"], "whole after its parent went");
+    let info = store.session(&child).unwrap();
+    assert_eq!((info.parent_id.as_deref(), info.fork_seq), (Some(grand.as_str()), Some(3)));
+    store.delete_session(&grand).unwrap();
+    assert_eq!(texts(&store, &child), ["word1", "word2", "word3", "child"], "and after its grandparent");
+    assert_eq!(store.session(&child).unwrap().parent_id, None);
 }

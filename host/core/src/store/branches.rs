@@ -242,7 +242,8 @@ type RetractionRow = (i64, Option<i64>, Option<i64>, Option<i64>, i64, u64);
 
 /// Copies to `fork` the records of `parent` that shaped its live view at message count `at`:
 /// those made then or before, with what they point at renumbered (a retraction's compaction and
-/// trim range). Pins removed later are copied as live; a rewind undone is never copied, nor, when
+/// trim range). Pins removed by then are copied as tombstones (a fork of the fork at an earlier
+/// seq sees them as they were), pins removed later as live; a rewind undone is never copied, nor, when
 /// `branch_at` (the caller named `at`), one that hides `at` itself (the fork continues from its
 /// branch).
 fn copy_records(tx: &rusqlite::Connection, parent: &str, fork: &str, at: u64, branch_at: bool) -> Result<()> {
@@ -317,8 +318,9 @@ fn copy_records(tx: &rusqlite::Connection, parent: &str, fork: &str, at: u64, br
         )?;
     }
     tx.execute(
-        "INSERT INTO pins (session_id, seq, created_at, made_seq) SELECT ?1, seq, created_at, made_seq FROM pins \
-         WHERE session_id = ?2 AND made_seq <= ?3 AND (removed_seq IS NULL OR removed_seq > ?3) ORDER BY id",
+        "INSERT INTO pins (session_id, seq, created_at, made_seq, removed_seq) \
+         SELECT ?1, seq, created_at, made_seq, CASE WHEN removed_seq <= ?3 THEN removed_seq END FROM pins \
+         WHERE session_id = ?2 AND made_seq <= ?3 ORDER BY id",
         params![fork, parent, at],
     )?;
     tx.execute(

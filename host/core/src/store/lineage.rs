@@ -39,7 +39,9 @@ pub(super) fn lineage(conn: &Connection, session: &str) -> Result<Vec<Segment>> 
             .query_row([&current], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()?
             .ok_or_else(|| Error::SessionNotFound(current.clone()))?;
-        let after = if parent.is_some() { fork_seq.unwrap_or(0) } else { 0 };
+        // A fork of a fork taken inside the parent's inherited part reads none of the parent's
+        // own messages: a segment never starts after its end.
+        let after = if parent.is_some() { fork_seq.unwrap_or(0).min(through) } else { 0 };
         out.push(Segment { session: current.clone(), after, through });
         match parent {
             Some(p) if out.len() < 10_000 => {

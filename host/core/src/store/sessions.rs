@@ -271,7 +271,8 @@ fn adopt(tx: &rusqlite::Transaction<'_>, parent: &str, child: &str, at: u64) -> 
         tx.query_row("SELECT parent_id, fork_seq FROM sessions WHERE id = ?1", [parent], |r| {
             Ok((r.get(0)?, r.get(1)?))
         })?;
-    let after = if grandparent.is_some() { after.unwrap_or(0) } else { 0 };
+    // A child forked inside the parent's inherited part reads none of the parent's own messages.
+    let after = if grandparent.is_some() { after.unwrap_or(0).min(at) } else { 0 };
     let rows: Vec<(i64, String)> = tx
         .prepare("SELECT id, parts FROM messages WHERE session_id = ?1 AND seq > ?2 AND seq <= ?3 ORDER BY seq")?
         .query_map(params![parent, after, at], |r| Ok((r.get(0)?, r.get(1)?)))?
