@@ -46,7 +46,9 @@ fn tree(sessions: &[SessionInfo]) -> Vec<(usize, usize)> {
     let mut children: std::collections::HashMap<&str, Vec<usize>> = std::collections::HashMap::new();
     let mut roots = Vec::new();
     for (i, s) in sessions.iter().enumerate() {
-        match s.parent_id.as_deref().filter(|p| listed.contains(p)) {
+        // A fork, or an imported one that remembers where it came from.
+        let parent = s.parent_id.as_deref().or_else(|| s.metadata["forked_from"]["session"].as_str());
+        match parent.filter(|p| listed.contains(p)) {
             Some(p) => children.entry(p).or_default().push(i),
             None => roots.push(i),
         }

@@ -116,6 +116,10 @@ fn header(out: &mut dyn Write, s: &SessionInfo) -> std::io::Result<()> {
 fn lineage(out: &mut dyn Write, s: &SessionInfo, forks: &[(String, u64)]) -> std::io::Result<()> {
     if let (Some(parent), Some(at)) = (&s.parent_id, s.fork_seq) {
         writeln!(out, "forked from {parent} after message {at} (messages 1 to {at} are read from it)")?;
+    } else if let (Some(parent), Some(at)) =
+        (s.metadata["forked_from"]["session"].as_str(), s.metadata["forked_from"]["at"].as_u64())
+    {
+        writeln!(out, "forked from {parent} after message {at} (imported whole: it holds its own copy)")?;
     }
     for (fork, at) in forks {
         writeln!(out, "fork {fork} continues after message {at}")?;

@@ -491,6 +491,9 @@ fn an_exported_fork_carries_its_lineage_and_rewinds_and_imports_whole() {
     assert_eq!(store.full_history(&fork).unwrap(), home.store().full_history(&fork).unwrap());
     assert_eq!(shown(&store, &fork), shown(&home.store(), &fork), "the same live view, the rewind in force");
     assert_eq!(view_seqs(&elsewhere, &fork), [1, 2, 3, 4, 5]);
+    drop(store);
+    let shown = elsewhere.ok(&["sessions", "show", &fork]);
+    assert!(shown.contains(&format!("forked from {parent} after message 4 (imported whole")), "{shown}");
 }
 
 #[test]
