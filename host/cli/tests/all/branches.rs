@@ -36,6 +36,25 @@ enum Op {
     UndoRewind,
 }
 
+/// A successful compaction of messages `1..first_kept` made when `through` was the last.
+fn compaction(through: u64, first_kept: u64, summary: &str) -> Compaction {
+    Compaction {
+        trigger: CompactionTrigger::Manual,
+        tokens_before: 1000,
+        tokens_after: Some(100),
+        through_seq: through,
+        first_kept_seq: Some(first_kept),
+        pinned_seq: None,
+        summary: Some(summary.into()),
+        model: None,
+        status: CompactionStatus::Ok,
+        error: None,
+        created_at: 1,
+        instructions: None,
+        plugin: None,
+    }
+}
+
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         4 => Just(Op::User),
@@ -99,21 +118,7 @@ fn apply(store: &mut Store, session: &str, op: &Op, calls: &mut u64, results: &m
         }
         Op::Compact(f) if count >= 2 => {
             let first_kept = pick(*f, count).max(2);
-            let c = Compaction {
-                trigger: CompactionTrigger::Manual,
-                tokens_before: 1000,
-                tokens_after: Some(100),
-                through_seq: count,
-                first_kept_seq: Some(first_kept),
-                pinned_seq: None,
-                summary: Some(format!("summary of 1 to {}", first_kept - 1)),
-                model: None,
-                status: CompactionStatus::Ok,
-                error: None,
-                created_at: 1,
-                instructions: None,
-                plugin: None,
-            };
+            let c = compaction(count, first_kept, &format!("summary of 1 to {}", first_kept - 1));
             store.record_compaction(session, &c).unwrap();
         }
         Op::Trim(n) if !results.is_empty() => {
@@ -407,22 +412,7 @@ fn a_rewind_past_a_compaction_restores_the_view_before_it_or_is_refused_with_the
     let home = Home::new();
     // Ten messages of ~750 tokens each, compacted keeping from 9.
     let id = talk(&home, 10, 3000);
-    let compaction = |first_kept: u64| Compaction {
-        trigger: CompactionTrigger::Manual,
-        tokens_before: 7500,
-        tokens_after: Some(1000),
-        through_seq: 10,
-        first_kept_seq: Some(first_kept),
-        pinned_seq: None,
-        summary: Some("earlier talk".into()),
-        model: None,
-        status: CompactionStatus::Ok,
-        error: None,
-        created_at: 1,
-        instructions: None,
-        plugin: None,
-    };
-    home.store().record_compaction(&id, &compaction(9)).unwrap();
+    home.store().record_compaction(&id, &compaction(10, 9, "earlier talk")).unwrap();
     assert_eq!(view_seqs(&home, &id), [9, 10]);
     // Rewinding to 8 hides a message the summary covers: the compaction goes with it, and the
     // view it restores (messages 1 to 7, ~5,000 tokens) does not fit a 4,096-token window.
