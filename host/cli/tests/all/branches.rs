@@ -376,10 +376,16 @@ fn a_point_inside_a_tool_exchange_moves_to_its_start_and_says_so() {
 fn a_rewind_hides_the_later_messages_new_ones_follow_them_and_undo_brings_them_back_until_then() {
     let home = Home::new();
     let id = talk(&home, 6, 10);
+    // The size the provider last reported for the whole conversation.
+    rusqlite::Connection::open(home.db())
+        .unwrap()
+        .execute("UPDATE sessions SET context_tokens = 5000 WHERE id = ?1", [&id])
+        .unwrap();
     let out = home.ok(&["sessions", "rewind", &id, "--to", "3"]);
     assert!(out.contains("messages 3 to 6 left the live view") && out.contains("nothing was deleted"), "{out}");
     assert_eq!(view_seqs(&home, &id), [1, 2]);
     assert_eq!(home.store().full_history(&id).unwrap().len(), 6, "nothing deleted");
+    assert_eq!(home.store().session(&id).unwrap().context_tokens, None, "the last reported size is not the view's");
     // Undo while nothing was added: the identity.
     let out = home.ok(&["sessions", "rewind", &id, "--undo"]);
     assert!(out.contains("messages 3 to 6 are back in the live view"), "{out}");

@@ -140,7 +140,11 @@ impl Store {
                      VALUES (?1, ?2, ?3, ?4, ?5)",
                     params![session, from, count, now, serde_json::to_string(&retractions).unwrap_or_default()],
                 )?;
-                tx.execute("UPDATE sessions SET updated_at = ?2 WHERE id = ?1", params![session, now])?;
+                // The size the provider last reported is no longer the view's.
+                tx.execute(
+                    "UPDATE sessions SET updated_at = ?2, context_tokens = NULL WHERE id = ?1",
+                    params![session, now],
+                )?;
                 check(store)?;
                 Ok(Rewound {
                     from_seq: from,
@@ -183,7 +187,10 @@ impl Store {
                 }
                 let now = now_ms();
                 tx.execute("UPDATE rewinds SET undone_at = ?2 WHERE id = ?1", params![id, now])?;
-                tx.execute("UPDATE sessions SET updated_at = ?2 WHERE id = ?1", params![session, now])?;
+                tx.execute(
+                    "UPDATE sessions SET updated_at = ?2, context_tokens = NULL WHERE id = ?1",
+                    params![session, now],
+                )?;
                 Ok(Rewound {
                     from_seq: from,
                     through_seq: through,

@@ -291,7 +291,11 @@ fn adopt(tx: &rusqlite::Transaction<'_>, parent: &str, child: &str, at: u64) -> 
         let parts: Vec<crate::conversation::Part> = serde_json::from_str(&parts)
             .map_err(|e| Error::Corrupt { table: "messages", message: format!("message {old}: {e}") })?;
         index.execute(params![new, super::history::index_text(&parts)])?;
-        vector.execute(params![new, old])?;
+        // The copy is queued for embedding like any new message (when history is embedded): its
+        // original's vector, when it had one, makes that unnecessary.
+        if vector.execute(params![new, old])? > 0 {
+            tx.execute("DELETE FROM embed_queue WHERE corpus = 'history' AND item = ?1", [new])?;
+        }
     }
     tx.execute(
         "UPDATE sessions SET parent_id = ?2, fork_seq = ?3 WHERE id = ?1",
