@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 
 use proptest::prelude::*;
-use proptest::test_runner::FileFailurePersistence;
 use seshat::conversation::{NewMessage, Part, Role};
 use seshat::store::{Compaction, CompactionStatus, CompactionTrigger, NewSession, Store, ViewEntry};
 
@@ -148,11 +147,7 @@ fn apply(store: &mut Store, session: &str, op: &Op, calls: &mut u64, results: &m
 }
 
 fn config(cases: u32) -> ProptestConfig {
-    ProptestConfig {
-        cases,
-        failure_persistence: Some(Box::new(FileFailurePersistence::Direct("tests/all/branches.proptest-regressions"))),
-        ..ProptestConfig::default()
-    }
+    crate::support::proptest_config(cases, "tests/all/branches.proptest-regressions")
 }
 
 proptest! {

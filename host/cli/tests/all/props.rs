@@ -4,7 +4,6 @@
 use std::collections::HashSet;
 
 use proptest::prelude::*;
-use proptest::test_runner::FileFailurePersistence;
 use seshat::compaction::cut::{self, Item};
 use seshat::compaction::pairing::{self, Msg};
 use seshat::conversation::{MessageStatus, NewMessage, Part, Role};
@@ -98,11 +97,7 @@ fn items(msgs: &[NewMessage]) -> Vec<Item> {
 }
 
 fn config(cases: u32) -> ProptestConfig {
-    ProptestConfig {
-        cases,
-        failure_persistence: Some(Box::new(FileFailurePersistence::Direct("tests/all/props.proptest-regressions"))),
-        ..ProptestConfig::default()
-    }
+    crate::support::proptest_config(cases, "tests/all/props.proptest-regressions")
 }
 
 proptest! {

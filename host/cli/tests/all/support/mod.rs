@@ -235,3 +235,13 @@ pub fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// A proptest configuration of `cases` cases whose failing inputs are kept in `file` (relative to
+/// host/cli) and run first the next time.
+pub fn proptest_config(cases: u32, file: &'static str) -> proptest::test_runner::Config {
+    proptest::test_runner::Config {
+        cases,
+        failure_persistence: Some(Box::new(proptest::test_runner::FileFailurePersistence::Direct(file))),
+        ..proptest::test_runner::Config::default()
+    }
+}
