@@ -446,9 +446,7 @@ impl Agent {
         let Some((seq, text)) = self.client.store().nth_last_request(&session, n.max(1))? else {
             return Err(crate::store::Error::NothingToRewind(session).into());
         };
-        let settings = self.settings();
-        let rewound = crate::compaction::rewind(self.client.store(), &session, seq, &self.frame, &settings)?;
-        Ok((rewound, text))
+        Ok((self.rewind_to(seq)?, text))
     }
 
     /// Rewinds the session to before message `to` (`seshat sessions rewind --to`), within this

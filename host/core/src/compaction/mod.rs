@@ -545,25 +545,6 @@ impl Compactor<'_> {
             let at = entries.iter().position(|e| e.seq.is_some_and(|s| s >= until)).unwrap_or(entries.len());
             let first = if at < entries.len() { cut::settle(&items, at) } else { at };
             decision = cut::Cut { first_kept: first, pinned: None };
-            let kept: u64 = entries[first..]
-                .iter()
-                .chain(entries[..first].iter().filter(|e| e.pinned))
-                .map(|e| entry_tokens(&e.parts))
-                .sum();
-            let needed = settings.real(frame.tokens() + kept + summary_tokens);
-            let limit = marks.hard_limit(settings.max_output_tokens);
-            if needed > limit {
-                return Err(Error::CompactFull {
-                    needed,
-                    limit,
-                    window: marks.context_window,
-                    max_output: settings.max_output_tokens,
-                    hint: format!(
-                        ": kept verbatim from message {until}, the messages after it and the summary would not fit; \
-                         nothing was compacted. Compact until a later message"
-                    ),
-                });
-            }
         } else if trigger == CompactionTrigger::Manual && decision.first_kept == 0 {
             // Asked for while everything fits the target: compact as asked all the same — every
             // turn before the latest request is summarised, that request and what followed kept.
@@ -577,13 +558,30 @@ impl Compactor<'_> {
         let before_cut_kept: Vec<usize> = (0..decision.first_kept).filter(|&i| stays(i)).collect();
         report.dropped = dropped.len();
         report.kept = entries.len() - decision.first_kept + before_cut_kept.len();
+        let kept_tokens: u64 = entries[decision.first_kept..].iter().map(|e| entry_tokens(&e.parts)).sum::<u64>()
+            + before_cut_kept.iter().map(|&i| entry_tokens(&entries[i].parts)).sum::<u64>();
+        if let (Some(until), CompactionTrigger::Manual) = (settings.until, trigger) {
+            // Kept verbatim whatever the target says: refused when that and the summary cannot fit.
+            let needed = settings.real(frame.tokens() + kept_tokens + summary_tokens);
+            let limit = marks.hard_limit(settings.max_output_tokens);
+            if needed > limit {
+                return Err(Error::CompactFull {
+                    needed,
+                    limit,
+                    window: marks.context_window,
+                    max_output: settings.max_output_tokens,
+                    hint: format!(
+                        ": kept verbatim from message {until}, the messages after it and the summary would not fit; \
+                         nothing was compacted. Compact until a later message"
+                    ),
+                });
+            }
+        }
         if dropped.is_empty() {
             return Ok(preview.with(report));
         }
         let summary_model = settings.summary_model.clone().unwrap_or_else(|| settings.model.clone());
         report.summary_model = Some(summary_model.clone());
-        let kept_tokens: u64 = entries[decision.first_kept..].iter().map(|e| entry_tokens(&e.parts)).sum::<u64>()
-            + before_cut_kept.iter().map(|&i| entry_tokens(&entries[i].parts)).sum::<u64>();
         if mode == Mode::DryRun {
             // The summary at its cap, or at the size of what it summarises when that is less.
             let dropped_tokens: u64 = dropped.iter().map(|e| entry_tokens(&e.parts)).sum();

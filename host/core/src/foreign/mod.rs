@@ -585,9 +585,10 @@ fn append_new(
         session = forked.session.id.clone();
         count = forked.at;
     }
-    let mut calls: HashSet<String> = store
-        .full_history(&session)?
+    // The calls the session (or the fork, whose history is the session's up to `count`) holds.
+    let mut calls: HashSet<String> = history
         .iter()
+        .filter(|m| m.seq <= count)
         .flat_map(|m| &m.parts)
         .filter_map(|p| if let Part::ToolCall { id, .. } = p { Some(id.clone()) } else { None })
         .collect();

@@ -2,7 +2,8 @@
 //! observations, diacritics ignored, words matched by their stem) over the query's words as the
 //! shared ranking rules keep them ([`crate::store::ranking`]): the entities holding every word,
 //! then substring matches (FTS5 trigram), so everything the reference server's case-insensitive
-//! substring search finds is found too, and only when neither finds anything, the entities holding some of the words.
+//! substring search finds is found too, and only when neither finds anything, the entities
+//! holding some of the words.
 
 use std::collections::HashSet;
 
@@ -27,11 +28,7 @@ const COMMON_SAMPLE: i64 = 512;
 /// unless nothing else is left, an identifier kept whole), each quoted as an FTS5 phrase (so the
 /// query's punctuation is never FTS5 syntax).
 fn query_words(query: &str) -> Vec<String> {
-    let terms = ranking::terms(query);
-    ranking::kept(&terms, &ranking::Ranking::default())
-        .into_iter()
-        .map(|w| format!("\"{}\"", w.replace('"', "\"\"")))
-        .collect()
+    ranking::kept_phrases(query, &ranking::Ranking::default())
 }
 
 /// The whole query as one trigram phrase (a substring match).
@@ -97,7 +94,8 @@ impl Memory<'_> {
     }
 
     /// Ids of the newest [`RANKED_CANDIDATES`] entities holding any of `words`, those holding
-    /// more of them first, then by bm25 ([`ranking::Ranking::coordination`]): the last tier, for a question phrased unlike the note that answers it.
+    /// more of them first, then by bm25 ([`ranking::Ranking::coordination`]): the last tier, for
+    /// a question phrased unlike the note that answers it.
     fn ranked_any(&self, words: &[String]) -> Result<Vec<i64>> {
         let mut window: Vec<(i64, f64)> = self
             .conn
@@ -108,9 +106,8 @@ impl Memory<'_> {
             .query_map([words.join(" OR ")], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<rusqlite::Result<_>>()?;
         window.sort_by(|a, b| a.1.total_cmp(&b.1));
-        let mut ids: Vec<i64> = window.into_iter().map(|(id, _)| id).collect();
-        ranking::by_coordination(self.conn, ranking::Index::Memory, &mut ids, words)?;
-        Ok(ids)
+        let ids: Vec<i64> = window.into_iter().map(|(id, _)| id).collect();
+        Ok(ranking::by_coordination(self.conn, ranking::Index::Memory, ids, |&id| id, words)?)
     }
 
     /// Whether a word looks held by half the entities or more: it fills at least half the id span

@@ -72,14 +72,15 @@ impl Store {
     /// project with the same provider and model, whose history is the parent's up to `at` and
     /// whose live view is exactly the parent's as it was then. Named, `at` is a message the fork
     /// continues after: when a rewind hides it, the fork continues from the rewound branch (the
-    /// rewind is not the fork's); without `at`, the fork is the session as it is now. A seq inside a tool exchange moves
-    /// to the exchange's start (said in [`Forked::moved_from`]). Cheap whatever the parent's size:
-    /// the messages are read from the parent, only the view's records are copied.
+    /// rewind is not the fork's); without `at`, the fork is the session as it is now. A seq
+    /// inside a tool exchange moves to the exchange's start (said in [`Forked::moved_from`]).
+    /// Cheap whatever the parent's size: the messages are read from the parent, only the view's
+    /// records are copied.
     pub fn fork(&mut self, parent: &str, at: Option<u64>, title: Option<&str>) -> Result<Forked> {
         on_db!(self, "fork a session", {
             self.immediate(|store| {
                 let info = store.session(parent)?;
-                let asked_at = at;
+                let named = at.is_some();
                 let asked = at.unwrap_or(info.message_count);
                 if asked > info.message_count {
                     return Err(Error::SeqOutOfRange { session: parent.into(), seq: asked, last: info.message_count });
@@ -95,7 +96,7 @@ impl Store {
                      FROM sessions WHERE id = ?5",
                     params![id, title, now, at, parent],
                 )?;
-                copy_records(tx, parent, &id, at, asked_at.is_some())?;
+                copy_records(tx, parent, &id, at, named)?;
                 Ok(Forked { session: store.session(&id)?, at, moved_from: (at != asked).then_some(asked) })
             })
         })
@@ -220,12 +221,12 @@ impl Store {
     /// requests.
     pub fn nth_last_request(&self, session: &str, n: u64) -> Result<Option<(u64, String)>> {
         let view = self.live_view(session)?;
-        let requests = view.entries.iter().rev().filter(|e| {
+        let mut requests = view.entries.iter().rev().filter(|e| {
             e.role == crate::conversation::Role::User
                 && e.origin != super::Origin::Summary
                 && e.parts.iter().any(|p| matches!(p, Part::Text { .. }))
         });
-        Ok(requests.clone().nth(n.saturating_sub(1) as usize).and_then(|e| {
+        Ok(requests.nth(n.saturating_sub(1) as usize).and_then(|e| {
             let text: Vec<&str> = e
                 .parts
                 .iter()
@@ -250,9 +251,9 @@ type RetractionRow = (i64, Option<i64>, Option<i64>, Option<i64>, i64, u64);
 /// Copies to `fork` the records of `parent` that shaped its live view at message count `at`:
 /// those made then or before, with what they point at renumbered (a retraction's compaction and
 /// trim range). Pins removed by then are copied as tombstones (a fork of the fork at an earlier
-/// seq sees them as they were), pins removed later as live; a rewind undone is never copied, nor, when
-/// `branch_at` (the caller named `at`), one that hides `at` itself (the fork continues from its
-/// branch).
+/// seq sees them as they were), pins removed later as live; a rewind undone is never copied,
+/// nor, when `branch_at` (the caller named `at`), one that hides `at` itself (the fork continues
+/// from its branch).
 fn copy_records(tx: &rusqlite::Connection, parent: &str, fork: &str, at: u64, branch_at: bool) -> Result<()> {
     use std::collections::HashMap;
     let mut compactions: HashMap<i64, i64> = HashMap::new();

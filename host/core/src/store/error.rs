@@ -128,7 +128,8 @@ pub enum Error {
     NothingToRewind(String),
     /// An undo of a rewind after messages were added past it; nothing was written.
     #[error(
-        "session {session}'s rewind of messages {from} to {through} cannot be undone: messages were added after it          (up to {last}); fork at {through} to continue from the rewound messages"
+        "session {session}'s rewind of messages {from} to {through} cannot be undone: messages were added after \
+         it (up to {last}); fork at {through} to continue from the rewound messages"
     )]
     RewindSuperseded {
         /// The session.

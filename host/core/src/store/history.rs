@@ -343,11 +343,7 @@ impl Store {
                 })?;
                 let mut ranked: Vec<Found> = rows.collect::<rusqlite::Result<_>>()?;
                 if ranking.coordination && Some(expression) == any.as_ref() {
-                    let mut ids: Vec<i64> = ranked.iter().map(|f| f.id).collect();
-                    super::ranking::by_coordination(&self.conn, Index::History, &mut ids, &words)?;
-                    let mut by_id: std::collections::HashMap<i64, Found> =
-                        ranked.into_iter().map(|f| (f.id, f)).collect();
-                    ranked = ids.iter().filter_map(|id| by_id.remove(id)).collect();
+                    ranked = super::ranking::by_coordination(&self.conn, Index::History, ranked, |f| f.id, &words)?;
                 }
                 if ranking.spread > 0 {
                     ranked = spread(ranked, ranking.spread);

@@ -249,11 +249,8 @@ impl Store {
                     })?;
                 let mut found: Vec<ChunkHit> = found.collect::<rusqlite::Result<_>>()?;
                 if coordinated {
-                    let mut ids: Vec<i64> = found.iter().map(|h| h.id).collect();
-                    super::ranking::by_coordination(&self.conn, super::ranking::Index::Knowledge, &mut ids, &words)?;
-                    let mut by_id: std::collections::HashMap<i64, ChunkHit> =
-                        found.into_iter().map(|h| (h.id, h)).collect();
-                    found = ids.iter().filter_map(|id| by_id.remove(id)).collect();
+                    let index = super::ranking::Index::Knowledge;
+                    found = super::ranking::by_coordination(&self.conn, index, found, |h| h.id, &words)?;
                 }
                 for hit in found {
                     if hits.len() < limit && !hits.iter().any(|h| h.id == hit.id) {

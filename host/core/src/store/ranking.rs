@@ -93,16 +93,18 @@ pub(crate) enum Index {
     Memory,
 }
 
-/// `ranked` (rowids of `index`, best first) reordered by how many of `words` (FTS5 phrases)
-/// each holds, most first, keeping the order among equals ([`Ranking::coordination`]).
-pub(crate) fn by_coordination(
+/// `ranked` (best first; `id` gives each one's rowid in `index`) reordered by how many of
+/// `words` (FTS5 phrases) each holds, most first, keeping the order among equals
+/// ([`Ranking::coordination`]).
+pub(crate) fn by_coordination<T>(
     conn: &rusqlite::Connection,
     index: Index,
-    ranked: &mut [i64],
+    mut ranked: Vec<T>,
+    id: impl Fn(&T) -> i64,
     words: &[String],
-) -> rusqlite::Result<()> {
+) -> rusqlite::Result<Vec<T>> {
     if ranked.len() < 2 || words.len() < 2 {
-        return Ok(());
+        return Ok(ranked);
     }
     let table = match index {
         Index::History => "message_fts",
@@ -111,8 +113,8 @@ pub(crate) fn by_coordination(
     };
     // Each word's matches read in rowid order within the candidates' span (no ranking): one pass
     // over its doclist, where a lookup per candidate would read it once per candidate.
-    let (low, high) = ranked.iter().fold((i64::MAX, i64::MIN), |(l, h), &id| (l.min(id), h.max(id)));
-    let mut count: std::collections::HashMap<i64, usize> = ranked.iter().map(|&id| (id, 0)).collect();
+    let (low, high) = ranked.iter().map(&id).fold((i64::MAX, i64::MIN), |(l, h), i| (l.min(i), h.max(i)));
+    let mut count: std::collections::HashMap<i64, usize> = ranked.iter().map(|r| (id(r), 0)).collect();
     let mut holding =
         conn.prepare_cached(&format!("SELECT rowid FROM {table} WHERE {table} MATCH ?1 AND rowid BETWEEN ?2 AND ?3"))?;
     for w in words {
@@ -122,8 +124,8 @@ pub(crate) fn by_coordination(
             }
         }
     }
-    ranked.sort_by_key(|id| std::cmp::Reverse(count[id]));
-    Ok(())
+    ranked.sort_by_key(|r| std::cmp::Reverse(count[&id(r)]));
+    Ok(ranked)
 }
 
 /// Words too common to help find a message: left out of the query unless it has nothing else (a

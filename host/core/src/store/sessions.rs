@@ -197,8 +197,8 @@ impl Store {
     pub fn delete_session(&mut self, id: &str) -> Result<()> {
         on_db!(self, "delete a session", {
             let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            for (child, at) in super::lineage::children(&tx, id)? {
-                adopt(&tx, id, &child, at)?;
+            for (child, _) in super::lineage::children(&tx, id)? {
+                adopt(&tx, &child)?;
             }
             let n = tx.execute("DELETE FROM sessions WHERE id = ?1", [id])?;
             tx.commit()?;
@@ -263,19 +263,18 @@ impl Store {
 }
 
 /// How many leading bytes two ids share.
-/// Gives `child`, a fork of `parent` at `at`, its own copy of the messages it reads from
-/// `parent` (the parent's own, after the parent's fork point), and makes it a fork of the
-/// parent's parent at that point (or of none): its history reads the same without `parent`.
-fn adopt(tx: &rusqlite::Transaction<'_>, parent: &str, child: &str, at: u64) -> Result<()> {
-    let (grandparent, after): (Option<String>, Option<u64>) =
-        tx.query_row("SELECT parent_id, fork_seq FROM sessions WHERE id = ?1", [parent], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })?;
-    // A child forked inside the parent's inherited part reads none of the parent's own messages.
-    let after = if grandparent.is_some() { after.unwrap_or(0).min(at) } else { 0 };
+/// Gives `child` its own copy of the messages it reads from its parent (the parent's segment of
+/// its lineage), and makes it a fork of the parent's parent at that segment's start (or of
+/// none): its history reads the same without the parent.
+fn adopt(tx: &rusqlite::Transaction<'_>, child: &str) -> Result<()> {
+    let segments = super::lineage::lineage(tx, child)?;
+    let [.., from_parent, _] = segments.as_slice() else { return Ok(()) };
+    let grandparent = segments.len().checked_sub(3).map(|i| segments[i].session.clone());
     let rows: Vec<(i64, String)> = tx
         .prepare("SELECT id, parts FROM messages WHERE session_id = ?1 AND seq > ?2 AND seq <= ?3 ORDER BY seq")?
-        .query_map(params![parent, after, at], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .query_map(params![from_parent.session, from_parent.after, from_parent.through], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?
         .collect::<rusqlite::Result<_>>()?;
     let mut copy = tx.prepare(
         "INSERT INTO messages (session_id, seq, role, parts, usage, status, created_at) \
@@ -299,7 +298,7 @@ fn adopt(tx: &rusqlite::Transaction<'_>, parent: &str, child: &str, at: u64) -> 
     }
     tx.execute(
         "UPDATE sessions SET parent_id = ?2, fork_seq = ?3 WHERE id = ?1",
-        params![child, grandparent, grandparent.as_ref().map(|_| after)],
+        params![child, grandparent, grandparent.as_ref().map(|_| from_parent.after)],
     )?;
     Ok(())
 }
