@@ -156,6 +156,21 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// A column that does not hold what the store reads it as (written by something other than
+    /// Seshat).
+    #[error("unexpected value in column {index}: {message}")]
+    Column {
+        /// The column's index in its query.
+        index: usize,
+        /// What it held instead.
+        message: String,
+    },
+    /// A query that always returns a row returned none.
+    #[error("the query returned no row")]
+    NoRow,
+    /// PostgreSQL failed, before the store named the server and the operation.
+    #[error("{}", postgres_message(.0))]
+    Postgres(tokio_postgres::Error),
     /// SQLite failed, before the store named the file and the operation ([`Error::Database`]).
     #[error("{}", sqlite_message(.0))]
     Sqlite(rusqlite::Error),
@@ -206,7 +221,8 @@ impl Error {
             Error::NothingToRewind(_) => "nothing_to_rewind",
             Error::RewindSuperseded { .. } => "rewind_superseded",
             Error::Refused(_) | Error::PinBudget(_) => "refused",
-            Error::Corrupt { .. } => "corrupt_row",
+            Error::Corrupt { .. } | Error::Column { .. } | Error::NoRow => "corrupt_row",
+            Error::Postgres(_) => "database",
             Error::Sqlite(_) => "database",
             Error::Database { failure, .. } => failure.code(),
             Error::Io { .. } => "io",
@@ -278,6 +294,18 @@ pub(crate) fn sqlite_message(e: &rusqlite::Error) -> String {
             text.split_once(": ").map_or(text.clone(), |(_, d)| d.to_string())
         }
         other => other.to_string(),
+    }
+}
+
+/// PostgreSQL's message for a failure: the server's own words (with its detail) when it sent
+/// some, the client's otherwise.
+pub(crate) fn postgres_message(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => match db.detail() {
+            Some(detail) => format!("{}: {detail}", db.message()),
+            None => db.message().to_string(),
+        },
+        None => e.to_string(),
     }
 }
 

@@ -15,6 +15,7 @@ macro_rules! on_db {
 }
 
 mod branches;
+pub(crate) mod db;
 mod error;
 mod history;
 mod knowledge;

@@ -1,0 +1,156 @@
+//! A blocking connection to PostgreSQL for the store, whose operations are synchronous.
+//!
+//! The `tokio-postgres` connection (the socket) is driven by a thread of its own with a
+//! single-threaded runtime; statements are sent through the client from the caller's thread and
+//! waited for with a plain executor, which needs no runtime — so the store works the same when it
+//! is called from inside the agent's tokio runtime (where the blocking `postgres` crate would
+//! panic) as from a plain thread.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use futures_executor::block_on;
+use tokio_postgres::{Client, Statement};
+
+use super::Param;
+use crate::store::{Error, Result};
+
+/// The key of the transaction-level advisory lock every write transaction takes first ("SESHAT"
+/// in ASCII): writers are serialised across processes as SQLite's `BEGIN IMMEDIATE` does.
+pub(crate) const WRITE_LOCK: i64 = 0x5345_5348_4154;
+
+/// Statements kept prepared per connection; past this the cache starts again.
+const STATEMENT_CACHE: usize = 512;
+
+/// An open connection.
+pub(crate) struct Postgres {
+    client: Client,
+    statements: RefCell<HashMap<String, Statement>>,
+}
+
+/// Why a connection could not be made.
+#[derive(Debug)]
+pub(crate) enum ConnectFailure {
+    /// The server refused or could not be reached.
+    Postgres(tokio_postgres::Error),
+    /// The thread driving the connection could not start.
+    Io(std::io::Error),
+}
+
+impl Postgres {
+    /// Connects with `config` over `tls`, starting the thread that drives the connection.
+    pub(crate) fn connect<T>(config: tokio_postgres::Config, tls: T) -> Result<Self, ConnectFailure>
+    where
+        T: tokio_postgres::tls::MakeTlsConnect<tokio_postgres::Socket> + Send + 'static,
+        T::Stream: Send,
+        T::TlsConnect: Send,
+        <T::TlsConnect as tokio_postgres::tls::TlsConnect<tokio_postgres::Socket>>::Future: Send,
+    {
+        let (sender, receiver) = std::sync::mpsc::sync_channel(1);
+        let driver = move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(runtime) => runtime,
+                Err(e) => {
+                    let _ = sender.send(Err(ConnectFailure::Io(e)));
+                    return;
+                }
+            };
+            runtime.block_on(async move {
+                match config.connect(tls).await {
+                    Ok((client, connection)) => {
+                        let _ = sender.send(Ok(client));
+                        // Runs until the client is dropped (or the server goes away).
+                        let _ = connection.await;
+                    }
+                    Err(e) => {
+                        let _ = sender.send(Err(ConnectFailure::Postgres(e)));
+                    }
+                }
+            });
+        };
+        std::thread::Builder::new().name("seshat-postgres".into()).spawn(driver).map_err(ConnectFailure::Io)?;
+        let client = receiver
+            .recv()
+            .map_err(|_| ConnectFailure::Io(std::io::Error::other("the connection thread ended before connecting")))??;
+        Ok(Postgres { client, statements: RefCell::new(HashMap::new()) })
+    }
+
+    /// The prepared statement for `sql` (SQLite's `?N` parameters rewritten to `$N`).
+    fn statement(&self, sql: &str) -> Result<Statement> {
+        if let Some(stmt) = self.statements.borrow().get(sql) {
+            return Ok(stmt.clone());
+        }
+        let stmt = block_on(self.client.prepare(&dollar_parameters(sql))).map_err(Error::Postgres)?;
+        let mut cache = self.statements.borrow_mut();
+        if cache.len() >= STATEMENT_CACHE {
+            cache.clear();
+        }
+        cache.insert(sql.to_string(), stmt.clone());
+        Ok(stmt)
+    }
+
+    /// Runs a statement, returning the rows it changed.
+    pub(crate) fn execute(&self, sql: &str, params: &[&dyn Param]) -> Result<u64> {
+        let stmt = self.statement(sql)?;
+        let values: Vec<_> = params.iter().map(|p| p.value()).collect();
+        block_on(self.client.execute_raw(&stmt, values.iter())).map_err(Error::Postgres)
+    }
+
+    /// Every row of a query.
+    pub(crate) fn query(&self, sql: &str, params: &[&dyn Param]) -> Result<Vec<tokio_postgres::Row>> {
+        let stmt = self.statement(sql)?;
+        let values: Vec<_> = params.iter().map(|p| p.value()).collect();
+        let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+            values.iter().map(|v| v as &(dyn tokio_postgres::types::ToSql + Sync)).collect();
+        block_on(self.client.query(&stmt, &refs)).map_err(Error::Postgres)
+    }
+
+    /// Runs statements without parameters (the simple query protocol).
+    pub(crate) fn batch(&self, sql: &str) -> Result<()> {
+        block_on(self.client.batch_execute(sql)).map_err(Error::Postgres)
+    }
+
+    /// Begins a write transaction holding the store's write lock.
+    pub(crate) fn begin_write(&self) -> Result<()> {
+        self.batch(&format!("BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"))
+    }
+
+    /// Whether the connection to the server was lost.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.client.is_closed()
+    }
+}
+
+/// Rewrites SQLite's numbered parameters (`?1`) as PostgreSQL's (`$1`), leaving quoted text and
+/// identifiers alone.
+pub(crate) fn dollar_parameters(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut quote = None;
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, '?') if chars.peek().is_some_and(char::is_ascii_digit) => {
+                out.push('$');
+                continue;
+            }
+            _ => {}
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dollar_parameters;
+
+    #[test]
+    fn numbered_parameters_become_dollars_outside_quotes() {
+        assert_eq!(
+            dollar_parameters("SELECT '?1', \"a?2\" FROM t WHERE a = ?1 AND b IN (?2, ?13)"),
+            "SELECT '?1', \"a?2\" FROM t WHERE a = $1 AND b IN ($2, $13)"
+        );
+    }
+}
