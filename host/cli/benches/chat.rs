@@ -108,7 +108,7 @@ fn main() {
 
     let config = seshat::ClientOptions {
         auto_compact: true,
-        db_path: Some(db),
+        store: Some(seshat::store::Location::File(db)),
         dirs: Some(seshat::paths::Dirs::under(dir.path())),
         project: Some(project.clone()),
         ..Default::default()

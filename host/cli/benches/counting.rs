@@ -134,7 +134,7 @@ fn main() {
     drop(store);
     let config = seshat::ClientOptions {
         auto_compact: true,
-        db_path: Some(db),
+        store: Some(seshat::store::Location::File(db)),
         dirs: Some(seshat::paths::Dirs::under(dir.path())),
         project: Some(project.clone()),
         ..Default::default()

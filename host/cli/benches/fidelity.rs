@@ -24,7 +24,7 @@ fn main() {
     let real = match (arg("--provider"), arg("--model")) {
         (Some(provider), Some(model)) => {
             let config = seshat::ClientOptions {
-                db_path: Some(dir.path().join("client.db")),
+                store: Some(seshat::store::Location::File(dir.path().join("client.db"))),
                 ..seshat::ClientOptions::default()
             };
             let mut client = seshat::Client::new(config, std::sync::Arc::new(seshat::compaction::NoModels))

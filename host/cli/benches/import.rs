@@ -63,7 +63,8 @@ fn child(side: &str, file: &Path, db: &Path) {
             assert_eq!(imported.messages, 1);
             // Checked after the peak was read: reading it back is not part of the import.
             let count: i64 = store
-                .connection()
+                .sqlite_connection()
+                .unwrap()
                 .query_row("SELECT length(parts) FROM messages WHERE session_id = ?1", [&imported.id], |r| r.get(0))
                 .unwrap();
             assert!(count > 1 << 20, "the message was imported whole");

@@ -108,7 +108,7 @@ fn append(n: usize) {
         // update the count, `updated_at`, the title (from the first user text), the usage totals
         // and the context size, and COMMIT.
         let (store, id) = new_store(dir.path(), &format!("base{round}.db"));
-        let path = store.path().to_path_buf();
+        let path = store.path().unwrap().to_path_buf();
         drop(store);
         let mut conn = raw(&path);
         let t = Instant::now();
@@ -205,7 +205,7 @@ fn live_view(n: usize) {
     let msgs: Vec<NewMessage> = (0..n).map(message).collect();
     store.append(&id, &msgs).unwrap();
     let ours = median_of(21, || assert_eq!(store.live_view(&id).unwrap().entries.len(), n));
-    let conn = raw(store.path());
+    let conn = raw(store.path().unwrap());
     // Baseline: read the same rows and decode them into the same typed messages by hand.
     let base = median_of(21, || {
         let mut stmt = conn
@@ -293,7 +293,7 @@ fn sessions_db(dir: &Path, n: usize) -> std::path::PathBuf {
             store.append(&id, &[message(0), message(3)]).unwrap();
         }
     }
-    store.path().to_path_buf()
+    store.path().unwrap().to_path_buf()
 }
 
 fn list(n: usize) {
@@ -437,7 +437,8 @@ fn indexed_append(n: usize) {
         if !index {
             // The same appends with the index's rows going nowhere.
             store
-                .connection()
+                .sqlite_connection()
+                .unwrap()
                 .execute_batch(
                     "DROP TABLE message_fts; CREATE VIEW message_fts (rowid, text) AS SELECT NULL, NULL WHERE 0; \
                      CREATE TRIGGER message_fts_nowhere INSTEAD OF INSERT ON message_fts BEGIN SELECT 1; END;",
@@ -453,8 +454,11 @@ fn indexed_append(n: usize) {
             }
         }
         if index {
-            let indexed: i64 =
-                store.connection().query_row("SELECT count(*) FROM message_fts_docsize", [], |r| r.get(0)).unwrap();
+            let indexed: i64 = store
+                .sqlite_connection()
+                .unwrap()
+                .query_row("SELECT count(*) FROM message_fts_docsize", [], |r| r.get(0))
+                .unwrap();
             assert_eq!(indexed, n as i64, "what the index holds");
         }
         big.sort();
@@ -501,7 +505,7 @@ fn history_search(n: usize) {
             assert!(hits.iter().any(|h| h.seq == target), "`{q}` finds the failing run");
         }
     });
-    let conn = raw(store.path());
+    let conn = raw(store.path().unwrap());
     let base = median_of(5, || {
         for q in queries {
             assert!(like_scan(&conn, &id, q, " OR ").contains(&target), "`{q}`: the scan finds the failing run");
@@ -556,7 +560,7 @@ fn session_search(n: usize) {
             })
             .collect(),
     );
-    let conn = raw(store.path());
+    let conn = raw(store.path().unwrap());
     let base = median(
         sample
             .iter()

@@ -13,7 +13,7 @@ mod serve;
 mod sessions;
 mod stop;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
@@ -28,10 +28,11 @@ use seshat::store::Store;
 #[derive(Debug, Parser)]
 #[command(name = "seshat", version, propagate_version = true, max_term_width = 100)]
 pub struct Cli {
-    /// Use this database file instead of the default (`$SESHAT_HOME/seshat.db`, else
-    /// `~/.local/share/seshat/seshat.db`).
-    #[arg(long, global = true, value_name = "PATH")]
-    db: Option<PathBuf>,
+    /// Use this store instead of the default: a SQLite file's path or a `postgres://` URL
+    /// (default: `SESHAT_DATABASE_URL`, else `[store] url` in the user's configuration, else
+    /// `$SESHAT_HOME/seshat.db`, else `~/.local/share/seshat/seshat.db`).
+    #[arg(long, global = true, value_name = "PATH|URL")]
+    db: Option<String>,
 
     #[command(subcommand)]
     command: Command,
@@ -62,7 +63,7 @@ enum Command {
 
 /// What every command may need: where files are and which project we are in.
 pub struct Context {
-    db: PathBuf,
+    db: seshat::store::Location,
     dirs: Dirs,
     /// The project key (the repository, else the current directory).
     project: String,
@@ -73,8 +74,9 @@ pub struct Context {
 impl Context {
     fn from_cli(cli: &Cli) -> anyhow::Result<Self> {
         let dirs = Dirs::from_env()?;
-        let db = cli.db.clone().unwrap_or_else(|| dirs.db_path());
         let cwd = std::env::current_dir().context("cannot read the current directory")?;
+        let given = cli.db.as_deref().map(|db| seshat::client::location_from_argument(db, &cwd)).transpose()?;
+        let db = seshat::client::store_location(given.as_ref(), &dirs)?;
         Ok(Self { db, dirs, project: paths::project_key(&cwd), repository: paths::repository_key(&cwd) })
     }
 
@@ -97,7 +99,7 @@ impl Context {
     fn environment(&self, overrides: seshat::client::Overrides) -> anyhow::Result<seshat::client::Environment> {
         Ok(seshat::client::Environment::open(seshat::client::Overrides {
             dirs: Some(self.dirs.clone()),
-            db: Some(self.db.clone()),
+            store: Some(self.db.clone()),
             project: Some(self.project.clone()),
             ..overrides
         })?)
@@ -105,12 +107,12 @@ impl Context {
 
     /// Where `plugins test` and `plugins check` try a plugin.
     fn trial_home(&self) -> seshat::client::trial::Home<'_> {
-        seshat::client::trial::Home { db: &self.db, dirs: &self.dirs, project: &self.project }
+        seshat::client::trial::Home { store: &self.db, dirs: &self.dirs, project: &self.project }
     }
 
     /// Opens the session database.
     fn store(&self) -> anyhow::Result<Store> {
-        Ok(Store::open(&self.db)?)
+        Ok(Store::connect(&self.db)?)
     }
 }
 

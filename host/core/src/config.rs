@@ -122,6 +122,10 @@ impl ServeConfig {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StoreConfig {
+    /// Where the store is: a `postgres://` URL for a shared PostgreSQL database, a `sqlite:` URL
+    /// or a path for a SQLite file (default: `seshat.db` in the data directory). Read from the
+    /// user's configuration only; a project's configuration may not set it.
+    pub url: Option<String>,
     /// The largest record (one line of an export or of another agent's session file) an import
     /// reads, in MiB (default 256).
     pub max_record_mib: Option<u64>,
@@ -278,7 +282,17 @@ impl Config {
     pub fn load(config_dir: &Path, project: Option<&Path>) -> Result<Self, Error> {
         let mut config = read(&config_dir.join(FILE))?;
         if let Some(project) = project {
-            let local = read(&project.join(".seshat").join(FILE))?;
+            let path = project.join(".seshat").join(FILE);
+            let local = read(&path)?;
+            if local.store.url.is_some() {
+                return Err(Error {
+                    path,
+                    message: "[store] url cannot be set in a project's configuration: a cloned repository could send \
+                              your history to a server of its choosing. Set it in your user configuration or in \
+                              SESHAT_DATABASE_URL"
+                        .into(),
+                });
+            }
             config.merge(local);
         }
         Ok(config)

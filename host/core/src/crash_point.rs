@@ -30,9 +30,3 @@ pub(crate) fn reach(name: &str) {
 #[cfg(not(all(debug_assertions, unix)))]
 #[inline(always)]
 pub(crate) fn reach(_name: &str) {}
-
-/// Commits `tx`, reaching the crash point `name` just before.
-pub(crate) fn commit(tx: rusqlite::Transaction<'_>, name: &str) -> rusqlite::Result<()> {
-    reach(name);
-    tx.commit()
-}

@@ -18,6 +18,7 @@ pub mod conversation;
 mod crash_point;
 pub mod foreign;
 pub mod input;
+mod io;
 pub mod knowledge;
 pub mod memory;
 /// The lines of a tool's output that carry its outcome: the rules the plugin SDK uses too (the

@@ -418,7 +418,7 @@ impl Server<'_> {
                 let providers = seshat::client::provider_names(&config, &self.ctx.catalog());
                 rpc::answer::<m::ConfigGet>(&m::ConfigGetResult {
                     project: self.ctx.project.clone(),
-                    database: self.ctx.db.display().to_string(),
+                    database: self.ctx.db.to_string(),
                     provider: config.plugins.provider,
                     model: config.chat.model,
                     auto_compact: config.chat.auto_compact.unwrap_or(true),
@@ -522,7 +522,7 @@ impl Server<'_> {
     /// The connection's database, opened on first use and kept (opening checks and migrates).
     fn store(&mut self) -> Result<&mut seshat::store::Store, RpcError> {
         if self.db.is_none() {
-            self.db = Some(seshat::store::Store::open(&self.ctx.db).map_err(RpcError::from_store)?);
+            self.db = Some(seshat::store::Store::connect(&self.ctx.db).map_err(RpcError::from_store)?);
         }
         Ok(self.db.as_mut().expect("just opened"))
     }

@@ -195,7 +195,8 @@ fn serve_refuses_a_line_over_the_limit_and_an_invalid_utf8_line_and_applies_neit
     assert!(status.success(), "{status}");
     let store = home.store();
     assert_eq!(store.list_sessions(&Default::default()).unwrap().len(), 0, "the invalid line created nothing");
-    let notes: i64 = store.connection().query_row("SELECT count(*) FROM memory_notes", [], |r| r.get(0)).unwrap();
+    let notes: i64 =
+        store.sqlite_connection().unwrap().query_row("SELECT count(*) FROM memory_notes", [], |r| r.get(0)).unwrap();
     assert_eq!(notes, 0, "the long line set nothing");
 }
 

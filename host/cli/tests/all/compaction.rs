@@ -630,7 +630,7 @@ fn the_sdk_compacts_automatically_only_when_asked() {
         seshat::Client::new(
             seshat::ClientOptions {
                 auto_compact,
-                db_path: Some(home.db()),
+                store: Some(seshat::store::Location::File(home.db())),
                 dirs: Some(seshat::paths::Dirs::under(home.path())),
                 ..Default::default()
             },

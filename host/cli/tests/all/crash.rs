@@ -62,7 +62,8 @@ fn sigkill_mid_append_loses_no_acknowledged_message() {
 
         // After every kill the database must open cleanly and pass an integrity check.
         let store = home.store();
-        let check: String = store.connection().query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+        let check: String =
+            store.sqlite_connection().unwrap().query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
         assert_eq!(check, "ok", "round {round} (seed {seed})");
     }
 

@@ -149,8 +149,8 @@ fn a_read_only_file_still_reads_and_a_write_names_its_mode() {
 fn a_full_disk_says_so_and_writes_nothing() {
     let home = imported();
     let mut store = home.store();
-    let pages: i64 = store.connection().query_row("PRAGMA page_count", [], |r| r.get(0)).unwrap();
-    store.connection().pragma_update(None, "max_page_count", pages + 2).unwrap();
+    let pages: i64 = store.sqlite_connection().unwrap().query_row("PRAGMA page_count", [], |r| r.get(0)).unwrap();
+    store.sqlite_connection().unwrap().pragma_update(None, "max_page_count", pages + 2).unwrap();
     let big = NewMessage::text(Role::User, "x".repeat(64 * 1024));
     let err = store.append(FIXTURE_ID, &[big]).unwrap_err();
     assert_eq!(err.code(), "disk_full", "{err}");

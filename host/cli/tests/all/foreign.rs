@@ -322,7 +322,8 @@ fn a_file_grown_by_a_compaction_alone_appends_it_and_a_damaged_source_record_app
 
     // The session's record of how much of the file it holds, damaged: refused, nothing written.
     home.store()
-        .connection()
+        .sqlite_connection()
+        .unwrap()
         .execute("UPDATE sessions SET metadata = json_set(metadata, '$.source.messages', 'many') WHERE id = ?1", [&id])
         .unwrap();
     rollout.whole();

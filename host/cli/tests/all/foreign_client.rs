@@ -148,7 +148,8 @@ fn a_foreign_sqlite_client_never_deletes_the_wal_under_serve_or_mcp_and_nothing_
     mcp.kill();
 
     let store = home.store();
-    let integrity: String = store.connection().query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    let integrity: String =
+        store.sqlite_connection().unwrap().query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
     assert_eq!(integrity, "ok");
     let names = crate::support::entity_names(&store);
     acknowledged.sort();

@@ -124,7 +124,7 @@ fn an_identifier_in_the_query_ranks_the_message_holding_it_exactly_first() {
 
 /// How many documents of the history index hold `term` (read through fts5vocab).
 fn indexed(store: &Store, term: &str) -> i64 {
-    let conn = store.connection();
+    let conn = store.sqlite_connection().unwrap();
     conn.execute_batch("CREATE VIRTUAL TABLE IF NOT EXISTS temp.vocab USING fts5vocab(main, message_fts, 'row')")
         .unwrap();
     conn.query_row("SELECT coalesce((SELECT doc FROM temp.vocab WHERE term = ?1), 0)", [term], |r| r.get(0)).unwrap()

@@ -27,7 +27,7 @@ fn killed_at(home: &Home, point: &str, args: &[&str]) -> Output {
 }
 
 fn integrity(home: &Home) -> String {
-    home.store().connection().query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap()
+    home.store().sqlite_connection().unwrap().query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap()
 }
 
 /// A session of `turns` tool rounds, each with a long tool output, as an export file.
@@ -185,7 +185,7 @@ fn a_kill_during_a_migration_leaves_the_last_finished_version_and_the_next_open_
 
     assert_eq!(listing(&home), expected, "the database upgraded after a kill differs from one upgraded at once");
     let store = home.store();
-    let version: u32 = store.connection().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    let version: u32 = store.sqlite_connection().unwrap().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
     assert_eq!(version, seshat::store::SCHEMA_VERSION);
     assert_eq!(store.full_history("01JFV1AAAA0000000000000001").unwrap().len(), 4);
 }

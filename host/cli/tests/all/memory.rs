@@ -310,10 +310,13 @@ fn indexes_follow_updates_deletes_and_revivals() {
     assert!(names(&ok(&home, "search_nodes", json!({"query": "sqlite"}))).is_empty());
     assert_eq!(names(&ok(&home, "search_nodes", json!({"query": "library"}))), ["seshat"]);
     let store = home.store();
-    let fts: i64 = store.connection().query_row("SELECT count(*) FROM memory_fts", [], |r| r.get(0)).unwrap();
-    let tri: i64 = store.connection().query_row("SELECT count(*) FROM memory_trigram", [], |r| r.get(0)).unwrap();
+    let fts: i64 =
+        store.sqlite_connection().unwrap().query_row("SELECT count(*) FROM memory_fts", [], |r| r.get(0)).unwrap();
+    let tri: i64 =
+        store.sqlite_connection().unwrap().query_row("SELECT count(*) FROM memory_trigram", [], |r| r.get(0)).unwrap();
     let live: i64 = store
-        .connection()
+        .sqlite_connection()
+        .unwrap()
         .query_row("SELECT count(*) FROM memory_entities WHERE deleted_by IS NULL", [], |r| r.get(0))
         .unwrap();
     assert_eq!((fts, tri), (live, live), "one index row per live entity");
@@ -455,7 +458,7 @@ fn a_word_the_index_splits_in_two_is_still_found_by_substring() {
 /// FTS5's own integrity check against their stored content.
 fn assert_indexes_exact(home: &Home) {
     let store = home.store();
-    let conn = store.connection();
+    let conn = store.sqlite_connection().unwrap();
     let expected: Vec<(i64, String, String, Vec<String>)> = {
         let mut stmt = conn
             .prepare("SELECT id, name, entity_type FROM memory_entities WHERE deleted_by IS NULL ORDER BY id")
@@ -632,7 +635,7 @@ fn a_word_in_every_entity_filters_but_the_rarer_words_rank() {
     // The same order as bm25 over every word gives, as far as it tells them apart.
     let store = home.store();
     let bm25_first: String = store
-        .connection()
+        .sqlite_connection().unwrap()
         .query_row(
             "SELECT name FROM memory_fts WHERE memory_fts MATCH '\"widget\" \"turbo\"' ORDER BY bm25(memory_fts, 10.0, 4.0, 1.0) LIMIT 1",
             [],

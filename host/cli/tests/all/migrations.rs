@@ -22,7 +22,7 @@ fn version_1_fixture_upgrades_with_its_data() {
     assert_eq!(before, 1, "the fixture must stay at version 1");
 
     let mut store = Store::open(&db).unwrap();
-    let version: u32 = store.connection().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    let version: u32 = store.sqlite_connection().unwrap().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
     assert_eq!(version, SCHEMA_VERSION);
 
     let s1 = store.session("01JFV1AAAA0000000000000001").unwrap();
@@ -228,7 +228,7 @@ fn version_6_fixture_upgrades_and_its_records_say_their_plugin_is_unknown() {
     let before: u32 = Connection::open(&db).unwrap().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
     assert_eq!(before, 6, "the fixture must stay at version 6");
     let mut store = Store::open(&db).unwrap();
-    let version: u32 = store.connection().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    let version: u32 = store.sqlite_connection().unwrap().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
     assert_eq!(version, SCHEMA_VERSION);
     let s1 = "01JFV1AAAA0000000000000001";
     // Everything of version 6 is kept: the pin, the instructions, the trim.
@@ -262,7 +262,7 @@ fn version_9_fixture_upgrades_and_its_word_indexes_match_by_stem() {
     drop(old);
 
     let mut store = Store::open(&db).unwrap();
-    let version: u32 = store.connection().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    let version: u32 = store.sqlite_connection().unwrap().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
     assert_eq!(version, SCHEMA_VERSION);
     // The document's chunks, rebuilt into the stemmed index: "retry" finds "retries".
     let filter = seshat::store::KnowledgeFilter { project: "/work/alpha", scope: None };
@@ -301,7 +301,15 @@ fn version_10_fixture_upgrades_and_its_records_are_dated_by_time_so_a_fork_sees_
     // was the last, the pin of message 5 after message 6.
     let made = |table: &str| -> Vec<u64> {
         let sql = format!("SELECT made_seq FROM {table} WHERE session_id = ?1 ORDER BY id");
-        store.connection().prepare(&sql).unwrap().query_map([s1], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+        store
+            .sqlite_connection()
+            .unwrap()
+            .prepare(&sql)
+            .unwrap()
+            .query_map([s1], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
     };
     assert_eq!((made("compactions"), made("trims"), made("pins")), (vec![4], vec![4], vec![4, 6]));
     // So a fork at 4 has the compaction and the trim and only the first pin; at 6, both pins.

@@ -208,7 +208,8 @@ fn hostile_plugins_get_nothing_and_change_nothing() {
         let store = home.store();
         assert_eq!(store.full_history(&session).unwrap(), originals, "{mode}: the originals changed");
         assert!(store.trims(&session).unwrap().is_empty(), "{mode}: a trim was recorded for the hostile plugin");
-        let check: String = store.connection().query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+        let check: String =
+            store.sqlite_connection().unwrap().query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
         assert_eq!(check, "ok", "{mode}");
     }
 }

@@ -93,7 +93,7 @@ fn originals_cannot_be_rewritten_or_deleted() {
     let home = Home::new();
     let mut store = home.store();
     let id = ten_messages(&mut store);
-    let conn = store.connection();
+    let conn = store.sqlite_connection().unwrap();
     let err = conn.execute("UPDATE messages SET parts = '[]' WHERE seq = 1", []).unwrap_err();
     assert!(err.to_string().contains("append-only"), "{err}");
     let err = conn.execute("DELETE FROM messages WHERE seq = 1", []).unwrap_err();
@@ -107,7 +107,8 @@ fn append_to_a_missing_session_is_an_error_and_writes_nothing() {
     let mut store = home.store();
     let err = store.append("01JFNOPE000000000000000000", &[NewMessage::text(Role::User, "x")]).unwrap_err();
     assert_eq!(err.code(), "session_not_found");
-    let n: i64 = store.connection().query_row("SELECT count(*) FROM messages", [], |r| r.get(0)).unwrap();
+    let n: i64 =
+        store.sqlite_connection().unwrap().query_row("SELECT count(*) FROM messages", [], |r| r.get(0)).unwrap();
     assert_eq!(n, 0);
 }
 
@@ -214,13 +215,13 @@ fn compaction_is_refused_when_the_history_moved_on_and_failures_are_counted() {
     assert_eq!(store.record_compaction(&id, &failed).unwrap(), 1);
     assert_eq!(store.record_compaction(&id, &failed).unwrap(), 2);
     // Another process appends: a compaction based on the old history must not land.
-    let mut other = Store::open(store.path()).unwrap();
+    let mut other = Store::connect(store.location()).unwrap();
     other.append(&id, &[NewMessage::text(Role::User, "meanwhile")]).unwrap();
     let err = store.record_compaction(&id, &failed).unwrap_err();
     assert!(matches!(err, Error::Conflict { expected: 10, found: 11, .. }), "{err}");
     assert_eq!(store.compactions(&id).unwrap().len(), 2);
     // The counter survives reopening: the file opened anew in this process, and in another one.
-    let path = store.path().to_path_buf();
+    let path = store.path().unwrap().to_path_buf();
     drop(store);
     drop(other);
     let mut store = Store::open(&path).unwrap();
@@ -240,7 +241,7 @@ fn compaction_is_refused_when_the_history_moved_on_and_failures_are_counted() {
     };
     assert_eq!(store.record_compaction(&id, &ok).unwrap(), 0, "a success resets the counter");
     store.set_compaction_state(&id, 3, true).unwrap();
-    let s = Store::open(store.path()).unwrap().session(&id).unwrap();
+    let s = Store::connect(store.location()).unwrap().session(&id).unwrap();
     assert_eq!((s.compaction_failures, s.auto_compact_disabled), (3, true));
 }
 
@@ -274,7 +275,11 @@ fn list_latest_and_delete() {
     store.delete_session(&a).unwrap();
     assert_eq!(store.session(&a).unwrap_err().code(), "session_not_found");
     for table in ["messages", "trims", "compactions"] {
-        let n: i64 = store.connection().query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0)).unwrap();
+        let n: i64 = store
+            .sqlite_connection()
+            .unwrap()
+            .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+            .unwrap();
         assert_eq!(n, 0, "{table} rows of a deleted session remain");
     }
     assert_eq!(store.delete_session(&a).unwrap_err().code(), "session_not_found");
@@ -378,7 +383,8 @@ fn malformed_imports_name_the_line_and_field_and_import_nothing() {
         assert!(text.contains(expected), "expected `{expected}` in `{text}`");
         assert!(text.ends_with("nothing was imported"), "{text}");
         assert!(store.list_sessions(&Default::default()).unwrap().is_empty(), "a failed import wrote a session");
-        let n: i64 = store.connection().query_row("SELECT count(*) FROM messages", [], |r| r.get(0)).unwrap();
+        let n: i64 =
+            store.sqlite_connection().unwrap().query_row("SELECT count(*) FROM messages", [], |r| r.get(0)).unwrap();
         assert_eq!(n, 0);
     }
 }
@@ -444,7 +450,7 @@ fn a_huge_message_round_trips_and_the_parts_check_stays_on_for_everything_else()
     // The CHECK that parts are a JSON array still guards every other write.
     for s in [&store, &copy] {
         let err = s
-            .connection()
+            .sqlite_connection().unwrap()
             .execute(
                 "INSERT INTO messages (session_id, seq, role, parts, status, created_at) VALUES (?1, 2, 'user', 'not json', 'complete', 0)",
                 [&id],
@@ -461,8 +467,9 @@ fn the_database_is_in_wal_mode_with_synchronous_normal_on_every_connection() {
     let home = Home::new();
     for round in 0..2 {
         let store = home.store();
-        let mode: String = store.connection().query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
-        let sync: i64 = store.connection().query_row("PRAGMA synchronous", [], |r| r.get(0)).unwrap();
+        let mode: String =
+            store.sqlite_connection().unwrap().query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+        let sync: i64 = store.sqlite_connection().unwrap().query_row("PRAGMA synchronous", [], |r| r.get(0)).unwrap();
         assert_eq!((mode.as_str(), sync), ("wal", 1), "round {round}: synchronous 1 is NORMAL");
     }
     // Another process's view of the file: WAL is recorded in the file itself.

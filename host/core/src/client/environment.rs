@@ -47,7 +47,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use super::{Agent, AgentOptions, Client, ClientOptions, Error, Result, SessionChoice, Tool, Tools};
@@ -55,6 +55,7 @@ use crate::config::{Config, ToolChoice};
 use crate::paths::Dirs;
 use crate::plugins::{Catalog, Runtime};
 use crate::providers::SharedProvider;
+use crate::store::Location;
 
 /// What a front end sets over the configuration files. Every field left `None` (the default)
 /// means "as configured". The fields are read in one place, destructured, so a new one cannot be
@@ -63,8 +64,8 @@ use crate::providers::SharedProvider;
 pub struct Overrides {
     /// Where configuration, plugins and caches live (default: from the environment).
     pub dirs: Option<Dirs>,
-    /// The session database (default: the one under `dirs`).
-    pub db: Option<PathBuf>,
+    /// The store (default: as [`super::store_location`] finds it).
+    pub store: Option<Location>,
     /// The project key (default: none — user-level configuration and memory only).
     pub project: Option<String>,
     /// The provider, by its `[providers.<name>]` name (default: `[plugins] provider`).
@@ -90,7 +91,7 @@ pub struct Overrides {
 pub struct Environment {
     config: Config,
     dirs: Dirs,
-    db: PathBuf,
+    store: Location,
     project: Option<String>,
     overrides: Overrides,
     /// The installed plugins, discovered on first use and kept.
@@ -99,7 +100,10 @@ pub struct Environment {
 
 impl std::fmt::Debug for Environment {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Environment").field("db", &self.db).field("project", &self.project).finish_non_exhaustive()
+        f.debug_struct("Environment")
+            .field("store", &self.store)
+            .field("project", &self.project)
+            .finish_non_exhaustive()
     }
 }
 
@@ -112,8 +116,8 @@ impl Environment {
         };
         let project = overrides.project.clone();
         let config = Config::load(&dirs.config, project.as_deref().map(Path::new))?;
-        let db = overrides.db.clone().unwrap_or_else(|| dirs.db_path());
-        Ok(Environment { config, dirs, db, project, overrides, catalog: std::sync::OnceLock::new() })
+        let store = super::store_location(overrides.store.as_ref(), &dirs)?;
+        Ok(Environment { config, dirs, store, project, overrides, catalog: std::sync::OnceLock::new() })
     }
 
     /// The merged configuration.
@@ -126,9 +130,9 @@ impl Environment {
         &self.dirs
     }
 
-    /// The session database's path.
-    pub fn db(&self) -> &Path {
-        &self.db
+    /// Where the store is.
+    pub fn store(&self) -> &Location {
+        &self.store
     }
 
     /// Every installed plugin the project sees (looked for once).
@@ -143,18 +147,18 @@ impl Environment {
 
     /// Hybrid memory and history search, when the configuration embeds them.
     pub fn recall(&self) -> Option<crate::retrieval::Recall> {
-        crate::retrieval::Recall::from_config(&self.config, self.catalog(), &self.runtime(), &self.db)
+        crate::retrieval::Recall::from_config(&self.config, self.catalog(), &self.runtime(), &self.store)
     }
 
     /// The thread that embeds what is written, when the configuration embeds history or memory.
     pub fn background(&self) -> Option<crate::retrieval::queue::Background> {
-        crate::retrieval::queue::Background::start(&self.config, self.catalog(), &self.runtime(), &self.db)
+        crate::retrieval::queue::Background::start(&self.config, self.catalog(), &self.runtime(), &self.store)
     }
 
     /// The document corpus, with the configured embedder. An embedder that cannot be loaded
     /// leaves the search lexical (with a warning), never stops the caller.
     pub fn knowledge(&self) -> Result<crate::retrieval::Knowledge> {
-        Ok(self.knowledge_over(crate::store::Store::open(&self.db)?))
+        Ok(self.knowledge_over(crate::store::Store::connect(&self.store)?))
     }
 
     /// [`Environment::knowledge`] over a store already open.
@@ -172,7 +176,7 @@ impl Environment {
     /// The document corpus for the agent's knowledge tools: only when the project sees a document.
     fn agent_knowledge(&self) -> Option<crate::retrieval::Knowledge> {
         let project = self.project.as_deref().unwrap_or_default();
-        let store = crate::store::Store::open(&self.db).ok()?;
+        let store = crate::store::Store::connect(&self.store).ok()?;
         let filter = crate::store::KnowledgeFilter { project, scope: None };
         if store.knowledge_document_ids(filter).ok()?.is_empty() {
             return None;
@@ -191,7 +195,7 @@ impl Environment {
         ClientOptions {
             auto_compact: auto_compact.unwrap_or(self.config.chat.auto_compact.unwrap_or(true)),
             compact_summary_model: summary_model.clone().or(self.config.chat.summary_model.clone()),
-            db_path: Some(self.db.clone()),
+            store: Some(self.store.clone()),
             dirs: Some(self.dirs.clone()),
             project: self.project.clone(),
             ..ClientOptions::default()
@@ -205,7 +209,7 @@ impl Environment {
     pub fn agent(&self, session: SessionChoice, extra_tools: Vec<Box<dyn Tool>>) -> Result<Agent> {
         let Overrides {
             dirs: _,
-            db: _,
+            store: _,
             project: _,
             summary_model: _,
             auto_compact: _,

@@ -12,15 +12,16 @@ pub mod environment;
 pub mod history;
 pub mod prompt;
 pub(crate) mod sizing;
+mod store_location;
 pub mod tools;
 pub mod trial;
 
 pub use crate::tool::{ToolDef, ToolOutput};
 pub use agent::{Agent, AgentOptions, ContextUse, Observer, Quiet, SessionChoice, TurnOutcome};
 pub use environment::{Environment, Overrides};
+pub use store_location::{DATABASE_URL_ENV, location_from_argument, store_location};
 pub use tools::{Tool, Tools};
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::compaction::{self, Compactor, Frame, ModelClient, Prepared, Report, Settings};
@@ -41,8 +42,8 @@ pub struct ClientOptions {
     /// A summary prompt replacing the summariser's; by default the text of
     /// `[compaction] prompt_file`.
     pub compact_prompt: Option<String>,
-    /// The session database; by default the one under [`Dirs`].
-    pub db_path: Option<PathBuf>,
+    /// The store; by default as [`store_location`] finds it.
+    pub store: Option<crate::store::Location>,
     /// Where configuration, plugins and caches live; by default from the environment.
     pub dirs: Option<Dirs>,
     /// The project key (for project plugins and configuration); none by default.
@@ -160,7 +161,7 @@ impl Client {
             })?),
             (None, None) => None,
         };
-        let store = Store::open(&config.db_path.clone().unwrap_or_else(|| dirs.db_path()))?;
+        let store = Store::connect(&store_location(config.store.as_ref(), &dirs)?)?;
         let catalog = Catalog::discover(&dirs.config, project);
         let runtime = Runtime::new(Some(dirs.cache.join("plugins")));
         let load = |kind: PluginKind| -> Result<crate::plugins::LoadedPlugin> {

@@ -131,8 +131,8 @@ pub struct Options {
 /// project.
 #[derive(Debug, Clone, Copy)]
 pub struct Home<'a> {
-    /// The user's database.
-    pub db: &'a Path,
+    /// The user's store.
+    pub store: &'a crate::store::Location,
     /// Seshat's directories.
     pub dirs: &'a Dirs,
     /// The project key.
@@ -152,7 +152,7 @@ pub fn trial(home: Home<'_>, plugin: &LoadedPlugin, source: &Source, opts: &Opti
     let session = match source {
         Source::Session(id) => {
             let mut export = Vec::new();
-            Store::open(home.db)?.export(id, &mut export)?;
+            Store::connect(home.store)?.export(id, &mut export)?;
             store.import(&mut export.as_slice(), ImportOptions { repair: true, ..ImportOptions::default() })?.id
         }
         Source::Export(path) => {
@@ -220,7 +220,7 @@ pub fn trial(home: Home<'_>, plugin: &LoadedPlugin, source: &Source, opts: &Opti
         kind => {
             let config = ClientOptions {
                 auto_compact: true,
-                db_path: Some(db),
+                store: Some(crate::store::Location::File(db)),
                 dirs: Some(home.dirs.clone()),
                 project: Some(home.project.to_string()),
                 ..ClientOptions::default()

@@ -2,7 +2,7 @@
 //! knowledge, most recently updated first, within a token budget. What was left out is stated in
 //! the text itself, never silently dropped.
 
-use rusqlite::params;
+use crate::store::db::{Backend, params};
 use serde::Serialize;
 
 use super::{Memory, Result, Scope};
@@ -88,12 +88,14 @@ impl Memory<'_> {
                 let header_tokens = estimate_tokens(&header);
                 used += header_tokens;
                 {
-                    let mut stmt = self.conn.prepare_cached(
-                    "SELECT key, value FROM memory_notes WHERE scope = ?1 AND project = ?2 ORDER BY updated_at DESC, key",
-                )?;
-                    let mut rows = stmt.query(params![scope.as_str(), project])?;
-                    while let Some(row) = rows.next()? {
-                        let line = format!("- {}: {}\n", row.get::<_, String>(0)?, indented(&row.get::<_, String>(1)?));
+                    let notes: Vec<(String, String)> = self.db.query_vec(
+                        "SELECT key, value FROM memory_notes WHERE scope = ?1 AND project = ?2 \
+                         ORDER BY updated_at DESC, key",
+                        params![scope.as_str(), project],
+                        |r| Ok((r.get(0)?, r.get(1)?)),
+                    )?;
+                    for (key, value) in notes {
+                        let line = format!("- {key}: {}\n", indented(&value));
                         if fits(line, &mut used, &mut body) {
                             section.notes += 1;
                         } else {
@@ -102,23 +104,34 @@ impl Memory<'_> {
                     }
                 }
                 {
-                    let mut stmt = self.conn.prepare_cached(
-                    "SELECT e.name, e.entity_type, (SELECT group_concat(content, '; ') FROM \
-                     (SELECT content FROM memory_observations WHERE entity_id = e.id AND deleted_by IS NULL ORDER BY id)) \
-                     FROM memory_entities e WHERE e.scope = ?1 AND e.project = ?2 AND e.deleted_by IS NULL \
-                     ORDER BY e.updated_at DESC, e.id DESC",
-                )?;
-                    let mut rows = stmt.query(params![scope.as_str(), project])?;
-                    while let Some(row) = rows.next()? {
+                    let joined = match self.db.backend() {
+                        Backend::Sqlite => {
+                            "(SELECT group_concat(content, '; ') FROM (SELECT content FROM memory_observations \
+                             WHERE entity_id = e.id AND deleted_by IS NULL ORDER BY id))"
+                        }
+                        _ => {
+                            "(SELECT string_agg(content, '; ' ORDER BY id) FROM memory_observations \
+                             WHERE entity_id = e.id AND deleted_by IS NULL)"
+                        }
+                    };
+                    let entities: Vec<(String, String, Option<String>)> = self.db.query_vec(
+                        &format!(
+                            "SELECT e.name, e.entity_type, {joined} FROM memory_entities e \
+                             WHERE e.scope = ?1 AND e.project = ?2 AND e.deleted_by IS NULL \
+                             ORDER BY e.updated_at DESC, e.id DESC"
+                        ),
+                        params![scope.as_str(), project],
+                        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                    )?;
+                    for (name, entity_type, observations) in entities {
                         if used >= usable {
                             section.omitted_entities += 1;
                             continue;
                         }
-                        let observations: Option<String> = row.get(2)?;
                         let line = format!(
                             "- {} ({}){}\n",
-                            indented(&row.get::<_, String>(0)?),
-                            indented(&row.get::<_, String>(1)?),
+                            indented(&name),
+                            indented(&entity_type),
                             observations.map(|o| format!(": {}", indented(&o))).unwrap_or_default()
                         );
                         if fits(line, &mut used, &mut body) {
@@ -169,20 +182,14 @@ impl crate::store::Store {
     ) -> Result<MemoryContext> {
         on_memory_db!(self, "record the memory context", {
             let context = self.memory(project).context(budget)?;
-            let tx = self.connection_mut().transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let value = serde_json::json!({"text": context.text, "tokens": context.tokens, "budget": budget});
-            let n = tx.execute(
-                "UPDATE sessions SET metadata = json_set(metadata, '$.memory_context', json(?2)) WHERE id = ?1",
-                params![session, value.to_string()],
-            )?;
-            if n == 0 {
-                return Err(super::Error::InvalidArguments {
+            match self.set_metadata(session, "memory_context", value) {
+                Err(crate::store::Error::SessionNotFound(_)) => Err(super::Error::InvalidArguments {
                     tool: "snapshot_memory_context".into(),
                     message: format!("no session {session}"),
-                });
+                }),
+                other => Ok(other.map(|()| context)?),
             }
-            tx.commit()?;
-            Ok(context)
         })
     }
 }

@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
+use crate::store::db::{Db, Tx, ids_in, params};
 use serde::{Deserialize, Serialize};
 
 use super::{Error, Memory, Result, Scope, name_key};
@@ -93,18 +93,16 @@ pub struct RelationSpec {
     pub relation_type: String,
 }
 
-fn begin(conn: &mut rusqlite::Connection) -> Result<Transaction<'_>> {
-    Ok(conn.transaction_with_behavior(TransactionBehavior::Immediate)?)
+fn begin(db: &mut Db) -> Result<Tx<'_>> {
+    Ok(db.transaction()?)
 }
 
 /// The live entity with `key` in the first of `places` that has one: (id, name, scope).
-fn find(tx: &Transaction<'_>, places: &[(Scope, String)], key: &str) -> Result<Option<(i64, String, Scope)>> {
-    let mut stmt = tx.prepare_cached(
-        "SELECT id, name FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3 AND deleted_by IS NULL",
-    )?;
+fn find(tx: &Tx<'_>, places: &[(Scope, String)], key: &str) -> Result<Option<(i64, String, Scope)>> {
+    let stmt = "SELECT id, name FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3 AND deleted_by IS NULL";
     for (scope, project) in places {
         if let Some((id, name)) =
-            stmt.query_row(params![scope.as_str(), project, key], |r| Ok((r.get(0)?, r.get(1)?))).optional()?
+            tx.query_opt(stmt, params![scope.as_str(), project, key], |r| Ok((r.get(0)?, r.get(1)?)))?
         {
             return Ok(Some((id, name, *scope)));
         }
@@ -126,11 +124,13 @@ struct Staging {
 
 impl Staging {
     /// Takes live entities out of the indexes (in one statement) until [`Staging::finish`].
-    fn stage(&mut self, tx: &Transaction<'_>, entities: &[i64]) -> Result<()> {
+    fn stage(&mut self, tx: &Tx<'_>, entities: &[i64]) -> Result<()> {
         let new: Vec<i64> = entities.iter().copied().filter(|id| !self.ids.contains(id)).collect();
         if !new.is_empty() {
-            tx.prepare_cached("UPDATE memory_entities SET staged = 1 WHERE id IN (SELECT value FROM json_each(?1))")?
-                .execute([json_ids(&new)])?;
+            tx.execute(
+                &format!("UPDATE memory_entities SET staged = 1 WHERE id IN {}", ids_in(tx.backend(), 1)),
+                params![json_ids(&new)],
+            )?;
             self.ids.extend(new);
         }
         Ok(())
@@ -144,12 +144,15 @@ impl Staging {
     }
 
     /// Indexes every staged entity again, in one statement.
-    fn finish(self, tx: &Transaction<'_>, now: i64) -> Result<()> {
+    fn finish(self, tx: &Tx<'_>, now: i64) -> Result<()> {
         if !self.ids.is_empty() {
-            tx.prepare_cached(
-                "UPDATE memory_entities SET staged = 0, updated_at = ?2 WHERE id IN (SELECT value FROM json_each(?1))",
-            )?
-            .execute(params![json_ids(&self.ids), now])?;
+            tx.execute(
+                &format!(
+                    "UPDATE memory_entities SET staged = 0, updated_at = ?2 WHERE id IN {}",
+                    ids_in(tx.backend(), 1)
+                ),
+                params![json_ids(&self.ids), now],
+            )?;
         }
         Ok(())
     }
@@ -162,13 +165,7 @@ pub(super) fn json_ids(ids: &[i64]) -> String {
 
 /// Adds observations to a staged entity (reviving tombstoned ones). A `fresh` entity (just
 /// inserted, with no observations yet) skips the lookups.
-fn add_observations(
-    tx: &Transaction<'_>,
-    entity: i64,
-    contents: &[String],
-    now: i64,
-    fresh: bool,
-) -> Result<Vec<String>> {
+fn add_observations(tx: &Tx<'_>, entity: i64, contents: &[String], now: i64, fresh: bool) -> Result<Vec<String>> {
     let mut added = Vec::new();
     let mut seen = HashSet::new();
     for content in contents {
@@ -176,29 +173,32 @@ fn add_observations(
             continue;
         }
         if fresh {
-            tx.prepare_cached("INSERT INTO memory_observations (entity_id, content, created_at) VALUES (?1, ?2, ?3)")?
-                .execute(params![entity, content, now])?;
+            tx.execute(
+                "INSERT INTO memory_observations (entity_id, content, created_at) VALUES (?1, ?2, ?3)",
+                params![entity, content, now],
+            )?;
             added.push(content.clone());
             continue;
         }
-        let existing: Option<Option<i64>> = tx
-            .prepare_cached("SELECT deleted_by FROM memory_observations WHERE entity_id = ?1 AND content = ?2")?
-            .query_row(params![entity, content], |r| r.get(0))
-            .optional()?;
+        let existing: Option<Option<i64>> = tx.query_opt(
+            "SELECT deleted_by FROM memory_observations WHERE entity_id = ?1 AND content = ?2",
+            params![entity, content],
+            |r| r.get(0),
+        )?;
         match existing {
             Some(None) => {}
             Some(Some(_)) => {
-                tx.prepare_cached(
+                tx.execute(
                     "UPDATE memory_observations SET deleted_by = NULL WHERE entity_id = ?1 AND content = ?2",
-                )?
-                .execute(params![entity, content])?;
+                    params![entity, content],
+                )?;
                 added.push(content.clone());
             }
             None => {
-                tx.prepare_cached(
+                tx.execute(
                     "INSERT INTO memory_observations (entity_id, content, created_at) VALUES (?1, ?2, ?3)",
-                )?
-                .execute(params![entity, content, now])?;
+                    params![entity, content, now],
+                )?;
                 added.push(content.clone());
             }
         }
@@ -206,48 +206,38 @@ fn add_observations(
     Ok(added)
 }
 
-fn new_deletion(tx: &Transaction<'_>, origin: &str, summary: &str, now: i64) -> Result<i64> {
-    tx.execute(
-        "INSERT INTO memory_deletions (origin, summary, created_at) VALUES (?1, ?2, ?3)",
+fn new_deletion(tx: &Tx<'_>, origin: &str, summary: &str, now: i64) -> Result<i64> {
+    Ok(tx.query_value(
+        "INSERT INTO memory_deletions (origin, summary, created_at) VALUES (?1, ?2, ?3) RETURNING id",
         params![origin, summary, now],
-    )?;
-    Ok(tx.last_insert_rowid())
+    )?)
 }
 
 /// Loads entities by id, in the given order, with their live observations.
-pub(super) fn load_entities(conn: &rusqlite::Connection, ids: &[i64]) -> Result<Vec<Entity>> {
-    let mut entity = conn.prepare_cached("SELECT name, entity_type, scope FROM memory_entities WHERE id = ?1")?;
-    let mut obs = conn.prepare_cached(
-        "SELECT content FROM memory_observations WHERE entity_id = ?1 AND deleted_by IS NULL ORDER BY id",
-    )?;
+pub(super) fn load_entities(conn: &Db, ids: &[i64]) -> Result<Vec<Entity>> {
+    let entity = "SELECT name, entity_type, scope FROM memory_entities WHERE id = ?1";
+    let obs = "SELECT content FROM memory_observations WHERE entity_id = ?1 AND deleted_by IS NULL ORDER BY id";
     let mut out = Vec::with_capacity(ids.len());
     for id in ids {
         let (name, entity_type, scope): (String, String, String) =
-            entity.query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-        let observations = obs.query_map([id], |r| r.get(0))?.collect::<rusqlite::Result<Vec<String>>>()?;
+            conn.query_row(entity, params![id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        let observations = conn.query_vec(obs, params![id], |r| r.get(0))?;
         out.push(Entity { name, entity_type, observations, scope: Scope::parse(&scope).unwrap_or(Scope::Cross) });
     }
     Ok(out)
 }
 
 /// Live relations in `places` whose two ends are both among `keys`.
-pub(super) fn relations_among(
-    conn: &rusqlite::Connection,
-    places: &[(Scope, String)],
-    keys: &HashSet<String>,
-) -> Result<Vec<Relation>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT from_name, from_key, to_name, to_key, relation_type FROM memory_relations \
-         WHERE scope = ?1 AND project = ?2 AND deleted_by IS NULL AND from_key = ?3 ORDER BY id",
-    )?;
+pub(super) fn relations_among(conn: &Db, places: &[(Scope, String)], keys: &HashSet<String>) -> Result<Vec<Relation>> {
+    let stmt = "SELECT from_name, from_key, to_name, to_key, relation_type FROM memory_relations \
+         WHERE scope = ?1 AND project = ?2 AND deleted_by IS NULL AND from_key = ?3 ORDER BY id";
     let mut out = Vec::new();
     for (scope, project) in places {
         for key in keys {
-            let rows = stmt.query_map(params![scope.as_str(), project, key], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?, r.get::<_, String>(4)?))
+            let rows = conn.query_vec(stmt, params![scope.as_str(), project, key], |r| {
+                Ok((r.get::<String>(0)?, r.get::<String>(2)?, r.get::<String>(3)?, r.get::<String>(4)?))
             })?;
-            for row in rows {
-                let (from, to, to_key, relation_type) = row?;
+            for (from, to, to_key, relation_type) in rows {
                 if keys.contains(&to_key) {
                     out.push(Relation { from, to, relation_type, scope: *scope });
                 }
@@ -276,20 +266,15 @@ impl Memory<'_> {
                 super::check_label("create_entities", "entity type", &e.entity_type)?;
             }
             let keys: Vec<String> = entities.iter().map(|e| name_key(&e.name)).collect();
-            let tx = begin(self.conn)?;
+            let tx = begin(self.db)?;
             // Each name's entity as the call starts: (id, deleted_by).
             let mut existing: Vec<Option<(i64, Option<i64>)>> = Vec::with_capacity(keys.len());
-            let mut lookup = tx.prepare_cached(
-                "SELECT id, deleted_by FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3",
-            )?;
+            let lookup =
+                "SELECT id, deleted_by FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3";
             for key in &keys {
-                existing.push(
-                    lookup
-                        .query_row(params![scope.as_str(), project, key], |r| Ok((r.get(0)?, r.get(1)?)))
-                        .optional()?,
-                );
+                existing
+                    .push(tx.query_opt(lookup, params![scope.as_str(), project, key], |r| Ok((r.get(0)?, r.get(1)?)))?);
             }
-            drop(lookup);
             // Live entities that get observations leave the indexes together, before any write.
             let live: Vec<i64> =
                 existing.iter().filter_map(|found| found.and_then(|(id, gone)| gone.is_none().then_some(id))).collect();
@@ -304,21 +289,20 @@ impl Memory<'_> {
                     Some((id, None)) => (id, false),
                     Some((id, Some(_))) => {
                         // A deleted entity of that name comes back (staged) with the new content.
-                        tx.prepare_cached(
+                        tx.execute(
                             "UPDATE memory_entities SET name = ?2, entity_type = ?3, deleted_by = NULL, staged = 1, \
                          updated_at = ?4 WHERE id = ?1",
-                        )?
-                        .execute(params![id, e.name.trim(), e.entity_type, now])?;
+                            params![id, e.name.trim(), e.entity_type, now],
+                        )?;
                         staging.inserted(id);
                         (id, false)
                     }
                     None => {
-                        tx.prepare_cached(
-                        "INSERT INTO memory_entities (scope, project, name, name_key, entity_type, staged, created_at, updated_at) \
-                         VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?6)",
-                    )?
-                    .execute(params![scope.as_str(), project, e.name.trim(), key, e.entity_type, now])?;
-                        let id = tx.last_insert_rowid();
+                        let id: i64 = tx.query_value(
+                            "INSERT INTO memory_entities (scope, project, name, name_key, entity_type, staged, \
+                             created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?6) RETURNING id",
+                            params![scope.as_str(), project, e.name.trim(), key, e.entity_type, now],
+                        )?;
                         staging.inserted(id);
                         (id, true)
                     }
@@ -343,7 +327,7 @@ impl Memory<'_> {
                 }
             }
             staging.finish(&tx, now)?;
-            crate::crash_point::commit(tx, "memory")?;
+            tx.commit_at("memory")?;
             Ok(out)
         })
     }
@@ -358,7 +342,7 @@ impl Memory<'_> {
         on_memory_db!(self, "add observations", {
             let places = self.lookup_order(scope)?;
             let now = now_ms();
-            let tx = begin(self.conn)?;
+            let tx = begin(self.db)?;
             let mut found = Vec::with_capacity(adds.len());
             for (name, _) in adds {
                 found.push(find(&tx, &places, &name_key(name))?.ok_or_else(|| Error::EntityNotFound(name.clone()))?);
@@ -371,7 +355,7 @@ impl Memory<'_> {
                 out.push(ObservationAdds { entity_name: found_name, added_observations: added });
             }
             staging.finish(&tx, now)?;
-            crate::crash_point::commit(tx, "memory")?;
+            tx.commit_at("memory")?;
             Ok(out)
         })
     }
@@ -382,14 +366,12 @@ impl Memory<'_> {
         on_memory_db!(self, "create relations", {
             let (scope, project) = self.place(scope.unwrap_or_else(|| self.default_graph_scope()))?;
             let now = now_ms();
-            let tx = begin(self.conn)?;
+            let tx = begin(self.db)?;
             // Both ends must exist in the scope the relations go to: a relation to nothing would be
             // reported as created and never shown.
             let mut missing: Vec<String> = Vec::new();
             {
-                let mut exists = tx.prepare_cached(
-                "SELECT 1 FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3 AND deleted_by IS NULL",
-            )?;
+                let exists = "SELECT 1 FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3 AND deleted_by IS NULL";
                 for r in relations {
                     if r.from.trim().is_empty() || r.to.trim().is_empty() || r.relation_type.trim().is_empty() {
                         return Err(Error::InvalidArguments {
@@ -400,7 +382,7 @@ impl Memory<'_> {
                     super::check_label("create_relations", "relation type", &r.relation_type)?;
                     for end in [r.from.trim(), r.to.trim()] {
                         let key = name_key(end);
-                        let known = exists.exists(params![scope.as_str(), project, key])?;
+                        let known = tx.query_opt(exists, params![scope.as_str(), project, key], |_| Ok(()))?.is_some();
                         if !known && !missing.iter().any(|m| name_key(m) == key) {
                             missing.push(end.to_string());
                         }
@@ -413,28 +395,21 @@ impl Memory<'_> {
             let mut out = Vec::new();
             for r in relations {
                 let (fk, tk) = (name_key(&r.from), name_key(&r.to));
-                let existing: Option<Option<i64>> = tx
-                    .prepare_cached(
-                        "SELECT deleted_by FROM memory_relations WHERE scope = ?1 AND project = ?2 AND from_key = ?3 \
+                let existing: Option<Option<i64>> = tx.query_opt(
+                    "SELECT deleted_by FROM memory_relations WHERE scope = ?1 AND project = ?2 AND from_key = ?3 \
                      AND to_key = ?4 AND relation_type = ?5",
-                    )?
-                    .query_row(params![scope.as_str(), project, fk, tk, r.relation_type], |row| row.get(0))
-                    .optional()?;
+                    params![scope.as_str(), project, fk, tk, r.relation_type],
+                    |row| row.get(0),
+                )?;
                 match existing {
                     Some(None) => continue,
                     Some(Some(_)) => {
-                        tx.prepare_cached(
-                        "UPDATE memory_relations SET deleted_by = NULL WHERE scope = ?1 AND project = ?2 AND from_key = ?3 \
-                         AND to_key = ?4 AND relation_type = ?5",
-                    )?
-                    .execute(params![scope.as_str(), project, fk, tk, r.relation_type])?;
+                        tx.execute("UPDATE memory_relations SET deleted_by = NULL WHERE scope = ?1 AND project = ?2 AND from_key = ?3 \
+                         AND to_key = ?4 AND relation_type = ?5", params![scope.as_str(), project, fk, tk, r.relation_type])?;
                     }
                     None => {
-                        tx.prepare_cached(
-                        "INSERT INTO memory_relations (scope, project, from_name, from_key, to_name, to_key, relation_type, created_at) \
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                    )?
-                    .execute(params![scope.as_str(), project, r.from.trim(), fk, r.to.trim(), tk, r.relation_type, now])?;
+                        tx.execute("INSERT INTO memory_relations (scope, project, from_name, from_key, to_name, to_key, relation_type, created_at) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", params![scope.as_str(), project, r.from.trim(), fk, r.to.trim(), tk, r.relation_type, now])?;
                     }
                 }
                 out.push(Relation {
@@ -444,7 +419,7 @@ impl Memory<'_> {
                     scope,
                 });
             }
-            crate::crash_point::commit(tx, "memory")?;
+            tx.commit_at("memory")?;
             Ok(out)
         })
     }
@@ -456,7 +431,7 @@ impl Memory<'_> {
             let places = self.lookup_order(scope)?;
             let visible = self.visible(scope)?;
             let now = now_ms();
-            let tx = begin(self.conn)?;
+            let tx = begin(self.db)?;
             let deletion =
                 new_deletion(&tx, "memory_delete_entities", &format!("entities: {}", names.join(", ")), now)?;
             let mut found = Vec::new();
@@ -470,27 +445,32 @@ impl Memory<'_> {
             }
             // One statement per table, so the indexes write their deletions out once (see [`Staging`]).
             let ids = json_ids(&found.iter().map(|f| f.0).collect::<Vec<_>>());
-            tx.prepare_cached(
-            "UPDATE memory_entities SET deleted_by = ?2, updated_at = ?3 WHERE id IN (SELECT value FROM json_each(?1))",
-        )?
-        .execute(params![ids, deletion, now])?;
+            tx.execute(
+                &format!(
+                    "UPDATE memory_entities SET deleted_by = ?2, updated_at = ?3 WHERE id IN {}",
+                    ids_in(tx.backend(), 1)
+                ),
+                params![ids, deletion, now],
+            )?;
             // Their observations go with them (and come back with them on restore).
-            tx.prepare_cached(
-                "UPDATE memory_observations SET deleted_by = ?2 \
-             WHERE entity_id IN (SELECT value FROM json_each(?1)) AND deleted_by IS NULL",
-            )?
-            .execute(params![ids, deletion])?;
+            tx.execute(
+                &format!(
+                    "UPDATE memory_observations SET deleted_by = ?2 WHERE entity_id IN {} AND deleted_by IS NULL",
+                    ids_in(tx.backend(), 1)
+                ),
+                params![ids, deletion],
+            )?;
             for (_, key) in &found {
                 for (scope, project) in &visible {
-                    tx.prepare_cached(
+                    tx.execute(
                         "UPDATE memory_relations SET deleted_by = ?4 WHERE scope = ?1 AND project = ?2 \
                      AND (from_key = ?3 OR to_key = ?3) AND deleted_by IS NULL",
-                    )?
-                    .execute(params![scope.as_str(), project, key, deletion])?;
+                        params![scope.as_str(), project, key, deletion],
+                    )?;
                 }
             }
             let removed = found.len();
-            crate::crash_point::commit(tx, "memory")?;
+            tx.commit_at("memory")?;
             Ok((deletion, removed))
         })
     }
@@ -504,7 +484,7 @@ impl Memory<'_> {
         on_memory_db!(self, "delete observations", {
             let places = self.lookup_order(scope)?;
             let now = now_ms();
-            let tx = begin(self.conn)?;
+            let tx = begin(self.db)?;
             let names: Vec<&str> = deletions.iter().map(|(n, _)| n.as_str()).collect();
             let deletion = new_deletion(
                 &tx,
@@ -523,15 +503,11 @@ impl Memory<'_> {
             let mut removed = 0;
             for (id, contents) in found {
                 for content in contents {
-                    removed += tx
-                    .prepare_cached(
-                        "UPDATE memory_observations SET deleted_by = ?3 WHERE entity_id = ?1 AND content = ?2 AND deleted_by IS NULL",
-                    )?
-                    .execute(params![id, content, deletion])?;
+                    removed += tx.execute("UPDATE memory_observations SET deleted_by = ?3 WHERE entity_id = ?1 AND content = ?2 AND deleted_by IS NULL", params![id, content, deletion])?;
                 }
             }
             staging.finish(&tx, now)?;
-            crate::crash_point::commit(tx, "memory")?;
+            tx.commit_at("memory")?;
             Ok((deletion, removed))
         })
     }
@@ -541,21 +517,17 @@ impl Memory<'_> {
         on_memory_db!(self, "delete relations", {
             let visible = self.visible(scope)?;
             let now = now_ms();
-            let tx = begin(self.conn)?;
+            let tx = begin(self.db)?;
             let deletion =
                 new_deletion(&tx, "memory_delete_relations", &format!("{} relations", relations.len()), now)?;
             let mut removed = 0;
             for r in relations {
                 for (scope, project) in &visible {
-                    removed += tx
-                    .prepare_cached(
-                        "UPDATE memory_relations SET deleted_by = ?6 WHERE scope = ?1 AND project = ?2 AND from_key = ?3 \
-                         AND to_key = ?4 AND relation_type = ?5 AND deleted_by IS NULL",
-                    )?
-                    .execute(params![scope.as_str(), project, name_key(&r.from), name_key(&r.to), r.relation_type, deletion])?;
+                    removed += tx.execute("UPDATE memory_relations SET deleted_by = ?6 WHERE scope = ?1 AND project = ?2 AND from_key = ?3 \
+                         AND to_key = ?4 AND relation_type = ?5 AND deleted_by IS NULL", params![scope.as_str(), project, name_key(&r.from), name_key(&r.to), r.relation_type, deletion])?;
                 }
             }
-            crate::crash_point::commit(tx, "memory")?;
+            tx.commit_at("memory")?;
             Ok((deletion, removed))
         })
     }
@@ -564,17 +536,14 @@ impl Memory<'_> {
     pub fn open_nodes(&mut self, names: &[String], scope: Option<Scope>) -> Result<Graph> {
         on_memory_db!(self, "open nodes", {
             let places = self.visible(scope)?;
-            let tx = begin(self.conn)?;
+            let tx = begin(self.db)?;
             let mut ids = Vec::new();
             let mut keys = HashSet::new();
-            let mut stmt = tx.prepare_cached(
-            "SELECT id FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3 AND deleted_by IS NULL",
-        )?;
+            let stmt = "SELECT id FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3 AND deleted_by IS NULL";
             for name in names {
                 let key = name_key(name);
                 for (scope, project) in &places {
-                    if let Some(id) =
-                        stmt.query_row(params![scope.as_str(), project, key], |r| r.get::<_, i64>(0)).optional()?
+                    if let Some(id) = tx.query_opt(stmt, params![scope.as_str(), project, key], |r| r.get::<i64>(0))?
                         && !ids.contains(&id)
                     {
                         ids.push(id);
@@ -582,9 +551,8 @@ impl Memory<'_> {
                     }
                 }
             }
-            drop(stmt);
             let graph = Graph { entities: load_entities(&tx, &ids)?, relations: relations_among(&tx, &places, &keys)? };
-            crate::crash_point::commit(tx, "memory")?;
+            tx.commit_at("memory")?;
             Ok(graph)
         })
     }
@@ -594,19 +562,17 @@ impl Memory<'_> {
     pub fn read_graph(&mut self, scope: Option<Scope>, offset: usize, limit: usize) -> Result<(Graph, bool)> {
         on_memory_db!(self, "read the graph", {
             let places = self.visible(scope)?;
-            let tx = begin(self.conn)?;
+            let tx = begin(self.db)?;
             let mut rows: Vec<(i64, i64, String)> = Vec::new();
             {
-                let mut stmt = tx.prepare_cached(
-                    "SELECT id, updated_at, name_key FROM memory_entities WHERE scope = ?1 AND project = ?2 \
-                 AND deleted_by IS NULL ORDER BY updated_at DESC, id DESC LIMIT ?3",
-                )?;
+                let stmt = "SELECT id, updated_at, name_key FROM memory_entities WHERE scope = ?1 AND project = ?2 \
+                 AND deleted_by IS NULL ORDER BY updated_at DESC, id DESC LIMIT ?3";
                 for (scope, project) in &places {
                     let wanted = offset.saturating_add(limit).saturating_add(1).min(i64::MAX as usize) as i64;
-                    let found = stmt.query_map(params![scope.as_str(), project, wanted], |r| {
+                    let found = tx.query_vec(stmt, params![scope.as_str(), project, wanted], |r| {
                         Ok((r.get(0)?, r.get(1)?, r.get(2)?))
                     })?;
-                    rows.extend(found.collect::<rusqlite::Result<Vec<_>>>()?);
+                    rows.extend(found);
                 }
             }
             rows.sort_by(|a, b| b.1.cmp(&a.1).then(b.0.cmp(&a.0)));
@@ -615,7 +581,7 @@ impl Memory<'_> {
             let ids: Vec<i64> = rows.iter().map(|r| r.0).collect();
             let keys: HashSet<String> = rows.into_iter().map(|r| r.2).collect();
             let graph = Graph { entities: load_entities(&tx, &ids)?, relations: relations_among(&tx, &places, &keys)? };
-            crate::crash_point::commit(tx, "memory")?;
+            tx.commit_at("memory")?;
             Ok((graph, cut))
         })
     }
@@ -623,13 +589,10 @@ impl Memory<'_> {
     /// Deletions that can still be restored, newest first.
     pub fn deletions(&mut self) -> Result<Vec<Deletion>> {
         on_memory_db!(self, "list deletions", {
-            let mut stmt = self.conn.prepare_cached(
-            "SELECT id, origin, summary, created_at FROM memory_deletions WHERE restored_at IS NULL ORDER BY id DESC",
-        )?;
-            let rows = stmt.query_map([], |r| {
+            let stmt = "SELECT id, origin, summary, created_at FROM memory_deletions WHERE restored_at IS NULL ORDER BY id DESC";
+            Ok(self.db.query_vec(stmt, params![], |r| {
                 Ok(Deletion { id: r.get(0)?, origin: r.get(1)?, summary: r.get(2)?, created_at: r.get(3)? })
-            })?;
-            Ok(rows.collect::<rusqlite::Result<_>>()?)
+            })?)
         })
     }
 
@@ -637,31 +600,28 @@ impl Memory<'_> {
     pub fn restore(&mut self, deletion: i64) -> Result<Deletion> {
         on_memory_db!(self, "restore a deletion", {
             let now = now_ms();
-            let tx = begin(self.conn)?;
-            let found: Option<Deletion> = tx
-            .query_row(
+            let tx = begin(self.db)?;
+            let found: Option<Deletion> = tx.query_opt(
                 "SELECT id, origin, summary, created_at FROM memory_deletions WHERE id = ?1 AND restored_at IS NULL",
-                [deletion],
+                params![deletion],
                 |r| Ok(Deletion { id: r.get(0)?, origin: r.get(1)?, summary: r.get(2)?, created_at: r.get(3)? }),
-            )
-            .optional()?;
+            )?;
             let found = found.ok_or(Error::NoSuchDeletion(deletion))?;
             let entities: Vec<i64> = {
-                let mut stmt =
-                    tx.prepare("SELECT DISTINCT entity_id FROM memory_observations WHERE deleted_by = ?1")?;
-                stmt.query_map([deletion], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?
+                let stmt = "SELECT DISTINCT entity_id FROM memory_observations WHERE deleted_by = ?1";
+                tx.query_vec(stmt, params![deletion], |r| r.get(0))?
             };
             let mut staging = Staging::default();
             staging.stage(&tx, &entities)?;
-            tx.execute("UPDATE memory_observations SET deleted_by = NULL WHERE deleted_by = ?1", [deletion])?;
+            tx.execute("UPDATE memory_observations SET deleted_by = NULL WHERE deleted_by = ?1", params![deletion])?;
             staging.finish(&tx, now)?;
             tx.execute(
                 "UPDATE memory_entities SET deleted_by = NULL, updated_at = ?2 WHERE deleted_by = ?1",
                 params![deletion, now],
             )?;
-            tx.execute("UPDATE memory_relations SET deleted_by = NULL WHERE deleted_by = ?1", [deletion])?;
+            tx.execute("UPDATE memory_relations SET deleted_by = NULL WHERE deleted_by = ?1", params![deletion])?;
             tx.execute("UPDATE memory_deletions SET restored_at = ?2 WHERE id = ?1", params![deletion, now])?;
-            crate::crash_point::commit(tx, "memory")?;
+            tx.commit_at("memory")?;
             Ok(found)
         })
     }
@@ -672,7 +632,7 @@ impl Memory<'_> {
             let places = self.visible(None)?;
             let mut out = BTreeMap::new();
             for (scope, project) in places {
-                let n: i64 = self.conn.query_row(
+                let n: i64 = self.db.query_row(
                     "SELECT count(*) FROM memory_entities WHERE scope = ?1 AND project = ?2 AND deleted_by IS NULL",
                     params![scope.as_str(), project],
                     |r| r.get(0),

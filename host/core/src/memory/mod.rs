@@ -10,12 +10,12 @@
 //! other's writes. Names are unique per scope under Unicode case folding and NFC. Deletions made
 //! through the tools are tombstones that [`Memory::restore`] brings back.
 
-/// Runs a memory method's body, naming the database file and `op` in any SQLite failure.
+/// Runs a memory method's body, naming the database and `op` in any database failure.
 macro_rules! on_memory_db {
     ($self:ident, $op:literal, $body:block) => {{
         #[allow(clippy::redundant_closure_call)]
         let result = (|| -> $crate::memory::Result<_> { $body })();
-        result.map_err(|e| e.at($self.path(), $op))
+        result.map_err(|e| e.at($self.location(), $op))
     }};
 }
 
@@ -25,13 +25,12 @@ mod notes;
 mod search;
 pub mod tools;
 
-use rusqlite::Connection;
-
 pub use context::{ContextSection, DEFAULT_CONTEXT_TOKENS, MemoryContext};
 pub use graph::{Deletion, Entity, Graph, NewEntity, ObservationAdds, Relation, RelationSpec};
 pub use notes::Note;
 
-use crate::store::Store;
+use crate::store::db::Db;
+use crate::store::{Location, Store};
 pub use seshat_protocol::memory::Scope;
 
 /// Refuses a name, type or key holding a C0 control character other than tab and newline (NUL,
@@ -92,10 +91,7 @@ pub enum Error {
     /// No such deletion to restore.
     #[error("no deletion {0} to restore: the list of deletions names the ones there are")]
     NoSuchDeletion(i64),
-    /// SQLite failed, before the operation named the file ([`Error::Database`]).
-    #[error("{}", crate::store::sqlite_message(.0))]
-    Sqlite(rusqlite::Error),
-    /// SQLite failed on the database file: the file, the operation, the message, what to do.
+    /// The database failed: which one, the operation, the message, what to do.
     #[error(transparent)]
     Database(crate::store::Error),
     /// A file could not be written (a backup).
@@ -113,22 +109,22 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// The memory as seen from one project (or from none).
 pub struct Memory<'s> {
-    conn: &'s mut Connection,
-    path: &'s std::path::Path,
+    db: &'s mut Db,
+    location: &'s Location,
     project: Option<String>,
 }
 
-impl From<rusqlite::Error> for Error {
-    fn from(e: rusqlite::Error) -> Self {
-        Error::Sqlite(e)
+impl From<crate::store::Error> for Error {
+    fn from(e: crate::store::Error) -> Self {
+        Error::Database(e)
     }
 }
 
 impl Error {
-    /// Names the database file and the operation in a SQLite failure.
-    pub(crate) fn at(self, path: &std::path::Path, op: &'static str) -> Error {
+    /// Names the database and the operation in a database failure.
+    pub(crate) fn at(self, location: &Location, op: &'static str) -> Error {
         match self {
-            Error::Sqlite(e) => Error::Database(crate::store::Error::Sqlite(e).at(path, op)),
+            Error::Database(e) => Error::Database(e.at(location, op)),
             other => other,
         }
     }
@@ -143,15 +139,15 @@ impl std::fmt::Debug for Memory<'_> {
 impl Store {
     /// The long-term memory, seen from `project` (a project key; `None` outside any project).
     pub fn memory(&mut self, project: Option<&str>) -> Memory<'_> {
-        let (conn, path) = self.parts_mut();
-        Memory { conn, path, project: project.map(str::to_string) }
+        let (db, location) = self.parts_mut();
+        Memory { db, location, project: project.map(str::to_string) }
     }
 }
 
 impl Memory<'_> {
-    /// The database file.
-    pub(crate) fn path(&self) -> &std::path::Path {
-        self.path
+    /// Where the database is.
+    pub(crate) fn location(&self) -> &Location {
+        self.location
     }
 
     /// The project this memory is seen from.

@@ -3,9 +3,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use rusqlite::{TransactionBehavior, params};
-
 use super::{Error, Memory, Result, Scope};
+use crate::store::db::params;
 use crate::store::now_ms;
 pub use seshat_protocol::memory::Note;
 
@@ -16,13 +15,13 @@ impl Memory<'_> {
             super::check_label("set", "note key", key)?;
             let (scope, project) = self.place(scope)?;
             let now = now_ms();
-            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = self.db.transaction()?;
             tx.execute(
                 "INSERT INTO memory_notes (scope, project, key, value, updated_at) VALUES (?1, ?2, ?3, ?4, ?5) \
              ON CONFLICT (scope, project, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
                 params![scope.as_str(), project, key, value, now],
             )?;
-            crate::crash_point::commit(tx, "memory")?;
+            tx.commit_at("memory")?;
             Ok(Note { key: key.into(), value: value.into(), scope, updated_at: now })
         })
     }
@@ -31,13 +30,12 @@ impl Memory<'_> {
     pub fn notes(&mut self, scope: Scope) -> Result<Vec<Note>> {
         on_memory_db!(self, "read notes", {
             let (scope, project) = self.place(scope)?;
-            let mut stmt = self.conn.prepare_cached(
-            "SELECT key, value, updated_at FROM memory_notes WHERE scope = ?1 AND project = ?2 ORDER BY updated_at DESC, key",
-        )?;
-            let rows = stmt.query_map(params![scope.as_str(), project], |r| {
-                Ok(Note { key: r.get(0)?, value: r.get(1)?, scope, updated_at: r.get(2)? })
-            })?;
-            Ok(rows.collect::<rusqlite::Result<_>>()?)
+            Ok(self.db.query_vec(
+                "SELECT key, value, updated_at FROM memory_notes WHERE scope = ?1 AND project = ?2 \
+                 ORDER BY updated_at DESC, key",
+                params![scope.as_str(), project],
+                |r| Ok(Note { key: r.get(0)?, value: r.get(1)?, scope, updated_at: r.get(2)? }),
+            )?)
         })
     }
 
@@ -68,44 +66,46 @@ impl Memory<'_> {
     pub fn clear(&mut self, scope: Scope, backup_dir: &Path) -> Result<(PathBuf, usize)> {
         on_memory_db!(self, "clear memory", {
             let (scope, project) = self.place(scope)?;
-            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = self.db.transaction()?;
             let mut lines: Vec<String> = Vec::new();
             let p = params![scope.as_str(), project];
-            {
-                let mut notes =
-                    tx.prepare("SELECT key, value, updated_at FROM memory_notes WHERE scope = ?1 AND project = ?2")?;
-                for row in notes.query_map(p, |r| {
-                Ok(serde_json::json!({"record": "note", "key": r.get::<_, String>(0)?, "value": r.get::<_, String>(1)?, "updated_at": r.get::<_, i64>(2)?}))
-            })? {
-                lines.push(row?.to_string());
-            }
-                let mut entities = tx.prepare(
-                    "SELECT e.name, e.entity_type, e.deleted_by IS NOT NULL, \
-                 (SELECT json_group_array(json_object('content', content, 'deleted', deleted_by IS NOT NULL)) \
-                  FROM memory_observations WHERE entity_id = e.id) \
-                 FROM memory_entities e WHERE scope = ?1 AND project = ?2 ORDER BY e.id",
-                )?;
-                for row in entities.query_map(p, |r| {
-                    let observations: String = r.get(3)?;
-                    Ok(serde_json::json!({
-                        "record": "entity", "name": r.get::<_, String>(0)?, "entityType": r.get::<_, String>(1)?,
-                        "deleted": r.get::<_, bool>(2)?,
-                        "observations": serde_json::from_str::<serde_json::Value>(&observations).unwrap_or_default(),
-                    }))
-                })? {
-                    lines.push(row?.to_string());
-                }
-                let mut relations = tx.prepare(
-                    "SELECT from_name, to_name, relation_type, deleted_by IS NOT NULL FROM memory_relations \
+            lines.extend(tx.query_vec(
+                "SELECT key, value, updated_at FROM memory_notes WHERE scope = ?1 AND project = ?2 ORDER BY id",
+                p,
+                |r| {
+                    Ok(serde_json::json!({"record": "note", "key": r.get::<String>(0)?, "value": r.get::<String>(1)?,
+                        "updated_at": r.get::<i64>(2)?})
+                    .to_string())
+                },
+            )?);
+            let entities: Vec<(i64, String, String, bool)> = tx.query_vec(
+                "SELECT id, name, entity_type, deleted_by IS NOT NULL FROM memory_entities \
                  WHERE scope = ?1 AND project = ?2 ORDER BY id",
+                p,
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )?;
+            for (id, name, entity_type, deleted) in entities {
+                let observations = tx.query_vec(
+                    "SELECT content, deleted_by IS NOT NULL FROM memory_observations WHERE entity_id = ?1 ORDER BY id",
+                    params![id],
+                    |r| Ok(serde_json::json!({"content": r.get::<String>(0)?, "deleted": r.get::<bool>(1)?})),
                 )?;
-                for row in relations.query_map(p, |r| {
-                Ok(serde_json::json!({"record": "relation", "from": r.get::<_, String>(0)?, "to": r.get::<_, String>(1)?,
-                    "relationType": r.get::<_, String>(2)?, "deleted": r.get::<_, bool>(3)?}))
-            })? {
-                lines.push(row?.to_string());
+                lines.push(
+                    serde_json::json!({"record": "entity", "name": name, "entityType": entity_type,
+                        "deleted": deleted, "observations": observations})
+                    .to_string(),
+                );
             }
-            }
+            lines.extend(tx.query_vec(
+                "SELECT from_name, to_name, relation_type, deleted_by IS NOT NULL FROM memory_relations \
+                 WHERE scope = ?1 AND project = ?2 ORDER BY id",
+                p,
+                |r| {
+                    Ok(serde_json::json!({"record": "relation", "from": r.get::<String>(0)?, "to": r.get::<String>(1)?,
+                        "relationType": r.get::<String>(2)?, "deleted": r.get::<bool>(3)?})
+                    .to_string())
+                },
+            )?);
             let path = backup_dir.join(format!("memory-{}-{}.jsonl", scope.as_str(), now_ms()));
             let io = |cause| Error::Io { path: path.clone(), cause };
             private_dir(backup_dir).map_err(|cause| Error::Io { path: backup_dir.to_path_buf(), cause })?;
@@ -117,7 +117,7 @@ impl Memory<'_> {
             tx.execute("DELETE FROM memory_notes WHERE scope = ?1 AND project = ?2", p)?;
             tx.execute("DELETE FROM memory_relations WHERE scope = ?1 AND project = ?2", p)?;
             tx.execute("DELETE FROM memory_entities WHERE scope = ?1 AND project = ?2", p)?;
-            crate::crash_point::commit(tx, "memory")?;
+            tx.commit_at("memory")?;
             Ok((path, lines.len()))
         })
     }

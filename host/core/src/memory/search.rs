@@ -7,11 +7,10 @@
 
 use std::collections::HashSet;
 
-use rusqlite::params;
-
 use super::graph::{Graph, json_ids, load_entities, relations_among};
 use super::{Memory, Result, Scope};
-use crate::store::ranking;
+use crate::store::db::{Backend, params};
+use crate::store::ranking::{self, Expression};
 
 /// bm25 weights of the indexed columns: name, type, observations.
 const RANK: &str = "bm25(10.0, 4.0, 1.0)";
@@ -25,10 +24,32 @@ pub(crate) const RANKED_CANDIDATES: usize = 2_000;
 const COMMON_SAMPLE: i64 = 512;
 
 /// The words of a query as the shared ranking rules keep them (common and question words left out
-/// unless nothing else is left, an identifier kept whole), each quoted as an FTS5 phrase (so the
-/// query's punctuation is never FTS5 syntax).
-fn query_words(query: &str) -> Vec<String> {
-    ranking::kept_phrases(query, &ranking::Ranking::default())
+/// unless nothing else is left, an identifier kept whole), each a phrase of its own (so the
+/// query's punctuation is never search syntax).
+fn query_words(query: &str) -> Vec<Expression> {
+    ranking::kept_words(query, &ranking::Ranking::default())
+}
+
+/// Several words as one expression: every one of them, or any.
+fn joined(words: &[&Expression], every: bool) -> Expression {
+    Expression { words: words.iter().flat_map(|w| w.words.iter().cloned()).collect(), every }
+}
+
+/// The newest [`RANKED_CANDIDATES`] entities matching the expression bound at `?1`, each with its
+/// rank (lower is better): bm25 weighting names above types above observations on SQLite,
+/// `ts_rank` with the same order of weights on PostgreSQL.
+fn window_sql(backend: Backend) -> String {
+    match backend {
+        Backend::Sqlite => format!(
+            "SELECT rowid, rank FROM memory_fts WHERE memory_fts MATCH ?1 AND rank MATCH '{RANK}' \
+             ORDER BY rowid DESC LIMIT {RANKED_CANDIDATES}"
+        ),
+        _ => format!(
+            "SELECT entity_id, -ts_rank('{{0.1, 0.1, 0.4, 1.0}}', words, websearch_to_tsquery('english', ?1)) \
+             FROM memory_search WHERE words @@ websearch_to_tsquery('english', ?1) \
+             ORDER BY entity_id DESC LIMIT {RANKED_CANDIDATES}"
+        ),
+    }
 }
 
 /// The whole query as one trigram phrase (a substring match).
@@ -51,42 +72,41 @@ impl Memory<'_> {
     /// half the entities or more to 1e-6, so such a word filters but does not rank: when a query
     /// also has rarer words, the window is ranked by those alone and then filtered to the entities
     /// that hold every word. A query of common words only is ranked by them all.
-    fn ranked(&self, words: &[String]) -> Result<Vec<i64>> {
-        let all = words.join(" ");
+    fn ranked(&self, words: &[Expression]) -> Result<Vec<i64>> {
+        let backend = self.db.backend();
+        let all = joined(&words.iter().collect::<Vec<_>>(), true);
         let mut rare = Vec::new();
-        if words.len() > 1 {
+        // FTS5's clamp of common words' weight (see above) is SQLite's alone.
+        if words.len() > 1 && backend == Backend::Sqlite {
             // Two subqueries: SQLite reads min or max from the index end only when alone.
-            let ids: (i64, i64) = self
-                .conn
-                .prepare_cached(
-                    "SELECT coalesce((SELECT min(id) FROM memory_entities), 0), \
-                     coalesce((SELECT max(id) FROM memory_entities), 0)",
-                )?
-                .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            let ids: (i64, i64) = self.db.query_row(
+                "SELECT coalesce((SELECT min(id) FROM memory_entities), 0), \
+                 coalesce((SELECT max(id) FROM memory_entities), 0)",
+                params![],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
             for w in words {
-                if !self.is_common(w, ids)? {
-                    rare.push(w.as_str());
+                if !self.is_common(&w.render(backend), ids)? {
+                    rare.push(w);
                 }
             }
         }
-        let by = if rare.is_empty() || rare.len() == words.len() { all.clone() } else { rare.join(" ") };
-        let window: Vec<(i64, f64)> = self
-            .conn
-            .prepare_cached(&format!(
-                "SELECT rowid, rank FROM memory_fts WHERE memory_fts MATCH ?1 AND rank MATCH '{RANK}' \
-                 ORDER BY rowid DESC LIMIT {RANKED_CANDIDATES}"
-            ))?
-            .query_map([&by], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<rusqlite::Result<_>>()?;
+        let by = if rare.is_empty() || rare.len() == words.len() { all.clone() } else { joined(&rare, true) };
+        let window: Vec<(i64, f64)> =
+            self.db.query_vec(&window_sql(backend), params![by.render(backend)], |r| Ok((r.get(0)?, r.get(1)?)))?;
         let mut window = if by == all || window.is_empty() {
             window
         } else {
             let (low, high) = (window[window.len() - 1].0, window[0].0);
             let holding: HashSet<i64> = self
-                .conn
-                .prepare_cached("SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3")?
-                .query_map(params![all, low, high], |r| r.get(0))?
-                .collect::<rusqlite::Result<_>>()?;
+                .db
+                .query_vec(
+                    "SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3",
+                    params![all.render(backend), low, high],
+                    |r| r.get(0),
+                )?
+                .into_iter()
+                .collect();
             window.into_iter().filter(|(id, _)| holding.contains(id)).collect()
         };
         window.sort_by(|a, b| a.1.total_cmp(&b.1));
@@ -96,18 +116,14 @@ impl Memory<'_> {
     /// Ids of the newest [`RANKED_CANDIDATES`] entities holding any of `words`, those holding
     /// more of them first, then by bm25 ([`ranking::Ranking::coordination`]): the last tier, for
     /// a question phrased unlike the note that answers it.
-    fn ranked_any(&self, words: &[String]) -> Result<Vec<i64>> {
-        let mut window: Vec<(i64, f64)> = self
-            .conn
-            .prepare_cached(&format!(
-                "SELECT rowid, rank FROM memory_fts WHERE memory_fts MATCH ?1 AND rank MATCH '{RANK}' \
-                 ORDER BY rowid DESC LIMIT {RANKED_CANDIDATES}"
-            ))?
-            .query_map([words.join(" OR ")], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<rusqlite::Result<_>>()?;
+    fn ranked_any(&self, words: &[Expression]) -> Result<Vec<i64>> {
+        let backend = self.db.backend();
+        let any = joined(&words.iter().collect::<Vec<_>>(), false);
+        let mut window: Vec<(i64, f64)> =
+            self.db.query_vec(&window_sql(backend), params![any.render(backend)], |r| Ok((r.get(0)?, r.get(1)?)))?;
         window.sort_by(|a, b| a.1.total_cmp(&b.1));
         let ids: Vec<i64> = window.into_iter().map(|(id, _)| id).collect();
-        Ok(ranking::by_coordination(self.conn, ranking::Index::Memory, ids, |&id| id, words)?)
+        Ok(ranking::by_coordination(self.db, ranking::Index::Memory, ids, |&id| id, words)?)
     }
 
     /// Whether a word looks held by half the entities or more: it fills at least half the id span
@@ -117,13 +133,14 @@ impl Memory<'_> {
     /// entity ids.
     fn is_common(&self, word: &str, (first, last): (i64, i64)) -> Result<bool> {
         for order in ["DESC", "ASC"] {
-            let (count, low, high): (i64, Option<i64>, Option<i64>) = self
-                .conn
-                .prepare_cached(&format!(
+            let (count, low, high): (i64, Option<i64>, Option<i64>) = self.db.query_row(
+                &format!(
                     "SELECT count(*), min(rowid), max(rowid) FROM (SELECT rowid FROM memory_fts \
                      WHERE memory_fts MATCH ?1 ORDER BY rowid {order} LIMIT {COMMON_SAMPLE})"
-                ))?
-                .query_row([word], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+                ),
+                params![word],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )?;
             let span = match (order, low, high) {
                 ("DESC", Some(low), Some(_)) => last - low + 1,
                 (_, Some(_), Some(high)) => high - first + 1,
@@ -147,9 +164,9 @@ impl Memory<'_> {
     pub(crate) fn graph_of(&mut self, ids: &[i64], scope: Option<Scope>) -> Result<Graph> {
         on_memory_db!(self, "search memory", {
             let places = self.visible(scope)?;
-            let entities = load_entities(self.conn, ids)?;
+            let entities = load_entities(self.db, ids)?;
             let keys: HashSet<String> = entities.iter().map(|e| super::name_key(&e.name)).collect();
-            let relations = relations_among(self.conn, &places, &keys)?;
+            let relations = relations_among(self.db, &places, &keys)?;
             Ok(Graph { entities, relations })
         })
     }
@@ -160,14 +177,15 @@ impl Memory<'_> {
             let places = self.visible(scope)?;
             let p = |i: usize| places.get(i).or(places.first()).cloned().unwrap_or((Scope::User, String::new()));
             let (p0, p1, p2) = (p(0), p(1), p(2));
-            let mut stmt = self.conn.prepare_cached(&format!(
-                "SELECT e.id FROM memory_entities e WHERE ?1 IS NULL AND ?2 IS NULL AND {VISIBLE}"
-            ))?;
-            let ids = stmt.query_map(
+            let ids = self.db.query_vec(
+                &format!(
+                    "SELECT e.id FROM memory_entities e WHERE CAST(?1 AS BIGINT) IS NULL \
+                     AND CAST(?2 AS BIGINT) IS NULL AND {VISIBLE}"
+                ),
                 params![None::<i64>, None::<i64>, p0.0.as_str(), p0.1, p1.0.as_str(), p1.1, p2.0.as_str(), p2.1],
                 |r| r.get(0),
             )?;
-            Ok(ids.collect::<rusqlite::Result<HashSet<i64>>>()?)
+            Ok(ids.into_iter().collect())
         })
     }
 
@@ -193,19 +211,26 @@ impl Memory<'_> {
             }
             // Ids of visible entities from `sql`, its ?1 bound to `first` and ?2 to `limit`.
             let visible_ids = |sql: &str, first: &str, limit: i64| -> Result<Vec<i64>> {
-                let mut stmt = self.conn.prepare_cached(sql)?;
-                let found = stmt.query_map(
+                Ok(self.db.query_vec(
+                    sql,
                     params![first, limit, p0.0.as_str(), p0.1, p1.0.as_str(), p1.1, p2.0.as_str(), p2.1],
                     |r| r.get(0),
-                )?;
-                Ok(found.collect::<rusqlite::Result<Vec<i64>>>()?)
+                )?)
             };
+            let backend = self.db.backend();
             let words = query_words(query);
             // Rank a window, then check visibility best first, a shortlist at a time: joining
             // every candidate to its entity cost a lookup each (2,000 at 100k entities).
-            let shortlist_sql = format!(
-                "SELECT e.id FROM json_each(?1) j CROSS JOIN memory_entities e ON e.id = j.value WHERE {VISIBLE} LIMIT ?2"
-            );
+            let shortlist_sql = match backend {
+                Backend::Sqlite => format!(
+                    "SELECT e.id FROM json_each(?1) j CROSS JOIN memory_entities e ON e.id = j.value \
+                     WHERE {VISIBLE} LIMIT ?2"
+                ),
+                _ => format!(
+                    "SELECT e.id FROM json_array_elements_text(CAST(?1 AS json)) AS j(value) \
+                     CROSS JOIN memory_entities e ON e.id = CAST(j.value AS bigint) WHERE {VISIBLE} LIMIT ?2"
+                ),
+            };
             let take_visible = |ranked: Vec<i64>, ids: &mut Vec<i64>, push: &mut dyn FnMut(Vec<i64>, &mut Vec<i64>)| {
                 for shortlist in ranked.chunks(want as usize * 4) {
                     let shown: HashSet<i64> =
@@ -226,7 +251,17 @@ impl Memory<'_> {
                 // Enough to fill the page even if every word match is among them.
                 let enough = want + ids.len() as i64;
                 let run = |sql: &str, needle: &str| visible_ids(sql, needle, enough);
-                let found = if query.chars().count() >= 3 {
+                let found = if backend != Backend::Sqlite {
+                    // No trigram index: a scan of the index's text, newest first.
+                    run(
+                        &format!(
+                            "SELECT e.id FROM memory_search t CROSS JOIN memory_entities e ON e.id = t.entity_id \
+                             WHERE {VISIBLE} AND strpos(lower(t.name || chr(10) || t.entity_type || chr(10) \
+                             || t.observations), lower(?1)) > 0 ORDER BY t.entity_id DESC LIMIT ?2"
+                        ),
+                        query,
+                    )?
+                } else if query.chars().count() >= 3 {
                     // Newest first. FTS5 walks a phrase of common trigrams backwards several times
                     // slower than forwards (1.8 ms against 0.5 ms at 100k entities), so read forwards
                     // first: when that finds fewer than enough, it found them all.

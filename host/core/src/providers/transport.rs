@@ -7,8 +7,8 @@
 //! caller's own async runtime — hands the request over and waits on a channel for the answer's
 //! pieces, so the library never blocks on a runtime from inside one, and never drops one there.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
@@ -184,26 +184,6 @@ pub struct Outgoing<'a> {
 /// Redirects followed within the request's own origin before giving up on a loop.
 const MAX_REDIRECTS: usize = 5;
 
-/// The library's I/O runtime, started on first use: a current-thread runtime driven for the
-/// life of the process by the thread `seshat-io`. Requests are spawned onto it through its
-/// handle; nothing blocks on it but that thread.
-fn io() -> Result<tokio::runtime::Handle, String> {
-    static IO: OnceLock<Result<tokio::runtime::Handle, String>> = OnceLock::new();
-    IO.get_or_init(|| {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| format!("cannot start the HTTP runtime: {e}"))?;
-        let handle = runtime.handle().clone();
-        std::thread::Builder::new()
-            .name("seshat-io".into())
-            .spawn(move || runtime.block_on(std::future::pending::<()>()))
-            .map_err(|e| format!("cannot start the HTTP thread: {e}"))?;
-        Ok(handle)
-    })
-    .clone()
-}
-
 /// One piece of an answer, from the I/O runtime to the waiting caller.
 enum Piece {
     /// Body bytes, in order.
@@ -236,7 +216,7 @@ impl Transport {
     pub fn new(settings: Settings) -> Result<Self, String> {
         // Whoever installs first wins; ring is the one built in.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let io = io()?;
+        let io = crate::io::handle()?;
         let policy = reqwest::redirect::Policy::custom(|attempt| {
             let first = attempt.previous().first().map(super::destination::origin);
             if attempt.previous().len() > MAX_REDIRECTS

@@ -126,10 +126,10 @@ impl Background {
         config: &Config,
         catalog: &crate::plugins::Catalog,
         runtime: &crate::plugins::Runtime,
-        db: &std::path::Path,
+        db: &crate::store::Location,
     ) -> Option<Self> {
         let corpora = opted_in(config);
-        let mut store = Store::open(db).ok()?;
+        let mut store = Store::connect(db).ok()?;
         if corpora.is_empty() && !has_queues(&store) {
             return None;
         }

@@ -46,7 +46,7 @@ impl Recall {
         config: &crate::config::Config,
         catalog: &crate::plugins::Catalog,
         runtime: &crate::plugins::Runtime,
-        db: &std::path::Path,
+        db: &crate::store::Location,
     ) -> Option<Self> {
         let on = super::queue::opted_in(config);
         if on.is_empty() {
@@ -60,7 +60,7 @@ impl Recall {
                 return None;
             }
         };
-        let store = Store::open(db).ok()?;
+        let store = Store::connect(db).ok()?;
         Some(Recall::new(
             store,
             embedder,

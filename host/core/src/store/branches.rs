@@ -4,7 +4,7 @@
 //! pins, rewinds, each dated by `made_seq`) are copied to the fork, later ones are not. A rewind
 //! is a record hiding a session's messages from a seq on from its live view; nothing is deleted.
 
-use rusqlite::{OptionalExtension, params};
+use super::db::{Db, params};
 use serde::Serialize;
 
 use super::{Error, Result, SessionInfo, Store, now_ms};
@@ -56,7 +56,7 @@ impl Store {
             let mut moved = at;
             for part in next.iter().flat_map(|m| m.parts.iter()) {
                 if let Part::ToolResult { call_id, .. } = part
-                    && let Some(call) = super::messages::call_seq(&self.conn, session, call_id, at + 1)?
+                    && let Some(call) = super::messages::call_seq(&self.db, session, call_id, at + 1)?
                 {
                     moved = moved.min(call - 1);
                 }
@@ -88,7 +88,7 @@ impl Store {
                 let at = store.exchange_boundary(parent, asked)?;
                 let id = ulid::Ulid::generate().to_string();
                 let now = now_ms();
-                let tx = &store.conn;
+                let tx = &store.db;
                 tx.execute(
                     "INSERT INTO sessions (id, title, project, provider, model, context_window, created_at, updated_at, \
                      message_count, metadata, parent_id, fork_seq) \
@@ -118,23 +118,24 @@ impl Store {
                 if store.live_rewinds(session)?.iter().any(|r| r.from_seq <= from && count <= r.through_seq) {
                     return Err(Error::NothingToRewind(session.into()));
                 }
-                let tx = &store.conn;
+                let tx = &store.db;
                 let now = now_ms();
                 // The compactions in force that summarised a message the rewind hides.
-                let mut stmt = tx.prepare_cached(&format!(
-                    "SELECT c.id FROM compactions c WHERE c.session_id = ?1 AND c.status = 'ok' \
-                     AND coalesce(c.first_kept_seq, c.through_seq + 1) > ?2 AND {}",
-                    super::pins::LIVE_COMPACTION
-                ))?;
-                let compactions: Vec<i64> =
-                    stmt.query_map(params![session, from], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
-                let mut retractions = Vec::new();
+                let compactions: Vec<i64> = tx.query_vec(
+                    &format!(
+                        "SELECT c.id FROM compactions c WHERE c.session_id = ?1 AND c.status = 'ok' \
+                         AND coalesce(c.first_kept_seq, c.through_seq + 1) > ?2 AND {}",
+                        super::pins::LIVE_COMPACTION
+                    ),
+                    params![session, from],
+                    |r| r.get(0),
+                )?;
+                let mut retractions: Vec<i64> = Vec::new();
                 for c in &compactions {
-                    tx.execute(
-                        "INSERT INTO retractions (session_id, compaction_id, created_at) VALUES (?1, ?2, ?3)",
+                    retractions.push(tx.query_value(
+                        "INSERT INTO retractions (session_id, compaction_id, created_at) VALUES (?1, ?2, ?3) RETURNING id",
                         params![session, c, now],
-                    )?;
-                    retractions.push(tx.last_insert_rowid());
+                    )?);
                 }
                 tx.execute(
                     "INSERT INTO rewinds (session_id, from_seq, through_seq, created_at, retractions) \
@@ -165,15 +166,13 @@ impl Store {
         on_db!(self, "undo a rewind", {
             self.immediate(|store| {
                 let count = store.session(session)?.message_count;
-                let tx = &store.conn;
-                let latest: Option<(i64, u64, u64, String)> = tx
-                    .query_row(
-                        "SELECT id, from_seq, through_seq, retractions FROM rewinds \
-                         WHERE session_id = ?1 AND undone_at IS NULL ORDER BY id DESC LIMIT 1",
-                        [session],
-                        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-                    )
-                    .optional()?;
+                let tx = &store.db;
+                let latest: Option<(i64, u64, u64, String)> = tx.query_opt(
+                    "SELECT id, from_seq, through_seq, retractions FROM rewinds \
+                     WHERE session_id = ?1 AND undone_at IS NULL ORDER BY id DESC LIMIT 1",
+                    params![session],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+                )?;
                 let Some((id, from, through, retractions)) = latest else {
                     return Err(Error::NothingToRewind(session.into()));
                 };
@@ -205,14 +204,12 @@ impl Store {
     /// The rewinds in force in `session`, oldest first.
     pub fn live_rewinds(&self, session: &str) -> Result<Vec<Rewind>> {
         on_db!(self, "read the rewinds", {
-            let mut stmt = self.conn.prepare_cached(
+            self.db.query_vec(
                 "SELECT from_seq, through_seq, created_at FROM rewinds WHERE session_id = ?1 AND undone_at IS NULL \
                  ORDER BY id",
-            )?;
-            let rows = stmt.query_map([session], |r| {
-                Ok(Rewind { from_seq: r.get(0)?, through_seq: r.get(1)?, created_at: r.get(2)? })
-            })?;
-            Ok(rows.collect::<rusqlite::Result<_>>()?)
+                params![session],
+                |r| Ok(Rewind { from_seq: r.get(0)?, through_seq: r.get(1)?, created_at: r.get(2)? }),
+            )
         })
     }
 
@@ -241,7 +238,7 @@ impl Store {
 
     /// The forks made directly of `session`: (id, the seq each was forked at), oldest first.
     pub fn forks(&self, session: &str) -> Result<Vec<(String, u64)>> {
-        on_db!(self, "read the forks", { super::lineage::children(&self.conn, session) })
+        on_db!(self, "read the forks", { super::lineage::children(&self.db, session) })
     }
 }
 
@@ -254,34 +251,37 @@ type RetractionRow = (i64, Option<i64>, Option<i64>, Option<i64>, i64, u64);
 /// seq sees them as they were), pins removed later as live; a rewind undone is never copied,
 /// nor, when `branch_at` (the caller named `at`), one that hides `at` itself (the fork continues
 /// from its branch).
-fn copy_records(tx: &rusqlite::Connection, parent: &str, fork: &str, at: u64, branch_at: bool) -> Result<()> {
+fn copy_records(tx: &Db, parent: &str, fork: &str, at: u64, branch_at: bool) -> Result<()> {
     use std::collections::HashMap;
     let mut compactions: HashMap<i64, i64> = HashMap::new();
-    let ids: Vec<i64> = tx
-        .prepare_cached("SELECT id FROM compactions WHERE session_id = ?1 AND made_seq <= ?2 ORDER BY id")?
-        .query_map(params![parent, at], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
+    let ids: Vec<i64> = tx.query_vec(
+        "SELECT id FROM compactions WHERE session_id = ?1 AND made_seq <= ?2 ORDER BY id",
+        params![parent, at],
+        |r| r.get(0),
+    )?;
     for old in ids {
-        tx.execute(
+        let new: i64 = tx.query_value(
             "INSERT INTO compactions (session_id, trigger, tokens_before, tokens_after, through_seq, first_kept_seq, \
              pinned_seq, summary, model, status, error, created_at, instructions, plugin, plugin_sha256, made_seq) \
              SELECT ?1, trigger, tokens_before, tokens_after, through_seq, first_kept_seq, pinned_seq, summary, model, \
-             status, error, created_at, instructions, plugin, plugin_sha256, made_seq FROM compactions WHERE id = ?2",
+             status, error, created_at, instructions, plugin, plugin_sha256, made_seq FROM compactions WHERE id = ?2 \
+             RETURNING id",
             params![fork, old],
         )?;
-        compactions.insert(old, tx.last_insert_rowid());
+        compactions.insert(old, new);
     }
     // Trims in one statement (a long session has thousands): inserted in id order, so the n-th
     // copied is the copy of the n-th read — read only when a retraction names trims.
-    let mapped: bool = tx
-        .prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM retractions WHERE session_id = ?1 AND made_seq <= ?2 AND first_trim IS NOT NULL)",
-        )?
-        .query_row(params![parent, at], |r| r.get(0))?;
+    let mapped: bool = tx.query_value(
+        "SELECT EXISTS (SELECT 1 FROM retractions WHERE session_id = ?1 AND made_seq <= ?2 AND first_trim IS NOT NULL)",
+        params![parent, at],
+    )?;
     let old: Vec<i64> = if mapped {
-        tx.prepare_cached("SELECT id FROM trims WHERE session_id = ?1 AND made_seq <= ?2 ORDER BY id")?
-            .query_map(params![parent, at], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?
+        tx.query_vec(
+            "SELECT id FROM trims WHERE session_id = ?1 AND made_seq <= ?2 ORDER BY id",
+            params![parent, at],
+            |r| r.get(0),
+        )?
     } else {
         Vec::new()
     };
@@ -292,9 +292,7 @@ fn copy_records(tx: &rusqlite::Connection, parent: &str, fork: &str, at: u64, br
         params![fork, parent, at],
     )?;
     let new: Vec<i64> = if mapped {
-        tx.prepare_cached("SELECT id FROM trims WHERE session_id = ?1 ORDER BY id")?
-            .query_map(params![fork], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?
+        tx.query_vec("SELECT id FROM trims WHERE session_id = ?1 ORDER BY id", params![fork], |r| r.get(0))?
     } else {
         Vec::new()
     };
@@ -302,21 +300,20 @@ fn copy_records(tx: &rusqlite::Connection, parent: &str, fork: &str, at: u64, br
     // Asked to continue after `at`, a rewind made when `at` was the last message (it hides `at`
     // itself) is left behind: the fork continues from the rewound branch, so neither that rewind
     // nor the retractions it made are the fork's.
-    let branch: Vec<String> = tx
-        .prepare_cached(
-            "SELECT retractions FROM rewinds WHERE session_id = ?1 AND through_seq = ?2 AND undone_at IS NULL AND ?3",
-        )?
-        .query_map(params![parent, at, branch_at], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
+    let branch: Vec<String> = tx.query_vec(
+        "SELECT retractions FROM rewinds WHERE session_id = ?1 AND through_seq = ?2 AND undone_at IS NULL \
+         AND CAST(?3 AS BOOLEAN)",
+        params![parent, at, branch_at],
+        |r| r.get(0),
+    )?;
     let branch: std::collections::HashSet<i64> =
         branch.iter().flat_map(|r| serde_json::from_str::<Vec<i64>>(r).unwrap_or_default()).collect();
-    let rows: Vec<RetractionRow> = tx
-        .prepare_cached(
-            "SELECT id, compaction_id, first_trim, last_trim, created_at, made_seq FROM retractions \
-             WHERE session_id = ?1 AND made_seq <= ?2 ORDER BY id",
-        )?
-        .query_map(params![parent, at], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))?
-        .collect::<rusqlite::Result<_>>()?;
+    let rows: Vec<RetractionRow> = tx.query_vec(
+        "SELECT id, compaction_id, first_trim, last_trim, created_at, made_seq FROM retractions \
+         WHERE session_id = ?1 AND made_seq <= ?2 ORDER BY id",
+        params![parent, at],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
+    )?;
     for (_, compaction, first, last, created_at, made) in rows.into_iter().filter(|r| !branch.contains(&r.0)) {
         let map = |m: &HashMap<i64, i64>, id: Option<i64>| id.and_then(|i| m.get(&i).copied());
         tx.execute(
@@ -334,7 +331,8 @@ fn copy_records(tx: &rusqlite::Connection, parent: &str, fork: &str, at: u64, br
     tx.execute(
         "INSERT INTO rewinds (session_id, from_seq, through_seq, made_seq, created_at) \
          SELECT ?1, from_seq, through_seq, made_seq, created_at FROM rewinds \
-         WHERE session_id = ?2 AND made_seq <= ?3 AND (through_seq < ?3 OR NOT ?4) AND undone_at IS NULL ORDER BY id",
+         WHERE session_id = ?2 AND made_seq <= ?3 AND (through_seq < ?3 OR NOT CAST(?4 AS BOOLEAN)) AND undone_at IS NULL \
+         ORDER BY id",
         params![fork, parent, at, branch_at],
     )?;
     Ok(())
@@ -343,19 +341,20 @@ fn copy_records(tx: &rusqlite::Connection, parent: &str, fork: &str, at: u64, br
 /// Dates `session`'s compactions, trims, retractions and pins by time (an import's, whose export
 /// does not say at which message count each was made): the seq of the last message written at or
 /// before each, never before the message it is about — as migration 0011 dated older records.
-pub(super) fn date_by_time(tx: &rusqlite::Connection, session: &str) -> Result<()> {
+pub(super) fn date_by_time(tx: &Db, session: &str) -> Result<()> {
     let at = |table: &str| {
         format!(
             "coalesce((SELECT max(m.seq) FROM messages m WHERE m.session_id = {table}.session_id \
              AND m.created_at <= {table}.created_at), 0)"
         )
     };
-    tx.execute(
-        &format!("UPDATE compactions SET made_seq = max(through_seq, {}) WHERE session_id = ?1", at("compactions")),
-        [session],
-    )?;
-    tx.execute(&format!("UPDATE trims SET made_seq = max(seq, {}) WHERE session_id = ?1", at("trims")), [session])?;
-    tx.execute(&format!("UPDATE pins SET made_seq = max(seq, {}) WHERE session_id = ?1", at("pins")), [session])?;
-    tx.execute(&format!("UPDATE retractions SET made_seq = {} WHERE session_id = ?1", at("retractions")), [session])?;
+    let later = |a: &str, b: String| format!("CASE WHEN {a} > {b} THEN {a} ELSE {b} END");
+    let update = |table: &str, made: String| {
+        tx.execute(&format!("UPDATE {table} SET made_seq = {made} WHERE session_id = ?1"), params![session])
+    };
+    update("compactions", later("through_seq", at("compactions")))?;
+    update("trims", later("seq", at("trims")))?;
+    update("pins", later("seq", at("pins")))?;
+    update("retractions", at("retractions"))?;
     Ok(())
 }

@@ -20,13 +20,12 @@ pub enum Error {
     },
     /// The database was written by a newer Seshat.
     #[error(
-        "{} has schema version {found}, newer than the {supported} this seshat supports; \
-         it was left untouched. Upgrade seshat to open it",
-        path.display()
+        "{location} has schema version {found}, newer than the {supported} this seshat supports; \
+         it was left untouched. Upgrade seshat to open it"
     )]
     NewerSchema {
-        /// The refused file.
-        path: PathBuf,
+        /// The refused database.
+        location: super::Location,
         /// Its `user_version`.
         found: u32,
         /// The newest version this binary knows.
@@ -174,12 +173,23 @@ pub enum Error {
     /// SQLite failed, before the store named the file and the operation ([`Error::Database`]).
     #[error("{}", sqlite_message(.0))]
     Sqlite(rusqlite::Error),
-    /// SQLite failed on the database file: which file, doing what, SQLite's one message and what
-    /// to do about it.
-    #[error("cannot {op} ({}): {message}{}", path.display(), hint_text(.hint))]
+    /// The PostgreSQL server is older than the store supports; nothing was written.
+    #[error("the PostgreSQL server is version {found}, older than the {needed} Seshat needs: upgrade the server")]
+    ServerTooOld {
+        /// Its major version.
+        found: u32,
+        /// The oldest supported.
+        needed: u32,
+    },
+    /// The database server could not be reached at all (before the store named it).
+    #[error("{0}")]
+    Unreachable(String),
+    /// The database failed: which database (a file, or a server without its password), doing
+    /// what, the engine's one message and what to do about it.
+    #[error("cannot {op} ({location}): {message}{}", hint_text(.hint))]
     Database {
-        /// The database file.
-        path: PathBuf,
+        /// The database.
+        location: super::Location,
         /// What was being done (`list sessions`).
         op: &'static str,
         /// What kind of failure, for scripts ([`Error::code`]).
@@ -222,7 +232,8 @@ impl Error {
             Error::RewindSuperseded { .. } => "rewind_superseded",
             Error::Refused(_) | Error::PinBudget(_) => "refused",
             Error::Corrupt { .. } | Error::Column { .. } | Error::NoRow => "corrupt_row",
-            Error::Postgres(_) => "database",
+            Error::Postgres(_) | Error::Unreachable(_) => "database",
+            Error::ServerTooOld { .. } => "server_too_old",
             Error::Sqlite(_) => "database",
             Error::Database { failure, .. } => failure.code(),
             Error::Io { .. } => "io",
@@ -253,13 +264,21 @@ pub enum Failure {
     Busy,
     /// The file cannot be opened.
     CannotOpen,
+    /// The server cannot be reached (refused, unknown host, timed out, or the connection was
+    /// lost).
+    CannotConnect,
+    /// The server refused the user or password.
+    Authentication,
+    /// The user may not do this in this database.
+    PermissionDenied,
     /// Anything else.
     Other,
 }
 
 impl Failure {
     /// A stable code: `database_malformed`, `database_read_only`, `disk_full`, `database_busy`,
-    /// `database_cannot_open` or `database`.
+    /// `database_cannot_open`, `database_cannot_connect`, `database_authentication`,
+    /// `database_permission_denied` or `database`.
     pub fn code(self) -> &'static str {
         match self {
             Failure::Malformed => "database_malformed",
@@ -267,6 +286,9 @@ impl Failure {
             Failure::Full => "disk_full",
             Failure::Busy => "database_busy",
             Failure::CannotOpen => "database_cannot_open",
+            Failure::CannotConnect => "database_cannot_connect",
+            Failure::Authentication => "database_authentication",
+            Failure::PermissionDenied => "database_permission_denied",
             Failure::Other => "database",
         }
     }
@@ -279,6 +301,33 @@ impl Failure {
             Some(C::DiskFull) => Failure::Full,
             Some(C::DatabaseBusy | C::DatabaseLocked) => Failure::Busy,
             Some(C::CannotOpen) => Failure::CannotOpen,
+            _ => Failure::Other,
+        }
+    }
+
+    fn of_postgres(e: &tokio_postgres::Error) -> Self {
+        use tokio_postgres::error::SqlState as S;
+        let Some(code) = e.code() else {
+            return if e.is_closed() || e.as_db_error().is_none() { Failure::CannotConnect } else { Failure::Other };
+        };
+        match code {
+            c if *c == S::INVALID_PASSWORD || *c == S::INVALID_AUTHORIZATION_SPECIFICATION => Failure::Authentication,
+            c if *c == S::INSUFFICIENT_PRIVILEGE => Failure::PermissionDenied,
+            c if *c == S::DISK_FULL || *c == S::OUT_OF_MEMORY || *c == S::PROGRAM_LIMIT_EXCEEDED => Failure::Full,
+            c if *c == S::READ_ONLY_SQL_TRANSACTION => Failure::ReadOnly,
+            c if *c == S::LOCK_NOT_AVAILABLE || *c == S::T_R_DEADLOCK_DETECTED || *c == S::QUERY_CANCELED => {
+                Failure::Busy
+            }
+            c if *c == S::INVALID_CATALOG_NAME
+                || *c == S::CANNOT_CONNECT_NOW
+                || *c == S::ADMIN_SHUTDOWN
+                || *c == S::CRASH_SHUTDOWN
+                || *c == S::TOO_MANY_CONNECTIONS
+                || *c == S::CONNECTION_FAILURE =>
+            {
+                Failure::CannotConnect
+            }
+            c if *c == S::DATA_CORRUPTED || *c == S::INDEX_CORRUPTED => Failure::Malformed,
             _ => Failure::Other,
         }
     }
@@ -355,10 +404,25 @@ fn writable(path: &std::path::Path) -> bool {
 }
 
 impl Error {
-    /// Names the database file and the operation in a SQLite failure, with what to do about it;
+    /// Names the database and the operation in a database failure, with what to do about it;
     /// other errors are returned as they are.
-    pub(crate) fn at(self, path: &std::path::Path, op: &'static str) -> Error {
-        let Error::Sqlite(e) = self else { return self };
+    pub(crate) fn at(self, location: &super::Location, op: &'static str) -> Error {
+        let path = match (self, location) {
+            (Error::Postgres(e), super::Location::Postgres(server)) => return postgres_failure(&e, server, op),
+            (Error::Unreachable(message), super::Location::Postgres(server)) => {
+                let hint = unreachable_hint(server);
+                return Error::Database {
+                    location: location.clone(),
+                    op,
+                    failure: Failure::CannotConnect,
+                    message,
+                    hint,
+                };
+            }
+            (Error::Sqlite(e), super::Location::File(path)) => (e, path),
+            (other, _) => return other,
+        };
+        let (e, path) = path;
         let failure = Failure::of(&e);
         let message = sqlite_message(&e);
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
@@ -384,8 +448,51 @@ impl Error {
             Failure::CannotOpen => {
                 format!("check that {} exists and that you may read it ({})", dir.display(), permissions(dir))
             }
-            Failure::Other => String::new(),
+            _ => String::new(),
         };
-        Error::Database { path: path.to_path_buf(), op, failure, message, hint }
+        Error::Database { location: location.clone(), op, failure, message, hint }
     }
+}
+
+/// What to do when the server cannot be reached.
+fn unreachable_hint(server: &super::Server) -> String {
+    format!(
+        "check that PostgreSQL is running and accepts connections at {} port {} (pg_isready -h {} -p {} tells), \
+         and that the store URL names the right host",
+        server.host(),
+        server.port(),
+        server.host(),
+        server.port()
+    )
+}
+
+/// A PostgreSQL failure named with its server (never the password) and what to do.
+fn postgres_failure(e: &tokio_postgres::Error, server: &super::Server, op: &'static str) -> Error {
+    let failure = Failure::of_postgres(e);
+    let message = postgres_message(e);
+    let hint = match failure {
+        Failure::CannotConnect => unreachable_hint(server),
+        Failure::Authentication => format!(
+            "the server refused user {} for database {}: check the user and the password (the store URL, \
+             PGPASSWORD or ~/.pgpass) and the server's pg_hba.conf",
+            server.user(),
+            server.database()
+        ),
+        Failure::PermissionDenied => format!(
+            "user {} lacks a privilege on database {}: grant it (the store needs to create tables on first use, \
+             then to read and write them)",
+            server.user(),
+            server.database()
+        ),
+        Failure::Full => "the server is out of space or memory: free some and try again; nothing of this operation \
+            was written"
+            .to_string(),
+        Failure::Busy => "another client kept the database busy: try again when it is done".to_string(),
+        Failure::ReadOnly => {
+            "the server accepts only reads (a standby?): connect to the primary to change anything".to_string()
+        }
+        Failure::Malformed => "the server reports damaged data: ask its administrator".to_string(),
+        _ => String::new(),
+    };
+    Error::Database { location: super::Location::Postgres(server.clone()), op, failure, message, hint }
 }

@@ -2,8 +2,7 @@
 //! tool calls and tool results, whatever compaction did to the live view. What `history_search`
 //! offers the model and what `seshat sessions search` shows people.
 
-use rusqlite::{OptionalExtension as _, params};
-
+use super::db::{Backend, Db, Tx, params};
 use super::ranking::{Index, Ranking};
 use super::{Message, Result, Store};
 use crate::conversation::{Part, Role};
@@ -26,9 +25,11 @@ impl HistoryScope<'_> {
     /// What a query binds for this scope (`None`: not filtered by it): the session's lineage as
     /// [`super::lineage::in_lineage`] matches it (a fork's inherited messages are its history
     /// too), and the project key.
-    pub(super) fn keys(&self, conn: &rusqlite::Connection) -> Result<(Option<String>, Option<&str>)> {
+    pub(super) fn keys(&self, db: &Db) -> Result<(Option<String>, Option<&str>)> {
         Ok(match *self {
-            HistoryScope::Session(id) => (Some(super::lineage::key(&super::lineage::lineage(conn, id)?)), None),
+            HistoryScope::Session(id) => {
+                (Some(super::lineage::key(db.backend(), &super::lineage::lineage(db, id)?)), None)
+            }
             HistoryScope::Project(key) => (None, Some(key)),
             HistoryScope::All => (None, None),
         })
@@ -283,6 +284,59 @@ fn spread(ranked: Vec<Found>, window: u64) -> Vec<Found> {
     apart
 }
 
+/// Adds message `id`'s index text to the history index, inside the write transaction `tx`.
+pub(super) fn index(tx: &Tx<'_>, id: i64, text: &str) -> Result<()> {
+    let sql = match tx.backend() {
+        Backend::Sqlite => "INSERT INTO message_fts (rowid, text) VALUES (?1, ?2)",
+        _ => "INSERT INTO message_search (message_id, words) VALUES (?1, to_tsvector('english', ?2))",
+    };
+    tx.execute(sql, params![id, text])?;
+    Ok(())
+}
+
+/// The two queries of a history search on `backend`: the floor (the oldest message a capped
+/// ranking looks at: the cap-th most recent match, read in id order, which costs no ranking) and
+/// the best matches (by bm25 on SQLite, which reads only the index; by `ts_rank` with length
+/// normalisation on PostgreSQL).
+fn search_sql(backend: Backend) -> (String, String) {
+    let in_project = |n: u8| {
+        format!("(CAST(?{n} AS TEXT) IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?{n}))")
+    };
+    match backend {
+        Backend::Sqlite => (
+            format!(
+                "SELECT message_fts.rowid FROM message_fts JOIN messages m ON m.id = message_fts.rowid \
+                 WHERE message_fts MATCH ?1 AND {} AND {} ORDER BY message_fts.rowid DESC LIMIT 1 OFFSET ?4",
+                super::lineage::in_lineage(backend, 2),
+                in_project(3)
+            ),
+            format!(
+                "SELECT m.id, m.session_id, m.seq FROM message_fts JOIN messages m ON m.id = message_fts.rowid \
+                 WHERE message_fts MATCH ?1 AND message_fts.rowid >= ?5 AND {} AND {} \
+                 ORDER BY bm25(message_fts), m.id DESC LIMIT ?2",
+                super::lineage::in_lineage(backend, 3),
+                in_project(4)
+            ),
+        ),
+        _ => (
+            format!(
+                "SELECT s.message_id FROM message_search s JOIN messages m ON m.id = s.message_id \
+                 WHERE s.words @@ websearch_to_tsquery('english', ?1) AND {} AND {} \
+                 ORDER BY s.message_id DESC LIMIT 1 OFFSET ?4",
+                super::lineage::in_lineage(backend, 2),
+                in_project(3)
+            ),
+            format!(
+                "SELECT m.id, m.session_id, m.seq FROM message_search s JOIN messages m ON m.id = s.message_id \
+                 WHERE s.words @@ websearch_to_tsquery('english', ?1) AND s.message_id >= ?5 AND {} AND {} \
+                 ORDER BY ts_rank(s.words, websearch_to_tsquery('english', ?1), 1) DESC, m.id DESC LIMIT ?2",
+                super::lineage::in_lineage(backend, 3),
+                in_project(4)
+            ),
+        ),
+    }
+}
+
 impl Store {
     /// The messages matching `query` in `scope`, best first, at most `limit`, ranked by
     /// [`Ranking::default`].
@@ -301,49 +355,34 @@ impl Store {
         ranking: &Ranking,
     ) -> Result<Vec<HistoryHit>> {
         on_db!(self, "search the history", {
-            let (session, project) = scope.keys(&self.conn)?;
-            // The oldest message a capped ranking looks at: the cap-th most recent match (read in
-            // rowid order, which costs no ranking).
-            let mut floor = self.conn.prepare_cached(&format!(
-                "SELECT message_fts.rowid FROM message_fts JOIN messages m ON m.id = message_fts.rowid \
-             WHERE message_fts MATCH ?1 AND {} \
-             AND (?3 IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?3)) \
-             ORDER BY message_fts.rowid DESC LIMIT 1 OFFSET ?4",
-                super::lineage::in_lineage(2)
-            ))?;
-            // The best by bm25 (which reads only the index: it keeps no copy of the text).
-            let mut best = self.conn.prepare_cached(&format!(
-                "SELECT m.id, m.session_id, m.seq \
-                 FROM message_fts JOIN messages m ON m.id = message_fts.rowid \
-                 WHERE message_fts MATCH ?1 AND message_fts.rowid >= ?5 AND {} \
-                 AND (?4 IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?4)) \
-                 ORDER BY bm25(message_fts), m.id DESC LIMIT ?2",
-                super::lineage::in_lineage(3)
-            ))?;
+            let (session, project) = scope.keys(&self.db)?;
+            let backend = self.db.backend();
+            let (floor, best) = search_sql(backend);
             let expressions = super::ranking::expressions(query, ranking);
             let any = expressions.any.clone();
-            let words = super::ranking::kept_phrases(query, ranking);
-            let tiers: Vec<String> = expressions.tiers().collect();
+            let words = super::ranking::kept_words(query, ranking);
+            let tiers: Vec<_> = expressions.tiers().collect();
             let mut found: Vec<Found> = Vec::new();
             for expression in &tiers {
                 if found.len() >= limit {
                     break;
                 }
+                let rendered = expression.render(backend);
                 let from: i64 = match ranking.recent_cap {
-                    Some(cap) => floor
-                        .query_row(params![expression, session, project, cap as i64 - 1], |r| r.get(0))
-                        .optional()?
+                    Some(cap) => self
+                        .db
+                        .query_opt(&floor, params![rendered, session, project, cap as i64 - 1], |r| r.get(0))?
                         .unwrap_or(0),
                     None => 0,
                 };
                 // Spreading ranks a wider pool: the hits it moves back leave room.
                 let pool = if ranking.spread > 0 { super::ranking::POOL } else { limit };
-                let rows = best.query_map(params![expression, pool as i64, session, project, from], |r| {
-                    Ok(Found { id: r.get(0)?, session_id: r.get(1)?, seq: r.get(2)? })
-                })?;
-                let mut ranked: Vec<Found> = rows.collect::<rusqlite::Result<_>>()?;
+                let mut ranked: Vec<Found> =
+                    self.db.query_vec(&best, params![rendered, pool as i64, session, project, from], |r| {
+                        Ok(Found { id: r.get(0)?, session_id: r.get(1)?, seq: r.get(2)? })
+                    })?;
                 if ranking.coordination && Some(expression) == any.as_ref() {
-                    ranked = super::ranking::by_coordination(&self.conn, Index::History, ranked, |f| f.id, &words)?;
+                    ranked = super::ranking::by_coordination(&self.db, Index::History, ranked, |f| f.id, &words)?;
                 }
                 if ranking.spread > 0 {
                     ranked = spread(ranked, ranking.spread);
@@ -381,26 +420,18 @@ impl Store {
         ids: &[i64],
         snippet: &dyn Fn(&str) -> String,
     ) -> Result<Vec<HistoryHit>> {
-        let (session, project) = scope.keys(&self.conn)?;
-        let mut stmt = self.conn.prepare_cached(&format!(
+        let (session, project) = scope.keys(&self.db)?;
+        let sql = format!(
             "SELECT m.session_id, m.seq, m.role, m.created_at, m.parts FROM messages m WHERE m.id = ?1 \
              AND {} \
-             AND (?3 IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?3))",
-            super::lineage::in_lineage(2)
-        ))?;
+             AND (CAST(?3 AS TEXT) IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?3))",
+            super::lineage::in_lineage(self.db.backend(), 2)
+        );
         let mut out = Vec::with_capacity(ids.len());
         for &id in ids {
-            let row = stmt
-                .query_row(params![id, session, project], |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, u64>(1)?,
-                        r.get::<_, String>(2)?,
-                        r.get::<_, i64>(3)?,
-                        r.get::<_, String>(4)?,
-                    ))
-                })
-                .optional()?;
+            let row = self.db.query_opt(&sql, params![id, session, project], |r| {
+                Ok((r.get::<String>(0)?, r.get::<u64>(1)?, r.get::<String>(2)?, r.get::<i64>(3)?, r.get::<String>(4)?))
+            })?;
             if let Some((session_id, seq, role, created_at, parts)) = row {
                 let parts: Vec<Part> = serde_json::from_str(&parts).unwrap_or_default();
                 out.push(HistoryHit {

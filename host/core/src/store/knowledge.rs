@@ -2,10 +2,10 @@
 //! A document is replaced whole (its chunks with it) in one transaction, so a search never sees
 //! half of a re-indexed file.
 
-use rusqlite::{OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 
-use super::{Result, Store, now_ms};
+use super::db::{Backend, Row, params};
+use super::{Error, Result, Store, now_ms};
 use seshat_protocol::memory::Scope;
 
 /// A document to index: where it is and what it holds.
@@ -110,54 +110,46 @@ pub struct KnowledgeFilter<'a> {
 }
 
 const VISIBLE: &str =
-    "((d.scope = 'project' AND d.project = ?1) OR d.scope <> 'project') AND (?2 IS NULL OR d.scope = ?2)";
+    "((d.scope = 'project' AND d.project = ?1) OR d.scope <> 'project') AND (CAST(?2 AS TEXT) IS NULL OR d.scope = ?2)";
 
 /// The scope stored in column `i`: a spelling no version writes is a conversion error naming it.
-fn scope_at(row: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Scope> {
+fn scope_at(row: &Row<'_>, i: usize) -> Result<Scope> {
     let text: String = row.get(i)?;
-    Scope::parse(&text).ok_or_else(|| {
-        rusqlite::Error::FromSqlConversionFailure(
-            i,
-            rusqlite::types::Type::Text,
-            format!("`{text}` is not a scope (user, project or cross)").into(),
-        )
-    })
+    Scope::parse(&text)
+        .ok_or_else(|| Error::Column { index: i, message: format!("`{text}` is not a scope (user, project or cross)") })
 }
 
 impl Store {
     /// The id and content hash of an indexed document.
     pub(crate) fn knowledge_document(&self, scope: Scope, project: &str, path: &str) -> Result<Option<(i64, String)>> {
         on_db!(self, "read the knowledge index", {
-            Ok(self
-                .conn
-                .prepare_cached("SELECT id, sha256 FROM documents WHERE scope = ?1 AND project = ?2 AND path = ?3")?
-                .query_row(params![scope.as_str(), project, path], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()?)
+            self.db.query_opt(
+                "SELECT id, sha256 FROM documents WHERE scope = ?1 AND project = ?2 AND path = ?3",
+                params![scope.as_str(), project, path],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
         })
     }
 
     /// Indexes a document with its chunks, replacing what was indexed for its path. Returns its id.
     pub fn knowledge_put(&mut self, doc: &NewDocument, chunks: &[NewChunk]) -> Result<i64> {
         on_db!(self, "index a document", {
-            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = self.db.transaction()?;
             tx.execute(
                 "DELETE FROM documents WHERE scope = ?1 AND project = ?2 AND path = ?3",
                 params![doc.scope.as_str(), doc.project, doc.path],
             )?;
-            tx.execute(
+            let id: i64 = tx.query_value(
                 "INSERT INTO documents (scope, project, path, kind, sha256, bytes, indexed_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
                 params![doc.scope.as_str(), doc.project, doc.path, doc.kind, doc.sha256, doc.bytes, now_ms()],
             )?;
-            let id = tx.last_insert_rowid();
-            {
-                let mut insert = tx.prepare_cached(
+            for (i, c) in chunks.iter().enumerate() {
+                tx.execute(
                     "INSERT INTO chunks (document_id, ordinal, start_line, end_line, heading, text, tokens) \
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    params![id, i as i64, c.start_line, c.end_line, c.heading, c.text, c.tokens],
                 )?;
-                for (i, c) in chunks.iter().enumerate() {
-                    insert.execute(params![id, i as i64, c.start_line, c.end_line, c.heading, c.text, c.tokens])?;
-                }
             }
             super::vectors::bump(&tx)?;
             tx.commit()?;
@@ -168,25 +160,27 @@ impl Store {
     /// The documents `filter` covers, by path.
     pub fn knowledge_documents(&self, filter: KnowledgeFilter<'_>) -> Result<Vec<DocumentInfo>> {
         on_db!(self, "list the knowledge index", {
-            let mut stmt = self.conn.prepare_cached(&format!(
-                "SELECT d.id, d.scope, d.project, d.path, d.kind, d.sha256, d.bytes, d.indexed_at, \
-                 (SELECT count(*) FROM chunks c WHERE c.document_id = d.id) FROM documents d WHERE {VISIBLE} \
-                 ORDER BY d.path, d.scope"
-            ))?;
-            let rows = stmt.query_map(params![filter.project, filter.scope.map(Scope::as_str)], |r| {
-                Ok(DocumentInfo {
-                    id: r.get(0)?,
-                    scope: scope_at(r, 1)?,
-                    project: r.get(2)?,
-                    path: r.get(3)?,
-                    kind: r.get(4)?,
-                    sha256: r.get(5)?,
-                    bytes: r.get(6)?,
-                    indexed_at: r.get(7)?,
-                    chunks: r.get(8)?,
-                })
-            })?;
-            Ok(rows.collect::<rusqlite::Result<_>>()?)
+            self.db.query_vec(
+                &format!(
+                    "SELECT d.id, d.scope, d.project, d.path, d.kind, d.sha256, d.bytes, d.indexed_at, \
+                     (SELECT count(*) FROM chunks c WHERE c.document_id = d.id) FROM documents d WHERE {VISIBLE} \
+                     ORDER BY d.path, d.scope"
+                ),
+                params![filter.project, filter.scope.map(Scope::as_str)],
+                |r| {
+                    Ok(DocumentInfo {
+                        id: r.get(0)?,
+                        scope: scope_at(r, 1)?,
+                        project: r.get(2)?,
+                        path: r.get(3)?,
+                        kind: r.get(4)?,
+                        sha256: r.get(5)?,
+                        bytes: r.get(6)?,
+                        indexed_at: r.get(7)?,
+                        chunks: r.get(8)?,
+                    })
+                },
+            )
         })
     }
 
@@ -194,10 +188,10 @@ impl Store {
     /// how many went.
     pub fn knowledge_remove(&mut self, ids: &[i64]) -> Result<usize> {
         on_db!(self, "remove from the knowledge index", {
-            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = self.db.transaction()?;
             let mut removed = 0;
             for id in ids {
-                removed += tx.execute("DELETE FROM documents WHERE id = ?1", [id])?;
+                removed += tx.execute("DELETE FROM documents WHERE id = ?1", params![id])?;
             }
             super::vectors::bump(&tx)?;
             tx.commit()?;
@@ -223,34 +217,46 @@ impl Store {
         on_db!(self, "search the knowledge index", {
             let expressions = super::ranking::expressions(query, ranking);
             let any = expressions.any.clone();
-            let words = super::ranking::kept_phrases(query, ranking);
-            let mut stmt = self.conn.prepare_cached(&format!(
-                "SELECT c.id, d.path, c.start_line, c.end_line, c.heading, \
-                 snippet(chunk_fts, 0, '[', ']', '…', 16), bm25(chunk_fts, 1.0, 0.5) \
-                 FROM chunk_fts JOIN chunks c ON c.id = chunk_fts.rowid JOIN documents d ON d.id = c.document_id \
-                 WHERE chunk_fts MATCH ?3 AND {VISIBLE} ORDER BY bm25(chunk_fts, 1.0, 0.5), c.id LIMIT ?4"
-            ))?;
+            let words = super::ranking::kept_words(query, ranking);
+            let backend = self.db.backend();
+            let sql = match backend {
+                Backend::Sqlite => format!(
+                    "SELECT c.id, d.path, c.start_line, c.end_line, c.heading, \
+                     snippet(chunk_fts, 0, '[', ']', '…', 16), bm25(chunk_fts, 1.0, 0.5) \
+                     FROM chunk_fts JOIN chunks c ON c.id = chunk_fts.rowid JOIN documents d ON d.id = c.document_id \
+                     WHERE chunk_fts MATCH ?3 AND {VISIBLE} ORDER BY bm25(chunk_fts, 1.0, 0.5), c.id LIMIT ?4"
+                ),
+                // The same shape: a snippet of about 16 words, and a score where lower is better.
+                _ => format!(
+                    "SELECT c.id, d.path, c.start_line, c.end_line, c.heading, \
+                     ts_headline('english', c.text, websearch_to_tsquery('english', ?3), \
+                     'StartSel=[, StopSel=], MaxWords=16, MinWords=8, FragmentDelimiter=…'), \
+                     -ts_rank(c.words, websearch_to_tsquery('english', ?3), 1) AS score \
+                     FROM chunks c JOIN documents d ON d.id = c.document_id \
+                     WHERE c.words @@ websearch_to_tsquery('english', ?3) AND {VISIBLE} ORDER BY score, c.id LIMIT ?4"
+                ),
+            };
             let mut hits: Vec<ChunkHit> = Vec::new();
             for expr in expressions.tiers() {
                 // Coordination reorders a wider pool of the any-word tier.
                 let coordinated = ranking.coordination && Some(&expr) == any.as_ref();
                 let pool = if coordinated { super::ranking::POOL } else { limit };
-                let found =
-                    stmt.query_map(params![filter.project, filter.scope.map(Scope::as_str), expr, pool as i64], |r| {
-                        Ok(ChunkHit {
-                            id: r.get(0)?,
-                            path: r.get(1)?,
-                            start_line: r.get(2)?,
-                            end_line: r.get(3)?,
-                            heading: r.get(4)?,
-                            snippet: r.get(5)?,
-                            score: r.get(6)?,
-                        })
-                    })?;
-                let mut found: Vec<ChunkHit> = found.collect::<rusqlite::Result<_>>()?;
+                let params =
+                    params![filter.project, filter.scope.map(Scope::as_str), expr.render(backend), pool as i64];
+                let mut found: Vec<ChunkHit> = self.db.query_vec(&sql, params, |r| {
+                    Ok(ChunkHit {
+                        id: r.get(0)?,
+                        path: r.get(1)?,
+                        start_line: r.get(2)?,
+                        end_line: r.get(3)?,
+                        heading: r.get(4)?,
+                        snippet: r.get(5)?,
+                        score: r.get(6)?,
+                    })
+                })?;
                 if coordinated {
                     let index = super::ranking::Index::Knowledge;
-                    found = super::ranking::by_coordination(&self.conn, index, found, |h| h.id, &words)?;
+                    found = super::ranking::by_coordination(&self.db, index, found, |h| h.id, &words)?;
                 }
                 for hit in found {
                     if hits.len() < limit && !hits.iter().any(|h| h.id == hit.id) {
@@ -268,9 +274,11 @@ impl Store {
     /// The ids of the documents `filter` covers.
     pub(crate) fn knowledge_document_ids(&self, filter: KnowledgeFilter<'_>) -> Result<Vec<i64>> {
         on_db!(self, "list the knowledge index", {
-            let mut stmt = self.conn.prepare_cached(&format!("SELECT d.id FROM documents d WHERE {VISIBLE}"))?;
-            let rows = stmt.query_map(params![filter.project, filter.scope.map(Scope::as_str)], |r| r.get(0))?;
-            Ok(rows.collect::<rusqlite::Result<_>>()?)
+            self.db.query_vec(
+                &format!("SELECT d.id FROM documents d WHERE {VISIBLE}"),
+                params![filter.project, filter.scope.map(Scope::as_str)],
+                |r| r.get(0),
+            )
         })
     }
 
@@ -298,13 +306,13 @@ impl Store {
     /// project's chunk is not found).
     pub(crate) fn knowledge_chunk(&self, filter: KnowledgeFilter<'_>, id: i64) -> Result<Option<ChunkText>> {
         on_db!(self, "read a chunk", {
-            Ok(self
-                .conn
-                .prepare_cached(&format!(
+            self.db.query_opt(
+                &format!(
                     "SELECT c.id, d.path, c.start_line, c.end_line, c.heading, c.text FROM chunks c \
                      JOIN documents d ON d.id = c.document_id WHERE c.id = ?3 AND {VISIBLE}"
-                ))?
-                .query_row(params![filter.project, filter.scope.map(Scope::as_str), id], |r| {
+                ),
+                params![filter.project, filter.scope.map(Scope::as_str), id],
+                |r| {
                     Ok(ChunkText {
                         id: r.get(0)?,
                         path: r.get(1)?,
@@ -313,8 +321,8 @@ impl Store {
                         heading: r.get(4)?,
                         text: r.get(5)?,
                     })
-                })
-                .optional()?)
+                },
+            )
         })
     }
 }

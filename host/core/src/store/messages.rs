@@ -1,6 +1,6 @@
 //! Appending messages and reading them back, with the compaction and trim records beside them.
 
-use rusqlite::{OptionalExtension, Row, Transaction, TransactionBehavior, params};
+use super::db::{Db, Row, Tx, params};
 
 use super::{Compaction, CompactionStatus, CompactionTrigger, Message, PluginRef, Trim};
 use super::{Error, Result, Store, now_ms};
@@ -11,18 +11,16 @@ const TITLE_CHARS: usize = 80;
 
 pub(super) const MESSAGE_COLUMNS: &str = "seq, role, parts, usage, status, created_at";
 
-fn json_column<T: serde::de::DeserializeOwned>(idx: usize, text: &str) -> rusqlite::Result<T> {
-    serde_json::from_str(text)
-        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, Box::new(e)))
+fn json_column<T: serde::de::DeserializeOwned>(idx: usize, text: &str) -> Result<T> {
+    serde_json::from_str(text).map_err(|e| Error::Column { index: idx, message: e.to_string() })
 }
 
-pub(super) fn message_from_row(row: &Row<'_>) -> rusqlite::Result<Message> {
+pub(super) fn message_from_row(row: &Row<'_>) -> Result<Message> {
     let role: String = row.get(1)?;
     let parts: String = row.get(2)?;
     let usage: Option<String> = row.get(3)?;
     let status: String = row.get(4)?;
-    let bad =
-        |idx, what: String| rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, what.into());
+    let bad = |index, message: String| Error::Column { index, message };
     Ok(Message {
         seq: row.get(0)?,
         role: Role::parse(&role).ok_or_else(|| bad(1, format!("unknown role {role}")))?,
@@ -36,7 +34,7 @@ pub(super) fn message_from_row(row: &Row<'_>) -> rusqlite::Result<Message> {
 pub(super) const COMPACTION_COLUMNS: &str = "trigger, tokens_before, tokens_after, through_seq, \
      first_kept_seq, pinned_seq, summary, model, status, error, created_at, instructions, plugin, plugin_sha256";
 
-pub(super) fn compaction_from_row(row: &Row<'_>) -> rusqlite::Result<Compaction> {
+pub(super) fn compaction_from_row(row: &Row<'_>) -> Result<Compaction> {
     let trigger: String = row.get(0)?;
     let status: String = row.get(8)?;
     Ok(Compaction {
@@ -64,7 +62,7 @@ fn plugin_ref(id: Option<String>, sha256: Option<String>) -> Option<PluginRef> {
 pub(super) const TRIM_COLUMNS: &str =
     "seq, part, original_size, new_size, replacement, created_at, plugin, plugin_sha256";
 
-pub(super) fn trim_from_row(row: &Row<'_>) -> rusqlite::Result<Trim> {
+pub(super) fn trim_from_row(row: &Row<'_>) -> Result<Trim> {
     Ok(Trim {
         seq: row.get(0)?,
         part: row.get(1)?,
@@ -92,7 +90,7 @@ pub fn title_from(parts: &[Part]) -> Option<String> {
 }
 
 /// Inserts one message at `seq` inside an open transaction.
-pub(super) fn insert_message(tx: &Transaction<'_>, session: &str, seq: u64, msg: &NewMessage, at: i64) -> Result<()> {
+pub(super) fn insert_message(tx: &Tx<'_>, session: &str, seq: u64, msg: &NewMessage, at: i64) -> Result<()> {
     insert_encoded(tx, session, seq, Encoded::of(msg)?, at)
 }
 
@@ -127,33 +125,40 @@ const UNCHECKED_PARTS_BYTES: usize = 1 << 20;
 /// Inserts the row and its index entry. SQLite copies what is bound, so the encoded parts are
 /// dropped once bound, and the bindings cleared after the insert: a cached statement would
 /// otherwise keep the last row's copy alive.
-pub(super) fn insert_encoded(tx: &Transaction<'_>, session: &str, seq: u64, msg: Encoded, at: i64) -> Result<()> {
+pub(super) fn insert_encoded(tx: &Tx<'_>, session: &str, seq: u64, msg: Encoded, at: i64) -> Result<()> {
     let Encoded { role, status, parts, usage, index_text } = msg;
-    let huge = parts.len() > UNCHECKED_PARTS_BYTES && parts.starts_with('[') && parts.ends_with(']');
-    if huge {
-        tx.pragma_update(None, "ignore_check_constraints", true)?;
-    }
-    let inserted = insert_row(tx, session, seq, (role, status, parts, usage), at);
-    if huge {
-        tx.pragma_update(None, "ignore_check_constraints", false)?;
-    }
-    inserted?;
+    let id = match &**tx {
+        Db::Sqlite(conn) => {
+            let huge = parts.len() > UNCHECKED_PARTS_BYTES && parts.starts_with('[') && parts.ends_with(']');
+            if huge {
+                conn.pragma_update(None, "ignore_check_constraints", true)?;
+            }
+            let inserted = insert_row(conn, session, seq, (role, status, parts, usage), at);
+            if huge {
+                conn.pragma_update(None, "ignore_check_constraints", false)?;
+            }
+            inserted?;
+            conn.last_insert_rowid()
+        }
+        Db::Postgres(_) => tx.query_value(
+            "INSERT INTO messages (session_id, seq, role, parts, usage, status, created_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
+            params![session, seq, role.as_str(), parts, usage, status.as_str(), at],
+        )?,
+    };
     // The history index, in the same transaction (messages never change, so neither does this).
-    let mut index = tx.prepare_cached("INSERT INTO message_fts (rowid, text) VALUES (?1, ?2)")?;
-    let indexed = index.execute(params![tx.last_insert_rowid(), index_text]);
-    index.clear_bindings();
-    indexed?;
-    Ok(())
+    super::history::index(tx, id, &index_text)
 }
 
+/// Inserts a message's row into a SQLite file, letting go of the parts once SQLite has its copy.
 fn insert_row(
-    tx: &Transaction<'_>,
+    conn: &rusqlite::Connection,
     session: &str,
     seq: u64,
     (role, status, parts, usage): (Role, MessageStatus, String, Option<String>),
     at: i64,
 ) -> Result<()> {
-    let mut insert = tx.prepare_cached(
+    let mut insert = conn.prepare_cached(
         "INSERT INTO messages (session_id, seq, role, parts, usage, status, created_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?;
@@ -174,43 +179,49 @@ fn insert_row(
 /// Whether the session holds a tool call with this id in a message before `before` (a seq).
 /// Calls are looked for from there back, so the usual case (the call just before its result)
 /// reads a few rows; only an orphan reads them all.
-pub(super) fn has_call(conn: &rusqlite::Connection, session: &str, call_id: &str, before: u64) -> Result<bool> {
+pub(super) fn has_call(conn: &Db, session: &str, call_id: &str, before: u64) -> Result<bool> {
     Ok(call_seq(conn, session, call_id, before)?.is_some())
 }
 
 /// The seq of the message before `before` holding the tool call with this id (see [`has_call`]).
-pub(super) fn call_seq(conn: &rusqlite::Connection, session: &str, call_id: &str, before: u64) -> Result<Option<u64>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT parts, seq FROM messages WHERE session_id = ?1 AND seq <= ?2 AND seq > ?3 AND role = 'assistant' \
-         ORDER BY seq DESC",
-    )?;
+pub(super) fn call_seq(db: &Db, session: &str, call_id: &str, before: u64) -> Result<Option<u64>> {
     // The id as it is written in the stored JSON; only a message holding it is decoded.
     let needle =
         serde_json::to_string(call_id).map_err(|e| Error::Corrupt { table: "messages", message: e.to_string() })?;
-    for segment in super::lineage::lineage(conn, session)?.iter().rev() {
+    let mut found = None;
+    for segment in super::lineage::lineage(db, session)?.iter().rev() {
         let last = before.saturating_sub(1).min(segment.through);
         if last <= segment.after {
             continue;
         }
-        let mut rows = stmt.query(params![segment.session, last, segment.after])?;
-        while let Some(row) = rows.next()? {
-            let parts: String = row.get(0)?;
-            if !parts.contains(&needle) {
-                continue;
-            }
-            let parts: Vec<Part> = serde_json::from_str(&parts)
-                .map_err(|e| Error::Corrupt { table: "messages", message: e.to_string() })?;
-            if parts.iter().any(|p| p.tool_call_id() == Some(call_id)) {
-                return Ok(Some(row.get(1)?));
-            }
+        db.for_each(
+            "SELECT parts, seq FROM messages WHERE session_id = ?1 AND seq <= ?2 AND seq > ?3 AND role = 'assistant' \
+             ORDER BY seq DESC",
+            params![segment.session, last, segment.after],
+            |row| {
+                let parts: String = row.get(0)?;
+                if !parts.contains(&needle) {
+                    return Ok(true);
+                }
+                let parts: Vec<Part> = serde_json::from_str(&parts)
+                    .map_err(|e| Error::Corrupt { table: "messages", message: e.to_string() })?;
+                if parts.iter().any(|p| p.tool_call_id() == Some(call_id)) {
+                    found = Some(row.get(1)?);
+                    return Ok(false);
+                }
+                Ok(true)
+            },
+        )?;
+        if found.is_some() {
+            break;
         }
     }
-    Ok(None)
+    Ok(found)
 }
 
 /// Refuses messages that would break the session's structure: a message without parts, or a
 /// tool result that answers no earlier call (in the session or earlier in `messages`).
-fn check_structure(tx: &Transaction<'_>, session: &str, messages: &[NewMessage]) -> Result<()> {
+fn check_structure(tx: &Tx<'_>, session: &str, messages: &[NewMessage]) -> Result<()> {
     let mut batch_calls: std::collections::HashSet<&str> = std::collections::HashSet::new();
     for (index, msg) in messages.iter().enumerate() {
         let invalid = |message: String| Error::InvalidMessage { index, message };
@@ -234,17 +245,12 @@ fn check_structure(tx: &Transaction<'_>, session: &str, messages: &[NewMessage])
 }
 
 /// Appends `messages` to `session` inside the open transaction `tx` (see [`Store::append_at`]).
-pub(super) fn append_in(
-    tx: &Transaction<'_>,
-    session: &str,
-    messages: &[NewMessage],
-    times: &[i64],
-) -> Result<Vec<u64>> {
+pub(super) fn append_in(tx: &Tx<'_>, session: &str, messages: &[NewMessage], times: &[i64]) -> Result<Vec<u64>> {
     let now = now_ms();
     let (count, has_title): (u64, bool) = tx
-        .prepare_cached("SELECT message_count, title IS NOT NULL FROM sessions WHERE id = ?1")?
-        .query_row([session], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?
+        .query_opt("SELECT message_count, title IS NOT NULL FROM sessions WHERE id = ?1", params![session], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?
         .ok_or_else(|| Error::SessionNotFound(session.to_string()))?;
     check_structure(tx, session, messages)?;
     let mut title = None;
@@ -266,31 +272,30 @@ pub(super) fn append_in(
         }
         seqs.push(seq);
     }
-    tx.prepare_cached(
+    tx.execute(
         "UPDATE sessions SET message_count = ?2, updated_at = ?3, title = coalesce(title, ?4), \
      input_tokens = input_tokens + ?5, output_tokens = output_tokens + ?6, \
      cache_read_tokens = cache_read_tokens + ?7, cache_creation_tokens = cache_creation_tokens + ?8, \
      context_tokens = coalesce(?9, context_tokens) WHERE id = ?1",
-    )?
-    .execute(params![
-        session,
-        count + messages.len() as u64,
-        now,
-        title,
-        totals.input_tokens,
-        totals.output_tokens,
-        totals.cache_read_tokens,
-        totals.cache_creation_tokens,
-        context
-    ])?;
+        params![
+            session,
+            count + messages.len() as u64,
+            now,
+            title,
+            totals.input_tokens,
+            totals.output_tokens,
+            totals.cache_read_tokens,
+            totals.cache_creation_tokens,
+            context
+        ],
+    )?;
     Ok(seqs)
 }
 
 /// Records `compaction` inside the open transaction `tx` (see [`Store::record_compaction`]).
-pub(super) fn compaction_in(tx: &Transaction<'_>, session: &str, compaction: &Compaction) -> Result<u32> {
+pub(super) fn compaction_in(tx: &Tx<'_>, session: &str, compaction: &Compaction) -> Result<u32> {
     let count: u64 = tx
-        .query_row("SELECT message_count FROM sessions WHERE id = ?1", [session], |r| r.get(0))
-        .optional()?
+        .query_opt("SELECT message_count FROM sessions WHERE id = ?1", params![session], |r| r.get(0))?
         .ok_or_else(|| Error::SessionNotFound(session.to_string()))?;
     if count != compaction.through_seq {
         return Err(Error::Conflict { session: session.into(), expected: compaction.through_seq, found: count });
@@ -298,8 +303,9 @@ pub(super) fn compaction_in(tx: &Transaction<'_>, session: &str, compaction: &Co
     insert_compaction(tx, session, compaction)?;
     let failures: u32 = tx.query_row(
         "UPDATE sessions SET compaction_failures = \
-     CASE WHEN ?2 = 'ok' AND ?4 IS NULL THEN 0 ELSE compaction_failures + 1 END, \
-     context_tokens = CASE WHEN ?2 = 'ok' AND ?5 IS NOT NULL THEN ?5 ELSE context_tokens END, \
+     CASE WHEN ?2 = 'ok' AND CAST(?4 AS TEXT) IS NULL THEN 0 ELSE compaction_failures + 1 END, \
+     context_tokens = CASE WHEN ?2 = 'ok' AND CAST(?5 AS BIGINT) IS NOT NULL THEN CAST(?5 AS BIGINT) \
+     ELSE context_tokens END, \
      updated_at = ?3 WHERE id = ?1 RETURNING compaction_failures",
         params![session, status_str(compaction.status), now_ms(), compaction.error, compaction.tokens_after],
         |r| r.get(0),
@@ -327,9 +333,9 @@ impl Store {
             }
         }
         on_db!(self, "append messages", {
-            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = self.db.transaction()?;
             let seqs = append_in(&tx, session, messages, times)?;
-            crate::crash_point::commit(tx, "append")?;
+            tx.commit_at("append")?;
             Ok(seqs)
         })
     }
@@ -349,17 +355,16 @@ impl Store {
 
     /// Messages with `from <= seq <= to`, in order, wherever in the session's lineage they live.
     pub(super) fn messages_between(&self, session: &str, from: u64, to: u64) -> Result<Vec<Message>> {
-        let mut stmt = self.conn.prepare_cached(&format!(
+        let sql = format!(
             "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 AND seq >= ?2 AND seq <= ?3 ORDER BY seq"
-        ))?;
+        );
         let mut out = Vec::new();
-        for segment in super::lineage::lineage(&self.conn, session)? {
+        for segment in super::lineage::lineage(&self.db, session)? {
             let (low, high) = (from.max(segment.after + 1), to.min(segment.through));
             if low > high {
                 continue;
             }
-            let rows = stmt.query_map(params![segment.session, low, high], message_from_row)?;
-            out.extend(rows.collect::<rusqlite::Result<Vec<_>>>()?);
+            out.extend(self.db.query_vec(&sql, params![segment.session, low, high], message_from_row)?);
         }
         Ok(out)
     }
@@ -372,22 +377,22 @@ impl Store {
     /// Every compaction record of the session, oldest first.
     pub fn compactions(&self, session: &str) -> Result<Vec<Compaction>> {
         on_db!(self, "read the compactions", {
-            let mut stmt = self.conn.prepare_cached(&format!(
-                "SELECT {COMPACTION_COLUMNS} FROM compactions WHERE session_id = ?1 ORDER BY id"
-            ))?;
-            let rows = stmt.query_map([session], compaction_from_row)?;
-            Ok(rows.collect::<rusqlite::Result<_>>()?)
+            self.db.query_vec(
+                &format!("SELECT {COMPACTION_COLUMNS} FROM compactions WHERE session_id = ?1 ORDER BY id"),
+                params![session],
+                compaction_from_row,
+            )
         })
     }
 
     /// Every trim record of the session, oldest first.
     pub fn trims(&self, session: &str) -> Result<Vec<Trim>> {
         on_db!(self, "read the trims", {
-            let mut stmt = self
-                .conn
-                .prepare_cached(&format!("SELECT {TRIM_COLUMNS} FROM trims WHERE session_id = ?1 ORDER BY id"))?;
-            let rows = stmt.query_map([session], trim_from_row)?;
-            Ok(rows.collect::<rusqlite::Result<_>>()?)
+            self.db.query_vec(
+                &format!("SELECT {TRIM_COLUMNS} FROM trims WHERE session_id = ?1 ORDER BY id"),
+                params![session],
+                trim_from_row,
+            )
         })
     }
 
@@ -397,9 +402,9 @@ impl Store {
     /// carries an `error` (a summary that is used but freed too little). Returns the counter after.
     pub fn record_compaction(&mut self, session: &str, compaction: &Compaction) -> Result<u32> {
         on_db!(self, "record a compaction", {
-            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = self.db.transaction()?;
             let failures = compaction_in(&tx, session, compaction)?;
-            crate::crash_point::commit(tx, "compaction")?;
+            tx.commit_at("compaction")?;
             Ok(failures)
         })
     }
@@ -419,7 +424,7 @@ impl Store {
     ) -> Result<Vec<Trim>> {
         on_db!(self, "record trims", {
             let now = now_ms();
-            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = self.db.transaction()?;
             let mut out = Vec::with_capacity(trims.len());
             for (seq, part, replacement) in trims {
                 let original_size = tool_result_size(&tx, session, *seq, *part)?;
@@ -446,7 +451,7 @@ impl Store {
                 out.push(trim);
             }
             tx.execute("UPDATE sessions SET updated_at = ?2 WHERE id = ?1", params![session, now])?;
-            crate::crash_point::commit(tx, "trims")?;
+            tx.commit_at("trims")?;
             Ok(out)
         })
     }
@@ -455,7 +460,7 @@ impl Store {
     /// summarising off for the session.
     pub fn set_compaction_state(&mut self, session: &str, failures: u32, auto_compact_disabled: bool) -> Result<()> {
         on_db!(self, "record the compaction state", {
-            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = self.db.transaction()?;
             let n = tx.execute(
                 "UPDATE sessions SET compaction_failures = ?2, auto_compact_disabled = ?3 WHERE id = ?1",
                 params![session, failures, auto_compact_disabled],
@@ -470,14 +475,13 @@ impl Store {
 }
 
 /// The size in bytes of a tool result's original content.
-fn tool_result_size(tx: &Transaction<'_>, session: &str, seq: u64, part: u32) -> Result<u64> {
+fn tool_result_size(tx: &Tx<'_>, session: &str, seq: u64, part: u32) -> Result<u64> {
     let invalid = |reason: &str| Error::InvalidTrim { seq, part, reason: reason.to_string() };
     let owner = super::lineage::owner(tx, session, seq)?.ok_or_else(|| invalid("no such message"))?;
     let parts: String = tx
-        .query_row("SELECT parts FROM messages WHERE session_id = ?1 AND seq = ?2", params![owner.session, seq], |r| {
+        .query_opt("SELECT parts FROM messages WHERE session_id = ?1 AND seq = ?2", params![owner.session, seq], |r| {
             r.get(0)
-        })
-        .optional()?
+        })?
         .ok_or_else(|| invalid("no such message"))?;
     let parts: Vec<Part> =
         serde_json::from_str(&parts).map_err(|e| Error::Corrupt { table: "messages", message: e.to_string() })?;
@@ -495,51 +499,51 @@ pub(super) fn status_str(s: CompactionStatus) -> &'static str {
     }
 }
 
-pub(super) fn insert_compaction(tx: &Transaction<'_>, session: &str, c: &Compaction) -> Result<()> {
+/// Inserts a compaction record, returning its id.
+pub(super) fn insert_compaction(tx: &Tx<'_>, session: &str, c: &Compaction) -> Result<i64> {
     let trigger = match c.trigger {
         CompactionTrigger::Auto => "auto",
         CompactionTrigger::Manual => "manual",
     };
-    tx.prepare_cached(
+    tx.query_value(
         "INSERT INTO compactions (session_id, trigger, tokens_before, tokens_after, through_seq, \
          first_kept_seq, pinned_seq, summary, model, status, error, created_at, instructions, plugin, \
-         plugin_sha256) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
-    )?
-    .execute(params![
-        session,
-        trigger,
-        c.tokens_before,
-        c.tokens_after,
-        c.through_seq,
-        c.first_kept_seq,
-        c.pinned_seq,
-        c.summary,
-        c.model,
-        status_str(c.status),
-        c.error,
-        c.created_at,
-        c.instructions,
-        c.plugin.as_ref().map(|p| &p.id),
-        c.plugin.as_ref().map(|p| &p.sha256),
-    ])?;
-    Ok(())
+         plugin_sha256) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) RETURNING id",
+        params![
+            session,
+            trigger,
+            c.tokens_before,
+            c.tokens_after,
+            c.through_seq,
+            c.first_kept_seq,
+            c.pinned_seq,
+            c.summary,
+            c.model,
+            status_str(c.status),
+            c.error,
+            c.created_at,
+            c.instructions,
+            c.plugin.as_ref().map(|p| &p.id),
+            c.plugin.as_ref().map(|p| &p.sha256),
+        ],
+    )
 }
 
-pub(super) fn insert_trim(tx: &Transaction<'_>, session: &str, t: &Trim) -> Result<()> {
-    tx.prepare_cached(
+/// Inserts a trim record, returning its id.
+pub(super) fn insert_trim(tx: &Tx<'_>, session: &str, t: &Trim) -> Result<i64> {
+    tx.query_value(
         "INSERT INTO trims (session_id, seq, part, original_size, new_size, replacement, created_at, plugin, \
-         plugin_sha256) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-    )?
-    .execute(params![
-        session,
-        t.seq,
-        t.part,
-        t.original_size,
-        t.new_size,
-        t.replacement,
-        t.created_at,
-        t.plugin.as_ref().map(|p| &p.id),
-        t.plugin.as_ref().map(|p| &p.sha256)
-    ])?;
-    Ok(())
+         plugin_sha256) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id",
+        params![
+            session,
+            t.seq,
+            t.part,
+            t.original_size,
+            t.new_size,
+            t.replacement,
+            t.created_at,
+            t.plugin.as_ref().map(|p| &p.id),
+            t.plugin.as_ref().map(|p| &p.sha256)
+        ],
+    )
 }

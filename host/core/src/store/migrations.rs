@@ -1,50 +1,57 @@
-//! Schema migrations: numbered SQL files, applied in order, one transaction each, tracked by
-//! `PRAGMA user_version`.
-
-use rusqlite::{Connection, Transaction, TransactionBehavior};
+//! Schema migrations, numbered per backend: SQL files applied in order, one transaction each,
+//! tracked by `PRAGMA user_version` in a SQLite file and by the `seshat_schema` table on
+//! PostgreSQL (whose schema starts at its own 1, the SQLite schema's 11 with owners).
 
 use super::Result;
+use super::db::{Backend, Db, Tx, params};
 
 /// Seshat's `PRAGMA application_id` ("SESH"), written by the first migration.
 pub const APPLICATION_ID: i32 = 0x5345_5348;
 
 /// Work a migration does after its SQL, inside the same transaction: filling what the SQL made
 /// from existing rows in batches, reporting progress as it goes.
-type Backfill = fn(&Transaction<'_>, &mut dyn FnMut(u64, u64)) -> Result<()>;
+type Backfill = fn(&Tx<'_>, &mut dyn FnMut(u64, u64)) -> Result<()>;
 
 /// The migrations, in order; migration `i` (1-based) brings the schema to version `i`.
 const MIGRATIONS: &[(&str, &str, Option<Backfill>)] = &[
-    ("0001_init", include_str!("migrations/0001_init.sql"), None),
-    ("0002_compaction", include_str!("migrations/0002_compaction.sql"), None),
-    ("0003_memory", include_str!("migrations/0003_memory.sql"), None),
-    ("0004_model_windows", include_str!("migrations/0004_model_windows.sql"), None),
-    ("0005_history_index", include_str!("migrations/0005_history_index.sql"), Some(index_history)),
-    ("0006_pins_and_undo", include_str!("migrations/0006_pins_and_undo.sql"), None),
-    ("0007_plugin_provenance", include_str!("migrations/0007_plugin_provenance.sql"), None),
-    ("0008_knowledge", include_str!("migrations/0008_knowledge.sql"), None),
-    ("0009_vectors", include_str!("migrations/0009_vectors.sql"), None),
-    ("0010_stemmed_search", include_str!("migrations/0010_stemmed_search.sql"), None),
-    ("0011_branches", include_str!("migrations/0011_branches.sql"), None),
+    ("0001_init", include_str!("migrations/sqlite/0001_init.sql"), None),
+    ("0002_compaction", include_str!("migrations/sqlite/0002_compaction.sql"), None),
+    ("0003_memory", include_str!("migrations/sqlite/0003_memory.sql"), None),
+    ("0004_model_windows", include_str!("migrations/sqlite/0004_model_windows.sql"), None),
+    ("0005_history_index", include_str!("migrations/sqlite/0005_history_index.sql"), Some(index_history)),
+    ("0006_pins_and_undo", include_str!("migrations/sqlite/0006_pins_and_undo.sql"), None),
+    ("0007_plugin_provenance", include_str!("migrations/sqlite/0007_plugin_provenance.sql"), None),
+    ("0008_knowledge", include_str!("migrations/sqlite/0008_knowledge.sql"), None),
+    ("0009_vectors", include_str!("migrations/sqlite/0009_vectors.sql"), None),
+    ("0010_stemmed_search", include_str!("migrations/sqlite/0010_stemmed_search.sql"), None),
+    ("0011_branches", include_str!("migrations/sqlite/0011_branches.sql"), None),
 ];
+
+/// PostgreSQL's migrations, in order.
+const POSTGRES_MIGRATIONS: &[(&str, &str, Option<Backfill>)] =
+    &[("0001_init", include_str!("migrations/postgres/0001_init.sql"), None)];
 
 /// Messages indexed per statement by [`index_history`].
 const INDEX_BATCH: i64 = 2_000;
 
 /// Indexes the messages written before the history index existed, a batch of ids at a time.
-fn index_history(tx: &Transaction<'_>, progress: &mut dyn FnMut(u64, u64)) -> Result<()> {
+fn index_history(tx: &Tx<'_>, progress: &mut dyn FnMut(u64, u64)) -> Result<()> {
     let (total, last): (u64, i64) =
-        tx.query_row("SELECT count(*), coalesce(max(id), 0) FROM messages", [], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    let mut read = tx.prepare("SELECT id, parts FROM messages WHERE id > ?1 AND id <= ?2")?;
-    let mut insert = tx.prepare("INSERT INTO message_fts (rowid, text) VALUES (?1, ?2)")?;
+        tx.query_row("SELECT count(*), coalesce(max(id), 0) FROM messages", params![], |r| Ok((r.get(0)?, r.get(1)?)))?;
     let (mut from, mut done) = (0i64, 0u64);
     while from < last {
-        let rows: Vec<(i64, String)> = read
-            .query_map([from, from + INDEX_BATCH], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<rusqlite::Result<_>>()?;
+        let rows: Vec<(i64, String)> = tx.query_vec(
+            "SELECT id, parts FROM messages WHERE id > ?1 AND id <= ?2",
+            params![from, from + INDEX_BATCH],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
         for (id, parts) in rows {
             let parts: Vec<crate::conversation::Part> = serde_json::from_str(&parts)
                 .map_err(|e| super::Error::Corrupt { table: "messages", message: format!("message {id}: {e}") })?;
-            insert.execute(rusqlite::params![id, super::history::index_text(&parts)])?;
+            tx.execute(
+                "INSERT INTO message_fts (rowid, text) VALUES (?1, ?2)",
+                params![id, super::history::index_text(&parts)],
+            )?;
             done += 1;
         }
         from += INDEX_BATCH;
@@ -65,29 +72,54 @@ pub fn on_migration_progress(progress: Progress) -> bool {
     PROGRESS.set(progress).is_ok()
 }
 
-/// The schema version this binary writes.
+/// The SQLite schema version this binary writes.
 pub const LATEST: u32 = MIGRATIONS.len() as u32;
 
-/// Reads `PRAGMA user_version`.
-pub fn version(conn: &Connection) -> Result<u32> {
+/// The PostgreSQL schema version this binary writes.
+pub const LATEST_POSTGRES: u32 = POSTGRES_MIGRATIONS.len() as u32;
+
+/// Reads a SQLite file's `PRAGMA user_version`.
+pub(crate) fn sqlite_version(conn: &rusqlite::Connection) -> Result<u32> {
     Ok(conn.pragma_query_value(None, "user_version", |r| r.get(0))?)
 }
 
-/// Applies every migration newer than the database's version. Each runs in its own `BEGIN
-/// IMMEDIATE` transaction that re-reads the version first, so processes opening a database at the
-/// same moment apply each migration exactly once.
-pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
-    for (index, (name, sql, backfill)) in MIGRATIONS.iter().enumerate() {
+/// Reads a PostgreSQL database's schema version (0 before the first migration).
+pub(crate) fn postgres_version(db: &Db) -> Result<u32> {
+    let exists: bool = db.query_value("SELECT to_regclass('seshat_schema') IS NOT NULL", params![])?;
+    if !exists {
+        return Ok(0);
+    }
+    Ok(db.query_opt("SELECT version FROM seshat_schema", params![], |r| r.get(0))?.unwrap_or(0))
+}
+
+fn version(db: &Db) -> Result<u32> {
+    match db {
+        Db::Sqlite(conn) => sqlite_version(conn),
+        Db::Postgres(_) => postgres_version(db),
+    }
+}
+
+/// Applies every migration newer than the database's version. Each runs in its own write
+/// transaction that re-reads the version first, so processes opening a database at the same
+/// moment apply each migration exactly once.
+pub(crate) fn migrate(db: &mut Db) -> Result<()> {
+    let migrations = match db.backend() {
+        Backend::Sqlite => MIGRATIONS,
+        Backend::Postgres => POSTGRES_MIGRATIONS,
+    };
+    for (index, (name, sql, backfill)) in migrations.iter().enumerate() {
         let target = index as u32 + 1;
-        if version(conn)? >= target {
+        if version(db)? >= target {
             continue;
         }
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = db.transaction()?;
         if version(&tx)? >= target {
             continue;
         }
-        if target == 1 {
-            tx.pragma_update(None, "application_id", APPLICATION_ID)?;
+        if let Db::Sqlite(conn) = &*tx
+            && target == 1
+        {
+            conn.pragma_update(None, "application_id", APPLICATION_ID)?;
         }
         tx.execute_batch(sql)?;
         if let Some(backfill) = backfill {
@@ -98,8 +130,14 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
                 }
             })?;
         }
-        tx.pragma_update(None, "user_version", target)?;
-        crate::crash_point::commit(tx, "migration")?;
+        match &*tx {
+            Db::Sqlite(conn) => conn.pragma_update(None, "user_version", target)?,
+            Db::Postgres(_) => {
+                tx.execute("DELETE FROM seshat_schema", params![])?;
+                tx.execute("INSERT INTO seshat_schema (version) VALUES (?1)", params![target])?;
+            }
+        }
+        tx.commit_at("migration")?;
     }
     Ok(())
 }

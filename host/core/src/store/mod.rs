@@ -1,16 +1,18 @@
-//! The session store: every conversation in one local SQLite file.
+//! The session store: every conversation in one local SQLite file, or in one PostgreSQL database
+//! that many processes and machines share ([`Location`]).
 //!
 //! Messages are append-only (enforced by triggers); compactions and trims are records beside the
-//! originals. Every write is one `BEGIN IMMEDIATE` transaction, the file is in WAL mode with a
-//! busy timeout, so several processes can share it and a crash loses no acknowledged write.
+//! originals. Every write is one transaction that holds the store's write lock (see [`db`]); a
+//! SQLite file is in WAL mode with a busy timeout, so several processes can share it and a crash
+//! loses no acknowledged write.
 
-/// Runs a store method's body, naming the database file and `op` in any SQLite failure it
-/// returns ([`Error::Database`]).
+/// Runs a store method's body, naming the database and `op` in any database failure it returns
+/// ([`Error::Database`]).
 macro_rules! on_db {
     ($self:ident, $op:literal, $body:block) => {{
         #[allow(clippy::redundant_closure_call)]
         let result = (|| -> $crate::store::Result<_> { $body })();
-        result.map_err(|e| e.at(&$self.path, $op))
+        result.map_err(|e| e.at(&$self.location, $op))
     }};
 }
 
@@ -20,6 +22,7 @@ mod error;
 mod history;
 mod knowledge;
 mod lineage;
+mod location;
 mod messages;
 mod migrations;
 mod models;
@@ -28,19 +31,21 @@ mod pins;
 pub mod ranking;
 mod sessions;
 mod sources;
+mod tls;
 mod transfer;
 mod vectors;
 mod view;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use rusqlite::Connection;
+use db::Db;
 
 pub use branches::{Forked, Rewind, Rewound};
-pub(crate) use error::sqlite_message;
+pub use db::Backend;
 pub use error::{Error, Failure, Result};
 pub use history::{HISTORY_RANGE_MAX, HistoryHit, HistoryScope, INDEX_WHOLE_BYTES, INDEX_WHOLE_TEXT_BYTES, index_text};
 pub use knowledge::{ChunkHit, ChunkText, DocumentInfo, KnowledgeFilter, NewChunk, NewDocument};
+pub use location::{Location, Server};
 pub use messages::title_from;
 pub use migrations::{APPLICATION_ID, LATEST as SCHEMA_VERSION, Progress, on_migration_progress};
 pub use models::{DISCOVERY_TTL_MS, ModelWindow, WindowOrigin};
@@ -65,44 +70,66 @@ pub(crate) const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_s
 
 /// An open session database.
 pub struct Store {
-    conn: Connection,
-    path: PathBuf,
+    db: Db,
+    location: Location,
 }
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("path", &self.path).finish_non_exhaustive()
+        f.debug_struct("Store").field("location", &self.location).finish_non_exhaustive()
     }
 }
 
 impl Store {
-    /// Opens (creating if needed, mode 0600) and migrates the database at `path`.
+    /// Opens (creating if needed, mode 0600) and migrates the SQLite database at `path`.
     ///
     /// A non-empty file without Seshat's application id, or with a schema newer than this binary,
     /// is refused and left byte-for-byte untouched.
     pub fn open(path: &Path) -> Result<Self> {
-        let conn = open::open(path).map_err(|e| e.at(path, "open the database"))?;
-        Ok(Self { conn, path: path.to_path_buf() })
+        Self::connect(&Location::File(path.to_path_buf()))
     }
 
-    /// The database file's path.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// Opens the store at `location`: a SQLite file as [`Store::open`] does, or a PostgreSQL
+    /// database, migrated to this binary's schema (a database with a newer schema is refused).
+    pub fn connect(location: &Location) -> Result<Self> {
+        let db = match location {
+            Location::File(path) => open::open(path),
+            Location::Postgres(server) => open::connect(server),
+        }
+        .map_err(|e| e.at(location, "open the database"))?;
+        Ok(Self { db, location: location.clone() })
     }
 
-    /// The underlying connection, for read-only inspection (tests, benchmarks, diagnostics).
-    pub fn connection(&self) -> &Connection {
-        &self.conn
+    /// Where the store is.
+    pub fn location(&self) -> &Location {
+        &self.location
     }
 
-    /// The connection and the file's path, for a subsystem that names the file in its errors.
-    pub(crate) fn parts_mut(&mut self) -> (&mut Connection, &Path) {
-        (&mut self.conn, &self.path)
+    /// The engine the store runs on.
+    pub fn backend(&self) -> Backend {
+        self.db.backend()
     }
 
-    /// The connection for other subsystems that keep their tables in this database (memory).
-    pub(crate) fn connection_mut(&mut self) -> &mut Connection {
-        &mut self.conn
+    /// The SQLite database file's path (`None` on PostgreSQL).
+    pub fn path(&self) -> Option<&Path> {
+        match &self.location {
+            Location::File(path) => Some(path),
+            Location::Postgres(_) => None,
+        }
+    }
+
+    /// The underlying SQLite connection, for read-only inspection (tests, benchmarks,
+    /// diagnostics); `None` on PostgreSQL.
+    pub fn sqlite_connection(&self) -> Option<&rusqlite::Connection> {
+        match &self.db {
+            Db::Sqlite(conn) => Some(conn),
+            Db::Postgres(_) => None,
+        }
+    }
+
+    /// The connection and where it leads, for a subsystem that names the database in its errors.
+    pub(crate) fn parts_mut(&mut self) -> (&mut Db, &Location) {
+        (&mut self.db, &self.location)
     }
 }
 

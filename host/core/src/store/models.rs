@@ -2,7 +2,7 @@
 //! when asked, or one a refusal or a silent truncation revealed. Keyed by (base URL, model), so
 //! the same model id on two servers is two entries.
 
-use rusqlite::{OptionalExtension, params};
+use super::db::params;
 use serde::Serialize;
 
 use super::{Result, Store};
@@ -53,23 +53,20 @@ impl Store {
     /// What is known of `model` at `base_url`, stale or not.
     pub fn model_window(&self, base_url: &str, model: &str) -> Result<Option<ModelWindow>> {
         on_db!(self, "read a model window", {
-            Ok(self
-                .conn
-                .query_row(
-                    "SELECT context_window, max_output_tokens, source, learnt_at FROM model_windows \
+            self.db.query_opt(
+                "SELECT context_window, max_output_tokens, source, learnt_at FROM model_windows \
                  WHERE base_url = ?1 AND model = ?2",
-                    params![base_url, model],
-                    |r| {
-                        let source: String = r.get(2)?;
-                        Ok(ModelWindow {
-                            context_window: r.get(0)?,
-                            max_output_tokens: r.get(1)?,
-                            origin: if source == "learnt" { WindowOrigin::Learnt } else { WindowOrigin::Discovered },
-                            learnt_at: r.get(3)?,
-                        })
-                    },
-                )
-                .optional()?)
+                params![base_url, model],
+                |r| {
+                    let source: String = r.get(2)?;
+                    Ok(ModelWindow {
+                        context_window: r.get(0)?,
+                        max_output_tokens: r.get(1)?,
+                        origin: if source == "learnt" { WindowOrigin::Learnt } else { WindowOrigin::Discovered },
+                        learnt_at: r.get(3)?,
+                    })
+                },
+            )
         })
     }
 
@@ -78,7 +75,7 @@ impl Store {
     /// entry without a window (an output limit alone) keeps the existing window's origin and age.
     pub fn record_model_window(&mut self, base_url: &str, model: &str, window: &ModelWindow) -> Result<()> {
         on_db!(self, "record a model window", {
-            self.conn.execute(
+            self.db.execute(
             "INSERT INTO model_windows (base_url, model, context_window, max_output_tokens, source, learnt_at) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
              ON CONFLICT (base_url, model) DO UPDATE SET \

@@ -15,12 +15,13 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags};
 
+use super::db::{Db, Postgres};
 use super::migrations::{self, APPLICATION_ID};
-use super::{BUSY_TIMEOUT, Error, Result};
+use super::{BUSY_TIMEOUT, Error, Result, Server};
 
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
-pub(super) fn open(path: &Path) -> Result<Connection> {
+pub(super) fn open(path: &Path) -> Result<Db> {
     let io = |action| move |cause| Error::Io { action, path: path.to_path_buf(), cause };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         create_private_dir(dir).map_err(io("cannot create directory for"))?;
@@ -45,16 +46,20 @@ pub(super) fn open(path: &Path) -> Result<Connection> {
     // Checked again through SQLite itself, which never closes a descriptor the process holds locks
     // through: a file already seen may have been replaced by another one at the same inode.
     check_application_id(&conn, path)?;
-    let found = match migrations::version(&conn) {
+    let found = match migrations::sqlite_version(&conn) {
         Ok(found) => found,
         Err(e) if cannot_create_wal_files(&e, path) => {
             conn = open_immutable(path)?;
-            migrations::version(&conn)?
+            migrations::sqlite_version(&conn)?
         }
         Err(e) => return Err(e),
     };
     if found > migrations::LATEST {
-        return Err(Error::NewerSchema { path: path.to_path_buf(), found, supported: migrations::LATEST });
+        return Err(Error::NewerSchema {
+            location: super::Location::File(path.to_path_buf()),
+            found,
+            supported: migrations::LATEST,
+        });
     }
     conn.pragma_update(None, "foreign_keys", true)?;
     let read_only = conn.is_readonly(rusqlite::MAIN_DB)?;
@@ -68,14 +73,49 @@ pub(super) fn open(path: &Path) -> Result<Connection> {
             )),
         )));
     }
-    migrations::migrate(&mut conn)?;
+    let mut db = Db::Sqlite(conn);
+    migrations::migrate(&mut db)?;
+    let Db::Sqlite(conn) = &db else { unreachable!("opened as SQLite") };
     if !read_only {
-        use_wal(&conn)?;
+        use_wal(conn)?;
     }
     // In WAL mode NORMAL loses nothing on a process crash; only an OS crash can drop the last
     // transactions.
     conn.pragma_update(None, "synchronous", "NORMAL")?;
-    Ok(conn)
+    Ok(db)
+}
+
+/// The oldest PostgreSQL server the store runs on.
+pub(crate) const POSTGRES_MIN_VERSION: u32 = 13;
+
+/// Connects to a PostgreSQL database and migrates it: a server older than
+/// [`POSTGRES_MIN_VERSION`] or a schema newer than this binary is refused before anything is
+/// written.
+pub(super) fn connect(server: &Server) -> Result<Db> {
+    let pg = match server.tls() {
+        super::location::TlsMode::Disable => Postgres::connect(server.config(), tokio_postgres::NoTls),
+        _ => Postgres::connect(server.config(), super::tls::connector(server)?),
+    }
+    .map_err(|e| match e {
+        super::db::ConnectFailure::Postgres(e) => Error::Postgres(e),
+        super::db::ConnectFailure::Io(e) => Error::Unreachable(e.to_string()),
+    })?;
+    let mut db = Db::Postgres(pg);
+    let version: String = db.query_value("SHOW server_version_num", super::db::params![])?;
+    let version: u32 = version.trim().parse().unwrap_or(0) / 10_000;
+    if version < POSTGRES_MIN_VERSION {
+        return Err(Error::ServerTooOld { found: version, needed: POSTGRES_MIN_VERSION });
+    }
+    let found = migrations::postgres_version(&db)?;
+    if found > migrations::LATEST_POSTGRES {
+        return Err(Error::NewerSchema {
+            location: super::Location::Postgres(server.clone()),
+            found,
+            supported: migrations::LATEST_POSTGRES,
+        });
+    }
+    migrations::migrate(&mut db)?;
+    Ok(db)
 }
 
 /// Whether opening failed only because SQLite could not create the `-wal`/`-shm` files of a WAL

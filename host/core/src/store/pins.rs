@@ -4,9 +4,9 @@
 
 use std::collections::BTreeSet;
 
-use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
+use super::db::{Backend, Db, params};
 use super::{Error, Result, Store, now_ms};
 use crate::conversation::Part;
 
@@ -37,27 +37,33 @@ pub(super) const LIVE_TRIM: &str = "NOT EXISTS (SELECT 1 FROM retractions r WHER
 /// The seqs of the messages a pin of `seq` covers: the message, and the other side of every tool
 /// exchange it takes part in (a call's results, a result's call and that call's other results),
 /// so that a pin never splits a pair.
-pub(super) fn pair_closure(tx: &Connection, session: &str, seq: u64) -> Result<BTreeSet<u64>> {
+pub(super) fn pair_closure(tx: &Db, session: &str, seq: u64) -> Result<BTreeSet<u64>> {
     let segments = super::lineage::lineage(tx, session)?;
     let parts_of = |seq: u64| -> Result<Option<Vec<Part>>> {
         let Some(owner) = segments.iter().find(|s| s.holds(seq)) else { return Ok(None) };
-        let parts: Option<String> = tx
-            .query_row(
-                "SELECT parts FROM messages WHERE session_id = ?1 AND seq = ?2",
-                params![owner.session, seq],
-                |r| r.get(0),
-            )
-            .optional()?;
+        let parts: Option<String> = tx.query_opt(
+            "SELECT parts FROM messages WHERE session_id = ?1 AND seq = ?2",
+            params![owner.session, seq],
+            |r| r.get(0),
+        )?;
         parts
             .map(|p| serde_json::from_str(&p).map_err(|e| Error::Corrupt { table: "messages", message: e.to_string() }))
             .transpose()
     };
     // The messages that mention a call id, as its call or as a result.
-    let mut holders = tx.prepare_cached(
-        "SELECT m.seq FROM messages m, json_each(m.parts) p WHERE m.session_id = ?1 AND m.seq > ?3 AND m.seq <= ?4 \
-         AND (p.value ->> '$.id' = ?2 AND p.value ->> '$.type' = 'tool_call' \
-              OR p.value ->> '$.call_id' = ?2 AND p.value ->> '$.type' = 'tool_result')",
-    )?;
+    let holders = match tx.backend() {
+        Backend::Sqlite => {
+            "SELECT m.seq FROM messages m, json_each(m.parts) p WHERE m.session_id = ?1 AND m.seq > ?3 AND m.seq <= ?4 \
+             AND (p.value ->> '$.id' = ?2 AND p.value ->> '$.type' = 'tool_call' \
+                  OR p.value ->> '$.call_id' = ?2 AND p.value ->> '$.type' = 'tool_result')"
+        }
+        Backend::Postgres => {
+            "SELECT m.seq FROM messages m, json_array_elements(CAST(m.parts AS json)) p \
+             WHERE m.session_id = ?1 AND m.seq > ?3 AND m.seq <= ?4 \
+             AND (p ->> 'id' = ?2 AND p ->> 'type' = 'tool_call' \
+                  OR p ->> 'call_id' = ?2 AND p ->> 'type' = 'tool_result')"
+        }
+    };
     let mut out = BTreeSet::new();
     let mut todo = vec![seq];
     while let Some(seq) = todo.pop() {
@@ -67,11 +73,11 @@ pub(super) fn pair_closure(tx: &Connection, session: &str, seq: u64) -> Result<B
         let parts = parts_of(seq)?.ok_or(Error::NoSuchMessage { session: session.to_string(), seq })?;
         for id in parts.iter().filter_map(|p| p.tool_call_id().or_else(|| p.answered_call_id())) {
             for segment in &segments {
-                for other in holders
-                    .query_map(params![segment.session, id, segment.after, segment.through], |r| r.get::<_, u64>(0))?
-                {
-                    todo.push(other?);
-                }
+                todo.extend(tx.query_vec(
+                    holders,
+                    params![segment.session, id, segment.after, segment.through],
+                    |r| r.get::<u64>(0),
+                )?);
             }
         }
     }
@@ -82,21 +88,21 @@ impl Store {
     /// The pinned seqs of a session, in order.
     pub fn pins(&self, session: &str) -> Result<Vec<u64>> {
         on_db!(self, "read the pins", {
-            let mut stmt = self
-                .conn
-                .prepare_cached("SELECT seq FROM pins WHERE session_id = ?1 AND removed_seq IS NULL ORDER BY seq")?;
-            let rows = stmt.query_map([session], |r| r.get(0))?;
-            Ok(rows.collect::<rusqlite::Result<_>>()?)
+            self.db.query_vec(
+                "SELECT seq FROM pins WHERE session_id = ?1 AND removed_seq IS NULL ORDER BY seq",
+                params![session],
+                |r| r.get(0),
+            )
         })
     }
 
     /// The pins of a session with when each was made, in seq order.
     pub(super) fn pin_times(&self, session: &str) -> Result<Vec<(u64, i64)>> {
-        let mut stmt = self.conn.prepare_cached(
+        self.db.query_vec(
             "SELECT seq, created_at FROM pins WHERE session_id = ?1 AND removed_seq IS NULL ORDER BY seq",
-        )?;
-        let rows = stmt.query_map([session], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+            params![session],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
     }
 
     /// Pins message `seq` and the other side of its tool exchanges, if `check` accepts the seqs
@@ -109,7 +115,7 @@ impl Store {
     ) -> Result<Vec<u64>> {
         on_db!(self, "pin a message", {
             self.immediate(|store| {
-                let tx = &store.conn;
+                let tx = &store.db;
                 let covered = pair_closure(tx, session, seq)?;
                 let now = now_ms();
                 let mut added = Vec::new();
@@ -132,11 +138,11 @@ impl Store {
     pub fn unpin(&mut self, session: &str, seq: u64) -> Result<Vec<u64>> {
         on_db!(self, "unpin a message", {
             self.immediate(|store| {
-                let covered = pair_closure(&store.conn, session, seq)?;
+                let covered = pair_closure(&store.db, session, seq)?;
                 let mut removed = Vec::new();
                 for s in &covered {
                     // A tombstone, so a fork made at an earlier seq still sees the pin.
-                    if store.conn.execute(
+                    if store.db.execute(
                         "UPDATE pins SET removed_seq = (SELECT message_count FROM sessions WHERE id = ?1) \
                          WHERE session_id = ?1 AND seq = ?2 AND removed_seq IS NULL",
                         params![session, s],
@@ -153,27 +159,23 @@ impl Store {
     /// What an undo would retract now: the latest live compaction or trim pass, whichever came
     /// last (a pass records its trims before its compaction); `None` when nothing is left.
     fn latest_retractable(&self, session: &str) -> Result<Option<(Option<i64>, i64, i64)>> {
-        let tx = &self.conn;
-        let compaction: Option<(i64, i64)> = tx
-            .query_row(
-                &format!(
-                    "SELECT c.id, c.created_at FROM compactions c WHERE c.session_id = ?1 AND c.status = 'ok' \
-                     AND {LIVE_COMPACTION} ORDER BY c.id DESC LIMIT 1"
-                ),
-                [session],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?;
-        let trim: Option<(i64, i64)> = tx
-            .query_row(
-                &format!(
-                    "SELECT t.id, t.created_at FROM trims t WHERE t.session_id = ?1 AND {LIVE_TRIM} \
-                     ORDER BY t.id DESC LIMIT 1"
-                ),
-                [session],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?;
+        let tx = &self.db;
+        let compaction: Option<(i64, i64)> = tx.query_opt(
+            &format!(
+                "SELECT c.id, c.created_at FROM compactions c WHERE c.session_id = ?1 AND c.status = 'ok' \
+                 AND {LIVE_COMPACTION} ORDER BY c.id DESC LIMIT 1"
+            ),
+            params![session],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        let trim: Option<(i64, i64)> = tx.query_opt(
+            &format!(
+                "SELECT t.id, t.created_at FROM trims t WHERE t.session_id = ?1 AND {LIVE_TRIM} \
+                 ORDER BY t.id DESC LIMIT 1"
+            ),
+            params![session],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
         Ok(match (compaction, trim) {
             (Some((c, c_at)), Some((_, t_at))) if c_at >= t_at => Some((Some(c), 0, 0)),
             (Some((c, _)), None) => Some((Some(c), 0, 0)),
@@ -201,14 +203,13 @@ impl Store {
                 let Some((compaction, first, last)) = store.latest_retractable(session)? else {
                     return Err(Error::NothingToUndo(session.to_string()));
                 };
-                let tx = &store.conn;
+                let tx = &store.db;
                 let now = now_ms();
                 let ordinal = |table: &str, id: i64| -> Result<u64> {
-                    Ok(tx.query_row(
+                    tx.query_value(
                         &format!("SELECT count(*) FROM {table} WHERE session_id = ?1 AND id <= ?2"),
                         params![session, id],
-                        |r| r.get(0),
-                    )?)
+                    )
                 };
                 let retracted = match compaction {
                     Some(c) => {
@@ -234,18 +235,18 @@ impl Store {
         })
     }
 
-    /// Runs `f` inside one `BEGIN IMMEDIATE` transaction on this store's connection, so that `f`
-    /// can read through the store what it has written so far: committed when `f` succeeds, rolled
-    /// back when it fails.
+    /// Runs `f` inside one write transaction on this store's connection, so that `f` can read
+    /// through the store what it has written so far: committed when `f` succeeds, rolled back when
+    /// it fails.
     pub(super) fn immediate<T>(&mut self, f: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
-        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        self.db.begin_write()?;
         match f(self) {
             Ok(v) => {
-                self.conn.execute_batch("COMMIT")?;
+                self.db.execute_batch("COMMIT")?;
                 Ok(v)
             }
             Err(e) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
+                let _ = self.db.execute_batch("ROLLBACK");
                 Err(e)
             }
         }
@@ -254,22 +255,22 @@ impl Store {
     /// A session's retractions, oldest first, with when each was made.
     pub fn retractions(&self, session: &str) -> Result<Vec<(Retracted, i64)>> {
         on_db!(self, "read the undos", {
-            let mut stmt = self.conn.prepare_cached(
+            self.db.query_vec(
                 "SELECT r.compaction_id, r.first_trim, r.last_trim, r.created_at, \
              (SELECT count(*) FROM compactions c WHERE c.session_id = r.session_id AND c.id <= r.compaction_id), \
              (SELECT count(*) FROM trims t WHERE t.session_id = r.session_id AND t.id <= r.first_trim), \
              (SELECT count(*) FROM trims t WHERE t.session_id = r.session_id AND t.id <= r.last_trim) \
              FROM retractions r WHERE r.session_id = ?1 ORDER BY r.id",
-            )?;
-            let rows = stmt.query_map([session], |r| {
-                let compaction: Option<i64> = r.get(0)?;
-                let at: i64 = r.get(3)?;
-                Ok(match compaction {
-                    Some(_) => (Retracted::Compaction { number: r.get(4)? }, at),
-                    None => (Retracted::Trims { first: r.get(5)?, last: r.get(6)? }, at),
-                })
-            })?;
-            Ok(rows.collect::<rusqlite::Result<_>>()?)
+                params![session],
+                |r| {
+                    let compaction: Option<i64> = r.get(0)?;
+                    let at: i64 = r.get(3)?;
+                    Ok(match compaction {
+                        Some(_) => (Retracted::Compaction { number: r.get(4)? }, at),
+                        None => (Retracted::Trims { first: r.get(5)?, last: r.get(6)? }, at),
+                    })
+                },
+            )
         })
     }
 }

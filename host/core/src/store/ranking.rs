@@ -4,6 +4,9 @@
 //! the defaults are the rules that earned their place there (BENCHMARKS.md, "History search on
 //! real dialogues").
 
+use super::Result;
+use super::db::{Backend, Db, params};
+
 /// The rules of lexical ranking. [`Ranking::default`] is what every search uses.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -72,57 +75,102 @@ pub(crate) fn candidates(limit: usize) -> usize {
 /// How many of a word search's best matches a ranking that reorders them (spreading) reads.
 pub(crate) const POOL: usize = 500;
 
-/// The query's kept words, each quoted as an FTS5 phrase (what [`Ranking::coordination`] counts).
-pub(crate) fn kept_phrases(query: &str, ranking: &Ranking) -> Vec<String> {
-    kept(&terms(query), ranking).into_iter().map(quote).collect()
+/// The query's kept words, each an expression of its own (what [`Ranking::coordination`] counts).
+pub(crate) fn kept_words(query: &str, ranking: &Ranking) -> Vec<Expression> {
+    kept(&terms(query), ranking).into_iter().map(|w| Expression { words: vec![w.to_string()], every: false }).collect()
 }
 
-/// A term quoted as an FTS5 phrase: nothing typed is FTS5 syntax.
-fn quote(t: &str) -> String {
-    format!("\"{}\"", t.replace('"', "\"\""))
+/// What a search by words matches: messages holding every one of `words` or any of them, each
+/// word an exact phrase (nothing typed is search syntax).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Expression {
+    /// The words (or identifiers), as typed.
+    pub words: Vec<String>,
+    /// Every word, rather than any.
+    pub every: bool,
 }
 
-/// The FTS5 index tables coordination can count words in (each row's rowid is what it indexes).
+impl Expression {
+    /// The expression as `backend`'s full-text search reads it: an FTS5 `MATCH` expression on
+    /// SQLite, `websearch_to_tsquery` syntax on PostgreSQL, every word quoted as a phrase.
+    pub fn render(&self, backend: Backend) -> String {
+        let (quoted, join): (Vec<String>, &str) = match backend {
+            Backend::Sqlite => (
+                self.words.iter().map(|w| format!("\"{}\"", w.replace('"', "\"\""))).collect(),
+                if self.every { " AND " } else { " OR " },
+            ),
+            _ => (
+                self.words.iter().map(|w| format!("\"{}\"", w.replace('"', " "))).collect(),
+                if self.every { " " } else { " or " },
+            ),
+        };
+        quoted.join(join)
+    }
+}
+
+/// The word indexes coordination can count words in.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Index {
-    /// The history (`message_fts`).
+    /// The history (`message_fts`; PostgreSQL's `message_search`).
     History,
-    /// The knowledge index (`chunk_fts`).
+    /// The knowledge index (`chunk_fts`; PostgreSQL's `chunks.words`).
     Knowledge,
-    /// Memory's word index (`memory_fts`).
+    /// Memory's word index (`memory_fts`; PostgreSQL's `memory_search`).
     Memory,
 }
 
-/// `ranked` (best first; `id` gives each one's rowid in `index`) reordered by how many of
-/// `words` (FTS5 phrases) each holds, most first, keeping the order among equals
-/// ([`Ranking::coordination`]).
+impl Index {
+    /// SQL selecting the ids (`?2 ..= ?3`) this index matches for the expression bound at `?1`.
+    fn matching(self, backend: Backend) -> &'static str {
+        match (backend, self) {
+            (Backend::Sqlite, Index::History) => {
+                "SELECT rowid FROM message_fts WHERE message_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3"
+            }
+            (Backend::Sqlite, Index::Knowledge) => {
+                "SELECT rowid FROM chunk_fts WHERE chunk_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3"
+            }
+            (Backend::Sqlite, Index::Memory) => {
+                "SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3"
+            }
+            (_, Index::History) => {
+                "SELECT message_id FROM message_search WHERE words @@ websearch_to_tsquery('english', ?1) \
+                 AND message_id BETWEEN ?2 AND ?3"
+            }
+            (_, Index::Knowledge) => {
+                "SELECT id FROM chunks WHERE words @@ websearch_to_tsquery('english', ?1) AND id BETWEEN ?2 AND ?3"
+            }
+            (_, Index::Memory) => {
+                "SELECT entity_id FROM memory_search WHERE words @@ websearch_to_tsquery('english', ?1) \
+                 AND entity_id BETWEEN ?2 AND ?3"
+            }
+        }
+    }
+}
+
+/// `ranked` (best first; `id` gives each one's id in `index`) reordered by how many of `words`
+/// each holds, most first, keeping the order among equals ([`Ranking::coordination`]).
 pub(crate) fn by_coordination<T>(
-    conn: &rusqlite::Connection,
+    db: &Db,
     index: Index,
     mut ranked: Vec<T>,
     id: impl Fn(&T) -> i64,
-    words: &[String],
-) -> rusqlite::Result<Vec<T>> {
+    words: &[Expression],
+) -> Result<Vec<T>> {
     if ranked.len() < 2 || words.len() < 2 {
         return Ok(ranked);
     }
-    let table = match index {
-        Index::History => "message_fts",
-        Index::Knowledge => "chunk_fts",
-        Index::Memory => "memory_fts",
-    };
-    // Each word's matches read in rowid order within the candidates' span (no ranking): one pass
-    // over its doclist, where a lookup per candidate would read it once per candidate.
+    // Each word's matches read in id order within the candidates' span (no ranking): one pass
+    // over its postings, where a lookup per candidate would read them once per candidate.
     let (low, high) = ranked.iter().map(&id).fold((i64::MAX, i64::MIN), |(l, h), i| (l.min(i), h.max(i)));
     let mut count: std::collections::HashMap<i64, usize> = ranked.iter().map(|r| (id(r), 0)).collect();
-    let mut holding =
-        conn.prepare_cached(&format!("SELECT rowid FROM {table} WHERE {table} MATCH ?1 AND rowid BETWEEN ?2 AND ?3"))?;
+    let sql = index.matching(db.backend());
     for w in words {
-        for id in holding.query_map(rusqlite::params![w, low, high], |r| r.get::<_, i64>(0))? {
-            if let Some(c) = count.get_mut(&id?) {
+        db.for_each(sql, params![w.render(db.backend()), low, high], |r| {
+            if let Some(c) = count.get_mut(&r.get::<i64>(0)?) {
                 *c += 1;
             }
-        }
+            Ok(true)
+        })?;
     }
     ranked.sort_by_key(|r| std::cmp::Reverse(count[&id(r)]));
     Ok(ranked)
@@ -340,37 +388,36 @@ pub(crate) fn kept<'q>(terms: &[Term<'q>], ranking: &Ranking) -> Vec<&'q str> {
     if words.is_empty() { terms.iter().map(|t| t.text).collect() } else { words }
 }
 
-/// The FTS5 expressions for `query`, in the order their matches rank: `exact`, any of its
+/// The expressions for `query`, in the order their matches rank: `exact`, any of its
 /// identifiers as an exact phrase (when `identifiers_first`); `all`, every kept word (when
-/// `all_words_first` and there are two or more); `any`, any kept word. Every term is quoted, so
-/// nothing typed is FTS5 syntax.
+/// `all_words_first` and there are two or more); `any`, any kept word.
 pub(crate) fn expressions(query: &str, ranking: &Ranking) -> Expressions {
     let terms = terms(query);
-    let identifiers: Vec<String> = terms.iter().filter(|t| t.identifier).map(|t| quote(t.text)).collect();
-    let words: Vec<String> = kept(&terms, ranking).into_iter().map(quote).collect();
-    let join = |v: &[String], with: &str| (!v.is_empty()).then(|| v.join(with));
-
+    let identifiers: Vec<String> = terms.iter().filter(|t| t.identifier).map(|t| t.text.to_string()).collect();
+    let words: Vec<String> = kept(&terms, ranking).into_iter().map(str::to_string).collect();
+    let expression =
+        |words: &[String], every: bool| (!words.is_empty()).then(|| Expression { words: words.to_vec(), every });
     Expressions {
-        exact: if ranking.identifiers_first { join(&identifiers, " OR ") } else { None },
-        all: (ranking.all_words_first && words.len() > 1).then(|| words.join(" AND ")),
-        any: join(&words, " OR "),
+        exact: if ranking.identifiers_first { expression(&identifiers, false) } else { None },
+        all: if ranking.all_words_first && words.len() > 1 { expression(&words, true) } else { None },
+        any: expression(&words, false),
     }
 }
 
-/// A query as FTS5 expressions, tried in this order.
+/// A query as expressions, tried in this order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Expressions {
     /// Any identifier, as an exact phrase.
-    pub exact: Option<String>,
+    pub exact: Option<Expression>,
     /// Every word.
-    pub all: Option<String>,
+    pub all: Option<Expression>,
     /// Any word.
-    pub any: Option<String>,
+    pub any: Option<Expression>,
 }
 
 impl Expressions {
     /// The expressions in the order they are tried.
-    pub fn tiers(self) -> impl Iterator<Item = String> {
+    pub fn tiers(self) -> impl Iterator<Item = Expression> {
         [self.exact, self.all, self.any].into_iter().flatten()
     }
 }
@@ -379,12 +426,17 @@ impl Expressions {
 mod tests {
     use super::*;
 
+    /// An expression as SQLite's FTS5 reads it.
+    fn fts5(e: &Option<Expression>) -> Option<String> {
+        e.as_ref().map(|e| e.render(Backend::Sqlite))
+    }
+
     #[test]
     fn identifiers_become_exact_phrases_and_common_words_drop_out() {
         let e = expressions("why did TF123-K45 fail in src/a.rs:42?", &Ranking::before_tuning());
-        assert_eq!(e.exact.as_deref(), Some(r#""TF123-K45" OR "src/a.rs:42""#));
-        assert_eq!(e.all.as_deref(), Some(r#""TF123-K45" AND "fail" AND "src/a.rs:42""#));
-        assert_eq!(e.any.as_deref(), Some(r#""TF123-K45" OR "fail" OR "src/a.rs:42""#));
+        assert_eq!(fts5(&e.exact).as_deref(), Some(r#""TF123-K45" OR "src/a.rs:42""#));
+        assert_eq!(fts5(&e.all).as_deref(), Some(r#""TF123-K45" AND "fail" AND "src/a.rs:42""#));
+        assert_eq!(fts5(&e.any).as_deref(), Some(r#""TF123-K45" OR "fail" OR "src/a.rs:42""#));
     }
 
     #[test]
@@ -411,21 +463,34 @@ mod tests {
     fn fts_syntax_typed_by_a_person_is_quoted() {
         let e = expressions(r#"NEAR "upload" OR x*"#, &Ranking::before_tuning());
         assert_eq!(e.exact, None);
-        assert_eq!(e.all.as_deref(), Some(r#""NEAR" AND "upload" AND "x""#));
-        assert_eq!(e.any.as_deref(), Some(r#""NEAR" OR "upload" OR "x""#));
+        assert_eq!(fts5(&e.all).as_deref(), Some(r#""NEAR" AND "upload" AND "x""#));
+        assert_eq!(fts5(&e.any).as_deref(), Some(r#""NEAR" OR "upload" OR "x""#));
+    }
+
+    #[test]
+    fn postgres_reads_the_same_expressions_in_websearch_syntax() {
+        let e = expressions(r#"why did TF123-K45 "fail" in src/a.rs:42?"#, &Ranking::before_tuning());
+        assert_eq!(e.exact.unwrap().render(Backend::Postgres), r#""TF123-K45" or "src/a.rs:42""#);
+        assert_eq!(e.all.unwrap().render(Backend::Postgres), r#""TF123-K45" "fail" "src/a.rs:42""#);
     }
 
     #[test]
     fn a_query_of_common_words_only_keeps_them() {
-        assert_eq!(expressions("what was it", &Ranking::default()).any.as_deref(), Some(r#""what" OR "was" OR "it""#));
+        assert_eq!(
+            fts5(&expressions("what was it", &Ranking::default()).any).as_deref(),
+            Some(r#""what" OR "was" OR "it""#)
+        );
         assert_eq!(expressions("  ?! ", &Ranking::default()), Expressions { exact: None, all: None, any: None });
     }
 
     #[test]
     fn question_words_go_by_default() {
         let q = "What did the group discuss about the remote's buttons?";
-        assert_eq!(expressions(q, &Ranking::default()).any.as_deref(), Some(r#""group" OR "remote" OR "buttons""#));
+        assert_eq!(
+            fts5(&expressions(q, &Ranking::default()).any).as_deref(),
+            Some(r#""group" OR "remote" OR "buttons""#)
+        );
         let r = Ranking { question_words: false, ..Ranking::default() };
-        assert_eq!(expressions(q, &r).any.as_deref(), Some(r#""group" OR "discuss" OR "remote" OR "buttons""#));
+        assert_eq!(fts5(&expressions(q, &r).any).as_deref(), Some(r#""group" OR "discuss" OR "remote" OR "buttons""#));
     }
 }

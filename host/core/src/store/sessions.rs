@@ -2,8 +2,7 @@
 
 use std::collections::HashMap;
 
-use rusqlite::{OptionalExtension, Row, TransactionBehavior, params};
-
+use super::db::{Row, Tx, params};
 use super::{Error, Result, Store, now_ms};
 use super::{NewSession, SessionInfo};
 use crate::conversation::Usage;
@@ -28,7 +27,7 @@ pub(super) const SESSION_COLUMNS: &str = "id, title, project, provider, model, c
      cache_creation_tokens, context_tokens, compaction_failures, auto_compact_disabled, metadata, parent_id, \
      fork_seq";
 
-pub(super) fn session_from_row(row: &Row<'_>) -> rusqlite::Result<SessionInfo> {
+pub(super) fn session_from_row(row: &Row<'_>) -> Result<SessionInfo> {
     let metadata: String = row.get(16)?;
     Ok(SessionInfo {
         id: row.get(0)?,
@@ -51,7 +50,7 @@ pub(super) fn session_from_row(row: &Row<'_>) -> rusqlite::Result<SessionInfo> {
         compaction_failures: row.get(14)?,
         auto_compact_disabled: row.get(15)?,
         metadata: serde_json::from_str(&metadata)
-            .map_err(|e| rusqlite::Error::FromSqlConversionFailure(16, rusqlite::types::Type::Text, Box::new(e)))?,
+            .map_err(|e| Error::Corrupt { table: "sessions", message: format!("metadata: {e}") })?,
         parent_id: row.get(17)?,
         fork_seq: row.get(18)?,
     })
@@ -64,7 +63,7 @@ impl Store {
             let id = ulid::Ulid::generate().to_string();
             let now = now_ms();
             let metadata = new.metadata.unwrap_or_else(|| serde_json::json!({}));
-            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = self.db.transaction()?;
             tx.execute(
                 "INSERT INTO sessions (id, project, provider, model, context_window, created_at, \
                  updated_at, metadata, title) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8)",
@@ -87,9 +86,12 @@ impl Store {
     /// The session with exactly this id.
     pub fn session(&self, id: &str) -> Result<SessionInfo> {
         on_db!(self, "read a session", {
-            self.conn
-                .query_row(&format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"), [id], session_from_row)
-                .optional()?
+            self.db
+                .query_opt(
+                    &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"),
+                    params![id],
+                    session_from_row,
+                )?
                 .ok_or_else(|| Error::SessionNotFound(id.to_string()))
         })
     }
@@ -103,10 +105,11 @@ impl Store {
             }
             // Ids are upper-case Crockford base32, so every id with this prefix sorts in
             // [prefix, prefix + '~').
-            let mut stmt = self
-                .conn
-                .prepare_cached("SELECT id FROM sessions WHERE id >= ?1 AND id < ?1 || '~' ORDER BY id LIMIT 6")?;
-            let found: Vec<String> = stmt.query_map([&wanted], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+            let found: Vec<String> = self.db.query_vec(
+                "SELECT id FROM sessions WHERE id >= ?1 AND id < ?1 || '~' ORDER BY id LIMIT 6",
+                params![wanted],
+                |r| r.get(0),
+            )?;
             match found.len() {
                 0 => Err(Error::SessionNotFound(prefix.to_string())),
                 1 => Ok(found.into_iter().next().unwrap_or_default()),
@@ -118,23 +121,22 @@ impl Store {
     /// Sessions, most recently updated first.
     pub fn list_sessions(&self, filter: &ListFilter) -> Result<Vec<SessionInfo>> {
         on_db!(self, "list sessions", {
-            let limit = filter.limit.map_or(-1, |l| l as i64);
-            let rows = match &filter.project {
-                Some(project) => {
-                    let mut stmt = self.conn.prepare_cached(&format!(
+            let limit = filter.limit.map_or(i64::MAX, |l| l as i64);
+            match &filter.project {
+                Some(project) => self.db.query_vec(
+                    &format!(
                         "SELECT {SESSION_COLUMNS} FROM sessions WHERE project = ?1 \
-                     ORDER BY updated_at DESC, id DESC LIMIT ?2"
-                    ))?;
-                    stmt.query_map(params![project, limit], session_from_row)?.collect::<rusqlite::Result<Vec<_>>>()?
-                }
-                None => {
-                    let mut stmt = self.conn.prepare_cached(&format!(
-                        "SELECT {SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, id DESC LIMIT ?1"
-                    ))?;
-                    stmt.query_map(params![limit], session_from_row)?.collect::<rusqlite::Result<Vec<_>>>()?
-                }
-            };
-            Ok(rows)
+                         ORDER BY updated_at DESC, id DESC LIMIT ?2"
+                    ),
+                    params![project, limit],
+                    session_from_row,
+                ),
+                None => self.db.query_vec(
+                    &format!("SELECT {SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, id DESC LIMIT ?1"),
+                    params![limit],
+                    session_from_row,
+                ),
+            }
         })
     }
 
@@ -153,40 +155,41 @@ impl Store {
             // A short list looks up each id's two neighbours in the index; a long one reads every id
             // once.
             if ids.len() <= NEIGHBOUR_LOOKUPS_UP_TO {
-                let mut before =
-                    self.conn.prepare_cached("SELECT id FROM sessions WHERE id < ?1 ORDER BY id DESC LIMIT 1")?;
-                let mut after =
-                    self.conn.prepare_cached("SELECT id FROM sessions WHERE id > ?1 ORDER BY id LIMIT 1")?;
                 return ids
                     .iter()
                     .map(|id| {
-                        let b: Option<String> = before.query_row([id], |r| r.get(0)).optional()?;
-                        let a: Option<String> = after.query_row([id], |r| r.get(0)).optional()?;
+                        let b: Option<String> = self.db.query_opt(
+                            "SELECT id FROM sessions WHERE id < ?1 ORDER BY id DESC LIMIT 1",
+                            params![id],
+                            |r| r.get(0),
+                        )?;
+                        let a: Option<String> = self.db.query_opt(
+                            "SELECT id FROM sessions WHERE id > ?1 ORDER BY id LIMIT 1",
+                            params![id],
+                            |r| r.get(0),
+                        )?;
                         let shared = b.map_or(0, |b| common_prefix(id, &b)).max(a.map_or(0, |a| common_prefix(id, &a)));
                         Ok(short(id, shared))
                     })
                     .collect();
             }
-            // One pass over the sorted ids, remembering each wanted id's neighbours (nothing else is
-            // copied out of SQLite).
+            // One pass over the sorted ids, remembering each wanted id's neighbours.
             let wanted: HashMap<&str, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
             let mut near: Vec<(usize, usize)> = vec![(0, 0); ids.len()];
-            let mut stmt = self.conn.prepare_cached("SELECT id FROM sessions ORDER BY id")?;
-            let mut rows = stmt.query([])?;
             let mut previous = String::new();
             let mut pending: Option<usize> = None;
-            while let Some(row) = rows.next()? {
-                let id = row.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
+            self.db.for_each("SELECT id FROM sessions ORDER BY id", params![], |row| {
+                let id: String = row.get(0)?;
                 if let Some(i) = pending.take() {
-                    near[i].1 = common_prefix(ids[i], id);
+                    near[i].1 = common_prefix(ids[i], &id);
                 }
-                if let Some(&i) = wanted.get(id) {
-                    near[i].0 = common_prefix(id, &previous);
+                if let Some(&i) = wanted.get(id.as_str()) {
+                    near[i].0 = common_prefix(&id, &previous);
                     pending = Some(i);
                 }
-                previous.clear();
-                previous.push_str(id);
-            }
+                previous = id;
+                Ok(true)
+            })?;
             Ok(ids.iter().zip(near).map(|(id, (before, after))| short(id, before.max(after))).collect())
         })
     }
@@ -196,11 +199,11 @@ impl Store {
     /// messages it read from this session (indexed for search, with their vectors).
     pub fn delete_session(&mut self, id: &str) -> Result<()> {
         on_db!(self, "delete a session", {
-            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = self.db.transaction()?;
             for (child, _) in super::lineage::children(&tx, id)? {
                 adopt(&tx, &child)?;
             }
-            let n = tx.execute("DELETE FROM sessions WHERE id = ?1", [id])?;
+            let n = tx.execute("DELETE FROM sessions WHERE id = ?1", params![id])?;
             tx.commit()?;
             if n == 0 {
                 return Err(Error::SessionNotFound(id.to_string()));
@@ -220,18 +223,33 @@ impl Store {
         context_window: Option<u64>,
     ) -> Result<()> {
         on_db!(self, "record the session's model", {
-            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let n = tx.execute(
-                "UPDATE sessions SET metadata = CASE WHEN provider IS NOT ?2 OR model IS NOT ?3 \
-             THEN json_set(metadata, '$.model_since', message_count) ELSE metadata END, \
-             provider = ?2, model = ?3, context_window = ?4, updated_at = ?5 WHERE id = ?1",
+            let tx = self.db.transaction()?;
+            let (old_provider, old_model, count): (Option<String>, Option<String>, u64) = tx
+                .query_opt("SELECT provider, model, message_count FROM sessions WHERE id = ?1", params![id], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })?
+                .ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
+            if old_provider.as_deref() != provider || old_model.as_deref() != model {
+                update_metadata(&tx, id, |m| {
+                    m.insert("model_since".into(), count.into());
+                })?;
+            }
+            tx.execute(
+                "UPDATE sessions SET provider = ?2, model = ?3, context_window = ?4, updated_at = ?5 WHERE id = ?1",
                 params![id, provider, model, context_window, now_ms()],
             )?;
-            tx.commit()?;
-            if n == 0 {
-                return Err(Error::SessionNotFound(id.to_string()));
-            }
-            Ok(())
+            tx.commit()
+        })
+    }
+
+    /// Sets `metadata.<key>` of a session to `value`.
+    pub(crate) fn set_metadata(&mut self, id: &str, key: &str, value: serde_json::Value) -> Result<()> {
+        on_db!(self, "record the session's metadata", {
+            let tx = self.db.transaction()?;
+            update_metadata(&tx, id, |m| {
+                m.insert(key.to_string(), value);
+            })?;
+            tx.commit()
         })
     }
 
@@ -247,53 +265,78 @@ impl Store {
         kinds: Option<&serde_json::Value>,
     ) -> Result<()> {
         on_db!(self, "record the calibration", {
-            let n = self.conn.execute(
-                "UPDATE sessions SET metadata = CASE WHEN ?4 IS NULL \
-                 THEN json_set(metadata, '$.calibration.' || json_quote(?2), ?3) \
-                 ELSE json_set(metadata, '$.calibration.' || json_quote(?2), ?3, \
-                 '$.calibration_kinds.' || json_quote(?2), json(?4)) END WHERE id = ?1",
-                params![id, model, ratio, kinds.map(serde_json::Value::to_string)],
-            )?;
-            if n == 0 {
-                return Err(Error::SessionNotFound(id.to_string()));
-            }
-            Ok(())
+            let tx = self.db.transaction()?;
+            update_metadata(&tx, id, |m| {
+                let mut set = |key: &str, value: serde_json::Value| {
+                    let entry = m.entry(key).or_insert_with(|| serde_json::json!({}));
+                    if !entry.is_object() {
+                        *entry = serde_json::json!({});
+                    }
+                    if let Some(map) = entry.as_object_mut() {
+                        map.insert(model.to_string(), value);
+                    }
+                };
+                set("calibration", ratio.into());
+                if let Some(kinds) = kinds {
+                    set("calibration_kinds", kinds.clone());
+                }
+            })?;
+            tx.commit()
         })
     }
 }
 
-/// How many leading bytes two ids share.
+/// Changes a session's metadata (a JSON object) in Rust inside the write transaction `tx`: the
+/// same on both backends, and no update is lost as the transaction holds the write lock.
+pub(super) fn update_metadata(
+    tx: &Tx<'_>,
+    id: &str,
+    change: impl FnOnce(&mut serde_json::Map<String, serde_json::Value>),
+) -> Result<()> {
+    let text: String = tx
+        .query_opt("SELECT metadata FROM sessions WHERE id = ?1", params![id], |r| r.get(0))?
+        .ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
+    let mut value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| Error::Corrupt { table: "sessions", message: format!("metadata: {e}") })?;
+    if !value.is_object() {
+        value = serde_json::json!({});
+    }
+    if let Some(map) = value.as_object_mut() {
+        change(map);
+    }
+    tx.execute("UPDATE sessions SET metadata = ?2 WHERE id = ?1", params![id, value.to_string()])?;
+    Ok(())
+}
+
 /// Gives `child` its own copy of the messages it reads from its parent (the parent's segment of
 /// its lineage), and makes it a fork of the parent's parent at that segment's start (or of
 /// none): its history reads the same without the parent.
-fn adopt(tx: &rusqlite::Transaction<'_>, child: &str) -> Result<()> {
+fn adopt(tx: &Tx<'_>, child: &str) -> Result<()> {
     let segments = super::lineage::lineage(tx, child)?;
     let [.., from_parent, _] = segments.as_slice() else { return Ok(()) };
     let grandparent = segments.len().checked_sub(3).map(|i| segments[i].session.clone());
-    let rows: Vec<(i64, String)> = tx
-        .prepare("SELECT id, parts FROM messages WHERE session_id = ?1 AND seq > ?2 AND seq <= ?3 ORDER BY seq")?
-        .query_map(params![from_parent.session, from_parent.after, from_parent.through], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
-    let mut copy = tx.prepare(
-        "INSERT INTO messages (session_id, seq, role, parts, usage, status, created_at) \
-         SELECT ?1, seq, role, parts, usage, status, created_at FROM messages WHERE id = ?2",
-    )?;
-    let mut index = tx.prepare("INSERT INTO message_fts (rowid, text) VALUES (?1, ?2)")?;
-    let mut vector = tx.prepare(
-        "INSERT INTO message_vectors (message_id, vector) SELECT ?1, vector FROM message_vectors WHERE message_id = ?2",
+    let rows: Vec<(i64, String)> = tx.query_vec(
+        "SELECT id, parts FROM messages WHERE session_id = ?1 AND seq > ?2 AND seq <= ?3 ORDER BY seq",
+        params![from_parent.session, from_parent.after, from_parent.through],
+        |r| Ok((r.get(0)?, r.get(1)?)),
     )?;
     for (old, parts) in rows {
-        copy.execute(params![child, old])?;
-        let new = tx.last_insert_rowid();
+        let new: i64 = tx.query_value(
+            "INSERT INTO messages (session_id, seq, role, parts, usage, status, created_at) \
+             SELECT ?1, seq, role, parts, usage, status, created_at FROM messages WHERE id = ?2 RETURNING id",
+            params![child, old],
+        )?;
         let parts: Vec<crate::conversation::Part> = serde_json::from_str(&parts)
             .map_err(|e| Error::Corrupt { table: "messages", message: format!("message {old}: {e}") })?;
-        index.execute(params![new, super::history::index_text(&parts)])?;
+        super::history::index(tx, new, &super::history::index_text(&parts))?;
         // The copy is queued for embedding like any new message (when history is embedded): its
         // original's vector, when it had one, makes that unnecessary.
-        if vector.execute(params![new, old])? > 0 {
-            tx.execute("DELETE FROM embed_queue WHERE corpus = 'history' AND item = ?1", [new])?;
+        let copied = tx.execute(
+            "INSERT INTO message_vectors (message_id, vector) SELECT ?1, vector FROM message_vectors WHERE message_id = ?2",
+            params![new, old],
+        )?;
+        if copied > 0 {
+            tx.execute("DELETE FROM embed_queue WHERE corpus = 'history' AND item = ?1", params![new])?;
         }
     }
     tx.execute(
@@ -303,6 +346,7 @@ fn adopt(tx: &rusqlite::Transaction<'_>, child: &str) -> Result<()> {
     Ok(())
 }
 
+/// How many leading bytes two ids share.
 fn common_prefix(a: &str, b: &str) -> usize {
     a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count()
 }
@@ -321,10 +365,10 @@ mod tests {
         let store = Store::open(&dir.path().join("s.db")).unwrap();
         for id in ids {
             store
-                .conn
+                .db
                 .execute(
                     "INSERT INTO sessions (id, project, created_at, updated_at, metadata) VALUES (?1, '/p', 0, 0, '{}')",
-                    [id],
+                    crate::store::db::params![id],
                 )
                 .unwrap();
         }

@@ -3,9 +3,8 @@
 //! The source is kept in the session's metadata (`metadata.source`: tool, id, file, and how much
 //! of the conversion has been written).
 
-use rusqlite::OptionalExtension;
-
 use super::Compaction;
+use super::db::{Backend, params};
 use super::{Result, Store};
 use crate::conversation::NewMessage;
 
@@ -13,15 +12,20 @@ impl Store {
     /// The session brought in from `tool`'s session `id`, with its `metadata.source`.
     pub(crate) fn find_source(&self, tool: &str, id: &str) -> Result<Option<(String, serde_json::Value)>> {
         on_db!(self, "find an imported session", {
-            let found: Option<(String, String)> = self
-                .conn
-                .prepare_cached(
+            let sql = match self.db.backend() {
+                Backend::Sqlite => {
                     "SELECT id, json_extract(metadata, '$.source') FROM sessions \
                      WHERE json_extract(metadata, '$.source.tool') = ?1 AND json_extract(metadata, '$.source.id') = ?2 \
-                     ORDER BY created_at LIMIT 1",
-                )?
-                .query_row([tool, id], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()?;
+                     ORDER BY created_at LIMIT 1"
+                }
+                Backend::Postgres => {
+                    "SELECT id, CAST(metadata AS json) ->> 'source' FROM sessions \
+                     WHERE CAST(metadata AS json) -> 'source' ->> 'tool' = ?1 \
+                     AND CAST(metadata AS json) -> 'source' ->> 'id' = ?2 ORDER BY created_at LIMIT 1"
+                }
+            };
+            let found: Option<(String, String)> =
+                self.db.query_opt(sql, params![tool, id], |r| Ok((r.get(0)?, r.get(1)?)))?;
             Ok(found.map(|(session, source)| (session, serde_json::from_str(&source).unwrap_or_default())))
         })
     }
@@ -39,7 +43,7 @@ impl Store {
         release: Option<&str>,
     ) -> Result<()> {
         on_db!(self, "continue an imported session", {
-            let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let tx = self.db.transaction()?;
             for item in items {
                 match item {
                     SourceItem::Messages { messages, times } => {
@@ -50,18 +54,16 @@ impl Store {
                     }
                 }
             }
-            tx.execute(
-                "UPDATE sessions SET metadata = json_set(metadata, '$.source', json(?2)) WHERE id = ?1",
-                rusqlite::params![session, source.to_string()],
-            )?;
+            super::sessions::update_metadata(&tx, session, |m| {
+                m.insert("source".into(), source.clone());
+            })?;
             if let Some(old) = release {
-                tx.execute(
-                    "UPDATE sessions SET metadata = json_set(json_remove(metadata, '$.source'), \
-                     '$.source_followed_by', ?2) WHERE id = ?1",
-                    rusqlite::params![old, session],
-                )?;
+                super::sessions::update_metadata(&tx, old, |m| {
+                    m.remove("source");
+                    m.insert("source_followed_by".into(), session.into());
+                })?;
             }
-            crate::crash_point::commit(tx, "import")?;
+            tx.commit_at("import")?;
             Ok(())
         })
     }

@@ -12,7 +12,7 @@
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, Write};
 
-use rusqlite::{Transaction, TransactionBehavior, params};
+use super::db::{Tx, params};
 use serde::{Deserialize, Serialize};
 
 use super::messages::{Encoded, insert_compaction, insert_encoded, insert_trim};
@@ -72,7 +72,11 @@ impl Store {
     pub fn export(&self, session: &str, out: &mut dyn Write) -> Result<()> {
         on_db!(self, "export a session", {
             let info = self.session(session)?;
-            let io = |cause| Error::Io { action: "cannot write export of", path: self.path.clone(), cause };
+            let io = |cause| Error::Io {
+                action: "cannot write export of",
+                path: std::path::PathBuf::from(self.location.to_string()),
+                cause,
+            };
             let mut write = |record: &Record| -> Result<()> {
                 serde_json::to_writer(&mut *out, record).map_err(|e| io(e.into()))?;
                 out.write_all(b"\n").map_err(io)
@@ -109,9 +113,9 @@ impl Store {
     /// was written.
     pub fn import(&mut self, input: &mut dyn BufRead, options: ImportOptions) -> Result<Imported> {
         on_db!(self, "import a session", {
-            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = self.db.transaction()?;
             let imported = Importer { options, ..Importer::default() }.run(&tx, input)?;
-            crate::crash_point::commit(tx, "import")?;
+            tx.commit_at("import")?;
             Ok(imported)
         })
     }
@@ -206,7 +210,7 @@ fn repairable(line: usize, message: impl std::fmt::Display) -> Error {
 const KEEP_LINE_BUFFER: usize = 1 << 20;
 
 impl Importer {
-    fn run(mut self, tx: &Transaction<'_>, input: &mut dyn BufRead) -> Result<Imported> {
+    fn run(mut self, tx: &Tx<'_>, input: &mut dyn BufRead) -> Result<Imported> {
         use crate::input::{Line, describe_limit, next_line};
         let limit = self.options.max_record_bytes.max(1);
         let mut bytes = Vec::new();
@@ -312,7 +316,7 @@ impl Importer {
         Ok(())
     }
 
-    fn apply(&mut self, tx: &Transaction<'_>, line: usize, record: Incoming) -> Result<()> {
+    fn apply(&mut self, tx: &Tx<'_>, line: usize, record: Incoming) -> Result<()> {
         let new_id = self.options.new_id;
         match record {
             Incoming::Session(s) => {
@@ -323,7 +327,7 @@ impl Importer {
                 self.declared_count = s.message_count;
                 self.id = if new_id { ulid::Ulid::generate().to_string() } else { valid_id(line, &s.id)? };
                 let exists: bool =
-                    tx.query_row("SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1)", [&self.id], |r| r.get(0))?;
+                    tx.query_value("SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1)", params![self.id])?;
                 if exists {
                     return Err(Error::SessionExists(self.id.clone()));
                 }
@@ -393,8 +397,8 @@ impl Importer {
                 check("through_seq", Some(c.through_seq), count)?;
                 check("first_kept_seq", c.first_kept_seq, c.through_seq + 1)?;
                 check("pinned_seq", c.pinned_seq, c.through_seq)?;
-                insert_compaction(tx, &self.id, &c).map_err(|e| invalid(line, e.to_string()))?;
-                self.compactions.push(tx.last_insert_rowid());
+                let id = insert_compaction(tx, &self.id, &c).map_err(|e| invalid(line, e.to_string()))?;
+                self.compactions.push(id);
             }
             Incoming::Trim(t) => {
                 let size = self.results.get(&(t.seq, t.part)).copied().ok_or_else(|| {
@@ -412,8 +416,8 @@ impl Importer {
                         "field `new_size`: must be the replacement's length and smaller than `original_size`",
                     ));
                 }
-                insert_trim(tx, &self.id, &t)?;
-                self.trims.push(tx.last_insert_rowid());
+                let id = insert_trim(tx, &self.id, &t)?;
+                self.trims.push(id);
             }
             Incoming::Pin(p) => {
                 timestamp(line, "created_at", p.created_at)?;

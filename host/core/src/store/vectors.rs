@@ -3,10 +3,10 @@
 //! with a scale) is the retrieval module's. Every write bumps the corpus's `generation` in the
 //! same transaction, so a process holding the vectors in memory reloads exactly when they change.
 
-use rusqlite::{OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 
-use super::{Result, Store, now_ms};
+use super::db::{Backend, Tx, Value, params};
+use super::{Error, Result, Store, now_ms};
 
 /// Which embedder and model made a corpus's vectors.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -26,8 +26,8 @@ pub struct VectorIndex {
 }
 
 /// Marks the knowledge corpus changed (its chunks or vectors), inside the writer's transaction.
-pub(super) fn bump(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
-    tx.execute("UPDATE vector_indexes SET generation = generation + 1 WHERE corpus = 'knowledge'", [])?;
+pub(super) fn bump(tx: &Tx<'_>) -> Result<()> {
+    tx.execute("UPDATE vector_indexes SET generation = generation + 1 WHERE corpus = 'knowledge'", params![])?;
     Ok(())
 }
 
@@ -48,26 +48,22 @@ impl Store {
     /// index was ever made.
     pub(crate) fn vector_head(&self, corpus: &str) -> Result<Option<VectorHead>> {
         on_db!(self, "read the vector index", {
-            Ok(self
-                .conn
-                .prepare_cached("SELECT model, dimensions, generation FROM vector_indexes WHERE corpus = ?1")?
-                .query_row([corpus], |r| {
-                    Ok(VectorHead { model: r.get(0)?, dimensions: r.get(1)?, generation: r.get(2)? })
-                })
-                .optional()?)
+            self.db.query_opt(
+                "SELECT model, dimensions, generation FROM vector_indexes WHERE corpus = ?1",
+                params![corpus],
+                |r| Ok(VectorHead { model: r.get(0)?, dimensions: r.get(1)?, generation: r.get(2)? }),
+            )
         })
     }
 
     /// The knowledge corpus's vector index, if vectors were ever made.
     pub fn vector_index(&self) -> Result<Option<VectorIndex>> {
         on_db!(self, "read the vector index", {
-            Ok(self
-                .conn
-                .prepare_cached(
-                    "SELECT corpus, embedder, model, dimensions, generation, (SELECT count(*) FROM chunk_vectors) \
-                     FROM vector_indexes WHERE corpus = 'knowledge'",
-                )?
-                .query_row([], |r| {
+            self.db.query_opt(
+                "SELECT corpus, embedder, model, dimensions, generation, (SELECT count(*) FROM chunk_vectors) \
+                 FROM vector_indexes WHERE corpus = 'knowledge'",
+                params![],
+                |r| {
                     Ok(VectorIndex {
                         corpus: r.get(0)?,
                         embedder: r.get(1)?,
@@ -76,8 +72,8 @@ impl Store {
                         generation: r.get(4)?,
                         vectors: r.get(5)?,
                     })
-                })
-                .optional()?)
+                },
+            )
         })
     }
 
@@ -86,19 +82,22 @@ impl Store {
     /// the same transaction (the caller asked the user first). Returns how many were deleted.
     pub fn vector_index_set(&mut self, embedder: &str, model: &str, dimensions: u32) -> Result<u64> {
         on_db!(self, "set the vector index's model", {
-            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let current: Option<(String, u32)> = tx
-                .query_row("SELECT model, dimensions FROM vector_indexes WHERE corpus = 'knowledge'", [], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
-                })
-                .optional()?;
+            let tx = self.db.transaction()?;
+            let current: Option<(String, u32)> = tx.query_opt(
+                "SELECT model, dimensions FROM vector_indexes WHERE corpus = 'knowledge'",
+                params![],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
             let mut deleted = 0;
             match current {
                 Some((m, d)) if m == model && d == dimensions => {
-                    tx.execute("UPDATE vector_indexes SET embedder = ?1 WHERE corpus = 'knowledge'", [embedder])?;
+                    tx.execute(
+                        "UPDATE vector_indexes SET embedder = ?1 WHERE corpus = 'knowledge'",
+                        params![embedder],
+                    )?;
                 }
                 Some(_) => {
-                    deleted = tx.execute("DELETE FROM chunk_vectors", [])? as u64;
+                    deleted = tx.execute("DELETE FROM chunk_vectors", params![])? as u64;
                     tx.execute(
                         "UPDATE vector_indexes SET embedder = ?1, model = ?2, dimensions = ?3, \
                          generation = generation + 1, created_at = ?4 WHERE corpus = 'knowledge'",
@@ -122,8 +121,8 @@ impl Store {
     /// Returns how many went.
     pub(crate) fn chunk_vectors_clear(&mut self) -> Result<u64> {
         on_db!(self, "delete the vectors", {
-            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let deleted = tx.execute("DELETE FROM chunk_vectors", [])? as u64;
+            let tx = self.db.transaction()?;
+            let deleted = tx.execute("DELETE FROM chunk_vectors", params![])? as u64;
             bump(&tx)?;
             tx.commit()?;
             Ok(deleted)
@@ -133,23 +132,22 @@ impl Store {
     /// Up to `limit` chunks that have no vector yet, oldest first: (id, heading, text).
     pub fn chunks_without_vectors(&self, limit: usize) -> Result<Vec<(i64, String, String)>> {
         on_db!(self, "find chunks to embed", {
-            let mut stmt = self.conn.prepare_cached(
+            self.db.query_vec(
                 "SELECT c.id, c.heading, c.text FROM chunks c \
                  WHERE NOT EXISTS (SELECT 1 FROM chunk_vectors v WHERE v.chunk_id = c.id) ORDER BY c.id LIMIT ?1",
-            )?;
-            let rows = stmt.query_map([limit as i64], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-            Ok(rows.collect::<rusqlite::Result<_>>()?)
+                params![limit as i64],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
         })
     }
 
     /// How many chunks have no vector yet.
     pub fn chunks_without_vectors_count(&self) -> Result<u64> {
         on_db!(self, "count chunks to embed", {
-            Ok(self.conn.query_row(
+            self.db.query_value(
                 "SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM chunk_vectors v WHERE v.chunk_id = c.id)",
-                [],
-                |r| r.get(0),
-            )?)
+                params![],
+            )
         })
     }
 
@@ -157,16 +155,15 @@ impl Store {
     /// Returns how many were stored.
     pub fn chunk_vectors_put(&mut self, vectors: &[(i64, Vec<u8>)]) -> Result<usize> {
         on_db!(self, "store vectors", {
-            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = self.db.transaction()?;
             let mut stored = 0;
-            {
-                let mut put = tx.prepare_cached(
-                    "INSERT OR REPLACE INTO chunk_vectors (chunk_id, vector) \
-                     SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM chunks WHERE id = ?1)",
+            for (id, bytes) in vectors {
+                stored += tx.execute(
+                    "INSERT INTO chunk_vectors (chunk_id, vector) \
+                     SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM chunks WHERE id = ?1) \
+                     ON CONFLICT (chunk_id) DO UPDATE SET vector = excluded.vector",
+                    params![id, bytes],
                 )?;
-                for (id, bytes) in vectors {
-                    stored += put.execute(params![id, bytes])?;
-                }
             }
             bump(&tx)?;
             tx.commit()?;
@@ -177,16 +174,15 @@ impl Store {
     /// Every chunk vector with its document, in chunk order (for the in-memory index).
     pub fn chunk_vectors(&self, each: &mut dyn FnMut(i64, i64, &[u8])) -> Result<()> {
         on_db!(self, "read the vectors", {
-            let mut stmt = self.conn.prepare_cached(
+            self.db.for_each(
                 "SELECT v.chunk_id, c.document_id, v.vector FROM chunk_vectors v JOIN chunks c ON c.id = v.chunk_id \
                  ORDER BY v.chunk_id",
-            )?;
-            let mut rows = stmt.query([])?;
-            while let Some(r) = rows.next()? {
-                let bytes = r.get_ref(2)?.as_blob().map_err(rusqlite::Error::from)?;
-                each(r.get(0)?, r.get(1)?, bytes);
-            }
-            Ok(())
+                params![],
+                |r| {
+                    each(r.get(0)?, r.get(1)?, blob(r.value(2)?)?);
+                    Ok(true)
+                },
+            )
         })
     }
 }
@@ -256,13 +252,13 @@ impl Store {
     pub fn queued_index(&self, corpus: Queued) -> Result<Option<(VectorIndex, bool)>> {
         on_db!(self, "read the vector index", {
             let (table, _) = corpus.vectors_table();
-            Ok(self
-                .conn
-                .prepare_cached(&format!(
+            self.db.query_opt(
+                &format!(
                     "SELECT corpus, embedder, model, dimensions, generation, (SELECT count(*) FROM {table}), enabled \
                      FROM vector_indexes WHERE corpus = ?1"
-                ))?
-                .query_row([corpus.as_str()], |r| {
+                ),
+                params![corpus.as_str()],
+                |r| {
                     Ok((
                         VectorIndex {
                             corpus: r.get(0)?,
@@ -272,10 +268,10 @@ impl Store {
                             generation: r.get(4)?,
                             vectors: r.get(5)?,
                         },
-                        r.get::<_, i64>(6)? == 1,
+                        r.get::<i64>(6)? == 1,
                     ))
-                })
-                .optional()?)
+                },
+            )
         })
     }
 
@@ -284,10 +280,11 @@ impl Store {
     /// existing row without a vector is queued too. Returns how many rows were queued now.
     pub(crate) fn embedding_enable(&mut self, corpus: Queued, embedder: &str, model: &str) -> Result<u64> {
         on_db!(self, "turn embedding on", {
-            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let enabled: Option<i64> = tx
-                .query_row("SELECT enabled FROM vector_indexes WHERE corpus = ?1", [corpus.as_str()], |r| r.get(0))
-                .optional()?;
+            let tx = self.db.transaction()?;
+            let enabled: Option<i64> =
+                tx.query_opt("SELECT enabled FROM vector_indexes WHERE corpus = ?1", params![corpus.as_str()], |r| {
+                    r.get(0)
+                })?;
             let queued = match enabled {
                 Some(1) => 0,
                 found => {
@@ -298,13 +295,17 @@ impl Store {
                             params![corpus.as_str(), embedder, model, now_ms()],
                         )?;
                     } else {
-                        tx.execute("UPDATE vector_indexes SET enabled = 1 WHERE corpus = ?1", [corpus.as_str()])?;
+                        tx.execute(
+                            "UPDATE vector_indexes SET enabled = 1 WHERE corpus = ?1",
+                            params![corpus.as_str()],
+                        )?;
                     }
                     let (table, key) = corpus.vectors_table();
                     tx.execute(
                         &format!(
-                            "INSERT OR IGNORE INTO embed_queue (corpus, item, queued_at) SELECT ?1, r.id, ?2 \
-                             FROM ({}) r WHERE NOT EXISTS (SELECT 1 FROM {table} v WHERE v.{key} = r.id)",
+                            "INSERT INTO embed_queue (corpus, item, queued_at) SELECT ?1, r.id, ?2 \
+                             FROM ({}) r WHERE NOT EXISTS (SELECT 1 FROM {table} v WHERE v.{key} = r.id) \
+                             ON CONFLICT DO NOTHING",
                             corpus.all_rows()
                         ),
                         params![corpus.as_str(), now_ms()],
@@ -320,12 +321,12 @@ impl Store {
     /// made so far are kept. Returns whether it was on.
     pub(crate) fn embedding_disable(&mut self, corpus: Queued) -> Result<bool> {
         on_db!(self, "turn embedding off", {
-            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = self.db.transaction()?;
             let changed = tx.execute(
                 "UPDATE vector_indexes SET enabled = 0 WHERE corpus = ?1 AND enabled = 1",
-                [corpus.as_str()],
+                params![corpus.as_str()],
             )?;
-            tx.execute("DELETE FROM embed_queue WHERE corpus = ?1", [corpus.as_str()])?;
+            tx.execute("DELETE FROM embed_queue WHERE corpus = ?1", params![corpus.as_str()])?;
             tx.commit()?;
             Ok(changed > 0)
         })
@@ -335,9 +336,9 @@ impl Store {
     /// model recorded, every row queued again. Returns how many vectors went.
     pub(crate) fn embedding_replace(&mut self, corpus: Queued, embedder: &str, model: &str) -> Result<u64> {
         on_db!(self, "replace the vectors", {
-            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = self.db.transaction()?;
             let (table, _) = corpus.vectors_table();
-            let deleted = tx.execute(&format!("DELETE FROM {table}"), [])? as u64;
+            let deleted = tx.execute(&format!("DELETE FROM {table}"), params![])? as u64;
             tx.execute(
                 "UPDATE vector_indexes SET embedder = ?2, model = ?3, dimensions = 0, enabled = 1, \
                  generation = generation + 1 WHERE corpus = ?1",
@@ -345,7 +346,8 @@ impl Store {
             )?;
             tx.execute(
                 &format!(
-                    "INSERT OR IGNORE INTO embed_queue (corpus, item, queued_at) SELECT ?1, r.id, ?2 FROM ({}) r",
+                    "INSERT INTO embed_queue (corpus, item, queued_at) SELECT ?1, r.id, ?2 FROM ({}) r \
+                     ON CONFLICT DO NOTHING",
                     corpus.all_rows()
                 ),
                 params![corpus.as_str(), now_ms()],
@@ -358,9 +360,7 @@ impl Store {
     /// How many rows of `corpus` wait for a vector.
     pub fn embed_queue_len(&self, corpus: Queued) -> Result<u64> {
         on_db!(self, "read the embedding queue", {
-            Ok(self
-                .conn
-                .query_row("SELECT count(*) FROM embed_queue WHERE corpus = ?1", [corpus.as_str()], |r| r.get(0))?)
+            self.db.query_value("SELECT count(*) FROM embed_queue WHERE corpus = ?1", params![corpus.as_str()])
         })
     }
 
@@ -374,20 +374,26 @@ impl Store {
                      LEFT JOIN messages p ON p.session_id = m.session_id AND p.seq = m.seq - 1 \
                      WHERE q.corpus = 'history' ORDER BY q.queued_at, q.item LIMIT ?1"
                 }
-                Queued::Memory => {
-                    "SELECT q.item, CASE WHEN f.rowid IS NULL THEN NULL ELSE \
-                     f.name || ' (' || f.entity_type || ')' || char(10) || f.observations END \
-                     , NULL FROM embed_queue q LEFT JOIN memory_fts f ON f.rowid = q.item \
-                     WHERE q.corpus = 'memory' ORDER BY q.queued_at, q.item LIMIT ?1"
-                }
+                Queued::Memory => match self.db.backend() {
+                    Backend::Sqlite => {
+                        "SELECT q.item, CASE WHEN f.rowid IS NULL THEN NULL ELSE \
+                         f.name || ' (' || f.entity_type || ')' || char(10) || f.observations END \
+                         , NULL FROM embed_queue q LEFT JOIN memory_fts f ON f.rowid = q.item \
+                         WHERE q.corpus = 'memory' ORDER BY q.queued_at, q.item LIMIT ?1"
+                    }
+                    _ => {
+                        "SELECT q.item, CASE WHEN f.entity_id IS NULL THEN NULL ELSE \
+                         f.name || ' (' || f.entity_type || ')' || chr(10) || f.observations END \
+                         , NULL FROM embed_queue q LEFT JOIN memory_search f ON f.entity_id = q.item \
+                         WHERE q.corpus = 'memory' ORDER BY q.queued_at, q.item LIMIT ?1"
+                    }
+                },
             };
-            let mut stmt = self.conn.prepare_cached(sql)?;
-            let rows = stmt.query_map([limit as i64], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, Option<String>>(1)?, r.get::<_, Option<String>>(2)?))
+            let rows = self.db.query_vec(sql, params![limit as i64], |r| {
+                Ok((r.get::<i64>(0)?, r.get::<Option<String>>(1)?, r.get::<Option<String>>(2)?))
             })?;
             let mut out = Vec::new();
-            for row in rows {
-                let (item, text, before) = row?;
+            for (item, text, before) in rows {
                 let text = match (corpus, text) {
                     (Queued::History, Some(parts)) => {
                         let text_of = |parts: &str| {
@@ -415,25 +421,22 @@ impl Store {
         dimensions: u32,
     ) -> Result<usize> {
         on_db!(self, "store vectors", {
-            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = self.db.transaction()?;
             let (table, key) = corpus.vectors_table();
             let source = match corpus {
                 Queued::History => "messages",
                 Queued::Memory => "memory_entities",
             };
             let mut stored = 0;
-            {
-                let mut put = tx.prepare_cached(&format!(
-                    "INSERT OR REPLACE INTO {table} ({key}, vector) SELECT ?1, ?2 WHERE EXISTS \
-                     (SELECT 1 FROM {source} WHERE id = ?1)"
-                ))?;
-                for (id, bytes) in vectors {
-                    stored += put.execute(params![id, bytes])?;
-                }
-                let mut take = tx.prepare_cached("DELETE FROM embed_queue WHERE corpus = ?1 AND item = ?2")?;
-                for id in done {
-                    take.execute(params![corpus.as_str(), id])?;
-                }
+            let put = format!(
+                "INSERT INTO {table} ({key}, vector) SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM {source} WHERE id = ?1) \
+                 ON CONFLICT ({key}) DO UPDATE SET vector = excluded.vector"
+            );
+            for (id, bytes) in vectors {
+                stored += tx.execute(&put, params![id, bytes])?;
+            }
+            for id in done {
+                tx.execute("DELETE FROM embed_queue WHERE corpus = ?1 AND item = ?2", params![corpus.as_str(), id])?;
             }
             // A batch with no text to embed says nothing of the length: keep what was recorded.
             tx.execute(
@@ -449,13 +452,12 @@ impl Store {
     /// Counts a failed attempt on queued rows (they stay queued).
     pub(crate) fn embed_queue_failed(&mut self, corpus: Queued, items: &[i64]) -> Result<()> {
         on_db!(self, "update the embedding queue", {
-            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            {
-                let mut bump = tx
-                    .prepare_cached("UPDATE embed_queue SET attempts = attempts + 1 WHERE corpus = ?1 AND item = ?2")?;
-                for id in items {
-                    bump.execute(params![corpus.as_str(), id])?;
-                }
+            let tx = self.db.transaction()?;
+            for id in items {
+                tx.execute(
+                    "UPDATE embed_queue SET attempts = attempts + 1 WHERE corpus = ?1 AND item = ?2",
+                    params![corpus.as_str(), id],
+                )?;
             }
             tx.commit()?;
             Ok(())
@@ -465,18 +467,17 @@ impl Store {
     /// The vectors of the messages in `scope` (message id, encoded vector).
     pub fn message_vectors(&self, scope: super::HistoryScope<'_>, each: &mut dyn FnMut(i64, &[u8])) -> Result<()> {
         on_db!(self, "read the vectors", {
-            let (session, project) = scope.keys(&self.conn)?;
-            let mut stmt = self.conn.prepare_cached(&format!(
+            let (session, project) = scope.keys(&self.db)?;
+            let sql = format!(
                 "SELECT v.message_id, v.vector FROM message_vectors v JOIN messages m ON m.id = v.message_id \
                  WHERE {} \
-                 AND (?2 IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?2))",
-                super::lineage::in_lineage(1)
-            ))?;
-            let mut rows = stmt.query(params![session, project])?;
-            while let Some(r) = rows.next()? {
-                each(r.get(0)?, r.get_ref(1)?.as_blob().map_err(rusqlite::Error::from)?);
-            }
-            Ok(())
+                 AND (CAST(?2 AS TEXT) IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?2))",
+                super::lineage::in_lineage(self.db.backend(), 1)
+            );
+            self.db.for_each(&sql, params![session, project], |r| {
+                each(r.get(0)?, blob(r.value(1)?)?);
+                Ok(true)
+            })
         })
     }
 
@@ -484,16 +485,24 @@ impl Store {
     /// its scope may see.
     pub(crate) fn entity_vectors(&self, each: &mut dyn FnMut(i64, &[u8])) -> Result<()> {
         on_db!(self, "read the vectors", {
-            let mut stmt = self.conn.prepare_cached(
+            self.db.for_each(
                 "SELECT v.entity_id, v.vector FROM entity_vectors v JOIN memory_entities e ON e.id = v.entity_id \
                  WHERE e.deleted_by IS NULL AND e.staged = 0",
-            )?;
-            let mut rows = stmt.query([])?;
-            while let Some(r) = rows.next()? {
-                each(r.get(0)?, r.get_ref(1)?.as_blob().map_err(rusqlite::Error::from)?);
-            }
-            Ok(())
+                params![],
+                |r| {
+                    each(r.get(0)?, blob(r.value(1)?)?);
+                    Ok(true)
+                },
+            )
         })
+    }
+}
+
+/// A vector column's bytes, borrowed from its row.
+fn blob(value: Value<'_>) -> Result<&[u8]> {
+    match value {
+        Value::Blob(bytes) => Ok(bytes),
+        _ => Err(Error::Corrupt { table: "vectors", message: "a vector is not stored as bytes".into() }),
     }
 }
 

@@ -10,9 +10,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
+use super::db::params;
 use super::messages::{COMPACTION_COLUMNS, TRIM_COLUMNS, compaction_from_row, trim_from_row};
 use super::pins::{LIVE_COMPACTION, LIVE_TRIM};
 use super::{Compaction, Message, SessionInfo, Trim};
@@ -66,14 +66,14 @@ impl Store {
         on_db!(self, "read the live view", {
             let stamp = self.view_stamp(session)?;
             let info = self.session(session)?;
-            let compaction = self
-                .conn
-                .prepare_cached(&format!(
+            let compaction = self.db.query_opt(
+                &format!(
                     "SELECT {COMPACTION_COLUMNS} FROM compactions c WHERE session_id = ?1 AND status = 'ok' \
-                 AND {LIVE_COMPACTION} ORDER BY id DESC LIMIT 1"
-                ))?
-                .query_row([session], compaction_from_row)
-                .optional()?;
+                     AND {LIVE_COMPACTION} ORDER BY id DESC LIMIT 1"
+                ),
+                params![session],
+                compaction_from_row,
+            )?;
             let first_kept = compaction.as_ref().and_then(|c| c.first_kept_seq).unwrap_or(1);
             let pins: HashSet<u64> = self.pins(session)?.into_iter().collect();
             let rewinds = self.live_rewinds(session)?;
@@ -123,7 +123,7 @@ impl Store {
     pub fn refresh_live_view(&self, view: &mut LiveView) -> Result<()> {
         on_db!(self, "refresh the live view", {
             let session = view.session.id.clone();
-            let tx = self.conn.unchecked_transaction()?;
+            let tx = self.db.snapshot()?;
             let stamp = self.view_stamp(&session)?;
             let same = stamp.compaction_id == view.stamp.compaction_id
                 && stamp.trim_id == view.stamp.trim_id
@@ -142,16 +142,14 @@ impl Store {
                 view.session = self.session(&session)?;
                 view.stamp = stamp;
             }
-            tx.finish()?;
+            tx.commit()?;
             Ok(())
         })
     }
 
     fn view_stamp(&self, session: &str) -> Result<ViewStamp> {
-        Ok(self
-            .conn
-            .prepare_cached(
-                "SELECT (SELECT message_count FROM sessions WHERE id = ?1), \
+        self.db.query_row(
+            "SELECT (SELECT message_count FROM sessions WHERE id = ?1), \
                  (SELECT coalesce(max(id), 0) FROM compactions WHERE session_id = ?1 AND status = 'ok'), \
                  (SELECT coalesce(max(id), 0) FROM trims WHERE session_id = ?1), \
                  (SELECT coalesce(max(id), 0) FROM retractions WHERE session_id = ?1), \
@@ -159,17 +157,18 @@ impl Store {
                  (SELECT coalesce(max(id), 0) FROM pins WHERE session_id = ?1), \
                  (SELECT coalesce(max(id), 0) FROM rewinds WHERE session_id = ?1), \
                  (SELECT count(undone_at) FROM rewinds WHERE session_id = ?1)",
-            )?
-            .query_row([session], |r| {
+            params![session],
+            |r| {
                 Ok(ViewStamp {
-                    message_count: r.get::<_, Option<u64>>(0)?.unwrap_or(0),
+                    message_count: r.get::<Option<u64>>(0)?.unwrap_or(0),
                     compaction_id: r.get(1)?,
                     trim_id: r.get(2)?,
                     retraction_id: r.get(3)?,
                     pins: (r.get(4)?, r.get(5)?),
                     rewinds: (r.get(6)?, r.get(7)?),
                 })
-            })?)
+            },
+        )
     }
 
     /// `entry`, unless every part of it is a tool result answering no call before it in the
@@ -184,7 +183,7 @@ impl Store {
             let mut answers = false;
             for part in &entry.parts {
                 if let Part::ToolResult { call_id, .. } = part
-                    && super::messages::has_call(&self.conn, session, call_id, before)?
+                    && super::messages::has_call(&self.db, session, call_id, before)?
                 {
                     answers = true;
                     break;
@@ -200,12 +199,15 @@ impl Store {
 
     /// Trims of messages with `seq >= from`, grouped by seq, oldest first.
     fn trims_from(&self, session: &str, from: u64) -> Result<HashMap<u64, Vec<Trim>>> {
-        let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT {TRIM_COLUMNS} FROM trims t WHERE session_id = ?1 AND seq >= ?2 AND {LIVE_TRIM} ORDER BY id"
-        ))?;
+        let trims = self.db.query_vec(
+            &format!(
+                "SELECT {TRIM_COLUMNS} FROM trims t WHERE session_id = ?1 AND seq >= ?2 AND {LIVE_TRIM} ORDER BY id"
+            ),
+            params![session, from],
+            trim_from_row,
+        )?;
         let mut by_seq: HashMap<u64, Vec<Trim>> = HashMap::new();
-        for trim in stmt.query_map(params![session, from], trim_from_row)? {
-            let trim = trim?;
+        for trim in trims {
             by_seq.entry(trim.seq).or_default().push(trim);
         }
         Ok(by_seq)

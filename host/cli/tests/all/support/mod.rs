@@ -182,7 +182,8 @@ pub fn append_line(session: Option<&str>, text: &str) -> String {
 /// The names of every entity in the memory graph, sorted.
 pub fn entity_names(store: &Store) -> Vec<String> {
     let mut names: Vec<String> = store
-        .connection()
+        .sqlite_connection()
+        .unwrap()
         .prepare("SELECT name FROM memory_entities")
         .unwrap()
         .query_map([], |r| r.get(0))

@@ -13,7 +13,7 @@ mod value;
 
 use std::ops::Deref;
 
-pub(crate) use postgres::Postgres;
+pub(crate) use postgres::{ConnectFailure, Postgres};
 pub(crate) use value::{Column, Param, Value};
 
 use super::{Error, Result};
@@ -43,6 +43,15 @@ macro_rules! params {
 }
 pub(crate) use params;
 
+/// SQL for the ids listed in the JSON array bound at `?{n}` (`[1,2,3]`), as a subquery:
+/// `WHERE id IN {ids_in(backend, 1)}`.
+pub(crate) fn ids_in(backend: Backend, n: usize) -> String {
+    match backend {
+        Backend::Sqlite => format!("(SELECT value FROM json_each(?{n}))"),
+        _ => format!("(SELECT CAST(value AS bigint) FROM json_array_elements_text(CAST(?{n} AS json)) AS j(value))"),
+    }
+}
+
 /// One row of a result.
 pub(crate) enum Row<'a> {
     /// A SQLite row.
@@ -51,7 +60,16 @@ pub(crate) enum Row<'a> {
     Postgres(&'a tokio_postgres::Row),
 }
 
-impl Row<'_> {
+impl<'a> Row<'a> {
+    /// Column `idx` (0-based) as it is held, borrowed from the row.
+    pub(crate) fn value(&self, idx: usize) -> Result<Value<'a>> {
+        let bad = |message: String| Error::Column { index: idx, message };
+        match *self {
+            Row::Sqlite(row) => Value::from_sqlite(row.get_ref(idx)?).map_err(bad),
+            Row::Postgres(row) => row.try_get(idx).map_err(Error::Postgres),
+        }
+    }
+
     /// Column `idx` (0-based) as `T`.
     pub(crate) fn get<T: Column>(&self, idx: usize) -> Result<T> {
         let bad = |message: String| Error::Column { index: idx, message };
@@ -78,16 +96,16 @@ impl Db {
     }
 
     /// Runs a statement, returning the number of rows it changed.
-    pub(crate) fn execute(&self, sql: &str, params: &[&dyn Param]) -> Result<u64> {
+    pub(crate) fn execute(&self, sql: &str, params: &[&dyn Param]) -> Result<usize> {
         match self {
             Db::Sqlite(conn) => {
                 let mut stmt = conn.prepare_cached(sql)?;
                 let changed = stmt.execute(rusqlite::params_from_iter(params.iter().map(|p| p.value())));
                 // A cached statement would otherwise keep the last row's bound copy alive.
                 stmt.clear_bindings();
-                Ok(changed? as u64)
+                Ok(changed?)
             }
-            Db::Postgres(pg) => pg.execute(sql, params),
+            Db::Postgres(pg) => Ok(pg.execute(sql, params)? as usize),
         }
     }
 
@@ -177,11 +195,26 @@ impl Db {
 
     /// Begins a write transaction (see the module's docs), rolled back unless committed.
     pub(crate) fn transaction(&mut self) -> Result<Tx<'_>> {
+        self.begin_write()?;
+        Ok(Tx { db: self, open: true })
+    }
+
+    /// Begins a read transaction: every query in it sees the database as it was at its first.
+    pub(crate) fn snapshot(&self) -> Result<Tx<'_>> {
         match self {
-            Db::Sqlite(conn) => conn.execute_batch("BEGIN IMMEDIATE")?,
-            Db::Postgres(pg) => pg.begin_write()?,
+            Db::Sqlite(conn) => conn.execute_batch("BEGIN DEFERRED")?,
+            Db::Postgres(pg) => pg.batch("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?,
         }
         Ok(Tx { db: self, open: true })
+    }
+
+    /// Begins a write transaction that the caller ends with `COMMIT` or `ROLLBACK` itself (for a
+    /// body that reads through the store what it has written so far).
+    pub(crate) fn begin_write(&self) -> Result<()> {
+        match self {
+            Db::Sqlite(conn) => Ok(conn.execute_batch("BEGIN IMMEDIATE")?),
+            Db::Postgres(pg) => pg.begin_write(),
+        }
     }
 }
 

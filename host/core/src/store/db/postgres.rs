@@ -1,10 +1,10 @@
 //! A blocking connection to PostgreSQL for the store, whose operations are synchronous.
 //!
-//! The `tokio-postgres` connection (the socket) is driven by a thread of its own with a
-//! single-threaded runtime; statements are sent through the client from the caller's thread and
-//! waited for with a plain executor, which needs no runtime — so the store works the same when it
-//! is called from inside the agent's tokio runtime (where the blocking `postgres` crate would
-//! panic) as from a plain thread.
+//! The `tokio-postgres` connection (the socket) runs on the library's I/O runtime ([`crate::io`]);
+//! statements are sent through the client from the caller's thread and waited for with a plain
+//! executor, which needs no runtime — so the store works the same when it is called from inside
+//! the agent's tokio runtime (where the blocking `postgres` crate would panic) as from a plain
+//! thread.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -38,7 +38,8 @@ pub(crate) enum ConnectFailure {
 }
 
 impl Postgres {
-    /// Connects with `config` over `tls`, starting the thread that drives the connection.
+    /// Connects with `config` over `tls`; the connection is driven by the I/O runtime until the
+    /// client is dropped or the server goes away.
     pub(crate) fn connect<T>(config: tokio_postgres::Config, tls: T) -> Result<Self, ConnectFailure>
     where
         T: tokio_postgres::tls::MakeTlsConnect<tokio_postgres::Socket> + Send + 'static,
@@ -46,33 +47,14 @@ impl Postgres {
         T::TlsConnect: Send,
         <T::TlsConnect as tokio_postgres::tls::TlsConnect<tokio_postgres::Socket>>::Future: Send,
     {
-        let (sender, receiver) = std::sync::mpsc::sync_channel(1);
-        let driver = move || {
-            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-                Ok(runtime) => runtime,
-                Err(e) => {
-                    let _ = sender.send(Err(ConnectFailure::Io(e)));
-                    return;
-                }
-            };
-            runtime.block_on(async move {
-                match config.connect(tls).await {
-                    Ok((client, connection)) => {
-                        let _ = sender.send(Ok(client));
-                        // Runs until the client is dropped (or the server goes away).
-                        let _ = connection.await;
-                    }
-                    Err(e) => {
-                        let _ = sender.send(Err(ConnectFailure::Postgres(e)));
-                    }
-                }
-            });
-        };
-        std::thread::Builder::new().name("seshat-postgres".into()).spawn(driver).map_err(ConnectFailure::Io)?;
-        let client = receiver
-            .recv()
-            .map_err(|_| ConnectFailure::Io(std::io::Error::other("the connection thread ended before connecting")))??;
-        Ok(Postgres { client, statements: RefCell::new(HashMap::new()) })
+        let io = crate::io::handle().map_err(|e| ConnectFailure::Io(std::io::Error::other(e)))?;
+        let connecting = io.spawn(async move {
+            let (client, connection) = config.connect(tls).await?;
+            tokio::spawn(connection);
+            Ok(client)
+        });
+        let client = block_on(connecting).map_err(|e| ConnectFailure::Io(std::io::Error::other(e)))?;
+        Ok(Postgres { client: client.map_err(ConnectFailure::Postgres)?, statements: RefCell::new(HashMap::new()) })
     }
 
     /// The prepared statement for `sql` (SQLite's `?N` parameters rewritten to `$N`).
@@ -113,11 +95,6 @@ impl Postgres {
     /// Begins a write transaction holding the store's write lock.
     pub(crate) fn begin_write(&self) -> Result<()> {
         self.batch(&format!("BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"))
-    }
-
-    /// Whether the connection to the server was lost.
-    pub(crate) fn is_closed(&self) -> bool {
-        self.client.is_closed()
     }
 }
 

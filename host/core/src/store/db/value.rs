@@ -21,6 +21,9 @@ pub(crate) enum Value<'a> {
     Real(f64),
     /// UTF-8 text.
     Text(&'a str),
+    /// Text as PostgreSQL holds it when it had to be escaped (see [`escape_text`]): read back
+    /// unescaped.
+    EscapedText(&'a str),
     /// Bytes.
     Blob(&'a [u8]),
 }
@@ -113,7 +116,7 @@ fn unexpected<T>(value: Value<'_>, wanted: &str) -> Result<T, String> {
         Value::Int(i) => format!("the integer {i}"),
         Value::OutOfRange(u) => format!("the integer {u}"),
         Value::Real(f) => format!("the real {f}"),
-        Value::Text(_) => "text".to_string(),
+        Value::Text(_) | Value::EscapedText(_) => "text".to_string(),
         Value::Blob(b) => format!("{} bytes", b.len()),
     };
     Err(format!("expected {wanted}, found {held}"))
@@ -160,6 +163,7 @@ impl Column for String {
     fn from_value(value: Value<'_>) -> Result<Self, String> {
         match value {
             Value::Text(s) => Ok(s.to_string()),
+            Value::EscapedText(s) => Ok(unescape_text(s)),
             other => unexpected(other, "text"),
         }
     }
@@ -193,7 +197,7 @@ impl rusqlite::ToSql for Value<'_> {
             Value::Int(i) => ValueRef::Integer(i),
             Value::OutOfRange(u) => return Err(rusqlite::Error::ToSqlConversionFailure(out_of_range(u))),
             Value::Real(f) => ValueRef::Real(f),
-            Value::Text(s) => ValueRef::Text(s.as_bytes()),
+            Value::Text(s) | Value::EscapedText(s) => ValueRef::Text(s.as_bytes()),
             Value::Blob(b) => ValueRef::Blob(b),
         }))
     }
@@ -219,6 +223,45 @@ fn out_of_range(u: u64) -> Box<dyn StdError + Send + Sync> {
 
 // --- PostgreSQL ---
 
+/// The character that escapes text for PostgreSQL, whose `text` cannot hold NUL: U+10FFFF, a
+/// noncharacter no text is meant to carry. NUL is written as it followed by `0`, and the escape
+/// itself doubled, so any string comes back as it was stored, byte for byte.
+const ESCAPE: char = '\u{10FFFF}';
+
+fn needs_escape(text: &str) -> bool {
+    text.contains(['\0', ESCAPE])
+}
+
+/// `text` with NUL and the escape character escaped (see [`ESCAPE`]).
+pub(crate) fn escape_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\0' => out.extend([ESCAPE, '0']),
+            ESCAPE => out.extend([ESCAPE, ESCAPE]),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The inverse of [`escape_text`].
+pub(crate) fn unescape_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match (c, c == ESCAPE) {
+            (_, true) => match chars.next() {
+                Some('0') => out.push('\0'),
+                Some(other) => out.push(other),
+                None => out.push(ESCAPE),
+            },
+            (c, false) => out.push(c),
+        }
+    }
+    out
+}
+
 impl ToSql for Value<'_> {
     fn to_sql(&self, ty: &Type, out: &mut bytes::BytesMut) -> Result<IsNull, Box<dyn StdError + Sync + Send>> {
         match *self {
@@ -238,7 +281,8 @@ impl ToSql for Value<'_> {
                 Type::FLOAT4 => (f as f32).to_sql(ty, out),
                 _ => Err(format!("a real cannot be bound to a parameter of type {ty}").into()),
             },
-            Value::Text(s) => s.to_sql(ty, out),
+            Value::Text(s) if needs_escape(s) => escape_text(s).to_sql(ty, out),
+            Value::Text(s) | Value::EscapedText(s) => s.to_sql(ty, out),
             Value::Blob(b) => b.to_sql(ty, out),
         }
     }
@@ -261,7 +305,10 @@ impl<'a> FromSql<'a> for Value<'a> {
             Type::FLOAT8 => Value::Real(f64::from_sql(ty, raw)?),
             Type::FLOAT4 => Value::Real(f32::from_sql(ty, raw)?.into()),
             Type::BYTEA => Value::Blob(raw),
-            _ if <&str as FromSql>::accepts(ty) => Value::Text(<&str>::from_sql(ty, raw)?),
+            _ if <&str as FromSql>::accepts(ty) => {
+                let text = <&str>::from_sql(ty, raw)?;
+                if text.contains(ESCAPE) { Value::EscapedText(text) } else { Value::Text(text) }
+            }
             _ => return Err(format!("a column of type {ty} cannot be read: cast it in the query").into()),
         })
     }
@@ -284,6 +331,16 @@ mod tests {
         assert_eq!(u64::MAX.value(), Value::OutOfRange(u64::MAX));
         assert_eq!(7u64.value(), Value::Int(7));
         assert!(rusqlite::ToSql::to_sql(&u64::MAX.value()).is_err());
+    }
+
+    #[test]
+    fn text_with_nul_or_the_escape_comes_back_byte_for_byte() {
+        for text in ["plain", "a\0b", "\0", "\u{10FFFF}", "x\u{10FFFF}0y\0\u{10FFFF}\u{10FFFF}", ""] {
+            let escaped = escape_text(text);
+            assert!(!escaped.contains('\0'), "{escaped:?}");
+            assert_eq!(unescape_text(&escaped), text);
+            assert_eq!(needs_escape(text), escaped != text, "{text:?}");
+        }
     }
 
     #[test]

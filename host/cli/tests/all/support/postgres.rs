@@ -1,0 +1,168 @@
+//! A throwaway PostgreSQL cluster for the tests: `initdb` into a temporary directory, the server
+//! started on a Unix socket there (no port to collide on, nothing reachable from elsewhere), and
+//! stopped when the test binary exits — its watchdog shell stops it when the pipe this process
+//! holds closes, whichever way the process ends. A fresh database per test.
+//!
+//! The binaries are found with `pg_config --bindir` or under `/usr/lib/postgresql/*/bin` (Debian
+//! keeps them off PATH). PostgreSQL refuses to run as root: as root, the cluster runs as the
+//! `postgres` user. Where no server can be started, the tests fail saying how to install one.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use seshat::store::Location;
+
+/// The command that installs a server on these machines.
+pub const INSTALL: &str = "apt-get install -y postgresql (Debian's PostgreSQL server; .ci/setup does it)";
+
+/// The running cluster.
+pub struct Cluster {
+    /// Where the data and the socket live.
+    dir: PathBuf,
+    /// The server's binaries.
+    pub bindir: PathBuf,
+    /// The port (names the socket file).
+    pub port: u16,
+    /// The watchdog; its stdin is the pipe whose closing stops the server.
+    _watchdog: std::sync::Mutex<Child>,
+}
+
+/// The superuser the cluster was made with.
+pub const SUPERUSER: &str = "seshat";
+
+impl Cluster {
+    /// The socket's directory.
+    pub fn socket_dir(&self) -> PathBuf {
+        self.dir.join("socket")
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.join("data")
+    }
+
+    /// A store URL for `database` as `user`.
+    pub fn url(&self, database: &str, user: &str) -> String {
+        format!("postgres://{user}@/{database}?host={}&port={}&sslmode=disable", self.socket_dir().display(), self.port)
+    }
+
+    /// Runs SQL as the superuser in `database` with `psql`, returning its output; panics with
+    /// psql's message when it fails.
+    pub fn psql(&self, database: &str, sql: &str) -> String {
+        let out = Command::new(self.bindir.join("psql"))
+            .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h"])
+            .arg(self.socket_dir())
+            .args(["-p", &self.port.to_string(), "-U", SUPERUSER, "-d", database, "-c", sql])
+            .output()
+            .expect("run psql");
+        assert!(out.status.success(), "psql -c {sql:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+}
+
+/// The cluster, started on first use.
+pub fn cluster() -> &'static Cluster {
+    static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
+    match CLUSTER.get_or_init(start) {
+        Ok(cluster) => cluster,
+        Err(e) => panic!("cannot start a PostgreSQL server for the tests: {e}\ninstall one with: {INSTALL}"),
+    }
+}
+
+/// A new empty database on the cluster, as a store location.
+pub fn database() -> Location {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let cluster = cluster();
+    let name = format!("t{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst));
+    cluster.psql("postgres", &format!("CREATE DATABASE {name}"));
+    Location::parse(&cluster.url(&name, SUPERUSER), Path::new("/")).expect("a valid URL")
+}
+
+/// The directory holding `initdb`, `pg_ctl`, `postgres` and `psql`.
+fn bindir() -> Result<PathBuf, String> {
+    let has_server = |dir: &Path| dir.join("initdb").is_file() && dir.join("pg_ctl").is_file();
+    if let Ok(out) = Command::new("pg_config").arg("--bindir").output()
+        && out.status.success()
+    {
+        let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        if has_server(&dir) {
+            return Ok(dir);
+        }
+    }
+    let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .map_err(|_| "no /usr/lib/postgresql and no pg_config naming a server's binaries".to_string())?
+        .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+        .filter(|d| has_server(d))
+        .collect();
+    found.sort();
+    found.pop().ok_or_else(|| "no server binaries under /usr/lib/postgresql/*/bin".into())
+}
+
+fn start() -> Result<Cluster, String> {
+    let bindir = bindir()?;
+    let dir = tempfile::Builder::new().prefix("seshat-pg-").tempdir().map_err(|e| e.to_string())?.keep();
+    let socket = dir.join("socket");
+    std::fs::create_dir_all(&socket).map_err(|e| e.to_string())?;
+    let root = rustix::process::geteuid().is_root();
+    if root {
+        let status = Command::new("chown").args(["-R", "postgres:postgres"]).arg(&dir).status();
+        if !status.is_ok_and(|s| s.success()) {
+            return Err(format!("cannot give {} to the postgres user (is there one?)", dir.display()));
+        }
+    }
+    // As the cluster's owner: postgres when the tests run as root.
+    let as_owner = |program: &Path| {
+        let mut cmd = if root {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(program);
+            c
+        } else {
+            Command::new(program)
+        };
+        cmd.stdin(Stdio::null());
+        cmd
+    };
+    let data = dir.join("data");
+    let out = as_owner(&bindir.join("initdb"))
+        .args(["-D"])
+        .arg(&data)
+        .args(["-A", "trust", "-U", SUPERUSER, "--no-sync", "-E", "UTF8", "--locale", "C"])
+        .output()
+        .map_err(|e| format!("cannot run initdb: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("initdb failed: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    // A port only names the socket file: listen_addresses is empty, so nothing listens on TCP.
+    let port = 40000 + (std::process::id() % 20000) as u16;
+    let options = format!(
+        "-k {} -p {port} -c listen_addresses='' -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
+         -c max_connections=200",
+        socket.display()
+    );
+    // Started and waited for by pg_ctl (-w), then `ready` on stdout; stopped when stdin closes.
+    let script = r#"pg_ctl -D "$1" -w -l "$1/../server.log" -o "$2" start >/dev/null || exit 1
+echo ready
+read _ignored
+pg_ctl -D "$1" -m fast stop >/dev/null
+rm -rf "$(dirname "$1")""#;
+    let mut watchdog = as_owner(Path::new("/bin/sh"))
+        .env("PATH", format!("{}:{}", bindir.display(), std::env::var("PATH").unwrap_or_default()))
+        .args(["-c", script, "sh"])
+        .arg(&data)
+        .arg(&options)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot start pg_ctl: {e}"))?;
+    let mut line = String::new();
+    BufReader::new(watchdog.stdout.take().expect("piped")).read_line(&mut line).map_err(|e| e.to_string())?;
+    if line.trim() != "ready" {
+        let log = std::fs::read_to_string(dir.join("server.log")).unwrap_or_default();
+        return Err(format!("the server did not start:\n{log}"));
+    }
+    Ok(Cluster { dir, bindir, port, _watchdog: std::sync::Mutex::new(watchdog) })
+}
