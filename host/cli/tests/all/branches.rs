@@ -8,6 +8,7 @@ use proptest::prelude::*;
 use seshat::conversation::{NewMessage, Part, Role};
 use seshat::store::{Compaction, CompactionStatus, CompactionTrigger, NewSession, Store, ViewEntry};
 
+use crate::on_both_backends;
 use crate::support::Home;
 
 /// One thing done to a session.
@@ -261,9 +262,8 @@ fn view_seqs(home: &Home, id: &str) -> Vec<u64> {
     home.store().live_view(id).unwrap().entries.iter().filter_map(|e| e.seq).collect()
 }
 
-#[test]
-fn the_cli_forks_at_a_message_and_the_fork_lives_on_when_its_parent_is_deleted() {
-    let home = Home::new();
+on_both_backends! {
+fn the_cli_forks_at_a_message_and_the_fork_lives_on_when_its_parent_is_deleted(home) {
     let parent = talk(&home, 6, 10);
     let out = json(&home.ok(&["sessions", "fork", &parent[..10], "--at", "4", "--title", "other way", "--json"]));
     let fork = out["session"]["id"].as_str().unwrap().to_string();
@@ -310,10 +310,10 @@ fn the_cli_forks_at_a_message_and_the_fork_lives_on_when_its_parent_is_deleted()
     let found: Vec<&str> = hits.as_array().unwrap().iter().map(|h| h["session_id"].as_str().unwrap()).collect();
     assert_eq!(found, [fork.as_str()]);
 }
+}
 
-#[test]
-fn a_fork_or_rewind_point_out_of_range_or_of_an_unknown_session_is_refused_and_writes_nothing() {
-    let home = Home::new();
+on_both_backends! {
+fn a_fork_or_rewind_point_out_of_range_or_of_an_unknown_session_is_refused_and_writes_nothing(home) {
     let id = talk(&home, 6, 10);
     let sessions = || home.store().list_sessions(&Default::default()).unwrap().len();
     let err = home.fails(&["sessions", "fork", &id, "--at", "9"]);
@@ -331,10 +331,10 @@ fn a_fork_or_rewind_point_out_of_range_or_of_an_unknown_session_is_refused_and_w
     assert!(home.store().live_rewinds(&id).unwrap().is_empty());
     assert_eq!(view_seqs(&home, &id), [1, 2, 3, 4, 5, 6]);
 }
+}
 
-#[test]
-fn a_point_inside_a_tool_exchange_moves_to_its_start_and_says_so() {
-    let home = Home::new();
+on_both_backends! {
+fn a_point_inside_a_tool_exchange_moves_to_its_start_and_says_so(home) {
     let mut store = home.store();
     let id = store.create_session(NewSession { project: "/p".into(), ..NewSession::default() }).unwrap().id;
     let call = NewMessage {
@@ -365,6 +365,7 @@ fn a_point_inside_a_tool_exchange_moves_to_its_start_and_says_so() {
     let out = json(&home.ok(&["sessions", "rewind", &id, "--to", "3", "--json"]));
     assert_eq!((out["rewound"]["from_seq"].as_u64(), out["rewound"]["moved_from"].as_u64()), (Some(2), Some(3)));
     assert_eq!(view_seqs(&home, &id), [1]);
+}
 }
 
 #[test]
@@ -408,9 +409,8 @@ fn a_rewind_hides_the_later_messages_new_ones_follow_them_and_undo_brings_them_b
     assert_eq!(view_seqs(&home, fork["session"]["id"].as_str().unwrap()), [1, 2, 3, 4, 5, 6]);
 }
 
-#[test]
-fn a_rewind_past_a_compaction_restores_the_view_before_it_or_is_refused_with_the_figures() {
-    let home = Home::new();
+on_both_backends! {
+fn a_rewind_past_a_compaction_restores_the_view_before_it_or_is_refused_with_the_figures(home) {
     // Ten messages of ~750 tokens each, compacted keeping from 9.
     let id = talk(&home, 10, 3000);
     home.store().record_compaction(&id, &compaction(10, 9, "earlier talk")).unwrap();
@@ -428,6 +428,7 @@ fn a_rewind_past_a_compaction_restores_the_view_before_it_or_is_refused_with_the
     // Undone, the compaction is back in force.
     home.ok(&["sessions", "rewind", &id, "--undo"]);
     assert_eq!(view_seqs(&home, &id), [9, 10]);
+}
 }
 
 #[test]
@@ -456,9 +457,8 @@ fn chat_fork_continues_in_a_new_branch_and_leaves_the_original_as_it_was() {
     assert!(err.contains("cannot be used with"), "{err}");
 }
 
-#[test]
-fn an_exported_fork_carries_its_lineage_and_rewinds_and_imports_whole() {
-    let home = Home::new();
+on_both_backends! {
+fn an_exported_fork_carries_its_lineage_and_rewinds_and_imports_whole(home) {
     let parent = talk(&home, 6, 10);
     let fork = home.store().fork(&parent, Some(4), None).unwrap().session.id;
     home.store()
@@ -486,10 +486,10 @@ fn an_exported_fork_carries_its_lineage_and_rewinds_and_imports_whole() {
     let shown = elsewhere.ok(&["sessions", "show", &fork]);
     assert!(shown.contains(&format!("forked from {parent} after message 4 (imported whole")), "{shown}");
 }
+}
 
-#[test]
-fn compact_until_summarises_everything_before_a_message_whatever_the_target_or_refuses_with_the_figures() {
-    let home = Home::new();
+on_both_backends! {
+fn compact_until_summarises_everything_before_a_message_whatever_the_target_or_refuses_with_the_figures(home) {
     std::fs::write(home.path().join("config.toml"), "[plugins]\nsummariser = \"summariser-extractive\"\n").unwrap();
     // Ten messages of ~750 tokens: far under the target of a 200k window.
     let id = talk(&home, 10, 3000);
@@ -508,10 +508,10 @@ fn compact_until_summarises_everything_before_a_message_whatever_the_target_or_r
     assert!(err.contains("there is no message 11"), "{err}");
     assert!(home.store().compactions(&other).unwrap().is_empty(), "nothing recorded");
 }
+}
 
-#[test]
-fn a_fork_of_a_fork_inside_its_inherited_part_reads_the_grandparent_and_outlives_its_parent() {
-    let home = Home::new();
+on_both_backends! {
+fn a_fork_of_a_fork_inside_its_inherited_part_reads_the_grandparent_and_outlives_its_parent(home) {
     let grand = talk(&home, 8, 10);
     let mut store = home.store();
     let parent = store.fork(&grand, Some(6), None).unwrap().session.id;
@@ -530,4 +530,5 @@ fn a_fork_of_a_fork_inside_its_inherited_part_reads_the_grandparent_and_outlives
     store.delete_session(&grand).unwrap();
     assert_eq!(texts(&store, &child), ["word1", "word2", "word3", "child"], "and after its grandparent");
     assert_eq!(store.session(&child).unwrap().parent_id, None);
+}
 }

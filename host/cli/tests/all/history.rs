@@ -10,6 +10,7 @@ use seshat::store::{COMPACTION_MARKER, HistoryScope, NewSession, Store};
 
 use crate::chat::{KEY, chat, home_for, json_of};
 use crate::compaction::{Scripted, plugins, settings};
+use crate::on_both_backends;
 use crate::support::server::{Reply, Server, anthropic};
 use crate::support::{Home, fixture};
 
@@ -51,9 +52,8 @@ fn found(store: &Store, scope: HistoryScope<'_>, query: &str) -> Vec<(String, u6
     store.search_history(scope, query, 10).unwrap().into_iter().map(|h| (h.session_id, h.seq)).collect()
 }
 
-#[test]
-fn the_index_finds_original_text_calls_and_results_by_word_form_and_scope() {
-    let home = Home::new();
+on_both_backends! {
+fn the_index_finds_original_text_calls_and_results_by_word_form_and_scope(home) {
     let mut store = home.store();
     let a = session_in(&mut store, "/work/alpha");
     store
@@ -96,10 +96,10 @@ fn the_index_finds_original_text_calls_and_results_by_word_form_and_scope() {
     assert_eq!((hit.seq, hit.role), (3, Role::Tool));
     assert!(hit.snippet.contains("FAILED (code «TF123-K45» at src/upload.rs:88)"), "{}", hit.snippet);
 }
+}
 
-#[test]
-fn an_identifier_in_the_query_ranks_the_message_holding_it_exactly_first() {
-    let home = Home::new();
+on_both_backends! {
+fn an_identifier_in_the_query_ranks_the_message_holding_it_exactly_first(home) {
     let mut store = home.store();
     let s = session_in(&mut store, "/p");
     store
@@ -121,26 +121,27 @@ fn an_identifier_in_the_query_ranks_the_message_holding_it_exactly_first() {
     // Nothing typed is FTS5 syntax.
     assert_eq!(found(&store, HistoryScope::Session(&s), r#"NOT "noted" OR ("#), [(s.clone(), 2)]);
 }
-
-/// How many documents of the history index hold `term` (read through fts5vocab).
-fn indexed(store: &Store, term: &str) -> i64 {
-    let conn = store.sqlite_connection().unwrap();
-    conn.execute_batch("CREATE VIRTUAL TABLE IF NOT EXISTS temp.vocab USING fts5vocab(main, message_fts, 'row')")
-        .unwrap();
-    conn.query_row("SELECT coalesce((SELECT doc FROM temp.vocab WHERE term = ?1), 0)", [term], |r| r.get(0)).unwrap()
 }
 
-#[test]
-fn deleting_a_session_takes_its_messages_out_of_the_index() {
-    let home = Home::new();
+/// How many messages the history index holds `term` for (a word: it is put in the SQL as is).
+fn indexed(home: &Home, term: &str) -> i64 {
+    home.sql_value(
+        &format!("SELECT count(*) FROM message_fts WHERE message_fts MATCH '{term}'"),
+        &format!("SELECT count(*) FROM message_search WHERE words @@ to_tsquery('seshat', '{term}')"),
+    )
+}
+
+on_both_backends! {
+fn deleting_a_session_takes_its_messages_out_of_the_index(home) {
     let mut store = home.store();
     let (a, b) = (session_in(&mut store, "/p"), session_in(&mut store, "/p"));
     store.append(&a, &[text(Role::User, "quokka one"), text(Role::Assistant, "quokka two")]).unwrap();
     store.append(&b, &[text(Role::User, "quokka three")]).unwrap();
-    assert_eq!(indexed(&store, "quokka"), 3);
+    assert_eq!(indexed(&home, "quokka"), 3);
     store.delete_session(&a).unwrap();
-    assert_eq!(indexed(&store, "quokka"), 1, "the deleted session's rows left the index");
+    assert_eq!(indexed(&home, "quokka"), 1, "the deleted session's rows left the index");
     assert_eq!(found(&store, HistoryScope::All, "quokka"), [(b, 1)]);
+}
 }
 
 #[test]
@@ -184,9 +185,8 @@ fn upgrading_on_a_terminal_shows_the_indexing_progress() {
     assert!(out.status.success() && out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
-#[test]
-fn history_read_returns_originals_in_pieces_and_says_what_is_wrong() {
-    let home = Home::new();
+on_both_backends! {
+fn history_read_returns_originals_in_pieces_and_says_what_is_wrong(home) {
     let mut store = home.store();
     let s = session_in(&mut store, "/p");
     let big = format!("BEGIN\n{}\nEND", "0123456789abcdef".repeat(1_500));
@@ -220,6 +220,7 @@ fn history_read_returns_originals_in_pieces_and_says_what_is_wrong() {
     assert!(err.contains("past the end"), "{err}");
     let err = answer(seshat::client::history::call(&store, &s, "history_search", &json!({"query": "  "}))).unwrap_err();
     assert!(err.contains("`query` is empty"), "{err}");
+}
 }
 
 #[test]
@@ -360,9 +361,8 @@ fn with_recall_the_marker_and_the_trims_name_the_history_tools() {
     }
 }
 
-#[test]
-fn sessions_search_lists_matches_safely_and_as_json() {
-    let home = Home::new();
+on_both_backends! {
+fn sessions_search_lists_matches_safely_and_as_json(home) {
     let project = seshat::paths::project_key(home.path());
     let mut store = home.store();
     let here = session_in(&mut store, &project);
@@ -387,10 +387,10 @@ fn sessions_search_lists_matches_safely_and_as_json() {
     let err = home.fails(&["sessions", "search"]);
     assert!(err.contains("<QUERY>"), "{err}");
 }
+}
 
-#[test]
-fn a_large_result_is_indexed_by_its_head_tail_and_outcome_lines_and_read_back_whole() {
-    let home = Home::new();
+on_both_backends! {
+fn a_large_result_is_indexed_by_its_head_tail_and_outcome_lines_and_read_back_whole(home) {
     let mut store = home.store();
     let s = session_in(&mut store, "/p");
     // A 60 KB log: its failure and a word that only its ordinary middle lines hold.
@@ -412,15 +412,15 @@ fn a_large_result_is_indexed_by_its_head_tail_and_outcome_lines_and_read_back_wh
     assert!(hits[0].snippet.contains("«checksum» mismatch"), "{:?}", hits[0]);
     // An ordinary line from the middle is not indexed (the excerpt's price)…
     assert!(found(&store, HistoryScope::Session(&s), "quasarwidget").is_empty());
-    assert_eq!(indexed(&store, "quasarwidget"), 0);
+    assert_eq!(indexed(&home, "quasarwidget"), 0);
     // …but reading the message back gives every byte.
     let back = store.history_range(&s, 2, 2).unwrap();
     assert!(matches!(&back[0].parts[0], Part::ToolResult { content, .. } if *content == log));
 }
+}
 
-#[test]
-fn a_message_holding_every_word_is_found_however_many_newer_ones_hold_some() {
-    let home = Home::new();
+on_both_backends! {
+fn a_message_holding_every_word_is_found_however_many_newer_ones_hold_some(home) {
     let mut store = home.store();
     let s = session_in(&mut store, "/p");
     let mut batch = vec![text(Role::User, "the upload retries forever on a 503")];
@@ -433,10 +433,10 @@ fn a_message_holding_every_word_is_found_however_many_newer_ones_hold_some() {
     assert_eq!(hits.len(), 10);
     assert!(hits[1..].iter().all(|(_, seq)| *seq > 500), "{hits:?}");
 }
+}
 
-#[test]
-fn a_huge_pasted_text_is_indexed_by_its_head_tail_and_outcome_lines() {
-    let home = Home::new();
+on_both_backends! {
+fn a_huge_pasted_text_is_indexed_by_its_head_tail_and_outcome_lines(home) {
     let mut store = home.store();
     let s = session_in(&mut store, "/p");
     let filler =
@@ -458,6 +458,7 @@ fn a_huge_pasted_text_is_indexed_by_its_head_tail_and_outcome_lines() {
     let whole = format!("{}needleword", "x ".repeat(seshat::store::INDEX_WHOLE_TEXT_BYTES / 2 - 8));
     store.append(&s, &[text(Role::User, &whole)]).unwrap();
     assert_eq!(found(&store, HistoryScope::Session(&s), "needleword"), [(s.clone(), 3)]);
+}
 }
 
 /// A tool's output as the text the model reads, `Err` when it is an error.
@@ -497,9 +498,8 @@ fn dialogue(store: &mut Store, turns: &[Option<&str>]) -> String {
     s
 }
 
-#[test]
-fn a_question_drowned_in_common_words_finds_its_topic() {
-    let home = Home::new();
+on_both_backends! {
+fn a_question_drowned_in_common_words_finds_its_topic(home) {
     let mut store = home.store();
     let mut turns = vec![None; 12];
     turns[2] = Some("what did you do there, and what was it that you did before that?");
@@ -511,10 +511,10 @@ fn a_question_drowned_in_common_words_finds_its_topic() {
     let drowned = ranked(&store, &s, q, 1, &without(|r| r.stop_words = false));
     assert!(drowned == [3] || drowned == [4], "stop words kept: drowned ({drowned:?})");
 }
+}
 
-#[test]
-fn the_words_a_question_is_asked_with_do_not_outrank_its_subject() {
-    let home = Home::new();
+on_both_backends! {
+fn the_words_a_question_is_asked_with_do_not_outrank_its_subject(home) {
     let mut store = home.store();
     let mut turns = vec![None; 10];
     turns[1] = Some("Anna: say it again, say it louder, say it to everyone");
@@ -524,10 +524,10 @@ fn the_words_a_question_is_asked_with_do_not_outrank_its_subject() {
     assert_eq!(ranked(&store, &s, q, 1, &Ranking::default()), [7]);
     assert_eq!(ranked(&store, &s, q, 1, &without(|r| r.question_words = false)), [2]);
 }
+}
 
-#[test]
-fn the_first_hits_cover_different_places_and_nothing_is_left_out() {
-    let home = Home::new();
+on_both_backends! {
+fn the_first_hits_cover_different_places_and_nothing_is_left_out(home) {
     let mut store = home.store();
     let mut turns = vec![None; 60];
     // A stretch of turns about it, and one mention elsewhere that ranks below each of them.
@@ -550,10 +550,10 @@ fn the_first_hits_cover_different_places_and_nothing_is_left_out() {
     assert_eq!(all.len(), 4, "{all:?}");
     assert_eq!(all[1], 6, "{all:?}");
 }
+}
 
-#[test]
-fn a_message_holding_more_of_the_words_comes_before_one_holding_fewer() {
-    let home = Home::new();
+on_both_backends! {
+fn a_message_holding_more_of_the_words_comes_before_one_holding_fewer(home) {
     let mut store = home.store();
     let mut turns = vec![None; 40];
     // No message holds every word. One says a single word twice in a few: by bm25 alone it wins.
@@ -566,6 +566,7 @@ fn a_message_holding_more_of_the_words_comes_before_one_holding_fewer() {
     let q = "What about the budget review before the launch?";
     assert_eq!(ranked(&store, &s, q, 2, &without(|r| r.coordination = false)), [3, 31], "bm25 alone");
     assert_eq!(ranked(&store, &s, q, 2, &Ranking::default()), [31, 3], "two of the words before one");
+}
 }
 
 /// A meeting of QMSum's tuning split (`tests/fixtures/retrieval/qmsum`, the recall benchmark's
@@ -592,9 +593,8 @@ struct QmsumQuery {
     spans: Vec<(u64, u64)>,
 }
 
-#[test]
-fn real_questions_phrased_unlike_their_answers_are_found_within_5_and_each_rule_carries_one() {
-    let home = Home::new();
+on_both_backends! {
+fn real_questions_phrased_unlike_their_answers_are_found_within_5_and_each_rule_carries_one(home) {
     let mut store = home.store();
     let lines = std::fs::read_to_string(fixture("retrieval/qmsum/tuning.jsonl")).unwrap();
     // The split's first three meetings, each a session (bm25 weighs words over the whole index);
@@ -629,4 +629,5 @@ fn real_questions_phrased_unlike_their_answers_are_found_within_5_and_each_rule_
     assert_eq!(meeting_rank(&store, &meeting, remote, &Ranking::default()), Some(0));
     let drowned = meeting_rank(&store, &meeting, remote, &without(|r| r.stop_words = false));
     assert!(drowned.is_none_or(|r| r >= 5), "with stop words found at {drowned:?}");
+}
 }

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
+use crate::on_both_backends;
 use crate::support::server::{Reply, Server, expect_header, expect_route};
 use crate::support::{Home, fixture};
 
@@ -39,9 +40,8 @@ fn json(home: &Home, dir: &Path, args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-#[test]
-fn add_walks_as_ripgrep_does_and_search_finds_exact_lines() {
-    let home = Home::new();
+on_both_backends! {
+fn add_walks_as_ripgrep_does_and_search_finds_exact_lines(home) {
     let root = project(&home);
     let report = json(&home, &root, &["knowledge", "add", ".", "--json"]);
     assert_eq!((report["files"].as_u64(), report["indexed"].as_u64()), (Some(3), Some(2)), "{report}");
@@ -62,10 +62,10 @@ fn add_walks_as_ripgrep_does_and_search_finds_exact_lines() {
     assert!(human.starts_with("1 results (lexical: words matched by bm25; no embedder configured)"), "{human}");
     assert!(human.contains("src/main.rs:1-3"), "{human}");
 }
+}
 
-#[test]
-fn re_adding_indexes_only_what_changed_and_drops_what_is_gone() {
-    let home = Home::new();
+on_both_backends! {
+fn re_adding_indexes_only_what_changed_and_drops_what_is_gone(home) {
     let root = project(&home);
     json(&home, &root, &["knowledge", "add", ".", "--json"]);
     let before = json(&home, &root, &["knowledge", "list", "--json"]);
@@ -87,10 +87,10 @@ fn re_adding_indexes_only_what_changed_and_drops_what_is_gone() {
         1
     );
 }
+}
 
-#[test]
-fn scopes_and_projects_filter_and_remove_never_touches_files() {
-    let home = Home::new();
+on_both_backends! {
+fn scopes_and_projects_filter_and_remove_never_touches_files(home) {
     let root = project(&home);
     let other = home.path().join("other");
     std::fs::create_dir_all(other.join(".git")).unwrap();
@@ -118,6 +118,7 @@ fn scopes_and_projects_filter_and_remove_never_touches_files() {
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("is neither an indexed document's id nor a path holding one")
     );
+}
 }
 
 #[test]
@@ -227,9 +228,8 @@ fn hit_names(found: &Value) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn hybrid_search_fuses_words_and_vectors_by_reciprocal_rank_exactly() {
-    let home = Home::new();
+on_both_backends! {
+fn hybrid_search_fuses_words_and_vectors_by_reciprocal_rank_exactly(home) {
     let server = echo_server();
     with_test_embedder(&home, &server, "topics");
     let root = notes(&home);
@@ -270,10 +270,10 @@ fn hybrid_search_fuses_words_and_vectors_by_reciprocal_rank_exactly() {
     let human = String::from_utf8(run(&home, &root, &["knowledge", "search", "automobile"]).stdout).unwrap();
     assert!(human.contains("(hybrid: words (bm25) and meaning (vectors), fused by rank)"), "{human}");
 }
+}
 
-#[test]
-fn vector_search_is_filtered_by_scope_and_project_before_ranking() {
-    let home = Home::new();
+on_both_backends! {
+fn vector_search_is_filtered_by_scope_and_project_before_ranking(home) {
     let server = echo_server();
     with_test_embedder(&home, &server, "topics");
     let root = notes(&home);
@@ -294,10 +294,10 @@ fn vector_search_is_filtered_by_scope_and_project_before_ranking() {
     let only = json(&home, &root, &["knowledge", "search", "engine", "--scope", "user", "--json"]);
     assert_eq!(hit_names(&only), ["mine.md"], "{only}");
 }
+}
 
-#[test]
-fn a_new_model_is_refused_until_the_user_consents_and_search_stays_lexical_meanwhile() {
-    let home = Home::new();
+on_both_backends! {
+fn a_new_model_is_refused_until_the_user_consents_and_search_stays_lexical_meanwhile(home) {
     let server = echo_server();
     with_test_embedder(&home, &server, "topics");
     let root = notes(&home);
@@ -322,10 +322,10 @@ fn a_new_model_is_refused_until_the_user_consents_and_search_stays_lexical_meanw
     assert_eq!((index.model.as_str(), index.vectors), ("topics-long", 4));
     assert_eq!(json(&home, &root, &["knowledge", "search", "automobile", "--json"])["mode"], "hybrid");
 }
+}
 
-#[test]
-fn a_text_longer_than_the_model_takes_is_split_never_cut() {
-    let home = Home::new();
+on_both_backends! {
+fn a_text_longer_than_the_model_takes_is_split_never_cut(home) {
     let server = echo_server();
     // `topics` takes 64 tokens; a chunk is up to 400.
     with_test_embedder(&home, &server, "topics");
@@ -348,6 +348,7 @@ fn a_text_longer_than_the_model_takes_is_split_never_cut() {
     assert_eq!(hits[0]["vector_rank"], 1, "{found}");
     assert!(hits[0]["similarity"].as_f64().unwrap() > 0.1, "{found}");
     assert_eq!(hits[1]["similarity"].as_f64().unwrap(), 0.0, "the other chunk says nothing of vehicles: {found}");
+}
 }
 
 #[test]
@@ -430,9 +431,8 @@ fn embedder_openai_speaks_the_real_embeddings_json_with_the_key_added_by_the_hos
     assert!(!db.windows(17).any(|w| w == b"sk-test-embed-123"), "the key never reaches the database");
 }
 
-#[test]
-fn an_embedding_batch_refused_for_its_length_is_cut_again_and_sent_once_more() {
-    let home = Home::new();
+on_both_backends! {
+fn an_embedding_batch_refused_for_its_length_is_cut_again_and_sent_once_more(home) {
     // An OpenAI-compatible embeddings server whose model takes 256 tokens, counted with a real
     // tokenizer (GPT-2's), refusing longer inputs in OpenAI's words; the user's configuration
     // overstates the limit (1,024).
@@ -504,10 +504,10 @@ fn an_embedding_batch_refused_for_its_length_is_cut_again_and_sent_once_more() {
     distinct.dedup();
     assert_eq!(distinct.len(), refused.len(), "no request was refused twice");
 }
+}
 
-#[test]
-fn an_embedder_that_fails_leaves_the_index_lexical_and_says_how_to_finish() {
-    let home = Home::new();
+on_both_backends! {
+fn an_embedder_that_fails_leaves_the_index_lexical_and_says_how_to_finish(home) {
     let server = Server::route(|r| match expect_route(r, "POST", "/v1/embeddings") {
         Ok(()) => {
             Reply::json(401, r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}"#)
@@ -537,10 +537,10 @@ fn an_embedder_that_fails_leaves_the_index_lexical_and_says_how_to_finish() {
     let whence = format!("(embeddings: `nomic-embed-text` at {}/v1)", server.url());
     assert!(found["note"].as_str().unwrap().contains(&whence), "where the embeddings go: {found}");
 }
+}
 
-#[test]
-fn mcp_serves_knowledge_search_and_read_by_chunk_id_only_within_the_project() {
-    let home = Home::new();
+on_both_backends! {
+fn mcp_serves_knowledge_search_and_read_by_chunk_id_only_within_the_project(home) {
     let root = project(&home);
     json(&home, &root, &["knowledge", "add", ".", "--json"]);
     let other = home.path().join("other");
@@ -575,6 +575,7 @@ fn mcp_serves_knowledge_search_and_read_by_chunk_id_only_within_the_project() {
     let (error, err) = client.call("knowledge_search", serde_json::json!({"query": " "}));
     assert!(err && error["error"].as_str().unwrap().contains("`query` is empty"), "{error}");
     client.close();
+}
 }
 
 #[test]
@@ -648,9 +649,8 @@ impl seshat::retrieval::Retriever for Notes {
     }
 }
 
-#[test]
-fn the_sdk_fuses_an_applications_own_corpus_and_knowledge_works_from_rust() {
-    let home = Home::new();
+on_both_backends! {
+fn the_sdk_fuses_an_applications_own_corpus_and_knowledge_works_from_rust(home) {
     let server = echo_server();
     with_test_embedder(&home, &server, "topics");
     let config = seshat::config::Config::load(home.path(), None).unwrap();
@@ -682,6 +682,7 @@ fn the_sdk_fuses_an_applications_own_corpus_and_knowledge_works_from_rust() {
     let found = k.search(seshat::store::KnowledgeFilter { project: "/sdk", scope: None }, "automobile", 5).unwrap();
     assert_eq!(found.mode, seshat::retrieval::Mode::Hybrid);
     assert!(found.hits[0].path.ends_with("a.md"), "{found:?}");
+}
 }
 
 #[test]
@@ -728,12 +729,11 @@ fn with_embedded_memory(home: &Home, server: &Server) {
     std::fs::write(&config, text).unwrap();
 }
 
+on_both_backends! {
 /// `seshat mcp` with an embedder configured and memory embedded: the knowledge search (hybrid),
 /// a memory write and a memory search (hybrid), then the end of its input — all inside the MCP
 /// server's async runtime, where opening a runtime of the library's own used to panic.
-#[test]
-fn mcp_with_an_embedder_searches_knowledge_and_memory_and_ends_cleanly() {
-    let home = Home::new();
+fn mcp_with_an_embedder_searches_knowledge_and_memory_and_ends_cleanly(home) {
     let server = echo_server();
     with_embedded_memory(&home, &server);
     let root = notes(&home);
@@ -776,13 +776,13 @@ fn mcp_with_an_embedder_searches_knowledge_and_memory_and_ends_cleanly() {
     let found = answers.iter().find(|a| a["id"] == 4).unwrap_or_else(|| panic!("no answer: {answers:?}"));
     assert_eq!(found["result"]["structuredContent"]["entities"][0]["name"], "Ada", "{found}");
 }
+}
 
+on_both_backends! {
 /// `seshat serve` with memory embedded: what `memory/*` writes is embedded by the connection's
 /// background queue, and `memory/search_nodes` then finds it by meaning (hybrid), as `chat` and
 /// `mcp` do.
-#[test]
-fn serve_embeds_what_its_memory_calls_write_and_searches_memory_by_meaning() {
-    let home = Home::new();
+fn serve_embeds_what_its_memory_calls_write_and_searches_memory_by_meaning(home) {
     let server = echo_server();
     with_embedded_memory(&home, &server);
     let mut c = crate::serve::ServeClient::start(&home);
@@ -798,6 +798,7 @@ fn serve_embeds_what_its_memory_calls_write_and_searches_memory_by_meaning() {
         c.ok("memory/search_nodes", serde_json::json!({"query": "car"}))["entities"][0]["name"] == "Ada"
     });
     assert_eq!(home.store().embed_queue_len(seshat::store::Queued::Memory).unwrap(), 0);
+}
 }
 
 #[test]

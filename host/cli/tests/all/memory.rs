@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 use seshat::memory::{Scope, tools};
 
+use crate::on_both_backends;
 use crate::support::Home;
 
 const PROJECT: &str = "/work/project-a";
@@ -50,9 +51,8 @@ fn seed(home: &Home) {
     );
 }
 
-#[test]
-fn add_observations_to_an_unknown_entity_is_an_error_and_writes_nothing() {
-    let home = Home::new();
+on_both_backends! {
+fn add_observations_to_an_unknown_entity_is_an_error_and_writes_nothing(home) {
     seed(&home);
     let out = call(
         &home,
@@ -65,10 +65,10 @@ fn add_observations_to_an_unknown_entity_is_an_error_and_writes_nothing() {
     let alice = ok(&home, "open_nodes", json!({"names": ["Alice"]}));
     assert_eq!(alice["entities"][0]["observations"].as_array().unwrap().len(), 2, "the valid half was not kept either");
 }
+}
 
-#[test]
-fn deleting_missing_things_is_not_an_error() {
-    let home = Home::new();
+on_both_backends! {
+fn deleting_missing_things_is_not_an_error(home) {
     seed(&home);
     assert_eq!(ok(&home, "delete_entities", json!({"entityNames": ["Nobody"]}))["success"], true);
     ok(
@@ -79,10 +79,10 @@ fn deleting_missing_things_is_not_an_error() {
     ok(&home, "delete_relations", json!({"relations": [{"from": "A", "to": "B", "relationType": "c"}]}));
     assert_eq!(names(&ok(&home, "read_graph", json!({}))).len(), 3);
 }
+}
 
-#[test]
-fn deleting_an_entity_removes_its_relations_and_restore_brings_both_back() {
-    let home = Home::new();
+on_both_backends! {
+fn deleting_an_entity_removes_its_relations_and_restore_brings_both_back(home) {
     seed(&home);
     let deleted = ok(&home, "delete_entities", json!({"entityNames": ["alice"]}));
     let graph = ok(&home, "read_graph", json!({}));
@@ -101,10 +101,10 @@ fn deleting_an_entity_removes_its_relations_and_restore_brings_both_back() {
     assert_eq!(alice["entities"][0]["observations"], json!(["works on the Seshat runtime", "prefers Rust"]));
     assert_eq!(names(&ok(&home, "search_nodes", json!({"query": "prefers rust"}))), ["Alice"]);
 }
+}
 
-#[test]
-fn search_matches_name_type_and_observations_case_insensitively_with_relations_among_matches() {
-    let home = Home::new();
+on_both_backends! {
+fn search_matches_name_type_and_observations_case_insensitively_with_relations_among_matches(home) {
     seed(&home);
     assert_eq!(names(&ok(&home, "search_nodes", json!({"query": "ALICE"}))), ["Alice"]);
     assert_eq!(names(&ok(&home, "search_nodes", json!({"query": "Project"}))), ["Seshat"], "by type");
@@ -119,10 +119,10 @@ fn search_matches_name_type_and_observations_case_insensitively_with_relations_a
     );
     assert_eq!(names(&both)[0], "Seshat", "a name match ranks above an observation match");
 }
+}
 
-#[test]
-fn search_handles_words_diacritics_and_substrings() {
-    let home = Home::new();
+on_both_backends! {
+fn search_handles_words_diacritics_and_substrings(home) {
     seed(&home);
     assert_eq!(names(&ok(&home, "search_nodes", json!({"query": "cafe zurich"}))), ["Café Zürich"], "accents ignored");
     assert_eq!(names(&ok(&home, "search_nodes", json!({"query": "ZÜRICH"}))), ["Café Zürich"]);
@@ -142,10 +142,10 @@ fn search_handles_words_diacritics_and_substrings() {
         "FTS syntax is never interpreted"
     );
 }
+}
 
-#[test]
-fn search_reads_a_question_by_the_shared_ranking_rules() {
-    let home = Home::new();
+on_both_backends! {
+fn search_reads_a_question_by_the_shared_ranking_rules(home) {
     seed(&home);
     // Common and question words are left out: every remaining word is held ("prefers" by its stem).
     assert_eq!(names(&ok(&home, "search_nodes", json!({"query": "What did Alice say she preferred?"}))), ["Alice"]);
@@ -160,10 +160,10 @@ fn search_reads_a_question_by_the_shared_ranking_rules() {
     // Partial matches only when nothing holds every word: "runtime" alone would add Alice.
     assert_eq!(names(&ok(&home, "search_nodes", json!({"query": "the memory runtime"}))), ["Seshat"]);
 }
+}
 
-#[test]
-fn search_is_bounded_and_says_when_it_cut() {
-    let home = Home::new();
+on_both_backends! {
+fn search_is_bounded_and_says_when_it_cut(home) {
     let entities: Vec<Value> =
         (0..30).map(|i| json!({"name": format!("Service {i}"), "entityType": "service", "observations": ["deployed on friday"]})).collect();
     ok(&home, "create_entities", json!({"entities": entities}));
@@ -175,14 +175,15 @@ fn search_is_bounded_and_says_when_it_cut() {
     let exact = ok(&home, "search_nodes", json!({"query": "service 7"}));
     assert_eq!(names(&exact)[0], "Service 7");
 }
+}
 
-#[test]
-fn open_nodes_returns_the_named_entities_and_their_relations() {
-    let home = Home::new();
+on_both_backends! {
+fn open_nodes_returns_the_named_entities_and_their_relations(home) {
     seed(&home);
     let g = ok(&home, "open_nodes", json!({"names": ["alice", "SESHAT", "missing"]}));
     assert_eq!(names(&g), ["Alice", "Seshat"]);
     assert_eq!(g["relations"].as_array().unwrap().len(), 1, "only relations between the opened entities: {g}");
+}
 }
 
 #[test]
@@ -211,9 +212,8 @@ fn deliberate_difference_creating_an_existing_name_merges_and_names_fold_case() 
     assert_eq!(added["results"][0]["addedObservations"], json!(["windy"]));
 }
 
-#[test]
-fn bad_arguments_are_tool_errors_naming_the_field() {
-    let home = Home::new();
+on_both_backends! {
+fn bad_arguments_are_tool_errors_naming_the_field(home) {
     for (tool, args, expected) in [
         ("create_entities", json!({}), "missing field `entities`"),
         ("create_entities", json!({"entities": [{"name": "x", "entityType": "t"}]}), "missing field `observations`"),
@@ -229,10 +229,10 @@ fn bad_arguments_are_tool_errors_naming_the_field() {
     let out = call(&home, None, "create_entities", json!({"entities": [], "scope": "project"}));
     assert!(out.is_error && out.content().contains("the project scope needs a project"), "{}", out.content());
 }
+}
 
-#[test]
-fn scopes_separate_user_project_and_cross_memory() {
-    let home = Home::new();
+on_both_backends! {
+fn scopes_separate_user_project_and_cross_memory(home) {
     ok(
         &home,
         "create_entities",
@@ -272,6 +272,7 @@ fn scopes_separate_user_project_and_cross_memory() {
     ok(&home, "add_observations", json!({"observations": [{"entityName": "rust", "contents": ["clippy clean"]}]}));
     let cross = ok(&home, "open_nodes", json!({"names": ["Rust"], "scope": "cross"}));
     assert_eq!(cross["entities"][0]["observations"], json!(["ownership"]));
+}
 }
 
 #[test]
@@ -322,9 +323,8 @@ fn indexes_follow_updates_deletes_and_revivals() {
     assert_eq!((fts, tri), (live, live), "one index row per live entity");
 }
 
-#[test]
-fn context_lists_user_then_project_then_cross_within_budget_and_says_what_it_left_out() {
-    let home = Home::new();
+on_both_backends! {
+fn context_lists_user_then_project_then_cross_within_budget_and_says_what_it_left_out(home) {
     let mut store = home.store();
     let mut m = store.memory(Some(PROJECT));
     m.set_note(Scope::User, "style", "short answers, no preamble").unwrap();
@@ -370,10 +370,10 @@ fn context_lists_user_then_project_then_cross_within_budget_and_says_what_it_lef
     let empty = Home::new();
     assert_eq!(empty.store().memory(None).context(2_000).unwrap().text, "");
 }
+}
 
-#[test]
-fn clear_writes_a_backup_first() {
-    let home = Home::new();
+on_both_backends! {
+fn clear_writes_a_backup_first(home) {
     seed(&home);
     let mut store = home.store();
     let mut m = store.memory(Some(PROJECT));
@@ -385,6 +385,7 @@ fn clear_writes_a_backup_first() {
     let alice = lines.iter().find(|l| l["name"] == "Alice").unwrap_or_else(|| panic!("{lines:?}"));
     assert!(alice["observations"].as_array().unwrap().iter().any(|o| o["content"] == "prefers Rust"), "{alice}");
     assert!(m.read_graph(None, 0, 100).unwrap().0.entities.is_empty());
+}
 }
 
 #[test]
@@ -421,9 +422,8 @@ fn assert_superset(reference: &Value, ours: &Value, at: &str) {
     }
 }
 
-#[test]
-fn the_context_is_snapshotted_into_the_session_at_its_start() {
-    let home = Home::new();
+on_both_backends! {
+fn the_context_is_snapshotted_into_the_session_at_its_start(home) {
     seed(&home);
     let session = home.session(PROJECT);
     let mut store = home.store();
@@ -437,6 +437,7 @@ fn the_context_is_snapshotted_into_the_session_at_its_start() {
     assert_eq!(meta["memory_context"]["budget"], 2_000);
     let err = home.store().snapshot_memory_context("01NOPE", None, 10).unwrap_err();
     assert!(err.to_string().contains("no session 01NOPE"), "{err}");
+}
 }
 
 #[test]
@@ -457,6 +458,26 @@ fn a_word_the_index_splits_in_two_is_still_found_by_substring() {
 /// Both search indexes hold exactly one row per live entity with its live observations, and pass
 /// FTS5's own integrity check against their stored content.
 fn assert_indexes_exact(home: &Home) {
+    if home.is_postgres() {
+        // PostgreSQL's one index: a row per live entity, its text and its words as computed anew.
+        let live = "SELECT e.id, e.name, e.entity_type, coalesce((SELECT string_agg(content, chr(10) ORDER BY content) \
+            FROM memory_observations o WHERE o.entity_id = e.id AND o.deleted_by IS NULL), '') \
+            FROM memory_entities e WHERE e.deleted_by IS NULL AND e.staged = 0";
+        let indexed = "SELECT s.entity_id, s.name, s.entity_type, (SELECT coalesce(string_agg(x, chr(10) ORDER BY x), '') \
+            FROM unnest(string_to_array(s.observations, chr(10))) x WHERE x <> '') FROM memory_search s";
+        for (a, b) in [(live, indexed), (indexed, live)] {
+            let differ = home.sql_value("", &format!("SELECT count(*) FROM (({a}) EXCEPT ({b})) d"));
+            assert_eq!(differ, 0, "memory_search differs from the live entities");
+        }
+        let stale = home.sql_value(
+            "",
+            "SELECT count(*) FROM memory_search s JOIN memory_entities e ON e.id = s.entity_id \
+             WHERE s.words <> setweight(to_tsvector('seshat', e.name), 'A') \
+             || setweight(to_tsvector('seshat', e.entity_type), 'B') || to_tsvector('seshat', s.observations)",
+        );
+        assert_eq!(stale, 0, "memory_search holds words its text does not");
+        return;
+    }
     let store = home.store();
     let conn = store.sqlite_connection().unwrap();
     let expected: Vec<(i64, String, String, Vec<String>)> = {
@@ -498,9 +519,8 @@ fn assert_indexes_exact(home: &Home) {
     }
 }
 
-#[test]
-fn batched_calls_keep_both_indexes_exact() {
-    let home = Home::new();
+on_both_backends! {
+fn batched_calls_keep_both_indexes_exact(home) {
     seed(&home);
     let many: Vec<Value> = (0..60)
         .map(|i| json!({"name": format!("Crate {i}"), "entityType": "crate", "observations": [format!("version {i}"), "on crates.io"]}))
@@ -557,10 +577,10 @@ fn batched_calls_keep_both_indexes_exact() {
         20
     );
 }
+}
 
-#[test]
-fn ranked_matches_hidden_in_other_projects_do_not_crowd_out_visible_ones() {
-    let home = Home::new();
+on_both_backends! {
+fn ranked_matches_hidden_in_other_projects_do_not_crowd_out_visible_ones(home) {
     // Older and visible from PROJECT: two cross entities.
     ok(
         &home,
@@ -586,10 +606,10 @@ fn ranked_matches_hidden_in_other_projects_do_not_crowd_out_visible_ones() {
     assert_eq!(names(&from_b.structured).len(), 2, "{}", from_b.content());
     assert!(names(&from_b.structured).iter().all(numbered), "project-b sees its own first: {}", from_b.content());
 }
+}
 
-#[test]
-fn substring_matches_come_newest_first() {
-    let home = Home::new();
+on_both_backends! {
+fn substring_matches_come_newest_first(home) {
     let parts: Vec<Value> = (1..=30)
         .map(|i| json!({"name": format!("Part {i}"), "entityType": "part", "observations": ["a sprocket"]}))
         .collect();
@@ -606,6 +626,7 @@ fn substring_matches_come_newest_first() {
     let all = ok(&home, "search_nodes", json!({"query": "procke", "limit": 40}));
     let newest_first: Vec<String> = (1..=31).rev().map(|i| format!("Part {i}")).collect();
     assert_eq!(names(&all), newest_first);
+}
 }
 
 #[test]
@@ -679,9 +700,8 @@ fn ranking_happens_among_the_newest_two_thousand_matches() {
     }
 }
 
-#[test]
-fn relations_to_entities_that_do_not_exist_are_refused_naming_them_and_write_nothing() {
-    let home = Home::new();
+on_both_backends! {
+fn relations_to_entities_that_do_not_exist_are_refused_naming_them_and_write_nothing(home) {
     seed(&home);
     let out = call(
         &home,
@@ -715,10 +735,10 @@ fn relations_to_entities_that_do_not_exist_are_refused_naming_them_and_write_not
     ok(&home, "create_relations", json!({"relations": [{"from": "Alice", "to": "Bob", "relationType": "knows"}]}));
     assert_eq!(ok(&home, "read_graph", json!({}))["relations"].as_array().unwrap().len(), 2, "works_on and knows");
 }
+}
 
-#[test]
-fn read_graph_pages_with_offset_and_its_note_says_how() {
-    let home = Home::new();
+on_both_backends! {
+fn read_graph_pages_with_offset_and_its_note_says_how(home) {
     let entities: Vec<Value> =
         (0..12).map(|i| json!({"name": format!("Node {i}"), "entityType": "thing", "observations": []})).collect();
     ok(&home, "create_entities", json!({"entities": entities}));
@@ -754,4 +774,5 @@ fn read_graph_pages_with_offset_and_its_note_says_how() {
     let tools = tools::definitions();
     let read = tools.iter().find(|t| t.name == "read_graph").unwrap();
     assert_eq!(read.input_schema["properties"]["offset"]["minimum"], 0);
+}
 }

@@ -7,6 +7,7 @@ use seshat::conversation::{Part, Role};
 use seshat::store::{NewSession, Origin, Retracted, Store};
 
 use crate::compaction::{Scripted, plugins, settings, text, tool_pair as exchange};
+use crate::on_both_backends;
 use crate::support::{Home, fixture};
 
 fn session(store: &mut Store, window: u64) -> String {
@@ -35,9 +36,8 @@ fn long_session(store: &mut Store, window: u64, turns: usize) -> String {
     id
 }
 
-#[test]
-fn a_pinned_exchange_stays_verbatim_after_the_summary_and_out_of_it() {
-    let home = Home::new();
+on_both_backends! {
+fn a_pinned_exchange_stays_verbatim_after_the_summary_and_out_of_it(home) {
     let mut store = home.store();
     let id = long_session(&mut store, 20_000, 40);
     // Pinning the result pins its call: the pair is never split.
@@ -71,10 +71,10 @@ fn a_pinned_exchange_stays_verbatim_after_the_summary_and_out_of_it() {
     let view = store.live_view(&id).unwrap();
     assert!(view.entries.iter().all(|e| e.origin != Origin::UserPin));
 }
+}
 
-#[test]
-fn a_pin_past_a_quarter_of_the_target_is_refused_saying_how_much_is_pinned() {
-    let home = Home::new();
+on_both_backends! {
+fn a_pin_past_a_quarter_of_the_target_is_refused_saying_how_much_is_pinned(home) {
     let mut store = home.store();
     let id = long_session(&mut store, 8_192, 2);
     seshat::compaction::pin(&mut store, &id, 1, 8_192).unwrap();
@@ -88,10 +88,10 @@ fn a_pin_past_a_quarter_of_the_target_is_refused_saying_how_much_is_pinned() {
     let err = seshat::compaction::pin(&mut store, &id, 99, 8_192).unwrap_err();
     assert_eq!(err.code(), "no_such_message", "{err}");
 }
+}
 
-#[test]
-fn undo_retracts_the_latest_pass_first_and_refuses_what_would_not_fit() {
-    let home = Home::new();
+on_both_backends! {
+fn undo_retracts_the_latest_pass_first_and_refuses_what_would_not_fit(home) {
     let mut store = home.store();
     let id = session(&mut store, 40_000);
     store.append(&id, &[text(Role::User, "build it")]).unwrap();
@@ -125,6 +125,7 @@ fn undo_retracts_the_latest_pass_first_and_refuses_what_would_not_fit() {
     let err = seshat::compaction::undo(&mut store, &id, &frame(), &s).unwrap_err();
     assert_eq!(err.code(), "nothing_to_undo", "{err}");
 }
+}
 
 #[test]
 fn a_version_5_database_upgrades_and_undoes_its_compaction_and_trim() {
@@ -149,9 +150,8 @@ fn a_version_5_database_upgrades_and_undoes_its_compaction_and_trim() {
     assert_eq!(seshat::compaction::pin(&mut store, s1, 2, 200_000).unwrap(), [2, 3]);
 }
 
-#[test]
-fn the_cli_pins_unpins_undoes_and_carries_both_through_export_and_import() {
-    let home = Home::new();
+on_both_backends! {
+fn the_cli_pins_unpins_undoes_and_carries_both_through_export_and_import(home) {
     std::fs::write(home.path().join("config.toml"), "[plugins]\nsummariser = \"summariser-extractive\"\n").unwrap();
     let id = {
         let mut store = home.store();
@@ -216,4 +216,5 @@ fn the_cli_pins_unpins_undoes_and_carries_both_through_export_and_import() {
     std::fs::write(&file, newer).unwrap();
     let err = home.fails(&["sessions", "import", "--new-id", file.to_str().unwrap()]);
     assert!(err.contains("line 1: field `format_version`: 9 is newer than the 3 this seshat reads"), "{err}");
+}
 }

@@ -7,6 +7,7 @@ use seshat::store::{
     Origin, Store,
 };
 
+use crate::on_both_backends;
 use crate::support::{Home, fixture, text_of};
 
 fn tool_call(id: &str) -> NewMessage {
@@ -46,9 +47,8 @@ fn ten_messages(store: &mut Store) -> String {
     id
 }
 
-#[test]
-fn append_sets_title_totals_and_context() {
-    let home = Home::new();
+on_both_backends! {
+fn append_sets_title_totals_and_context(home) {
     let mut store = home.store();
     let id = ten_messages(&mut store);
     let s = store.session(&id).unwrap();
@@ -87,6 +87,7 @@ fn append_sets_title_totals_and_context() {
     store.append(&exact, &[NewMessage::text(Role::User, "é".repeat(80))]).unwrap();
     assert_eq!(store.session(&exact).unwrap().title.unwrap(), "é".repeat(80), "no ellipsis at exactly 80");
 }
+}
 
 #[test]
 fn originals_cannot_be_rewritten_or_deleted() {
@@ -112,9 +113,8 @@ fn append_to_a_missing_session_is_an_error_and_writes_nothing() {
     assert_eq!(n, 0);
 }
 
-#[test]
-fn live_view_applies_summary_pin_and_trims_while_full_history_keeps_originals() {
-    let home = Home::new();
+on_both_backends! {
+fn live_view_applies_summary_pin_and_trims_while_full_history_keeps_originals(home) {
     let mut store = home.store();
     let id = ten_messages(&mut store);
 
@@ -173,10 +173,10 @@ fn live_view_applies_summary_pin_and_trims_while_full_history_keeps_originals() 
     assert!(matches!(&full[8].parts[0], Part::ToolResult { content, .. } if content.len() == 3000));
     assert_eq!(text_of(&full[0]), "first request\nwith detail");
 }
+}
 
-#[test]
-fn invalid_trims_are_rejected_whole() {
-    let home = Home::new();
+on_both_backends! {
+fn invalid_trims_are_rejected_whole(home) {
     let mut store = home.store();
     let id = ten_messages(&mut store);
     for (bad, why) in [
@@ -190,6 +190,7 @@ fn invalid_trims_are_rejected_whole() {
         assert!(err.to_string().contains(why), "{err}");
     }
     assert!(store.trims(&id).unwrap().is_empty(), "a rejected batch wrote a trim");
+}
 }
 
 #[test]

@@ -45,8 +45,8 @@ fn window_sql(backend: Backend) -> String {
              ORDER BY rowid DESC LIMIT {RANKED_CANDIDATES}"
         ),
         _ => format!(
-            "SELECT entity_id, -ts_rank('{{0.1, 0.1, 0.4, 1.0}}', words, websearch_to_tsquery('english', ?1)) \
-             FROM memory_search WHERE words @@ websearch_to_tsquery('english', ?1) \
+            "SELECT entity_id, -ts_rank('{{0.1, 0.1, 0.4, 1.0}}', words, websearch_to_tsquery('seshat', ?1)) \
+             FROM memory_search WHERE words @@ websearch_to_tsquery('seshat', ?1) \
              ORDER BY entity_id DESC LIMIT {RANKED_CANDIDATES}"
         ),
     }
@@ -228,7 +228,7 @@ impl Memory<'_> {
                 ),
                 _ => format!(
                     "SELECT e.id FROM json_array_elements_text(CAST(?1 AS json)) AS j(value) \
-                     CROSS JOIN memory_entities e ON e.id = CAST(j.value AS bigint) WHERE {VISIBLE} LIMIT ?2"
+                     JOIN memory_entities e ON e.id = CAST(j.value AS bigint) WHERE {VISIBLE} LIMIT ?2"
                 ),
             };
             let take_visible = |ranked: Vec<i64>, ids: &mut Vec<i64>, push: &mut dyn FnMut(Vec<i64>, &mut Vec<i64>)| {
@@ -255,7 +255,7 @@ impl Memory<'_> {
                     // No trigram index: a scan of the index's text, newest first.
                     run(
                         &format!(
-                            "SELECT e.id FROM memory_search t CROSS JOIN memory_entities e ON e.id = t.entity_id \
+                            "SELECT e.id FROM memory_search t JOIN memory_entities e ON e.id = t.entity_id \
                              WHERE {VISIBLE} AND strpos(lower(t.name || chr(10) || t.entity_type || chr(10) \
                              || t.observations), lower(?1)) > 0 ORDER BY t.entity_id DESC LIMIT ?2"
                         ),

@@ -288,7 +288,7 @@ fn spread(ranked: Vec<Found>, window: u64) -> Vec<Found> {
 pub(super) fn index(tx: &Tx<'_>, id: i64, text: &str) -> Result<()> {
     let sql = match tx.backend() {
         Backend::Sqlite => "INSERT INTO message_fts (rowid, text) VALUES (?1, ?2)",
-        _ => "INSERT INTO message_search (message_id, words) VALUES (?1, to_tsvector('english', ?2))",
+        _ => "INSERT INTO message_search (message_id, words) VALUES (?1, to_tsvector('seshat', ?2))",
     };
     tx.execute(sql, params![id, text])?;
     Ok(())
@@ -321,15 +321,15 @@ fn search_sql(backend: Backend) -> (String, String) {
         _ => (
             format!(
                 "SELECT s.message_id FROM message_search s JOIN messages m ON m.id = s.message_id \
-                 WHERE s.words @@ websearch_to_tsquery('english', ?1) AND {} AND {} \
+                 WHERE s.words @@ websearch_to_tsquery('seshat', ?1) AND {} AND {} \
                  ORDER BY s.message_id DESC LIMIT 1 OFFSET ?4",
                 super::lineage::in_lineage(backend, 2),
                 in_project(3)
             ),
             format!(
                 "SELECT m.id, m.session_id, m.seq FROM message_search s JOIN messages m ON m.id = s.message_id \
-                 WHERE s.words @@ websearch_to_tsquery('english', ?1) AND s.message_id >= ?5 AND {} AND {} \
-                 ORDER BY ts_rank(s.words, websearch_to_tsquery('english', ?1), 1) DESC, m.id DESC LIMIT ?2",
+                 WHERE s.words @@ websearch_to_tsquery('seshat', ?1) AND s.message_id >= ?5 AND {} AND {} \
+                 ORDER BY ts_rank(s.words, websearch_to_tsquery('seshat', ?1), 1) DESC, m.id DESC LIMIT ?2",
                 super::lineage::in_lineage(backend, 3),
                 in_project(4)
             ),

@@ -229,11 +229,11 @@ impl Store {
                 // The same shape: a snippet of about 16 words, and a score where lower is better.
                 _ => format!(
                     "SELECT c.id, d.path, c.start_line, c.end_line, c.heading, \
-                     ts_headline('english', c.text, websearch_to_tsquery('english', ?3), \
+                     ts_headline('seshat', c.text, websearch_to_tsquery('seshat', ?3), \
                      'StartSel=[, StopSel=], MaxWords=16, MinWords=8, FragmentDelimiter=…'), \
-                     -ts_rank(c.words, websearch_to_tsquery('english', ?3), 1) AS score \
+                     -ts_rank(c.words, websearch_to_tsquery('seshat', ?3), 1) AS score \
                      FROM chunks c JOIN documents d ON d.id = c.document_id \
-                     WHERE c.words @@ websearch_to_tsquery('english', ?3) AND {VISIBLE} ORDER BY score, c.id LIMIT ?4"
+                     WHERE c.words @@ websearch_to_tsquery('seshat', ?3) AND {VISIBLE} ORDER BY score, c.id LIMIT ?4"
                 ),
             };
             let mut hits: Vec<ChunkHit> = Vec::new();

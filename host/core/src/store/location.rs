@@ -101,10 +101,26 @@ struct Target {
 impl Server {
     fn from_url(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, String> {
         let bad = |what: String| format!("the store URL {} is not valid: {what}", redact(text));
-        let url = url::Url::parse(text).map_err(|e| bad(e.to_string()))?;
+        // libpq reads `postgres://user@/db?host=/run/postgresql` (no host before the path: a Unix
+        // socket or the environment's); the URL parser wants one, so a stand-in takes its place.
+        const NO_HOST: &str = "no-host.invalid";
+        let url = match url::Url::parse(text) {
+            Err(url::ParseError::EmptyHost) => {
+                let (scheme, rest) = text.split_once("://").unwrap_or((text, ""));
+                let end = rest.find(['/', '?']).unwrap_or(rest.len());
+                let (authority, tail) = rest.split_at(end);
+                let (user, port) = match authority.rsplit_once('@') {
+                    Some((user, host)) => (format!("{user}@"), host.to_string()),
+                    None => (String::new(), authority.to_string()),
+                };
+                url::Url::parse(&format!("{scheme}://{user}{NO_HOST}{port}{tail}")).map_err(|e| bad(e.to_string()))?
+            }
+            parsed => parsed.map_err(|e| bad(e.to_string()))?,
+        };
         let decode =
             |s: &str| percent_decode(s).ok_or_else(|| bad(format!("`{s}` is not valid percent-encoded UTF-8")));
-        let mut host = url.host_str().map(|h| h.trim_matches(['[', ']']).to_string()).filter(|h| !h.is_empty());
+        let mut host =
+            url.host_str().filter(|h| *h != NO_HOST && !h.is_empty()).map(|h| h.trim_matches(['[', ']']).to_string());
         let mut port = url.port();
         let mut user = Some(decode(url.username())?).filter(|u| !u.is_empty());
         let mut password = url.password().map(decode).transpose()?;
@@ -340,6 +356,9 @@ mod tests {
         assert_eq!(server.0.password.as_deref(), Some("pw"));
         assert_eq!(server.tls(), TlsMode::Require);
         assert_eq!(server.to_string(), "postgres://bo@/bo?host=/run/pg&port=5433");
+        // What it displays reads back the same (a Unix socket: no host before the path).
+        let again = Location::parse_with(&server.to_string(), Path::new("/"), &env(&[])).unwrap();
+        assert_eq!(again.to_string(), server.to_string());
     }
 
     #[test]

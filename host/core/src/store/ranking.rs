@@ -133,14 +133,14 @@ impl Index {
                 "SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3"
             }
             (_, Index::History) => {
-                "SELECT message_id FROM message_search WHERE words @@ websearch_to_tsquery('english', ?1) \
+                "SELECT message_id FROM message_search WHERE words @@ websearch_to_tsquery('seshat', ?1) \
                  AND message_id BETWEEN ?2 AND ?3"
             }
             (_, Index::Knowledge) => {
-                "SELECT id FROM chunks WHERE words @@ websearch_to_tsquery('english', ?1) AND id BETWEEN ?2 AND ?3"
+                "SELECT id FROM chunks WHERE words @@ websearch_to_tsquery('seshat', ?1) AND id BETWEEN ?2 AND ?3"
             }
             (_, Index::Memory) => {
-                "SELECT entity_id FROM memory_search WHERE words @@ websearch_to_tsquery('english', ?1) \
+                "SELECT entity_id FROM memory_search WHERE words @@ websearch_to_tsquery('seshat', ?1) \
                  AND entity_id BETWEEN ?2 AND ?3"
             }
         }

@@ -4,23 +4,99 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use seshat::store::{NewSession, Store};
+use seshat::store::{Location, NewSession, Store};
 
+pub mod postgres;
 pub mod server;
 
-/// A temporary `SESHAT_HOME` with its database path.
+/// A temporary `SESHAT_HOME` and its store: the SQLite file in it, or a fresh database on the
+/// tests' PostgreSQL cluster ([`Home::postgres`]), which every command run from the home uses
+/// (through `SESHAT_DATABASE_URL`).
 pub struct Home {
     pub dir: tempfile::TempDir,
+    /// The PostgreSQL database's URL, when the home's store is one.
+    url: Option<String>,
+}
+
+/// Runs a test once per backend, as `<name>::sqlite` and `<name>::postgres`: the body gets a
+/// [`Home`] whose store is a SQLite file, then one whose store is a PostgreSQL database.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($(#[doc = $doc:literal])* fn $name:ident($home:ident) $body:block) => {
+        $(#[doc = $doc])*
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            fn on_backend($home: $crate::support::Home) $body
+
+            #[test]
+            fn sqlite() {
+                on_backend($crate::support::Home::new())
+            }
+
+            #[test]
+            fn postgres() {
+                on_backend($crate::support::Home::postgres())
+            }
+        }
+    };
 }
 
 impl Home {
     pub fn new() -> Self {
-        Self { dir: tempfile::tempdir().expect("temp dir") }
+        Self { dir: tempfile::tempdir().expect("temp dir"), url: None }
+    }
+
+    /// A home whose store is a new database on the tests' PostgreSQL cluster.
+    pub fn postgres() -> Self {
+        let (_, url) = postgres::database();
+        Self { dir: tempfile::tempdir().expect("temp dir"), url: Some(url) }
     }
 
     /// A home made inside `parent` (to prove what sits above a home changes nothing).
     pub fn inside(parent: &Path) -> Self {
-        Self { dir: tempfile::tempdir_in(parent).expect("temp dir") }
+        Self { dir: tempfile::tempdir_in(parent).expect("temp dir"), url: None }
+    }
+
+    /// Where the home's store is.
+    pub fn location(&self) -> Location {
+        match &self.url {
+            Some(url) => Location::parse(url, Path::new("/")).expect("the cluster's URL"),
+            None => Location::File(self.db()),
+        }
+    }
+
+    /// Whether the home's store is on PostgreSQL.
+    pub fn is_postgres(&self) -> bool {
+        self.url.is_some()
+    }
+
+    /// Runs a statement straight on the home's database (around the store: what another program
+    /// could do), in SQLite's words or PostgreSQL's: the engine's message when it fails.
+    pub fn sql(&self, sqlite: &str, postgres: &str) -> Result<(), String> {
+        match &self.url {
+            Some(url) => postgres::psql_url(url, postgres).map(drop),
+            None => {
+                let conn = rusqlite::Connection::open(self.db()).map_err(|e| e.to_string())?;
+                conn.execute_batch(sqlite).map_err(|e| e.to_string())
+            }
+        }
+    }
+
+    /// The integer a query returns, asked straight of the home's database (in SQLite's words or
+    /// PostgreSQL's).
+    pub fn sql_value(&self, sqlite: &str, postgres: &str) -> i64 {
+        match &self.url {
+            Some(url) => {
+                let out = postgres::psql_url(url, postgres).unwrap_or_else(|e| panic!("{postgres}: {e}"));
+                out.parse().unwrap_or_else(|_| panic!("{postgres} returned {out:?}"))
+            }
+            None => {
+                let conn = rusqlite::Connection::open(self.db()).expect("open the database");
+                conn.query_row(sqlite, [], |r| r.get(0)).unwrap_or_else(|e| panic!("{sqlite}: {e}"))
+            }
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -32,7 +108,7 @@ impl Home {
     }
 
     pub fn store(&self) -> Store {
-        Store::open(&self.db()).expect("open store")
+        Store::connect(&self.location()).expect("open store")
     }
 
     /// `seshat` with this home, a fixed time zone and width, run in `cwd` (default: the home).
@@ -48,6 +124,9 @@ impl Home {
             .env("GIT_CEILING_DIRECTORIES", self.path().parent().unwrap_or(self.path()))
             .current_dir(self.path())
             .stdin(Stdio::null());
+        if let Some(url) = &self.url {
+            cmd.env("SESHAT_DATABASE_URL", url);
+        }
         cmd
     }
 

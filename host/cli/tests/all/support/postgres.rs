@@ -13,8 +13,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use seshat::store::Location;
-
 /// The command that installs a server on these machines.
 pub const INSTALL: &str = "apt-get install -y postgresql (Debian's PostgreSQL server; .ci/setup does it)";
 
@@ -72,13 +70,14 @@ pub fn cluster() -> &'static Cluster {
     }
 }
 
-/// A new empty database on the cluster, as a store location.
-pub fn database() -> Location {
+/// A new empty database on the cluster: its name and its store URL.
+pub fn database() -> (String, String) {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let cluster = cluster();
-    let name = format!("t{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst));
+    let name = format!("t{}", NEXT.fetch_add(1, Ordering::SeqCst));
     cluster.psql("postgres", &format!("CREATE DATABASE {name}"));
-    Location::parse(&cluster.url(&name, SUPERUSER), Path::new("/")).expect("a valid URL")
+    let url = cluster.url(&name, SUPERUSER);
+    (name, url)
 }
 
 /// The directory holding `initdb`, `pg_ctl`, `postgres` and `psql`.
@@ -165,4 +164,17 @@ rm -rf "$(dirname "$1")""#;
         return Err(format!("the server did not start:\n{log}"));
     }
     Ok(Cluster { dir, bindir, port, _watchdog: std::sync::Mutex::new(watchdog) })
+}
+
+/// Runs SQL on the database a store URL names, with `psql`: its output, or psql's message.
+pub fn psql_url(url: &str, sql: &str) -> Result<String, String> {
+    let out = Command::new(cluster().bindir.join("psql"))
+        .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql])
+        .output()
+        .expect("run psql");
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+    }
 }

@@ -1,7 +1,18 @@
 -- Seshat's schema on PostgreSQL, version 1: what the SQLite file holds at its version 11, in
 -- PostgreSQL's terms. Integers are bigint (the store binds 64-bit integers), JSON is kept as the
 -- text Seshat wrote (byte for byte: jsonb would reorder keys), full-text search is a tsvector
--- with a GIN index (English stemming, as SQLite's porter tokenizer), vectors are bytea.
+-- with a GIN index, vectors are bytea.
+
+-- Words as SQLite's `porter unicode61 remove_diacritics 2` index them: accents off (unaccent, a
+-- trusted extension shipped with PostgreSQL), English stems (Snowball), and no stop list (the
+-- ranking rules decide which words of a query count, the same on both backends).
+CREATE EXTENSION IF NOT EXISTS unaccent;
+CREATE TEXT SEARCH DICTIONARY seshat_stem (TEMPLATE = snowball, Language = english);
+CREATE TEXT SEARCH CONFIGURATION seshat (COPY = simple);
+ALTER TEXT SEARCH CONFIGURATION seshat
+    ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part WITH unaccent, seshat_stem;
+ALTER TEXT SEARCH CONFIGURATION seshat
+    ALTER MAPPING FOR numword, numhword, hword_numpart WITH unaccent, simple;
 
 CREATE TABLE seshat_schema (
     version bigint NOT NULL
@@ -240,8 +251,8 @@ BEGIN
     DELETE FROM memory_search WHERE entity_id = entity;
     INSERT INTO memory_search (entity_id, name, entity_type, observations, words)
     SELECT e.id, e.name, e.entity_type, o.text,
-           setweight(to_tsvector('english', e.name), 'A') || setweight(to_tsvector('english', e.entity_type), 'B')
-               || to_tsvector('english', o.text)
+           setweight(to_tsvector('seshat', e.name), 'A') || setweight(to_tsvector('seshat', e.entity_type), 'B')
+               || to_tsvector('seshat', o.text)
     FROM memory_entities e,
          LATERAL (SELECT coalesce(string_agg(content, chr(10) ORDER BY id), '') AS text
                   FROM memory_observations WHERE entity_id = e.id AND deleted_by IS NULL) o
@@ -298,7 +309,7 @@ CREATE TABLE chunks (
     text        text NOT NULL,
     tokens      bigint NOT NULL,
     words       tsvector GENERATED ALWAYS AS
-        (setweight(to_tsvector('english', heading), 'B') || to_tsvector('english', text)) STORED,
+        (setweight(to_tsvector('seshat', heading), 'B') || to_tsvector('seshat', text)) STORED,
     UNIQUE (document_id, ordinal)
 );
 CREATE INDEX chunks_words ON chunks USING gin (words);
