@@ -89,28 +89,29 @@ fn append_sets_title_totals_and_context(home) {
 }
 }
 
-#[test]
-fn originals_cannot_be_rewritten_or_deleted() {
-    let home = Home::new();
+on_both_backends! {
+/// Another program writing the database straight is refused by the database itself.
+fn originals_cannot_be_rewritten_or_deleted(home) {
     let mut store = home.store();
     let id = ten_messages(&mut store);
-    let conn = store.sqlite_connection().unwrap();
-    let err = conn.execute("UPDATE messages SET parts = '[]' WHERE seq = 1", []).unwrap_err();
-    assert!(err.to_string().contains("append-only"), "{err}");
-    let err = conn.execute("DELETE FROM messages WHERE seq = 1", []).unwrap_err();
-    assert!(err.to_string().contains("append-only"), "{err}");
+    let update = "UPDATE messages SET parts = '[]' WHERE seq = 1";
+    let err = home.sql(update, update).unwrap_err();
+    assert!(err.contains("append-only"), "{err}");
+    let delete = "DELETE FROM messages WHERE seq = 1";
+    let err = home.sql(delete, delete).unwrap_err();
+    assert!(err.contains("append-only"), "{err}");
     assert_eq!(store.full_history(&id).unwrap().len(), 10);
 }
+}
 
-#[test]
-fn append_to_a_missing_session_is_an_error_and_writes_nothing() {
-    let home = Home::new();
+on_both_backends! {
+fn append_to_a_missing_session_is_an_error_and_writes_nothing(home) {
     let mut store = home.store();
     let err = store.append("01JFNOPE000000000000000000", &[NewMessage::text(Role::User, "x")]).unwrap_err();
     assert_eq!(err.code(), "session_not_found");
-    let n: i64 =
-        store.sqlite_connection().unwrap().query_row("SELECT count(*) FROM messages", [], |r| r.get(0)).unwrap();
-    assert_eq!(n, 0);
+    let count = "SELECT count(*) FROM messages";
+    assert_eq!(home.sql_value(count, count), 0);
+}
 }
 
 on_both_backends! {
@@ -193,9 +194,8 @@ fn invalid_trims_are_rejected_whole(home) {
 }
 }
 
-#[test]
-fn compaction_is_refused_when_the_history_moved_on_and_failures_are_counted() {
-    let home = Home::new();
+on_both_backends! {
+fn compaction_is_refused_when_the_history_moved_on_and_failures_are_counted(home) {
     let mut store = home.store();
     let id = ten_messages(&mut store);
     let failed = Compaction {
@@ -221,13 +221,12 @@ fn compaction_is_refused_when_the_history_moved_on_and_failures_are_counted() {
     let err = store.record_compaction(&id, &failed).unwrap_err();
     assert!(matches!(err, Error::Conflict { expected: 10, found: 11, .. }), "{err}");
     assert_eq!(store.compactions(&id).unwrap().len(), 2);
-    // The counter survives reopening: the file opened anew in this process, and in another one.
-    let path = store.path().unwrap().to_path_buf();
+    // The counter survives reopening: the store opened anew in this process, and in another one.
     drop(store);
     drop(other);
-    let mut store = Store::open(&path).unwrap();
+    let mut store = home.store();
     assert_eq!(store.session(&id).unwrap().compaction_failures, 2, "the counter survives reopening");
-    let listed = home.ok(&["sessions", "list", "--all", "--json", "--db", path.to_str().unwrap()]);
+    let listed = home.ok(&["sessions", "list", "--all", "--json"]);
     let rows: Vec<serde_json::Value> = serde_json::from_str(&listed).unwrap();
     let row = rows.iter().find(|r| r["id"] == id.as_str()).expect("the session is listed");
     assert_eq!(row["compaction_failures"], 2, "another process reads the same counter: {row}");
@@ -245,10 +244,10 @@ fn compaction_is_refused_when_the_history_moved_on_and_failures_are_counted() {
     let s = Store::connect(store.location()).unwrap().session(&id).unwrap();
     assert_eq!((s.compaction_failures, s.auto_compact_disabled), (3, true));
 }
+}
 
-#[test]
-fn list_latest_and_delete() {
-    let home = Home::new();
+on_both_backends! {
+fn list_latest_and_delete(home) {
     let mut store = home.store();
     let a = ten_messages(&mut store);
     let b = store.create_session(NewSession { project: "/q".into(), ..Default::default() }).unwrap();
@@ -276,21 +275,17 @@ fn list_latest_and_delete() {
     store.delete_session(&a).unwrap();
     assert_eq!(store.session(&a).unwrap_err().code(), "session_not_found");
     for table in ["messages", "trims", "compactions"] {
-        let n: i64 = store
-            .sqlite_connection()
-            .unwrap()
-            .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(n, 0, "{table} rows of a deleted session remain");
+        let count = format!("SELECT count(*) FROM {table}");
+        assert_eq!(home.sql_value(&count, &count), 0, "{table} rows of a deleted session remain");
     }
     assert_eq!(store.delete_session(&a).unwrap_err().code(), "session_not_found");
     assert_eq!(store.list_sessions(&Default::default()).unwrap().len(), 2);
 }
+}
 
-#[test]
-fn export_import_export_is_byte_identical() {
+on_both_backends! {
+fn export_import_export_is_byte_identical(home) {
     let original = std::fs::read(fixture("session-export.jsonl")).unwrap();
-    let home = Home::new();
     let mut store = home.store();
     let id = store.import(&mut original.as_slice(), ImportOptions::default()).unwrap().id;
     let mut again = Vec::new();
@@ -310,7 +305,7 @@ fn export_import_export_is_byte_identical() {
     store.retract_latest(&built, |_| Ok(())).unwrap();
     let mut first = Vec::new();
     store.export(&built, &mut first).unwrap();
-    let other = Home::new();
+    let other = home.sibling();
     let mut other_store = other.store();
     other_store.import(&mut first.as_slice(), ImportOptions::default()).unwrap();
     let mut second = Vec::new();
@@ -329,9 +324,10 @@ fn export_import_export_is_byte_identical() {
     assert_eq!(store.full_history(&copy).unwrap(), store.full_history(&id).unwrap());
     assert_eq!(store.live_view(&copy).unwrap().entries, store.live_view(&id).unwrap().entries);
 }
+}
 
-#[test]
-fn malformed_imports_name_the_line_and_field_and_import_nothing() {
+on_both_backends! {
+fn malformed_imports_name_the_line_and_field_and_import_nothing(home) {
     let good = std::fs::read_to_string(fixture("session-export.jsonl")).unwrap();
     let lines: Vec<&str> = good.lines().collect();
     let with = |n: usize, replacement: &str| {
@@ -375,7 +371,6 @@ fn malformed_imports_name_the_line_and_field_and_import_nothing() {
             "line 5: field `parts`: a message needs at least one part",
         ),
     ];
-    let home = Home::new();
     let mut store = home.store();
     for (input, expected) in cases {
         let err = store.import(&mut input.as_bytes(), ImportOptions::default()).unwrap_err();
@@ -384,15 +379,14 @@ fn malformed_imports_name_the_line_and_field_and_import_nothing() {
         assert!(text.contains(expected), "expected `{expected}` in `{text}`");
         assert!(text.ends_with("nothing was imported"), "{text}");
         assert!(store.list_sessions(&Default::default()).unwrap().is_empty(), "a failed import wrote a session");
-        let n: i64 =
-            store.sqlite_connection().unwrap().query_row("SELECT count(*) FROM messages", [], |r| r.get(0)).unwrap();
-        assert_eq!(n, 0);
+        let count = "SELECT count(*) FROM messages";
+        assert_eq!(home.sql_value(count, count), 0);
     }
 }
+}
 
-#[test]
-fn a_refreshed_live_view_equals_a_fresh_one_through_appends_trims_and_compactions() {
-    let home = Home::new();
+on_both_backends! {
+fn a_refreshed_live_view_equals_a_fresh_one_through_appends_trims_and_compactions(home) {
     let mut store = home.store();
     let id = ten_messages(&mut store);
     let mut view = store.live_view(&id).unwrap();
@@ -427,21 +421,21 @@ fn a_refreshed_live_view_equals_a_fresh_one_through_appends_trims_and_compaction
     store.append(&id, &[NewMessage::text(Role::User, "more")]).unwrap();
     check(&store, &mut view, "an append after the compaction");
     // Another process's view of the same session stays right too.
-    let other = Store::open(&home.db()).unwrap();
+    let other = home.store();
     other.refresh_live_view(&mut view).unwrap();
     assert_eq!(view.entries.last().unwrap().parts, vec![Part::Text { text: "more".into() }]);
 }
+}
 
-#[test]
-fn a_huge_message_round_trips_and_the_parts_check_stays_on_for_everything_else() {
-    let home = Home::new();
+on_both_backends! {
+fn a_huge_message_round_trips_and_the_parts_check_stays_on_for_everything_else(home) {
     let mut store = home.store();
     let id = store.create_session(NewSession { project: "/p".into(), ..Default::default() }).unwrap().id;
     let huge = format!("{}\"quoted\" and \\ escaped\n", "0123456789abcdef".repeat(200_000));
     store.append(&id, &[NewMessage::text(Role::User, huge.clone())]).unwrap();
     let mut export = Vec::new();
     store.export(&id, &mut export).unwrap();
-    let other = Home::new();
+    let other = home.sibling();
     let mut copy = other.store();
     let imported = copy.import(&mut export.as_slice(), ImportOptions::default()).unwrap();
     for s in [&store, &copy] {
@@ -449,16 +443,15 @@ fn a_huge_message_round_trips_and_the_parts_check_stays_on_for_everything_else()
         assert_eq!(text_of(&history[0]), huge);
     }
     // The CHECK that parts are a JSON array still guards every other write.
-    for s in [&store, &copy] {
-        let err = s
-            .sqlite_connection().unwrap()
-            .execute(
-                "INSERT INTO messages (session_id, seq, role, parts, status, created_at) VALUES (?1, 2, 'user', 'not json', 'complete', 0)",
-                [&id],
-            )
-            .unwrap_err();
-        assert!(err.to_string().contains("CHECK constraint failed"), "{err}");
+    for h in [&home, &other] {
+        let insert = format!(
+            "INSERT INTO messages (session_id, seq, role, parts, status, created_at) \
+             VALUES ('{id}', 2, 'user', '{{\"not\": \"an array\"}}', 'complete', 0)"
+        );
+        let err = h.sql(&insert, &insert).unwrap_err();
+        assert!(err.contains("CHECK constraint failed") || err.contains("violates check constraint"), "{err}");
     }
+}
 }
 
 #[test]

@@ -54,6 +54,11 @@ impl Home {
         Self { dir: tempfile::tempdir().expect("temp dir"), url: Some(url) }
     }
 
+    /// Another home on the same backend (a second machine's, say).
+    pub fn sibling(&self) -> Self {
+        if self.is_postgres() { Self::postgres() } else { Self::new() }
+    }
+
     /// A home made inside `parent` (to prove what sits above a home changes nothing).
     pub fn inside(parent: &Path) -> Self {
         Self { dir: tempfile::tempdir_in(parent).expect("temp dir"), url: None }
