@@ -5,14 +5,14 @@ use std::process::Stdio;
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
-use crate::support::{Home, append_line, text_of};
+use crate::on_both_backends;
+use crate::support::{append_line, text_of};
 
 const PROCESSES: usize = 4;
 const PER_SESSION: usize = 1_000;
 
-#[test]
-fn four_processes_append_to_shared_and_own_sessions() {
-    let home = Home::new();
+on_both_backends! {
+fn four_processes_append_to_shared_and_own_sessions(home) {
     let shared = home.session("/concurrency");
     let own: Vec<String> = (0..PROCESSES).map(|_| home.session("/concurrency")).collect();
     // Writers and readers meet here once every child has acknowledged its first append (so it
@@ -100,4 +100,49 @@ fn four_processes_append_to_shared_and_own_sessions() {
         assert_eq!(store.session(own).unwrap().message_count, PER_SESSION as u64);
     }
     assert_eq!(store.session(&shared).unwrap().message_count, (PROCESSES * PER_SESSION) as u64);
+}
+}
+
+on_both_backends! {
+/// Ten processes append a hundred messages each to one session, all at once: every message is
+/// stored once, each process's in the order it sent them, the seqs gap-free.
+fn ten_processes_append_a_hundred_each_to_one_session(home) {
+    const WRITERS: usize = 10;
+    const EACH: usize = 100;
+    let shared = home.session("/concurrency");
+    let input: Vec<String> = (0..WRITERS)
+        .map(|p| (0..EACH).map(|i| format!("{}\n", append_line(None, &format!("w{p}-{i}")))).collect())
+        .collect();
+    // Every child is started with its whole input ready; the pipes are written at once.
+    let children: Vec<_> = input
+        .into_iter()
+        .map(|lines| {
+            let mut child = home
+                .cmd()
+                .args(["sessions", "append", &shared])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn seshat");
+            let mut stdin = child.stdin.take().unwrap();
+            let writer = std::thread::spawn(move || stdin.write_all(lines.as_bytes()).unwrap());
+            (child, writer)
+        })
+        .collect();
+    for (p, (child, writer)) in children.into_iter().enumerate() {
+        writer.join().unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "writer {p}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), EACH, "writer {p}'s acknowledgements");
+    }
+    let history = home.store().full_history(&shared).unwrap();
+    assert_eq!(history.len(), WRITERS * EACH);
+    assert!(history.iter().enumerate().all(|(i, m)| m.seq == i as u64 + 1), "seq has a gap or repeat");
+    for p in 0..WRITERS {
+        let mine: Vec<&str> = history.iter().map(text_of).filter(|t| t.starts_with(&format!("w{p}-"))).collect();
+        let sent: Vec<String> = (0..EACH).map(|i| format!("w{p}-{i}")).collect();
+        assert_eq!(mine, sent, "writer {p}'s messages");
+    }
+}
 }

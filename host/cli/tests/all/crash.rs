@@ -5,19 +5,19 @@ use std::process::Stdio;
 
 use rand::{RngExt, SeedableRng};
 
-use crate::support::{Home, append_line, text_of};
+use crate::on_both_backends;
+use crate::support::{append_line, text_of};
 
 const ROUNDS: usize = 100;
 
-#[test]
-fn sigkill_mid_append_loses_no_acknowledged_message() {
+on_both_backends! {
+fn sigkill_mid_append_loses_no_acknowledged_message(home) {
     let seed: u64 = std::env::var("SESHAT_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
     });
     println!("crash test seed: {seed} (rerun with SESHAT_TEST_SEED={seed})");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
 
-    let home = Home::new();
     let id = home.session("/crash");
     let mut acknowledged: Vec<(u64, String)> = Vec::new();
 
@@ -60,11 +60,9 @@ fn sigkill_mid_append_loses_no_acknowledged_message() {
             acknowledged.push((seq.parse().unwrap(), format!("r{round}-m{k}")));
         }
 
-        // After every kill the database must open cleanly and pass an integrity check.
-        let store = home.store();
-        let check: String =
-            store.sqlite_connection().unwrap().query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
-        assert_eq!(check, "ok", "round {round} (seed {seed})");
+        // After every kill the database must open cleanly and be whole.
+        drop(home.store());
+        home.assert_intact(&format!("round {round} (seed {seed})"));
     }
 
     let store = home.store();
@@ -79,4 +77,5 @@ fn sigkill_mid_append_loses_no_acknowledged_message() {
         assert_eq!(msg.seq, i as u64 + 1, "seq has a gap");
     }
     println!("{} acknowledged appends over {ROUNDS} kills; {} messages stored", acknowledged.len(), history.len());
+}
 }

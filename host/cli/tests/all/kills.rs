@@ -11,6 +11,7 @@ use std::process::Output;
 
 use serde_json::{Value, json};
 
+use crate::on_both_backends;
 use crate::support::{Home, Rollout, fixture, mcp_session};
 
 /// Runs `seshat args…` with a crash point armed and checks the process died by SIGKILL there.
@@ -24,10 +25,6 @@ fn killed_at(home: &Home, point: &str, args: &[&str]) -> Output {
         String::from_utf8_lossy(&out.stderr)
     );
     out
-}
-
-fn integrity(home: &Home) -> String {
-    home.store().sqlite_connection().unwrap().query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap()
 }
 
 /// A session of `turns` tool rounds, each with a long tool output, as an export file.
@@ -69,9 +66,8 @@ fn export(home: &Home, id: &str) -> String {
     home.ok(&["sessions", "export", id])
 }
 
-#[test]
-fn a_kill_while_a_compaction_writes_its_trims_or_its_summary_leaves_the_history_whole_and_the_next_run_compacts() {
-    let home = Home::new();
+on_both_backends! {
+fn a_kill_while_a_compaction_writes_its_trims_or_its_summary_leaves_the_history_whole_and_the_next_run_compacts(home) {
     std::fs::write(home.path().join("config.toml"), "[plugins]\nsummariser = \"summariser-extractive\"\n").unwrap();
     let id = "01JFK1KK000000000000000001";
     let file = tool_session(&home, id, 12);
@@ -80,7 +76,7 @@ fn a_kill_while_a_compaction_writes_its_trims_or_its_summary_leaves_the_history_
 
     // Killed while the trims are written: none of them is there.
     killed_at(&home, "trims", &["compact", id, "--window", "8192"]);
-    assert_eq!(integrity(&home), "ok");
+    home.assert_intact("after the kill");
     let store = home.store();
     assert_eq!(store.trims(id).unwrap(), vec![], "a trim of the killed transaction is there");
     assert_eq!(store.compactions(id).unwrap(), vec![]);
@@ -90,7 +86,7 @@ fn a_kill_while_a_compaction_writes_its_trims_or_its_summary_leaves_the_history_
     // Killed while the summary is written: the trims committed before it stay, the summary is
     // not there, and the history is whole.
     killed_at(&home, "compaction", &["compact", id, "--window", "8192"]);
-    assert_eq!(integrity(&home), "ok");
+    home.assert_intact("after the kill");
     let store = home.store();
     let trims = store.trims(id).unwrap();
     assert!(!trims.is_empty(), "the trims committed before the kill are gone");
@@ -109,24 +105,24 @@ fn a_kill_while_a_compaction_writes_its_trims_or_its_summary_leaves_the_history_
     assert!(store.live_view(id).unwrap().compaction.is_some());
     assert_eq!(store.full_history(id).unwrap(), full, "compaction changed the full history");
 }
+}
 
-#[test]
-fn a_kill_during_an_import_writes_nothing_and_the_next_import_brings_the_session_whole() {
-    let home = Home::new();
+on_both_backends! {
+fn a_kill_during_an_import_writes_nothing_and_the_next_import_brings_the_session_whole(home) {
     let file = tool_session(&home, "01JFK1KK000000000000000002", 5);
-    let reference = Home::new();
+    let reference = home.sibling();
     reference.ok(&["sessions", "import", file.to_str().unwrap()]);
 
     killed_at(&home, "import", &["sessions", "import", file.to_str().unwrap()]);
-    assert_eq!(integrity(&home), "ok");
+    home.assert_intact("after the kill");
     assert_eq!(home.store().list_sessions(&Default::default()).unwrap(), vec![], "a half import is there");
     home.ok(&["sessions", "import", file.to_str().unwrap()]);
     assert_eq!(export(&home, "01JFK1KK000000000000000002"), export(&reference, "01JFK1KK000000000000000002"));
 }
+}
 
-#[test]
-fn a_kill_while_a_grown_foreign_session_is_appended_leaves_it_as_it_was_and_the_next_import_appends_once() {
-    let home = Home::new();
+on_both_backends! {
+fn a_kill_while_a_grown_foreign_session_is_appended_leaves_it_as_it_was_and_the_next_import_appends_once(home) {
     let rollout = Rollout::new(&home);
     let file = &rollout.file;
     let import = |home: &Home| -> Value {
@@ -141,7 +137,7 @@ fn a_kill_while_a_grown_foreign_session_is_appended_leaves_it_as_it_was_and_the_
     // The file grows; the import that appends its new records is killed before it commits.
     rollout.whole();
     killed_at(&home, "import", &["sessions", "import", "--from", "codex", file.to_str().unwrap()]);
-    assert_eq!(integrity(&home), "ok");
+    home.assert_intact("after the kill");
     let store = home.store();
     assert_eq!(store.full_history(&id).unwrap(), first, "the killed append left part of its messages");
     assert_eq!(store.compactions(&id).unwrap(), vec![]);
@@ -150,7 +146,7 @@ fn a_kill_while_a_grown_foreign_session_is_appended_leaves_it_as_it_was_and_the_
     // Imported again: the new records appear once, as an import that was never killed has them.
     let report = import(&home);
     assert_eq!((report["outcome"].as_str(), report["messages"].as_u64()), (Some("appended"), Some(2)), "{report}");
-    let reference = Home::new();
+    let reference = home.sibling();
     rollout.first(16);
     let direct = import(&reference)["session"].as_str().unwrap().to_string();
     rollout.whole();
@@ -163,6 +159,7 @@ fn a_kill_while_a_grown_foreign_session_is_appended_leaves_it_as_it_was_and_the_
     assert_eq!(home.store().compactions(&id).unwrap().len(), 1);
     let again = import(&home);
     assert_eq!(again["outcome"], "unchanged", "{again}");
+}
 }
 
 #[test]
@@ -190,12 +187,11 @@ fn a_kill_during_a_migration_leaves_the_last_finished_version_and_the_next_open_
     assert_eq!(store.full_history("01JFV1AAAA0000000000000001").unwrap().len(), 4);
 }
 
-#[test]
-fn a_kill_during_a_memory_write_keeps_what_was_acknowledged_and_writes_nothing_of_the_rest() {
-    let home = Home::new();
+on_both_backends! {
+fn a_kill_during_a_memory_write_keeps_what_was_acknowledged_and_writes_nothing_of_the_rest(home) {
     home.ok(&["memory", "--action", "set", "--key", "style", "--value", "short answers"]);
     killed_at(&home, "memory", &["memory", "--action", "set", "--key", "editor", "--value", "helix"]);
-    assert_eq!(integrity(&home), "ok");
+    home.assert_intact("after the kill");
     let shown = home.ok(&["memory"]);
     assert!(shown.contains("style: short answers"), "the acknowledged note is gone: {shown}");
     assert!(!shown.contains("helix"), "the killed write is there: {shown}");
@@ -225,4 +221,5 @@ fn a_kill_during_a_memory_write_keeps_what_was_acknowledged_and_writes_nothing_o
     let entities = graph["entities"].as_array().unwrap_or_else(|| panic!("no entities in {graph}"));
     assert_eq!(entities.len(), 1, "{graph}");
     assert_eq!(entities[0]["name"], "Ada");
+}
 }

@@ -6,6 +6,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use serde_json::{Value, json};
 
+use crate::on_both_backends;
 use crate::support::Home;
 
 /// A `seshat mcp` child driven over its stdin/stdout.
@@ -140,11 +141,10 @@ fn mcp_server_lists_and_calls_the_tools_over_stdio() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("Seshat (project) [project]"));
 }
 
-#[test]
-fn eight_processes_writing_one_graph_lose_nothing() {
+on_both_backends! {
+fn eight_processes_writing_one_graph_lose_nothing(home) {
     const PROCESSES: usize = 8;
     const CALLS: usize = 200;
-    let home = Home::new();
     let dir = repo(&home, "shared");
     // Every client is started and initialised first, then all are released at once.
     let release = std::sync::Arc::new(std::sync::Barrier::new(PROCESSES));
@@ -225,6 +225,7 @@ fn eight_processes_writing_one_graph_lose_nothing() {
     relations.dedup();
     assert_eq!(relations.len(), 10, "one `self` relation per shared entity: {relations:?}");
     assert_eq!(graph.relations.len(), 10, "no relation stored twice under another case");
+}
 }
 
 #[test]

@@ -89,6 +89,29 @@ impl Home {
         }
     }
 
+    /// Checks the home's database is whole: SQLite's integrity check on a file; on PostgreSQL
+    /// (whose server keeps its own files whole) that every message is in the history index and
+    /// every index row is a message's.
+    pub fn assert_intact(&self, what: &str) {
+        if self.is_postgres() {
+            let unindexed = self.sql_value(
+                "",
+                "SELECT count(*) FROM messages m WHERE NOT EXISTS \
+                 (SELECT 1 FROM message_search s WHERE s.message_id = m.id)",
+            );
+            assert_eq!(unindexed, 0, "{what}: messages missing from the history index");
+            let orphans = self.sql_value(
+                "",
+                "SELECT count(*) FROM message_search s WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = s.message_id)",
+            );
+            assert_eq!(orphans, 0, "{what}: index rows without their message");
+        } else {
+            let conn = rusqlite::Connection::open(self.db()).expect("open the database");
+            let check: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).expect("integrity_check");
+            assert_eq!(check, "ok", "{what}");
+        }
+    }
+
     /// The integer a query returns, asked straight of the home's database (in SQLite's words or
     /// PostgreSQL's).
     pub fn sql_value(&self, sqlite: &str, postgres: &str) -> i64 {
