@@ -326,3 +326,22 @@ fn version_10_fixture_upgrades_and_its_records_are_dated_by_time_so_a_fork_sees_
     let later = store.fork(s1, None, None).unwrap().session.id;
     assert_eq!(store.pins(&later).unwrap(), [1]);
 }
+
+/// Version 11 to 12 (claims on the embedding queue): the queued rows stay, free to claim; the
+/// forks and rewinds of version 11 are kept.
+#[test]
+fn version_11_fixture_upgrades_and_its_queue_can_be_claimed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("v11.db");
+    fs::copy(fixture("store-v11.sqlite"), &db).unwrap();
+    let before: u32 = Connection::open(&db).unwrap().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert_eq!(before, 11, "the fixture must stay at version 11");
+    let mut store = Store::open(&db).unwrap();
+    assert_eq!(store.forks("01JFV1AAAA0000000000000001").unwrap(), [("01JFV1CCCC0000000000000004".to_string(), 4)]);
+    assert_eq!(store.live_rewinds("01JFV1AAAA0000000000000002").unwrap().len(), 1);
+    let hour = std::time::Duration::from_secs(3600);
+    let claimed = store.embed_queue_claim(seshat::store::Queued::History, 10, hour).unwrap();
+    assert_eq!(claimed.iter().map(|q| q.0).collect::<Vec<_>>(), [1, 2]);
+    assert!(claimed[0].1.as_deref().is_some_and(|t| t.contains("flaky")), "{claimed:?}");
+    assert!(store.embed_queue_claim(seshat::store::Queued::History, 10, hour).unwrap().is_empty());
+}

@@ -11,6 +11,7 @@ use seshat::conversation::{NewMessage, Role};
 use seshat::memory::NewEntity;
 use seshat::store::Queued;
 
+use crate::on_both_backends;
 use crate::support::Home;
 use crate::support::server::{Reply, Server, expect_route};
 
@@ -227,4 +228,53 @@ fn a_version_8_database_upgrades_and_its_documents_and_history_get_vectors() {
     assert_eq!(store.chunks_without_vectors_count().unwrap(), 0, "{report}");
     assert_eq!((count("chunk_vectors"), count("message_vectors")), (2, messages));
     assert_eq!(store.embed_queue_len(Queued::History).unwrap(), 0);
+}
+
+on_both_backends! {
+/// Workers draining the embedding queue at once, each with its own connection (as processes on
+/// several machines would), claim disjoint rows: every queued row is claimed once while the
+/// claims hold; a claim that lapsed (its worker died) frees its rows, a failure frees them too.
+fn workers_claim_disjoint_rows_of_the_embedding_queue_and_a_lapsed_claim_frees_them(home) {
+    drop(home.store());
+    let insert = "INSERT INTO embed_queue (corpus, item, queued_at) \
+        SELECT 'memory', n, 1000 + n FROM (WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 200) \
+        SELECT n FROM c) r";
+    home.sql(insert, insert).unwrap();
+    let hour = Duration::from_secs(3600);
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            let mut store = home.store();
+            std::thread::spawn(move || {
+                // Bounded: were claims not held, a worker would take the same rows forever.
+                let mut mine = Vec::new();
+                for _ in 0..200 {
+                    let batch = store.embed_queue_claim(Queued::Memory, 7, hour).unwrap();
+                    if batch.is_empty() {
+                        break;
+                    }
+                    mine.extend(batch.into_iter().map(|(item, _)| item));
+                }
+                mine
+            })
+        })
+        .collect();
+    let mut claimed: Vec<i64> = workers.into_iter().flat_map(|w| w.join().unwrap()).collect();
+    claimed.sort_unstable();
+    assert_eq!(claimed, (1..=200).collect::<Vec<i64>>(), "every row claimed exactly once");
+
+    let mut store = home.store();
+    assert!(store.embed_queue_claim(Queued::Memory, 10, hour).unwrap().is_empty(), "claimed rows are held");
+    // Oldest first; a claim of no time lapses at once, and a failure frees its rows for the next.
+    let reset = "UPDATE embed_queue SET claimed_until = NULL";
+    home.sql(reset, reset).unwrap();
+    let lapsed: Vec<i64> =
+        store.embed_queue_claim(Queued::Memory, 3, Duration::ZERO).unwrap().into_iter().map(|q| q.0).collect();
+    assert_eq!(lapsed, [1, 2, 3]);
+    let again: Vec<i64> = store.embed_queue_claim(Queued::Memory, 3, hour).unwrap().into_iter().map(|q| q.0).collect();
+    assert_eq!(again, [1, 2, 3], "a lapsed claim's rows are claimed again");
+    store.embed_queue_failed(Queued::Memory, &[2]).unwrap();
+    let freed: Vec<i64> = store.embed_queue_claim(Queued::Memory, 1, hour).unwrap().into_iter().map(|q| q.0).collect();
+    assert_eq!(freed, [2]);
+    assert_eq!(store.embed_queue_len(Queued::Memory).unwrap(), 200, "claims take nothing off the queue");
+}
 }

@@ -81,7 +81,7 @@ pub fn replace(store: &mut Store, corpus: Queued, embedder: &Embedder) -> Result
 pub fn drain(store: &mut Store, embedder: &mut Embedder, corpus: Queued, stop: &dyn Fn() -> bool) -> Result<Drained> {
     let mut report = Drained::default();
     while !stop() {
-        let batch = store.embed_queue_take(corpus, BATCH)?;
+        let batch = store.embed_queue_claim(corpus, BATCH, CLAIM)?;
         if batch.is_empty() {
             break;
         }
@@ -108,6 +108,9 @@ pub fn drain(store: &mut Store, embedder: &mut Embedder, corpus: Queued, stop: &
     report.left = store.embed_queue_len(corpus)?;
     Ok(report)
 }
+
+/// How long a worker holds the rows it claimed: past it (its process died, say) another takes them.
+const CLAIM: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// A drain running in a thread of its own, with its own database connection and embedder, so the
 /// caller (a chat turn, a tool call) never waits for it. It drains what is queued when started

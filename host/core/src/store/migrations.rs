@@ -1,6 +1,6 @@
 //! Schema migrations, numbered per backend: SQL files applied in order, one transaction each,
 //! tracked by `PRAGMA user_version` in a SQLite file and by the `seshat_schema` table on
-//! PostgreSQL (whose schema starts at its own 1, the SQLite schema's 11 with owners).
+//! PostgreSQL (whose schema starts at its own 1, the SQLite schema's 12).
 
 use super::Result;
 use super::db::{Backend, Db, Tx, params};
@@ -25,6 +25,7 @@ const MIGRATIONS: &[(&str, &str, Option<Backfill>)] = &[
     ("0009_vectors", include_str!("migrations/sqlite/0009_vectors.sql"), None),
     ("0010_stemmed_search", include_str!("migrations/sqlite/0010_stemmed_search.sql"), None),
     ("0011_branches", include_str!("migrations/sqlite/0011_branches.sql"), None),
+    ("0012_queue_claims", include_str!("migrations/sqlite/0012_queue_claims.sql"), None),
 ];
 
 /// PostgreSQL's migrations, in order.

@@ -364,32 +364,82 @@ impl Store {
         })
     }
 
-    /// The oldest `limit` queued rows of `corpus` with the text to embed: a message's
-    /// searchable text (as the history index holds it), an entity's name, type and observations.
-    pub(crate) fn embed_queue_take(&self, corpus: Queued, limit: usize) -> Result<Vec<QueuedText>> {
-        on_db!(self, "read the embedding queue", {
+    /// Claims the oldest `limit` queued rows of `corpus` no worker holds (or whose worker's
+    /// claim lapsed) for `lease`, and returns them with the text to embed: a message's searchable
+    /// text (as the history index holds it), an entity's name, type and observations. Workers in
+    /// other processes or on other machines claim other rows meanwhile (on PostgreSQL `FOR UPDATE
+    /// SKIP LOCKED`; a SQLite file has one writer at a time), so no row is embedded twice while its
+    /// claim holds; [`Store::embed_queue_done`] takes the rows off the queue, a failure frees them.
+    pub fn embed_queue_claim(
+        &mut self,
+        corpus: Queued,
+        limit: usize,
+        lease: std::time::Duration,
+    ) -> Result<Vec<QueuedText>> {
+        on_db!(self, "claim from the embedding queue", {
+            let now = now_ms();
+            let until = now.saturating_add(i64::try_from(lease.as_millis()).unwrap_or(i64::MAX));
+            let claimed: Vec<i64> = match self.db.backend() {
+                Backend::Sqlite => {
+                    let tx = self.db.transaction()?;
+                    let items: Vec<i64> = tx.query_vec(
+                        "SELECT item FROM embed_queue WHERE corpus = ?1 AND (claimed_until IS NULL OR claimed_until <= ?2) \
+                         ORDER BY queued_at, item LIMIT ?3",
+                        params![corpus.as_str(), now, limit as i64],
+                        |r| r.get(0),
+                    )?;
+                    tx.execute(
+                        &format!(
+                            "UPDATE embed_queue SET claimed_until = ?2 WHERE corpus = ?1 AND item IN {}",
+                            super::db::ids_in(Backend::Sqlite, 3)
+                        ),
+                        params![corpus.as_str(), until, json_ids(&items)],
+                    )?;
+                    tx.commit()?;
+                    items
+                }
+                _ => {
+                    let mut rows: Vec<(i64, i64)> = self.db.query_vec(
+                        "UPDATE embed_queue q SET claimed_until = ?3 FROM (SELECT item FROM embed_queue \
+                         WHERE corpus = ?1 AND (claimed_until IS NULL OR claimed_until <= ?2) \
+                         ORDER BY queued_at, item LIMIT ?4 FOR UPDATE SKIP LOCKED) c \
+                         WHERE q.corpus = ?1 AND q.item = c.item RETURNING q.queued_at, q.item",
+                        params![corpus.as_str(), now, until, limit as i64],
+                        |r| Ok((r.get(0)?, r.get(1)?)),
+                    )?;
+                    rows.sort_unstable();
+                    rows.into_iter().map(|(_, item)| item).collect()
+                }
+            };
+            if claimed.is_empty() {
+                return Ok(Vec::new());
+            }
+            let backend = self.db.backend();
             let sql = match corpus {
-                Queued::History => {
+                Queued::History => format!(
                     "SELECT q.item, m.parts, p.parts FROM embed_queue q LEFT JOIN messages m ON m.id = q.item \
                      LEFT JOIN messages p ON p.session_id = m.session_id AND p.seq = m.seq - 1 \
-                     WHERE q.corpus = 'history' ORDER BY q.queued_at, q.item LIMIT ?1"
-                }
-                Queued::Memory => match self.db.backend() {
-                    Backend::Sqlite => {
+                     WHERE q.corpus = 'history' AND q.item IN {} ORDER BY q.queued_at, q.item",
+                    super::db::ids_in(backend, 1)
+                ),
+                Queued::Memory => match backend {
+                    Backend::Sqlite => format!(
                         "SELECT q.item, CASE WHEN f.rowid IS NULL THEN NULL ELSE \
                          f.name || ' (' || f.entity_type || ')' || char(10) || f.observations END \
                          , NULL FROM embed_queue q LEFT JOIN memory_fts f ON f.rowid = q.item \
-                         WHERE q.corpus = 'memory' ORDER BY q.queued_at, q.item LIMIT ?1"
-                    }
-                    _ => {
+                         WHERE q.corpus = 'memory' AND q.item IN {} ORDER BY q.queued_at, q.item",
+                        super::db::ids_in(backend, 1)
+                    ),
+                    _ => format!(
                         "SELECT q.item, CASE WHEN f.entity_id IS NULL THEN NULL ELSE \
                          f.name || ' (' || f.entity_type || ')' || chr(10) || f.observations END \
                          , NULL FROM embed_queue q LEFT JOIN memory_search f ON f.entity_id = q.item \
-                         WHERE q.corpus = 'memory' ORDER BY q.queued_at, q.item LIMIT ?1"
-                    }
+                         WHERE q.corpus = 'memory' AND q.item IN {} ORDER BY q.queued_at, q.item",
+                        super::db::ids_in(backend, 1)
+                    ),
                 },
             };
-            let rows = self.db.query_vec(sql, params![limit as i64], |r| {
+            let rows = self.db.query_vec(&sql, params![json_ids(&claimed)], |r| {
                 Ok((r.get::<i64>(0)?, r.get::<Option<String>>(1)?, r.get::<Option<String>>(2)?))
             })?;
             let mut out = Vec::new();
@@ -413,7 +463,7 @@ impl Store {
     /// Stores vectors for queued rows and takes `done` (those and any skipped) off the queue, in
     /// one transaction; records the vectors' length the first time. A row deleted meanwhile gets
     /// no vector.
-    pub(crate) fn embed_queue_done(
+    pub fn embed_queue_done(
         &mut self,
         corpus: Queued,
         vectors: &[(i64, Vec<u8>)],
@@ -449,13 +499,13 @@ impl Store {
         })
     }
 
-    /// Counts a failed attempt on queued rows (they stay queued).
-    pub(crate) fn embed_queue_failed(&mut self, corpus: Queued, items: &[i64]) -> Result<()> {
+    /// Counts a failed attempt on queued rows: they stay queued, free for the next claim.
+    pub fn embed_queue_failed(&mut self, corpus: Queued, items: &[i64]) -> Result<()> {
         on_db!(self, "update the embedding queue", {
             let tx = self.db.transaction()?;
             for id in items {
                 tx.execute(
-                    "UPDATE embed_queue SET attempts = attempts + 1 WHERE corpus = ?1 AND item = ?2",
+                    "UPDATE embed_queue SET attempts = attempts + 1, claimed_until = NULL WHERE corpus = ?1 AND item = ?2",
                     params![corpus.as_str(), id],
                 )?;
             }
@@ -496,6 +546,11 @@ impl Store {
             )
         })
     }
+}
+
+/// Ids as a JSON array, for [`super::db::ids_in`].
+fn json_ids(ids: &[i64]) -> String {
+    serde_json::to_string(ids).unwrap_or_else(|_| "[]".into())
 }
 
 /// A vector column's bytes, borrowed from its row.

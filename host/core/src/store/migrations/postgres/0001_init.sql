@@ -1,4 +1,4 @@
--- Seshat's schema on PostgreSQL, version 1: what the SQLite file holds at its version 11, in
+-- Seshat's schema on PostgreSQL, version 1: what the SQLite file holds at its version 12, in
 -- PostgreSQL's terms. Integers are bigint (the store binds 64-bit integers), JSON is kept as the
 -- text Seshat wrote (byte for byte: jsonb would reorder keys), full-text search is a tsvector
 -- with a GIN index, vectors are bytea.
@@ -345,6 +345,7 @@ CREATE TABLE embed_queue (
     item      bigint NOT NULL,
     queued_at bigint NOT NULL,
     attempts  bigint NOT NULL DEFAULT 0,
+    claimed_until bigint,
     PRIMARY KEY (corpus, item)
 );
 
