@@ -31,6 +31,7 @@ mod pins;
 mod plugins;
 mod plugins_cli;
 mod plugins_test;
+mod postgres;
 mod props;
 mod recall;
 mod serve;

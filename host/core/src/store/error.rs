@@ -479,8 +479,9 @@ fn postgres_failure(e: &tokio_postgres::Error, server: &super::Server, op: &'sta
             server.database()
         ),
         Failure::PermissionDenied => format!(
-            "user {} lacks a privilege on database {}: grant it (the store needs to create tables on first use, \
-             then to read and write them)",
+            "user {} lacks a privilege on database {}: the store creates its tables (and the unaccent extension) \
+             on first use, then reads and writes them; make the user the database's owner, or grant it CREATE on \
+             the database and on its schema",
             server.user(),
             server.database()
         ),

@@ -37,11 +37,6 @@ impl Cluster {
         self.dir.join("socket")
     }
 
-    /// The data directory.
-    pub fn data_dir(&self) -> PathBuf {
-        self.dir.join("data")
-    }
-
     /// A store URL for `database` as `user`.
     pub fn url(&self, database: &str, user: &str) -> String {
         format!("postgres://{user}@/{database}?host={}&port={}&sslmode=disable", self.socket_dir().display(), self.port)
@@ -133,6 +128,30 @@ fn start() -> Result<Cluster, String> {
         .map_err(|e| format!("cannot run initdb: {e}"))?;
     if !out.status.success() {
         return Err(format!("initdb failed: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    // The tests' superuser is trusted; every other user logs in with a password (the tests of
+    // refused logins make such users).
+    let hba = format!("local all {SUPERUSER} trust\nlocal all all scram-sha-256\n");
+    let hba_file = data.join("pg_hba.conf");
+    let written = if root {
+        // The data directory is the postgres user's, with no access for others.
+        Command::new("runuser")
+            .args(["-u", "postgres", "--", "sh", "-c", "cat > \"$1\"", "sh"])
+            .arg(&hba_file)
+            .stdin(Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                use std::io::Write;
+                c.stdin.take().expect("piped").write_all(hba.as_bytes())?;
+                c.wait()
+            })
+            .map(|s| s.success())
+            .unwrap_or(false)
+    } else {
+        std::fs::write(&hba_file, &hba).is_ok()
+    };
+    if !written {
+        return Err(format!("cannot write {}", hba_file.display()));
     }
     // A port only names the socket file: listen_addresses is empty, so nothing listens on TCP.
     let port = 40000 + (std::process::id() % 20000) as u16;
