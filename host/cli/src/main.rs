@@ -3,6 +3,7 @@
 
 mod chat;
 mod compact;
+mod db;
 mod format;
 mod hints;
 mod knowledge;
@@ -53,6 +54,9 @@ enum Command {
     Mcp(mcp::Args),
     /// Serve Seshat's core over JSON-RPC on stdio, for programs in any language (the Go SDK).
     Serve(serve::Args),
+    /// The store as a whole: copy it between a SQLite file and a PostgreSQL database.
+    #[command(subcommand)]
+    Db(db::DbCommand),
     /// Documents the agent can search: add files and directories, list, remove, search.
     #[command(subcommand)]
     Knowledge(knowledge::KnowledgeCommand),
@@ -145,6 +149,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Mcp(args) => mcp::run(&ctx, &args, signals),
         Command::Serve(args) => serve::run(&ctx, &args, signals),
         Command::Knowledge(cmd) => knowledge::run(&ctx, cmd),
+        Command::Db(cmd) => db::run(&ctx, cmd),
     }
 }
 

@@ -34,6 +34,7 @@ fn help_texts() {
         &["compact", "--help"],
         &["mcp", "--help"],
         &["chat", "--help"],
+        &["db", "copy", "--help"],
     ] {
         let name = args.join(" ").replace("--", "").replace(' ', "_");
         insta::assert_snapshot!(format!("help_{name}"), home.ok(args));

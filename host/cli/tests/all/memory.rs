@@ -473,7 +473,7 @@ fn assert_indexes_exact(home: &Home) {
             "",
             "SELECT count(*) FROM memory_search s JOIN memory_entities e ON e.id = s.entity_id \
              WHERE s.words <> setweight(to_tsvector('seshat', e.name), 'A') \
-             || setweight(to_tsvector('seshat', e.entity_type), 'B') || to_tsvector('seshat', s.observations)",
+             || setweight(to_tsvector('seshat', e.entity_type), 'B') || to_tsvector('seshat', seshat_words(s.observations))",
         );
         assert_eq!(stale, 0, "memory_search holds words its text does not");
         return;

@@ -110,3 +110,119 @@ fn a_projects_configuration_cannot_point_the_store_elsewhere() {
     assert!(!out.status.success());
     assert!(stderr.contains("[store] url cannot be set in a project's configuration"), "{stderr}");
 }
+
+/// A store holding what PostgreSQL's types cannot take as they are: NUL in text (`text` holds
+/// none), the escape character Seshat uses for it, JSON whose key order matters to a byte-exact
+/// export (`jsonb` would reorder it), a message past the 1 MB a `tsvector` holds; and every kind
+/// of record: compactions, trims, pins, a rewind, a fork, memory, notes, a document, vectors.
+fn awkward_store(home: &Home) -> String {
+    use seshat::conversation::{MessageStatus, NewMessage, Part, Role};
+    let mut store = home.store();
+    let metadata = serde_json::from_str(r#"{"zeta": 1, "alpha": {"nested\u0000key": "v\u0000al"}}"#).unwrap();
+    let id = store
+        .create_session(seshat::store::NewSession {
+            project: "/work/awkward".into(),
+            title: Some("nul \u{0} and \u{10FFFF} in a title".into()),
+            metadata: Some(metadata),
+            ..Default::default()
+        })
+        .unwrap()
+        .id;
+    let big = format!("{}needle at the end", "0123456789abcdef\u{0}".repeat(80_000));
+    let call = NewMessage {
+        role: Role::Assistant,
+        parts: vec![Part::ToolCall {
+            id: "c\u{0}1".into(),
+            name: "read".into(),
+            arguments: "{\"b\":1,\"a\":2}".into(),
+        }],
+        usage: None,
+        status: MessageStatus::Complete,
+    };
+    let result = NewMessage {
+        role: Role::Tool,
+        parts: vec![Part::ToolResult { call_id: "c\u{0}1".into(), content: "x\u{0}".repeat(3000), is_error: false }],
+        usage: None,
+        status: MessageStatus::Complete,
+    };
+    store
+        .append(
+            &id,
+            &[
+                NewMessage::text(Role::User, "first \u{0} request"),
+                call,
+                result,
+                NewMessage::text(Role::Assistant, big),
+                NewMessage::text(Role::User, "second request"),
+                NewMessage::text(Role::Assistant, "done \u{10FFFF}\u{10FFFF}0"),
+            ],
+        )
+        .unwrap();
+    store.record_trims(&id, &[(3, 0, "[trimmed \u{0}]".into())]).unwrap();
+    store.pin(&id, 1, |_, _| Ok(())).unwrap();
+    store.fork(&id, Some(4), Some("a fork")).unwrap();
+    store.rewind(&id, 6, |_| Ok(())).unwrap();
+    let mut memory = store.memory(Some("/work/awkward"));
+    let entity: seshat::memory::NewEntity = serde_json::from_value(serde_json::json!(
+        {"name": "Ærø service", "entityType": "component", "observations": ["holds a \u{0} byte", "plain"]}
+    ))
+    .unwrap();
+    memory.create_entities(&[entity], None).unwrap();
+    memory.set_note(seshat::memory::Scope::User, "style", "short \u{0} answers").unwrap();
+    drop(store);
+    let doc = home.path().join("notes.md");
+    std::fs::write(&doc, "# Guide\n\nThe warp drive needs a calibrated flux capacitor.\n").unwrap();
+    home.ok(&["knowledge", "add", doc.to_str().unwrap()]);
+    let vectors = [
+        (
+            "INSERT INTO entity_vectors (entity_id, vector) SELECT id, X'00010203' FROM memory_entities",
+            "INSERT INTO entity_vectors (entity_id, vector) SELECT id, '\\x00010203'::bytea FROM memory_entities",
+        ),
+        (
+            "INSERT INTO vector_indexes (corpus, embedder, model, dimensions, created_at) VALUES ('memory', 'e', 'm', 4, 1)",
+            "INSERT INTO vector_indexes (corpus, embedder, model, dimensions, created_at) VALUES ('memory', 'e', 'm', 4, 1)",
+        ),
+    ];
+    for (sqlite, postgres) in vectors {
+        home.sql(sqlite, postgres).unwrap();
+    }
+    id
+}
+
+#[test]
+fn db_copy_takes_a_store_to_postgresql_and_back_byte_for_byte() {
+    let file = Home::new();
+    let id = awkward_store(&file);
+    let original = file.ok(&["sessions", "export", &id]);
+    let pg = Home::postgres();
+    let url = pg.location();
+    let url = url.to_string();
+    // SQLite to PostgreSQL, verified by the command itself.
+    let report = file.ok(&["db", "copy", file.db().to_str().unwrap(), &url, "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&report).unwrap();
+    assert_eq!(report["verified"], true, "{report}");
+    assert_eq!((report["rows"]["sessions"].as_u64(), report["rows"]["messages"].as_u64()), (Some(2), Some(6)));
+    assert_eq!(pg.ok(&["sessions", "export", &id]), original, "the export on PostgreSQL differs");
+    // What PostgreSQL holds is searchable there: the big message by its excerpt, memory, knowledge.
+    let found = file.ok(&["sessions", "search", "needle", "--all", "--json"]);
+    assert!(found.contains(&id), "sqlite: {found}");
+    let found = pg.ok(&["sessions", "search", "needle", "--all", "--json"]);
+    assert!(found.contains(&id), "postgres: {found}");
+    // (The document belongs to the project the file's home is: searched from there.)
+    let out = pg.cmd().current_dir(file.path()).args(["knowledge", "search", "capacitor"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("notes.md"), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // And back to a new SQLite file: the same bytes again.
+    let back = Home::new();
+    let text = back.ok(&["db", "copy", &url, back.db().to_str().unwrap()]);
+    assert!(text.contains("Copied 2 sessions (6 messages)") && text.contains("Verified"), "{text}");
+    assert_eq!(back.ok(&["sessions", "export", &id]), original, "the round trip changed the export");
+    let titles = back.ok(&["sessions", "list", "--all", "--json"]);
+    assert!(titles.contains("\\u0000") || titles.contains("nul"), "{titles}");
+
+    // A store that holds anything already is not a target; nothing is written to it.
+    let err = file.fails(&["db", "copy", back.db().to_str().unwrap(), &url]);
+    assert!(err.contains("is not empty (sessions has 2 rows)") && err.contains("nothing was copied"), "{err}");
+    let count = "SELECT count(*) FROM messages";
+    assert_eq!(pg.sql_value(count, count), 6);
+}

@@ -286,11 +286,15 @@ fn spread(ranked: Vec<Found>, window: u64) -> Vec<Found> {
 
 /// Adds message `id`'s index text to the history index, inside the write transaction `tx`.
 pub(super) fn index(tx: &Tx<'_>, id: i64, text: &str) -> Result<()> {
-    let sql = match tx.backend() {
-        Backend::Sqlite => "INSERT INTO message_fts (rowid, text) VALUES (?1, ?2)",
-        _ => "INSERT INTO message_search (message_id, words) VALUES (?1, to_tsvector('seshat', ?2))",
+    match tx.backend() {
+        Backend::Sqlite => tx.execute("INSERT INTO message_fts (rowid, text) VALUES (?1, ?2)", params![id, text])?,
+        // NUL separates words, as it does for SQLite's tokenizer (bound as it is, it would be
+        // escaped into the text and join the words around it).
+        _ => tx.execute(
+            "INSERT INTO message_search (message_id, words) VALUES (?1, to_tsvector('seshat', ?2))",
+            params![id, text.replace('\0', " ")],
+        )?,
     };
-    tx.execute(sql, params![id, text])?;
     Ok(())
 }
 

@@ -236,6 +236,8 @@ impl Server {
             config.password(password);
         }
         config.ssl_mode(match self.0.tls {
+            // A Unix socket is never encrypted (libpq's rule: it does not leave the machine).
+            _ if self.0.host.starts_with('/') => tokio_postgres::config::SslMode::Disable,
             TlsMode::Disable => tokio_postgres::config::SslMode::Disable,
             TlsMode::Prefer => tokio_postgres::config::SslMode::Prefer,
             TlsMode::Require | TlsMode::Verify => tokio_postgres::config::SslMode::Require,
@@ -245,14 +247,33 @@ impl Server {
 }
 
 impl fmt::Display for Server {
+    /// The URL without its password; what it shows reads back as the same server (the TLS mode
+    /// and root certificate included when they are not the defaults).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0.host.starts_with('/') {
-            write!(f, "postgres://{}@/{}?host={}&port={}", self.0.user, self.0.database, self.0.host, self.0.port)
-        } else if self.0.host.contains(':') {
-            write!(f, "postgres://{}@[{}]:{}/{}", self.0.user, self.0.host, self.0.port, self.0.database)
+        let t = &self.0;
+        let mut query = Vec::new();
+        if t.host.starts_with('/') {
+            write!(f, "postgres://{}@/{}", t.user, t.database)?;
+            query.push(format!("host={}", t.host));
+            query.push(format!("port={}", t.port));
+        } else if t.host.contains(':') {
+            write!(f, "postgres://{}@[{}]:{}/{}", t.user, t.host, t.port, t.database)?;
         } else {
-            write!(f, "postgres://{}@{}:{}/{}", self.0.user, self.0.host, self.0.port, self.0.database)
+            write!(f, "postgres://{}@{}:{}/{}", t.user, t.host, t.port, t.database)?;
         }
+        match t.tls {
+            TlsMode::Prefer => {}
+            TlsMode::Disable => query.push("sslmode=disable".into()),
+            TlsMode::Require => query.push("sslmode=require".into()),
+            TlsMode::Verify => query.push("sslmode=verify-full".into()),
+        }
+        if let Some(cert) = &t.root_cert {
+            query.push(format!("sslrootcert={}", cert.display()));
+        }
+        if !query.is_empty() {
+            write!(f, "?{}", query.join("&"))?;
+        }
+        Ok(())
     }
 }
 
@@ -355,7 +376,7 @@ mod tests {
         assert_eq!((server.host(), server.port(), server.user(), server.database()), ("/run/pg", 5433, "bo", "bo"));
         assert_eq!(server.0.password.as_deref(), Some("pw"));
         assert_eq!(server.tls(), TlsMode::Require);
-        assert_eq!(server.to_string(), "postgres://bo@/bo?host=/run/pg&port=5433");
+        assert_eq!(server.to_string(), "postgres://bo@/bo?host=/run/pg&port=5433&sslmode=require");
         // What it displays reads back the same (a Unix socket: no host before the path).
         let again = Location::parse_with(&server.to_string(), Path::new("/"), &env(&[])).unwrap();
         assert_eq!(again.to_string(), server.to_string());

@@ -17,6 +17,7 @@ macro_rules! on_db {
 }
 
 mod branches;
+mod copy;
 pub(crate) mod db;
 mod error;
 mod history;
@@ -41,6 +42,7 @@ use std::path::Path;
 use db::Db;
 
 pub use branches::{Forked, Rewind, Rewound};
+pub use copy::Copied;
 pub use db::Backend;
 pub use error::{Error, Failure, Result};
 pub use history::{HISTORY_RANGE_MAX, HistoryHit, HistoryScope, INDEX_WHOLE_BYTES, INDEX_WHOLE_TEXT_BYTES, index_text};

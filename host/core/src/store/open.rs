@@ -92,7 +92,10 @@ pub(crate) const POSTGRES_MIN_VERSION: u32 = 13;
 /// [`POSTGRES_MIN_VERSION`] or a schema newer than this binary is refused before anything is
 /// written.
 pub(super) fn connect(server: &Server) -> Result<Db> {
+    // As libpq: never TLS over a Unix socket (the host is its directory).
+    let local = server.host().starts_with('/');
     let pg = match server.tls() {
+        _ if local => Postgres::connect(server.config(), tokio_postgres::NoTls),
         super::location::TlsMode::Disable => Postgres::connect(server.config(), tokio_postgres::NoTls),
         _ => Postgres::connect(server.config(), super::tls::connector(server)?),
     }

@@ -14,6 +14,11 @@ ALTER TEXT SEARCH CONFIGURATION seshat
 ALTER TEXT SEARCH CONFIGURATION seshat
     ALTER MAPPING FOR numword, numhword, hword_numpart WITH unaccent, simple;
 
+-- Text as the store holds it has NUL escaped as U+10FFFF and `0` (PostgreSQL's text holds no
+-- NUL): for the word indexes the escape separates words, as NUL does in SQLite's tokenizer.
+CREATE FUNCTION seshat_words(text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT translate($1, chr(1114111), ' ') $$;
+
 CREATE TABLE seshat_schema (
     version bigint NOT NULL
 );
@@ -252,7 +257,7 @@ BEGIN
     INSERT INTO memory_search (entity_id, name, entity_type, observations, words)
     SELECT e.id, e.name, e.entity_type, o.text,
            setweight(to_tsvector('seshat', e.name), 'A') || setweight(to_tsvector('seshat', e.entity_type), 'B')
-               || to_tsvector('seshat', o.text)
+               || to_tsvector('seshat', seshat_words(o.text))
     FROM memory_entities e,
          LATERAL (SELECT coalesce(string_agg(content, chr(10) ORDER BY id), '') AS text
                   FROM memory_observations WHERE entity_id = e.id AND deleted_by IS NULL) o
@@ -309,7 +314,7 @@ CREATE TABLE chunks (
     text        text NOT NULL,
     tokens      bigint NOT NULL,
     words       tsvector GENERATED ALWAYS AS
-        (setweight(to_tsvector('seshat', heading), 'B') || to_tsvector('seshat', text)) STORED,
+        (setweight(to_tsvector('seshat', seshat_words(heading)), 'B') || to_tsvector('seshat', seshat_words(text))) STORED,
     UNIQUE (document_id, ordinal)
 );
 CREATE INDEX chunks_words ON chunks USING gin (words);
