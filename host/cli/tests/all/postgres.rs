@@ -226,3 +226,27 @@ fn db_copy_takes_a_store_to_postgresql_and_back_byte_for_byte() {
     let count = "SELECT count(*) FROM messages";
     assert_eq!(pg.sql_value(count, count), 6);
 }
+
+/// The server restarts under a running `seshat serve`: the next request opens a new connection
+/// (or fails with the cannot-connect code, and the one after works); nothing written is lost.
+#[test]
+fn serve_goes_on_after_the_database_server_restarts() {
+    let cluster = crate::support::postgres::Cluster::private();
+    cluster.psql("postgres", "CREATE DATABASE restarting");
+    let home = Home::at(cluster.url("restarting", crate::support::postgres::SUPERUSER));
+    let mut serve = crate::serve::ServeClient::start(&home);
+    serve.initialize(serde_json::json!({}));
+    let first = serve.ok("session/new", serde_json::json!({}))["session"]["id"].as_str().unwrap().to_string();
+    cluster.restart();
+    let answer = serve.call("session/new", serde_json::json!({}));
+    let second = match answer.get("error") {
+        None => answer["result"]["session"]["id"].as_str().unwrap().to_string(),
+        Some(error) => {
+            assert_eq!(error["data"]["code"], "database_cannot_connect", "{answer}");
+            serve.ok("session/new", serde_json::json!({}))["session"]["id"].as_str().unwrap().to_string()
+        }
+    };
+    let listed = serve.ok("session/list", serde_json::json!({}));
+    let ids: Vec<&str> = listed["sessions"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert!(ids.contains(&first.as_str()) && ids.contains(&second.as_str()), "{listed}");
+}

@@ -122,9 +122,8 @@ fn opted_in_history_and_memory_are_searched_by_meaning_too() {
     assert_eq!(home.store().embed_queue_len(Queued::History).unwrap(), 0, "not queued once opted out");
 }
 
-#[test]
-fn the_queue_survives_a_killed_process_and_the_next_run_drains_it() {
-    let home = Home::new();
+on_both_backends! {
+fn the_queue_survives_a_killed_process_and_the_next_run_drains_it(home) {
     // An embedding server that takes the request and never answers; it says when it has one.
     let (tell, told) = mpsc::channel::<()>();
     let tell = Mutex::new(tell);
@@ -140,6 +139,9 @@ fn the_queue_survives_a_killed_process_and_the_next_run_drains_it() {
     child.wait().unwrap();
     let store = home.store();
     assert_eq!(store.embed_queue_len(Queued::History).unwrap(), 3, "the backfill was committed before embedding");
+    // The killed worker's claim on its batch went with it: the next run takes the rows at once.
+    let held = "SELECT count(*) FROM embed_queue WHERE claimed_by IS NOT NULL";
+    assert_eq!(home.sql_value(held, held), 3, "the killed worker had claimed its batch");
     assert_eq!(store.queued_index(Queued::History).unwrap().unwrap().0.vectors, 0);
     drop(store);
     let server = echo();
@@ -151,6 +153,7 @@ fn the_queue_survives_a_killed_process_and_the_next_run_drains_it() {
         "{report}"
     );
     assert_eq!(home.store().queued_index(Queued::History).unwrap().unwrap().0.vectors, 3);
+}
 }
 
 #[test]
@@ -254,16 +257,25 @@ fn workers_claim_disjoint_rows_of_the_embedding_queue_and_a_lapsed_claim_frees_t
                     }
                     mine.extend(batch.into_iter().map(|(item, _)| item));
                 }
-                mine
+                // Kept open until every worker is done: a worker gone frees what it claimed.
+                (mine, store)
             })
         })
         .collect();
-    let mut claimed: Vec<i64> = workers.into_iter().flat_map(|w| w.join().unwrap()).collect();
+    let done: Vec<(Vec<i64>, seshat::store::Store)> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+    let mut claimed: Vec<i64> = done.iter().flat_map(|(mine, _)| mine.iter().copied()).collect();
     claimed.sort_unstable();
     assert_eq!(claimed, (1..=200).collect::<Vec<i64>>(), "every row claimed exactly once");
 
     let mut store = home.store();
     assert!(store.embed_queue_claim(Queued::Memory, 10, hour).unwrap().is_empty(), "claimed rows are held");
+    // The workers' connections close: what they claimed is free again (on SQLite their process,
+    // this one, still runs: the claims hold until they lapse).
+    drop(done);
+    if home.is_postgres() {
+        let freed = store.embed_queue_claim(Queued::Memory, 500, hour).unwrap();
+        assert_eq!(freed.len(), 200, "a closed connection's claims are free");
+    }
     // Oldest first; a claim of no time lapses at once, and a failure frees its rows for the next.
     let reset = "UPDATE embed_queue SET claimed_until = NULL";
     home.sql(reset, reset).unwrap();

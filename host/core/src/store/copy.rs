@@ -43,7 +43,7 @@ const TABLES: &[(&str, &str)] = &[
     ("message_vectors", "message_id, vector"),
     ("entity_vectors", "entity_id, vector"),
     ("vector_indexes", "corpus, embedder, model, dimensions, generation, enabled, created_at"),
-    ("embed_queue", "corpus, item, queued_at, attempts, claimed_until"),
+    ("embed_queue", "corpus, item, queued_at, attempts, claimed_until, claimed_by"),
 ];
 
 /// Rows read per query from the source (a table is read in pages of its key, so that a large

@@ -364,12 +364,15 @@ impl Store {
         })
     }
 
-    /// Claims the oldest `limit` queued rows of `corpus` no worker holds (or whose worker's
-    /// claim lapsed) for `lease`, and returns them with the text to embed: a message's searchable
-    /// text (as the history index holds it), an entity's name, type and observations. Workers in
-    /// other processes or on other machines claim other rows meanwhile (on PostgreSQL `FOR UPDATE
-    /// SKIP LOCKED`; a SQLite file has one writer at a time), so no row is embedded twice while its
-    /// claim holds; [`Store::embed_queue_done`] takes the rows off the queue, a failure frees them.
+    /// Claims the oldest `limit` queued rows of `corpus` no worker holds for `lease`, and returns
+    /// them with the text to embed: a message's searchable text (as the history index holds it),
+    /// an entity's name, type and observations. A row is free when unclaimed, when its claim
+    /// lapsed, or when the worker that claimed it is gone (its process on this machine, for a
+    /// SQLite file; its connection, for PostgreSQL), so a killed worker's rows are taken at once.
+    /// Workers in other processes or on other machines claim other rows meanwhile (on PostgreSQL
+    /// `FOR UPDATE SKIP LOCKED`; a SQLite file has one writer at a time), so no row is embedded
+    /// twice while its claim holds; [`Store::embed_queue_done`] takes the rows off the queue, a
+    /// failure frees them.
     pub fn embed_queue_claim(
         &mut self,
         corpus: Queued,
@@ -382,6 +385,18 @@ impl Store {
             let claimed: Vec<i64> = match self.db.backend() {
                 Backend::Sqlite => {
                     let tx = self.db.transaction()?;
+                    let holders: Vec<String> = tx.query_vec(
+                        "SELECT DISTINCT claimed_by FROM embed_queue WHERE corpus = ?1 AND claimed_until > ?2 \
+                         AND claimed_by IS NOT NULL",
+                        params![corpus.as_str(), now],
+                        |r| r.get(0),
+                    )?;
+                    for gone in holders.iter().filter(|h| !process_alive(h)) {
+                        tx.execute(
+                            "UPDATE embed_queue SET claimed_until = NULL, claimed_by = NULL WHERE claimed_by = ?1",
+                            params![gone],
+                        )?;
+                    }
                     let items: Vec<i64> = tx.query_vec(
                         "SELECT item FROM embed_queue WHERE corpus = ?1 AND (claimed_until IS NULL OR claimed_until <= ?2) \
                          ORDER BY queued_at, item LIMIT ?3",
@@ -390,18 +405,20 @@ impl Store {
                     )?;
                     tx.execute(
                         &format!(
-                            "UPDATE embed_queue SET claimed_until = ?2 WHERE corpus = ?1 AND item IN {}",
+                            "UPDATE embed_queue SET claimed_until = ?2, claimed_by = ?4 WHERE corpus = ?1 AND item IN {}",
                             super::db::ids_in(Backend::Sqlite, 3)
                         ),
-                        params![corpus.as_str(), until, json_ids(&items)],
+                        params![corpus.as_str(), until, json_ids(&items), format!("os:{}", std::process::id())],
                     )?;
                     tx.commit()?;
                     items
                 }
                 _ => {
                     let mut rows: Vec<(i64, i64)> = self.db.query_vec(
-                        "UPDATE embed_queue q SET claimed_until = ?3 FROM (SELECT item FROM embed_queue \
-                         WHERE corpus = ?1 AND (claimed_until IS NULL OR claimed_until <= ?2) \
+                        "UPDATE embed_queue q SET claimed_until = ?3, claimed_by = 'pg:' || pg_backend_pid() \
+                         FROM (SELECT item FROM embed_queue e WHERE corpus = ?1 AND (claimed_until IS NULL \
+                         OR claimed_until <= ?2 OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a \
+                         WHERE 'pg:' || a.pid = e.claimed_by)) \
                          ORDER BY queued_at, item LIMIT ?4 FOR UPDATE SKIP LOCKED) c \
                          WHERE q.corpus = ?1 AND q.item = c.item RETURNING q.queued_at, q.item",
                         params![corpus.as_str(), now, until, limit as i64],
@@ -505,7 +522,8 @@ impl Store {
             let tx = self.db.transaction()?;
             for id in items {
                 tx.execute(
-                    "UPDATE embed_queue SET attempts = attempts + 1, claimed_until = NULL WHERE corpus = ?1 AND item = ?2",
+                    "UPDATE embed_queue SET attempts = attempts + 1, claimed_until = NULL, claimed_by = NULL \
+                     WHERE corpus = ?1 AND item = ?2",
                     params![corpus.as_str(), id],
                 )?;
             }
@@ -545,6 +563,21 @@ impl Store {
                 },
             )
         })
+    }
+}
+
+/// Whether the worker a SQLite claim names (`os:<pid>`, a process on this machine) still runs.
+fn process_alive(holder: &str) -> bool {
+    let Some(pid) = holder.strip_prefix("os:").and_then(|p| p.parse::<i32>().ok()) else { return true };
+    #[cfg(unix)]
+    {
+        // Signal 0 checks the process exists; EPERM means it does (another user's).
+        !matches!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None), Err(nix::errno::Errno::ESRCH))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
     }
 }
 

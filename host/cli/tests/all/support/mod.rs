@@ -51,6 +51,11 @@ impl Home {
     /// A home whose store is a new database on the tests' PostgreSQL cluster.
     pub fn postgres() -> Self {
         let (_, url) = postgres::database();
+        Self::at(url)
+    }
+
+    /// A home whose store is the PostgreSQL database at `url`.
+    pub fn at(url: String) -> Self {
         Self { dir: tempfile::tempdir().expect("temp dir"), url: Some(url) }
     }
 

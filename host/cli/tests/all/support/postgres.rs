@@ -16,10 +16,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// The command that installs a server on these machines.
 pub const INSTALL: &str = "apt-get install -y postgresql (Debian's PostgreSQL server; .ci/setup does it)";
 
-/// The running cluster.
+/// A running cluster.
 pub struct Cluster {
     /// Where the data and the socket live.
     dir: PathBuf,
+    /// Whether it runs as the postgres user (the tests run as root).
+    root: bool,
     /// The server's binaries.
     pub bindir: PathBuf,
     /// The port (names the socket file).
@@ -32,6 +34,29 @@ pub struct Cluster {
 pub const SUPERUSER: &str = "seshat";
 
 impl Cluster {
+    /// A cluster of its own (for a test that stops or restarts its server), stopped when the
+    /// test binary exits.
+    pub fn private() -> Cluster {
+        start().unwrap_or_else(|e| {
+            panic!("cannot start a PostgreSQL server for the tests: {e}\ninstall one with: {INSTALL}")
+        })
+    }
+
+    /// Restarts the server (a fast shutdown: connections are closed) and waits until it accepts
+    /// connections again.
+    pub fn restart(&self) {
+        let status = owner_command(self.root, &self.bindir.join("pg_ctl"))
+            .arg("-D")
+            .arg(self.dir.join("data"))
+            .args(["-w", "-m", "fast", "-l"])
+            .arg(self.dir.join("server.log"))
+            .arg("restart")
+            .stdout(Stdio::null())
+            .status()
+            .expect("run pg_ctl");
+        assert!(status.success(), "pg_ctl restart failed");
+    }
+
     /// The socket's directory.
     pub fn socket_dir(&self) -> PathBuf {
         self.dir.join("socket")
@@ -107,18 +132,7 @@ fn start() -> Result<Cluster, String> {
             return Err(format!("cannot give {} to the postgres user (is there one?)", dir.display()));
         }
     }
-    // As the cluster's owner: postgres when the tests run as root.
-    let as_owner = |program: &Path| {
-        let mut cmd = if root {
-            let mut c = Command::new("runuser");
-            c.args(["-u", "postgres", "--"]).arg(program);
-            c
-        } else {
-            Command::new(program)
-        };
-        cmd.stdin(Stdio::null());
-        cmd
-    };
+    let as_owner = |program: &Path| owner_command(root, program);
     let data = dir.join("data");
     let out = as_owner(&bindir.join("initdb"))
         .args(["-D"])
@@ -154,7 +168,8 @@ fn start() -> Result<Cluster, String> {
         return Err(format!("cannot write {}", hba_file.display()));
     }
     // A port only names the socket file: listen_addresses is empty, so nothing listens on TCP.
-    let port = 40000 + (std::process::id() % 20000) as u16;
+    static STARTED: AtomicU32 = AtomicU32::new(0);
+    let port = 40000 + ((std::process::id() * 7 + STARTED.fetch_add(1, Ordering::SeqCst)) % 20000) as u16;
     let options = format!(
         "-k {} -p {port} -c listen_addresses='' -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
          -c max_connections=200",
@@ -182,7 +197,20 @@ rm -rf "$(dirname "$1")""#;
         let log = std::fs::read_to_string(dir.join("server.log")).unwrap_or_default();
         return Err(format!("the server did not start:\n{log}"));
     }
-    Ok(Cluster { dir, bindir, port, _watchdog: std::sync::Mutex::new(watchdog) })
+    Ok(Cluster { dir, root, bindir, port, _watchdog: std::sync::Mutex::new(watchdog) })
+}
+
+/// `program` as the cluster's owner: the postgres user when the tests run as root.
+fn owner_command(root: bool, program: &Path) -> Command {
+    let mut cmd = if root {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "postgres", "--"]).arg(program);
+        c
+    } else {
+        Command::new(program)
+    };
+    cmd.stdin(Stdio::null());
+    cmd
 }
 
 /// Runs SQL on the database a store URL names, with `psql`: its output, or psql's message.

@@ -5,8 +5,12 @@
 //! executor, which needs no runtime — so the store works the same when it is called from inside
 //! the agent's tokio runtime (where the blocking `postgres` crate would panic) as from a plain
 //! thread.
+//!
+//! A connection the server closed (a restart, a failover) is opened again by the next statement
+//! outside a transaction; inside one, the statement fails (the transaction is lost with the
+//! connection, and the caller sees it fail, never half of it applied).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
 use futures_executor::block_on;
@@ -22,10 +26,16 @@ pub(crate) const WRITE_LOCK: i64 = 0x5345_5348_4154;
 /// Statements kept prepared per connection; past this the cache starts again.
 const STATEMENT_CACHE: usize = 512;
 
+/// Opens a new client.
+type Open = Box<dyn Fn() -> Result<Client, ConnectFailure> + Send>;
+
 /// An open connection.
 pub(crate) struct Postgres {
-    client: Client,
+    client: RefCell<Client>,
     statements: RefCell<HashMap<String, Statement>>,
+    /// Inside `BEGIN` … `COMMIT`/`ROLLBACK`: a lost connection is not opened again meanwhile.
+    in_transaction: Cell<bool>,
+    open: Open,
 }
 
 /// Why a connection could not be made.
@@ -42,19 +52,43 @@ impl Postgres {
     /// client is dropped or the server goes away.
     pub(crate) fn connect<T>(config: tokio_postgres::Config, tls: T) -> Result<Self, ConnectFailure>
     where
-        T: tokio_postgres::tls::MakeTlsConnect<tokio_postgres::Socket> + Send + 'static,
+        T: tokio_postgres::tls::MakeTlsConnect<tokio_postgres::Socket> + Clone + Send + 'static,
         T::Stream: Send,
         T::TlsConnect: Send,
         <T::TlsConnect as tokio_postgres::tls::TlsConnect<tokio_postgres::Socket>>::Future: Send,
     {
-        let io = crate::io::handle().map_err(|e| ConnectFailure::Io(std::io::Error::other(e)))?;
-        let connecting = io.spawn(async move {
-            let (client, connection) = config.connect(tls).await?;
-            tokio::spawn(connection);
-            Ok(client)
+        let open: Open = Box::new(move || {
+            let io = crate::io::handle().map_err(|e| ConnectFailure::Io(std::io::Error::other(e)))?;
+            let (config, tls) = (config.clone(), tls.clone());
+            let connecting = io.spawn(async move {
+                let (client, connection) = config.connect(tls).await?;
+                tokio::spawn(connection);
+                Ok(client)
+            });
+            block_on(connecting)
+                .map_err(|e| ConnectFailure::Io(std::io::Error::other(e)))?
+                .map_err(ConnectFailure::Postgres)
         });
-        let client = block_on(connecting).map_err(|e| ConnectFailure::Io(std::io::Error::other(e)))?;
-        Ok(Postgres { client: client.map_err(ConnectFailure::Postgres)?, statements: RefCell::new(HashMap::new()) })
+        let client = open()?;
+        Ok(Postgres {
+            client: RefCell::new(client),
+            statements: RefCell::new(HashMap::new()),
+            in_transaction: Cell::new(false),
+            open,
+        })
+    }
+
+    /// The client, opened again first when the server closed it (outside a transaction).
+    fn client(&self) -> Result<std::cell::Ref<'_, Client>> {
+        if self.client.borrow().is_closed() && !self.in_transaction.get() {
+            let client = (self.open)().map_err(|e| match e {
+                ConnectFailure::Postgres(e) => Error::Postgres(e),
+                ConnectFailure::Io(e) => Error::Unreachable(e.to_string()),
+            })?;
+            *self.client.borrow_mut() = client;
+            self.statements.borrow_mut().clear();
+        }
+        Ok(self.client.borrow())
     }
 
     /// The prepared statement for `sql` (SQLite's `?N` parameters rewritten to `$N`).
@@ -62,7 +96,7 @@ impl Postgres {
         if let Some(stmt) = self.statements.borrow().get(sql) {
             return Ok(stmt.clone());
         }
-        let stmt = block_on(self.client.prepare(&dollar_parameters(sql))).map_err(Error::Postgres)?;
+        let stmt = block_on(self.client()?.prepare(&dollar_parameters(sql))).map_err(Error::Postgres)?;
         let mut cache = self.statements.borrow_mut();
         if cache.len() >= STATEMENT_CACHE {
             cache.clear();
@@ -75,7 +109,7 @@ impl Postgres {
     pub(crate) fn execute(&self, sql: &str, params: &[&dyn Param]) -> Result<u64> {
         let stmt = self.statement(sql)?;
         let values: Vec<_> = params.iter().map(|p| p.value()).collect();
-        block_on(self.client.execute_raw(&stmt, values.iter())).map_err(Error::Postgres)
+        block_on(self.client()?.execute_raw(&stmt, values.iter())).map_err(Error::Postgres)
     }
 
     /// Every row of a query.
@@ -84,12 +118,22 @@ impl Postgres {
         let values: Vec<_> = params.iter().map(|p| p.value()).collect();
         let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
             values.iter().map(|v| v as &(dyn tokio_postgres::types::ToSql + Sync)).collect();
-        block_on(self.client.query(&stmt, &refs)).map_err(Error::Postgres)
+        block_on(self.client()?.query(&stmt, &refs)).map_err(Error::Postgres)
     }
 
     /// Runs statements without parameters (the simple query protocol).
     pub(crate) fn batch(&self, sql: &str) -> Result<()> {
-        block_on(self.client.batch_execute(sql)).map_err(Error::Postgres)
+        let ending = sql.starts_with("COMMIT") || sql.starts_with("ROLLBACK");
+        if sql.starts_with("BEGIN") {
+            let result = block_on(self.client()?.batch_execute(sql)).map_err(Error::Postgres);
+            self.in_transaction.set(result.is_ok());
+            return result;
+        }
+        let result = block_on(self.client()?.batch_execute(sql)).map_err(Error::Postgres);
+        if ending {
+            self.in_transaction.set(false);
+        }
+        result
     }
 
     /// Begins a write transaction holding the store's write lock.

@@ -351,6 +351,7 @@ CREATE TABLE embed_queue (
     queued_at bigint NOT NULL,
     attempts  bigint NOT NULL DEFAULT 0,
     claimed_until bigint,
+    claimed_by    text,
     PRIMARY KEY (corpus, item)
 );
 
