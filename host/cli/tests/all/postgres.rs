@@ -250,3 +250,43 @@ fn serve_goes_on_after_the_database_server_restarts() {
     let ids: Vec<&str> = listed["sessions"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
     assert!(ids.contains(&first.as_str()) && ids.contains(&second.as_str()), "{listed}");
 }
+
+/// TLS to a server on a loopback port, with a certificate authority made for the test: verified
+/// against the root certificate given and the host's name; refused when the certificate cannot
+/// be verified; encrypted without verifying under `require` (as libpq); never in clear text
+/// where the server asks for TLS.
+#[test]
+fn tls_to_the_server_is_verified_against_the_root_certificate_given() {
+    let (cluster, tls) = crate::support::postgres::Cluster::with_tls();
+    cluster.psql("postgres", "ALTER ROLE seshat PASSWORD 'over-tls'");
+    cluster.psql("postgres", "CREATE DATABASE secure");
+    let ca = cluster.dir().join("ca.pem");
+    let url = |host: &str, mode: &str| {
+        format!("postgres://seshat:over-tls@{host}:{}/secure?sslmode={mode}&sslrootcert={}", tls.port, ca.display())
+    };
+    // Verified: the store opens over TLS and works.
+    let mut store = connect(&url("localhost", "verify-full")).unwrap();
+    let id = store.create_session(Default::default()).unwrap().id;
+    assert_eq!(store.session(&id).unwrap().id, id);
+    let encrypted = cluster.psql(
+        "secure",
+        "SELECT count(*) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) \
+         WHERE s.ssl AND a.client_addr IS NOT NULL AND a.datname = 'secure'",
+    );
+    assert_eq!(encrypted, "1", "the store's connection is not encrypted");
+    drop(store);
+    // The certificate names 127.0.0.1 too.
+    assert_eq!(connect(&url("127.0.0.1", "verify-full")).unwrap().session(&id).unwrap().id, id);
+
+    // Without the test's authority (the system's roots only), nothing verifies the certificate.
+    let unverified = format!("postgres://seshat:over-tls@localhost:{}/secure?sslmode=verify-full", tls.port);
+    let err = connect(&unverified).unwrap_err();
+    assert_eq!(err.code(), "database_cannot_connect", "{err}");
+    assert!(!err.to_string().contains("over-tls"), "the password leaked: {err}");
+    // `require` encrypts without verifying, as libpq does; `disable` is refused by the server.
+    let required = format!("postgres://seshat:over-tls@localhost:{}/secure?sslmode=require", tls.port);
+    assert_eq!(connect(&required).unwrap().session(&id).unwrap().id, id);
+    let clear = format!("postgres://seshat:over-tls@localhost:{}/secure?sslmode=disable", tls.port);
+    let err = connect(&clear).unwrap_err();
+    assert!(err.to_string().contains("no encryption") || err.to_string().contains("pg_hba.conf"), "{err}");
+}

@@ -37,9 +37,26 @@ impl Cluster {
     /// A cluster of its own (for a test that stops or restarts its server), stopped when the
     /// test binary exits.
     pub fn private() -> Cluster {
-        start().unwrap_or_else(|e| {
+        start(None).unwrap_or_else(|e| {
             panic!("cannot start a PostgreSQL server for the tests: {e}\ninstall one with: {INSTALL}")
         })
+    }
+
+    /// A cluster of its own that also listens on a loopback port with TLS, its certificate
+    /// (for `localhost` and 127.0.0.1) signed by a certificate authority made for it; there,
+    /// every user logs in with a password and only over TLS.
+    pub fn with_tls() -> (Cluster, Tls) {
+        let tls = Tls::new();
+        let cluster = start(Some(&tls)).unwrap_or_else(|e| {
+            panic!("cannot start a PostgreSQL server for the tests: {e}\ninstall one with: {INSTALL}")
+        });
+        (cluster, tls)
+    }
+
+    /// The directory holding the server's files (its certificate authority's `ca.pem` among
+    /// them, when it has TLS).
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// Restarts the server (a fast shutdown: connections are closed) and waits until it accepts
@@ -84,7 +101,7 @@ impl Cluster {
 /// The cluster, started on first use.
 pub fn cluster() -> &'static Cluster {
     static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
-    match CLUSTER.get_or_init(start) {
+    match CLUSTER.get_or_init(|| start(None)) {
         Ok(cluster) => cluster,
         Err(e) => panic!("cannot start a PostgreSQL server for the tests: {e}\ninstall one with: {INSTALL}"),
     }
@@ -120,7 +137,33 @@ fn bindir() -> Result<PathBuf, String> {
     found.pop().ok_or_else(|| "no server binaries under /usr/lib/postgresql/*/bin".into())
 }
 
-fn start() -> Result<Cluster, String> {
+/// A certificate authority and the server certificate it signed, as PEM, and the loopback port
+/// the server listens on with them.
+pub struct Tls {
+    pub ca: String,
+    cert: String,
+    key: String,
+    pub port: u16,
+}
+
+impl Tls {
+    fn new() -> Tls {
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca_params.distinguished_name.push(rcgen::DnType::CommonName, "Seshat tests CA");
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let ca = ca_params.self_signed(&ca_key).unwrap();
+        let issuer = rcgen::Issuer::new(ca_params, ca_key);
+        let params = rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, &issuer).unwrap();
+        // A port nothing listens on now (the kernel's pick, given back for the server to take).
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        Tls { ca: ca.pem(), cert: cert.pem(), key: key.serialize_pem(), port }
+    }
+}
+
+fn start(tls: Option<&Tls>) -> Result<Cluster, String> {
     let bindir = bindir()?;
     let dir = tempfile::Builder::new().prefix("seshat-pg-").tempdir().map_err(|e| e.to_string())?.keep();
     let socket = dir.join("socket");
@@ -145,7 +188,10 @@ fn start() -> Result<Cluster, String> {
     }
     // The tests' superuser is trusted; every other user logs in with a password (the tests of
     // refused logins make such users).
-    let hba = format!("local all {SUPERUSER} trust\nlocal all all scram-sha-256\n");
+    let mut hba = format!("local all {SUPERUSER} trust\nlocal all all scram-sha-256\n");
+    if tls.is_some() {
+        hba.push_str("hostssl all all 127.0.0.1/32 scram-sha-256\nhostnossl all all 127.0.0.1/32 reject\n");
+    }
     let hba_file = data.join("pg_hba.conf");
     let written = if root {
         // The data directory is the postgres user's, with no access for others.
@@ -167,11 +213,30 @@ fn start() -> Result<Cluster, String> {
     if !written {
         return Err(format!("cannot write {}", hba_file.display()));
     }
-    // A port only names the socket file: listen_addresses is empty, so nothing listens on TCP.
+    // Without TLS a port only names the socket file: listen_addresses is empty, so nothing
+    // listens on TCP.
     static STARTED: AtomicU32 = AtomicU32::new(0);
-    let port = 40000 + ((std::process::id() * 7 + STARTED.fetch_add(1, Ordering::SeqCst)) % 20000) as u16;
+    let mut port = 40000 + ((std::process::id() * 7 + STARTED.fetch_add(1, Ordering::SeqCst)) % 20000) as u16;
+    let mut listen = "-c listen_addresses=''".to_string();
+    if let Some(tls) = tls {
+        for (name, pem) in [("ca.pem", &tls.ca), ("server.crt", &tls.cert), ("server.key", &tls.key)] {
+            let path = dir.join(name);
+            std::fs::write(&path, pem).map_err(|e| e.to_string())?;
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).map_err(|e| e.to_string())?;
+            if root {
+                Command::new("chown").arg("postgres:postgres").arg(&path).status().map_err(|e| e.to_string())?;
+            }
+        }
+        port = tls.port;
+        listen = format!(
+            "-c listen_addresses=127.0.0.1 -c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
+            dir.join("server.crt").display(),
+            dir.join("server.key").display()
+        );
+    }
     let options = format!(
-        "-k {} -p {port} -c listen_addresses='' -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
+        "-k {} -p {port} {listen} -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
          -c max_connections=200",
         socket.display()
     );
