@@ -1,6 +1,6 @@
 //! Appending messages and reading them back, with the compaction and trim records beside them.
 
-use super::db::{Db, Row, Tx, params};
+use super::db::{Backend, Db, Row, Tx, params};
 
 use super::{Compaction, CompactionStatus, CompactionTrigger, Message, PluginRef, Trim};
 use super::{Error, Result, Store, now_ms};
@@ -247,8 +247,10 @@ fn check_structure(tx: &Tx<'_>, session: &str, messages: &[NewMessage]) -> Resul
 /// Appends `messages` to `session` inside the open transaction `tx` (see [`Store::append_at`]).
 pub(super) fn append_in(tx: &Tx<'_>, session: &str, messages: &[NewMessage], times: &[i64]) -> Result<Vec<u64>> {
     let now = now_ms();
+    // The next seq is assigned under a lock on the session's row (PostgreSQL; a SQLite file has
+    // one writer at a time): concurrent appenders get consecutive seqs, never the same one.
     let (count, has_title): (u64, bool) = tx
-        .query_opt("SELECT message_count, title IS NOT NULL FROM sessions WHERE id = ?1", params![session], |r| {
+        .query_opt(&session_row(tx, "message_count, title IS NOT NULL"), params![session], |r| {
             Ok((r.get(0)?, r.get(1)?))
         })?
         .ok_or_else(|| Error::SessionNotFound(session.to_string()))?;
@@ -292,10 +294,17 @@ pub(super) fn append_in(tx: &Tx<'_>, session: &str, messages: &[NewMessage], tim
     Ok(seqs)
 }
 
+/// SQL reading `columns` of the session `?1`, its row locked until the transaction ends where the
+/// backend locks rows (PostgreSQL).
+fn session_row(tx: &Tx<'_>, columns: &str) -> String {
+    let lock = if tx.backend() == Backend::Postgres { " FOR UPDATE" } else { "" };
+    format!("SELECT {columns} FROM sessions WHERE id = ?1{lock}")
+}
+
 /// Records `compaction` inside the open transaction `tx` (see [`Store::record_compaction`]).
 pub(super) fn compaction_in(tx: &Tx<'_>, session: &str, compaction: &Compaction) -> Result<u32> {
     let count: u64 = tx
-        .query_opt("SELECT message_count FROM sessions WHERE id = ?1", params![session], |r| r.get(0))?
+        .query_opt(&session_row(tx, "message_count"), params![session], |r| r.get(0))?
         .ok_or_else(|| Error::SessionNotFound(session.to_string()))?;
     if count != compaction.through_seq {
         return Err(Error::Conflict { session: session.into(), expected: compaction.through_seq, found: count });
