@@ -1,6 +1,8 @@
 //! The sessions `seshat serve` runs turns in: one agent per session, opened on its first turn and
 //! kept by the session's worker thread, which runs its turns and compactions one at a time. While
-//! one runs, the session is claimed, so a second `turn/start` on it meanwhile is `session_busy`.
+//! one runs, the session is claimed — in this process and in the store, for every process sharing
+//! it — so a second `turn/start` on it meanwhile, here or in another `seshat serve`, is
+//! `session_busy`.
 //! A turn streams notifications and ends with `turn/completed`; a tool the client registered is
 //! run by asking the client (`tool/call`) and waiting for its answer.
 
@@ -62,7 +64,7 @@ impl Busy {
         }
         let cancel = Cancel::default();
         held.insert(session.to_string(), cancel.clone());
-        Some(Claim { busy: self.clone(), session: session.to_string(), cancel })
+        Some(Claim { busy: self.clone(), session: session.to_string(), cancel, held: None })
     }
 
     fn contains(&self, session: &str) -> bool {
@@ -95,6 +97,9 @@ struct Claim {
     busy: Busy,
     session: String,
     cancel: Cancel,
+    /// The claim every process sharing the store sees (another `seshat serve` on the same
+    /// database, on this machine or another).
+    held: Option<seshat::store::SessionClaim>,
 }
 
 impl Drop for Claim {
@@ -136,7 +141,9 @@ impl Turns {
         session: &str,
         job: impl FnOnce(&mut Agent, Cancel, Claim) + Send + 'static,
     ) -> Result<(), RpcError> {
-        let claim = self.busy.claim(session).ok_or_else(|| RpcError::busy(session))?;
+        let mut claim = self.busy.claim(session).ok_or_else(|| RpcError::busy(session))?;
+        let held = seshat::store::claim_session(&link.ctx.db, session).map_err(RpcError::from_store)?;
+        claim.held = Some(held.ok_or_else(|| RpcError::busy(session))?);
         if self.slots.get(session).is_some_and(|s| s.worker.is_finished()) {
             self.slots.remove(session);
         }

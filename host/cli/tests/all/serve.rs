@@ -828,3 +828,32 @@ fn session_compact_hands_its_instructions_to_the_summary_model() {
     }
     assert!(c.close().success());
 }
+
+crate::on_both_backends! {
+/// Two `seshat serve` processes on one store: a turn running through one makes the session busy
+/// for the other; once it ends (or its process is killed), the other may run one.
+fn a_turn_in_one_serve_makes_the_session_busy_in_another_until_it_ends_or_dies(home) {
+    let mut pieces = openai::text_answer(&["Partial ", "answer"], false);
+    pieces.truncate(2);
+    let server = Server::start(vec![
+        Reply::Stall { pieces: pieces.clone(), pause: Duration::from_secs(30) },
+        Reply::Stream { pieces: openai::text_answer(&["Done."], true) },
+    ]);
+    let config = std::fs::read_to_string(home_for("openai", &server, "").path().join("config.toml")).unwrap();
+    std::fs::write(home.path().join("config.toml"), config).unwrap();
+    let mut a = ServeClient::start(&home);
+    let mut b = ServeClient::start(&home);
+    a.initialize(json!({"model": "gpt-4o"}));
+    b.initialize(json!({"model": "gpt-4o"}));
+    let id = session(&mut a);
+    a.ok("turn/start", json!({"session": id, "text": "go"}));
+    a.wait("the first delta", |v| v["method"] == "turn/event" && v["params"]["event"]["type"] == "text_delta");
+    let busy = b.call("turn/start", json!({"session": id, "text": "meanwhile"}));
+    assert_eq!(busy["error"]["data"]["code"], "session_busy", "{busy}");
+    // The holder dies mid-turn: its claim goes with it.
+    a.kill();
+    let turn = b.ok("turn/start", json!({"session": id, "text": "now"}))["turn"].as_u64().unwrap();
+    let notes = b.turn_notifications(turn);
+    assert_eq!(notes.last().unwrap()["params"]["outcome"]["error"], serde_json::Value::Null, "{notes:?}");
+}
+}

@@ -17,6 +17,7 @@ macro_rules! on_db {
 }
 
 mod branches;
+mod claims;
 mod copy;
 pub(crate) mod db;
 mod error;
@@ -42,6 +43,7 @@ use std::path::Path;
 use db::Db;
 
 pub use branches::{Forked, Rewind, Rewound};
+pub use claims::{SessionClaim, claim_session};
 pub use copy::Copied;
 pub use db::Backend;
 pub use error::{Error, Failure, Result};

@@ -92,18 +92,7 @@ pub(crate) const POSTGRES_MIN_VERSION: u32 = 13;
 /// [`POSTGRES_MIN_VERSION`] or a schema newer than this binary is refused before anything is
 /// written.
 pub(super) fn connect(server: &Server) -> Result<Db> {
-    // As libpq: never TLS over a Unix socket (the host is its directory).
-    let local = server.host().starts_with('/');
-    let pg = match server.tls() {
-        _ if local => Postgres::connect(server.config(), tokio_postgres::NoTls),
-        super::location::TlsMode::Disable => Postgres::connect(server.config(), tokio_postgres::NoTls),
-        _ => Postgres::connect(server.config(), super::tls::connector(server)?),
-    }
-    .map_err(|e| match e {
-        super::db::ConnectFailure::Postgres(e) => Error::Postgres(e),
-        super::db::ConnectFailure::Io(e) => Error::Unreachable(e.to_string()),
-    })?;
-    let mut db = Db::Postgres(pg);
+    let mut db = connect_only(server)?;
     let version: String = db.query_value("SHOW server_version_num", super::db::params![])?;
     let version: u32 = version.trim().parse().unwrap_or(0) / 10_000;
     if version < POSTGRES_MIN_VERSION {
@@ -119,6 +108,22 @@ pub(super) fn connect(server: &Server) -> Result<Db> {
     }
     migrations::migrate(&mut db)?;
     Ok(db)
+}
+
+/// A connection to `server`, nothing checked or migrated (for a claim's own connection).
+pub(super) fn connect_only(server: &Server) -> Result<Db> {
+    // As libpq: never TLS over a Unix socket (the host is its directory).
+    let local = server.host().starts_with('/');
+    let pg = match server.tls() {
+        _ if local => Postgres::connect(server.config(), tokio_postgres::NoTls),
+        super::location::TlsMode::Disable => Postgres::connect(server.config(), tokio_postgres::NoTls),
+        _ => Postgres::connect(server.config(), super::tls::connector(server)?),
+    }
+    .map_err(|e| match e {
+        super::db::ConnectFailure::Postgres(e) => Error::Postgres(e),
+        super::db::ConnectFailure::Io(e) => Error::Unreachable(e.to_string()),
+    })?;
+    Ok(Db::Postgres(pg))
 }
 
 /// Whether opening failed only because SQLite could not create the `-wal`/`-shm` files of a WAL
