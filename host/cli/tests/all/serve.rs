@@ -854,6 +854,6 @@ fn a_turn_in_one_serve_makes_the_session_busy_in_another_until_it_ends_or_dies(h
     a.kill();
     let turn = b.ok("turn/start", json!({"session": id, "text": "now"}))["turn"].as_u64().unwrap();
     let notes = b.turn_notifications(turn);
-    assert_eq!(notes.last().unwrap()["params"]["outcome"]["error"], serde_json::Value::Null, "{notes:?}");
+    assert_eq!(notes.last().unwrap()["params"]["outcome"]["error"], Value::Null, "{notes:?}");
 }
 }
