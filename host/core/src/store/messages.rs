@@ -342,7 +342,7 @@ impl Store {
             }
         }
         on_db!(self, "append messages", {
-            let tx = self.db.transaction()?;
+            let tx = self.db.row_locked_transaction()?;
             let seqs = append_in(&tx, session, messages, times)?;
             tx.commit_at("append")?;
             Ok(seqs)

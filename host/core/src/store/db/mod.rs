@@ -6,7 +6,10 @@
 //! Writes run in a [`Tx`]: on SQLite a `BEGIN IMMEDIATE` transaction (one writer at a time, as
 //! before); on PostgreSQL a transaction that first takes the store's write lock (a transaction-level
 //! advisory lock), so writers are serialised the same way across every process and machine sharing
-//! the database and a read-then-write inside a transaction never loses an update.
+//! the database and a read-then-write inside a transaction never loses an update. Appends, the hot
+//! path, take only their session's row lock ([`Db::row_locked_transaction`]): appends to different
+//! sessions go side by side, and every write that depends on a session's message count reads it
+//! under the same row lock.
 
 mod postgres;
 mod value;
@@ -196,6 +199,17 @@ impl Db {
     /// Begins a write transaction (see the module's docs), rolled back unless committed.
     pub(crate) fn transaction(&mut self) -> Result<Tx<'_>> {
         self.begin_write()?;
+        Ok(Tx { db: self, open: true })
+    }
+
+    /// Begins a write transaction that serialises with other writers only through the rows it
+    /// locks (`SELECT … FOR UPDATE`) on PostgreSQL, so appends to different sessions run side by
+    /// side; on SQLite it is [`Db::transaction`].
+    pub(crate) fn row_locked_transaction(&mut self) -> Result<Tx<'_>> {
+        match self {
+            Db::Sqlite(conn) => conn.execute_batch("BEGIN IMMEDIATE")?,
+            Db::Postgres(pg) => pg.batch("BEGIN")?,
+        }
         Ok(Tx { db: self, open: true })
     }
 
