@@ -183,14 +183,22 @@ fn live_view(n: usize) {
     let select = raw
         .prepare("SELECT seq, role, parts, usage, status, created_at FROM messages WHERE session_id = $1 ORDER BY seq")
         .unwrap();
+    // The same rows decoded into the same typed messages (role, parts, usage, status, time).
     let base = median_of(21, || {
         let rows = raw.query(&select, &[&id]).unwrap();
-        let decoded: Vec<(i64, Vec<Part>, Option<Usage>)> = rows
+        let decoded: Vec<seshat::store::Message> = rows
             .iter()
             .map(|r| {
-                let parts: String = r.get(2);
-                let usage: Option<String> = r.get(3);
-                (r.get(0), serde_json::from_str(&parts).unwrap(), usage.map(|u| serde_json::from_str(&u).unwrap()))
+                let (role, parts, usage, status): (String, String, Option<String>, String) =
+                    (r.get(1), r.get(2), r.get(3), r.get(4));
+                seshat::store::Message {
+                    seq: r.get::<_, i64>(0) as u64,
+                    role: Role::parse(&role).unwrap(),
+                    parts: serde_json::from_str(&parts).unwrap(),
+                    usage: usage.map(|u| serde_json::from_str(&u).unwrap()),
+                    status: MessageStatus::parse(&status).unwrap(),
+                    created_at: r.get(5),
+                }
             })
             .collect();
         assert_eq!(decoded.len(), n);

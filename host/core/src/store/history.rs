@@ -298,10 +298,13 @@ pub(super) fn index(tx: &Tx<'_>, id: i64, text: &str) -> Result<()> {
     Ok(())
 }
 
+/// How many of an expression's newest matches PostgreSQL ranks (SQLite's bm25 ranks them all).
+const POSTGRES_RANKED: usize = 5_000;
+
 /// The two queries of a history search on `backend`: the floor (the oldest message a capped
 /// ranking looks at: the cap-th most recent match, read in id order, which costs no ranking) and
 /// the best matches (by bm25 on SQLite, which reads only the index; by `ts_rank` with length
-/// normalisation on PostgreSQL).
+/// normalisation among the newest [`POSTGRES_RANKED`] on PostgreSQL).
 fn search_sql(backend: Backend) -> (String, String) {
     let in_project = |n: u8| {
         format!("(CAST(?{n} AS TEXT) IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?{n}))")
@@ -330,10 +333,14 @@ fn search_sql(backend: Backend) -> (String, String) {
                 super::lineage::in_lineage(backend, 2),
                 in_project(3)
             ),
+            // `ts_rank` reads each match's words: a word most messages hold would have it rank
+            // them all (60 ms at 100k messages), so the newest POSTGRES_RANKED matches are ranked.
             format!(
-                "SELECT m.id, m.session_id, m.seq FROM message_search s JOIN messages m ON m.id = s.message_id \
+                "SELECT c.id, c.session_id, c.seq FROM (SELECT m.id, m.session_id, m.seq, s.words \
+                 FROM message_search s JOIN messages m ON m.id = s.message_id \
                  WHERE s.words @@ websearch_to_tsquery('seshat', ?1) AND s.message_id >= ?5 AND {} AND {} \
-                 ORDER BY ts_rank(s.words, websearch_to_tsquery('seshat', ?1), 1) DESC, m.id DESC LIMIT ?2",
+                 ORDER BY s.message_id DESC LIMIT {POSTGRES_RANKED}) c \
+                 ORDER BY ts_rank(c.words, websearch_to_tsquery('seshat', ?1), 1) DESC, c.id DESC LIMIT ?2",
                 super::lineage::in_lineage(backend, 3),
                 in_project(4)
             ),

@@ -1,10 +1,11 @@
 //! A blocking connection to PostgreSQL for the store, whose operations are synchronous.
 //!
-//! The `tokio-postgres` connection (the socket) runs on the library's I/O runtime ([`crate::io`]);
-//! statements are sent through the client from the caller's thread and waited for with a plain
-//! executor, which needs no runtime — so the store works the same when it is called from inside
-//! the agent's tokio runtime (where the blocking `postgres` crate would panic) as from a plain
-//! thread.
+//! The `tokio-postgres` connection is made on the library's I/O runtime ([`crate::io`], whose
+//! reactor then serves its socket); each statement is sent through the client and waited for,
+//! with the connection driven beside it, on the caller's own thread by a plain executor, which
+//! needs no runtime — so the store works the same called from inside the agent's tokio runtime
+//! (where the blocking `postgres` crate would panic) as from a plain thread, and rows reach the
+//! caller without crossing threads.
 //!
 //! A connection the server closed (a restart, a failover) is opened again by the next statement
 //! outside a transaction; inside one, the statement fails (the transaction is lost with the
@@ -12,6 +13,9 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Context;
 
 use futures_executor::block_on;
 use tokio_postgres::{Client, Statement};
@@ -26,12 +30,17 @@ pub(crate) const WRITE_LOCK: i64 = 0x5345_5348_4154;
 /// Statements kept prepared per connection; past this the cache starts again.
 const STATEMENT_CACHE: usize = 512;
 
-/// Opens a new client.
-type Open = Box<dyn Fn() -> Result<Client, ConnectFailure> + Send>;
+/// A connection's socket: what moves the client's requests and the server's answers.
+type Connection = Pin<Box<dyn Future<Output = Result<(), tokio_postgres::Error>> + Send>>;
+
+/// Opens a new client and its connection.
+type Open = Box<dyn Fn() -> Result<(Client, Connection), ConnectFailure> + Send>;
 
 /// An open connection.
 pub(crate) struct Postgres {
     client: RefCell<Client>,
+    /// `None` once it ended (the server closed it): the client is then closed too.
+    connection: RefCell<Option<Connection>>,
     statements: RefCell<HashMap<String, Statement>>,
     /// Inside `BEGIN` … `COMMIT`/`ROLLBACK`: a lost connection is not opened again meanwhile.
     in_transaction: Cell<bool>,
@@ -62,30 +71,43 @@ impl Postgres {
             let (config, tls) = (config.clone(), tls.clone());
             let connecting = io.spawn(async move {
                 let (client, connection) = config.connect(tls).await?;
-                tokio::spawn(connection);
-                Ok(client)
+                Ok((client, Box::pin(connection) as Connection))
             });
             block_on(connecting)
                 .map_err(|e| ConnectFailure::Io(std::io::Error::other(e)))?
                 .map_err(ConnectFailure::Postgres)
         });
-        let client = open()?;
+        let (client, connection) = open()?;
         Ok(Postgres {
             client: RefCell::new(client),
+            connection: RefCell::new(Some(connection)),
             statements: RefCell::new(HashMap::new()),
             in_transaction: Cell::new(false),
             open,
         })
     }
 
-    /// The client, opened again first when the server closed it (outside a transaction).
+    /// Waits for `request`, driving the connection meanwhile on this thread.
+    fn run<T>(&self, request: impl Future<Output = T>) -> T {
+        let mut connection = self.connection.borrow_mut();
+        let mut request = std::pin::pin!(request);
+        block_on(std::future::poll_fn(|cx| {
+            drive(&mut connection, cx);
+            request.as_mut().poll(cx)
+        }))
+    }
+
+    /// The client, opened again first when the server closed it (outside a transaction). What
+    /// the server sent since the last statement is read first, so a closed connection is seen.
     fn client(&self) -> Result<std::cell::Ref<'_, Client>> {
+        drive(&mut self.connection.borrow_mut(), &mut Context::from_waker(std::task::Waker::noop()));
         if self.client.borrow().is_closed() && !self.in_transaction.get() {
-            let client = (self.open)().map_err(|e| match e {
+            let (client, connection) = (self.open)().map_err(|e| match e {
                 ConnectFailure::Postgres(e) => Error::Postgres(e),
                 ConnectFailure::Io(e) => Error::Unreachable(e.to_string()),
             })?;
             *self.client.borrow_mut() = client;
+            *self.connection.borrow_mut() = Some(connection);
             self.statements.borrow_mut().clear();
         }
         Ok(self.client.borrow())
@@ -96,7 +118,7 @@ impl Postgres {
         if let Some(stmt) = self.statements.borrow().get(sql) {
             return Ok(stmt.clone());
         }
-        let stmt = block_on(self.client()?.prepare(&dollar_parameters(sql))).map_err(Error::Postgres)?;
+        let stmt = self.run(self.client()?.prepare(&dollar_parameters(sql))).map_err(Error::Postgres)?;
         let mut cache = self.statements.borrow_mut();
         if cache.len() >= STATEMENT_CACHE {
             cache.clear();
@@ -109,7 +131,7 @@ impl Postgres {
     pub(crate) fn execute(&self, sql: &str, params: &[&dyn Param]) -> Result<u64> {
         let stmt = self.statement(sql)?;
         let values: Vec<_> = params.iter().map(|p| p.value()).collect();
-        block_on(self.client()?.execute_raw(&stmt, values.iter())).map_err(Error::Postgres)
+        self.run(self.client()?.execute_raw(&stmt, values.iter())).map_err(Error::Postgres)
     }
 
     /// Every row of a query.
@@ -118,18 +140,18 @@ impl Postgres {
         let values: Vec<_> = params.iter().map(|p| p.value()).collect();
         let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
             values.iter().map(|v| v as &(dyn tokio_postgres::types::ToSql + Sync)).collect();
-        block_on(self.client()?.query(&stmt, &refs)).map_err(Error::Postgres)
+        self.run(self.client()?.query(&stmt, &refs)).map_err(Error::Postgres)
     }
 
     /// Runs statements without parameters (the simple query protocol).
     pub(crate) fn batch(&self, sql: &str) -> Result<()> {
         let ending = sql.starts_with("COMMIT") || sql.starts_with("ROLLBACK");
         if sql.starts_with("BEGIN") {
-            let result = block_on(self.client()?.batch_execute(sql)).map_err(Error::Postgres);
+            let result = self.run(self.client()?.batch_execute(sql)).map_err(Error::Postgres);
             self.in_transaction.set(result.is_ok());
             return result;
         }
-        let result = block_on(self.client()?.batch_execute(sql)).map_err(Error::Postgres);
+        let result = self.run(self.client()?.batch_execute(sql)).map_err(Error::Postgres);
         if ending {
             self.in_transaction.set(false);
         }
@@ -139,6 +161,16 @@ impl Postgres {
     /// Begins a write transaction holding the store's write lock.
     pub(crate) fn begin_write(&self) -> Result<()> {
         self.batch(&format!("BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"))
+    }
+}
+
+/// Polls the connection once: it sends what the client queued and hands out what arrived; once it
+/// ends (the server closed it, or it failed) it is dropped, which closes the client.
+fn drive(connection: &mut Option<Connection>, cx: &mut Context<'_>) {
+    if let Some(c) = connection.as_mut()
+        && c.as_mut().poll(cx).is_ready()
+    {
+        *connection = None;
     }
 }
 
