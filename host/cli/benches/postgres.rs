@@ -3,7 +3,8 @@
 //! same transaction shape). The server is a throwaway cluster on a Unix socket started by the
 //! tests' support (`fsync` off on both sides alike).
 //!
-//! Run: `cargo bench -p seshat-cli --bench postgres` (`-- --quick` for a 10× smaller pass).
+//! Run: `cargo bench -p seshat-cli --bench postgres` (`-- --quick` for a 10× smaller pass,
+//! `-- --search-only` for the two search rows).
 
 mod common;
 use common::*;
@@ -23,6 +24,11 @@ fn main() {
     let scale = if quick { 10 } else { 1 };
     println!("| benchmark | seshat | baseline | ratio | target |");
     println!("|---|---|---|---|---|");
+    if std::env::args().any(|a| a == "--search-only") {
+        history_search(100_000 / scale);
+        memory_search(100_000 / scale);
+        return;
+    }
     append(10_000 / scale);
     live_view(10_000 / scale);
     history_search(100_000 / scale);

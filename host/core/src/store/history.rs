@@ -298,14 +298,16 @@ pub(super) fn index(tx: &Tx<'_>, id: i64, text: &str) -> Result<()> {
     Ok(())
 }
 
-/// How many of an expression's newest matches PostgreSQL ranks (SQLite's bm25 ranks them all).
-const POSTGRES_RANKED: usize = 5_000;
+/// How many of an expression's newest matches PostgreSQL ranks (SQLite's bm25 ranks them all; as
+/// memory does, `search::RANKED_CANDIDATES`).
+const POSTGRES_RANKED: usize = 2_000;
 
 /// The two queries of a history search on `backend`: the floor (the oldest message a capped
 /// ranking looks at: the cap-th most recent match, read in id order, which costs no ranking) and
 /// the best matches (by bm25 on SQLite, which reads only the index; by `ts_rank` with length
-/// normalisation among the newest [`POSTGRES_RANKED`] on PostgreSQL).
-fn search_sql(backend: Backend) -> (String, String) {
+/// normalisation among the newest [`POSTGRES_RANKED`] on PostgreSQL). `scoped`: the search is
+/// limited to a session or a project.
+fn search_sql(backend: Backend, scoped: bool) -> (String, String) {
     let in_project = |n: u8| {
         format!("(CAST(?{n} AS TEXT) IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?{n}))")
     };
@@ -335,15 +337,27 @@ fn search_sql(backend: Backend) -> (String, String) {
             ),
             // `ts_rank` reads each match's words: a word most messages hold would have it rank
             // them all (60 ms at 100k messages), so the newest POSTGRES_RANKED matches are ranked.
-            format!(
-                "SELECT c.id, c.session_id, c.seq FROM (SELECT m.id, m.session_id, m.seq, s.words \
-                 FROM message_search s JOIN messages m ON m.id = s.message_id \
-                 WHERE s.words @@ websearch_to_tsquery('seshat', ?1) AND s.message_id >= ?5 AND {} AND {} \
-                 ORDER BY s.message_id DESC LIMIT {POSTGRES_RANKED}) c \
-                 ORDER BY ts_rank(c.words, websearch_to_tsquery('seshat', ?1), 1) DESC, c.id DESC LIMIT ?2",
-                super::lineage::in_lineage(backend, 3),
-                in_project(4)
-            ),
+            // Across every session the matches are taken from the index alone, the messages
+            // joined after the cut (joined before it, the planner may read every message).
+            if scoped {
+                format!(
+                    "SELECT c.id, c.session_id, c.seq FROM (SELECT m.id, m.session_id, m.seq, s.words \
+                     FROM message_search s JOIN messages m ON m.id = s.message_id \
+                     WHERE s.words @@ websearch_to_tsquery('seshat', ?1) AND s.message_id >= ?5 AND {} AND {} \
+                     ORDER BY s.message_id DESC LIMIT {POSTGRES_RANKED}) c \
+                     ORDER BY ts_rank(c.words, websearch_to_tsquery('seshat', ?1), 1) DESC, c.id DESC LIMIT ?2",
+                    super::lineage::in_lineage(backend, 3),
+                    in_project(4)
+                )
+            } else {
+                format!(
+                    "SELECT m.id, m.session_id, m.seq FROM (SELECT message_id, words FROM message_search \
+                     WHERE words @@ websearch_to_tsquery('seshat', ?1) AND message_id >= ?5 \
+                     ORDER BY message_id DESC LIMIT {POSTGRES_RANKED}) c JOIN messages m ON m.id = c.message_id \
+                     WHERE CAST(?3 AS TEXT) IS NULL AND CAST(?4 AS TEXT) IS NULL \
+                     ORDER BY ts_rank(c.words, websearch_to_tsquery('seshat', ?1), 1) DESC, m.id DESC LIMIT ?2"
+                )
+            },
         ),
     }
 }
@@ -368,7 +382,7 @@ impl Store {
         on_db!(self, "search the history", {
             let (session, project) = scope.keys(&self.db)?;
             let backend = self.db.backend();
-            let (floor, best) = search_sql(backend);
+            let (floor, best) = search_sql(backend, session.is_some() || project.is_some());
             let expressions = super::ranking::expressions(query, ranking);
             let any = expressions.any.clone();
             let words = super::ranking::kept_words(query, ranking);

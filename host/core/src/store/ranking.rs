@@ -120,29 +120,22 @@ pub(crate) enum Index {
 }
 
 impl Index {
-    /// SQL selecting the ids (`?2 ..= ?3`) this index matches for the expression bound at `?1`.
-    fn matching(self, backend: Backend) -> &'static str {
-        match (backend, self) {
-            (Backend::Sqlite, Index::History) => {
-                "SELECT rowid FROM message_fts WHERE message_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3"
-            }
-            (Backend::Sqlite, Index::Knowledge) => {
-                "SELECT rowid FROM chunk_fts WHERE chunk_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3"
-            }
-            (Backend::Sqlite, Index::Memory) => {
-                "SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3"
-            }
-            (_, Index::History) => {
-                "SELECT message_id FROM message_search WHERE words @@ websearch_to_tsquery('seshat', ?1) \
-                 AND message_id BETWEEN ?2 AND ?3"
-            }
-            (_, Index::Knowledge) => {
-                "SELECT id FROM chunks WHERE words @@ websearch_to_tsquery('seshat', ?1) AND id BETWEEN ?2 AND ?3"
-            }
-            (_, Index::Memory) => {
-                "SELECT entity_id FROM memory_search WHERE words @@ websearch_to_tsquery('seshat', ?1) \
-                 AND entity_id BETWEEN ?2 AND ?3"
-            }
+    /// SQLite: SQL selecting the ids (`?2 ..= ?3`) this index matches for the expression bound
+    /// at `?1`.
+    fn matching(self) -> &'static str {
+        match self {
+            Index::History => "SELECT rowid FROM message_fts WHERE message_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3",
+            Index::Knowledge => "SELECT rowid FROM chunk_fts WHERE chunk_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3",
+            Index::Memory => "SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3",
+        }
+    }
+
+    /// PostgreSQL: the table holding each id's words, and its id column.
+    fn words(self) -> (&'static str, &'static str) {
+        match self {
+            Index::History => ("message_search", "message_id"),
+            Index::Knowledge => ("chunks", "id"),
+            Index::Memory => ("memory_search", "entity_id"),
         }
     }
 }
@@ -159,18 +152,43 @@ pub(crate) fn by_coordination<T>(
     if ranked.len() < 2 || words.len() < 2 {
         return Ok(ranked);
     }
-    // Each word's matches read in id order within the candidates' span (no ranking): one pass
-    // over its postings, where a lookup per candidate would read them once per candidate.
-    let (low, high) = ranked.iter().map(&id).fold((i64::MAX, i64::MIN), |(l, h), i| (l.min(i), h.max(i)));
     let mut count: std::collections::HashMap<i64, usize> = ranked.iter().map(|r| (id(r), 0)).collect();
-    let sql = index.matching(db.backend());
-    for w in words {
-        db.for_each(sql, params![w.render(db.backend()), low, high], |r| {
-            if let Some(c) = count.get_mut(&r.get::<i64>(0)?) {
-                *c += 1;
+    match db.backend() {
+        Backend::Sqlite => {
+            // Each word's matches read in id order within the candidates' span (no ranking): one
+            // pass over its postings, where a lookup per candidate would read them once per
+            // candidate.
+            let (low, high) = ranked.iter().map(&id).fold((i64::MAX, i64::MIN), |(l, h), i| (l.min(i), h.max(i)));
+            for w in words {
+                db.for_each(index.matching(), params![w.render(Backend::Sqlite), low, high], |r| {
+                    if let Some(c) = count.get_mut(&r.get::<i64>(0)?) {
+                        *c += 1;
+                    }
+                    Ok(true)
+                })?;
             }
-            Ok(true)
-        })?;
+        }
+        backend => {
+            // The candidates' own words, each checked against every word in one statement: a
+            // word's matches within the span could be most of the table.
+            let (table, key) = index.words();
+            let held: Vec<String> = (0..words.len())
+                .map(|i| format!("CASE WHEN words @@ websearch_to_tsquery('seshat', ?{}) THEN 1 ELSE 0 END", i + 2))
+                .collect();
+            let sql = format!(
+                "SELECT {key}, {} FROM {table} WHERE {key} IN {}",
+                held.join(" + "),
+                super::db::ids_in(backend, 1)
+            );
+            let ids = serde_json::to_string(&ranked.iter().map(&id).collect::<Vec<i64>>()).unwrap_or_default();
+            let rendered: Vec<String> = words.iter().map(|w| w.render(backend)).collect();
+            let mut bound: Vec<&dyn super::db::Param> = vec![&ids];
+            bound.extend(rendered.iter().map(|w| w as &dyn super::db::Param));
+            db.for_each(&sql, &bound, |r| {
+                count.insert(r.get(0)?, r.get::<usize>(1)?);
+                Ok(true)
+            })?;
+        }
     }
     ranked.sort_by_key(|r| std::cmp::Reverse(count[&id(r)]));
     Ok(ranked)
