@@ -20,7 +20,7 @@ type Entity struct {
 	EntityType string `json:"entityType"`
 	// Observations are the facts about it.
 	Observations []string `json:"observations"`
-	// Scope is "user", "project" or "cross".
+	// Scope is "user", "project", "cross" or "team:NAME".
 	Scope string `json:"scope,omitempty"`
 }
 
@@ -105,7 +105,7 @@ type Note struct {
 	Key string `json:"key"`
 	// Value is what it says.
 	Value string `json:"value"`
-	// Scope is "user", "project" or "cross".
+	// Scope is "user", "project", "cross" or "team:NAME".
 	Scope string `json:"scope"`
 	// UpdatedAt is when it was last set, in Unix milliseconds.
 	UpdatedAt int64 `json:"updated_at"`

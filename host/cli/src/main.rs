@@ -14,7 +14,6 @@ mod serve;
 mod sessions;
 mod stop;
 
-use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
@@ -69,9 +68,15 @@ enum Command {
 pub struct Context {
     db: seshat::store::Location,
     dirs: Dirs,
-    /// The project key (the repository, else the current directory).
+    /// The project key (the project's id or git remote, else its directory's path; see
+    /// [`paths::project_key`]).
     project: String,
-    /// The project key when inside a git repository (memory's notion of "inside a project").
+    /// The project's directory (the repository's root, else the current directory).
+    project_dir: std::path::PathBuf,
+    /// The key the project's rows had before keys travelled (its directory's path).
+    path_key: String,
+    /// The project key when inside a git repository or a project with an id (memory's notion of
+    /// "inside a project").
     repository: Option<String>,
 }
 
@@ -81,17 +86,24 @@ impl Context {
         let cwd = std::env::current_dir().context("cannot read the current directory")?;
         let given = cli.db.as_deref().map(|db| seshat::client::location_from_argument(db, &cwd)).transpose()?;
         let db = seshat::client::store_location(given.as_ref(), &dirs)?;
-        Ok(Self { db, dirs, project: paths::project_key(&cwd), repository: paths::repository_key(&cwd) })
+        Ok(Self {
+            db,
+            dirs,
+            project: paths::project_key(&cwd),
+            project_dir: paths::project_dir(&cwd),
+            path_key: paths::path_key(&cwd),
+            repository: paths::repository_key(&cwd),
+        })
     }
 
     /// The user's and the project's configuration, merged.
     fn config(&self) -> anyhow::Result<Config> {
-        Ok(Config::load(&self.dirs.config, Some(Path::new(&self.project)))?)
+        Ok(Config::load(&self.dirs.config, Some(&self.project_dir))?)
     }
 
     /// Every installed plugin.
     fn catalog(&self) -> Catalog {
-        Catalog::discover(&self.dirs.config, Some(Path::new(&self.project)))
+        Catalog::discover(&self.dirs.config, Some(&self.project_dir))
     }
 
     /// The plugin runtime, caching compiled plugins under the cache directory.
@@ -101,22 +113,35 @@ impl Context {
 
     /// The library's environment for this directory and database, with a command's overrides.
     fn environment(&self, overrides: seshat::client::Overrides) -> anyhow::Result<seshat::client::Environment> {
+        if self.path_key != self.project {
+            self.store()?;
+        }
         Ok(seshat::client::Environment::open(seshat::client::Overrides {
             dirs: Some(self.dirs.clone()),
             store: Some(self.db.clone()),
             project: Some(self.project.clone()),
+            project_dir: Some(self.project_dir.clone()),
             ..overrides
         })?)
     }
 
     /// Where `plugins test` and `plugins check` try a plugin.
     fn trial_home(&self) -> seshat::client::trial::Home<'_> {
-        seshat::client::trial::Home { store: &self.db, dirs: &self.dirs, project: &self.project }
+        seshat::client::trial::Home {
+            store: &self.db,
+            dirs: &self.dirs,
+            project: self.project_dir.to_str().unwrap_or("/"),
+        }
     }
 
-    /// Opens the session database.
+    /// Opens the session database, bringing the caller's rows stored under the project's old
+    /// path key under its travelling key first (see [`Store::adopt_project`]).
     fn store(&self) -> anyhow::Result<Store> {
-        Ok(Store::connect(&self.db)?)
+        let mut store = Store::connect(&self.db)?;
+        if self.path_key != self.project {
+            store.adopt_project(&self.path_key, &self.project)?;
+        }
+        Ok(store)
     }
 }
 

@@ -23,10 +23,11 @@ pub struct Args {
     /// What to do.
     #[arg(long, value_enum, default_value_t = Action::Show)]
     action: Action,
-    /// Which memory: user (about you), project (this repository), cross (shared everywhere).
-    /// Default: user for show, set and clear; all three for search and context.
-    #[arg(long, value_enum)]
-    scope: Option<ScopeArg>,
+    /// Which memory: user (about you), project (this repository), cross (shared everywhere), or
+    /// team:NAME (a team's, shared with its members). Default: user for show, set and clear;
+    /// all of yours and your teams' for search and context.
+    #[arg(long, value_parser = parse_scope)]
+    scope: Option<Scope>,
     /// The note's key (set).
     #[arg(long)]
     key: Option<String>,
@@ -71,41 +72,34 @@ enum Action {
     Restore,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum ScopeArg {
-    User,
-    Project,
-    Cross,
-}
-
-impl From<ScopeArg> for Scope {
-    fn from(s: ScopeArg) -> Self {
-        match s {
-            ScopeArg::User => Scope::User,
-            ScopeArg::Project => Scope::Project,
-            ScopeArg::Cross => Scope::Cross,
-        }
-    }
+/// Parses a `--scope` value: `user`, `project`, `cross` or `team:NAME`.
+pub fn parse_scope(value: &str) -> Result<Scope, String> {
+    Scope::parse(value).ok_or_else(|| {
+        format!(
+            "`{}` is not a scope: use user, project, cross or team:NAME (NAME: letters, digits, `-`, `_`, `.`)",
+            value.escape_debug()
+        )
+    })
 }
 
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let config = ctx.config()?;
     let mut store = ctx.store()?;
     let mut memory = store.memory(ctx.repository.as_deref());
-    let scope: Option<Scope> = args.scope.map(Into::into);
+    let scope: Option<Scope> = args.scope.clone();
     let mut out = format::stdout();
     match args.action {
         Action::Show => {
             let scope = scope.unwrap_or(Scope::User);
-            let notes = memory.notes(scope)?;
-            let (graph, more) = memory.read_graph(Some(scope), 0, args.limit.unwrap_or(100))?;
+            let notes = memory.notes(&scope)?;
+            let (graph, more) = memory.read_graph(Some(&scope), 0, args.limit.unwrap_or(100))?;
             if args.json {
                 format::json(
                     &mut out,
                     &json!({"scope": scope, "notes": notes, "entities": graph.entities, "relations": graph.relations, "more": more}),
                 )?;
             } else {
-                writeln!(out, "{} memory{}", title(scope), where_(&memory, scope))?;
+                writeln!(out, "{} memory{}", title(&scope), where_(&memory, &scope))?;
                 if notes.is_empty() && graph.entities.is_empty() {
                     writeln!(out, "  (empty)")?;
                 }
@@ -126,7 +120,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
                 bail!("--key must not be empty");
             }
             let scope = scope.unwrap_or(Scope::User);
-            let note = memory.set_note(scope, key.trim(), value)?;
+            let note = memory.set_note(scope.clone(), key.trim(), value)?;
             if args.json {
                 format::json(&mut out, &note)?;
             } else {
@@ -140,7 +134,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
                 if !stdin.is_terminal() {
                     bail!("refusing to clear {scope} memory without confirmation: pass --yes");
                 }
-                eprint!("Clear all {scope} memory{}? A backup is written first. [y/N] ", where_(&memory, scope));
+                eprint!("Clear all {scope} memory{}? A backup is written first. [y/N] ", where_(&memory, &scope));
                 std::io::stderr().flush()?;
                 let mut answer = String::new();
                 stdin.lock().read_line(&mut answer)?;
@@ -149,7 +143,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
                     return Ok(ExitCode::FAILURE);
                 }
             }
-            let (backup, records) = memory.clear(scope, &ctx.dirs.data.join("backups"))?;
+            let (backup, records) = memory.clear(&scope, &ctx.dirs.data.join("backups"))?;
             if args.json {
                 format::json(&mut out, &json!({"scope": scope, "records": records, "backup": backup}))?;
             } else {
@@ -171,14 +165,14 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         }
         Action::Search => {
             let Some(query) = &args.query else { bail!("--action search needs --query") };
-            let notes = memory.search_notes(query, scope)?;
+            let notes = memory.search_notes(query, scope.as_ref())?;
             let limit = args.limit.unwrap_or(20);
             let (graph, more) =
                 match seshat::retrieval::Recall::from_config(&config, &ctx.catalog(), &ctx.runtime(), &ctx.db)
                     .filter(seshat::retrieval::Recall::memory)
                 {
-                    Some(mut recall) => recall.search_memory(&mut memory, query, scope, limit)?,
-                    None => memory.search(query, scope, limit)?,
+                    Some(mut recall) => recall.search_memory(&mut memory, query, scope.as_ref(), limit)?,
+                    None => memory.search(query, scope.as_ref(), limit)?,
                 };
             if args.json {
                 format::json(
@@ -225,15 +219,16 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn title(scope: Scope) -> &'static str {
+fn title(scope: &Scope) -> String {
     match scope {
-        Scope::User => "User",
-        Scope::Project => "Project",
-        Scope::Cross => "Cross-project",
+        Scope::User => "User".into(),
+        Scope::Project => "Project".into(),
+        Scope::Cross => "Cross-project".into(),
+        Scope::Team(team) => format!("Team {team}"),
     }
 }
 
-fn where_(memory: &Memory<'_>, scope: Scope) -> String {
+fn where_(memory: &Memory<'_>, scope: &Scope) -> String {
     match (scope, memory.project()) {
         (Scope::Project, Some(p)) => format!(" of {p}"),
         _ => String::new(),

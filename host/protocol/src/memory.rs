@@ -4,8 +4,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Where a memory lives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
+///
+/// On the wire and in the store a scope is spelt `user`, `project`, `cross` or `team:NAME`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Scope {
     /// About the person: visible in every project.
     User,
@@ -13,32 +14,102 @@ pub enum Scope {
     Project,
     /// General knowledge shared by every session of every project.
     Cross,
+    /// A named team's shared memory and knowledge, visible to the users the team grants it to.
+    Team(String),
+}
+
+/// The longest team name, in bytes.
+pub const TEAM_NAME_MAX: usize = 64;
+
+/// Whether `name` can name a team: 1 to [`TEAM_NAME_MAX`] bytes of ASCII letters, digits, `-`,
+/// `_` and `.`, starting with a letter or digit.
+pub fn valid_team_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= TEAM_NAME_MAX
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
 impl Scope {
-    /// The stored spelling.
-    pub fn as_str(self) -> &'static str {
+    /// The stored spelling's kind: `user`, `project`, `cross` or `team` (the store's `scope` column).
+    pub fn kind(&self) -> &'static str {
         match self {
             Scope::User => "user",
             Scope::Project => "project",
             Scope::Cross => "cross",
+            Scope::Team(_) => "team",
         }
     }
 
-    /// The scope a stored (or typed) spelling names, if any.
+    /// The team a team scope names.
+    pub fn team(&self) -> Option<&str> {
+        match self {
+            Scope::Team(name) => Some(name),
+            _ => None,
+        }
+    }
+
+    /// The scope a stored (or typed) spelling names, if any: `user`, `project`, `cross`,
+    /// `team:NAME`.
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "user" => Scope::User,
             "project" => Scope::Project,
             "cross" => Scope::Cross,
-            _ => return None,
+            _ => match s.strip_prefix("team:") {
+                Some(name) if valid_team_name(name) => Scope::Team(name.to_string()),
+                _ => return None,
+            },
         })
+    }
+
+    /// The scope a stored `scope` kind and owner name, if the pair is one.
+    pub fn from_parts(kind: &str, owner: &str) -> Option<Self> {
+        match kind {
+            "team" => Some(Scope::Team(owner.to_string())),
+            other => Scope::parse(other).filter(|s| !matches!(s, Scope::Team(_))),
+        }
     }
 }
 
 impl std::fmt::Display for Scope {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+        match self {
+            Scope::Team(name) => write!(f, "team:{name}"),
+            other => f.write_str(other.kind()),
+        }
+    }
+}
+
+impl Serialize for Scope {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Scope {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        Scope::parse(&s).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown scope `{s}`: a scope is user, project, cross or team:NAME (NAME: letters, digits, - _ .)"
+            ))
+        })
+    }
+}
+
+impl JsonSchema for Scope {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Scope".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "Where a memory lives: `user` (about the person), `project` (one project), `cross` \
+                (general knowledge), or `team:NAME` (a team's shared memory).",
+            "type": "string",
+            "pattern": "^(user|project|cross|team:[A-Za-z0-9][A-Za-z0-9._-]{0,63})$"
+        })
     }
 }
 

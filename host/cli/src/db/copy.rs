@@ -26,7 +26,7 @@ pub fn run(_ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     if from == to {
         bail!("`{}` and `{}` are the same store: copy into another one", from, to);
     }
-    let source = Store::connect(&from)?;
+    let mut source = Store::connect(&from)?;
     let mut target = Store::connect(&to)?;
     let bar = crate::knowledge::bar("{msg} {pos}/{len} rows {wide_bar} {eta}");
     let mut progress = |table: &str, done: u64, total: u64| {
@@ -40,7 +40,7 @@ pub fn run(_ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
-    let differences = source.differences(&target)?;
+    let differences = source.differences(&mut target)?;
     if !differences.is_empty() {
         bail!("the copy in {to} differs from {from}: {}; the source is unchanged", differences.join("; "));
     }

@@ -14,7 +14,7 @@ pub struct Args {
     #[arg(required = true)]
     paths: Vec<PathBuf>,
     /// Whose documents they are.
-    #[arg(long, value_enum, default_value = "project")]
+    #[arg(long, default_value = "project", value_parser = crate::memory::parse_scope)]
     scope: Scope,
     /// When the stored vectors were made by another model than the configured one, replace
     /// them all (the count is said first without this flag).
@@ -35,7 +35,7 @@ struct Report<'a> {
 
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let mut knowledge = super::knowledge(ctx)?;
-    let target = super::target(ctx, args.scope);
+    let target = super::target(ctx, &args.scope);
     let bar = super::bar("indexing {pos}/{len} files {wide_bar} {msg}");
     let report = knowledge.add(&args.paths, &target, &mut |done, total, path| {
         if let Some(bar) = &bar {

@@ -11,8 +11,8 @@ use crate::{Context, format};
 /// Arguments of `knowledge list`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Only this scope (default: this project's documents and every user and cross one).
-    #[arg(long, value_enum)]
+    /// Only this scope (default: this project's documents, every user and cross one, and your teams'; `team:NAME` names a team).
+    #[arg(long, value_parser = crate::memory::parse_scope)]
     scope: Option<Scope>,
     /// Print JSON.
     #[arg(long)]
@@ -21,8 +21,7 @@ pub struct Args {
 
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let store = ctx.store()?;
-    let docs =
-        store.knowledge_documents(KnowledgeFilter { project: &ctx.project, scope: args.scope.map(Into::into) })?;
+    let docs = store.knowledge_documents(KnowledgeFilter { project: &ctx.project, scope: args.scope.as_ref() })?;
     let mut out = format::stdout();
     if args.json {
         format::json(&mut out, &docs)?;

@@ -111,31 +111,13 @@ fn confirm(question: &str) -> anyhow::Result<bool> {
 }
 
 /// A scope as the index stores it, with the project key it goes with.
-pub(super) fn target(ctx: &Context, scope: Scope) -> seshat::knowledge::Target {
+pub(super) fn target(ctx: &Context, scope: &Scope) -> seshat::knowledge::Target {
     match scope {
-        Scope::Project => seshat::knowledge::Target { scope: MemoryScope::Project, project: ctx.project.clone() },
-        Scope::User => seshat::knowledge::Target { scope: MemoryScope::User, project: String::new() },
-        Scope::Cross => seshat::knowledge::Target { scope: MemoryScope::Cross, project: String::new() },
+        Scope::Project => seshat::knowledge::Target { scope: Scope::Project, project: ctx.project.clone() },
+        other => seshat::knowledge::Target { scope: other.clone(), project: String::new() },
     }
 }
 
-/// Where documents live: this project's, the user's (every project), or general (every project).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Scope {
-    /// This project only.
-    Project,
-    /// The user's, seen in every project.
-    User,
-    /// General knowledge, seen in every project.
-    Cross,
-}
-
-impl From<Scope> for MemoryScope {
-    fn from(scope: Scope) -> Self {
-        match scope {
-            Scope::Project => MemoryScope::Project,
-            Scope::User => MemoryScope::User,
-            Scope::Cross => MemoryScope::Cross,
-        }
-    }
-}
+/// Where documents live: `project` (this project's), `user` (yours, seen in every project),
+/// `cross` (general, seen in every project) or `team:NAME` (a team's, shared with its members).
+pub type Scope = MemoryScope;

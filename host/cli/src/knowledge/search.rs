@@ -14,8 +14,8 @@ use crate::{Context, format};
 pub struct Args {
     /// What to look for.
     query: String,
-    /// Only this scope (default: this project's documents and every user and cross one).
-    #[arg(long, value_enum)]
+    /// Only this scope (default: this project's documents, every user and cross one, and your teams'; `team:NAME` names a team).
+    #[arg(long, value_parser = crate::memory::parse_scope)]
     scope: Option<Scope>,
     /// At most this many results.
     #[arg(long, default_value_t = 10)]
@@ -27,7 +27,7 @@ pub struct Args {
 
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let mut knowledge = super::knowledge(ctx)?;
-    let filter = KnowledgeFilter { project: &ctx.project, scope: args.scope.map(Into::into) };
+    let filter = KnowledgeFilter { project: &ctx.project, scope: args.scope.as_ref() };
     let found = knowledge.search(filter, &args.query, args.limit)?;
     let mut out = format::stdout();
     if args.json {

@@ -105,7 +105,7 @@ impl MemoryServer {
                 Some(r) => {
                     let mut search = |m: &mut seshat::memory::Memory<'_>,
                                       q: &str,
-                                      s: Option<seshat::memory::Scope>,
+                                      s: Option<&seshat::memory::Scope>,
                                       n: usize| r.search_memory(m, q, s, n);
                     tools::call_with(&mut memory, &request.name, &args, Some(&mut search))
                 }

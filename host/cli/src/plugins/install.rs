@@ -65,11 +65,8 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         format!("id = \"{}\"\nkind = \"{}\"\napi = \"{}\"\n", m.id, m.kind, plugin.api_version)
     };
     let id = plugin.manifest.id.clone();
-    let root = if args.project {
-        Path::new(&ctx.project).join(".seshat").join("plugins")
-    } else {
-        ctx.dirs.config.join("plugins")
-    };
+    let root =
+        if args.project { ctx.project_dir.join(".seshat").join("plugins") } else { ctx.dirs.config.join("plugins") };
     let directory = root.join(&id);
     let bytes = std::fs::read(&wasm).with_context(|| format!("cannot read {}", wasm.display()))?;
     let outcome = match std::fs::read(directory.join("plugin.wasm")) {
@@ -95,7 +92,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     }
     let kind = plugin.manifest.kind;
     let config_file = if args.project {
-        Path::new(&ctx.project).join(".seshat").join("config.toml")
+        ctx.project_dir.join(".seshat").join("config.toml")
     } else {
         ctx.dirs.config.join("config.toml")
     };

@@ -459,12 +459,12 @@ impl Server<'_> {
                     }
                     m::NotesList::NAME => {
                         let p = rpc::params::<m::NotesList>(params)?;
-                        let notes = memory.notes(p.scope.unwrap_or(user)).map_err(failed)?;
+                        let notes = memory.notes(&p.scope.unwrap_or(user)).map_err(failed)?;
                         rpc::answer::<m::NotesList>(&m::NotesResult { notes })
                     }
                     _ => {
                         let p = rpc::params::<m::NotesSearch>(params)?;
-                        let notes = memory.search_notes(&p.query, p.scope).map_err(failed)?;
+                        let notes = memory.search_notes(&p.query, p.scope.as_ref()).map_err(failed)?;
                         rpc::answer::<m::NotesSearch>(&m::NotesResult { notes })
                     }
                 }
@@ -483,7 +483,7 @@ impl Server<'_> {
                         let mut search =
                             |m: &mut seshat::memory::Memory<'_>,
                              q: &str,
-                             s: Option<seshat::memory::Scope>,
+                             s: Option<&seshat::memory::Scope>,
                              n: usize| r.search_memory(m, q, s, n);
                         seshat::memory::tools::run(&mut memory, tool, params, Some(&mut search))
                     }

@@ -1,6 +1,7 @@
 //! The `seshat sessions` command line: output snapshots and every error path.
 
 use std::io::{Read, Write};
+use std::path::Path;
 use std::process::Stdio;
 
 use crate::support::{Home, fixture};
@@ -426,4 +427,47 @@ fn a_base_url_that_is_not_an_http_url_is_a_config_error_naming_the_key() {
         "{err}"
     );
     assert!(!err.contains("plugin"), "a config error, not a plugin failure: {err}");
+}
+
+/// A project's key travels with its git remote: sessions, memory and documents written from one
+/// checkout are found from a checkout of the same repository elsewhere, and rows written under
+/// the directory's path before the remote was known move to the remote's key.
+#[test]
+fn a_project_follows_its_remote_to_another_checkout() {
+    let home = Home::new();
+    let checkout = |name: &str| {
+        let dir = home.path().join(name);
+        std::fs::create_dir_all(dir.join(".git")).unwrap();
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        dir
+    };
+    let here = checkout("laptop/widget");
+    let run = |dir: &Path, args: &[&str]| {
+        let out = home.cmd().current_dir(dir).args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // Before the repository has a remote: keyed by its path.
+    let id = run(&here, &["sessions", "new", "--title", "widget work"]).trim().to_string();
+    run(&here.join("src"), &["memory", "--action", "set", "--scope", "project", "--key", "build", "--value", "make"]);
+    let old = seshat::paths::path_key(&here);
+    assert_eq!(home.store().session(&id).unwrap().project, old);
+
+    // The remote appears: the next command moves the path-keyed rows to the remote's key.
+    let config = "[remote \"origin\"]\n\turl = git@github.com:acme/widget.git\n";
+    std::fs::write(here.join(".git/config"), config).unwrap();
+    let listed: Vec<serde_json::Value> = serde_json::from_str(&run(&here, &["sessions", "list", "--json"])).unwrap();
+    assert_eq!(listed.iter().map(|r| r["id"].as_str().unwrap()).collect::<Vec<_>>(), [id.as_str()]);
+    assert_eq!(home.store().session(&id).unwrap().project, "github.com/acme/widget");
+
+    // Another checkout of the same repository, at another path, with the remote spelt another way.
+    let there = checkout("desktop/code/widget");
+    std::fs::write(there.join(".git/config"), "[remote \"origin\"]\n\turl = https://github.com/acme/widget\n").unwrap();
+    let listed: Vec<serde_json::Value> =
+        serde_json::from_str(&run(&there.join("src"), &["sessions", "list", "--json"])).unwrap();
+    assert_eq!(listed.iter().map(|r| r["id"].as_str().unwrap()).collect::<Vec<_>>(), [id.as_str()]);
+    let shown = run(&there, &["memory", "--scope", "project", "--json"]);
+    let notes: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(notes["notes"][0]["value"], "make", "{shown}");
+    assert_eq!(home.store().list_sessions(&Default::default()).unwrap().len(), 1, "nothing was copied");
 }

@@ -218,7 +218,7 @@ fn bad_arguments_are_tool_errors_naming_the_field(home) {
         ("create_entities", json!({}), "missing field `entities`"),
         ("create_entities", json!({"entities": [{"name": "x", "entityType": "t"}]}), "missing field `observations`"),
         ("search_nodes", json!({"query": 3}), "invalid type"),
-        ("read_graph", json!({"scope": "everywhere"}), "unknown variant `everywhere`"),
+        ("read_graph", json!({"scope": "everywhere"}), "unknown scope `everywhere`"),
     ] {
         let out = call(&home, Some(PROJECT), tool, args);
         assert!(out.is_error && out.content().contains(expected), "{tool}: {}", out.content());
@@ -377,7 +377,7 @@ fn clear_writes_a_backup_first(home) {
     seed(&home);
     let mut store = home.store();
     let mut m = store.memory(Some(PROJECT));
-    let (backup, records) = m.clear(Scope::Project, &home.path().join("backups")).unwrap();
+    let (backup, records) = m.clear(&Scope::Project, &home.path().join("backups")).unwrap();
     assert_eq!(records, 5, "3 entities and 2 relations");
     let lines: Vec<Value> =
         std::fs::read_to_string(&backup).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();

@@ -553,7 +553,7 @@ fn compaction_memory_knowledge_and_config_are_served_with_their_codes() {
     let empty = c.call("notes/set", json!({"key": " ", "value": "x"}));
     assert_eq!(empty["error"]["data"]["code"], "invalid_params", "{empty}");
     assert_eq!(
-        home.store().memory(None).notes(seshat::memory::Scope::User).unwrap().len(),
+        home.store().memory(None).notes(&seshat::memory::Scope::User).unwrap().len(),
         1,
         "nothing else was written"
     );

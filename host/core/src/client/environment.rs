@@ -47,7 +47,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::{Agent, AgentOptions, Client, ClientOptions, Error, Result, SessionChoice, Tool, Tools};
@@ -68,6 +68,9 @@ pub struct Overrides {
     pub store: Option<Location>,
     /// The project key (default: none — user-level configuration and memory only).
     pub project: Option<String>,
+    /// The project's directory, whose `.seshat/config.toml`, plugins and `AGENTS.md` apply
+    /// (default: the project key read as a path, for a key that is one).
+    pub project_dir: Option<PathBuf>,
     /// The provider, by its `[providers.<name>]` name (default: `[plugins] provider`).
     pub provider: Option<String>,
     /// The model (default: `[chat] model`, else the session's, else the provider's first).
@@ -93,6 +96,7 @@ pub struct Environment {
     dirs: Dirs,
     store: Location,
     project: Option<String>,
+    project_dir: Option<PathBuf>,
     overrides: Overrides,
     /// The installed plugins, discovered on first use and kept.
     catalog: std::sync::OnceLock<Catalog>,
@@ -115,9 +119,10 @@ impl Environment {
             None => Dirs::from_env()?,
         };
         let project = overrides.project.clone();
-        let config = Config::load(&dirs.config, project.as_deref().map(Path::new))?;
+        let project_dir = super::project_dir(overrides.project_dir.as_deref(), project.as_deref());
+        let config = Config::load(&dirs.config, project_dir.as_deref())?;
         let store = super::store_location(overrides.store.as_ref(), &dirs)?;
-        Ok(Environment { config, dirs, store, project, overrides, catalog: std::sync::OnceLock::new() })
+        Ok(Environment { config, dirs, store, project, project_dir, overrides, catalog: std::sync::OnceLock::new() })
     }
 
     /// The merged configuration.
@@ -137,7 +142,7 @@ impl Environment {
 
     /// Every installed plugin the project sees (looked for once).
     pub fn catalog(&self) -> &Catalog {
-        self.catalog.get_or_init(|| Catalog::discover(&self.dirs.config, self.project.as_deref().map(Path::new)))
+        self.catalog.get_or_init(|| Catalog::discover(&self.dirs.config, self.project_dir.as_deref()))
     }
 
     /// The plugin runtime, caching compiled plugins under the cache directory.
@@ -198,6 +203,7 @@ impl Environment {
             store: Some(self.store.clone()),
             dirs: Some(self.dirs.clone()),
             project: self.project.clone(),
+            project_dir: self.project_dir.clone(),
             ..ClientOptions::default()
         }
     }
@@ -211,6 +217,7 @@ impl Environment {
             dirs: _,
             store: _,
             project: _,
+            project_dir: _,
             summary_model: _,
             auto_compact: _,
             provider,
@@ -259,8 +266,7 @@ impl Environment {
         let options = AgentOptions {
             session,
             project: project.clone(),
-            project_dir: (config.chat.project_instructions.unwrap_or(true) && self.project.is_some())
-                .then(|| project.clone().into()),
+            project_dir: self.project_dir.clone().filter(|_| config.chat.project_instructions.unwrap_or(true)),
             model: model.clone().or(config.chat.model.clone()),
             window: *window,
             max_output_tokens: config.chat.max_output_tokens,

@@ -46,8 +46,18 @@ pub struct ClientOptions {
     pub store: Option<crate::store::Location>,
     /// Where configuration, plugins and caches live; by default from the environment.
     pub dirs: Option<Dirs>,
-    /// The project key (for project plugins and configuration); none by default.
+    /// The project key; none by default.
     pub project: Option<String>,
+    /// The project's directory (its configuration and plugins); by default the project key read
+    /// as a path, for a key that is one.
+    pub project_dir: Option<std::path::PathBuf>,
+}
+
+/// The project's directory: the one given, else the project key when it is an absolute path
+/// (a key that does not travel is the directory's path).
+pub(crate) fn project_dir(dir: Option<&std::path::Path>, key: Option<&str>) -> Option<std::path::PathBuf> {
+    dir.map(std::path::Path::to_path_buf)
+        .or_else(|| key.map(std::path::Path::new).filter(|p| p.is_absolute()).map(std::path::Path::to_path_buf))
 }
 
 /// Errors setting up a client.
@@ -151,7 +161,8 @@ impl Client {
             Some(d) => d.clone(),
             None => Dirs::from_env()?,
         };
-        let project = config.project.as_deref().map(std::path::Path::new);
+        let project_dir = project_dir(config.project_dir.as_deref(), config.project.as_deref());
+        let project = project_dir.as_deref();
         let settings = Config::load(&dirs.config, project)?;
         let prompt = match (&config.compact_prompt, &settings.compaction.prompt_file) {
             (Some(prompt), _) => Some(prompt.clone()),

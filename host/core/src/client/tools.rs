@@ -136,7 +136,7 @@ impl Tools {
         if self.memory && name.starts_with(memory::tools::AGENT_PREFIX) {
             return match self.recall.as_mut().filter(|r| r.memory()) {
                 Some(recall) => {
-                    let mut search = |m: &mut memory::Memory<'_>, q: &str, s: Option<memory::Scope>, n: usize| {
+                    let mut search = |m: &mut memory::Memory<'_>, q: &str, s: Option<&memory::Scope>, n: usize| {
                         recall.search_memory(m, q, s, n)
                     };
                     memory::tools::call_with(&mut store.memory(project), name, &args, Some(&mut search))

@@ -129,7 +129,7 @@ pub fn add(
         }
         let sha256 = crate::plugins::cache::sha256_hex(text.as_bytes());
         let path = file.display().to_string();
-        if store.knowledge_document(target.scope, &target.project, &path)?.is_some_and(|(_, h)| h == sha256) {
+        if store.knowledge_document(&target.scope, &target.project, &path)?.is_some_and(|(_, h)| h == sha256) {
             report.unchanged += 1;
             continue;
         }
@@ -145,7 +145,7 @@ pub fn add(
             .collect();
         report.chunks += cut.len();
         let doc = NewDocument {
-            scope: target.scope,
+            scope: target.scope.clone(),
             project: target.project.clone(),
             path,
             kind: kind.as_str().into(),
@@ -157,7 +157,7 @@ pub fn add(
     }
     progress(files.len(), files.len(), Path::new(""));
     // Documents under a walked directory whose file the walk no longer finds are gone.
-    let filter = KnowledgeFilter { project: &target.project, scope: Some(target.scope) };
+    let filter = KnowledgeFilter { project: &target.project, scope: Some(&target.scope) };
     let gone: Vec<i64> = store
         .knowledge_documents(filter)?
         .into_iter()

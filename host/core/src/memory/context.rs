@@ -60,19 +60,32 @@ impl Memory<'_> {
     /// Builds the memory context within `budget` tokens.
     pub fn context(&mut self, budget: usize) -> Result<MemoryContext> {
         on_memory_db!(self, "build the memory context", {
-            let mut places = vec![(Scope::User, String::new(), "About the user")];
-            if let Some(p) = &self.project {
-                places.push((Scope::Project, p.clone(), "This project"));
-            }
-            places.push((Scope::Cross, String::new(), "General knowledge"));
+            let places: Vec<(super::Place, String)> = self
+                .visible(self.db, None)?
+                .into_iter()
+                .map(|place| {
+                    let title = match &place.scope {
+                        Scope::User => "About the user".to_string(),
+                        Scope::Project => "This project".to_string(),
+                        Scope::Cross => "General knowledge".to_string(),
+                        Scope::Team(team) => format!("Team {team}"),
+                    };
+                    (place, title)
+                })
+                .collect();
 
             let usable = budget.saturating_sub(OMISSION_LINE_TOKENS);
             let mut text = String::from("# Long-term memory\n");
             let mut used = estimate_tokens(&text);
             let mut sections = Vec::new();
-            for (scope, project, title) in places {
-                let mut section =
-                    ContextSection { scope, notes: 0, entities: 0, omitted_notes: 0, omitted_entities: 0 };
+            for (place, title) in places {
+                let mut section = ContextSection {
+                    scope: place.scope.clone(),
+                    notes: 0,
+                    entities: 0,
+                    omitted_notes: 0,
+                    omitted_entities: 0,
+                };
                 let mut body = String::new();
                 let fits = |line: String, used: &mut usize, body: &mut String| {
                     let t = estimate_tokens(&line);
@@ -89,9 +102,9 @@ impl Memory<'_> {
                 used += header_tokens;
                 {
                     let notes: Vec<(String, String)> = self.db.query_vec(
-                        "SELECT key, value FROM memory_notes WHERE scope = ?1 AND project = ?2 \
+                        "SELECT key, value FROM memory_notes WHERE scope = ?1 AND project = ?2 AND owner = ?3 \
                          ORDER BY updated_at DESC, key",
-                        params![scope.as_str(), project],
+                        params![place.kind(), place.project, place.owner],
                         |r| Ok((r.get(0)?, r.get(1)?)),
                     )?;
                     for (key, value) in notes {
@@ -117,10 +130,10 @@ impl Memory<'_> {
                     let entities: Vec<(String, String, Option<String>)> = self.db.query_vec(
                         &format!(
                             "SELECT e.name, e.entity_type, {joined} FROM memory_entities e \
-                             WHERE e.scope = ?1 AND e.project = ?2 AND e.deleted_by IS NULL \
+                             WHERE e.owner = ?3 AND e.scope = ?1 AND e.project = ?2 AND e.deleted_by IS NULL \
                              ORDER BY e.updated_at DESC, e.id DESC"
                         ),
-                        params![scope.as_str(), project],
+                        params![place.kind(), place.project, place.owner],
                         |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
                     )?;
                     for (name, entity_type, observations) in entities {

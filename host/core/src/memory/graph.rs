@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use crate::store::db::{Db, Tx, ids_in, params};
 use serde::{Deserialize, Serialize};
 
-use super::{Error, Memory, Result, Scope, name_key};
+use super::{Error, Memory, Place, Result, Scope, name_key};
 use crate::store::now_ms;
 
 /// An entity with its live observations.
@@ -97,14 +97,17 @@ fn begin(db: &mut Db) -> Result<Tx<'_>> {
     Ok(db.transaction()?)
 }
 
-/// The live entity with `key` in the first of `places` that has one: (id, name, scope).
-fn find(tx: &Tx<'_>, places: &[(Scope, String)], key: &str) -> Result<Option<(i64, String, Scope)>> {
-    let stmt = "SELECT id, name FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3 AND deleted_by IS NULL";
-    for (scope, project) in places {
+/// The live entity with `key` in the first of `places` that has one, for a change by `user`:
+/// (id, name, scope). Found in a team scope, the change needs read-write access to the team.
+fn find(tx: &Tx<'_>, user: &str, places: &[Place], key: &str) -> Result<Option<(i64, String, Scope)>> {
+    let stmt = "SELECT id, name FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3 \
+         AND deleted_by IS NULL AND owner = ?4";
+    for place in places {
         if let Some((id, name)) =
-            tx.query_opt(stmt, params![scope.as_str(), project, key], |r| Ok((r.get(0)?, r.get(1)?)))?
+            tx.query_opt(stmt, params![place.kind(), place.project, key, place.owner], |r| Ok((r.get(0)?, r.get(1)?)))?
         {
-            return Ok(Some((id, name, *scope)));
+            Memory::check_write(tx, user, place)?;
+            return Ok(Some((id, name, place.scope.clone())));
         }
     }
     Ok(None)
@@ -206,40 +209,41 @@ fn add_observations(tx: &Tx<'_>, entity: i64, contents: &[String], now: i64, fre
     Ok(added)
 }
 
-fn new_deletion(tx: &Tx<'_>, origin: &str, summary: &str, now: i64) -> Result<i64> {
+fn new_deletion(tx: &Tx<'_>, user: &str, origin: &str, summary: &str, now: i64) -> Result<i64> {
     Ok(tx.query_value(
-        "INSERT INTO memory_deletions (origin, summary, created_at) VALUES (?1, ?2, ?3) RETURNING id",
-        params![origin, summary, now],
+        "INSERT INTO memory_deletions (origin, summary, created_at, owner) VALUES (?1, ?2, ?3, ?4) RETURNING id",
+        params![origin, summary, now, user],
     )?)
 }
 
 /// Loads entities by id, in the given order, with their live observations.
 pub(super) fn load_entities(conn: &Db, ids: &[i64]) -> Result<Vec<Entity>> {
-    let entity = "SELECT name, entity_type, scope FROM memory_entities WHERE id = ?1";
+    let entity = "SELECT name, entity_type, scope, owner FROM memory_entities WHERE id = ?1";
     let obs = "SELECT content FROM memory_observations WHERE entity_id = ?1 AND deleted_by IS NULL ORDER BY id";
     let mut out = Vec::with_capacity(ids.len());
     for id in ids {
-        let (name, entity_type, scope): (String, String, String) =
-            conn.query_row(entity, params![id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        let (name, entity_type, scope, owner): (String, String, String, String) =
+            conn.query_row(entity, params![id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
         let observations = conn.query_vec(obs, params![id], |r| r.get(0))?;
-        out.push(Entity { name, entity_type, observations, scope: Scope::parse(&scope).unwrap_or(Scope::Cross) });
+        let scope = Scope::from_parts(&scope, &owner).unwrap_or(Scope::Cross);
+        out.push(Entity { name, entity_type, observations, scope });
     }
     Ok(out)
 }
 
 /// Live relations in `places` whose two ends are both among `keys`.
-pub(super) fn relations_among(conn: &Db, places: &[(Scope, String)], keys: &HashSet<String>) -> Result<Vec<Relation>> {
+pub(super) fn relations_among(conn: &Db, places: &[Place], keys: &HashSet<String>) -> Result<Vec<Relation>> {
     let stmt = "SELECT from_name, from_key, to_name, to_key, relation_type FROM memory_relations \
-         WHERE scope = ?1 AND project = ?2 AND deleted_by IS NULL AND from_key = ?3 ORDER BY id";
+         WHERE scope = ?1 AND project = ?2 AND deleted_by IS NULL AND from_key = ?3 AND owner = ?4 ORDER BY id";
     let mut out = Vec::new();
-    for (scope, project) in places {
+    for place in places {
         for key in keys {
-            let rows = conn.query_vec(stmt, params![scope.as_str(), project, key], |r| {
+            let rows = conn.query_vec(stmt, params![place.kind(), place.project, key, place.owner], |r| {
                 Ok((r.get::<String>(0)?, r.get::<String>(2)?, r.get::<String>(3)?, r.get::<String>(4)?))
             })?;
             for (from, to, to_key, relation_type) in rows {
                 if keys.contains(&to_key) {
-                    out.push(Relation { from, to, relation_type, scope: *scope });
+                    out.push(Relation { from, to, relation_type, scope: place.scope.clone() });
                 }
             }
         }
@@ -251,9 +255,9 @@ impl Memory<'_> {
     /// Creates entities in `scope` (default: the project, else cross). An entity that already
     /// exists there (same name under case folding) gets the new observations merged in — unlike the
     /// reference server, which silently skips it. Returns each entity as it now is.
-    pub fn create_entities(&mut self, entities: &[NewEntity], scope: Option<Scope>) -> Result<Vec<Entity>> {
+    pub fn create_entities(&mut self, entities: &[NewEntity], scope: Option<&Scope>) -> Result<Vec<Entity>> {
         on_memory_db!(self, "create entities", {
-            let (scope, project) = self.place(scope.unwrap_or_else(|| self.default_graph_scope()))?;
+            let place = self.place(&scope.cloned().unwrap_or_else(|| self.default_graph_scope()))?;
             let now = now_ms();
             if entities.iter().any(|e| e.name.trim().is_empty()) {
                 return Err(Error::InvalidArguments {
@@ -267,13 +271,15 @@ impl Memory<'_> {
             }
             let keys: Vec<String> = entities.iter().map(|e| name_key(&e.name)).collect();
             let tx = begin(self.db)?;
+            Memory::check_write(&tx, &self.user, &place)?;
             // Each name's entity as the call starts: (id, deleted_by).
             let mut existing: Vec<Option<(i64, Option<i64>)>> = Vec::with_capacity(keys.len());
-            let lookup =
-                "SELECT id, deleted_by FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3";
+            let lookup = "SELECT id, deleted_by FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3 \
+                 AND owner = ?4";
             for key in &keys {
-                existing
-                    .push(tx.query_opt(lookup, params![scope.as_str(), project, key], |r| Ok((r.get(0)?, r.get(1)?)))?);
+                existing.push(tx.query_opt(lookup, params![place.kind(), place.project, key, place.owner], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })?);
             }
             // Live entities that get observations leave the indexes together, before any write.
             let live: Vec<i64> =
@@ -300,8 +306,8 @@ impl Memory<'_> {
                     None => {
                         let id: i64 = tx.query_value(
                             "INSERT INTO memory_entities (scope, project, name, name_key, entity_type, staged, \
-                             created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?6) RETURNING id",
-                            params![scope.as_str(), project, e.name.trim(), key, e.entity_type, now],
+                             created_at, updated_at, owner) VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?6, ?7) RETURNING id",
+                            params![place.kind(), place.project, e.name.trim(), key, e.entity_type, now, place.owner],
                         )?;
                         staging.inserted(id);
                         (id, true)
@@ -317,7 +323,7 @@ impl Memory<'_> {
                             name: e.name.trim().into(),
                             entity_type: e.entity_type.clone(),
                             observations: added,
-                            scope,
+                            scope: place.scope.clone(),
                         });
                     }
                     None => {
@@ -337,15 +343,18 @@ impl Memory<'_> {
     pub fn add_observations(
         &mut self,
         adds: &[(String, Vec<String>)],
-        scope: Option<Scope>,
+        scope: Option<&Scope>,
     ) -> Result<Vec<ObservationAdds>> {
         on_memory_db!(self, "add observations", {
-            let places = self.lookup_order(scope)?;
+            let places = self.lookup_order(self.db, scope)?;
             let now = now_ms();
             let tx = begin(self.db)?;
             let mut found = Vec::with_capacity(adds.len());
             for (name, _) in adds {
-                found.push(find(&tx, &places, &name_key(name))?.ok_or_else(|| Error::EntityNotFound(name.clone()))?);
+                found.push(
+                    find(&tx, &self.user, &places, &name_key(name))?
+                        .ok_or_else(|| Error::EntityNotFound(name.clone()))?,
+                );
             }
             let mut staging = Staging::default();
             staging.stage(&tx, &found.iter().map(|f| f.0).collect::<Vec<_>>())?;
@@ -362,16 +371,18 @@ impl Memory<'_> {
 
     /// Creates relations in `scope` (default: the project, else cross). An existing relation is
     /// not stored twice. Returns the relations that are new.
-    pub fn create_relations(&mut self, relations: &[RelationSpec], scope: Option<Scope>) -> Result<Vec<Relation>> {
+    pub fn create_relations(&mut self, relations: &[RelationSpec], scope: Option<&Scope>) -> Result<Vec<Relation>> {
         on_memory_db!(self, "create relations", {
-            let (scope, project) = self.place(scope.unwrap_or_else(|| self.default_graph_scope()))?;
+            let place = self.place(&scope.cloned().unwrap_or_else(|| self.default_graph_scope()))?;
             let now = now_ms();
             let tx = begin(self.db)?;
+            Memory::check_write(&tx, &self.user, &place)?;
             // Both ends must exist in the scope the relations go to: a relation to nothing would be
             // reported as created and never shown.
             let mut missing: Vec<String> = Vec::new();
             {
-                let exists = "SELECT 1 FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3 AND deleted_by IS NULL";
+                let exists = "SELECT 1 FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3 \
+                     AND deleted_by IS NULL AND owner = ?4";
                 for r in relations {
                     if r.from.trim().is_empty() || r.to.trim().is_empty() || r.relation_type.trim().is_empty() {
                         return Err(Error::InvalidArguments {
@@ -382,7 +393,9 @@ impl Memory<'_> {
                     super::check_label("create_relations", "relation type", &r.relation_type)?;
                     for end in [r.from.trim(), r.to.trim()] {
                         let key = name_key(end);
-                        let known = tx.query_opt(exists, params![scope.as_str(), project, key], |_| Ok(()))?.is_some();
+                        let known = tx
+                            .query_opt(exists, params![place.kind(), place.project, key, place.owner], |_| Ok(()))?
+                            .is_some();
                         if !known && !missing.iter().any(|m| name_key(m) == key) {
                             missing.push(end.to_string());
                         }
@@ -390,33 +403,33 @@ impl Memory<'_> {
                 }
             }
             if !missing.is_empty() {
-                return Err(Error::RelationEndsMissing { names: missing, scope: scope.as_str().to_string() });
+                return Err(Error::RelationEndsMissing { names: missing, scope: place.scope.to_string() });
             }
             let mut out = Vec::new();
             for r in relations {
                 let (fk, tk) = (name_key(&r.from), name_key(&r.to));
                 let existing: Option<Option<i64>> = tx.query_opt(
                     "SELECT deleted_by FROM memory_relations WHERE scope = ?1 AND project = ?2 AND from_key = ?3 \
-                     AND to_key = ?4 AND relation_type = ?5",
-                    params![scope.as_str(), project, fk, tk, r.relation_type],
+                     AND to_key = ?4 AND relation_type = ?5 AND owner = ?6",
+                    params![place.kind(), place.project, fk, tk, r.relation_type, place.owner],
                     |row| row.get(0),
                 )?;
                 match existing {
                     Some(None) => continue,
                     Some(Some(_)) => {
                         tx.execute("UPDATE memory_relations SET deleted_by = NULL WHERE scope = ?1 AND project = ?2 AND from_key = ?3 \
-                         AND to_key = ?4 AND relation_type = ?5", params![scope.as_str(), project, fk, tk, r.relation_type])?;
+                         AND to_key = ?4 AND relation_type = ?5 AND owner = ?6", params![place.kind(), place.project, fk, tk, r.relation_type, place.owner])?;
                     }
                     None => {
-                        tx.execute("INSERT INTO memory_relations (scope, project, from_name, from_key, to_name, to_key, relation_type, created_at) \
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", params![scope.as_str(), project, r.from.trim(), fk, r.to.trim(), tk, r.relation_type, now])?;
+                        tx.execute("INSERT INTO memory_relations (scope, project, from_name, from_key, to_name, to_key, relation_type, created_at, owner) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)", params![place.kind(), place.project, r.from.trim(), fk, r.to.trim(), tk, r.relation_type, now, place.owner])?;
                     }
                 }
                 out.push(Relation {
                     from: r.from.trim().into(),
                     to: r.to.trim().into(),
                     relation_type: r.relation_type.clone(),
-                    scope,
+                    scope: place.scope.clone(),
                 });
             }
             tx.commit_at("memory")?;
@@ -426,18 +439,23 @@ impl Memory<'_> {
 
     /// Deletes entities (tombstones) with the relations that touch them. Names that do not exist
     /// are not an error. Returns the deletion id (for restore) and how many entities it removed.
-    pub fn delete_entities(&mut self, names: &[String], scope: Option<Scope>) -> Result<(i64, usize)> {
+    pub fn delete_entities(&mut self, names: &[String], scope: Option<&Scope>) -> Result<(i64, usize)> {
         on_memory_db!(self, "delete entities", {
-            let places = self.lookup_order(scope)?;
-            let visible = self.visible(scope)?;
+            let places = self.lookup_order(self.db, scope)?;
+            let visible = self.lookup_order(self.db, scope)?;
             let now = now_ms();
             let tx = begin(self.db)?;
-            let deletion =
-                new_deletion(&tx, "memory_delete_entities", &format!("entities: {}", names.join(", ")), now)?;
+            let deletion = new_deletion(
+                &tx,
+                &self.user,
+                "memory_delete_entities",
+                &format!("entities: {}", names.join(", ")),
+                now,
+            )?;
             let mut found = Vec::new();
             for name in names {
                 let key = name_key(name);
-                if let Some((id, _, _)) = find(&tx, &places, &key)?
+                if let Some((id, _, _)) = find(&tx, &self.user, &places, &key)?
                     && !found.iter().any(|(known, _)| *known == id)
                 {
                     found.push((id, key));
@@ -461,11 +479,11 @@ impl Memory<'_> {
                 params![ids, deletion],
             )?;
             for (_, key) in &found {
-                for (scope, project) in &visible {
+                for place in &visible {
                     tx.execute(
                         "UPDATE memory_relations SET deleted_by = ?4 WHERE scope = ?1 AND project = ?2 \
-                     AND (from_key = ?3 OR to_key = ?3) AND deleted_by IS NULL",
-                        params![scope.as_str(), project, key, deletion],
+                     AND (from_key = ?3 OR to_key = ?3) AND deleted_by IS NULL AND owner = ?5",
+                        params![place.kind(), place.project, key, deletion, place.owner],
                     )?;
                 }
             }
@@ -479,22 +497,23 @@ impl Memory<'_> {
     pub fn delete_observations(
         &mut self,
         deletions: &[(String, Vec<String>)],
-        scope: Option<Scope>,
+        scope: Option<&Scope>,
     ) -> Result<(i64, usize)> {
         on_memory_db!(self, "delete observations", {
-            let places = self.lookup_order(scope)?;
+            let places = self.lookup_order(self.db, scope)?;
             let now = now_ms();
             let tx = begin(self.db)?;
             let names: Vec<&str> = deletions.iter().map(|(n, _)| n.as_str()).collect();
             let deletion = new_deletion(
                 &tx,
+                &self.user,
                 "memory_delete_observations",
                 &format!("observations of: {}", names.join(", ")),
                 now,
             )?;
             let mut found = Vec::new();
             for (name, contents) in deletions {
-                if let Some((id, _, _)) = find(&tx, &places, &name_key(name))? {
+                if let Some((id, _, _)) = find(&tx, &self.user, &places, &name_key(name))? {
                     found.push((id, contents));
                 }
             }
@@ -513,18 +532,26 @@ impl Memory<'_> {
     }
 
     /// Deletes relations (tombstones). Missing ones are not an error.
-    pub fn delete_relations(&mut self, relations: &[RelationSpec], scope: Option<Scope>) -> Result<(i64, usize)> {
+    pub fn delete_relations(&mut self, relations: &[RelationSpec], scope: Option<&Scope>) -> Result<(i64, usize)> {
         on_memory_db!(self, "delete relations", {
-            let visible = self.visible(scope)?;
+            let visible = self.lookup_order(self.db, scope)?;
             let now = now_ms();
             let tx = begin(self.db)?;
-            let deletion =
-                new_deletion(&tx, "memory_delete_relations", &format!("{} relations", relations.len()), now)?;
+            for place in &visible {
+                Memory::check_write(&tx, &self.user, place)?;
+            }
+            let deletion = new_deletion(
+                &tx,
+                &self.user,
+                "memory_delete_relations",
+                &format!("{} relations", relations.len()),
+                now,
+            )?;
             let mut removed = 0;
             for r in relations {
-                for (scope, project) in &visible {
+                for place in &visible {
                     removed += tx.execute("UPDATE memory_relations SET deleted_by = ?6 WHERE scope = ?1 AND project = ?2 AND from_key = ?3 \
-                         AND to_key = ?4 AND relation_type = ?5 AND deleted_by IS NULL", params![scope.as_str(), project, name_key(&r.from), name_key(&r.to), r.relation_type, deletion])?;
+                         AND to_key = ?4 AND relation_type = ?5 AND deleted_by IS NULL AND owner = ?7", params![place.kind(), place.project, name_key(&r.from), name_key(&r.to), r.relation_type, deletion, place.owner])?;
                 }
             }
             tx.commit_at("memory")?;
@@ -533,17 +560,19 @@ impl Memory<'_> {
     }
 
     /// The named entities (in the visible scopes, or `scope`) and the relations among them.
-    pub fn open_nodes(&mut self, names: &[String], scope: Option<Scope>) -> Result<Graph> {
+    pub fn open_nodes(&mut self, names: &[String], scope: Option<&Scope>) -> Result<Graph> {
         on_memory_db!(self, "open nodes", {
-            let places = self.visible(scope)?;
+            let places = self.visible(self.db, scope)?;
             let tx = begin(self.db)?;
             let mut ids = Vec::new();
             let mut keys = HashSet::new();
-            let stmt = "SELECT id FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3 AND deleted_by IS NULL";
+            let stmt = "SELECT id FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3 \
+                 AND deleted_by IS NULL AND owner = ?4";
             for name in names {
                 let key = name_key(name);
-                for (scope, project) in &places {
-                    if let Some(id) = tx.query_opt(stmt, params![scope.as_str(), project, key], |r| r.get::<i64>(0))?
+                for place in &places {
+                    if let Some(id) =
+                        tx.query_opt(stmt, params![place.kind(), place.project, key, place.owner], |r| r.get::<i64>(0))?
                         && !ids.contains(&id)
                     {
                         ids.push(id);
@@ -559,17 +588,17 @@ impl Memory<'_> {
 
     /// The whole visible graph (or one scope's), most recently updated entities first: at most
     /// `limit` entities after skipping `offset`. Returns the graph and whether more follow.
-    pub fn read_graph(&mut self, scope: Option<Scope>, offset: usize, limit: usize) -> Result<(Graph, bool)> {
+    pub fn read_graph(&mut self, scope: Option<&Scope>, offset: usize, limit: usize) -> Result<(Graph, bool)> {
         on_memory_db!(self, "read the graph", {
-            let places = self.visible(scope)?;
+            let places = self.visible(self.db, scope)?;
             let tx = begin(self.db)?;
             let mut rows: Vec<(i64, i64, String)> = Vec::new();
             {
-                let stmt = "SELECT id, updated_at, name_key FROM memory_entities WHERE scope = ?1 AND project = ?2 \
-                 AND deleted_by IS NULL ORDER BY updated_at DESC, id DESC LIMIT ?3";
-                for (scope, project) in &places {
+                let stmt = "SELECT id, updated_at, name_key FROM memory_entities WHERE owner = ?4 AND scope = ?1 \
+                 AND project = ?2 AND deleted_by IS NULL ORDER BY updated_at DESC, id DESC LIMIT ?3";
+                for place in &places {
                     let wanted = offset.saturating_add(limit).saturating_add(1).min(i64::MAX as usize) as i64;
-                    let found = tx.query_vec(stmt, params![scope.as_str(), project, wanted], |r| {
+                    let found = tx.query_vec(stmt, params![place.kind(), place.project, wanted, place.owner], |r| {
                         Ok((r.get(0)?, r.get(1)?, r.get(2)?))
                     })?;
                     rows.extend(found);
@@ -589,8 +618,9 @@ impl Memory<'_> {
     /// Deletions that can still be restored, newest first.
     pub fn deletions(&mut self) -> Result<Vec<Deletion>> {
         on_memory_db!(self, "list deletions", {
-            let stmt = "SELECT id, origin, summary, created_at FROM memory_deletions WHERE restored_at IS NULL ORDER BY id DESC";
-            Ok(self.db.query_vec(stmt, params![], |r| {
+            let stmt = "SELECT id, origin, summary, created_at FROM memory_deletions WHERE restored_at IS NULL \
+                 AND owner = ?1 ORDER BY id DESC";
+            Ok(self.db.query_vec(stmt, params![self.user], |r| {
                 Ok(Deletion { id: r.get(0)?, origin: r.get(1)?, summary: r.get(2)?, created_at: r.get(3)? })
             })?)
         })
@@ -602,8 +632,9 @@ impl Memory<'_> {
             let now = now_ms();
             let tx = begin(self.db)?;
             let found: Option<Deletion> = tx.query_opt(
-                "SELECT id, origin, summary, created_at FROM memory_deletions WHERE id = ?1 AND restored_at IS NULL",
-                params![deletion],
+                "SELECT id, origin, summary, created_at FROM memory_deletions WHERE id = ?1 AND restored_at IS NULL \
+                 AND owner = ?2",
+                params![deletion, self.user],
                 |r| Ok(Deletion { id: r.get(0)?, origin: r.get(1)?, summary: r.get(2)?, created_at: r.get(3)? }),
             )?;
             let found = found.ok_or(Error::NoSuchDeletion(deletion))?;
@@ -629,15 +660,16 @@ impl Memory<'_> {
     /// Counts of live entities per scope among the visible ones (for summaries).
     pub fn counts(&mut self) -> Result<BTreeMap<Scope, usize>> {
         on_memory_db!(self, "count memory", {
-            let places = self.visible(None)?;
+            let places = self.visible(self.db, None)?;
             let mut out = BTreeMap::new();
-            for (scope, project) in places {
+            for place in places {
                 let n: i64 = self.db.query_row(
-                    "SELECT count(*) FROM memory_entities WHERE scope = ?1 AND project = ?2 AND deleted_by IS NULL",
-                    params![scope.as_str(), project],
+                    "SELECT count(*) FROM memory_entities WHERE scope = ?1 AND project = ?2 AND deleted_by IS NULL \
+                     AND owner = ?3",
+                    params![place.kind(), place.project, place.owner],
                     |r| r.get(0),
                 )?;
-                out.insert(scope, n as usize);
+                out.insert(place.scope, n as usize);
             }
             Ok(out)
         })

@@ -2,9 +2,10 @@
 //! plus key/value notes, kept in the session database.
 //!
 //! Everything lives in a scope: `user` (about the person, visible in every project), `project`
-//! (one project, keyed by the project key) or `cross` (general knowledge, visible everywhere).
-//! Reads cover user + this project + cross unless a scope is named. Graph writes default to
-//! `project` inside a project, else `cross`; notes default to `user`.
+//! (one project, keyed by the project key), `cross` (general knowledge, visible everywhere) —
+//! each the caller's own — or `team:NAME` (a team's, shared with the users it grants it to).
+//! Reads cover user + this project + cross + the caller's teams unless a scope is named. Graph
+//! writes default to `project` inside a project, else `cross`; notes default to `user`.
 //!
 //! Every tool call is one `BEGIN IMMEDIATE` transaction, so concurrent agents never lose each
 //! other's writes. Names are unique per scope under Unicode case folding and NFC. Deletions made
@@ -107,11 +108,31 @@ pub enum Error {
 /// Result alias for memory operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// The memory as seen from one project (or from none).
+/// The memory as seen by one user from one project (or from none).
 pub struct Memory<'s> {
     db: &'s mut Db,
     location: &'s Location,
     project: Option<String>,
+    user: String,
+}
+
+/// Where memory rows live: a scope with the project and owner columns it is stored under (the
+/// caller for their own scopes, the team for a team scope).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Place {
+    /// The scope.
+    pub scope: Scope,
+    /// The `project` column: the project key for `project`, empty otherwise.
+    pub project: String,
+    /// The `owner` column.
+    pub owner: String,
+}
+
+impl Place {
+    /// The `scope` column.
+    pub fn kind(&self) -> &'static str {
+        self.scope.kind()
+    }
 }
 
 impl From<crate::store::Error> for Error {
@@ -139,8 +160,9 @@ impl std::fmt::Debug for Memory<'_> {
 impl Store {
     /// The long-term memory, seen from `project` (a project key; `None` outside any project).
     pub fn memory(&mut self, project: Option<&str>) -> Memory<'_> {
-        let (db, location) = self.parts_mut();
-        Memory { db, location, project: project.map(str::to_string) }
+        let (db, location, user) = self.parts_mut();
+        let user = user.to_string();
+        Memory { db, location, project: project.map(str::to_string), user }
     }
 }
 
@@ -160,41 +182,69 @@ impl Memory<'_> {
         if self.project.is_some() { Scope::Project } else { Scope::Cross }
     }
 
-    /// The scopes reads cover: `only` if given, else user, this project (if any) and cross.
-    fn visible(&self, only: Option<Scope>) -> Result<Vec<(Scope, String)>> {
+    /// The places reads cover: `only` if given (a team only through a grant), else the caller's
+    /// user, this project (if any) and cross, and every team granted to the caller. The grants
+    /// are read from `db`, in the transaction that reads the places.
+    fn visible(&self, db: &Db, only: Option<&Scope>) -> Result<Vec<Place>> {
         match only {
-            Some(scope) => Ok(vec![self.place(scope)?]),
-            None => {
-                let mut v = vec![(Scope::User, String::new())];
-                if let Some(p) = &self.project {
-                    v.push((Scope::Project, p.clone()));
+            Some(scope) => {
+                if let Some(team) = scope.team() {
+                    crate::store::owners::check_team_read(db, &self.user, team)?;
                 }
-                v.push((Scope::Cross, String::new()));
+                Ok(vec![self.place(scope)?])
+            }
+            None => {
+                let mut v = vec![self.own(Scope::User, "")];
+                if let Some(p) = &self.project {
+                    v.push(self.own(Scope::Project, p));
+                }
+                v.push(self.own(Scope::Cross, ""));
+                for team in crate::store::owners::teams_of(db, &self.user, crate::store::Access::Read)? {
+                    v.push(Place { scope: Scope::Team(team.clone()), project: String::new(), owner: team });
+                }
                 Ok(v)
             }
         }
     }
 
-    /// The (scope, project column) pair for a scope.
-    fn place(&self, scope: Scope) -> Result<(Scope, String)> {
+    /// One of the caller's own places.
+    fn own(&self, scope: Scope, project: &str) -> Place {
+        Place { scope, project: project.to_string(), owner: self.user.clone() }
+    }
+
+    /// The place a scope names for the caller (no access check: see [`Memory::check_write`]).
+    fn place(&self, scope: &Scope) -> Result<Place> {
         match scope {
-            Scope::Project => self.project.clone().map(|p| (Scope::Project, p)).ok_or(Error::NoProject),
-            other => Ok((other, String::new())),
+            Scope::Project => self.project.clone().map(|p| self.own(Scope::Project, &p)).ok_or(Error::NoProject),
+            Scope::Team(team) => Ok(Place { scope: scope.clone(), project: String::new(), owner: team.clone() }),
+            other => Ok(self.own(other.clone(), "")),
+        }
+    }
+
+    /// Refuses a write to `place` the caller may not make (a team scope without read-write
+    /// access), inside the write's transaction.
+    fn check_write(db: &Db, user: &str, place: &Place) -> Result<()> {
+        match place.scope.team() {
+            Some(team) => Ok(crate::store::owners::check_team_write(db, user, team)?),
+            None => Ok(()),
         }
     }
 
     /// The order in which a name is looked up for a change: the named scope, else this project,
-    /// then user, then cross.
-    fn lookup_order(&self, only: Option<Scope>) -> Result<Vec<(Scope, String)>> {
+    /// then user, then cross, then the teams the caller may write.
+    fn lookup_order(&self, db: &Db, only: Option<&Scope>) -> Result<Vec<Place>> {
         match only {
-            Some(_) => self.visible(only),
+            Some(scope) => Ok(vec![self.place(scope)?]),
             None => {
                 let mut v = Vec::new();
                 if let Some(p) = &self.project {
-                    v.push((Scope::Project, p.clone()));
+                    v.push(self.own(Scope::Project, p));
                 }
-                v.push((Scope::User, String::new()));
-                v.push((Scope::Cross, String::new()));
+                v.push(self.own(Scope::User, ""));
+                v.push(self.own(Scope::Cross, ""));
+                for team in crate::store::owners::teams_of(db, &self.user, crate::store::Access::Write)? {
+                    v.push(Place { scope: Scope::Team(team.clone()), project: String::new(), owner: team });
+                }
                 Ok(v)
             }
         }

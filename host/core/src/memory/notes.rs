@@ -13,13 +13,15 @@ impl Memory<'_> {
     pub fn set_note(&mut self, scope: Scope, key: &str, value: &str) -> Result<Note> {
         on_memory_db!(self, "set a note", {
             super::check_label("set", "note key", key)?;
-            let (scope, project) = self.place(scope)?;
+            let place = self.place(&scope)?;
             let now = now_ms();
             let tx = self.db.transaction()?;
+            Memory::check_write(&tx, &self.user, &place)?;
             tx.execute(
-                "INSERT INTO memory_notes (scope, project, key, value, updated_at) VALUES (?1, ?2, ?3, ?4, ?5) \
-             ON CONFLICT (scope, project, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-                params![scope.as_str(), project, key, value, now],
+                "INSERT INTO memory_notes (scope, project, key, value, updated_at, owner) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (owner, scope, project, key) \
+                 DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+                params![place.kind(), place.project, key, value, now, place.owner],
             )?;
             tx.commit_at("memory")?;
             Ok(Note { key: key.into(), value: value.into(), scope, updated_at: now })
@@ -27,29 +29,34 @@ impl Memory<'_> {
     }
 
     /// The notes of one scope, most recently set first.
-    pub fn notes(&mut self, scope: Scope) -> Result<Vec<Note>> {
+    pub fn notes(&mut self, scope: &Scope) -> Result<Vec<Note>> {
         on_memory_db!(self, "read notes", {
-            let (scope, project) = self.place(scope)?;
-            Ok(self.db.query_vec(
-                "SELECT key, value, updated_at FROM memory_notes WHERE scope = ?1 AND project = ?2 \
-                 ORDER BY updated_at DESC, key",
-                params![scope.as_str(), project],
-                |r| Ok(Note { key: r.get(0)?, value: r.get(1)?, scope, updated_at: r.get(2)? }),
-            )?)
+            let place = self.visible(self.db, Some(scope))?.remove(0);
+            self.place_notes(&place)
         })
+    }
+
+    /// The notes of one place, most recently set first.
+    fn place_notes(&self, place: &super::Place) -> Result<Vec<Note>> {
+        Ok(self.db.query_vec(
+            "SELECT key, value, updated_at FROM memory_notes WHERE scope = ?1 AND project = ?2 AND owner = ?3 \
+             ORDER BY updated_at DESC, key",
+            params![place.kind(), place.project, place.owner],
+            |r| Ok(Note { key: r.get(0)?, value: r.get(1)?, scope: place.scope.clone(), updated_at: r.get(2)? }),
+        )?)
     }
 
     /// Notes whose key or value contains `query` (ignoring case), in the scopes reads cover or
     /// in `only`.
-    pub fn search_notes(&mut self, query: &str, only: Option<Scope>) -> Result<Vec<Note>> {
+    pub fn search_notes(&mut self, query: &str, only: Option<&Scope>) -> Result<Vec<Note>> {
         on_memory_db!(self, "search notes", {
             let needle = query.trim().to_lowercase();
             let mut found = Vec::new();
             if needle.is_empty() {
                 return Ok(found);
             }
-            for (scope, _) in self.visible(only)? {
-                let notes = self.notes(scope)?;
+            for place in self.visible(self.db, only)? {
+                let notes = self.place_notes(&place)?;
                 found.extend(
                     notes
                         .into_iter()
@@ -63,14 +70,16 @@ impl Memory<'_> {
     /// Removes everything in a scope (notes, entities, observations, relations, tombstones
     /// included) after writing it all as JSON Lines to a new file in `backup_dir`. Returns the
     /// backup's path and how many records it holds.
-    pub fn clear(&mut self, scope: Scope, backup_dir: &Path) -> Result<(PathBuf, usize)> {
+    pub fn clear(&mut self, scope: &Scope, backup_dir: &Path) -> Result<(PathBuf, usize)> {
         on_memory_db!(self, "clear memory", {
-            let (scope, project) = self.place(scope)?;
+            let place = self.place(scope)?;
             let tx = self.db.transaction()?;
+            Memory::check_write(&tx, &self.user, &place)?;
             let mut lines: Vec<String> = Vec::new();
-            let p = params![scope.as_str(), project];
+            let p = params![place.kind(), place.project, place.owner];
             lines.extend(tx.query_vec(
-                "SELECT key, value, updated_at FROM memory_notes WHERE scope = ?1 AND project = ?2 ORDER BY id",
+                "SELECT key, value, updated_at FROM memory_notes WHERE scope = ?1 AND project = ?2 AND owner = ?3 \
+                 ORDER BY id",
                 p,
                 |r| {
                     Ok(serde_json::json!({"record": "note", "key": r.get::<String>(0)?, "value": r.get::<String>(1)?,
@@ -80,7 +89,7 @@ impl Memory<'_> {
             )?);
             let entities: Vec<(i64, String, String, bool)> = tx.query_vec(
                 "SELECT id, name, entity_type, deleted_by IS NOT NULL FROM memory_entities \
-                 WHERE scope = ?1 AND project = ?2 ORDER BY id",
+                 WHERE scope = ?1 AND project = ?2 AND owner = ?3 ORDER BY id",
                 p,
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )?;
@@ -98,7 +107,7 @@ impl Memory<'_> {
             }
             lines.extend(tx.query_vec(
                 "SELECT from_name, to_name, relation_type, deleted_by IS NOT NULL FROM memory_relations \
-                 WHERE scope = ?1 AND project = ?2 ORDER BY id",
+                 WHERE scope = ?1 AND project = ?2 AND owner = ?3 ORDER BY id",
                 p,
                 |r| {
                     Ok(serde_json::json!({"record": "relation", "from": r.get::<String>(0)?, "to": r.get::<String>(1)?,
@@ -106,7 +115,8 @@ impl Memory<'_> {
                     .to_string())
                 },
             )?);
-            let path = backup_dir.join(format!("memory-{}-{}.jsonl", scope.as_str(), now_ms()));
+            let label = place.scope.to_string().replace(':', "-");
+            let path = backup_dir.join(format!("memory-{label}-{}.jsonl", now_ms()));
             let io = |cause| Error::Io { path: path.clone(), cause };
             private_dir(backup_dir).map_err(|cause| Error::Io { path: backup_dir.to_path_buf(), cause })?;
             let mut file = private_file(&path).map_err(io)?;
@@ -114,9 +124,9 @@ impl Memory<'_> {
                 writeln!(file, "{line}").map_err(io)?;
             }
             file.sync_all().map_err(io)?;
-            tx.execute("DELETE FROM memory_notes WHERE scope = ?1 AND project = ?2", p)?;
-            tx.execute("DELETE FROM memory_relations WHERE scope = ?1 AND project = ?2", p)?;
-            tx.execute("DELETE FROM memory_entities WHERE scope = ?1 AND project = ?2", p)?;
+            tx.execute("DELETE FROM memory_notes WHERE scope = ?1 AND project = ?2 AND owner = ?3", p)?;
+            tx.execute("DELETE FROM memory_relations WHERE scope = ?1 AND project = ?2 AND owner = ?3", p)?;
+            tx.execute("DELETE FROM memory_entities WHERE scope = ?1 AND project = ?2 AND owner = ?3", p)?;
             tx.commit_at("memory")?;
             Ok((path, lines.len()))
         })

@@ -57,12 +57,39 @@ fn substring_query(query: &str) -> String {
     format!("\"{}\"", query.replace('"', "\"\""))
 }
 
-/// SQL matching a live entity `e` in one of three (scope, project) places (bound as ?3..?8). The
+/// SQL matching a live entity `e` the caller (bound at ?9) may read: one of three (scope, project)
+/// places of the caller's own (bound as ?3..?8), or a team scope granted to the caller — any (?10
+/// `*`), one (?10 its name) or none (?10 empty). The grant is checked here, in the query. The
 /// queries join with `CROSS JOIN` so that SQLite starts from the full-text match or the id list:
 /// left to itself it may scan every entity of the scopes through the OR terms instead (15–40 ms
 /// at 100k entities).
-const VISIBLE: &str = "e.deleted_by IS NULL AND e.staged = 0 AND ((e.scope = ?3 AND e.project = ?4) \
-     OR (e.scope = ?5 AND e.project = ?6) OR (e.scope = ?7 AND e.project = ?8))";
+const VISIBLE: &str = "e.deleted_by IS NULL AND e.staged = 0 AND ((e.owner = ?9 AND ((e.scope = ?3 AND e.project = ?4) \
+     OR (e.scope = ?5 AND e.project = ?6) OR (e.scope = ?7 AND e.project = ?8))) \
+     OR (e.scope = 'team' AND (?10 = '*' OR e.owner = ?10) \
+     AND e.owner IN (SELECT team FROM team_members WHERE user_name = ?9)))";
+
+/// What [`VISIBLE`] binds at ?3..?10 for a search of `scope` by `user`.
+struct Binds {
+    places: [(&'static str, String); 3],
+    user: String,
+    teams: String,
+}
+
+impl Binds {
+    fn of(places: &[super::Place], scope: Option<&Scope>, user: &str) -> Binds {
+        // A scope no row has: a place left unused.
+        let none = ("none", String::new());
+        let own: Vec<(&'static str, String)> =
+            places.iter().filter(|p| p.scope.team().is_none()).map(|p| (p.kind(), p.project.clone())).collect();
+        let at = |i: usize| own.get(i).or(own.first()).cloned().unwrap_or_else(|| none.clone());
+        let teams = match scope {
+            None => "*".to_string(),
+            Some(Scope::Team(team)) => team.clone(),
+            Some(_) => String::new(),
+        };
+        Binds { places: [at(0), at(1), at(2)], user: user.to_string(), teams }
+    }
+}
 
 impl Memory<'_> {
     /// Ids of the newest [`RANKED_CANDIDATES`] entities holding every word, best first by bm25.
@@ -155,15 +182,15 @@ impl Memory<'_> {
 
     /// Entities matching `query` (at most `limit`, best first) and the relations among them;
     /// `true` when more matched than were returned.
-    pub fn search(&mut self, query: &str, scope: Option<Scope>, limit: usize) -> Result<(Graph, bool)> {
+    pub fn search(&mut self, query: &str, scope: Option<&Scope>, limit: usize) -> Result<(Graph, bool)> {
         let (ids, more) = self.search_ids(query, scope, limit)?;
         Ok((self.graph_of(&ids, scope)?, more))
     }
 
     /// The entities `ids` (in that order) and the relations among them, as a search returns them.
-    pub(crate) fn graph_of(&mut self, ids: &[i64], scope: Option<Scope>) -> Result<Graph> {
+    pub(crate) fn graph_of(&mut self, ids: &[i64], scope: Option<&Scope>) -> Result<Graph> {
         on_memory_db!(self, "search memory", {
-            let places = self.visible(scope)?;
+            let places = self.visible(self.db, scope)?;
             let entities = load_entities(self.db, ids)?;
             let keys: HashSet<String> = entities.iter().map(|e| super::name_key(&e.name)).collect();
             let relations = relations_among(self.db, &places, &keys)?;
@@ -172,17 +199,17 @@ impl Memory<'_> {
     }
 
     /// The ids of the live entities `scope` sees (for filtering a vector search before ranking).
-    pub(crate) fn visible_ids(&mut self, scope: Option<Scope>) -> Result<HashSet<i64>> {
+    pub(crate) fn visible_ids(&mut self, scope: Option<&Scope>) -> Result<HashSet<i64>> {
         on_memory_db!(self, "search memory", {
-            let places = self.visible(scope)?;
-            let p = |i: usize| places.get(i).or(places.first()).cloned().unwrap_or((Scope::User, String::new()));
-            let (p0, p1, p2) = (p(0), p(1), p(2));
+            let places = self.visible(self.db, scope)?;
+            let b = Binds::of(&places, scope, &self.user);
+            let [p0, p1, p2] = &b.places;
             let ids = self.db.query_vec(
                 &format!(
                     "SELECT e.id FROM memory_entities e WHERE CAST(?1 AS BIGINT) IS NULL \
                      AND CAST(?2 AS BIGINT) IS NULL AND {VISIBLE}"
                 ),
-                params![None::<i64>, None::<i64>, p0.0.as_str(), p0.1, p1.0.as_str(), p1.1, p2.0.as_str(), p2.1],
+                params![None::<i64>, None::<i64>, p0.0, p0.1, p1.0, p1.1, p2.0, p2.1, b.user, b.teams],
                 |r| r.get(0),
             )?;
             Ok(ids.into_iter().collect())
@@ -190,13 +217,13 @@ impl Memory<'_> {
     }
 
     /// [`search`](Self::search)'s ranking alone: the ids, best first, and whether more matched.
-    pub(crate) fn search_ids(&mut self, query: &str, scope: Option<Scope>, limit: usize) -> Result<(Vec<i64>, bool)> {
+    pub(crate) fn search_ids(&mut self, query: &str, scope: Option<&Scope>, limit: usize) -> Result<(Vec<i64>, bool)> {
         on_memory_db!(self, "search memory", {
-            let places = self.visible(scope)?;
+            let places = self.visible(self.db, scope)?;
             let query = query.trim();
             let want = limit as i64 + 1;
-            let p = |i: usize| places.get(i).or(places.first()).cloned().unwrap_or((Scope::User, String::new()));
-            let (p0, p1, p2) = (p(0), p(1), p(2));
+            let b = Binds::of(&places, scope, &self.user);
+            let [p0, p1, p2] = &b.places;
             let mut ids: Vec<i64> = Vec::new();
             let mut seen = HashSet::new();
             let mut push = |found: Vec<i64>, ids: &mut Vec<i64>| {
@@ -213,7 +240,7 @@ impl Memory<'_> {
             let visible_ids = |sql: &str, first: &str, limit: i64| -> Result<Vec<i64>> {
                 Ok(self.db.query_vec(
                     sql,
-                    params![first, limit, p0.0.as_str(), p0.1, p1.0.as_str(), p1.1, p2.0.as_str(), p2.1],
+                    params![first, limit, p0.0, p0.1, p1.0, p1.1, p2.0, p2.1, b.user, b.teams],
                     |r| r.get(0),
                 )?)
             };

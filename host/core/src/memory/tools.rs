@@ -350,7 +350,7 @@ pub fn call(memory: &mut Memory<'_>, name: &str, args: &Value) -> ToolOutput {
 /// A search standing in for the graph search of `search_nodes` (hybrid retrieval plugs in here):
 /// given the memory, the query, the scope and the limit, the entities and whether more matched.
 pub(crate) type Searcher<'s> =
-    &'s mut dyn FnMut(&mut Memory<'_>, &str, Option<Scope>, usize) -> Result<(super::Graph, bool), Error>;
+    &'s mut dyn FnMut(&mut Memory<'_>, &str, Option<&Scope>, usize) -> Result<(super::Graph, bool), Error>;
 
 /// [`call`] with `search_nodes` answered by `searcher` when given.
 pub fn call_with(memory: &mut Memory<'_>, name: &str, args: &Value, searcher: Option<Searcher<'_>>) -> ToolOutput {
@@ -370,40 +370,40 @@ fn dispatch(m: &mut Memory<'_>, tool: &str, args: &Value, searcher: Option<Searc
     Ok(match tool {
         "create_entities" => {
             let a: Scoped<Entities> = parse(tool, args)?;
-            json!({"entities": m.create_entities(&a.args.entities, a.scope)?})
+            json!({"entities": m.create_entities(&a.args.entities, a.scope.as_ref())?})
         }
         "create_relations" => {
             let a: Scoped<Relations> = parse(tool, args)?;
-            json!({"relations": m.create_relations(&a.args.relations, a.scope)?})
+            json!({"relations": m.create_relations(&a.args.relations, a.scope.as_ref())?})
         }
         "add_observations" => {
             let a: Scoped<Observations> = parse(tool, args)?;
             let adds: Vec<(String, Vec<String>)> =
                 a.args.observations.into_iter().map(|o| (o.entity_name, o.contents)).collect();
-            json!({"results": m.add_observations(&adds, a.scope)?})
+            json!({"results": m.add_observations(&adds, a.scope.as_ref())?})
         }
         "delete_entities" => {
             let a: Scoped<EntityNames> = parse(tool, args)?;
-            let (deletion, n) = m.delete_entities(&a.args.entity_names, a.scope)?;
+            let (deletion, n) = m.delete_entities(&a.args.entity_names, a.scope.as_ref())?;
             json!({"success": true, "message": format!("Deleted {n} entities and their relations (restorable: deletion {deletion})"), "deletion": deletion})
         }
         "delete_observations" => {
             let a: Scoped<Deletions> = parse(tool, args)?;
             let dels: Vec<(String, Vec<String>)> =
                 a.args.deletions.into_iter().map(|d| (d.entity_name, d.observations)).collect();
-            let (deletion, n) = m.delete_observations(&dels, a.scope)?;
+            let (deletion, n) = m.delete_observations(&dels, a.scope.as_ref())?;
             json!({"success": true, "message": format!("Deleted {n} observations (restorable: deletion {deletion})"), "deletion": deletion})
         }
         "delete_relations" => {
             let a: Scoped<Relations> = parse(tool, args)?;
-            let (deletion, n) = m.delete_relations(&a.args.relations, a.scope)?;
+            let (deletion, n) = m.delete_relations(&a.args.relations, a.scope.as_ref())?;
             json!({"success": true, "message": format!("Deleted {n} relations (restorable: deletion {deletion})"), "deletion": deletion})
         }
         "read_graph" => {
             let a: Scoped<Page> = parse(tool, args)?;
             let n = limit(a.limit, DEFAULT_GRAPH_LIMIT);
             let offset = a.args.offset.unwrap_or(0);
-            let (graph, more) = m.read_graph(a.scope, offset, n)?;
+            let (graph, more) = m.read_graph(a.scope.as_ref(), offset, n)?;
             let shown = graph.entities.len();
             graph_value(graph, page_note(more, offset, shown))
         }
@@ -411,15 +411,15 @@ fn dispatch(m: &mut Memory<'_>, tool: &str, args: &Value, searcher: Option<Searc
             let a: Scoped<Query> = parse(tool, args)?;
             let n = limit(a.limit, DEFAULT_SEARCH_LIMIT);
             let (graph, more) = match searcher {
-                Some(search) => search(m, &a.args.query, a.scope, n)?,
-                None => m.search(&a.args.query, a.scope, n)?,
+                Some(search) => search(m, &a.args.query, a.scope.as_ref(), n)?,
+                None => m.search(&a.args.query, a.scope.as_ref(), n)?,
             };
             let shown = graph.entities.len();
             graph_value(graph, cut_note(more, shown, n))
         }
         "open_nodes" => {
             let a: Scoped<Names> = parse(tool, args)?;
-            graph_value(m.open_nodes(&a.args.names, a.scope)?, None)
+            graph_value(m.open_nodes(&a.args.names, a.scope.as_ref())?, None)
         }
         other => return Err(Error::UnknownTool(other.to_string())),
     })

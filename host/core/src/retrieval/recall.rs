@@ -141,7 +141,7 @@ impl Recall {
         &mut self,
         memory: &mut Memory<'_>,
         query: &str,
-        scope: Option<Scope>,
+        scope: Option<&Scope>,
         limit: usize,
     ) -> std::result::Result<(Graph, bool), crate::memory::Error> {
         let vector =

@@ -91,10 +91,10 @@ impl Store {
                 let tx = &store.db;
                 tx.execute(
                     "INSERT INTO sessions (id, title, project, provider, model, context_window, created_at, updated_at, \
-                     message_count, metadata, parent_id, fork_seq) \
-                     SELECT ?1, coalesce(?2, title), project, provider, model, context_window, ?3, ?3, ?4, metadata, id, ?4 \
-                     FROM sessions WHERE id = ?5",
-                    params![id, title, now, at, parent],
+                     message_count, metadata, parent_id, fork_seq, owner) \
+                     SELECT ?1, coalesce(?2, title), project, provider, model, context_window, ?3, ?3, ?4, metadata, id, ?4, \
+                     owner FROM sessions WHERE id = ?5 AND owner = ?6",
+                    params![id, title, now, at, parent, store.user],
                 )?;
                 copy_records(tx, parent, &id, at, named)?;
                 Ok(Forked { session: store.session(&id)?, at, moved_from: (at != asked).then_some(asked) })
@@ -204,6 +204,7 @@ impl Store {
     /// The rewinds in force in `session`, oldest first.
     pub fn live_rewinds(&self, session: &str) -> Result<Vec<Rewind>> {
         on_db!(self, "read the rewinds", {
+            super::sessions::owned(&self.db, session, &self.user)?;
             self.db.query_vec(
                 "SELECT from_seq, through_seq, created_at FROM rewinds WHERE session_id = ?1 AND undone_at IS NULL \
                  ORDER BY id",
@@ -238,7 +239,10 @@ impl Store {
 
     /// The forks made directly of `session`: (id, the seq each was forked at), oldest first.
     pub fn forks(&self, session: &str) -> Result<Vec<(String, u64)>> {
-        on_db!(self, "read the forks", { super::lineage::children(&self.db, session) })
+        on_db!(self, "read the forks", {
+            super::sessions::owned(&self.db, session, &self.user)?;
+            super::lineage::children(&self.db, session)
+        })
     }
 }
 

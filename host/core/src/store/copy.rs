@@ -9,11 +9,14 @@ use super::{Error, Result, Store};
 /// indexes come after the rows they cover, so that the target's triggers queue nothing the
 /// source had not queued (the queue is copied as it is).
 const TABLES: &[(&str, &str)] = &[
+    ("users", "name, created_at"),
+    ("teams", "name, created_at"),
+    ("team_members", "team, user_name, access, granted_at"),
     (
         "sessions",
         "id, title, project, provider, model, context_window, created_at, updated_at, message_count, input_tokens, \
          output_tokens, cache_read_tokens, cache_creation_tokens, context_tokens, metadata, compaction_failures, \
-         auto_compact_disabled, parent_id, fork_seq",
+         auto_compact_disabled, parent_id, fork_seq, owner",
     ),
     ("messages", "id, session_id, seq, role, parts, usage, status, created_at"),
     (
@@ -29,15 +32,18 @@ const TABLES: &[(&str, &str)] = &[
     ("pins", "id, session_id, seq, created_at, made_seq, removed_seq"),
     ("rewinds", "id, session_id, from_seq, through_seq, made_seq, created_at, undone_at, retractions"),
     ("model_windows", "base_url, model, context_window, max_output_tokens, source, learnt_at"),
-    ("memory_deletions", "id, origin, summary, created_at, restored_at"),
-    ("memory_entities", "id, scope, project, name, name_key, entity_type, staged, created_at, updated_at, deleted_by"),
+    ("memory_deletions", "id, origin, summary, created_at, restored_at, owner"),
+    (
+        "memory_entities",
+        "id, scope, project, owner, name, name_key, entity_type, staged, created_at, updated_at, deleted_by",
+    ),
     ("memory_observations", "id, entity_id, content, created_at, deleted_by"),
     (
         "memory_relations",
-        "id, scope, project, from_name, from_key, to_name, to_key, relation_type, created_at, deleted_by",
+        "id, scope, project, owner, from_name, from_key, to_name, to_key, relation_type, created_at, deleted_by",
     ),
-    ("memory_notes", "id, scope, project, key, value, updated_at"),
-    ("documents", "id, scope, project, path, kind, sha256, bytes, indexed_at"),
+    ("memory_notes", "id, scope, project, owner, key, value, updated_at"),
+    ("documents", "id, scope, project, owner, path, kind, sha256, bytes, indexed_at"),
     ("chunks", "id, document_id, ordinal, start_line, end_line, heading, text, tokens"),
     ("chunk_vectors", "chunk_id, vector"),
     ("message_vectors", "message_id, vector"),
@@ -104,7 +110,12 @@ impl Store {
         let copied = (|| {
             let tx = target.db.transaction()?;
             for (table, _) in TABLES {
-                let n: i64 = tx.query_value(&format!("SELECT count(*) FROM {table}"), params![])?;
+                // Every store starts with its local user.
+                let sql = match *table {
+                    "users" => format!("SELECT count(*) FROM {table} WHERE name <> '{}'", super::LOCAL_USER),
+                    _ => format!("SELECT count(*) FROM {table}"),
+                };
+                let n: i64 = tx.query_value(&sql, params![])?;
                 if n > 0 {
                     return Err(Error::Refused(format!(
                         "the target store {location} is not empty ({table} has {n} rows): copy into a new, empty \
@@ -112,6 +123,7 @@ impl Store {
                     )));
                 }
             }
+            tx.execute("DELETE FROM users", params![])?;
             let mut copied = Copied::default();
             for (table, columns) in TABLES {
                 let total: u64 = source.query_value(&format!("SELECT count(*) FROM {table}"), params![])?;
@@ -144,29 +156,44 @@ impl Store {
     /// What differs between this store and `other`, after a copy: every session's export (byte
     /// for byte) and every row of every table (the memory graph, notes, documents, vectors and
     /// queue included) must be the same; each difference found is named (none: an empty list).
-    pub fn differences(&self, other: &Store) -> Result<Vec<String>> {
+    /// Every user's sessions are compared, each exported as its owner.
+    pub fn differences(&mut self, other: &mut Store) -> Result<Vec<String>> {
         let mut out = Vec::new();
-        let ids = |store: &Store| -> Result<Vec<String>> {
-            store.db.query_vec("SELECT id FROM sessions ORDER BY id", params![], |r| r.get(0))
+        let ids = |store: &Store| -> Result<Vec<(String, String)>> {
+            store.db.query_vec("SELECT id, owner FROM sessions ORDER BY id", params![], |r| Ok((r.get(0)?, r.get(1)?)))
         };
         let (mine, theirs) = (ids(self)?, ids(other)?);
         if mine != theirs {
             out.push(format!("the sessions differ: {} here, {} there", mine.len(), theirs.len()));
         }
-        for id in mine.iter().filter(|id| theirs.contains(id)) {
-            let (mut a, mut b) = (Vec::new(), Vec::new());
-            self.export(id, &mut a)?;
-            other.export(id, &mut b)?;
-            if a != b {
-                out.push(format!("session {id} exports differently"));
+        let callers = (self.user.clone(), other.user.clone());
+        let exports = (|| -> Result<()> {
+            for (id, owner) in mine.iter().filter(|s| theirs.contains(s)) {
+                self.user.clone_from(owner);
+                other.user.clone_from(owner);
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                self.export(id, &mut a)?;
+                other.export(id, &mut b)?;
+                if a != b {
+                    out.push(format!("session {id} exports differently"));
+                }
             }
-        }
+            Ok(())
+        })();
+        (self.user, other.user) = callers;
+        exports?;
         for (table, columns) in TABLES {
             let width = columns.split(',').count();
             let key = columns.split(',').next().unwrap_or("id").trim();
             let sql = format!("SELECT {columns} FROM {table} ORDER BY {key}");
+            // Rows keyed by text are put in one order here: the backends' collations differ.
             let rows = |store: &Store| -> Result<Vec<Vec<Owned>>> {
-                store.db.query_vec(&sql, params![], |r| (0..width).map(|i| Owned::of(r, i)).collect())
+                let mut rows: Vec<Vec<Owned>> =
+                    store.db.query_vec(&sql, params![], |r| (0..width).map(|i| Owned::of(r, i)).collect())?;
+                if !rows.iter().all(|r| matches!(r.first(), Some(Owned::Int(_)))) {
+                    rows.sort_by_cached_key(|r| format!("{r:?}"));
+                }
+                Ok(rows)
             };
             let (a, b) = (rows(self)?, rows(other)?);
             if a != b {

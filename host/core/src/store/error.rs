@@ -143,6 +143,25 @@ pub enum Error {
     /// A pin or undo the caller's check refused (it would not fit); nothing was written.
     #[error("{0}")]
     Refused(String),
+    /// A user or team name that is malformed, unknown or already taken; nothing was written.
+    #[error("{0}")]
+    Principal(String),
+    /// A read of a team scope the caller is not granted, or a write to one the caller may not
+    /// write (not a member, or read-only); nothing was written.
+    #[error(
+        "{user} may not {action} team:{team} ({reason}): ask one of the team's writers for access, or use your \
+         own scopes; nothing was written"
+    )]
+    ScopeDenied {
+        /// What was refused: `read` or `write to`.
+        action: &'static str,
+        /// The caller.
+        user: String,
+        /// The team.
+        team: String,
+        /// Why: not a member, or read-only.
+        reason: &'static str,
+    },
     /// A pin refused because pins would take more than their share of the window; nothing was
     /// pinned (coded `refused`, as the other refusals).
     #[error("{0}")]
@@ -231,6 +250,8 @@ impl Error {
             Error::NothingToRewind(_) => "nothing_to_rewind",
             Error::RewindSuperseded { .. } => "rewind_superseded",
             Error::Refused(_) | Error::PinBudget(_) => "refused",
+            Error::Principal(_) => "invalid_principal",
+            Error::ScopeDenied { .. } => "scope_denied",
             Error::Corrupt { .. } | Error::Column { .. } | Error::NoRow => "corrupt_row",
             Error::Postgres(_) | Error::Unreachable(_) => "database",
             Error::ServerTooOld { .. } => "server_too_old",

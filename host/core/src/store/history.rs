@@ -22,18 +22,52 @@ pub enum HistoryScope<'a> {
 }
 
 impl HistoryScope<'_> {
-    /// What a query binds for this scope (`None`: not filtered by it): the session's lineage as
-    /// [`super::lineage::in_lineage`] matches it (a fork's inherited messages are its history
-    /// too), and the project key.
-    pub(super) fn keys(&self, db: &Db) -> Result<(Option<String>, Option<&str>)> {
+    /// What a query binds for this scope searched by `user` (`None`: not filtered by it): the
+    /// session's lineage as [`super::lineage::in_lineage`] matches it (a fork's inherited
+    /// messages are its history too; the session is checked to be the user's first), the project
+    /// key, and the owner the sessions must have (left out only when no other user exists).
+    pub(super) fn keys<'u>(&self, db: &Db, user: &'u str) -> Result<Keys<'_, 'u>> {
         Ok(match *self {
             HistoryScope::Session(id) => {
-                (Some(super::lineage::key(db.backend(), &super::lineage::lineage(db, id)?)), None)
+                super::sessions::owned(db, id, user)?;
+                let lineage = super::lineage::key(db.backend(), &super::lineage::lineage(db, id)?);
+                Keys { lineage: Some(lineage), project: None, owner: None }
             }
-            HistoryScope::Project(key) => (None, Some(key)),
-            HistoryScope::All => (None, None),
+            HistoryScope::Project(key) => Keys { lineage: None, project: Some(key), owner: Some(user) },
+            HistoryScope::All => {
+                let alone: bool =
+                    db.query_value("SELECT NOT EXISTS (SELECT 1 FROM users WHERE name <> ?1)", params![user])?;
+                Keys { lineage: None, project: None, owner: (!alone).then_some(user) }
+            }
         })
     }
+}
+
+/// What a history query binds for its scope (see [`HistoryScope::keys`]).
+pub(super) struct Keys<'s, 'u> {
+    /// The session's lineage, for a session's search.
+    pub lineage: Option<String>,
+    /// The project key, for a project's.
+    pub project: Option<&'s str>,
+    /// The owner the sessions searched must have.
+    pub owner: Option<&'u str>,
+}
+
+impl Keys<'_, '_> {
+    /// Whether the search is limited (to a session, a project or an owner's sessions).
+    fn scoped(&self) -> bool {
+        self.lineage.is_some() || self.project.is_some() || self.owner.is_some()
+    }
+}
+
+/// SQL keeping messages `m` of the sessions in the project bound at `?project` (when not null)
+/// owned by the user bound at `?owner` (when not null).
+pub(super) fn in_sessions(project: u8, owner: u8) -> String {
+    format!(
+        "((CAST(?{project} AS TEXT) IS NULL AND CAST(?{owner} AS TEXT) IS NULL) OR m.session_id IN \
+         (SELECT id FROM sessions WHERE (CAST(?{owner} AS TEXT) IS NULL OR owner = ?{owner}) \
+         AND (CAST(?{project} AS TEXT) IS NULL OR project = ?{project})))"
+    )
 }
 
 /// One message a history search found.
@@ -308,9 +342,8 @@ const POSTGRES_RANKED: usize = 2_000;
 /// normalisation among the newest [`POSTGRES_RANKED`] on PostgreSQL). `scoped`: the search is
 /// limited to a session or a project.
 fn search_sql(backend: Backend, scoped: bool) -> (String, String) {
-    let in_project = |n: u8| {
-        format!("(CAST(?{n} AS TEXT) IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?{n}))")
-    };
+    // The floor's owner is bound at ?5, the best matches' at ?6.
+    let in_project = |n: u8| in_sessions(n, if n == 3 { 5 } else { 6 });
     match backend {
         Backend::Sqlite => (
             format!(
@@ -354,7 +387,7 @@ fn search_sql(backend: Backend, scoped: bool) -> (String, String) {
                     "SELECT m.id, m.session_id, m.seq FROM (SELECT message_id, words FROM message_search \
                      WHERE words @@ websearch_to_tsquery('seshat', ?1) AND message_id >= ?5 \
                      ORDER BY message_id DESC LIMIT {POSTGRES_RANKED}) c JOIN messages m ON m.id = c.message_id \
-                     WHERE CAST(?3 AS TEXT) IS NULL AND CAST(?4 AS TEXT) IS NULL \
+                     WHERE CAST(?3 AS TEXT) IS NULL AND CAST(?4 AS TEXT) IS NULL AND CAST(?6 AS TEXT) IS NULL \
                      ORDER BY ts_rank(c.words, websearch_to_tsquery('seshat', ?1), 1) DESC, m.id DESC LIMIT ?2"
                 )
             },
@@ -380,9 +413,10 @@ impl Store {
         ranking: &Ranking,
     ) -> Result<Vec<HistoryHit>> {
         on_db!(self, "search the history", {
-            let (session, project) = scope.keys(&self.db)?;
+            let keys = scope.keys(&self.db, &self.user)?;
+            let (session, project, owner) = (&keys.lineage, keys.project, keys.owner);
             let backend = self.db.backend();
-            let (floor, best) = search_sql(backend, session.is_some() || project.is_some());
+            let (floor, best) = search_sql(backend, keys.scoped());
             let expressions = super::ranking::expressions(query, ranking);
             let any = expressions.any.clone();
             let words = super::ranking::kept_words(query, ranking);
@@ -396,14 +430,14 @@ impl Store {
                 let from: i64 = match ranking.recent_cap {
                     Some(cap) => self
                         .db
-                        .query_opt(&floor, params![rendered, session, project, cap as i64 - 1], |r| r.get(0))?
+                        .query_opt(&floor, params![rendered, session, project, cap as i64 - 1, owner], |r| r.get(0))?
                         .unwrap_or(0),
                     None => 0,
                 };
                 // Spreading ranks a wider pool: the hits it moves back leave room.
                 let pool = if ranking.spread > 0 { super::ranking::POOL } else { limit };
                 let mut ranked: Vec<Found> =
-                    self.db.query_vec(&best, params![rendered, pool as i64, session, project, from], |r| {
+                    self.db.query_vec(&best, params![rendered, pool as i64, session, project, from, owner], |r| {
                         Ok(Found { id: r.get(0)?, session_id: r.get(1)?, seq: r.get(2)? })
                     })?;
                 if ranking.coordination && Some(expression) == any.as_ref() {
@@ -445,16 +479,17 @@ impl Store {
         ids: &[i64],
         snippet: &dyn Fn(&str) -> String,
     ) -> Result<Vec<HistoryHit>> {
-        let (session, project) = scope.keys(&self.db)?;
+        let keys = scope.keys(&self.db, &self.user)?;
+        let (session, project, owner) = (&keys.lineage, keys.project, keys.owner);
         let sql = format!(
             "SELECT m.session_id, m.seq, m.role, m.created_at, m.parts FROM messages m WHERE m.id = ?1 \
-             AND {} \
-             AND (CAST(?3 AS TEXT) IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?3))",
-            super::lineage::in_lineage(self.db.backend(), 2)
+             AND {} AND {}",
+            super::lineage::in_lineage(self.db.backend(), 2),
+            in_sessions(3, 4)
         );
         let mut out = Vec::with_capacity(ids.len());
         for &id in ids {
-            let row = self.db.query_opt(&sql, params![id, session, project], |r| {
+            let row = self.db.query_opt(&sql, params![id, session, project, owner], |r| {
                 Ok((r.get::<String>(0)?, r.get::<u64>(1)?, r.get::<String>(2)?, r.get::<i64>(3)?, r.get::<String>(4)?))
             })?;
             if let Some((session_id, seq, role, created_at, parts)) = row {

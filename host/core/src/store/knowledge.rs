@@ -99,50 +99,78 @@ pub struct ChunkText {
     pub text: String,
 }
 
-/// Which documents a listing or a search covers: this project's and every `user` and `cross`
-/// document, or one scope.
+/// Which documents a listing or a search covers: the caller's documents of this project and in
+/// `user` and `cross`, and those of the teams granted to the caller; or one scope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KnowledgeFilter<'a> {
     /// The current project key.
     pub project: &'a str,
     /// Only this scope, when set.
-    pub scope: Option<Scope>,
+    pub scope: Option<&'a Scope>,
 }
 
-const VISIBLE: &str =
-    "((d.scope = 'project' AND d.project = ?1) OR d.scope <> 'project') AND (CAST(?2 AS TEXT) IS NULL OR d.scope = ?2)";
+impl KnowledgeFilter<'_> {
+    /// The scope kind and the team the filter binds (`None`: not filtered by it).
+    fn binds(&self) -> (Option<&'static str>, Option<&str>) {
+        (self.scope.map(Scope::kind), self.scope.and_then(Scope::team))
+    }
+}
 
-/// The scope stored in column `i`: a spelling no version writes is a conversion error naming it.
+/// SQL keeping the documents `d` a [`KnowledgeFilter`] covers for the caller: the project bound
+/// at `?p`, the scope kind at `?s`, the caller at `?u`, the team at `?t`. Access is checked here:
+/// a team's documents only through a grant to the caller.
+fn visible(p: u8, s: u8, u: u8, t: u8) -> String {
+    format!(
+        "((d.owner = ?{u} AND ((d.scope = 'project' AND d.project = ?{p}) OR d.scope IN ('user', 'cross'))) \
+         OR (d.scope = 'team' AND d.owner IN (SELECT team FROM team_members WHERE user_name = ?{u}))) \
+         AND (CAST(?{s} AS TEXT) IS NULL OR d.scope = ?{s}) AND (CAST(?{t} AS TEXT) IS NULL OR d.owner = ?{t})"
+    )
+}
+
+/// The scope stored in columns `i` (its kind) and `i + 1` (the owner): a spelling no version
+/// writes is a conversion error naming it.
 fn scope_at(row: &Row<'_>, i: usize) -> Result<Scope> {
-    let text: String = row.get(i)?;
-    Scope::parse(&text)
-        .ok_or_else(|| Error::Column { index: i, message: format!("`{text}` is not a scope (user, project or cross)") })
+    let (kind, owner): (String, String) = (row.get(i)?, row.get(i + 1)?);
+    Scope::from_parts(&kind, &owner).ok_or_else(|| Error::Column {
+        index: i,
+        message: format!("`{kind}` is not a scope (user, project, cross or team)"),
+    })
+}
+
+/// The owner of what is written to `scope` by `user`: the team for a team scope, else the user.
+pub(super) fn owner_of<'a>(scope: &'a Scope, user: &'a str) -> &'a str {
+    scope.team().unwrap_or(user)
 }
 
 impl Store {
     /// The id and content hash of an indexed document.
-    pub(crate) fn knowledge_document(&self, scope: Scope, project: &str, path: &str) -> Result<Option<(i64, String)>> {
+    pub(crate) fn knowledge_document(&self, scope: &Scope, project: &str, path: &str) -> Result<Option<(i64, String)>> {
         on_db!(self, "read the knowledge index", {
             self.db.query_opt(
-                "SELECT id, sha256 FROM documents WHERE scope = ?1 AND project = ?2 AND path = ?3",
-                params![scope.as_str(), project, path],
+                "SELECT id, sha256 FROM documents WHERE scope = ?1 AND project = ?2 AND path = ?3 AND owner = ?4",
+                params![scope.kind(), project, path, owner_of(scope, &self.user)],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
         })
     }
 
     /// Indexes a document with its chunks, replacing what was indexed for its path. Returns its id.
+    /// A team scope's document needs read-write access to the team.
     pub fn knowledge_put(&mut self, doc: &NewDocument, chunks: &[NewChunk]) -> Result<i64> {
         on_db!(self, "index a document", {
             let tx = self.db.transaction()?;
+            if let Some(team) = doc.scope.team() {
+                super::owners::check_team_write(&tx, &self.user, team)?;
+            }
+            let owner = owner_of(&doc.scope, &self.user);
             tx.execute(
-                "DELETE FROM documents WHERE scope = ?1 AND project = ?2 AND path = ?3",
-                params![doc.scope.as_str(), doc.project, doc.path],
+                "DELETE FROM documents WHERE scope = ?1 AND project = ?2 AND path = ?3 AND owner = ?4",
+                params![doc.scope.kind(), doc.project, doc.path, owner],
             )?;
             let id: i64 = tx.query_value(
-                "INSERT INTO documents (scope, project, path, kind, sha256, bytes, indexed_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
-                params![doc.scope.as_str(), doc.project, doc.path, doc.kind, doc.sha256, doc.bytes, now_ms()],
+                "INSERT INTO documents (scope, project, path, kind, sha256, bytes, indexed_at, owner) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id",
+                params![doc.scope.kind(), doc.project, doc.path, doc.kind, doc.sha256, doc.bytes, now_ms(), owner],
             )?;
             for (i, c) in chunks.iter().enumerate() {
                 tx.execute(
@@ -162,36 +190,41 @@ impl Store {
         on_db!(self, "list the knowledge index", {
             self.db.query_vec(
                 &format!(
-                    "SELECT d.id, d.scope, d.project, d.path, d.kind, d.sha256, d.bytes, d.indexed_at, \
-                     (SELECT count(*) FROM chunks c WHERE c.document_id = d.id) FROM documents d WHERE {VISIBLE} \
-                     ORDER BY d.path, d.scope"
+                    "SELECT d.id, d.scope, d.owner, d.project, d.path, d.kind, d.sha256, d.bytes, d.indexed_at, \
+                     (SELECT count(*) FROM chunks c WHERE c.document_id = d.id) FROM documents d WHERE {} \
+                     ORDER BY d.path, d.scope, d.owner",
+                    visible(1, 2, 3, 4)
                 ),
-                params![filter.project, filter.scope.map(Scope::as_str)],
+                params![filter.project, filter.binds().0, self.user, filter.binds().1],
                 |r| {
                     Ok(DocumentInfo {
                         id: r.get(0)?,
                         scope: scope_at(r, 1)?,
-                        project: r.get(2)?,
-                        path: r.get(3)?,
-                        kind: r.get(4)?,
-                        sha256: r.get(5)?,
-                        bytes: r.get(6)?,
-                        indexed_at: r.get(7)?,
-                        chunks: r.get(8)?,
+                        project: r.get(3)?,
+                        path: r.get(4)?,
+                        kind: r.get(5)?,
+                        sha256: r.get(6)?,
+                        bytes: r.get(7)?,
+                        indexed_at: r.get(8)?,
+                        chunks: r.get(9)?,
                     })
                 },
             )
         })
     }
 
-    /// Removes documents from the index (their chunks with them; never a file): by id. Returns
-    /// how many went.
+    /// Removes documents from the index (their chunks with them; never a file): by id, those the
+    /// caller owns or may write through a team. Returns how many went.
     pub fn knowledge_remove(&mut self, ids: &[i64]) -> Result<usize> {
         on_db!(self, "remove from the knowledge index", {
             let tx = self.db.transaction()?;
             let mut removed = 0;
             for id in ids {
-                removed += tx.execute("DELETE FROM documents WHERE id = ?1", params![id])?;
+                removed += tx.execute(
+                    "DELETE FROM documents WHERE id = ?1 AND ((scope <> 'team' AND owner = ?2) OR (scope = 'team' \
+                     AND owner IN (SELECT team FROM team_members WHERE user_name = ?2 AND access = 'write')))",
+                    params![id, self.user],
+                )?;
             }
             super::vectors::bump(&tx)?;
             tx.commit()?;
@@ -224,7 +257,8 @@ impl Store {
                     "SELECT c.id, d.path, c.start_line, c.end_line, c.heading, \
                      snippet(chunk_fts, 0, '[', ']', '…', 16), bm25(chunk_fts, 1.0, 0.5) \
                      FROM chunk_fts JOIN chunks c ON c.id = chunk_fts.rowid JOIN documents d ON d.id = c.document_id \
-                     WHERE chunk_fts MATCH ?3 AND {VISIBLE} ORDER BY bm25(chunk_fts, 1.0, 0.5), c.id LIMIT ?4"
+                     WHERE chunk_fts MATCH ?3 AND {} ORDER BY bm25(chunk_fts, 1.0, 0.5), c.id LIMIT ?4",
+                    visible(1, 2, 5, 6)
                 ),
                 // The same shape: a snippet of about 16 words, and a score where lower is better.
                 _ => format!(
@@ -233,7 +267,8 @@ impl Store {
                      'StartSel=[, StopSel=], MaxWords=16, MinWords=8, FragmentDelimiter=…'), \
                      -ts_rank(c.words, websearch_to_tsquery('seshat', ?3), 1) AS score \
                      FROM chunks c JOIN documents d ON d.id = c.document_id \
-                     WHERE c.words @@ websearch_to_tsquery('seshat', ?3) AND {VISIBLE} ORDER BY score, c.id LIMIT ?4"
+                     WHERE c.words @@ websearch_to_tsquery('seshat', ?3) AND {} ORDER BY score, c.id LIMIT ?4",
+                    visible(1, 2, 5, 6)
                 ),
             };
             let mut hits: Vec<ChunkHit> = Vec::new();
@@ -241,8 +276,8 @@ impl Store {
                 // Coordination reorders a wider pool of the any-word tier.
                 let coordinated = ranking.coordination && Some(&expr) == any.as_ref();
                 let pool = if coordinated { super::ranking::POOL } else { limit };
-                let params =
-                    params![filter.project, filter.scope.map(Scope::as_str), expr.render(backend), pool as i64];
+                let (kind, team) = filter.binds();
+                let params = params![filter.project, kind, expr.render(backend), pool as i64, self.user, team];
                 let mut found: Vec<ChunkHit> = self.db.query_vec(&sql, params, |r| {
                     Ok(ChunkHit {
                         id: r.get(0)?,
@@ -275,8 +310,8 @@ impl Store {
     pub(crate) fn knowledge_document_ids(&self, filter: KnowledgeFilter<'_>) -> Result<Vec<i64>> {
         on_db!(self, "list the knowledge index", {
             self.db.query_vec(
-                &format!("SELECT d.id FROM documents d WHERE {VISIBLE}"),
-                params![filter.project, filter.scope.map(Scope::as_str)],
+                &format!("SELECT d.id FROM documents d WHERE {}", visible(1, 2, 3, 4)),
+                params![filter.project, filter.binds().0, self.user, filter.binds().1],
                 |r| r.get(0),
             )
         })
@@ -309,9 +344,10 @@ impl Store {
             self.db.query_opt(
                 &format!(
                     "SELECT c.id, d.path, c.start_line, c.end_line, c.heading, c.text FROM chunks c \
-                     JOIN documents d ON d.id = c.document_id WHERE c.id = ?3 AND {VISIBLE}"
+                     JOIN documents d ON d.id = c.document_id WHERE c.id = ?3 AND {}",
+                    visible(1, 2, 4, 5)
                 ),
-                params![filter.project, filter.scope.map(Scope::as_str), id],
+                params![filter.project, filter.binds().0, id, self.user, filter.binds().1],
                 |r| {
                     Ok(ChunkText {
                         id: r.get(0)?,

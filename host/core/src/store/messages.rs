@@ -244,13 +244,20 @@ fn check_structure(tx: &Tx<'_>, session: &str, messages: &[NewMessage]) -> Resul
     Ok(())
 }
 
-/// Appends `messages` to `session` inside the open transaction `tx` (see [`Store::append_at`]).
-pub(super) fn append_in(tx: &Tx<'_>, session: &str, messages: &[NewMessage], times: &[i64]) -> Result<Vec<u64>> {
+/// Appends `messages` to `user`'s `session` inside the open transaction `tx` (see
+/// [`Store::append_at`]).
+pub(super) fn append_in(
+    tx: &Tx<'_>,
+    user: &str,
+    session: &str,
+    messages: &[NewMessage],
+    times: &[i64],
+) -> Result<Vec<u64>> {
     let now = now_ms();
     // The next seq is assigned under a lock on the session's row (PostgreSQL; a SQLite file has
     // one writer at a time): concurrent appenders get consecutive seqs, never the same one.
     let (count, has_title): (u64, bool) = tx
-        .query_opt(&session_row(tx, "message_count, title IS NOT NULL"), params![session], |r| {
+        .query_opt(&session_row(tx, "message_count, title IS NOT NULL"), params![session, user], |r| {
             Ok((r.get(0)?, r.get(1)?))
         })?
         .ok_or_else(|| Error::SessionNotFound(session.to_string()))?;
@@ -294,17 +301,18 @@ pub(super) fn append_in(tx: &Tx<'_>, session: &str, messages: &[NewMessage], tim
     Ok(seqs)
 }
 
-/// SQL reading `columns` of the session `?1`, its row locked until the transaction ends where the
-/// backend locks rows (PostgreSQL).
+/// SQL reading `columns` of the session `?1` if the user `?2` owns it, its row locked until the
+/// transaction ends where the backend locks rows (PostgreSQL).
 fn session_row(tx: &Tx<'_>, columns: &str) -> String {
     let lock = if tx.backend() == Backend::Postgres { " FOR UPDATE" } else { "" };
-    format!("SELECT {columns} FROM sessions WHERE id = ?1{lock}")
+    format!("SELECT {columns} FROM sessions WHERE id = ?1 AND owner = ?2{lock}")
 }
 
-/// Records `compaction` inside the open transaction `tx` (see [`Store::record_compaction`]).
-pub(super) fn compaction_in(tx: &Tx<'_>, session: &str, compaction: &Compaction) -> Result<u32> {
+/// Records `compaction` in `user`'s `session` inside the open transaction `tx` (see
+/// [`Store::record_compaction`]).
+pub(super) fn compaction_in(tx: &Tx<'_>, user: &str, session: &str, compaction: &Compaction) -> Result<u32> {
     let count: u64 = tx
-        .query_opt(&session_row(tx, "message_count"), params![session], |r| r.get(0))?
+        .query_opt(&session_row(tx, "message_count"), params![session, user], |r| r.get(0))?
         .ok_or_else(|| Error::SessionNotFound(session.to_string()))?;
     if count != compaction.through_seq {
         return Err(Error::Conflict { session: session.into(), expected: compaction.through_seq, found: count });
@@ -343,7 +351,7 @@ impl Store {
         }
         on_db!(self, "append messages", {
             let tx = self.db.row_locked_transaction()?;
-            let seqs = append_in(&tx, session, messages, times)?;
+            let seqs = append_in(&tx, &self.user, session, messages, times)?;
             tx.commit_at("append")?;
             Ok(seqs)
         })
@@ -364,6 +372,7 @@ impl Store {
 
     /// Messages with `from <= seq <= to`, in order, wherever in the session's lineage they live.
     pub(super) fn messages_between(&self, session: &str, from: u64, to: u64) -> Result<Vec<Message>> {
+        super::sessions::owned(&self.db, session, &self.user)?;
         let sql = format!(
             "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 AND seq >= ?2 AND seq <= ?3 ORDER BY seq"
         );
@@ -386,6 +395,7 @@ impl Store {
     /// Every compaction record of the session, oldest first.
     pub fn compactions(&self, session: &str) -> Result<Vec<Compaction>> {
         on_db!(self, "read the compactions", {
+            super::sessions::owned(&self.db, session, &self.user)?;
             self.db.query_vec(
                 &format!("SELECT {COMPACTION_COLUMNS} FROM compactions WHERE session_id = ?1 ORDER BY id"),
                 params![session],
@@ -397,6 +407,7 @@ impl Store {
     /// Every trim record of the session, oldest first.
     pub fn trims(&self, session: &str) -> Result<Vec<Trim>> {
         on_db!(self, "read the trims", {
+            super::sessions::owned(&self.db, session, &self.user)?;
             self.db.query_vec(
                 &format!("SELECT {TRIM_COLUMNS} FROM trims WHERE session_id = ?1 ORDER BY id"),
                 params![session],
@@ -412,7 +423,7 @@ impl Store {
     pub fn record_compaction(&mut self, session: &str, compaction: &Compaction) -> Result<u32> {
         on_db!(self, "record a compaction", {
             let tx = self.db.transaction()?;
-            let failures = compaction_in(&tx, session, compaction)?;
+            let failures = compaction_in(&tx, &self.user, session, compaction)?;
             tx.commit_at("compaction")?;
             Ok(failures)
         })
@@ -434,6 +445,7 @@ impl Store {
         on_db!(self, "record trims", {
             let now = now_ms();
             let tx = self.db.transaction()?;
+            super::sessions::owned(&tx, session, &self.user)?;
             let mut out = Vec::with_capacity(trims.len());
             for (seq, part, replacement) in trims {
                 let original_size = tool_result_size(&tx, session, *seq, *part)?;
@@ -471,8 +483,8 @@ impl Store {
         on_db!(self, "record the compaction state", {
             let tx = self.db.transaction()?;
             let n = tx.execute(
-                "UPDATE sessions SET compaction_failures = ?2, auto_compact_disabled = ?3 WHERE id = ?1",
-                params![session, failures, auto_compact_disabled],
+                "UPDATE sessions SET compaction_failures = ?2, auto_compact_disabled = ?3 WHERE id = ?1 AND owner = ?4",
+                params![session, failures, auto_compact_disabled, self.user],
             )?;
             tx.commit()?;
             if n == 0 {

@@ -26,7 +26,13 @@ const MIGRATIONS: &[(&str, &str, Option<Backfill>)] = &[
     ("0010_stemmed_search", include_str!("migrations/sqlite/0010_stemmed_search.sql"), None),
     ("0011_branches", include_str!("migrations/sqlite/0011_branches.sql"), None),
     ("0012_queue_claims", include_str!("migrations/sqlite/0012_queue_claims.sql"), None),
+    ("0013_owners", include_str!("migrations/sqlite/0013_owners.sql"), None),
 ];
+
+/// The line by which a SQLite migration says it rebuilds tables that others reference: it runs
+/// with foreign keys off (dropping a referenced table would otherwise delete the rows that refer
+/// to it) and checks every reference before it commits, as SQLite's documented procedure does.
+const REBUILDS_TABLES: &str = "-- seshat: rebuilds tables";
 
 /// PostgreSQL's migrations, in order.
 const POSTGRES_MIGRATIONS: &[(&str, &str, Option<Backfill>)] =
@@ -113,9 +119,28 @@ pub(crate) fn migrate(db: &mut Db) -> Result<()> {
         if version(db)? >= target {
             continue;
         }
+        let rebuilds = sql.contains(REBUILDS_TABLES);
+        if let (Db::Sqlite(conn), true) = (&*db, rebuilds) {
+            conn.pragma_update(None, "foreign_keys", false)?;
+            conn.pragma_update(None, "legacy_alter_table", true)?;
+        }
+        let applied = apply(db, target, name, sql, *backfill, rebuilds);
+        if let (Db::Sqlite(conn), true) = (&*db, rebuilds) {
+            conn.pragma_update(None, "legacy_alter_table", false)?;
+            conn.pragma_update(None, "foreign_keys", true)?;
+        }
+        applied?;
+    }
+    Ok(())
+}
+
+/// Applies migration `target` (`name`, `sql`, then `backfill`) in one write transaction, unless
+/// another process applied it first.
+fn apply(db: &mut Db, target: u32, name: &str, sql: &str, backfill: Option<Backfill>, rebuilds: bool) -> Result<()> {
+    {
         let tx = db.transaction()?;
         if version(&tx)? >= target {
-            continue;
+            return Ok(());
         }
         if let Db::Sqlite(conn) = &*tx
             && target == 1
@@ -130,6 +155,16 @@ pub(crate) fn migrate(db: &mut Db) -> Result<()> {
                     progress(&what, done, total);
                 }
             })?;
+        }
+        if rebuilds {
+            let broken: Option<String> = tx.query_opt(
+                "SELECT \"table\" || ' row ' || rowid || ' refers to a missing ' || parent FROM pragma_foreign_key_check",
+                params![],
+                |r| r.get(0),
+            )?;
+            if let Some(broken) = broken {
+                return Err(super::Error::Corrupt { table: "(foreign keys)", message: format!("{name}: {broken}") });
+            }
         }
         match &*tx {
             Db::Sqlite(conn) => conn.pragma_update(None, "user_version", target)?,

@@ -29,7 +29,9 @@ mod messages;
 mod migrations;
 mod models;
 mod open;
+pub(crate) mod owners;
 mod pins;
+mod projects;
 pub mod ranking;
 mod sessions;
 mod sources;
@@ -53,6 +55,7 @@ pub use location::{Location, Server};
 pub use messages::title_from;
 pub use migrations::{APPLICATION_ID, LATEST as SCHEMA_VERSION, Progress, on_migration_progress};
 pub use models::{DISCOVERY_TTL_MS, ModelWindow, WindowOrigin};
+pub use owners::{Access, Grant};
 pub use pins::Retracted;
 /// The records the store keeps, defined by the wire protocol (`seshat-protocol`).
 pub use seshat_protocol::records::{
@@ -72,15 +75,20 @@ pub const MAX_MESSAGE_BYTES: usize = 256 << 20;
 /// How long a writer waits for another process's transaction before giving up.
 pub(crate) const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// An open session database.
+/// The user a store acts for when none is named: the single user of a single-user install.
+pub const LOCAL_USER: &str = "local";
+
+/// An open session database, acting for one user (its caller): every operation reads and writes
+/// only what that user owns or is granted, the check made in the operation's own SQL.
 pub struct Store {
     db: Db,
     location: Location,
+    user: String,
 }
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("location", &self.location).finish_non_exhaustive()
+        f.debug_struct("Store").field("location", &self.location).field("user", &self.user).finish_non_exhaustive()
     }
 }
 
@@ -101,7 +109,19 @@ impl Store {
             Location::Postgres(server) => open::connect(server),
         }
         .map_err(|e| e.at(location, "open the database"))?;
-        Ok(Self { db, location: location.clone() })
+        Ok(Self { db, location: location.clone(), user: LOCAL_USER.to_string() })
+    }
+
+    /// The same store acting for `user` (see [`Store::add_user`]): sessions, memory and
+    /// documents are then that user's, and team scopes those granted to them.
+    pub fn acting_for(mut self, user: &str) -> Self {
+        self.user = user.to_string();
+        self
+    }
+
+    /// The user the store acts for ([`LOCAL_USER`] unless [`Store::acting_for`] named another).
+    pub fn user(&self) -> &str {
+        &self.user
     }
 
     /// Where the store is.
@@ -131,9 +151,10 @@ impl Store {
         }
     }
 
-    /// The connection and where it leads, for a subsystem that names the database in its errors.
-    pub(crate) fn parts_mut(&mut self) -> (&mut Db, &Location) {
-        (&mut self.db, &self.location)
+    /// The connection, where it leads and the caller, for a subsystem that names the database in
+    /// its errors and acts for the caller.
+    pub(crate) fn parts_mut(&mut self) -> (&mut Db, &Location, &str) {
+        (&mut self.db, &self.location, &self.user)
     }
 }
 

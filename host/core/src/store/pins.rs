@@ -88,6 +88,7 @@ impl Store {
     /// The pinned seqs of a session, in order.
     pub fn pins(&self, session: &str) -> Result<Vec<u64>> {
         on_db!(self, "read the pins", {
+            super::sessions::owned(&self.db, session, &self.user)?;
             self.db.query_vec(
                 "SELECT seq FROM pins WHERE session_id = ?1 AND removed_seq IS NULL ORDER BY seq",
                 params![session],
@@ -116,6 +117,7 @@ impl Store {
         on_db!(self, "pin a message", {
             self.immediate(|store| {
                 let tx = &store.db;
+                super::sessions::owned(tx, session, &store.user)?;
                 let covered = pair_closure(tx, session, seq)?;
                 let now = now_ms();
                 let mut added = Vec::new();
@@ -138,6 +140,7 @@ impl Store {
     pub fn unpin(&mut self, session: &str, seq: u64) -> Result<Vec<u64>> {
         on_db!(self, "unpin a message", {
             self.immediate(|store| {
+                super::sessions::owned(&store.db, session, &store.user)?;
                 let covered = pair_closure(&store.db, session, seq)?;
                 let mut removed = Vec::new();
                 for s in &covered {
@@ -200,6 +203,7 @@ impl Store {
     pub fn retract_latest(&mut self, session: &str, check: impl FnOnce(&Store) -> Result<()>) -> Result<Retracted> {
         on_db!(self, "undo the latest compaction or trim", {
             self.immediate(|store| {
+                super::sessions::owned(&store.db, session, &store.user)?;
                 let Some((compaction, first, last)) = store.latest_retractable(session)? else {
                     return Err(Error::NothingToUndo(session.to_string()));
                 };
@@ -255,6 +259,7 @@ impl Store {
     /// A session's retractions, oldest first, with when each was made.
     pub fn retractions(&self, session: &str) -> Result<Vec<(Retracted, i64)>> {
         on_db!(self, "read the undos", {
+            super::sessions::owned(&self.db, session, &self.user)?;
             self.db.query_vec(
                 "SELECT r.compaction_id, r.first_trim, r.last_trim, r.created_at, \
              (SELECT count(*) FROM compactions c WHERE c.session_id = r.session_id AND c.id <= r.compaction_id), \

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use super::db::{Row, Tx, params};
+use super::db::{Db, Row, Tx, params};
 use super::{Error, Result, Store, now_ms};
 use super::{NewSession, SessionInfo};
 use crate::conversation::Usage;
@@ -56,8 +56,17 @@ pub(super) fn session_from_row(row: &Row<'_>) -> Result<SessionInfo> {
     })
 }
 
+/// Refuses `session` unless `user` owns it ([`Error::SessionNotFound`], as for a session that
+/// does not exist: another user's ids reveal nothing). Every operation on one session makes this
+/// check in the transaction or snapshot it works in, before it reads or writes anything else.
+pub(super) fn owned(db: &Db, session: &str, user: &str) -> Result<()> {
+    db.query_opt("SELECT 1 FROM sessions WHERE id = ?1 AND owner = ?2", params![session, user], |r| r.get::<i64>(0))?
+        .map(|_| ())
+        .ok_or_else(|| Error::SessionNotFound(session.to_string()))
+}
+
 impl Store {
-    /// Creates a session and returns it.
+    /// Creates a session, owned by the caller, and returns it.
     pub fn create_session(&mut self, new: NewSession) -> Result<SessionInfo> {
         on_db!(self, "create a session", {
             let id = ulid::Ulid::generate().to_string();
@@ -66,7 +75,7 @@ impl Store {
             let tx = self.db.transaction()?;
             tx.execute(
                 "INSERT INTO sessions (id, project, provider, model, context_window, created_at, \
-                 updated_at, metadata, title) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8)",
+                 updated_at, metadata, title, owner) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8, ?9)",
                 params![
                     id,
                     new.project,
@@ -75,7 +84,8 @@ impl Store {
                     new.context_window,
                     now,
                     metadata.to_string(),
-                    new.title
+                    new.title,
+                    self.user
                 ],
             )?;
             tx.commit()?;
@@ -83,20 +93,21 @@ impl Store {
         })
     }
 
-    /// The session with exactly this id.
+    /// The session with exactly this id (the caller's).
     pub fn session(&self, id: &str) -> Result<SessionInfo> {
         on_db!(self, "read a session", {
             self.db
                 .query_opt(
-                    &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"),
-                    params![id],
+                    &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1 AND owner = ?2"),
+                    params![id, self.user],
                     session_from_row,
                 )?
                 .ok_or_else(|| Error::SessionNotFound(id.to_string()))
         })
     }
 
-    /// Resolves a full id or any unique prefix of one (case-insensitive) to the full id.
+    /// Resolves a full id or any unique prefix of one (case-insensitive) to the full id, among the
+    /// caller's sessions.
     pub fn resolve(&self, prefix: &str) -> Result<String> {
         on_db!(self, "find the session", {
             let wanted = prefix.trim().to_ascii_uppercase();
@@ -106,8 +117,8 @@ impl Store {
             // Ids are upper-case Crockford base32, so every id with this prefix sorts in
             // [prefix, prefix + '~').
             let found: Vec<String> = self.db.query_vec(
-                "SELECT id FROM sessions WHERE id >= ?1 AND id < ?1 || '~' ORDER BY id LIMIT 6",
-                params![wanted],
+                "SELECT id FROM sessions WHERE id >= ?1 AND id < ?1 || '~' AND owner = ?2 ORDER BY id LIMIT 6",
+                params![wanted, self.user],
                 |r| r.get(0),
             )?;
             match found.len() {
@@ -118,22 +129,25 @@ impl Store {
         })
     }
 
-    /// Sessions, most recently updated first.
+    /// The caller's sessions, most recently updated first.
     pub fn list_sessions(&self, filter: &ListFilter) -> Result<Vec<SessionInfo>> {
         on_db!(self, "list sessions", {
             let limit = filter.limit.map_or(i64::MAX, |l| l as i64);
             match &filter.project {
                 Some(project) => self.db.query_vec(
                     &format!(
-                        "SELECT {SESSION_COLUMNS} FROM sessions WHERE project = ?1 \
+                        "SELECT {SESSION_COLUMNS} FROM sessions WHERE owner = ?3 AND project = ?1 \
                          ORDER BY updated_at DESC, id DESC LIMIT ?2"
                     ),
-                    params![project, limit],
+                    params![project, limit, self.user],
                     session_from_row,
                 ),
                 None => self.db.query_vec(
-                    &format!("SELECT {SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, id DESC LIMIT ?1"),
-                    params![limit],
+                    &format!(
+                        "SELECT {SESSION_COLUMNS} FROM sessions WHERE owner = ?2 \
+                         ORDER BY updated_at DESC, id DESC LIMIT ?1"
+                    ),
+                    params![limit, self.user],
                     session_from_row,
                 ),
             }
@@ -149,7 +163,7 @@ impl Store {
     }
 
     /// For each of `ids`, the shortest prefix (at least [`MIN_SHORT_ID`] characters) that no
-    /// other session in the database shares.
+    /// other session of the caller's shares.
     pub fn short_ids(&self, ids: &[&str]) -> Result<Vec<String>> {
         on_db!(self, "shorten session ids", {
             // A short list looks up each id's two neighbours in the index; a long one reads every id
@@ -159,13 +173,13 @@ impl Store {
                     .iter()
                     .map(|id| {
                         let b: Option<String> = self.db.query_opt(
-                            "SELECT id FROM sessions WHERE id < ?1 ORDER BY id DESC LIMIT 1",
-                            params![id],
+                            "SELECT id FROM sessions WHERE id < ?1 AND owner = ?2 ORDER BY id DESC LIMIT 1",
+                            params![id, self.user],
                             |r| r.get(0),
                         )?;
                         let a: Option<String> = self.db.query_opt(
-                            "SELECT id FROM sessions WHERE id > ?1 ORDER BY id LIMIT 1",
-                            params![id],
+                            "SELECT id FROM sessions WHERE id > ?1 AND owner = ?2 ORDER BY id LIMIT 1",
+                            params![id, self.user],
                             |r| r.get(0),
                         )?;
                         let shared = b.map_or(0, |b| common_prefix(id, &b)).max(a.map_or(0, |a| common_prefix(id, &a)));
@@ -178,7 +192,7 @@ impl Store {
             let mut near: Vec<(usize, usize)> = vec![(0, 0); ids.len()];
             let mut previous = String::new();
             let mut pending: Option<usize> = None;
-            self.db.for_each("SELECT id FROM sessions ORDER BY id", params![], |row| {
+            self.db.for_each("SELECT id FROM sessions WHERE owner = ?1 ORDER BY id", params![self.user], |row| {
                 let id: String = row.get(0)?;
                 if let Some(i) = pending.take() {
                     near[i].1 = common_prefix(ids[i], &id);
@@ -200,10 +214,11 @@ impl Store {
     pub fn delete_session(&mut self, id: &str) -> Result<()> {
         on_db!(self, "delete a session", {
             let tx = self.db.transaction()?;
+            owned(&tx, id, &self.user)?;
             for (child, _) in super::lineage::children(&tx, id)? {
                 adopt(&tx, &child)?;
             }
-            let n = tx.execute("DELETE FROM sessions WHERE id = ?1", params![id])?;
+            let n = tx.execute("DELETE FROM sessions WHERE id = ?1 AND owner = ?2", params![id, self.user])?;
             tx.commit()?;
             if n == 0 {
                 return Err(Error::SessionNotFound(id.to_string()));
@@ -225,9 +240,11 @@ impl Store {
         on_db!(self, "record the session's model", {
             let tx = self.db.transaction()?;
             let (old_provider, old_model, count): (Option<String>, Option<String>, u64) = tx
-                .query_opt("SELECT provider, model, message_count FROM sessions WHERE id = ?1", params![id], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                })?
+                .query_opt(
+                    "SELECT provider, model, message_count FROM sessions WHERE id = ?1 AND owner = ?2",
+                    params![id, self.user],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )?
                 .ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
             if old_provider.as_deref() != provider || old_model.as_deref() != model {
                 update_metadata(&tx, id, |m| {
@@ -246,6 +263,7 @@ impl Store {
     pub(crate) fn set_metadata(&mut self, id: &str, key: &str, value: serde_json::Value) -> Result<()> {
         on_db!(self, "record the session's metadata", {
             let tx = self.db.transaction()?;
+            owned(&tx, id, &self.user)?;
             update_metadata(&tx, id, |m| {
                 m.insert(key.to_string(), value);
             })?;
@@ -266,6 +284,7 @@ impl Store {
     ) -> Result<()> {
         on_db!(self, "record the calibration", {
             let tx = self.db.transaction()?;
+            owned(&tx, id, &self.user)?;
             update_metadata(&tx, id, |m| {
                 let mut set = |key: &str, value: serde_json::Value| {
                     let entry = m.entry(key).or_insert_with(|| serde_json::json!({}));

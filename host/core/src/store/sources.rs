@@ -9,23 +9,23 @@ use super::{Result, Store};
 use crate::conversation::NewMessage;
 
 impl Store {
-    /// The session brought in from `tool`'s session `id`, with its `metadata.source`.
+    /// The caller's session brought in from `tool`'s session `id`, with its `metadata.source`.
     pub(crate) fn find_source(&self, tool: &str, id: &str) -> Result<Option<(String, serde_json::Value)>> {
         on_db!(self, "find an imported session", {
             let sql = match self.db.backend() {
                 Backend::Sqlite => {
                     "SELECT id, json_extract(metadata, '$.source') FROM sessions \
                      WHERE json_extract(metadata, '$.source.tool') = ?1 AND json_extract(metadata, '$.source.id') = ?2 \
-                     ORDER BY created_at LIMIT 1"
+                     AND owner = ?3 ORDER BY created_at LIMIT 1"
                 }
                 Backend::Postgres => {
                     "SELECT id, CAST(metadata AS json) ->> 'source' FROM sessions \
                      WHERE CAST(metadata AS json) -> 'source' ->> 'tool' = ?1 \
-                     AND CAST(metadata AS json) -> 'source' ->> 'id' = ?2 ORDER BY created_at LIMIT 1"
+                     AND CAST(metadata AS json) -> 'source' ->> 'id' = ?2 AND owner = ?3 ORDER BY created_at LIMIT 1"
                 }
             };
             let found: Option<(String, String)> =
-                self.db.query_opt(sql, params![tool, id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                self.db.query_opt(sql, params![tool, id, self.user], |r| Ok((r.get(0)?, r.get(1)?)))?;
             Ok(found.map(|(session, source)| (session, serde_json::from_str(&source).unwrap_or_default())))
         })
     }
@@ -44,13 +44,17 @@ impl Store {
     ) -> Result<()> {
         on_db!(self, "continue an imported session", {
             let tx = self.db.transaction()?;
+            super::sessions::owned(&tx, session, &self.user)?;
+            if let Some(old) = release {
+                super::sessions::owned(&tx, old, &self.user)?;
+            }
             for item in items {
                 match item {
                     SourceItem::Messages { messages, times } => {
-                        super::messages::append_in(&tx, session, messages, times)?;
+                        super::messages::append_in(&tx, &self.user, session, messages, times)?;
                     }
                     SourceItem::Compaction(compaction) => {
-                        super::messages::compaction_in(&tx, session, compaction)?;
+                        super::messages::compaction_in(&tx, &self.user, session, compaction)?;
                     }
                 }
             }

@@ -113,8 +113,9 @@ impl Store {
     /// was written.
     pub fn import(&mut self, input: &mut dyn BufRead, options: ImportOptions) -> Result<Imported> {
         on_db!(self, "import a session", {
+            let owner = self.user.clone();
             let tx = self.db.transaction()?;
-            let imported = Importer { options, ..Importer::default() }.run(&tx, input)?;
+            let imported = Importer { options, owner, ..Importer::default() }.run(&tx, input)?;
             tx.commit_at("import")?;
             Ok(imported)
         })
@@ -164,6 +165,8 @@ pub fn unanswered_text(name: &str) -> String {
 #[derive(Default)]
 struct Importer {
     options: ImportOptions,
+    /// Who the imported session belongs to (the store's caller).
+    owner: String,
     id: String,
     session_line: usize,
     declared_count: u64,
@@ -344,8 +347,8 @@ impl Importer {
                 tx.execute(
                     "INSERT INTO sessions (id, title, project, provider, model, context_window, created_at, \
                      updated_at, message_count, input_tokens, output_tokens, cache_read_tokens, \
-                     cache_creation_tokens, context_tokens, compaction_failures, auto_compact_disabled, metadata) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                     cache_creation_tokens, context_tokens, compaction_failures, auto_compact_disabled, metadata, owner) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
                     params![
                         self.id,
                         s.title,
@@ -363,7 +366,8 @@ impl Importer {
                         s.context_tokens,
                         s.compaction_failures,
                         s.auto_compact_disabled,
-                        metadata.to_string()
+                        metadata.to_string(),
+                        self.owner
                     ],
                 )?;
             }

@@ -535,14 +535,14 @@ impl Store {
     /// The vectors of the messages in `scope` (message id, encoded vector).
     pub fn message_vectors(&self, scope: super::HistoryScope<'_>, each: &mut dyn FnMut(i64, &[u8])) -> Result<()> {
         on_db!(self, "read the vectors", {
-            let (session, project) = scope.keys(&self.db)?;
+            let keys = scope.keys(&self.db, &self.user)?;
             let sql = format!(
                 "SELECT v.message_id, v.vector FROM message_vectors v JOIN messages m ON m.id = v.message_id \
-                 WHERE {} \
-                 AND (CAST(?2 AS TEXT) IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE project = ?2))",
-                super::lineage::in_lineage(self.db.backend(), 1)
+                 WHERE {} AND {}",
+                super::lineage::in_lineage(self.db.backend(), 1),
+                super::history::in_sessions(2, 3)
             );
-            self.db.for_each(&sql, params![session, project], |r| {
+            self.db.for_each(&sql, params![keys.lineage, keys.project, keys.owner], |r| {
                 each(r.get(0)?, blob(r.value(1)?)?);
                 Ok(true)
             })
