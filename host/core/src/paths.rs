@@ -295,11 +295,11 @@ mod tests {
     fn a_repository_is_keyed_by_its_origin_and_an_id_file_wins_over_it() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("checkout");
-        std::fs::create_dir_all(root.join(".git")).unwrap();
-        std::fs::create_dir_all(root.join("src")).unwrap();
+        fs::create_dir_all(root.join(".git")).unwrap();
+        fs::create_dir_all(root.join("src")).unwrap();
         let path = canonical(&root).to_string_lossy().into_owned();
         assert_eq!(project_key(&root.join("src")), path, "no remote: the path");
-        std::fs::write(
+        fs::write(
             root.join(".git/config"),
             "[core]\n\tbare = false\n[remote \"upstream\"]\n\turl = https://example.org/u/w\n\
              [remote \"origin\"]\n\turl = git@github.com:acme/widget.git\n\tfetch = +refs/heads/*\n",
@@ -308,14 +308,14 @@ mod tests {
         assert_eq!(project_key(&root.join("src")), "github.com/acme/widget");
         assert_eq!(repository_key(&root.join("src")).as_deref(), Some("github.com/acme/widget"));
         assert_eq!((project_dir(&root.join("src")), path_key(&root.join("src"))), (canonical(&root), path.clone()));
-        std::fs::create_dir_all(root.join(".seshat")).unwrap();
-        std::fs::write(root.join(PROJECT_ID_FILE), "widget-team-42\n").unwrap();
+        fs::create_dir_all(root.join(".seshat")).unwrap();
+        fs::write(root.join(PROJECT_ID_FILE), "widget-team-42\n").unwrap();
         assert_eq!(project_key(&root), "widget-team-42");
         // Outside git, an id file still makes a project.
         let plain = tmp.path().join("plain");
-        std::fs::create_dir_all(plain.join(".seshat")).unwrap();
+        fs::create_dir_all(plain.join(".seshat")).unwrap();
         assert_eq!(repository_key(&plain), None);
-        std::fs::write(plain.join(PROJECT_ID_FILE), "notes\n").unwrap();
+        fs::write(plain.join(PROJECT_ID_FILE), "notes\n").unwrap();
         assert_eq!((project_key(&plain), repository_key(&plain)), ("notes".to_string(), Some("notes".to_string())));
     }
 
