@@ -307,7 +307,7 @@ mod tests {
         .unwrap();
         assert_eq!(project_key(&root.join("src")), "github.com/acme/widget");
         assert_eq!(repository_key(&root.join("src")).as_deref(), Some("github.com/acme/widget"));
-        assert_eq!((project_dir(&root.join("src")), path_key(&root.join("src"))), (canonical(&root), path.clone()));
+        assert_eq!((project_dir(&root.join("src")), path_key(&root.join("src"))), (canonical(&root), path));
         fs::create_dir_all(root.join(".seshat")).unwrap();
         fs::write(root.join(PROJECT_ID_FILE), "widget-team-42\n").unwrap();
         assert_eq!(project_key(&root), "widget-team-42");
