@@ -252,7 +252,7 @@ fn two_worktrees_of_one_repository_list_the_same_sessions() {
     // A session made from the repository's subdirectory, through the CLI's own project key.
     let key = seshat::paths::project_key(&main);
     let id = home.session(&key);
-    let listed = |dir: &std::path::Path| -> Vec<String> {
+    let listed = |dir: &Path| -> Vec<String> {
         let out = home.cmd().current_dir(dir).args(["sessions", "list", "--json"]).output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
