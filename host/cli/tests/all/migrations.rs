@@ -345,3 +345,43 @@ fn version_11_fixture_upgrades_and_its_queue_can_be_claimed() {
     assert!(claimed[0].1.as_deref().is_some_and(|t| t.contains("flaky")), "{claimed:?}");
     assert!(store.embed_queue_claim(seshat::store::Queued::History, 10, hour).unwrap().is_empty());
 }
+
+/// Version 12 to 13 (owners): the memory and document tables are rebuilt with their rows, ids and
+/// indexes; everything belongs to the local user, and another user sees none of it.
+#[test]
+fn version_11_fixture_upgrades_to_owners_and_keeps_every_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("v11.db");
+    fs::copy(fixture("store-v11.sqlite"), &db).unwrap();
+    let mut store = Store::open(&db).unwrap();
+    {
+        let conn = store.sqlite_connection().unwrap();
+        let version: u32 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        assert_eq!(version, seshat::store::SCHEMA_VERSION);
+        let broken: i64 = conn.query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| r.get(0)).unwrap();
+        assert_eq!(broken, 0, "every reference still points at a row");
+        let fks: i64 = conn.query_row("PRAGMA foreign_keys", [], |r| r.get(0)).unwrap();
+        assert_eq!(fks, 1, "foreign keys are back on after the rebuild");
+        let owners: Vec<String> = conn
+            .prepare("SELECT DISTINCT owner FROM sessions UNION SELECT owner FROM memory_entities UNION SELECT owner FROM documents")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(owners, ["local"]);
+        let observations: i64 =
+            conn.query_row("SELECT count(*) FROM memory_observations WHERE entity_id = 1", [], |r| r.get(0)).unwrap();
+        assert_eq!(observations, 2, "the entity's observations survived its table's rebuild");
+    }
+    let (graph, _) = store.memory(Some("/work/alpha")).search("upload", None, 5).unwrap();
+    assert_eq!(graph.entities.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["Upload service"]);
+    assert_eq!(graph.entities[0].observations.len(), 2);
+    let docs =
+        store.knowledge_documents(seshat::store::KnowledgeFilter { project: "/work/alpha", scope: None }).unwrap();
+    assert_eq!(docs.iter().map(|d| d.path.as_str()).collect::<Vec<_>>(), ["/work/alpha/docs/upload.md"]);
+    store.add_user("ann").unwrap();
+    let mut ann = store.acting_for("ann");
+    let (graph, _) = ann.memory(Some("/work/alpha")).search("upload", None, 5).unwrap();
+    assert!(graph.entities.is_empty() && ann.list_sessions(&Default::default()).unwrap().is_empty());
+}
