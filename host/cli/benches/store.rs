@@ -7,6 +7,7 @@
 //! same rows; the ratio is Seshat's time over the baseline's.
 
 mod common;
+use common::chat::message;
 use common::*;
 
 use std::path::Path;
@@ -44,33 +45,6 @@ fn main() {
     history_search(10_000 / scale);
     session_search(10_000 / scale);
     fork_view(100_000 / scale);
-}
-
-/// A message like a chat writes: text, or a tool call, or a tool result, with usage on replies.
-fn message(i: usize) -> NewMessage {
-    let (role, parts) = match i % 4 {
-        0 => (Role::User, vec![Part::Text { text: format!("request {i}: please look at the build output") }]),
-        1 => (
-            Role::Assistant,
-            vec![Part::ToolCall {
-                id: format!("call_{i}"),
-                name: "run".into(),
-                arguments: r#"{"cmd":"cargo build"}"#.into(),
-            }],
-        ),
-        2 => (
-            Role::Tool,
-            vec![Part::ToolResult { call_id: format!("call_{}", i - 1), content: "ok\n".repeat(100), is_error: false }],
-        ),
-        _ => (Role::Assistant, vec![Part::Text { text: format!("answer {i}: the build passes") }]),
-    };
-    let usage = (role == Role::Assistant).then_some(Usage {
-        input_tokens: 100,
-        output_tokens: 20,
-        context_tokens: Some(1000 + i as u64),
-        ..Default::default()
-    });
-    NewMessage { role, parts, usage, status: MessageStatus::Complete }
 }
 
 /// A connection with exactly the PRAGMAs the store uses.

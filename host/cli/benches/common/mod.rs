@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod chat;
+
 use std::time::{Duration, Instant};
 
 /// How long `f` takes.
