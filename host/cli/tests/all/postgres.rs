@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use seshat::conversation::{NewMessage, Role};
 use seshat::store::{Error, Failure, Location, Store};
 
 use crate::support::Home;
@@ -289,4 +290,66 @@ fn tls_to_the_server_is_verified_against_the_root_certificate_given() {
     let clear = format!("postgres://seshat:over-tls@localhost:{}/secure?sslmode=disable", tls.port);
     let err = connect(&clear).unwrap_err();
     assert!(err.to_string().contains("no encryption") || err.to_string().contains("pg_hba.conf"), "{err}");
+}
+
+/// PostgreSQL schema 1 as committed (`tests/fixtures/store-postgres-v1.sql`: the v11 SQLite
+/// fixture copied by `db copy`, dumped): this binary opens it (and will upgrade it when a later
+/// schema comes), every session exports as the SQLite fixture's upgraded copy does, every table
+/// holds the same rows, and it takes writes.
+#[test]
+fn the_schema_1_fixture_opens_and_holds_what_the_sqlite_fixture_holds() {
+    let (_, url) = database();
+    crate::support::postgres::psql_file(&url, &crate::support::fixture("store-postgres-v1.sql"));
+    let version = crate::support::postgres::psql_url(&url, "SELECT version FROM seshat_schema").unwrap();
+    assert_eq!(version, "1", "the fixture must stay at schema 1");
+    let mut pg = Store::connect(&Location::parse(&url, Path::new("/")).unwrap()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("v11.db");
+    std::fs::copy(crate::support::fixture("store-v11.sqlite"), &db).unwrap();
+    let mut sqlite = Store::open(&db).unwrap();
+    assert_eq!(sqlite.differences(&mut pg).unwrap(), Vec::<String>::new());
+    let s1 = "01JFV1AAAA0000000000000001";
+    let before = pg.session(s1).unwrap().message_count;
+    let seqs = pg.append(s1, &[NewMessage::text(Role::User, "after the fixture")]).unwrap();
+    assert_eq!(seqs, [before + 1]);
+    let (graph, _) = pg.memory(Some("/work/alpha")).search("upload", None, 5).unwrap();
+    assert_eq!(graph.entities.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["Upload service"]);
+}
+
+/// PostgreSQL's migration 1 is frozen: a database it makes today has exactly the schema of the
+/// committed schema-1 fixture (tables, columns, indexes, constraints, functions, triggers). A
+/// change to the schema goes into a new migration.
+#[test]
+fn postgres_migration_1_still_makes_the_fixtures_schema() {
+    let (_, fixture) = database();
+    crate::support::postgres::psql_file(&fixture, &crate::support::fixture("store-postgres-v1.sql"));
+    let (_, fresh) = database();
+    Store::connect(&Location::parse(&fresh, Path::new("/")).unwrap()).unwrap();
+    let schema = |url: &str| -> Vec<String> {
+        [
+            "SELECT table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable || ' ' || \
+             coalesce(column_default, '') || ' ' || coalesce(generation_expression, '') \
+             FROM information_schema.columns WHERE table_schema = 'public' ORDER BY 1",
+            "SELECT indexdef FROM pg_indexes WHERE schemaname = 'public' ORDER BY 1",
+            "SELECT conrelid::regclass || ' ' || pg_get_constraintdef(oid) FROM pg_constraint \
+             WHERE connamespace = 'public'::regnamespace ORDER BY 1",
+            "SELECT proname || ' ' || md5(prosrc) FROM pg_proc WHERE pronamespace = 'public'::regnamespace ORDER BY 1",
+            "SELECT tgrelid::regclass || ' ' || pg_get_triggerdef(oid) FROM pg_trigger WHERE NOT tgisinternal ORDER BY 1",
+            "SELECT cfgname FROM pg_ts_config WHERE cfgnamespace = 'public'::regnamespace ORDER BY 1",
+        ]
+        .iter()
+        .flat_map(|sql| crate::support::postgres::psql_url(url, sql).unwrap().lines().map(str::to_string).collect::<Vec<_>>())
+        .collect()
+    };
+    let (made, committed) = (schema(&fresh), schema(&fixture));
+    assert!(made.len() > 100, "the schema was read: {made:?}");
+    let differ: Vec<(&String, &String)> = made.iter().zip(&committed).filter(|(a, b)| a != b).collect();
+    assert!(
+        made == committed,
+        "migration 1 no longer makes the schema of tests/fixtures/store-postgres-v1.sql: put schema changes in a new \
+         migration ({} lines against {}; first differences: {:?})",
+        made.len(),
+        committed.len(),
+        differ.iter().take(3).collect::<Vec<_>>()
+    );
 }

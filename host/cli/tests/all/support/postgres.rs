@@ -278,6 +278,17 @@ fn owner_command(root: bool, program: &Path) -> Command {
     cmd
 }
 
+/// Runs the SQL file `file` (a dump) on the database a store URL names, with `psql`, stopping at
+/// the first error; panics with psql's message when it fails.
+pub fn psql_file(url: &str, file: &Path) {
+    let out = Command::new(cluster().bindir.join("psql"))
+        .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", url, "-f"])
+        .arg(file)
+        .output()
+        .expect("run psql");
+    assert!(out.status.success(), "psql -f {}: {}", file.display(), String::from_utf8_lossy(&out.stderr));
+}
+
 /// Runs SQL on the database a store URL names, with `psql`: its output, or psql's message.
 pub fn psql_url(url: &str, sql: &str) -> Result<String, String> {
     let out = Command::new(cluster().bindir.join("psql"))
