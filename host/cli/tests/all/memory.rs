@@ -626,6 +626,16 @@ fn substring_matches_come_newest_first(home) {
     let all = ok(&home, "search_nodes", json!({"query": "procke", "limit": 40}));
     let newest_first: Vec<String> = (1..=31).rev().map(|i| format!("Part {i}")).collect();
     assert_eq!(names(&all), newest_first);
+    // `%`, `_` and `\` in a substring are themselves, never wildcards.
+    ok(
+        &home,
+        "create_entities",
+        json!({"entities": [{"name": "Promo", "entityType": "offer", "observations": ["50%_off\\now"]}]}),
+    );
+    assert_eq!(names(&ok(&home, "search_nodes", json!({"query": "0%_off\\n"}))), ["Promo"]);
+    for wildcard in ["ock%s", "spr_cket", "spr%et"] {
+        assert!(names(&ok(&home, "search_nodes", json!({"query": wildcard}))).is_empty(), "{wildcard}");
+    }
 }
 }
 

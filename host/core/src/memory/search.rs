@@ -279,14 +279,16 @@ impl Memory<'_> {
                 let enough = want + ids.len() as i64;
                 let run = |sql: &str, needle: &str| visible_ids(sql, needle, enough);
                 let found = if backend != Backend::Sqlite {
-                    // No trigram index: a scan of the index's text, newest first.
+                    // The trigram index on the index's text (PostgreSQL migration 2) finds a needle
+                    // of three characters or more; a shorter one is a scan, newest first.
+                    let needle = query.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
                     run(
                         &format!(
                             "SELECT e.id FROM memory_search t JOIN memory_entities e ON e.id = t.entity_id \
-                             WHERE {VISIBLE} AND strpos(lower(t.name || chr(10) || t.entity_type || chr(10) \
-                             || t.observations), lower(?1)) > 0 ORDER BY t.entity_id DESC LIMIT ?2"
+                             WHERE {VISIBLE} AND lower(t.name || chr(10) || t.entity_type || chr(10) \
+                             || t.observations) LIKE '%' || lower(?1) || '%' ORDER BY t.entity_id DESC LIMIT ?2"
                         ),
-                        query,
+                        &needle,
                     )?
                 } else if query.chars().count() >= 3 {
                     // Newest first. FTS5 walks a phrase of common trigrams backwards several times

@@ -35,8 +35,10 @@ const MIGRATIONS: &[(&str, &str, Option<Backfill>)] = &[
 const REBUILDS_TABLES: &str = "-- seshat: rebuilds tables";
 
 /// PostgreSQL's migrations, in order.
-const POSTGRES_MIGRATIONS: &[(&str, &str, Option<Backfill>)] =
-    &[("0001_init", include_str!("migrations/postgres/0001_init.sql"), None)];
+const POSTGRES_MIGRATIONS: &[(&str, &str, Option<Backfill>)] = &[
+    ("0001_init", include_str!("migrations/postgres/0001_init.sql"), None),
+    ("0002_memory_substring", include_str!("migrations/postgres/0002_memory_substring.sql"), None),
+];
 
 /// Messages indexed per statement by [`index_history`].
 const INDEX_BATCH: i64 = 2_000;

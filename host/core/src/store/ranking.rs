@@ -403,7 +403,11 @@ fn is_stop(word: &str, ranking: &Ranking) -> bool {
 /// The query's words as `ranking` keeps them (all of them when it would keep none).
 pub(crate) fn kept<'q>(terms: &[Term<'q>], ranking: &Ranking) -> Vec<&'q str> {
     let words: Vec<&str> = terms.iter().filter(|t| t.identifier || !is_stop(t.text, ranking)).map(|t| t.text).collect();
-    if words.is_empty() { terms.iter().map(|t| t.text).collect() } else { words }
+    let words = if words.is_empty() { terms.iter().map(|t| t.text).collect() } else { words };
+    // A word typed twice is one word: repeated, it changes no match and no order, but misleads
+    // PostgreSQL's planner into taking `ok & ok & ok` for a rare combination.
+    let mut seen = std::collections::HashSet::new();
+    words.into_iter().filter(|w| seen.insert(w.to_lowercase())).collect()
 }
 
 /// The expressions for `query`, in the order their matches rank: `exact`, any of its
