@@ -357,7 +357,7 @@ fn version_11_fixture_upgrades_to_owners_and_keeps_every_row() {
     {
         let conn = store.sqlite_connection().unwrap();
         let version: u32 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
-        assert_eq!(version, seshat::store::SCHEMA_VERSION);
+        assert_eq!(version, SCHEMA_VERSION);
         let broken: i64 = conn.query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| r.get(0)).unwrap();
         assert_eq!(broken, 0, "every reference still points at a row");
         let fks: i64 = conn.query_row("PRAGMA foreign_keys", [], |r| r.get(0)).unwrap();
