@@ -28,11 +28,19 @@
 //! lexical, hybrid and dense, beside plain FTS5 over the same chunks; then memory search
 //! (`memory_search_nodes`) over the same passages, each chunk an entity.
 //!
+//! `-- --postgres` also runs Seshat lexical on a PostgreSQL store (the SQLite store copied by
+//! `db copy` into a database of the tests' throwaway cluster): the same queries, its any@k and
+//! latency beside the SQLite store's.
+//!
 //! Run: `cargo bench -p seshat-cli --bench recall` (`-- --split tuning|heldout` for one split,
 //! `-- --lexical` to skip embeddings, `-- --ablation` to measure each rule of the lexical ranking
 //! and each fusion setting, `-- --show N` to print the first N queries lexical search missed).
 
 mod common;
+
+#[allow(dead_code)]
+#[path = "../tests/all/support/postgres.rs"]
+mod cluster;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -223,6 +231,8 @@ struct Run {
     hybrid: Tally,
     dense: Tally,
     lexical_times: Vec<Duration>,
+    /// Seshat lexical on PostgreSQL (`--postgres`), and its latencies.
+    postgres: Option<(Tally, Vec<Duration>)>,
     hybrid_times: Vec<Duration>,
     embed_times: Vec<Duration>,
     messages: usize,
@@ -283,7 +293,7 @@ fn fusions() -> Vec<(String, Weights)> {
     ]
 }
 
-fn run(split: &str, server: Option<&Server>, show: usize, ablation: bool) -> Run {
+fn run(split: &str, server: Option<&Server>, show: usize, ablation: bool, postgres: bool) -> Run {
     let meetings = load(split);
     let root: PathBuf = tempfile::tempdir().unwrap().keep();
     let db = root.join("seshat.db");
@@ -345,6 +355,12 @@ fn run(split: &str, server: Option<&Server>, show: usize, ablation: bool) -> Run
         (hybrid, dense, embedder, fusions)
     });
     let variants = if ablation { variants() } else { Vec::new() };
+    let mut pg = postgres.then(|| {
+        let (_, url) = cluster::database();
+        let mut pg = Store::connect(&seshat::store::Location::parse(&url, Path::new("/")).unwrap()).unwrap();
+        store.copy_to(&mut pg, &mut |_, _, _| {}).unwrap();
+        pg
+    });
 
     let mut out = Run {
         plain: Tally::default(),
@@ -354,6 +370,7 @@ fn run(split: &str, server: Option<&Server>, show: usize, ablation: bool) -> Run
         hybrid: Tally::default(),
         dense: Tally::default(),
         lexical_times: Vec::new(),
+        postgres: postgres.then(|| (Tally::default(), Vec::new())),
         hybrid_times: Vec::new(),
         embed_times: Vec::new(),
         messages,
@@ -368,6 +385,12 @@ fn run(split: &str, server: Option<&Server>, show: usize, ablation: bool) -> Run
             let found = turns_of(&hits);
             let lexical_hit = first_hit(&found, m, &q.spans);
             out.lexical.add(lexical_hit);
+            if let (Some(pg), Some((tally, times))) = (pg.as_mut(), out.postgres.as_mut()) {
+                let started = Instant::now();
+                let hits = pg.search_history(HistoryScope::All, &q.query, LIMIT).unwrap();
+                times.push(started.elapsed());
+                tally.add(first_hit(&turns_of(&hits), m, &q.spans));
+            }
             if lexical_hit.is_none() && shown < show {
                 shown += 1;
                 eprintln!("missed: {:?} (meeting {m}, spans {:?}) → {found:?}", q.query, q.spans);
@@ -679,13 +702,17 @@ fn main() {
         return;
     }
     let ablation = args.iter().any(|a| a == "--ablation");
+    let postgres = args.iter().any(|a| a == "--postgres");
     for split in &splits {
-        let r = run(split, server.as_ref(), show, ablation);
+        let r = run(split, server.as_ref(), show, ablation, postgres);
         let n = r.plain.queries;
         println!("\n{split}: {n} queries over {} messages (QMSum {split} split)\n", r.messages);
         println!("| ranking | any@1 | any@5 | any@10 |");
         println!("|---|---|---|---|");
         let mut rows = vec![("plain FTS5 bm25, words OR-ed (baseline)", r.plain), ("Seshat lexical", r.lexical)];
+        if let Some((tally, _)) = &r.postgres {
+            rows.push(("Seshat lexical on PostgreSQL (ts_rank, the same rules)", *tally));
+        }
         if server.is_some() {
             rows.push(("Seshat hybrid (all-MiniLM-L6-v2)", r.hybrid));
             rows.push(("dense only (all-MiniLM-L6-v2, cosine)", r.dense));
@@ -716,6 +743,14 @@ fn main() {
             common::fmt(percentile(r.lexical_times.clone(), 50)),
             common::fmt(percentile(r.lexical_times, 95)),
         );
+        if let Some((tally, times)) = &r.postgres {
+            println!(
+                "PostgreSQL lexical − SQLite lexical at 10: {:+.1} points; PostgreSQL lexical search p50 {} p95 {}",
+                at10(tally) - at10(&r.lexical),
+                common::fmt(percentile(times.clone(), 50)),
+                common::fmt(percentile(times.clone(), 95)),
+            );
+        }
         if server.is_some() {
             println!(
                 "hybrid − max(lexical, dense) at 10: {:+.1} points; hybrid search without the query's embedding p50 {} \

@@ -1,6 +1,6 @@
 //! Schema migrations, numbered per backend: SQL files applied in order, one transaction each,
 //! tracked by `PRAGMA user_version` in a SQLite file and by the `seshat_schema` table on
-//! PostgreSQL (whose schema starts at its own 1, the SQLite schema's 12).
+//! PostgreSQL (whose schema starts at its own 1, the SQLite schema's 13).
 
 use super::Result;
 use super::db::{Backend, Db, Tx, params};
