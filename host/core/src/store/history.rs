@@ -342,22 +342,22 @@ const POSTGRES_RANKED: usize = 2_000;
 /// normalisation among the newest [`POSTGRES_RANKED`] on PostgreSQL). `scoped`: the search is
 /// limited to a session or a project.
 fn search_sql(backend: Backend, scoped: bool) -> (String, String) {
-    // The floor's owner is bound at ?5, the best matches' at ?6.
-    let in_project = |n: u8| in_sessions(n, if n == 3 { 5 } else { 6 });
+    // The floor binds the project at ?3 and the owner at ?5, the best matches at ?4 and ?6.
+    let (floor_sessions, best_sessions) = (in_sessions(3, 5), in_sessions(4, 6));
     match backend {
         Backend::Sqlite => (
             format!(
                 "SELECT message_fts.rowid FROM message_fts JOIN messages m ON m.id = message_fts.rowid \
                  WHERE message_fts MATCH ?1 AND {} AND {} ORDER BY message_fts.rowid DESC LIMIT 1 OFFSET ?4",
                 super::lineage::in_lineage(backend, 2),
-                in_project(3)
+                floor_sessions
             ),
             format!(
                 "SELECT m.id, m.session_id, m.seq FROM message_fts JOIN messages m ON m.id = message_fts.rowid \
                  WHERE message_fts MATCH ?1 AND message_fts.rowid >= ?5 AND {} AND {} \
                  ORDER BY bm25(message_fts), m.id DESC LIMIT ?2",
                 super::lineage::in_lineage(backend, 3),
-                in_project(4)
+                best_sessions
             ),
         ),
         _ => (
@@ -366,7 +366,7 @@ fn search_sql(backend: Backend, scoped: bool) -> (String, String) {
                  WHERE s.words @@ websearch_to_tsquery('seshat', ?1) AND {} AND {} \
                  ORDER BY s.message_id DESC LIMIT 1 OFFSET ?4",
                 super::lineage::in_lineage(backend, 2),
-                in_project(3)
+                floor_sessions
             ),
             // `ts_rank` reads each match's words: a word most messages hold would have it rank
             // them all (60 ms at 100k messages), so the newest POSTGRES_RANKED matches are ranked.
@@ -380,7 +380,7 @@ fn search_sql(backend: Backend, scoped: bool) -> (String, String) {
                      ORDER BY s.message_id DESC LIMIT {POSTGRES_RANKED}) c \
                      ORDER BY ts_rank(c.words, websearch_to_tsquery('seshat', ?1), 1) DESC, c.id DESC LIMIT ?2",
                     super::lineage::in_lineage(backend, 3),
-                    in_project(4)
+                    best_sessions
                 )
             } else {
                 // Ranked and cut before the join: joined first, the planner reads every message
@@ -463,7 +463,7 @@ impl Store {
             // original (where the match is): bounded however large the original.
             let terms = snippet_terms(query);
             let ids: Vec<i64> = found.iter().map(|f| f.id).collect();
-            self.hits_of(scope, &ids, &|text| snippet(text, &terms))
+            self.hits_of(&keys, &ids, &|text| snippet(text, &terms))
         })
     }
 
@@ -471,19 +471,14 @@ impl Store {
     /// of its text as the snippet, in the order given; those outside `scope` or gone are left out.
     pub(crate) fn history_hits_by_id(&self, scope: HistoryScope<'_>, ids: &[i64]) -> Result<Vec<HistoryHit>> {
         on_db!(self, "read the history", {
-            self.hits_of(scope, ids, &|text| text.split_whitespace().take(24).collect::<Vec<_>>().join(" "))
+            let keys = scope.keys(&self.db, &self.user)?;
+            self.hits_of(&keys, ids, &|text| text.split_whitespace().take(24).collect::<Vec<_>>().join(" "))
         })
     }
 
     /// Messages by row id as history hits, in the order given, each with `snippet` of the text
-    /// the index holds of it; those outside `scope` or gone are left out.
-    fn hits_of(
-        &self,
-        scope: HistoryScope<'_>,
-        ids: &[i64],
-        snippet: &dyn Fn(&str) -> String,
-    ) -> Result<Vec<HistoryHit>> {
-        let keys = scope.keys(&self.db, &self.user)?;
+    /// the index holds of it; those outside the scope `keys` binds or gone are left out.
+    fn hits_of(&self, keys: &Keys<'_, '_>, ids: &[i64], snippet: &dyn Fn(&str) -> String) -> Result<Vec<HistoryHit>> {
         let (session, project, owner) = (&keys.lineage, keys.project, keys.owner);
         let sql = format!(
             "SELECT m.session_id, m.seq, m.role, m.created_at, m.parts FROM messages m WHERE m.id = ?1 \
@@ -516,6 +511,7 @@ impl Store {
     pub fn history_range(&self, session: &str, from: u64, to: u64) -> Result<Vec<Message>> {
         on_db!(self, "read the history", {
             let to = to.min(from.saturating_add(HISTORY_RANGE_MAX - 1));
+            super::sessions::owned(&self.db, session, &self.user)?;
             self.messages_between(session, from, to)
         })
     }
