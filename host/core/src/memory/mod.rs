@@ -129,6 +129,11 @@ pub(crate) struct Place {
 }
 
 impl Place {
+    /// A team's place: its scope, stored under the team's name.
+    fn team(team: String) -> Place {
+        Place { scope: Scope::Team(team.clone()), project: String::new(), owner: team }
+    }
+
     /// The `scope` column.
     pub fn kind(&self) -> &'static str {
         self.scope.kind()
@@ -199,9 +204,11 @@ impl Memory<'_> {
                     v.push(self.own(Scope::Project, p));
                 }
                 v.push(self.own(Scope::Cross, ""));
-                for team in crate::store::owners::teams_of(db, &self.user, crate::store::Access::Read)? {
-                    v.push(Place { scope: Scope::Team(team.clone()), project: String::new(), owner: team });
-                }
+                v.extend(
+                    crate::store::owners::teams_of(db, &self.user, crate::store::Access::Read)?
+                        .into_iter()
+                        .map(Place::team),
+                );
                 Ok(v)
             }
         }
@@ -216,7 +223,7 @@ impl Memory<'_> {
     fn place(&self, scope: &Scope) -> Result<Place> {
         match scope {
             Scope::Project => self.project.clone().map(|p| self.own(Scope::Project, &p)).ok_or(Error::NoProject),
-            Scope::Team(team) => Ok(Place { scope: scope.clone(), project: String::new(), owner: team.clone() }),
+            Scope::Team(team) => Ok(Place::team(team.clone())),
             other => Ok(self.own(other.clone(), "")),
         }
     }
@@ -242,9 +249,11 @@ impl Memory<'_> {
                 }
                 v.push(self.own(Scope::User, ""));
                 v.push(self.own(Scope::Cross, ""));
-                for team in crate::store::owners::teams_of(db, &self.user, crate::store::Access::Write)? {
-                    v.push(Place { scope: Scope::Team(team.clone()), project: String::new(), owner: team });
-                }
+                v.extend(
+                    crate::store::owners::teams_of(db, &self.user, crate::store::Access::Write)?
+                        .into_iter()
+                        .map(Place::team),
+                );
                 Ok(v)
             }
         }

@@ -115,7 +115,7 @@ impl Store {
                     return Err(Error::SeqOutOfRange { session: session.into(), seq: to, last: count });
                 }
                 let from = store.exchange_boundary(session, to - 1)? + 1;
-                if store.live_rewinds(session)?.iter().any(|r| r.from_seq <= from && count <= r.through_seq) {
+                if store.rewinds_in_force(session)?.iter().any(|r| r.from_seq <= from && count <= r.through_seq) {
                     return Err(Error::NothingToRewind(session.into()));
                 }
                 let tx = &store.db;
@@ -205,13 +205,18 @@ impl Store {
     pub fn live_rewinds(&self, session: &str) -> Result<Vec<Rewind>> {
         on_db!(self, "read the rewinds", {
             super::sessions::owned(&self.db, session, &self.user)?;
-            self.db.query_vec(
-                "SELECT from_seq, through_seq, created_at FROM rewinds WHERE session_id = ?1 AND undone_at IS NULL \
-                 ORDER BY id",
-                params![session],
-                |r| Ok(Rewind { from_seq: r.get(0)?, through_seq: r.get(1)?, created_at: r.get(2)? }),
-            )
+            self.rewinds_in_force(session)
         })
+    }
+
+    /// [`Store::live_rewinds`] for a session its caller already checked is the user's.
+    pub(super) fn rewinds_in_force(&self, session: &str) -> Result<Vec<Rewind>> {
+        self.db.query_vec(
+            "SELECT from_seq, through_seq, created_at FROM rewinds WHERE session_id = ?1 AND undone_at IS NULL \
+             ORDER BY id",
+            params![session],
+            |r| Ok(Rewind { from_seq: r.get(0)?, through_seq: r.get(1)?, created_at: r.get(2)? }),
+        )
     }
 
     /// The seq of the `n`-th-last request the user typed in the session's live view (1: the

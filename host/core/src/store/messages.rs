@@ -366,13 +366,14 @@ impl Store {
     }
 
     /// Messages with `seq >= from`, in order (a fork's inherited ones from its ancestors).
+    /// For a session its caller already checked is the user's.
     pub(super) fn messages_from(&self, session: &str, from: u64) -> Result<Vec<Message>> {
         self.messages_between(session, from, super::lineage::OPEN)
     }
 
     /// Messages with `from <= seq <= to`, in order, wherever in the session's lineage they live.
+    /// For a session its caller already checked is the user's.
     pub(super) fn messages_between(&self, session: &str, from: u64, to: u64) -> Result<Vec<Message>> {
-        super::sessions::owned(&self.db, session, &self.user)?;
         let sql = format!(
             "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 AND seq >= ?2 AND seq <= ?3 ORDER BY seq"
         );
@@ -389,7 +390,10 @@ impl Store {
 
     /// One message by seq (a fork's inherited one from its ancestor).
     pub fn message(&self, session: &str, seq: u64) -> Result<Option<Message>> {
-        on_db!(self, "read a message", { Ok(self.messages_between(session, seq, seq)?.pop()) })
+        on_db!(self, "read a message", {
+            super::sessions::owned(&self.db, session, &self.user)?;
+            Ok(self.messages_between(session, seq, seq)?.pop())
+        })
     }
 
     /// Every compaction record of the session, oldest first.

@@ -89,12 +89,17 @@ impl Store {
     pub fn pins(&self, session: &str) -> Result<Vec<u64>> {
         on_db!(self, "read the pins", {
             super::sessions::owned(&self.db, session, &self.user)?;
-            self.db.query_vec(
-                "SELECT seq FROM pins WHERE session_id = ?1 AND removed_seq IS NULL ORDER BY seq",
-                params![session],
-                |r| r.get(0),
-            )
+            self.pinned(session)
         })
+    }
+
+    /// [`Store::pins`] for a session its caller already checked is the user's.
+    pub(super) fn pinned(&self, session: &str) -> Result<Vec<u64>> {
+        self.db.query_vec(
+            "SELECT seq FROM pins WHERE session_id = ?1 AND removed_seq IS NULL ORDER BY seq",
+            params![session],
+            |r| r.get(0),
+        )
     }
 
     /// The pins of a session with when each was made, in seq order.
@@ -130,7 +135,7 @@ impl Store {
                         added.push(*s);
                     }
                 }
-                check(store, &store.pins(session)?)?;
+                check(store, &store.pinned(session)?)?;
                 Ok(added)
             })
         })

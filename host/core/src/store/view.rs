@@ -75,8 +75,8 @@ impl Store {
                 compaction_from_row,
             )?;
             let first_kept = compaction.as_ref().and_then(|c| c.first_kept_seq).unwrap_or(1);
-            let pins: HashSet<u64> = self.pins(session)?.into_iter().collect();
-            let rewinds = self.live_rewinds(session)?;
+            let pins: HashSet<u64> = self.pinned(session)?.into_iter().collect();
+            let rewinds = self.rewinds_in_force(session)?;
             let hidden = |seq: u64| rewinds.iter().any(|r| (r.from_seq..=r.through_seq).contains(&seq));
             let earliest_pin = pins.iter().copied().min().unwrap_or(first_kept);
             let from = first_kept.min(pinned_of(compaction.as_ref(), first_kept)).min(earliest_pin);
@@ -104,7 +104,7 @@ impl Store {
                 before.extend(request.filter(|r| !pins.contains(r)));
                 before.sort_unstable();
                 for seq in before.into_iter().filter(|&s| !hidden(s)) {
-                    if let Some(msg) = self.message(session, seq)? {
+                    if let Some(msg) = self.messages_between(session, seq, seq)?.pop() {
                         let origin = if pins.contains(&seq) { Origin::UserPin } else { Origin::Pinned };
                         entries.extend(self.admit(session, &mut calls, entry(origin, msg, &mut trims, &pins))?);
                     }
@@ -124,6 +124,7 @@ impl Store {
         on_db!(self, "refresh the live view", {
             let session = view.session.id.clone();
             let tx = self.db.snapshot()?;
+            super::sessions::owned(&self.db, &session, &self.user)?;
             let stamp = self.view_stamp(&session)?;
             let same = stamp.compaction_id == view.stamp.compaction_id
                 && stamp.trim_id == view.stamp.trim_id
