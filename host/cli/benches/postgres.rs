@@ -13,6 +13,9 @@ use common::*;
 #[allow(dead_code)]
 #[path = "../tests/all/support/postgres.rs"]
 mod cluster;
+#[allow(dead_code)]
+#[path = "../tests/all/support/tls.rs"]
+mod tls;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -41,6 +41,9 @@ mod common;
 #[allow(dead_code)]
 #[path = "../tests/all/support/postgres.rs"]
 mod cluster;
+#[allow(dead_code)]
+#[path = "../tests/all/support/tls.rs"]
+mod tls;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};

@@ -10,9 +10,12 @@ mod knowledge;
 mod mcp;
 mod memory;
 mod plugins;
+mod scopes;
 mod serve;
 mod sessions;
 mod stop;
+mod tokens;
+mod users;
 
 use std::process::ExitCode;
 
@@ -51,11 +54,20 @@ enum Command {
     Memory(memory::Args),
     /// Serve the memory tools over MCP (stdio) for other agents.
     Mcp(mcp::Args),
-    /// Serve Seshat's core over JSON-RPC on stdio, for programs in any language (the Go SDK).
+    /// Serve Seshat's core over JSON-RPC (stdio, a Unix socket, or wss:// for a team), for programs in any language.
     Serve(serve::Args),
     /// The store as a whole: copy it between a SQLite file and a PostgreSQL database.
     #[command(subcommand)]
     Db(db::DbCommand),
+    /// The users of a shared store and network service.
+    #[command(subcommand)]
+    Users(users::UsersCommand),
+    /// Bearer tokens for clients of `seshat serve --listen ws://…`: create, list, revoke.
+    #[command(subcommand)]
+    Tokens(tokens::TokensCommand),
+    /// Team scopes: shared memory and documents, and who may read or write them.
+    #[command(subcommand)]
+    Scopes(scopes::ScopesCommand),
     /// Documents the agent can search: add files and directories, list, remove, search.
     #[command(subcommand)]
     Knowledge(knowledge::KnowledgeCommand),
@@ -65,6 +77,7 @@ enum Command {
 }
 
 /// What every command may need: where files are and which project we are in.
+#[derive(Clone)]
 pub struct Context {
     db: seshat::store::Location,
     dirs: Dirs,
@@ -78,6 +91,8 @@ pub struct Context {
     /// The project key when inside a git repository or a project with an id (memory's notion of
     /// "inside a project").
     repository: Option<String>,
+    /// Who the store acts for: a network client's user (`None`: the local user).
+    user: Option<String>,
 }
 
 impl Context {
@@ -93,7 +108,14 @@ impl Context {
             project_dir: paths::project_dir(&cwd),
             path_key: paths::path_key(&cwd),
             repository: paths::repository_key(&cwd),
+            user: None,
         })
+    }
+
+    /// This context acting for `user` (a network client's), in no project of the server's: the
+    /// client's project is its own to name.
+    fn for_user(&self, user: &str) -> Self {
+        Context { user: Some(user.to_string()), path_key: self.project.clone(), ..self.clone() }
     }
 
     /// The user's and the project's configuration, merged.
@@ -121,6 +143,7 @@ impl Context {
             store: Some(self.db.clone()),
             project: Some(self.project.clone()),
             project_dir: Some(self.project_dir.clone()),
+            user: self.user.clone(),
             ..overrides
         })?)
     }
@@ -138,6 +161,9 @@ impl Context {
     /// path key under its travelling key first (see [`Store::adopt_project`]).
     fn store(&self) -> anyhow::Result<Store> {
         let mut store = Store::connect(&self.db)?;
+        if let Some(user) = &self.user {
+            store = store.acting_for(user);
+        }
         if self.path_key != self.project {
             store.adopt_project(&self.path_key, &self.project)?;
         }
@@ -175,17 +201,27 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve::run(&ctx, &args, signals),
         Command::Knowledge(cmd) => knowledge::run(&ctx, cmd),
         Command::Db(cmd) => db::run(&ctx, cmd),
+        Command::Users(cmd) => users::run(&ctx, cmd),
+        Command::Tokens(cmd) => tokens::run(&ctx, cmd),
+        Command::Scopes(cmd) => scopes::run(&ctx, cmd),
     }
 }
 
 fn main() -> ExitCode {
     let args = Cli::parse();
-    // Logs only when asked for (`RUST_LOG=debug`), on stderr; coloured only on a terminal and
+    // Logs when asked for (`RUST_LOG=debug`), on stderr; coloured only on a terminal and
     // never under NO_COLOR (https://no-color.org: set and not empty).
-    if std::env::var_os("RUST_LOG").is_some() {
+    // A network service logs its audit lines (a write: who, what, where) and its warnings
+    // unless told otherwise.
+    let network = matches!(&args.command, Command::Serve(serve) if serve.network());
+    if std::env::var_os("RUST_LOG").is_some() || network {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let filter = match std::env::var_os("RUST_LOG") {
+            Some(_) => tracing_subscriber::EnvFilter::from_default_env(),
+            None => tracing_subscriber::EnvFilter::new("warn,seshat::audit=info"),
+        };
         tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_env_filter(filter)
             .with_writer(std::io::stderr)
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()) && !no_color)
             .init();

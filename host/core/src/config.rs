@@ -109,12 +109,67 @@ pub struct ServeConfig {
     /// How much a client may leave unread (answers and events queued for it) before it is
     /// disconnected, in MiB (default 64).
     pub max_unread_mib: Option<u64>,
+    /// `--listen ws://…`: the largest message a client may send, in MiB (default 16); a longer
+    /// one is refused whole and its connection closed.
+    pub max_message_mib: Option<u64>,
+    /// `--listen ws://…`: the most clients connected at once (default 256); one more is refused
+    /// (HTTP 503) before its upgrade.
+    pub max_connections: Option<u32>,
+    /// `--listen ws://…`: the most turns one user runs at once, over all their connections
+    /// (default 4); one more is refused with `too_many_turns`.
+    pub max_turns_per_user: Option<u32>,
+    /// `--listen ws://…`: seconds a client has from connecting to finishing its TLS and WebSocket
+    /// handshakes (default 10).
+    pub handshake_timeout_secs: Option<u64>,
+    /// `--listen ws://…`: seconds a connected client may stay silent — not even answering the
+    /// server's pings — before it is dropped (default 90).
+    pub idle_timeout_secs: Option<u64>,
+    /// `--listen ws://…`: seconds between the server's pings (default 30).
+    pub keepalive_secs: Option<u64>,
+    /// `--listen ws://…`: seconds a stop signal (SIGTERM) lets running turns finish before they
+    /// are stored as interrupted (default 30).
+    pub grace_secs: Option<u64>,
 }
 
 impl ServeConfig {
     /// The unread limit in bytes.
     pub fn max_unread_bytes(&self) -> usize {
         usize::try_from(self.max_unread_mib.unwrap_or(64).saturating_mul(1 << 20)).unwrap_or(usize::MAX)
+    }
+
+    /// The largest message a network client may send, in bytes.
+    pub fn max_message_bytes(&self) -> usize {
+        usize::try_from(self.max_message_mib.unwrap_or(16).saturating_mul(1 << 20)).unwrap_or(usize::MAX)
+    }
+
+    /// [`ServeConfig::max_connections`] or its default.
+    pub fn max_connections(&self) -> usize {
+        self.max_connections.unwrap_or(256) as usize
+    }
+
+    /// [`ServeConfig::max_turns_per_user`] or its default.
+    pub fn max_turns_per_user(&self) -> usize {
+        self.max_turns_per_user.unwrap_or(4) as usize
+    }
+
+    /// [`ServeConfig::handshake_timeout_secs`] or its default.
+    pub fn handshake_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.handshake_timeout_secs.unwrap_or(10))
+    }
+
+    /// [`ServeConfig::idle_timeout_secs`] or its default.
+    pub fn idle_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.idle_timeout_secs.unwrap_or(90))
+    }
+
+    /// [`ServeConfig::keepalive_secs`] or its default.
+    pub fn keepalive(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.keepalive_secs.unwrap_or(30).max(1))
+    }
+
+    /// [`ServeConfig::grace_secs`] or its default.
+    pub fn grace(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.grace_secs.unwrap_or(30))
     }
 }
 

@@ -44,6 +44,10 @@ pub const PROTOCOL_CODES: &[&str] = &[
     "knowledge_failed",
     "invalid_config",
     "internal_error",
+    "message_too_large",
+    "read_only_token",
+    "too_many_turns",
+    "server_stopping",
 ];
 
 /// An error answer's object.

@@ -9,7 +9,10 @@
 //! stdout. At the input's end the turns in flight are interrupted (what arrived is stored, as
 //! Ctrl-C does) and the server exits. With `--listen unix:PATH` it serves several clients, each
 //! connection as stdio is served; a session is busy for all of them while one runs a turn in it.
+//! With `--listen ws://HOST:PORT` or `wss://HOST:PORT` it serves clients on other machines, each
+//! acting for the user its token names (see [`network`]).
 
+mod network;
 mod rpc;
 mod turns;
 
@@ -25,11 +28,54 @@ use rpc::{Outbox, RpcError};
 
 /// Arguments of `serve`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Speaks JSON-RPC 2.0 on stdin/stdout, one object per line: see host/protocol/protocol.md.")]
+#[command(after_help = "Speaks JSON-RPC 2.0 on stdin/stdout, one object per line: see host/protocol/protocol.md.\n\
+Over the network (ws:// or wss://) each client sends `Authorization: Bearer TOKEN` (`seshat tokens create`).")]
 pub struct Args {
-    /// Serve several clients on a Unix socket instead of stdio: `unix:PATH` (created mode 0600).
-    #[arg(long, value_name = "unix:PATH")]
+    /// Serve several clients instead of stdio: `unix:PATH` (a Unix socket, created mode 0600), or
+    /// `ws://HOST:PORT` / `wss://HOST:PORT` (WebSocket, one JSON-RPC message per text frame).
+    #[arg(long, value_name = "unix:PATH|wss://HOST:PORT")]
     listen: Option<String>,
+    /// The TLS certificate chain for a `wss://` address (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<std::path::PathBuf>,
+    /// The TLS private key for a `wss://` address (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<std::path::PathBuf>,
+    /// Allow a plain `ws://` address beyond loopback (behind a proxy that encrypts).
+    #[arg(long)]
+    insecure_listen: bool,
+}
+
+impl Args {
+    /// Whether this serves network clients (whose writes are audited in the log).
+    pub fn network(&self) -> bool {
+        self.listen.as_deref().is_some_and(|l| l.starts_with("ws://") || l.starts_with("wss://"))
+    }
+}
+
+/// The methods a read-only token may call: they change nothing.
+const READS: &[&str] = &[
+    "initialize",
+    "config/get",
+    "session/list",
+    "session/get",
+    "knowledge/search",
+    "notes/list",
+    "notes/search",
+    "memory/read_graph",
+    "memory/search_nodes",
+    "memory/open_nodes",
+];
+
+/// Who a network connection acts for.
+#[derive(Debug, Clone, Default)]
+struct Acting {
+    /// The token's user (`None`: the local user, on stdio or a Unix socket).
+    user: Option<String>,
+    /// The token allows reads only.
+    read_only: bool,
+    /// Turns the user may run at once.
+    max_turns: usize,
 }
 
 /// What a client registered at `initialize`, shared with the turns.
@@ -54,6 +100,18 @@ const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 pub fn run(ctx: &Context, args: &Args, signals: Option<super::stop::Signals>) -> anyhow::Result<ExitCode> {
     let busy = turns::Busy::default();
+    let network = match &args.listen {
+        Some(listen) => {
+            network::parse(listen, args.tls_cert.as_deref(), args.tls_key.as_deref(), args.insecure_listen)?
+        }
+        None => None,
+    };
+    if network.is_none() && (args.tls_cert.is_some() || args.insecure_listen) {
+        anyhow::bail!("--tls-cert, --tls-key and --insecure-listen are for `--listen ws://…` or `wss://…` addresses");
+    }
+    if let Some(network) = network {
+        return serve_network(ctx, network, busy, signals);
+    }
     if let Some(signals) = signals {
         // As at the end of the input: every turn in flight is interrupted and stores what arrived.
         let busy = busy.clone();
@@ -84,16 +142,52 @@ pub fn run(ctx: &Context, args: &Args, signals: Option<super::stop::Signals>) ->
                 stuck.stop_all(STOP_WAIT);
                 std::process::exit(1);
             });
-            connection(ctx, stdin.lock(), std::io::stdout(), &busy, disconnect);
+            connection(ctx, stdin.lock(), std::io::stdout(), &busy, disconnect, None);
             Ok(ExitCode::SUCCESS)
         }
         Some(address) => {
             let Some(path) = address.strip_prefix("unix:") else {
-                anyhow::bail!("--listen takes unix:PATH (a Unix socket), not `{address}`");
+                anyhow::bail!(
+                    "--listen takes unix:PATH (a Unix socket), ws://HOST:PORT or wss://HOST:PORT, not `{address}`"
+                );
             };
             listen(ctx, std::path::Path::new(path), &busy)
         }
     }
+}
+
+/// Serves network clients until a stop signal: then no new client is accepted, the turns in flight
+/// get `[serve] grace_secs` to finish, and those still running are interrupted (each stores what
+/// arrived) before the process exits.
+fn serve_network(
+    ctx: &Context,
+    network: network::Network,
+    busy: turns::Busy,
+    signals: Option<super::stop::Signals>,
+) -> anyhow::Result<ExitCode> {
+    let grace = ctx.config().map(|c| c.serve.grace()).unwrap_or_default();
+    let stop = Arc::new(network::Stop::new());
+    if let Some(signals) = signals {
+        let (busy, stop) = (busy.clone(), stop.clone());
+        signals.on_stop(move |signal| {
+            stop.stop_accepting();
+            let running = busy.drain(grace);
+            if running > 0 {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "seshat serve: {running} turn(s) still running after {} s; interrupting them",
+                    grace.as_secs()
+                );
+                busy.stop_all(STOP_WAIT);
+            }
+            // Each client gets what was queued for it (a turn's last events) before it is closed.
+            stop.close_all(STOP_WAIT);
+            tracing::debug!(?signal, "stopped");
+            std::process::exit(0);
+        });
+    }
+    network::serve(Arc::new(ctx.clone()), network, busy, &stop)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Serves clients connecting to a Unix socket at `path` (mode 0600: only this user), each
@@ -115,7 +209,7 @@ fn listen(ctx: &Context, path: &std::path::Path, busy: &turns::Busy) -> anyhow::
             let disconnect = Arc::new(move || {
                 let _ = closer.shutdown(std::net::Shutdown::Both);
             });
-            scope.spawn(move || connection(ctx, std::io::BufReader::new(reader), stream, busy, disconnect));
+            scope.spawn(move || connection(ctx, std::io::BufReader::new(reader), stream, busy, disconnect, None));
         }
     });
     Ok(ExitCode::SUCCESS)
@@ -138,17 +232,31 @@ fn bind_private(path: &std::path::Path) -> std::io::Result<std::os::unix::net::U
 
 /// Serves one client: its lines from `reader`, the answers to `writer`. At the input's end its
 /// turns in flight are interrupted (each stores what arrived) and waited for; a tool call
-/// waiting for its answer fails at once.
+/// waiting for its answer fails at once. A network connection acts for its `caller`.
 fn connection(
     ctx: &Context,
     mut reader: impl BufRead,
     writer: impl std::io::Write + Send + 'static,
     busy: &turns::Busy,
     disconnect: Arc<dyn Fn() + Send + Sync>,
+    caller: Option<&seshat::store::Caller>,
 ) {
+    let acting_ctx;
+    let ctx = match caller {
+        Some(caller) => {
+            acting_ctx = ctx.for_user(&caller.user);
+            &acting_ctx
+        }
+        None => ctx,
+    };
     // The connection's configuration, read once (defaults when it cannot be read).
     let env = ctx.environment(Default::default()).ok();
     let config = env.as_ref().map(|e| e.config().clone()).unwrap_or_default();
+    let acting = Acting {
+        user: caller.map(|c| c.user.clone()),
+        read_only: caller.is_some_and(|c| c.read_only),
+        max_turns: config.serve.max_turns_per_user(),
+    };
     let limit = crate::record_limit(&config);
     let (outbox, lines) = Outbox::new(config.serve.max_unread_bytes(), disconnect);
     let writing = std::thread::spawn(move || rpc::write_lines(lines, writer));
@@ -166,6 +274,7 @@ fn connection(
         pending: pending.clone(),
         setup: None,
         turns: turns::Turns::new(busy.clone()),
+        acting,
     };
     let mut line = Vec::new();
     for number in 1.. {
@@ -223,6 +332,8 @@ struct Server<'c> {
     pending: rpc::Pending,
     setup: Option<ClientSetup>,
     turns: turns::Turns,
+    /// Who the connection acts for.
+    acting: Acting,
 }
 
 impl Server<'_> {
@@ -262,11 +373,28 @@ impl Server<'_> {
         if method != "initialize" && method != "config/get" && self.setup.is_none() {
             return self.outbox.error(id, RpcError::not_initialized());
         }
-        match self.call(method, &params, id.clone()) {
+        let writes = !READS.contains(&method);
+        if writes && self.acting.read_only {
+            return self.outbox.error(id, RpcError::read_only(method));
+        }
+        let answer = self.call(method, &params, id.clone());
+        if writes && answer.is_ok() {
+            self.audit(method, &params);
+        }
+        match answer {
             Ok(Some(result)) => self.outbox.result(id, result),
             Ok(None) => {} // answered later, by a worker
             Err(e) => self.outbox.error(id, e),
         }
+    }
+
+    /// The audit line of a write a network client made: who, which method, on which session or
+    /// scope.
+    fn audit(&self, method: &str, params: &Value) {
+        let Some(user) = &self.acting.user else { return };
+        let field = |name: &str| params.get(name).map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string));
+        let (session, scope) = (field("session").unwrap_or_default(), field("scope").unwrap_or_default());
+        tracing::info!(target: "seshat::audit", %user, method, session, scope, "write");
     }
 
     /// Runs one method: `Ok(Some)` answers now, `Ok(None)` means a worker answers later.
@@ -353,7 +481,14 @@ impl Server<'_> {
                     return Err(RpcError::invalid_params("`text` is empty: give the user's message"));
                 }
                 let setup = self.setup.clone().unwrap_or_default();
-                let link = turns::Link { ctx: self.ctx, setup: &setup, outbox: &self.outbox, pending: &self.pending };
+                let link = turns::Link {
+                    ctx: self.ctx,
+                    setup: &setup,
+                    outbox: &self.outbox,
+                    pending: &self.pending,
+                    user: self.acting.user.as_deref(),
+                    max_turns: self.acting.max_turns,
+                };
                 let turn = self.turns.start(link, &session, p.text)?;
                 rpc::answer::<m::TurnStart>(&m::TurnStartResult { session, turn })
             }
@@ -366,7 +501,14 @@ impl Server<'_> {
                 let p = rpc::params::<m::SessionCompact>(params)?;
                 let session = self.store()?.resolve(&p.session).map_err(RpcError::from_store)?;
                 let setup = self.setup.clone().unwrap_or_default();
-                let link = turns::Link { ctx: self.ctx, setup: &setup, outbox: &self.outbox, pending: &self.pending };
+                let link = turns::Link {
+                    ctx: self.ctx,
+                    setup: &setup,
+                    outbox: &self.outbox,
+                    pending: &self.pending,
+                    user: self.acting.user.as_deref(),
+                    max_turns: self.acting.max_turns,
+                };
                 self.turns.compact(link, &session, p.instructions, id)?;
                 Ok(None)
             }
@@ -418,7 +560,8 @@ impl Server<'_> {
                 let providers = seshat::client::provider_names(&config, &self.ctx.catalog());
                 rpc::answer::<m::ConfigGet>(&m::ConfigGetResult {
                     project: self.ctx.project.clone(),
-                    database: self.ctx.db.to_string(),
+                    // A network client is not told where the server keeps its store.
+                    database: if self.acting.user.is_some() { "remote".into() } else { self.ctx.db.to_string() },
                     provider: config.plugins.provider,
                     model: config.chat.model,
                     auto_compact: config.chat.auto_compact.unwrap_or(true),
@@ -444,7 +587,7 @@ impl Server<'_> {
                 let ctx = self.ctx;
                 let store = self.store()?;
                 let mut memory = store.memory(ctx.repository.as_deref());
-                let failed = |e: seshat::memory::Error| RpcError::seshat("memory_failed", e.to_string());
+                let failed = |e: seshat::memory::Error| RpcError::seshat(e.code(), e.to_string());
                 // Setting and listing default to the user's notes; a search covers every scope.
                 let user = seshat::memory::Scope::User;
                 match method {
@@ -498,7 +641,7 @@ impl Server<'_> {
                     Err(e @ seshat::memory::Error::InvalidArguments { .. }) => {
                         Err(RpcError::invalid_params(e.to_string()))
                     }
-                    Err(e) => Err(RpcError::seshat("memory_failed", e.to_string())),
+                    Err(e) => Err(RpcError::seshat(e.code(), e.to_string())),
                 }
             }
             other => Err(RpcError::method_not_found(other)),
@@ -522,7 +665,11 @@ impl Server<'_> {
     /// The connection's database, opened on first use and kept (opening checks and migrates).
     fn store(&mut self) -> Result<&mut seshat::store::Store, RpcError> {
         if self.db.is_none() {
-            self.db = Some(seshat::store::Store::connect(&self.ctx.db).map_err(RpcError::from_store)?);
+            let mut store = seshat::store::Store::connect(&self.ctx.db).map_err(RpcError::from_store)?;
+            if let Some(user) = &self.acting.user {
+                store = store.acting_for(user);
+            }
+            self.db = Some(store);
         }
         Ok(self.db.as_mut().expect("just opened"))
     }

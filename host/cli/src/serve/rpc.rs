@@ -42,6 +42,20 @@ impl RpcError {
             format!("there is no method `{method}`: host/protocol/protocol.md lists them"),
         )
     }
+    /// A message longer than the server reads: nothing of it was applied.
+    pub(crate) fn too_large(m: impl Into<String>) -> Self {
+        Self::new(code::INVALID_REQUEST, "message_too_large", m)
+    }
+    /// A write through a read-only token.
+    pub(crate) fn read_only(method: &str) -> Self {
+        Self::new(
+            code::SESHAT,
+            "read_only_token",
+            format!(
+                "`{method}` writes, and this connection's token is read-only: use a token made without --read-only"
+            ),
+        )
+    }
     pub(crate) fn not_initialized() -> Self {
         Self::new(
             code::NOT_INITIALIZED,
@@ -67,6 +81,10 @@ impl RpcError {
     /// The stable code.
     pub(crate) fn stable(&self) -> &str {
         self.seshat_owned.as_deref().unwrap_or(self.seshat)
+    }
+    /// The whole error answer to no request in particular (`id` null), as one line of JSON.
+    pub(crate) fn line(&self) -> String {
+        serde_json::json!({"jsonrpc": "2.0", "id": Value::Null, "error": self.clone().into_json()}).to_string()
     }
     fn into_json(self) -> Value {
         let data = ErrorData { code: self.stable().to_string() };

@@ -46,35 +46,72 @@ pub(super) struct Link<'a> {
     pub(super) setup: &'a ClientSetup,
     pub(super) outbox: &'a Outbox,
     pub(super) pending: &'a Pending,
+    /// The network client's user, whose turns at once are limited to `max_turns`.
+    pub(super) user: Option<&'a str>,
+    pub(super) max_turns: usize,
 }
 
 /// The sessions with a turn or compaction in flight, across every connection of the server, each
 /// with the cancel switch of its job: any connection may interrupt it, and a signal interrupts
 /// them all.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Busy(Arc<(Mutex<HashMap<String, Cancel>>, Condvar)>);
+pub(super) struct Busy(Arc<(Mutex<Held>, Condvar)>);
+
+/// The jobs in flight: each session's cancel switch and the user who started it.
+#[derive(Debug, Default)]
+pub(super) struct Held {
+    jobs: HashMap<String, (Cancel, Option<String>)>,
+    /// No new job starts (the server is stopping).
+    closed: bool,
+}
 
 impl Busy {
-    /// Claims `session` with a fresh cancel switch; `None` when a turn or compaction holds it (on
-    /// any connection). The claim ends when it is dropped, even if the job panics.
-    fn claim(&self, session: &str) -> Option<Claim> {
+    /// Claims `session` for `user` with a fresh cancel switch. Refused when a turn or compaction
+    /// holds it (on any connection), when `user` already runs `max` jobs, or when the server is
+    /// stopping. The claim ends when it is dropped, even if the job panics.
+    fn claim(&self, session: &str, user: Option<&str>, max: usize) -> Result<Claim, RpcError> {
         let mut held = self.0.0.lock().expect("never poisoned");
-        if held.contains_key(session) {
-            return None;
+        if held.closed {
+            return Err(RpcError::seshat("server_stopping", "the server is stopping: connect again in a moment"));
+        }
+        if held.jobs.contains_key(session) {
+            return Err(RpcError::busy(session));
+        }
+        if let Some(user) = user {
+            let running = held.jobs.values().filter(|(_, u)| u.as_deref() == Some(user)).count();
+            if running >= max {
+                return Err(RpcError::seshat(
+                    "too_many_turns",
+                    format!(
+                        "{user} already runs {running} turns at once, as many as the server allows \
+                         (`max_turns_per_user` under [serve]): wait for one to complete"
+                    ),
+                ));
+            }
         }
         let cancel = Cancel::default();
-        held.insert(session.to_string(), cancel.clone());
-        Some(Claim { busy: self.clone(), session: session.to_string(), cancel, held: None })
+        held.jobs.insert(session.to_string(), (cancel.clone(), user.map(str::to_string)));
+        Ok(Claim { busy: self.clone(), session: session.to_string(), cancel, held: None })
     }
 
     fn contains(&self, session: &str) -> bool {
-        self.0.0.lock().expect("never poisoned").contains_key(session)
+        self.0.0.lock().expect("never poisoned").jobs.contains_key(session)
     }
 
     /// Interrupts `session`'s job, whichever connection started it; whether one was running.
     pub(super) fn interrupt(&self, session: &str) -> bool {
         let held = self.0.0.lock().expect("never poisoned");
-        held.get(session).inspect(|c| c.cancel()).is_some()
+        held.jobs.get(session).inspect(|(c, _)| c.cancel()).is_some()
+    }
+
+    /// The server is stopping gracefully: no new job starts, and this waits up to `grace` for
+    /// the jobs in flight to finish by themselves; returns how many still run.
+    pub(super) fn drain(&self, grace: std::time::Duration) -> usize {
+        let (lock, released) = &*self.0;
+        let mut held = lock.lock().expect("never poisoned");
+        held.closed = true;
+        let (held, _) = released.wait_timeout_while(held, grace, |h| !h.jobs.is_empty()).expect("never poisoned");
+        held.jobs.len()
     }
 
     /// The server is stopping: tool calls waiting for their client give up, every job in flight
@@ -83,12 +120,13 @@ impl Busy {
     pub(super) fn stop_all(&self, wait: std::time::Duration) -> usize {
         STOPPING.store(true, Ordering::SeqCst);
         let (lock, released) = &*self.0;
-        let held = lock.lock().expect("never poisoned");
-        for cancel in held.values() {
+        let mut held = lock.lock().expect("never poisoned");
+        held.closed = true;
+        for (cancel, _) in held.jobs.values() {
             cancel.cancel();
         }
-        let (held, _) = released.wait_timeout_while(held, wait, |h| !h.is_empty()).expect("never poisoned");
-        held.len()
+        let (held, _) = released.wait_timeout_while(held, wait, |h| !h.jobs.is_empty()).expect("never poisoned");
+        held.jobs.len()
     }
 }
 
@@ -105,7 +143,7 @@ struct Claim {
 impl Drop for Claim {
     fn drop(&mut self) {
         let (lock, released) = &*self.busy.0;
-        lock.lock().map(|mut b| b.remove(&self.session)).ok();
+        lock.lock().map(|mut b| b.jobs.remove(&self.session)).ok();
         released.notify_all();
     }
 }
@@ -141,7 +179,7 @@ impl Turns {
         session: &str,
         job: impl FnOnce(&mut Agent, Cancel, Claim) + Send + 'static,
     ) -> Result<(), RpcError> {
-        let mut claim = self.busy.claim(session).ok_or_else(|| RpcError::busy(session))?;
+        let mut claim = self.busy.claim(session, link.user, link.max_turns)?;
         let held = seshat::store::claim_session(&link.ctx.db, session).map_err(RpcError::from_store)?;
         claim.held = Some(held.ok_or_else(|| RpcError::busy(session))?);
         if self.slots.get(session).is_some_and(|s| s.worker.is_finished()) {
@@ -232,7 +270,7 @@ impl Turns {
 
 /// Opens `session`'s agent with what the client asked for and the client's tools.
 fn open_agent(link: Link<'_>, session: &str) -> Result<Agent, RpcError> {
-    let Link { ctx, setup, outbox, pending } = link;
+    let Link { ctx, setup, outbox, pending, .. } = link;
     let flags = crate::chat::AgentFlags {
         session: SessionChoice::Resume(session.to_string()),
         provider: setup.provider.clone(),

@@ -569,6 +569,21 @@ fn a_message_holding_more_of_the_words_comes_before_one_holding_fewer(home) {
 }
 }
 
+on_both_backends! {
+fn a_rare_word_outranks_a_common_one_however_often_said_or_many_newer_messages_hold_it(home) {
+    let mut store = home.store();
+    let s = session_in(&mut store, "/p");
+    // The rare word once, at the start; a common word said three times in a message as long; then
+    // more newer messages holding the common word than PostgreSQL ranks by recency alone.
+    let mut batch = vec![text(Role::User, "the kestrel config changed today"), text(Role::User, "deploy deploy deploy went out")];
+    batch.extend((0..2_100).map(|i| text(Role::User, &format!("deploy number {i} went fine"))));
+    store.append(&s, &batch).unwrap();
+    let hits = ranked(&store, &s, "kestrel deploy", 3, &Ranking::default());
+    assert_eq!(hits.first(), Some(&1), "the rare word's message first: {hits:?}");
+    assert_eq!(hits.len(), 3, "{hits:?}");
+}
+}
+
 /// A meeting of QMSum's tuning split (`tests/fixtures/retrieval/qmsum`, the recall benchmark's
 /// data) imported as a session, each turn a message `speaker: text`; and the rank (0-based) of the
 /// first message inside an annotated answer span for `query` under `ranking`, within 10.
@@ -621,6 +636,12 @@ fn real_questions_phrased_unlike_their_answers_are_found_within_5_and_each_rule_
         ("question words", without(|r| r.question_words = false)),
     ] {
         let without_it = meeting_rank(&store, &meeting, profit, &ranking);
+        if rule == "question words" && home.is_postgres() {
+            // PostgreSQL weighs each word by its rarity across the index (store/weights.rs): the
+            // common "think" and "issue" cannot outweigh "profit" there even without the rule.
+            assert!(without_it.is_some_and(|r| r < 5), "without {rule} on PostgreSQL found at {without_it:?}");
+            continue;
+        }
         assert!(without_it.is_none_or(|r| r >= 5), "without {rule} still found at {without_it:?}");
     }
 

@@ -27,6 +27,7 @@ mod local;
 mod memory;
 mod memory_cli;
 mod migrations;
+mod network;
 mod owners;
 mod pins;
 mod plugins;

@@ -88,6 +88,9 @@ pub struct Overrides {
     pub max_iterations: Option<u32>,
     /// Stream answers (default: on).
     pub stream: Option<bool>,
+    /// The user every store opened here acts for (default: the local user; see
+    /// [`crate::store::Store::acting_for`]).
+    pub user: Option<String>,
 }
 
 /// The configuration opened for front ends: see the [module](self) documentation.
@@ -152,7 +155,20 @@ impl Environment {
 
     /// Hybrid memory and history search, when the configuration embeds them.
     pub fn recall(&self) -> Option<crate::retrieval::Recall> {
-        crate::retrieval::Recall::from_config(&self.config, self.catalog(), &self.runtime(), &self.store)
+        let recall = crate::retrieval::Recall::from_config(&self.config, self.catalog(), &self.runtime(), &self.store)?;
+        Some(match &self.overrides.user {
+            Some(user) => recall.acting_for(user),
+            None => recall,
+        })
+    }
+
+    /// The store, acting for the overrides' user.
+    fn connect(&self) -> Result<crate::store::Store> {
+        let store = crate::store::Store::connect(&self.store)?;
+        Ok(match &self.overrides.user {
+            Some(user) => store.acting_for(user),
+            None => store,
+        })
     }
 
     /// The thread that embeds what is written, when the configuration embeds history or memory.
@@ -163,7 +179,7 @@ impl Environment {
     /// The document corpus, with the configured embedder. An embedder that cannot be loaded
     /// leaves the search lexical (with a warning), never stops the caller.
     pub fn knowledge(&self) -> Result<crate::retrieval::Knowledge> {
-        Ok(self.knowledge_over(crate::store::Store::connect(&self.store)?))
+        Ok(self.knowledge_over(self.connect()?))
     }
 
     /// [`Environment::knowledge`] over a store already open.
@@ -181,7 +197,7 @@ impl Environment {
     /// The document corpus for the agent's knowledge tools: only when the project sees a document.
     fn agent_knowledge(&self) -> Option<crate::retrieval::Knowledge> {
         let project = self.project.as_deref().unwrap_or_default();
-        let store = crate::store::Store::connect(&self.store).ok()?;
+        let store = self.connect().ok()?;
         let filter = crate::store::KnowledgeFilter { project, scope: None };
         if store.knowledge_document_ids(filter).ok()?.is_empty() {
             return None;
@@ -204,6 +220,7 @@ impl Environment {
             dirs: Some(self.dirs.clone()),
             project: self.project.clone(),
             project_dir: self.project_dir.clone(),
+            user: self.overrides.user.clone(),
             ..ClientOptions::default()
         }
     }
@@ -226,6 +243,7 @@ impl Environment {
             max_output,
             max_iterations,
             stream,
+            user: _,
         } = &self.overrides;
         let config = &self.config;
         // The provider first: it also writes the summaries, so the client is made with it.

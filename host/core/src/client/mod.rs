@@ -51,6 +51,8 @@ pub struct ClientOptions {
     /// The project's directory (its configuration and plugins); by default the project key read
     /// as a path, for a key that is one.
     pub project_dir: Option<std::path::PathBuf>,
+    /// The user the store acts for (see [`Store::acting_for`]); by default the local user.
+    pub user: Option<String>,
 }
 
 /// The project's directory: the one given, else the project key when it is an absolute path
@@ -172,7 +174,10 @@ impl Client {
             })?),
             (None, None) => None,
         };
-        let store = Store::connect(&store_location(config.store.as_ref(), &dirs)?)?;
+        let mut store = Store::connect(&store_location(config.store.as_ref(), &dirs)?)?;
+        if let Some(user) = &config.user {
+            store = store.acting_for(user);
+        }
         let catalog = Catalog::discover(&dirs.config, project);
         let runtime = Runtime::new(Some(dirs.cache.join("plugins")));
         let load = |kind: PluginKind| -> Result<crate::plugins::LoadedPlugin> {

@@ -105,6 +105,17 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// A stable code: the store's for a database failure (`scope_denied` for a team scope the
+    /// caller may not write), `memory_failed` for the rest.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::Database(e) => e.code(),
+            _ => "memory_failed",
+        }
+    }
+}
+
 /// Result alias for memory operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

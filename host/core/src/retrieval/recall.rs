@@ -70,6 +70,12 @@ impl Recall {
         ))
     }
 
+    /// The same search acting for `user` (see [`Store::acting_for`]).
+    pub fn acting_for(mut self, user: &str) -> Self {
+        self.store = self.store.acting_for(user);
+        self
+    }
+
     /// Whether history search is hybrid.
     pub fn history(&self) -> bool {
         self.history

@@ -5,6 +5,9 @@
 use super::db::{Backend, Db, Param, Row, Tx, Value, params};
 use super::{Error, Result, Store};
 
+/// The tables whose ids are text (made by Seshat, not by an identity column).
+const TEXT_IDS: &[&str] = &["sessions", "tokens"];
+
 /// The tables, parents before children, with the columns both schemas share. The vector
 /// indexes come after the rows they cover, so that the target's triggers queue nothing the
 /// source had not queued (the queue is copied as it is).
@@ -12,6 +15,7 @@ const TABLES: &[(&str, &str)] = &[
     ("users", "name, created_at"),
     ("teams", "name, created_at"),
     ("team_members", "team, user_name, access, granted_at"),
+    ("tokens", "id, user_name, salt, hash, read_only, created_at, expires_at, revoked_at"),
     (
         "sessions",
         "id, title, project, provider, model, context_window, created_at, updated_at, message_count, input_tokens, \
@@ -134,7 +138,7 @@ impl Store {
             if tx.backend() == Backend::Postgres {
                 // Rows came with their ids: the identity columns go on after the highest.
                 for (table, columns) in TABLES {
-                    if columns.starts_with("id,") && *table != "sessions" {
+                    if columns.starts_with("id,") && !TEXT_IDS.contains(table) {
                         tx.query_value::<i64>(
                             &format!(
                                 "SELECT setval(pg_get_serial_sequence('{table}', 'id'), \
@@ -225,7 +229,7 @@ fn copy_table(
     let insert = format!("INSERT INTO {table} ({columns}) VALUES ({})", marks.join(", "));
     // Tables keyed by an integer are read in pages of it; the few others (sessions by their text
     // id, the small keyed-by-name tables) whole, in key order.
-    let paged = matches!(key, "id" | "chunk_id" | "message_id" | "entity_id") && table != "sessions";
+    let paged = matches!(key, "id" | "chunk_id" | "message_id" | "entity_id") && !TEXT_IDS.contains(&table);
     let mut done = 0u64;
     let mut after = i64::MIN;
     loop {

@@ -4,6 +4,7 @@
 
 use super::db::{Backend, Db, Tx, params};
 use super::ranking::{Index, Ranking};
+use super::weights::Weighed;
 use super::{Message, Result, Store};
 use crate::conversation::{Part, Role};
 
@@ -332,71 +333,104 @@ pub(super) fn index(tx: &Tx<'_>, id: i64, text: &str) -> Result<()> {
     Ok(())
 }
 
-/// How many of an expression's newest matches PostgreSQL ranks (SQLite's bm25 ranks them all; as
-/// memory does, `search::RANKED_CANDIDATES`).
-const POSTGRES_RANKED: usize = 2_000;
+/// How many messages holding the rarest of an expression's words PostgreSQL ranks
+/// ([`super::weights::rarest`]), and how many of the expression's newest matches besides
+/// (SQLite's bm25 ranks every match; `ts_rank` reads each match's words, so a word most messages
+/// hold would have it rank them all: 60 ms at 100k messages).
+const POSTGRES_RARE: i64 = 2_000;
+/// See [`POSTGRES_RARE`].
+const POSTGRES_NEWEST: usize = 1_000;
 
-/// The two queries of a history search on `backend`: the floor (the oldest message a capped
-/// ranking looks at: the cap-th most recent match, read in id order, which costs no ranking) and
-/// the best matches (by bm25 on SQLite, which reads only the index; by `ts_rank` with length
-/// normalisation among the newest [`POSTGRES_RANKED`] on PostgreSQL). `scoped`: the search is
-/// limited to a session or a project.
-fn search_sql(backend: Backend, scoped: bool) -> (String, String) {
-    // The floor binds the project at ?3 and the owner at ?5, the best matches at ?4 and ?6.
-    let (floor_sessions, best_sessions) = (in_sessions(3, 5), in_sessions(4, 6));
+/// The floor of a history search on `backend`: the oldest message a capped ranking looks at (the
+/// cap-th most recent match, read in id order, which costs no ranking). Binds the expression at
+/// ?1, the lineage at ?2, the project at ?3, the offset at ?4 and the owner at ?5.
+fn floor_sql(backend: Backend) -> String {
     match backend {
-        Backend::Sqlite => (
-            format!(
-                "SELECT message_fts.rowid FROM message_fts JOIN messages m ON m.id = message_fts.rowid \
-                 WHERE message_fts MATCH ?1 AND {} AND {} ORDER BY message_fts.rowid DESC LIMIT 1 OFFSET ?4",
-                super::lineage::in_lineage(backend, 2),
-                floor_sessions
-            ),
-            format!(
-                "SELECT m.id, m.session_id, m.seq FROM message_fts JOIN messages m ON m.id = message_fts.rowid \
-                 WHERE message_fts MATCH ?1 AND message_fts.rowid >= ?5 AND {} AND {} \
-                 ORDER BY bm25(message_fts), m.id DESC LIMIT ?2",
-                super::lineage::in_lineage(backend, 3),
-                best_sessions
-            ),
+        Backend::Sqlite => format!(
+            "SELECT message_fts.rowid FROM message_fts JOIN messages m ON m.id = message_fts.rowid \
+             WHERE message_fts MATCH ?1 AND {} AND {} ORDER BY message_fts.rowid DESC LIMIT 1 OFFSET ?4",
+            super::lineage::in_lineage(backend, 2),
+            in_sessions(3, 5)
         ),
-        _ => (
-            format!(
-                "SELECT s.message_id FROM message_search s JOIN messages m ON m.id = s.message_id \
-                 WHERE s.words @@ websearch_to_tsquery('seshat', ?1) AND {} AND {} \
-                 ORDER BY s.message_id DESC LIMIT 1 OFFSET ?4",
-                super::lineage::in_lineage(backend, 2),
-                floor_sessions
-            ),
-            // `ts_rank` reads each match's words: a word most messages hold would have it rank
-            // them all (60 ms at 100k messages), so the newest POSTGRES_RANKED matches are ranked.
-            // Across every session the matches are taken and ranked from the index alone, the
-            // messages joined after the cut.
-            if scoped {
-                format!(
-                    "SELECT c.id, c.session_id, c.seq FROM (SELECT m.id, m.session_id, m.seq, s.words \
-                     FROM message_search s JOIN messages m ON m.id = s.message_id \
-                     WHERE s.words @@ websearch_to_tsquery('seshat', ?1) AND s.message_id >= ?5 AND {} AND {} \
-                     ORDER BY s.message_id DESC LIMIT {POSTGRES_RANKED}) c \
-                     ORDER BY ts_rank(c.words, websearch_to_tsquery('seshat', ?1), 1) DESC, c.id DESC LIMIT ?2",
-                    super::lineage::in_lineage(backend, 3),
-                    best_sessions
-                )
-            } else {
-                // Ranked and cut before the join: joined first, the planner reads every message
-                // to hash them (12 ms at 100k) for the 2,000 it ranks.
-                format!(
-                    "SELECT m.id, m.session_id, m.seq FROM (SELECT message_id, \
-                     ts_rank(words, websearch_to_tsquery('seshat', ?1), 1) AS rank FROM (SELECT message_id, words \
-                     FROM message_search WHERE words @@ websearch_to_tsquery('seshat', ?1) AND message_id >= ?5 \
-                     ORDER BY message_id DESC LIMIT {POSTGRES_RANKED}) w ORDER BY rank DESC, message_id DESC LIMIT ?2) c \
-                     JOIN messages m ON m.id = c.message_id \
-                     WHERE CAST(?3 AS TEXT) IS NULL AND CAST(?4 AS TEXT) IS NULL AND CAST(?6 AS TEXT) IS NULL \
-                     ORDER BY c.rank DESC, m.id DESC"
-                )
-            },
+        Backend::Postgres => format!(
+            "SELECT s.message_id FROM message_search s JOIN messages m ON m.id = s.message_id \
+             WHERE s.words @@ websearch_to_tsquery('seshat', ?1) AND {} AND {} \
+             ORDER BY s.message_id DESC LIMIT 1 OFFSET ?4",
+            super::lineage::in_lineage(backend, 2),
+            in_sessions(3, 5)
         ),
     }
+}
+
+/// SQLite's best matches of an expression, by bm25 (which reads only the index). Binds the
+/// expression at ?1, the limit at ?2, the lineage at ?3, the project at ?4, the floor at ?5 and
+/// the owner at ?6.
+fn sqlite_best() -> String {
+    format!(
+        "SELECT m.id, m.session_id, m.seq FROM message_fts JOIN messages m ON m.id = message_fts.rowid \
+         WHERE message_fts MATCH ?1 AND message_fts.rowid >= ?5 AND {} AND {} \
+         ORDER BY bm25(message_fts), m.id DESC LIMIT ?2",
+        super::lineage::in_lineage(Backend::Sqlite, 3),
+        in_sessions(4, 6)
+    )
+}
+
+/// PostgreSQL's best matches of an expression whose `words` are weighed (rarest first): each
+/// message's score is the sum over the words of the word's weight times its `ts_rank` (length
+/// normalised) — bm25's shape. The messages ranked are every match holding one of the rarest
+/// words (up to [`POSTGRES_RARE`]) and the newest [`POSTGRES_NEWEST`] matches: a message
+/// holding only common words could not outrank one holding a rare word by much.
+///
+/// Binds as [`sqlite_best`] (?1 expression, ?2 limit, ?3 lineage, ?4 project,
+/// ?5 floor, ?6 owner), then ?7 the rarest words as one expression, then each word's weight and
+/// phrase from ?8 on. `scoped`: the search is limited to a session, a project or an owner;
+/// `floor`: ?5 is one; `all_rare`: the rarest words are all the words (their matches are all the
+/// matches).
+fn postgres_best(scoped: bool, floor: bool, all_rare: bool, words: usize) -> String {
+    let score = |of: &str| {
+        let terms: Vec<String> = (0..words)
+            .map(|i| {
+                let (w, p) = (8 + 2 * i, 9 + 2 * i);
+                format!("CAST(?{w} AS FLOAT8) * ts_rank({of}, websearch_to_tsquery('seshat', ?{p}), 1)")
+            })
+            .collect();
+        if terms.is_empty() { "0".to_string() } else { terms.join(" + ") }
+    };
+    // The floor is left out when there is none: bound as 0 it would still steer the planner to
+    // read every message by id instead of the matches by word.
+    let mut filters =
+        if floor { "AND s.message_id >= ?5".to_string() } else { "AND CAST(?5 AS BIGINT) = 0".to_string() };
+    if scoped {
+        filters += &format!(" AND {} AND {}", super::lineage::in_lineage(Backend::Postgres, 3), in_sessions(4, 6));
+    }
+    let join = if scoped { "JOIN messages m ON m.id = s.message_id" } else { "" };
+    // Each candidate's words and message are read by id (`LIMIT 1` keeps the planner from
+    // joining them whole: hashing every message costs more than the few thousand lookups).
+    format!(
+        "SELECT c.message_id, m.session_id, m.seq FROM (SELECT d.message_id, {score} AS rank FROM \
+         ((SELECT s.message_id FROM message_search s {join} WHERE s.words @@ websearch_to_tsquery('seshat', ?7) \
+         AND s.words @@ websearch_to_tsquery('seshat', ?1) {filters} ORDER BY s.message_id DESC LIMIT {POSTGRES_RARE}) \
+         {newest}) d \
+         CROSS JOIN LATERAL (SELECT words FROM message_search WHERE message_id = d.message_id LIMIT 1) w \
+         ORDER BY rank DESC, d.message_id DESC LIMIT ?2) c \
+         CROSS JOIN LATERAL (SELECT session_id, seq FROM messages WHERE id = c.message_id LIMIT 1) m \
+         WHERE {unscoped} ORDER BY c.rank DESC, c.message_id DESC",
+        score = score("w.words"),
+        // When every word is rare, the rare words' matches are all the matches.
+        newest = if all_rare {
+            String::new()
+        } else {
+            format!(
+                "UNION (SELECT s.message_id FROM message_search s {join} WHERE s.words @@ websearch_to_tsquery('seshat', ?1) \
+                 {filters} ORDER BY s.message_id DESC LIMIT {POSTGRES_NEWEST})"
+            )
+        },
+        unscoped = if scoped {
+            "TRUE"
+        } else {
+            "CAST(?3 AS TEXT) IS NULL AND CAST(?4 AS TEXT) IS NULL AND CAST(?6 AS TEXT) IS NULL"
+        },
+    )
 }
 
 impl Store {
@@ -420,11 +454,24 @@ impl Store {
             let keys = scope.keys(&self.db, &self.user)?;
             let (session, project, owner) = (&keys.lineage, keys.project, keys.owner);
             let backend = self.db.backend();
-            let (floor, best) = search_sql(backend, keys.scoped());
+            let floor = floor_sql(backend);
             let expressions = super::ranking::expressions(query, ranking);
             let any = expressions.any.clone();
             let words = super::ranking::kept_words(query, ranking);
             let tiers: Vec<_> = expressions.tiers().collect();
+            // PostgreSQL weighs each word once per search (bm25 does it inside SQLite's index).
+            let weighed = match backend {
+                Backend::Sqlite => Vec::new(),
+                Backend::Postgres => {
+                    let mut distinct: Vec<String> = Vec::new();
+                    for w in tiers.iter().flat_map(|t| &t.words) {
+                        if !distinct.contains(w) {
+                            distinct.push(w.clone());
+                        }
+                    }
+                    super::weights::weigh(&self.db, &self.counts, &distinct)?
+                }
+            };
             let mut found: Vec<Found> = Vec::new();
             for expression in &tiers {
                 if found.len() >= limit {
@@ -439,11 +486,32 @@ impl Store {
                     None => 0,
                 };
                 // Spreading ranks a wider pool: the hits it moves back leave room.
-                let pool = if ranking.spread > 0 { super::ranking::POOL } else { limit };
-                let mut ranked: Vec<Found> =
-                    self.db.query_vec(&best, params![rendered, pool as i64, session, project, from, owner], |r| {
-                        Ok(Found { id: r.get(0)?, session_id: r.get(1)?, seq: r.get(2)? })
-                    })?;
+                let pool = (if ranking.spread > 0 { super::ranking::POOL } else { limit }) as i64;
+                let read = |r: &super::db::Row<'_>| Ok(Found { id: r.get(0)?, session_id: r.get(1)?, seq: r.get(2)? });
+                let mut ranked: Vec<Found> = match backend {
+                    Backend::Sqlite => self.db.query_vec(
+                        &sqlite_best(),
+                        params![rendered, pool, session, project, from, owner],
+                        read,
+                    )?,
+                    Backend::Postgres => {
+                        // The expression's own words, with what they weigh.
+                        let mine: Vec<Weighed> =
+                            weighed.iter().filter(|w| expression.words.contains(&w.word)).cloned().collect();
+                        let rarest = super::weights::rarest(&mine, POSTGRES_RARE);
+                        let all_rare = rarest.len() == mine.len()
+                            && rarest.iter().map(|w| w.messages).sum::<i64>() <= POSTGRES_RARE;
+                        let rare = rarest.iter().map(|w| w.phrase.as_str()).collect::<Vec<_>>().join(" or ");
+                        let mut binds: Vec<&dyn super::db::Param> =
+                            vec![&rendered, &pool, &session, &project, &from, &owner, &rare];
+                        for w in &mine {
+                            binds.push(&w.weight);
+                            binds.push(&w.phrase);
+                        }
+                        let sql = postgres_best(keys.scoped(), from > 0, all_rare, mine.len());
+                        self.db.query_vec(&sql, &binds, read)?
+                    }
+                };
                 if ranking.coordination && Some(expression) == any.as_ref() {
                     ranked = super::ranking::by_coordination(&self.db, Index::History, ranked, |f| f.id, &words)?;
                 }

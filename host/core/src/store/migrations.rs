@@ -27,6 +27,7 @@ const MIGRATIONS: &[(&str, &str, Option<Backfill>)] = &[
     ("0011_branches", include_str!("migrations/sqlite/0011_branches.sql"), None),
     ("0012_queue_claims", include_str!("migrations/sqlite/0012_queue_claims.sql"), None),
     ("0013_owners", include_str!("migrations/sqlite/0013_owners.sql"), None),
+    ("0014_tokens", include_str!("migrations/sqlite/0014_tokens.sql"), None),
 ];
 
 /// The line by which a SQLite migration says it rebuilds tables that others reference: it runs
@@ -38,6 +39,12 @@ const REBUILDS_TABLES: &str = "-- seshat: rebuilds tables";
 const POSTGRES_MIGRATIONS: &[(&str, &str, Option<Backfill>)] = &[
     ("0001_init", include_str!("migrations/postgres/0001_init.sql"), None),
     ("0002_memory_substring", include_str!("migrations/postgres/0002_memory_substring.sql"), None),
+    (
+        "0003_word_indexes_without_pending",
+        include_str!("migrations/postgres/0003_word_indexes_without_pending.sql"),
+        None,
+    ),
+    ("0004_tokens", include_str!("migrations/postgres/0004_tokens.sql"), None),
 ];
 
 /// Messages indexed per statement by [`index_history`].

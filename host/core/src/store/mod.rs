@@ -36,9 +36,11 @@ pub mod ranking;
 mod sessions;
 mod sources;
 mod tls;
+mod tokens;
 mod transfer;
 mod vectors;
 mod view;
+mod weights;
 
 use std::path::Path;
 
@@ -64,6 +66,7 @@ pub use seshat_protocol::records::{
 pub use sessions::ListFilter;
 pub use sessions::MIN_SHORT_ID;
 pub use sources::SourceItem;
+pub use tokens::{Caller, NewToken, Refusal, TokenInfo};
 pub use transfer::{ImportOptions, Imported, unanswered_text};
 pub use vectors::{Queued, QueuedText, VectorHead, VectorIndex};
 pub use view::{COMPACTION_MARKER, LiveView, Origin, ViewEntry, summary_text};
@@ -84,6 +87,8 @@ pub struct Store {
     db: Db,
     location: Location,
     user: String,
+    /// PostgreSQL: how many messages hold each word searched lately.
+    counts: weights::Counts,
 }
 
 impl std::fmt::Debug for Store {
@@ -109,7 +114,7 @@ impl Store {
             Location::Postgres(server) => open::connect(server),
         }
         .map_err(|e| e.at(location, "open the database"))?;
-        Ok(Self { db, location: location.clone(), user: LOCAL_USER.to_string() })
+        Ok(Self { db, location: location.clone(), user: LOCAL_USER.to_string(), counts: Default::default() })
     }
 
     /// The same store acting for `user` (see [`Store::add_user`]): sessions, memory and

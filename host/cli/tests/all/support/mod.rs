@@ -8,6 +8,7 @@ use seshat::store::{Location, NewSession, Store};
 
 pub mod postgres;
 pub mod server;
+pub mod tls;
 
 /// A temporary `SESHAT_HOME` and its store: the SQLite file in it, or a fresh database on the
 /// tests' PostgreSQL cluster ([`Home::postgres`]), which every command run from the home uses

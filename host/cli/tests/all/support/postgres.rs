@@ -148,18 +148,10 @@ pub struct Tls {
 
 impl Tls {
     fn new() -> Tls {
-        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        ca_params.distinguished_name.push(rcgen::DnType::CommonName, "Seshat tests CA");
-        let ca_key = rcgen::KeyPair::generate().unwrap();
-        let ca = ca_params.self_signed(&ca_key).unwrap();
-        let issuer = rcgen::Issuer::new(ca_params, ca_key);
-        let params = rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
-        let key = rcgen::KeyPair::generate().unwrap();
-        let cert = params.signed_by(&key, &issuer).unwrap();
+        let made = super::tls::Authority::new();
         // A port nothing listens on now (the kernel's pick, given back for the server to take).
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        Tls { ca: ca.pem(), cert: cert.pem(), key: key.serialize_pem(), port }
+        Tls { ca: made.ca, cert: made.cert, key: made.key, port }
     }
 }
 

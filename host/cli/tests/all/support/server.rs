@@ -7,6 +7,24 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// A gate a [`Reply::Gated`] stream waits at until the test opens it.
+#[derive(Debug, Clone, Default)]
+pub struct Gate(Arc<(Mutex<bool>, std::sync::Condvar)>);
+
+impl Gate {
+    /// Lets every stream waiting at the gate go on.
+    pub fn open(&self) {
+        *self.0.0.lock().unwrap() = true;
+        self.0.1.notify_all();
+    }
+
+    /// Waits until the gate is open (a minute at most).
+    fn pass(&self) {
+        let open = self.0.0.lock().unwrap();
+        let _ = self.0.1.wait_timeout_while(open, Duration::from_secs(60), |open| !*open).unwrap();
+    }
+}
+
 /// One scripted answer.
 #[derive(Debug, Clone)]
 pub enum Reply {
@@ -22,6 +40,9 @@ pub enum Reply {
     /// at most) before it would send `rest`; `closed` records how many pieces had gone when the
     /// client closed (`None`: it never did, and `rest` was sent).
     UntilClosed { pieces: Vec<String>, rest: Vec<String>, closed: Arc<Mutex<Option<usize>>> },
+    /// A stream that sends `pieces`, then waits until the test opens `gate` (a minute at most)
+    /// before it sends `rest` and ends.
+    Gated { pieces: Vec<String>, rest: Vec<String>, gate: Gate },
     /// No answer at all for `pause` (not even headers), then the connection closes.
     Silent { pause: Duration },
     /// The connection closes at once, without an answer.
@@ -358,6 +379,18 @@ fn respond(out: &mut TcpStream, reply: Reply) -> std::io::Result<()> {
                 *closed.lock().unwrap() = Some(pieces.len());
                 return Ok(());
             }
+            for p in &rest {
+                chunk(out, p)?;
+            }
+            out.write_all(b"0\r\n\r\n")?;
+            out.flush()
+        }
+        Reply::Gated { pieces, rest, gate } => {
+            out.write_all(stream_head.as_bytes())?;
+            for p in &pieces {
+                chunk(out, p)?;
+            }
+            gate.pass();
             for p in &rest {
                 chunk(out, p)?;
             }

@@ -1,0 +1,486 @@
+//! `seshat serve --listen ws://HOST:PORT` or `wss://HOST:PORT`: the same JSON-RPC protocol for
+//! clients on other machines, one message per WebSocket text frame (a transport proxies and load
+//! balancers carry, with clients in every language).
+//!
+//! A client proves who it is with a bearer token in its upgrade request (`Authorization: Bearer
+//! …`, from `seshat tokens create`); a missing, wrong, expired or revoked one is refused with
+//! HTTP 401 before any JSON-RPC. Each connection is then served as stdio is, acting for the
+//! token's user. The limits (`[serve]` in config.toml): the largest message, connections at
+//! once, turns per user, the handshake's time, silence (the server pings; a client that answers
+//! nothing is dropped).
+//!
+//! The sockets are tokio's; each connection's requests are served on a thread of its own by the
+//! same code as stdio's, bridged to its socket by two bounded queues (so a client that stops
+//! reading still fills its unread limit, and a server that is busy stops reading the socket).
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use futures_util::{SinkExt as _, StreamExt as _};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+use tokio_tungstenite::tungstenite::http::{self, StatusCode};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
+
+use super::turns;
+use crate::Context;
+
+/// Where and how `--listen` serves over the network.
+#[derive(Debug)]
+pub(super) struct Network {
+    /// The address to bind.
+    pub address: SocketAddr,
+    /// TLS (`wss://`), or none (`ws://`).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+/// `--listen ws://HOST:PORT` or `wss://HOST:PORT` with its TLS files, or `None` when `listen` is
+/// not a WebSocket address. Plain `ws://` is refused off loopback unless `insecure`.
+pub(super) fn parse(
+    listen: &str,
+    cert: Option<&std::path::Path>,
+    key: Option<&std::path::Path>,
+    insecure: bool,
+) -> anyhow::Result<Option<Network>> {
+    let (secure, rest) = match listen.split_once("://") {
+        Some(("ws", rest)) => (false, rest),
+        Some(("wss", rest)) => (true, rest),
+        _ => return Ok(None),
+    };
+    let rest = rest.trim_end_matches('/');
+    let address: SocketAddr = match rest.parse() {
+        Ok(a) => a,
+        Err(_) => std::net::ToSocketAddrs::to_socket_addrs(rest)
+            .ok()
+            .and_then(|mut a| a.next())
+            .with_context(|| format!("`--listen {listen}`: give HOST:PORT, as in ws://127.0.0.1:7420"))?,
+    };
+    if !secure && !address.ip().is_loopback() && !insecure {
+        anyhow::bail!(
+            "`--listen {listen}` would send tokens and conversations unencrypted beyond this machine: use wss:// with \
+             --tls-cert and --tls-key, or add --insecure-listen (behind a proxy that encrypts)"
+        );
+    }
+    let tls = match (secure, cert, key) {
+        (false, None, None) => None,
+        (false, _, _) => anyhow::bail!("--tls-cert and --tls-key are for wss:// addresses, not `{listen}`"),
+        (true, Some(cert), Some(key)) => Some(Arc::new(tls_config(cert, key)?)),
+        (true, _, _) => anyhow::bail!("`--listen {listen}` needs --tls-cert FILE and --tls-key FILE (PEM)"),
+    };
+    Ok(Some(Network { address, tls }))
+}
+
+/// A rustls server configuration from PEM files: the certificate chain and its private key.
+fn tls_config(cert: &std::path::Path, key: &std::path::Path) -> anyhow::Result<rustls::ServerConfig> {
+    use rustls::pki_types::pem::PemObject as _;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .and_then(|certs| certs.collect::<Result<_, _>>())
+        .map_err(|e| anyhow::anyhow!("cannot read the certificate chain in {}: {e}", cert.display()))?;
+    anyhow::ensure!(!chain.is_empty(), "{} holds no PEM certificate", cert.display());
+    let key = PrivateKeyDer::from_pem_file(key)
+        .map_err(|e| anyhow::anyhow!("cannot read a PEM private key in {}: {e}", key.display()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .context("TLS versions")?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .context("the certificate and the key do not make a TLS identity (do they match?)")
+}
+
+/// What every connection shares.
+struct Shared {
+    ctx: Arc<Context>,
+    busy: turns::Busy,
+    /// Checks tokens (its own connection to the store).
+    tokens: Mutex<seshat::store::Store>,
+    config: seshat::config::ServeConfig,
+    /// The largest message a client may send.
+    max_message: usize,
+    connections: Arc<tokio::sync::Semaphore>,
+    /// Set when the service is stopping and its connections close.
+    closing: tokio::sync::watch::Receiver<bool>,
+    open: Open,
+}
+
+/// How a stop signal's thread ends the service: first no new client (the turns in flight go on),
+/// then every connection is closed once what was queued for it is sent.
+#[derive(Debug)]
+pub(super) struct Stop {
+    accepting: tokio::sync::watch::Sender<bool>,
+    closing: tokio::sync::watch::Sender<bool>,
+    open: Open,
+}
+
+impl Stop {
+    /// A service that is running.
+    pub(super) fn new() -> Stop {
+        Stop {
+            accepting: tokio::sync::watch::Sender::new(true),
+            closing: tokio::sync::watch::Sender::new(false),
+            open: Open::default(),
+        }
+    }
+
+    /// No new client is accepted; the connections stay open.
+    pub(super) fn stop_accepting(&self) {
+        self.accepting.send_replace(false);
+    }
+
+    /// Every connection reads no more and is closed once its answers are sent; waits up to
+    /// `wait` for that, returning how many were still open.
+    pub(super) fn close_all(&self, wait: Duration) -> usize {
+        self.closing.send_replace(true);
+        self.open.wait_closed(wait)
+    }
+}
+
+/// The connections open, for a stop to wait on.
+#[derive(Debug, Clone, Default)]
+struct Open(Arc<(Mutex<usize>, std::sync::Condvar)>);
+
+impl Open {
+    /// Counts a connection until the guard is dropped.
+    fn enter(&self) -> OpenGuard {
+        *self.0.0.lock().expect("never poisoned") += 1;
+        OpenGuard(self.clone())
+    }
+
+    fn wait_closed(&self, wait: Duration) -> usize {
+        let open = self.0.0.lock().expect("never poisoned");
+        *self.0.1.wait_timeout_while(open, wait, |n| *n > 0).expect("never poisoned").0
+    }
+}
+
+/// One open connection, counted in [`Open`].
+struct OpenGuard(Open);
+
+impl Drop for OpenGuard {
+    fn drop(&mut self) {
+        let (count, changed) = &*self.0.0;
+        if let Ok(mut n) = count.lock() {
+            *n -= 1;
+        }
+        changed.notify_all();
+    }
+}
+
+/// Serves `network` until the process exits; `stop` ends it in two steps (see [`Stop`]).
+pub(super) fn serve(ctx: Arc<Context>, network: Network, busy: turns::Busy, stop: &Stop) -> anyhow::Result<()> {
+    let config = ctx.config().map(|c| c.serve).unwrap_or_default();
+    let max_message = config.max_message_bytes();
+    let tokens = Mutex::new(ctx.store()?);
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().context("tokio runtime")?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(network.address)
+            .await
+            .with_context(|| format!("cannot listen on {}", network.address))?;
+        let local = listener.local_addr()?;
+        eprintln!("seshat serve: listening on {}://{local}", if network.tls.is_some() { "wss" } else { "ws" });
+        let shared = Arc::new(Shared {
+            connections: Arc::new(tokio::sync::Semaphore::new(config.max_connections())),
+            ctx,
+            busy,
+            tokens,
+            config,
+            max_message,
+            closing: stop.closing.subscribe(),
+            open: stop.open.clone(),
+        });
+        let acceptor = network.tls.map(tokio_rustls::TlsAcceptor::from);
+        let mut accepting = stop.accepting.subscribe();
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => {
+                    let Ok((tcp, peer)) = accepted else { continue };
+                    let _ = tcp.set_nodelay(true);
+                    let shared = shared.clone();
+                    let acceptor = acceptor.clone();
+                    tokio::spawn(async move {
+                        let handshake = shared.config.handshake_timeout();
+                        match acceptor {
+                            Some(acceptor) => match tokio::time::timeout(handshake, acceptor.accept(tcp)).await {
+                                Ok(Ok(tls)) => client(shared, tls, peer).await,
+                                Ok(Err(e)) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
+                                Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+                            },
+                            None => client(shared, tcp, peer).await,
+                        }
+                    });
+                }
+                _ = accepting.wait_for(|a| !a) => break,
+            }
+        }
+        // Stopping: no new client; the connections stay open while their turns finish (the
+        // signal's thread waits for them, then exits the process).
+        drop(listener);
+        std::future::pending::<()>().await;
+        Ok::<_, anyhow::Error>(())
+    })?;
+    Ok(())
+}
+
+/// A refusal at the upgrade: `status` with a JSON body naming the code and what to do.
+fn refuse(status: StatusCode, code: &str, message: &str) -> ErrorResponse {
+    let body = serde_json::json!({ "code": code, "message": message }).to_string();
+    let mut response = http::Response::new(Some(body));
+    *response.status_mut() = status;
+    response.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    if status == StatusCode::UNAUTHORIZED {
+        response.headers_mut().insert(http::header::WWW_AUTHENTICATE, http::HeaderValue::from_static("Bearer"));
+    }
+    response
+}
+
+/// The caller a request's `Authorization: Bearer` token names, or the refusal to answer with.
+#[allow(clippy::result_large_err, reason = "tungstenite's upgrade callback returns its ErrorResponse by value")]
+fn authenticate(shared: &Shared, request: &Request) -> Result<seshat::store::Caller, ErrorResponse> {
+    let Some(header) = request.headers().get(http::header::AUTHORIZATION) else {
+        return Err(refuse(
+            StatusCode::UNAUTHORIZED,
+            "token_missing",
+            "send `Authorization: Bearer TOKEN` (a token from `seshat tokens create`)",
+        ));
+    };
+    let token = header
+        .to_str()
+        .ok()
+        .and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")))
+        .map(str::trim)
+        .unwrap_or_default();
+    let checked = tokio::task::block_in_place(|| shared.tokens.lock().map(|store| store.authenticate(token)));
+    match checked {
+        Ok(Ok(Ok(caller))) => Ok(caller),
+        Ok(Ok(Err(refusal))) => Err(refuse(StatusCode::UNAUTHORIZED, refusal.code(), &refusal.to_string())),
+        Ok(Err(e)) => {
+            tracing::warn!("cannot check a token: {e}");
+            Err(refuse(StatusCode::SERVICE_UNAVAILABLE, e.code(), "the server cannot reach its store: try again"))
+        }
+        Err(_) => Err(refuse(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "the token check failed")),
+    }
+}
+
+/// One client: the upgrade (its token checked, a connection slot taken), then its frames bridged
+/// to a connection served as stdio is, until either side ends.
+async fn client<S>(shared: Arc<Shared>, stream: S, peer: SocketAddr)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let slot = shared.connections.clone().try_acquire_owned().ok();
+    let full = slot.is_none();
+    let caller: Arc<Mutex<Option<seshat::store::Caller>>> = Arc::default();
+    #[allow(clippy::result_large_err, reason = "tungstenite's upgrade callback returns its ErrorResponse by value")]
+    let callback = {
+        let (shared, caller) = (shared.clone(), caller.clone());
+        move |request: &Request, response: Response| {
+            if full {
+                return Err(refuse(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "too_many_connections",
+                    "the server has as many clients as it takes (`max_connections` under [serve]): try again later",
+                ));
+            }
+            let who = authenticate(&shared, request)?;
+            if let Ok(mut c) = caller.lock() {
+                *c = Some(who);
+            }
+            Ok(response)
+        }
+    };
+    let config =
+        WebSocketConfig::default().max_message_size(Some(shared.max_message)).max_frame_size(Some(shared.max_message));
+    let upgrade = tokio_tungstenite::accept_hdr_async_with_config(stream, callback, Some(config));
+    let ws = match tokio::time::timeout(shared.config.handshake_timeout(), upgrade).await {
+        Ok(Ok(ws)) => ws,
+        Ok(Err(e)) => return tracing::debug!(%peer, "refused: {e}"),
+        Err(_) => return tracing::debug!(%peer, "the WebSocket handshake timed out"),
+    };
+    let Some(caller) = caller.lock().ok().and_then(|mut c| c.take()) else { return };
+    tracing::info!(target: "seshat::audit", user = %caller.user, token = %caller.token, %peer, "connected");
+    let open = shared.open.enter();
+    bridge(shared, ws, caller).await;
+    drop(open);
+    drop(slot);
+}
+
+/// Frames in, lines out: the connection's requests are served on a thread of its own.
+async fn bridge<S>(shared: Arc<Shared>, ws: tokio_tungstenite::WebSocketStream<S>, caller: seshat::store::Caller)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut sink, mut frames) = ws.split();
+    let (inbound, lines_in) = tokio::sync::mpsc::channel::<Vec<u8>>(16);
+    let (lines_out, mut outbound) = tokio::sync::mpsc::channel::<String>(16);
+    let closed = Arc::new(tokio::sync::Notify::new());
+    let serving = {
+        let (ctx, busy, closed) = (shared.ctx.clone(), shared.busy.clone(), closed.clone());
+        let caller = caller.clone();
+        std::thread::spawn(move || {
+            let disconnect = Arc::new(move || closed.notify_one());
+            let reader = Lines { rx: lines_in, line: Vec::new(), at: 0 };
+            let writer = Frames { tx: lines_out, pending: Vec::new() };
+            super::connection(&ctx, reader, writer, &busy, disconnect, Some(&caller));
+        })
+    };
+    let idle = shared.config.idle_timeout();
+    let mut ping = tokio::time::interval(shared.config.keepalive());
+    ping.tick().await;
+    let mut heard = Instant::now();
+    let mut inbound = Some(inbound);
+    let mut closing = shared.closing.clone();
+    let close =
+        |code: CloseCode, reason: &'static str| Message::Close(Some(CloseFrame { code, reason: reason.into() }));
+    loop {
+        tokio::select! {
+            frame = frames.next(), if inbound.is_some() => {
+                heard = Instant::now();
+                match frame {
+                    Some(Ok(Message::Text(text))) => {
+                        // One message is one request: the line reader must see it whole, and a
+                        // line break outside a JSON string is only whitespace.
+                        let mut line: Vec<u8> =
+                            text.as_bytes().iter().map(|&b| if b == b'\n' || b == b'\r' { b' ' } else { b }).collect();
+                        line.push(b'\n');
+                        let Some(requests) = &inbound else { break };
+                        if requests.send(line).await.is_err() {
+                            break;
+                        }
+                    }
+                    Some(Ok(Message::Binary(_))) => {
+                        let error = super::rpc::RpcError::parse("a binary frame is not JSON-RPC: send each request as a text frame".into());
+                        if !send(&mut sink, Message::text(error.line()), idle).await {
+                            break;
+                        }
+                    }
+                    Some(Ok(Message::Close(_))) | None => break,
+                    Some(Ok(_)) => {} // pings are answered by the library; pongs only show life
+                    Some(Err(tokio_tungstenite::tungstenite::Error::Capacity(e))) => {
+                        // Nothing of it was read or applied; the client is told why, then closed.
+                        let error = super::rpc::RpcError::too_large(format!(
+                            "{e}: the largest message the server reads is {} (`max_message_mib` under [serve])",
+                            seshat::input::describe_limit(shared.max_message)
+                        ));
+                        let _ = send(&mut sink, Message::text(error.line()), idle).await;
+                        let _ = send(&mut sink, close(CloseCode::Size, "message too large"), idle).await;
+                        break;
+                    }
+                    Some(Err(e)) => {
+                        tracing::debug!(user = %caller.user, "connection ended: {e}");
+                        break;
+                    }
+                }
+            }
+            line = outbound.recv() => match line {
+                Some(line) => {
+                    if !send(&mut sink, Message::text(line), idle).await {
+                        break;
+                    }
+                }
+                None => {
+                    let _ = send(&mut sink, close(CloseCode::Normal, ""), idle).await;
+                    break;
+                }
+            },
+            _ = ping.tick() => {
+                if heard.elapsed() >= idle {
+                    let _ = send(&mut sink, close(CloseCode::Away, "silent too long"), idle).await;
+                    break;
+                }
+                if !send(&mut sink, Message::Ping(Default::default()), idle).await {
+                    break;
+                }
+            }
+            // The service is stopping: no more requests; what is queued is sent, then the close.
+            Ok(()) = closing.changed(), if inbound.is_some() => {
+                if *closing.borrow_and_update() {
+                    inbound = None;
+                }
+            }
+            _ = closed.notified() => {
+                let _ = send(&mut sink, close(CloseCode::Policy, "the client did not read its answers"), idle).await;
+                break;
+            }
+        }
+    }
+    // The reader sees the end: the turns in flight are interrupted and store what arrived.
+    drop(inbound);
+    drop(outbound);
+    let _ = tokio::task::spawn_blocking(move || serving.join()).await;
+    tracing::info!(target: "seshat::audit", user = %caller.user, "disconnected");
+}
+
+/// Sends `message`; false when it could not be sent within `within` (the client stopped reading).
+async fn send<S>(
+    sink: &mut futures_util::stream::SplitSink<tokio_tungstenite::WebSocketStream<S>, Message>,
+    message: Message,
+    within: Duration,
+) -> bool
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    matches!(tokio::time::timeout(within, sink.send(message)).await, Ok(Ok(())))
+}
+
+/// The connection's input: each text frame a line.
+struct Lines {
+    rx: tokio::sync::mpsc::Receiver<Vec<u8>>,
+    line: Vec<u8>,
+    at: usize,
+}
+
+impl std::io::Read for Lines {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let available = std::io::BufRead::fill_buf(self)?;
+        let n = available.len().min(buf.len());
+        buf[..n].copy_from_slice(&available[..n]);
+        std::io::BufRead::consume(self, n);
+        Ok(n)
+    }
+}
+
+impl std::io::BufRead for Lines {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        while self.at >= self.line.len() {
+            match self.rx.blocking_recv() {
+                Some(line) => {
+                    self.line = line;
+                    self.at = 0;
+                }
+                None => return Ok(&[]),
+            }
+        }
+        Ok(&self.line[self.at..])
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.at += n;
+    }
+}
+
+/// The connection's output: each line a text frame.
+struct Frames {
+    tx: tokio::sync::mpsc::Sender<String>,
+    pending: Vec<u8>,
+}
+
+impl std::io::Write for Frames {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.pending.extend_from_slice(buf);
+        while let Some(end) = self.pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.pending.drain(..=end).take(end).collect();
+            let line = String::from_utf8(line).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+            self.tx.blocking_send(line).map_err(|_| std::io::Error::from(std::io::ErrorKind::BrokenPipe))?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}

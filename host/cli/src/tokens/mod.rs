@@ -1,0 +1,120 @@
+//! `seshat tokens`: the bearer tokens clients of a network `seshat serve` present. A token is
+//! printed once, when it is made; the store keeps only its salted hash.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+
+use crate::{Context, format};
+
+/// What `seshat tokens` does.
+#[derive(Debug, clap::Subcommand)]
+pub enum TokensCommand {
+    /// Make a token for a user and print it (once: it cannot be shown again).
+    Create {
+        /// The user it acts for (`seshat users add` first).
+        #[arg(long)]
+        user: String,
+        /// When it stops working: a span from now (`30d`, `12h`, `90m`) or a time
+        /// (`2027-01-31T12:00:00Z`). Default: never.
+        #[arg(long, value_name = "WHEN")]
+        expires: Option<String>,
+        /// It may read sessions, memory and documents but write nothing.
+        #[arg(long)]
+        read_only: bool,
+    },
+    /// List the tokens (never their secrets).
+    List {
+        /// Only this user's.
+        #[arg(long)]
+        user: Option<String>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a token by its id (`tokens list` shows it): it is refused from now on.
+    Revoke {
+        /// The token's id.
+        id: String,
+    },
+}
+
+/// `--expires`: a span from now or a time, as Unix milliseconds.
+fn expiry(when: &str) -> anyhow::Result<i64> {
+    if let Ok(t) = when.parse::<jiff::Timestamp>() {
+        return Ok(t.as_millisecond());
+    }
+    let span: jiff::Span = when.parse().with_context(|| {
+        format!("`--expires {when}` is neither a span (`30d`, `12h`, `90m`) nor a time (`2027-01-31T12:00:00Z`)")
+    })?;
+    // A day is 24 hours here; weeks and longer are counted in days too.
+    let length = span
+        .to_duration(jiff::SpanRelativeTo::days_are_24_hours())
+        .with_context(|| format!("`--expires {when}`: give days, hours or minutes (months vary in length)"))?;
+    anyhow::ensure!(length.is_positive(), "`--expires {when}` is not in the future: give a positive span");
+    let at =
+        jiff::Timestamp::now().checked_add(length).with_context(|| format!("`--expires {when}` is too far away"))?;
+    Ok(at.as_millisecond())
+}
+
+pub fn run(ctx: &Context, cmd: TokensCommand) -> anyhow::Result<ExitCode> {
+    let mut store = ctx.store()?;
+    let mut out = format::stdout();
+    match cmd {
+        TokensCommand::Create { user, expires, read_only } => {
+            let expires_at = expires.as_deref().map(expiry).transpose()?;
+            let made = store.create_token(&user, read_only, expires_at)?;
+            writeln!(out, "{}", made.token)?;
+            out.flush()?;
+            eprintln!(
+                "Token {} for {}{}{}. It is shown only now: keep it secret (clients send it as SESHAT_TOKEN).",
+                made.info.id,
+                made.info.user,
+                if read_only { ", read-only" } else { "" },
+                made.info.expires_at.map(|e| format!(", expires {}", format::time(e))).unwrap_or_default(),
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        TokensCommand::List { user, json } => {
+            let tokens = store.tokens(user.as_deref())?;
+            if json {
+                format::json(&mut out, &tokens)?;
+            } else if tokens.is_empty() {
+                writeln!(out, "No tokens. `seshat tokens create --user NAME` makes one.")?;
+            } else {
+                writeln!(
+                    out,
+                    "{:<16}  {:<16}  {:<10}  {:<16}  {:<16}  STATE",
+                    "ID", "USER", "ACCESS", "CREATED", "EXPIRES"
+                )?;
+                let now = jiff::Timestamp::now().as_millisecond();
+                for t in &tokens {
+                    let state = match (t.revoked_at, t.expires_at) {
+                        (Some(r), _) => format!("revoked {}", format::time(r)),
+                        (None, Some(e)) if e <= now => "expired".to_string(),
+                        _ => "active".to_string(),
+                    };
+                    writeln!(
+                        out,
+                        "{:<16}  {:<16}  {:<10}  {:<16}  {:<16}  {state}",
+                        t.id,
+                        t.user,
+                        if t.read_only { "read" } else { "read-write" },
+                        format::time(t.created_at),
+                        t.expires_at.map(format::time).unwrap_or_else(|| "never".into()),
+                    )?;
+                }
+            }
+        }
+        TokensCommand::Revoke { id } => {
+            if store.revoke_token(&id)? {
+                writeln!(out, "Revoked token {id}.")?;
+            } else {
+                writeln!(out, "Token {id} was already revoked.")?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}

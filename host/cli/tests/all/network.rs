@@ -1,0 +1,512 @@
+//! `seshat serve --listen ws://…` / `wss://…` as a process, driven by a real WebSocket client
+//! (tungstenite) over loopback, with real TLS from a CA made in the test: tokens, isolation
+//! between users, read-only tokens, the limits, and the stop signal's drain.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::{self, Message, client::IntoClientRequest as _};
+
+use crate::chat::{KEY, home_for};
+use crate::support::server::{Gate, Reply, Server, openai};
+use crate::support::tls::Authority;
+use crate::support::{Home, Watchdog, wait_for};
+
+/// A running `seshat serve --listen ws(s)://127.0.0.1:0`, and what it logged after it listened.
+struct Service {
+    child: Child,
+    /// The address it listens on (`ws://127.0.0.1:PORT`).
+    url: String,
+    port: u16,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Service {
+    /// Starts the service in `home` with `extra` arguments (`--tls-cert …`).
+    fn start(home: &Home, scheme: &str, extra: &[&str]) -> Service {
+        let mut child = home
+            .cmd()
+            .env("OPENAI_API_KEY", KEY)
+            .args(["serve", "--listen", &format!("{scheme}://127.0.0.1:0")])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn seshat serve");
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut said = String::new();
+        stderr.read_line(&mut said).unwrap();
+        let prefix = format!("seshat serve: listening on {scheme}://");
+        let address = said.trim().strip_prefix(&prefix).unwrap_or_else(|| panic!("not listening: {said}"));
+        let port = address.rsplit(':').next().unwrap().parse().unwrap();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let kept = log.clone();
+        std::thread::spawn(move || {
+            for line in stderr.lines() {
+                let Ok(line) = line else { break };
+                eprintln!("serve: {line}");
+                kept.lock().unwrap().push(line);
+            }
+        });
+        Service { child, url: format!("{scheme}://127.0.0.1:{port}"), port, log }
+    }
+
+    /// Connects with `token` (and trusting `tls`' CA for wss://).
+    fn connect(&self, token: Option<&str>, tls: Option<&Authority>) -> Result<Client, tungstenite::Error> {
+        connect(&self.url, self.port, token, tls)
+    }
+
+    /// Connects with `token`, which must be accepted.
+    fn client(&self, token: &str) -> Client {
+        let mut c = self.connect(Some(token), None).expect("the token is accepted");
+        let init = c.call("initialize", json!({"model": "gpt-4o"}));
+        assert!(init.get("error").is_none(), "{init}");
+        c
+    }
+
+    /// Whether a logged line holds every one of `words`.
+    fn logged(&self, words: &[&str]) -> bool {
+        self.log.lock().unwrap().iter().any(|l| words.iter().all(|w| l.contains(w)))
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A stream a WebSocket runs on: TCP, or TLS over TCP.
+trait Io: Read + Write + Send {}
+impl<T: Read + Write + Send> Io for T {}
+
+/// A WebSocket client speaking the service's JSON-RPC, one message per text frame.
+struct Client {
+    ws: tungstenite::WebSocket<Box<dyn Io>>,
+    next: u64,
+    /// Messages read while waiting for another.
+    backlog: Vec<Value>,
+}
+
+fn connect(url: &str, port: u16, token: Option<&str>, tls: Option<&Authority>) -> Result<Client, tungstenite::Error> {
+    let mut request = url.into_client_request().unwrap();
+    if let Some(token) = token {
+        request.headers_mut().insert("Authorization", format!("Bearer {token}").parse().unwrap());
+    }
+    let tcp = TcpStream::connect(("127.0.0.1", port))?;
+    tcp.set_read_timeout(Some(Duration::from_secs(60)))?;
+    let stream: Box<dyn Io> = match tls {
+        Some(authority) => {
+            let server = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+            let tls = rustls::ClientConnection::new(authority.client_config(), server).unwrap();
+            Box::new(rustls::StreamOwned::new(tls, tcp))
+        }
+        None => Box::new(tcp),
+    };
+    match tungstenite::client::client(request, stream) {
+        Ok((ws, _)) => Ok(Client { ws, next: 0, backlog: Vec::new() }),
+        Err(tungstenite::HandshakeError::Failure(e)) => Err(e),
+        Err(tungstenite::HandshakeError::Interrupted(_)) => unreachable!("a blocking stream"),
+    }
+}
+
+impl Client {
+    fn send(&mut self, message: Value) {
+        self.ws.send(Message::text(message.to_string())).expect("send a frame");
+    }
+
+    /// Sends a request and returns its answer (notifications meanwhile are kept).
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.wait(|v| v["id"] == id && v.get("method").is_none())
+    }
+
+    /// The answer's result; fails the test on an error.
+    fn ok(&mut self, method: &str, params: Value) -> Value {
+        let answer = self.call(method, params);
+        assert!(answer.get("error").is_none(), "{method}: {answer}");
+        answer["result"].clone()
+    }
+
+    /// The stable code of the answer's error; fails the test on a result.
+    fn refused(&mut self, method: &str, params: Value) -> String {
+        let answer = self.call(method, params);
+        answer["error"]["data"]["code"].as_str().unwrap_or_else(|| panic!("{method} was not refused: {answer}")).into()
+    }
+
+    /// The next message `pick` accepts (others are kept).
+    fn wait(&mut self, pick: impl Fn(&Value) -> bool) -> Value {
+        if let Some(i) = self.backlog.iter().position(&pick) {
+            return self.backlog.remove(i);
+        }
+        loop {
+            match self.ws.read().expect("the server closed the connection") {
+                Message::Text(text) => {
+                    let v: Value = serde_json::from_str(&text).unwrap();
+                    if pick(&v) {
+                        return v;
+                    }
+                    self.backlog.push(v);
+                }
+                Message::Close(frame) => panic!("the server closed the connection: {frame:?}"),
+                _ => {}
+            }
+        }
+    }
+
+    /// The session a new `session/new` made.
+    fn new_session(&mut self) -> String {
+        self.ok("session/new", json!({}))["session"]["id"].as_str().unwrap().to_string()
+    }
+}
+
+/// Adds `user` and makes a token for them (`extra`: `--read-only`, `--expires …`).
+fn token(home: &Home, user: &str, extra: &[&str]) -> String {
+    let _ = home.run(&["users", "add", user]);
+    let out = home.run(&[&["tokens", "create", "--user", user][..], extra].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// The HTTP status and the body's `code` of a refused upgrade.
+fn refusal(result: Result<Client, tungstenite::Error>) -> (u16, String, Option<String>) {
+    match result {
+        Err(tungstenite::Error::Http(response)) => {
+            let body: Value = serde_json::from_slice(response.body().as_deref().unwrap_or_default()).unwrap();
+            let challenge = response.headers().get("www-authenticate").map(|h| h.to_str().unwrap().to_string());
+            (response.status().as_u16(), body["code"].as_str().unwrap().to_string(), challenge)
+        }
+        Err(e) => panic!("not an HTTP refusal: {e}"),
+        Ok(_) => panic!("the upgrade was accepted"),
+    }
+}
+
+crate::on_both_backends! {
+    /// A missing, wrong, expired or revoked token is refused with 401 and its code before any
+    /// JSON-RPC; a good one is served.
+    fn a_missing_wrong_expired_or_revoked_token_is_refused_with_401_before_any_json_rpc(home) {
+        let good = token(&home, "alice", &[]);
+        let revoked = token(&home, "alice", &["--expires", "30d"]);
+        // A token that has run out (no wait: its time is set in the past).
+        let expired = token(&home, "alice", &["--expires", "1h"]);
+        let past = format!("UPDATE tokens SET expires_at = 1 WHERE id = '{}'", expired.split('_').nth(1).unwrap());
+        home.sql(&past, &past).unwrap();
+        let service = Service::start(&home, "ws", &[]);
+        let listed: Value = serde_json::from_str(&home.ok(&["tokens", "list", "--user", "alice", "--json"])).unwrap();
+        let ids: Vec<&str> = listed.as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap()).collect();
+        assert_eq!(ids.len(), 3, "{listed}");
+        assert!(!listed.to_string().contains(&good), "a listing never shows a token: {listed}");
+        let id = revoked.split('_').nth(1).unwrap();
+        assert!(ids.contains(&id), "the token's id is its second part: {ids:?}");
+        home.ok(&["tokens", "revoke", id]);
+
+        let bearer = |t: &str| service.connect(Some(t), None);
+        assert_eq!(refusal(service.connect(None, None)), (401, "token_missing".into(), Some("Bearer".into())));
+        let mut wrong = good.clone();
+        let last = if wrong.ends_with('0') { "1" } else { "0" };
+        wrong.replace_range(wrong.len() - 1.., last);
+        assert_eq!(refusal(bearer(&wrong)).1, "token_invalid");
+        assert_eq!(refusal(bearer("not-a-token")).1, "token_invalid");
+        assert_eq!(refusal(bearer(&expired)).1, "token_expired");
+        assert_eq!(refusal(bearer(&revoked)).1, "token_revoked");
+        let mut c = service.client(&good);
+        assert_eq!(c.ok("session/list", json!({"all": true}))["sessions"], json!([]));
+    }
+}
+
+crate::on_both_backends! {
+    /// Each user lists, reads and changes only their own sessions, memory and notes; another
+    /// user's ids are refused as unknown and change nothing; every write is audited.
+    fn each_user_reaches_only_their_own_sessions_memory_and_notes(home) {
+        let (alice, bob) = (token(&home, "alice", &[]), token(&home, "bob", &[]));
+        let service = Service::start(&home, "ws", &[]);
+        let mut a = service.client(&alice);
+        let mut b = service.client(&bob);
+        let session = a.new_session();
+        let entity = json!({"entities": [{"name": "alice-secret", "entityType": "note", "observations": ["x"]}]});
+        a.ok("memory/create_entities", entity);
+        a.ok("notes/set", json!({"key": "style", "value": "tabs"}));
+
+        assert_eq!(b.ok("session/list", json!({"all": true}))["sessions"], json!([]));
+        let s = json!({"session": session});
+        for (method, params) in [
+            ("session/get", s.clone()),
+            ("session/delete", s.clone()),
+            ("session/fork", s.clone()),
+            ("session/rewind", json!({"session": session, "to": 1})),
+            ("session/compact", s.clone()),
+            ("turn/start", json!({"session": session, "text": "mine now"})),
+            ("turn/interrupt", s.clone()),
+        ] {
+            assert_eq!(b.refused(method, params), "session_not_found", "{method}");
+        }
+        let graph = b.ok("memory/read_graph", json!({}));
+        assert!(!graph.to_string().contains("alice-secret"), "{graph}");
+        let opened = b.ok("memory/open_nodes", json!({"names": ["alice-secret"]}));
+        assert!(!opened.to_string().contains("alice-secret"), "{opened}");
+        b.call("memory/delete_entities", json!({"entityNames": ["alice-secret"]}));
+        assert_eq!(b.ok("notes/list", json!({}))["notes"], json!([]));
+        b.ok("notes/set", json!({"key": "style", "value": "spaces"}));
+
+        // Alice's things are as she left them.
+        assert_eq!(a.ok("session/list", json!({"all": true}))["sessions"][0]["id"], session);
+        assert!(a.ok("memory/read_graph", json!({})).to_string().contains("alice-secret"));
+        assert_eq!(a.ok("notes/list", json!({}))["notes"][0]["value"], "tabs");
+        assert!(a.ok("session/get", s)["session"]["id"] == session);
+        wait_for("the audit line of alice's session/new", || {
+            service.logged(&["seshat::audit", "user=alice", "session/new"])
+        });
+        assert!(service.logged(&["seshat::audit", "user=bob", "notes/set"]));
+        assert!(!service.logged(&["user=bob", "session/list"]), "reads are not audited");
+        assert!(!service.log.lock().unwrap().iter().any(|l| l.contains(&alice) || l.contains(&bob)), "no token logged");
+    }
+}
+
+/// A read-only token reads; every write is refused with `read_only_token` and writes nothing.
+#[test]
+fn a_read_only_token_reads_and_every_write_is_refused_and_writes_nothing() {
+    let home = Home::new();
+    let writer = token(&home, "alice", &[]);
+    let reader = token(&home, "alice", &["--read-only"]);
+    let service = Service::start(&home, "ws", &[]);
+    let mut w = service.client(&writer);
+    let session = w.new_session();
+    w.ok("memory/create_entities", json!({"entities": [{"name": "kept", "entityType": "t", "observations": []}]}));
+    let mut r = service.client(&reader);
+    assert_eq!(r.ok("session/list", json!({"all": true}))["sessions"][0]["id"], session);
+    assert!(r.ok("session/get", json!({"session": session}))["session"]["id"] == session);
+    let before = r.ok("memory/read_graph", json!({}));
+    assert!(before.to_string().contains("kept"), "{before}");
+    for (method, params) in [
+        ("session/new", json!({})),
+        ("session/delete", json!({"session": session})),
+        ("turn/start", json!({"session": session, "text": "hi"})),
+        ("notes/set", json!({"key": "k", "value": "v"})),
+        ("memory/create_entities", json!({"entities": [{"name": "new", "entityType": "t", "observations": []}]})),
+        ("memory/delete_entities", json!({"entityNames": ["kept"]})),
+    ] {
+        assert_eq!(r.refused(method, params), "read_only_token", "{method}");
+    }
+    assert_eq!(r.ok("memory/read_graph", json!({})), before);
+    assert_eq!(home.store().acting_for("alice").list_sessions(&seshat::store::ListFilter::default()).unwrap().len(), 1);
+    assert_eq!(r.ok("notes/list", json!({}))["notes"], json!([]));
+}
+
+/// A message over the largest one is answered with `message_too_large` and a 1009 close, and
+/// nothing of it is applied; a binary frame or bad JSON gets the protocol's parse error.
+#[test]
+fn an_oversized_message_is_refused_whole_and_malformed_frames_get_parse_errors() {
+    let home = Home::new();
+    std::fs::write(home.path().join("config.toml"), "[serve]\nmax_message_mib = 1\n").unwrap();
+    let alice = token(&home, "alice", &[]);
+    let service = Service::start(&home, "ws", &[]);
+    let mut c = service.client(&alice);
+    c.ws.send(Message::binary(b"{}".to_vec())).unwrap();
+    assert_eq!(c.wait(|v| v["id"].is_null())["error"]["data"]["code"], "parse_error");
+    c.ws.send(Message::text("{not json")).unwrap();
+    assert_eq!(c.wait(|v| v["id"].is_null())["error"]["data"]["code"], "parse_error");
+    let big = "x".repeat(3 << 19);
+    c.send(json!({"jsonrpc": "2.0", "id": 9, "method": "notes/set", "params": {"key": "big", "value": big}}));
+    let mut seen = Vec::new();
+    let close = loop {
+        match c.ws.read() {
+            Ok(Message::Text(text)) => seen.push(serde_json::from_str::<Value>(&text).unwrap()),
+            Ok(Message::Close(frame)) => break frame.map(|f| u16::from(f.code)),
+            Ok(_) => {}
+            Err(e) => panic!("no close frame: {e}"),
+        }
+    };
+    assert_eq!(close, Some(1009), "{seen:?}");
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0]["error"]["data"]["code"], "message_too_large", "{seen:?}");
+    assert!(seen[0]["error"]["message"].as_str().unwrap().contains("max_message_mib"), "{seen:?}");
+    let mut again = service.client(&alice);
+    assert_eq!(again.ok("notes/list", json!({}))["notes"], json!([]), "nothing of it was applied");
+}
+
+/// Past `max_connections` a client is refused with 503 `too_many_connections`; a slot is free
+/// again once a client leaves.
+#[test]
+fn past_max_connections_a_client_gets_503_until_one_leaves() {
+    let home = Home::new();
+    std::fs::write(home.path().join("config.toml"), "[serve]\nmax_connections = 1\n").unwrap();
+    let alice = token(&home, "alice", &[]);
+    let service = Service::start(&home, "ws", &[]);
+    let mut first = service.client(&alice);
+    assert_eq!(refusal(service.connect(Some(&alice), None)).0, 503);
+    assert_eq!(refusal(service.connect(Some(&alice), None)).1, "too_many_connections");
+    first.ws.close(None).unwrap();
+    while first.ws.read().is_ok() {}
+    wait_for("a free slot", || service.connect(Some(&alice), None).is_ok());
+}
+
+/// A client that never finishes its upgrade, and one that stops answering pings, are dropped.
+#[test]
+fn a_slow_upgrade_and_a_silent_client_are_dropped() {
+    let home = Home::new();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[serve]\nhandshake_timeout_secs = 1\nidle_timeout_secs = 1\nkeepalive_secs = 1\n",
+    )
+    .unwrap();
+    let alice = token(&home, "alice", &[]);
+    let service = Service::start(&home, "ws", &[]);
+    // Slow loris: half an upgrade request, then nothing. The server hangs up without an answer.
+    let mut slow = TcpStream::connect(("127.0.0.1", service.port)).unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    slow.write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n").unwrap();
+    let mut answer = Vec::new();
+    slow.read_to_end(&mut answer).unwrap();
+    assert!(answer.is_empty(), "{}", String::from_utf8_lossy(&answer));
+    // A client that upgraded and then reads nothing (so answers no ping) is closed with 1001.
+    let c = service.client(&alice);
+    let mut c = c;
+    let raw = c.ws.get_mut();
+    let mut bytes = Vec::new();
+    let _ = raw.read_to_end(&mut bytes);
+    let close = bytes.windows(4).any(|w| w[0] == 0x88 && w[1] as usize >= 2 && w[2..4] == 1001u16.to_be_bytes());
+    assert!(close, "a close frame with 1001 (going away): {bytes:?}");
+}
+
+#[test]
+fn plain_ws_beyond_loopback_and_wss_without_its_files_are_refused() {
+    let home = Home::new();
+    let err = home.fails(&["serve", "--listen", "ws://0.0.0.0:0"]);
+    assert!(err.contains("--insecure-listen") && err.contains("wss://"), "{err}");
+    let err = home.fails(&["serve", "--listen", "wss://127.0.0.1:0"]);
+    assert!(err.contains("--tls-cert"), "{err}");
+    let err = home.fails(&["serve", "--listen", "tcp://127.0.0.1:1"]);
+    assert!(err.contains("ws://") && err.contains("unix:"), "{err}");
+    let missing = home.path().join("missing.pem");
+    let m = missing.to_str().unwrap();
+    let err = home.fails(&["serve", "--listen", "wss://127.0.0.1:0", "--tls-cert", m, "--tls-key", m]);
+    assert!(err.contains("missing.pem"), "{err}");
+}
+
+/// Over real TLS a client trusting the test's CA runs a whole turn; one trusting another CA
+/// never gets past the TLS handshake.
+#[test]
+fn over_wss_a_client_trusting_the_ca_runs_a_turn_and_another_is_refused() {
+    let server = Server::start(vec![Reply::Stream { pieces: openai::text_answer(&["Hello ", "over TLS."], true) }]);
+    let home = home_for("openai", &server, "");
+    let alice = token(&home, "alice", &[]);
+    let authority = Authority::new();
+    let (cert, key) = (home.path().join("cert.pem"), home.path().join("key.pem"));
+    std::fs::write(&cert, &authority.cert).unwrap();
+    std::fs::write(&key, &authority.key).unwrap();
+    let files = [cert.to_str().unwrap(), key.to_str().unwrap()];
+    let service = Service::start(&home, "wss", &["--tls-cert", files[0], "--tls-key", files[1]]);
+    let stranger = Authority::new();
+    assert!(service.connect(Some(&alice), Some(&stranger)).is_err(), "a server this CA did not sign is refused");
+    let mut c = service.connect(Some(&alice), Some(&authority)).expect("TLS with the test CA");
+    c.ok("initialize", json!({"model": "gpt-4o"}));
+    assert_eq!(c.ok("config/get", json!({}))["database"], "remote", "where the store lives is not the client's");
+    let session = c.new_session();
+    let turn = c.ok("turn/start", json!({"session": session, "text": "hi"}))["turn"].clone();
+    let done = c.wait(|v| v["method"] == "turn/completed" && v["params"]["turn"] == turn);
+    assert_eq!(done["params"]["outcome"]["text"], "Hello over TLS.", "{done}");
+    let history = home.store().acting_for("alice").full_history(&session).unwrap();
+    assert_eq!(crate::support::text_of(&history[1]), "Hello over TLS.");
+    assert_eq!(server.unexpected(), Vec::<String>::new());
+}
+
+/// On SIGTERM the service accepts no new client and starts no new turn, lets the running turn
+/// finish, answers it, and exits.
+#[test]
+fn sigterm_stops_accepting_lets_the_running_turn_finish_then_exits() {
+    let gate = Gate::default();
+    let mut pieces = openai::text_answer(&["Finished ", "in time."], true);
+    let rest = pieces.split_off(2);
+    let server = Server::start(vec![Reply::Gated { pieces, rest, gate: gate.clone() }]);
+    let home = home_for("openai", &server, "[serve]\ngrace_secs = 60\n");
+    let alice = token(&home, "alice", &[]);
+    let mut service = Service::start(&home, "ws", &[]);
+    let mut c = service.client(&alice);
+    let (session, other) = (c.new_session(), c.new_session());
+    let turn = c.ok("turn/start", json!({"session": session, "text": "go"}))["turn"].clone();
+    c.wait(|v| v["method"] == "turn/event" && v["params"]["event"]["type"] == "text_delta");
+    nix_kill(service.child.id(), "TERM");
+    wait_for("the listener to close", || TcpStream::connect(("127.0.0.1", service.port)).is_err());
+    assert_eq!(c.refused("turn/start", json!({"session": other, "text": "more"})), "server_stopping");
+    gate.open();
+    let done = c.wait(|v| v["method"] == "turn/completed" && v["params"]["turn"] == turn);
+    assert_eq!(done["params"]["outcome"]["text"], "Finished in time.", "{done}");
+    assert_eq!(done["params"]["outcome"]["interrupted"], false, "{done}");
+    let watchdog = Watchdog::on(service.child.id(), Duration::from_secs(60));
+    let status = service.child.wait().unwrap();
+    assert!(!watchdog.fired() && status.success(), "{status}");
+}
+
+/// A turn still running when the grace period ends is interrupted and stored as such.
+#[test]
+fn sigterm_interrupts_a_turn_still_running_after_the_grace_period_and_stores_it() {
+    let gate = Gate::default();
+    let mut pieces = openai::text_answer(&["Cut ", "short."], true);
+    let rest = pieces.split_off(2);
+    let server = Server::start(vec![Reply::Gated { pieces, rest, gate: gate.clone() }]);
+    let home = home_for("openai", &server, "[serve]\ngrace_secs = 1\n");
+    let alice = token(&home, "alice", &[]);
+    let mut service = Service::start(&home, "ws", &[]);
+    let mut c = service.client(&alice);
+    let session = c.new_session();
+    c.ok("turn/start", json!({"session": session, "text": "go"}));
+    c.wait(|v| v["method"] == "turn/event" && v["params"]["event"]["type"] == "text_delta");
+    nix_kill(service.child.id(), "TERM");
+    let watchdog = Watchdog::on(service.child.id(), Duration::from_secs(60));
+    let status = service.child.wait().unwrap();
+    assert!(!watchdog.fired() && status.success(), "{status}");
+    gate.open();
+    let history = home.store().acting_for("alice").full_history(&session).unwrap();
+    assert_eq!(history.len(), 2, "{history:?}");
+    assert_eq!(history[1].status, seshat::conversation::MessageStatus::Interrupted);
+    assert!(crate::support::text_of(&history[1]).starts_with("Cut"), "{history:?}");
+}
+
+/// Sends `signal` to `pid` with kill(1).
+fn nix_kill(pid: u32, signal: &str) {
+    let status = std::process::Command::new("kill").args([&format!("-{signal}"), &pid.to_string()]).status().unwrap();
+    assert!(status.success());
+}
+
+crate::on_both_backends! {
+    /// A team scope is shared as granted: a read-write member writes it, a read-only one reads it
+    /// and is refused a write with `scope_denied`, a stranger neither reads nor writes it; every
+    /// refused write writes nothing.
+    fn team_scopes_are_shared_as_granted_and_other_writes_are_refused(home) {
+        let (alice, bob, carol) = (token(&home, "alice", &[]), token(&home, "bob", &[]), token(&home, "carol", &[]));
+        home.ok(&["scopes", "create", "platform"]);
+        home.ok(&["scopes", "grant", "platform", "alice"]);
+        home.ok(&["scopes", "grant", "platform", "bob", "--read-only"]);
+        let grants: Value = serde_json::from_str(&home.ok(&["scopes", "list", "--json"])).unwrap();
+        let bob_grant = json!({"scope": "team:platform", "user": "bob", "access": "read"});
+        assert!(grants.as_array().unwrap().contains(&bob_grant), "{grants}");
+        let service = Service::start(&home, "ws", &[]);
+        let (mut a, mut b, mut c) = (service.client(&alice), service.client(&bob), service.client(&carol));
+        let team = json!("team:platform");
+        a.ok("notes/set", json!({"scope": team, "key": "deploy", "value": "never on Fridays"}));
+        let entity = |name: &str| json!({"scope": team, "entities": [{"name": name, "entityType": "rule", "observations": []}]});
+        a.ok("memory/create_entities", entity("freeze"));
+
+        assert_eq!(b.ok("notes/list", json!({"scope": team}))["notes"][0]["value"], "never on Fridays");
+        assert!(b.ok("memory/read_graph", json!({})).to_string().contains("freeze"));
+        assert_eq!(b.refused("notes/set", json!({"scope": team, "key": "deploy", "value": "any day"})), "scope_denied");
+        assert_eq!(b.refused("memory/create_entities", entity("bob-was-here")), "scope_denied");
+        assert_eq!(c.refused("notes/list", json!({"scope": team})), "scope_denied");
+        assert!(!c.ok("memory/read_graph", json!({})).to_string().contains("freeze"));
+        assert_eq!(c.refused("notes/set", json!({"scope": team, "key": "deploy", "value": "carol's"})), "scope_denied");
+
+        let graph = a.ok("memory/read_graph", json!({})).to_string();
+        assert!(graph.contains("freeze") && !graph.contains("bob-was-here"), "{graph}");
+        assert_eq!(a.ok("notes/list", json!({"scope": team}))["notes"][0]["value"], "never on Fridays");
+        wait_for("the audit line of alice's team write", || {
+            service.logged(&["seshat::audit", "user=alice", "notes/set", "team:platform"])
+        });
+    }
+}
