@@ -93,6 +93,9 @@ pub struct Context {
     repository: Option<String>,
     /// Who the store acts for: a network client's user (`None`: the local user).
     user: Option<String>,
+    /// The project's instructions as a network client sent them (`None`: read from
+    /// `project_dir`).
+    instructions: Option<Vec<(String, String)>>,
 }
 
 impl Context {
@@ -109,13 +112,32 @@ impl Context {
             path_key: paths::path_key(&cwd),
             repository: paths::repository_key(&cwd),
             user: None,
+            instructions: None,
         })
     }
 
-    /// This context acting for `user` (a network client's), in no project of the server's: the
-    /// client's project is its own to name.
+    /// This context acting for `user` (a network client's), in no project of the server's and
+    /// reading none of its instruction files: the client names its own ([`Context::in_project`]).
     fn for_user(&self, user: &str) -> Self {
-        Context { user: Some(user.to_string()), path_key: self.project.clone(), ..self.clone() }
+        Context {
+            user: Some(user.to_string()),
+            project: String::new(),
+            path_key: String::new(),
+            repository: None,
+            instructions: Some(Vec::new()),
+            ..self.clone()
+        }
+    }
+
+    /// This context in the project a network client named, with the instructions it read.
+    fn in_project(&self, project: &str, instructions: Vec<(String, String)>) -> Self {
+        Context {
+            project: project.to_string(),
+            path_key: project.to_string(),
+            repository: Some(project.to_string()).filter(|p| !p.is_empty()),
+            instructions: Some(instructions),
+            ..self.clone()
+        }
     }
 
     /// The user's and the project's configuration, merged.
@@ -144,6 +166,7 @@ impl Context {
             project: Some(self.project.clone()),
             project_dir: Some(self.project_dir.clone()),
             user: self.user.clone(),
+            instructions: self.instructions.clone(),
             ..overrides
         })?)
     }

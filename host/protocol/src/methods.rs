@@ -177,6 +177,24 @@ pub struct InitializeParams {
     /// The client's own tools.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolDefinition>,
+    /// For a network server (`--listen ws://…`): the client's project key — its normalised git
+    /// remote, `.seshat/project` id, or path — under which its sessions, project memory and
+    /// knowledge are filed (none: no project). A local server uses its own directory's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    /// For a network server: the client's project instructions (`AGENTS.md`, `CLAUDE.md`), read
+    /// on the client's machine, for the system prompt; the server reads none of its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instructions: Vec<InstructionFile>,
+}
+
+/// A project instruction file a client read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct InstructionFile {
+    /// Its name (`AGENTS.md`).
+    pub name: String,
+    /// Its text.
+    pub text: String,
 }
 
 /// The server's name and version.

@@ -67,6 +67,12 @@ const READS: &[&str] = &[
     "memory/open_nodes",
 ];
 
+/// The longest project key a network client may name.
+const MAX_PROJECT_KEY: usize = 1024;
+
+/// The most instruction text a network client may send (each file is cut at 64 KiB anyway).
+const MAX_INSTRUCTIONS: usize = 256 << 10;
+
 /// Who a network connection acts for.
 #[derive(Debug, Clone, Default)]
 struct Acting {
@@ -262,7 +268,7 @@ fn connection(
     let writing = std::thread::spawn(move || rpc::write_lines(lines, writer));
     let pending: rpc::Pending = Arc::new(Mutex::new(HashMap::new()));
     let mut server = Server {
-        ctx,
+        ctx: ctx.clone(),
         db: None,
         knowledge: None,
         recall: None,
@@ -315,8 +321,9 @@ fn connection(
     let _ = writing.join();
 }
 
-struct Server<'c> {
-    ctx: &'c Context,
+struct Server {
+    /// The command's context; a network client's acts for its user, in the project it names.
+    ctx: Context,
     /// The database, for the requests answered on the reading thread.
     db: Option<seshat::store::Store>,
     /// The document corpus, made on the first `knowledge/search` and kept: its embedder loaded
@@ -336,7 +343,7 @@ struct Server<'c> {
     acting: Acting,
 }
 
-impl Server<'_> {
+impl Server {
     fn line(&mut self, text: &str) {
         let msg: Value = match serde_json::from_str(text) {
             Ok(v) => v,
@@ -388,6 +395,35 @@ impl Server<'_> {
         }
     }
 
+    /// A network client's project: its key and the instructions it read on its machine. The
+    /// connection's environment and memory search are made again for it.
+    fn enter_project(
+        &mut self,
+        project: Option<&str>,
+        instructions: Vec<seshat_protocol::methods::InstructionFile>,
+    ) -> Result<(), RpcError> {
+        let project = project.unwrap_or_default();
+        if project.len() > MAX_PROJECT_KEY || project.chars().any(char::is_control) {
+            return Err(RpcError::invalid_params(format!(
+                "`project` must be a project key of at most {MAX_PROJECT_KEY} bytes without control characters \
+                 (a normalised git remote, a `.seshat/project` id, or a path)"
+            )));
+        }
+        let size: usize = instructions.iter().map(|f| f.name.len() + f.text.len()).sum();
+        if size > MAX_INSTRUCTIONS || instructions.iter().any(|f| f.name.trim().is_empty()) {
+            return Err(RpcError::invalid_params(format!(
+                "`instructions` must name each file and hold at most {} KiB in all",
+                MAX_INSTRUCTIONS >> 10
+            )));
+        }
+        let given = instructions.into_iter().map(|f| (f.name, f.text)).collect();
+        self.ctx = self.ctx.in_project(project, given);
+        self.env = self.ctx.environment(Default::default()).ok();
+        self.recall = None;
+        self.knowledge = None;
+        Ok(())
+    }
+
     /// The audit line of a write a network client made: who, which method, on which session or
     /// scope.
     fn audit(&self, method: &str, params: &Value) {
@@ -408,6 +444,9 @@ impl Server<'_> {
                     let config = self.ctx.config().map_err(|e| RpcError::seshat("invalid_config", format!("{e:#}")))?;
                     seshat::client::check_provider(&config, &self.ctx.catalog(), name)
                         .map_err(|e| RpcError::seshat(e.code(), e.to_string()))?;
+                }
+                if self.acting.user.is_some() {
+                    self.enter_project(p.project.as_deref(), p.instructions)?;
                 }
                 let tools = p
                     .tools
@@ -482,7 +521,7 @@ impl Server<'_> {
                 }
                 let setup = self.setup.clone().unwrap_or_default();
                 let link = turns::Link {
-                    ctx: self.ctx,
+                    ctx: &self.ctx,
                     setup: &setup,
                     outbox: &self.outbox,
                     pending: &self.pending,
@@ -502,7 +541,7 @@ impl Server<'_> {
                 let session = self.store()?.resolve(&p.session).map_err(RpcError::from_store)?;
                 let setup = self.setup.clone().unwrap_or_default();
                 let link = turns::Link {
-                    ctx: self.ctx,
+                    ctx: &self.ctx,
                     setup: &setup,
                     outbox: &self.outbox,
                     pending: &self.pending,
@@ -573,7 +612,7 @@ impl Server<'_> {
             m::KnowledgeSearch::NAME => {
                 let p = rpc::params::<m::KnowledgeSearch>(params)?;
                 if self.knowledge.is_none() {
-                    let k = super::knowledge::knowledge(self.ctx)
+                    let k = super::knowledge::knowledge(&self.ctx)
                         .map_err(|e| RpcError::seshat("knowledge_failed", format!("{e:#}")))?;
                     self.knowledge = Some(k);
                 }
@@ -584,9 +623,9 @@ impl Server<'_> {
                 rpc::answer::<m::KnowledgeSearch>(&found)
             }
             m::NotesSet::NAME | m::NotesList::NAME | m::NotesSearch::NAME => {
-                let ctx = self.ctx;
+                let repository = self.ctx.repository.clone();
                 let store = self.store()?;
-                let mut memory = store.memory(ctx.repository.as_deref());
+                let mut memory = store.memory(repository.as_deref());
                 let failed = |e: seshat::memory::Error| RpcError::seshat(e.code(), e.to_string());
                 // Setting and listing default to the user's notes; a search covers every scope.
                 let user = seshat::memory::Scope::User;
@@ -614,9 +653,8 @@ impl Server<'_> {
             }
             other if other.starts_with(m::MEMORY_PREFIX) => {
                 let tool = &other[m::MEMORY_PREFIX.len()..];
-                let ctx = self.ctx;
                 self.store()?;
-                let Server { db: Some(store), env, recall, background, .. } = self else {
+                let Server { db: Some(store), env, recall, background, ctx, .. } = self else {
                     unreachable!("opened above")
                 };
                 let recall = recall.get_or_insert_with(|| env.as_ref().and_then(seshat::client::Environment::recall));

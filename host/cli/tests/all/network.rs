@@ -510,3 +510,39 @@ crate::on_both_backends! {
         });
     }
 }
+
+/// A network client's project is its own: the key it names files its sessions and project memory,
+/// and the instructions it read on its machine reach the model — never the server's own files.
+#[test]
+fn a_network_clients_project_key_and_instructions_are_its_own_not_the_servers() {
+    let server = Server::start(vec![Reply::Stream { pieces: openai::text_answer(&["Oui."], true) }]);
+    let home = home_for("openai", &server, "");
+    std::fs::write(home.path().join("AGENTS.md"), "The server's own rules.\n").unwrap();
+    let alice = token(&home, "alice", &[]);
+    let service = Service::start(&home, "ws", &[]);
+    let project = "github.com/acme/app";
+    let mut c = service.connect(Some(&alice), None).unwrap();
+    let agents = json!([{"name": "AGENTS.md", "text": "Always answer in French."}]);
+    c.ok("initialize", json!({"model": "gpt-4o", "project": project, "instructions": agents}));
+    assert_eq!(c.ok("config/get", json!({}))["project"], project);
+    let session = c.new_session();
+    let listed = c.ok("session/list", json!({}));
+    assert_eq!(listed["sessions"][0]["project"], project, "{listed}");
+    let entity = json!({"scope": "project", "entities": [{"name": "app-fact", "entityType": "t", "observations": []}]});
+    c.ok("memory/create_entities", entity);
+    let turn = c.ok("turn/start", json!({"session": session, "text": "hi"}))["turn"].clone();
+    c.wait(|v| v["method"] == "turn/completed" && v["params"]["turn"] == turn);
+    let sent = server.requests().iter().find(|r| r.path.ends_with("/chat/completions")).map(|r| r.json().to_string());
+    let sent = sent.expect("a model request");
+    assert!(sent.contains("Always answer in French."), "{sent}");
+    assert!(!sent.contains("The server's own rules."), "{sent}");
+
+    // Another project of the same user sees neither the session in its listing nor the memory.
+    let mut other = service.connect(Some(&alice), None).unwrap();
+    other.ok("initialize", json!({"model": "gpt-4o", "project": "github.com/acme/other"}));
+    assert_eq!(other.ok("session/list", json!({}))["sessions"], json!([]));
+    assert!(!other.ok("memory/read_graph", json!({})).to_string().contains("app-fact"));
+    let long = "k".repeat(2000);
+    let answer = other.call("initialize", json!({"model": "gpt-4o", "project": long}));
+    assert_eq!(answer["error"]["data"]["code"], "invalid_params", "{answer}");
+}

@@ -41,6 +41,9 @@ pub struct AgentOptions {
     pub project: String,
     /// The project directory (for `AGENTS.md` / `CLAUDE.md`), if instructions are read.
     pub project_dir: Option<PathBuf>,
+    /// The project's instructions as (file name, text), given instead of read from
+    /// `project_dir` (a remote client's, read on its own machine).
+    pub instructions: Option<Vec<(String, String)>>,
     /// The model (default: the resumed session's, else the provider's first).
     pub model: Option<String>,
     /// The context window, overriding what the provider knows.
@@ -72,6 +75,7 @@ impl Default for AgentOptions {
             session: SessionChoice::New,
             project: String::new(),
             project_dir: None,
+            instructions: None,
             model: None,
             window: None,
             max_output_tokens: None,
@@ -264,7 +268,10 @@ impl Agent {
         let kinds = sizing::stored_kinds(&info.metadata, &model);
         let frame_parts = FrameParts {
             base: options.system_prompt.clone().unwrap_or_else(|| prompt::DEFAULT_SYSTEM_PROMPT.to_string()),
-            instructions: options.project_dir.as_deref().map(prompt::read_instructions).unwrap_or_default(),
+            instructions: match &options.instructions {
+                Some(given) => prompt::given_instructions(given),
+                None => options.project_dir.as_deref().map(prompt::read_instructions).unwrap_or_default(),
+            },
             memory,
             tools: tools.specs(),
             required: options.required_tools.clone(),

@@ -91,6 +91,9 @@ pub struct Overrides {
     /// The user every store opened here acts for (default: the local user; see
     /// [`crate::store::Store::acting_for`]).
     pub user: Option<String>,
+    /// The project's instructions as (file name, text), given instead of read from the project
+    /// directory (a remote client's `AGENTS.md`, read on its own machine).
+    pub instructions: Option<Vec<(String, String)>>,
 }
 
 /// The configuration opened for front ends: see the [module](self) documentation.
@@ -244,6 +247,7 @@ impl Environment {
             max_iterations,
             stream,
             user: _,
+            instructions,
         } = &self.overrides;
         let config = &self.config;
         // The provider first: it also writes the summaries, so the client is made with it.
@@ -285,6 +289,7 @@ impl Environment {
             session,
             project: project.clone(),
             project_dir: self.project_dir.clone().filter(|_| config.chat.project_instructions.unwrap_or(true)),
+            instructions: instructions.clone().filter(|_| config.chat.project_instructions.unwrap_or(true)),
             model: model.clone().or(config.chat.model.clone()),
             window: *window,
             max_output_tokens: config.chat.max_output_tokens,

@@ -31,7 +31,16 @@ pub(crate) fn read_instructions(dir: &Path) -> Vec<(String, String)> {
 }
 
 fn read_instruction_file(dir: &Path, name: &str) -> Option<String> {
-    let text = std::fs::read_to_string(dir.join(name)).ok()?;
+    cut_instructions(name, &std::fs::read_to_string(dir.join(name)).ok()?)
+}
+
+/// Instructions given rather than read (a network client's, from its own machine): each that is
+/// not empty, cut at [`MAX_INSTRUCTIONS_BYTES`] as a file would be.
+pub(crate) fn given_instructions(given: &[(String, String)]) -> Vec<(String, String)> {
+    given.iter().filter_map(|(name, text)| Some((name.clone(), cut_instructions(name, text)?))).collect()
+}
+
+fn cut_instructions(name: &str, text: &str) -> Option<String> {
     let text = text.trim();
     if text.is_empty() {
         return None;
