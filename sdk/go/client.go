@@ -3,9 +3,11 @@ package seshat
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -36,14 +38,27 @@ type ClientConfig struct {
 	Binary string
 	// Env is added to this process's environment for the child (keys, SESHAT_HOME, ...).
 	Env []string
+
+	// URL is a remote `seshat serve --listen` to use instead of a child process: wss://HOST:PORT
+	// (or ws:// on loopback). Binary, DB and Env are then not used: the server has its own
+	// store and provider credentials.
+	URL string
+	// Token is the bearer token a remote server knows the user by (`seshat tokens create`).
+	Token string
+	// TLSConfig secures wss:// (nil: the system's roots). To trust a private CA, set RootCAs.
+	TLSConfig *tls.Config `json:"-"`
+	// Project is the project key a remote server files the sessions, project memory and
+	// knowledge under (empty: ProjectDir's absolute path). The project's AGENTS.md and
+	// CLAUDE.md are read here, from ProjectDir, and sent with it.
+	Project string
 }
 
 // Client is a running `seshat serve` and the sessions it serves. Its methods may be called from
 // several goroutines.
 type Client struct {
 	cfg    ClientConfig
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
+	cmd    *exec.Cmd // the child, when not remote
+	link   transport
 	writeM sync.Mutex
 
 	mu       sync.Mutex
@@ -90,6 +105,9 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	if cfg.Window != 0 && cfg.Window < MinWindow {
 		return nil, &Error{Code: "invalid_config", Message: fmt.Sprintf("ClientConfig.Window is %d tokens; Seshat needs at least %d (leave it 0 to have the window found)", cfg.Window, MinWindow)}
 	}
+	if cfg.URL != "" {
+		return dialClient(ctx, cfg)
+	}
 	bin := cfg.Binary
 	if bin == "" {
 		bin = "seshat"
@@ -114,27 +132,66 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("seshat: cannot start %s serve: %w", bin, err)
 	}
+	scanner := bufio.NewScanner(stdout)
+	scanner.Buffer(make([]byte, 1<<20), maxLine)
+	c := newClient(cfg, &stdio{stdin: stdin, lines: scanner})
+	c.cmd = cmd
+	if err := c.check(ctx); err != nil {
+		return nil, fmt.Errorf("seshat: %s serve did not answer: %w", bin, err)
+	}
+	return c, nil
+}
+
+// dialClient connects to the remote server cfg.URL names.
+func dialClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
+	if cfg.Token == "" {
+		return nil, &Error{Code: "invalid_config", Message: "ClientConfig.Token is empty: a remote server needs the token `seshat tokens create` made for you"}
+	}
+	header := http.Header{}
+	header.Set("Authorization", "Bearer "+cfg.Token)
+	header.Set("User-Agent", "seshat-go/"+Version)
+	ws, err := dialWebSocket(ctx, cfg.URL, header, cfg.TLSConfig)
+	if err != nil {
+		return nil, err
+	}
+	c := newClient(cfg, &remote{ws: ws})
+	if err := c.check(ctx); err != nil {
+		var known *Error
+		if errors.As(err, &known) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("seshat: %s did not answer: %w", cfg.URL, err)
+	}
+	return c, nil
+}
+
+func newClient(cfg ClientConfig, link transport) *Client {
 	c := &Client{
-		cfg: cfg, cmd: cmd, stdin: stdin,
+		cfg: cfg, link: link,
 		pending: map[int64]chan rpcMessage{}, turns: map[string]*Stream{}, tools: map[string]registeredTool{},
 		done: make(chan struct{}),
 	}
-	go c.read(stdout)
-	// The server's configuration, read now: a provider it cannot select is refused here, naming
-	// the field, instead of at the first turn. A ctx done meanwhile ends the child.
+	go c.read()
+	return c
+}
+
+// check reads the server's configuration: a provider it cannot select is refused here, naming
+// the field, instead of at the first turn. A ctx done meanwhile ends the client.
+func (c *Client) check(ctx context.Context) error {
 	var conf configGetResult
 	if err := c.send(ctx, "config/get", nil, &conf); err != nil {
 		c.Close()
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, ctxErr
+			return ctxErr
 		}
-		return nil, fmt.Errorf("seshat: %s serve did not answer: %w", bin, err)
+		return err
 	}
+	cfg := c.cfg
 	if cfg.Provider != "" && !contains(conf.Providers, cfg.Provider) {
 		c.Close()
-		return nil, &Error{Code: "invalid_config", Message: fmt.Sprintf("ClientConfig.Provider is %q, which the server cannot select: its providers are %s", cfg.Provider, strings.Join(conf.Providers, ", "))}
+		return &Error{Code: "invalid_config", Message: fmt.Sprintf("ClientConfig.Provider is %q, which the server cannot select: its providers are %s", cfg.Provider, strings.Join(conf.Providers, ", "))}
 	}
-	return c, nil
+	return nil
 }
 
 func contains(list []string, s string) bool {
@@ -174,7 +231,8 @@ func (c *Client) RegisterTool(name, description string, schema json.RawMessage, 
 	return nil
 }
 
-// Close ends `seshat serve`: turns in flight are interrupted and stored, and the child exits.
+// Close ends the client: turns in flight are interrupted and stored; a child `seshat serve`
+// exits, a remote connection is closed.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -183,18 +241,23 @@ func (c *Client) Close() error {
 	}
 	c.closed = true
 	c.mu.Unlock()
-	_ = c.stdin.Close()
+	_ = c.link.close()
 	<-c.done
+	if c.cmd == nil {
+		return nil
+	}
 	return c.cmd.Wait()
 }
 
-func (c *Client) read(stdout io.Reader) {
+func (c *Client) read() {
 	defer close(c.done)
-	scanner := bufio.NewScanner(stdout)
-	scanner.Buffer(make([]byte, 1<<20), 64<<20)
-	for scanner.Scan() {
+	for {
+		line, err := c.link.recv()
+		if err != nil {
+			break
+		}
 		var msg rpcMessage
-		if json.Unmarshal(scanner.Bytes(), &msg) != nil {
+		if json.Unmarshal(line, &msg) != nil {
 			continue
 		}
 		switch {
@@ -237,8 +300,7 @@ func (c *Client) write(v interface{}) error {
 	}
 	c.writeM.Lock()
 	defer c.writeM.Unlock()
-	_, err = c.stdin.Write(append(line, '\n'))
-	return err
+	return c.link.send(line)
 }
 
 // call sends a request, the client initialised first, and waits for its result (decoded into
@@ -311,6 +373,11 @@ func (c *Client) initialize(ctx context.Context) error {
 		Window:              c.cfg.Window,
 		Tools:               tools,
 	}
+	if c.cmd == nil {
+		// A remote server knows nothing of this machine: the project is named, and its
+		// instructions sent.
+		params.Project, params.Instructions = c.project()
+	}
 	if err := c.send(ctx, "initialize", params, nil); err != nil {
 		return err
 	}
@@ -327,14 +394,23 @@ const ProtocolVersion = "2026-12-03"
 
 // initializeParams is `initialize`'s params (the schema's InitializeParams).
 type initializeParams struct {
-	ProtocolVersion     string           `json:"protocol_version"`
-	ClientInfo          clientInfo       `json:"client_info"`
-	AutoCompact         bool             `json:"auto_compact"`
-	CompactSummaryModel string           `json:"compact_summary_model,omitempty"`
-	Provider            string           `json:"provider,omitempty"`
-	Model               string           `json:"model,omitempty"`
-	Window              uint64           `json:"window,omitempty"`
-	Tools               []toolDefinition `json:"tools,omitempty"`
+	ProtocolVersion     string            `json:"protocol_version"`
+	ClientInfo          clientInfo        `json:"client_info"`
+	AutoCompact         bool              `json:"auto_compact"`
+	CompactSummaryModel string            `json:"compact_summary_model,omitempty"`
+	Provider            string            `json:"provider,omitempty"`
+	Model               string            `json:"model,omitempty"`
+	Window              uint64            `json:"window,omitempty"`
+	Tools               []toolDefinition  `json:"tools,omitempty"`
+	Project             string            `json:"project,omitempty"`
+	Instructions        []instructionFile `json:"instructions,omitempty"`
+}
+
+// instructionFile is a project instruction file sent to a remote server (the schema's
+// InstructionFile).
+type instructionFile struct {
+	Name string `json:"name"`
+	Text string `json:"text"`
 }
 
 // clientInfo names the client (the schema's ClientInfo).

@@ -118,7 +118,8 @@ func TestResumeAfterTheClientIsKilled(t *testing.T) {
 	if !status.Exited() || status.ExitStatus() != 0 {
 		t.Fatalf("the orphaned serve ended with %v", status)
 	}
-	c := start(t, cfg)
+	// The helper's session is the local user's, resumed by a child `seshat serve` in either mode.
+	c := startLocal(t, cfg)
 	s, err := c.Resume(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)

@@ -154,6 +154,14 @@ func config(t testing.TB, f *fake, extra string) ClientConfig {
 }
 
 func start(t *testing.T, cfg ClientConfig) *Client {
+	if remoteMode {
+		cfg = remoteConfig(t, cfg)
+	}
+	return startLocal(t, cfg)
+}
+
+// startLocal is start with cfg as it is, in either mode.
+func startLocal(t *testing.T, cfg ClientConfig) *Client {
 	c, err := NewClient(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
