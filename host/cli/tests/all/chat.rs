@@ -19,6 +19,12 @@ pub const KEY: &str = "sk-test-5ecret-KEY-0123456789abcdef";
 /// A home configured to talk to `server` through `provider` (`anthropic` or `openai`).
 pub fn home_for(provider: &str, server: &Server, extra: &str) -> Home {
     let home = Home::new();
+    configure(&home, provider, server, extra);
+    home
+}
+
+/// Writes `home`'s config.toml: `provider` at the loopback `server`, with `extra` lines.
+pub fn configure(home: &Home, provider: &str, server: &Server, extra: &str) {
     let base = if provider == "openai" { format!("{}/v1", server.url()) } else { server.url() };
     std::fs::write(
         home.path().join("config.toml"),
@@ -29,7 +35,6 @@ pub fn home_for(provider: &str, server: &Server, extra: &str) -> Home {
         ),
     )
     .unwrap();
-    home
 }
 
 /// Runs `seshat chat args…` with the key in the environment.

@@ -546,3 +546,93 @@ fn a_network_clients_project_key_and_instructions_are_its_own_not_the_servers() 
     let answer = other.call("initialize", json!({"model": "gpt-4o", "project": long}));
     assert_eq!(answer["error"]["data"]["code"], "invalid_params", "{answer}");
 }
+
+/// Past `max_turns_per_user` a user's next turn is `too_many_turns` and starts nothing; another
+/// user is not held back, and the user may start again once a turn completes.
+#[test]
+fn past_max_turns_per_user_a_turn_is_refused_and_others_go_on() {
+    let gate = Gate::default();
+    let mut pieces = openai::text_answer(&["Held ", "turn."], true);
+    let rest = pieces.split_off(2);
+    let server = Server::start(vec![
+        Reply::Gated { pieces, rest, gate: gate.clone() },
+        Reply::Stream { pieces: openai::text_answer(&["Bob's."], true) },
+        Reply::Stream { pieces: openai::text_answer(&["Again."], true) },
+    ]);
+    let home = home_for("openai", &server, "[serve]\nmax_turns_per_user = 1\n");
+    let (alice, bob) = (token(&home, "alice", &[]), token(&home, "bob", &[]));
+    let service = Service::start(&home, "ws", &[]);
+    let mut a = service.client(&alice);
+    let mut a2 = service.client(&alice);
+    let (first, second) = (a.new_session(), a.new_session());
+    let held = a.ok("turn/start", json!({"session": first, "text": "hold"}))["turn"].clone();
+    a.wait(|v| v["method"] == "turn/event" && v["params"]["event"]["type"] == "text_delta");
+    assert_eq!(a2.refused("turn/start", json!({"session": second, "text": "more"})), "too_many_turns");
+    assert_eq!(a2.refused("session/compact", json!({"session": second})), "too_many_turns");
+    let mut b = service.client(&bob);
+    let bobs = b.new_session();
+    let turn = b.ok("turn/start", json!({"session": bobs, "text": "hi"}))["turn"].clone();
+    let done = b.wait(|v| v["method"] == "turn/completed" && v["params"]["turn"] == turn);
+    assert_eq!(done["params"]["outcome"]["text"], "Bob's.", "{done}");
+    gate.open();
+    a.wait(|v| v["method"] == "turn/completed" && v["params"]["turn"] == held);
+    let history = |s: &str| home.store().acting_for("alice").full_history(s).unwrap().len();
+    assert_eq!(history(&second), 0, "the refused turn stored nothing");
+    let again = a2.ok("turn/start", json!({"session": second, "text": "now"}))["turn"].clone();
+    let done = a2.wait(|v| v["method"] == "turn/completed" && v["params"]["turn"] == again);
+    assert_eq!(done["params"]["outcome"]["text"], "Again.", "{done}");
+}
+
+/// Two instances on one PostgreSQL database serve the same users: a turn running through one is
+/// busy through the other; a client that goes away leaves its turn stored as interrupted, and
+/// when an instance is SIGKILLed mid-turn the session is free again through the other.
+#[test]
+fn two_instances_on_one_postgresql_share_sessions_busy_claims_and_what_a_dead_one_left() {
+    let hold = |words: &[&str]| {
+        let mut pieces = openai::text_answer(words, true);
+        pieces.truncate(2);
+        Reply::Gated { pieces, rest: Vec::new(), gate: Gate::default() }
+    };
+    let server = Server::start(vec![
+        hold(&["Cut ", "by a hangup."]),
+        hold(&["Cut ", "by a kill."]),
+        Reply::Stream { pieces: openai::text_answer(&["Through B."], true) },
+    ]);
+    let home = Home::postgres();
+    crate::chat::configure(&home, "openai", &server, "");
+    let alice = token(&home, "alice", &[]);
+    let mut a = Service::start(&home, "ws", &[]);
+    let b = Service::start(&home, "ws", &[]);
+    let history = |s: &str| home.store().acting_for("alice").full_history(s).unwrap();
+
+    // A client of A starts a turn and goes away: A stores it as interrupted; B sees it.
+    let mut on_a = a.client(&alice);
+    let left = on_a.new_session();
+    on_a.ok("turn/start", json!({"session": left, "text": "then I hang up"}));
+    on_a.wait(|v| v["method"] == "turn/event" && v["params"]["event"]["type"] == "text_delta");
+    drop(on_a);
+    wait_for("the hung-up turn to be stored", || history(&left).len() == 2);
+    assert_eq!(history(&left)[1].status, seshat::conversation::MessageStatus::Interrupted);
+    let mut on_b = b.client(&alice);
+    assert_eq!(on_b.ok("session/get", json!({"session": left, "full": true}))["history"][1]["status"], "interrupted");
+
+    // A turn running through A is busy through B, until A is killed.
+    let mut on_a = a.client(&alice);
+    let session = on_a.new_session();
+    on_a.ok("turn/start", json!({"session": session, "text": "then A dies"}));
+    on_a.wait(|v| v["method"] == "turn/event" && v["params"]["event"]["type"] == "text_delta");
+    assert_eq!(on_b.refused("turn/start", json!({"session": session, "text": "me too"})), "session_busy");
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    let mut turn = Value::Null;
+    wait_for("the dead instance's claim to go", || {
+        let answer = on_b.call("turn/start", json!({"session": session, "text": "go on"}));
+        turn = answer["result"]["turn"].clone();
+        !turn.is_null()
+    });
+    let done = on_b.wait(|v| v["method"] == "turn/completed" && v["params"]["turn"] == turn);
+    assert_eq!(done["params"]["outcome"]["text"], "Through B.", "{done}");
+    let texts: Vec<String> = history(&session).iter().map(|m| crate::support::text_of(m).to_string()).collect();
+    assert_eq!(texts.first().map(String::as_str), Some("then A dies"), "{texts:?}");
+    assert_eq!(texts.last().map(String::as_str), Some("Through B."), "{texts:?}");
+}
