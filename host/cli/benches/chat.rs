@@ -12,9 +12,7 @@
 mod common;
 use common::*;
 
-use std::io::{BufReader, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use seshat::client::{Agent, AgentOptions, Observer, Tools};
@@ -25,45 +23,6 @@ use seshat::store::{NewSession, Store};
 
 const MESSAGES: usize = 10_000;
 const RUNS: usize = 51;
-
-/// A loopback server answering every request with a short streamed answer; keeps the last body.
-fn server() -> (String, Arc<Mutex<Vec<u8>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let last = Arc::new(Mutex::new(Vec::new()));
-    let keep = last.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let keep = keep.clone();
-            std::thread::spawn(move || serve(stream, &keep));
-        }
-    });
-    (url, last)
-}
-
-fn serve(stream: TcpStream, keep: &Mutex<Vec<u8>>) {
-    stream.set_nodelay(true).unwrap();
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut out = stream;
-    while let Some((_, body)) = read_request(&mut reader) {
-        *keep.lock().unwrap() = body;
-        let first = concat!(
-            "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}\n\n",
-            "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
-            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n",
-        );
-        let rest = concat!(
-            "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
-            "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":2}}\n\n",
-            "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
-        );
-        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
-        let _ = write!(out, "{head}{:x}\r\n{first}\r\n", first.len());
-        let _ = out.flush();
-        let _ = write!(out, "{:x}\r\n{rest}\r\n0\r\n\r\n", rest.len());
-        let _ = out.flush();
-    }
-}
 
 /// Records when the first text arrived.
 struct FirstToken(Option<Instant>);
@@ -78,7 +37,7 @@ impl Observer for FirstToken {
 
 fn main() {
     let dir = tempfile::tempdir().unwrap();
-    let (url, last_body) = server();
+    let (url, last_body) = provider::anthropic();
     std::fs::write(dir.path().join("config.toml"), format!("[providers.anthropic]\nbase_url = \"{url}\"\n")).unwrap();
     let db = dir.path().join("seshat.db");
     let project = dir.path().display().to_string();
