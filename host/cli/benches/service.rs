@@ -227,11 +227,11 @@ impl Wss {
         let stream = rustls::StreamOwned::new(rustls::ClientConnection::new(config, server).unwrap(), tcp);
         let (ws, _) = tungstenite::client::client(request, stream).unwrap_or_else(|e| panic!("upgrade: {e}"));
         let mut c = Wss { ws, next: 0 };
-        c.call("initialize", json!({"model": "claude-sonnet-4-5"})).unwrap();
+        c.call("initialize", &json!({"model": "claude-sonnet-4-5"})).unwrap();
         c
     }
 
-    fn send(&mut self, method: &str, params: Value) -> u64 {
+    fn send(&mut self, method: &str, params: &Value) -> u64 {
         self.next += 1;
         let line = json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params});
         self.ws.send(Message::text(line.to_string())).unwrap();
@@ -246,7 +246,7 @@ impl Wss {
         }
     }
 
-    fn call(&mut self, method: &str, params: Value) -> Result<Value, String> {
+    fn call(&mut self, method: &str, params: &Value) -> Result<Value, String> {
         let id = self.send(method, params);
         loop {
             let v = self.read();
@@ -262,12 +262,12 @@ impl Wss {
 
 impl Client for Wss {
     fn session(&mut self) -> String {
-        self.call("session/new", json!({})).unwrap()["session"]["id"].as_str().unwrap().to_string()
+        self.call("session/new", &json!({})).unwrap()["session"]["id"].as_str().unwrap().to_string()
     }
 
     fn turn(&mut self, session: &str, text: &str) -> Result<Duration, String> {
         let sent = Instant::now();
-        let id = self.send("turn/start", json!({"session": session, "text": text}));
+        let id = self.send("turn/start", &json!({"session": session, "text": text}));
         let mut first = None;
         loop {
             let v = self.read();
@@ -319,12 +319,12 @@ impl Stdio1 {
         let s = Stdio1 { stdin, routes, next: Arc::default(), _child: child };
         let (tx, rx) = mpsc::channel();
         s.routes.lock().unwrap().insert("id:0".into(), tx);
-        s.write(0, "initialize", json!({"model": "claude-sonnet-4-5"}));
+        s.write(0, "initialize", &json!({"model": "claude-sonnet-4-5"}));
         rx.recv().unwrap();
         s
     }
 
-    fn write(&self, id: u64, method: &str, params: Value) {
+    fn write(&self, id: u64, method: &str, params: &Value) {
         let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         writeln!(self.stdin.lock().unwrap(), "{line}").unwrap();
     }
@@ -345,7 +345,7 @@ struct StdioClient {
 
 impl StdioClient {
     /// Sends a request whose answer comes to `key`'s channel.
-    fn send(&self, method: &str, params: Value) -> (u64, mpsc::Receiver<Value>) {
+    fn send(&self, method: &str, params: &Value) -> (u64, mpsc::Receiver<Value>) {
         let id = {
             let mut n = self.next.lock().unwrap();
             *n += 1;
@@ -361,7 +361,7 @@ impl StdioClient {
 
 impl Client for StdioClient {
     fn session(&mut self) -> String {
-        let (_, rx) = self.send("session/new", json!({}));
+        let (_, rx) = self.send("session/new", &json!({}));
         let id = rx.recv().unwrap()["result"]["session"]["id"].as_str().unwrap().to_string();
         let (tx, inbox) = mpsc::channel();
         self.routes.lock().unwrap().insert(id.clone(), tx);
@@ -371,7 +371,7 @@ impl Client for StdioClient {
 
     fn turn(&mut self, session: &str, text: &str) -> Result<Duration, String> {
         let sent = Instant::now();
-        let (_, answer) = self.send("turn/start", json!({"session": session, "text": text}));
+        let (_, answer) = self.send("turn/start", &json!({"session": session, "text": text}));
         if let Some(e) = answer.recv().unwrap().get("error") {
             return Err(e.to_string());
         }

@@ -10,6 +10,7 @@ mod knowledge;
 mod mcp;
 mod memory;
 mod plugins;
+mod remote;
 mod scopes;
 mod serve;
 mod sessions;
@@ -36,6 +37,15 @@ pub struct Cli {
     /// `$SESHAT_HOME/seshat.db`, else `~/.local/share/seshat/seshat.db`).
     #[arg(long, global = true, value_name = "PATH|URL")]
     db: Option<String>,
+
+    /// Work against a team's `seshat serve --listen` instead of a local store (`mcp`, `sessions
+    /// list`, `knowledge search`); the token is read from SESHAT_TOKEN.
+    #[arg(long, global = true, value_name = "wss://HOST:PORT", env = "SESHAT_REMOTE")]
+    remote: Option<String>,
+
+    /// The CA that signed the remote service's certificate (PEM), when it is a private one.
+    #[arg(long, global = true, value_name = "FILE", env = "SESHAT_REMOTE_CA")]
+    remote_ca: Option<std::path::PathBuf>,
 
     #[command(subcommand)]
     command: Command,
@@ -96,6 +106,8 @@ pub struct Context {
     /// The project's instructions as a network client sent them (`None`: read from
     /// `project_dir`).
     instructions: Option<Vec<(String, String)>>,
+    /// The remote service `--remote` names.
+    remote: Option<remote::Target>,
 }
 
 impl Context {
@@ -113,6 +125,7 @@ impl Context {
             repository: paths::repository_key(&cwd),
             user: None,
             instructions: None,
+            remote: remote::Target::from_cli(cli.remote.as_deref(), cli.remote_ca.as_deref())?,
         })
     }
 
@@ -138,6 +151,14 @@ impl Context {
             instructions: Some(instructions),
             ..self.clone()
         }
+    }
+
+    /// A connection to the `--remote` service, in this directory's project (`None` without
+    /// `--remote`).
+    fn remote(&self) -> anyhow::Result<Option<remote::Remote>> {
+        let Some(target) = &self.remote else { return Ok(None) };
+        let instructions = seshat::client::prompt::read_instructions(&self.project_dir);
+        Ok(Some(remote::Remote::connect(target, &self.project, &instructions)?))
     }
 
     /// The user's and the project's configuration, merged.
@@ -203,6 +224,16 @@ fn record_limit(config: &Config) -> usize {
 use format::visible;
 use hints::hint;
 
+/// Whether `command` works against a `--remote` service.
+fn remote_ready(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Mcp(_)
+            | Command::Sessions(sessions::SessionsCommand::List(_))
+            | Command::Knowledge(knowledge::KnowledgeCommand::Search(_))
+    )
+}
+
 /// Runs the parsed command.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     use nix::sys::signal::Signal::{SIGHUP, SIGINT, SIGTERM};
@@ -214,6 +245,12 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         _ => None,
     };
     let ctx = Context::from_cli(&cli)?;
+    if ctx.remote.is_some() && !remote_ready(&cli.command) {
+        anyhow::bail!(
+            "this command does not work against a remote service yet: only `mcp`, `sessions list` and `knowledge \
+             search` do; unset SESHAT_REMOTE (or drop --remote) to run it on this machine's store"
+        );
+    }
     match cli.command {
         Command::Chat(args) => chat::run(&ctx, &args, signals.context("chat's signals are blocked before it starts")?),
         Command::Sessions(cmd) => sessions::run(&ctx, cmd),

@@ -26,15 +26,31 @@ pub struct Args {
 }
 
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
-    let mut knowledge = super::knowledge(ctx)?;
-    let filter = KnowledgeFilter { project: &ctx.project, scope: args.scope.as_ref() };
-    let found = knowledge.search(filter, &args.query, args.limit)?;
+    let (found, embedder) = match ctx.remote()? {
+        Some(mut remote) => {
+            anyhow::ensure!(
+                args.scope.is_none(),
+                "--scope does not work against a remote service yet: search without it"
+            );
+            let params = serde_json::json!({"query": args.query, "limit": args.limit});
+            let found = remote.call("knowledge/search", &params)??;
+            let found: seshat::retrieval::Found = serde_json::from_value(found)
+                .map_err(|e| anyhow::anyhow!("the service's search answer cannot be read: {e}"))?;
+            (found, true)
+        }
+        None => {
+            let mut knowledge = super::knowledge(ctx)?;
+            let filter = KnowledgeFilter { project: &ctx.project, scope: args.scope.as_ref() };
+            let found = knowledge.search(filter, &args.query, args.limit)?;
+            (found, knowledge.embedder().is_some())
+        }
+    };
     let mut out = format::stdout();
     if args.json {
         format::json(&mut out, &found)?;
     } else {
         let how = match found.mode {
-            Mode::Lexical if knowledge.embedder().is_none() => "lexical: words matched by bm25; no embedder configured",
+            Mode::Lexical if !embedder => "lexical: words matched by bm25; no embedder configured",
             Mode::Lexical => "lexical: words matched by bm25",
             Mode::Hybrid => "hybrid: words (bm25) and meaning (vectors), fused by rank",
         };

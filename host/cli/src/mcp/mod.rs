@@ -28,6 +28,24 @@ use super::Context;
 pub struct Args {}
 
 struct MemoryServer {
+    /// Where the tools run: this machine's store, or a remote service.
+    backend: Backend,
+    tools: Vec<Tool>,
+    /// Whether a call is in flight, for a stop signal to wait for it.
+    work: super::stop::Work,
+}
+
+/// Where the tools run.
+enum Backend {
+    /// This machine's store.
+    Local(Box<Local>),
+    /// A team's `seshat serve --listen` (`--remote`): each call is its `memory/<tool>` or
+    /// `knowledge/search` method.
+    Remote(Box<Mutex<super::remote::Remote>>),
+}
+
+/// What the tools use of this machine's store.
+struct Local {
     store: Mutex<Store>,
     project: Option<String>,
     /// The document corpus and the project key its searches are for.
@@ -36,9 +54,6 @@ struct MemoryServer {
     recall: Mutex<Option<seshat::retrieval::Recall>>,
     /// Embeds what the tools write, when memory is embedded (never delaying an answer).
     background: Option<seshat::retrieval::queue::Background>,
-    tools: Vec<Tool>,
-    /// Whether a call is in flight, for a stop signal to wait for it.
-    work: super::stop::Work,
 }
 
 impl ServerHandler for MemoryServer {
@@ -84,9 +99,17 @@ impl MemoryServer {
             return Err(McpError::invalid_params(format!("unknown tool `{}`", request.name), None));
         }
         let args = Value::Object(request.arguments.unwrap_or_default());
+        let local = match &self.backend {
+            Backend::Local(local) => local,
+            Backend::Remote(remote) => {
+                let mut remote =
+                    remote.lock().map_err(|_| McpError::internal_error("the connection lock is poisoned", None))?;
+                return Ok(answer(remote_call(&mut remote, &request.name, &args)).into());
+            }
+        };
         if seshat::retrieval::tools::is_knowledge_tool(&request.name) {
             let output = {
-                let mut guard = self
+                let mut guard = local
                     .knowledge
                     .lock()
                     .map_err(|_| McpError::internal_error("the knowledge lock is poisoned", None))?;
@@ -97,10 +120,10 @@ impl MemoryServer {
         }
         let output = {
             let mut store =
-                self.store.lock().map_err(|_| McpError::internal_error("the store lock is poisoned", None))?;
-            let mut memory = store.memory(self.project.as_deref());
+                local.store.lock().map_err(|_| McpError::internal_error("the store lock is poisoned", None))?;
+            let mut memory = store.memory(local.project.as_deref());
             let mut recall =
-                self.recall.lock().map_err(|_| McpError::internal_error("the recall lock is poisoned", None))?;
+                local.recall.lock().map_err(|_| McpError::internal_error("the recall lock is poisoned", None))?;
             match recall.as_mut().filter(|r| r.memory()) {
                 Some(r) => {
                     let mut search = |m: &mut seshat::memory::Memory<'_>,
@@ -112,10 +135,26 @@ impl MemoryServer {
                 None => tools::call(&mut memory, &request.name, &args),
             }
         };
-        if let Some(b) = &self.background {
+        if let Some(b) = &local.background {
             b.poke();
         }
         Ok(answer(output).into())
+    }
+}
+
+/// Runs tool `name` on the remote service: a memory tool as its `memory/<tool>` method, the
+/// knowledge search as `knowledge/search` (its hits shaped as the local tool shapes them).
+fn remote_call(remote: &mut super::remote::Remote, name: &str, args: &Value) -> seshat::tool::ToolOutput {
+    let knowledge = seshat::retrieval::tools::is_knowledge_tool(name);
+    let method = if knowledge { "knowledge/search".to_string() } else { format!("memory/{name}") };
+    match remote.call(&method, args) {
+        Ok(Ok(result)) if knowledge => match serde_json::from_value::<seshat::retrieval::Found>(result) {
+            Ok(found) => seshat::tool::ToolOutput::ok(seshat::retrieval::tools::search_output(&found)),
+            Err(e) => seshat::tool::ToolOutput::error(format!("the service's answer is not a search's: {e}")),
+        },
+        Ok(Ok(result)) => seshat::tool::ToolOutput::ok(result),
+        Ok(Err(refused)) => seshat::tool::ToolOutput::error(refused.to_string()),
+        Err(e) => seshat::tool::ToolOutput::error(format!("{e:#}")),
     }
 }
 
@@ -140,11 +179,16 @@ fn answer(output: seshat::tool::ToolOutput) -> CallToolResult {
     if output.is_error { CallToolResult::structured_error(structured) } else { CallToolResult::structured(structured) }
 }
 
-/// The tool definitions in MCP's shape: memory's, then knowledge's, under their plain names.
-fn mcp_tools() -> anyhow::Result<Vec<Tool>> {
+/// The tool definitions in MCP's shape: memory's, then knowledge's, under their plain names (a
+/// remote service offers the knowledge search only).
+fn mcp_tools(remote: bool) -> anyhow::Result<Vec<Tool>> {
     tools::definitions()
         .into_iter()
-        .chain(seshat::retrieval::tools::definitions())
+        .chain(
+            seshat::retrieval::tools::definitions()
+                .into_iter()
+                .filter(|d| !remote || d.name == seshat::retrieval::tools::SEARCH),
+        )
         .map(|d| {
             let tool = json!({
                 "name": d.name,
@@ -164,17 +208,29 @@ fn mcp_tools() -> anyhow::Result<Vec<Tool>> {
 }
 
 pub fn run(ctx: &Context, _args: &Args, signals: Option<super::stop::Signals>) -> anyhow::Result<ExitCode> {
-    // The library opens what the tools need; an embedder that cannot be loaded leaves the
-    // searches lexical, and the memory tools serve on.
-    let env = ctx.environment(Default::default())?;
-    let server = MemoryServer {
-        store: Mutex::new(ctx.store()?),
-        project: ctx.repository.clone(),
-        knowledge: Mutex::new((env.knowledge()?, ctx.project.clone())),
-        recall: Mutex::new(env.recall()),
-        background: env.background(),
-        tools: mcp_tools()?,
-        work: super::stop::Work::default(),
+    let server = match ctx.remote()? {
+        Some(remote) => MemoryServer {
+            backend: Backend::Remote(Box::new(Mutex::new(remote))),
+            tools: mcp_tools(true)?,
+            work: super::stop::Work::default(),
+        },
+        None => {
+            // The library opens what the tools need; an embedder that cannot be loaded leaves
+            // the searches lexical, and the memory tools serve on.
+            let env = ctx.environment(Default::default())?;
+            let local = Local {
+                store: Mutex::new(ctx.store()?),
+                project: ctx.repository.clone(),
+                knowledge: Mutex::new((env.knowledge()?, ctx.project.clone())),
+                recall: Mutex::new(env.recall()),
+                background: env.background(),
+            };
+            MemoryServer {
+                backend: Backend::Local(Box::new(local)),
+                tools: mcp_tools(false)?,
+                work: super::stop::Work::default(),
+            }
+        }
     };
     if let Some(signals) = signals {
         // A call in flight finishes (its one transaction) before the process exits.

@@ -67,7 +67,67 @@ fn tree(sessions: &[SessionInfo]) -> Vec<(usize, usize)> {
     out
 }
 
+/// The table's header.
+fn write_header(out: &mut impl Write, width: usize) -> std::io::Result<()> {
+    writeln!(out, "{:<width$}  {:<16}  {:>8}  {:<14}  TITLE", "ID", "UPDATED", "MESSAGES", "CONTEXT")
+}
+
+/// One session's row (indented `depth` under its parent in a tree).
+fn write_row(
+    out: &mut impl Write,
+    width: usize,
+    id: &str,
+    s: &SessionInfo,
+    depth: Option<usize>,
+) -> std::io::Result<()> {
+    let indent = depth.filter(|&d| d > 0).map(|d| format!("{}└ ", "  ".repeat(d - 1))).unwrap_or_default();
+    let lineage = match (&s.parent_id, s.fork_seq) {
+        (Some(parent), Some(at)) => format!(" (fork of {} after {at})", &parent[..parent.len().min(8)]),
+        _ => String::new(),
+    };
+    writeln!(
+        out,
+        "{:<width$}  {:<16}  {:>8}  {:<14}  {indent}{}{lineage}",
+        id,
+        format::time(s.updated_at),
+        s.message_count,
+        format::context_use(s.context_tokens, s.context_window),
+        format::clip(s.title.as_deref().unwrap_or("(untitled)"), 60),
+    )
+}
+
+/// `sessions list --remote`: the service's `session/list` for this project (or all), whole ids.
+fn run_remote(ctx: &Context, args: &Args, remote: &mut crate::remote::Remote) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(!args.tree, "--tree does not work against a remote service yet: list without it");
+    let mut params = serde_json::json!({"all": args.all});
+    if let Some(limit) = args.limit {
+        params["limit"] = limit.into();
+    }
+    let listed = remote.call("session/list", &params)??;
+    let sessions: Vec<SessionInfo> = serde_json::from_value(listed["sessions"].clone())
+        .map_err(|e| anyhow::anyhow!("the service's session list cannot be read: {e}"))?;
+    let mut out = format::stdout();
+    if args.json {
+        let rows: Vec<Row<'_>> =
+            sessions.iter().map(|s| Row { short_id: &s.id, depth: None, rewinds: None, session: s }).collect();
+        format::json(&mut out, &rows)?;
+    } else if sessions.is_empty() {
+        writeln!(out, "No sessions in this project ({}) on the service. `--all` lists every project.", ctx.project)?;
+    } else {
+        let width = sessions.iter().map(|s| s.id.len()).max().unwrap_or(26);
+        write_header(&mut out, width)?;
+        for s in &sessions {
+            write_row(&mut out, width, &s.id, s, None)?;
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
+    if let Some(mut remote) = ctx.remote()? {
+        return run_remote(ctx, args, &mut remote);
+    }
     let store = ctx.store()?;
     let filter = ListFilter { project: (!args.all).then(|| ctx.project.clone()), limit: args.limit };
     let sessions = store.list_sessions(&filter)?;
@@ -99,23 +159,10 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let width = short.iter().map(String::len).max().unwrap_or(8);
-    writeln!(out, "{:<width$}  {:<16}  {:>8}  {:<14}  TITLE", "ID", "UPDATED", "MESSAGES", "CONTEXT")?;
+    write_header(&mut out, width)?;
     for &(i, depth) in &order {
         let (s, id) = (&sessions[i], &short[i]);
-        let indent = depth.filter(|&d| d > 0).map(|d| format!("{}└ ", "  ".repeat(d - 1))).unwrap_or_default();
-        let lineage = match (&s.parent_id, s.fork_seq) {
-            (Some(parent), Some(at)) => format!(" (fork of {} after {at})", &parent[..parent.len().min(8)]),
-            _ => String::new(),
-        };
-        writeln!(
-            out,
-            "{:<width$}  {:<16}  {:>8}  {:<14}  {indent}{}{lineage}",
-            id,
-            format::time(s.updated_at),
-            s.message_count,
-            format::context_use(s.context_tokens, s.context_window),
-            format::clip(s.title.as_deref().unwrap_or("(untitled)"), 60),
-        )?;
+        write_row(&mut out, width, id, s, depth)?;
         if args.tree {
             let pad = " ".repeat(width + 2 + 16 + 2 + 8 + 2 + 14 + 2);
             for r in store.live_rewinds(&s.id)? {

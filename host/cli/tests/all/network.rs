@@ -636,3 +636,79 @@ fn two_instances_on_one_postgresql_share_sessions_busy_claims_and_what_a_dead_on
     assert_eq!(texts.first().map(String::as_str), Some("then A dies"), "{texts:?}");
     assert_eq!(texts.last().map(String::as_str), Some("Through B."), "{texts:?}");
 }
+
+/// `--remote` (SESHAT_REMOTE with SESHAT_TOKEN) makes `mcp`, `sessions list` and `knowledge
+/// search` work against the service from a machine with no store of its own; a command that
+/// cannot yet is refused, touching nothing local.
+#[test]
+fn remote_mcp_sessions_and_knowledge_search_work_from_a_machine_with_no_store() {
+    let home = Home::new();
+    let alice = token(&home, "alice", &[]);
+    home.ok(&["scopes", "create", "platform"]);
+    home.ok(&["scopes", "grant", "platform", "alice"]);
+    let doc = home.path().join("runbook.md");
+    std::fs::write(&doc, "# Deploys\n\nThe kestrel cluster deploys on Tuesdays only.\n").unwrap();
+    home.ok(&["knowledge", "add", "--scope", "team:platform", doc.to_str().unwrap()]);
+    let service = Service::start(&home, "ws", &[]);
+    let mut c = service.connect(Some(&alice), None).unwrap();
+    c.ok("initialize", json!({"project": "github.com/acme/app"}));
+    let session = c.new_session();
+
+    let laptop = Home::new();
+    let remote = |cmd: &mut std::process::Command| {
+        cmd.env("SESHAT_REMOTE", &service.url).env("SESHAT_TOKEN", &alice);
+    };
+    let calls = [
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "create_entities",
+            "arguments": {"scope": "user", "entities": [{"name": "kestrel", "entityType": "cluster", "observations": ["deploys Tuesdays"]}]}}}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "search_nodes", "arguments": {"query": "kestrel"}}}),
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "knowledge_search", "arguments": {"query": "kestrel deploys"}}}),
+    ];
+    let mut cmd = laptop.cmd();
+    remote(&mut cmd);
+    let (status, stderr, answers) = crate::support::mcp_session(cmd, &calls);
+    assert!(status.success(), "{stderr}");
+    let answer =
+        |id: u64| answers.iter().find(|a| a["id"] == id).unwrap_or_else(|| panic!("no answer {id}: {answers:?}"));
+    let names: Vec<&str> =
+        answer(2)["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"search_nodes") && names.contains(&"knowledge_search"), "{names:?}");
+    assert!(!names.contains(&"knowledge_read"), "a remote service reads no documents yet: {names:?}");
+    assert_eq!(answer(3)["result"]["isError"], false, "{}", answer(3));
+    assert!(answer(4)["result"].to_string().contains("deploys Tuesdays"), "{}", answer(4));
+    let hits = &answer(5)["result"]["structuredContent"]["results"];
+    assert!(hits.to_string().contains("runbook.md"), "{}", answer(5));
+    // The entity is alice's (her user scope) on the service; the laptop has no store at all.
+    assert!(c.ok("memory/search_nodes", json!({"query": "kestrel"})).to_string().contains("deploys Tuesdays"));
+    assert!(!laptop.db().exists(), "nothing was written on the laptop");
+
+    let mut cmd = laptop.cmd();
+    remote(&mut cmd);
+    let out = cmd.args(["sessions", "list", "--all", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed[0]["id"], session, "{listed}");
+    let mut cmd = laptop.cmd();
+    remote(&mut cmd);
+    let out = cmd.args(["sessions", "list", "--json"]).output().unwrap();
+    assert_eq!(serde_json::from_slice::<Value>(&out.stdout).unwrap(), json!([]), "the laptop's project is its own");
+    let mut cmd = laptop.cmd();
+    remote(&mut cmd);
+    let out = cmd.args(["knowledge", "search", "kestrel", "--json"]).output().unwrap();
+    let found: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(found["hits"].to_string().contains("runbook.md"), "{found}");
+
+    let mut cmd = laptop.cmd();
+    remote(&mut cmd);
+    let out = cmd.args(["sessions", "delete", &session]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("remote") && err.contains("SESHAT_REMOTE"), "{err}");
+    let mut cmd = laptop.cmd();
+    cmd.env("SESHAT_REMOTE", &service.url).env("SESHAT_TOKEN", "seshat_0000000000000000_00");
+    let out = cmd.args(["sessions", "list"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("401") && err.contains("token_invalid"), "{err}");
+    assert!(!laptop.db().exists(), "nothing was written on the laptop");
+    assert_eq!(c.ok("session/list", json!({"all": true}))["sessions"][0]["id"], session, "the session is still there");
+}

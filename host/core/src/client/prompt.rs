@@ -26,7 +26,7 @@ pub struct PromptParts {
 
 /// The project's instruction files in `dir` ([`INSTRUCTION_FILES`], in order), those that exist
 /// and are not empty; each cut at [`MAX_INSTRUCTIONS_BYTES`], saying so.
-pub(crate) fn read_instructions(dir: &Path) -> Vec<(String, String)> {
+pub fn read_instructions(dir: &Path) -> Vec<(String, String)> {
     INSTRUCTION_FILES.iter().filter_map(|name| Some((name.to_string(), read_instruction_file(dir, name)?))).collect()
 }
 

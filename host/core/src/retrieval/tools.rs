@@ -5,12 +5,12 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::Knowledge;
+use super::{Found, Knowledge};
 use crate::store::KnowledgeFilter;
 use crate::tool::{ToolDef, ToolOutput};
 
 /// `knowledge_search`'s name.
-pub(crate) const SEARCH: &str = "knowledge_search";
+pub const SEARCH: &str = "knowledge_search";
 /// `knowledge_read`'s name.
 pub(crate) const READ: &str = "knowledge_read";
 /// Results `knowledge_search` returns unless asked for fewer or more.
@@ -78,6 +78,27 @@ struct ReadArgs {
     offset: Option<usize>,
 }
 
+/// What `knowledge_search` answers for `found`: each hit's id, file, lines, heading and snippet,
+/// the mode, and a note when there is one (or nothing matched).
+pub fn search_output(found: &Found) -> Value {
+    let hits: Vec<Value> = found
+        .hits
+        .iter()
+        .map(|h| {
+            json!({"id": h.id, "file": h.path, "lines": format!("{}-{}", h.start_line, h.end_line),
+                "heading": h.heading, "snippet": h.snippet})
+        })
+        .collect();
+    let mut out = json!({"mode": found.mode, "results": hits});
+    if let Some(note) = &found.note {
+        out["note"] = note.clone().into();
+    }
+    if found.hits.is_empty() {
+        out["note"] = "nothing matched: try other words, or fewer".into();
+    }
+    out
+}
+
 /// Runs a knowledge tool for `project` (its key): the structured result, or the error the model
 /// reads.
 pub fn call(knowledge: &mut Knowledge, project: &str, name: &str, args: &Value) -> ToolOutput {
@@ -102,22 +123,7 @@ fn run(knowledge: &mut Knowledge, project: &str, name: &str, args: &Value) -> Re
                 ));
             }
             let found = knowledge.search(filter, &a.query, limit).map_err(|e| e.to_string())?;
-            let hits: Vec<Value> = found
-                .hits
-                .iter()
-                .map(|h| {
-                    json!({"id": h.id, "file": h.path, "lines": format!("{}-{}", h.start_line, h.end_line),
-                        "heading": h.heading, "snippet": h.snippet})
-                })
-                .collect();
-            let mut out = json!({"mode": found.mode, "results": hits});
-            if let Some(note) = found.note {
-                out["note"] = note.into();
-            }
-            if found.hits.is_empty() {
-                out["note"] = "nothing matched: try other words, or fewer".into();
-            }
-            Ok(out)
+            Ok(search_output(&found))
         }
         READ => {
             let a: ReadArgs = serde_json::from_value(args.clone()).map_err(parse_error)?;
