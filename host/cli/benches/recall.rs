@@ -714,7 +714,7 @@ fn main() {
         println!("|---|---|---|---|");
         let mut rows = vec![("plain FTS5 bm25, words OR-ed (baseline)", r.plain), ("Seshat lexical", r.lexical)];
         if let Some((tally, _)) = &r.postgres {
-            rows.push(("Seshat lexical on PostgreSQL (ts_rank, the same rules)", *tally));
+            rows.push(("Seshat lexical on PostgreSQL (ts_rank weighted by idf, the same rules)", *tally));
         }
         if server.is_some() {
             rows.push(("Seshat hybrid (all-MiniLM-L6-v2)", r.hybrid));

@@ -208,6 +208,18 @@ fn run(clients: usize, turns: usize, make: impl Fn(usize) -> Box<dyn Client>) ->
     Measured { first: results.into_iter().flatten().collect(), errors, elapsed }
 }
 
+/// Follows a turn's notification `v`: notes the first text event's time since `sent`; at
+/// `turn/completed`, the turn's result.
+fn follow(v: &Value, sent: Instant, first: &mut Option<Duration>) -> Option<Result<Duration, String>> {
+    if v["method"] == "turn/event" && v["params"]["event"]["type"] == "text_delta" && first.is_none() {
+        *first = Some(sent.elapsed());
+    }
+    (v["method"] == "turn/completed").then(|| match &v["params"]["outcome"]["error_code"] {
+        Value::Null => first.ok_or_else(|| "no text".to_string()),
+        code => Err(code.to_string()),
+    })
+}
+
 /// A stream a WebSocket runs on.
 type Tls = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
 
@@ -274,14 +286,8 @@ impl Client for Wss {
             if v["id"] == id && v.get("error").is_some() {
                 return Err(v["error"].to_string());
             }
-            if v["method"] == "turn/event" && v["params"]["event"]["type"] == "text_delta" && first.is_none() {
-                first = Some(sent.elapsed());
-            }
-            if v["method"] == "turn/completed" {
-                return match &v["params"]["outcome"]["error_code"] {
-                    Value::Null => first.ok_or_else(|| "no text".to_string()),
-                    code => Err(code.to_string()),
-                };
+            if let Some(done) = follow(&v, sent, &mut first) {
+                return done;
             }
         }
     }
@@ -378,15 +384,8 @@ impl Client for StdioClient {
         let inbox = self.inbox.as_ref().unwrap();
         let mut first = None;
         loop {
-            let v = inbox.recv().unwrap();
-            if v["method"] == "turn/event" && v["params"]["event"]["type"] == "text_delta" && first.is_none() {
-                first = Some(sent.elapsed());
-            }
-            if v["method"] == "turn/completed" {
-                return match &v["params"]["outcome"]["error_code"] {
-                    Value::Null => first.ok_or_else(|| "no text".to_string()),
-                    code => Err(code.to_string()),
-                };
+            if let Some(done) = follow(&inbox.recv().unwrap(), sent, &mut first) {
+                return done;
             }
         }
     }

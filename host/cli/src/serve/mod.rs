@@ -395,6 +395,19 @@ impl Server {
         }
     }
 
+    /// Runs `f` with the connection's turns and what a turn or compaction needs of it.
+    fn with_link<R>(&mut self, setup: &ClientSetup, f: impl FnOnce(&mut turns::Turns, turns::Link<'_>) -> R) -> R {
+        let link = turns::Link {
+            ctx: &self.ctx,
+            setup,
+            outbox: &self.outbox,
+            pending: &self.pending,
+            user: self.acting.user.as_deref(),
+            max_turns: self.acting.max_turns,
+        };
+        f(&mut self.turns, link)
+    }
+
     /// A network client's project: its key and the instructions it read on its machine. The
     /// connection's environment and memory search are made again for it.
     fn enter_project(
@@ -520,15 +533,7 @@ impl Server {
                     return Err(RpcError::invalid_params("`text` is empty: give the user's message"));
                 }
                 let setup = self.setup.clone().unwrap_or_default();
-                let link = turns::Link {
-                    ctx: &self.ctx,
-                    setup: &setup,
-                    outbox: &self.outbox,
-                    pending: &self.pending,
-                    user: self.acting.user.as_deref(),
-                    max_turns: self.acting.max_turns,
-                };
-                let turn = self.turns.start(link, &session, p.text)?;
+                let turn = self.with_link(&setup, |turns, link| turns.start(link, &session, p.text))?;
                 rpc::answer::<m::TurnStart>(&m::TurnStartResult { session, turn })
             }
             m::TurnInterrupt::NAME => {
@@ -540,15 +545,7 @@ impl Server {
                 let p = rpc::params::<m::SessionCompact>(params)?;
                 let session = self.store()?.resolve(&p.session).map_err(RpcError::from_store)?;
                 let setup = self.setup.clone().unwrap_or_default();
-                let link = turns::Link {
-                    ctx: &self.ctx,
-                    setup: &setup,
-                    outbox: &self.outbox,
-                    pending: &self.pending,
-                    user: self.acting.user.as_deref(),
-                    max_turns: self.acting.max_turns,
-                };
-                self.turns.compact(link, &session, p.instructions, id)?;
+                self.with_link(&setup, |turns, link| turns.compact(link, &session, p.instructions, id))?;
                 Ok(None)
             }
             m::SessionFork::NAME => {

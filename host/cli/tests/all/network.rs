@@ -508,6 +508,16 @@ crate::on_both_backends! {
         wait_for("the audit line of alice's team write", || {
             service.logged(&["seshat::audit", "user=alice", "notes/set", "team:platform"])
         });
+
+        // Revoked, bob reads the team's notes no more; the listing says so.
+        home.ok(&["scopes", "revoke", "platform", "bob"]);
+        let grants: Value = serde_json::from_str(&home.ok(&["scopes", "list", "--json"])).unwrap();
+        assert!(!grants.to_string().contains("\"bob\""), "{grants}");
+        assert_eq!(b.refused("notes/list", json!({"scope": team})), "scope_denied");
+        let users: Value = serde_json::from_str(&home.ok(&["users", "list", "--json"])).unwrap();
+        for name in ["alice", "bob", "carol"] {
+            assert!(users.as_array().unwrap().contains(&json!({"name": name})), "{users}");
+        }
     }
 }
 
