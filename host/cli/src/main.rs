@@ -38,8 +38,8 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "PATH|URL")]
     db: Option<String>,
 
-    /// Work against a team's `seshat serve --listen` instead of a local store (`mcp`, `sessions
-    /// list`, `knowledge search`); the token is read from SESHAT_TOKEN.
+    /// Work against a team's `seshat serve --listen` instead of a local store (`chat -p`, `mcp`,
+    /// `sessions list`, `knowledge search`); the token is read from SESHAT_TOKEN.
     #[arg(long, global = true, value_name = "wss://HOST:PORT", env = "SESHAT_REMOTE")]
     remote: Option<String>,
 
@@ -156,9 +156,14 @@ impl Context {
     /// A connection to the `--remote` service, in this directory's project (`None` without
     /// `--remote`).
     fn remote(&self) -> anyhow::Result<Option<remote::Remote>> {
+        self.remote_with(serde_json::Map::new())
+    }
+
+    /// [`Context::remote`] with more `initialize` params (`provider`, `model`, …).
+    fn remote_with(&self, extra: serde_json::Map<String, serde_json::Value>) -> anyhow::Result<Option<remote::Remote>> {
         let Some(target) = &self.remote else { return Ok(None) };
         let instructions = seshat::client::prompt::read_instructions(&self.project_dir);
-        Ok(Some(remote::Remote::connect(target, &self.project, &instructions)?))
+        Ok(Some(remote::Remote::connect(target, &self.project, &instructions, extra)?))
     }
 
     /// The user's and the project's configuration, merged.
@@ -229,6 +234,7 @@ fn remote_ready(command: &Command) -> bool {
     matches!(
         command,
         Command::Mcp(_)
+            | Command::Chat(_)
             | Command::Sessions(sessions::SessionsCommand::List(_))
             | Command::Knowledge(knowledge::KnowledgeCommand::Search(_))
     )
@@ -247,8 +253,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let ctx = Context::from_cli(&cli)?;
     if ctx.remote.is_some() && !remote_ready(&cli.command) {
         anyhow::bail!(
-            "this command does not work against a remote service yet: only `mcp`, `sessions list` and `knowledge \
-             search` do; unset SESHAT_REMOTE (or drop --remote) to run it on this machine's store"
+            "this command does not work against a remote service yet: only `chat -p`, `mcp`, `sessions list` and \
+             `knowledge search` do; unset SESHAT_REMOTE (or drop --remote) to run it on this machine's store"
         );
     }
     match cli.command {

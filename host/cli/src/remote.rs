@@ -87,18 +87,27 @@ pub struct Remote {
     setup: Value,
     ws: Option<tungstenite::WebSocket<Stream>>,
     next: u64,
+    /// Notifications read while waiting for an answer, for [`Remote::notifications`].
+    backlog: std::collections::VecDeque<Value>,
 }
 
 impl Remote {
-    /// Connects to `target` and initialises in `project` with its `instructions`.
-    pub fn connect(target: &Target, project: &str, instructions: &[(String, String)]) -> anyhow::Result<Remote> {
+    /// Connects to `target` and initialises in `project` with its `instructions` and the other
+    /// `initialize` params in `extra` (`provider`, `model`, …).
+    pub fn connect(
+        target: &Target,
+        project: &str,
+        instructions: &[(String, String)],
+        extra: serde_json::Map<String, Value>,
+    ) -> anyhow::Result<Remote> {
         let files: Vec<Value> = instructions.iter().map(|(name, text)| json!({"name": name, "text": text})).collect();
-        let setup = json!({
+        let mut setup = json!({
             "client_info": {"name": "seshat-cli", "version": env!("CARGO_PKG_VERSION")},
             "project": project,
             "instructions": files,
         });
-        let mut remote = Remote { target: target.clone(), setup, ws: None, next: 0 };
+        setup.as_object_mut().expect("an object").extend(extra);
+        let mut remote = Remote { target: target.clone(), setup, ws: None, next: 0, backlog: Default::default() };
         remote.open()?;
         Ok(remote)
     }
@@ -186,6 +195,10 @@ impl Remote {
         loop {
             let Message::Text(text) = ws.read()? else { continue };
             let answer: Value = serde_json::from_str(&text).context("the server sent a message that is not JSON")?;
+            if answer.get("method").is_some() && answer.get("id").is_none() {
+                self.backlog.push_back(answer);
+                continue;
+            }
             if answer["id"] != id || answer.get("method").is_some() {
                 continue;
             }
@@ -196,6 +209,25 @@ impl Remote {
                 }),
                 None => Ok(answer["result"].clone()),
             });
+        }
+    }
+}
+
+impl Remote {
+    /// Hands each notification (those read meanwhile first) to `f` until it returns false.
+    pub fn notifications(&mut self, mut f: impl FnMut(&Value) -> bool) -> anyhow::Result<()> {
+        while let Some(notice) = self.backlog.pop_front() {
+            if !f(&notice) {
+                return Ok(());
+            }
+        }
+        let ws = self.ws.as_mut().context("not connected")?;
+        loop {
+            let Message::Text(text) = ws.read().context("the connection to the service ended")? else { continue };
+            let notice: Value = serde_json::from_str(&text).context("the server sent a message that is not JSON")?;
+            if notice.get("method").is_some() && notice.get("id").is_none() && !f(&notice) {
+                return Ok(());
+            }
         }
     }
 }

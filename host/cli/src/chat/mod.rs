@@ -1,6 +1,7 @@
 //! `seshat chat`: talk to a model. One prompt (`-p`, or piped stdin) runs the agent loop to its
 //! final answer and exits; on a terminal without one, an interactive REPL ([`repl`]).
 
+mod remote;
 mod repl;
 
 use std::io::{IsTerminal, Read, Write};
@@ -254,6 +255,15 @@ pub fn run(ctx: &Context, args: &Args, signals: crate::stop::Signals) -> anyhow:
     };
     if prompt.as_deref().is_some_and(|p| p.trim().is_empty()) {
         anyhow::bail!("the prompt is empty: pass -p \"…\" or pipe text to stdin");
+    }
+    if ctx.remote.is_some() {
+        let Some(prompt) = prompt else {
+            anyhow::bail!(
+                "the interactive chat does not work against a remote service yet: give the prompt with -p \"…\" (one \
+                 turn, `--continue` to go on)"
+            );
+        };
+        return remote::one_shot(ctx, args, &prompt, signals);
     }
     let mut agent = match open_agent(ctx, &args.flags())? {
         Ok(a) => a,

@@ -722,3 +722,87 @@ fn remote_mcp_sessions_and_knowledge_search_work_from_a_machine_with_no_store() 
     assert!(!laptop.db().exists(), "nothing was written on the laptop");
     assert_eq!(c.ok("session/list", json!({"all": true}))["sessions"][0]["id"], session, "the session is still there");
 }
+
+/// `mcp --remote` outlives the service's idle timeout: a connection the service closed while the
+/// MCP client was quiet is opened again for the next call, which is answered.
+#[test]
+fn remote_mcp_reconnects_after_the_service_drops_it_for_idleness() {
+    let home = Home::new();
+    std::fs::write(home.path().join("config.toml"), "[serve]\nidle_timeout_secs = 1\nkeepalive_secs = 1\n").unwrap();
+    let alice = token(&home, "alice", &[]);
+    let service = Service::start(&home, "ws", &[]);
+    let laptop = Home::new();
+    let mut child = laptop
+        .cmd()
+        .env("SESHAT_REMOTE", &service.url)
+        .env("SESHAT_TOKEN", &alice)
+        .arg("mcp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut answer = |line: Value| -> Value {
+        writeln!(stdin, "{line}").unwrap();
+        let mut text = String::new();
+        stdout.read_line(&mut text).unwrap();
+        serde_json::from_str(&text).unwrap()
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
+    assert!(answer(init)["result"].is_object());
+    let create = |id: u64, name: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "create_entities",
+            "arguments": {"scope": "user", "entities": [{"name": name, "entityType": "t", "observations": []}]}}})
+    };
+    assert_eq!(answer(create(2, "before"))["result"]["isError"], false);
+    // MCP's notifications/initialized needs no answer; the service drops the quiet connection.
+    wait_for("the service to drop the quiet connection", || service.logged(&["seshat::audit", "disconnected"]));
+    let after = answer(create(3, "after"));
+    assert_eq!(after["result"]["isError"], false, "{after}");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let mut c = service.client(&alice);
+    let graph = c.ok("memory/read_graph", json!({})).to_string();
+    assert!(graph.contains("before") && graph.contains("after"), "{graph}");
+}
+
+/// `chat -p … --remote` runs the turn on the service: the answer streams to stdout, `--json`
+/// prints the outcome, `--continue` goes on in the machine's latest session there, and the
+/// client machine's AGENTS.md reaches the model; nothing is stored on the client machine.
+#[test]
+fn remote_chat_runs_turns_on_the_service_and_continues_there() {
+    let server = Server::start(vec![
+        Reply::Stream { pieces: openai::text_answer(&["Hello ", "from afar."], true) },
+        Reply::Stream { pieces: openai::text_answer(&["Still here."], true) },
+    ]);
+    let home = home_for("openai", &server, "");
+    let alice = token(&home, "alice", &[]);
+    let service = Service::start(&home, "ws", &[]);
+    let laptop = Home::new();
+    std::fs::write(laptop.path().join("AGENTS.md"), "Laptop rules: be brief.\n").unwrap();
+    let chat = |args: &[&str]| {
+        let mut cmd = laptop.cmd();
+        cmd.env("SESHAT_REMOTE", &service.url).env("SESHAT_TOKEN", &alice).arg("chat").args(args);
+        cmd.output().unwrap()
+    };
+    let out = chat(&["-p", "hi", "--model", "gpt-4o"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "Hello from afar.");
+    let out = chat(&["-p", "and now?", "--continue", "--json", "--model", "gpt-4o"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let outcome: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(outcome["text"], "Still here.", "{outcome}");
+    let session = outcome["session"].as_str().unwrap();
+    let history = home.store().acting_for("alice").full_history(session).unwrap();
+    let texts: Vec<&str> = history.iter().map(crate::support::text_of).collect();
+    assert_eq!(texts, ["hi", "Hello from afar.", "and now?", "Still here."]);
+    let bodies: Vec<String> =
+        server.requests().iter().filter(|r| r.path.ends_with("/chat/completions")).map(|r| r.body.clone()).collect();
+    let ruled = bodies.iter().filter(|b| b.contains("Laptop rules: be brief.")).count();
+    assert_eq!((bodies.len(), ruled), (2, 2), "both model requests carry the laptop's AGENTS.md");
+    assert!(!laptop.db().exists(), "nothing was written on the laptop");
+    let out = chat(&[]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("-p"));
+}
