@@ -95,6 +95,10 @@ method!(
     KnowledgeSearch = "knowledge/search" (KnowledgeSearchParams) -> Found
 );
 method!(
+    /// Reads one chunk a search returned, as `knowledge_read` does (16,000 bytes at a time).
+    KnowledgeRead = "knowledge/read" (KnowledgeReadParams) -> KnowledgeChunk
+);
+method!(
     /// The configuration the server runs with.
     ConfigGet = "config/get" (Empty) -> ConfigGetResult
 );
@@ -468,6 +472,35 @@ pub struct KnowledgeSearchParams {
     /// At most this many hits (10 when absent, at most 100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<u64>,
+}
+
+/// `knowledge/read`'s params.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KnowledgeReadParams {
+    /// The chunk's id, as a search returned it.
+    pub id: i64,
+    /// The byte to read on from (0 when absent): what a cut answer's note gives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+}
+
+/// `knowledge/read`'s result: a chunk, or as much of it as one answer holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct KnowledgeChunk {
+    /// The chunk's id.
+    pub id: i64,
+    /// The document's path.
+    pub file: String,
+    /// Its lines in the document, `start-end`.
+    pub lines: String,
+    /// The heading it sits under (empty when none).
+    pub heading: String,
+    /// Its text from `offset`.
+    pub text: String,
+    /// Where the text was cut and how to read on, when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// `config/get`'s result.

@@ -48,6 +48,7 @@ pub const PROTOCOL_CODES: &[&str] = &[
     "read_only_token",
     "too_many_turns",
     "server_stopping",
+    "chunk_not_found",
 ];
 
 /// An error answer's object.

@@ -143,10 +143,15 @@ impl MemoryServer {
 }
 
 /// Runs tool `name` on the remote service: a memory tool as its `memory/<tool>` method, the
-/// knowledge search as `knowledge/search` (its hits shaped as the local tool shapes them).
+/// knowledge tools as `knowledge/search` (its hits shaped as the local tool shapes them) and
+/// `knowledge/read`.
 fn remote_call(remote: &mut super::remote::Remote, name: &str, args: &Value) -> seshat::tool::ToolOutput {
-    let knowledge = seshat::retrieval::tools::is_knowledge_tool(name);
-    let method = if knowledge { "knowledge/search".to_string() } else { format!("memory/{name}") };
+    let knowledge = name == seshat::retrieval::tools::SEARCH;
+    let method = match name {
+        seshat::retrieval::tools::SEARCH => "knowledge/search".to_string(),
+        seshat::retrieval::tools::READ => "knowledge/read".to_string(),
+        memory => format!("memory/{memory}"),
+    };
     match remote.call(&method, args) {
         Ok(Ok(result)) if knowledge => match serde_json::from_value::<seshat::retrieval::Found>(result) {
             Ok(found) => seshat::tool::ToolOutput::ok(seshat::retrieval::tools::search_output(&found)),
@@ -179,16 +184,11 @@ fn answer(output: seshat::tool::ToolOutput) -> CallToolResult {
     if output.is_error { CallToolResult::structured_error(structured) } else { CallToolResult::structured(structured) }
 }
 
-/// The tool definitions in MCP's shape: memory's, then knowledge's, under their plain names (a
-/// remote service offers the knowledge search only).
-fn mcp_tools(remote: bool) -> anyhow::Result<Vec<Tool>> {
+/// The tool definitions in MCP's shape: memory's, then knowledge's, under their plain names.
+fn mcp_tools() -> anyhow::Result<Vec<Tool>> {
     tools::definitions()
         .into_iter()
-        .chain(
-            seshat::retrieval::tools::definitions()
-                .into_iter()
-                .filter(|d| !remote || d.name == seshat::retrieval::tools::SEARCH),
-        )
+        .chain(seshat::retrieval::tools::definitions())
         .map(|d| {
             let tool = json!({
                 "name": d.name,
@@ -211,7 +211,7 @@ pub fn run(ctx: &Context, _args: &Args, signals: Option<super::stop::Signals>) -
     let server = match ctx.remote()? {
         Some(remote) => MemoryServer {
             backend: Backend::Remote(Box::new(Mutex::new(remote))),
-            tools: mcp_tools(true)?,
+            tools: mcp_tools()?,
             work: super::stop::Work::default(),
         },
         None => {
@@ -227,7 +227,7 @@ pub fn run(ctx: &Context, _args: &Args, signals: Option<super::stop::Signals>) -
             };
             MemoryServer {
                 backend: Backend::Local(Box::new(local)),
-                tools: mcp_tools(false)?,
+                tools: mcp_tools()?,
                 work: super::stop::Work::default(),
             }
         }

@@ -60,6 +60,7 @@ const READS: &[&str] = &[
     "session/list",
     "session/get",
     "knowledge/search",
+    "knowledge/read",
     "notes/list",
     "notes/search",
     "memory/read_graph",
@@ -608,16 +609,27 @@ impl Server {
             }
             m::KnowledgeSearch::NAME => {
                 let p = rpc::params::<m::KnowledgeSearch>(params)?;
-                if self.knowledge.is_none() {
-                    let k = super::knowledge::knowledge(&self.ctx)
-                        .map_err(|e| RpcError::seshat("knowledge_failed", format!("{e:#}")))?;
-                    self.knowledge = Some(k);
-                }
-                let k = self.knowledge.as_mut().expect("just made");
-                let filter = seshat::store::KnowledgeFilter { project: &self.ctx.project, scope: None };
+                let project = self.ctx.project.clone();
+                let k = self.knowledge()?;
+                let filter = seshat::store::KnowledgeFilter { project: &project, scope: None };
                 let limit = p.limit.unwrap_or(10).clamp(1, 100) as usize;
                 let found = k.search(filter, &p.query, limit).map_err(|e| RpcError::seshat(e.code(), e.to_string()))?;
                 rpc::answer::<m::KnowledgeSearch>(&found)
+            }
+            m::KnowledgeRead::NAME => {
+                let p = rpc::params::<m::KnowledgeRead>(params)?;
+                let project = self.ctx.project.clone();
+                let k = self.knowledge()?;
+                let args = json!({"id": p.id, "offset": p.offset});
+                let output = seshat::retrieval::tools::call(k, &project, seshat::retrieval::tools::READ, &args);
+                if output.is_error {
+                    let message = output.structured["error"].as_str().unwrap_or("no such chunk").to_string();
+                    return Err(RpcError::seshat("chunk_not_found", message));
+                }
+                let chunk: m::KnowledgeChunk = serde_json::from_value(output.structured).map_err(|e| {
+                    RpcError::seshat("internal_error", format!("a chunk that does not fit the protocol: {e}"))
+                })?;
+                rpc::answer::<m::KnowledgeRead>(&chunk)
             }
             m::NotesSet::NAME | m::NotesList::NAME | m::NotesSearch::NAME => {
                 let repository = self.ctx.repository.clone();
@@ -695,6 +707,16 @@ impl Server {
         let settings = client.settings("unknown-model", window, 0);
         seshat::compaction::rewind(client.store(), session, to, &seshat::compaction::Frame::default(), &settings)
             .map_err(|e| RpcError::seshat(e.code(), e.to_string()))
+    }
+
+    /// The document corpus, made on first use and kept.
+    fn knowledge(&mut self) -> Result<&mut seshat::retrieval::Knowledge, RpcError> {
+        if self.knowledge.is_none() {
+            let k = super::knowledge::knowledge(&self.ctx)
+                .map_err(|e| RpcError::seshat("knowledge_failed", format!("{e:#}")))?;
+            self.knowledge = Some(k);
+        }
+        Ok(self.knowledge.as_mut().expect("just made"))
     }
 
     /// The connection's database, opened on first use and kept (opening checks and migrates).

@@ -684,11 +684,24 @@ fn remote_mcp_sessions_and_knowledge_search_work_from_a_machine_with_no_store() 
     let names: Vec<&str> =
         answer(2)["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert!(names.contains(&"search_nodes") && names.contains(&"knowledge_search"), "{names:?}");
-    assert!(!names.contains(&"knowledge_read"), "a remote service reads no documents yet: {names:?}");
+    assert!(names.contains(&"knowledge_read"), "{names:?}");
     assert_eq!(answer(3)["result"]["isError"], false, "{}", answer(3));
     assert!(answer(4)["result"].to_string().contains("deploys Tuesdays"), "{}", answer(4));
     let hits = &answer(5)["result"]["structuredContent"]["results"];
     assert!(hits.to_string().contains("runbook.md"), "{}", answer(5));
+    // The chunk is read whole through the service; a user outside the team cannot read it.
+    let chunk = hits[0]["id"].clone();
+    let read = json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "knowledge_read", "arguments": {"id": chunk}}});
+    let mut cmd = laptop.cmd();
+    remote(&mut cmd);
+    let (status, stderr, answers) = crate::support::mcp_session(cmd, &[read]);
+    assert!(status.success(), "{stderr}");
+    let text = answers.iter().find(|a| a["id"] == 6).map(|a| a["result"]["structuredContent"]["text"].clone());
+    assert!(text.is_some_and(|t| t.as_str().is_some_and(|t| t.contains("deploys on Tuesdays only"))), "{answers:?}");
+    let bob = token(&home, "bob", &[]);
+    let mut b = service.client(&bob);
+    assert_eq!(b.refused("knowledge/read", json!({"id": chunk})), "chunk_not_found");
+    assert_eq!(b.ok("knowledge/search", json!({"query": "kestrel"}))["hits"], json!([]));
     // The entity is alice's (her user scope) on the service; the laptop has no store at all.
     assert!(c.ok("memory/search_nodes", json!({"query": "kestrel"})).to_string().contains("deploys Tuesdays"));
     assert!(!laptop.db().exists(), "nothing was written on the laptop");

@@ -12,7 +12,7 @@ use crate::tool::{ToolDef, ToolOutput};
 /// `knowledge_search`'s name.
 pub const SEARCH: &str = "knowledge_search";
 /// `knowledge_read`'s name.
-pub(crate) const READ: &str = "knowledge_read";
+pub const READ: &str = "knowledge_read";
 /// Results `knowledge_search` returns unless asked for fewer or more.
 pub(crate) const SEARCH_DEFAULT_LIMIT: usize = 8;
 /// The most results one search returns.
