@@ -39,7 +39,7 @@ pub struct Cli {
     db: Option<String>,
 
     /// Work against a team's `seshat serve --listen` instead of a local store (`chat -p`, `mcp`,
-    /// `sessions list`, `knowledge search`); the token is read from SESHAT_TOKEN.
+    /// `sessions list`, `sessions delete`, `knowledge search`); the token is read from SESHAT_TOKEN.
     #[arg(long, global = true, value_name = "wss://HOST:PORT", env = "SESHAT_REMOTE")]
     remote: Option<String>,
 
@@ -235,7 +235,7 @@ fn remote_ready(command: &Command) -> bool {
         command,
         Command::Mcp(_)
             | Command::Chat(_)
-            | Command::Sessions(sessions::SessionsCommand::List(_))
+            | Command::Sessions(sessions::SessionsCommand::List(_) | sessions::SessionsCommand::Delete(_))
             | Command::Knowledge(knowledge::KnowledgeCommand::Search(_))
     )
 }
@@ -253,8 +253,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let ctx = Context::from_cli(&cli)?;
     if ctx.remote.is_some() && !remote_ready(&cli.command) {
         anyhow::bail!(
-            "this command does not work against a remote service yet: only `chat -p`, `mcp`, `sessions list` and \
-             `knowledge search` do; unset SESHAT_REMOTE (or drop --remote) to run it on this machine's store"
+            "this command does not work against a remote service yet: only `chat -p`, `mcp`, `sessions list`, \
+             `sessions delete` and `knowledge search` do; unset SESHAT_REMOTE (or drop --remote) to run it on this machine's store"
         );
     }
     match cli.command {

@@ -18,9 +18,36 @@ pub struct Args {
 }
 
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
+    if let Some(mut remote) = ctx.remote()? {
+        let got = remote.call("session/get", &serde_json::json!({"session": args.id}))??;
+        let info: seshat::store::SessionInfo = serde_json::from_value(got["session"].clone())
+            .map_err(|e| anyhow::anyhow!("the service's session cannot be read: {e}"))?;
+        if !confirmed(args, &info)? {
+            return Ok(ExitCode::FAILURE);
+        }
+        remote.call("session/delete", &serde_json::json!({"session": info.id}))??;
+        writeln!(
+            std::io::stdout().lock(),
+            "Deleted session {} ({} messages) on the service.",
+            info.id,
+            info.message_count
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut store = ctx.store()?;
     let id = store.resolve(&args.id)?;
     let info = store.session(&id)?;
+    if !confirmed(args, &info)? {
+        return Ok(ExitCode::FAILURE);
+    }
+    store.delete_session(&id)?;
+    writeln!(std::io::stdout().lock(), "Deleted session {id} ({} messages).", info.message_count)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Whether the deletion of `info` goes ahead: `--yes`, or the user's answer on a terminal.
+fn confirmed(args: &Args, info: &seshat::store::SessionInfo) -> anyhow::Result<bool> {
+    let id = &info.id;
     let title = info.title.as_deref().unwrap_or("(untitled)");
     if !args.yes {
         let stdin = std::io::stdin();
@@ -37,10 +64,8 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         stdin.lock().read_line(&mut answer)?;
         if !matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
             eprintln!("Nothing deleted.");
-            return Ok(ExitCode::FAILURE);
+            return Ok(false);
         }
     }
-    store.delete_session(&id)?;
-    writeln!(std::io::stdout().lock(), "Deleted session {id} ({} messages).", info.message_count)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(true)
 }

@@ -724,7 +724,7 @@ fn remote_mcp_sessions_and_knowledge_search_work_from_a_machine_with_no_store() 
 
     let mut cmd = laptop.cmd();
     remote(&mut cmd);
-    let out = cmd.args(["sessions", "delete", &session]).output().unwrap();
+    let out = cmd.args(["sessions", "export", &session]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("remote") && err.contains("SESHAT_REMOTE"), "{err}");
     let mut cmd = laptop.cmd();
@@ -734,6 +734,11 @@ fn remote_mcp_sessions_and_knowledge_search_work_from_a_machine_with_no_store() 
     assert!(!out.status.success() && err.contains("401") && err.contains("token_invalid"), "{err}");
     assert!(!laptop.db().exists(), "nothing was written on the laptop");
     assert_eq!(c.ok("session/list", json!({"all": true}))["sessions"][0]["id"], session, "the session is still there");
+    let mut cmd = laptop.cmd();
+    remote(&mut cmd);
+    let out = cmd.args(["sessions", "delete", &session[..10], "--yes"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(c.ok("session/list", json!({"all": true}))["sessions"], json!([]), "deleted on the service");
 }
 
 /// `mcp --remote` outlives the service's idle timeout: a connection the service closed while the
