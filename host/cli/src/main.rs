@@ -38,7 +38,7 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "PATH|URL")]
     db: Option<String>,
 
-    /// Work against a team's `seshat serve --listen` instead of a local store (`chat -p`, `mcp`,
+    /// Work against a team's `seshat serve --listen` instead of a local store (`chat`, `mcp`,
     /// `sessions list`, `sessions delete`, `knowledge search`); the token is read from SESHAT_TOKEN.
     #[arg(long, global = true, value_name = "wss://HOST:PORT", env = "SESHAT_REMOTE")]
     remote: Option<String>,
@@ -253,7 +253,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let ctx = Context::from_cli(&cli)?;
     if ctx.remote.is_some() && !remote_ready(&cli.command) {
         anyhow::bail!(
-            "this command does not work against a remote service yet: only `chat -p`, `mcp`, `sessions list`, \
+            "this command does not work against a remote service yet: only `chat`, `mcp`, `sessions list`, \
              `sessions delete` and `knowledge search` do; unset SESHAT_REMOTE (or drop --remote) to run it on this machine's store"
         );
     }

@@ -171,6 +171,11 @@ impl Remote {
         Ok(Arc::new(config))
     }
 
+    /// The service's address.
+    pub fn url(&self) -> &str {
+        &self.target.url
+    }
+
     /// Calls `method`: its result, or what the server refused. A connection the server had
     /// closed (it read nothing of this call) is opened again and the call sent once more.
     pub fn call(&mut self, method: &str, params: &Value) -> anyhow::Result<Result<Value, Refused>> {
@@ -213,22 +218,59 @@ impl Remote {
     }
 }
 
+/// How often [`Remote::notifications`] looks up from the socket to ask whether to send something.
+const POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
 impl Remote {
-    /// Hands each notification (those read meanwhile first) to `f` until it returns false.
-    pub fn notifications(&mut self, mut f: impl FnMut(&Value) -> bool) -> anyhow::Result<()> {
+    /// Hands each notification (those read meanwhile first) to `f` until it returns false. While
+    /// nothing arrives, `idle` is asked every [`POLL`] for a request to send meanwhile (a
+    /// `turn/interrupt`); its answer is not waited for.
+    pub fn notifications(
+        &mut self,
+        mut f: impl FnMut(&Value) -> bool,
+        mut idle: impl FnMut() -> Option<(&'static str, Value)>,
+    ) -> anyhow::Result<()> {
         while let Some(notice) = self.backlog.pop_front() {
             if !f(&notice) {
                 return Ok(());
             }
         }
-        let ws = self.ws.as_mut().context("not connected")?;
-        loop {
-            let Message::Text(text) = ws.read().context("the connection to the service ended")? else { continue };
+        self.poll_every(Some(POLL))?;
+        let ended = loop {
+            let ws = self.ws.as_mut().context("not connected")?;
+            let text = match ws.read() {
+                Ok(Message::Text(text)) => text,
+                Ok(_) => continue,
+                Err(tungstenite::Error::Io(e))
+                    if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) =>
+                {
+                    if let Some((method, params)) = idle() {
+                        self.next += 1;
+                        let request = json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params});
+                        let ws = self.ws.as_mut().context("not connected")?;
+                        ws.send(Message::text(request.to_string())).context("the connection to the service ended")?;
+                    }
+                    continue;
+                }
+                Err(e) => break Err(anyhow::Error::new(e).context("the connection to the service ended")),
+            };
             let notice: Value = serde_json::from_str(&text).context("the server sent a message that is not JSON")?;
             if notice.get("method").is_some() && notice.get("id").is_none() && !f(&notice) {
-                return Ok(());
+                break Ok(());
             }
-        }
+        };
+        self.poll_every(None)?;
+        ended
+    }
+
+    /// Makes reads give up after `every` (or wait as long as it takes).
+    fn poll_every(&mut self, every: Option<std::time::Duration>) -> anyhow::Result<()> {
+        let ws = self.ws.as_mut().context("not connected")?;
+        let tcp = match ws.get_mut() {
+            Stream::Plain(tcp) => tcp,
+            Stream::Tls(tls) => &mut tls.sock,
+        };
+        tcp.set_read_timeout(every).context("cannot set the socket's read timeout")
     }
 }
 

@@ -257,13 +257,7 @@ pub fn run(ctx: &Context, args: &Args, signals: crate::stop::Signals) -> anyhow:
         anyhow::bail!("the prompt is empty: pass -p \"…\" or pipe text to stdin");
     }
     if ctx.remote.is_some() {
-        let Some(prompt) = prompt else {
-            anyhow::bail!(
-                "the interactive chat does not work against a remote service yet: give the prompt with -p \"…\" (one \
-                 turn, `--continue` to go on)"
-            );
-        };
-        return remote::one_shot(ctx, args, &prompt, signals);
+        return remote::run(ctx, args, prompt.as_deref(), signals);
     }
     let mut agent = match open_agent(ctx, &args.flags())? {
         Ok(a) => a,

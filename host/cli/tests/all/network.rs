@@ -824,3 +824,52 @@ fn remote_chat_runs_turns_on_the_service_and_continues_there() {
     let out = chat(&[]);
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("-p"));
 }
+
+/// The interactive `chat --remote` on a terminal: answers stream from the service, a typed Ctrl-C
+/// stops the turn there (stored as interrupted, the provider's connection closed), the next turn
+/// goes on, and the slash commands the service offers work.
+#[test]
+fn the_remote_repl_streams_and_a_typed_ctrl_c_stops_the_turn_on_the_service() {
+    let closed = Arc::new(Mutex::new(None));
+    let mut pieces = openai::text_answer(&["Partial ", "reply", " and the rest."], true);
+    let rest = pieces.split_off(2);
+    let server = Server::start(vec![
+        Reply::UntilClosed { pieces, rest, closed: closed.clone() },
+        Reply::Stream { pieces: openai::text_answer(&["Second ", "answer."], true) },
+    ]);
+    let home = Home::new();
+    let base = format!("{}/v1", server.url());
+    let config = format!(
+        "[plugins]\nprovider = \"openai\"\n[chat]\nmax_output_tokens = 1000\n[providers.openai]\nbase_url = \
+         \"{base}\"\nfirst_byte_timeout_secs = 30\nidle_timeout_secs = 60\nmax_retries = 0\n"
+    );
+    std::fs::write(home.path().join("config.toml"), config).unwrap();
+    let alice = token(&home, "alice", &[]);
+    let service = Service::start(&home, "ws", &[]);
+    let laptop = Home::new();
+    let mut cmd = laptop.cmd();
+    cmd.env("SESHAT_REMOTE", &service.url).env("SESHAT_TOKEN", &alice).env("TERM", "xterm");
+    cmd.args(["chat", "--model", "gpt-4o"]);
+    let (mut pty, mut child) = crate::chat_signals::Pty::spawn(cmd);
+    wait_for("the banner", || pty.text().contains("/help for commands"));
+    pty.send("hello\r");
+    wait_for("streamed text", || pty.text().contains("Partial reply"));
+    pty.send("\x03");
+    wait_for("the interruption notice", || pty.text().contains("interrupted"));
+    wait_for("the provider's connection to close", || closed.lock().unwrap().is_some());
+    pty.send("again\r");
+    wait_for("the second answer", || pty.text().contains("Second answer."));
+    pty.send("/sessions\r");
+    wait_for("the session list", || pty.text().contains("4 messages"));
+    pty.send("/pin\r");
+    wait_for("a command not offered remotely", || pty.text().contains("does not work against a remote service"));
+    pty.send("/exit\r");
+    let status = crate::chat_signals::wait_exit(&mut child, "the remote REPL after /exit");
+    assert!(status.success(), "{}", pty.text());
+    let sessions = home.store().acting_for("alice").list_sessions(&Default::default()).unwrap();
+    let history = home.store().acting_for("alice").full_history(&sessions[0].id).unwrap();
+    let texts: Vec<&str> = history.iter().map(crate::support::text_of).collect();
+    assert_eq!(texts, ["hello", "Partial reply", "again", "Second answer."]);
+    assert_eq!(history[1].status, seshat::conversation::MessageStatus::Interrupted);
+    assert!(!laptop.db().exists(), "nothing was stored on the laptop");
+}
