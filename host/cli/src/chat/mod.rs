@@ -365,15 +365,21 @@ fn one_shot(
             );
         }
     };
+    finish(&outcome, json, stopped)
+}
+
+/// A one-shot turn's end: the outcome as JSON or the status line, and the exit code (the stop
+/// signal's when one stopped it).
+fn finish(outcome: &TurnOutcome, json: bool, stopped: Option<nix::sys::signal::Signal>) -> anyhow::Result<ExitCode> {
     if json {
-        format::json(&mut format::stdout(), &outcome)?;
+        format::json(&mut format::stdout(), outcome)?;
     } else {
-        report(&outcome);
+        report(outcome);
     }
     if let Some(signal) = stopped {
         return Ok(ExitCode::from(crate::stop::exit_status(signal)));
     }
-    Ok(exit_code(&outcome))
+    Ok(exit_code(outcome))
 }
 
 /// The status line and what went wrong, on stderr.

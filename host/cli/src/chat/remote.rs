@@ -12,7 +12,7 @@ use seshat::client::{Observer, TurnOutcome};
 use seshat::providers::Cancel;
 use seshat_protocol::notifications::{self as n, Notification as _};
 
-use super::{Args, Printer, exit_code, report};
+use super::{Args, Printer, report};
 use crate::remote::Remote;
 use crate::{Context, format};
 
@@ -54,16 +54,7 @@ pub(super) fn run(
     let outcome = turn(&mut remote, &session, prompt, &mut printer, &cancel);
     let stopped = work.end();
     printer.end_line();
-    let outcome = outcome?;
-    if args.json {
-        format::json(&mut format::stdout(), &outcome)?;
-    } else {
-        report(&outcome);
-    }
-    if let Some(signal) = stopped {
-        return Ok(ExitCode::from(crate::stop::exit_status(signal)));
-    }
-    Ok(exit_code(&outcome))
+    super::finish(&outcome?, args.json, stopped)
 }
 
 /// The session the flags choose, on the service.
@@ -177,21 +168,8 @@ fn repl(
     let _ = editor.load_history(&history);
     eprintln!("seshat · session {session} on {} · /help for commands", remote.url());
     let mut code = ExitCode::SUCCESS;
-    loop {
-        let line = match editor.readline("› ") {
-            Ok(line) => line,
-            Err(rustyline::error::ReadlineError::Interrupted) => {
-                eprintln!("(Ctrl-D or /exit leaves)");
-                continue;
-            }
-            Err(rustyline::error::ReadlineError::Eof) => break,
-            Err(e) => return Err(e.into()),
-        };
-        let input = line.trim();
-        if input.is_empty() {
-            continue;
-        }
-        let _ = editor.add_history_entry(input);
+    while let Some(line) = super::repl::read(&mut editor, None)? {
+        let input = line.as_str();
         if input.starts_with('/') {
             match command(ctx, remote, session, input) {
                 Ok(true) => continue,

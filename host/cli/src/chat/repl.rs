@@ -43,26 +43,8 @@ pub fn run(
     }
     // A request given back by /rewind, offered for editing at the next prompt.
     let mut offered: Option<String> = None;
-    loop {
-        let read = match offered.take() {
-            Some(text) => editor.readline_with_initial("› ", (&text, "")),
-            None => editor.readline("› "),
-        };
-        let line = match read {
-            Ok(line) => line,
-            // Ctrl-C at the prompt is a key: the line is cleared.
-            Err(rustyline::error::ReadlineError::Interrupted) => {
-                eprintln!("(Ctrl-D or /exit leaves)");
-                continue;
-            }
-            Err(rustyline::error::ReadlineError::Eof) => break,
-            Err(e) => return Err(e.into()),
-        };
-        let input = line.trim();
-        if input.is_empty() {
-            continue;
-        }
-        let _ = editor.add_history_entry(input);
+    while let Some(line) = read(&mut editor, offered.take())? {
+        let input = line.as_str();
         if input.starts_with('/') {
             match command(agent, input) {
                 Ok(Next::Prompt(text)) => {
@@ -107,6 +89,32 @@ pub fn run(
     }
     let _ = editor.save_history(&history);
     Ok(code)
+}
+
+/// The next line the user enters (trimmed, not empty, kept in the editor's history), `text`
+/// offered for editing first; `None` at the end of the input (Ctrl-D). Ctrl-C at the prompt is a
+/// key: the line is cleared and the prompt comes again.
+pub(super) fn read(editor: &mut rustyline::DefaultEditor, mut text: Option<String>) -> anyhow::Result<Option<String>> {
+    loop {
+        let read = match text.take() {
+            Some(text) => editor.readline_with_initial("› ", (&text, "")),
+            None => editor.readline("› "),
+        };
+        let line = match read {
+            Ok(line) => line,
+            Err(rustyline::error::ReadlineError::Interrupted) => {
+                eprintln!("(Ctrl-D or /exit leaves)");
+                continue;
+            }
+            Err(rustyline::error::ReadlineError::Eof) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let input = line.trim();
+        if !input.is_empty() {
+            let _ = editor.add_history_entry(input);
+            return Ok(Some(input.to_string()));
+        }
+    }
 }
 
 /// What follows a slash command.
