@@ -65,4 +65,15 @@ var (
 	// ErrRefused: the change would not fit the window (its message gives the figures); nothing
 	// was changed.
 	ErrRefused = &Error{Code: "refused"}
+	// ErrChunkNotFound: no document chunk with that id that the caller may read.
+	ErrChunkNotFound = &Error{Code: "chunk_not_found"}
+	// ErrScopeDenied: a remote server refused a write to a team scope the caller may only read,
+	// or is not granted; nothing was written.
+	ErrScopeDenied = &Error{Code: "scope_denied"}
+	// ErrReadOnlyToken: the remote server's token for this client may only read; nothing was
+	// changed.
+	ErrReadOnlyToken = &Error{Code: "read_only_token"}
+	// ErrTooManyTurns: the caller already runs as many turns at once as the remote server allows
+	// per user; retry when one ends.
+	ErrTooManyTurns = &Error{Code: "too_many_turns"}
 )

@@ -272,3 +272,44 @@ func TestWhatServeOffersTheSDKOffersToo(t *testing.T) {
 		t.Fatalf("resume after delete: %v", err)
 	}
 }
+
+// A team's document the caller is granted is found by KnowledgeSearch and read whole by
+// KnowledgeRead; an id nobody can read is ErrChunkNotFound.
+func TestAKnowledgeHitIsReadWhole(t *testing.T) {
+	f := newFake(t, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
+		text(w, req, "unused")
+	})
+	cfg := config(t, f, "")
+	body := "# Deploys\n\nThe kestrel cluster deploys on Tuesdays only.\n"
+	doc := filepath.Join(cfg.ProjectDir, "runbook.md")
+	if err := os.WriteFile(doc, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := start(t, cfg)
+	// A team's document, granted to the caller: the local user, or the remote server's "go".
+	seshatIn(t, cfg, "scopes", "create", "docs")
+	seshatIn(t, cfg, "scopes", "grant", "docs", "local")
+	if remoteMode {
+		seshatIn(t, cfg, "scopes", "grant", "docs", "go")
+	}
+	seshatIn(t, cfg, "knowledge", "add", "--scope", "team:docs", doc)
+	ctx := context.Background()
+	found, err := c.KnowledgeSearch(ctx, "kestrel deploys", 3)
+	if err != nil || len(found.Hits) == 0 || !strings.HasSuffix(found.Hits[0].Path, "runbook.md") {
+		t.Fatalf("search: %+v, %v", found, err)
+	}
+	chunk, err := c.KnowledgeRead(ctx, found.Hits[0].ID, 0)
+	if err != nil || !strings.Contains(chunk.Text, "deploys on Tuesdays only.") || chunk.Note != "" {
+		t.Fatalf("read: %+v, %v", chunk, err)
+	}
+	if chunk.ID != found.Hits[0].ID || chunk.Heading != "Deploys" || !strings.HasSuffix(chunk.File, "runbook.md") {
+		t.Fatalf("read: %+v", chunk)
+	}
+	rest, err := c.KnowledgeRead(ctx, found.Hits[0].ID, 10)
+	if err != nil || rest.Text != chunk.Text[10:] {
+		t.Fatalf("read from byte 10: %+v, %v", rest, err)
+	}
+	if _, err := c.KnowledgeRead(ctx, found.Hits[0].ID+1000, 0); !errors.Is(err, ErrChunkNotFound) {
+		t.Fatalf("an unknown chunk: %v", err)
+	}
+}

@@ -227,7 +227,17 @@ func ErrCode(err error) string {
 	return ""
 }
 
+// Two instances on one store — the embedded SQLite file, and a PostgreSQL database as a team
+// runs it — with a client moving from one to the other mid-session.
 func TestAClientMovesBetweenTwoInstancesMidSession(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { movesBetweenInstances(t, "") })
+	t.Run("postgres", func(t *testing.T) { movesBetweenInstances(t, throwawayPostgres(t)) })
+}
+
+// movesBetweenInstances runs two instances on the store at databaseURL (the home's SQLite file
+// when empty): a turn started through A is busy through B; A SIGKILLed mid-turn leaves the
+// session free and resumable through B, with what was said kept.
+func movesBetweenInstances(t *testing.T, databaseURL string) {
 	f := newFake(t, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
 		if n == 1 {
 			blocking(w, r)
@@ -236,6 +246,9 @@ func TestAClientMovesBetweenTwoInstancesMidSession(t *testing.T) {
 		text(w, req, "Answered by B.")
 	})
 	cfg := config(t, f, "")
+	if databaseURL != "" {
+		cfg.Env = append(cfg.Env, "SESHAT_DATABASE_URL="+databaseURL)
+	}
 	auth := newAuthority(t)
 	tok := makeToken(t, cfg, "go")
 	a, b := startService(t, cfg, auth), startService(t, cfg, auth)

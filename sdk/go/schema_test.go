@@ -38,6 +38,7 @@ func TestGoTypesMatchTheProtocolSchema(t *testing.T) {
 		{"ToolDefinition", toolDefinition{}},
 		{"ToolCallResult", toolCallResult{}},
 		{"ConfigGetResult", configGetResult{}},
+		{"KnowledgeChunk", KnowledgeChunk{}},
 	}
 	for _, p := range pairs {
 		def, ok := schema.Defs[p.def]

@@ -553,3 +553,31 @@ func (c *Client) KnowledgeSearch(ctx context.Context, query string, limit int) (
 	err := c.call(ctx, "knowledge/search", params, &found)
 	return found, err
 }
+
+// KnowledgeChunk is a chunk of a document read whole (or as much as one answer holds).
+type KnowledgeChunk struct {
+	// ID is the chunk's id.
+	ID int64 `json:"id"`
+	// File is the document's path; Lines its lines in it ("start-end").
+	File  string `json:"file"`
+	Lines string `json:"lines"`
+	// Heading is the heading it sits under ("" when none).
+	Heading string `json:"heading"`
+	// Text is its text from the offset asked for.
+	Text string `json:"text"`
+	// Note says where Text was cut and the offset to read on from, when it was cut.
+	Note string `json:"note,omitempty"`
+}
+
+// KnowledgeRead reads a chunk a knowledge search found, whole, from byte offset (0: its start;
+// a cut answer's Note gives the offset to read on from). A chunk the caller may not read —
+// another project's, or a team's they are not granted — is ErrChunkNotFound, as a missing one.
+func (c *Client) KnowledgeRead(ctx context.Context, id int64, offset uint64) (KnowledgeChunk, error) {
+	params := map[string]interface{}{"id": id}
+	if offset > 0 {
+		params["offset"] = offset
+	}
+	var chunk KnowledgeChunk
+	err := c.call(ctx, "knowledge/read", params, &chunk)
+	return chunk, err
+}

@@ -39,7 +39,8 @@ pub struct Cli {
     db: Option<String>,
 
     /// Work against a team's `seshat serve --listen` instead of a local store (`chat`, `mcp`,
-    /// `sessions list`, `sessions delete`, `knowledge search`); the token is read from SESHAT_TOKEN.
+    /// `memory`, `sessions list|show|delete|fork|rewind`, `knowledge search`); the token is read
+    /// from SESHAT_TOKEN.
     #[arg(long, global = true, value_name = "wss://HOST:PORT", env = "SESHAT_REMOTE")]
     remote: Option<String>,
 
@@ -235,7 +236,14 @@ fn remote_ready(command: &Command) -> bool {
         command,
         Command::Mcp(_)
             | Command::Chat(_)
-            | Command::Sessions(sessions::SessionsCommand::List(_) | sessions::SessionsCommand::Delete(_))
+            | Command::Sessions(
+                sessions::SessionsCommand::List(_)
+                    | sessions::SessionsCommand::Show(_)
+                    | sessions::SessionsCommand::Delete(_)
+                    | sessions::SessionsCommand::Fork(_)
+                    | sessions::SessionsCommand::Rewind(_)
+            )
+            | Command::Memory(_)
             | Command::Knowledge(knowledge::KnowledgeCommand::Search(_))
     )
 }
@@ -253,8 +261,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let ctx = Context::from_cli(&cli)?;
     if ctx.remote.is_some() && !remote_ready(&cli.command) {
         anyhow::bail!(
-            "this command does not work against a remote service yet: only `chat`, `mcp`, `sessions list`, \
-             `sessions delete` and `knowledge search` do; unset SESHAT_REMOTE (or drop --remote) to run it on this machine's store"
+            "this command does not work against a remote service yet: only `chat`, `mcp`, `memory`, \
+             `sessions list`, `show`, `delete`, `fork` and `rewind`, and `knowledge search` do; unset SESHAT_REMOTE (or drop --remote) to run it on this machine's store"
         );
     }
     match cli.command {

@@ -51,6 +51,7 @@ pub fn schema() -> Value {
         methods::NotesList,
         methods::NotesSearch,
         methods::KnowledgeSearch,
+        methods::KnowledgeRead,
         methods::ConfigGet
     );
     for tool in MEMORY_TOOLS {

@@ -23,29 +23,51 @@ pub struct Args {
 }
 
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
+    if let Some(mut remote) = ctx.remote()? {
+        return run_remote(args, &mut remote);
+    }
     let mut store = ctx.store()?;
     let parent = store.resolve(&args.id)?;
     let forked = store.fork(&parent, args.at, args.title.as_deref())?;
+    print(args.json, &parent, &forked.session, forked.at, forked.moved_from)
+}
+
+/// `sessions fork --remote`: the service's `session/fork`, for the caller's own session.
+fn run_remote(args: &Args, remote: &mut crate::remote::Remote) -> anyhow::Result<ExitCode> {
+    let params = seshat_protocol::methods::SessionForkParams {
+        session: args.id.clone(),
+        at: args.at,
+        title: args.title.clone(),
+    };
+    let forked = remote.call("session/fork", &serde_json::to_value(params)?)??;
+    let forked: seshat_protocol::methods::SessionForkResult =
+        serde_json::from_value(forked).map_err(|e| anyhow::anyhow!("the service's fork cannot be read: {e}"))?;
+    let parent = forked.session.parent_id.clone().unwrap_or_else(|| args.id.clone());
+    print(args.json, &parent, &forked.session, forked.at, forked.moved_from)
+}
+
+/// What a fork prints: the new session, or JSON.
+fn print(
+    json: bool,
+    parent: &str,
+    session: &seshat::store::SessionInfo,
+    at: u64,
+    moved_from: Option<u64>,
+) -> anyhow::Result<ExitCode> {
     let mut out = format::stdout();
-    if args.json {
+    if json {
         format::json(
             &mut out,
-            &serde_json::json!({
-                "session": forked.session,
-                "parent": parent,
-                "at": forked.at,
-                "moved_from": forked.moved_from,
-            }),
+            &serde_json::json!({"session": session, "parent": parent, "at": at, "moved_from": moved_from}),
         )?;
     } else {
-        if let Some(asked) = forked.moved_from {
+        if let Some(asked) = moved_from {
             writeln!(
                 out,
-                "Message {asked} is inside a tool exchange: the fork starts before the exchange, after message {}.",
-                forked.at
+                "Message {asked} is inside a tool exchange: the fork starts before the exchange, after message {at}."
             )?;
         }
-        writeln!(out, "{}", describe(&parent, &forked))?;
+        writeln!(out, "{}", describe_parts(parent, at, &session.id))?;
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
@@ -53,8 +75,10 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
 
 /// One line saying what a fork made and how to continue in it.
 pub fn describe(parent: &str, forked: &seshat::store::Forked) -> String {
-    format!(
-        "Forked session {parent} after message {} into {}; continue it with `seshat chat --resume {}`.",
-        forked.at, forked.session.id, forked.session.id
-    )
+    describe_parts(parent, forked.at, &forked.session.id)
+}
+
+/// [`describe`] from the fork's parts.
+fn describe_parts(parent: &str, at: u64, fork: &str) -> String {
+    format!("Forked session {parent} after message {at} into {fork}; continue it with `seshat chat --resume {fork}`.")
 }

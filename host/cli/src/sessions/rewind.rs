@@ -31,7 +31,42 @@ pub struct Args {
     json: bool,
 }
 
+/// `sessions rewind --remote`: the service's `session/rewind` (checked against the window the
+/// service knows for the session), for the caller's own session.
+fn run_remote(args: &Args, remote: &mut crate::remote::Remote) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(
+        args.window.is_none(),
+        "--window does not work against a remote service: it checks the restored view against the session's window"
+    );
+    let params = seshat_protocol::methods::SessionRewindParams {
+        session: args.id.clone(),
+        to: args.to,
+        last: None,
+        undo: args.undo,
+    };
+    let r = remote.call("session/rewind", &serde_json::to_value(params)?)??;
+    let r: seshat_protocol::methods::SessionRewindResult =
+        serde_json::from_value(r).map_err(|e| anyhow::anyhow!("the service's rewind cannot be read: {e}"))?;
+    let rewound = serde_json::json!({
+        "from_seq": r.from_seq, "through_seq": r.through_seq,
+        "retracted_compactions": r.retracted_compactions, "moved_from": r.moved_from,
+    });
+    let mut out = format::stdout();
+    if args.json {
+        format::json(&mut out, &serde_json::json!({"session": args.id, "undone": args.undo, "rewound": rewound}))?;
+    } else {
+        let line =
+            describe_parts(&args.id, (r.from_seq, r.through_seq), r.retracted_compactions, r.moved_from, args.undo);
+        writeln!(out, "{line}")?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
+    if let Some(mut remote) = ctx.remote()? {
+        return run_remote(args, &mut remote);
+    }
     let mut client = ctx.environment(Overrides::default())?.client()?;
     let id = client.store().resolve(&args.id)?;
     let session = client.store().session(&id)?;
@@ -70,18 +105,25 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
 
 /// One line saying what a rewind (or its undo) did.
 pub fn describe(id: &str, r: &seshat::store::Rewound, undone: bool) -> String {
-    let range = if r.from_seq == r.through_seq {
-        format!("message {}", r.from_seq)
-    } else {
-        format!("messages {} to {}", r.from_seq, r.through_seq)
-    };
-    let compactions = match r.retracted_compactions {
+    describe_parts(id, (r.from_seq, r.through_seq), r.retracted_compactions, r.moved_from, undone)
+}
+
+/// [`describe`] from the rewind's parts: the messages `(from, through)`, the compactions
+/// retracted, the seq asked for when the rewind moved.
+fn describe_parts(
+    id: &str,
+    (from, through): (u64, u64),
+    retracted: u64,
+    moved_from: Option<u64>,
+    undone: bool,
+) -> String {
+    let range = if from == through { format!("message {from}") } else { format!("messages {from} to {through}") };
+    let compactions = match retracted {
         0 => String::new(),
         1 => " with the compaction that summarised them".to_string(),
         n => format!(" with the {n} compactions that summarised them"),
     };
-    let moved = r
-        .moved_from
+    let moved = moved_from
         .map(|asked| format!(" (message {asked} is inside a tool exchange: rewound from its start)"))
         .unwrap_or_default();
     if undone {
@@ -90,8 +132,7 @@ pub fn describe(id: &str, r: &seshat::store::Rewound, undone: bool) -> String {
         format!(
             "Rewound session {id}: {range} left the live view{compactions}{moved}; nothing was deleted (`seshat \
              sessions rewind {id} --undo` brings them back until a message is added, `seshat sessions fork {id} --at \
-             {}` continues from them after).",
-            r.through_seq
+             {through}` continues from them after)."
         )
     }
 }

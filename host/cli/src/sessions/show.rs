@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 use seshat::conversation::Part;
-use seshat::store::{Compaction, CompactionStatus, Message, Origin, Rewind, SessionInfo, Trim};
+use seshat::store::{Compaction, CompactionStatus, Message, Origin, Rewind, SessionInfo, Trim, ViewEntry};
 
 use crate::{Context, format};
 
@@ -34,7 +34,43 @@ struct Full {
     forks: Vec<(String, u64)>,
 }
 
+/// `sessions show --remote`: the service's `session/get`. The live view as locally; `--full`
+/// gives every message as written (the service does not send compaction, trim and rewind records).
+fn run_remote(args: &Args, remote: &mut crate::remote::Remote) -> anyhow::Result<ExitCode> {
+    let got = remote.call("session/get", &serde_json::json!({"session": args.id, "full": args.full}))??;
+    let got: seshat_protocol::methods::SessionGetResult =
+        serde_json::from_value(got).map_err(|e| anyhow::anyhow!("the service's session cannot be read: {e}"))?;
+    let mut out = format::stdout();
+    if args.full {
+        let messages = got.history.unwrap_or_default();
+        if args.json {
+            format::json(&mut out, &serde_json::json!({"session": got.session, "messages": messages}))?;
+        } else {
+            header(&mut out, &got.session)?;
+            writeln!(
+                out,
+                "Full history: {} (from the service: compaction, trim and rewind records are not shown).",
+                format::count(messages.len(), "message", "messages")
+            )?;
+            lineage(&mut out, &got.session, &[])?;
+            for m in &messages {
+                rule(&mut out, &format!("{} #{}", m.role.as_str(), m.seq), m.status.as_str())?;
+                parts(&mut out, &m.parts)?;
+            }
+        }
+    } else if args.json {
+        format::json(&mut out, &got.view)?;
+    } else {
+        render_view(&mut out, &got.view.session, got.view.compaction.as_ref(), &got.view.entries, &[])?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
+    if let Some(mut remote) = ctx.remote()? {
+        return run_remote(args, &mut remote);
+    }
     let store = ctx.store()?;
     let id = store.resolve(&args.id)?;
     let mut out = format::stdout();
@@ -61,9 +97,22 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         out.flush()?;
         return Ok(ExitCode::SUCCESS);
     }
-    header(&mut out, &view.session)?;
-    lineage(&mut out, &view.session, &store.forks(&id)?)?;
-    if let Some(c) = &view.compaction {
+    render_view(&mut out, &view.session, view.compaction.as_ref(), &view.entries, &store.forks(&id)?)?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The live view as text: the session, its lineage, then each entry.
+fn render_view(
+    out: &mut dyn Write,
+    session: &SessionInfo,
+    compaction: Option<&Compaction>,
+    entries: &[ViewEntry],
+    forks: &[(String, u64)],
+) -> std::io::Result<()> {
+    header(out, session)?;
+    lineage(out, session, forks)?;
+    if let Some(c) = compaction {
         writeln!(
             out,
             "Live view: compacted at message #{} (kept from #{}); `--full` shows the original history.",
@@ -71,21 +120,20 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             c.first_kept_seq.unwrap_or(c.through_seq + 1),
         )?;
     }
-    for entry in &view.entries {
+    for entry in entries {
         let label = match (entry.origin, entry.seq) {
             (Origin::Summary, _) => "summary of the compacted history".to_string(),
             (Origin::Pinned, Some(seq)) => format!("{} #{seq} (pinned: the latest request)", entry.role.as_str()),
             (_, seq) if entry.pinned => format!("{} #{} (pinned)", entry.role.as_str(), seq.unwrap_or_default()),
             (_, seq) => format!("{} #{}", entry.role.as_str(), seq.unwrap_or_default()),
         };
-        rule(&mut out, &label, entry.status.as_str())?;
-        parts(&mut out, &entry.parts)?;
+        rule(out, &label, entry.status.as_str())?;
+        parts(out, &entry.parts)?;
         for t in &entry.trims {
             writeln!(out, "  (part {} trimmed: {} → {} bytes)", t.part, t.original_size, t.new_size)?;
         }
     }
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 fn header(out: &mut dyn Write, s: &SessionInfo) -> std::io::Result<()> {

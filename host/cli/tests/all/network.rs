@@ -741,6 +741,66 @@ fn remote_mcp_sessions_and_knowledge_search_work_from_a_machine_with_no_store() 
     assert_eq!(c.ok("session/list", json!({"all": true}))["sessions"], json!([]), "deleted on the service");
 }
 
+/// `memory --remote` shows, sets and searches the caller's memory on the service — their own user
+/// memory and the team scopes granted to them — from a machine with no store; a write to a team
+/// scope granted read-only is refused and writes nothing; actions the service does not offer are
+/// refused naming what works.
+#[test]
+fn remote_memory_shows_sets_and_searches_the_callers_memory_on_the_service() {
+    let home = Home::new();
+    let alice = token(&home, "alice", &[]);
+    let bob = token(&home, "bob", &[]);
+    home.ok(&["scopes", "create", "platform"]);
+    home.ok(&["scopes", "grant", "platform", "alice"]);
+    home.ok(&["scopes", "grant", "platform", "bob", "--read-only"]);
+    let service = Service::start(&home, "ws", &[]);
+    let laptop = Home::new();
+    let memory = |token: &str, args: &[&str]| {
+        let mut cmd = laptop.cmd();
+        cmd.env("SESHAT_REMOTE", &service.url).env("SESHAT_TOKEN", token).arg("memory").args(args);
+        cmd.output().unwrap()
+    };
+    let ok = |out: std::process::Output| -> Value {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let set = ok(memory(&alice, &["--action", "set", "--key", "deploys", "--value", "Tuesdays only", "--json"]));
+    assert_eq!((set["key"].as_str(), set["scope"].as_str()), (Some("deploys"), Some("user")), "{set}");
+    let team = ["--scope", "team:platform"];
+    let set = ok(memory(
+        &alice,
+        &[&["--action", "set", "--key", "oncall", "--value", "kestrel rota", "--json"][..], &team].concat(),
+    ));
+    assert_eq!(set["scope"], "team:platform", "{set}");
+    let mut c = service.client(&alice);
+    c.ok("memory/create_entities", json!({"scope": "team:platform", "entities": [{"name": "kestrel", "entityType": "cluster", "observations": ["runs the rota"]}]}));
+
+    let shown = ok(memory(&alice, &["--json"]));
+    assert_eq!(shown["notes"][0]["value"], "Tuesdays only", "{shown}");
+    let shown = ok(memory(&bob, &[&["--json"][..], &team].concat()));
+    assert_eq!(shown["notes"][0]["value"], "kestrel rota", "bob reads the team's notes: {shown}");
+    assert_eq!(shown["entities"][0]["name"], "kestrel", "{shown}");
+    let mine = ok(memory(&bob, &["--json"]));
+    assert_eq!(mine["notes"], json!([]), "alice's user memory is hers: {mine}");
+    let found = ok(memory(&bob, &["--action", "search", "--query", "kestrel", "--json"]));
+    assert_eq!(found["notes"][0]["key"], "oncall", "{found}");
+    assert_eq!(found["entities"][0]["name"], "kestrel", "{found}");
+    let text = memory(&bob, &["--action", "search", "--query", "kestrel"]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("oncall: kestrel rota [team:platform]"));
+
+    let refused =
+        memory(&bob, &[&["--action", "set", "--key", "oncall", "--value", "bob", "--json"][..], &team].concat());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && err.contains("scope_denied"), "{err}");
+    let notes = c.ok("notes/list", json!({"scope": "team:platform"}));
+    assert_eq!(notes["notes"][0]["value"], "kestrel rota", "nothing written: {notes}");
+    let refused = memory(&alice, &["--action", "clear", "--yes"]);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && err.contains("clear") && err.contains("show, set and search"), "{err}");
+    assert_eq!(c.ok("notes/list", json!({}))["notes"][0]["value"], "Tuesdays only", "nothing cleared");
+    assert!(!laptop.db().exists(), "nothing was written on the laptop");
+}
+
 /// `mcp --remote` outlives the service's idle timeout: a connection the service closed while the
 /// MCP client was quiet is opened again for the next call, which is answered.
 #[test]
@@ -816,6 +876,56 @@ fn remote_chat_runs_turns_on_the_service_and_continues_there() {
     let history = home.store().acting_for("alice").full_history(session).unwrap();
     let texts: Vec<&str> = history.iter().map(crate::support::text_of).collect();
     assert_eq!(texts, ["hi", "Hello from afar.", "and now?", "Still here."]);
+    // `sessions show --remote` reads it back from the service: the live view, and every message.
+    let show = |args: &[&str]| {
+        let mut cmd = laptop.cmd();
+        cmd.env("SESHAT_REMOTE", &service.url).env("SESHAT_TOKEN", &alice).args(["sessions", "show"]).args(args);
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let view: Value = serde_json::from_str(&show(&[&session[..12], "--json"])).unwrap();
+    let shown: Vec<&str> =
+        view["entries"].as_array().unwrap().iter().map(|e| e["parts"][0]["text"].as_str().unwrap()).collect();
+    assert_eq!(
+        (view["session"]["id"].as_str(), shown),
+        (Some(session), vec!["hi", "Hello from afar.", "and now?", "Still here."])
+    );
+    let text = show(&[session]);
+    assert!(text.contains(&format!("Session {session}")) && text.contains("── assistant #4 ──\nStill here."), "{text}");
+    let full: Value = serde_json::from_str(&show(&[session, "--full", "--json"])).unwrap();
+    assert_eq!(full["messages"][2]["parts"][0]["text"], "and now?", "{full}");
+    let mut cmd = laptop.cmd();
+    let out = cmd
+        .env("SESHAT_REMOTE", &service.url)
+        .env("SESHAT_TOKEN", token(&home, "bob", &[]))
+        .args(["sessions", "show", session])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("session_not_found"), "another user cannot read it: {err}");
+    // `sessions fork` and `sessions rewind` with `--remote` change it on the service.
+    let sessions = |args: &[&str]| -> Value {
+        let mut cmd = laptop.cmd();
+        cmd.env("SESHAT_REMOTE", &service.url).env("SESHAT_TOKEN", &alice).arg("sessions").args(args).arg("--json");
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let forked = sessions(&["fork", session, "--at", "2"]);
+    let fork = forked["session"]["id"].as_str().unwrap();
+    assert_eq!((forked["parent"].as_str(), forked["at"].as_u64()), (Some(session), Some(2)), "{forked}");
+    let fork_view = home.store().acting_for("alice").live_view(fork).unwrap();
+    let kept: Vec<&str> = fork_view.entries.iter().map(|e| crate::support::text_of_parts(&e.parts)).collect();
+    assert_eq!(kept, ["hi", "Hello from afar."], "the fork is on the service");
+    let rewound = sessions(&["rewind", session, "--to", "3"]);
+    assert_eq!(
+        (rewound["rewound"]["from_seq"].as_u64(), rewound["rewound"]["through_seq"].as_u64()),
+        (Some(3), Some(4))
+    );
+    assert_eq!(home.store().acting_for("alice").live_view(session).unwrap().entries.len(), 2, "rewound on the service");
+    sessions(&["rewind", session, "--undo"]);
+    assert_eq!(home.store().acting_for("alice").live_view(session).unwrap().entries.len(), 4, "undone on the service");
     let bodies: Vec<String> =
         server.requests().iter().filter(|r| r.path.ends_with("/chat/completions")).map(|r| r.body.clone()).collect();
     let ruled = bodies.iter().filter(|b| b.contains("Laptop rules: be brief.")).count();

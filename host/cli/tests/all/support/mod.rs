@@ -274,7 +274,12 @@ pub fn fixture(name: &str) -> PathBuf {
 
 /// The first text part of a message.
 pub fn text_of(msg: &seshat::store::Message) -> &str {
-    msg.parts
+    text_of_parts(&msg.parts)
+}
+
+/// The first text part of `parts` ("" when none).
+pub fn text_of_parts(parts: &[seshat::conversation::Part]) -> &str {
+    parts
         .iter()
         .find_map(|p| match p {
             seshat::conversation::Part::Text { text } => Some(text.as_str()),

@@ -1,12 +1,14 @@
 //! `seshat memory`: read and edit long-term memory from the command line.
 
+mod remote;
+
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 
 use anyhow::bail;
 use clap::ValueEnum;
 use serde_json::json;
-use seshat::memory::{Graph, Memory, Scope};
+use seshat::memory::{Graph, Note, Scope};
 
 use super::{Context, format};
 
@@ -83,6 +85,9 @@ pub fn parse_scope(value: &str) -> Result<Scope, String> {
 }
 
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
+    if let Some(mut service) = ctx.remote()? {
+        return remote::run(ctx, args, &mut service);
+    }
     let config = ctx.config()?;
     let mut store = ctx.store()?;
     let mut memory = store.memory(ctx.repository.as_deref());
@@ -93,39 +98,13 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             let scope = scope.unwrap_or(Scope::User);
             let notes = memory.notes(&scope)?;
             let (graph, more) = memory.read_graph(Some(&scope), 0, args.limit.unwrap_or(100))?;
-            if args.json {
-                format::json(
-                    &mut out,
-                    &json!({"scope": scope, "notes": notes, "entities": graph.entities, "relations": graph.relations, "more": more}),
-                )?;
-            } else {
-                writeln!(out, "{} memory{}", title(&scope), where_(&memory, &scope))?;
-                if notes.is_empty() && graph.entities.is_empty() {
-                    writeln!(out, "  (empty)")?;
-                }
-                for n in &notes {
-                    writeln!(out, "  {}: {}", n.key, n.value)?;
-                }
-                render_graph(&mut out, &graph)?;
-                if more {
-                    writeln!(out, "  … more entities: pass a larger --limit")?;
-                }
-            }
+            print_show(&mut out, args.json, &scope, memory.project(), &notes, &graph, more)?;
         }
         Action::Set => {
-            let (Some(key), Some(value)) = (&args.key, &args.value) else {
-                bail!("--action set needs --key and --value, e.g. --key style --value \"short answers\"");
-            };
-            if key.trim().is_empty() {
-                bail!("--key must not be empty");
-            }
+            let (key, value) = note_to_set(args)?;
             let scope = scope.unwrap_or(Scope::User);
-            let note = memory.set_note(scope.clone(), key.trim(), value)?;
-            if args.json {
-                format::json(&mut out, &note)?;
-            } else {
-                writeln!(out, "Set `{}` in {} memory.", note.key, scope)?;
-            }
+            let note = memory.set_note(scope, key.trim(), value)?;
+            print_set(&mut out, args.json, &note)?;
         }
         Action::Clear => {
             let scope = scope.unwrap_or(Scope::User);
@@ -134,7 +113,10 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
                 if !stdin.is_terminal() {
                     bail!("refusing to clear {scope} memory without confirmation: pass --yes");
                 }
-                eprint!("Clear all {scope} memory{}? A backup is written first. [y/N] ", where_(&memory, &scope));
+                eprint!(
+                    "Clear all {scope} memory{}? A backup is written first. [y/N] ",
+                    where_(memory.project(), &scope)
+                );
                 std::io::stderr().flush()?;
                 let mut answer = String::new();
                 stdin.lock().read_line(&mut answer)?;
@@ -174,23 +156,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
                     Some(mut recall) => recall.search_memory(&mut memory, query, scope.as_ref(), limit)?,
                     None => memory.search(query, scope.as_ref(), limit)?,
                 };
-            if args.json {
-                format::json(
-                    &mut out,
-                    &json!({"notes": notes, "entities": graph.entities, "relations": graph.relations, "more": more}),
-                )?;
-            } else {
-                if notes.is_empty() && graph.entities.is_empty() {
-                    writeln!(out, "No memory matches `{query}`.")?;
-                }
-                for n in &notes {
-                    writeln!(out, "  {}: {} [{}]", n.key, n.value, n.scope)?;
-                }
-                render_graph(&mut out, &graph)?;
-                if more {
-                    writeln!(out, "… more matched: pass a larger --limit or a narrower --query")?;
-                }
-            }
+            print_search(&mut out, args.json, query, &notes, &graph, more)?;
         }
         Action::Deleted => {
             let deletions = memory.deletions()?;
@@ -228,11 +194,92 @@ fn title(scope: &Scope) -> String {
     }
 }
 
-fn where_(memory: &Memory<'_>, scope: &Scope) -> String {
-    match (scope, memory.project()) {
+fn where_(project: Option<&str>, scope: &Scope) -> String {
+    match (scope, project) {
         (Scope::Project, Some(p)) => format!(" of {p}"),
         _ => String::new(),
     }
+}
+
+/// The key and value `--action set` names, checked.
+fn note_to_set(args: &Args) -> anyhow::Result<(&str, &str)> {
+    let (Some(key), Some(value)) = (&args.key, &args.value) else {
+        bail!("--action set needs --key and --value, e.g. --key style --value \"short answers\"");
+    };
+    if key.trim().is_empty() {
+        bail!("--key must not be empty");
+    }
+    Ok((key.trim(), value))
+}
+
+/// What `--action show` prints: a scope's notes and a page of its graph.
+fn print_show(
+    out: &mut format::Out,
+    json: bool,
+    scope: &Scope,
+    project: Option<&str>,
+    notes: &[Note],
+    graph: &Graph,
+    more: bool,
+) -> anyhow::Result<()> {
+    if json {
+        format::json(
+            out,
+            &json!({"scope": scope, "notes": notes, "entities": graph.entities, "relations": graph.relations, "more": more}),
+        )?;
+        return Ok(());
+    }
+    writeln!(out, "{} memory{}", title(scope), where_(project, scope))?;
+    if notes.is_empty() && graph.entities.is_empty() {
+        writeln!(out, "  (empty)")?;
+    }
+    for n in notes {
+        writeln!(out, "  {}: {}", n.key, n.value)?;
+    }
+    render_graph(out, graph)?;
+    if more {
+        writeln!(out, "  … more entities: pass a larger --limit")?;
+    }
+    Ok(())
+}
+
+/// What `--action set` prints about the note it set.
+fn print_set(out: &mut format::Out, json: bool, note: &Note) -> anyhow::Result<()> {
+    if json {
+        format::json(out, note)?;
+    } else {
+        writeln!(out, "Set `{}` in {} memory.", note.key, note.scope)?;
+    }
+    Ok(())
+}
+
+/// What `--action search` prints: matching notes, then the ranked entities.
+fn print_search(
+    out: &mut format::Out,
+    json: bool,
+    query: &str,
+    notes: &[Note],
+    graph: &Graph,
+    more: bool,
+) -> anyhow::Result<()> {
+    if json {
+        format::json(
+            out,
+            &json!({"notes": notes, "entities": graph.entities, "relations": graph.relations, "more": more}),
+        )?;
+        return Ok(());
+    }
+    if notes.is_empty() && graph.entities.is_empty() {
+        writeln!(out, "No memory matches `{query}`.")?;
+    }
+    for n in notes {
+        writeln!(out, "  {}: {} [{}]", n.key, n.value, n.scope)?;
+    }
+    render_graph(out, graph)?;
+    if more {
+        writeln!(out, "… more matched: pass a larger --limit or a narrower --query")?;
+    }
+    Ok(())
 }
 
 fn render_graph(out: &mut dyn Write, graph: &Graph) -> std::io::Result<()> {
