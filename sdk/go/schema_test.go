@@ -39,6 +39,10 @@ func TestGoTypesMatchTheProtocolSchema(t *testing.T) {
 		{"ToolCallResult", toolCallResult{}},
 		{"ConfigGetResult", configGetResult{}},
 		{"KnowledgeChunk", KnowledgeChunk{}},
+		{"HistoryHit", HistoryHit{}},
+		{"SessionExportResult", struct {
+			JSONL string `json:"jsonl"`
+		}{}},
 	}
 	for _, p := range pairs {
 		def, ok := schema.Defs[p.def]

@@ -672,3 +672,48 @@ func TestForkAndRewind(t *testing.T) {
 		t.Fatalf("nothing is deleted: history %d, %v", len(history), err)
 	}
 }
+
+// What was said in the project's sessions is found by SearchHistory; a session's Export is a
+// record `seshat sessions import` reads into another store, which exports it byte for byte again.
+func TestHistoryIsSearchedAndASessionExported(t *testing.T) {
+	f := newFake(t, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
+		text(w, req, "The kestrel ", "deploys on Tuesdays.")
+	})
+	cfg := config(t, f, "")
+	c := start(t, cfg)
+	ctx := context.Background()
+	s, err := c.NewSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := s.Send(ctx, "When does kestrel deploy?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	hits, err := c.SearchHistory(ctx, "Tuesdays", false, 5)
+	if err != nil || len(hits) != 1 {
+		t.Fatalf("search: %+v, %v", hits, err)
+	}
+	if h := hits[0]; h.Session != s.ID || h.Seq != 2 || h.Role != "assistant" || !strings.Contains(h.Snippet, "«Tuesdays»") {
+		t.Fatalf("hit: %+v", h)
+	}
+	if _, err := c.SearchHistory(ctx, " ", true, 0); !errors.Is(err, ErrInvalidParams) {
+		t.Fatalf("an empty query: %v", err)
+	}
+	exported, err := s.Export(ctx)
+	if err != nil || !strings.Contains(exported, s.ID) || !strings.Contains(exported, "deploys on Tuesdays.") {
+		t.Fatalf("export: %q, %v", exported, err)
+	}
+	file := filepath.Join(t.TempDir(), "session.jsonl")
+	if err := os.WriteFile(file, []byte(exported), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "other.db")
+	seshatIn(t, cfg, "--db", other, "sessions", "import", file)
+	if again := seshatIn(t, cfg, "--db", other, "sessions", "export", s.ID); again != exported {
+		t.Fatalf("exported again from another store:\n%s\nfirst:\n%s", again, exported)
+	}
+}

@@ -581,3 +581,41 @@ func (c *Client) KnowledgeRead(ctx context.Context, id int64, offset uint64) (Kn
 	err := c.call(ctx, "knowledge/read", params, &chunk)
 	return chunk, err
 }
+
+// Export is the session's whole record as JSON Lines, byte for byte what `seshat sessions
+// export` writes (what `seshat sessions import` reads into another store).
+func (s *Session) Export(ctx context.Context) (string, error) {
+	var out struct {
+		JSONL string `json:"jsonl"`
+	}
+	err := s.client.call(ctx, "session/export", map[string]interface{}{"session": s.ID}, &out)
+	return out.JSONL, err
+}
+
+// HistoryHit is a message a history search found.
+type HistoryHit struct {
+	// Session is its session's id; Seq its place there.
+	Session string `json:"session"`
+	Seq     uint64 `json:"seq"`
+	// Role is "user", "assistant", "tool" or "system".
+	Role string `json:"role"`
+	// CreatedAt is when it was written, in Unix milliseconds.
+	CreatedAt int64 `json:"created_at"`
+	// Snippet is the text around the match, the matched words between « and ».
+	Snippet string `json:"snippet"`
+}
+
+// SearchHistory searches what was said in the caller's sessions — the project's, or with all
+// every one of theirs — in the original messages, whatever compaction did; at most limit hits
+// (0: the server's default of 20), best first.
+func (c *Client) SearchHistory(ctx context.Context, query string, all bool, limit int) ([]HistoryHit, error) {
+	params := map[string]interface{}{"query": query, "all": all}
+	if limit > 0 {
+		params["limit"] = limit
+	}
+	var out struct {
+		Hits []HistoryHit `json:"hits"`
+	}
+	err := c.call(ctx, "history/search", params, &out)
+	return out.Hits, err
+}

@@ -4,7 +4,9 @@
 //! server streaming Anthropic's format (a short answer at once), so the figures are Seshat's own:
 //! the time from sending `turn/start` to the first `turn/event` with text, the throughput, the
 //! errors, and the memory an idle authenticated connection holds in an instance. Each session
-//! has one turn before the measured ones (its agent opened): both sides are measured warm.
+//! has one turn before the measured ones (its agent opened): both sides are measured warm. The
+//! same clients then run paced at half the throughput the slower side reached (the latency with
+//! room to spare), and one client runs alone.
 //!
 //! Run: `cargo bench -p seshat-cli --bench service` (`-- --quick`: 10 clients × 5 turns).
 
@@ -86,18 +88,20 @@ fn main() {
 
     // Over stdio: one instance, the clients' turns multiplexed on its one connection.
     let stdio = Stdio1::start(seshat(&["serve"]));
-    let base = run(clients, turns, |i| -> Box<dyn Client> {
-        let _ = i;
-        Box::new(stdio.client())
-    });
+    let base = run(clients, turns, None, |_| -> Box<dyn Client> { Box::new(stdio.client()) });
     // Over wss://: each client its own connection, alternating between the two instances.
-    let ours =
-        run(clients, turns, |i| -> Box<dyn Client> { Box::new(Wss::connect(ports[i % 2], &token, config.clone())) });
-    // One client alone, the machine otherwise idle: what the network path adds to each turn.
-    let alone_base = run(1, turns * 5, |_| -> Box<dyn Client> { Box::new(stdio.client()) });
-    let alone = run(1, turns * 5, |_| -> Box<dyn Client> { Box::new(Wss::connect(ports[0], &token, config.clone())) });
-
+    let wss = |i: usize| -> Box<dyn Client> { Box::new(Wss::connect(ports[i % 2], &token, config.clone())) };
+    let ours = run(clients, turns, None, wss);
+    // The same clients paced at half what the slower side delivered saturated: the latency a
+    // turn sees when the machine has room, so what the network path adds is not queueing.
     let total = clients * turns;
+    let rate = 0.5 * (total as f64 / ours.elapsed.as_secs_f64()).min(total as f64 / base.elapsed.as_secs_f64());
+    let paced_base = run(clients, turns, Some(rate), |_| -> Box<dyn Client> { Box::new(stdio.client()) });
+    let paced = run(clients, turns, Some(rate), wss);
+    // One client alone, the machine otherwise idle: what the network path adds to each turn.
+    let alone_base = run(1, turns * 5, None, |_| -> Box<dyn Client> { Box::new(stdio.client()) });
+    let alone = run(1, turns * 5, None, wss);
+
     let row = |name: &str, a: Duration, b: Duration, target: &str| report(name, a, b, target);
     println!("| benchmark | seshat | baseline | ratio | target |");
     println!("|---|---|---|---|---|");
@@ -115,6 +119,10 @@ fn main() {
         "-",
     );
     println!("| {name}: errors | {} | {} | - | 0 |", ours.errors, base.errors);
+    let steady = format!("{clients} clients × {turns} turns paced at {rate:.0} turns/s, wss:// vs stdio");
+    row(&format!("{steady}: first event p50"), paced.percentile(50), paced_base.percentile(50), "-");
+    row(&format!("{steady}: first event p99"), paced.percentile(99), paced_base.percentile(99), "p99 added ≤ 5 ms");
+    println!("| {steady}: errors | {} | {} | - | 0 |", paced.errors, paced_base.errors);
     let one = format!("1 client × {} turns, wss:// vs stdio", turns * 5);
     row(&format!("{one}: first event p50"), alone.percentile(50), alone_base.percentile(50), "-");
     row(&format!("{one}: first event p99"), alone.percentile(99), alone_base.percentile(99), "p99 added ≤ 5 ms");
@@ -124,9 +132,11 @@ fn main() {
     );
     let added = |a: &Measured, b: &Measured, p: usize| fmt(a.percentile(p).saturating_sub(b.percentile(p)));
     println!(
-        "\nadded to the first event: {clients} clients p50 {}, p99 {}; 1 client p50 {}, p99 {}",
+        "\nadded to the first event: {clients} clients p50 {}, p99 {}; paced p50 {}, p99 {}; 1 client p50 {}, p99 {}",
         added(&ours, &base, 50),
         added(&ours, &base, 99),
+        added(&paced, &paced_base, 50),
+        added(&paced, &paced_base, 99),
         added(&alone, &alone_base, 50),
         added(&alone, &alone_base, 99)
     );
@@ -178,8 +188,11 @@ trait Client: Send {
     fn turn(&mut self, session: &str, text: &str) -> Result<Duration, String>;
 }
 
-/// Runs `clients` clients at once, each `turns` turns in a session of its own.
-fn run(clients: usize, turns: usize, make: impl Fn(usize) -> Box<dyn Client>) -> Measured {
+/// Runs `clients` clients at once, each `turns` turns in a session of its own: each client starts
+/// its next turn as soon as the last ends, or, with `pace` (turns a second, all clients
+/// together), at its turn's place in a steady schedule (client `i`'s turn `t` at
+/// `(t × clients + i) / pace` seconds; at once when it is already late).
+fn run(clients: usize, turns: usize, pace: Option<f64>, make: impl Fn(usize) -> Box<dyn Client>) -> Measured {
     // Each client's session is made and has one turn first (its agent opened, the instance's
     // plugins compiled and cached): the measured turns are the steady state of both sides.
     let mut made: Vec<(Box<dyn Client>, String)> = (0..clients)
@@ -194,8 +207,19 @@ fn run(clients: usize, turns: usize, make: impl Fn(usize) -> Box<dyn Client>) ->
     let results: Vec<Result<Duration, String>> = std::thread::scope(|scope| {
         let handles: Vec<_> = made
             .iter_mut()
-            .map(|(c, s)| {
-                scope.spawn(move || (0..turns).map(|t| c.turn(s, &format!("question {t}"))).collect::<Vec<_>>())
+            .enumerate()
+            .map(|(i, (c, s))| {
+                scope.spawn(move || {
+                    (0..turns)
+                        .map(|t| {
+                            if let Some(rate) = pace {
+                                let due = start + Duration::from_secs_f64((t * clients + i) as f64 / rate);
+                                std::thread::sleep(due.saturating_duration_since(Instant::now()));
+                            }
+                            c.turn(s, &format!("question {t}"))
+                        })
+                        .collect::<Vec<_>>()
+                })
             })
             .collect();
         handles.into_iter().flat_map(|h| h.join().unwrap()).collect()

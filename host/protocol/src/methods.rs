@@ -7,6 +7,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::conversation::Role;
 use crate::knowledge::Found;
 use crate::memory::{Note, Scope};
 use crate::records::{Message, SessionInfo};
@@ -77,6 +78,16 @@ method!(
     /// Rewinds a session to before a message (the later ones leave the live view; nothing is
     /// deleted), or undoes the latest rewind.
     SessionRewind = "session/rewind" (SessionRewindParams) -> SessionRewindResult
+);
+method!(
+    /// A session's whole record as JSON Lines, byte for byte as `seshat sessions export` writes
+    /// it (what `seshat sessions import` reads into another store).
+    SessionExport = "session/export" (SessionParams) -> SessionExportResult
+);
+method!(
+    /// Searches what was said in the caller's sessions — the connection's project's, or all of
+    /// them — in the original messages, whatever compaction did to the live views.
+    HistorySearch = "history/search" (HistorySearchParams) -> HistorySearchResult
 );
 method!(
     /// Sets a note (replacing the value of an existing key).
@@ -443,6 +454,52 @@ pub struct NotesListParams {
     /// Whose notes (`user` when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<Scope>,
+}
+
+/// `session/export`'s result.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionExportResult {
+    /// The session's whole id.
+    pub session: String,
+    /// Its record, one JSON object a line.
+    pub jsonl: String,
+}
+
+/// `history/search`'s params.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HistorySearchParams {
+    /// Words to look for (case and accents ignored, word forms matched); an identifier such as
+    /// `TF123-K45` is matched exactly and ranked first.
+    pub query: String,
+    /// Search every one of the caller's sessions, not only the connection's project's.
+    #[serde(default)]
+    pub all: bool,
+    /// At most this many hits (20 when absent, at most 200).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+}
+
+/// `history/search`'s result.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct HistorySearchResult {
+    /// The messages found, best first.
+    pub hits: Vec<HistoryHit>,
+}
+
+/// One message a history search found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct HistoryHit {
+    /// Its session's id.
+    pub session: String,
+    /// Its seq in the session.
+    pub seq: u64,
+    /// Who wrote it.
+    pub role: Role,
+    /// When it was written, in Unix milliseconds.
+    pub created_at: i64,
+    /// Text around the match, the matched words between `«` and `»`.
+    pub snippet: String,
 }
 
 /// `notes/search`'s params.

@@ -47,6 +47,8 @@ pub fn schema() -> Value {
         methods::SessionCompact,
         methods::SessionFork,
         methods::SessionRewind,
+        methods::SessionExport,
+        methods::HistorySearch,
         methods::NotesSet,
         methods::NotesList,
         methods::NotesSearch,

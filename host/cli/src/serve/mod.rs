@@ -59,6 +59,8 @@ const READS: &[&str] = &[
     "config/get",
     "session/list",
     "session/get",
+    "session/export",
+    "history/search",
     "knowledge/search",
     "knowledge/read",
     "notes/list",
@@ -606,6 +608,51 @@ impl Server {
                     embedder: config.plugins.embedder,
                     providers,
                 })
+            }
+            m::SessionExport::NAME => {
+                let p = rpc::params::<m::SessionExport>(params)?;
+                let store = self.store()?;
+                let id = store.resolve(&p.session).map_err(RpcError::from_store)?;
+                let mut out = Vec::new();
+                store.export(&id, &mut out).map_err(RpcError::from_store)?;
+                let jsonl = String::from_utf8(out)
+                    .map_err(|e| RpcError::seshat("internal_error", format!("an export that is not UTF-8: {e}")))?;
+                rpc::answer::<m::SessionExport>(&m::SessionExportResult { session: id, jsonl })
+            }
+            m::HistorySearch::NAME => {
+                let p = rpc::params::<m::HistorySearch>(params)?;
+                if p.query.trim().is_empty() {
+                    return Err(RpcError::invalid_params("`query` is empty: give the words to look for"));
+                }
+                let limit = p.limit.unwrap_or(20).clamp(1, 200) as usize;
+                let project = self.ctx.project.clone();
+                let scope = if p.all {
+                    seshat::store::HistoryScope::All
+                } else {
+                    seshat::store::HistoryScope::Project(&project)
+                };
+                self.store()?;
+                let Server { db: Some(store), env, recall, .. } = self else { unreachable!("opened above") };
+                // Hybrid when the server embeds history (acting for the caller), lexical otherwise.
+                let recall = recall.get_or_insert_with(|| env.as_ref().and_then(seshat::client::Environment::recall));
+                let hits = match recall.as_mut().filter(|r| r.history()) {
+                    Some(r) => r
+                        .search_history(scope, &p.query, limit)
+                        .map(|(hits, _)| hits)
+                        .map_err(|e| RpcError::seshat(e.code(), e.to_string()))?,
+                    None => store.search_history(scope, &p.query, limit).map_err(RpcError::from_store)?,
+                };
+                let hits = hits
+                    .into_iter()
+                    .map(|h| m::HistoryHit {
+                        session: h.session_id,
+                        seq: h.seq,
+                        role: h.role,
+                        created_at: h.created_at,
+                        snippet: h.snippet,
+                    })
+                    .collect();
+                rpc::answer::<m::HistorySearch>(&m::HistorySearchResult { hits })
             }
             m::KnowledgeSearch::NAME => {
                 let p = rpc::params::<m::KnowledgeSearch>(params)?;

@@ -36,7 +36,14 @@ struct Slot {
     worker: JoinHandle<()>,
     /// The cancel switch of the last job this connection gave it.
     cancel: Cancel,
+    /// When it was last given a job (the connection's job count then).
+    used: u64,
 }
+
+/// The agents a connection keeps; past this, the least recently used idle one is closed (and
+/// opened again when its session has a turn). Each holds its store connection, so a client
+/// going through many sessions on one connection does not hold one server connection for each.
+const MAX_AGENTS: usize = 64;
 
 /// What a connection's turns need of it: the command's context, what the client registered,
 /// where lines go, and the client's pending answers.
@@ -152,18 +159,32 @@ impl Drop for Claim {
 pub(super) struct Turns {
     slots: HashMap<String, Slot>,
     next: u64,
+    /// How many jobs the connection has given its workers.
+    jobs: u64,
     busy: Busy,
 }
 
 impl Turns {
     /// A connection's turns, sharing the server's `busy` sessions.
     pub(super) fn new(busy: Busy) -> Self {
-        Turns { slots: HashMap::new(), next: 0, busy }
+        Turns { slots: HashMap::new(), next: 0, jobs: 0, busy }
     }
 
     /// Whether `session` has a turn or compaction in flight (on this connection or another).
     pub(super) fn busy(&self, session: &str) -> bool {
         self.busy.contains(session)
+    }
+
+    /// Closes the least recently used idle agent when the connection keeps as many as it may (its
+    /// worker ends once the job it may still be finishing is done).
+    fn make_room(&mut self) {
+        if self.slots.len() < MAX_AGENTS {
+            return;
+        }
+        let idle = self.slots.iter().filter(|(s, _)| !self.busy.contains(s)).min_by_key(|(_, slot)| slot.used);
+        if let Some(session) = idle.map(|(s, _)| s.clone()) {
+            self.slots.remove(&session);
+        }
     }
 
     /// Drops a session's worker and agent (the session was deleted).
@@ -186,6 +207,7 @@ impl Turns {
             self.slots.remove(session);
         }
         if !self.slots.contains_key(session) {
+            self.make_room();
             let mut agent = open_agent(link, session)?;
             let (jobs, queue) = mpsc::channel::<Job>();
             let worker = std::thread::spawn(move || {
@@ -193,9 +215,11 @@ impl Turns {
                     job(&mut agent);
                 }
             });
-            self.slots.insert(session.to_string(), Slot { jobs, worker, cancel: Cancel::default() });
+            self.slots.insert(session.to_string(), Slot { jobs, worker, cancel: Cancel::default(), used: 0 });
         }
+        self.jobs += 1;
         let slot = self.slots.get_mut(session).expect("made above");
+        slot.used = self.jobs;
         let cancel = claim.cancel.clone();
         slot.cancel = cancel.clone();
         slot.jobs

@@ -13,10 +13,24 @@ pub struct Args {
 }
 
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
+    if let Some(mut remote) = ctx.remote()? {
+        return run_remote(args, &mut remote);
+    }
     let store = ctx.store()?;
     let id = store.resolve(&args.id)?;
     let mut out = BufWriter::new(std::io::stdout().lock());
     store.export(&id, &mut out)?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `sessions export --remote`: the service's `session/export` of the caller's own session, the
+/// same bytes a local export writes.
+fn run_remote(args: &Args, remote: &mut crate::remote::Remote) -> anyhow::Result<ExitCode> {
+    let exported = remote.call("session/export", &serde_json::json!({"session": args.id}))??;
+    let jsonl = exported["jsonl"].as_str().ok_or_else(|| anyhow::anyhow!("the service's export has no `jsonl`"))?;
+    let mut out = std::io::stdout().lock();
+    out.write_all(jsonl.as_bytes())?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 use seshat::store::HistoryScope;
+use seshat_protocol::methods::HistoryHit as Hit;
 
 use crate::{Context, format};
 
@@ -38,8 +39,17 @@ struct Row<'a> {
 }
 
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
-    let store = ctx.store()?;
     let query = args.query.join(" ");
+    if let Some(mut remote) = ctx.remote()? {
+        // The service searches the caller's sessions under this machine's project key.
+        let params = serde_json::json!({"query": query, "all": args.all, "limit": args.limit});
+        let found = remote.call("history/search", &params)??;
+        let found: seshat_protocol::methods::HistorySearchResult = serde_json::from_value(found)
+            .map_err(|e| anyhow::anyhow!("the service's search result cannot be read: {e}"))?;
+        let ids = found.hits.iter().map(|h| h.session.clone()).collect();
+        return print(ctx, args, &query, &found.hits, ids);
+    }
+    let store = ctx.store()?;
     let scope = if args.all { HistoryScope::All } else { HistoryScope::Project(&ctx.project) };
     let config = ctx.config()?;
     let hits = match seshat::retrieval::Recall::from_config(&config, &ctx.catalog(), &ctx.runtime(), &ctx.db)
@@ -50,6 +60,16 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     };
     let ids: Vec<&str> = hits.iter().map(|h| h.session_id.as_str()).collect();
     let short = store.short_ids(&ids)?;
+    let hits: Vec<Hit> = hits
+        .into_iter()
+        .map(|h| Hit { session: h.session_id, seq: h.seq, role: h.role, created_at: h.created_at, snippet: h.snippet })
+        .collect();
+    print(ctx, args, &query, &hits, short)
+}
+
+/// Prints `hits`, each session named by its id in `ids` (short locally, whole from a service).
+fn print(ctx: &Context, args: &Args, query: &str, hits: &[Hit], ids: Vec<String>) -> anyhow::Result<ExitCode> {
+    let short = ids;
     let mut out = format::stdout();
     if args.json {
         let rows: Vec<Row<'_>> = hits
@@ -57,7 +77,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             .zip(&short)
             .map(|(h, short_id)| Row {
                 short_id,
-                session_id: &h.session_id,
+                session_id: &h.session,
                 seq: h.seq,
                 role: h.role.as_str(),
                 created_at: h.created_at,
@@ -71,7 +91,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     if hits.is_empty() {
         let place =
             if args.all { "any session".to_string() } else { format!("this project's sessions ({})", ctx.project) };
-        writeln!(out, "Nothing matches `{}` in {place}.", format::plain(&query))?;
+        writeln!(out, "Nothing matches `{}` in {place}.", format::plain(query))?;
         if !args.all {
             writeln!(out, "`--all` searches every project.")?;
         }

@@ -244,9 +244,16 @@ crate::on_both_backends! {
             ("session/compact", s.clone()),
             ("turn/start", json!({"session": session, "text": "mine now"})),
             ("turn/interrupt", s.clone()),
+            ("session/export", s.clone()),
         ] {
             assert_eq!(b.refused(method, params), "session_not_found", "{method}");
         }
+        // What alice said is found by her searches only, even across every project.
+        let said = seshat::conversation::NewMessage::text(seshat::conversation::Role::User, "the kestrel launch code");
+        home.store().acting_for("alice").append(&session, &[said]).unwrap();
+        let search = json!({"query": "kestrel", "all": true});
+        assert_eq!(b.ok("history/search", search.clone())["hits"], json!([]));
+        assert_eq!(a.ok("history/search", search)["hits"][0]["session"], session);
         let graph = b.ok("memory/read_graph", json!({}));
         assert!(!graph.to_string().contains("alice-secret"), "{graph}");
         let opened = b.ok("memory/open_nodes", json!({"names": ["alice-secret"]}));
@@ -724,7 +731,7 @@ fn remote_mcp_sessions_and_knowledge_search_work_from_a_machine_with_no_store() 
 
     let mut cmd = laptop.cmd();
     remote(&mut cmd);
-    let out = cmd.args(["sessions", "export", &session]).output().unwrap();
+    let out = cmd.args(["sessions", "new"]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("remote") && err.contains("SESHAT_REMOTE"), "{err}");
     let mut cmd = laptop.cmd();
@@ -930,7 +937,29 @@ fn remote_chat_runs_turns_on_the_service_and_continues_there() {
         server.requests().iter().filter(|r| r.path.ends_with("/chat/completions")).map(|r| r.body.clone()).collect();
     let ruled = bodies.iter().filter(|b| b.contains("Laptop rules: be brief.")).count();
     assert_eq!((bodies.len(), ruled), (2, 2), "both model requests carry the laptop's AGENTS.md");
+    // `sessions search` and `sessions export` with `--remote` read the caller's sessions there.
+    let found = sessions(&["search", "afar"]);
+    let first = &found[0];
+    assert_eq!((first["session_id"].as_str(), first["seq"].as_u64()), (Some(session), Some(2)), "{found}");
+    assert!(first["snippet"].as_str().is_some_and(|s| s.contains("«afar»")), "{found}");
+    let mut cmd = laptop.cmd();
+    cmd.env("SESHAT_REMOTE", &service.url).env("SESHAT_TOKEN", token(&home, "bob", &[]));
+    let out = cmd.args(["sessions", "search", "afar", "--all"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Nothing matches `afar` in any session."), "{out:?}");
+    let mut cmd = laptop.cmd();
+    cmd.env("SESHAT_REMOTE", &service.url).env("SESHAT_TOKEN", &alice);
+    let out = cmd.args(["sessions", "export", session]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut local = Vec::new();
+    home.store().acting_for("alice").export(session, &mut local).unwrap();
+    assert!(out.stdout == local, "the remote export is the service's, byte for byte");
     assert!(!laptop.db().exists(), "nothing was written on the laptop");
+    // What it exported is imported on the laptop as it is.
+    let file = laptop.path().join("session.jsonl");
+    std::fs::write(&file, &out.stdout).unwrap();
+    laptop.ok(&["sessions", "import", file.to_str().unwrap()]);
+    let imported = laptop.store().full_history(session).unwrap();
+    assert_eq!(imported.iter().map(crate::support::text_of).collect::<Vec<_>>(), texts);
     let out = chat(&[]);
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("-p"));
 }

@@ -254,6 +254,41 @@ fn serve_goes_on_after_the_database_server_restarts() {
     assert!(ids.contains(&first.as_str()) && ids.contains(&second.as_str()), "{listed}");
 }
 
+/// A released claim's connection is kept and holds the next claim (a turn opens no connection
+/// of its own), holding nothing in between; after the server restarts, the next claim is held on
+/// a connection opened again.
+#[test]
+fn a_released_claims_connection_holds_the_next_claim_and_nothing_in_between() {
+    use seshat::store::claim_session;
+    let cluster = crate::support::postgres::Cluster::private();
+    cluster.psql("postgres", "CREATE DATABASE claims");
+    let location = Home::at(cluster.url("claims", crate::support::postgres::SUPERUSER)).location();
+    let holders = || {
+        cluster.psql(
+            "claims",
+            "SELECT coalesce(string_agg(pid::text, ',' ORDER BY pid), '') FROM pg_locks \
+             WHERE locktype = 'advisory' AND granted \
+             AND database = (SELECT oid FROM pg_database WHERE datname = 'claims')",
+        )
+    };
+    let first = claim_session(&location, "s1").unwrap().expect("a free session");
+    let pid = holders();
+    assert!(pid.parse::<u32>().is_ok(), "one connection holds the claim: {pid:?}");
+    assert!(claim_session(&location, "s1").unwrap().is_none(), "a held session is refused");
+    drop(first);
+    assert_eq!(holders(), "", "a released claim holds nothing");
+    let second = claim_session(&location, "s2").unwrap().expect("a free session");
+    assert_eq!(holders(), pid, "the released connection holds the next claim");
+    drop(second);
+    cluster.restart();
+    let third = claim_session(&location, "s3").unwrap().expect("a free session after the restart");
+    let after = holders();
+    assert!(after.parse::<u32>().is_ok_and(|p| p.to_string() != pid), "a new connection holds it: {after:?}");
+    assert!(claim_session(&location, "s3").unwrap().is_none(), "and holds it for real");
+    drop(third);
+    assert_eq!(holders(), "");
+}
+
 /// TLS to a server on a loopback port, with a certificate authority made for the test: verified
 /// against the root certificate given and the host's name; refused when the certificate cannot
 /// be verified; encrypted without verifying under `require` (as libpq); never in clear text

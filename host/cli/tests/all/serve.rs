@@ -857,3 +857,45 @@ fn a_turn_in_one_serve_makes_the_session_busy_in_another_until_it_ends_or_dies(h
     assert_eq!(notes.last().unwrap()["params"]["outcome"]["error"], Value::Null, "{notes:?}");
 }
 }
+
+/// One connection going through more sessions than it keeps agents for (64) holds no more
+/// server connections than those agents do: the least recently used idle agent is closed, and
+/// opened again when its session has its next turn, which continues the session.
+#[test]
+fn a_connection_keeps_a_bounded_number_of_agents_and_opens_a_closed_one_again() {
+    let sessions = 100;
+    let replies = (0..=sessions)
+        .map(|i| Reply::Stream { pieces: openai::text_answer(&[&format!("Answer {i}.")], true) })
+        .collect();
+    let server = Server::start(replies);
+    let home = Home::postgres();
+    let config = std::fs::read_to_string(home_for("openai", &server, "").path().join("config.toml")).unwrap();
+    std::fs::write(home.path().join("config.toml"), config).unwrap();
+    let url = home.url().expect("a PostgreSQL home").to_string();
+    let connections = || -> usize {
+        let sql = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                   AND backend_type = 'client backend' AND pid <> pg_backend_pid()";
+        let out = crate::support::postgres::psql_url(&url, sql).unwrap();
+        out.trim().parse().unwrap_or_else(|_| panic!("not a count: {out}"))
+    };
+    let mut c = ServeClient::start(&home);
+    c.initialize(json!({"model": "gpt-4o"}));
+    let ids: Vec<String> = (0..sessions).map(|_| session(&mut c)).collect();
+    for (i, id) in ids.iter().enumerate() {
+        let turn =
+            c.ok("turn/start", json!({"session": id, "text": format!("question {i}")}))["turn"].as_u64().unwrap();
+        let notes = c.turn_notifications(turn);
+        assert_eq!(notes.last().unwrap()["params"]["outcome"]["error"], Value::Null, "{notes:?}");
+    }
+    // Fewer than one per session the connection went through (each kept agent holds one).
+    let held = connections();
+    assert!(held < sessions, "{held} server connections for {sessions} sessions on one connection");
+    // The first session's agent was closed; its next turn opens it again and goes on from it.
+    let turn = c.ok("turn/start", json!({"session": ids[0], "text": "and again"}))["turn"].as_u64().unwrap();
+    let notes = c.turn_notifications(turn);
+    assert_eq!(notes.last().unwrap()["params"]["outcome"]["text"], format!("Answer {sessions}."), "{notes:?}");
+    let history = home.store().full_history(&ids[0]).unwrap();
+    let texts: Vec<&str> = history.iter().map(crate::support::text_of).collect();
+    assert_eq!(texts, ["question 0", "Answer 0.", "and again", &format!("Answer {sessions}.")]);
+    assert!(c.close().success());
+}

@@ -7,21 +7,46 @@ use std::path::{Path, PathBuf};
 
 use sha2::Digest;
 
+use std::sync::Mutex;
+
 use super::db::{Db, params};
-use super::{Error, Location, Result};
+use super::{Error, Location, Result, Server};
 
 /// A held claim on a session; dropping it releases the session.
 #[derive(Debug)]
 pub struct SessionClaim {
-    _held: Held,
+    held: Option<Held>,
 }
 
 /// What keeps a claim held (until dropped).
 enum Held {
     /// An exclusive lock on a file beside the SQLite database.
     File { _lock: std::fs::File },
-    /// A connection holding a session-level advisory lock.
-    Connection { _lock: Box<Db> },
+    /// A connection holding a session-level advisory lock on `key`.
+    Connection { server: Server, key: i64, db: Box<Db> },
+}
+
+/// The connections claims have released, kept to hold the next ones (a connection made per
+/// claim costs a turn a round of the server's authentication, and churns its processes).
+static IDLE: Mutex<Vec<(Server, Box<Db>)>> = Mutex::new(Vec::new());
+
+/// How many released connections are kept; past this they are closed.
+const MAX_IDLE: usize = 16;
+
+impl Drop for SessionClaim {
+    fn drop(&mut self) {
+        if let Some(Held::Connection { server, key, db }) = self.held.take() {
+            // Unlocked, the connection holds nothing and is kept; if it failed (the server went
+            // away) it is closed, which releases the lock anyway.
+            let unlocked: Result<bool> = db.query_value("SELECT pg_advisory_unlock(?1)", params![key]);
+            if unlocked.is_ok() {
+                let mut idle = IDLE.lock().unwrap_or_else(|e| e.into_inner());
+                if idle.len() < MAX_IDLE {
+                    idle.push((server, db));
+                }
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for Held {
@@ -41,14 +66,35 @@ pub fn claim_session(location: &Location, session: &str) -> Result<Option<Sessio
             .map_err(|e| e.at(location, "claim the session"))?
             .map(|lock| Held::File { _lock: lock }),
         Location::Postgres(server) => {
-            let db = super::open::connect_only(server).map_err(|e| e.at(location, "claim the session"))?;
-            let got: bool = db
-                .query_value("SELECT pg_try_advisory_lock(?1)", params![advisory_key(session)])
-                .map_err(|e| e.at(location, "claim the session"))?;
-            got.then(|| Held::Connection { _lock: Box::new(db) })
+            let key = advisory_key(session);
+            let idle = {
+                let mut idle = IDLE.lock().unwrap_or_else(|e| e.into_inner());
+                idle.iter().rposition(|(s, _)| s == server).map(|i| idle.swap_remove(i).1)
+            };
+            let try_lock = |db: &Db| db.query_value::<bool>("SELECT pg_try_advisory_lock(?1)", params![key]);
+            // A kept connection the server closed meanwhile is opened again by the query itself;
+            // one that fails otherwise is dropped for a new one.
+            let (db, got) = match idle.map(|db| try_lock(&db).map(|got| (db, got))) {
+                Some(Ok(kept)) => kept,
+                _ => {
+                    let db =
+                        Box::new(super::open::connect_only(server).map_err(|e| e.at(location, "claim the session"))?);
+                    let got = try_lock(&db).map_err(|e| e.at(location, "claim the session"))?;
+                    (db, got)
+                }
+            };
+            if got {
+                Some(Held::Connection { server: server.clone(), key, db })
+            } else {
+                let mut idle = IDLE.lock().unwrap_or_else(|e| e.into_inner());
+                if idle.len() < MAX_IDLE {
+                    idle.push((server.clone(), db));
+                }
+                None
+            }
         }
     };
-    Ok(held.map(|held| SessionClaim { _held: held }))
+    Ok(held.map(|held| SessionClaim { held: Some(held) }))
 }
 
 /// The advisory lock's key for a session: the first 8 bytes of a hash of its id.

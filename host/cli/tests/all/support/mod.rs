@@ -70,6 +70,11 @@ impl Home {
         Self { dir: tempfile::tempdir_in(parent).expect("temp dir"), url: None }
     }
 
+    /// The PostgreSQL URL of the home's store (`None` for a SQLite file).
+    pub fn url(&self) -> Option<&str> {
+        self.url.as_deref()
+    }
+
     /// Where the home's store is.
     pub fn location(&self) -> Location {
         match &self.url {

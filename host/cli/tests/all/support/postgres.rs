@@ -229,7 +229,7 @@ fn start(tls: Option<&Tls>) -> Result<Cluster, String> {
     }
     let options = format!(
         "-k {} -p {port} {listen} -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
-         -c max_connections=200",
+         -c max_connections=400",
         socket.display()
     );
     // Started and waited for by pg_ctl (-w), then `ready` on stdout; stopped when stdin closes.
