@@ -34,37 +34,69 @@ struct Full {
     forks: Vec<(String, u64)>,
 }
 
-/// `sessions show --remote`: the service's `session/get`. The live view as locally; `--full`
-/// gives every message as written (the service does not send compaction, trim and rewind records).
+/// `sessions show --remote`: the service's `session/get` for the live view; `--full` reads the
+/// session's export (`session/export`: every message, compaction, trim and rewind) and its forks
+/// (`session/list`), shown as locally.
 fn run_remote(args: &Args, remote: &mut crate::remote::Remote) -> anyhow::Result<ExitCode> {
-    let got = remote.call("session/get", &serde_json::json!({"session": args.id, "full": args.full}))??;
-    let got: seshat_protocol::methods::SessionGetResult =
-        serde_json::from_value(got).map_err(|e| anyhow::anyhow!("the service's session cannot be read: {e}"))?;
     let mut out = format::stdout();
     if args.full {
-        let messages = got.history.unwrap_or_default();
+        let exported = remote.call("session/export", &serde_json::json!({"session": args.id}))??;
+        let jsonl = exported["jsonl"].as_str().ok_or_else(|| anyhow::anyhow!("the service's export has no `jsonl`"))?;
+        let mut full = from_export(jsonl)?;
+        let listed = remote.call("session/list", &serde_json::json!({"all": true}))??;
+        let sessions: Vec<SessionInfo> = serde_json::from_value(listed["sessions"].clone())
+            .map_err(|e| anyhow::anyhow!("the service's session list cannot be read: {e}"))?;
+        // In the order a local show lists them: oldest first.
+        let mut forks: Vec<SessionInfo> =
+            sessions.into_iter().filter(|s| s.parent_id.as_deref() == Some(full.session.id.as_str())).collect();
+        forks.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        full.forks = forks.into_iter().map(|s| (s.id, s.fork_seq.unwrap_or_default())).collect();
         if args.json {
-            format::json(&mut out, &serde_json::json!({"session": got.session, "messages": messages}))?;
+            format::json(&mut out, &full)?;
         } else {
-            header(&mut out, &got.session)?;
-            writeln!(
-                out,
-                "Full history: {} (from the service: compaction, trim and rewind records are not shown).",
-                format::count(messages.len(), "message", "messages")
-            )?;
-            lineage(&mut out, &got.session, &[])?;
-            for m in &messages {
-                rule(&mut out, &format!("{} #{}", m.role.as_str(), m.seq), m.status.as_str())?;
-                parts(&mut out, &m.parts)?;
-            }
+            render_full(&mut out, &full)?;
         }
-    } else if args.json {
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let got = remote.call("session/get", &serde_json::json!({"session": args.id}))??;
+    let got: seshat_protocol::methods::SessionGetResult =
+        serde_json::from_value(got).map_err(|e| anyhow::anyhow!("the service's session cannot be read: {e}"))?;
+    if args.json {
         format::json(&mut out, &got.view)?;
     } else {
         render_view(&mut out, &got.view.session, got.view.compaction.as_ref(), &got.view.entries, &[])?;
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The whole record of a session from its export (pins and retractions are already in the
+/// records they shaped); its forks are left for the caller to fill in.
+fn from_export(jsonl: &str) -> anyhow::Result<Full> {
+    let (mut session, mut messages, mut compactions, mut trims, mut rewinds) =
+        (None, Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (i, line) in jsonl.lines().enumerate() {
+        let bad =
+            |e: &dyn std::fmt::Display| anyhow::anyhow!("line {} of the service's export cannot be read: {e}", i + 1);
+        let mut record: serde_json::Map<String, serde_json::Value> = serde_json::from_str(line).map_err(|e| bad(&e))?;
+        let kind = record.remove("record").and_then(|k| k.as_str().map(str::to_string)).unwrap_or_default();
+        let value = serde_json::Value::Object(record);
+        match kind.as_str() {
+            "session" => {
+                let mut value = value;
+                value.as_object_mut().map(|o| o.remove("format_version"));
+                session = Some(serde_json::from_value(value).map_err(|e| bad(&e))?);
+            }
+            "message" => messages.push(serde_json::from_value(value).map_err(|e| bad(&e))?),
+            "compaction" => compactions.push(serde_json::from_value(value).map_err(|e| bad(&e))?),
+            "trim" => trims.push(serde_json::from_value(value).map_err(|e| bad(&e))?),
+            "rewind" => rewinds.push(serde_json::from_value(value).map_err(|e| bad(&e))?),
+            _ => {}
+        }
+    }
+    let session = session.ok_or_else(|| anyhow::anyhow!("the service's export has no session line"))?;
+    Ok(Full { session, messages, compactions, trims, rewinds, forks: Vec::new() })
 }
 
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {

@@ -900,8 +900,6 @@ fn remote_chat_runs_turns_on_the_service_and_continues_there() {
     );
     let text = show(&[session]);
     assert!(text.contains(&format!("Session {session}")) && text.contains("── assistant #4 ──\nStill here."), "{text}");
-    let full: Value = serde_json::from_str(&show(&[session, "--full", "--json"])).unwrap();
-    assert_eq!(full["messages"][2]["parts"][0]["text"], "and now?", "{full}");
     let mut cmd = laptop.cmd();
     let out = cmd
         .env("SESHAT_REMOTE", &service.url)
@@ -931,6 +929,17 @@ fn remote_chat_runs_turns_on_the_service_and_continues_there() {
         (Some(3), Some(4))
     );
     assert_eq!(home.store().acting_for("alice").live_view(session).unwrap().entries.len(), 2, "rewound on the service");
+    // `sessions show --full --remote` shows the whole record as a local show does: every message,
+    // the rewind in force, the fork.
+    let full: Value = serde_json::from_str(&show(&[session, "--full", "--json"])).unwrap();
+    assert_eq!(full["messages"][2]["parts"][0]["text"], "and now?", "{full}");
+    assert_eq!(full["messages"].as_array().map(Vec::len), Some(4), "{full}");
+    let rewind = &full["rewinds"][0];
+    assert_eq!((rewind["from_seq"].as_u64(), rewind["through_seq"].as_u64()), (Some(3), Some(4)), "{full}");
+    assert_eq!(full["forks"], json!([[fork, 2]]), "{full}");
+    let text = show(&[session, "--full"]);
+    assert!(text.contains("messages 3 to 4 are a branch out of the live view"), "{text}");
+    assert!(text.contains(&format!("fork {fork} continues after message 2")), "{text}");
     sessions(&["rewind", session, "--undo"]);
     assert_eq!(home.store().acting_for("alice").live_view(session).unwrap().entries.len(), 4, "undone on the service");
     let bodies: Vec<String> =

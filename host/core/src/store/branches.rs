@@ -37,7 +37,7 @@ pub struct Rewound {
 }
 
 /// A rewind in force: messages `from_seq..=through_seq` are out of the live view.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Rewind {
     /// The first hidden message.
     pub from_seq: u64,
