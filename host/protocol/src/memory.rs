@@ -125,3 +125,44 @@ pub struct Note {
     /// Unix milliseconds.
     pub updated_at: i64,
 }
+
+/// The memory context of a session: what it is given at its start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct MemoryContext {
+    /// The text given to the agent (empty when there is no memory).
+    pub text: String,
+    /// Its estimated size in tokens.
+    pub tokens: usize,
+    /// The budget it was built for.
+    pub budget: usize,
+    /// Per scope, what was included and left out.
+    pub sections: Vec<ContextSection>,
+}
+
+/// How much of one scope made it into a memory context.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ContextSection {
+    /// The scope.
+    pub scope: Scope,
+    /// Notes included.
+    pub notes: usize,
+    /// Entities included.
+    pub entities: usize,
+    /// Notes left out.
+    pub omitted_notes: usize,
+    /// Entities left out.
+    pub omitted_entities: usize,
+}
+
+/// A tombstone batch: what one delete call removed (restorable).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Deletion {
+    /// Its id, for a restore.
+    pub id: i64,
+    /// The tool that deleted.
+    pub origin: String,
+    /// What it deleted.
+    pub summary: String,
+    /// Unix milliseconds.
+    pub created_at: i64,
+}

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::conversation::Role;
 use crate::knowledge::Found;
-use crate::memory::{Note, Scope};
+use crate::memory::{Deletion, MemoryContext, Note, Scope};
 use crate::records::{Message, SessionInfo};
 use crate::turn::Report;
 use crate::view::View;
@@ -100,6 +100,23 @@ method!(
 method!(
     /// Notes whose key or value contains the query (ignoring case).
     NotesSearch = "notes/search" (NotesSearchParams) -> NotesResult
+);
+method!(
+    /// The memory context a new session of the caller's in the connection's project is given.
+    MemoryContextGet = "memory/context" (MemoryContextParams) -> MemoryContext
+);
+method!(
+    /// The caller's deletions of memory that can be restored, newest first.
+    MemoryDeletions = "memory/deletions" (Empty) -> MemoryDeletionsResult
+);
+method!(
+    /// Undoes one of the caller's deletions of memory.
+    MemoryRestore = "memory/restore" (MemoryRestoreParams) -> Deletion
+);
+method!(
+    /// Removes everything in one scope (the server keeps a backup of it first); a team scope
+    /// needs write access (`scope_denied`).
+    MemoryClear = "memory/clear" (MemoryClearParams) -> MemoryClearResult
 );
 method!(
     /// Searches the documents `seshat knowledge add` indexed.
@@ -518,6 +535,47 @@ pub struct NotesSearchParams {
 pub struct NotesResult {
     /// The notes, most recently set first.
     pub notes: Vec<Note>,
+}
+
+/// `memory/context`'s params.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryContextParams {
+    /// The budget in tokens (the server's `[memory] context_tokens` when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<u64>,
+}
+
+/// `memory/deletions`' result.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct MemoryDeletionsResult {
+    /// The deletions that can be restored, newest first.
+    pub deletions: Vec<Deletion>,
+}
+
+/// `memory/restore`'s params.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryRestoreParams {
+    /// The deletion's id, as `memory/deletions` lists it.
+    pub id: i64,
+}
+
+/// `memory/clear`'s params.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryClearParams {
+    /// The scope to clear (no default: a clear names what it removes).
+    pub scope: Scope,
+}
+
+/// `memory/clear`'s result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct MemoryClearResult {
+    /// The scope cleared.
+    pub scope: Scope,
+    /// How many records (notes, entities, observations, relations) it held.
+    pub records: u64,
 }
 
 /// `knowledge/search`'s params.

@@ -52,6 +52,10 @@ pub fn schema() -> Value {
         methods::NotesSet,
         methods::NotesList,
         methods::NotesSearch,
+        methods::MemoryContextGet,
+        methods::MemoryDeletions,
+        methods::MemoryRestore,
+        methods::MemoryClear,
         methods::KnowledgeSearch,
         methods::KnowledgeRead,
         methods::ConfigGet

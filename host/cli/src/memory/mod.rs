@@ -108,42 +108,17 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         }
         Action::Clear => {
             let scope = scope.unwrap_or(Scope::User);
-            if !args.yes {
-                let stdin = std::io::stdin();
-                if !stdin.is_terminal() {
-                    bail!("refusing to clear {scope} memory without confirmation: pass --yes");
-                }
-                eprint!(
-                    "Clear all {scope} memory{}? A backup is written first. [y/N] ",
-                    where_(memory.project(), &scope)
-                );
-                std::io::stderr().flush()?;
-                let mut answer = String::new();
-                stdin.lock().read_line(&mut answer)?;
-                if !matches!(answer.trim(), "y" | "Y" | "yes" | "Yes" | "YES") {
-                    eprintln!("Nothing cleared.");
-                    return Ok(ExitCode::FAILURE);
-                }
+            if !confirm_clear(args, memory.project(), &scope)? {
+                return Ok(ExitCode::FAILURE);
             }
             let (backup, records) = memory.clear(&scope, &ctx.dirs.data.join("backups"))?;
-            if args.json {
-                format::json(&mut out, &json!({"scope": scope, "records": records, "backup": backup}))?;
-            } else {
-                writeln!(out, "Cleared {scope} memory ({records} records). Backup: {}", backup.display())?;
-            }
+            print_cleared(&mut out, args.json, &scope, records as u64, Some(&backup))?;
         }
         Action::Context => {
             let budget = args
                 .budget
                 .unwrap_or_else(|| config.memory_context_tokens().unwrap_or(seshat::memory::DEFAULT_CONTEXT_TOKENS));
-            let context = memory.context(budget)?;
-            if args.json {
-                format::json(&mut out, &context)?;
-            } else if context.text.is_empty() {
-                writeln!(out, "(no long-term memory yet: nothing would be given to the agent)")?;
-            } else {
-                write!(out, "{}", context.text)?;
-            }
+            print_context(&mut out, args.json, &memory.context(budget)?)?;
         }
         Action::Search => {
             let Some(query) = &args.query else { bail!("--action search needs --query") };
@@ -158,31 +133,89 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
                 };
             print_search(&mut out, args.json, query, &notes, &graph, more)?;
         }
-        Action::Deleted => {
-            let deletions = memory.deletions()?;
-            if args.json {
-                format::json(&mut out, &deletions)?;
-            } else if deletions.is_empty() {
-                writeln!(out, "Nothing to restore.")?;
-            } else {
-                for d in &deletions {
-                    writeln!(out, "{:>5}  {}  {}  {}", d.id, format::time(d.created_at), d.origin, d.summary)?;
-                }
-                writeln!(out, "Undo one with: seshat memory --action restore --id <ID>")?;
-            }
-        }
+        Action::Deleted => print_deletions(&mut out, args.json, &memory.deletions()?)?,
         Action::Restore => {
             let Some(id) = args.id else { bail!("--action restore needs --id (see `seshat memory --action deleted`)") };
-            let d = memory.restore(id)?;
-            if args.json {
-                format::json(&mut out, &d)?;
-            } else {
-                writeln!(out, "Restored deletion {} ({}: {}).", d.id, d.origin, d.summary)?;
-            }
+            print_restored(&mut out, args.json, &memory.restore(id)?)?;
         }
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Asks before clearing `scope` (unless `--yes`); whether to go on. Without a terminal to ask on,
+/// `--yes` is required.
+fn confirm_clear(args: &Args, project: Option<&str>, scope: &Scope) -> anyhow::Result<bool> {
+    if args.yes {
+        return Ok(true);
+    }
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        bail!("refusing to clear {scope} memory without confirmation: pass --yes");
+    }
+    eprint!("Clear all {scope} memory{}? A backup is written first. [y/N] ", where_(project, scope));
+    std::io::stderr().flush()?;
+    let mut answer = String::new();
+    stdin.lock().read_line(&mut answer)?;
+    let yes = matches!(answer.trim(), "y" | "Y" | "yes" | "Yes" | "YES");
+    if !yes {
+        eprintln!("Nothing cleared.");
+    }
+    Ok(yes)
+}
+
+/// What a clear removed, and where its backup is (`None`: on the service's machine).
+fn print_cleared(
+    out: &mut format::Out,
+    json: bool,
+    scope: &Scope,
+    records: u64,
+    backup: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    if json {
+        format::json(out, &json!({"scope": scope, "records": records, "backup": backup}))?;
+    } else {
+        let kept = backup.map_or_else(|| "kept on the service".to_string(), |b| b.display().to_string());
+        writeln!(out, "Cleared {scope} memory ({records} records). Backup: {kept}")?;
+    }
+    Ok(())
+}
+
+/// The memory context a session is given.
+fn print_context(out: &mut format::Out, json: bool, context: &seshat::memory::MemoryContext) -> anyhow::Result<()> {
+    if json {
+        format::json(out, context)?;
+    } else if context.text.is_empty() {
+        writeln!(out, "(no long-term memory yet: nothing would be given to the agent)")?;
+    } else {
+        write!(out, "{}", context.text)?;
+    }
+    Ok(())
+}
+
+/// The deletions that can be restored.
+fn print_deletions(out: &mut format::Out, json: bool, deletions: &[seshat::memory::Deletion]) -> anyhow::Result<()> {
+    if json {
+        format::json(out, &deletions)?;
+    } else if deletions.is_empty() {
+        writeln!(out, "Nothing to restore.")?;
+    } else {
+        for d in deletions {
+            writeln!(out, "{:>5}  {}  {}  {}", d.id, format::time(d.created_at), d.origin, d.summary)?;
+        }
+        writeln!(out, "Undo one with: seshat memory --action restore --id <ID>")?;
+    }
+    Ok(())
+}
+
+/// A restored deletion.
+fn print_restored(out: &mut format::Out, json: bool, d: &seshat::memory::Deletion) -> anyhow::Result<()> {
+    if json {
+        format::json(out, d)?;
+    } else {
+        writeln!(out, "Restored deletion {} ({}: {}).", d.id, d.origin, d.summary)?;
+    }
+    Ok(())
 }
 
 fn title(scope: &Scope) -> String {

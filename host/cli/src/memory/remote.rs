@@ -6,12 +6,14 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use anyhow::bail;
-use clap::ValueEnum as _;
 use serde_json::{Value, json};
 use seshat::memory::{Graph, Scope};
 use seshat_protocol::methods::{self as m, Method as _};
 
-use super::{Action, Args, note_to_set, print_search, print_set, print_show};
+use super::{
+    Action, Args, confirm_clear, note_to_set, print_cleared, print_context, print_deletions, print_restored,
+    print_search, print_set, print_show,
+};
 use crate::{Context, format, remote::Remote};
 
 /// Runs `memory` against `service`.
@@ -49,11 +51,31 @@ pub fn run(ctx: &Context, args: &Args, service: &mut Remote) -> anyhow::Result<E
             let graph: Graph = read(graph, "graph")?;
             print_search(&mut out, args.json, query, &notes.notes, &graph, more)?;
         }
-        Action::Clear | Action::Context | Action::Deleted | Action::Restore => bail!(
-            "`memory --action {}` does not work against a remote service: show, set and search do \
-             (unset SESHAT_REMOTE, or drop --remote, to run it on this machine's store)",
-            args.action.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default()
-        ),
+        Action::Clear => {
+            let scope = scope.unwrap_or(Scope::User);
+            if !confirm_clear(args, Some(&ctx.project), &scope)? {
+                return Ok(ExitCode::FAILURE);
+            }
+            let params = m::MemoryClearParams { scope };
+            let cleared: m::MemoryClearResult =
+                read(service.call(m::MemoryClear::NAME, &serde_json::to_value(params)?)??, "clear")?;
+            print_cleared(&mut out, args.json, &cleared.scope, cleared.records, None)?;
+        }
+        Action::Context => {
+            let params = m::MemoryContextParams { budget: args.budget.map(|b| b as u64) };
+            let context = read(service.call(m::MemoryContextGet::NAME, &serde_json::to_value(params)?)??, "context")?;
+            print_context(&mut out, args.json, &context)?;
+        }
+        Action::Deleted => {
+            let listed: m::MemoryDeletionsResult =
+                read(service.call(m::MemoryDeletions::NAME, &json!({}))??, "deletions")?;
+            print_deletions(&mut out, args.json, &listed.deletions)?;
+        }
+        Action::Restore => {
+            let Some(id) = args.id else { bail!("--action restore needs --id (see `seshat memory --action deleted`)") };
+            let restored = read(service.call(m::MemoryRestore::NAME, &json!({"id": id}))??, "restore")?;
+            print_restored(&mut out, args.json, &restored)?;
+        }
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)

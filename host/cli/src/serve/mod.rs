@@ -66,6 +66,8 @@ const READS: &[&str] = &[
     "notes/list",
     "notes/search",
     "memory/read_graph",
+    "memory/context",
+    "memory/deletions",
     "memory/search_nodes",
     "memory/open_nodes",
 ];
@@ -704,6 +706,37 @@ impl Server {
                         let p = rpc::params::<m::NotesSearch>(params)?;
                         let notes = memory.search_notes(&p.query, p.scope.as_ref()).map_err(failed)?;
                         rpc::answer::<m::NotesSearch>(&m::NotesResult { notes })
+                    }
+                }
+            }
+            m::MemoryContextGet::NAME | m::MemoryDeletions::NAME | m::MemoryRestore::NAME | m::MemoryClear::NAME => {
+                let config = self.ctx.config().map_err(|e| RpcError::seshat("invalid_config", format!("{e:#}")))?;
+                let (repository, backups) = (self.ctx.repository.clone(), self.ctx.dirs.data.join("backups"));
+                let store = self.store()?;
+                let mut memory = store.memory(repository.as_deref());
+                let failed = |e: seshat::memory::Error| RpcError::seshat(e.code(), e.to_string());
+                match method {
+                    m::MemoryContextGet::NAME => {
+                        let p = rpc::params::<m::MemoryContextGet>(params)?;
+                        let budget = p.budget.map(|b| b as usize).unwrap_or_else(|| {
+                            config.memory_context_tokens().unwrap_or(seshat::memory::DEFAULT_CONTEXT_TOKENS)
+                        });
+                        rpc::answer::<m::MemoryContextGet>(&memory.context(budget).map_err(failed)?)
+                    }
+                    m::MemoryDeletions::NAME => {
+                        rpc::params::<m::MemoryDeletions>(params)?;
+                        let deletions = memory.deletions().map_err(failed)?;
+                        rpc::answer::<m::MemoryDeletions>(&m::MemoryDeletionsResult { deletions })
+                    }
+                    m::MemoryRestore::NAME => {
+                        let p = rpc::params::<m::MemoryRestore>(params)?;
+                        rpc::answer::<m::MemoryRestore>(&memory.restore(p.id).map_err(failed)?)
+                    }
+                    _ => {
+                        let p = rpc::params::<m::MemoryClear>(params)?;
+                        // The backup stays on the server's machine; the client is not told where.
+                        let (_, records) = memory.clear(&p.scope, &backups).map_err(failed)?;
+                        rpc::answer::<m::MemoryClear>(&m::MemoryClearResult { scope: p.scope, records: records as u64 })
                     }
                 }
             }

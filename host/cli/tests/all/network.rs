@@ -298,10 +298,13 @@ fn a_read_only_token_reads_and_every_write_is_refused_and_writes_nothing() {
         ("notes/set", json!({"key": "k", "value": "v"})),
         ("memory/create_entities", json!({"entities": [{"name": "new", "entityType": "t", "observations": []}]})),
         ("memory/delete_entities", json!({"entityNames": ["kept"]})),
+        ("memory/clear", json!({"scope": "user"})),
+        ("memory/restore", json!({"id": 1})),
     ] {
         assert_eq!(r.refused(method, params), "read_only_token", "{method}");
     }
     assert_eq!(r.ok("memory/read_graph", json!({})), before);
+    assert!(r.ok("memory/context", json!({}))["text"].as_str().is_some(), "a read-only token reads the context");
     assert_eq!(home.store().acting_for("alice").list_sessions(&seshat::store::ListFilter::default()).unwrap().len(), 1);
     assert_eq!(r.ok("notes/list", json!({}))["notes"], json!([]));
 }
@@ -801,10 +804,39 @@ fn remote_memory_shows_sets_and_searches_the_callers_memory_on_the_service() {
     assert!(!refused.status.success() && err.contains("scope_denied"), "{err}");
     let notes = c.ok("notes/list", json!({"scope": "team:platform"}));
     assert_eq!(notes["notes"][0]["value"], "kestrel rota", "nothing written: {notes}");
-    let refused = memory(&alice, &["--action", "clear", "--yes"]);
+
+    // The context a session would be given is the caller's.
+    let context = ok(memory(&alice, &["--action", "context", "--json"]));
+    assert!(context["text"].as_str().is_some_and(|t| t.contains("Tuesdays only")), "{context}");
+    let theirs = ok(memory(&bob, &["--action", "context", "--json"]));
+    assert!(!theirs.to_string().contains("Tuesdays only"), "alice's memory is not in bob's context: {theirs}");
+
+    // A deletion is listed and restored by whoever made it, only.
+    c.ok("memory/delete_entities", json!({"scope": "team:platform", "entityNames": ["kestrel"]}));
+    let deleted = ok(memory(&alice, &["--action", "deleted", "--json"]));
+    assert!(deleted[0]["summary"].as_str().is_some_and(|s| s.contains("kestrel")), "{deleted}");
+    let id = deleted[0]["id"].as_i64().unwrap().to_string();
+    assert_eq!(ok(memory(&bob, &["--action", "deleted", "--json"])), json!([]), "alice's deletions are hers");
+    let refused = memory(&bob, &["--action", "restore", "--id", &id]);
+    assert!(!refused.status.success(), "bob cannot restore alice's deletion");
+    assert!(!c.ok("memory/read_graph", json!({"scope": "team:platform"})).to_string().contains("kestrel"));
+    let restored = ok(memory(&alice, &["--action", "restore", "--id", &id, "--json"]));
+    assert_eq!(restored["id"].as_i64().map(|i| i.to_string()), Some(id), "{restored}");
+    assert!(c.ok("memory/read_graph", json!({"scope": "team:platform"})).to_string().contains("kestrel"));
+
+    // A clear needs write access to its scope; the backup stays on the service.
+    let refused = memory(&bob, &[&["--action", "clear", "--yes"][..], &team].concat());
     let err = String::from_utf8_lossy(&refused.stderr);
-    assert!(!refused.status.success() && err.contains("clear") && err.contains("show, set and search"), "{err}");
-    assert_eq!(c.ok("notes/list", json!({}))["notes"][0]["value"], "Tuesdays only", "nothing cleared");
+    assert!(!refused.status.success() && err.contains("scope_denied"), "{err}");
+    assert_eq!(c.ok("notes/list", json!({"scope": "team:platform"}))["notes"][0]["value"], "kestrel rota");
+    let cleared = memory(&alice, &["--action", "clear", "--yes"]);
+    assert!(cleared.status.success(), "{}", String::from_utf8_lossy(&cleared.stderr));
+    let said = String::from_utf8_lossy(&cleared.stdout);
+    assert!(said.contains("Cleared user memory (1 records). Backup: kept on the service"), "{said}");
+    assert_eq!(c.ok("notes/list", json!({}))["notes"], json!([]), "alice's user memory is cleared");
+    assert_eq!(c.ok("notes/list", json!({"scope": "team:platform"}))["notes"][0]["value"], "kestrel rota");
+    let backups = std::fs::read_dir(home.path().join("backups")).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(backups, 1, "the backup is on the service's machine");
     assert!(!laptop.db().exists(), "nothing was written on the laptop");
 }
 

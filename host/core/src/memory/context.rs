@@ -3,43 +3,15 @@
 //! the text itself, never silently dropped.
 
 use crate::store::db::{Backend, params};
-use serde::Serialize;
 
 use super::{Memory, Result, Scope};
+pub use seshat_protocol::memory::{ContextSection, MemoryContext};
 
 /// The default budget of the memory context, in tokens.
 pub const DEFAULT_CONTEXT_TOKENS: usize = 2_000;
 
 /// Room kept for the closing line that says what was left out.
 const OMISSION_LINE_TOKENS: usize = 60;
-
-/// How much of one scope made it in.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ContextSection {
-    /// The scope.
-    pub scope: Scope,
-    /// Notes included.
-    pub notes: usize,
-    /// Entities included.
-    pub entities: usize,
-    /// Notes left out.
-    pub omitted_notes: usize,
-    /// Entities left out.
-    pub omitted_entities: usize,
-}
-
-/// The memory context of a session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct MemoryContext {
-    /// The text given to the agent (empty when there is no memory).
-    pub text: String,
-    /// Its estimated size in tokens.
-    pub tokens: usize,
-    /// The budget it was built for.
-    pub budget: usize,
-    /// Per scope, what was included and left out.
-    pub sections: Vec<ContextSection>,
-}
 
 /// A rough token estimate of text (about four characters a token).
 pub(crate) fn estimate_tokens(text: &str) -> usize {

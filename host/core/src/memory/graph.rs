@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Error, Memory, Place, Result, Scope, name_key};
 use crate::store::now_ms;
+pub use seshat_protocol::memory::Deletion;
 
 /// An entity with its live observations.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,19 +55,6 @@ pub struct ObservationAdds {
     /// What was new (observations already present are not stored twice).
     #[serde(rename = "addedObservations")]
     pub added_observations: Vec<String>,
-}
-
-/// A tombstone batch: what one delete call removed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Deletion {
-    /// Its id, for `restore`.
-    pub id: i64,
-    /// The tool that deleted.
-    pub origin: String,
-    /// What it deleted.
-    pub summary: String,
-    /// Unix milliseconds.
-    pub created_at: i64,
 }
 
 /// Input of `create_entities`.
