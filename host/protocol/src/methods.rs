@@ -85,6 +85,12 @@ method!(
     SessionExport = "session/export" (SessionParams) -> SessionExportResult
 );
 method!(
+    /// Imports a session from the JSON Lines `session/export` (or `seshat sessions export`)
+    /// wrote, as the caller's: its messages, compactions, trims, pins and rewinds, validated whole
+    /// (malformed input names its line and writes nothing).
+    SessionImport = "session/import" (SessionImportParams) -> Imported
+);
+method!(
     /// Searches what was said in the caller's sessions — the connection's project's, or all of
     /// them — in the original messages, whatever compaction did to the live views.
     HistorySearch = "history/search" (HistorySearchParams) -> HistorySearchResult
@@ -271,6 +277,15 @@ pub struct SessionNewParams {
     /// A title (the first user message gives one otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// The provider it records (the connection's or the server's at its first turn otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// The model it records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The model's context window it records, in tokens (at least 4096).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<u64>,
 }
 
 /// One session.
@@ -480,6 +495,36 @@ pub struct SessionExportResult {
     pub session: String,
     /// Its record, one JSON object a line.
     pub jsonl: String,
+}
+
+/// `session/import`'s params.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionImportParams {
+    /// The session's record, one JSON object a line.
+    pub jsonl: String,
+    /// Give the session a new id (needed when its id is already taken).
+    #[serde(default)]
+    pub new_id: bool,
+    /// Import a session whose structure is broken instead of refusing it (see `sessions import
+    /// --repair`).
+    #[serde(default)]
+    pub repair: bool,
+}
+
+/// What an import wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Imported {
+    /// The imported session's id.
+    pub id: String,
+    /// Messages imported (synthetic results included).
+    pub messages: u64,
+    /// Tool results kept although they answer no earlier call (with `repair`).
+    pub orphans: usize,
+    /// Messages without parts kept (with `repair`).
+    pub empty: usize,
+    /// Unanswered calls given a synthetic result (with `repair`).
+    pub synthetic: usize,
 }
 
 /// `history/search`'s params.

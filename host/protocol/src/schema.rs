@@ -48,6 +48,7 @@ pub fn schema() -> Value {
         methods::SessionFork,
         methods::SessionRewind,
         methods::SessionExport,
+        methods::SessionImport,
         methods::HistorySearch,
         methods::NotesSet,
         methods::NotesList,

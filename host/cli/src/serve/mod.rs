@@ -496,11 +496,24 @@ impl Server {
             }
             m::SessionNew::NAME => {
                 let p = rpc::params::<m::SessionNew>(params)?;
-                let project = self.ctx.project.clone();
-                let session = self
-                    .store()?
-                    .create_session(seshat::store::NewSession { project, title: p.title, ..Default::default() })
-                    .map_err(RpcError::from_store)?;
+                if let Some(window) = p.window
+                    && let Some(e) = seshat::window::too_small(
+                        p.model.as_deref().unwrap_or("the model"),
+                        window,
+                        seshat::window::WindowSource::Flag,
+                    )
+                {
+                    return Err(RpcError::invalid_params(e.to_string()));
+                }
+                let new = seshat::store::NewSession {
+                    project: self.ctx.project.clone(),
+                    title: p.title,
+                    provider: p.provider,
+                    model: p.model,
+                    context_window: p.window,
+                    metadata: None,
+                };
+                let session = self.store()?.create_session(new).map_err(RpcError::from_store)?;
                 rpc::answer::<m::SessionNew>(&m::SessionResult { session })
             }
             m::SessionList::NAME => {
@@ -620,6 +633,17 @@ impl Server {
                 let jsonl = String::from_utf8(out)
                     .map_err(|e| RpcError::seshat("internal_error", format!("an export that is not UTF-8: {e}")))?;
                 rpc::answer::<m::SessionExport>(&m::SessionExportResult { session: id, jsonl })
+            }
+            m::SessionImport::NAME => {
+                let p = rpc::params::<m::SessionImport>(params)?;
+                let config = self.ctx.config().map_err(|e| RpcError::seshat("invalid_config", format!("{e:#}")))?;
+                let options = seshat::store::ImportOptions {
+                    new_id: p.new_id,
+                    repair: p.repair,
+                    max_record_bytes: crate::record_limit(&config),
+                };
+                let imported = self.store()?.import(&mut p.jsonl.as_bytes(), options).map_err(RpcError::from_store)?;
+                rpc::answer::<m::SessionImport>(&imported)
             }
             m::HistorySearch::NAME => {
                 let p = rpc::params::<m::HistorySearch>(params)?;

@@ -34,6 +34,11 @@ pub struct Args {
 
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     if let Some(tool) = args.from {
+        anyhow::ensure!(
+            ctx.remote.is_none(),
+            "--from does not work against a remote service yet: import the agent's sessions on this machine, \
+             then `seshat sessions export` each and import the file with --remote"
+        );
         return from(ctx, args, tool);
     }
     let mut input: Box<dyn BufRead> = if args.file.as_os_str() == "-" {
@@ -41,11 +46,22 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     } else {
         Box::new(BufReader::new(seshat::input::open_regular(&args.file)?))
     };
-    let mut store = ctx.store()?;
-    let max_record_bytes = crate::record_limit(&ctx.config()?);
-    let options = ImportOptions { new_id: args.new_id, repair: args.repair, max_record_bytes };
-    let imported =
-        store.import(&mut input, options).with_context(|| format!("cannot import {}", args.file.display()))?;
+    let imported = if let Some(mut remote) = ctx.remote()? {
+        // The service validates and imports it whole, as the caller's session.
+        let mut jsonl = String::new();
+        input.read_to_string(&mut jsonl).with_context(|| format!("cannot read {}", args.file.display()))?;
+        let params = serde_json::json!({"jsonl": jsonl, "new_id": args.new_id, "repair": args.repair});
+        let imported = remote
+            .call("session/import", &params)?
+            .map_err(|refused| anyhow::anyhow!("cannot import {}: {refused}", args.file.display()))?;
+        serde_json::from_value(imported)
+            .map_err(|e| anyhow::anyhow!("the service's import report cannot be read: {e}"))?
+    } else {
+        let mut store = ctx.store()?;
+        let max_record_bytes = crate::record_limit(&ctx.config()?);
+        let options = ImportOptions { new_id: args.new_id, repair: args.repair, max_record_bytes };
+        store.import(&mut input, options).with_context(|| format!("cannot import {}", args.file.display()))?
+    };
     let mut out = format::stdout();
     if args.json {
         format::json(&mut out, &imported)?;

@@ -38,15 +38,24 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     {
         bail!(e);
     }
-    let mut store = ctx.store()?;
-    let info = store.create_session(NewSession {
-        project: ctx.project.clone(),
-        title: args.title.clone(),
-        provider: args.provider.clone(),
-        model: args.model.clone(),
-        context_window: args.window,
-        metadata: None,
-    })?;
+    let info = if let Some(mut remote) = ctx.remote()? {
+        // The service files it under this machine's project key (sent when connecting).
+        let params = serde_json::json!({
+            "title": args.title, "provider": args.provider, "model": args.model, "window": args.window,
+        });
+        let made = remote.call("session/new", &params)??;
+        serde_json::from_value(made["session"].clone())
+            .map_err(|e| anyhow::anyhow!("the service's new session cannot be read: {e}"))?
+    } else {
+        ctx.store()?.create_session(NewSession {
+            project: ctx.project.clone(),
+            title: args.title.clone(),
+            provider: args.provider.clone(),
+            model: args.model.clone(),
+            context_window: args.window,
+            metadata: None,
+        })?
+    };
     let mut out = format::stdout();
     if args.json {
         format::json(&mut out, &info)?;

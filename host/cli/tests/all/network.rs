@@ -299,6 +299,7 @@ fn a_read_only_token_reads_and_every_write_is_refused_and_writes_nothing() {
         ("memory/create_entities", json!({"entities": [{"name": "new", "entityType": "t", "observations": []}]})),
         ("memory/delete_entities", json!({"entityNames": ["kept"]})),
         ("memory/clear", json!({"scope": "user"})),
+        ("session/import", json!({"jsonl": "{}"})),
         ("memory/restore", json!({"id": 1})),
     ] {
         assert_eq!(r.refused(method, params), "read_only_token", "{method}");
@@ -734,7 +735,7 @@ fn remote_mcp_sessions_and_knowledge_search_work_from_a_machine_with_no_store() 
 
     let mut cmd = laptop.cmd();
     remote(&mut cmd);
-    let out = cmd.args(["sessions", "new"]).output().unwrap();
+    let out = cmd.args(["sessions", "pin", &session]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("remote") && err.contains("SESHAT_REMOTE"), "{err}");
     let mut cmd = laptop.cmd();
@@ -1001,6 +1002,38 @@ fn remote_chat_runs_turns_on_the_service_and_continues_there() {
     laptop.ok(&["sessions", "import", file.to_str().unwrap()]);
     let imported = laptop.store().full_history(session).unwrap();
     assert_eq!(imported.iter().map(crate::support::text_of).collect::<Vec<_>>(), texts);
+    // `sessions import --remote` brings a session file to the service as the caller's own;
+    // `sessions new --remote` makes one there, under the laptop's project key.
+    let remote_as = |token: &str, args: &[&str]| {
+        let mut cmd = laptop.cmd();
+        cmd.env("SESHAT_REMOTE", &service.url).env("SESHAT_TOKEN", token).arg("sessions").args(args);
+        cmd.output().unwrap()
+    };
+    let out = remote_as(&alice, &["import", file.to_str().unwrap(), "--new-id", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let copy = report["id"].as_str().unwrap();
+    assert!(copy != session && report["messages"] == 4, "{report}");
+    let copied = home.store().acting_for("alice").full_history(copy).unwrap();
+    assert_eq!(copied.iter().map(crate::support::text_of).collect::<Vec<_>>(), texts);
+    let bob = token(&home, "bob", &[]);
+    let out = remote_as(&bob, &["import", file.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("cannot import"), "the id is taken: {err}");
+    let none = home.store().acting_for("bob").list_sessions(&seshat::store::ListFilter::default()).unwrap();
+    assert!(none.is_empty(), "nothing was imported for bob: {none:?}");
+    let out = remote_as(&alice, &["new", "--title", "Planning", "--model", "gpt-4o", "--window", "8192", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let made: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let info = home.store().acting_for("alice").session(made["id"].as_str().unwrap()).unwrap();
+    let laptops = home.store().acting_for("alice").session(session).unwrap().project;
+    assert_eq!(
+        (info.title.as_deref(), info.model.as_deref(), info.context_window, info.project),
+        (Some("Planning"), Some("gpt-4o"), Some(8192), laptops)
+    );
+    let out = remote_as(&alice, &["new", "--window", "100"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("4096"), "{err}");
     let out = chat(&[]);
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("-p"));
 }

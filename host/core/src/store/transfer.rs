@@ -20,6 +20,7 @@ use super::pins::Retracted;
 use super::{Compaction, Message, SessionInfo, Trim};
 use super::{Error, Result, Store};
 use crate::conversation::{MessageStatus, NewMessage, Part, Role, Usage};
+pub use seshat_protocol::methods::Imported;
 
 /// The export format this binary writes: 2 added pins, retractions and this field; 3 the
 /// session's lineage (`parent_id`, `fork_seq`) and rewinds.
@@ -140,21 +141,6 @@ impl Default for ImportOptions {
     fn default() -> Self {
         ImportOptions { new_id: false, repair: false, max_record_bytes: crate::input::DEFAULT_MAX_RECORD_BYTES }
     }
-}
-
-/// What an import wrote.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Imported {
-    /// The imported session's id.
-    pub id: String,
-    /// Messages imported (synthetic results included).
-    pub messages: u64,
-    /// Tool results kept although they answer no earlier call (with `repair`).
-    pub orphans: usize,
-    /// Messages without parts kept (with `repair`).
-    pub empty: usize,
-    /// Unanswered calls given a synthetic result (with `repair`).
-    pub synthetic: usize,
 }
 
 /// The text of the result a repaired import gives a call that was never answered.
