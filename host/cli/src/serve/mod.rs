@@ -503,7 +503,7 @@ impl Server {
                         seshat::window::WindowSource::Flag,
                     )
                 {
-                    return Err(RpcError::invalid_params(e.to_string()));
+                    return Err(RpcError::invalid_params(e));
                 }
                 let new = seshat::store::NewSession {
                     project: self.ctx.project.clone(),
