@@ -47,6 +47,9 @@ pub struct Args {
 }
 
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
+    if ctx.remote.is_some() {
+        return run_remote(ctx, args);
+    }
     let mut client = ctx.environment(Overrides::default())?.client()?;
     let id = match &args.id {
         Some(prefix) => client.store().resolve(prefix)?,
@@ -96,6 +99,49 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("cannot compact {id}"))?
         }
     };
+    let mut out = format::stdout();
+    if args.json {
+        format::json(&mut out, &report)?;
+    } else {
+        writeln!(out, "{}", describe(&id, &report))?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `compact --remote`: the service's `session/compact`, with its provider (or `--provider`,
+/// `--summary-model`, `--window` asked of it when connecting).
+fn run_remote(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(
+        !args.undo,
+        "--undo does not work against a remote service yet: `seshat sessions rewind --remote` takes a session back"
+    );
+    let mut extra = serde_json::Map::new();
+    for (key, value) in [("provider", &args.provider), ("compact_summary_model", &args.summary_model)] {
+        if let Some(value) = value {
+            extra.insert(key.into(), value.clone().into());
+        }
+    }
+    if let Some(window) = args.window {
+        extra.insert("window".into(), window.into());
+    }
+    let mut remote = ctx.remote_with(extra)?.context("the remote service is set")?;
+    let id = match &args.id {
+        Some(id) => id.clone(),
+        None => {
+            let listed = remote.call("session/list", &serde_json::json!({"limit": 1}))??;
+            match listed["sessions"][0]["id"].as_str() {
+                Some(id) => id.to_string(),
+                None => bail!("no session of this project on the service to compact: pass a session id"),
+            }
+        }
+    };
+    let params = serde_json::json!({
+        "session": id, "instructions": args.instructions, "until": args.until, "dry_run": args.dry_run,
+    });
+    let compacted = remote.call("session/compact", &params)??;
+    let report: Report = serde_json::from_value(compacted["report"].clone())
+        .map_err(|e| anyhow::anyhow!("the service's compaction report cannot be read: {e}"))?;
     let mut out = format::stdout();
     if args.json {
         format::json(&mut out, &report)?;

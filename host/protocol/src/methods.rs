@@ -387,6 +387,13 @@ pub struct SessionCompactParams {
     /// What the summary should keep or stress.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
+    /// Summarise everything before this message and keep it and what follows verbatim
+    /// (refused, with the figures, when that would not fit the window).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<u64>,
+    /// Say what would happen without changing anything or calling a model.
+    #[serde(default)]
+    pub dry_run: bool,
 }
 
 /// `session/compact`'s result.

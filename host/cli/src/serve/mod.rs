@@ -563,7 +563,8 @@ impl Server {
                 let p = rpc::params::<m::SessionCompact>(params)?;
                 let session = self.store()?.resolve(&p.session).map_err(RpcError::from_store)?;
                 let setup = self.setup.clone().unwrap_or_default();
-                self.with_link(&setup, |turns, link| turns.compact(link, &session, p.instructions, id))?;
+                let how = turns::Compacting { instructions: p.instructions, until: p.until, dry_run: p.dry_run };
+                self.with_link(&setup, |turns, link| turns.compact(link, &session, how, id))?;
                 Ok(None)
             }
             m::SessionFork::NAME => {

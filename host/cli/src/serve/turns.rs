@@ -155,6 +155,17 @@ impl Drop for Claim {
     }
 }
 
+/// How `session/compact` compacts.
+#[derive(Debug, Default)]
+pub(super) struct Compacting {
+    /// What the summary should keep or stress.
+    pub(super) instructions: Option<String>,
+    /// Summarise everything before this message.
+    pub(super) until: Option<u64>,
+    /// Say what would happen without changing anything.
+    pub(super) dry_run: bool,
+}
+
 /// The sessions with agents (of one connection).
 pub(super) struct Turns {
     slots: HashMap<String, Slot>,
@@ -249,17 +260,17 @@ impl Turns {
         Ok(turn)
     }
 
-    /// Compacts `session` now (with `instructions`); the answer to request `id` comes when done.
+    /// Compacts `session` now as `how` says; the answer to request `id` comes when done.
     pub(super) fn compact(
         &mut self,
         link: Link<'_>,
         session: &str,
-        instructions: Option<String>,
+        how: Compacting,
         id: Value,
     ) -> Result<(), RpcError> {
         let outbox = link.outbox.clone();
         self.run(link, session, move |agent, _cancel, claim| {
-            let report = agent.compact_with(false, instructions.as_deref());
+            let report = agent.compact_until(how.dry_run, how.instructions.as_deref(), how.until);
             drop(claim);
             match report {
                 Ok(report) => match super::rpc::answer::<m::SessionCompact>(&m::SessionCompactResult { report }) {

@@ -1086,3 +1086,65 @@ fn the_remote_repl_streams_and_a_typed_ctrl_c_stops_the_turn_on_the_service() {
     assert_eq!(history[1].status, seshat::conversation::MessageStatus::Interrupted);
     assert!(!laptop.db().exists(), "nothing was stored on the laptop");
 }
+
+/// `compact --remote` compacts the caller's session on the service, through the service's
+/// provider: a dry run changes nothing, the instructions reach the summary model, another user's
+/// session is not found, and `--undo` is refused with what to do instead.
+#[test]
+fn remote_compact_compacts_the_callers_session_on_the_service() {
+    use seshat::conversation::{NewMessage, Role};
+    // A server on loopback is asked for its models (a local server's window); this one has no list.
+    let server = Server::route(|r| match r.path.as_str() {
+        "/v1/models" => Reply::json(404, r#"{"error":"not found"}"#),
+        _ => crate::serve::openai_reply(r, "Summary: Ada and Grace planned the release."),
+    });
+    let home = home_for("openai", &server, "");
+    let (alice, bob) = (token(&home, "alice", &[]), token(&home, "bob", &[]));
+    let mut store = home.store().acting_for("alice");
+    let new = seshat::store::NewSession {
+        project: "github.com/acme/app".into(),
+        model: Some("gpt-4o".into()),
+        context_window: Some(8192),
+        ..Default::default()
+    };
+    let id = store.create_session(new).unwrap().id;
+    for i in 0..24 {
+        let role = if i % 2 == 0 { Role::User } else { Role::Assistant };
+        let text =
+            format!("Note {i}: Ada and Grace discussed the release plan. {}", "More detail follows. ".repeat(60));
+        store.append(&id, &[NewMessage::text(role, &text)]).unwrap();
+    }
+    let service = Service::start(&home, "ws", &[]);
+    let laptop = Home::new();
+    let compact = |token: &str, args: &[&str]| {
+        let mut cmd = laptop.cmd();
+        cmd.env("SESHAT_REMOTE", &service.url).env("SESHAT_TOKEN", token).arg("compact").args(args);
+        cmd.output().unwrap()
+    };
+    let report = |out: std::process::Output| -> Value {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    // The window goes to the service when connecting (so it need not ask the provider's).
+    let dry = report(compact(&alice, &[&id, "--window", "8192", "--dry-run", "--json"]));
+    assert_eq!(dry["dry_run"], true, "{dry}");
+    assert!(store.compactions(&id).unwrap().is_empty(), "a dry run changes nothing");
+    let out = compact(&bob, &[&id, "--window", "8192"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("session_not_found"), "{err}");
+    let done =
+        report(compact(&alice, &[&id, "--window", "8192", "--instructions", "keep every person's name", "--json"]));
+    assert!(done["dropped"].as_u64().unwrap_or(0) > 0, "{done}");
+    assert_eq!(store.compactions(&id).unwrap().len(), 1, "compacted on the service");
+    let bodies: Vec<String> =
+        server.requests().iter().filter(|r| r.path.ends_with("/chat/completions")).map(|r| r.body.clone()).collect();
+    assert!(!bodies.is_empty(), "the service's provider wrote the summary");
+    for body in &bodies {
+        assert!(body.contains("keep every person's name"), "the instructions reached each summary call: {body}");
+    }
+    let out = compact(&alice, &[&id, "--undo"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("sessions rewind --remote"), "{err}");
+    assert_eq!(store.compactions(&id).unwrap().len(), 1, "nothing undone");
+    assert!(!laptop.db().exists(), "nothing was written on the laptop");
+}

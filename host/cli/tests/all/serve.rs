@@ -590,7 +590,7 @@ fn compaction_memory_knowledge_and_config_are_served_with_their_codes() {
 }
 
 /// A reply in the OpenAI wire format, streamed when the request asks to stream.
-fn openai_reply(r: &crate::support::server::Recorded, text: &str) -> Reply {
+pub(crate) fn openai_reply(r: &crate::support::server::Recorded, text: &str) -> Reply {
     if r.json()["stream"] == true {
         Reply::Stream { pieces: openai::text_answer(&[text], false) }
     } else {
