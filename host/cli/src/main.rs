@@ -39,7 +39,7 @@ pub struct Cli {
     db: Option<String>,
 
     /// Work against a team's `seshat serve --listen` instead of a local store (`chat`, `mcp`,
-    /// `memory`, `compact`, `sessions new|list|show|search|export|import|delete|fork|rewind`, `knowledge search`); the token is read
+    /// `memory`, `compact`, `sessions`, `knowledge search`); the token is read
     /// from SESHAT_TOKEN.
     #[arg(long, global = true, value_name = "wss://HOST:PORT", env = "SESHAT_REMOTE")]
     remote: Option<String>,
@@ -236,17 +236,7 @@ fn remote_ready(command: &Command) -> bool {
         command,
         Command::Mcp(_)
             | Command::Chat(_)
-            | Command::Sessions(
-                sessions::SessionsCommand::List(_)
-                    | sessions::SessionsCommand::Show(_)
-                    | sessions::SessionsCommand::Delete(_)
-                    | sessions::SessionsCommand::Fork(_)
-                    | sessions::SessionsCommand::Rewind(_)
-                    | sessions::SessionsCommand::Export(_)
-                    | sessions::SessionsCommand::Import(_)
-                    | sessions::SessionsCommand::New(_)
-                    | sessions::SessionsCommand::Search(_)
-            )
+            | Command::Sessions(_)
             | Command::Memory(_)
             | Command::Compact(_)
             | Command::Knowledge(knowledge::KnowledgeCommand::Search(_))
@@ -267,7 +257,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if ctx.remote.is_some() && !remote_ready(&cli.command) {
         anyhow::bail!(
             "this command does not work against a remote service yet: only `chat`, `mcp`, `memory`, `compact`, \
-             `sessions new`, `list`, `show`, `search`, `export`, `import`, `delete`, `fork` and `rewind`, and `knowledge search` do; unset SESHAT_REMOTE (or drop --remote) to run it on this machine's store"
+             every `sessions` command, and `knowledge search` do; unset SESHAT_REMOTE (or drop --remote) to run it on this machine's store"
         );
     }
     match cli.command {

@@ -7,7 +7,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::conversation::Role;
+use crate::conversation::{NewMessage, Role};
 use crate::knowledge::Found;
 use crate::memory::{Deletion, MemoryContext, Note, Scope};
 use crate::records::{Message, SessionInfo};
@@ -83,6 +83,23 @@ method!(
     /// A session's whole record as JSON Lines, byte for byte as `seshat sessions export` writes
     /// it (what `seshat sessions import` reads into another store).
     SessionExport = "session/export" (SessionParams) -> SessionExportResult
+);
+method!(
+    /// Appends messages to a session as they are (`session_busy` while a turn runs in it).
+    SessionAppend = "session/append" (SessionAppendParams) -> SessionAppendResult
+);
+method!(
+    /// A session's pinned messages.
+    SessionPins = "session/pins" (SessionParams) -> SessionPinsResult
+);
+method!(
+    /// Pins a message (and the other side of its tool exchanges): kept verbatim in every live view
+    /// (refused when the pins would take more than their share of the session's window).
+    SessionPin = "session/pin" (SessionSeqParams) -> SessionPinResult
+);
+method!(
+    /// Unpins a message (and the other side of its tool exchanges).
+    SessionUnpin = "session/unpin" (SessionSeqParams) -> SessionUnpinResult
 );
 method!(
     /// Imports a session from the JSON Lines `session/export` (or `seshat sessions export`)
@@ -502,6 +519,64 @@ pub struct SessionExportResult {
     pub session: String,
     /// Its record, one JSON object a line.
     pub jsonl: String,
+}
+
+/// `session/append`'s params.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionAppendParams {
+    /// The session's id, or a unique prefix.
+    pub session: String,
+    /// The messages, in order.
+    pub messages: Vec<NewMessage>,
+}
+
+/// `session/append`'s result.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionAppendResult {
+    /// The session's whole id.
+    pub session: String,
+    /// The seq each message was given, in order.
+    pub seqs: Vec<u64>,
+}
+
+/// A message of a session.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionSeqParams {
+    /// The session's id, or a unique prefix.
+    pub session: String,
+    /// The message's seq.
+    pub seq: u64,
+}
+
+/// `session/pins`' result.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionPinsResult {
+    /// The session's whole id.
+    pub session: String,
+    /// The pinned messages' seqs, in order.
+    pub pins: Vec<u64>,
+}
+
+/// `session/pin`'s result.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionPinResult {
+    /// The session's whole id.
+    pub session: String,
+    /// The messages this pin added (none: already pinned).
+    pub pinned: Vec<u64>,
+    /// Every pinned message now.
+    pub pins: Vec<u64>,
+}
+
+/// `session/unpin`'s result.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionUnpinResult {
+    /// The session's whole id.
+    pub session: String,
+    /// The messages unpinned (none: it was not pinned).
+    pub unpinned: Vec<u64>,
 }
 
 /// `session/import`'s params.

@@ -60,6 +60,7 @@ const READS: &[&str] = &[
     "session/list",
     "session/get",
     "session/export",
+    "session/pins",
     "history/search",
     "knowledge/search",
     "knowledge/read",
@@ -634,6 +635,41 @@ impl Server {
                 let jsonl = String::from_utf8(out)
                     .map_err(|e| RpcError::seshat("internal_error", format!("an export that is not UTF-8: {e}")))?;
                 rpc::answer::<m::SessionExport>(&m::SessionExportResult { session: id, jsonl })
+            }
+            m::SessionAppend::NAME => {
+                let p = rpc::params::<m::SessionAppend>(params)?;
+                let session = self.store()?.resolve(&p.session).map_err(RpcError::from_store)?;
+                if self.turns.busy(&session) {
+                    return Err(RpcError::busy(&session));
+                }
+                let seqs = self.store()?.append(&session, &p.messages).map_err(RpcError::from_store)?;
+                rpc::answer::<m::SessionAppend>(&m::SessionAppendResult { session, seqs })
+            }
+            m::SessionPins::NAME => {
+                let p = rpc::params::<m::SessionPins>(params)?;
+                let store = self.store()?;
+                let session = store.resolve(&p.session).map_err(RpcError::from_store)?;
+                let pins = store.pins(&session).map_err(RpcError::from_store)?;
+                rpc::answer::<m::SessionPins>(&m::SessionPinsResult { session, pins })
+            }
+            m::SessionPin::NAME => {
+                let p = rpc::params::<m::SessionPin>(params)?;
+                let store = self.store()?;
+                let session = store.resolve(&p.session).map_err(RpcError::from_store)?;
+                // Pins may take a share of the session's window (the assumed one when unknown).
+                let info = store.session(&session).map_err(RpcError::from_store)?;
+                let window = info.context_window.unwrap_or(seshat::window::ASSUMED_WINDOW);
+                let pinned = seshat::compaction::pin(store, &session, p.seq, window)
+                    .map_err(|e| RpcError::seshat(e.code(), e.to_string()))?;
+                let pins = store.pins(&session).map_err(RpcError::from_store)?;
+                rpc::answer::<m::SessionPin>(&m::SessionPinResult { session, pinned, pins })
+            }
+            m::SessionUnpin::NAME => {
+                let p = rpc::params::<m::SessionUnpin>(params)?;
+                let store = self.store()?;
+                let session = store.resolve(&p.session).map_err(RpcError::from_store)?;
+                let unpinned = store.unpin(&session, p.seq).map_err(RpcError::from_store)?;
+                rpc::answer::<m::SessionUnpin>(&m::SessionUnpinResult { session, unpinned })
             }
             m::SessionImport::NAME => {
                 let p = rpc::params::<m::SessionImport>(params)?;

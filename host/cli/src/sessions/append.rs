@@ -35,9 +35,44 @@ struct Line {
     status: MessageStatus,
 }
 
+/// Where the lines go: this machine's store, or the service's `session/append`.
+enum Target {
+    Local(seshat::store::Store),
+    Remote(crate::remote::Remote),
+}
+
+impl Target {
+    /// Appends `msg` to `session` (an id or a prefix); its session's whole id and its seq.
+    fn append(&mut self, session: &str, msg: &NewMessage) -> anyhow::Result<(String, u64)> {
+        match self {
+            Target::Local(store) => {
+                let session = store.resolve(session)?;
+                let seq = store.append(&session, std::slice::from_ref(msg))?[0];
+                Ok((session, seq))
+            }
+            Target::Remote(remote) => {
+                let params = serde_json::json!({"session": session, "messages": [msg]});
+                let added = remote.call("session/append", &params)??;
+                let added: seshat_protocol::methods::SessionAppendResult =
+                    serde_json::from_value(added).map_err(|e| anyhow!("the service's answer cannot be read: {e}"))?;
+                let seq = added.seqs.first().copied().ok_or_else(|| anyhow!("the service appended nothing"))?;
+                Ok((added.session, seq))
+            }
+        }
+    }
+}
+
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
-    let mut store = ctx.store()?;
-    let default = store.resolve(&args.id)?;
+    // Locally an unknown session is refused before anything is read; the service says so at the
+    // first line.
+    let (mut target, default) = match ctx.remote()? {
+        Some(remote) => (Target::Remote(remote), args.id.clone()),
+        None => {
+            let store = ctx.store()?;
+            let id = store.resolve(&args.id)?;
+            (Target::Local(store), id)
+        }
+    };
     let mut out = std::io::stdout().lock();
     let limit = crate::record_limit(&ctx.config()?);
     let (mut stdin, mut bytes) = (std::io::stdin().lock(), Vec::new());
@@ -56,12 +91,9 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             continue;
         }
         let parsed: Line = serde_json::from_str(line).map_err(|e| anyhow!("line {number}: {e}"))?;
-        let session = match &parsed.session {
-            Some(prefix) => store.resolve(prefix).with_context(|| format!("line {number}"))?,
-            None => default.clone(),
-        };
+        let session = parsed.session.as_deref().unwrap_or(&default);
         let msg = NewMessage { role: parsed.role, parts: parsed.parts, usage: parsed.usage, status: parsed.status };
-        let seq = store.append(&session, std::slice::from_ref(&msg)).with_context(|| format!("line {number}"))?[0];
+        let (session, seq) = target.append(session, &msg).with_context(|| format!("line {number}"))?;
         writeln!(out, "{session} {seq}")?;
         out.flush()?;
     }

@@ -30,38 +30,73 @@ pub struct UnpinArgs {
 }
 
 pub fn run_pin(ctx: &Context, args: &PinArgs) -> anyhow::Result<ExitCode> {
+    if let Some(mut remote) = ctx.remote()? {
+        return run_pin_remote(args, &mut remote);
+    }
     let mut store = ctx.store()?;
     let id = store.resolve(&args.id)?;
-    let mut out = format::stdout();
-    let Some(seq) = args.seq else {
-        let pins = store.pins(&id)?;
-        if args.json {
-            format::json(&mut out, &serde_json::json!({"session": id, "pins": pins}))?;
-        } else if pins.is_empty() {
-            writeln!(out, "No pinned messages in session {id}.")?;
-        } else {
-            let list: Vec<String> = pins.iter().map(u64::to_string).collect();
-            writeln!(out, "Pinned in session {id}: {}", list.join(", "))?;
-        }
-        out.flush()?;
-        return Ok(ExitCode::SUCCESS);
-    };
+    let Some(seq) = args.seq else { return print_pins(args, &id, &store.pins(&id)?) };
     // Pins may take a share of the window the session works with (the assumed one when unknown).
     let window = store.session(&id)?.context_window.unwrap_or(ASSUMED_WINDOW);
     let added = seshat::compaction::pin(&mut store, &id, seq, window)?;
+    print_pinned(args, &id, &added, &store.pins(&id)?)
+}
+
+/// `sessions pin --remote`: the service's `session/pins` or `session/pin`.
+fn run_pin_remote(args: &PinArgs, remote: &mut crate::remote::Remote) -> anyhow::Result<ExitCode> {
+    let Some(seq) = args.seq else {
+        let listed = remote.call("session/pins", &serde_json::json!({"session": args.id}))??;
+        let listed: seshat_protocol::methods::SessionPinsResult = read(listed)?;
+        return print_pins(args, &listed.session, &listed.pins);
+    };
+    let pinned = remote.call("session/pin", &serde_json::json!({"session": args.id, "seq": seq}))??;
+    let pinned: seshat_protocol::methods::SessionPinResult = read(pinned)?;
+    print_pinned(args, &pinned.session, &pinned.pinned, &pinned.pins)
+}
+
+/// The service's answer read as `T`.
+fn read<T: serde::de::DeserializeOwned>(answer: serde_json::Value) -> anyhow::Result<T> {
+    serde_json::from_value(answer).map_err(|e| anyhow::anyhow!("the service's answer cannot be read: {e}"))
+}
+
+/// A session's pins.
+fn print_pins(args: &PinArgs, id: &str, pins: &[u64]) -> anyhow::Result<ExitCode> {
+    let mut out = format::stdout();
     if args.json {
-        format::json(&mut out, &serde_json::json!({"session": id, "pinned": added, "pins": store.pins(&id)?}))?;
+        format::json(&mut out, &serde_json::json!({"session": id, "pins": pins}))?;
+    } else if pins.is_empty() {
+        writeln!(out, "No pinned messages in session {id}.")?;
     } else {
-        writeln!(out, "{}", describe_pin(&added))?;
+        let list: Vec<String> = pins.iter().map(u64::to_string).collect();
+        writeln!(out, "Pinned in session {id}: {}", list.join(", "))?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What a pin added, and the pins now.
+fn print_pinned(args: &PinArgs, id: &str, added: &[u64], pins: &[u64]) -> anyhow::Result<ExitCode> {
+    let mut out = format::stdout();
+    if args.json {
+        format::json(&mut out, &serde_json::json!({"session": id, "pinned": added, "pins": pins}))?;
+    } else {
+        writeln!(out, "{}", describe_pin(added))?;
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn run_unpin(ctx: &Context, args: &UnpinArgs) -> anyhow::Result<ExitCode> {
-    let mut store = ctx.store()?;
-    let id = store.resolve(&args.id)?;
-    let removed = store.unpin(&id, args.seq)?;
+    let (id, removed) = if let Some(mut remote) = ctx.remote()? {
+        let params = serde_json::json!({"session": args.id, "seq": args.seq});
+        let unpinned: seshat_protocol::methods::SessionUnpinResult = read(remote.call("session/unpin", &params)??)?;
+        (unpinned.session, unpinned.unpinned)
+    } else {
+        let mut store = ctx.store()?;
+        let id = store.resolve(&args.id)?;
+        let removed = store.unpin(&id, args.seq)?;
+        (id, removed)
+    };
     let mut out = format::stdout();
     if removed.is_empty() {
         writeln!(out, "Message {} of session {id} was not pinned.", args.seq)?;

@@ -245,6 +245,10 @@ crate::on_both_backends! {
             ("turn/start", json!({"session": session, "text": "mine now"})),
             ("turn/interrupt", s.clone()),
             ("session/export", s.clone()),
+            ("session/append", json!({"session": session, "messages": []})),
+            ("session/pins", s.clone()),
+            ("session/pin", json!({"session": session, "seq": 1})),
+            ("session/unpin", json!({"session": session, "seq": 1})),
         ] {
             assert_eq!(b.refused(method, params), "session_not_found", "{method}");
         }
@@ -300,12 +304,16 @@ fn a_read_only_token_reads_and_every_write_is_refused_and_writes_nothing() {
         ("memory/delete_entities", json!({"entityNames": ["kept"]})),
         ("memory/clear", json!({"scope": "user"})),
         ("session/import", json!({"jsonl": "{}"})),
+        ("session/append", json!({"session": session, "messages": []})),
+        ("session/pin", json!({"session": session, "seq": 1})),
+        ("session/unpin", json!({"session": session, "seq": 1})),
         ("memory/restore", json!({"id": 1})),
     ] {
         assert_eq!(r.refused(method, params), "read_only_token", "{method}");
     }
     assert_eq!(r.ok("memory/read_graph", json!({})), before);
     assert!(r.ok("memory/context", json!({}))["text"].as_str().is_some(), "a read-only token reads the context");
+    assert_eq!(r.ok("session/pins", json!({"session": session}))["pins"], json!([]), "and the pins");
     assert_eq!(home.store().acting_for("alice").list_sessions(&seshat::store::ListFilter::default()).unwrap().len(), 1);
     assert_eq!(r.ok("notes/list", json!({}))["notes"], json!([]));
 }
@@ -735,7 +743,7 @@ fn remote_mcp_sessions_and_knowledge_search_work_from_a_machine_with_no_store() 
 
     let mut cmd = laptop.cmd();
     remote(&mut cmd);
-    let out = cmd.args(["sessions", "pin", &session]).output().unwrap();
+    let out = cmd.args(["knowledge", "add", "notes.md"]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("remote") && err.contains("SESHAT_REMOTE"), "{err}");
     let mut cmd = laptop.cmd();
@@ -1146,5 +1154,54 @@ fn remote_compact_compacts_the_callers_session_on_the_service() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("sessions rewind --remote"), "{err}");
     assert_eq!(store.compactions(&id).unwrap().len(), 1, "nothing undone");
+    assert!(!laptop.db().exists(), "nothing was written on the laptop");
+}
+
+/// `sessions append`, `pin` and `unpin` with `--remote` change the caller's session on the
+/// service; another user's session is not found and nothing of it changes.
+#[test]
+fn remote_append_pin_and_unpin_change_the_callers_session_on_the_service() {
+    let home = Home::new();
+    let (alice, bob) = (token(&home, "alice", &[]), token(&home, "bob", &[]));
+    let service = Service::start(&home, "ws", &[]);
+    let mut c = service.client(&alice);
+    let session = c.new_session();
+    let laptop = Home::new();
+    let sessions = |token: &str, args: &[&str], input: &str| {
+        let mut cmd = laptop.cmd();
+        cmd.env("SESHAT_REMOTE", &service.url).env("SESHAT_TOKEN", token).arg("sessions").args(args);
+        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let store = home.store().acting_for("alice");
+    let lines = "{\"role\":\"user\",\"parts\":[{\"type\":\"text\",\"text\":\"remember the kestrel rota\"}]}\n\
+                 {\"role\":\"assistant\",\"parts\":[{\"type\":\"text\",\"text\":\"Noted.\"}]}\n";
+    let out = sessions(&alice, &["append", &session[..10]], lines);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{session} 1\n{session} 2\n"));
+    let texts = || -> Vec<String> {
+        store.full_history(&session).unwrap().iter().map(|m| crate::support::text_of(m).to_string()).collect()
+    };
+    assert_eq!(texts(), ["remember the kestrel rota", "Noted."]);
+
+    let out = sessions(&bob, &["append", &session], lines);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("line 1") && err.contains("session_not_found"), "{err}");
+    let out = sessions(&bob, &["pin", &session, "1"], "");
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("session_not_found"));
+    assert_eq!(texts().len(), 2, "bob changed nothing");
+    assert!(store.pins(&session).unwrap().is_empty());
+
+    let out = sessions(&alice, &["pin", &session, "1", "--json"], "");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let pinned: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((&pinned["pinned"], &pinned["pins"]), (&json!([1]), &json!([1])), "{pinned}");
+    assert_eq!(store.pins(&session).unwrap(), [1], "pinned on the service");
+    let listed: Value = serde_json::from_slice(&sessions(&alice, &["pin", &session, "--json"], "").stdout).unwrap();
+    assert_eq!(listed, json!({"session": session, "pins": [1]}));
+    let out = sessions(&alice, &["unpin", &session, "1"], "");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "Unpinned message 1.", "{out:?}");
+    assert!(store.pins(&session).unwrap().is_empty(), "unpinned on the service");
     assert!(!laptop.db().exists(), "nothing was written on the laptop");
 }
