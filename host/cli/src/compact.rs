@@ -99,14 +99,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("cannot compact {id}"))?
         }
     };
-    let mut out = format::stdout();
-    if args.json {
-        format::json(&mut out, &report)?;
-    } else {
-        writeln!(out, "{}", describe(&id, &report))?;
-    }
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    print_report(args, &id, &report)
 }
 
 /// `compact --remote`: the service's `session/compact`, with its provider (or `--provider`,
@@ -142,11 +135,16 @@ fn run_remote(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let compacted = remote.call("session/compact", &params)??;
     let report: Report = serde_json::from_value(compacted["report"].clone())
         .map_err(|e| anyhow::anyhow!("the service's compaction report cannot be read: {e}"))?;
+    print_report(args, &id, &report)
+}
+
+/// What a compaction did (or would do), as JSON or one line.
+fn print_report(args: &Args, id: &str, report: &Report) -> anyhow::Result<ExitCode> {
     let mut out = format::stdout();
     if args.json {
-        format::json(&mut out, &report)?;
+        format::json(&mut out, report)?;
     } else {
-        writeln!(out, "{}", describe(&id, &report))?;
+        writeln!(out, "{}", describe(id, report))?;
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
