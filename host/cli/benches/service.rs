@@ -69,17 +69,17 @@ fn main() {
     let out = seshat(&["tokens", "create", "--user", "bench"]).output().unwrap();
     let token = String::from_utf8(out.stdout).unwrap().trim().to_string();
     let files = [cert.to_str().unwrap(), key.to_str().unwrap()];
-    let instances: Vec<(Child, u16)> = (0..2)
+    let instances: Vec<Listening> = (0..2)
         .map(|_| {
             listen(seshat(&["serve", "--listen", "wss://127.0.0.1:0", "--tls-cert", files[0], "--tls-key", files[1]]))
         })
         .collect();
-    let ports: Vec<u16> = instances.iter().map(|(_, port)| *port).collect();
+    let ports: Vec<u16> = instances.iter().map(|i| i.port).collect();
     let config = authority.client_config();
 
     // What an idle, authenticated, initialised connection holds in an instance (before any load
     // has grown its heap).
-    let pid = instances[0].0.id();
+    let pid = instances[0].child.id();
     let warm = Wss::connect(ports[0], &token, config.clone());
     let before = rss_kib(pid);
     let idle: Vec<Wss> = (0..IDLE).map(|_| Wss::connect(ports[0], &token, config.clone())).collect();
@@ -140,21 +140,31 @@ fn main() {
         added(&alone, &alone_base, 50),
         added(&alone, &alone_base, 99)
     );
-    for (mut child, _) in instances {
-        let _ = child.kill();
-        let _ = child.wait();
+    drop(instances);
+}
+
+/// A `serve --listen` instance, stopped when dropped (a run that panics leaves none behind).
+struct Listening {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
 /// Starts `cmd` (a `serve --listen wss://…`) and reads the port it says it listens on.
-fn listen(mut cmd: Command) -> (Child, u16) {
+fn listen(mut cmd: Command) -> Listening {
     let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut said = String::new();
     stderr.read_line(&mut said).unwrap();
     let port = said.trim().rsplit(':').next().and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("{said}"));
     std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-    (child, port)
+    Listening { child, port }
 }
 
 /// The resident memory of process `pid`, in KiB.
