@@ -705,16 +705,7 @@ impl Server {
                         .map_err(|e| RpcError::seshat(e.code(), e.to_string()))?,
                     None => store.search_history(scope, &p.query, limit).map_err(RpcError::from_store)?,
                 };
-                let hits = hits
-                    .into_iter()
-                    .map(|h| m::HistoryHit {
-                        session: h.session_id,
-                        seq: h.seq,
-                        role: h.role,
-                        created_at: h.created_at,
-                        snippet: h.snippet,
-                    })
-                    .collect();
+                let hits = hits.into_iter().map(Into::into).collect();
                 rpc::answer::<m::HistorySearch>(&m::HistorySearchResult { hits })
             }
             m::KnowledgeSearch::NAME => {
@@ -770,20 +761,31 @@ impl Server {
                     }
                 }
             }
-            m::MemoryContextGet::NAME | m::MemoryDeletions::NAME | m::MemoryRestore::NAME | m::MemoryClear::NAME => {
-                let config = self.ctx.config().map_err(|e| RpcError::seshat("invalid_config", format!("{e:#}")))?;
+            m::MemoryContextGet::NAME => {
+                let p = rpc::params::<m::MemoryContextGet>(params)?;
+                // The configuration is read only for the default budget.
+                let budget = match p.budget {
+                    Some(budget) => budget as usize,
+                    None => {
+                        let config =
+                            self.ctx.config().map_err(|e| RpcError::seshat("invalid_config", format!("{e:#}")))?;
+                        config.memory_context_tokens().unwrap_or(seshat::memory::DEFAULT_CONTEXT_TOKENS)
+                    }
+                };
+                let repository = self.ctx.repository.clone();
+                let context = self
+                    .store()?
+                    .memory(repository.as_deref())
+                    .context(budget)
+                    .map_err(|e| RpcError::seshat(e.code(), e.to_string()))?;
+                rpc::answer::<m::MemoryContextGet>(&context)
+            }
+            m::MemoryDeletions::NAME | m::MemoryRestore::NAME | m::MemoryClear::NAME => {
                 let (repository, backups) = (self.ctx.repository.clone(), self.ctx.dirs.data.join("backups"));
                 let store = self.store()?;
                 let mut memory = store.memory(repository.as_deref());
                 let failed = |e: seshat::memory::Error| RpcError::seshat(e.code(), e.to_string());
                 match method {
-                    m::MemoryContextGet::NAME => {
-                        let p = rpc::params::<m::MemoryContextGet>(params)?;
-                        let budget = p.budget.map(|b| b as usize).unwrap_or_else(|| {
-                            config.memory_context_tokens().unwrap_or(seshat::memory::DEFAULT_CONTEXT_TOKENS)
-                        });
-                        rpc::answer::<m::MemoryContextGet>(&memory.context(budget).map_err(failed)?)
-                    }
                     m::MemoryDeletions::NAME => {
                         rpc::params::<m::MemoryDeletions>(params)?;
                         let deletions = memory.deletions().map_err(failed)?;

@@ -42,13 +42,21 @@ enum Target {
 }
 
 impl Target {
-    /// Appends `msg` to `session` (an id or a prefix); its session's whole id and its seq.
+    /// The session a line names (an id or a prefix): resolved locally; the service resolves it
+    /// when appending.
+    fn resolve(&self, session: &str) -> anyhow::Result<String> {
+        match self {
+            Target::Local(store) => Ok(store.resolve(session)?),
+            Target::Remote(_) => Ok(session.to_string()),
+        }
+    }
+
+    /// Appends `msg` to `session` (resolved); its session's whole id and its seq.
     fn append(&mut self, session: &str, msg: &NewMessage) -> anyhow::Result<(String, u64)> {
         match self {
             Target::Local(store) => {
-                let session = store.resolve(session)?;
-                let seq = store.append(&session, std::slice::from_ref(msg))?[0];
-                Ok((session, seq))
+                let seq = store.append(session, std::slice::from_ref(msg))?[0];
+                Ok((session.to_string(), seq))
             }
             Target::Remote(remote) => {
                 let params = serde_json::json!({"session": session, "messages": [msg]});
@@ -91,9 +99,12 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             continue;
         }
         let parsed: Line = serde_json::from_str(line).map_err(|e| anyhow!("line {number}: {e}"))?;
-        let session = parsed.session.as_deref().unwrap_or(&default);
+        let session = match &parsed.session {
+            Some(prefix) => target.resolve(prefix).with_context(|| format!("line {number}"))?,
+            None => default.clone(),
+        };
         let msg = NewMessage { role: parsed.role, parts: parsed.parts, usage: parsed.usage, status: parsed.status };
-        let (session, seq) = target.append(session, &msg).with_context(|| format!("line {number}"))?;
+        let (session, seq) = target.append(&session, &msg).with_context(|| format!("line {number}"))?;
         writeln!(out, "{session} {seq}")?;
         out.flush()?;
     }

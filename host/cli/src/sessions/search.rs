@@ -60,10 +60,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     };
     let ids: Vec<&str> = hits.iter().map(|h| h.session_id.as_str()).collect();
     let short = store.short_ids(&ids)?;
-    let hits: Vec<Hit> = hits
-        .into_iter()
-        .map(|h| Hit { session: h.session_id, seq: h.seq, role: h.role, created_at: h.created_at, snippet: h.snippet })
-        .collect();
+    let hits: Vec<Hit> = hits.into_iter().map(Into::into).collect();
     print(ctx, args, &query, &hits, short)
 }
 

@@ -33,6 +33,14 @@ static IDLE: Mutex<Vec<(Server, Box<Db>)>> = Mutex::new(Vec::new());
 /// How many released connections are kept; past this they are closed.
 const MAX_IDLE: usize = 16;
 
+/// Keeps `db` (holding no lock) for the next claim on `server`, unless enough are kept.
+fn keep(server: Server, db: Box<Db>) {
+    let mut idle = IDLE.lock().unwrap_or_else(|e| e.into_inner());
+    if idle.len() < MAX_IDLE {
+        idle.push((server, db));
+    }
+}
+
 impl Drop for SessionClaim {
     fn drop(&mut self) {
         if let Some(Held::Connection { server, key, db }) = self.held.take() {
@@ -40,10 +48,7 @@ impl Drop for SessionClaim {
             // away) it is closed, which releases the lock anyway.
             let unlocked: Result<bool> = db.query_value("SELECT pg_advisory_unlock(?1)", params![key]);
             if unlocked.is_ok() {
-                let mut idle = IDLE.lock().unwrap_or_else(|e| e.into_inner());
-                if idle.len() < MAX_IDLE {
-                    idle.push((server, db));
-                }
+                keep(server, db);
             }
         }
     }
@@ -86,10 +91,7 @@ pub fn claim_session(location: &Location, session: &str) -> Result<Option<Sessio
             if got {
                 Some(Held::Connection { server: server.clone(), key, db })
             } else {
-                let mut idle = IDLE.lock().unwrap_or_else(|e| e.into_inner());
-                if idle.len() < MAX_IDLE {
-                    idle.push((server.clone(), db));
-                }
+                keep(server.clone(), db);
                 None
             }
         }

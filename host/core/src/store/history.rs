@@ -88,6 +88,13 @@ pub struct HistoryHit {
     pub snippet: String,
 }
 
+impl From<HistoryHit> for seshat_protocol::methods::HistoryHit {
+    /// The hit as the protocol sends it (without the row id, which is the store's own).
+    fn from(h: HistoryHit) -> Self {
+        Self { session: h.session_id, seq: h.seq, role: h.role, created_at: h.created_at, snippet: h.snippet }
+    }
+}
+
 /// Tool results up to this size are indexed whole; a larger one by its head, its tail and the
 /// lines that carry its outcome, within this many bytes ([`crate::outcomes::keep`]).
 pub const INDEX_WHOLE_BYTES: usize = 8_192;
