@@ -552,8 +552,8 @@ impl Server {
                     return Err(RpcError::invalid_params("`text` is empty: give the user's message"));
                 }
                 let setup = self.setup.clone().unwrap_or_default();
-                let turn = self.with_link(&setup, |turns, link| turns.start(link, &session, p.text))?;
-                rpc::answer::<m::TurnStart>(&m::TurnStartResult { session, turn })
+                self.with_link(&setup, |turns, link| turns.start(link, &session, p.text, id))?;
+                Ok(None)
             }
             m::TurnInterrupt::NAME => {
                 let p = rpc::params::<m::TurnInterrupt>(params)?;

@@ -143,8 +143,20 @@ struct Claim {
     session: String,
     cancel: Cancel,
     /// The claim every process sharing the store sees (another `seshat serve` on the same
-    /// database, on this machine or another).
+    /// database, on this machine or another), held by the session's agent's store. A job that
+    /// panics drops it with the agent, whose closed connection releases it.
     held: Option<seshat::store::SessionClaim>,
+}
+
+impl Claim {
+    /// Gives the session back: in the store (through the agent that claimed it there), then here.
+    fn release(mut self, agent: &mut Agent) {
+        if let Some(held) = self.held.take()
+            && let Err(e) = agent.release(held)
+        {
+            tracing::warn!(session = %self.session, "cannot release the session's claim in the store: {e}");
+        }
+    }
 }
 
 impl Drop for Claim {
@@ -204,16 +216,18 @@ impl Turns {
     }
 
     /// Claims `session` and hands `job` to its worker, started (with the agent opened from what
-    /// the client asked for) on first use or after it died.
+    /// the client asked for) on first use or after it died. The worker claims the session in the
+    /// store, through its agent's own connection, before the job runs; when another holder has it
+    /// the worker answers request `id` with `session_busy` and the job never runs. The job
+    /// answers `id` itself.
     fn run(
         &mut self,
         link: Link<'_>,
         session: &str,
-        job: impl FnOnce(&mut Agent, Cancel, Claim) + Send + 'static,
+        id: Value,
+        job: impl FnOnce(&mut Agent, Cancel, Claim, Value) + Send + 'static,
     ) -> Result<(), RpcError> {
         let mut claim = self.busy.claim(session, link.user, link.max_turns)?;
-        let held = seshat::store::claim_session(&link.ctx.db, session).map_err(RpcError::from_store)?;
-        claim.held = Some(held.ok_or_else(|| RpcError::busy(session))?);
         if self.slots.get(session).is_some_and(|s| s.worker.is_finished()) {
             self.slots.remove(session);
         }
@@ -233,18 +247,37 @@ impl Turns {
         slot.used = self.jobs;
         let cancel = claim.cancel.clone();
         slot.cancel = cancel.clone();
+        let outbox = link.outbox.clone();
         slot.jobs
-            .send(Box::new(move |agent| job(agent, cancel, claim)))
+            .send(Box::new(move |agent| {
+                let refused = match agent.claim() {
+                    Ok(Some(held)) => {
+                        claim.held = Some(held);
+                        return job(agent, cancel, claim, id);
+                    }
+                    Ok(None) => RpcError::busy(&claim.session),
+                    Err(e) => RpcError::seshat(e.code(), e.to_string()),
+                };
+                // Free here before the answer, so a request that follows it is not refused here.
+                drop(claim);
+                outbox.error(id, refused);
+            }))
             .map_err(|_| RpcError::seshat("internal_error", "the session's worker stopped; try again"))
     }
 
-    /// Starts a turn of `session` with the user's `text`; returns the turn's id at once.
-    pub(super) fn start(&mut self, link: Link<'_>, session: &str, text: String) -> Result<u64, RpcError> {
+    /// Starts a turn of `session` with the user's `text`; its worker answers request `id` with
+    /// the turn's number before the turn's first notification.
+    pub(super) fn start(&mut self, link: Link<'_>, session: &str, text: String, id: Value) -> Result<(), RpcError> {
         tracing::trace!(session, "turn/start");
         self.next += 1;
         let turn = self.next;
         let (outbox, session_id) = (link.outbox.clone(), session.to_string());
-        self.run(link, session, move |agent, cancel, claim| {
+        self.run(link, session, id, move |agent, cancel, claim, id| {
+            let started = m::TurnStartResult { session: session_id.clone(), turn };
+            match super::rpc::answer::<m::TurnStart>(&started) {
+                Ok(result) => outbox.result(id, result.unwrap_or_default()),
+                Err(e) => return outbox.error(id, e),
+            }
             let mut notifier = Notifier { outbox: outbox.clone(), session: session_id.clone(), turn };
             let outcome = agent.turn(&text, &cancel, &mut notifier);
             let outcome = outcome.unwrap_or_else(|e| seshat::client::TurnOutcome {
@@ -254,10 +287,9 @@ impl Turns {
                 ..Default::default()
             });
             // Free before the answer, so a request that follows it finds the session free.
-            drop(claim);
+            claim.release(agent);
             outbox.notice::<n::Completed>(&n::CompletedParams { session: session_id, turn, outcome });
-        })?;
-        Ok(turn)
+        })
     }
 
     /// Compacts `session` now as `how` says; the answer to request `id` comes when done.
@@ -269,9 +301,9 @@ impl Turns {
         id: Value,
     ) -> Result<(), RpcError> {
         let outbox = link.outbox.clone();
-        self.run(link, session, move |agent, _cancel, claim| {
+        self.run(link, session, id, move |agent, _cancel, claim, id| {
             let report = agent.compact_until(how.dry_run, how.instructions.as_deref(), how.until);
-            drop(claim);
+            claim.release(agent);
             match report {
                 Ok(report) => match super::rpc::answer::<m::SessionCompact>(&m::SessionCompactResult { report }) {
                     Ok(result) => outbox.result(id, result.unwrap_or_default()),

@@ -254,12 +254,11 @@ fn serve_goes_on_after_the_database_server_restarts() {
     assert!(ids.contains(&first.as_str()) && ids.contains(&second.as_str()), "{listed}");
 }
 
-/// A released claim's connection is kept and holds the next claim (a turn opens no connection
-/// of its own), holding nothing in between; after the server restarts, the next claim is held on
-/// a connection opened again.
+/// A session's claim is held by the claiming store's own connection (a turn opens no connection
+/// of its own), refused to another store while held, and holds nothing once given back; after
+/// the server restarts, the store's next claim is held on its connection opened again.
 #[test]
-fn a_released_claims_connection_holds_the_next_claim_and_nothing_in_between() {
-    use seshat::store::claim_session;
+fn a_claim_is_held_by_the_claiming_stores_own_connection_and_nothing_once_given_back() {
     let cluster = crate::support::postgres::Cluster::private();
     cluster.psql("postgres", "CREATE DATABASE claims");
     let location = Home::at(cluster.url("claims", crate::support::postgres::SUPERUSER)).location();
@@ -271,21 +270,37 @@ fn a_released_claims_connection_holds_the_next_claim_and_nothing_in_between() {
              AND database = (SELECT oid FROM pg_database WHERE datname = 'claims')",
         )
     };
-    let first = claim_session(&location, "s1").unwrap().expect("a free session");
+    let connections = || {
+        cluster.psql(
+            "claims",
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = 'claims' AND pid <> pg_backend_pid()",
+        )
+    };
+    let (ours, theirs) = (Store::connect(&location).unwrap(), Store::connect(&location).unwrap());
+    let first = ours.claim_session("s1").unwrap().expect("a free session");
     let pid = holders();
     assert!(pid.parse::<u32>().is_ok(), "one connection holds the claim: {pid:?}");
-    assert!(claim_session(&location, "s1").unwrap().is_none(), "a held session is refused");
-    drop(first);
+    assert_eq!(connections(), "2", "the two stores' connections and no other");
+    assert!(theirs.claim_session("s1").unwrap().is_none(), "a held session is refused to another store");
+    ours.release_session(first).unwrap();
     assert_eq!(holders(), "", "a released claim holds nothing");
-    let second = claim_session(&location, "s2").unwrap().expect("a free session");
-    assert_eq!(holders(), pid, "the released connection holds the next claim");
-    drop(second);
+    let second = theirs.claim_session("s1").unwrap().expect("free again for another store");
+    let other = holders();
+    assert!(other.parse::<u32>().is_ok_and(|p| p.to_string() != pid), "the other store's connection: {other:?}");
+    theirs.release_session(second).unwrap();
+    let again = ours.claim_session("s2").unwrap().expect("a free session");
+    assert_eq!(holders(), pid, "the same store claims on the same connection");
+    assert_eq!(connections(), "2");
+    ours.release_session(again).unwrap();
     cluster.restart();
-    let third = claim_session(&location, "s3").unwrap().expect("a free session after the restart");
+    let third = ours.claim_session("s3").unwrap().expect("a free session after the restart");
     let after = holders();
-    assert!(after.parse::<u32>().is_ok_and(|p| p.to_string() != pid), "a new connection holds it: {after:?}");
-    assert!(claim_session(&location, "s3").unwrap().is_none(), "and holds it for real");
-    drop(third);
+    assert!(
+        after.parse::<u32>().is_ok_and(|p| p.to_string() != pid),
+        "the connection opened again holds it: {after:?}"
+    );
+    assert!(theirs.claim_session("s3").unwrap().is_none(), "and holds it for real");
+    ours.release_session(third).unwrap();
     assert_eq!(holders(), "");
 }
 

@@ -212,6 +212,9 @@ fn a_turn_streams_its_events_and_completes_and_the_session_holds_it() {
     assert_eq!(init["protocol_version"], "2026-12-03");
     let id = session(&mut c);
     let started = c.ok("turn/start", json!({"session": id, "text": "Say hello"}));
+    // The answer comes before the turn's first notification (the lines kept while waiting for it).
+    let early: Vec<&Value> = c.backlog.iter().filter(|v| v["params"]["session"] == id).collect();
+    assert_eq!(early, Vec::<&Value>::new(), "notifications before turn/start's answer");
     let turn = started["turn"].as_u64().unwrap();
     let notes = c.turn_notifications(turn);
     let text: String = notes

@@ -323,6 +323,19 @@ impl Agent {
         &self.session
     }
 
+    /// Claims the session for a turn or a compaction, for every process sharing the store (see
+    /// [`crate::store::Store::claim_session`]); `None` when another holder has it. Give it back
+    /// with [`Agent::release`].
+    pub fn claim(&mut self) -> Result<Option<crate::store::SessionClaim>> {
+        let session = self.session.clone();
+        Ok(self.client.store().claim_session(&session)?)
+    }
+
+    /// Gives back a claim [`Agent::claim`] made.
+    pub fn release(&mut self, claim: crate::store::SessionClaim) -> Result<()> {
+        Ok(self.client.store().release_session(claim)?)
+    }
+
     /// The model.
     pub fn model(&self) -> &str {
         &self.model

@@ -1,102 +1,80 @@
 //! A session held by one turn across every process (and machine) sharing the store: a turn, or a
-//! compaction, runs in a session only while its worker holds the session's claim, and the claim
-//! goes with its holder — released when dropped, or when the process dies (the operating system
-//! drops a SQLite file's lock, the server a PostgreSQL connection's advisory lock).
+//! compaction, runs in a session only while the store it writes through holds the session's
+//! claim — on SQLite an exclusive lock on a file beside the database, on PostgreSQL a
+//! session-level advisory lock on the store's own connection (so a turn opens no connection of
+//! its own). The claim goes with its holder: given back by [`Store::release_session`], or when the
+//! process dies (the operating system drops a file's lock, the server a connection's locks).
 
 use std::path::{Path, PathBuf};
 
 use sha2::Digest;
 
-use std::sync::Mutex;
+use super::db::params;
+use super::{Error, Location, Result, Store};
 
-use super::db::{Db, params};
-use super::{Error, Location, Result, Server};
-
-/// A held claim on a session; dropping it releases the session.
+/// A session claimed by a store (see [`Store::claim_session`]); give it back with
+/// [`Store::release_session`] on the same store.
 #[derive(Debug)]
+#[must_use = "a claim is given back with Store::release_session"]
 pub struct SessionClaim {
     held: Option<Held>,
 }
 
-/// What keeps a claim held (until dropped).
+/// What keeps a claim held.
+#[derive(Debug)]
 enum Held {
-    /// An exclusive lock on a file beside the SQLite database.
-    File { _lock: std::fs::File },
-    /// A connection holding a session-level advisory lock on `key`.
-    Connection { server: Server, key: i64, db: Box<Db> },
-}
-
-/// The connections claims have released, kept to hold the next ones (a connection made per
-/// claim costs a turn a round of the server's authentication, and churns its processes).
-static IDLE: Mutex<Vec<(Server, Box<Db>)>> = Mutex::new(Vec::new());
-
-/// How many released connections are kept; past this they are closed.
-const MAX_IDLE: usize = 16;
-
-/// Keeps `db` (holding no lock) for the next claim on `server`, unless enough are kept.
-fn keep(server: Server, db: Box<Db>) {
-    let mut idle = IDLE.lock().unwrap_or_else(|e| e.into_inner());
-    if idle.len() < MAX_IDLE {
-        idle.push((server, db));
-    }
+    /// An exclusive lock on a file beside the SQLite database (released when closed).
+    File(#[allow(dead_code, reason = "held for its lock")] std::fs::File),
+    /// A session-level advisory lock on `key`, held by the claiming store's connection.
+    Advisory(i64),
 }
 
 impl Drop for SessionClaim {
     fn drop(&mut self) {
-        if let Some(Held::Connection { server, key, db }) = self.held.take() {
-            // Unlocked, the connection holds nothing and is kept; if it failed (the server went
-            // away) it is closed, which releases the lock anyway.
-            let unlocked: Result<bool> = db.query_value("SELECT pg_advisory_unlock(?1)", params![key]);
-            if unlocked.is_ok() {
-                keep(server, db);
-            }
+        if let Some(Held::Advisory(key)) = self.held {
+            // Still held by the store's connection until it closes: a holder that forgets to give
+            // it back keeps the session busy for every other process meanwhile.
+            tracing::warn!(key, "a session's claim was dropped without Store::release_session");
         }
     }
 }
 
-impl std::fmt::Debug for Held {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Held::File { .. } => "Held::File",
-            Held::Connection { .. } => "Held::Connection",
-        })
-    }
-}
-
-/// Claims `session` in the store at `location`; `None` when another worker (in this process or
-/// another) holds it.
-pub fn claim_session(location: &Location, session: &str) -> Result<Option<SessionClaim>> {
-    let held = match location {
-        Location::File(path) => lock_file(path, session)
-            .map_err(|e| e.at(location, "claim the session"))?
-            .map(|lock| Held::File { _lock: lock }),
-        Location::Postgres(server) => {
-            let key = advisory_key(session);
-            let idle = {
-                let mut idle = IDLE.lock().unwrap_or_else(|e| e.into_inner());
-                idle.iter().rposition(|(s, _)| s == server).map(|i| idle.swap_remove(i).1)
-            };
-            let try_lock = |db: &Db| db.query_value::<bool>("SELECT pg_try_advisory_lock(?1)", params![key]);
-            // A kept connection the server closed meanwhile is opened again by the query itself;
-            // one that fails otherwise is dropped for a new one.
-            let (db, got) = match idle.map(|db| try_lock(&db).map(|got| (db, got))) {
-                Some(Ok(kept)) => kept,
-                _ => {
-                    let db =
-                        Box::new(super::open::connect_only(server).map_err(|e| e.at(location, "claim the session"))?);
-                    let got = try_lock(&db).map_err(|e| e.at(location, "claim the session"))?;
-                    (db, got)
-                }
-            };
-            if got {
-                Some(Held::Connection { server: server.clone(), key, db })
-            } else {
-                keep(server.clone(), db);
-                None
+impl Store {
+    /// Claims `session` for a turn or a compaction, for every process sharing the store; `None`
+    /// when another holder (in this process or another, on this machine or another) has it. On
+    /// PostgreSQL the claim is held by this store's connection, so it is given back through this
+    /// store ([`Store::release_session`]); closing the store gives it back too.
+    pub fn claim_session(&self, session: &str) -> Result<Option<SessionClaim>> {
+        let held = match &self.location {
+            Location::File(path) => {
+                lock_file(path, session).map_err(|e| e.at(&self.location, "claim the session"))?.map(Held::File)
             }
+            Location::Postgres(_) => {
+                let key = advisory_key(session);
+                let got: bool = self
+                    .db
+                    .query_value("SELECT pg_try_advisory_lock(?1)", params![key])
+                    .map_err(|e| e.at(&self.location, "claim the session"))?;
+                got.then_some(Held::Advisory(key))
+            }
+        };
+        Ok(held.map(|held| SessionClaim { held: Some(held) }))
+    }
+
+    /// Gives back a claim this store made (a connection lost meanwhile took its claim with it).
+    pub fn release_session(&self, mut claim: SessionClaim) -> Result<()> {
+        match claim.held.take() {
+            Some(Held::Advisory(key)) => {
+                let released: Result<bool> = self.db.query_value("SELECT pg_advisory_unlock(?1)", params![key]);
+                released.map(drop).map_err(|e| e.at(&self.location, "release the session"))
+            }
+            Some(Held::File(lock)) => {
+                drop(lock);
+                Ok(())
+            }
+            None => Ok(()),
         }
-    };
-    Ok(held.map(|held| SessionClaim { held: Some(held) }))
+    }
 }
 
 /// The advisory lock's key for a session: the first 8 bytes of a hash of its id.

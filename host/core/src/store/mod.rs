@@ -47,7 +47,7 @@ use std::path::Path;
 use db::Db;
 
 pub use branches::{Forked, Rewind, Rewound};
-pub use claims::{SessionClaim, claim_session};
+pub use claims::SessionClaim;
 pub use copy::Copied;
 pub use db::Backend;
 pub use error::{Error, Failure, Result};

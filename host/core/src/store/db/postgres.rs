@@ -115,10 +115,12 @@ impl Postgres {
 
     /// The prepared statement for `sql` (SQLite's `?N` parameters rewritten to `$N`).
     fn statement(&self, sql: &str) -> Result<Statement> {
+        // First the client: a connection opened again has none of the statements kept.
+        let client = self.client()?;
         if let Some(stmt) = self.statements.borrow().get(sql) {
             return Ok(stmt.clone());
         }
-        let stmt = self.run(self.client()?.prepare(&dollar_parameters(sql))).map_err(Error::Postgres)?;
+        let stmt = self.run(client.prepare(&dollar_parameters(sql))).map_err(Error::Postgres)?;
         let mut cache = self.statements.borrow_mut();
         if cache.len() >= STATEMENT_CACHE {
             cache.clear();
