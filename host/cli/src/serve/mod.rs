@@ -154,7 +154,7 @@ pub fn run(ctx: &Context, args: &Args, signals: Option<super::stop::Signals>) ->
                 stuck.stop_all(STOP_WAIT);
                 std::process::exit(1);
             });
-            connection(ctx, stdin.lock(), std::io::stdout(), &busy, disconnect, None);
+            connection(ctx, stdin.lock(), Output::Write(Box::new(std::io::stdout())), &busy, disconnect, None);
             Ok(ExitCode::SUCCESS)
         }
         Some(address) => {
@@ -221,7 +221,8 @@ fn listen(ctx: &Context, path: &std::path::Path, busy: &turns::Busy) -> anyhow::
             let disconnect = Arc::new(move || {
                 let _ = closer.shutdown(std::net::Shutdown::Both);
             });
-            scope.spawn(move || connection(ctx, std::io::BufReader::new(reader), stream, busy, disconnect, None));
+            let output = Output::Write(Box::new(stream));
+            scope.spawn(move || connection(ctx, std::io::BufReader::new(reader), output, busy, disconnect, None));
         }
     });
     Ok(ExitCode::SUCCESS)
@@ -248,7 +249,7 @@ fn bind_private(path: &std::path::Path) -> std::io::Result<std::os::unix::net::U
 fn connection(
     ctx: &Context,
     mut reader: impl BufRead,
-    writer: impl std::io::Write + Send + 'static,
+    output: Output,
     busy: &turns::Busy,
     disconnect: Arc<dyn Fn() + Send + Sync>,
     caller: Option<&seshat::store::Caller>,
@@ -270,8 +271,14 @@ fn connection(
         max_turns: config.serve.max_turns_per_user(),
     };
     let limit = crate::record_limit(&config);
-    let (outbox, lines) = Outbox::new(config.serve.max_unread_bytes(), disconnect);
-    let writing = std::thread::spawn(move || rpc::write_lines(lines, writer));
+    let limit_unread = config.serve.max_unread_bytes();
+    let (outbox, writing) = match output {
+        Output::Write(writer) => {
+            let (outbox, lines) = Outbox::new(limit_unread, disconnect);
+            (outbox, Some(std::thread::spawn(move || rpc::write_lines(lines, writer))))
+        }
+        Output::Task(task) => (Outbox::to_task(limit_unread, disconnect, task), None),
+    };
     let pending: rpc::Pending = Arc::new(Mutex::new(HashMap::new()));
     let mut server = Server {
         ctx: ctx.clone(),
@@ -324,7 +331,17 @@ fn connection(
     server.turns.join_all();
     drop(server);
     drop(outbox);
-    let _ = writing.join();
+    if let Some(writing) = writing {
+        let _ = writing.join();
+    }
+}
+
+/// Where a connection's answers go.
+enum Output {
+    /// Written line by line, by a thread of the connection's own.
+    Write(Box<dyn std::io::Write + Send>),
+    /// Sent as frames by the network connection's socket task (which holds the other end).
+    Task(rpc::ToTask),
 }
 
 struct Server {

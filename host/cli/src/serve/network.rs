@@ -10,8 +10,9 @@
 //! nothing is dropped).
 //!
 //! The sockets are tokio's; each connection's requests are served on a thread of its own by the
-//! same code as stdio's, bridged to its socket by two bounded queues (so a client that stops
-//! reading still fills its unread limit, and a server that is busy stops reading the socket).
+//! same code as stdio's, reached through a bounded queue (a server that is busy stops reading the
+//! socket). Its answers go from the outbox straight to the socket's task, counted as unread until
+//! sent (so a client that stops reading fills its unread limit and is closed).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -309,14 +310,14 @@ where
     drop(slot);
 }
 
-/// Frames in, lines out: the connection's requests are served on a thread of its own.
+/// Frames in, frames out: the connection's requests are served on a thread of its own.
 async fn bridge<S>(shared: Arc<Shared>, ws: tokio_tungstenite::WebSocketStream<S>, caller: seshat::store::Caller)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let (mut sink, mut frames) = ws.split();
     let (inbound, lines_in) = tokio::sync::mpsc::channel::<Vec<u8>>(16);
-    let (lines_out, mut outbound) = tokio::sync::mpsc::channel::<String>(16);
+    let (to_task, mut outbound) = super::rpc::Outbox::task();
     let closed = Arc::new(tokio::sync::Notify::new());
     let serving = {
         let (ctx, busy, closed) = (shared.ctx.clone(), shared.busy.clone(), closed.clone());
@@ -324,8 +325,7 @@ where
         std::thread::spawn(move || {
             let disconnect = Arc::new(move || closed.notify_one());
             let reader = Lines { rx: lines_in, line: Vec::new(), at: 0 };
-            let writer = Frames { tx: lines_out, pending: Vec::new() };
-            super::connection(&ctx, reader, writer, &busy, disconnect, Some(&caller));
+            super::connection(&ctx, reader, super::Output::Task(to_task), &busy, disconnect, Some(&caller));
         })
     };
     let idle = shared.config.idle_timeout();
@@ -376,11 +376,13 @@ where
                     }
                 }
             }
-            line = outbound.recv() => match line {
+            line = outbound.lines.recv() => match line {
                 Some(line) => {
+                    let len = line.len();
                     if !send(&mut sink, Message::text(line), idle).await {
                         break;
                     }
+                    outbound.sent(len);
                 }
                 None => {
                     let _ = send(&mut sink, close(CloseCode::Normal, ""), idle).await;
@@ -460,27 +462,5 @@ impl std::io::BufRead for Lines {
 
     fn consume(&mut self, n: usize) {
         self.at += n;
-    }
-}
-
-/// The connection's output: each line a text frame.
-struct Frames {
-    tx: tokio::sync::mpsc::Sender<String>,
-    pending: Vec<u8>,
-}
-
-impl std::io::Write for Frames {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.pending.extend_from_slice(buf);
-        while let Some(end) = self.pending.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = self.pending.drain(..=end).take(end).collect();
-            let line = String::from_utf8(line).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-            self.tx.blocking_send(line).map_err(|_| std::io::Error::from(std::io::ErrorKind::BrokenPipe))?;
-        }
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }

@@ -98,7 +98,7 @@ impl RpcError {
 /// more is queued for it.
 #[derive(Clone)]
 pub(crate) struct Outbox {
-    tx: mpsc::Sender<String>,
+    tx: Sink,
     /// Bytes queued and not yet written.
     queued: Arc<AtomicUsize>,
     /// Set once the limit was passed: nothing more is queued.
@@ -108,20 +108,74 @@ pub(crate) struct Outbox {
     disconnect: Arc<dyn Fn() + Send + Sync>,
 }
 
+/// Where an [`Outbox`]'s lines go.
+#[derive(Clone)]
+enum Sink {
+    /// To a writer thread ([`write_lines`]).
+    Thread(mpsc::Sender<String>),
+    /// To a network connection's socket task, which sends each line as a frame ([`Sent`]).
+    Task(tokio::sync::mpsc::UnboundedSender<String>),
+}
+
+impl Sink {
+    fn send(&self, line: String) {
+        let _ = match self {
+            Sink::Thread(tx) => tx.send(line).is_ok(),
+            Sink::Task(tx) => tx.send(line).is_ok(),
+        };
+    }
+}
+
 /// The writer's side of an [`Outbox`].
 pub(crate) struct Lines {
     rx: mpsc::Receiver<String>,
     queued: Arc<AtomicUsize>,
 }
 
+/// The outbox's end of [`Outbox::task`]'s pair.
+pub(crate) struct ToTask {
+    tx: tokio::sync::mpsc::UnboundedSender<String>,
+    queued: Arc<AtomicUsize>,
+}
+
+/// The socket task's side of an [`Outbox`]: the lines to send, and what it counts as sent.
+pub(crate) struct Sent {
+    /// The lines, in order; closed once every sender is gone.
+    pub(crate) lines: tokio::sync::mpsc::UnboundedReceiver<String>,
+    queued: Arc<AtomicUsize>,
+}
+
+impl Sent {
+    /// A line of `len` bytes left for the client: it no longer counts as unread.
+    pub(crate) fn sent(&self, len: usize) {
+        self.queued.fetch_sub(len + 1, Ordering::SeqCst);
+    }
+}
+
 impl Outbox {
-    /// An outbox holding at most `limit` unwritten bytes; past it, `disconnect` runs.
+    /// An outbox holding at most `limit` unwritten bytes, written by a thread ([`write_lines`]);
+    /// past the limit, `disconnect` runs.
     pub(crate) fn new(limit: usize, disconnect: Arc<dyn Fn() + Send + Sync>) -> (Self, Lines) {
         let (tx, rx) = mpsc::channel();
         let queued = Arc::new(AtomicUsize::new(0));
-        let outbox =
-            Outbox { tx, queued: queued.clone(), overflowed: Arc::new(AtomicBool::new(false)), limit, disconnect };
-        (outbox, Lines { rx, queued })
+        (Self::with(Sink::Thread(tx), queued.clone(), limit, disconnect), Lines { rx, queued })
+    }
+
+    /// An outbox as [`Outbox::new`]'s whose lines a socket task sends, with no thread between:
+    /// `task` is one end of [`Outbox::task`]'s pair, the task holding the other.
+    pub(crate) fn to_task(limit: usize, disconnect: Arc<dyn Fn() + Send + Sync>, task: ToTask) -> Self {
+        Self::with(Sink::Task(task.tx), task.queued, limit, disconnect)
+    }
+
+    /// The two ends between a network connection's outbox and its socket task.
+    pub(crate) fn task() -> (ToTask, Sent) {
+        let (tx, lines) = tokio::sync::mpsc::unbounded_channel();
+        let queued = Arc::new(AtomicUsize::new(0));
+        (ToTask { tx, queued: queued.clone() }, Sent { lines, queued })
+    }
+
+    fn with(tx: Sink, queued: Arc<AtomicUsize>, limit: usize, disconnect: Arc<dyn Fn() + Send + Sync>) -> Self {
+        Outbox { tx, queued, overflowed: Arc::new(AtomicBool::new(false)), limit, disconnect }
     }
 
     /// Whether the client was disconnected for leaving too much unread.
@@ -136,7 +190,7 @@ impl Outbox {
         let line = Value::Object(message).to_string();
         let queued = self.queued.fetch_add(line.len() + 1, Ordering::SeqCst) + line.len() + 1;
         if queued <= self.limit {
-            let _ = self.tx.send(line);
+            self.tx.send(line);
             return;
         }
         if self.overflowed.swap(true, Ordering::SeqCst) {
@@ -149,7 +203,7 @@ impl Outbox {
         // Never a panic if stderr is gone (eprintln! would panic and take this thread with it).
         let _ = writeln!(std::io::stderr(), "seshat serve: {why}");
         let m = Self::message([("id", Value::Null), ("error", RpcError::seshat("outbox_full", why).into_json())]);
-        let _ = self.tx.send(Value::Object(m).to_string());
+        self.tx.send(Value::Object(m).to_string());
         let disconnect = self.disconnect.clone();
         std::thread::spawn(move || disconnect());
     }
