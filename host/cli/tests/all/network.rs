@@ -645,11 +645,14 @@ fn two_instances_on_one_postgresql_share_sessions_busy_claims_and_what_a_dead_on
     let mut on_b = b.client(&alice);
     assert_eq!(on_b.ok("session/get", json!({"session": left, "full": true}))["history"][1]["status"], "interrupted");
 
-    // A turn running through A is busy through B, until A is killed.
+    // A turn running through A is busy through B, until A is killed; what its answer had
+    // streamed is stored, marked interrupted, when B claims the session.
     let mut on_a = a.client(&alice);
     let session = on_a.new_session();
     on_a.ok("turn/start", json!({"session": session, "text": "then A dies"}));
     on_a.wait(|v| v["method"] == "turn/event" && v["params"]["event"]["type"] == "text_delta");
+    let draft = format!("SELECT count(*) FROM drafts WHERE session_id = '{session}'");
+    wait_for("A to keep the answer's draft", || home.sql_value(&draft, &draft) == 1);
     assert_eq!(on_b.refused("turn/start", json!({"session": session, "text": "me too"})), "session_busy");
     a.child.kill().unwrap();
     a.child.wait().unwrap();
@@ -661,9 +664,11 @@ fn two_instances_on_one_postgresql_share_sessions_busy_claims_and_what_a_dead_on
     });
     let done = on_b.wait(|v| v["method"] == "turn/completed" && v["params"]["turn"] == turn);
     assert_eq!(done["params"]["outcome"]["text"], "Through B.", "{done}");
-    let texts: Vec<String> = history(&session).iter().map(|m| crate::support::text_of(m).to_string()).collect();
-    assert_eq!(texts.first().map(String::as_str), Some("then A dies"), "{texts:?}");
-    assert_eq!(texts.last().map(String::as_str), Some("Through B."), "{texts:?}");
+    let stored = history(&session);
+    let texts: Vec<&str> = stored.iter().map(crate::support::text_of).collect();
+    assert_eq!(texts, ["then A dies", "Cut ", "go on", "Through B."]);
+    assert_eq!(stored[1].status, seshat::conversation::MessageStatus::Interrupted);
+    assert_eq!(home.sql_value(&draft, &draft), 0, "the draft is gone once stored");
 }
 
 /// `--remote` (SESHAT_REMOTE with SESHAT_TOKEN) makes `mcp`, `sessions list` and `knowledge

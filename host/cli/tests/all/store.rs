@@ -471,3 +471,32 @@ fn the_database_is_in_wal_mode_with_synchronous_normal_on_every_connection() {
     let mode: String = other.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
     assert_eq!(mode, "wal");
 }
+
+on_both_backends! {
+/// An answer's draft is taken back only while no message was stored after the one the answer
+/// began after, once; another user's session gets none and loses none.
+fn a_draft_is_taken_back_only_while_its_answer_was_never_stored(home) {
+    let mut store = home.store();
+    let id = store.create_session(NewSession { project: "/p".into(), ..Default::default() }).unwrap().id;
+    store.append(&id, &[NewMessage::text(Role::User, "hi")]).unwrap();
+    store.save_draft(&id, 1, "Partial").unwrap();
+    store.save_draft(&id, 1, "Partial answer").unwrap();
+    assert_eq!(store.take_draft(&id).unwrap().as_deref(), Some("Partial answer"), "the last one kept");
+    assert_eq!(store.take_draft(&id).unwrap(), None, "taken once");
+    store.save_draft(&id, 1, "Stale").unwrap();
+    store.clear_draft(&id).unwrap();
+    assert_eq!(store.take_draft(&id).unwrap(), None, "cleared");
+    store.save_draft(&id, 1, "Stale").unwrap();
+    store.append(&id, &[NewMessage::text(Role::Assistant, "the whole answer")]).unwrap();
+    assert_eq!(store.take_draft(&id).unwrap(), None, "its answer was stored after all");
+
+    store.add_user("mallory").unwrap();
+    let mallory = home.store().acting_for("mallory");
+    mallory.save_draft(&id, 2, "forged").unwrap();
+    assert_eq!(store.take_draft(&id).unwrap(), None, "another user writes no draft in the session");
+    store.save_draft(&id, 2, "mine").unwrap();
+    assert_eq!(mallory.take_draft(&id).unwrap(), None);
+    mallory.clear_draft(&id).unwrap();
+    assert_eq!(store.take_draft(&id).unwrap().as_deref(), Some("mine"), "nor takes or clears one");
+}
+}

@@ -147,6 +147,9 @@ pub struct Agent {
     pub(super) stream: bool,
     pub(super) extra: String,
     pub(super) same_model_after: u64,
+    /// Holding the session's claim: the answer streaming is kept as a draft (see
+    /// [`crate::store::Store::save_draft`]).
+    pub(super) drafting: bool,
 }
 
 impl std::fmt::Debug for Agent {
@@ -300,6 +303,7 @@ impl Agent {
             stream: options.stream,
             extra: options.provider_options,
             same_model_after,
+            drafting: false,
         })
     }
 
@@ -326,13 +330,35 @@ impl Agent {
     /// Claims the session for a turn or a compaction, for every process sharing the store (see
     /// [`crate::store::Store::claim_session`]); `None` when another holder has it. Give it back
     /// with [`Agent::release`].
+    ///
+    /// While the claim is held, the answer streaming is kept as a draft; an answer a holder that
+    /// died left unstored is stored, marked interrupted, when the session is claimed next.
     pub fn claim(&mut self) -> Result<Option<crate::store::SessionClaim>> {
         let session = self.session.clone();
-        Ok(self.client.store().claim_session(&session)?)
+        let store = self.client.store();
+        let Some(claim) = store.claim_session(&session)? else { return Ok(None) };
+        let left = match store.take_draft(&session) {
+            Ok(left) => left,
+            Err(e) => {
+                store.release_session(claim)?;
+                return Err(e.into());
+            }
+        };
+        if let Some(text) = left {
+            let answer = NewMessage { status: MessageStatus::Interrupted, ..NewMessage::text(Role::Assistant, &text) };
+            if let Err(e) = store.append(&session, &[answer]) {
+                store.release_session(claim)?;
+                return Err(e.into());
+            }
+            tracing::info!(session, bytes = text.len(), "stored the answer a holder that died left as interrupted");
+        }
+        self.drafting = true;
+        Ok(Some(claim))
     }
 
     /// Gives back a claim [`Agent::claim`] made.
     pub fn release(&mut self, claim: crate::store::SessionClaim) -> Result<()> {
+        self.drafting = false;
         Ok(self.client.store().release_session(claim)?)
     }
 
@@ -562,9 +588,18 @@ impl Agent {
                 same_model_after: Some(self.same_model_after),
                 extra: &self.extra,
             };
+            let drafted;
             let sent = {
                 let mut p = self.provider.lock();
-                let sent = p.send(&call, cancel, &mut |e| observer.event(e));
+                let mut draft = self.drafting.then(|| Draft::new(&self.session));
+                let store = self.client.store();
+                let sent = p.send(&call, cancel, &mut |e| {
+                    observer.event(e);
+                    if let (Some(draft), StreamEvent::TextDelta { text }) = (draft.as_mut(), e) {
+                        draft.push(store, text);
+                    }
+                });
+                drafted = draft.is_some_and(|d| d.saved.is_some());
                 for w in p.warnings.drain(..) {
                     observer.warning(&w);
                 }
@@ -603,6 +638,9 @@ impl Agent {
             recovered = false;
             // What arrived is stored before anything else can fail.
             let stop = self.store_answer(&answer, &mut out)?;
+            if drafted && let Err(e) = self.client.store().clear_draft(&self.session) {
+                tracing::warn!(session = %self.session, "cannot remove the answer's draft: {e}");
+            }
             self.learn_from_usage(&answer, &prepared)?;
             if !stop {
                 self.run_tools(&answer, cancel, observer)?;
@@ -783,4 +821,43 @@ fn cut_short(out: &mut TurnOutcome, code: &str, message: String) {
     out.interrupted = true;
     out.error_code = Some(code.to_string());
     out.error = Some(message);
+}
+
+/// The text an answer has streamed, kept in the store as the session's draft: at its first delta,
+/// then at most once a second (see [`crate::store::Store::save_draft`]).
+struct Draft<'a> {
+    session: &'a str,
+    text: String,
+    /// The session's last message when the answer began (read at the first delta).
+    after: Option<u64>,
+    saved: Option<std::time::Instant>,
+}
+
+impl<'a> Draft<'a> {
+    /// How often a streaming answer's draft is written again.
+    const EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+    fn new(session: &'a str) -> Self {
+        Draft { session, text: String::new(), after: None, saved: None }
+    }
+
+    /// Adds a delta, saving the draft when it is due. A draft that cannot be saved only warns:
+    /// the answer itself is stored whole when it ends.
+    fn push(&mut self, store: &mut crate::store::Store, delta: &str) {
+        self.text.push_str(delta);
+        if self.saved.is_some_and(|at| at.elapsed() < Self::EVERY) {
+            return;
+        }
+        let saved = match self.after {
+            Some(after) => store.save_draft(self.session, after, &self.text),
+            None => store.session(self.session).and_then(|info| {
+                self.after = Some(info.message_count);
+                store.save_draft(self.session, info.message_count, &self.text)
+            }),
+        };
+        if let Err(e) = saved {
+            tracing::warn!(session = self.session, "cannot keep the answer's draft: {e}");
+        }
+        self.saved = Some(std::time::Instant::now());
+    }
 }

@@ -23,6 +23,7 @@ const TABLES: &[(&str, &str)] = &[
          auto_compact_disabled, parent_id, fork_seq, owner",
     ),
     ("messages", "id, session_id, seq, role, parts, usage, status, created_at"),
+    ("drafts", "session_id, after, text, updated_at"),
     (
         "compactions",
         "id, session_id, trigger, tokens_before, tokens_after, through_seq, first_kept_seq, pinned_seq, summary, \

@@ -28,6 +28,7 @@ const MIGRATIONS: &[(&str, &str, Option<Backfill>)] = &[
     ("0012_queue_claims", include_str!("migrations/sqlite/0012_queue_claims.sql"), None),
     ("0013_owners", include_str!("migrations/sqlite/0013_owners.sql"), None),
     ("0014_tokens", include_str!("migrations/sqlite/0014_tokens.sql"), None),
+    ("0015_drafts", include_str!("migrations/sqlite/0015_drafts.sql"), None),
 ];
 
 /// The line by which a SQLite migration says it rebuilds tables that others reference: it runs
@@ -45,6 +46,7 @@ const POSTGRES_MIGRATIONS: &[(&str, &str, Option<Backfill>)] = &[
         None,
     ),
     ("0004_tokens", include_str!("migrations/postgres/0004_tokens.sql"), None),
+    ("0005_drafts", include_str!("migrations/postgres/0005_drafts.sql"), None),
 ];
 
 /// Messages indexed per statement by [`index_history`].

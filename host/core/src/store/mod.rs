@@ -20,6 +20,7 @@ mod branches;
 mod claims;
 mod copy;
 pub(crate) mod db;
+mod drafts;
 mod error;
 mod history;
 mod knowledge;

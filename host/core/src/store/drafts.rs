@@ -1,0 +1,52 @@
+//! What a turn's answer has streamed so far, kept while it streams by the process holding the
+//! session's claim: a process killed mid-answer (SIGKILL, a lost machine) leaves its draft, and
+//! whoever claims the session next stores it as an interrupted answer, as Ctrl-C would have.
+
+use super::db::params;
+use super::{Result, Store, now_ms};
+
+impl Store {
+    /// Keeps `text` as the session's draft: what the answer that began after message `after` has
+    /// streamed so far (replacing the draft before it). Another user's session gets none.
+    pub fn save_draft(&self, session: &str, after: u64, text: &str) -> Result<()> {
+        on_db!(self, "keep the answer's draft", {
+            self.db.execute(
+                "INSERT INTO drafts (session_id, after, text, updated_at) \
+                 SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM sessions WHERE id = ?1 AND owner = ?5) \
+                 ON CONFLICT (session_id) DO UPDATE SET after = excluded.after, text = excluded.text, \
+                 updated_at = excluded.updated_at",
+                params![session, after, text, now_ms(), self.user],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Removes the session's draft (its answer is stored).
+    pub fn clear_draft(&self, session: &str) -> Result<()> {
+        on_db!(self, "remove the answer's draft", {
+            self.db.execute(
+                "DELETE FROM drafts WHERE session_id = ?1 AND EXISTS (SELECT 1 FROM sessions WHERE id = ?1 AND owner = ?2)",
+                params![session, self.user],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Takes the session's draft away: its text when no message was stored after the one its
+    /// answer began after (the answer never was), `None` otherwise or when there is none. One
+    /// statement when there is none (as on every turn but one after a kill).
+    pub fn take_draft(&self, session: &str) -> Result<Option<String>> {
+        on_db!(self, "take the answer's draft", {
+            let draft: Option<(u64, String)> = self.db.query_opt(
+                "DELETE FROM drafts WHERE session_id = ?1 \
+                 AND EXISTS (SELECT 1 FROM sessions WHERE id = ?1 AND owner = ?2) RETURNING after, text",
+                params![session, self.user],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            let Some((after, text)) = draft else { return Ok(None) };
+            let count: u64 =
+                self.db.query_value("SELECT message_count FROM sessions WHERE id = ?1", params![session])?;
+            Ok((count == after && !text.is_empty()).then_some(text))
+        })
+    }
+}
