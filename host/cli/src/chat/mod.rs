@@ -341,7 +341,7 @@ fn one_shot(
 ) -> anyhow::Result<ExitCode> {
     let mut printer = Printer::new(!json, agent.session());
     work.begin();
-    let outcome = agent.turn(prompt, cancel, &mut printer);
+    let outcome = agent.claimed_turn(prompt, cancel, &mut printer);
     let stopped = work.end();
     printer.end_line();
     let outcome = match outcome {

@@ -61,7 +61,7 @@ pub fn run(
         cancel.reset();
         let mut printer = Printer::new(true, agent.session());
         work.begin();
-        let outcome = agent.turn(input, cancel, &mut printer);
+        let outcome = agent.claimed_turn(input, cancel, &mut printer);
         let stopped = work.end();
         printer.end_line();
         poke();

@@ -841,8 +841,11 @@ fn a_turn_in_one_serve_makes_the_session_busy_in_another_until_it_ends_or_dies(h
     let server = Server::start(vec![
         Reply::Stall { pieces: pieces.clone(), pause: Duration::from_secs(30) },
         Reply::Stream { pieces: openai::text_answer(&["Done."], true) },
+        Reply::Stream { pieces: openai::text_answer(&["Again."], true) },
     ]);
     let config = std::fs::read_to_string(home_for("openai", &server, "").path().join("config.toml")).unwrap();
+    // The stalled answer waits for the kill, not for the client's patience.
+    let config = config.replace("idle_timeout_secs = 1\n", "idle_timeout_secs = 60\n");
     std::fs::write(home.path().join("config.toml"), config).unwrap();
     let mut a = ServeClient::start(&home);
     let mut b = ServeClient::start(&home);
@@ -853,11 +856,27 @@ fn a_turn_in_one_serve_makes_the_session_busy_in_another_until_it_ends_or_dies(h
     a.wait("the first delta", |v| v["method"] == "turn/event" && v["params"]["event"]["type"] == "text_delta");
     let busy = b.call("turn/start", json!({"session": id, "text": "meanwhile"}));
     assert_eq!(busy["error"]["data"]["code"], "session_busy", "{busy}");
-    // The holder dies mid-turn: its claim goes with it.
+    // So it is for `seshat chat` on the same store, which stores nothing.
+    let refused = crate::chat::chat(&home, &["--resume", &id, "--model", "gpt-4o", "-p", "me too"], &[]);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && said.contains("session_busy"), "{said}");
+    assert_eq!(home.store().session(&id).unwrap().message_count, 1, "only the turn's own message");
+    // The holder dies mid-turn: its claim goes with it, and what its answer had streamed is
+    // stored as interrupted before the next turn.
+    let draft = format!("SELECT count(*) FROM drafts WHERE session_id = '{id}'");
+    crate::support::wait_for("the answer's draft", || home.sql_value(&draft, &draft) == 1);
     a.kill();
     let turn = b.ok("turn/start", json!({"session": id, "text": "now"}))["turn"].as_u64().unwrap();
     let notes = b.turn_notifications(turn);
     assert_eq!(notes.last().unwrap()["params"]["outcome"]["error"], Value::Null, "{notes:?}");
+    let history = home.store().full_history(&id).unwrap();
+    let texts: Vec<&str> = history.iter().map(crate::support::text_of).collect();
+    assert_eq!(texts, ["go", "Partial ", "now", "Done."]);
+    assert_eq!(history[1].status, seshat::conversation::MessageStatus::Interrupted);
+    // And `seshat chat` goes on in it once it is free.
+    let out = crate::chat::chat(&home, &["--resume", &id, "--model", "gpt-4o", "-p", "and me"], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(home.store().full_history(&id).unwrap().len(), 6);
 }
 }
 

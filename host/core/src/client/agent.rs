@@ -539,6 +539,18 @@ impl Agent {
         self.run(cancel, observer)
     }
 
+    /// [`Agent::turn`] holding the session's claim for every process sharing the store (see
+    /// [`Agent::claim`]): refused with `session_busy`, storing nothing, while another holder runs a
+    /// turn in it; meanwhile the answer is kept as a draft, taken back if this process dies.
+    pub fn claimed_turn(&mut self, input: &str, cancel: &Cancel, observer: &mut dyn Observer) -> Result<TurnOutcome> {
+        let Some(claim) = self.claim()? else { return Err(Error::SessionBusy(self.session.clone())) };
+        let outcome = self.turn(input, cancel, observer);
+        let released = self.release(claim);
+        let outcome = outcome?;
+        released?;
+        Ok(outcome)
+    }
+
     /// Continues the session without a new user message (after an interrupted turn, say).
     pub fn run(&mut self, cancel: &Cancel, observer: &mut dyn Observer) -> Result<TurnOutcome> {
         let mut out = TurnOutcome { session: self.session.clone(), ..TurnOutcome::default() };

@@ -91,6 +91,12 @@ pub enum Error {
     /// compacted, or could not compact to recover.
     #[error("context_overflow: {0}")]
     ContextOverflow(String),
+    /// Another holder (a process sharing the store) runs a turn or a compaction in the session.
+    #[error(
+        "session_busy: session {0} has a turn in flight in another process sharing the store: wait for it to end, \
+         or interrupt it there"
+    )]
+    SessionBusy(String),
     /// The model's window or the answer's room cannot work (a window below the minimum, an
     /// output size that cannot fit).
     #[error("{code}: {message}")]
@@ -113,6 +119,7 @@ impl Error {
             Error::Provider(e) => e.code(),
             Error::Memory(_) => "memory_failed",
             Error::ContextOverflow(_) => "context_overflow",
+            Error::SessionBusy(_) => "session_busy",
             Error::Sizing { code, .. } => code,
         }
     }
