@@ -108,6 +108,12 @@ method!(
     SessionImport = "session/import" (SessionImportParams) -> Imported
 );
 method!(
+    /// Brings in one session another agent (Claude Code, Codex) wrote, read on the client's
+    /// machine, as the caller's: a new session, or only what it gained since it was last brought
+    /// in (a fork when the session went on in Seshat meanwhile).
+    SessionBringIn = "session/bring_in" (SessionBringInParams) -> BroughtIn
+);
+method!(
     /// Searches what was said in the caller's sessions — the connection's project's, or all of
     /// them — in the original messages, whatever compaction did to the live views.
     HistorySearch = "history/search" (HistorySearchParams) -> HistorySearchResult
@@ -607,6 +613,96 @@ pub struct Imported {
     pub empty: usize,
     /// Unanswered calls given a synthetic result (with `repair`).
     pub synthetic: usize,
+}
+
+/// `session/bring_in`'s params: one session as read from another agent's files, in Seshat's terms.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionBringInParams {
+    /// Whose it is: `claude-code` or `codex`.
+    pub tool: String,
+    /// The agent's id of the session (a subagent's: the parent's id, `/`, the agent's).
+    pub source_id: String,
+    /// The file it was read from, on the client's machine.
+    pub file: String,
+    /// The project key the session is filed under (the client's, for the agent's directory).
+    pub project: String,
+    /// A title, when the agent wrote one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The provider, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// The model last used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The model's window, when the agent recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+    /// Messages and the agent's compactions, in order.
+    pub items: Vec<ForeignItem>,
+    /// The agent versions that wrote the records.
+    #[serde(default)]
+    pub versions: Vec<String>,
+    /// Records not brought in, counted by what they were.
+    #[serde(default)]
+    pub skipped: std::collections::BTreeMap<String, usize>,
+}
+
+/// One thing of another agent's session, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ForeignItem {
+    /// A message, with when it was written (unix milliseconds).
+    Message {
+        /// The message.
+        message: NewMessage,
+        /// When (unix milliseconds).
+        at: i64,
+    },
+    /// The agent compacted its context here: everything before is replaced by its summary.
+    Compaction {
+        /// The agent's summary.
+        summary: String,
+        /// Whether the user asked for it.
+        trigger: crate::records::CompactionTrigger,
+        /// The context's size before, when the agent recorded it.
+        tokens_before: u64,
+        /// When (unix milliseconds).
+        created_at: i64,
+    },
+}
+
+/// What bringing in another agent's session wrote (`seshat sessions import --from … --json`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct BroughtIn {
+    /// Whose session: `claude-code` or `codex`.
+    pub tool: String,
+    /// The agent's id of it.
+    pub source_id: String,
+    /// The file read.
+    pub file: String,
+    /// The Seshat session.
+    pub session: String,
+    /// `imported` (new), `appended` (the file grew), `forked` (the file grew while the session
+    /// went on in Seshat: what the file gained went into a fork where the two diverge) or
+    /// `unchanged`.
+    pub outcome: String,
+    /// With `forked`: the session forked from and the last message both share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<(String, u64)>,
+    /// Messages written now.
+    pub messages: usize,
+    /// Compaction records written now.
+    pub compactions: usize,
+    /// Tool results whose call is nowhere before them.
+    pub orphans: usize,
+    /// Calls never answered, given a synthetic error result.
+    pub synthetic: usize,
+    /// Records not brought in, by what they were.
+    pub skipped: std::collections::BTreeMap<String, usize>,
+    /// The agent versions that wrote the file.
+    pub versions: Vec<String>,
 }
 
 /// `history/search`'s params.

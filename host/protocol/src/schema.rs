@@ -53,6 +53,7 @@ pub fn schema() -> Value {
         methods::SessionUnpin,
         methods::SessionExport,
         methods::SessionImport,
+        methods::SessionBringIn,
         methods::HistorySearch,
         methods::NotesSet,
         methods::NotesList,

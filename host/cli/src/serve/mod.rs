@@ -699,6 +699,19 @@ impl Server {
                 let imported = self.store()?.import(&mut p.jsonl.as_bytes(), options).map_err(RpcError::from_store)?;
                 rpc::answer::<m::SessionImport>(&imported)
             }
+            m::SessionBringIn::NAME => {
+                let p = rpc::params::<m::SessionBringIn>(params)?;
+                if p.project.len() > MAX_PROJECT_KEY {
+                    return Err(RpcError::invalid_params(format!(
+                        "`project` is longer than {MAX_PROJECT_KEY} bytes: send the project's key, not its files"
+                    )));
+                }
+                let (converted, project) =
+                    seshat::foreign::Converted::from_params(p).map_err(RpcError::invalid_params)?;
+                let report = seshat::foreign::bring_in(self.store()?, &converted, |_| project.clone())
+                    .map_err(|e| RpcError::seshat(e.code(), e.to_string()))?;
+                rpc::answer::<m::SessionBringIn>(&report.into())
+            }
             m::HistorySearch::NAME => {
                 let p = rpc::params::<m::HistorySearch>(params)?;
                 if p.query.trim().is_empty() {

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use seshat::store::ImportOptions;
+use seshat_protocol::methods::BroughtIn;
 
 use crate::{Context, format};
 
@@ -34,11 +35,6 @@ pub struct Args {
 
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     if let Some(tool) = args.from {
-        anyhow::ensure!(
-            ctx.remote.is_none(),
-            "--from does not work against a remote service yet: import the agent's sessions on this machine, \
-             then `seshat sessions export` each and import the file with --remote"
-        );
         return from(ctx, args, tool);
     }
     let mut input: Box<dyn BufRead> = if args.file.as_os_str() == "-" {
@@ -97,18 +93,35 @@ fn from(ctx: &Context, args: &Args, tool: seshat::foreign::Tool) -> anyhow::Resu
         eprintln!("skipped {}: {why}", format::visible(&file.display().to_string()));
     }
     let converted = found.sessions;
-    let mut store = ctx.store()?;
     // The agent's working directory is the project: its key when it exists here, else the path
     // as the agent wrote it.
     let project = |dir: &str| {
         let path = std::path::Path::new(dir);
         if path.is_dir() { seshat::paths::project_key(path) } else { dir.to_string() }
     };
-    let mut reports = Vec::with_capacity(converted.len());
-    for c in &converted {
-        let report = seshat::foreign::bring_in(&mut store, c, project)
-            .with_context(|| format!("cannot import {} session {} from {}", tool, c.source_id, c.file.display()))?;
-        reports.push(report);
+    let failed = |c: &seshat::foreign::Converted| {
+        format!("cannot import {} session {} from {}", tool, c.source_id, c.file.display())
+    };
+    let mut reports: Vec<BroughtIn> = Vec::with_capacity(converted.len());
+    if let Some(mut remote) = ctx.remote()? {
+        // Read here, brought in by the service as the caller's, filed under this machine's keys.
+        for c in &converted {
+            let key = c.cwd.as_deref().map_or_else(|| format!("/{tool}"), project);
+            let params = serde_json::to_value(c.to_params(key))?;
+            let brought = remote
+                .call("session/bring_in", &params)?
+                .map_err(|refused| anyhow::anyhow!("{}: {refused}", failed(c)))?;
+            reports.push(
+                serde_json::from_value(brought)
+                    .map_err(|e| anyhow::anyhow!("the service's report cannot be read: {e}"))?,
+            );
+        }
+    } else {
+        let mut store = ctx.store()?;
+        for c in &converted {
+            let report = seshat::foreign::bring_in(&mut store, c, project).with_context(|| failed(c))?;
+            reports.push(report.into());
+        }
     }
     let mut out = format::stdout();
     if args.json {
@@ -116,7 +129,7 @@ fn from(ctx: &Context, args: &Args, tool: seshat::foreign::Tool) -> anyhow::Resu
         return Ok(ExitCode::SUCCESS);
     }
     for r in &reports {
-        let what = match r.outcome {
+        let what = match r.outcome.as_str() {
             "imported" => format!("Imported {} session {} as {}", r.tool, r.source_id, r.session),
             "appended" => format!("Appended to {} ({} session {} grew)", r.session, r.tool, r.source_id),
             "forked" => {

@@ -111,7 +111,7 @@ fn sigint_mid_stream_saves_the_partial_answer_and_the_next_turn_continues() {
 }
 
 #[test]
-fn continue_after_sigkill_mid_answer_keeps_every_acknowledged_message() {
+fn continue_after_sigkill_mid_answer_keeps_every_acknowledged_message_and_stores_the_answers_draft() {
     let server = Server::start(vec![
         Reply::Stream { pieces: anthropic::text_answer(&["First answer."]) },
         stalled_tool_call(),
@@ -123,6 +123,8 @@ fn continue_after_sigkill_mid_answer_keeps_every_acknowledged_message() {
     let mut child = spawn_chat(&home, &["--continue", "-p", "two"]);
     let stdout = collect(child.stdout.take().unwrap());
     wait_for("the second answer's text", || stdout.lock().unwrap().contains("Looking it up"));
+    let drafts = "SELECT count(*) FROM drafts";
+    wait_for("the answer's draft", || home.sql_value(drafts, drafts) == 1);
     signal(&child, "-KILL");
     child.wait().unwrap();
     let before = vec![
@@ -130,18 +132,19 @@ fn continue_after_sigkill_mid_answer_keeps_every_acknowledged_message() {
         r(Role::Assistant, MessageStatus::Complete, &["text:First answer."]),
         r(Role::User, MessageStatus::Complete, &["text:two"]),
     ];
-    assert_eq!(rows(&home, None), before, "the acknowledged messages survive; the unfinished answer was never stored");
+    assert_eq!(rows(&home, None), before, "the acknowledged messages survive; the unfinished answer is a draft");
     let out = chat(&home, &["--continue", "-p", "three"], &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let msgs = server.requests()[2].json()["messages"].as_array().unwrap().clone();
-    // "two" never got its answer: it and "three" go as one user message (user and assistant
-    // alternate).
+    // What the killed answer had streamed is stored first, as interrupted (its half-streamed
+    // tool call is not: only the text of a draft is kept).
     let texts: Vec<Vec<&str>> = msgs
         .iter()
         .map(|m| m["content"].as_array().unwrap().iter().map(|c| c["text"].as_str().unwrap_or("")).collect())
         .collect();
-    assert_eq!(texts, [vec!["one"], vec!["First answer."], vec!["two", "three"]]);
+    assert_eq!(texts, [vec!["one"], vec!["First answer."], vec!["two"], vec!["Looking it up"], vec!["three"]]);
     let mut after = before;
+    after.push(r(Role::Assistant, MessageStatus::Interrupted, &["text:Looking it up"]));
     after.push(r(Role::User, MessageStatus::Complete, &["text:three"]));
     after.push(r(Role::Assistant, MessageStatus::Complete, &["text:Back again."]));
     assert_eq!(rows(&home, None), after);

@@ -1210,3 +1210,71 @@ fn remote_append_pin_and_unpin_change_the_callers_session_on_the_service() {
     assert!(store.pins(&session).unwrap().is_empty(), "unpinned on the service");
     assert!(!laptop.db().exists(), "nothing was written on the laptop");
 }
+
+/// `sessions import --from claude-code --remote` reads the agent's files on the client's machine
+/// and brings each session in on the service as the caller's: the same reports and histories as
+/// a local import of the same files; a second run changes nothing; another user sees none of
+/// them, a read-only token writes none, and nothing is written on the client.
+#[test]
+fn remote_import_from_another_agent_brings_its_sessions_in_on_the_service_as_a_local_import_does() {
+    let home = Home::new();
+    let (alice, bob) = (token(&home, "alice", &[]), token(&home, "bob", &[]));
+    let reader = token(&home, "alice", &["--read-only"]);
+    let service = Service::start(&home, "ws", &[]);
+    let laptop = Home::new();
+    let files = crate::support::fixture("claude-code");
+    let import = |token: &str| {
+        let mut cmd = laptop.cmd();
+        cmd.env("SESHAT_REMOTE", &service.url).env("SESHAT_TOKEN", token);
+        cmd.args(["sessions", "import", "--from", "claude-code"]).arg(&files).arg("--json").output().unwrap()
+    };
+    let reports = |out: &std::process::Output| -> Vec<Value> {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap().as_array().unwrap().clone()
+    };
+    let remote = reports(&import(&alice));
+    let local_home = Home::new();
+    let local = reports(
+        &local_home
+            .cmd()
+            .args(["sessions", "import", "--from", "claude-code"])
+            .arg(&files)
+            .arg("--json")
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(remote.len(), 2, "{remote:?}");
+    let without_ids = |r: &[Value]| -> Vec<Value> {
+        r.iter()
+            .map(|r| {
+                let mut r = r.clone();
+                r["session"] = Value::Null;
+                r
+            })
+            .collect()
+    };
+    assert_eq!(without_ids(&remote), without_ids(&local), "the same reports as a local import");
+    let (service_store, local_store) = (home.store().acting_for("alice"), local_home.store());
+    for (r, l) in remote.iter().zip(&local) {
+        let history = |store: &seshat::store::Store, id: &Value| -> Vec<(String, seshat::conversation::Role)> {
+            let id = id.as_str().unwrap();
+            store.full_history(id).unwrap().iter().map(|m| (crate::support::text_of(m).to_string(), m.role)).collect()
+        };
+        assert_eq!(history(&service_store, &r["session"]), history(&local_store, &l["session"]));
+        assert!(!history(&service_store, &r["session"]).is_empty());
+    }
+    let again = reports(&import(&alice));
+    let outcomes: Vec<&str> = again.iter().map(|r| r["outcome"].as_str().unwrap()).collect();
+    assert_eq!(outcomes, ["unchanged", "unchanged"], "{again:?}");
+    let refused = import(&reader);
+    assert!(!refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("read_only_token"));
+    // Bob's import finds none of alice's: the same files become his own sessions.
+    let bobs = reports(&import(&bob));
+    let outcomes: Vec<&str> = bobs.iter().map(|r| r["outcome"].as_str().unwrap()).collect();
+    assert_eq!(outcomes, ["imported", "imported"], "{bobs:?}");
+    assert!(bobs.iter().all(|b| remote.iter().all(|a| a["session"] != b["session"])), "{bobs:?}");
+    let listed = |store: seshat::store::Store| store.list_sessions(&Default::default()).unwrap().len();
+    assert_eq!(listed(home.store().acting_for("alice")), 2, "no more sessions than the first run made");
+    assert_eq!(listed(home.store().acting_for("bob")), 2);
+    assert!(!laptop.db().exists(), "nothing was written on the laptop");
+}

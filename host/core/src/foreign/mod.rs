@@ -10,6 +10,7 @@
 
 mod claude_code;
 mod codex;
+mod wire;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
