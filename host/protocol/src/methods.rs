@@ -328,6 +328,9 @@ pub struct SessionListParams {
     /// At most this many.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<u64>,
+    /// Also each listed session's rewound branches in force (`seshat sessions list --tree`).
+    #[serde(default)]
+    pub rewinds: bool,
 }
 
 /// `session/list`'s result.
@@ -335,6 +338,9 @@ pub struct SessionListParams {
 pub struct SessionListResult {
     /// Newest first.
     pub sessions: Vec<SessionInfo>,
+    /// With `rewinds`: each listed session's rewinds in force, by session id (none: absent).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub rewinds: std::collections::BTreeMap<String, Vec<crate::records::Rewind>>,
 }
 
 /// A session named by its id or a unique prefix of it.

@@ -179,3 +179,14 @@ pub struct Trim {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plugin: Option<PluginRef>,
 }
+
+/// A rewind in force: messages `from_seq..=through_seq` are out of the live view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Rewind {
+    /// The first hidden message.
+    pub from_seq: u64,
+    /// The last.
+    pub through_seq: u64,
+    /// Unix milliseconds.
+    pub created_at: i64,
+}

@@ -540,8 +540,16 @@ impl Server {
                     project: (!p.all).then(|| self.ctx.project.clone()),
                     limit: p.limit.map(|l| l as usize),
                 };
-                let sessions = self.store()?.list_sessions(&filter).map_err(RpcError::from_store)?;
-                rpc::answer::<m::SessionList>(&m::SessionListResult { sessions })
+                let store = self.store()?;
+                let sessions = store.list_sessions(&filter).map_err(RpcError::from_store)?;
+                let mut rewinds = std::collections::BTreeMap::new();
+                for s in sessions.iter().filter(|_| p.rewinds) {
+                    let live = store.live_rewinds(&s.id).map_err(RpcError::from_store)?;
+                    if !live.is_empty() {
+                        rewinds.insert(s.id.clone(), live);
+                    }
+                }
+                rpc::answer::<m::SessionList>(&m::SessionListResult { sessions, rewinds })
             }
             m::SessionGet::NAME => {
                 let p = rpc::params::<m::SessionGet>(params)?;

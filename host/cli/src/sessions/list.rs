@@ -1,10 +1,11 @@
 //! `seshat sessions list`.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::ExitCode;
 
 use serde::Serialize;
-use seshat::store::{ListFilter, SessionInfo};
+use seshat::store::{ListFilter, Rewind, SessionInfo};
 
 use crate::{Context, format};
 
@@ -34,7 +35,7 @@ struct Row<'a> {
     depth: Option<usize>,
     /// The rewound branches in force (with `--tree`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    rewinds: Option<Vec<seshat::store::Rewind>>,
+    rewinds: Option<Vec<Rewind>>,
     #[serde(flatten)]
     session: &'a SessionInfo,
 }
@@ -96,85 +97,99 @@ fn write_row(
     )
 }
 
-/// `sessions list --remote`: the service's `session/list` for this project (or all), whole ids.
-fn run_remote(ctx: &Context, args: &Args, remote: &mut crate::remote::Remote) -> anyhow::Result<ExitCode> {
-    anyhow::ensure!(!args.tree, "--tree does not work against a remote service yet: list without it");
-    let mut params = serde_json::json!({"all": args.all});
+/// What is listed: the sessions with the ids to show and, with `--tree`, their rewinds in force.
+struct Listing {
+    sessions: Vec<SessionInfo>,
+    /// Each session's id as shown: its shortest unique prefix here, whole on a service.
+    ids: Vec<String>,
+    /// Rewinds in force by session (with `--tree`; a session without any is absent).
+    rewinds: BTreeMap<String, Vec<Rewind>>,
+    /// Listed from a service.
+    remote: bool,
+}
+
+/// The service's `session/list` for this project (or all).
+fn remote(args: &Args, remote: &mut crate::remote::Remote) -> anyhow::Result<Listing> {
+    let mut params = serde_json::json!({"all": args.all, "rewinds": args.tree});
     if let Some(limit) = args.limit {
         params["limit"] = limit.into();
     }
     let listed = remote.call("session/list", &params)??;
-    let sessions: Vec<SessionInfo> = serde_json::from_value(listed["sessions"].clone())
+    let listed: seshat_protocol::methods::SessionListResult = serde_json::from_value(listed)
         .map_err(|e| anyhow::anyhow!("the service's session list cannot be read: {e}"))?;
-    let mut out = format::stdout();
-    if args.json {
-        let rows: Vec<Row<'_>> =
-            sessions.iter().map(|s| Row { short_id: &s.id, depth: None, rewinds: None, session: s }).collect();
-        format::json(&mut out, &rows)?;
-    } else if sessions.is_empty() {
-        writeln!(out, "No sessions in this project ({}) on the service. `--all` lists every project.", ctx.project)?;
-    } else {
-        let width = sessions.iter().map(|s| s.id.len()).max().unwrap_or(26);
-        write_header(&mut out, width)?;
-        for s in &sessions {
-            write_row(&mut out, width, &s.id, s, None)?;
-        }
-    }
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    let ids = listed.sessions.iter().map(|s| s.id.clone()).collect();
+    Ok(Listing { sessions: listed.sessions, ids, rewinds: listed.rewinds, remote: true })
 }
 
-pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
-    if let Some(mut remote) = ctx.remote()? {
-        return run_remote(ctx, args, &mut remote);
-    }
+/// The store's sessions of this project (or all).
+fn local(ctx: &Context, args: &Args) -> anyhow::Result<Listing> {
     let store = ctx.store()?;
     let filter = ListFilter { project: (!args.all).then(|| ctx.project.clone()), limit: args.limit };
     let sessions = store.list_sessions(&filter)?;
-    let ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
-    let short = store.short_ids(&ids)?;
+    let all: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
+    let ids = store.short_ids(&all)?;
+    let mut rewinds = BTreeMap::new();
+    for s in sessions.iter().filter(|_| args.tree) {
+        let live = store.live_rewinds(&s.id)?;
+        if !live.is_empty() {
+            rewinds.insert(s.id.clone(), live);
+        }
+    }
+    Ok(Listing { sessions, ids, rewinds, remote: false })
+}
+
+pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
+    let listing = match ctx.remote()? {
+        Some(mut service) => remote(args, &mut service)?,
+        None => local(ctx, args)?,
+    };
+    let Listing { sessions, ids, rewinds, .. } = &listing;
     let order: Vec<(usize, Option<usize>)> = if args.tree {
-        tree(&sessions).into_iter().map(|(i, d)| (i, Some(d))).collect()
+        tree(sessions).into_iter().map(|(i, d)| (i, Some(d))).collect()
     } else {
         (0..sessions.len()).map(|i| (i, None)).collect()
     };
+    let rewinds_of = |id: &str| rewinds.get(id).cloned().unwrap_or_default();
     let mut out = format::stdout();
     if args.json {
-        let mut rows: Vec<Row<'_>> = Vec::with_capacity(order.len());
-        for &(i, depth) in &order {
-            let rewinds = if args.tree { Some(store.live_rewinds(&sessions[i].id)?) } else { None };
-            rows.push(Row { short_id: &short[i], depth, rewinds, session: &sessions[i] });
-        }
+        let rows: Vec<Row<'_>> = order
+            .iter()
+            .map(|&(i, depth)| Row {
+                short_id: &ids[i],
+                depth,
+                rewinds: args.tree.then(|| rewinds_of(&sessions[i].id)),
+                session: &sessions[i],
+            })
+            .collect();
         format::json(&mut out, &rows)?;
         out.flush()?;
         return Ok(ExitCode::SUCCESS);
     }
     if sessions.is_empty() {
+        let on = if listing.remote { " on the service" } else { "" };
         if args.all {
-            writeln!(out, "No sessions yet.")?;
+            writeln!(out, "No sessions yet{on}.")?;
         } else {
-            writeln!(out, "No sessions in this project ({}). `--all` lists every project.", ctx.project)?;
+            writeln!(out, "No sessions in this project ({}){on}. `--all` lists every project.", ctx.project)?;
         }
         out.flush()?;
         return Ok(ExitCode::SUCCESS);
     }
-    let width = short.iter().map(String::len).max().unwrap_or(8);
+    let width = ids.iter().map(String::len).max().unwrap_or(8);
     write_header(&mut out, width)?;
     for &(i, depth) in &order {
-        let (s, id) = (&sessions[i], &short[i]);
+        let (s, id) = (&sessions[i], &ids[i]);
         write_row(&mut out, width, id, s, depth)?;
-        if args.tree {
-            let pad = " ".repeat(width + 2 + 16 + 2 + 8 + 2 + 14 + 2);
-            for r in store.live_rewinds(&s.id)? {
-                writeln!(
-                    out,
-                    "{pad}{}  ┄ rewound {}–{} (a branch: `seshat sessions fork {id} --at {}`)",
-                    "  ".repeat(depth.unwrap_or(0)),
-                    r.from_seq,
-                    r.through_seq,
-                    r.through_seq
-                )?;
-            }
+        let pad = " ".repeat(width + 2 + 16 + 2 + 8 + 2 + 14 + 2);
+        for r in rewinds.get(&s.id).into_iter().flatten() {
+            writeln!(
+                out,
+                "{pad}{}  ┄ rewound {}–{} (a branch: `seshat sessions fork {id} --at {}`)",
+                "  ".repeat(depth.unwrap_or(0)),
+                r.from_seq,
+                r.through_seq,
+                r.through_seq
+            )?;
         }
     }
     out.flush()?;

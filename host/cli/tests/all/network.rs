@@ -1278,3 +1278,47 @@ fn remote_import_from_another_agent_brings_its_sessions_in_on_the_service_as_a_l
     assert_eq!(listed(home.store().acting_for("bob")), 2);
     assert!(!laptop.db().exists(), "nothing was written on the laptop");
 }
+
+/// `sessions list --tree --remote` shows the caller's forks under their parents and the rewound
+/// branches in force, as the local listing does.
+#[test]
+fn remote_list_tree_shows_forks_and_rewound_branches_of_the_callers_sessions() {
+    let home = Home::new();
+    let (alice, bob) = (token(&home, "alice", &[]), token(&home, "bob", &[]));
+    let service = Service::start(&home, "ws", &[]);
+    let session = service.client(&alice).new_session();
+    let laptop = Home::new();
+    let sessions = |token: &str, args: &[&str], input: &str| {
+        let mut cmd = laptop.cmd();
+        cmd.env("SESHAT_REMOTE", &service.url).env("SESHAT_TOKEN", token).arg("sessions").args(args);
+        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let line = |role: &str, text: &str| {
+        format!("{{\"role\":\"{role}\",\"parts\":[{{\"type\":\"text\",\"text\":\"{text}\"}}]}}\n")
+    };
+    let talk: String =
+        (1..=3).map(|i| line("user", &format!("ask {i}")) + &line("assistant", &format!("answer {i}"))).collect();
+    sessions(&alice, &["append", &session], &talk);
+    let fork: Value = serde_json::from_str(&sessions(&alice, &["fork", &session, "--at", "4", "--json"], "")).unwrap();
+    let fork = fork["session"]["id"].as_str().unwrap().to_string();
+    sessions(&alice, &["rewind", &session, "--to", "3"], "");
+
+    let rows: Value = serde_json::from_str(&sessions(&alice, &["list", "--all", "--tree", "--json"], "")).unwrap();
+    let shape: Vec<(&str, u64, usize)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["id"].as_str().unwrap(), r["depth"].as_u64().unwrap(), r["rewinds"].as_array().unwrap().len()))
+        .collect();
+    assert_eq!(shape, [(session.as_str(), 0, 1), (fork.as_str(), 1, 0)], "{rows}");
+    assert_eq!((&rows[0]["rewinds"][0]["from_seq"], &rows[0]["rewinds"][0]["through_seq"]), (&json!(3), &json!(6)));
+    let text = sessions(&alice, &["list", "--all", "--tree"], "");
+    assert!(text.contains(&format!("(fork of {} after 4)", &session[..8])), "{text}");
+    assert!(text.contains("┄ rewound 3–6 (a branch: `seshat sessions fork"), "{text}");
+    let theirs = sessions(&bob, &["list", "--all", "--tree"], "");
+    assert_eq!(theirs.trim(), "No sessions yet on the service.", "bob sees none of alice's");
+}

@@ -36,16 +36,7 @@ pub struct Rewound {
     pub moved_from: Option<u64>,
 }
 
-/// A rewind in force: messages `from_seq..=through_seq` are out of the live view.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct Rewind {
-    /// The first hidden message.
-    pub from_seq: u64,
-    /// The last.
-    pub through_seq: u64,
-    /// Unix milliseconds.
-    pub created_at: i64,
-}
+pub use seshat_protocol::records::Rewind;
 
 impl Store {
     /// The latest seq at or before `at` that does not cut a tool exchange: no call at or before
