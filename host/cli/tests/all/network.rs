@@ -666,7 +666,7 @@ fn two_instances_on_one_postgresql_share_sessions_busy_claims_and_what_a_dead_on
     assert_eq!(done["params"]["outcome"]["text"], "Through B.", "{done}");
     let stored = history(&session);
     let texts: Vec<&str> = stored.iter().map(crate::support::text_of).collect();
-    assert_eq!(texts, ["then A dies", "Cut ", "go on", "Through B."]);
+    assert_eq!(texts, ["then A dies", "Cut by a kill.", "go on", "Through B."]);
     assert_eq!(stored[1].status, seshat::conversation::MessageStatus::Interrupted);
     assert_eq!(home.sql_value(&draft, &draft), 0, "the draft is gone once stored");
 }

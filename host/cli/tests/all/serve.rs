@@ -871,7 +871,7 @@ fn a_turn_in_one_serve_makes_the_session_busy_in_another_until_it_ends_or_dies(h
     assert_eq!(notes.last().unwrap()["params"]["outcome"]["error"], Value::Null, "{notes:?}");
     let history = home.store().full_history(&id).unwrap();
     let texts: Vec<&str> = history.iter().map(crate::support::text_of).collect();
-    assert_eq!(texts, ["go", "Partial ", "now", "Done."]);
+    assert_eq!(texts, ["go", "Partial answer", "now", "Done."]);
     assert_eq!(history[1].status, seshat::conversation::MessageStatus::Interrupted);
     // And `seshat chat` goes on in it once it is free.
     let out = crate::chat::chat(&home, &["--resume", &id, "--model", "gpt-4o", "-p", "and me"], &[]);

@@ -607,8 +607,8 @@ impl Agent {
                 let store = self.client.store();
                 let sent = p.send(&call, cancel, &mut |e| {
                     observer.event(e);
-                    if let (Some(draft), StreamEvent::TextDelta { text }) = (draft.as_mut(), e) {
-                        draft.push(store, text);
+                    if let Some(draft) = draft.as_mut() {
+                        draft.on(store, e);
                     }
                 });
                 drafted = draft.is_some_and(|d| d.saved.is_some());
@@ -835,12 +835,15 @@ fn cut_short(out: &mut TurnOutcome, code: &str, message: String) {
     out.error = Some(message);
 }
 
-/// The text an answer has streamed, kept in the store as the session's draft: at its first delta,
-/// then at most once a second (see [`crate::store::Store::save_draft`]).
+/// The text an answer has streamed, kept in the store as the session's draft: first at the event
+/// after its first words (never on the way to the first event the user sees), then at most once a
+/// second while it grows (see [`crate::store::Store::save_draft`]).
 struct Draft<'a> {
     session: &'a str,
     text: String,
-    /// The session's last message when the answer began (read at the first delta).
+    /// Text arrived since the draft was last saved.
+    changed: bool,
+    /// The session's last message when the answer began (read at the first save).
     after: Option<u64>,
     saved: Option<std::time::Instant>,
 }
@@ -850,14 +853,21 @@ impl<'a> Draft<'a> {
     const EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
     fn new(session: &'a str) -> Self {
-        Draft { session, text: String::new(), after: None, saved: None }
+        Draft { session, text: String::new(), changed: false, after: None, saved: None }
     }
 
-    /// Adds a delta, saving the draft when it is due. A draft that cannot be saved only warns:
-    /// the answer itself is stored whole when it ends.
-    fn push(&mut self, store: &mut crate::store::Store, delta: &str) {
-        self.text.push_str(delta);
-        if self.saved.is_some_and(|at| at.elapsed() < Self::EVERY) {
+    /// Follows the stream's event `e`, saving the draft when it is due. A draft that cannot be
+    /// saved only warns: the answer itself is stored whole when it ends.
+    fn on(&mut self, store: &mut crate::store::Store, e: &StreamEvent) {
+        if let StreamEvent::TextDelta { text } = e {
+            let first = self.text.is_empty();
+            self.text.push_str(text);
+            self.changed = true;
+            if first {
+                return;
+            }
+        }
+        if !self.changed || self.saved.is_some_and(|at| at.elapsed() < Self::EVERY) {
             return;
         }
         let saved = match self.after {
@@ -870,6 +880,7 @@ impl<'a> Draft<'a> {
         if let Err(e) = saved {
             tracing::warn!(session = self.session, "cannot keep the answer's draft: {e}");
         }
+        self.changed = false;
         self.saved = Some(std::time::Instant::now());
     }
 }

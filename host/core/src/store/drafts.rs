@@ -33,19 +33,19 @@ impl Store {
     }
 
     /// Takes the session's draft away: its text when no message was stored after the one its
-    /// answer began after (the answer never was), `None` otherwise or when there is none. One
-    /// statement when there is none (as on every turn but one after a kill).
+    /// answer began after (the answer never was), `None` otherwise or when there is none. A read
+    /// only when there is none (as before every turn but one after a kill).
     pub fn take_draft(&self, session: &str) -> Result<Option<String>> {
         on_db!(self, "take the answer's draft", {
-            let draft: Option<(u64, String)> = self.db.query_opt(
-                "DELETE FROM drafts WHERE session_id = ?1 \
-                 AND EXISTS (SELECT 1 FROM sessions WHERE id = ?1 AND owner = ?2) RETURNING after, text",
+            let draft: Option<(u64, String, u64)> = self.db.query_opt(
+                "SELECT d.after, d.text, s.message_count FROM drafts d JOIN sessions s ON s.id = d.session_id \
+                 WHERE d.session_id = ?1 AND s.owner = ?2",
                 params![session, self.user],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )?;
-            let Some((after, text)) = draft else { return Ok(None) };
-            let count: u64 =
-                self.db.query_value("SELECT message_count FROM sessions WHERE id = ?1", params![session])?;
+            let Some((after, text, count)) = draft else { return Ok(None) };
+            // Only the claim's holder takes it, so nothing writes it meanwhile.
+            self.db.execute("DELETE FROM drafts WHERE session_id = ?1", params![session])?;
             Ok((count == after && !text.is_empty()).then_some(text))
         })
     }
