@@ -542,13 +542,11 @@ impl Server {
                 };
                 let store = self.store()?;
                 let sessions = store.list_sessions(&filter).map_err(RpcError::from_store)?;
-                let mut rewinds = std::collections::BTreeMap::new();
-                for s in sessions.iter().filter(|_| p.rewinds) {
-                    let live = store.live_rewinds(&s.id).map_err(RpcError::from_store)?;
-                    if !live.is_empty() {
-                        rewinds.insert(s.id.clone(), live);
-                    }
-                }
+                let rewinds = if p.rewinds {
+                    store.live_rewinds_of(&sessions).map_err(RpcError::from_store)?
+                } else {
+                    Default::default()
+                };
                 rpc::answer::<m::SessionList>(&m::SessionListResult { sessions, rewinds })
             }
             m::SessionGet::NAME => {

@@ -118,11 +118,12 @@ enum Sink {
 }
 
 impl Sink {
+    /// Queues `line`; once the other end is gone (the connection ended) it goes nowhere.
     fn send(&self, line: String) {
-        let _ = match self {
-            Sink::Thread(tx) => tx.send(line).is_ok(),
-            Sink::Task(tx) => tx.send(line).is_ok(),
-        };
+        match self {
+            Sink::Thread(tx) => drop(tx.send(line)),
+            Sink::Task(tx) => drop(tx.send(line)),
+        }
     }
 }
 

@@ -128,13 +128,7 @@ fn local(ctx: &Context, args: &Args) -> anyhow::Result<Listing> {
     let sessions = store.list_sessions(&filter)?;
     let all: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
     let ids = store.short_ids(&all)?;
-    let mut rewinds = BTreeMap::new();
-    for s in sessions.iter().filter(|_| args.tree) {
-        let live = store.live_rewinds(&s.id)?;
-        if !live.is_empty() {
-            rewinds.insert(s.id.clone(), live);
-        }
-    }
+    let rewinds = if args.tree { store.live_rewinds_of(&sessions)? } else { BTreeMap::new() };
     Ok(Listing { sessions, ids, rewinds, remote: false })
 }
 

@@ -1162,6 +1162,15 @@ fn remote_compact_compacts_the_callers_session_on_the_service() {
     assert!(!laptop.db().exists(), "nothing was written on the laptop");
 }
 
+/// `seshat sessions args…` on `laptop` against `service` with `token`, `input` on its stdin.
+fn remote_sessions(laptop: &Home, service: &Service, token: &str, args: &[&str], input: &str) -> std::process::Output {
+    let mut cmd = laptop.cmd();
+    cmd.env("SESHAT_REMOTE", &service.url).env("SESHAT_TOKEN", token).arg("sessions").args(args);
+    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
 /// `sessions append`, `pin` and `unpin` with `--remote` change the caller's session on the
 /// service; another user's session is not found and nothing of it changes.
 #[test]
@@ -1172,13 +1181,7 @@ fn remote_append_pin_and_unpin_change_the_callers_session_on_the_service() {
     let mut c = service.client(&alice);
     let session = c.new_session();
     let laptop = Home::new();
-    let sessions = |token: &str, args: &[&str], input: &str| {
-        let mut cmd = laptop.cmd();
-        cmd.env("SESHAT_REMOTE", &service.url).env("SESHAT_TOKEN", token).arg("sessions").args(args);
-        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-        child.wait_with_output().unwrap()
-    };
+    let sessions = |token: &str, args: &[&str], input: &str| remote_sessions(&laptop, &service, token, args, input);
     let store = home.store().acting_for("alice");
     let lines = "{\"role\":\"user\",\"parts\":[{\"type\":\"text\",\"text\":\"remember the kestrel rota\"}]}\n\
                  {\"role\":\"assistant\",\"parts\":[{\"type\":\"text\",\"text\":\"Noted.\"}]}\n";
@@ -1289,11 +1292,7 @@ fn remote_list_tree_shows_forks_and_rewound_branches_of_the_callers_sessions() {
     let session = service.client(&alice).new_session();
     let laptop = Home::new();
     let sessions = |token: &str, args: &[&str], input: &str| {
-        let mut cmd = laptop.cmd();
-        cmd.env("SESHAT_REMOTE", &service.url).env("SESHAT_TOKEN", token).arg("sessions").args(args);
-        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-        let out = child.wait_with_output().unwrap();
+        let out = remote_sessions(&laptop, &service, token, args, input);
         assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).unwrap()
     };

@@ -337,20 +337,16 @@ impl Agent {
         let session = self.session.clone();
         let store = self.client.store();
         let Some(claim) = store.claim_session(&session)? else { return Ok(None) };
-        let left = match store.take_draft(&session) {
-            Ok(left) => left,
-            Err(e) => {
-                store.release_session(claim)?;
-                return Err(e.into());
-            }
-        };
-        if let Some(text) = left {
+        let recovered = store.take_draft(&session).and_then(|left| {
+            let Some(text) = left else { return Ok(()) };
             let answer = NewMessage { status: MessageStatus::Interrupted, ..NewMessage::text(Role::Assistant, &text) };
-            if let Err(e) = store.append(&session, &[answer]) {
-                store.release_session(claim)?;
-                return Err(e.into());
-            }
+            store.append(&session, &[answer])?;
             tracing::info!(session, bytes = text.len(), "stored the answer a holder that died left as interrupted");
+            Ok(())
+        });
+        if let Err(e) = recovered {
+            store.release_session(claim)?;
+            return Err(e.into());
         }
         self.drafting = true;
         Ok(Some(claim))

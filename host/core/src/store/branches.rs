@@ -200,6 +200,19 @@ impl Store {
         })
     }
 
+    /// [`Store::live_rewinds`] of each of `sessions` (as listed), by id; a session without any is
+    /// absent.
+    pub fn live_rewinds_of(&self, sessions: &[SessionInfo]) -> Result<std::collections::BTreeMap<String, Vec<Rewind>>> {
+        let mut rewinds = std::collections::BTreeMap::new();
+        for s in sessions {
+            let live = self.live_rewinds(&s.id)?;
+            if !live.is_empty() {
+                rewinds.insert(s.id.clone(), live);
+            }
+        }
+        Ok(rewinds)
+    }
+
     /// [`Store::live_rewinds`] for a session its caller already checked is the user's.
     pub(super) fn rewinds_in_force(&self, session: &str) -> Result<Vec<Rewind>> {
         self.db.query_vec(
