@@ -28,8 +28,9 @@ use super::Context;
 pub struct Args {}
 
 struct MemoryServer {
-    /// Where the tools run: this machine's store, or a remote service.
-    backend: Backend,
+    /// Where the tools run: this machine's store, or a remote service (shared with the blocking
+    /// threads the calls run on).
+    backend: std::sync::Arc<Backend>,
     tools: Vec<Tool>,
     /// Whether a call is in flight, for a stop signal to wait for it.
     work: super::stop::Work,
@@ -82,8 +83,16 @@ impl ServerHandler for MemoryServer {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        if !self.tools.iter().any(|t| t.name == request.name) {
+            return Err(McpError::invalid_params(format!("unknown tool `{}`", request.name), None));
+        }
         self.work.begin();
-        let answer = self.call(request);
+        // The store's work blocks (a database's round trips, a lock): it runs on a blocking
+        // thread, never on the executor that reads the client's lines and writes the answers.
+        let backend = std::sync::Arc::clone(&self.backend);
+        let answer = tokio::task::spawn_blocking(move || backend.call(request))
+            .await
+            .unwrap_or_else(|e| Err(McpError::internal_error(format!("the tool call failed: {e}"), None)));
         if self.work.end().is_some() {
             // Stopped by a signal while the call ran: its transaction is over, nothing else is.
             std::process::exit(0);
@@ -92,14 +101,11 @@ impl ServerHandler for MemoryServer {
     }
 }
 
-impl MemoryServer {
-    /// Runs one tool call (its writes are one transaction).
+impl Backend {
+    /// Runs one tool call (its writes are one transaction), blocking the calling thread.
     fn call(&self, request: CallToolRequestParams) -> Result<CallToolResponse, McpError> {
-        if !self.tools.iter().any(|t| t.name == request.name) {
-            return Err(McpError::invalid_params(format!("unknown tool `{}`", request.name), None));
-        }
         let args = Value::Object(request.arguments.unwrap_or_default());
-        let local = match &self.backend {
+        let local = match self {
             Backend::Local(local) => local,
             Backend::Remote(remote) => {
                 let mut remote =
@@ -210,7 +216,7 @@ fn mcp_tools() -> anyhow::Result<Vec<Tool>> {
 pub fn run(ctx: &Context, _args: &Args, signals: Option<super::stop::Signals>) -> anyhow::Result<ExitCode> {
     let server = match ctx.remote()? {
         Some(remote) => MemoryServer {
-            backend: Backend::Remote(Box::new(Mutex::new(remote))),
+            backend: std::sync::Arc::new(Backend::Remote(Box::new(Mutex::new(remote)))),
             tools: mcp_tools()?,
             work: super::stop::Work::default(),
         },
@@ -226,7 +232,7 @@ pub fn run(ctx: &Context, _args: &Args, signals: Option<super::stop::Signals>) -
                 background: env.background(),
             };
             MemoryServer {
-                backend: Backend::Local(Box::new(local)),
+                backend: std::sync::Arc::new(Backend::Local(Box::new(local))),
                 tools: mcp_tools()?,
                 work: super::stop::Work::default(),
             }

@@ -597,6 +597,8 @@ impl Agent {
                 extra: &self.extra,
             };
             let drafted;
+            // The session's claim went with the store's connection: the answer stops at once.
+            let mut lost = false;
             let sent = {
                 let mut p = self.provider.lock();
                 let mut draft = self.drafting.then(|| Draft::new(&self.session));
@@ -604,6 +606,10 @@ impl Agent {
                 let sent = p.send(&call, cancel, &mut |e| {
                     observer.event(e);
                     if let Some(draft) = draft.as_mut() {
+                        if !lost && store.claim_lost() {
+                            lost = true;
+                            cancel.cancel();
+                        }
                         draft.on(store, e);
                     }
                 });
@@ -624,6 +630,7 @@ impl Agent {
                     a
                 }
                 Ok(a) => a,
+                Err(_) if lost => return Err(self.claim_lost(Answer::default(), &mut out)),
                 Err(e) if e.code() == "interrupted" => {
                     cut_short(&mut out, e.code(), e.to_string());
                     break;
@@ -644,8 +651,14 @@ impl Agent {
                 Err(e) => return Err(Error::Provider(e)),
             };
             recovered = false;
+            if lost || self.client.store().claim_lost() {
+                return Err(self.claim_lost(answer, &mut out));
+            }
             // What arrived is stored before anything else can fail.
-            let stop = self.store_answer(&answer, &mut out)?;
+            let stop = match self.store_answer(&answer, &mut out) {
+                Err(Error::Store(crate::store::Error::ClaimLost)) => return Err(self.claim_lost(answer, &mut out)),
+                other => other?,
+            };
             if drafted && let Err(e) = self.client.store().clear_draft(&self.session) {
                 tracing::warn!(session = %self.session, "cannot remove the answer's draft: {e}");
             }
@@ -663,6 +676,30 @@ impl Agent {
         self.flush_notices(observer);
         out.context = self.context_use()?;
         Ok(out)
+    }
+
+    /// The turn's claim was lost with the store's connection: when nobody took the session
+    /// meanwhile, what arrived of `answer` is stored as interrupted (replacing its draft);
+    /// otherwise the next holder stores the draft. Either way the turn ends with `claim_lost`.
+    fn claim_lost(&mut self, mut answer: Answer, out: &mut TurnOutcome) -> Error {
+        let store = self.client.store();
+        match store.reclaim_session(&self.session) {
+            Ok(true) => {
+                answer.error.get_or_insert(providers::Error::Api {
+                    code: "claim_lost".into(),
+                    message: "the answer was cut short: the session's claim was lost with the database connection"
+                        .into(),
+                });
+                if let Err(e) = self.store_answer(&answer, out) {
+                    tracing::warn!(session = %self.session, "cannot store the answer after a lost claim: {e}");
+                } else if let Err(e) = self.client.store().clear_draft(&self.session) {
+                    tracing::warn!(session = %self.session, "cannot remove the answer's draft: {e}");
+                }
+            }
+            Ok(false) => tracing::warn!(session = %self.session, "the session's claim was lost and taken by another"),
+            Err(e) => tracing::warn!(session = %self.session, "cannot claim the session again: {e}"),
+        }
+        Error::Store(crate::store::Error::ClaimLost)
     }
 
     /// Tells the observer what the user should know (a learnt window, a clamped cap).

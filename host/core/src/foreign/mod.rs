@@ -564,27 +564,26 @@ fn append_new(
     let (mut messages, mut compactions) = (0usize, 0usize);
     let mut count = store.session(session)?.message_count;
     let mut session = session.to_string();
-    let mut already = before.messages;
-    // The session went on in Seshat since, and the file grew too: two branches of one
-    // conversation, which appending would interleave. What the file gained goes into a fork at
-    // the last message both share (found by comparing them), and the fork follows the file from
-    // then on.
-    let grown = now.messages.saturating_sub(before.messages);
+    // Where the session and the file part, read from their messages every time (never from what
+    // an earlier import recorded, which an import that found nothing new cannot keep true).
+    let aligned = align(&history, c);
+    let mut already = aligned.file;
+    // The session went on in Seshat past the last message it shares with the file, and the file
+    // grew too: two branches of one conversation, which appending would interleave. What the
+    // file gained goes into a fork at the last message both share, and the fork follows the file
+    // from then on.
+    let grown = c.messages().count() > aligned.file;
     let mut release = None;
-    if let Some(stored) = before.stored
-        && count > stored
-        && grown > 0
-    {
-        let here = history.iter().filter(|m| m.seq > stored);
-        let there = c.messages().skip(before.messages);
-        let shared = here.zip(there).take_while(|(a, (b, _))| a.role == b.role && a.parts == b.parts).count() as u64;
-        let forked = store.fork(&session, Some(stored + shared), None)?;
-        // The file's messages the fork already holds (all of them up to the fork point).
-        already = before.messages + forked.at.saturating_sub(stored) as usize;
+    if aligned.own_after && grown && aligned.seq > 0 {
+        let forked = store.fork(&session, Some(aligned.seq), None)?;
         report.forked_from = Some((session.clone(), forked.at));
         release = Some(session.clone());
         session = forked.session.id.clone();
         count = forked.at;
+    } else if aligned.own_after {
+        // Nothing new in the file (or nothing shared to fork at): the session's own messages
+        // stay last, and none of the file's follow them.
+        already = c.messages().count();
     }
     // The calls the session (or the fork, whose history is the session's up to `count`) holds.
     let mut calls: HashSet<String> = history
@@ -647,6 +646,58 @@ fn append_new(
     store.continue_source(&session, &items, &source, release.as_deref())?;
     report.session = session;
     Ok(())
+}
+
+/// Where a session brought in before and its source file part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Aligned {
+    /// The last seq of the session that is one of the file's messages (0: none).
+    seq: u64,
+    /// How many of the file's messages the session holds up to there (counting those an append
+    /// left out whole, their results answering no call).
+    file: usize,
+    /// The session has messages of its own after `seq` (written in Seshat, not read from the file).
+    own_after: bool,
+}
+
+/// Walks the session's history and the file's messages side by side while they agree (the same
+/// role and parts, or the parts an append keeps: results answering a call the session holds),
+/// passing over the session's synthetic messages (results Seshat wrote for calls never answered)
+/// and the file's messages an append leaves out whole.
+fn align(history: &[store::Message], c: &Converted) -> Aligned {
+    let file: Vec<&NewMessage> = c.messages().map(|(m, _)| m).collect();
+    let mut calls: HashSet<&str> = HashSet::new();
+    let (mut i, mut j, mut seq) = (0usize, 0usize, 0u64);
+    loop {
+        while history.get(i).is_some_and(|m| m.status == MessageStatus::Synthetic) {
+            i += 1;
+        }
+        let (Some(here), Some(there)) = (history.get(i), file.get(j)) else { break };
+        let kept: Vec<&Part> = there
+            .parts
+            .iter()
+            .filter(|p| !matches!(p, Part::ToolResult { call_id, .. } if !calls.contains(call_id.as_str())))
+            .collect();
+        let same = here.role == there.role
+            && (here.parts == there.parts
+                || (here.parts.len() == kept.len() && here.parts.iter().zip(&kept).all(|(a, b)| a == *b)));
+        if same {
+            for p in &here.parts {
+                if let Part::ToolCall { id, .. } = p {
+                    calls.insert(id);
+                }
+            }
+            seq = here.seq;
+            i += 1;
+            j += 1;
+        } else if kept.is_empty() {
+            j += 1;
+        } else {
+            break;
+        }
+    }
+    let own_after = history[i.min(history.len())..].iter().any(|m| m.status != MessageStatus::Synthetic);
+    Aligned { seq, file: j, own_after }
 }
 
 /// Joins consecutive messages of one side: assistant parts into the assistant message before,

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::Digest;
 
-use super::db::params;
+use super::db::{Db, params};
 use super::{Error, Location, Result, Store};
 
 /// A session claimed by a store (see [`Store::claim_session`]); give it back with
@@ -55,17 +55,57 @@ impl Store {
                     .db
                     .query_value("SELECT pg_try_advisory_lock(?1)", params![key])
                     .map_err(|e| e.at(&self.location, "claim the session"))?;
+                if got && let Db::Postgres(pg) = &self.db {
+                    pg.claimed();
+                }
                 got.then_some(Held::Advisory(key))
             }
         };
         Ok(held.map(|held| SessionClaim { held: Some(held) }))
     }
 
+    /// Whether the claims this store holds were lost with its database connection (a server
+    /// restart, a dropped connection): its writes are then refused with `claim_lost` until the
+    /// claims are given back. Asked without a round trip (what the server sent is read first);
+    /// never on a SQLite file, whose claims go only with the process.
+    pub fn claim_lost(&self) -> bool {
+        match &self.db {
+            Db::Postgres(pg) => pg.claim_lost(),
+            Db::Sqlite(_) => false,
+        }
+    }
+
+    /// After a lost claim ([`Store::claim_lost`]): takes `session`'s claim again on the connection
+    /// open now, when nobody took it meanwhile; `true` when this store holds it (again, or all
+    /// along), `false` when another holder has it — this store's writes stay refused until its
+    /// claim is given back.
+    pub fn reclaim_session(&self, session: &str) -> Result<bool> {
+        let Db::Postgres(pg) = &self.db else { return Ok(true) };
+        if !pg.claim_lost() {
+            return Ok(true);
+        }
+        let got: bool = self
+            .db
+            .query_value("SELECT pg_try_advisory_lock(?1)", params![advisory_key(session)])
+            .map_err(|e| e.at(&self.location, "claim the session again"))?;
+        if got {
+            pg.reclaimed();
+        }
+        Ok(got)
+    }
+
     /// Gives back a claim this store made (a connection lost meanwhile took its claim with it).
     pub fn release_session(&self, mut claim: SessionClaim) -> Result<()> {
         match claim.held.take() {
             Some(Held::Advisory(key)) => {
-                let released: Result<bool> = self.db.query_value("SELECT pg_advisory_unlock(?1)", params![key]);
+                let lost = self.claim_lost();
+                // A claim lost with its connection is not held by the one open now: nothing to
+                // unlock (the lock went with the old connection).
+                let released: Result<bool> =
+                    if lost { Ok(false) } else { self.db.query_value("SELECT pg_advisory_unlock(?1)", params![key]) };
+                if let Db::Postgres(pg) = &self.db {
+                    pg.unclaimed();
+                }
                 released.map(drop).map_err(|e| e.at(&self.location, "release the session"))
             }
             Some(Held::File(lock)) => {

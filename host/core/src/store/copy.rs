@@ -2,7 +2,7 @@
 //! PostgreSQL database, and back): every table row for row with its ids, in one transaction on
 //! the target, the word indexes rebuilt there from what they index. The target must be empty.
 
-use super::db::{Backend, Db, Param, Row, Tx, Value, params};
+use super::db::{Backend, Db, Param, Row, Value, params};
 use super::{Error, Result, Store};
 
 /// The tables whose ids are text (made by Seshat, not by an identity column).
@@ -108,53 +108,89 @@ impl Param for Owned {
 
 impl Store {
     /// Copies everything in this store to `target`, which must hold nothing yet; all or nothing.
-    /// `progress` hears (table, rows copied, rows in the table) as it goes.
-    pub fn copy_to(&self, target: &mut Store, progress: &mut dyn FnMut(&str, u64, u64)) -> Result<Copied> {
+    /// The source is read in one snapshot (a moment of it, whatever its writers do meanwhile),
+    /// the target written in one transaction, and the copy compared with that moment
+    /// ([`Store::differences`]) before the target commits: a copy that differs is rolled back,
+    /// leaving the target empty. `progress` hears (table, rows copied, rows in the table) as it
+    /// goes.
+    pub fn copy_to(&mut self, target: &mut Store, progress: &mut dyn FnMut(&str, u64, u64)) -> Result<Copied> {
         let location = target.location.clone();
-        let source = &self.db;
+        self.db.begin_snapshot().map_err(|e| e.at(&self.location, "read the store to copy"))?;
         let copied = (|| {
-            let tx = target.db.transaction()?;
-            for (table, _) in TABLES {
-                // Every store starts with its local user.
-                let sql = match *table {
-                    "users" => format!("SELECT count(*) FROM {table} WHERE name <> '{}'", super::LOCAL_USER),
-                    _ => format!("SELECT count(*) FROM {table}"),
-                };
-                let n: i64 = tx.query_value(&sql, params![])?;
-                if n > 0 {
-                    return Err(Error::Refused(format!(
-                        "the target store {location} is not empty ({table} has {n} rows): copy into a new, empty \
-                         store; nothing was copied"
-                    )));
+            target.db.begin_write()?;
+            let copied = fill(&self.db, &target.db, &location, progress);
+            let verified = copied.and_then(|copied| {
+                let differences = self.differences(target)?;
+                if differences.is_empty() {
+                    Ok(copied)
+                } else {
+                    Err(Error::Refused(format!(
+                        "the copy in {location} differs from the source: {}; nothing was written to {location}",
+                        differences.join("; ")
+                    )))
+                }
+            });
+            match verified {
+                Ok(copied) => {
+                    crate::crash_point::reach("copy");
+                    target.db.execute_batch("COMMIT")?;
+                    Ok(copied)
+                }
+                Err(e) => {
+                    let _ = target.db.execute_batch("ROLLBACK");
+                    Err(e)
                 }
             }
-            tx.execute("DELETE FROM users", params![])?;
-            let mut copied = Copied::default();
-            for (table, columns) in TABLES {
-                let total: u64 = source.query_value(&format!("SELECT count(*) FROM {table}"), params![])?;
-                let rows = copy_table(source, &tx, table, columns, total, progress)?;
-                copied.tables.push((table.to_string(), rows));
-            }
-            index_history(source, &tx, progress)?;
-            if tx.backend() == Backend::Postgres {
-                // Rows came with their ids: the identity columns go on after the highest.
-                for (table, columns) in TABLES {
-                    if columns.starts_with("id,") && !TEXT_IDS.contains(table) {
-                        tx.query_value::<i64>(
-                            &format!(
-                                "SELECT setval(pg_get_serial_sequence('{table}', 'id'), \
-                                 coalesce((SELECT max(id) FROM {table}), 0) + 1, false)"
-                            ),
-                            params![],
-                        )?;
-                    }
-                }
-            }
-            tx.commit_at("copy")?;
-            Ok(copied)
         })();
+        let _ = self.db.execute_batch("COMMIT");
         copied.map_err(|e: Error| e.at(&location, "copy the store"))
     }
+}
+
+/// Copies every table of `source` into `target` (inside the caller's transaction on each).
+fn fill(
+    source: &Db,
+    target: &Db,
+    location: &super::Location,
+    progress: &mut dyn FnMut(&str, u64, u64),
+) -> Result<Copied> {
+    for (table, _) in TABLES {
+        // Every store starts with its local user.
+        let sql = match *table {
+            "users" => format!("SELECT count(*) FROM {table} WHERE name <> '{}'", super::LOCAL_USER),
+            _ => format!("SELECT count(*) FROM {table}"),
+        };
+        let n: i64 = target.query_value(&sql, params![])?;
+        if n > 0 {
+            return Err(Error::Refused(format!(
+                "the target store {location} is not empty ({table} has {n} rows): copy into a new, empty \
+                 store; nothing was copied"
+            )));
+        }
+    }
+    target.execute("DELETE FROM users", params![])?;
+    let mut copied = Copied::default();
+    for (table, columns) in TABLES {
+        let total: u64 = source.query_value(&format!("SELECT count(*) FROM {table}"), params![])?;
+        let rows = copy_table(source, target, table, columns, total, progress)?;
+        copied.tables.push((table.to_string(), rows));
+    }
+    index_history(source, target, progress)?;
+    if target.backend() == Backend::Postgres {
+        // Rows came with their ids: the identity columns go on after the highest.
+        for (table, columns) in TABLES {
+            if columns.starts_with("id,") && !TEXT_IDS.contains(table) {
+                target.query_value::<i64>(
+                    &format!(
+                        "SELECT setval(pg_get_serial_sequence('{table}', 'id'), \
+                         coalesce((SELECT max(id) FROM {table}), 0) + 1, false)"
+                    ),
+                    params![],
+                )?;
+            }
+        }
+    }
+    Ok(copied)
 }
 
 impl Store {
@@ -260,7 +296,7 @@ fn copy_table(
 
 /// Fills the target's history index from the messages copied (the index holds what
 /// [`super::history::index_text`] makes of each, on either backend).
-fn index_history(source: &Db, target: &Tx<'_>, progress: &mut dyn FnMut(&str, u64, u64)) -> Result<()> {
+fn index_history(source: &Db, target: &Db, progress: &mut dyn FnMut(&str, u64, u64)) -> Result<()> {
     let total: u64 = source.query_value("SELECT count(*) FROM messages", params![])?;
     let (mut after, mut done) = (0i64, 0u64);
     loop {

@@ -203,6 +203,18 @@ pub enum Error {
     /// The database server could not be reached at all (before the store named it).
     #[error("{0}")]
     Unreachable(String),
+    /// The server did not answer a statement within the store's wait (a frozen server or
+    /// network), before the store named it; nothing of the statement's transaction was kept.
+    #[error("the server did not answer within {} s", .0.as_secs())]
+    Timeout(std::time::Duration),
+    /// The connection that held a session's claim was lost (the server restarted, or dropped it):
+    /// another process may hold the session now, so nothing more was written through it.
+    #[error(
+        "the hold on the session (its claim) was lost with the database connection (the server restarted or \
+         dropped it): nothing more was written, so another client's turn is not interleaved with this one; \
+         run the turn again"
+    )]
+    ClaimLost,
     /// The database failed: which database (a file, or a server without its password), doing
     /// what, the engine's one message and what to do about it.
     #[error("cannot {op} ({location}): {message}{}", hint_text(.hint))]
@@ -254,6 +266,8 @@ impl Error {
             Error::ScopeDenied { .. } => "scope_denied",
             Error::Corrupt { .. } | Error::Column { .. } | Error::NoRow => "corrupt_row",
             Error::Postgres(_) | Error::Unreachable(_) => "database",
+            Error::Timeout(_) => "database_timeout",
+            Error::ClaimLost => "claim_lost",
             Error::ServerTooOld { .. } => "server_too_old",
             Error::Sqlite(_) => "database",
             Error::Database { failure, .. } => failure.code(),
@@ -288,6 +302,9 @@ pub enum Failure {
     /// The server cannot be reached (refused, unknown host, timed out, or the connection was
     /// lost).
     CannotConnect,
+    /// A statement or a lock wait passed its timeout (the store URL's `statement_timeout` and
+    /// `lock_timeout`), or the server did not answer in time.
+    Timeout,
     /// The server refused the user or password.
     Authentication,
     /// The user may not do this in this database.
@@ -308,6 +325,7 @@ impl Failure {
             Failure::Busy => "database_busy",
             Failure::CannotOpen => "database_cannot_open",
             Failure::CannotConnect => "database_cannot_connect",
+            Failure::Timeout => "database_timeout",
             Failure::Authentication => "database_authentication",
             Failure::PermissionDenied => "database_permission_denied",
             Failure::Other => "database",
@@ -336,9 +354,13 @@ impl Failure {
             c if *c == S::INSUFFICIENT_PRIVILEGE => Failure::PermissionDenied,
             c if *c == S::DISK_FULL || *c == S::OUT_OF_MEMORY || *c == S::PROGRAM_LIMIT_EXCEEDED => Failure::Full,
             c if *c == S::READ_ONLY_SQL_TRANSACTION => Failure::ReadOnly,
-            c if *c == S::LOCK_NOT_AVAILABLE || *c == S::T_R_DEADLOCK_DETECTED || *c == S::QUERY_CANCELED => {
-                Failure::Busy
+            c if *c == S::LOCK_NOT_AVAILABLE
+                || *c == S::QUERY_CANCELED
+                || *c == S::IDLE_IN_TRANSACTION_SESSION_TIMEOUT =>
+            {
+                Failure::Timeout
             }
+            c if *c == S::T_R_DEADLOCK_DETECTED => Failure::Busy,
             c if *c == S::INVALID_CATALOG_NAME
                 || *c == S::CANNOT_CONNECT_NOW
                 || *c == S::ADMIN_SHUTDOWN
@@ -430,6 +452,15 @@ impl Error {
     pub(crate) fn at(self, location: &super::Location, op: &'static str) -> Error {
         let path = match (self, location) {
             (Error::Postgres(e), super::Location::Postgres(server)) => return postgres_failure(&e, server, op),
+            (Error::Timeout(wait), super::Location::Postgres(server)) => {
+                return Error::Database {
+                    location: location.clone(),
+                    op,
+                    failure: Failure::Timeout,
+                    message: format!("the server did not answer within {} s", wait.as_secs()),
+                    hint: timeout_hint(server),
+                };
+            }
             (Error::Unreachable(message), super::Location::Postgres(server)) => {
                 let hint = unreachable_hint(server);
                 return Error::Database {
@@ -487,6 +518,17 @@ fn unreachable_hint(server: &super::Server) -> String {
     )
 }
 
+/// What to do when a statement or a lock wait timed out on `server`.
+fn timeout_hint(server: &super::Server) -> String {
+    format!(
+        "the server at {}:{} was too slow or held by another client (a long lock, a frozen server or network); \
+         nothing of this operation was written: try again, or raise statement_timeout / lock_timeout \
+         (milliseconds) in the store URL",
+        server.host(),
+        server.port()
+    )
+}
+
 /// A PostgreSQL failure named with its server (never the password) and what to do.
 fn postgres_failure(e: &tokio_postgres::Error, server: &super::Server, op: &'static str) -> Error {
     let failure = Failure::of_postgres(e);
@@ -510,6 +552,7 @@ fn postgres_failure(e: &tokio_postgres::Error, server: &super::Server, op: &'sta
             was written"
             .to_string(),
         Failure::Busy => "another client kept the database busy: try again when it is done".to_string(),
+        Failure::Timeout => timeout_hint(server),
         Failure::ReadOnly => {
             "the server accepts only reads (a standby?): connect to the primary to change anything".to_string()
         }

@@ -2,7 +2,7 @@
 //! tool calls and tool results, whatever compaction did to the live view. What `history_search`
 //! offers the model and what `seshat sessions search` shows people.
 
-use super::db::{Backend, Db, Tx, params};
+use super::db::{Backend, Db, params};
 use super::ranking::{Index, Ranking};
 use super::weights::Weighed;
 use super::{Message, Result, Store};
@@ -326,8 +326,8 @@ fn spread(ranked: Vec<Found>, window: u64) -> Vec<Found> {
     apart
 }
 
-/// Adds message `id`'s index text to the history index, inside the write transaction `tx`.
-pub(super) fn index(tx: &Tx<'_>, id: i64, text: &str) -> Result<()> {
+/// Adds message `id`'s index text to the history index, inside the caller's write transaction.
+pub(super) fn index(tx: &Db, id: i64, text: &str) -> Result<()> {
     match tx.backend() {
         Backend::Sqlite => tx.execute("INSERT INTO message_fts (rowid, text) VALUES (?1, ?2)", params![id, text])?,
         // NUL separates words, as it does for SQLite's tokenizer (bound as it is, it would be

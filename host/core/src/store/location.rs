@@ -96,7 +96,18 @@ struct Target {
     password: Option<String>,
     tls: TlsMode,
     root_cert: Option<PathBuf>,
+    /// How long one statement may run on the server (`statement_timeout`), in milliseconds.
+    statement_timeout_ms: u64,
+    /// How long a statement may wait for a lock (`lock_timeout`), in milliseconds.
+    lock_timeout_ms: u64,
 }
+
+/// The default `statement_timeout` of the store's connections: no statement of Seshat's runs
+/// near it, and a frozen server fails a command in a minute instead of holding it for good.
+pub const DEFAULT_STATEMENT_TIMEOUT_MS: u64 = 60_000;
+
+/// The default `lock_timeout`: a writer waits this long for another's write lock.
+pub const DEFAULT_LOCK_TIMEOUT_MS: u64 = 30_000;
 
 impl Server {
     fn from_url(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, String> {
@@ -126,6 +137,12 @@ impl Server {
         let mut password = url.password().map(decode).transpose()?;
         let mut database = Some(decode(url.path().trim_start_matches('/'))?).filter(|d| !d.is_empty());
         let (mut tls, mut root_cert) = (None, None);
+        let (mut statement_timeout_ms, mut lock_timeout_ms) = (DEFAULT_STATEMENT_TIMEOUT_MS, DEFAULT_LOCK_TIMEOUT_MS);
+        let millis = |key: &str, value: &str| {
+            value.parse::<u64>().ok().filter(|ms| *ms > 0).ok_or_else(|| {
+                bad(format!("{key} `{value}` is not a number of milliseconds above 0 (as PostgreSQL's own setting)"))
+            })
+        };
         for (key, value) in url.query_pairs() {
             match &*key {
                 "host" => host = Some(value.into_owned()),
@@ -135,6 +152,8 @@ impl Server {
                 "dbname" => database = Some(value.into_owned()),
                 "sslmode" => tls = Some(tls_mode(&value).map_err(bad)?),
                 "sslrootcert" => root_cert = Some(PathBuf::from(&*value)),
+                "statement_timeout" => statement_timeout_ms = millis("statement_timeout", &value)?,
+                "lock_timeout" => lock_timeout_ms = millis("lock_timeout", &value)?,
                 "application_name" | "connect_timeout" => {}
                 other => return Err(bad(format!("unknown parameter `{other}`"))),
             }
@@ -156,7 +175,8 @@ impl Server {
             None => env("PGSSLMODE").map(|m| tls_mode(&m)).transpose()?.unwrap_or(TlsMode::Prefer),
         };
         let root_cert = root_cert.or_else(|| env("PGSSLROOTCERT").map(PathBuf::from));
-        let mut target = Target { host, port, user, database, password, tls, root_cert };
+        let mut target =
+            Target { host, port, user, database, password, tls, root_cert, statement_timeout_ms, lock_timeout_ms };
         if target.password.is_none() {
             target.password = env("PGPASSWORD").or_else(|| target.password_from_file(env));
         }
@@ -222,6 +242,12 @@ impl Server {
         self.0.root_cert.as_deref()
     }
 
+    /// How long the client waits for one statement's answer: the server's own timeouts, and a
+    /// margin for the answer to arrive (a frozen server or network answers nothing).
+    pub(crate) fn wait(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.0.statement_timeout_ms.max(self.0.lock_timeout_ms) + 5_000)
+    }
+
     /// The client's configuration (the password included).
     pub(crate) fn config(&self) -> tokio_postgres::Config {
         let mut config = tokio_postgres::Config::new();
@@ -234,7 +260,16 @@ impl Server {
             // Statements are prepared once and run many times with different words: a plan made
             // for no words in particular scans the whole index for a word most rows hold (26 ms
             // against 2 ms planned for the words at hand, at 100k messages).
-            .options("-c plan_cache_mode=force_custom_plan")
+            //
+            // Every wait on the server is bounded: a statement, a lock, a transaction left idle
+            // by a client that stopped (its locks are then given back).
+            .options(format!(
+                "-c plan_cache_mode=force_custom_plan -c statement_timeout={} -c lock_timeout={} \
+                 -c idle_in_transaction_session_timeout={}",
+                self.0.statement_timeout_ms,
+                self.0.lock_timeout_ms,
+                self.0.statement_timeout_ms.saturating_mul(2)
+            ))
             .connect_timeout(std::time::Duration::from_secs(10));
         if let Some(password) = &self.0.password {
             config.password(password);
@@ -273,6 +308,12 @@ impl fmt::Display for Server {
         }
         if let Some(cert) = &t.root_cert {
             query.push(format!("sslrootcert={}", cert.display()));
+        }
+        if t.statement_timeout_ms != DEFAULT_STATEMENT_TIMEOUT_MS {
+            query.push(format!("statement_timeout={}", t.statement_timeout_ms));
+        }
+        if t.lock_timeout_ms != DEFAULT_LOCK_TIMEOUT_MS {
+            query.push(format!("lock_timeout={}", t.lock_timeout_ms));
         }
         if !query.is_empty() {
             write!(f, "?{}", query.join("&"))?;

@@ -115,9 +115,9 @@ pub(super) fn connect_only(server: &Server) -> Result<Db> {
     // As libpq: never TLS over a Unix socket (the host is its directory).
     let local = server.host().starts_with('/');
     let pg = match server.tls() {
-        _ if local => Postgres::connect(server.config(), tokio_postgres::NoTls),
-        super::location::TlsMode::Disable => Postgres::connect(server.config(), tokio_postgres::NoTls),
-        _ => Postgres::connect(server.config(), super::tls::connector(server)?),
+        _ if local => Postgres::connect(server.config(), tokio_postgres::NoTls, server.wait()),
+        super::location::TlsMode::Disable => Postgres::connect(server.config(), tokio_postgres::NoTls, server.wait()),
+        _ => Postgres::connect(server.config(), super::tls::connector(server)?, server.wait()),
     }
     .map_err(|e| match e {
         super::db::ConnectFailure::Postgres(e) => Error::Postgres(e),

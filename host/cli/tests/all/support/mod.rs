@@ -369,3 +369,20 @@ pub fn proptest_config(cases: u32, file: &'static str) -> proptest::test_runner:
         ..proptest::test_runner::Config::default()
     }
 }
+
+/// Waits for `child` to exit, at most `deadline`: `None` (and the child SIGKILLed) when it did not,
+/// so a hang fails its test instead of stalling the suite.
+pub fn wait_with_deadline(child: &mut std::process::Child, deadline: Duration) -> Option<std::process::ExitStatus> {
+    let pid = child.id();
+    let (done, exited) = std::sync::mpsc::channel();
+    let watcher = std::thread::spawn(move || {
+        if exited.recv_timeout(deadline).is_err() {
+            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+            return false;
+        }
+        true
+    });
+    let status = child.wait().expect("wait for the child");
+    let _ = done.send(());
+    watcher.join().unwrap_or(false).then_some(status)
+}

@@ -215,11 +215,18 @@ impl Db {
 
     /// Begins a read transaction: every query in it sees the database as it was at its first.
     pub(crate) fn snapshot(&self) -> Result<Tx<'_>> {
-        match self {
-            Db::Sqlite(conn) => conn.execute_batch("BEGIN DEFERRED")?,
-            Db::Postgres(pg) => pg.batch("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?,
-        }
+        self.begin_snapshot()?;
         Ok(Tx { db: self, open: true })
+    }
+
+    /// Begins a read transaction the caller ends with `COMMIT` itself: every query until then
+    /// sees the database as it was at the first (SQLite: one read transaction; PostgreSQL:
+    /// `REPEATABLE READ`).
+    pub(crate) fn begin_snapshot(&self) -> Result<()> {
+        match self {
+            Db::Sqlite(conn) => Ok(conn.execute_batch("BEGIN DEFERRED")?),
+            Db::Postgres(pg) => pg.batch("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"),
+        }
     }
 
     /// Begins a write transaction that the caller ends with `COMMIT` or `ROLLBACK` itself (for a

@@ -44,6 +44,15 @@ pub(crate) struct Postgres {
     statements: RefCell<HashMap<String, Statement>>,
     /// Inside `BEGIN` … `COMMIT`/`ROLLBACK`: a lost connection is not opened again meanwhile.
     in_transaction: Cell<bool>,
+    /// Session claims (session-level advisory locks) this connection holds.
+    claims: Cell<u32>,
+    /// The connection that held claims was lost (and its locks with it): every write is refused
+    /// with [`Error::ClaimLost`] until the claims are given back, so a holder that lost its claim
+    /// never writes beside the next holder.
+    claim_lost: Cell<bool>,
+    /// How long a statement may wait for the server before it fails with a timeout (a frozen
+    /// server or network never holds a caller for good).
+    wait: std::time::Duration,
     open: Open,
 }
 
@@ -59,7 +68,11 @@ pub(crate) enum ConnectFailure {
 impl Postgres {
     /// Connects with `config` over `tls`; the connection is driven by the I/O runtime until the
     /// client is dropped or the server goes away.
-    pub(crate) fn connect<T>(config: tokio_postgres::Config, tls: T) -> Result<Self, ConnectFailure>
+    pub(crate) fn connect<T>(
+        config: tokio_postgres::Config,
+        tls: T,
+        wait: std::time::Duration,
+    ) -> Result<Self, ConnectFailure>
     where
         T: tokio_postgres::tls::MakeTlsConnect<tokio_postgres::Socket> + Clone + Send + 'static,
         T::Stream: Send,
@@ -83,18 +96,79 @@ impl Postgres {
             connection: RefCell::new(Some(connection)),
             statements: RefCell::new(HashMap::new()),
             in_transaction: Cell::new(false),
+            claims: Cell::new(0),
+            claim_lost: Cell::new(false),
+            wait,
             open,
         })
     }
 
-    /// Waits for `request`, driving the connection meanwhile on this thread.
-    fn run<T>(&self, request: impl Future<Output = T>) -> T {
+    /// A session claim was taken on this connection.
+    pub(crate) fn claimed(&self) {
+        self.claims.set(self.claims.get() + 1);
+    }
+
+    /// A session claim taken on this connection was given back (or lost with it): once none is
+    /// held, writes are allowed again.
+    pub(crate) fn unclaimed(&self) {
+        self.claims.set(self.claims.get().saturating_sub(1));
+        if self.claims.get() == 0 {
+            self.claim_lost.set(false);
+        }
+    }
+
+    /// The lost claim was taken again on the connection open now.
+    pub(crate) fn reclaimed(&self) {
+        self.claim_lost.set(false);
+    }
+
+    /// Whether the claims this connection held were lost with it: what the server sent is read
+    /// first (no round trip), so a connection the server closed is seen at once.
+    pub(crate) fn claim_lost(&self) -> bool {
+        if self.claims.get() > 0 && !self.claim_lost.get() {
+            drive(&mut self.connection.borrow_mut(), &mut Context::from_waker(std::task::Waker::noop()));
+            if self.client.borrow().is_closed() {
+                self.claim_lost.set(true);
+            }
+        }
+        self.claim_lost.get()
+    }
+
+    /// Refuses a write once the claims this connection held were lost.
+    fn fence(&self) -> Result<()> {
+        if self.claim_lost() { Err(Error::ClaimLost) } else { Ok(()) }
+    }
+
+    /// Waits for `request`, driving the connection meanwhile on this thread, at most
+    /// [`Postgres::wait`]: past it the connection is dropped (what it was doing is lost with it,
+    /// a transaction rolled back by the server) and the statement fails with a timeout.
+    ///
+    /// The wait runs outside any tokio task's cooperative budget: called from inside a runtime's
+    /// task (an MCP server's, an application's), a budget spent by earlier statements would
+    /// otherwise make every socket read pending forever.
+    fn run<T>(&self, request: impl Future<Output = Result<T, tokio_postgres::Error>>) -> Result<T> {
         let mut connection = self.connection.borrow_mut();
         let mut request = std::pin::pin!(request);
-        block_on(std::future::poll_fn(|cx| {
+        let mut timer = crate::io::handle().ok().map(|io| {
+            let _entered = io.enter();
+            Box::pin(tokio::time::sleep(self.wait))
+        });
+        let outcome = block_on(tokio::task::coop::unconstrained(std::future::poll_fn(|cx| {
             drive(&mut connection, cx);
-            request.as_mut().poll(cx)
-        }))
+            if let std::task::Poll::Ready(r) = request.as_mut().poll(cx) {
+                return std::task::Poll::Ready(Some(r));
+            }
+            let expired = timer.as_mut().is_some_and(|t| t.as_mut().poll(cx).is_ready());
+            if expired { std::task::Poll::Ready(None) } else { std::task::Poll::Pending }
+        })));
+        match outcome {
+            Some(r) => r.map_err(Error::Postgres),
+            None => {
+                // The connection is closed so nothing it was doing can finish later.
+                *connection = None;
+                Err(Error::Timeout(self.wait))
+            }
+        }
     }
 
     /// The client, opened again first when the server closed it (outside a transaction). What
@@ -102,6 +176,9 @@ impl Postgres {
     fn client(&self) -> Result<std::cell::Ref<'_, Client>> {
         drive(&mut self.connection.borrow_mut(), &mut Context::from_waker(std::task::Waker::noop()));
         if self.client.borrow().is_closed() && !self.in_transaction.get() {
+            if self.claims.get() > 0 {
+                self.claim_lost.set(true);
+            }
             let (client, connection) = (self.open)().map_err(|e| match e {
                 ConnectFailure::Postgres(e) => Error::Postgres(e),
                 ConnectFailure::Io(e) => Error::Unreachable(e.to_string()),
@@ -120,7 +197,7 @@ impl Postgres {
         if let Some(stmt) = self.statements.borrow().get(sql) {
             return Ok(stmt.clone());
         }
-        let stmt = self.run(client.prepare(&dollar_parameters(sql))).map_err(Error::Postgres)?;
+        let stmt = self.run(client.prepare(&dollar_parameters(sql)))?;
         let mut cache = self.statements.borrow_mut();
         if cache.len() >= STATEMENT_CACHE {
             cache.clear();
@@ -131,9 +208,12 @@ impl Postgres {
 
     /// Runs a statement, returning the rows it changed.
     pub(crate) fn execute(&self, sql: &str, params: &[&dyn Param]) -> Result<u64> {
+        // The connection first: one opened again after a loss has lost the claims with it.
+        drop(self.client()?);
+        self.fence()?;
         let stmt = self.statement(sql)?;
         let values: Vec<_> = params.iter().map(|p| p.value()).collect();
-        self.run(self.client()?.execute_raw(&stmt, values.iter())).map_err(Error::Postgres)
+        self.run(self.client()?.execute_raw(&stmt, values.iter()))
     }
 
     /// Every row of a query.
@@ -142,18 +222,26 @@ impl Postgres {
         let values: Vec<_> = params.iter().map(|p| p.value()).collect();
         let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
             values.iter().map(|v| v as &(dyn tokio_postgres::types::ToSql + Sync)).collect();
-        self.run(self.client()?.query(&stmt, &refs)).map_err(Error::Postgres)
+        self.run(self.client()?.query(&stmt, &refs))
     }
 
     /// Runs statements without parameters (the simple query protocol).
     pub(crate) fn batch(&self, sql: &str) -> Result<()> {
         let ending = sql.starts_with("COMMIT") || sql.starts_with("ROLLBACK");
         if sql.starts_with("BEGIN") {
-            let result = self.run(self.client()?.batch_execute(sql)).map_err(Error::Postgres);
+            let client = self.client()?;
+            // A write after a lost claim is refused before it begins; a read goes on.
+            if !sql.contains("READ ONLY") {
+                self.fence()?;
+            }
+            let result = self.run(client.batch_execute(sql));
             self.in_transaction.set(result.is_ok());
             return result;
         }
-        let result = self.run(self.client()?.batch_execute(sql)).map_err(Error::Postgres);
+        if !ending && !self.in_transaction.get() {
+            self.fence()?;
+        }
+        let result = self.run(self.client()?.batch_execute(sql));
         if ending {
             self.in_transaction.set(false);
         }

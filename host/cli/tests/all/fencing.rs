@@ -1,0 +1,180 @@
+//! A session's claim across the loss of the PostgreSQL connection that holds it: the server
+//! restarted, the holder's backend terminated, the network frozen (a loopback proxy the test
+//! controls stops forwarding). Two stores stand for two instances. Once the claim is gone, the
+//! first holder writes nothing more (`claim_lost`) while the second claims the session and writes
+//! it; every acknowledged write is there afterwards, and none of the first's late ones.
+
+use std::io::{Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use seshat::conversation::{NewMessage, Role};
+use seshat::store::{NewSession, Store};
+
+use crate::support::Home;
+use crate::support::postgres::{Cluster, SUPERUSER};
+
+/// The texts of a session's messages.
+fn texts(store: &Store, session: &str) -> Vec<String> {
+    store.full_history(session).unwrap().iter().map(|m| crate::support::text_of(m).to_string()).collect()
+}
+
+fn say(text: &str) -> [NewMessage; 1] {
+    [NewMessage::text(Role::User, text)]
+}
+
+/// The first holder's write after its claim went: refused, as `claim_lost` (a first attempt on
+/// the connection that just died may fail as a lost connection instead); never stored.
+fn refused_as_lost(a: &mut Store, session: &str) {
+    let mut codes = Vec::new();
+    for _ in 0..2 {
+        match a.append(session, &say("A after the loss")) {
+            Ok(_) => panic!("the first holder wrote after losing its claim"),
+            Err(e) => codes.push(e.code().to_string()),
+        }
+    }
+    assert!(codes.contains(&"claim_lost".to_string()), "{codes:?}");
+    assert!(a.claim_lost(), "the holder knows its claim is gone");
+}
+
+/// The sequence every fault shares: A claims and writes; `fault` takes A's connection away; B
+/// claims at once and writes; A's writes are refused, its claim cannot be taken back while B
+/// holds it, and once B gave it back A takes it again and writes.
+fn claim_survives_or_is_known_lost(location: &seshat::store::Location, fault: impl FnOnce(&Store)) {
+    let mut a = Store::connect(location).unwrap();
+    let mut b = Store::connect(location).unwrap();
+    let session = a.create_session(NewSession { project: "/p".into(), ..NewSession::default() }).unwrap().id;
+    let held = a.claim_session(&session).unwrap().expect("a free session");
+    a.append(&session, &say("A before")).unwrap();
+    assert!(!a.claim_lost());
+    fault(&a);
+    let taken = b.claim_session(&session).unwrap().expect("the claim went with A's connection");
+    b.append(&session, &say("B")).unwrap();
+    refused_as_lost(&mut a, &session);
+    assert!(!a.reclaim_session(&session).unwrap(), "B holds it");
+    b.release_session(taken).unwrap();
+    assert!(a.reclaim_session(&session).unwrap(), "free again: A holds it on its new connection");
+    a.append(&session, &say("A again")).unwrap();
+    assert!(b.claim_session(&session).unwrap().is_none(), "and holds it for real");
+    a.release_session(held).unwrap();
+    assert_eq!(texts(&b, &session), ["A before", "B", "A again"], "every acknowledged write, and no other");
+}
+
+#[test]
+fn a_claim_lost_to_a_server_restart_fences_its_holder() {
+    let cluster = Cluster::private();
+    cluster.psql("postgres", "CREATE DATABASE fenced_restart");
+    let home = Home::at(cluster.url("fenced_restart", SUPERUSER));
+    claim_survives_or_is_known_lost(&home.location(), |_| cluster.restart());
+}
+
+#[test]
+fn a_claim_lost_to_a_terminated_backend_fences_its_holder() {
+    let cluster = Cluster::private();
+    cluster.psql("postgres", "CREATE DATABASE fenced_terminate");
+    let home = Home::at(cluster.url("fenced_terminate", SUPERUSER));
+    claim_survives_or_is_known_lost(&home.location(), |_| {
+        // The backend holding an advisory lock (A's); the call waits until it is gone.
+        let done = cluster.psql(
+            "fenced_terminate",
+            "SELECT bool_and(pg_terminate_backend(pid, 30000)) FROM pg_locks WHERE locktype = 'advisory' AND granted",
+        );
+        assert_eq!(done, "t", "the holder's backend ended");
+    });
+}
+
+/// A loopback proxy in front of the server's socket: `freeze` stops it forwarding (both sockets
+/// stay open, as on a network that stopped carrying packets); `cut` closes what it holds.
+struct Proxy {
+    dir: tempfile::TempDir,
+    frozen: Arc<AtomicBool>,
+    conns: Arc<std::sync::Mutex<Vec<(UnixStream, UnixStream)>>>,
+}
+
+impl Proxy {
+    fn start(server_socket: PathBuf, port: u16) -> Proxy {
+        let dir = tempfile::tempdir().unwrap();
+        let listener = UnixListener::bind(dir.path().join(format!(".s.PGSQL.{port}"))).unwrap();
+        let frozen = Arc::new(AtomicBool::new(false));
+        let conns = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (f, c) = (frozen.clone(), conns.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { return };
+                let Ok(server) = UnixStream::connect(&server_socket) else { return };
+                c.lock().unwrap().push((client.try_clone().unwrap(), server.try_clone().unwrap()));
+                pump(client.try_clone().unwrap(), server.try_clone().unwrap(), f.clone());
+                pump(server, client, f.clone());
+            }
+        });
+        Proxy { dir, frozen, conns }
+    }
+
+    fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Stops forwarding: bytes read from here on are dropped.
+    fn freeze(&self) {
+        self.frozen.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Copies `from` to `to` until either closes; while frozen, what arrives is dropped.
+fn pump(mut from: UnixStream, mut to: UnixStream, frozen: Arc<AtomicBool>) {
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 16384];
+        loop {
+            let n = match from.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            if !frozen.load(Ordering::SeqCst) && to.write_all(&buf[..n]).is_err() {
+                break;
+            }
+        }
+    });
+}
+
+#[test]
+fn a_claim_behind_a_frozen_network_is_never_taken_while_held_and_its_holder_stops() {
+    let cluster = Cluster::private();
+    cluster.psql("postgres", "CREATE DATABASE fenced_network");
+    let port: u16 = cluster.psql("postgres", "SHOW port").parse().unwrap();
+    let proxy = Proxy::start(cluster.socket_dir().join(format!(".s.PGSQL.{port}")), port);
+    // A reaches the server through the proxy, with short timeouts so its wait ends soon.
+    let through = format!(
+        "postgres://{SUPERUSER}@/fenced_network?host={}&port={port}&sslmode=disable&statement_timeout=1000&lock_timeout=1000",
+        proxy.dir().display()
+    );
+    let direct = Home::at(cluster.url("fenced_network", SUPERUSER)).location();
+    let mut a = Store::connect(&Home::at(through).location()).unwrap();
+    let mut b = Store::connect(&direct).unwrap();
+    let session = a.create_session(NewSession { project: "/p".into(), ..NewSession::default() }).unwrap().id;
+    let held = a.claim_session(&session).unwrap().expect("a free session");
+    a.append(&session, &say("A before")).unwrap();
+    proxy.freeze();
+    // The server still sees A's connection, so its claim holds: B cannot take the session.
+    assert!(b.claim_session(&session).unwrap().is_none(), "held while A's connection lives");
+    // A's write waits for an answer that never comes, then fails; nothing of it is stored.
+    let err = a.append(&session, &say("A behind the frozen network")).unwrap_err();
+    assert_eq!(err.code(), "database_timeout", "{err}");
+    // The server ends the connection it can no longer reach (as its keepalives would).
+    let done = cluster.psql(
+        "fenced_network",
+        "SELECT bool_and(pg_terminate_backend(pid, 30000)) FROM pg_locks WHERE locktype = 'advisory' AND granted",
+    );
+    assert_eq!(done, "t");
+    let taken = b.claim_session(&session).unwrap().expect("free once A's connection is gone");
+    b.append(&session, &say("B")).unwrap();
+    proxy.frozen.store(false, Ordering::SeqCst);
+    refused_as_lost(&mut a, &session);
+    b.release_session(taken).unwrap();
+    a.release_session(held).unwrap();
+    assert!(!a.claim_lost(), "given back, the store writes again");
+    a.append(&session, &say("A after giving it back")).unwrap();
+    assert_eq!(texts(&b, &session), ["A before", "B", "A after giving it back"]);
+    drop(proxy.conns.lock().unwrap().drain(..));
+}
