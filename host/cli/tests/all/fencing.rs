@@ -178,3 +178,71 @@ fn a_claim_behind_a_frozen_network_is_never_taken_while_held_and_its_holder_stop
     assert_eq!(texts(&b, &session), ["A before", "B", "A after giving it back"]);
     drop(proxy.conns.lock().unwrap().drain(..));
 }
+
+crate::on_both_backends! {
+    /// `db copy` of a store whose writers go on meanwhile: the copy is a verified moment of the
+    /// source (every session's count matches its rows, seqs without gaps), and the copy's
+    /// sessions take appends (no seq the copy left behind collides).
+    fn a_copy_of_a_store_being_written_is_a_verified_moment_of_it(home) {
+        let sessions: Vec<String> = {
+            let mut store = home.store();
+            (0..4)
+                .map(|_| {
+                    let id = store.create_session(NewSession { project: "/p".into(), ..NewSession::default() }).unwrap().id;
+                    for i in 0..100 {
+                        store.append(&id, &say(&format!("seed {i}"))).unwrap();
+                    }
+                    id
+                })
+                .collect()
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let writers: Vec<_> = sessions
+            .iter()
+            .map(|id| {
+                let (id, stop, location) = (id.clone(), stop.clone(), home.location());
+                std::thread::spawn(move || {
+                    let mut store = Store::connect(&location).unwrap();
+                    let mut written = 0u64;
+                    while !stop.load(Ordering::SeqCst) {
+                        store.append(&id, &say(&format!("live {written}"))).unwrap();
+                        written += 1;
+                    }
+                    written
+                })
+            })
+            .collect();
+        let target = if home.is_postgres() { Home::new() } else { Home::postgres() };
+        let to = target.url().map_or_else(|| target.db().display().to_string(), str::to_string);
+        let from = home.url().map_or_else(|| home.db().display().to_string(), str::to_string);
+        let mut copying = home
+            .cmd()
+            .args(["db", "copy", &from, &to, "--json"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A copy that chased its source's writers would never end: bounded, it fails instead.
+        let status = crate::support::wait_with_deadline(&mut copying, std::time::Duration::from_secs(300));
+        stop.store(true, Ordering::SeqCst);
+        let written: u64 = writers.into_iter().map(|w| w.join().unwrap()).sum();
+        let (mut stdout, mut stderr) = (String::new(), String::new());
+        copying.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
+        copying.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+        let status = status.unwrap_or_else(|| panic!("the copy of a live store did not end within 300 s: {stderr}"));
+        assert!(status.success(), "the copy of a live store failed: {stderr}");
+        let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(report["verified"], true, "{report}");
+        let mut copy = target.store();
+        for id in &sessions {
+            let history = copy.full_history(id).unwrap();
+            let count = copy.session(id).unwrap().message_count;
+            assert_eq!(history.len() as u64, count, "the count and the rows agree in {id}");
+            assert!(history.iter().enumerate().all(|(i, m)| m.seq == i as u64 + 1), "seqs without gaps in {id}");
+            assert!(count >= 100, "the seeded messages are there");
+            copy.append(id, &say("after the copy")).unwrap();
+        }
+        let source_total: usize = sessions.iter().map(|id| home.store().full_history(id).unwrap().len()).sum();
+        assert_eq!(source_total as u64, 400 + written, "every acknowledged write is in the source");
+    }
+}
