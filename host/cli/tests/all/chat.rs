@@ -750,7 +750,7 @@ pub fn sdk_agent(home: &Home, server: &Server, tools: seshat::client::Tools, opt
     let dirs = seshat::paths::Dirs::under(home.path());
     let config = seshat::ClientOptions {
         auto_compact: true,
-        store: Some(seshat::store::Location::File(home.db())),
+        store: Some(home.location()),
         dirs: Some(dirs),
         project: Some(home.path().display().to_string()),
         ..Default::default()

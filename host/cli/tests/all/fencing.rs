@@ -246,3 +246,90 @@ crate::on_both_backends! {
         assert_eq!(source_total as u64, 400 + written, "every acknowledged write is in the source");
     }
 }
+
+/// Tells the test when the answer's first words arrived.
+struct FirstWords(Option<std::sync::mpsc::Sender<()>>);
+
+impl seshat::client::Observer for FirstWords {
+    fn event(&mut self, event: &seshat::plugins::StreamEvent) {
+        if matches!(event, seshat::plugins::StreamEvent::TextDelta { .. })
+            && let Some(tx) = self.0.take()
+        {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// The fault campaign's turn: A's answer streams on one instance, the server restarts, B's turn
+/// on the same session runs through another and ends; then A's answer goes on. A stops with
+/// `claim_lost` and stores nothing after B's exchange; the session reads A's request, B's
+/// request, B's answer — never A's answer after B's.
+#[test]
+fn a_turn_whose_claim_was_lost_to_a_restart_stops_and_is_not_interleaved_with_the_next() {
+    use crate::support::server::{Gate, Reply, Server, anthropic};
+    let cluster = Cluster::private();
+    cluster.psql("postgres", "CREATE DATABASE fenced_turn");
+    let home = Home::at(cluster.url("fenced_turn", SUPERUSER));
+    let gate = Gate::default();
+    let whole = anthropic::text_answer(&["Partial ", "answer from A"]);
+    let first = whole.iter().position(|p| p.contains("Partial")).unwrap() + 1;
+    let server = Server::start(vec![
+        Reply::Gated { pieces: whole[..first].to_vec(), rest: whole[first..].to_vec(), gate: gate.clone() },
+        Reply::Stream { pieces: anthropic::text_answer(&["Answer from B"]) },
+    ]);
+    let options = seshat::client::AgentOptions::default();
+    let mut a = crate::chat::sdk_agent(&home, &server, seshat::client::Tools::none(), options.clone());
+    let session = a.session().to_string();
+    let (tx, words) = std::sync::mpsc::channel();
+    let turn_a = std::thread::spawn(move || {
+        let outcome = a.claimed_turn("from A", &seshat::providers::Cancel::default(), &mut FirstWords(Some(tx)));
+        outcome.map(|o| o.text).map_err(|e| e.code().to_string())
+    });
+    words.recv().expect("A's first words");
+    cluster.restart();
+    let resume =
+        seshat::client::AgentOptions { session: seshat::client::SessionChoice::Resume(session.clone()), ..options };
+    let mut b = crate::chat::sdk_agent(&home, &server, seshat::client::Tools::none(), resume);
+    let out = b.claimed_turn("from B", &seshat::providers::Cancel::default(), &mut seshat::client::Quiet).unwrap();
+    assert_eq!(out.text, "Answer from B");
+    drop(b);
+    gate.open();
+    let outcome = turn_a.join().unwrap();
+    assert_eq!(outcome, Err("claim_lost".to_string()), "A's turn knows its claim was lost");
+    let store = home.store();
+    assert_eq!(texts(&store, &session), ["from A", "from B", "Answer from B"], "nothing of A after B's exchange");
+}
+
+/// The same loss with nobody taking the session meanwhile: A stops with `claim_lost`, takes the
+/// session back and stores what arrived, marked interrupted, right after its request.
+#[test]
+fn a_turn_whose_claim_was_lost_while_nobody_took_it_stores_what_arrived_as_interrupted() {
+    use crate::support::server::{Gate, Reply, Server, anthropic};
+    let cluster = Cluster::private();
+    cluster.psql("postgres", "CREATE DATABASE fenced_alone");
+    let home = Home::at(cluster.url("fenced_alone", SUPERUSER));
+    let gate = Gate::default();
+    let whole = anthropic::text_answer(&["Partial ", "answer from A"]);
+    let first = whole.iter().position(|p| p.contains("Partial")).unwrap() + 1;
+    let server = Server::start(vec![Reply::Gated {
+        pieces: whole[..first].to_vec(),
+        rest: whole[first..].to_vec(),
+        gate: gate.clone(),
+    }]);
+    let mut a = crate::chat::sdk_agent(&home, &server, seshat::client::Tools::none(), Default::default());
+    let session = a.session().to_string();
+    let (tx, words) = std::sync::mpsc::channel();
+    let turn_a = std::thread::spawn(move || {
+        let outcome = a.claimed_turn("from A", &seshat::providers::Cancel::default(), &mut FirstWords(Some(tx)));
+        outcome.map(|o| o.text).map_err(|e| e.code().to_string())
+    });
+    words.recv().expect("A's first words");
+    cluster.restart();
+    gate.open();
+    assert_eq!(turn_a.join().unwrap(), Err("claim_lost".to_string()));
+    let history = home.store().full_history(&session).unwrap();
+    assert_eq!(history.len(), 2, "A's request and what arrived of its answer: {history:?}");
+    assert!(crate::support::text_of(&history[1]).starts_with("Partial"), "{history:?}");
+    assert_eq!(history[1].status, seshat::conversation::MessageStatus::Interrupted);
+    assert!(home.store().claim_session(&session).unwrap().is_some(), "and the session is free again");
+}

@@ -597,6 +597,8 @@ impl Agent {
                 extra: &self.extra,
             };
             let drafted;
+            // The session's last message when the answer began: the newest the request holds.
+            let began = prepared.messages.iter().filter_map(|m| m.seq).max();
             // The session's claim went with the store's connection: the answer stops at once.
             let mut lost = false;
             let sent = {
@@ -630,7 +632,7 @@ impl Agent {
                     a
                 }
                 Ok(a) => a,
-                Err(_) if lost => return Err(self.claim_lost(Answer::default(), &mut out)),
+                Err(_) if lost => return Err(self.claim_lost(Answer::default(), began, &mut out)),
                 Err(e) if e.code() == "interrupted" => {
                     cut_short(&mut out, e.code(), e.to_string());
                     break;
@@ -652,11 +654,13 @@ impl Agent {
             };
             recovered = false;
             if lost || self.client.store().claim_lost() {
-                return Err(self.claim_lost(answer, &mut out));
+                return Err(self.claim_lost(answer, began, &mut out));
             }
             // What arrived is stored before anything else can fail.
             let stop = match self.store_answer(&answer, &mut out) {
-                Err(Error::Store(crate::store::Error::ClaimLost)) => return Err(self.claim_lost(answer, &mut out)),
+                Err(Error::Store(crate::store::Error::ClaimLost)) => {
+                    return Err(self.claim_lost(answer, began, &mut out));
+                }
                 other => other?,
             };
             if drafted && let Err(e) = self.client.store().clear_draft(&self.session) {
@@ -679,11 +683,19 @@ impl Agent {
     }
 
     /// The turn's claim was lost with the store's connection: when nobody took the session
-    /// meanwhile, what arrived of `answer` is stored as interrupted (replacing its draft);
-    /// otherwise the next holder stores the draft. Either way the turn ends with `claim_lost`.
-    fn claim_lost(&mut self, mut answer: Answer, out: &mut TurnOutcome) -> Error {
+    /// meanwhile and nothing was stored in it since the answer began (at message `began`), what
+    /// arrived of `answer` is stored as interrupted (replacing its draft); otherwise the next
+    /// holder stores the draft, or nothing when the session went on without it. Either way the
+    /// turn ends with `claim_lost`.
+    fn claim_lost(&mut self, mut answer: Answer, began: Option<u64>, out: &mut TurnOutcome) -> Error {
         let store = self.client.store();
+        let untouched = |store: &crate::store::Store| {
+            began.is_some_and(|b| store.session(&self.session).is_ok_and(|s| s.message_count == b))
+        };
         match store.reclaim_session(&self.session) {
+            Ok(true) if !untouched(store) => {
+                tracing::warn!(session = %self.session, "the session went on while its claim was lost: nothing stored");
+            }
             Ok(true) => {
                 answer.error.get_or_insert(providers::Error::Api {
                     code: "claim_lost".into(),
