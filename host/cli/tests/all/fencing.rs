@@ -260,62 +260,26 @@ impl seshat::client::Observer for FirstWords {
     }
 }
 
-/// The fault campaign's turn: A's answer streams on one instance, the server restarts, B's turn
-/// on the same session runs through another and ends; then A's answer goes on. A stops with
-/// `claim_lost` and stores nothing after B's exchange; the session reads A's request, B's
-/// request, B's answer — never A's answer after B's.
-#[test]
-fn a_turn_whose_claim_was_lost_to_a_restart_stops_and_is_not_interleaved_with_the_next() {
+/// A's turn streams its first words on one instance; the server restarts; `meanwhile` runs (given
+/// the home, the model server and the session); then A's answer goes on. Returns the home, the
+/// session and how A's turn ended (its text, or its error's code), with the cluster (running
+/// while it is held).
+fn lose_a_turns_claim(
+    database: &str,
+    second: Vec<crate::support::server::Reply>,
+    meanwhile: impl FnOnce(&Home, &crate::support::server::Server, &str),
+) -> (Cluster, Home, String, Result<String, String>) {
     use crate::support::server::{Gate, Reply, Server, anthropic};
     let cluster = Cluster::private();
-    cluster.psql("postgres", "CREATE DATABASE fenced_turn");
-    let home = Home::at(cluster.url("fenced_turn", SUPERUSER));
+    cluster.psql("postgres", &format!("CREATE DATABASE {database}"));
+    let home = Home::at(cluster.url(database, SUPERUSER));
     let gate = Gate::default();
     let whole = anthropic::text_answer(&["Partial ", "answer from A"]);
     let first = whole.iter().position(|p| p.contains("Partial")).unwrap() + 1;
-    let server = Server::start(vec![
-        Reply::Gated { pieces: whole[..first].to_vec(), rest: whole[first..].to_vec(), gate: gate.clone() },
-        Reply::Stream { pieces: anthropic::text_answer(&["Answer from B"]) },
-    ]);
-    let options = seshat::client::AgentOptions::default();
-    let mut a = crate::chat::sdk_agent(&home, &server, seshat::client::Tools::none(), options.clone());
-    let session = a.session().to_string();
-    let (tx, words) = std::sync::mpsc::channel();
-    let turn_a = std::thread::spawn(move || {
-        let outcome = a.claimed_turn("from A", &seshat::providers::Cancel::default(), &mut FirstWords(Some(tx)));
-        outcome.map(|o| o.text).map_err(|e| e.code().to_string())
-    });
-    words.recv().expect("A's first words");
-    cluster.restart();
-    let resume =
-        seshat::client::AgentOptions { session: seshat::client::SessionChoice::Resume(session.clone()), ..options };
-    let mut b = crate::chat::sdk_agent(&home, &server, seshat::client::Tools::none(), resume);
-    let out = b.claimed_turn("from B", &seshat::providers::Cancel::default(), &mut seshat::client::Quiet).unwrap();
-    assert_eq!(out.text, "Answer from B");
-    drop(b);
-    gate.open();
-    let outcome = turn_a.join().unwrap();
-    assert_eq!(outcome, Err("claim_lost".to_string()), "A's turn knows its claim was lost");
-    let store = home.store();
-    assert_eq!(texts(&store, &session), ["from A", "from B", "Answer from B"], "nothing of A after B's exchange");
-}
-
-/// The same loss with nobody taking the session meanwhile: A stops with `claim_lost`, takes the
-/// session back and stores what arrived, marked interrupted, right after its request.
-#[test]
-fn a_turn_whose_claim_was_lost_while_nobody_took_it_stores_what_arrived_as_interrupted() {
-    use crate::support::server::{Gate, Reply, Server, anthropic};
-    let cluster = Cluster::private();
-    cluster.psql("postgres", "CREATE DATABASE fenced_alone");
-    let home = Home::at(cluster.url("fenced_alone", SUPERUSER));
-    let gate = Gate::default();
-    let whole = anthropic::text_answer(&["Partial ", "answer from A"]);
-    let first = whole.iter().position(|p| p.contains("Partial")).unwrap() + 1;
-    let server = Server::start(vec![Reply::Gated {
-        pieces: whole[..first].to_vec(),
-        rest: whole[first..].to_vec(),
-        gate: gate.clone(),
-    }]);
+    let mut replies =
+        vec![Reply::Gated { pieces: whole[..first].to_vec(), rest: whole[first..].to_vec(), gate: gate.clone() }];
+    replies.extend(second);
+    let server = Server::start(replies);
     let mut a = crate::chat::sdk_agent(&home, &server, seshat::client::Tools::none(), Default::default());
     let session = a.session().to_string();
     let (tx, words) = std::sync::mpsc::channel();
@@ -325,11 +289,45 @@ fn a_turn_whose_claim_was_lost_while_nobody_took_it_stores_what_arrived_as_inter
     });
     words.recv().expect("A's first words");
     cluster.restart();
+    meanwhile(&home, &server, &session);
     gate.open();
-    assert_eq!(turn_a.join().unwrap(), Err("claim_lost".to_string()));
+    let outcome = turn_a.join().unwrap();
+    (cluster, home, session, outcome)
+}
+
+/// The fault campaign's turn: A's answer streams on one instance, the server restarts, B's turn
+/// on the same session runs through another and ends; then A's answer goes on. A stops with
+/// `claim_lost` and stores nothing after B's exchange; the session reads A's request, B's
+/// request, B's answer — never A's answer after B's.
+#[test]
+fn a_turn_whose_claim_was_lost_to_a_restart_stops_and_is_not_interleaved_with_the_next() {
+    use crate::support::server::{Reply, anthropic};
+    let b_answer = vec![Reply::Stream { pieces: anthropic::text_answer(&["Answer from B"]) }];
+    let (_cluster, home, session, outcome) = lose_a_turns_claim("fenced_turn", b_answer, |home, server, session| {
+        let resume = seshat::client::AgentOptions {
+            session: seshat::client::SessionChoice::Resume(session.to_string()),
+            ..Default::default()
+        };
+        let mut b = crate::chat::sdk_agent(home, server, seshat::client::Tools::none(), resume);
+        let out = b.claimed_turn("from B", &seshat::providers::Cancel::default(), &mut seshat::client::Quiet).unwrap();
+        assert_eq!(out.text, "Answer from B");
+    });
+    assert_eq!(outcome, Err("claim_lost".to_string()), "A's turn knows its claim was lost");
+    let store = home.store();
+    assert_eq!(texts(&store, &session), ["from A", "from B", "Answer from B"], "nothing of A after B's exchange");
+}
+
+/// The same loss with nobody taking the session meanwhile: A stops with `claim_lost`, takes the
+/// session back and stores what arrived, marked interrupted, right after its request.
+#[test]
+fn a_turn_whose_claim_was_lost_while_nobody_took_it_stores_what_arrived_as_interrupted() {
+    let (_cluster, home, session, outcome) = lose_a_turns_claim("fenced_alone", Vec::new(), |_, _, _| {});
+    assert_eq!(outcome, Err("claim_lost".to_string()));
     let history = home.store().full_history(&session).unwrap();
     assert_eq!(history.len(), 2, "A's request and what arrived of its answer: {history:?}");
     assert!(crate::support::text_of(&history[1]).starts_with("Partial"), "{history:?}");
     assert_eq!(history[1].status, seshat::conversation::MessageStatus::Interrupted);
-    assert!(home.store().claim_session(&session).unwrap().is_some(), "and the session is free again");
+    let store = home.store();
+    let free = store.claim_session(&session).unwrap().expect("and the session is free again");
+    store.release_session(free).unwrap();
 }
