@@ -4,14 +4,13 @@
 //! call ends the process with the call's transaction whole or absent, leaving the store free for
 //! other writers.
 
-use std::io::{BufRead, BufReader, Write as _};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::on_both_backends;
-use crate::support::{Home, wait_with_deadline};
+use crate::support::Home;
 
 /// How long one call may take before the test calls it hung (a hang is forever; 1,000 entities
 /// take well under a second here).
@@ -69,34 +68,16 @@ on_both_backends! {
 
 on_both_backends! {
     fn a_stop_signal_during_a_large_call_ends_mcp_with_the_call_whole_or_absent(home) {
-        let mut child = home
-            .cmd()
-            .arg("mcp")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn seshat mcp");
-        let mut stdin = child.stdin.take().unwrap();
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
-            "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
-        writeln!(stdin, "{init}").unwrap();
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        assert!(line.contains("seshat-memory"), "{line}");
-        writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
+        let mut mcp = crate::memory_cli::McpClient::start(&home, home.path());
         let entities: Vec<Value> = (0..3000)
             .map(|i| json!({"name": format!("E{i}"), "entityType": "t", "observations": ["a", "b", "c"]}))
             .collect();
-        let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-            "params": {"name": "create_entities", "arguments": {"entities": entities}}});
-        writeln!(stdin, "{call}").unwrap();
-        stdin.flush().unwrap();
+        mcp.send("tools/call", json!({"name": "create_entities", "arguments": {"entities": entities}}));
         // The signal comes while the call is read or run, or just after: whichever, the process ends.
-        let ok = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success();
+        let ok = Command::new("kill").args(["-TERM", &mcp.pid().to_string()]).status().unwrap().success();
         assert!(ok);
-        let status = wait_with_deadline(&mut child, Duration::from_secs(DEADLINE_SECS))
+        let status = mcp
+            .wait_exit_within(Duration::from_secs(DEADLINE_SECS))
             .unwrap_or_else(|| panic!("seshat mcp did not exit within {DEADLINE_SECS} s of SIGTERM"));
         assert_eq!(status.code(), Some(0), "{status}");
         let stored = home.store().memory(None).read_graph(None, 0, 5000).unwrap().0.entities.len();

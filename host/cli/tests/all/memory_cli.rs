@@ -79,6 +79,19 @@ impl McpClient {
         self.child.wait().unwrap()
     }
 
+    /// Sends a request without waiting for its answer.
+    pub fn send(&mut self, method: &str, params: Value) {
+        self.next_id += 1;
+        let request = json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params});
+        writeln!(self.stdin, "{request}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// [`McpClient::wait_exit`], at most `deadline`: `None` (the server SIGKILLed) when it did not exit.
+    pub fn wait_exit_within(mut self, deadline: std::time::Duration) -> Option<std::process::ExitStatus> {
+        crate::support::wait_with_deadline(&mut self.child, deadline)
+    }
+
     /// SIGKILLs the server and reaps it.
     pub fn kill(mut self) {
         self.child.kill().expect("SIGKILL seshat mcp");

@@ -399,7 +399,8 @@ struct Source {
     messages: usize,
     compactions: usize,
     /// The session's message count once they were written (absent in records written before
-    /// it was kept): more now means the session went on in Seshat.
+    /// it was kept). Informational: whether the session went on in Seshat is read from its
+    /// messages on every import, never from this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     stored: Option<u64>,
     /// What of the file was not brought in so far, by kind (an append reports only what is new).
@@ -678,9 +679,7 @@ fn align(history: &[store::Message], c: &Converted) -> Aligned {
             .iter()
             .filter(|p| !matches!(p, Part::ToolResult { call_id, .. } if !calls.contains(call_id.as_str())))
             .collect();
-        let same = here.role == there.role
-            && (here.parts == there.parts
-                || (here.parts.len() == kept.len() && here.parts.iter().zip(&kept).all(|(a, b)| a == *b)));
+        let same = here.role == there.role && (here.parts == there.parts || here.parts.iter().eq(kept.iter().copied()));
         if same {
             for p in &here.parts {
                 if let Part::ToolCall { id, .. } = p {
@@ -696,7 +695,7 @@ fn align(history: &[store::Message], c: &Converted) -> Aligned {
             break;
         }
     }
-    let own_after = history[i.min(history.len())..].iter().any(|m| m.status != MessageStatus::Synthetic);
+    let own_after = history[i..].iter().any(|m| m.status != MessageStatus::Synthetic);
     Aligned { seq, file: j, own_after }
 }
 
