@@ -76,4 +76,13 @@ var (
 	// ErrTooManyTurns: the caller already runs as many turns at once as the remote server allows
 	// per user; retry when one ends.
 	ErrTooManyTurns = &Error{Code: "too_many_turns"}
+	// ErrTurnKeyReused: SendWithKey sent a key already used in the session for another text;
+	// nothing was stored.
+	ErrTurnKeyReused = &Error{Code: "turn_key_reused"}
+	// ErrClaimLost: the service lost the session's hold with its database connection mid-turn;
+	// the turn stopped so no other turn interleaves with it. Send it again with the same key.
+	ErrClaimLost = &Error{Code: "claim_lost"}
+	// ErrDatabaseTimeout: the service's database did not answer in time; nothing of the
+	// operation was kept.
+	ErrDatabaseTimeout = &Error{Code: "database_timeout"}
 )

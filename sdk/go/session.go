@@ -2,6 +2,8 @@ package seshat
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"sync"
 )
@@ -160,6 +162,11 @@ type Outcome struct {
 	ErrorCode string `json:"error_code"`
 	// Compactions ran before the turn's model calls.
 	Compactions []Report `json:"compactions"`
+	// Replayed: the request had been sent before with the same key (SendWithKey) and its
+	// exchange was stored then; this is what was stored, and nothing was stored or asked now.
+	Replayed bool `json:"replayed"`
+	// Warnings say what failed after the answer was stored (the turn succeeded).
+	Warnings []string `json:"warnings"`
 }
 
 // EventKind says what an Event is.
@@ -220,6 +227,8 @@ type Stream struct {
 	stopOnce sync.Once
 	out      Outcome
 	err      error
+	// key is the idempotency key the turn's request carried.
+	key string
 }
 
 func newStream() *Stream {
@@ -296,16 +305,42 @@ func (s *Stream) finish(o Outcome, err error) {
 	})
 }
 
-// Send starts a turn with the user's text and returns its stream at once. Cancelling ctx
+// Key is the idempotency key the turn's request carried: after a failure that leaves it unknown
+// whether the turn was stored (ErrClosed: the connection or the server went away), send the same
+// text again with SendWithKey and this key — on a new client if need be — and the exchange is
+// stored once: its stored outcome comes back (Outcome.Replayed), or its unfinished turn goes on.
+func (s *Stream) Key() string {
+	return s.key
+}
+
+// NewKey returns a fresh idempotency key for SendWithKey.
+func NewKey() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("seshat: no randomness for an idempotency key: " + err.Error())
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// Send starts a turn with the user's text and returns its stream at once; the request carries a
+// fresh idempotency key (Stream.Key). Cancelling ctx
 // interrupts the turn (what arrived is stored, marked interrupted). With ctx already done nothing
 // is sent and the error is ErrInterrupted; ctx done while the turn is being started interrupts
 // the turn the server began, and the error is ErrInterrupted too — never a turn left running.
 func (s *Session) Send(ctx context.Context, text string) (*Stream, error) {
+	return s.SendWithKey(ctx, NewKey(), text)
+}
+
+// SendWithKey is Send with the request's idempotency key: sent again with the key and text of a
+// turn whose outcome was lost, nothing is stored twice (ErrTurnKeyReused when the text differs).
+// A key is 1 to 255 bytes; NewKey makes one.
+func (s *Session) SendWithKey(ctx context.Context, key, text string) (*Stream, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, interrupted(err)
 	}
 	c := s.client
 	st := newStream()
+	st.key = key
 	// The server decides whether the session is busy (another client may hold it too).
 	c.mu.Lock()
 	previous := c.turns[s.ID]
@@ -314,7 +349,8 @@ func (s *Session) Send(ctx context.Context, text string) (*Stream, error) {
 	// The request goes out whatever ctx does meanwhile; its answer says whether a turn began.
 	started := make(chan error, 1)
 	go func() {
-		started <- c.call(context.Background(), "turn/start", map[string]interface{}{"session": s.ID, "text": text}, nil)
+		params := map[string]interface{}{"session": s.ID, "text": text, "idempotency_key": key}
+		started <- c.call(context.Background(), "turn/start", params, nil)
 	}()
 	var err error
 	select {

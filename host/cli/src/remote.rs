@@ -171,6 +171,14 @@ impl Remote {
         Ok(Arc::new(config))
     }
 
+    /// Opens the connection again (the last one ended): what was read of the old one and not
+    /// handed on is dropped.
+    pub fn reconnect(&mut self) -> anyhow::Result<()> {
+        self.ws = None;
+        self.backlog.clear();
+        self.open()
+    }
+
     /// The service's address.
     pub fn url(&self) -> &str {
         &self.target.url

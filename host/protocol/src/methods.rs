@@ -389,6 +389,12 @@ pub struct TurnStartParams {
     pub session: String,
     /// The user's message.
     pub text: String,
+    /// A key the client chose for this request (1 to 255 bytes, unique per request): sent again
+    /// with the same key and text after a failure that left the client unsure whether the turn
+    /// was stored, the request stores nothing twice — its stored outcome is replayed, or its
+    /// unfinished turn goes on. The same key with other text is `turn_key_reused`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
 }
 
 /// `turn/start`'s result, sent at once.

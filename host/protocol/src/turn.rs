@@ -213,4 +213,12 @@ pub struct TurnOutcome {
     pub compactions: Vec<Report>,
     /// Window use after the turn.
     pub context: Option<ContextUse>,
+    /// The turn's request had been sent before with the same idempotency key and its exchange was
+    /// stored then: this is what was stored (nothing was stored or asked of the model now).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub replayed: bool,
+    /// What failed after the answer was stored (the turn succeeded): a figure not updated, a
+    /// claim not given back.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }

@@ -84,8 +84,29 @@ fn session(ctx: &Context, args: &Args, remote: &mut Remote) -> anyhow::Result<St
     })
 }
 
+/// How many times a turn whose connection dropped is sent again (with its idempotency key, so
+/// the service stores it once) before the failure is the turn's.
+const RESENDS: u32 = 3;
+
+/// How long, at most, a turn sent again waits for the service to finish the attempt its dropped
+/// connection interrupted (it is `session_busy` meanwhile).
+const BUSY_FOR: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Why one attempt at a turn ended without its outcome.
+enum Failed {
+    /// The connection ended: the service may or may not have stored the turn.
+    Dropped(anyhow::Error),
+    /// The session is busy (after a resend: the interrupted attempt is still being stored).
+    Busy(anyhow::Error),
+    /// Anything else: the turn's failure.
+    Other(anyhow::Error),
+}
+
 /// Runs one turn of `session` with `text`, printing its progress; a cancel sends
-/// `turn/interrupt` and the turn ends as the service stored it.
+/// `turn/interrupt` and the turn ends as the service stored it. The request carries an
+/// idempotency key: when the connection drops before the outcome arrives, it is opened again
+/// and the turn sent again with the same key — the service stores the exchange once, and either
+/// replays its stored outcome or goes on with the turn it had begun.
 fn turn(
     remote: &mut Remote,
     session: &str,
@@ -93,11 +114,62 @@ fn turn(
     printer: &mut Printer,
     cancel: &Cancel,
 ) -> anyhow::Result<TurnOutcome> {
-    let started = remote.call("turn/start", &json!({"session": session, "text": text}))??;
+    let key = seshat::store::new_turn_key();
+    // The answer's text shown so far, so a replayed outcome shows only what was not.
+    let mut shown = String::new();
+    let (mut resends, mut busy_since) = (0, None::<std::time::Instant>);
+    loop {
+        let failed = match attempt(remote, session, text, &key, printer, cancel, &mut shown) {
+            Ok(outcome) => {
+                if outcome.replayed {
+                    let rest = outcome.text.strip_prefix(shown.as_str()).unwrap_or(&outcome.text);
+                    printer.event(&seshat::plugins::StreamEvent::TextDelta { text: rest.to_string() });
+                }
+                return Ok(outcome);
+            }
+            Err(failed) => failed,
+        };
+        match failed {
+            Failed::Dropped(e) if resends < RESENDS && !cancel.is_cancelled() => {
+                resends += 1;
+                printer.end_line();
+                eprintln!("[{}: sending the turn again]", format::visible(&format!("{e:#}")));
+                remote.reconnect()?;
+            }
+            Failed::Busy(e) if resends > 0 && !cancel.is_cancelled() => {
+                let since = *busy_since.get_or_insert_with(std::time::Instant::now);
+                if since.elapsed() > BUSY_FOR {
+                    return Err(e);
+                }
+                // The service is still storing the attempt the dropped connection interrupted.
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            Failed::Dropped(e) | Failed::Busy(e) | Failed::Other(e) => return Err(e),
+        }
+    }
+}
+
+/// One attempt at a turn: `turn/start` with `key`, then its notifications until its outcome.
+fn attempt(
+    remote: &mut Remote,
+    session: &str,
+    text: &str,
+    key: &str,
+    printer: &mut Printer,
+    cancel: &Cancel,
+    shown: &mut String,
+) -> Result<TurnOutcome, Failed> {
+    let params = json!({"session": session, "text": text, "idempotency_key": key});
+    let started = match remote.call("turn/start", &params) {
+        Ok(Ok(started)) => started,
+        Ok(Err(refused)) if refused.code == "session_busy" => return Err(Failed::Busy(refused.into())),
+        Ok(Err(refused)) => return Err(Failed::Other(refused.into())),
+        Err(e) => return Err(Failed::Dropped(e)),
+    };
     let turn = started["turn"].clone();
     let mut outcome = None;
     let mut asked = false;
-    remote.notifications(
+    let read = remote.notifications(
         |notice| {
             if notice["params"]["turn"] != turn {
                 return true;
@@ -106,6 +178,9 @@ fn turn(
             match notice["method"].as_str().unwrap_or_default() {
                 n::TurnEvent::NAME => {
                     if let Ok(p) = serde_json::from_value::<n::TurnEventParams>(params) {
+                        if let seshat::plugins::StreamEvent::TextDelta { text } = &p.event {
+                            shown.push_str(text);
+                        }
                         printer.event(&p.event);
                     }
                 }
@@ -151,8 +226,9 @@ fn turn(
             asked = true;
             Some(("turn/interrupt", json!({"session": session})))
         },
-    )?;
-    outcome.ok_or_else(|| anyhow::anyhow!("the service's turn/completed cannot be read"))
+    );
+    read.map_err(Failed::Dropped)?;
+    outcome.ok_or_else(|| Failed::Other(anyhow::anyhow!("the service's turn/completed cannot be read")))
 }
 
 /// The interactive session on the service.

@@ -14,6 +14,7 @@
 
 mod network;
 mod rpc;
+mod token_check;
 mod turns;
 
 use std::collections::HashMap;
@@ -574,8 +575,21 @@ impl Server {
                 if p.text.trim().is_empty() {
                     return Err(RpcError::invalid_params("`text` is empty: give the user's message"));
                 }
+                if let Some(key) = &p.idempotency_key
+                    && (key.is_empty()
+                        || key.len() > seshat::store::MAX_TURN_KEY_BYTES
+                        || key.chars().any(char::is_control))
+                {
+                    return Err(RpcError::invalid_params(format!(
+                        "`idempotency_key` has {} bytes: give 1 to {} bytes without control characters, one key per \
+                         request",
+                        key.len(),
+                        seshat::store::MAX_TURN_KEY_BYTES
+                    )));
+                }
                 let setup = self.setup.clone().unwrap_or_default();
-                self.with_link(&setup, |turns, link| turns.start(link, &session, p.text, id))?;
+                let (text, key) = (p.text, p.idempotency_key);
+                self.with_link(&setup, |turns, link| turns.start(link, &session, text, key, id))?;
                 Ok(None)
             }
             m::TurnInterrupt::NAME => {

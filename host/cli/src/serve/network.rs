@@ -98,8 +98,8 @@ fn tls_config(cert: &std::path::Path, key: &std::path::Path) -> anyhow::Result<r
 struct Shared {
     ctx: Arc<Context>,
     busy: turns::Busy,
-    /// Checks tokens (its own connection to the store).
-    tokens: Mutex<seshat::store::Store>,
+    /// Checks tokens (on its own thread and connection to the store).
+    tokens: super::token_check::TokenCheck,
     config: seshat::config::ServeConfig,
     /// The largest message a client may send.
     max_message: usize,
@@ -175,7 +175,7 @@ impl Drop for OpenGuard {
 pub(super) fn serve(ctx: Arc<Context>, network: Network, busy: turns::Busy, stop: &Stop) -> anyhow::Result<()> {
     let config = ctx.config().map(|c| c.serve).unwrap_or_default();
     let max_message = config.max_message_bytes();
-    let tokens = Mutex::new(ctx.store()?);
+    let tokens = super::token_check::TokenCheck::start(ctx.store()?);
     let runtime =
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().context("tokio runtime")?;
     runtime.block_on(async move {
@@ -204,14 +204,15 @@ pub(super) fn serve(ctx: Arc<Context>, network: Network, busy: turns::Busy, stop
                     let shared = shared.clone();
                     let acceptor = acceptor.clone();
                     tokio::spawn(async move {
-                        let handshake = shared.config.handshake_timeout();
+                        // One deadline for the whole handshake: TLS, the upgrade and its token check.
+                        let deadline = tokio::time::Instant::now() + shared.config.handshake_timeout();
                         match acceptor {
-                            Some(acceptor) => match tokio::time::timeout(handshake, acceptor.accept(tcp)).await {
-                                Ok(Ok(tls)) => client(shared, tls, peer).await,
+                            Some(acceptor) => match tokio::time::timeout_at(deadline, acceptor.accept(tcp)).await {
+                                Ok(Ok(tls)) => client(shared, tls, peer, deadline).await,
                                 Ok(Err(e)) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
                                 Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
                             },
-                            None => client(shared, tcp, peer).await,
+                            None => client(shared, tcp, peer, deadline).await,
                         }
                     });
                 }
@@ -241,7 +242,7 @@ fn refuse(status: StatusCode, code: &str, message: &str) -> ErrorResponse {
 
 /// The caller a request's `Authorization: Bearer` token names, or the refusal to answer with.
 #[allow(clippy::result_large_err, reason = "tungstenite's upgrade callback returns its ErrorResponse by value")]
-fn authenticate(shared: &Shared, request: &Request) -> Result<seshat::store::Caller, ErrorResponse> {
+fn authenticate(shared: &Shared, request: &Request, deadline: Instant) -> Result<seshat::store::Caller, ErrorResponse> {
     let Some(header) = request.headers().get(http::header::AUTHORIZATION) else {
         return Err(refuse(
             StatusCode::UNAUTHORIZED,
@@ -255,21 +256,24 @@ fn authenticate(shared: &Shared, request: &Request) -> Result<seshat::store::Cal
         .and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")))
         .map(str::trim)
         .unwrap_or_default();
-    let checked = tokio::task::block_in_place(|| shared.tokens.lock().map(|store| store.authenticate(token)));
-    match checked {
-        Ok(Ok(Ok(caller))) => Ok(caller),
-        Ok(Ok(Err(refusal))) => Err(refuse(StatusCode::UNAUTHORIZED, refusal.code(), &refusal.to_string())),
-        Ok(Err(e)) => {
-            tracing::warn!("cannot check a token: {e}");
-            Err(refuse(StatusCode::SERVICE_UNAVAILABLE, e.code(), "the server cannot reach its store: try again"))
+    use super::token_check::Checked;
+    match tokio::task::block_in_place(|| shared.tokens.check(token, deadline)) {
+        Checked::Caller(caller) => Ok(caller),
+        Checked::Refused(refusal) => Err(refuse(StatusCode::UNAUTHORIZED, refusal.code(), &refusal.to_string())),
+        Checked::Failed(code) => {
+            Err(refuse(StatusCode::SERVICE_UNAVAILABLE, code, "the server cannot reach its store: try again"))
         }
-        Err(_) => Err(refuse(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "the token check failed")),
+        Checked::Late => Err(refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "database_timeout",
+            "the server's store did not check the token within the handshake's time: try again in a moment",
+        )),
     }
 }
 
 /// One client: the upgrade (its token checked, a connection slot taken), then its frames bridged
 /// to a connection served as stdio is, until either side ends.
-async fn client<S>(shared: Arc<Shared>, stream: S, peer: SocketAddr)
+async fn client<S>(shared: Arc<Shared>, stream: S, peer: SocketAddr, deadline: tokio::time::Instant)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -287,7 +291,7 @@ where
                     "the server has as many clients as it takes (`max_connections` under [serve]): try again later",
                 ));
             }
-            let who = authenticate(&shared, request)?;
+            let who = authenticate(&shared, request, deadline.into_std())?;
             if let Ok(mut c) = caller.lock() {
                 *c = Some(who);
             }
@@ -297,7 +301,7 @@ where
     let config =
         WebSocketConfig::default().max_message_size(Some(shared.max_message)).max_frame_size(Some(shared.max_message));
     let upgrade = tokio_tungstenite::accept_hdr_async_with_config(stream, callback, Some(config));
-    let ws = match tokio::time::timeout(shared.config.handshake_timeout(), upgrade).await {
+    let ws = match tokio::time::timeout_at(deadline, upgrade).await {
         Ok(Ok(ws)) => ws,
         Ok(Err(e)) => return tracing::debug!(%peer, "refused: {e}"),
         Err(_) => return tracing::debug!(%peer, "the WebSocket handshake timed out"),

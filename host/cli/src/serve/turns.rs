@@ -150,12 +150,12 @@ struct Claim {
 
 impl Claim {
     /// Gives the session back: in the store (through the agent that claimed it there), then here.
-    fn release(mut self, agent: &mut Agent) {
-        if let Some(held) = self.held.take()
-            && let Err(e) = agent.release(held)
-        {
-            tracing::warn!(session = %self.session, "cannot release the session's claim in the store: {e}");
-        }
+    /// A claim the store could not take back is a warning (it ends with the agent's connection).
+    fn release(mut self, agent: &mut Agent) -> Option<String> {
+        let held = self.held.take()?;
+        let e = agent.release(held).err()?;
+        tracing::warn!(session = %self.session, "cannot release the session's claim in the store: {e}");
+        Some(format!("the session's claim could not be given back (it ends with the connection): {e}"))
     }
 }
 
@@ -267,7 +267,14 @@ impl Turns {
 
     /// Starts a turn of `session` with the user's `text`; its worker answers request `id` with
     /// the turn's number before the turn's first notification.
-    pub(super) fn start(&mut self, link: Link<'_>, session: &str, text: String, id: Value) -> Result<(), RpcError> {
+    pub(super) fn start(
+        &mut self,
+        link: Link<'_>,
+        session: &str,
+        text: String,
+        key: Option<String>,
+        id: Value,
+    ) -> Result<(), RpcError> {
         tracing::trace!(session, "turn/start");
         self.next += 1;
         let turn = self.next;
@@ -279,15 +286,18 @@ impl Turns {
                 Err(e) => return outbox.error(id, e),
             }
             let mut notifier = Notifier { outbox: outbox.clone(), session: session_id.clone(), turn };
-            let outcome = agent.turn(&text, &cancel, &mut notifier);
-            let outcome = outcome.unwrap_or_else(|e| seshat::client::TurnOutcome {
+            let outcome = agent.turn_keyed(&text, key.as_deref(), &cancel, &mut notifier);
+            let mut outcome = outcome.unwrap_or_else(|e| seshat::client::TurnOutcome {
                 session: session_id.clone(),
                 error: Some(e.to_string()),
                 error_code: Some(e.code().to_string()),
                 ..Default::default()
             });
             // Free before the answer, so a request that follows it finds the session free.
-            claim.release(agent);
+            if let Some(warning) = claim.release(agent) {
+                notifier.warning(&warning);
+                outcome.warnings.push(warning);
+            }
             outbox.notice::<n::Completed>(&n::CompletedParams { session: session_id, turn, outcome });
         })
     }
@@ -303,7 +313,7 @@ impl Turns {
         let outbox = link.outbox.clone();
         self.run(link, session, id, move |agent, _cancel, claim, id| {
             let report = agent.compact_until(how.dry_run, how.instructions.as_deref(), how.until);
-            claim.release(agent);
+            let _ = claim.release(agent);
             match report {
                 Ok(report) => match super::rpc::answer::<m::SessionCompact>(&m::SessionCompactResult { report }) {
                     Ok(result) => outbox.result(id, result.unwrap_or_default()),

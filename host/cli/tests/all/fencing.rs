@@ -331,3 +331,29 @@ fn a_turn_whose_claim_was_lost_while_nobody_took_it_stores_what_arrived_as_inter
     let free = store.claim_session(&session).unwrap().expect("and the session is free again");
     store.release_session(free).unwrap();
 }
+
+/// The service's store stops answering (its network frozen, its waits set to an hour): a client
+/// connecting meanwhile is refused within the handshake's time (503, `database_timeout`) instead
+/// of waiting on the token check; so is the next, while the first check still waits.
+#[test]
+fn a_handshake_whose_token_check_the_store_does_not_answer_is_refused_in_its_time() {
+    let cluster = Cluster::private();
+    cluster.psql("postgres", "CREATE DATABASE fenced_handshake");
+    let port: u16 = cluster.psql("postgres", "SHOW port").parse().unwrap();
+    let proxy = Proxy::start(cluster.socket_dir().join(format!(".s.PGSQL.{port}")), port);
+    let through = format!(
+        "postgres://{SUPERUSER}@/fenced_handshake?host={}&port={port}&sslmode=disable&statement_timeout=3600000&\
+         lock_timeout=3600000",
+        proxy.dir().display()
+    );
+    let home = Home::at(through);
+    std::fs::write(home.path().join("config.toml"), "[serve]\nhandshake_timeout_secs = 2\n").unwrap();
+    let alice = crate::network::token(&home, "alice", &[]);
+    let service = crate::network::Service::start(&home, "ws", &[]);
+    assert!(service.connect(Some(&alice), None).is_ok(), "served while the store answers");
+    proxy.freeze();
+    for attempt in ["first", "second"] {
+        let (status, code, _) = crate::network::refusal(service.connect(Some(&alice), None));
+        assert_eq!((status, code.as_str()), (503, "database_timeout"), "the {attempt} client");
+    }
+}

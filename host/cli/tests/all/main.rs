@@ -20,6 +20,7 @@ mod foreign;
 mod foreign_client;
 mod history;
 mod hostile;
+mod idempotency;
 mod ids;
 mod in_async;
 mod kills;

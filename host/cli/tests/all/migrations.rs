@@ -385,3 +385,33 @@ fn version_11_fixture_upgrades_to_owners_and_keeps_every_row() {
     let (graph, _) = ann.memory(Some("/work/alpha")).search("upload", None, 5).unwrap();
     assert!(graph.entities.is_empty() && ann.list_sessions(&Default::default()).unwrap().is_empty());
 }
+
+crate::on_both_backends! {
+/// A database whose recorded schema version is older than its tables (put back by hand, or a
+/// restore that mixed files) fails its upgrade naming both versions and the migration, with a
+/// stable code; nothing of the upgrade is kept and the sessions are still there.
+fn a_migration_that_fails_names_the_versions_and_keeps_nothing(home) {
+    let id = home.session("/p");
+    home.sql("PRAGMA user_version = 15", "UPDATE seshat_schema SET version = 5").unwrap();
+    let err = Store::connect(&home.location()).unwrap_err();
+    assert_eq!(err.code(), "migration_failed", "{err}");
+    let text = err.to_string();
+    let (from, to, name) = if home.location().to_string().starts_with("postgres") {
+        ("5", "6", "0006_turn_keys")
+    } else {
+        ("15", "16", "0016_turn_keys")
+    };
+    assert!(
+        text.contains(&format!("from schema version {from} to {to} (migration {name})"))
+            && text.contains("turn_keys")
+            && text.contains("restore it from a backup"),
+        "{text}"
+    );
+    let recorded = "SELECT version FROM seshat_schema";
+    let recorded =
+        if home.location().to_string().starts_with("postgres") { home.sql_value(recorded, recorded) } else { 15 };
+    assert_eq!(recorded, from.parse::<i64>().unwrap(), "the recorded version is unchanged");
+    let count = "SELECT count(*) FROM sessions WHERE id = '{id}'".replace("{id}", &id);
+    assert_eq!(home.sql_value(&count, &count), 1, "the session is still there");
+}
+}

@@ -17,17 +17,17 @@ use crate::support::tls::Authority;
 use crate::support::{Home, Watchdog, wait_for};
 
 /// A running `seshat serve --listen ws(s)://127.0.0.1:0`, and what it logged after it listened.
-struct Service {
+pub(crate) struct Service {
     child: Child,
     /// The address it listens on (`ws://127.0.0.1:PORT`).
     url: String,
-    port: u16,
+    pub(crate) port: u16,
     log: Arc<Mutex<Vec<String>>>,
 }
 
 impl Service {
     /// Starts the service in `home` with `extra` arguments (`--tls-cert …`).
-    fn start(home: &Home, scheme: &str, extra: &[&str]) -> Service {
+    pub(crate) fn start(home: &Home, scheme: &str, extra: &[&str]) -> Service {
         let mut child = home
             .cmd()
             .env("OPENAI_API_KEY", KEY)
@@ -56,7 +56,7 @@ impl Service {
     }
 
     /// Connects with `token` (and trusting `tls`' CA for wss://).
-    fn connect(&self, token: Option<&str>, tls: Option<&Authority>) -> Result<Client, tungstenite::Error> {
+    pub(crate) fn connect(&self, token: Option<&str>, tls: Option<&Authority>) -> Result<Client, tungstenite::Error> {
         connect(&self.url, self.port, token, tls)
     }
 
@@ -86,7 +86,7 @@ trait Io: Read + Write + Send {}
 impl<T: Read + Write + Send> Io for T {}
 
 /// A WebSocket client speaking the service's JSON-RPC, one message per text frame.
-struct Client {
+pub(crate) struct Client {
     ws: tungstenite::WebSocket<Box<dyn Io>>,
     next: u64,
     /// Messages read while waiting for another.
@@ -168,7 +168,7 @@ impl Client {
 }
 
 /// Adds `user` and makes a token for them (`extra`: `--read-only`, `--expires …`).
-fn token(home: &Home, user: &str, extra: &[&str]) -> String {
+pub(crate) fn token(home: &Home, user: &str, extra: &[&str]) -> String {
     let _ = home.run(&["users", "add", user]);
     let out = home.run(&[&["tokens", "create", "--user", user][..], extra].concat());
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -176,7 +176,7 @@ fn token(home: &Home, user: &str, extra: &[&str]) -> String {
 }
 
 /// The HTTP status and the body's `code` of a refused upgrade.
-fn refusal(result: Result<Client, tungstenite::Error>) -> (u16, String, Option<String>) {
+pub(crate) fn refusal(result: Result<Client, tungstenite::Error>) -> (u16, String, Option<String>) {
     match result {
         Err(tungstenite::Error::Http(response)) => {
             let body: Value = serde_json::from_slice(response.body().as_deref().unwrap_or_default()).unwrap();

@@ -500,3 +500,26 @@ fn a_draft_is_taken_back_only_while_its_answer_was_never_stored(home) {
     assert_eq!(store.take_draft(&id).unwrap().as_deref(), Some("mine"), "nor takes or clears one");
 }
 }
+
+on_both_backends! {
+/// A message row written by something other than Seshat is an error naming its session, its seq
+/// and its column, with a stable code; the session's other messages and other sessions still read.
+fn a_corrupt_message_names_its_session_seq_and_column(home) {
+    let id = home.session("/p");
+    let other = home.session("/p");
+    let mut store = home.store();
+    store.append(&id, &[NewMessage::text(Role::User, "fine"), NewMessage::text(Role::Assistant, "also fine")]).unwrap();
+    store.append(&other, &[NewMessage::text(Role::User, "elsewhere")]).unwrap();
+    let bad = format!(
+        "INSERT INTO messages (session_id, seq, role, parts, status, created_at) \
+         VALUES ('{id}', 3, 'user', '[{{\"type\": \"hologram\"}}]', 'complete', 0)"
+    );
+    home.sql(&bad, &bad).unwrap();
+    let err = store.full_history(&id).unwrap_err();
+    assert_eq!(err.code(), "corrupt_row", "{err}");
+    let text = err.to_string();
+    assert!(text.contains(&format!("message 3 of session {id}")) && text.contains("`parts`"), "{text}");
+    assert_eq!(text_of(&store.message(&id, 2).unwrap().unwrap()), "also fine");
+    assert_eq!(text_of(&store.full_history(&other).unwrap()[0]), "elsewhere");
+}
+}

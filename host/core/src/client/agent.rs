@@ -535,6 +535,76 @@ impl Agent {
         self.run(cancel, observer)
     }
 
+    /// [`Agent::turn`] with the idempotency key its client chose for the request (none: as
+    /// [`Agent::turn`]). The user's message is stored with the key; the same request sent again
+    /// (after a failure that left the client unsure whether it was stored) stores nothing new:
+    /// when its exchange was answered, the outcome is what was stored ([`TurnOutcome::replayed`],
+    /// no model called); when the exchange is the session's last and unfinished (the answer was
+    /// lost with its connection), the turn goes on from what was stored. The same key with other
+    /// text is refused (`turn_key_reused`).
+    pub fn turn_keyed(
+        &mut self,
+        input: &str,
+        key: Option<&str>,
+        cancel: &Cancel,
+        observer: &mut dyn Observer,
+    ) -> Result<TurnOutcome> {
+        let Some(key) = key else { return self.turn(input, cancel, observer) };
+        match self.client.store().append_request(&self.session, key, input)? {
+            crate::store::Request::Repeated(seq) => self.repeat(seq, cancel, observer),
+            _ => self.run(cancel, observer),
+        }
+    }
+
+    /// A request stored before as message `seq` was sent again: what its exchange stored, or the
+    /// turn gone on when it is the session's last and unfinished.
+    fn repeat(&mut self, seq: u64, cancel: &Cancel, observer: &mut dyn Observer) -> Result<TurnOutcome> {
+        let store = self.client.store();
+        let answers = store.answers_to(&self.session, seq)?;
+        let last = store.session(&self.session)?.message_count;
+        let finished = answers.last().is_some_and(|m| {
+            m.role == Role::Assistant
+                && m.status == MessageStatus::Complete
+                && !m.parts.iter().any(|p| matches!(p, Part::ToolCall { .. }))
+        });
+        if !finished && answers.last().map_or(seq, |m| m.seq) == last {
+            tracing::info!(session = %self.session, seq, "a repeated request goes on with the turn it began");
+            return self.run(cancel, observer);
+        }
+        let mut out = TurnOutcome { session: self.session.clone(), replayed: true, ..TurnOutcome::default() };
+        for m in &answers {
+            if let Some(u) = m.usage {
+                out.usage.input_tokens += u.input_tokens;
+                out.usage.output_tokens += u.output_tokens;
+                out.usage.cache_read_tokens += u.cache_read_tokens;
+                out.usage.cache_creation_tokens += u.cache_creation_tokens;
+                out.usage.context_tokens = u.context_tokens;
+            }
+        }
+        if let Some(answer) = answers.iter().rev().find(|m| m.role == Role::Assistant) {
+            out.text = answer
+                .parts
+                .iter()
+                .filter_map(|p| match p {
+                    Part::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect();
+        }
+        if !finished {
+            cut_short(
+                &mut out,
+                "interrupted",
+                format!(
+                    "the turn this request began (message {seq}) was cut short, and the session went on after it: \
+                     what was stored is its outcome"
+                ),
+            );
+        }
+        self.finish(&mut out, observer);
+        Ok(out)
+    }
+
     /// [`Agent::turn`] holding the session's claim for every process sharing the store (see
     /// [`Agent::claim`]): refused with `session_busy`, storing nothing, while another holder runs a
     /// turn in it; meanwhile the answer is kept as a draft, taken back if this process dies.
@@ -542,8 +612,14 @@ impl Agent {
         let Some(claim) = self.claim()? else { return Err(Error::SessionBusy(self.session.clone())) };
         let outcome = self.turn(input, cancel, observer);
         let released = self.release(claim);
-        let outcome = outcome?;
-        released?;
+        let mut outcome = outcome?;
+        if let Err(e) = released {
+            warn(
+                &mut outcome,
+                observer,
+                format!("the session's claim could not be given back (it ends with the connection): {e}"),
+            );
+        }
         Ok(outcome)
     }
 
@@ -666,7 +742,10 @@ impl Agent {
             if drafted && let Err(e) = self.client.store().clear_draft(&self.session) {
                 tracing::warn!(session = %self.session, "cannot remove the answer's draft: {e}");
             }
-            self.learn_from_usage(&answer, &prepared)?;
+            // The answer is stored: what fails from here on does not undo it.
+            if let Err(e) = self.learn_from_usage(&answer, &prepared) {
+                warn(&mut out, observer, format!("the token figures learnt from this answer were not kept: {e}"));
+            }
             if !stop {
                 self.run_tools(&answer, cancel, observer)?;
                 if cancel.is_cancelled() {
@@ -677,9 +756,18 @@ impl Agent {
             }
             break;
         }
-        self.flush_notices(observer);
-        out.context = self.context_use()?;
+        self.finish(&mut out, observer);
         Ok(out)
+    }
+
+    /// The end of a turn whose outcome is settled: the notices left, and how full the window is
+    /// now (a failure to read it is a warning: the turn's messages are stored).
+    fn finish(&mut self, out: &mut TurnOutcome, observer: &mut dyn Observer) {
+        self.flush_notices(observer);
+        match self.context_use() {
+            Ok(context) => out.context = context,
+            Err(e) => warn(out, observer, format!("how full the window is could not be read: {e}")),
+        }
     }
 
     /// The turn's claim was lost with the store's connection: when nobody took the session
@@ -871,6 +959,14 @@ impl Agent {
         self.client.store().append(&self.session, &[NewMessage { role: Role::Tool, parts, usage: None, status }])?;
         Ok(())
     }
+}
+
+/// Something that failed after the turn's answer was stored: told to the observer and kept on the
+/// outcome (the turn succeeded).
+fn warn(out: &mut TurnOutcome, observer: &mut dyn Observer, message: String) {
+    tracing::warn!(session = %out.session, "{message}");
+    observer.warning(&message);
+    out.warnings.push(message);
 }
 
 /// Records why the turn stopped early.

@@ -24,6 +24,7 @@ const TABLES: &[(&str, &str)] = &[
     ),
     ("messages", "id, session_id, seq, role, parts, usage, status, created_at"),
     ("drafts", "session_id, after, text, updated_at"),
+    ("turn_keys", "id, session_id, key, seq, created_at"),
     (
         "compactions",
         "id, session_id, trigger, tokens_before, tokens_after, through_seq, first_kept_seq, pinned_seq, summary, \

@@ -174,6 +174,22 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// A stored message that cannot be read back (written by something other than Seshat).
+    #[error(
+        "message {} of session {session} cannot be read: its `{column}` column holds what Seshat cannot read \
+         ({message}); the rest of the store is unaffected: delete the session, or restore the database from a backup",
+        seq.map_or_else(|| "?".to_string(), |s| s.to_string())
+    )]
+    CorruptMessage {
+        /// The session whose rows hold it (a fork's parent, for an inherited message).
+        session: String,
+        /// Its seq, when that much could be read.
+        seq: Option<u64>,
+        /// The column that cannot be read.
+        column: &'static str,
+        /// What it holds instead.
+        message: String,
+    },
     /// A column that does not hold what the store reads it as (written by something other than
     /// Seshat).
     #[error("unexpected value in column {index}: {message}")]
@@ -181,6 +197,24 @@ pub enum Error {
         /// The column's index in its query.
         index: usize,
         /// What it held instead.
+        message: String,
+    },
+    /// A schema migration failed on what the database holds (its tables do not match the
+    /// version it records, say); nothing of that migration was kept.
+    #[error(
+        "cannot upgrade the database from schema version {from} to {to} (migration {name}): {message}. Nothing of \
+         the upgrade was kept; a database whose tables do not match the version it records was changed by \
+         something other than this seshat: restore it from a backup, or open it with the seshat that wrote it and \
+         `seshat db copy` it into a new one"
+    )]
+    Migration {
+        /// The version the database recorded.
+        from: u32,
+        /// The version the failed migration brings it to.
+        to: u32,
+        /// The migration's name (`0016_turn_keys`).
+        name: String,
+        /// The engine's message.
         message: String,
     },
     /// A query that always returns a row returned none.
@@ -215,6 +249,24 @@ pub enum Error {
          run the turn again"
     )]
     ClaimLost,
+    /// A turn's idempotency key that is empty, too long or holds control characters; nothing was
+    /// stored.
+    #[error("{0}; nothing was stored")]
+    InvalidTurnKey(String),
+    /// A turn's idempotency key already used in the session for another request; nothing was
+    /// stored.
+    #[error(
+        "idempotency key `{key}` was used in session {session} for another request (message {seq}): a retry sends \
+         the same text with the same key, a new request a new key; nothing was stored"
+    )]
+    TurnKeyReused {
+        /// The session.
+        session: String,
+        /// The key.
+        key: String,
+        /// The user's message stored with it.
+        seq: u64,
+    },
     /// The database failed: which database (a file, or a server without its password), doing
     /// what, the engine's one message and what to do about it.
     #[error("cannot {op} ({location}): {message}{}", hint_text(.hint))]
@@ -264,10 +316,13 @@ impl Error {
             Error::Refused(_) | Error::PinBudget(_) => "refused",
             Error::Principal(_) => "invalid_principal",
             Error::ScopeDenied { .. } => "scope_denied",
-            Error::Corrupt { .. } | Error::Column { .. } | Error::NoRow => "corrupt_row",
+            Error::Corrupt { .. } | Error::CorruptMessage { .. } | Error::Column { .. } | Error::NoRow => "corrupt_row",
             Error::Postgres(_) | Error::Unreachable(_) => "database",
             Error::Timeout(_) => "database_timeout",
             Error::ClaimLost => "claim_lost",
+            Error::InvalidTurnKey(_) => "invalid_params",
+            Error::Migration { .. } => "migration_failed",
+            Error::TurnKeyReused { .. } => "turn_key_reused",
             Error::ServerTooOld { .. } => "server_too_old",
             Error::Sqlite(_) => "database",
             Error::Database { failure, .. } => failure.code(),
@@ -332,7 +387,7 @@ impl Failure {
         }
     }
 
-    fn of(e: &rusqlite::Error) -> Self {
+    pub(crate) fn of(e: &rusqlite::Error) -> Self {
         use rusqlite::ErrorCode as C;
         match e.sqlite_error_code() {
             Some(C::DatabaseCorrupt | C::NotADatabase) => Failure::Malformed,
@@ -344,7 +399,7 @@ impl Failure {
         }
     }
 
-    fn of_postgres(e: &tokio_postgres::Error) -> Self {
+    pub(crate) fn of_postgres(e: &tokio_postgres::Error) -> Self {
         use tokio_postgres::error::SqlState as S;
         let Some(code) = e.code() else {
             return if e.is_closed() || e.as_db_error().is_none() { Failure::CannotConnect } else { Failure::Other };
@@ -529,6 +584,31 @@ fn timeout_hint(server: &super::Server) -> String {
     )
 }
 
+/// What to do when the server denied user a privilege, from what it named (`permission denied for
+/// table messages`): on a table or sequence, the privileges on Seshat's tables were taken away
+/// (whoever owns the user does not matter then); on the database or its schema, creating the
+/// tables needs CREATE.
+fn permission_hint(message: &str, server: &super::Server) -> String {
+    let user = server.user();
+    let object = ["table ", "sequence ", "function ", "relation "]
+        .iter()
+        .find_map(|kind| message.split_once(&format!("for {kind}")).map(|(_, name)| format!("{kind}{}", name.trim())));
+    match object {
+        Some(object) => format!(
+            "user {user} may not use {object} on database {}: its privileges on Seshat's tables were revoked, or the \
+             tables belong to another user; have their owner (or a superuser) grant them back: GRANT ALL ON ALL \
+             TABLES IN SCHEMA public TO {user}; GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO {user}",
+            server.database()
+        ),
+        None => format!(
+            "user {user} may not create Seshat's tables in database {}: the store creates them (and the unaccent \
+             extension) on first use; have the database's owner grant {user} CREATE on the database and on its \
+             schema (GRANT CREATE ON DATABASE …; GRANT CREATE ON SCHEMA public …), or use a database {user} owns",
+            server.database()
+        ),
+    }
+}
+
 /// A PostgreSQL failure named with its server (never the password) and what to do.
 fn postgres_failure(e: &tokio_postgres::Error, server: &super::Server, op: &'static str) -> Error {
     let failure = Failure::of_postgres(e);
@@ -541,13 +621,7 @@ fn postgres_failure(e: &tokio_postgres::Error, server: &super::Server, op: &'sta
             server.user(),
             server.database()
         ),
-        Failure::PermissionDenied => format!(
-            "user {} lacks a privilege on database {}: the store creates its tables (and the unaccent extension) \
-             on first use, then reads and writes them; make the user the database's owner, or grant it CREATE on \
-             the database and on its schema",
-            server.user(),
-            server.database()
-        ),
+        Failure::PermissionDenied => permission_hint(&message, server),
         Failure::Full => "the server is out of space or memory: free some and try again; nothing of this operation \
             was written"
             .to_string(),

@@ -11,23 +11,27 @@ const TITLE_CHARS: usize = 80;
 
 pub(super) const MESSAGE_COLUMNS: &str = "seq, role, parts, usage, status, created_at";
 
-fn json_column<T: serde::de::DeserializeOwned>(idx: usize, text: &str) -> Result<T> {
-    serde_json::from_str(text).map_err(|e| Error::Column { index: idx, message: e.to_string() })
-}
-
-pub(super) fn message_from_row(row: &Row<'_>) -> Result<Message> {
-    let role: String = row.get(1)?;
-    let parts: String = row.get(2)?;
-    let usage: Option<String> = row.get(3)?;
-    let status: String = row.get(4)?;
-    let bad = |index, message: String| Error::Column { index, message };
+/// A message row of `session` read back; a row that cannot be (written by something other than
+/// Seshat) is an error naming the session, the message's seq and the column.
+pub(super) fn message_from_row(session: &str, row: &Row<'_>) -> Result<Message> {
+    let seq: Option<u64> = row.get(0).ok();
+    let bad = |column: &'static str, message: String| Error::CorruptMessage {
+        session: session.to_string(),
+        seq,
+        column,
+        message,
+    };
+    let role: String = row.get(1).map_err(|e| bad("role", e.to_string()))?;
+    let parts: String = row.get(2).map_err(|e| bad("parts", e.to_string()))?;
+    let usage: Option<String> = row.get(3).map_err(|e| bad("usage", e.to_string()))?;
+    let status: String = row.get(4).map_err(|e| bad("status", e.to_string()))?;
     Ok(Message {
-        seq: row.get(0)?,
-        role: Role::parse(&role).ok_or_else(|| bad(1, format!("unknown role {role}")))?,
-        parts: json_column(2, &parts)?,
-        usage: usage.map(|u| json_column(3, &u)).transpose()?,
-        status: MessageStatus::parse(&status).ok_or_else(|| bad(4, format!("unknown status {status}")))?,
-        created_at: row.get(5)?,
+        seq: seq.ok_or_else(|| bad("seq", "not a message number".into()))?,
+        role: Role::parse(&role).ok_or_else(|| bad("role", format!("unknown role `{role}`")))?,
+        parts: serde_json::from_str(&parts).map_err(|e| bad("parts", e.to_string()))?,
+        usage: usage.map(|u| serde_json::from_str(&u)).transpose().map_err(|e| bad("usage", e.to_string()))?,
+        status: MessageStatus::parse(&status).ok_or_else(|| bad("status", format!("unknown status `{status}`")))?,
+        created_at: row.get(5).map_err(|e| bad("created_at", e.to_string()))?,
     })
 }
 
@@ -383,7 +387,10 @@ impl Store {
             if low > high {
                 continue;
             }
-            out.extend(self.db.query_vec(&sql, params![segment.session, low, high], message_from_row)?);
+            let segment_id = segment.session.clone();
+            let rows =
+                self.db.query_vec(&sql, params![segment.session, low, high], |r| message_from_row(&segment_id, r));
+            out.extend(rows?);
         }
         Ok(out)
     }

@@ -29,6 +29,7 @@ const MIGRATIONS: &[(&str, &str, Option<Backfill>)] = &[
     ("0013_owners", include_str!("migrations/sqlite/0013_owners.sql"), None),
     ("0014_tokens", include_str!("migrations/sqlite/0014_tokens.sql"), None),
     ("0015_drafts", include_str!("migrations/sqlite/0015_drafts.sql"), None),
+    ("0016_turn_keys", include_str!("migrations/sqlite/0016_turn_keys.sql"), None),
 ];
 
 /// The line by which a SQLite migration says it rebuilds tables that others reference: it runs
@@ -47,6 +48,7 @@ const POSTGRES_MIGRATIONS: &[(&str, &str, Option<Backfill>)] = &[
     ),
     ("0004_tokens", include_str!("migrations/postgres/0004_tokens.sql"), None),
     ("0005_drafts", include_str!("migrations/postgres/0005_drafts.sql"), None),
+    ("0006_turn_keys", include_str!("migrations/postgres/0006_turn_keys.sql"), None),
 ];
 
 /// Messages indexed per statement by [`index_history`].
@@ -127,7 +129,8 @@ pub(crate) fn migrate(db: &mut Db) -> Result<()> {
     };
     for (index, (name, sql, backfill)) in migrations.iter().enumerate() {
         let target = index as u32 + 1;
-        if version(db)? >= target {
+        let from = version(db)?;
+        if from >= target {
             continue;
         }
         let rebuilds = sql.contains(REBUILDS_TABLES);
@@ -140,7 +143,31 @@ pub(crate) fn migrate(db: &mut Db) -> Result<()> {
             conn.pragma_update(None, "legacy_alter_table", false)?;
             conn.pragma_update(None, "foreign_keys", true)?;
         }
-        applied?;
+        // A failure of the migration's own statements (a table already there, one missing) says
+        // the tables do not match the recorded version; the rest (no privilege, a full disk, a
+        // busy or unreachable server) say what they say.
+        applied.map_err(|e| match e {
+            super::Error::Sqlite(e) if super::error::Failure::of(&e) == super::error::Failure::Other => {
+                super::Error::Migration {
+                    from,
+                    to: target,
+                    name: name.to_string(),
+                    message: super::error::sqlite_message(&e),
+                }
+            }
+            super::Error::Postgres(ref p)
+                if p.as_db_error().is_some()
+                    && super::error::Failure::of_postgres(p) == super::error::Failure::Other =>
+            {
+                super::Error::Migration {
+                    from,
+                    to: target,
+                    name: name.to_string(),
+                    message: super::error::postgres_message(p),
+                }
+            }
+            other => other,
+        })?;
     }
     Ok(())
 }

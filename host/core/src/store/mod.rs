@@ -39,6 +39,7 @@ mod sources;
 mod tls;
 mod tokens;
 mod transfer;
+mod turn_keys;
 mod vectors;
 mod view;
 mod weights;
@@ -69,6 +70,7 @@ pub use sessions::MIN_SHORT_ID;
 pub use sources::SourceItem;
 pub use tokens::{Caller, NewToken, Refusal, TokenInfo};
 pub use transfer::{ImportOptions, Imported, unanswered_text};
+pub use turn_keys::{MAX_TURN_KEY_BYTES, Request, new_turn_key};
 pub use vectors::{Queued, QueuedText, VectorHead, VectorIndex};
 pub use view::{COMPACTION_MARKER, LiveView, Origin, ViewEntry, summary_text};
 
