@@ -70,6 +70,14 @@ fn store(e: &StoreError) -> Option<String> {
         StoreError::Database { failure: seshat::store::Failure::Malformed, .. } => {
             "`seshat sessions import <export.jsonl>` brings a session back from its export".into()
         }
+        StoreError::Migration { .. } => {
+            "with the seshat that wrote it, `seshat db copy <this store> <new store>` copies \
+            what it holds into a new database"
+                .into()
+        }
+        StoreError::CorruptMessage { session, .. } => {
+            format!("`seshat sessions export {session}` keeps what can be read; `seshat sessions delete {session}`")
+        }
         StoreError::PinBudget(_) => {
             "`seshat sessions pin <id>` lists the pins; `seshat sessions unpin` frees one".into()
         }

@@ -773,6 +773,43 @@ fn a_429_or_5xx_after_the_retries_ends_the_turn_with_its_code_and_the_next_turn_
     assert!(c.close().success());
 }
 
+/// A server's 500 to a streamed request, retried for longer than the provider plugin's time per
+/// call: the turn ends with the server's own code, and the plugin works for the next turn — on
+/// `serve`'s connection and in `seshat chat` (the decoder the failed answer left is freed with a
+/// fresh time budget; before, its instance was left unfit to enter and the next call trapped).
+#[test]
+fn a_server_error_after_slow_retries_is_the_servers_code_and_the_plugin_works_next_turn() {
+    let broken = r#"{"error":{"message":"model broken","type":"server_error"}}"#;
+    let mut replies = Vec::new();
+    for answer in ["Back.", "Again."] {
+        replies.extend(std::iter::repeat_with(|| Reply::json(500, broken)).take(3));
+        replies.push(Reply::Stream { pieces: openai::text_answer(&[answer], true) });
+    }
+    let server = Server::start(replies);
+    let home = home_for("openai", &server, "[plugins.limits.provider]\ntime_ms = 500\n");
+    let mut c = ServeClient::start(&home);
+    c.initialize(json!({"model": "gpt-4o"}));
+    let id = session(&mut c);
+    let mut outcomes = Vec::new();
+    for text in ["one", "two"] {
+        let turn = c.ok("turn/start", json!({"session": id, "text": text}))["turn"].as_u64().unwrap();
+        let done = c.turn_notifications(turn).pop().unwrap();
+        let o = &done["params"]["outcome"];
+        outcomes.push((o["error_code"].as_str().map(str::to_string), o["text"].as_str().map(str::to_string)));
+    }
+    assert_eq!(outcomes[0].0.as_deref(), Some("server_error"), "{outcomes:?}");
+    assert_eq!(outcomes[1], (None, Some("Back.".to_string())), "{outcomes:?}");
+    assert!(c.close().success());
+    let failed = crate::chat::chat(&home, &["--model", "gpt-4o", "-p", "three", "--json"], &[]);
+    let outcome: Value = serde_json::from_slice(&failed.stdout).unwrap();
+    assert_eq!(outcome["error_code"], "server_error", "{outcome}");
+    assert!(outcome["error"].as_str().unwrap().contains("model broken"), "{outcome}");
+    let session = outcome["session"].as_str().unwrap();
+    let out = crate::chat::chat(&home, &["--resume", session, "--model", "gpt-4o", "-p", "four"], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "Again.");
+}
+
 #[test]
 fn protocol_details_bad_memory_params_non_scalar_ids_and_unknown_sessions_get_their_codes() {
     let server = Server::start(vec![]);

@@ -114,9 +114,9 @@ impl<K: Kind> Handle<K> {
         self.slot.is_live()
     }
 
-    /// The live instance's store, if any.
-    pub(super) fn store_mut(&mut self) -> Option<&mut Store<State<K::Host>>> {
-        self.slot.store_mut()
+    /// Frees a guest resource of the live instance (see `Slot::drop_resource`).
+    pub(super) fn drop_resource(&mut self, resource: wasmtime::component::ResourceAny) {
+        self.slot.drop_resource(resource);
     }
 }
 

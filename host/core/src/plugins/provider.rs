@@ -432,9 +432,8 @@ impl StreamDecoder<'_> {
 
 impl Drop for StreamDecoder<'_> {
     fn drop(&mut self) {
-        if let (Some(resource), Some(store)) = (self.resource.take(), self.plugin.handle.store_mut()) {
-            // A failure here leaves the resource to die with the instance.
-            let _ = resource.resource_drop(&mut *store);
+        if let Some(resource) = self.resource.take() {
+            self.plugin.handle.drop_resource(resource);
         }
     }
 }

@@ -435,9 +435,16 @@ impl<H: Default + Send + 'static, B> Slot<H, B> {
         self.secrets = secrets;
     }
 
-    /// The live instance's store, if any (to release guest resources).
-    pub(super) fn store_mut(&mut self) -> Option<&mut Store<State<H>>> {
-        self.live.as_mut().map(|(s, _)| s)
+    /// Frees a guest resource of the live instance, with a fresh time budget (the last call's may
+    /// have run out while the host worked — retries' backoff, a slow server). A drop that fails
+    /// leaves the instance unfit to enter again: it is dropped, and the next call makes a new one.
+    pub(super) fn drop_resource(&mut self, resource: wasmtime::component::ResourceAny) {
+        let Some((store, _)) = self.live.as_mut() else { return };
+        start_call(store);
+        if let Err(e) = resource.resource_drop(&mut *store) {
+            tracing::debug!(plugin = %self.id, "a guest resource could not be freed, so the instance is restarted: {e}");
+            self.live = None;
+        }
     }
 
     /// Whether an instance is live.

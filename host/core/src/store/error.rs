@@ -204,8 +204,8 @@ pub enum Error {
     #[error(
         "cannot upgrade the database from schema version {from} to {to} (migration {name}): {message}. Nothing of \
          the upgrade was kept; a database whose tables do not match the version it records was changed by \
-         something other than this seshat: restore it from a backup, or open it with the seshat that wrote it and \
-         `seshat db copy` it into a new one"
+         something other than this seshat: restore it from a backup, or copy it into a new database with the seshat that \
+         wrote it"
     )]
     Migration {
         /// The version the database recorded.
