@@ -61,13 +61,15 @@ type Client struct {
 	link   transport
 	writeM sync.Mutex
 
-	mu       sync.Mutex
-	nextID   int64
-	pending  map[int64]chan rpcMessage
-	turns    map[string]*Stream // by session id, the turn in flight
-	tools    map[string]registeredTool
-	inited   bool
-	closed   bool
+	mu      sync.Mutex
+	nextID  int64
+	pending map[int64]chan rpcMessage
+	turns   map[string]*Stream // by session id, the turn in flight
+	tools   map[string]registeredTool
+	inited  bool
+	closed  bool
+	// ended is why the server took the connection's access away (access/revoked), if it did.
+	ended    *Error
 	done     chan struct{}
 	initOnce sync.Mutex
 }
@@ -261,6 +263,16 @@ func (c *Client) read() {
 			continue
 		}
 		switch {
+		case msg.Method == "access/revoked":
+			var p struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			}
+			if json.Unmarshal(msg.Params, &p) == nil {
+				c.mu.Lock()
+				c.ended = &Error{Code: p.Code, Message: p.Message}
+				c.mu.Unlock()
+			}
 		case msg.Method == "tool/call" && len(msg.ID) > 0:
 			go c.runTool(msg)
 		case msg.Method != "":
@@ -287,10 +299,19 @@ func (c *Client) read() {
 		delete(c.pending, id)
 	}
 	for sid, s := range c.turns {
-		s.finish(Outcome{}, ErrClosed)
+		s.finish(Outcome{}, c.closedErr())
 		delete(c.turns, sid)
 	}
 	c.mu.Unlock()
+}
+
+// closedErr is why the connection ended: the access the server took away, else ErrClosed.
+// Called with c.mu held.
+func (c *Client) closedErr() error {
+	if c.ended != nil {
+		return c.ended
+	}
+	return ErrClosed
 }
 
 func (c *Client) write(v interface{}) error {
@@ -333,7 +354,9 @@ func (c *Client) send(ctx context.Context, method string, params interface{}, ou
 	select {
 	case msg, ok := <-ch:
 		if !ok {
-			return ErrClosed
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return c.closedErr()
 		}
 		if msg.Error != nil {
 			code := msg.Error.Data.Code

@@ -82,6 +82,12 @@ var (
 	// ErrClaimLost: the service lost the session's hold with its database connection mid-turn;
 	// the turn stopped so no other turn interleaves with it. Send it again with the same key.
 	ErrClaimLost = &Error{Code: "claim_lost"}
+	// ErrTokenRevoked: the remote server revoked the client's token; it closed the connection.
+	ErrTokenRevoked = &Error{Code: "token_revoked"}
+	// ErrTokenExpired: the client's token expired; the remote server closed the connection.
+	ErrTokenExpired = &Error{Code: "token_expired"}
+	// ErrUserDisabled: the token's user was disabled; the remote server closed the connection.
+	ErrUserDisabled = &Error{Code: "user_disabled"}
 	// ErrDatabaseTimeout: the service's database did not answer in time; nothing of the
 	// operation was kept.
 	ErrDatabaseTimeout = &Error{Code: "database_timeout"}

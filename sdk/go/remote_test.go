@@ -326,3 +326,36 @@ func textOf(m Message) string {
 	}
 	return out.String()
 }
+
+// A token revoked while its client runs a turn ends the turn with the revocation's code (the
+// server says why before it closes the connection), not a bare ErrClosed.
+func TestARevokedTokenEndsTheRunningTurnWithItsCode(t *testing.T) {
+	f := newFake(t, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
+		blocking(w, r)
+	})
+	cfg := config(t, f, "")
+	auth := newAuthority(t)
+	tok := makeToken(t, cfg, "go")
+	s := startService(t, cfg, auth)
+	remote := cfg
+	remote.URL, remote.Token, remote.TLSConfig = s.url, tok, &tls.Config{RootCAs: auth.roots}
+	ctx := context.Background()
+	c := startLocal(t, remote)
+	session, err := c.NewSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := session.Send(ctx, "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ev := range stream.Events() {
+		if ev.Kind == TextDelta {
+			break
+		}
+	}
+	seshatIn(t, cfg, "tokens", "revoke", strings.Split(tok, "_")[1])
+	if _, err := stream.Wait(); !errors.Is(err, ErrTokenRevoked) {
+		t.Fatalf("the turn ended with %v, want ErrTokenRevoked", err)
+	}
+}

@@ -1,5 +1,6 @@
-//! What the server tells the client while a turn runs: one marker type per notification, naming
-//! it and typing its params ([`Notification`]). Every one carries the session and the turn.
+//! What the server tells the client unasked: one marker type per notification, naming it and
+//! typing its params ([`Notification`]). Those of a turn carry the session and the turn;
+//! `access/revoked` is the connection's.
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -55,6 +56,12 @@ notification!(
 notification!(
     /// The turn ended: what it did.
     Completed = "turn/completed" (CompletedParams)
+);
+notification!(
+    /// The connection's access was taken away (its token revoked or expired, its user disabled or
+    /// removed): the server closes it (1008) after this; turns in flight are stored as
+    /// interrupted.
+    AccessRevoked = "access/revoked" (AccessRevokedParams)
 );
 
 /// `turn/event`'s params.
@@ -148,4 +155,14 @@ pub struct CompletedParams {
     pub turn: u64,
     /// What the turn did (the shape `seshat chat --json` prints).
     pub outcome: TurnOutcome,
+}
+
+/// `access/revoked`'s params.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AccessRevokedParams {
+    /// Why: `token_revoked`, `token_expired`, `user_disabled` or `token_invalid` (the token or its
+    /// user was removed).
+    pub code: String,
+    /// What happened and what to do.
+    pub message: String,
 }

@@ -92,7 +92,8 @@ pub fn schema() -> Value {
         notifications::ToolCalled,
         notifications::ToolResult,
         notifications::Warning,
-        notifications::Completed
+        notifications::Completed,
+        notifications::AccessRevoked
     );
     let tool_call = json!({
         "type": "object",

@@ -12,6 +12,7 @@
 //! With `--listen ws://HOST:PORT` or `wss://HOST:PORT` it serves clients on other machines, each
 //! acting for the user its token names (see [`network`]).
 
+mod access;
 mod network;
 mod rpc;
 mod token_check;
@@ -183,6 +184,9 @@ fn serve_network(
     if let Some(signals) = signals {
         let (busy, stop) = (busy.clone(), stop.clone());
         signals.on_stop(move |signal| {
+            // New turns are refused before the listener closes, so a client that sees it closed
+            // is refused a turn too.
+            busy.refuse_new();
             stop.stop_accepting();
             let running = busy.drain(grace);
             if running > 0 {

@@ -100,6 +100,8 @@ struct Shared {
     busy: turns::Busy,
     /// Checks tokens (on its own thread and connection to the store).
     tokens: super::token_check::TokenCheck,
+    /// Watches the open connections' access.
+    access: Arc<super::access::Access>,
     config: seshat::config::ServeConfig,
     /// The largest message a client may send.
     max_message: usize,
@@ -176,6 +178,7 @@ pub(super) fn serve(ctx: Arc<Context>, network: Network, busy: turns::Busy, stop
     let config = ctx.config().map(|c| c.serve).unwrap_or_default();
     let max_message = config.max_message_bytes();
     let tokens = super::token_check::TokenCheck::start(ctx.store()?);
+    let access = super::access::Access::start(ctx.store()?);
     let runtime =
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().context("tokio runtime")?;
     runtime.block_on(async move {
@@ -189,6 +192,7 @@ pub(super) fn serve(ctx: Arc<Context>, network: Network, busy: turns::Busy, stop
             ctx,
             busy,
             tokens,
+            access,
             config,
             max_message,
             closing: stop.closing.subscribe(),
@@ -338,10 +342,26 @@ where
     let mut heard = Instant::now();
     let mut inbound = Some(inbound);
     let mut closing = shared.closing.clone();
+    let (_watched, mut access_ended) = shared.access.register(&caller);
     let close =
         |code: CloseCode, reason: &'static str| Message::Close(Some(CloseFrame { code, reason: reason.into() }));
     loop {
         tokio::select! {
+            // The token was revoked or expired, or its user disabled or removed: the client is
+            // told why, then closed; the reader's end interrupts its turns.
+            Ok(ended) = &mut access_ended => {
+                let note = super::rpc::notice_line::<seshat_protocol::notifications::AccessRevoked>(
+                    &seshat_protocol::notifications::AccessRevokedParams {
+                        code: ended.code.to_string(),
+                        message: ended.message,
+                    },
+                );
+                if let Some(note) = note {
+                    let _ = send(&mut sink, Message::text(note), idle).await;
+                }
+                let _ = send(&mut sink, close(CloseCode::Policy, ended.code), idle).await;
+                break;
+            }
             frame = frames.next(), if inbound.is_some() => {
                 heard = Instant::now();
                 match frame {

@@ -290,3 +290,9 @@ pub(crate) fn answer<M: Method>(result: &M::Result) -> Result<Option<Value>, Rpc
         .map(Some)
         .map_err(|e| RpcError::seshat("internal_error", format!("cannot write {}'s result: {e}", M::NAME)))
 }
+
+/// A notification as the line (or frame) that carries it, written outside any outbox.
+pub(super) fn notice_line<N: Notification>(params: &N::Params) -> Option<String> {
+    let params = serde_json::to_value(params).ok()?;
+    Some(serde_json::json!({"jsonrpc": "2.0", "method": N::NAME, "params": params}).to_string())
+}

@@ -111,6 +111,11 @@ impl Busy {
         held.jobs.get(session).inspect(|(c, _)| c.cancel()).is_some()
     }
 
+    /// The server is stopping: no new job starts from now on.
+    pub(super) fn refuse_new(&self) {
+        self.0.0.lock().expect("never poisoned").closed = true;
+    }
+
     /// The server is stopping gracefully: no new job starts, and this waits up to `grace` for
     /// the jobs in flight to finish by themselves; returns how many still run.
     pub(super) fn drain(&self, grace: std::time::Duration) -> usize {

@@ -23,6 +23,21 @@ pub enum TokensCommand {
         /// It may read sessions, memory and documents but write nothing.
         #[arg(long)]
         read_only: bool,
+        /// Allow a token for `local`, the store's operator (it acts as the operator from
+        /// anywhere); refused without this.
+        #[arg(long)]
+        operator: bool,
+        /// Print the token and its listing as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a token and make a new one for the same user, access and expiry (printed once).
+    Rotate {
+        /// The token's id.
+        id: String,
+        /// Print the new token and its listing as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// List the tokens (never their secrets).
     List {
@@ -62,19 +77,19 @@ pub fn run(ctx: &Context, cmd: TokensCommand) -> anyhow::Result<ExitCode> {
     let mut store = ctx.store()?;
     let mut out = format::stdout();
     match cmd {
-        TokensCommand::Create { user, expires, read_only } => {
+        TokensCommand::Create { user, expires, read_only, operator, json } => {
             let expires_at = expires.as_deref().map(expiry).transpose()?;
-            let made = store.create_token(&user, read_only, expires_at)?;
-            writeln!(out, "{}", made.token)?;
-            out.flush()?;
-            eprintln!(
-                "Token {} for {}{}{}. It is shown only now: keep it secret (clients send it as SESHAT_TOKEN).",
-                made.info.id,
-                made.info.user,
-                if read_only { ", read-only" } else { "" },
-                made.info.expires_at.map(|e| format!(", expires {}", format::time(e))).unwrap_or_default(),
-            );
-            return Ok(ExitCode::SUCCESS);
+            let made = if operator && user.eq_ignore_ascii_case(seshat::store::LOCAL_USER) {
+                store.create_operator_token(read_only, expires_at)?
+            } else {
+                store.create_token(&user, read_only, expires_at)?
+            };
+            return show_new(&mut out, &made, json);
+        }
+        TokensCommand::Rotate { id, json } => {
+            let made = store.rotate_token(&id)?;
+            eprintln!("Revoked token {id}.");
+            return show_new(&mut out, &made, json);
         }
         TokensCommand::List { user, json } => {
             let tokens = store.tokens(user.as_deref())?;
@@ -85,8 +100,8 @@ pub fn run(ctx: &Context, cmd: TokensCommand) -> anyhow::Result<ExitCode> {
             } else {
                 writeln!(
                     out,
-                    "{:<16}  {:<16}  {:<10}  {:<16}  {:<16}  STATE",
-                    "ID", "USER", "ACCESS", "CREATED", "EXPIRES"
+                    "{:<16}  {:<16}  {:<10}  {:<16}  {:<16}  {:<16}  STATE",
+                    "ID", "USER", "ACCESS", "CREATED", "EXPIRES", "LAST USED"
                 )?;
                 let now = jiff::Timestamp::now().as_millisecond();
                 for t in &tokens {
@@ -97,12 +112,13 @@ pub fn run(ctx: &Context, cmd: TokensCommand) -> anyhow::Result<ExitCode> {
                     };
                     writeln!(
                         out,
-                        "{:<16}  {:<16}  {:<10}  {:<16}  {:<16}  {state}",
+                        "{:<16}  {:<16}  {:<10}  {:<16}  {:<16}  {:<16}  {state}",
                         t.id,
                         t.user,
                         if t.read_only { "read" } else { "read-write" },
                         format::time(t.created_at),
                         t.expires_at.map(format::time).unwrap_or_else(|| "never".into()),
+                        t.last_used_at.map(format::time).unwrap_or_else(|| "never".into()),
                     )?;
                 }
             }
@@ -116,5 +132,34 @@ pub fn run(ctx: &Context, cmd: TokensCommand) -> anyhow::Result<ExitCode> {
         }
     }
     out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints a new token once (its secret on stdout, the rest on stderr; or all of it as JSON).
+fn show_new<W: Write>(
+    out: &mut format::Visible<W>,
+    made: &seshat::store::NewToken,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    if json {
+        #[derive(serde::Serialize)]
+        struct Made<'a> {
+            token: &'a str,
+            #[serde(flatten)]
+            info: &'a seshat::store::TokenInfo,
+        }
+        format::json(out, &Made { token: &made.token, info: &made.info })?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(out, "{}", made.token)?;
+    out.flush()?;
+    eprintln!(
+        "Token {} for {}{}{}. It is shown only now: keep it secret (clients send it as SESHAT_TOKEN).",
+        made.info.id,
+        made.info.user,
+        if made.info.read_only { ", read-only" } else { "" },
+        made.info.expires_at.map(|e| format!(", expires {}", format::time(e))).unwrap_or_default(),
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -3,6 +3,7 @@
 // Test helpers take JSON by value so call sites can pass `json!(…)` inline.
 #![allow(clippy::needless_pass_by_value)]
 
+mod access;
 mod architecture;
 mod bounds;
 mod branches;

@@ -12,10 +12,10 @@ const TEXT_IDS: &[&str] = &["sessions", "tokens"];
 /// indexes come after the rows they cover, so that the target's triggers queue nothing the
 /// source had not queued (the queue is copied as it is).
 const TABLES: &[(&str, &str)] = &[
-    ("users", "name, created_at"),
+    ("users", "name, created_at, admin, disabled_at"),
     ("teams", "name, created_at"),
     ("team_members", "team, user_name, access, granted_at"),
-    ("tokens", "id, user_name, salt, hash, read_only, created_at, expires_at, revoked_at"),
+    ("tokens", "id, user_name, salt, hash, read_only, created_at, expires_at, revoked_at, last_used_at"),
     (
         "sessions",
         "id, title, project, provider, model, context_window, created_at, updated_at, message_count, input_tokens, \

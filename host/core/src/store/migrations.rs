@@ -30,6 +30,7 @@ const MIGRATIONS: &[(&str, &str, Option<Backfill>)] = &[
     ("0014_tokens", include_str!("migrations/sqlite/0014_tokens.sql"), None),
     ("0015_drafts", include_str!("migrations/sqlite/0015_drafts.sql"), None),
     ("0016_turn_keys", include_str!("migrations/sqlite/0016_turn_keys.sql"), None),
+    ("0017_access", include_str!("migrations/sqlite/0017_access.sql"), Some(fold_user_names)),
 ];
 
 /// The line by which a SQLite migration says it rebuilds tables that others reference: it runs
@@ -49,7 +50,24 @@ const POSTGRES_MIGRATIONS: &[(&str, &str, Option<Backfill>)] = &[
     ("0004_tokens", include_str!("migrations/postgres/0004_tokens.sql"), None),
     ("0005_drafts", include_str!("migrations/postgres/0005_drafts.sql"), None),
     ("0006_turn_keys", include_str!("migrations/postgres/0006_turn_keys.sql"), None),
+    ("0007_access", include_str!("migrations/postgres/0007_access.sql"), Some(fold_user_names)),
 ];
+
+/// Makes user names unique ignoring case (`alice`, `Alice` and `ALICE` are one user) when the
+/// names already there allow it; a store that already holds two such names keeps them (each is
+/// its owner's), and new names are checked against every spelling by the statement adding them.
+fn fold_user_names(tx: &Tx<'_>, _progress: &mut dyn FnMut(u64, u64)) -> Result<()> {
+    let clashes: i64 = tx.query_value(
+        "SELECT count(*) FROM (SELECT lower(name) FROM users GROUP BY lower(name) HAVING count(*) > 1) AS c",
+        params![],
+    )?;
+    if clashes == 0 {
+        tx.execute_batch("CREATE UNIQUE INDEX users_name_folded ON users (lower(name))")?;
+    } else {
+        tracing::warn!(clashes, "user names that differ only in case are kept; new ones are refused");
+    }
+    Ok(())
+}
 
 /// Messages indexed per statement by [`index_history`].
 const INDEX_BATCH: i64 = 2_000;

@@ -59,7 +59,7 @@ pub use location::{Location, Server};
 pub use messages::title_from;
 pub use migrations::{APPLICATION_ID, LATEST as SCHEMA_VERSION, Progress, on_migration_progress};
 pub use models::{DISCOVERY_TTL_MS, ModelWindow, WindowOrigin};
-pub use owners::{Access, Grant};
+pub use owners::{Access, Grant, Removed, UserInfo};
 pub use pins::Retracted;
 /// The records the store keeps, defined by the wire protocol (`seshat-protocol`).
 pub use seshat_protocol::records::{

@@ -5,7 +5,7 @@
 
 use sha2::{Digest, Sha256};
 
-use super::db::params;
+use super::db::{Db, params};
 use super::{Error, Result, Store, now_ms};
 
 /// What every token starts with (so a leaked one is recognisable to secret scanners).
@@ -30,6 +30,8 @@ pub struct TokenInfo {
     pub expires_at: Option<i64>,
     /// When it was revoked (Unix milliseconds), if it was.
     pub revoked_at: Option<i64>,
+    /// When a client last proved itself with it (Unix milliseconds, to the minute), if ever.
+    pub last_used_at: Option<i64>,
 }
 
 /// A new token: its listing and the token itself, which nothing stores.
@@ -52,6 +54,8 @@ pub struct Caller {
     pub read_only: bool,
     /// The token's id.
     pub token: String,
+    /// When the token stops working (Unix milliseconds), if ever.
+    pub expires_at: Option<i64>,
 }
 
 /// Why a token was refused: one reason per code, never the token itself.
@@ -64,15 +68,18 @@ pub enum Refusal {
     Expired,
     /// Revoked.
     Revoked,
+    /// Its user is disabled.
+    UserDisabled,
 }
 
 impl Refusal {
-    /// The stable code: `token_invalid`, `token_expired` or `token_revoked`.
+    /// The stable code: `token_invalid`, `token_expired`, `token_revoked` or `user_disabled`.
     pub fn code(self) -> &'static str {
         match self {
             Refusal::Invalid => "token_invalid",
             Refusal::Expired => "token_expired",
             Refusal::Revoked => "token_revoked",
+            Refusal::UserDisabled => "user_disabled",
         }
     }
 }
@@ -83,6 +90,7 @@ impl std::fmt::Display for Refusal {
             Refusal::Invalid => "the token is not valid: ask whoever runs the service for one",
             Refusal::Expired => "the token has expired: ask for a new one",
             Refusal::Revoked => "the token was revoked: ask for a new one",
+            Refusal::UserDisabled => "the token's user is disabled: ask whoever runs the service",
         })
     }
 }
@@ -120,39 +128,99 @@ fn parse(token: &str) -> Option<(&str, &str)> {
     (hexish(id, 16) && hexish(secret, 2 * SECRET_BYTES)).then_some((id, secret))
 }
 
+/// Inserts a new token for `user` (matched whatever its case) in `tx`, made by `caller`, who must
+/// be an admin.
+fn insert_token(tx: &Db, caller: &str, user: &str, read_only: bool, expires_at: Option<i64>) -> Result<NewToken> {
+    super::owners::check_admin(tx, caller, "make tokens")?;
+    let id = hex(&random(8)?);
+    let secret = hex(&random(SECRET_BYTES)?);
+    let salt = random(SALT_BYTES)?;
+    let now = now_ms();
+    if expires_at.is_some_and(|e| e <= now) {
+        return Err(Error::Principal("the token would expire before it is made: give a later time".into()));
+    }
+    let name: Option<String> =
+        tx.query_opt("SELECT name FROM users WHERE lower(name) = lower(?1) ORDER BY name", params![user], |r| {
+            r.get(0)
+        })?;
+    let Some(name) = name else {
+        return Err(Error::Principal(format!("no user named `{}`: add the user first", user.escape_debug())));
+    };
+    tx.execute(
+        "INSERT INTO tokens (id, user_name, salt, hash, read_only, created_at, expires_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![id, name, salt, hash(&salt, &secret), read_only, now, expires_at],
+    )?;
+    Ok(NewToken {
+        info: TokenInfo {
+            id: id.clone(),
+            user: name,
+            read_only,
+            created_at: now,
+            expires_at,
+            revoked_at: None,
+            last_used_at: None,
+        },
+        token: format!("{PREFIX}{id}_{secret}"),
+    })
+}
+
+/// How often, at most, a token's last use is written (its listing shows it to the minute).
+const LAST_USE_EVERY_MS: i64 = 60_000;
+
 impl Store {
     /// Makes a token acting for `user` (who must exist), read-only when `read_only`, working
     /// until `expires_at` (Unix milliseconds) when given. The token is in the answer only.
+    /// The store's operator ([`super::LOCAL_USER`]) gets none this way: see
+    /// [`Store::create_operator_token`]. An admin's act.
     pub fn create_token(&mut self, user: &str, read_only: bool, expires_at: Option<i64>) -> Result<NewToken> {
-        on_db!(self, "create a token", {
-            let id = hex(&random(8)?);
-            let secret = hex(&random(SECRET_BYTES)?);
-            let salt = random(SALT_BYTES)?;
-            let now = now_ms();
-            if expires_at.is_some_and(|e| e <= now) {
-                return Err(Error::Principal("the token would expire before it is made: give a later time".into()));
-            }
-            let tx = self.db.transaction()?;
-            let added = tx.execute(
-                "INSERT INTO tokens (id, user_name, salt, hash, read_only, created_at, expires_at) \
-                 SELECT ?1, name, ?3, ?4, ?5, ?6, ?7 FROM users WHERE name = ?2",
-                params![id, user, salt, hash(&salt, &secret), read_only, now, expires_at],
+        if user.eq_ignore_ascii_case(super::LOCAL_USER) {
+            return Err(Error::Principal(format!(
+                "`{}` is the store's operator: a network token for it acts as the operator from anywhere; make the \
+                 client a user of its own, or ask for an operator's token explicitly",
+                super::LOCAL_USER
+            )));
+        }
+        self.make_token(user, read_only, expires_at)
+    }
+
+    /// A token acting as the store's operator ([`super::LOCAL_USER`]), asked for explicitly.
+    pub fn create_operator_token(&mut self, read_only: bool, expires_at: Option<i64>) -> Result<NewToken> {
+        self.make_token(super::LOCAL_USER, read_only, expires_at)
+    }
+
+    /// Revokes token `id` and makes a new one for the same user, access and expiry, in one
+    /// transaction. An admin's act.
+    pub fn rotate_token(&mut self, id: &str) -> Result<NewToken> {
+        on_db!(self, "rotate a token", {
+            let row: Option<(String, bool, Option<i64>)> = self.db.query_opt(
+                "SELECT user_name, read_only, expires_at FROM tokens WHERE id = ?1 AND revoked_at IS NULL",
+                params![id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )?;
-            if added == 0 {
-                return Err(Error::Principal(format!("no user named `{}`: add the user first", user.escape_debug())));
-            }
+            let Some((user, read_only, expires_at)) = row else {
+                return Err(Error::Principal(format!(
+                    "no token in force with id `{}` (`tokens list` shows them); nothing was changed",
+                    id.escape_debug()
+                )));
+            };
+            let tx = self.db.transaction()?;
+            let made = insert_token(&tx, &self.user, &user, read_only, expires_at)?;
+            tx.execute(
+                "UPDATE tokens SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
+                params![id, now_ms()],
+            )?;
             tx.commit()?;
-            Ok(NewToken {
-                info: TokenInfo {
-                    id: id.clone(),
-                    user: user.to_string(),
-                    read_only,
-                    created_at: now,
-                    expires_at,
-                    revoked_at: None,
-                },
-                token: format!("{PREFIX}{id}_{secret}"),
-            })
+            Ok(made)
+        })
+    }
+
+    fn make_token(&mut self, user: &str, read_only: bool, expires_at: Option<i64>) -> Result<NewToken> {
+        on_db!(self, "create a token", {
+            let tx = self.db.transaction()?;
+            let made = insert_token(&tx, &self.user, user, read_only, expires_at)?;
+            tx.commit()?;
+            Ok(made)
         })
     }
 
@@ -160,7 +228,7 @@ impl Store {
     pub fn tokens(&self, user: Option<&str>) -> Result<Vec<TokenInfo>> {
         on_db!(self, "list tokens", {
             self.db.query_vec(
-                "SELECT id, user_name, read_only, created_at, expires_at, revoked_at FROM tokens \
+                "SELECT id, user_name, read_only, created_at, expires_at, revoked_at, last_used_at FROM tokens \
                  WHERE CAST(?1 AS TEXT) IS NULL OR user_name = ?1 ORDER BY created_at, id",
                 params![user],
                 |r| {
@@ -171,6 +239,7 @@ impl Store {
                         created_at: r.get(3)?,
                         expires_at: r.get(4)?,
                         revoked_at: r.get(5)?,
+                        last_used_at: r.get(6)?,
                     })
                 },
             )
@@ -180,6 +249,7 @@ impl Store {
     /// Revokes the token `id`: it is refused from now on. Returns whether it was in force.
     pub fn revoke_token(&mut self, id: &str) -> Result<bool> {
         on_db!(self, "revoke a token", {
+            super::owners::check_admin(&self.db, &self.user, "revoke tokens")?;
             let known: bool = self.db.query_value("SELECT EXISTS (SELECT 1 FROM tokens WHERE id = ?1)", params![id])?;
             if !known {
                 return Err(Error::Principal(format!(
@@ -195,37 +265,69 @@ impl Store {
         })
     }
 
-    /// Who `token` acts for, or why it is refused.
+    /// Who `token` acts for, or why it is refused; a token accepted has its last use noted.
     pub fn authenticate(&self, token: &str) -> Result<std::result::Result<Caller, Refusal>> {
         on_db!(self, "check a token", {
             let Some((id, secret)) = parse(token) else { return Ok(Err(Refusal::Invalid)) };
-            let row = self.db.query_opt(
-                "SELECT user_name, salt, hash, read_only, expires_at, revoked_at FROM tokens WHERE id = ?1",
-                params![id],
-                |r| {
-                    Ok((
-                        r.get::<String>(0)?,
-                        r.get::<Vec<u8>>(1)?,
-                        r.get::<Vec<u8>>(2)?,
-                        r.get::<bool>(3)?,
-                        r.get::<Option<i64>>(4)?,
-                        r.get::<Option<i64>>(5)?,
-                    ))
-                },
-            )?;
-            let Some((user, salt, stored, read_only, expires_at, revoked_at)) = row else {
-                return Ok(Err(Refusal::Invalid));
-            };
+            let row: Option<(Vec<u8>, Vec<u8>, Option<i64>)> =
+                self.db.query_opt("SELECT salt, hash, last_used_at FROM tokens WHERE id = ?1", params![id], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })?;
+            let Some((salt, stored, last_used)) = row else { return Ok(Err(Refusal::Invalid)) };
             if !same(&hash(&salt, secret), &stored) {
                 return Ok(Err(Refusal::Invalid));
             }
-            if revoked_at.is_some() {
-                return Ok(Err(Refusal::Revoked));
+            let state = self.token_state_in(id)?;
+            let now = now_ms();
+            if state.is_ok() && last_used.is_none_or(|t| now - t >= LAST_USE_EVERY_MS) {
+                self.db.execute("UPDATE tokens SET last_used_at = ?2 WHERE id = ?1", params![id, now])?;
             }
-            if expires_at.is_some_and(|e| e <= now_ms()) {
-                return Ok(Err(Refusal::Expired));
-            }
-            Ok(Ok(Caller { user, read_only, token: id.to_string() }))
+            Ok(state)
+        })
+    }
+
+    /// Whether the token `id` (already proven by its secret) still works now, and for whom:
+    /// revoked, expired, its user disabled or removed are refused. What a server checks its open
+    /// connections with when access changes.
+    pub fn token_state(&self, id: &str) -> Result<std::result::Result<Caller, Refusal>> {
+        on_db!(self, "check a token", { self.token_state_in(id) })
+    }
+
+    fn token_state_in(&self, id: &str) -> Result<std::result::Result<Caller, Refusal>> {
+        let row = self.db.query_opt(
+            "SELECT t.user_name, t.read_only, t.expires_at, t.revoked_at, u.disabled_at FROM tokens t \
+             JOIN users u ON u.name = t.user_name WHERE t.id = ?1",
+            params![id],
+            |r| {
+                Ok((
+                    r.get::<String>(0)?,
+                    r.get::<bool>(1)?,
+                    r.get::<Option<i64>>(2)?,
+                    r.get::<Option<i64>>(3)?,
+                    r.get::<Option<i64>>(4)?,
+                ))
+            },
+        )?;
+        let Some((user, read_only, expires_at, revoked_at, disabled_at)) = row else {
+            return Ok(Err(Refusal::Invalid));
+        };
+        if revoked_at.is_some() {
+            return Ok(Err(Refusal::Revoked));
+        }
+        if expires_at.is_some_and(|e| e <= now_ms()) {
+            return Ok(Err(Refusal::Expired));
+        }
+        if disabled_at.is_some() {
+            return Ok(Err(Refusal::UserDisabled));
+        }
+        Ok(Ok(Caller { user, read_only, token: id.to_string(), expires_at }))
+    }
+
+    /// A number that moves whenever a token, a user or a grant changes in a way that can take
+    /// access away (every process sharing the store sees it move).
+    pub fn access_version(&self) -> Result<i64> {
+        on_db!(self, "read the access version", {
+            self.db.query_value("SELECT version FROM access_epoch WHERE id = 1", params![])
         })
     }
 }

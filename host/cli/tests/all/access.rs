@@ -1,0 +1,155 @@
+//! Access on the network service is live, and users are managed: a revoked or expired token, a
+//! disabled or removed user ends the connections already open with it (told why, closed 1008,
+//! its turn stored as interrupted) while others go on; names are one user whatever their case;
+//! admins manage, the operator cannot be locked out; tokens rotate and show their last use.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::chat::home_for;
+use crate::network::{Service, refusal, token};
+use crate::support::server::{Reply, Server, openai};
+use crate::support::{Home, text_of};
+
+/// The id part of a token (`seshat_<id>_<secret>`).
+fn id_of(token: &str) -> &str {
+    token.split('_').nth(1).unwrap()
+}
+
+/// The `access/revoked` notice among `seen`, and its code.
+fn revoked_code(seen: &[Value]) -> Option<String> {
+    seen.iter().find(|v| v["method"] == "access/revoked").and_then(|v| v["params"]["code"].as_str().map(String::from))
+}
+
+crate::on_both_backends! {
+/// Revoking a token ends the connection open with it — told why, closed with 1008 — and stores
+/// its running turn as interrupted; a connection with another token goes on. Disabling a user
+/// ends theirs; enabled again, the same token connects.
+fn a_revoked_token_or_a_disabled_user_ends_the_connections_open_with_it(home) {
+    let mut pieces = openai::text_answer(&["Partial ", "answer"], false);
+    pieces.truncate(2);
+    let server = Server::start(vec![Reply::Stall { pieces, pause: Duration::from_secs(60) }]);
+    let config = std::fs::read_to_string(home_for("openai", &server, "").path().join("config.toml")).unwrap();
+    std::fs::write(home.path().join("config.toml"), config.replace("idle_timeout_secs = 1\n", "idle_timeout_secs = 60\n")).unwrap();
+    let (alice, bob) = (token(&home, "alice", &[]), token(&home, "bob", &[]));
+    let service = Service::start(&home, "ws", &[]);
+    let mut a = service.client(&alice);
+    let mut idle = service.client(&alice);
+    let mut b = service.client(&bob);
+    let session = a.new_session();
+    a.ok("turn/start", json!({"session": session, "text": "go"}));
+    a.wait(|v| v["method"] == "turn/event" && v["params"]["event"]["type"] == "text_delta");
+    home.ok(&["tokens", "revoke", id_of(&alice)]);
+    for c in [&mut a, &mut idle] {
+        let (seen, closed) = c.until_closed();
+        assert_eq!(revoked_code(&seen).as_deref(), Some("token_revoked"), "{seen:?}");
+        assert_eq!(closed.map(|(code, _)| code), Some(1008), "{seen:?}");
+    }
+    // The turn it was running is stored as it stood, interrupted.
+    let stored = || home.store().acting_for("alice").full_history(&session).unwrap();
+    crate::support::wait_for("the interrupted answer", || stored().len() == 2);
+    assert_eq!(stored()[1].status, seshat::conversation::MessageStatus::Interrupted);
+    assert_eq!(text_of(&stored()[1]), "Partial answer");
+    // Bob's connection is untouched; then bob is disabled, and enabled again.
+    assert_eq!(b.ok("session/list", json!({}))["sessions"], json!([]));
+    home.ok(&["users", "disable", "BOB"]);
+    let (seen, closed) = b.until_closed();
+    assert_eq!((revoked_code(&seen).as_deref(), closed.map(|(c, _)| c)), (Some("user_disabled"), Some(1008)));
+    assert_eq!(refusal(service.connect(Some(&bob), None)).1, "user_disabled");
+    home.ok(&["users", "enable", "bob"]);
+    let mut b = service.client(&bob);
+    assert_eq!(b.ok("session/list", json!({}))["sessions"], json!([]));
+    assert_eq!(refusal(service.connect(Some(&alice), None)).1, "token_revoked");
+}
+}
+
+crate::on_both_backends! {
+/// A token whose expiry passes while its connection is open ends that connection; removing a
+/// user ends theirs and their token is unknown after.
+fn an_expiry_that_passes_and_a_removed_user_end_open_connections(home) {
+    let soon = token(&home, "carol", &["--expires", "5s"]);
+    let dana = token(&home, "dana", &[]);
+    let service = Service::start(&home, "ws", &[]);
+    let mut c = service.client(&soon);
+    let mut d = service.client(&dana);
+    let (seen, closed) = c.until_closed();
+    assert_eq!((revoked_code(&seen).as_deref(), closed.map(|(c, _)| c)), (Some("token_expired"), Some(1008)));
+    home.ok(&["users", "remove", "dana"]);
+    let (seen, closed) = d.until_closed();
+    assert_eq!((revoked_code(&seen).as_deref(), closed.map(|(c, _)| c)), (Some("token_invalid"), Some(1008)));
+    assert_eq!(refusal(service.connect(Some(&dana), None)).1, "token_invalid");
+}
+}
+
+crate::on_both_backends! {
+/// Users: names are one whatever their case; the operator gets no network token unless asked
+/// for one and can be neither disabled nor removed; a user who owns things is removed only with
+/// `--purge`; a rename keeps their token working; only admins manage.
+fn users_are_managed_by_admins_and_the_operator_is_never_locked_out(home) {
+    home.ok(&["users", "add", "alice"]);
+    for taken in ["Alice", "ALICE"] {
+        let err = home.fails(&["users", "add", taken]);
+        assert!(err.contains("a user named `alice` already exists"), "{err}");
+    }
+    let err = home.fails(&["tokens", "create", "--user", "local"]);
+    assert!(err.contains("the store's operator"), "{err}");
+    let made: Value = serde_json::from_str(&home.ok(&["tokens", "create", "--user", "local", "--operator", "--json"])).unwrap();
+    assert_eq!(made["user"], "local", "{made}");
+    assert!(made["token"].as_str().unwrap().starts_with("seshat_"), "{made}");
+    for act in [&["users", "disable", "local"][..], &["users", "remove", "local"], &["users", "admin", "local", "--off"]] {
+        let err = home.fails(act);
+        assert!(err.contains("is the store's operator"), "{act:?}: {err}");
+    }
+    // Alice owns a session: removing her needs --purge.
+    let alice_token = token(&home, "alice", &[]);
+    let mut store = home.store().acting_for("alice");
+    let session = store.create_session(seshat::store::NewSession { project: "/p".into(), ..Default::default() }).unwrap().id;
+    let err = home.fails(&["users", "remove", "alice"]);
+    assert!(err.contains("alice owns 1 sessions") && err.contains("nothing was changed"), "{err}");
+    // Renamed, her token still works and her session is hers under the new name.
+    home.ok(&["users", "rename", "alice", "alicia"]);
+    let service = Service::start(&home, "ws", &[]);
+    let mut c = service.client(&alice_token);
+    assert_eq!(c.ok("session/list", json!({"all": true}))["sessions"][0]["id"], session.as_str());
+    drop(c);
+    let users: Value = serde_json::from_str(&home.ok(&["users", "list", "--json"])).unwrap();
+    let names: Vec<&str> = users.as_array().unwrap().iter().map(|u| u["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["alicia", "local"], "{users}");
+    assert_eq!(users[1]["admin"], true, "the operator is an admin: {users}");
+    // Only admins manage: alicia cannot add a user until she is made an admin.
+    let mut alicia = home.store().acting_for("alicia");
+    assert!(alicia.add_user("eve").unwrap_err().to_string().contains("only an admin may"));
+    home.ok(&["users", "admin", "alicia"]);
+    alicia.add_user("eve").unwrap();
+    // A team whose every writer left is still managed by the operator.
+    home.ok(&["scopes", "create", "platform"]);
+    let revoke = "DELETE FROM team_members WHERE team = 'platform'";
+    home.sql(revoke, revoke).unwrap();
+    home.ok(&["scopes", "grant", "platform", "eve"]);
+    let removed: String = home.ok(&["users", "remove", "alicia", "--purge"]);
+    assert!(removed.contains("1 sessions"), "{removed}");
+    assert!(home.store().acting_for("alicia").session(&session).is_err(), "purged");
+}
+}
+
+/// A rotated token is refused and its successor works; the listing shows when each was last
+/// used.
+#[test]
+fn a_rotated_token_is_replaced_and_the_listing_shows_last_use() {
+    let home = Home::new();
+    let old = token(&home, "alice", &[]);
+    let service = Service::start(&home, "ws", &[]);
+    drop(service.client(&old));
+    let out = home.run(&["tokens", "rotate", id_of(&old), "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rotated: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let new = rotated["token"].as_str().unwrap();
+    assert_eq!(refusal(service.connect(Some(&old), None)).1, "token_revoked");
+    drop(service.client(new));
+    let listed: Value = serde_json::from_str(&home.ok(&["tokens", "list", "--json"])).unwrap();
+    let used: Vec<bool> = listed.as_array().unwrap().iter().map(|t| t["last_used_at"].is_i64()).collect();
+    assert_eq!(used, [true, true], "{listed}");
+    let table = home.ok(&["tokens", "list"]);
+    assert!(table.contains("LAST USED"), "{table}");
+}
