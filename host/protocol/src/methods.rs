@@ -14,10 +14,47 @@ use crate::records::{Message, SessionInfo};
 use crate::turn::Report;
 use crate::view::View;
 
+/// What a method touches and whether it changes it: declared with the method, the one place its
+/// access rule lives. The server enforces it from here — a read-only token may call only reads —
+/// and every method acts only on the caller's own objects or the team scopes granted to them
+/// (a write to a team scope needs a read-write grant, checked in the write's own statement).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Access {
+    /// The connection itself (its setup, the server's configuration): no stored object.
+    Connection,
+    /// Reads the caller's objects of this kind, and the team scopes granted to them.
+    Read(Object),
+    /// Changes the caller's objects of this kind, or a team scope granted to them read-write;
+    /// refused to a read-only token.
+    Write(Object),
+}
+
+impl Access {
+    /// Whether the method changes anything (a read-only token may not call it).
+    pub fn writes(self) -> bool {
+        matches!(self, Access::Write(_))
+    }
+}
+
+/// What kind of stored object a method touches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Object {
+    /// Sessions and their messages, owned by one user.
+    Session,
+    /// Memory (graph and notes): a user's own scopes, or a team's.
+    Memory,
+    /// Documents: a user's own, or a team's.
+    Knowledge,
+}
+
 /// A method: its name on the wire, what it takes and what it answers.
 pub trait Method {
     /// The method's name (`session/new`).
     const NAME: &'static str;
+    /// What it may touch, and whether it changes it.
+    const ACCESS: Access;
     /// Its params (an absent `params` reads as `{}`).
     type Params: Serialize + DeserializeOwned + JsonSchema;
     /// Its result.
@@ -25,12 +62,13 @@ pub trait Method {
 }
 
 macro_rules! method {
-    ($(#[doc = $doc:literal])* $ty:ident = $name:literal ($params:ty) -> $result:ty) => {
+    ($(#[doc = $doc:literal])* $ty:ident = $name:literal ($params:ty) -> $result:ty, $access:expr) => {
         $(#[doc = $doc])*
         #[derive(Debug, Clone, Copy)]
         pub struct $ty;
         impl Method for $ty {
             const NAME: &'static str = $name;
+            const ACCESS: Access = $access;
             type Params = $params;
             type Result = $result;
         }
@@ -39,125 +77,125 @@ macro_rules! method {
 
 method!(
     /// Opens the connection: the client's settings for its sessions and its own tools.
-    Initialize = "initialize" (InitializeParams) -> InitializeResult
+    Initialize = "initialize" (InitializeParams) -> InitializeResult, Access::Connection
 );
 method!(
     /// Creates a session in the server's project.
-    SessionNew = "session/new" (SessionNewParams) -> SessionResult
+    SessionNew = "session/new" (SessionNewParams) -> SessionResult, Access::Write(Object::Session)
 );
 method!(
     /// Lists sessions, newest first.
-    SessionList = "session/list" (SessionListParams) -> SessionListResult
+    SessionList = "session/list" (SessionListParams) -> SessionListResult, Access::Read(Object::Session)
 );
 method!(
     /// One session, its live view and, with `full`, its whole history.
-    SessionGet = "session/get" (SessionGetParams) -> SessionGetResult
+    SessionGet = "session/get" (SessionGetParams) -> SessionGetResult, Access::Read(Object::Session)
 );
 method!(
     /// Deletes a session (`session_busy` while a turn runs).
-    SessionDelete = "session/delete" (SessionParams) -> SessionDeleteResult
+    SessionDelete = "session/delete" (SessionParams) -> SessionDeleteResult, Access::Write(Object::Session)
 );
 method!(
     /// Starts a turn; its progress arrives as notifications, ending with `turn/completed`.
-    TurnStart = "turn/start" (TurnStartParams) -> TurnStartResult
+    TurnStart = "turn/start" (TurnStartParams) -> TurnStartResult, Access::Write(Object::Session)
 );
 method!(
     /// Interrupts a session's turn, whichever connection started it.
-    TurnInterrupt = "turn/interrupt" (SessionParams) -> TurnInterruptResult
+    TurnInterrupt = "turn/interrupt" (SessionParams) -> TurnInterruptResult, Access::Write(Object::Session)
 );
 method!(
     /// Compacts a session now; answered when done.
-    SessionCompact = "session/compact" (SessionCompactParams) -> SessionCompactResult
+    SessionCompact = "session/compact" (SessionCompactParams) -> SessionCompactResult, Access::Write(Object::Session)
 );
 method!(
     /// Forks a session at a message: a new session continuing from there, with the live view the
     /// parent had then.
-    SessionFork = "session/fork" (SessionForkParams) -> SessionForkResult
+    SessionFork = "session/fork" (SessionForkParams) -> SessionForkResult, Access::Write(Object::Session)
 );
 method!(
     /// Rewinds a session to before a message (the later ones leave the live view; nothing is
     /// deleted), or undoes the latest rewind.
-    SessionRewind = "session/rewind" (SessionRewindParams) -> SessionRewindResult
+    SessionRewind = "session/rewind" (SessionRewindParams) -> SessionRewindResult, Access::Write(Object::Session)
 );
 method!(
     /// A session's whole record as JSON Lines, byte for byte as `seshat sessions export` writes
     /// it (what `seshat sessions import` reads into another store).
-    SessionExport = "session/export" (SessionParams) -> SessionExportResult
+    SessionExport = "session/export" (SessionParams) -> SessionExportResult, Access::Read(Object::Session)
 );
 method!(
     /// Appends messages to a session as they are (`session_busy` while a turn runs in it).
-    SessionAppend = "session/append" (SessionAppendParams) -> SessionAppendResult
+    SessionAppend = "session/append" (SessionAppendParams) -> SessionAppendResult, Access::Write(Object::Session)
 );
 method!(
     /// A session's pinned messages.
-    SessionPins = "session/pins" (SessionParams) -> SessionPinsResult
+    SessionPins = "session/pins" (SessionParams) -> SessionPinsResult, Access::Read(Object::Session)
 );
 method!(
     /// Pins a message (and the other side of its tool exchanges): kept verbatim in every live view
     /// (refused when the pins would take more than their share of the session's window).
-    SessionPin = "session/pin" (SessionSeqParams) -> SessionPinResult
+    SessionPin = "session/pin" (SessionSeqParams) -> SessionPinResult, Access::Write(Object::Session)
 );
 method!(
     /// Unpins a message (and the other side of its tool exchanges).
-    SessionUnpin = "session/unpin" (SessionSeqParams) -> SessionUnpinResult
+    SessionUnpin = "session/unpin" (SessionSeqParams) -> SessionUnpinResult, Access::Write(Object::Session)
 );
 method!(
     /// Imports a session from the JSON Lines `session/export` (or `seshat sessions export`)
     /// wrote, as the caller's: its messages, compactions, trims, pins and rewinds, validated whole
     /// (malformed input names its line and writes nothing).
-    SessionImport = "session/import" (SessionImportParams) -> Imported
+    SessionImport = "session/import" (SessionImportParams) -> Imported, Access::Write(Object::Session)
 );
 method!(
     /// Brings in one session another agent (Claude Code, Codex) wrote, read on the client's
     /// machine, as the caller's: a new session, or only what it gained since it was last brought
     /// in (a fork when the session went on in Seshat meanwhile).
-    SessionBringIn = "session/bring_in" (SessionBringInParams) -> BroughtIn
+    SessionBringIn = "session/bring_in" (SessionBringInParams) -> BroughtIn, Access::Write(Object::Session)
 );
 method!(
     /// Searches what was said in the caller's sessions — the connection's project's, or all of
     /// them — in the original messages, whatever compaction did to the live views.
-    HistorySearch = "history/search" (HistorySearchParams) -> HistorySearchResult
+    HistorySearch = "history/search" (HistorySearchParams) -> HistorySearchResult, Access::Read(Object::Session)
 );
 method!(
     /// Sets a note (replacing the value of an existing key).
-    NotesSet = "notes/set" (NotesSetParams) -> NoteResult
+    NotesSet = "notes/set" (NotesSetParams) -> NoteResult, Access::Write(Object::Memory)
 );
 method!(
     /// A scope's notes, most recently set first.
-    NotesList = "notes/list" (NotesListParams) -> NotesResult
+    NotesList = "notes/list" (NotesListParams) -> NotesResult, Access::Read(Object::Memory)
 );
 method!(
     /// Notes whose key or value contains the query (ignoring case).
-    NotesSearch = "notes/search" (NotesSearchParams) -> NotesResult
+    NotesSearch = "notes/search" (NotesSearchParams) -> NotesResult, Access::Read(Object::Memory)
 );
 method!(
     /// The memory context a new session of the caller's in the connection's project is given.
-    MemoryContextGet = "memory/context" (MemoryContextParams) -> MemoryContext
+    MemoryContextGet = "memory/context" (MemoryContextParams) -> MemoryContext, Access::Read(Object::Memory)
 );
 method!(
     /// The caller's deletions of memory that can be restored, newest first.
-    MemoryDeletions = "memory/deletions" (Empty) -> MemoryDeletionsResult
+    MemoryDeletions = "memory/deletions" (Empty) -> MemoryDeletionsResult, Access::Read(Object::Memory)
 );
 method!(
     /// Undoes one of the caller's deletions of memory.
-    MemoryRestore = "memory/restore" (MemoryRestoreParams) -> Deletion
+    MemoryRestore = "memory/restore" (MemoryRestoreParams) -> Deletion, Access::Write(Object::Memory)
 );
 method!(
     /// Removes everything in one scope (the server keeps a backup of it first); a team scope
     /// needs write access (`scope_denied`).
-    MemoryClear = "memory/clear" (MemoryClearParams) -> MemoryClearResult
+    MemoryClear = "memory/clear" (MemoryClearParams) -> MemoryClearResult, Access::Write(Object::Memory)
 );
 method!(
     /// Searches the documents `seshat knowledge add` indexed.
-    KnowledgeSearch = "knowledge/search" (KnowledgeSearchParams) -> Found
+    KnowledgeSearch = "knowledge/search" (KnowledgeSearchParams) -> Found, Access::Read(Object::Knowledge)
 );
 method!(
     /// Reads one chunk a search returned, as `knowledge_read` does (16,000 bytes at a time).
-    KnowledgeRead = "knowledge/read" (KnowledgeReadParams) -> KnowledgeChunk
+    KnowledgeRead = "knowledge/read" (KnowledgeReadParams) -> KnowledgeChunk, Access::Read(Object::Knowledge)
 );
 method!(
     /// The configuration the server runs with.
-    ConfigGet = "config/get" (Empty) -> ConfigGetResult
+    ConfigGet = "config/get" (Empty) -> ConfigGetResult, Access::Connection
 );
 
 /// The memory tools `memory/<tool>` runs, as `seshat mcp` serves them: their arguments and
@@ -174,6 +212,54 @@ pub const MEMORY_TOOLS: &[&str] = &[
     "search_nodes",
     "open_nodes",
 ];
+
+/// The memory tools that change nothing.
+pub const MEMORY_READS: &[&str] = &["read_graph", "search_nodes", "open_nodes"];
+
+/// Every method a client may call but the memory tools, with its access rule.
+pub const CLIENT_METHODS: &[(&str, Access)] = &[
+    (Initialize::NAME, Initialize::ACCESS),
+    (SessionNew::NAME, SessionNew::ACCESS),
+    (SessionList::NAME, SessionList::ACCESS),
+    (SessionGet::NAME, SessionGet::ACCESS),
+    (SessionDelete::NAME, SessionDelete::ACCESS),
+    (TurnStart::NAME, TurnStart::ACCESS),
+    (TurnInterrupt::NAME, TurnInterrupt::ACCESS),
+    (SessionCompact::NAME, SessionCompact::ACCESS),
+    (SessionFork::NAME, SessionFork::ACCESS),
+    (SessionRewind::NAME, SessionRewind::ACCESS),
+    (SessionExport::NAME, SessionExport::ACCESS),
+    (SessionAppend::NAME, SessionAppend::ACCESS),
+    (SessionPins::NAME, SessionPins::ACCESS),
+    (SessionPin::NAME, SessionPin::ACCESS),
+    (SessionUnpin::NAME, SessionUnpin::ACCESS),
+    (SessionImport::NAME, SessionImport::ACCESS),
+    (SessionBringIn::NAME, SessionBringIn::ACCESS),
+    (HistorySearch::NAME, HistorySearch::ACCESS),
+    (NotesSet::NAME, NotesSet::ACCESS),
+    (NotesList::NAME, NotesList::ACCESS),
+    (NotesSearch::NAME, NotesSearch::ACCESS),
+    (MemoryContextGet::NAME, MemoryContextGet::ACCESS),
+    (MemoryDeletions::NAME, MemoryDeletions::ACCESS),
+    (MemoryRestore::NAME, MemoryRestore::ACCESS),
+    (MemoryClear::NAME, MemoryClear::ACCESS),
+    (KnowledgeSearch::NAME, KnowledgeSearch::ACCESS),
+    (KnowledgeRead::NAME, KnowledgeRead::ACCESS),
+    (ConfigGet::NAME, ConfigGet::ACCESS),
+];
+
+/// The access rule of the method a client called (a memory tool's included); `None` for a
+/// method the server does not have.
+pub fn access(method: &str) -> Option<Access> {
+    if let Some(tool) = method.strip_prefix(MEMORY_PREFIX).filter(|t| MEMORY_TOOLS.contains(t)) {
+        return Some(if MEMORY_READS.contains(&tool) {
+            Access::Read(Object::Memory)
+        } else {
+            Access::Write(Object::Memory)
+        });
+    }
+    CLIENT_METHODS.iter().find(|(name, _)| *name == method).map(|(_, access)| *access)
+}
 
 /// The prefix of the memory methods (`memory/search_nodes`).
 pub const MEMORY_PREFIX: &str = "memory/";
@@ -882,6 +968,7 @@ pub struct ToolCall;
 
 impl Method for ToolCall {
     const NAME: &'static str = "tool/call";
+    const ACCESS: Access = Access::Connection;
     type Params = ToolCallParams;
     type Result = ToolCallResult;
 }

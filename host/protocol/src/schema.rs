@@ -177,6 +177,30 @@ fn ref_to(name: &str) -> Value {
 
 #[cfg(test)]
 mod tests {
+    /// Every method the schema lets a client call has its access rule, and every rule a method
+    /// of the schema: a method added without a rule fails here (or does not build).
+    #[test]
+    fn every_method_of_the_schema_declares_its_access() {
+        let schema = super::schema();
+        let text = schema.to_string();
+        let mut named: Vec<String> = Vec::new();
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("\"method\":{\"const\":\"") {
+            rest = &rest[at + 19..];
+            let end = rest.find('"').unwrap_or(0);
+            named.push(rest[..end].to_string());
+        }
+        let server_sent = |m: &str| m.starts_with("turn/") || m == "access/revoked" || m == "tool/call";
+        let requests: Vec<&String> = named.iter().filter(|m| !server_sent(m)).collect();
+        assert!(requests.len() > 20, "{named:?}");
+        for m in &requests {
+            assert!(crate::methods::access(m).is_some(), "{m} has no access rule");
+        }
+        for (m, _) in crate::methods::CLIENT_METHODS {
+            assert!(named.iter().any(|n| n == m), "{m} has a rule but is not in the schema");
+        }
+    }
+
     /// The committed schema is what the types generate. After changing a type, run this test with
     /// `SESHAT_WRITE_SCHEMA=1` to write the file, and commit it with the change.
     #[test]

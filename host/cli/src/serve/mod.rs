@@ -55,26 +55,6 @@ impl Args {
     }
 }
 
-/// The methods a read-only token may call: they change nothing.
-const READS: &[&str] = &[
-    "initialize",
-    "config/get",
-    "session/list",
-    "session/get",
-    "session/export",
-    "session/pins",
-    "history/search",
-    "knowledge/search",
-    "knowledge/read",
-    "notes/list",
-    "notes/search",
-    "memory/read_graph",
-    "memory/context",
-    "memory/deletions",
-    "memory/search_nodes",
-    "memory/open_nodes",
-];
-
 /// The longest project key a network client may name.
 const MAX_PROJECT_KEY: usize = 1024;
 
@@ -408,7 +388,9 @@ impl Server {
         if method != "initialize" && method != "config/get" && self.setup.is_none() {
             return self.outbox.error(id, RpcError::not_initialized());
         }
-        let writes = !READS.contains(&method);
+        // The method's access rule, declared with it in the protocol: an unknown method is
+        // answered by the dispatch below.
+        let writes = seshat_protocol::methods::access(method).is_some_and(|a| a.writes());
         if writes && self.acting.read_only {
             return self.outbox.error(id, RpcError::read_only(method));
         }

@@ -4,6 +4,7 @@
 #![allow(clippy::needless_pass_by_value)]
 
 mod access;
+mod access_matrix;
 mod architecture;
 mod bounds;
 mod branches;

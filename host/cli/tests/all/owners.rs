@@ -185,6 +185,20 @@ fn a_team_scope_is_read_and_written_only_through_its_grants(home) {
     assert_eq!(found(&mut alice, "canary", None), ["Deploy"]);
     let grants: Vec<(String, Access)> = alice.grants().unwrap().into_iter().map(|g| (g.user, g.access)).collect();
     assert_eq!(grants, [("alice".to_string(), Access::Write), ("bob".to_string(), Access::Write)]);
+    // Bob deletes the team's entity while he may write, then is made read-only: restoring his
+    // own deletion would write to the team, so it is refused and restores nothing.
+    alice.memory(None).create_entities(&[entity("Runbook", "page the oncall")], Some(&team)).unwrap();
+    let (_, removed) = bob.memory(None).delete_entities(&["Runbook".into()], Some(&team)).unwrap();
+    assert_eq!(removed, 1);
+    let deletion = bob.memory(None).deletions().unwrap()[0].id;
+    alice.grant("infra", "bob", Access::Read).unwrap();
+    let e = bob.memory(None).restore(deletion).unwrap_err();
+    assert_eq!(memory_code(&e), "scope_denied", "{e}");
+    assert!(alice.memory(None).open_nodes(&["Runbook".into()], Some(&team)).unwrap().entities.is_empty());
+    alice.grant("infra", "bob", Access::Write).unwrap();
+    bob.memory(None).restore(deletion).unwrap();
+    assert_eq!(alice.memory(None).open_nodes(&["Runbook".into()], Some(&team)).unwrap().entities.len(), 1);
+
     assert!(alice.revoke("infra", "bob").unwrap());
     assert!(found(&mut bob, "canary", None).is_empty());
     let e = bob.memory(None).notes(&team).unwrap_err();

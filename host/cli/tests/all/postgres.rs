@@ -287,30 +287,32 @@ fn a_claim_is_held_by_the_claiming_stores_own_connection_and_nothing_once_given_
             "SELECT count(*) FROM pg_stat_activity WHERE datname = 'claims' AND pid <> pg_backend_pid()",
         )
     };
-    let (ours, theirs) = (Store::connect(&location).unwrap(), Store::connect(&location).unwrap());
-    let first = ours.claim_session("s1").unwrap().expect("a free session");
+    let (mut ours, theirs) = (Store::connect(&location).unwrap(), Store::connect(&location).unwrap());
+    let ids: Vec<String> = (0..3).map(|_| ours.create_session(Default::default()).unwrap().id).collect();
+    let (s1, s2, s3) = (ids[0].as_str(), ids[1].as_str(), ids[2].as_str());
+    let first = ours.claim_session(s1).unwrap().expect("a free session");
     let pid = holders();
     assert!(pid.parse::<u32>().is_ok(), "one connection holds the claim: {pid:?}");
     assert_eq!(connections(), "2", "the two stores' connections and no other");
-    assert!(theirs.claim_session("s1").unwrap().is_none(), "a held session is refused to another store");
+    assert!(theirs.claim_session(s1).unwrap().is_none(), "a held session is refused to another store");
     ours.release_session(first).unwrap();
     assert_eq!(holders(), "", "a released claim holds nothing");
-    let second = theirs.claim_session("s1").unwrap().expect("free again for another store");
+    let second = theirs.claim_session(s1).unwrap().expect("free again for another store");
     let other = holders();
     assert!(other.parse::<u32>().is_ok_and(|p| p.to_string() != pid), "the other store's connection: {other:?}");
     theirs.release_session(second).unwrap();
-    let again = ours.claim_session("s2").unwrap().expect("a free session");
+    let again = ours.claim_session(s2).unwrap().expect("a free session");
     assert_eq!(holders(), pid, "the same store claims on the same connection");
     assert_eq!(connections(), "2");
     ours.release_session(again).unwrap();
     cluster.restart();
-    let third = ours.claim_session("s3").unwrap().expect("a free session after the restart");
+    let third = ours.claim_session(s3).unwrap().expect("a free session after the restart");
     let after = holders();
     assert!(
         after.parse::<u32>().is_ok_and(|p| p.to_string() != pid),
         "the connection opened again holds it: {after:?}"
     );
-    assert!(theirs.claim_session("s3").unwrap().is_none(), "and holds it for real");
+    assert!(theirs.claim_session(s3).unwrap().is_none(), "and holds it for real");
     ours.release_session(third).unwrap();
     assert_eq!(holders(), "");
 }

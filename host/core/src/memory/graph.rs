@@ -433,6 +433,9 @@ impl Memory<'_> {
             let visible = self.lookup_order(self.db, scope)?;
             let now = now_ms();
             let tx = begin(self.db)?;
+            for place in &places {
+                Memory::check_write(&tx, &self.user, place)?;
+            }
             let deletion = new_deletion(
                 &tx,
                 &self.user,
@@ -491,6 +494,9 @@ impl Memory<'_> {
             let places = self.lookup_order(self.db, scope)?;
             let now = now_ms();
             let tx = begin(self.db)?;
+            for place in &places {
+                Memory::check_write(&tx, &self.user, place)?;
+            }
             let names: Vec<&str> = deletions.iter().map(|(n, _)| n.as_str()).collect();
             let deletion = new_deletion(
                 &tx,
@@ -626,6 +632,19 @@ impl Memory<'_> {
                 |r| Ok(Deletion { id: r.get(0)?, origin: r.get(1)?, summary: r.get(2)?, created_at: r.get(3)? }),
             )?;
             let found = found.ok_or(Error::NoSuchDeletion(deletion))?;
+            // What it brings back into a team scope needs write access there now, whatever the
+            // caller had when deleting.
+            let teams: Vec<String> = tx.query_vec(
+                "SELECT owner FROM memory_entities WHERE deleted_by = ?1 AND scope = 'team' \
+                 UNION SELECT e.owner FROM memory_observations o JOIN memory_entities e ON e.id = o.entity_id \
+                 WHERE o.deleted_by = ?1 AND e.scope = 'team' \
+                 UNION SELECT owner FROM memory_relations WHERE deleted_by = ?1 AND scope = 'team'",
+                params![deletion],
+                |r| r.get(0),
+            )?;
+            for team in &teams {
+                crate::store::owners::check_team_write(&tx, &self.user, team)?;
+            }
             let entities: Vec<i64> = {
                 let stmt = "SELECT DISTINCT entity_id FROM memory_observations WHERE deleted_by = ?1";
                 tx.query_vec(stmt, params![deletion], |r| r.get(0))?

@@ -45,6 +45,8 @@ impl Store {
     /// PostgreSQL the claim is held by this store's connection, so it is given back through this
     /// store ([`Store::release_session`]); closing the store gives it back too.
     pub fn claim_session(&self, session: &str) -> Result<Option<SessionClaim>> {
+        // Only the session's owner claims it: nobody holds another user's session busy.
+        super::sessions::owned(&self.db, session, &self.user).map_err(|e| e.at(&self.location, "claim the session"))?;
         let held = match &self.location {
             Location::File(path) => {
                 lock_file(path, session).map_err(|e| e.at(&self.location, "claim the session"))?.map(Held::File)
