@@ -321,6 +321,24 @@ fn connection(
     }
 }
 
+/// `text` with the server's own places — its directories, its database's path or address — put
+/// as words: what a network client is told never names where the server keeps things.
+pub(crate) fn hide_paths(text: &str, ctx: &Context) -> String {
+    let mut out = text.to_string();
+    let places = [
+        (ctx.db.to_string(), "the server's database"),
+        (ctx.dirs.data.display().to_string(), "the server's data directory"),
+        (ctx.dirs.config.display().to_string(), "the server's configuration directory"),
+        (ctx.dirs.cache.display().to_string(), "the server's cache directory"),
+    ];
+    for (place, words) in places {
+        if place.len() > 1 {
+            out = out.replace(&place, words);
+        }
+    }
+    out
+}
+
 /// Where a connection's answers go.
 enum Output {
     /// Written line by line, by a thread of the connection's own.
@@ -401,7 +419,12 @@ impl Server {
         match answer {
             Ok(Some(result)) => self.outbox.result(id, result),
             Ok(None) => {} // answered later, by a worker
-            Err(e) => self.outbox.error(id, e),
+            Err(mut e) => {
+                if self.acting.user.is_some() {
+                    e.message = hide_paths(&e.message, &self.ctx);
+                }
+                self.outbox.error(id, e)
+            }
         }
     }
 

@@ -37,6 +37,8 @@ pub(super) struct Network {
     pub address: SocketAddr,
     /// TLS (`wss://`), or none (`ws://`).
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// What the operator should know, said once the service listens.
+    pub warnings: Vec<String>,
 }
 
 /// `--listen ws://HOST:PORT` or `wss://HOST:PORT` with its TLS files, or `None` when `listen` is
@@ -66,13 +68,28 @@ pub(super) fn parse(
              --tls-cert and --tls-key, or add --insecure-listen (behind a proxy that encrypts)"
         );
     }
+    let mut warnings = Vec::new();
+    if insecure && !address.ip().is_loopback() {
+        warnings.push(format!(
+            "--insecure-listen sends tokens and conversations unencrypted to {address}: only behind a proxy that \
+             encrypts"
+        ));
+    }
+    #[cfg(unix)]
+    if let Some(key) = key
+        && let Ok(meta) = std::fs::metadata(key)
+        && std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o077 != 0
+    {
+        warnings
+            .push(format!("the TLS key {} can be read by other users of this machine: chmod 600 it", key.display()));
+    }
     let tls = match (secure, cert, key) {
         (false, None, None) => None,
         (false, _, _) => anyhow::bail!("--tls-cert and --tls-key are for wss:// addresses, not `{listen}`"),
         (true, Some(cert), Some(key)) => Some(Arc::new(tls_config(cert, key)?)),
         (true, _, _) => anyhow::bail!("`--listen {listen}` needs --tls-cert FILE and --tls-key FILE (PEM)"),
     };
-    Ok(Some(Network { address, tls }))
+    Ok(Some(Network { address, tls, warnings }))
 }
 
 /// A rustls server configuration from PEM files: the certificate chain and its private key.
@@ -187,6 +204,9 @@ pub(super) fn serve(ctx: Arc<Context>, network: Network, busy: turns::Busy, stop
             .with_context(|| format!("cannot listen on {}", network.address))?;
         let local = listener.local_addr()?;
         eprintln!("seshat serve: listening on {}://{local}", if network.tls.is_some() { "wss" } else { "ws" });
+        for warning in &network.warnings {
+            eprintln!("seshat serve: warning: {warning}");
+        }
         let shared = Arc::new(Shared {
             connections: Arc::new(tokio::sync::Semaphore::new(config.max_connections())),
             ctx,
@@ -247,6 +267,13 @@ fn refuse(status: StatusCode, code: &str, message: &str) -> ErrorResponse {
 /// The caller a request's `Authorization: Bearer` token names, or the refusal to answer with.
 #[allow(clippy::result_large_err, reason = "tungstenite's upgrade callback returns its ErrorResponse by value")]
 fn authenticate(shared: &Shared, request: &Request, deadline: Instant) -> Result<seshat::store::Caller, ErrorResponse> {
+    if request.headers().get_all(http::header::AUTHORIZATION).iter().count() > 1 {
+        return Err(refuse(
+            StatusCode::BAD_REQUEST,
+            "token_invalid",
+            "send one `Authorization: Bearer TOKEN` header, not several",
+        ));
+    }
     let Some(header) = request.headers().get(http::header::AUTHORIZATION) else {
         return Err(refuse(
             StatusCode::UNAUTHORIZED,
@@ -254,11 +281,13 @@ fn authenticate(shared: &Shared, request: &Request, deadline: Instant) -> Result
             "send `Authorization: Bearer TOKEN` (a token from `seshat tokens create`)",
         ));
     };
+    // The scheme is case-insensitive (RFC 9110): `Bearer`, `bearer`, `BEARER`.
     let token = header
         .to_str()
         .ok()
-        .and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")))
-        .map(str::trim)
+        .and_then(|h| h.trim_start().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim())
         .unwrap_or_default();
     use super::token_check::Checked;
     match tokio::task::block_in_place(|| shared.tokens.check(token, deadline)) {
@@ -395,6 +424,17 @@ where
                         break;
                     }
                     Some(Err(e)) => {
+                        // A frame that breaks the protocol, or text that is not UTF-8, is closed
+                        // with its code (1002, 1007) and why.
+                        use tokio_tungstenite::tungstenite::Error as E;
+                        let code = match &e {
+                            E::Utf8(_) => Some((CloseCode::Invalid, "a text frame that is not UTF-8")),
+                            E::Protocol(_) => Some((CloseCode::Protocol, "a frame that breaks the WebSocket protocol")),
+                            _ => None,
+                        };
+                        if let Some((code, reason)) = code {
+                            let _ = send(&mut sink, close(code, reason), idle).await;
+                        }
                         tracing::debug!(user = %caller.user, "connection ended: {e}");
                         break;
                     }

@@ -253,6 +253,7 @@ impl Turns {
         let cancel = claim.cancel.clone();
         slot.cancel = cancel.clone();
         let outbox = link.outbox.clone();
+        let hide = link.user.map(|_| link.ctx.clone());
         slot.jobs
             .send(Box::new(move |agent| {
                 let refused = match agent.claim() {
@@ -261,7 +262,11 @@ impl Turns {
                         return job(agent, cancel, claim, id);
                     }
                     Ok(None) => RpcError::busy(&claim.session),
-                    Err(e) => RpcError::seshat(e.code(), e.to_string()),
+                    Err(e) => {
+                        let message = e.to_string();
+                        let message = hide.as_ref().map_or(message.clone(), |ctx| super::hide_paths(&message, ctx));
+                        RpcError::seshat(e.code(), message)
+                    }
                 };
                 // Free here before the answer, so a request that follows it is not refused here.
                 drop(claim);
@@ -284,6 +289,8 @@ impl Turns {
         self.next += 1;
         let turn = self.next;
         let (outbox, session_id) = (link.outbox.clone(), session.to_string());
+        // A network client's outcome names none of the server's places.
+        let hide = link.user.map(|_| link.ctx.clone());
         self.run(link, session, id, move |agent, cancel, claim, id| {
             let started = m::TurnStartResult { session: session_id.clone(), turn };
             match super::rpc::answer::<m::TurnStart>(&started) {
@@ -298,6 +305,10 @@ impl Turns {
                 error_code: Some(e.code().to_string()),
                 ..Default::default()
             });
+            if let Some(ctx) = &hide {
+                outcome.error = outcome.error.map(|e| super::hide_paths(&e, ctx));
+                outcome.warnings = outcome.warnings.iter().map(|w| super::hide_paths(w, ctx)).collect();
+            }
             // Free before the answer, so a request that follows it finds the session free.
             if let Some(warning) = claim.release(agent) {
                 notifier.warning(&warning);

@@ -153,3 +153,104 @@ fn a_rotated_token_is_replaced_and_the_listing_shows_last_use() {
     let table = home.ok(&["tokens", "list"]);
     assert!(table.contains("LAST USED"), "{table}");
 }
+
+/// An error a network client is told names none of the server's places: a claim that fails on
+/// the server's disk is reported without its path.
+#[test]
+fn a_network_clients_errors_name_no_server_path() {
+    let home = Home::new();
+    let alice = token(&home, "alice", &[]);
+    let service = Service::start(&home, "ws", &[]);
+    let mut c = service.client(&alice);
+    let session = c.new_session();
+    // The claims' directory cannot be made: a file is in its place.
+    let claims = home.path().join("seshat.db.claims");
+    let _ = std::fs::remove_dir_all(&claims);
+    std::fs::write(&claims, "not a directory").unwrap();
+    let answer = c.call("turn/start", json!({"session": session, "text": "hi"}));
+    let message = answer["error"]["message"].as_str().unwrap_or_else(|| panic!("not refused: {answer}"));
+    let home_path = home.path().display().to_string();
+    assert!(!message.contains(&home_path), "{message}");
+    assert!(message.contains("the server's"), "{message}");
+}
+
+/// Two users clearing their memory at the same moments never pick the same backup file.
+#[test]
+fn memory_clears_at_once_never_collide_on_their_backups() {
+    let home = Home::new();
+    home.ok(&["users", "add", "alice"]);
+    home.ok(&["users", "add", "bob"]);
+    let backups = home.path().join("backups");
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let runs: Vec<_> = ["alice", "bob"]
+            .into_iter()
+            .map(|user| {
+                let (home, backups) = (&home, &backups);
+                s.spawn(move || {
+                    let mut store = home.store().acting_for(user);
+                    let mut failed = Vec::new();
+                    for i in 0..100 {
+                        let note = store.memory(None).set_note(seshat::memory::Scope::User, "k", &format!("{i}"));
+                        let cleared =
+                            note.and_then(|_| store.memory(None).clear(&seshat::memory::Scope::User, backups));
+                        if let Err(e) = cleared {
+                            failed.push(format!("{user} #{i}: {e}"));
+                        }
+                    }
+                    failed
+                })
+            })
+            .collect();
+        runs.into_iter().flat_map(|r| r.join().unwrap()).collect()
+    });
+    assert_eq!(failures, Vec::<String>::new());
+    assert_eq!(std::fs::read_dir(&backups).unwrap().count(), 200, "one backup per clear");
+}
+
+/// The edge's hygiene: one `Authorization` header, its scheme in any case; a text frame that is
+/// not UTF-8 closes with 1007; a TLS key others can read is warned about.
+#[test]
+fn the_edge_takes_one_authorization_any_scheme_case_and_closes_bad_frames_with_their_code() {
+    use std::io::Write as _;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
+    let home = Home::new();
+    let alice = token(&home, "alice", &[]);
+    let authority = crate::support::tls::Authority::new();
+    let (cert, key) = (home.path().join("cert.pem"), home.path().join("key.pem"));
+    std::fs::write(&cert, &authority.cert).unwrap();
+    std::fs::write(&key, &authority.key).unwrap();
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let tls = Service::start(&home, "wss", &["--tls-cert", cert.to_str().unwrap(), "--tls-key", key.to_str().unwrap()]);
+    crate::support::wait_for("the key's warning", || tls.logged(&["can be read by other users", "chmod 600"]));
+    drop(tls);
+
+    let service = Service::start(&home, "ws", &[]);
+    let upgrade = |headers: &[String]| {
+        let mut request = service.url.as_str().into_client_request().unwrap();
+        for h in headers {
+            request.headers_mut().append("Authorization", h.parse().unwrap());
+        }
+        let tcp = std::net::TcpStream::connect(("127.0.0.1", service.port)).unwrap();
+        tokio_tungstenite::tungstenite::client::client(request, tcp)
+    };
+    let status = |r: Result<_, tokio_tungstenite::tungstenite::HandshakeError<_>>| match r {
+        Ok(_) => 101,
+        Err(tokio_tungstenite::tungstenite::HandshakeError::Failure(tokio_tungstenite::tungstenite::Error::Http(
+            r,
+        ))) => r.status().as_u16(),
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(status(upgrade(&[format!("BEARER {alice}")])), 101, "the scheme in capitals");
+    assert_eq!(status(upgrade(&[format!("bearer {alice}")])), 101);
+    assert_eq!(status(upgrade(&[format!("Bearer {alice}"), format!("Bearer {alice}")])), 400, "two headers");
+
+    let mut c = service.client(&alice);
+    // A masked text frame whose payload is not UTF-8.
+    let (mask, payload) = ([1u8, 2, 3, 4], [0xffu8, 0xfe, 0xfd]);
+    let mut frame = vec![0x81, 0x80 | payload.len() as u8];
+    frame.extend(mask);
+    frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    c.ws.get_mut().write_all(&frame).unwrap();
+    let (_, closed) = c.until_closed();
+    assert_eq!(closed.map(|(code, _)| code), Some(1007));
+}

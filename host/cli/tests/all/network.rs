@@ -20,7 +20,7 @@ use crate::support::{Home, Watchdog, wait_for};
 pub(crate) struct Service {
     child: Child,
     /// The address it listens on (`ws://127.0.0.1:PORT`).
-    url: String,
+    pub(crate) url: String,
     pub(crate) port: u16,
     log: Arc<Mutex<Vec<String>>>,
 }
@@ -69,7 +69,7 @@ impl Service {
     }
 
     /// Whether a logged line holds every one of `words`.
-    fn logged(&self, words: &[&str]) -> bool {
+    pub(crate) fn logged(&self, words: &[&str]) -> bool {
         self.log.lock().unwrap().iter().any(|l| words.iter().all(|w| l.contains(w)))
     }
 }
@@ -82,12 +82,12 @@ impl Drop for Service {
 }
 
 /// A stream a WebSocket runs on: TCP, or TLS over TCP.
-trait Io: Read + Write + Send {}
+pub(crate) trait Io: Read + Write + Send {}
 impl<T: Read + Write + Send> Io for T {}
 
 /// A WebSocket client speaking the service's JSON-RPC, one message per text frame.
 pub(crate) struct Client {
-    ws: tungstenite::WebSocket<Box<dyn Io>>,
+    pub(crate) ws: tungstenite::WebSocket<Box<dyn Io>>,
     next: u64,
     /// Messages read while waiting for another.
     backlog: Vec<Value>,

@@ -116,7 +116,8 @@ impl Memory<'_> {
                 },
             )?);
             let label = place.scope.to_string().replace(':', "-");
-            let path = backup_dir.join(format!("memory-{label}-{}.jsonl", now_ms()));
+            // Whose and a unique id: two users (or two clears) at once never pick the same file.
+            let path = backup_dir.join(format!("memory-{label}-{}-{}.jsonl", place.owner, ulid::Ulid::generate()));
             let io = |cause| Error::Io { path: path.clone(), cause };
             private_dir(backup_dir).map_err(|cause| Error::Io { path: backup_dir.to_path_buf(), cause })?;
             let mut file = private_file(&path).map_err(io)?;
