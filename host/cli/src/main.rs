@@ -48,6 +48,11 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "FILE", env = "SESHAT_REMOTE_CA")]
     remote_ca: Option<std::path::PathBuf>,
 
+    /// Allow a plain `ws://` `--remote` beyond this machine (the token travels unencrypted: only
+    /// through a tunnel that encrypts).
+    #[arg(long, global = true, env = "SESHAT_REMOTE_INSECURE")]
+    insecure_remote: bool,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -126,7 +131,7 @@ impl Context {
             repository: paths::repository_key(&cwd),
             user: None,
             instructions: None,
-            remote: remote::Target::from_cli(cli.remote.as_deref(), cli.remote_ca.as_deref())?,
+            remote: remote::Target::from_cli(cli.remote.as_deref(), cli.remote_ca.as_deref(), cli.insecure_remote)?,
         })
     }
 

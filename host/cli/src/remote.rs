@@ -24,12 +24,28 @@ pub struct Target {
 
 impl Target {
     /// The target `--remote` and `SESHAT_TOKEN` name, or `None` without `--remote`.
-    pub fn from_cli(url: Option<&str>, ca: Option<&std::path::Path>) -> anyhow::Result<Option<Target>> {
+    /// A plain `ws://` address is taken for this machine only (the token would travel in the
+    /// clear) unless `insecure`.
+    pub fn from_cli(url: Option<&str>, ca: Option<&std::path::Path>, insecure: bool) -> anyhow::Result<Option<Target>> {
         let Some(url) = url.filter(|u| !u.is_empty()) else { return Ok(None) };
         anyhow::ensure!(
             url.starts_with("wss://") || url.starts_with("ws://"),
             "--remote `{url}` is not a WebSocket address: give wss://HOST:PORT"
         );
+        if url.starts_with("ws://") && !insecure {
+            let host = url
+                .parse::<tungstenite::http::Uri>()
+                .ok()
+                .and_then(|u| u.host().map(|h| h.trim_matches(['[', ']']).to_string()))
+                .unwrap_or_default();
+            let loopback = host.eq_ignore_ascii_case("localhost")
+                || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+            anyhow::ensure!(
+                loopback,
+                "--remote `{url}` would send your token unencrypted to {host}: use wss://, or --insecure-remote \
+                 (SESHAT_REMOTE_INSECURE=1) through a tunnel that encrypts"
+            );
+        }
         let token = std::env::var("SESHAT_TOKEN").unwrap_or_default();
         anyhow::ensure!(
             !token.trim().is_empty(),
@@ -140,12 +156,40 @@ impl Remote {
                 let message = body["message"].as_str().unwrap_or("the upgrade was refused").to_string();
                 anyhow::bail!("{url} refused the connection (HTTP {}): {message} [{code}]", response.status().as_u16());
             }
+            Err(tungstenite::HandshakeError::Failure(e)) => return Err(self.connect_error(e)),
             Err(e) => anyhow::bail!("cannot open a WebSocket to {url}: {e}"),
         };
         self.ws = Some(ws);
         let setup = self.setup.clone();
         self.exchange("initialize", &setup)?.map_err(anyhow::Error::from)?;
         Ok(())
+    }
+
+    /// What went wrong opening the connection, in the words of what to do: a certificate this
+    /// machine does not trust names `--remote-ca`, one for another name says so.
+    fn connect_error(&self, e: tungstenite::Error) -> anyhow::Error {
+        let url = &self.target.url;
+        // TLS runs under the WebSocket here (rustls' stream): its failure is an I/O error's.
+        let tls = match &e {
+            tungstenite::Error::Io(io) => io.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()).cloned(),
+            _ => None,
+        };
+        use rustls::{CertificateError as C, Error as R};
+        match tls {
+            Some(R::InvalidCertificate(C::UnknownIssuer | C::BadSignature)) => anyhow::anyhow!(
+                "{url}'s certificate is signed by a CA this machine does not trust: give that CA's certificate with \
+                 --remote-ca FILE (or SESHAT_REMOTE_CA){}",
+                if self.target.ca.is_some() { " — the one given did not sign it" } else { "" }
+            ),
+            Some(R::InvalidCertificate(C::NotValidForName | C::NotValidForNameContext { .. })) => anyhow::anyhow!(
+                "{url}'s certificate is not for that host name: connect by a name the certificate holds"
+            ),
+            Some(R::InvalidCertificate(C::Expired | C::ExpiredContext { .. })) => {
+                anyhow::anyhow!("{url}'s certificate has expired: its operator must renew it")
+            }
+            Some(other) => anyhow::anyhow!("the TLS handshake with {url} failed: {other}"),
+            None => anyhow::anyhow!("cannot open a WebSocket to {url}: {e}"),
+        }
     }
 
     /// The system's roots, and the private CA when one is named.

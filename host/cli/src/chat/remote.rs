@@ -134,8 +134,11 @@ fn turn(
                 resends += 1;
                 printer.end_line();
                 eprintln!("[{}: sending the turn again]", format::visible(&format!("{e:#}")));
-                remote.reconnect()?;
+                if let Err(again) = remote.reconnect() {
+                    return Ok(connection_lost(session, &again));
+                }
             }
+            Failed::Dropped(e) => return Ok(connection_lost(session, &e)),
             Failed::Busy(e) if resends > 0 && !cancel.is_cancelled() => {
                 let since = *busy_since.get_or_insert_with(std::time::Instant::now);
                 if since.elapsed() > BUSY_FOR {
@@ -144,8 +147,25 @@ fn turn(
                 // The service is still storing the attempt the dropped connection interrupted.
                 std::thread::sleep(std::time::Duration::from_millis(200));
             }
-            Failed::Dropped(e) | Failed::Busy(e) | Failed::Other(e) => return Err(e),
+            Failed::Busy(e) | Failed::Other(e) => return Err(e),
         }
+    }
+}
+
+/// The outcome of a turn whose connection ended and could not be opened again: what the service
+/// had is kept there, and the user is told how to go on (as text, or in `--json`'s outcome).
+fn connection_lost(session: &str, e: &anyhow::Error) -> TurnOutcome {
+    let first = e.chain().next().map(ToString::to_string).unwrap_or_default();
+    TurnOutcome {
+        session: session.to_string(),
+        interrupted: true,
+        error_code: Some("connection_lost".into()),
+        error: Some(format!(
+            "the connection to the service ended mid-turn and could not be opened again ({first}): what the service \
+             received is kept there, its answer marked interrupted; `seshat chat --remote … --resume {session}` goes \
+             on from there"
+        )),
+        ..TurnOutcome::default()
     }
 }
 

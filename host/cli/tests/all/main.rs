@@ -42,6 +42,7 @@ mod postgres;
 mod props;
 mod recall;
 mod reimport;
+mod remote_client;
 mod serve;
 mod stop;
 mod store;

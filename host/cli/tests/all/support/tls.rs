@@ -12,13 +12,18 @@ pub struct Authority {
 
 impl Authority {
     pub fn new() -> Authority {
+        Authority::for_names(&["localhost", "127.0.0.1"])
+    }
+
+    /// A CA whose server certificate names only `names`.
+    pub fn for_names(names: &[&str]) -> Authority {
         let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
         ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
         ca_params.distinguished_name.push(rcgen::DnType::CommonName, "Seshat tests CA");
         let ca_key = rcgen::KeyPair::generate().unwrap();
         let ca = ca_params.self_signed(&ca_key).unwrap();
         let issuer = rcgen::Issuer::new(ca_params, ca_key);
-        let params = rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
+        let params = rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>()).unwrap();
         let key = rcgen::KeyPair::generate().unwrap();
         let cert = params.signed_by(&key, &issuer).unwrap();
         Authority { ca: ca.pem(), cert: cert.pem(), key: key.serialize_pem() }

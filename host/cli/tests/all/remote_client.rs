@@ -1,0 +1,105 @@
+//! The command line's remote client end to end: plain `ws://` only to this machine unless asked,
+//! `wss://` with a private CA from `--remote-ca` or `SESHAT_REMOTE_CA`, the errors an untrusted CA
+//! and a certificate for another name give, and a service that goes away mid-answer.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::chat::home_for;
+use crate::network::{Service, token};
+use crate::support::Home;
+use crate::support::server::{Reply, Server, openai};
+use crate::support::tls::Authority;
+
+/// `seshat sessions list --all --json` on a machine with no store, against `url` with `env`.
+fn list(url: &str, token: &str, env: &[(&str, &str)]) -> std::process::Output {
+    let laptop = Home::new();
+    let mut cmd = laptop.cmd();
+    cmd.env("SESHAT_REMOTE", url).env("SESHAT_TOKEN", token).args(["sessions", "list", "--all", "--json"]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn plain_ws_goes_only_to_this_machine_and_wss_takes_a_private_ca_from_the_environment() {
+    let home = Home::new();
+    let alice = token(&home, "alice", &[]);
+    // 0.0.0.0 is not a loopback address (a connection to it would reach this machine anyway).
+    let out = list("ws://0.0.0.0:9", &alice, &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("unencrypted") && err.contains("--insecure-remote"), "{err}");
+
+    let authority = Authority::new();
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key, ca) = (dir.path().join("cert.pem"), dir.path().join("key.pem"), dir.path().join("ca.pem"));
+    std::fs::write(&cert, &authority.cert).unwrap();
+    std::fs::write(&key, &authority.key).unwrap();
+    std::fs::write(&ca, &authority.ca).unwrap();
+    let files = [cert.to_str().unwrap(), key.to_str().unwrap()];
+    let service = Service::start(&home, "wss", &["--tls-cert", files[0], "--tls-key", files[1]]);
+    let url = format!("wss://localhost:{}", service.port);
+    let out = list(&url, &alice, &[("SESHAT_REMOTE_CA", ca.to_str().unwrap())]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(serde_json::from_slice::<Value>(&out.stdout).unwrap(), serde_json::json!([]));
+    // Without the CA, and with another one: the error says which flag gives it.
+    let out = list(&url, &alice, &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("--remote-ca") && err.contains("SESHAT_REMOTE_CA"), "{err}");
+    let other = dir.path().join("other.pem");
+    std::fs::write(&other, Authority::new().ca).unwrap();
+    let out = list(&url, &alice, &[("SESHAT_REMOTE_CA", other.to_str().unwrap())]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("the one given did not sign it"), "{err}");
+}
+
+#[test]
+fn a_certificate_for_another_name_is_refused_saying_so() {
+    let home = Home::new();
+    let alice = token(&home, "alice", &[]);
+    let authority = Authority::for_names(&["seshat.test"]);
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key, ca) = (dir.path().join("cert.pem"), dir.path().join("key.pem"), dir.path().join("ca.pem"));
+    std::fs::write(&cert, &authority.cert).unwrap();
+    std::fs::write(&key, &authority.key).unwrap();
+    std::fs::write(&ca, &authority.ca).unwrap();
+    let service =
+        Service::start(&home, "wss", &["--tls-cert", cert.to_str().unwrap(), "--tls-key", key.to_str().unwrap()]);
+    let out = list(&format!("wss://localhost:{}", service.port), &alice, &[("SESHAT_REMOTE_CA", ca.to_str().unwrap())]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("not for that host name"), "{err}");
+}
+
+/// The service dies while an answer streams: `chat --remote --json` still prints a JSON outcome,
+/// saying what was kept and how to go on.
+#[test]
+fn a_service_gone_mid_answer_leaves_a_json_outcome_that_says_how_to_go_on() {
+    let mut pieces = openai::text_answer(&["Partial ", "answer"], false);
+    pieces.truncate(2);
+    let server = Server::start(vec![Reply::Stall { pieces, pause: Duration::from_secs(60) }]);
+    let home = home_for("openai", &server, "");
+    let alice = token(&home, "alice", &[]);
+    let service = Service::start(&home, "ws", &[]);
+    let laptop = Home::new();
+    let chat = laptop
+        .cmd()
+        .env("SESHAT_REMOTE", &service.url)
+        .env("SESHAT_TOKEN", &alice)
+        .args(["chat", "-p", "tell me", "--model", "gpt-4o", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let draft = "SELECT count(*) FROM drafts";
+    crate::support::wait_for("the answer streaming", || home.sql_value(draft, draft) == 1);
+    drop(service);
+    let out = chat.wait_with_output().unwrap();
+    let outcome: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert_eq!(outcome["error_code"], "connection_lost", "{outcome}");
+    let said = outcome["error"].as_str().unwrap();
+    assert!(said.contains("kept there") && said.contains("--resume"), "{said}");
+    assert!(!out.status.success());
+}
