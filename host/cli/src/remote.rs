@@ -156,7 +156,7 @@ impl Remote {
                 let message = body["message"].as_str().unwrap_or("the upgrade was refused").to_string();
                 anyhow::bail!("{url} refused the connection (HTTP {}): {message} [{code}]", response.status().as_u16());
             }
-            Err(tungstenite::HandshakeError::Failure(e)) => return Err(self.connect_error(e)),
+            Err(tungstenite::HandshakeError::Failure(e)) => return Err(self.connect_error(&e)),
             Err(e) => anyhow::bail!("cannot open a WebSocket to {url}: {e}"),
         };
         self.ws = Some(ws);
@@ -167,10 +167,10 @@ impl Remote {
 
     /// What went wrong opening the connection, in the words of what to do: a certificate this
     /// machine does not trust names `--remote-ca`, one for another name says so.
-    fn connect_error(&self, e: tungstenite::Error) -> anyhow::Error {
+    fn connect_error(&self, e: &tungstenite::Error) -> anyhow::Error {
         let url = &self.target.url;
         // TLS runs under the WebSocket here (rustls' stream): its failure is an I/O error's.
-        let tls = match &e {
+        let tls = match e {
             tungstenite::Error::Io(io) => io.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()).cloned(),
             _ => None,
         };
