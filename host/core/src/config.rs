@@ -118,6 +118,13 @@ pub struct ServeConfig {
     /// `--listen ws://…`: the most turns one user runs at once, over all their connections
     /// (default 4); one more is refused with `too_many_turns`.
     pub max_turns_per_user: Option<u32>,
+    /// `--listen ws://…`: the most connections one user holds at once (default 16); one more is
+    /// refused (HTTP 503, `too_many_connections`) while other users go on.
+    pub max_connections_per_user: Option<u32>,
+    /// `--listen ws://…`: the most connections from one address still in their handshake
+    /// (default 16): past it a new one from that address is closed at once, so slow or silent
+    /// sockets never take the slots of users who prove who they are.
+    pub max_handshakes_per_address: Option<u32>,
     /// `--listen ws://…`: seconds a client has from connecting to finishing its TLS and WebSocket
     /// handshakes (default 10).
     pub handshake_timeout_secs: Option<u64>,
@@ -150,6 +157,16 @@ impl ServeConfig {
     /// [`ServeConfig::max_turns_per_user`] or its default.
     pub fn max_turns_per_user(&self) -> usize {
         self.max_turns_per_user.unwrap_or(4) as usize
+    }
+
+    /// [`ServeConfig::max_connections_per_user`] or its default.
+    pub fn max_connections_per_user(&self) -> usize {
+        self.max_connections_per_user.unwrap_or(16) as usize
+    }
+
+    /// [`ServeConfig::max_handshakes_per_address`] or its default.
+    pub fn max_handshakes_per_address(&self) -> usize {
+        self.max_handshakes_per_address.unwrap_or(16) as usize
     }
 
     /// [`ServeConfig::handshake_timeout_secs`] or its default.

@@ -13,6 +13,7 @@
 //! acting for the user its token names (see [`network`]).
 
 mod access;
+mod counts;
 mod network;
 mod rpc;
 mod token_check;

@@ -123,6 +123,10 @@ struct Shared {
     /// The largest message a client may send.
     max_message: usize,
     connections: Arc<tokio::sync::Semaphore>,
+    /// Connections still in their handshake, per address.
+    handshaking: super::counts::Counts<std::net::IpAddr>,
+    /// Connections open, per user.
+    per_user: super::counts::Counts<String>,
     /// Set when the service is stopping and its connections close.
     closing: tokio::sync::watch::Receiver<bool>,
     open: Open,
@@ -209,6 +213,8 @@ pub(super) fn serve(ctx: Arc<Context>, network: Network, busy: turns::Busy, stop
         }
         let shared = Arc::new(Shared {
             connections: Arc::new(tokio::sync::Semaphore::new(config.max_connections())),
+            handshaking: Default::default(),
+            per_user: Default::default(),
             ctx,
             busy,
             tokens,
@@ -223,7 +229,24 @@ pub(super) fn serve(ctx: Arc<Context>, network: Network, busy: turns::Busy, stop
         loop {
             tokio::select! {
                 accepted = listener.accept() => {
-                    let Ok((tcp, peer)) = accepted else { continue };
+                    let (tcp, peer) = match accepted {
+                        Ok(accepted) => accepted,
+                        Err(e) => {
+                            // Out of file descriptors (or another passing failure): wait a moment
+                            // for some to close instead of spinning on the same error.
+                            tracing::warn!("cannot accept a connection: {e}");
+                            tokio::time::sleep(ACCEPT_BACKOFF).await;
+                            continue;
+                        }
+                    };
+                    // An address with as many sockets in their handshake as it may have gets no
+                    // more: they are closed at once.
+                    let Some(handshaking) =
+                        shared.handshaking.try_take(&peer.ip(), shared.config.max_handshakes_per_address())
+                    else {
+                        tracing::debug!(%peer, "too many handshakes from this address: closed");
+                        continue;
+                    };
                     let _ = tcp.set_nodelay(true);
                     let shared = shared.clone();
                     let acceptor = acceptor.clone();
@@ -232,11 +255,11 @@ pub(super) fn serve(ctx: Arc<Context>, network: Network, busy: turns::Busy, stop
                         let deadline = tokio::time::Instant::now() + shared.config.handshake_timeout();
                         match acceptor {
                             Some(acceptor) => match tokio::time::timeout_at(deadline, acceptor.accept(tcp)).await {
-                                Ok(Ok(tls)) => client(shared, tls, peer, deadline).await,
+                                Ok(Ok(tls)) => client(shared, tls, peer, deadline, handshaking).await,
                                 Ok(Err(e)) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
                                 Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
                             },
-                            None => client(shared, tcp, peer, deadline).await,
+                            None => client(shared, tcp, peer, deadline, handshaking).await,
                         }
                     });
                 }
@@ -306,27 +329,45 @@ fn authenticate(shared: &Shared, request: &Request, deadline: Instant) -> Result
 
 /// One client: the upgrade (its token checked, a connection slot taken), then its frames bridged
 /// to a connection served as stdio is, until either side ends.
-async fn client<S>(shared: Arc<Shared>, stream: S, peer: SocketAddr, deadline: tokio::time::Instant)
-where
+async fn client<S>(
+    shared: Arc<Shared>,
+    stream: S,
+    peer: SocketAddr,
+    deadline: tokio::time::Instant,
+    handshaking: super::counts::Held<std::net::IpAddr>,
+) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let slot = shared.connections.clone().try_acquire_owned().ok();
-    let full = slot.is_none();
-    let caller: Arc<Mutex<Option<seshat::store::Caller>>> = Arc::default();
+    // What the upgrade's callback takes once the token is checked: the caller, a connection
+    // slot and one of the user's connections (a socket that never proves itself takes none).
+    type Admitted = (seshat::store::Caller, tokio::sync::OwnedSemaphorePermit, super::counts::Held<String>);
+    let admitted: Arc<Mutex<Option<Admitted>>> = Arc::default();
     #[allow(clippy::result_large_err, reason = "tungstenite's upgrade callback returns its ErrorResponse by value")]
     let callback = {
-        let (shared, caller) = (shared.clone(), caller.clone());
+        let (shared, admitted) = (shared.clone(), admitted.clone());
         move |request: &Request, response: Response| {
-            if full {
+            let who = authenticate(&shared, request, deadline.into_std())?;
+            let Ok(slot) = shared.connections.clone().try_acquire_owned() else {
                 return Err(refuse(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "too_many_connections",
                     "the server has as many clients as it takes (`max_connections` under [serve]): try again later",
                 ));
-            }
-            let who = authenticate(&shared, request, deadline.into_std())?;
-            if let Ok(mut c) = caller.lock() {
-                *c = Some(who);
+            };
+            let max = shared.config.max_connections_per_user();
+            let Some(theirs) = shared.per_user.try_take(&who.user, max) else {
+                return Err(refuse(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "too_many_connections",
+                    &format!(
+                        "{} already holds {max} connections, as many as one user may \
+                         (`max_connections_per_user` under [serve]): close one",
+                        who.user
+                    ),
+                ));
+            };
+            if let Ok(mut a) = admitted.lock() {
+                *a = Some((who, slot, theirs));
             }
             Ok(response)
         }
@@ -339,13 +380,17 @@ where
         Ok(Err(e)) => return tracing::debug!(%peer, "refused: {e}"),
         Err(_) => return tracing::debug!(%peer, "the WebSocket handshake timed out"),
     };
-    let Some(caller) = caller.lock().ok().and_then(|mut c| c.take()) else { return };
+    drop(handshaking);
+    let Some((caller, slot, theirs)) = admitted.lock().ok().and_then(|mut a| a.take()) else { return };
     tracing::info!(target: "seshat::audit", user = %caller.user, token = %caller.token, %peer, "connected");
     let open = shared.open.enter();
     bridge(shared, ws, caller).await;
     drop(open);
-    drop(slot);
+    drop((slot, theirs));
 }
+
+/// How long the accept loop waits after a failed accept (out of file descriptors, say).
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(200);
 
 /// Frames in, frames out: the connection's requests are served on a thread of its own.
 async fn bridge<S>(shared: Arc<Shared>, ws: tokio_tungstenite::WebSocketStream<S>, caller: seshat::store::Caller)

@@ -254,3 +254,64 @@ fn the_edge_takes_one_authorization_any_scheme_case_and_closes_bad_frames_with_t
     let (_, closed) = c.until_closed();
     assert_eq!(closed.map(|(code, _)| code), Some(1007));
 }
+
+/// A TCP connection to the service on 127.0.0.1 from `source` (another loopback address).
+fn connect_from(source: &str, port: u16) -> std::net::TcpStream {
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    let from: std::net::SocketAddr = format!("{source}:0").parse().unwrap();
+    socket.bind(&from.into()).unwrap();
+    let to: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    socket.connect(&to.into()).unwrap();
+    socket.into()
+}
+
+/// Slow sockets that never finish their upgrade take none of the slots of users who prove who
+/// they are, and one address gets only so many handshakes at once; one user holds only so many
+/// connections, and others go on.
+#[test]
+fn slow_sockets_and_one_greedy_user_do_not_take_the_service_from_others() {
+    use std::io::{Read as _, Write as _};
+    let home = Home::new();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[serve]\nmax_connections = 8\nmax_handshakes_per_address = 4\nmax_connections_per_user = 2\n\
+         handshake_timeout_secs = 3600\n",
+    )
+    .unwrap();
+    let (alice, bob) = (token(&home, "alice", &[]), token(&home, "bob", &[]));
+    let service = Service::start(&home, "ws", &[]);
+    // Thirty half-sent upgrades from 127.0.0.2: four are kept waiting, the rest closed at once.
+    let mut slow: Vec<std::net::TcpStream> = (0..30).map(|_| connect_from("127.0.0.2", service.port)).collect();
+    for s in &mut slow {
+        s.write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n").unwrap();
+    }
+    // Read the 26 at once, each for a minute at most.
+    let closed = std::thread::scope(|scope| {
+        let reads: Vec<_> = slow[4..]
+            .iter_mut()
+            .map(|s| {
+                scope.spawn(move || {
+                    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+                    let mut buf = [0u8; 64];
+                    // Closed: an end or a reset; a read that times out found the socket open.
+                    match s.read(&mut buf) {
+                        Ok(0) => true,
+                        Err(e) => !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+                        Ok(_) => false,
+                    }
+                })
+            })
+            .collect();
+        reads.into_iter().map(|r| r.join().unwrap_or(false)).filter(|closed| *closed).count()
+    });
+    assert_eq!(closed, 26, "all but four of one address's handshakes are closed");
+    // Real users from 127.0.0.1 are served (the slow ones hold no connection slot); alice gets
+    // two connections and no third, bob is not affected.
+    let mut a1 = service.client(&alice);
+    let _a2 = service.client(&alice);
+    assert_eq!(refusal(service.connect(Some(&alice), None)), (503, "too_many_connections".into(), None));
+    let mut b = service.client(&bob);
+    assert_eq!(b.ok("session/list", json!({}))["sessions"], json!([]));
+    assert_eq!(a1.ok("session/list", json!({}))["sessions"], json!([]));
+    drop(slow);
+}
