@@ -1,6 +1,7 @@
 //! The `seshat` command-line interface: clap parsing and dispatch, one file per subcommand. A thin
 //! front end over the `seshat` library; errors and exit codes live here only.
 
+mod audit;
 mod chat;
 mod compact;
 mod db;
@@ -81,6 +82,9 @@ enum Command {
     /// Bearer tokens for clients of `seshat serve --listen ws://…`: create, list, revoke.
     #[command(subcommand)]
     Tokens(tokens::TokensCommand),
+    /// The network service's audit trail: writes, refused writes, denied reads, refused logins,
+    /// revocations and plugin crashes, by user and time.
+    Audit(audit::Args),
     /// Team scopes: shared memory and documents, and who may read or write them.
     #[command(subcommand)]
     Scopes(scopes::ScopesCommand),
@@ -277,6 +281,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Db(cmd) => db::run(&ctx, cmd),
         Command::Users(cmd) => users::run(&ctx, cmd),
         Command::Tokens(cmd) => tokens::run(&ctx, cmd),
+        Command::Audit(args) => audit::run(&ctx, &args),
         Command::Scopes(cmd) => scopes::run(&ctx, cmd),
     }
 }

@@ -18,6 +18,9 @@ use tokio::sync::oneshot;
 /// check of every connection).
 const POLL: Duration = Duration::from_millis(250);
 
+/// How often the audit trail's old events are removed.
+const PRUNE_EVERY: Duration = Duration::from_secs(3_600);
+
 /// Why a connection's access ended: the refusal's code and message.
 #[derive(Debug)]
 pub(super) struct Ended {
@@ -76,8 +79,15 @@ impl Access {
 /// connection's token is checked again; those refused are ended.
 fn watch(store: &Store, access: &Weak<Access>) {
     let mut seen = None;
+    let mut pruned = std::time::Instant::now() - PRUNE_EVERY;
     loop {
         std::thread::sleep(POLL);
+        if pruned.elapsed() >= PRUNE_EVERY {
+            pruned = std::time::Instant::now();
+            if let Err(e) = store.prune_audit() {
+                tracing::warn!("cannot prune the audit trail: {e}");
+            }
+        }
         let Some(access) = access.upgrade() else { return };
         let version = match store.access_version() {
             Ok(v) => Some(v),
@@ -108,6 +118,12 @@ fn watch(store: &Store, access: &Weak<Access>) {
         for (id, refusal) in ended {
             if let Some(w) = watched.remove(&id) {
                 tracing::info!(target: "seshat::audit", token = %w.token, code = refusal.code(), "access ended");
+                let mut event = seshat::store::AuditEvent::new("revoked");
+                event.token = Some(w.token.clone());
+                event.code = Some(refusal.code().to_string());
+                if let Err(e) = store.record_audit(&event) {
+                    tracing::warn!("cannot record an audit event: {e}");
+                }
                 let _ = w.end.send(Ended { code: refusal.code(), message: refusal.to_string() });
             }
         }

@@ -67,6 +67,10 @@ const MAX_INSTRUCTIONS: usize = 256 << 10;
 struct Acting {
     /// The token's user (`None`: the local user, on stdio or a Unix socket).
     user: Option<String>,
+    /// The token's id.
+    token: Option<String>,
+    /// The client's address.
+    peer: Option<String>,
     /// The token allows reads only.
     read_only: bool,
     /// Turns the user may run at once.
@@ -137,7 +141,7 @@ pub fn run(ctx: &Context, args: &Args, signals: Option<super::stop::Signals>) ->
                 stuck.stop_all(STOP_WAIT);
                 std::process::exit(1);
             });
-            connection(ctx, stdin.lock(), Output::Write(Box::new(std::io::stdout())), &busy, disconnect, None);
+            connection(ctx, stdin.lock(), Output::Write(Box::new(std::io::stdout())), &busy, disconnect, None, None);
             Ok(ExitCode::SUCCESS)
         }
         Some(address) => {
@@ -208,7 +212,7 @@ fn listen(ctx: &Context, path: &std::path::Path, busy: &turns::Busy) -> anyhow::
                 let _ = closer.shutdown(std::net::Shutdown::Both);
             });
             let output = Output::Write(Box::new(stream));
-            scope.spawn(move || connection(ctx, std::io::BufReader::new(reader), output, busy, disconnect, None));
+            scope.spawn(move || connection(ctx, std::io::BufReader::new(reader), output, busy, disconnect, None, None));
         }
     });
     Ok(ExitCode::SUCCESS)
@@ -239,6 +243,7 @@ fn connection(
     busy: &turns::Busy,
     disconnect: Arc<dyn Fn() + Send + Sync>,
     caller: Option<&seshat::store::Caller>,
+    peer: Option<std::net::SocketAddr>,
 ) {
     let acting_ctx;
     let ctx = match caller {
@@ -253,6 +258,8 @@ fn connection(
     let config = env.as_ref().map(|e| e.config().clone()).unwrap_or_default();
     let acting = Acting {
         user: caller.map(|c| c.user.clone()),
+        token: caller.map(|c| c.token.clone()),
+        peer: peer.map(|p| p.to_string()),
         read_only: caller.is_some_and(|c| c.read_only),
         max_turns: config.serve.max_turns_per_user(),
     };
@@ -411,12 +418,12 @@ impl Server {
         // answered by the dispatch below.
         let writes = seshat_protocol::methods::access(method).is_some_and(|a| a.writes());
         if writes && self.acting.read_only {
-            return self.outbox.error(id, RpcError::read_only(method));
+            let refused = RpcError::read_only(method);
+            self.audit(method, &params, None, Some(&refused), writes);
+            return self.outbox.error(id, refused);
         }
         let answer = self.call(method, &params, id.clone());
-        if writes && answer.is_ok() {
-            self.audit(method, &params);
-        }
+        self.audit(method, &params, answer.as_ref().ok().and_then(Option::as_ref), answer.as_ref().err(), writes);
         match answer {
             Ok(Some(result)) => self.outbox.result(id, result),
             Ok(None) => {} // answered later, by a worker
@@ -473,11 +480,45 @@ impl Server {
 
     /// The audit line of a write a network client made: who, which method, on which session or
     /// scope.
-    fn audit(&self, method: &str, params: &Value) {
-        let Some(user) = &self.acting.user else { return };
-        let field = |name: &str| params.get(name).map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string));
-        let (session, scope) = (field("session").unwrap_or_default(), field("scope").unwrap_or_default());
-        tracing::info!(target: "seshat::audit", %user, method, session, scope, "write");
+    /// Audits a network client's call: a write done (naming what it wrote), a write refused, a
+    /// read denied — in the log and in the store's trail (`seshat audit`).
+    fn audit(
+        &mut self,
+        method: &str,
+        params: &Value,
+        result: Option<&Value>,
+        refused: Option<&RpcError>,
+        writes: bool,
+    ) {
+        const DENIALS: &[&str] = &["read_only_token", "scope_denied", "session_not_found", "chunk_not_found"];
+        let Some(user) = self.acting.user.clone() else { return };
+        let code = refused.map(|e| e.stable().to_string());
+        let event = match (code.as_deref(), writes) {
+            (None, true) => "write",
+            (Some(c), true) if DENIALS.contains(&c) => "refused_write",
+            (Some(c), false) if DENIALS.contains(&c) => "denied_read",
+            _ => return,
+        };
+        let field =
+            |v: &Value, name: &str| v.get(name).map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string));
+        // What it touched: the session or scope it names, or the session it made.
+        let target = field(params, "session")
+            .or_else(|| field(params, "scope"))
+            .or_else(|| result.and_then(|r| r.get("session")).and_then(|s| field(s, "id")))
+            .or_else(|| result.and_then(|r| field(r, "id")));
+        tracing::info!(target: "seshat::audit", %user, method, target = target.as_deref().unwrap_or(""), event, code = code.as_deref().unwrap_or(""));
+        let mut record = seshat::store::AuditEvent::new(event);
+        record.user = Some(user);
+        record.token.clone_from(&self.acting.token);
+        record.peer.clone_from(&self.acting.peer);
+        record.method = Some(method.to_string());
+        record.target = target;
+        record.code = code;
+        if let Err(e) =
+            self.store().map_err(|e| e.message).and_then(|s| s.record_audit(&record).map_err(|e| e.to_string()))
+        {
+            tracing::warn!("cannot record an audit event: {e}");
+        }
     }
 
     /// Runs one method: `Ok(Some)` answers now, `Ok(None)` means a worker answers later.

@@ -289,7 +289,12 @@ fn refuse(status: StatusCode, code: &str, message: &str) -> ErrorResponse {
 
 /// The caller a request's `Authorization: Bearer` token names, or the refusal to answer with.
 #[allow(clippy::result_large_err, reason = "tungstenite's upgrade callback returns its ErrorResponse by value")]
-fn authenticate(shared: &Shared, request: &Request, deadline: Instant) -> Result<seshat::store::Caller, ErrorResponse> {
+fn authenticate(
+    shared: &Shared,
+    request: &Request,
+    peer: SocketAddr,
+    deadline: Instant,
+) -> Result<seshat::store::Caller, ErrorResponse> {
     if request.headers().get_all(http::header::AUTHORIZATION).iter().count() > 1 {
         return Err(refuse(
             StatusCode::BAD_REQUEST,
@@ -313,7 +318,7 @@ fn authenticate(shared: &Shared, request: &Request, deadline: Instant) -> Result
         .map(|(_, token)| token.trim())
         .unwrap_or_default();
     use super::token_check::Checked;
-    match tokio::task::block_in_place(|| shared.tokens.check(token, deadline)) {
+    match tokio::task::block_in_place(|| shared.tokens.check(token, peer, deadline)) {
         Checked::Caller(caller) => Ok(caller),
         Checked::Refused(refusal) => Err(refuse(StatusCode::UNAUTHORIZED, refusal.code(), &refusal.to_string())),
         Checked::Failed(code) => {
@@ -346,7 +351,7 @@ async fn client<S>(
     let callback = {
         let (shared, admitted) = (shared.clone(), admitted.clone());
         move |request: &Request, response: Response| {
-            let who = authenticate(&shared, request, deadline.into_std())?;
+            let who = authenticate(&shared, request, peer, deadline.into_std())?;
             let Ok(slot) = shared.connections.clone().try_acquire_owned() else {
                 return Err(refuse(
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -384,7 +389,7 @@ async fn client<S>(
     let Some((caller, slot, theirs)) = admitted.lock().ok().and_then(|mut a| a.take()) else { return };
     tracing::info!(target: "seshat::audit", user = %caller.user, token = %caller.token, %peer, "connected");
     let open = shared.open.enter();
-    bridge(shared, ws, caller).await;
+    bridge(shared, ws, caller, peer).await;
     drop(open);
     drop((slot, theirs));
 }
@@ -393,8 +398,12 @@ async fn client<S>(
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(200);
 
 /// Frames in, frames out: the connection's requests are served on a thread of its own.
-async fn bridge<S>(shared: Arc<Shared>, ws: tokio_tungstenite::WebSocketStream<S>, caller: seshat::store::Caller)
-where
+async fn bridge<S>(
+    shared: Arc<Shared>,
+    ws: tokio_tungstenite::WebSocketStream<S>,
+    caller: seshat::store::Caller,
+    peer: SocketAddr,
+) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let (mut sink, mut frames) = ws.split();
@@ -407,7 +416,7 @@ where
         std::thread::spawn(move || {
             let disconnect = Arc::new(move || closed.notify_one());
             let reader = Lines { rx: lines_in, line: Vec::new(), at: 0 };
-            super::connection(&ctx, reader, super::Output::Task(to_task), &busy, disconnect, Some(&caller));
+            super::connection(&ctx, reader, super::Output::Task(to_task), &busy, disconnect, Some(&caller), Some(peer));
         })
     };
     let idle = shared.config.idle_timeout();

@@ -25,8 +25,9 @@ pub(super) enum Checked {
     Late,
 }
 
-/// A check asked of the checker's thread: the token and where its answer goes.
-type Ask = (String, mpsc::SyncSender<Checked>);
+/// A check asked of the checker's thread: the token, the client's address and where the answer
+/// goes.
+type Ask = (String, std::net::SocketAddr, mpsc::SyncSender<Checked>);
 
 /// The token checker: a handle to its thread (which ends when the handle is dropped).
 #[derive(Debug)]
@@ -41,10 +42,21 @@ impl TokenCheck {
         std::thread::Builder::new()
             .name("token-check".into())
             .spawn(move || {
-                for (token, answer) in queue {
+                for (token, peer, answer) in queue {
                     let checked = match store.authenticate(&token) {
                         Ok(Ok(caller)) => Checked::Caller(caller),
-                        Ok(Err(refusal)) => Checked::Refused(refusal),
+                        Ok(Err(refusal)) => {
+                            // A refused login is audited with the token's id when it has one.
+                            let mut event = seshat::store::AuditEvent::new("refused_login");
+                            event.token = seshat::store::token_id(&token).map(str::to_string);
+                            event.peer = Some(peer.to_string());
+                            event.code = Some(refusal.code().to_string());
+                            tracing::info!(target: "seshat::audit", %peer, code = refusal.code(), "refused login");
+                            if let Err(e) = store.record_audit(&event) {
+                                tracing::warn!("cannot record an audit event: {e}");
+                            }
+                            Checked::Refused(refusal)
+                        }
                         Err(e) => {
                             tracing::warn!("cannot check a token: {e}");
                             Checked::Failed(e.code())
@@ -58,10 +70,10 @@ impl TokenCheck {
         TokenCheck { asks }
     }
 
-    /// Checks `token`, waiting until `deadline` at most (blocking the calling thread).
-    pub(super) fn check(&self, token: &str, deadline: Instant) -> Checked {
+    /// Checks `token` from `peer`, waiting until `deadline` at most (blocking the calling thread).
+    pub(super) fn check(&self, token: &str, peer: std::net::SocketAddr, deadline: Instant) -> Checked {
         let (answer, answered) = mpsc::sync_channel(1);
-        if self.asks.try_send((token.to_string(), answer)).is_err() {
+        if self.asks.try_send((token.to_string(), peer, answer)).is_err() {
             return Checked::Late;
         }
         answered.recv_timeout(deadline.saturating_duration_since(Instant::now())).unwrap_or(Checked::Late)

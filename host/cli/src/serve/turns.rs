@@ -291,6 +291,7 @@ impl Turns {
         let (outbox, session_id) = (link.outbox.clone(), session.to_string());
         // A network client's outcome names none of the server's places.
         let hide = link.user.map(|_| link.ctx.clone());
+        let audited = link.user.map(str::to_string);
         self.run(link, session, id, move |agent, cancel, claim, id| {
             let started = m::TurnStartResult { session: session_id.clone(), turn };
             match super::rpc::answer::<m::TurnStart>(&started) {
@@ -305,6 +306,17 @@ impl Turns {
                 error_code: Some(e.code().to_string()),
                 ..Default::default()
             });
+            if let (Some(user), Some("plugin_failed")) = (&audited, outcome.error_code.as_deref()) {
+                let mut event = seshat::store::AuditEvent::new("plugin_crash");
+                event.user = Some(user.clone());
+                event.method = Some("turn/start".into());
+                event.target = Some(session_id.clone());
+                event.code = outcome.error_code.clone();
+                event.detail = outcome.error.clone();
+                if let Err(e) = agent.client().store().record_audit(&event) {
+                    tracing::warn!("cannot record an audit event: {e}");
+                }
+            }
             if let Some(ctx) = &hide {
                 outcome.error = outcome.error.map(|e| super::hide_paths(&e, ctx));
                 outcome.warnings = outcome.warnings.iter().map(|w| super::hide_paths(w, ctx)).collect();

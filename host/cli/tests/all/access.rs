@@ -315,3 +315,50 @@ fn slow_sockets_and_one_greedy_user_do_not_take_the_service_from_others() {
     assert_eq!(a1.ok("session/list", json!({}))["sessions"], json!([]));
     drop(slow);
 }
+
+crate::on_both_backends! {
+/// The audit trail: a write names what it made, a refused write and a denied read their code, a
+/// refused login its token's id and address, a revocation its token; `seshat audit` lists them by
+/// user and time, as JSON Lines or a table.
+fn the_audit_trail_holds_writes_refusals_logins_and_revocations(home) {
+    let alice = token(&home, "alice", &[]);
+    let reader = token(&home, "alice", &["--read-only"]);
+    let bob = token(&home, "bob", &[]);
+    let service = Service::start(&home, "ws", &[]);
+    let mut a = service.client(&alice);
+    let session = a.new_session();
+    let mut ro = service.client(&reader);
+    assert_eq!(ro.refused("notes/set", json!({"key": "k", "value": "v"})), "read_only_token");
+    let mut b = service.client(&bob);
+    assert_eq!(b.refused("session/get", json!({"session": session})), "session_not_found");
+    let mut wrong = alice.clone();
+    wrong.replace_range(wrong.len() - 1.., if wrong.ends_with('0') { "1" } else { "0" });
+    assert_eq!(refusal(service.connect(Some(&wrong), None)).1, "token_invalid");
+    home.ok(&["tokens", "revoke", id_of(&bob)]);
+    let _ = b.until_closed();
+    let events = |args: &[&str]| -> Vec<Value> {
+        let out = home.ok(&[&["audit", "--json"][..], args].concat());
+        out.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    };
+    let all = events(&[]);
+    let find = |event: &str| all.iter().find(|e| e["event"] == event).cloned().unwrap_or_else(|| panic!("no {event}: {all:?}"));
+    let write = find("write");
+    assert_eq!((write["user"].as_str(), write["method"].as_str(), write["target"].as_str()), (Some("alice"), Some("session/new"), Some(session.as_str())));
+    assert_eq!(find("refused_write")["code"], "read_only_token");
+    let denied = find("denied_read");
+    assert_eq!((denied["user"].as_str(), denied["code"].as_str(), denied["target"].as_str()), (Some("bob"), Some("session_not_found"), Some(session.as_str())));
+    let login = find("refused_login");
+    assert_eq!((login["token"].as_str(), login["code"].as_str()), (Some(id_of(&alice)), Some("token_invalid")));
+    assert!(login["peer"].as_str().unwrap().starts_with("127.0.0.1:"), "{login}");
+    assert!(!all.iter().any(|e| e.to_string().contains(&wrong)), "a token is never in the trail");
+    let revoked = find("revoked");
+    assert_eq!((revoked["token"].as_str(), revoked["code"].as_str()), (Some(id_of(&bob)), Some("token_revoked")));
+    // By user, and by time.
+    let alices = events(&["--user", "ALICE"]);
+    assert!(!alices.is_empty() && alices.iter().all(|e| e["user"] == "alice"), "{alices:?}");
+    assert_eq!(events(&["--since", "2000-01-01T00:00:00Z"]).len(), all.len());
+    assert_eq!(events(&["--since", "2100-01-01T00:00:00Z"]), Vec::<Value>::new());
+    let table = home.ok(&["audit"]);
+    assert!(table.contains("refused_login") && table.contains("session/new"), "{table}");
+}
+}

@@ -56,6 +56,7 @@ const TABLES: &[(&str, &str)] = &[
     ("entity_vectors", "entity_id, vector"),
     ("vector_indexes", "corpus, embedder, model, dimensions, generation, enabled, created_at"),
     ("embed_queue", "corpus, item, queued_at, attempts, claimed_until, claimed_by"),
+    ("audit_events", "id, at, event, user_name, token, peer, method, target, code, detail"),
 ];
 
 /// Rows read per query from the source (a table is read in pages of its key, so that a large

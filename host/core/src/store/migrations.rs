@@ -31,6 +31,7 @@ const MIGRATIONS: &[(&str, &str, Option<Backfill>)] = &[
     ("0015_drafts", include_str!("migrations/sqlite/0015_drafts.sql"), None),
     ("0016_turn_keys", include_str!("migrations/sqlite/0016_turn_keys.sql"), None),
     ("0017_access", include_str!("migrations/sqlite/0017_access.sql"), Some(fold_user_names)),
+    ("0018_audit", include_str!("migrations/sqlite/0018_audit.sql"), None),
 ];
 
 /// The line by which a SQLite migration says it rebuilds tables that others reference: it runs
@@ -51,6 +52,7 @@ const POSTGRES_MIGRATIONS: &[(&str, &str, Option<Backfill>)] = &[
     ("0005_drafts", include_str!("migrations/postgres/0005_drafts.sql"), None),
     ("0006_turn_keys", include_str!("migrations/postgres/0006_turn_keys.sql"), None),
     ("0007_access", include_str!("migrations/postgres/0007_access.sql"), Some(fold_user_names)),
+    ("0008_audit", include_str!("migrations/postgres/0008_audit.sql"), None),
 ];
 
 /// Makes user names unique ignoring case (`alice`, `Alice` and `ALICE` are one user) when the

@@ -16,6 +16,7 @@ macro_rules! on_db {
     }};
 }
 
+mod audit;
 mod branches;
 mod claims;
 mod copy;
@@ -48,6 +49,7 @@ use std::path::Path;
 
 use db::Db;
 
+pub use audit::{AUDIT_DAYS, AuditEvent, AuditFilter};
 pub use branches::{Forked, Rewind, Rewound};
 pub use claims::SessionClaim;
 pub use copy::Copied;
@@ -68,7 +70,7 @@ pub use seshat_protocol::records::{
 pub use sessions::ListFilter;
 pub use sessions::MIN_SHORT_ID;
 pub use sources::SourceItem;
-pub use tokens::{Caller, NewToken, Refusal, TokenInfo};
+pub use tokens::{Caller, NewToken, Refusal, TokenInfo, token_id};
 pub use transfer::{ImportOptions, Imported, unanswered_text};
 pub use turn_keys::{MAX_TURN_KEY_BYTES, Request, new_turn_key};
 pub use vectors::{Queued, QueuedText, VectorHead, VectorIndex};

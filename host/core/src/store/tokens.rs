@@ -165,6 +165,12 @@ fn insert_token(tx: &Db, caller: &str, user: &str, read_only: bool, expires_at: 
     })
 }
 
+/// The id part of what looks like a token (for the audit trail of a refused one), never its
+/// secret.
+pub fn token_id(token: &str) -> Option<&str> {
+    parse(token).map(|(id, _)| id)
+}
+
 /// How often, at most, a token's last use is written (its listing shows it to the minute).
 const LAST_USE_EVERY_MS: i64 = 60_000;
 
