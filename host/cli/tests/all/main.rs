@@ -40,6 +40,7 @@ mod plugins_cli;
 mod plugins_test;
 mod postgres;
 mod props;
+mod provider_faults;
 mod recall;
 mod reimport;
 mod remote_client;

@@ -461,7 +461,14 @@ impl Provider {
     }
 
     fn plugin_error(&self, e: &crate::plugins::Error) -> Error {
-        Error::Plugin(self.redact(&e.to_string()))
+        match e {
+            // What the plugin found wrong with the server's answer keeps the plugin's code
+            // (`invalid_response`): the plugin did its job.
+            crate::plugins::Error::Plugin { code, message, .. } => {
+                Error::Api { code: code.clone(), message: self.redact(&format!("{}: {message}", self.name)) }
+            }
+            other => Error::Plugin(self.redact(&other.to_string())),
+        }
     }
 
     /// Encodes the conversation: stored messages once (then from the cache), others each time.
