@@ -140,7 +140,10 @@ func configIn(dir string, f *fake, extra string) (ClientConfig, error) {
 	}
 	return ClientConfig{
 		AutoCompact: true, Model: "gpt-4o", Binary: bin, ProjectDir: project,
-		Env: []string{"SESHAT_HOME=" + dir, "OPENAI_API_KEY=sk-go-test", "GIT_CEILING_DIRECTORIES=" + dir},
+		// Nothing of the developer's own Seshat reaches the test's: no database URL, no remote
+		// service, no token (an empty value is no value; later entries win).
+		Env: []string{"SESHAT_HOME=" + dir, "OPENAI_API_KEY=sk-go-test", "GIT_CEILING_DIRECTORIES=" + dir,
+			"SESHAT_DATABASE_URL=", "SESHAT_REMOTE=", "SESHAT_TOKEN="},
 	}, nil
 }
 

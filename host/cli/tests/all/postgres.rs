@@ -421,3 +421,45 @@ fn the_schema_1_fixture_upgraded_has_the_schema_of_a_new_database() {
         differ.iter().take(3).collect::<Vec<_>>()
     );
 }
+
+/// `db copy`'s verifier catches a difference of each kind planted in a copy: a message's text, a
+/// part inside a message, a memory row, a vector, a rewind — each named.
+#[test]
+fn the_copy_verifier_names_a_planted_difference_of_each_kind() {
+    let file = Home::new();
+    awkward_store(&file);
+    let plants: [(&str, &str, &str); 5] = [
+        (
+            "a message",
+            "DROP TRIGGER messages_append_only_update; \
+             UPDATE messages SET parts = replace(parts, 'second request', 'second reqvest') WHERE seq = 5",
+            "exports differently",
+        ),
+        (
+            "a part",
+            "DROP TRIGGER messages_append_only_update; \
+             UPDATE messages SET parts = replace(parts, '{\\\"b\\\":1,\\\"a\\\":2}', '{\\\"a\\\":2,\\\"b\\\":1}') \
+             WHERE seq = 2",
+            "messages differs",
+        ),
+        (
+            "a memory row",
+            "UPDATE memory_observations SET content = 'Plain' WHERE content = 'plain'",
+            "memory_observations differs",
+        ),
+        ("a vector", "UPDATE entity_vectors SET vector = X'00010204'", "entity_vectors differs"),
+        ("a rewind", "UPDATE rewinds SET undone_at = 1", "rewinds differs"),
+    ];
+    let mut source = Store::open(&file.db()).unwrap();
+    for (kind, plant, named) in plants {
+        let copy = Home::new();
+        copy.ok(&["db", "copy", file.db().to_str().unwrap(), copy.db().to_str().unwrap()]);
+        let mut target = Store::open(&copy.db()).unwrap();
+        assert_eq!(source.differences(&mut target).unwrap(), Vec::<String>::new(), "the copy as made");
+        drop(target);
+        copy.sql(plant, plant).unwrap();
+        let mut target = Store::open(&copy.db()).unwrap();
+        let found = source.differences(&mut target).unwrap();
+        assert!(found.iter().any(|d| d.contains(named)), "{kind}: {found:?}");
+    }
+}
