@@ -4,7 +4,6 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use seshat::store::AuditFilter;
 
 use crate::{Context, format};
@@ -26,26 +25,11 @@ pub struct Args {
     json: bool,
 }
 
-/// `--since`: a span back from now or a time, as Unix milliseconds.
-fn since(when: &str) -> anyhow::Result<i64> {
-    if let Ok(t) = when.parse::<jiff::Timestamp>() {
-        return Ok(t.as_millisecond());
-    }
-    let span: jiff::Span = when.parse().with_context(|| {
-        format!("`--since {when}` is neither a span back from now (`1h`, `7d`) nor a time (`2026-12-01T00:00:00Z`)")
-    })?;
-    let length = span
-        .to_duration(jiff::SpanRelativeTo::days_are_24_hours())
-        .with_context(|| format!("`--since {when}`: give days, hours or minutes"))?;
-    let at = jiff::Timestamp::now().checked_sub(length).with_context(|| format!("`--since {when}` is too far back"))?;
-    Ok(at.as_millisecond())
-}
-
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let store = ctx.store()?;
     let mut filter = AuditFilter::default();
     filter.user.clone_from(&args.user);
-    filter.since = args.since.as_deref().map(since).transpose()?;
+    filter.since = args.since.as_deref().map(|w| format::when("--since", w, false)).transpose()?;
     filter.limit = Some(args.limit);
     let events = store.audit_events(&filter)?;
     let mut out = format::stdout();

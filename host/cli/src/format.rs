@@ -185,6 +185,26 @@ pub fn count(n: usize, singular: &str, plural: &str) -> String {
     format!("{n} {}", if n == 1 { singular } else { plural })
 }
 
+/// A time a flag names (`flag` in its messages): a span from now — ahead when `ahead`, else back
+/// (`30d`, `12h`, `90m`) — or a time (`2027-01-31T12:00:00Z`), as Unix milliseconds.
+pub fn when(flag: &str, text: &str, ahead: bool) -> anyhow::Result<i64> {
+    use anyhow::Context as _;
+    if let Ok(t) = text.parse::<jiff::Timestamp>() {
+        return Ok(t.as_millisecond());
+    }
+    let span: jiff::Span = text.parse().with_context(|| {
+        format!("`{flag} {text}` is neither a span (`30d`, `12h`, `90m`) nor a time (`2027-01-31T12:00:00Z`)")
+    })?;
+    // A day is 24 hours here; weeks and longer are counted in days too.
+    let length = span
+        .to_duration(jiff::SpanRelativeTo::days_are_24_hours())
+        .with_context(|| format!("`{flag} {text}`: give days, hours or minutes (months vary in length)"))?;
+    anyhow::ensure!(length.is_positive(), "`{flag} {text}` is not a positive span");
+    let now = jiff::Timestamp::now();
+    let at = if ahead { now.checked_add(length) } else { now.checked_sub(length) };
+    Ok(at.with_context(|| format!("`{flag} {text}` is too far away"))?.as_millisecond())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

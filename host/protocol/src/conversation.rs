@@ -196,6 +196,22 @@ pub struct Usage {
     pub context_tokens: Option<u64>,
 }
 
+impl Usage {
+    /// Adds a later call's usage: the counts summed, the request's size the later one's.
+    pub fn add(&mut self, later: &Usage) {
+        self.input_tokens += later.input_tokens;
+        self.output_tokens += later.output_tokens;
+        self.cache_read_tokens += later.cache_read_tokens;
+        self.cache_creation_tokens += later.cache_creation_tokens;
+        self.context_tokens = later.context_tokens;
+    }
+}
+
+/// The text parts of `parts`, one after another (what a reader sees of an answer).
+pub fn text_of(parts: &[Part]) -> String {
+    parts.iter().filter_map(|p| if let Part::Text { text } = p { Some(text.as_str()) } else { None }).collect()
+}
+
 /// A message to append.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

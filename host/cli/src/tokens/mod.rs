@@ -4,8 +4,6 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::Context as _;
-
 use crate::{Context, format};
 
 /// What `seshat tokens` does.
@@ -57,20 +55,7 @@ pub enum TokensCommand {
 
 /// `--expires`: a span from now or a time, as Unix milliseconds.
 fn expiry(when: &str) -> anyhow::Result<i64> {
-    if let Ok(t) = when.parse::<jiff::Timestamp>() {
-        return Ok(t.as_millisecond());
-    }
-    let span: jiff::Span = when.parse().with_context(|| {
-        format!("`--expires {when}` is neither a span (`30d`, `12h`, `90m`) nor a time (`2027-01-31T12:00:00Z`)")
-    })?;
-    // A day is 24 hours here; weeks and longer are counted in days too.
-    let length = span
-        .to_duration(jiff::SpanRelativeTo::days_are_24_hours())
-        .with_context(|| format!("`--expires {when}`: give days, hours or minutes (months vary in length)"))?;
-    anyhow::ensure!(length.is_positive(), "`--expires {when}` is not in the future: give a positive span");
-    let at =
-        jiff::Timestamp::now().checked_add(length).with_context(|| format!("`--expires {when}` is too far away"))?;
-    Ok(at.as_millisecond())
+    format::when("--expires", when, true)
 }
 
 pub fn run(ctx: &Context, cmd: TokensCommand) -> anyhow::Result<ExitCode> {

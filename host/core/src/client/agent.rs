@@ -572,24 +572,11 @@ impl Agent {
             return self.run(cancel, observer);
         }
         let mut out = TurnOutcome { session: self.session.clone(), replayed: true, ..TurnOutcome::default() };
-        for m in &answers {
-            if let Some(u) = m.usage {
-                out.usage.input_tokens += u.input_tokens;
-                out.usage.output_tokens += u.output_tokens;
-                out.usage.cache_read_tokens += u.cache_read_tokens;
-                out.usage.cache_creation_tokens += u.cache_creation_tokens;
-                out.usage.context_tokens = u.context_tokens;
-            }
+        for u in answers.iter().filter_map(|m| m.usage) {
+            out.usage.add(&u);
         }
         if let Some(answer) = answers.iter().rev().find(|m| m.role == Role::Assistant) {
-            out.text = answer
-                .parts
-                .iter()
-                .filter_map(|p| match p {
-                    Part::Text { text } => Some(text.as_str()),
-                    _ => None,
-                })
-                .collect();
+            out.text = crate::conversation::text_of(&answer.parts);
         }
         if !finished {
             cut_short(
@@ -889,11 +876,7 @@ impl Agent {
     /// Stores the answer; returns whether the turn is over.
     fn store_answer(&mut self, answer: &Answer, out: &mut TurnOutcome) -> Result<bool> {
         if let Some(u) = answer.usage {
-            out.usage.input_tokens += u.input_tokens;
-            out.usage.output_tokens += u.output_tokens;
-            out.usage.cache_read_tokens += u.cache_read_tokens;
-            out.usage.cache_creation_tokens += u.cache_creation_tokens;
-            out.usage.context_tokens = u.context_tokens;
+            out.usage.add(&u);
         }
         out.stop_reason.clone_from(&answer.stop_reason);
         out.text = answer.text();

@@ -176,7 +176,7 @@ impl Answer {
 
     /// The answer's text parts joined.
     pub fn text(&self) -> String {
-        self.parts.iter().filter_map(|p| if let Part::Text { text } = p { Some(text.as_str()) } else { None }).collect()
+        crate::conversation::text_of(&self.parts)
     }
 }
 
