@@ -47,7 +47,7 @@ pub struct Cli {
 
     /// The CA that signed the remote service's certificate (PEM), when it is a private one.
     #[arg(long, global = true, value_name = "FILE", env = "SESHAT_REMOTE_CA")]
-    remote_ca: Option<std::path::PathBuf>,
+    remote_ca: Option<String>,
 
     /// Allow a plain `ws://` `--remote` beyond this machine (the token travels unencrypted: only
     /// through a tunnel that encrypts).
@@ -135,7 +135,12 @@ impl Context {
             repository: paths::repository_key(&cwd),
             user: None,
             instructions: None,
-            remote: remote::Target::from_cli(cli.remote.as_deref(), cli.remote_ca.as_deref(), cli.insecure_remote)?,
+            // An empty SESHAT_REMOTE_CA is no CA (as an empty SESHAT_REMOTE is no service).
+            remote: remote::Target::from_cli(
+                cli.remote.as_deref(),
+                cli.remote_ca.as_deref().filter(|ca| !ca.is_empty()).map(std::path::Path::new),
+                cli.insecure_remote,
+            )?,
         })
     }
 

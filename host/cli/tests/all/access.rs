@@ -362,3 +362,26 @@ fn the_audit_trail_holds_writes_refusals_logins_and_revocations(home) {
     assert!(table.contains("refused_login") && table.contains("session/new"), "{table}");
 }
 }
+
+/// Importing a session whose id another user has says nothing of it: the import gets an id of
+/// its own; the same import by the id's owner is `session_exists`, as ever.
+#[test]
+fn an_import_under_another_users_id_does_not_reveal_it() {
+    let home = Home::new();
+    let (alice, bob) = (token(&home, "alice", &[]), token(&home, "bob", &[]));
+    let service = Service::start(&home, "ws", &[]);
+    let mut a = service.client(&alice);
+    let session = a.new_session();
+    a.ok(
+        "session/append",
+        json!({"session": session, "messages": [{"role": "user", "parts": [{"type": "text", "text": "alice's"}]}]}),
+    );
+    let export = a.ok("session/export", json!({"session": session}))["jsonl"].as_str().unwrap().to_string();
+    let mut b = service.client(&bob);
+    let imported = b.ok("session/import", json!({"jsonl": export}));
+    let id = imported["id"].as_str().unwrap();
+    assert_ne!(id, session, "{imported}");
+    assert_eq!(b.ok("session/get", json!({"session": id}))["session"]["id"], id);
+    assert_eq!(a.refused("session/import", json!({"jsonl": export})), "session_exists");
+    assert_eq!(text_of(&home.store().acting_for("alice").full_history(&session).unwrap()[0]), "alice's");
+}

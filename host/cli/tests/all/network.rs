@@ -1048,11 +1048,16 @@ fn remote_chat_runs_turns_on_the_service_and_continues_there() {
     let copied = home.store().acting_for("alice").full_history(copy).unwrap();
     assert_eq!(copied.iter().map(crate::support::text_of).collect::<Vec<_>>(), texts);
     let bob = token(&home, "bob", &[]);
-    let out = remote_as(&bob, &["import", file.to_str().unwrap()]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && err.contains("cannot import"), "the id is taken: {err}");
-    let none = home.store().acting_for("bob").list_sessions(&seshat::store::ListFilter::default()).unwrap();
-    assert!(none.is_empty(), "nothing was imported for bob: {none:?}");
+    // Another user's import of the same file says nothing of alice's session: it is bob's own,
+    // under an id of its own.
+    let out = remote_as(&bob, &["import", file.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let bobs = report["id"].as_str().unwrap();
+    assert!(bobs != session && bobs != copy, "{report}");
+    let listed = home.store().acting_for("bob").list_sessions(&seshat::store::ListFilter::default()).unwrap();
+    assert_eq!(listed.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(), [bobs]);
+    assert_eq!(home.store().acting_for("alice").full_history(session).unwrap().len(), texts.len());
     let out = remote_as(&alice, &["new", "--title", "Planning", "--model", "gpt-4o", "--window", "8192", "--json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let made: Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -103,3 +103,18 @@ fn a_service_gone_mid_answer_leaves_a_json_outcome_that_says_how_to_go_on() {
     assert!(said.contains("kept there") && said.contains("--resume"), "{said}");
     assert!(!out.status.success());
 }
+
+/// Empty remote settings in the environment are no settings: every command still runs locally.
+#[test]
+fn empty_remote_variables_are_ignored() {
+    let home = Home::new();
+    let out = home
+        .cmd()
+        .env("SESHAT_REMOTE", "")
+        .env("SESHAT_REMOTE_CA", "")
+        .args(["sessions", "list", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(serde_json::from_slice::<Value>(&out.stdout).unwrap(), serde_json::json!([]));
+}

@@ -315,10 +315,14 @@ impl Importer {
                 self.session_line = line;
                 self.declared_count = s.message_count;
                 self.id = if new_id { ulid::Ulid::generate().to_string() } else { valid_id(line, &s.id)? };
-                let exists: bool =
-                    tx.query_value("SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1)", params![self.id])?;
-                if exists {
-                    return Err(Error::SessionExists(self.id.clone()));
+                let owner: Option<String> =
+                    tx.query_opt("SELECT owner FROM sessions WHERE id = ?1", params![self.id], |r| r.get(0))?;
+                match owner {
+                    // The caller's own session: they know it, and choose (`new_id`).
+                    Some(owner) if owner == self.owner => return Err(Error::SessionExists(self.id.clone())),
+                    // Another user's: nothing says it exists; the import gets an id of its own.
+                    Some(_) => self.id = ulid::Ulid::generate().to_string(),
+                    None => {}
                 }
                 if !s.metadata.is_object() {
                     return Err(invalid(line, "field `metadata`: expected a JSON object"));
