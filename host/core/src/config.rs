@@ -118,6 +118,12 @@ pub struct ServeConfig {
     /// `--listen ws://…`: the most turns one user runs at once, over all their connections
     /// (default 4); one more is refused with `too_many_turns`.
     pub max_turns_per_user: Option<u32>,
+    /// The most sessions one network user keeps open at once — each with a worker and a
+    /// database connection — over all their connections (default 32); a turn in one more is
+    /// refused with `too_many_sessions` (a connection first closes its own idle one).
+    pub max_sessions_per_user: Option<u32>,
+    /// The most sessions the server keeps open at once, for every client (default 512).
+    pub max_workers: Option<u32>,
     /// `--listen ws://…`: the most connections one user holds at once (default 16); one more is
     /// refused (HTTP 503, `too_many_connections`) while other users go on.
     pub max_connections_per_user: Option<u32>,
@@ -157,6 +163,16 @@ impl ServeConfig {
     /// [`ServeConfig::max_turns_per_user`] or its default.
     pub fn max_turns_per_user(&self) -> usize {
         self.max_turns_per_user.unwrap_or(4) as usize
+    }
+
+    /// [`ServeConfig::max_sessions_per_user`] or its default.
+    pub fn max_sessions_per_user(&self) -> usize {
+        self.max_sessions_per_user.unwrap_or(32) as usize
+    }
+
+    /// [`ServeConfig::max_workers`] or its default.
+    pub fn max_workers(&self) -> usize {
+        self.max_workers.unwrap_or(512) as usize
     }
 
     /// [`ServeConfig::max_connections_per_user`] or its default.

@@ -9,6 +9,12 @@ use std::sync::{Arc, Mutex};
 #[derive(Debug)]
 pub(super) struct Counts<K: Eq + Hash + Clone>(Arc<Mutex<HashMap<K, usize>>>);
 
+impl<K: Eq + Hash + Clone> Clone for Counts<K> {
+    fn clone(&self) -> Self {
+        Counts(self.0.clone())
+    }
+}
+
 impl<K: Eq + Hash + Clone> Default for Counts<K> {
     fn default() -> Self {
         Counts(Arc::default())

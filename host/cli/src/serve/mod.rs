@@ -75,6 +75,9 @@ struct Acting {
     read_only: bool,
     /// Turns the user may run at once.
     max_turns: usize,
+    /// Sessions the user may keep open at once, and the server.
+    max_sessions: usize,
+    max_workers: usize,
 }
 
 /// What a client registered at `initialize`, shared with the turns.
@@ -262,6 +265,8 @@ fn connection(
         peer: peer.map(|p| p.to_string()),
         read_only: caller.is_some_and(|c| c.read_only),
         max_turns: config.serve.max_turns_per_user(),
+        max_sessions: config.serve.max_sessions_per_user(),
+        max_workers: config.serve.max_workers(),
     };
     let limit = crate::record_limit(&config);
     let limit_unread = config.serve.max_unread_bytes();
@@ -445,6 +450,8 @@ impl Server {
             pending: &self.pending,
             user: self.acting.user.as_deref(),
             max_turns: self.acting.max_turns,
+            max_sessions: self.acting.max_sessions,
+            max_workers: self.acting.max_workers,
         };
         f(&mut self.turns, link)
     }

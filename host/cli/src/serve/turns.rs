@@ -20,6 +20,7 @@ use seshat::tool::{ToolDef, ToolOutput};
 use seshat_protocol::methods as m;
 use seshat_protocol::notifications as n;
 
+use super::counts::{Counts, Held};
 use super::rpc::{Outbox, Pending, RpcError};
 use super::{ClientSetup, Context};
 
@@ -38,6 +39,16 @@ struct Slot {
     cancel: Cancel,
     /// When it was last given a job (the connection's job count then).
     used: u64,
+    /// Its place among its user's open sessions and the server's.
+    _counted: (Option<Held<String>>, Held<()>),
+}
+
+/// The sessions open with a worker, per network user and over the whole server (shared by every
+/// connection, with [`Busy`]).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Workers {
+    per_user: Counts<String>,
+    all: Counts<()>,
 }
 
 /// The agents a connection keeps; past this, the least recently used idle one is closed (and
@@ -56,17 +67,20 @@ pub(super) struct Link<'a> {
     /// The network client's user, whose turns at once are limited to `max_turns`.
     pub(super) user: Option<&'a str>,
     pub(super) max_turns: usize,
+    /// Sessions the user may keep open at once (network clients), and the server.
+    pub(super) max_sessions: usize,
+    pub(super) max_workers: usize,
 }
 
 /// The sessions with a turn or compaction in flight, across every connection of the server, each
 /// with the cancel switch of its job: any connection may interrupt it, and a signal interrupts
 /// them all.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Busy(Arc<(Mutex<Held>, Condvar)>);
+pub(super) struct Busy(Arc<(Mutex<Jobs>, Condvar)>, Workers);
 
 /// The jobs in flight: each session's cancel switch and the user who started it.
 #[derive(Debug, Default)]
-pub(super) struct Held {
+pub(super) struct Jobs {
     jobs: HashMap<String, (Cancel, Option<String>)>,
     /// No new job starts (the server is stopping).
     closed: bool,
@@ -215,6 +229,36 @@ impl Turns {
         }
     }
 
+    /// A place for one more open session among the user's and the server's, closing this
+    /// connection's least recently used idle one when that makes room; `too_many_sessions` when
+    /// nothing does.
+    fn count_in(&mut self, link: Link<'_>) -> Result<(Option<Held<String>>, Held<()>), RpcError> {
+        let workers = self.busy.1.clone();
+        loop {
+            let mine = match link.user {
+                Some(user) => workers.per_user.try_take(&user.to_string(), link.max_sessions).map(Some),
+                None => Some(None),
+            };
+            let all = mine.as_ref().and_then(|_| workers.all.try_take(&(), link.max_workers));
+            if let (Some(mine), Some(all)) = (mine, all) {
+                return Ok((mine, all));
+            }
+            // An idle session of this connection's own goes first.
+            let idle = self.slots.iter().filter(|(s, _)| !self.busy.contains(s)).min_by_key(|(_, slot)| slot.used);
+            let Some(session) = idle.map(|(s, _)| s.clone()) else {
+                let who = link.user.map_or_else(|| "the server".to_string(), str::to_string);
+                return Err(RpcError::seshat(
+                    "too_many_sessions",
+                    format!(
+                        "{who} keeps as many sessions open as allowed (`max_sessions_per_user` and `max_workers` \
+                         under [serve]): close a connection, or wait for one to end"
+                    ),
+                ));
+            };
+            self.slots.remove(&session);
+        }
+    }
+
     /// Drops a session's worker and agent (the session was deleted).
     pub(super) fn forget(&mut self, session: &str) {
         self.slots.remove(session);
@@ -238,6 +282,7 @@ impl Turns {
         }
         if !self.slots.contains_key(session) {
             self.make_room();
+            let counted = self.count_in(link)?;
             let mut agent = open_agent(link, session)?;
             let (jobs, queue) = mpsc::channel::<Job>();
             let worker = std::thread::spawn(move || {
@@ -245,7 +290,10 @@ impl Turns {
                     job(&mut agent);
                 }
             });
-            self.slots.insert(session.to_string(), Slot { jobs, worker, cancel: Cancel::default(), used: 0 });
+            self.slots.insert(
+                session.to_string(),
+                Slot { jobs, worker, cancel: Cancel::default(), used: 0, _counted: counted },
+            );
         }
         self.jobs += 1;
         let slot = self.slots.get_mut(session).expect("made above");

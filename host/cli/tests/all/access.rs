@@ -385,3 +385,37 @@ fn an_import_under_another_users_id_does_not_reveal_it() {
     assert_eq!(a.refused("session/import", json!({"jsonl": export})), "session_exists");
     assert_eq!(text_of(&home.store().acting_for("alice").full_history(&session).unwrap()[0]), "alice's");
 }
+
+/// One user keeps only so many sessions open at once over all their connections: a connection
+/// first closes its own idle one; one with none to close is refused `too_many_sessions`, and
+/// another user is not affected.
+#[test]
+fn one_user_keeps_only_so_many_sessions_open_and_others_go_on() {
+    let server = Server::route(|_| Reply::Stream { pieces: openai::text_answer(&["Fine."], true) });
+    let home = home_for("openai", &server, "[serve]\nmax_sessions_per_user = 2\n");
+    let (alice, bob) = (token(&home, "alice", &[]), token(&home, "bob", &[]));
+    let service = Service::start(&home, "ws", &[]);
+    let turn = |c: &mut crate::network::Client, session: &str| -> Value {
+        let started = c.call("turn/start", json!({"session": session, "text": "hi"}));
+        if let Some(turn) = started["result"]["turn"].as_u64() {
+            c.wait(|v| v["method"] == "turn/completed" && v["params"]["turn"] == turn);
+        }
+        started
+    };
+    let mut a = service.client(&alice);
+    let (one, two, three) = (a.new_session(), a.new_session(), a.new_session());
+    for s in [&one, &two, &three] {
+        // The third closes the connection's least recently used idle session first.
+        assert!(turn(&mut a, s).get("error").is_none(), "on one connection");
+    }
+    let mut a2 = service.client(&alice);
+    let fourth = a2.new_session();
+    let refused = turn(&mut a2, &fourth);
+    assert_eq!(refused["error"]["data"]["code"], "too_many_sessions", "{refused}");
+    let mut b = service.client(&bob);
+    let bobs = b.new_session();
+    assert!(turn(&mut b, &bobs).get("error").is_none(), "bob is not affected");
+    drop(a);
+    // Alice's first connection gone, her sessions there are closed: the other may open one.
+    crate::support::wait_for("alice's sessions to close", || turn(&mut a2, &fourth).get("error").is_none());
+}
