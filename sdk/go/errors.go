@@ -79,6 +79,9 @@ var (
 	// ErrTurnKeyReused: SendWithKey sent a key already used in the session for another text;
 	// nothing was stored.
 	ErrTurnKeyReused = &Error{Code: "turn_key_reused"}
+	// ErrTooManySessions: the caller keeps as many sessions open on the remote server as it
+	// allows per user; close a connection, or wait for one to end.
+	ErrTooManySessions = &Error{Code: "too_many_sessions"}
 	// ErrClaimLost: the service lost the session's hold with its database connection mid-turn;
 	// the turn stopped so no other turn interleaves with it. Send it again with the same key.
 	ErrClaimLost = &Error{Code: "claim_lost"}
