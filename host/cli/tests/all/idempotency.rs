@@ -216,15 +216,7 @@ fn remote_chat_sends_a_turn_again_after_its_connection_drops_and_it_is_stored_on
     let service = crate::network::Service::start(&home, "ws", &[]);
     let cutter = Cutter::start(service.port);
     let laptop = Home::new();
-    let mut chat = laptop
-        .cmd()
-        .env("SESHAT_REMOTE", format!("ws://127.0.0.1:{}", cutter.port))
-        .env("SESHAT_TOKEN", &alice)
-        .args(["chat", "-p", "tell me", "--model", "gpt-4o", "--json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut chat = crate::network::spawn_remote_chat(&laptop, &format!("ws://127.0.0.1:{}", cutter.port), &alice);
     let draft = "SELECT count(*) FROM drafts";
     crate::support::wait_for("the answer's draft on the service", || home.sql_value(draft, draft) == 1);
     cutter.cut();

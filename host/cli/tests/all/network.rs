@@ -186,6 +186,20 @@ impl Client {
     }
 }
 
+/// `seshat chat -p "tell me" --model gpt-4o --json` on a machine with no store (`laptop`), against
+/// the service at `url` with `token`, started with its output piped.
+pub(crate) fn spawn_remote_chat(laptop: &Home, url: &str, token: &str) -> Child {
+    laptop
+        .cmd()
+        .env("SESHAT_REMOTE", url)
+        .env("SESHAT_TOKEN", token)
+        .args(["chat", "-p", "tell me", "--model", "gpt-4o", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// Adds `user` and makes a token for them (`extra`: `--read-only`, `--expires …`).
 pub(crate) fn token(home: &Home, user: &str, extra: &[&str]) -> String {
     let _ = home.run(&["users", "add", user]);

@@ -83,15 +83,7 @@ fn a_service_gone_mid_answer_leaves_a_json_outcome_that_says_how_to_go_on() {
     let alice = token(&home, "alice", &[]);
     let service = Service::start(&home, "ws", &[]);
     let laptop = Home::new();
-    let chat = laptop
-        .cmd()
-        .env("SESHAT_REMOTE", &service.url)
-        .env("SESHAT_TOKEN", &alice)
-        .args(["chat", "-p", "tell me", "--model", "gpt-4o", "--json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let chat = crate::network::spawn_remote_chat(&laptop, &service.url, &alice);
     let draft = "SELECT count(*) FROM drafts";
     crate::support::wait_for("the answer streaming", || home.sql_value(draft, draft) == 1);
     drop(service);

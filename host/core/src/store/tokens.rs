@@ -171,6 +171,31 @@ pub fn token_id(token: &str) -> Option<&str> {
     parse(token).map(|(id, _)| id)
 }
 
+/// What decides whether a token works now.
+struct TokenRow {
+    user: String,
+    read_only: bool,
+    expires_at: Option<i64>,
+    revoked_at: Option<i64>,
+    disabled_at: Option<i64>,
+}
+
+impl TokenRow {
+    /// Who token `id` acts for now, or why it is refused.
+    fn state(self, id: &str) -> std::result::Result<Caller, Refusal> {
+        if self.revoked_at.is_some() {
+            return Err(Refusal::Revoked);
+        }
+        if self.expires_at.is_some_and(|e| e <= now_ms()) {
+            return Err(Refusal::Expired);
+        }
+        if self.disabled_at.is_some() {
+            return Err(Refusal::UserDisabled);
+        }
+        Ok(Caller { user: self.user, read_only: self.read_only, token: id.to_string(), expires_at: self.expires_at })
+    }
+}
+
 /// How often, at most, a token's last use is written (its listing shows it to the minute).
 const LAST_USE_EVERY_MS: i64 = 60_000;
 
@@ -271,19 +296,21 @@ impl Store {
         })
     }
 
-    /// Who `token` acts for, or why it is refused; a token accepted has its last use noted.
+    /// Who `token` acts for, or why it is refused; a token accepted has its last use noted. One
+    /// read of the token and its user, proven by the secret before anything else is told.
     pub fn authenticate(&self, token: &str) -> Result<std::result::Result<Caller, Refusal>> {
         on_db!(self, "check a token", {
             let Some((id, secret)) = parse(token) else { return Ok(Err(Refusal::Invalid)) };
-            let row: Option<(Vec<u8>, Vec<u8>, Option<i64>)> =
-                self.db.query_opt("SELECT salt, hash, last_used_at FROM tokens WHERE id = ?1", params![id], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                })?;
-            let Some((salt, stored, last_used)) = row else { return Ok(Err(Refusal::Invalid)) };
+            let secrets = |r: &super::db::Row<'_>| -> Result<(Vec<u8>, Vec<u8>, Option<i64>)> {
+                Ok((r.get(5)?, r.get(6)?, r.get(7)?))
+            };
+            let Some((row, (salt, stored, last_used))) = self.token_row(id, secrets)? else {
+                return Ok(Err(Refusal::Invalid));
+            };
             if !same(&hash(&salt, secret), &stored) {
                 return Ok(Err(Refusal::Invalid));
             }
-            let state = self.token_state_in(id)?;
+            let state = row.state(id);
             let now = now_ms();
             if state.is_ok() && last_used.is_none_or(|t| now - t >= LAST_USE_EVERY_MS) {
                 self.db.execute("UPDATE tokens SET last_used_at = ?2 WHERE id = ?1", params![id, now])?;
@@ -296,37 +323,29 @@ impl Store {
     /// revoked, expired, its user disabled or removed are refused. What a server checks its open
     /// connections with when access changes.
     pub fn token_state(&self, id: &str) -> Result<std::result::Result<Caller, Refusal>> {
-        on_db!(self, "check a token", { self.token_state_in(id) })
+        on_db!(self, "check a token", {
+            Ok(self.token_row(id, |_| Ok(()))?.map_or(Err(Refusal::Invalid), |(row, ())| row.state(id)))
+        })
     }
 
-    fn token_state_in(&self, id: &str) -> Result<std::result::Result<Caller, Refusal>> {
-        let row = self.db.query_opt(
-            "SELECT t.user_name, t.read_only, t.expires_at, t.revoked_at, u.disabled_at FROM tokens t \
-             JOIN users u ON u.name = t.user_name WHERE t.id = ?1",
+    /// Token `id` with its user's state, and what `more` reads of the rest of the row (the
+    /// salt, the hash and the last use are columns 5 to 7); `None` when there is no such token.
+    fn token_row<T>(&self, id: &str, more: impl Fn(&super::db::Row<'_>) -> Result<T>) -> Result<Option<(TokenRow, T)>> {
+        self.db.query_opt(
+            "SELECT t.user_name, t.read_only, t.expires_at, t.revoked_at, u.disabled_at, t.salt, t.hash, \
+             t.last_used_at FROM tokens t JOIN users u ON u.name = t.user_name WHERE t.id = ?1",
             params![id],
             |r| {
-                Ok((
-                    r.get::<String>(0)?,
-                    r.get::<bool>(1)?,
-                    r.get::<Option<i64>>(2)?,
-                    r.get::<Option<i64>>(3)?,
-                    r.get::<Option<i64>>(4)?,
-                ))
+                let row = TokenRow {
+                    user: r.get(0)?,
+                    read_only: r.get(1)?,
+                    expires_at: r.get(2)?,
+                    revoked_at: r.get(3)?,
+                    disabled_at: r.get(4)?,
+                };
+                Ok((row, more(r)?))
             },
-        )?;
-        let Some((user, read_only, expires_at, revoked_at, disabled_at)) = row else {
-            return Ok(Err(Refusal::Invalid));
-        };
-        if revoked_at.is_some() {
-            return Ok(Err(Refusal::Revoked));
-        }
-        if expires_at.is_some_and(|e| e <= now_ms()) {
-            return Ok(Err(Refusal::Expired));
-        }
-        if disabled_at.is_some() {
-            return Ok(Err(Refusal::UserDisabled));
-        }
-        Ok(Ok(Caller { user, read_only, token: id.to_string(), expires_at }))
+        )
     }
 
     /// A number that moves whenever a token, a user or a grant changes in a way that can take
