@@ -413,7 +413,7 @@ const Version = "0.1.0"
 
 // ProtocolVersion is the version of `seshat serve`'s protocol this SDK speaks
 // (host/protocol/protocol.md).
-const ProtocolVersion = "2026-12-03"
+const ProtocolVersion = "2026-12-06"
 
 // initializeParams is `initialize`'s params (the schema's InitializeParams).
 type initializeParams struct {

@@ -11,6 +11,7 @@ mod knowledge;
 mod mcp;
 mod memory;
 mod plugins;
+mod principals;
 mod remote;
 mod scopes;
 mod serve;
@@ -40,7 +41,8 @@ pub struct Cli {
     db: Option<String>,
 
     /// Work against a team's `seshat serve --listen` instead of a local store (`chat`, `mcp`,
-    /// `memory`, `compact`, `sessions`, `knowledge search`); the token is read
+    /// `memory`, `compact`, `sessions`, `knowledge search`, and an admin's `users`, `tokens`,
+    /// `scopes`); the token is read
     /// from SESHAT_TOKEN.
     #[arg(long, global = true, value_name = "wss://HOST:PORT", env = "SESHAT_REMOTE")]
     remote: Option<String>,
@@ -254,6 +256,9 @@ fn remote_ready(command: &Command) -> bool {
             | Command::Memory(_)
             | Command::Compact(_)
             | Command::Knowledge(knowledge::KnowledgeCommand::Search(_))
+            | Command::Users(_)
+            | Command::Tokens(_)
+            | Command::Scopes(_)
     )
 }
 
@@ -271,7 +276,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if ctx.remote.is_some() && !remote_ready(&cli.command) {
         anyhow::bail!(
             "this command does not work against a remote service yet: only `chat`, `mcp`, `memory`, `compact`, \
-             every `sessions` command, and `knowledge search` do; unset SESHAT_REMOTE (or drop --remote) to run it on this machine's store"
+             every `sessions` command, `knowledge search`, `users`, `tokens` and `scopes` do; unset SESHAT_REMOTE (or drop --remote) to run it on this machine's store"
         );
     }
     match cli.command {

@@ -241,6 +241,14 @@ impl Remote {
         }
     }
 
+    /// Calls method `M` with its typed params: its typed result, or what the server refused (as
+    /// the error).
+    pub fn request<M: seshat_protocol::methods::Method>(&mut self, params: &M::Params) -> anyhow::Result<M::Result> {
+        let answer = self.call(M::NAME, &serde_json::to_value(params)?)??;
+        serde_json::from_value(answer)
+            .map_err(|e| anyhow::anyhow!("the service's answer to {} cannot be read: {e}", M::NAME))
+    }
+
     /// Sends one request and reads until its answer (notifications meanwhile are not this
     /// client's business).
     fn exchange(&mut self, method: &str, params: &Value) -> anyhow::Result<Result<Value, Refused>> {

@@ -4,6 +4,7 @@
 //!   themselves: the library defines its messages, sessions, compactions, reports and outcomes
 //!   here and re-exports them, so what crosses the wire is what the library holds, never a copy
 //!   kept by hand.
+//! * [`principals`] — users, tokens and team grants, as the admin methods carry them.
 //! * [`methods`] and [`notifications`] — `seshat serve`'s JSON-RPC protocol: one typed params and
 //!   result per method, one typed params per notification, and [`wire`]'s envelope and errors.
 //! * [`schema`] — the protocol's JSON Schema, generated from these types (the committed
@@ -20,6 +21,7 @@ pub mod knowledge;
 pub mod memory;
 pub mod methods;
 pub mod notifications;
+pub mod principals;
 pub mod records;
 pub mod schema;
 pub mod turn;
@@ -28,4 +30,4 @@ pub mod wire;
 
 /// The protocol's version, returned by `initialize`. Bumped when a method, a field or a casing
 /// changes in a way an existing client would notice.
-pub const PROTOCOL_VERSION: &str = "2026-12-03";
+pub const PROTOCOL_VERSION: &str = "2026-12-06";

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use crate::conversation::{NewMessage, Role};
 use crate::knowledge::Found;
 use crate::memory::{Deletion, MemoryContext, Note, Scope};
+use crate::principals::{Access as Grants, Grant, NewToken, Removed, TokenInfo, UserInfo};
 use crate::records::{Message, SessionInfo};
 use crate::turn::Report;
 use crate::view::View;
@@ -47,6 +48,9 @@ pub enum Object {
     Memory,
     /// Documents: a user's own, or a team's.
     Knowledge,
+    /// Users, tokens and team grants: an admin's (a team's grants also its read-write members',
+    /// and any user may make a team).
+    Principals,
 }
 
 /// A method: its name on the wire, what it takes and what it answers.
@@ -78,6 +82,61 @@ macro_rules! method {
 method!(
     /// Opens the connection: the client's settings for its sessions and its own tools.
     Initialize = "initialize" (InitializeParams) -> InitializeResult, Access::Connection
+);
+method!(
+    /// The users, with their role and state (an admin's).
+    UsersList = "users/list" (Empty) -> UsersListResult, Access::Read(Object::Principals)
+);
+method!(
+    /// Adds a user; a name taken in any mix of cases is refused (an admin's).
+    UsersAdd = "users/add" (UsersAddParams) -> UserInfo, Access::Write(Object::Principals)
+);
+method!(
+    /// Disables or enables a user, or makes them an admin or not (an admin's). A disabled user's
+    /// tokens are refused and their open connections closed; the operator cannot be changed.
+    UsersSet = "users/set" (UsersSetParams) -> ChangedResult, Access::Write(Object::Principals)
+);
+method!(
+    /// Renames a user with everything they own; their tokens go on working (an admin's).
+    UsersRename = "users/rename" (UsersRenameParams) -> Empty, Access::Write(Object::Principals)
+);
+method!(
+    /// Removes a user with their tokens and grants; one who owns anything is refused unless
+    /// `purge` deletes it too (an admin's).
+    UsersRemove = "users/remove" (UsersRemoveParams) -> Removed, Access::Write(Object::Principals)
+);
+method!(
+    /// The tokens, of one user or everyone, never their secrets (an admin's).
+    TokensList = "tokens/list" (TokensListParams) -> TokensListResult, Access::Read(Object::Principals)
+);
+method!(
+    /// Makes a token; the answer is the only place it is ever shown (an admin's).
+    TokensCreate = "tokens/create" (TokensCreateParams) -> NewToken, Access::Write(Object::Principals)
+);
+method!(
+    /// Revokes a token and makes one for the same user, access and expiry (an admin's).
+    TokensRotate = "tokens/rotate" (TokenParams) -> NewToken, Access::Write(Object::Principals)
+);
+method!(
+    /// Revokes a token: refused from now on, its open connections closed (an admin's).
+    TokensRevoke = "tokens/revoke" (TokenParams) -> ChangedResult, Access::Write(Object::Principals)
+);
+method!(
+    /// The grants of the team scopes the caller belongs to.
+    ScopesList = "scopes/list" (Empty) -> ScopesListResult, Access::Read(Object::Principals)
+);
+method!(
+    /// Makes a team scope; its maker may read and write it.
+    ScopesCreate = "scopes/create" (ScopesCreateParams) -> Empty, Access::Write(Object::Principals)
+);
+method!(
+    /// Grants a user access to a team scope, replacing what they had (the team's read-write
+    /// members' and admins').
+    ScopesGrant = "scopes/grant" (ScopesGrantParams) -> Empty, Access::Write(Object::Principals)
+);
+method!(
+    /// Takes a user's access to a team scope away (the team's read-write members' and admins').
+    ScopesRevoke = "scopes/revoke" (ScopesRevokeParams) -> ChangedResult, Access::Write(Object::Principals)
 );
 method!(
     /// Creates a session in the server's project.
@@ -246,6 +305,19 @@ pub const CLIENT_METHODS: &[(&str, Access)] = &[
     (KnowledgeSearch::NAME, KnowledgeSearch::ACCESS),
     (KnowledgeRead::NAME, KnowledgeRead::ACCESS),
     (ConfigGet::NAME, ConfigGet::ACCESS),
+    (UsersList::NAME, UsersList::ACCESS),
+    (UsersAdd::NAME, UsersAdd::ACCESS),
+    (UsersSet::NAME, UsersSet::ACCESS),
+    (UsersRename::NAME, UsersRename::ACCESS),
+    (UsersRemove::NAME, UsersRemove::ACCESS),
+    (TokensList::NAME, TokensList::ACCESS),
+    (TokensCreate::NAME, TokensCreate::ACCESS),
+    (TokensRotate::NAME, TokensRotate::ACCESS),
+    (TokensRevoke::NAME, TokensRevoke::ACCESS),
+    (ScopesList::NAME, ScopesList::ACCESS),
+    (ScopesCreate::NAME, ScopesCreate::ACCESS),
+    (ScopesGrant::NAME, ScopesGrant::ACCESS),
+    (ScopesRevoke::NAME, ScopesRevoke::ACCESS),
 ];
 
 /// The access rule of the method a client called (a memory tool's included); `None` for a
@@ -992,4 +1064,142 @@ pub struct ToolCallResult {
     /// Whether the tool failed (the model reads `content` as its error).
     #[serde(default)]
     pub is_error: bool,
+}
+
+/// `users/list`'s result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct UsersListResult {
+    /// The users, by name.
+    pub users: Vec<UserInfo>,
+}
+
+/// `users/add`'s params.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UsersAddParams {
+    /// Letters, digits, `-`, `_`, `.`; at most 64.
+    pub name: String,
+    /// An admin: manages users, tokens and team scopes.
+    #[serde(default)]
+    pub admin: bool,
+}
+
+/// `users/set`'s params: what to change (at least one).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UsersSetParams {
+    /// The user.
+    pub name: String,
+    /// Disable (`true`) or enable (`false`) them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled: Option<bool>,
+    /// Make them an admin (`true`) or not (`false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin: Option<bool>,
+}
+
+/// `users/rename`'s params.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UsersRenameParams {
+    /// The user's name now.
+    pub name: String,
+    /// Their new name.
+    pub new_name: String,
+}
+
+/// `users/remove`'s params.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UsersRemoveParams {
+    /// The user.
+    pub name: String,
+    /// Delete what they own with them (else a user who owns anything is refused).
+    #[serde(default)]
+    pub purge: bool,
+}
+
+/// Whether a change changed anything (`false`: it was so already).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ChangedResult {
+    /// It changed something.
+    pub changed: bool,
+}
+
+/// `tokens/list`'s params.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TokensListParams {
+    /// Only this user's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+}
+
+/// `tokens/list`'s result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TokensListResult {
+    /// The tokens, oldest first.
+    pub tokens: Vec<TokenInfo>,
+}
+
+/// `tokens/create`'s params.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TokensCreateParams {
+    /// The user it acts for.
+    pub user: String,
+    /// It may read but write nothing.
+    #[serde(default)]
+    pub read_only: bool,
+    /// When it stops working (Unix milliseconds); never when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<i64>,
+    /// Allow a token for `local`, the store's operator (refused without it).
+    #[serde(default)]
+    pub operator: bool,
+}
+
+/// A token named by its id (the 16 hex digits after `seshat_`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TokenParams {
+    /// The token's id.
+    pub id: String,
+}
+
+/// `scopes/list`'s result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ScopesListResult {
+    /// The grants of the caller's teams, by team then user.
+    pub grants: Vec<Grant>,
+}
+
+/// `scopes/create`'s params.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScopesCreateParams {
+    /// The team's name: letters, digits, `-`, `_`, `.`; at most 64.
+    pub team: String,
+}
+
+/// `scopes/grant`'s params.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScopesGrantParams {
+    /// The team.
+    pub team: String,
+    /// The user.
+    pub user: String,
+    /// What they may do there.
+    pub access: Grants,
+}
+
+/// `scopes/revoke`'s params.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScopesRevokeParams {
+    /// The team.
+    pub team: String,
+    /// The user.
+    pub user: String,
 }

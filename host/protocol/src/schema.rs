@@ -64,7 +64,20 @@ pub fn schema() -> Value {
         methods::MemoryClear,
         methods::KnowledgeSearch,
         methods::KnowledgeRead,
-        methods::ConfigGet
+        methods::ConfigGet,
+        methods::UsersList,
+        methods::UsersAdd,
+        methods::UsersSet,
+        methods::UsersRename,
+        methods::UsersRemove,
+        methods::TokensList,
+        methods::TokensCreate,
+        methods::TokensRotate,
+        methods::TokensRevoke,
+        methods::ScopesList,
+        methods::ScopesCreate,
+        methods::ScopesGrant,
+        methods::ScopesRevoke
     );
     for tool in MEMORY_TOOLS {
         add(&format!("{MEMORY_PREFIX}{tool}"), object.clone(), object.clone());

@@ -42,7 +42,7 @@ pub enum ScopesCommand {
 }
 
 pub fn run(ctx: &Context, cmd: ScopesCommand) -> anyhow::Result<ExitCode> {
-    let mut store = ctx.store()?;
+    let mut store = crate::principals::Principals::open(ctx)?;
     let mut out = format::stdout();
     match cmd {
         ScopesCommand::Create { name } => {

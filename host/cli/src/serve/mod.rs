@@ -15,6 +15,7 @@
 mod access;
 mod counts;
 mod network;
+mod principals;
 mod rpc;
 mod token_check;
 mod turns;
@@ -497,7 +498,8 @@ impl Server {
         refused: Option<&RpcError>,
         writes: bool,
     ) {
-        const DENIALS: &[&str] = &["read_only_token", "scope_denied", "session_not_found", "chunk_not_found"];
+        const DENIALS: &[&str] =
+            &["read_only_token", "scope_denied", "session_not_found", "chunk_not_found", "admin_only"];
         let Some(user) = self.acting.user.clone() else { return };
         let code = refused.map(|e| e.stable().to_string());
         let event = match (code.as_deref(), writes) {
@@ -509,8 +511,12 @@ impl Server {
         let field =
             |v: &Value, name: &str| v.get(name).map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string));
         // What it touched: the session or scope it names, or the session it made.
+        // (An admin method's user, team or token id; never a token's secret.)
         let target = field(params, "session")
             .or_else(|| field(params, "scope"))
+            .or_else(|| field(params, "team").map(|t| format!("team:{t}")))
+            .or_else(|| field(params, "name"))
+            .or_else(|| field(params, "user"))
             .or_else(|| result.and_then(|r| r.get("session")).and_then(|s| field(s, "id")))
             .or_else(|| result.and_then(|r| field(r, "id")));
         tracing::info!(target: "seshat::audit", %user, method, target = target.as_deref().unwrap_or(""), event, code = code.as_deref().unwrap_or(""));
@@ -911,6 +917,7 @@ impl Server {
                     }
                 }
             }
+            other if principals::owns(other) => principals::call(self.store()?, other, params),
             other if other.starts_with(m::MEMORY_PREFIX) => {
                 let tool = &other[m::MEMORY_PREFIX.len()..];
                 self.store()?;

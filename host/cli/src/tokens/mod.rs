@@ -1,5 +1,6 @@
 //! `seshat tokens`: the bearer tokens clients of a network `seshat serve` present. A token is
-//! printed once, when it is made; the store keeps only its salted hash.
+//! printed once, when it is made; the store keeps only its salted hash. With `--remote`, on the
+//! service, as the token's user, who must be an admin.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -59,16 +60,12 @@ fn expiry(when: &str) -> anyhow::Result<i64> {
 }
 
 pub fn run(ctx: &Context, cmd: TokensCommand) -> anyhow::Result<ExitCode> {
-    let mut store = ctx.store()?;
+    let mut store = crate::principals::Principals::open(ctx)?;
     let mut out = format::stdout();
     match cmd {
         TokensCommand::Create { user, expires, read_only, operator, json } => {
             let expires_at = expires.as_deref().map(expiry).transpose()?;
-            let made = if operator && user.eq_ignore_ascii_case(seshat::store::LOCAL_USER) {
-                store.create_operator_token(read_only, expires_at)?
-            } else {
-                store.create_token(&user, read_only, expires_at)?
-            };
+            let made = store.create_token(&user, read_only, expires_at, operator)?;
             return show_new(&mut out, &made, json);
         }
         TokensCommand::Rotate { id, json } => {

@@ -1,6 +1,7 @@
 //! `seshat users`: the people a shared store and a network `seshat serve` know (each owns their
 //! sessions and `user` memory). Acts on the store directly, as its operator (an admin who can
-//! never be locked out): whoever runs it holds the database.
+//! never be locked out): whoever runs it holds the database. With `--remote`, on the service, as
+//! the token's user, who must be an admin.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -63,16 +64,16 @@ pub enum UsersCommand {
 }
 
 pub fn run(ctx: &Context, cmd: UsersCommand) -> anyhow::Result<ExitCode> {
-    let mut store = ctx.store()?;
+    let mut store = crate::principals::Principals::open(ctx)?;
     let mut out = format::stdout();
     match cmd {
         UsersCommand::Add { name, admin } => {
-            store.add_user_as(&name, admin)?;
+            store.add_user(&name, admin)?;
             let role = if admin { " (an admin)" } else { "" };
             writeln!(out, "Added user {name}{role}. Give them a token: seshat tokens create --user {name}")?;
         }
         UsersCommand::List { json } => {
-            let users = store.user_infos()?;
+            let users = store.users()?;
             if json {
                 format::json(&mut out, &users)?;
             } else {

@@ -419,3 +419,51 @@ fn one_user_keeps_only_so_many_sessions_open_and_others_go_on() {
     // Alice's first connection gone, her sessions there are closed: the other may open one.
     crate::support::wait_for("alice's sessions to close", || turn(&mut a2, &fourth).get("error").is_none());
 }
+
+crate::on_both_backends! {
+/// An admin manages users, tokens and team scopes over the service with the same commands and
+/// `--remote`: the token they make works, the user they disable is cut off on their open
+/// connection; a user who is not an admin is refused with `admin_only` and changes nothing.
+fn an_admin_manages_users_tokens_and_scopes_over_the_service(home) {
+    home.ok(&["users", "add", "ada", "--admin"]);
+    let (ada, bob) = (token(&home, "ada", &[]), token(&home, "bob", &[]));
+    let service = Service::start(&home, "ws", &[]);
+    let laptop = Home::new();
+    let remote = |token: &str, args: &[&str]| {
+        let mut cmd = laptop.cmd();
+        cmd.env("SESHAT_REMOTE", &service.url).env("SESHAT_TOKEN", token).args(args);
+        cmd.output().unwrap()
+    };
+    let ok = |token: &str, args: &[&str]| {
+        let out = remote(token, args);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    ok(&ada, &["users", "add", "carol"]);
+    let made: Value = serde_json::from_str(&ok(&ada, &["tokens", "create", "--user", "carol", "--json"])).unwrap();
+    let carol = made["token"].as_str().unwrap().to_string();
+    ok(&ada, &["scopes", "create", "ops"]);
+    ok(&ada, &["scopes", "grant", "ops", "carol", "--read-only"]);
+    let grants: Value = serde_json::from_str(&ok(&ada, &["scopes", "list", "--json"])).unwrap();
+    assert!(grants.as_array().unwrap().contains(&json!({"scope": "team:ops", "user": "carol", "access": "read"})), "{grants}");
+    let mut c = service.client(&carol);
+    assert_eq!(c.ok("notes/list", json!({"scope": "team:ops"}))["notes"], json!([]));
+    // What the operator sees locally is what ada made remotely.
+    let users: Value = serde_json::from_str(&home.ok(&["users", "list", "--json"])).unwrap();
+    let names: Vec<&str> = users.as_array().unwrap().iter().map(|u| u["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["ada", "bob", "carol", "local"], "{users}");
+    let tokens: Value = serde_json::from_str(&ok(&ada, &["tokens", "list", "--user", "carol", "--json"])).unwrap();
+    assert_eq!(tokens[0]["id"], made["id"], "{tokens}");
+    // Bob is no admin: refused, and nothing changes.
+    for args in [&["users", "list"][..], &["users", "add", "mallory"], &["tokens", "create", "--user", "bob"], &["users", "disable", "carol"]] {
+        let out = remote(&bob, args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains("only an admin may") && err.contains("admin_only"), "{args:?}: {err}");
+    }
+    assert!(!home.ok(&["users", "list"]).contains("mallory"));
+    // Disabled by ada over the service, carol's open connection ends.
+    ok(&ada, &["users", "disable", "carol"]);
+    let (seen, closed) = c.until_closed();
+    assert_eq!((revoked_code(&seen).as_deref(), closed.map(|(c, _)| c)), (Some("user_disabled"), Some(1008)));
+}
+}

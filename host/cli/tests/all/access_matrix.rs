@@ -25,12 +25,14 @@ enum Target {
     Team,
     /// A chunk of a document in the team scope.
     Chunk,
+    /// Users and tokens: an admin's.
+    Admin,
 }
 
 /// The callers, by their relation to alice's objects and to `team:ops`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Who {
-    /// Alice: owns the sessions and the deletion, writes the team.
+    /// Alice: owns the sessions and the deletion, writes the team, is an admin.
     Owner,
     /// Alice through a read-only token.
     OwnerReadOnly,
@@ -83,6 +85,20 @@ fn case(method: &str, ids: &Ids) -> Option<(Target, Value)> {
         "memory/clear" => (Target::Team, json!({"scope": team})),
         "knowledge/search" => (Target::Own, json!({"query": "kestrel"})),
         "knowledge/read" => (Target::Chunk, json!({"id": ids.chunk})),
+        // Each call acts on a user, a token and a team of its own, made for it.
+        "users/list" => (Target::Admin, json!({})),
+        "users/add" => (Target::Admin, json!({"name": format!("{}-added", ids.user)})),
+        "users/set" => (Target::Admin, json!({"name": ids.user, "disabled": true})),
+        "users/rename" => (Target::Admin, json!({"name": ids.user, "new_name": format!("{}-renamed", ids.user)})),
+        "users/remove" => (Target::Admin, json!({"name": ids.user})),
+        "tokens/list" => (Target::Admin, json!({})),
+        "tokens/create" => (Target::Admin, json!({"user": ids.user})),
+        "tokens/rotate" => (Target::Admin, json!({"id": ids.token})),
+        "tokens/revoke" => (Target::Admin, json!({"id": ids.token})),
+        "scopes/list" => (Target::Own, json!({})),
+        "scopes/create" => (Target::Own, json!({"team": format!("{}-team", ids.user)})),
+        "scopes/grant" => (Target::Team, json!({"team": "ops", "user": ids.user, "access": "read"})),
+        "scopes/revoke" => (Target::Team, json!({"team": "ops", "user": ids.user})),
         "memory/create_entities" => {
             (Target::Team, json!({"scope": team, "entities": [{"name": "New", "entityType": "t", "observations": []}]}))
         }
@@ -115,10 +131,15 @@ struct Ids {
     export: String,
     deletion: i64,
     chunk: Value,
+    /// A user made for this call.
+    user: String,
+    /// The id of a token of theirs.
+    token: String,
 }
 
 /// The codes that say access was refused (or that the object is not the caller's to see).
-const DENIALS: &[&str] = &["session_not_found", "scope_denied", "read_only_token", "chunk_not_found", "memory_failed"];
+const DENIALS: &[&str] =
+    &["session_not_found", "scope_denied", "read_only_token", "chunk_not_found", "memory_failed", "admin_only"];
 
 /// The code `who` must get calling a method with rule `access` on `target`; `None`: allowed (an
 /// answer, or an error that is not a denial).
@@ -133,6 +154,8 @@ fn expected(access: Access, target: Target, who: Who) -> Option<&'static str> {
         Target::Session => Some("session_not_found"),
         Target::Deletion if alices => None,
         Target::Deletion => Some("memory_failed"),
+        Target::Admin if alices => None,
+        Target::Admin => Some("admin_only"),
         Target::Team | Target::Chunk => match who {
             Who::Owner | Who::OwnerReadOnly | Who::TeamWrite => None,
             Who::TeamRead if !access.writes() => None,
@@ -157,6 +180,7 @@ fn every_method_gets_what_its_declared_rule_says_for_every_relation() {
     ];
     let revoked_token = token(&home, "alice", &[]);
     home.ok(&["tokens", "revoke", revoked_token.split('_').nth(1).unwrap()]);
+    home.ok(&["users", "admin", "alice"]);
     home.ok(&["scopes", "create", "ops"]);
     for (user, access) in [("alice", "write"), ("carol", "read"), ("dave", "write"), ("erin", "write")] {
         let mut args = vec!["scopes", "grant", "ops", user];
@@ -213,11 +237,17 @@ fn every_method_gets_what_its_declared_rule_says_for_every_relation() {
                 .unwrap();
             let mut export = Vec::new();
             store.export(&session, &mut export).unwrap();
+            let user = format!("u{checked}");
+            let mut operator = home.store();
+            operator.add_user(&user).unwrap();
+            let made = operator.create_token(&user, false, None).unwrap();
             let ids = Ids {
                 session: session.clone(),
                 export: String::from_utf8(export).unwrap(),
                 deletion,
                 chunk: chunk.clone(),
+                user,
+                token: made.info.id,
             };
             let Some((target, params)) = case(method, &ids) else {
                 panic!("{method} has no case in this test: add one (what it targets and its params)");
@@ -238,6 +268,7 @@ fn every_method_gets_what_its_declared_rule_says_for_every_relation() {
                 (None, None) => true,
             };
             if !ok {
+                let answer: String = answer.to_string().chars().take(300).collect();
                 wrong.push(format!("{method} as {who:?}: want {want:?}, got {answer}"));
             }
             // Nothing of alice's leaks to another user through an answer.
@@ -251,5 +282,5 @@ fn every_method_gets_what_its_declared_rule_says_for_every_relation() {
         }
     }
     assert_eq!(wrong, Vec::<String>::new(), "{} of {checked} calls", wrong.len());
-    assert!(checked >= 36 * 6, "{checked}");
+    assert!(checked >= 49 * 6, "{checked}");
 }

@@ -146,6 +146,14 @@ pub enum Error {
     /// A user or team name that is malformed, unknown or already taken; nothing was written.
     #[error("{0}")]
     Principal(String),
+    /// An admin's act (users, tokens) asked for by a user who is not one; nothing was written.
+    #[error("{user} may not {act}: only an admin may (ask one, or the service's operator)")]
+    AdminOnly {
+        /// Who asked.
+        user: String,
+        /// What they asked for.
+        act: String,
+    },
     /// A read of a team scope the caller is not granted, or a write to one the caller may not
     /// write (not a member, or read-only); nothing was written.
     #[error(
@@ -315,6 +323,7 @@ impl Error {
             Error::RewindSuperseded { .. } => "rewind_superseded",
             Error::Refused(_) | Error::PinBudget(_) => "refused",
             Error::Principal(_) => "invalid_principal",
+            Error::AdminOnly { .. } => "admin_only",
             Error::ScopeDenied { .. } => "scope_denied",
             Error::Corrupt { .. } | Error::CorruptMessage { .. } | Error::Column { .. } | Error::NoRow => "corrupt_row",
             Error::Postgres(_) | Error::Unreachable(_) => "database",

@@ -8,41 +8,7 @@ use super::db::{Db, params};
 use super::{Error, Result, Store, now_ms};
 use seshat_protocol::memory::valid_team_name;
 
-/// What a grant lets a user do in a team's scope.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-#[non_exhaustive]
-pub enum Access {
-    /// Read the team's memory and knowledge.
-    Read,
-    /// Read and write them.
-    Write,
-}
-
-impl Access {
-    /// The stored spelling: `read` or `write`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Access::Read => "read",
-            Access::Write => "write",
-        }
-    }
-
-    fn parse(s: &str) -> Access {
-        if s == "write" { Access::Write } else { Access::Read }
-    }
-}
-
-/// A user's access to a team's scope.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Grant {
-    /// The team.
-    pub team: String,
-    /// The user.
-    pub user: String,
-    /// What the user may do there.
-    pub access: Access,
-}
+pub use seshat_protocol::principals::{Access, Grant, Removed, UserInfo};
 
 /// Whether `name` can name a user: the same rule as team names (letters, digits, `-`, `_`, `.`;
 /// at most 64 bytes), so names print safely everywhere.
@@ -102,34 +68,6 @@ pub(crate) fn teams_of(db: &Db, user: &str, at_least: Access) -> Result<Vec<Stri
     db.query_vec(sql, params![user], |r| r.get(0))
 }
 
-/// A user as listed.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[non_exhaustive]
-pub struct UserInfo {
-    /// The name.
-    pub name: String,
-    /// Whether the user manages users, tokens and team scopes.
-    pub admin: bool,
-    /// When the user was disabled (Unix milliseconds), if they are.
-    pub disabled_at: Option<i64>,
-    /// Unix milliseconds.
-    pub created_at: i64,
-}
-
-/// What [`Store::remove_user`] took away with the user.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-#[non_exhaustive]
-pub struct Removed {
-    /// Sessions deleted.
-    pub sessions: u64,
-    /// Memory entities, relations and notes deleted.
-    pub memory: u64,
-    /// Documents deleted.
-    pub documents: u64,
-    /// Tokens deleted.
-    pub tokens: u64,
-}
-
 /// The tables whose `owner` column names a user (or, in a team scope, a team), with the
 /// condition that picks a user's own rows.
 const OWNED: &[(&str, &str)] = &[
@@ -151,11 +89,7 @@ pub(crate) fn is_admin(db: &Db, user: &str) -> Result<bool> {
 
 /// Refuses an admin's act unless `user` is an admin (and not disabled).
 pub(crate) fn check_admin(db: &Db, user: &str, act: &str) -> Result<()> {
-    if is_admin(db, user)? {
-        Ok(())
-    } else {
-        Err(Error::Principal(format!("{user} may not {act}: only an admin may (ask one, or the service's operator)")))
-    }
+    if is_admin(db, user)? { Ok(()) } else { Err(Error::AdminOnly { user: user.to_string(), act: act.to_string() }) }
 }
 
 /// The user named `name` in any mix of cases, as stored.
@@ -216,9 +150,10 @@ impl Store {
         })
     }
 
-    /// The users with their role and state, by name.
+    /// The users with their role and state, by name. An admin's.
     pub fn user_infos(&self) -> Result<Vec<UserInfo>> {
         on_db!(self, "list users", {
+            check_admin(&self.db, &self.user, "list users")?;
             self.db.query_vec("SELECT name, admin, disabled_at, created_at FROM users ORDER BY name", params![], |r| {
                 Ok(UserInfo { name: r.get(0)?, admin: r.get(1)?, disabled_at: r.get(2)?, created_at: r.get(3)? })
             })

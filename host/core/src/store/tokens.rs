@@ -14,35 +14,7 @@ const PREFIX: &str = "seshat_";
 const SECRET_BYTES: usize = 32;
 const SALT_BYTES: usize = 16;
 
-/// A token as listed: everything but its secret.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[non_exhaustive]
-pub struct TokenInfo {
-    /// Its id (what `tokens revoke` takes; part of the token itself).
-    pub id: String,
-    /// The user it acts for.
-    pub user: String,
-    /// Whether it may only read.
-    pub read_only: bool,
-    /// Unix milliseconds.
-    pub created_at: i64,
-    /// When it stops working (Unix milliseconds), if ever.
-    pub expires_at: Option<i64>,
-    /// When it was revoked (Unix milliseconds), if it was.
-    pub revoked_at: Option<i64>,
-    /// When a client last proved itself with it (Unix milliseconds, to the minute), if ever.
-    pub last_used_at: Option<i64>,
-}
-
-/// A new token: its listing and the token itself, which nothing stores.
-#[derive(Debug)]
-#[non_exhaustive]
-pub struct NewToken {
-    /// What [`Store::tokens`] will list.
-    pub info: TokenInfo,
-    /// The token: `seshat_<id>_<secret>`. Shown once.
-    pub token: String,
-}
+pub use seshat_protocol::principals::{NewToken, TokenInfo};
 
 /// Who a token proved the caller to be.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -255,9 +227,10 @@ impl Store {
         })
     }
 
-    /// The tokens, of `user` or of everyone, oldest first (never their secrets).
+    /// The tokens, of `user` or of everyone, oldest first (never their secrets). An admin's.
     pub fn tokens(&self, user: Option<&str>) -> Result<Vec<TokenInfo>> {
         on_db!(self, "list tokens", {
+            super::owners::check_admin(&self.db, &self.user, "list tokens")?;
             self.db.query_vec(
                 "SELECT id, user_name, read_only, created_at, expires_at, revoked_at, last_used_at FROM tokens \
                  WHERE CAST(?1 AS TEXT) IS NULL OR user_name = ?1 ORDER BY created_at, id",
