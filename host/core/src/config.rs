@@ -131,6 +131,10 @@ pub struct ServeConfig {
     /// (default 16): past it a new one from that address is closed at once, so slow or silent
     /// sockets never take the slots of users who prove who they are.
     pub max_handshakes_per_address: Option<u32>,
+    /// `--listen ws://…`: the most connections still in their handshake, from every address
+    /// (default 256): past it the oldest is dropped to make room, so a real client, whose
+    /// handshake takes milliseconds, gets in while slow sockets are dropped.
+    pub max_handshakes: Option<u32>,
     /// `--listen ws://…`: seconds a client has from connecting to finishing its TLS and WebSocket
     /// handshakes (default 10).
     pub handshake_timeout_secs: Option<u64>,
@@ -183,6 +187,11 @@ impl ServeConfig {
     /// [`ServeConfig::max_handshakes_per_address`] or its default.
     pub fn max_handshakes_per_address(&self) -> usize {
         self.max_handshakes_per_address.unwrap_or(16) as usize
+    }
+
+    /// [`ServeConfig::max_handshakes`] or its default.
+    pub fn max_handshakes(&self) -> usize {
+        self.max_handshakes.unwrap_or(256) as usize
     }
 
     /// [`ServeConfig::handshake_timeout_secs`] or its default.

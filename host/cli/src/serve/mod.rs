@@ -14,6 +14,8 @@
 
 mod access;
 mod counts;
+mod files;
+mod handshakes;
 mod network;
 mod principals;
 mod rpc;

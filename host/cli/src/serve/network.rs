@@ -125,6 +125,8 @@ struct Shared {
     connections: Arc<tokio::sync::Semaphore>,
     /// Connections still in their handshake, per address.
     handshaking: super::counts::Counts<std::net::IpAddr>,
+    /// Connections still in their handshake, from everywhere (the oldest dropped past the bound).
+    handshakes: Arc<super::handshakes::Handshakes>,
     /// Connections open, per user.
     per_user: super::counts::Counts<String>,
     /// Set when the service is stopping and its connections close.
@@ -198,6 +200,8 @@ impl Drop for OpenGuard {
 pub(super) fn serve(ctx: Arc<Context>, network: Network, busy: turns::Busy, stop: &Stop) -> anyhow::Result<()> {
     let config = ctx.config().map(|c| c.serve).unwrap_or_default();
     let max_message = config.max_message_bytes();
+    let fitted = super::files::fit(&config);
+    busy.fit_workers(fitted.max_workers);
     let tokens = super::token_check::TokenCheck::start(ctx.store()?);
     let access = super::access::Access::start(ctx.store()?);
     let runtime =
@@ -208,12 +212,13 @@ pub(super) fn serve(ctx: Arc<Context>, network: Network, busy: turns::Busy, stop
             .with_context(|| format!("cannot listen on {}", network.address))?;
         let local = listener.local_addr()?;
         eprintln!("seshat serve: listening on {}://{local}", if network.tls.is_some() { "wss" } else { "ws" });
-        for warning in &network.warnings {
+        for warning in network.warnings.iter().chain(&fitted.warning) {
             eprintln!("seshat serve: warning: {warning}");
         }
         let shared = Arc::new(Shared {
-            connections: Arc::new(tokio::sync::Semaphore::new(config.max_connections())),
+            connections: Arc::new(tokio::sync::Semaphore::new(fitted.max_connections)),
             handshaking: Default::default(),
+            handshakes: super::handshakes::Handshakes::new(fitted.max_handshakes),
             per_user: Default::default(),
             ctx,
             busy,
@@ -250,16 +255,27 @@ pub(super) fn serve(ctx: Arc<Context>, network: Network, busy: turns::Busy, stop
                     let _ = tcp.set_nodelay(true);
                     let shared = shared.clone();
                     let acceptor = acceptor.clone();
+                    // Past the bound on handshakes at once, the oldest one still going is dropped.
+                    let (ticket, dropped) = shared.handshakes.enter();
+                    let handshaking = (handshaking, ticket);
                     tokio::spawn(async move {
                         // One deadline for the whole handshake: TLS, the upgrade and its token check.
                         let deadline = tokio::time::Instant::now() + shared.config.handshake_timeout();
-                        match acceptor {
-                            Some(acceptor) => match tokio::time::timeout_at(deadline, acceptor.accept(tcp)).await {
-                                Ok(Ok(tls)) => client(shared, tls, peer, deadline, handshaking).await,
-                                Ok(Err(e)) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
-                                Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
-                            },
-                            None => client(shared, tcp, peer, deadline, handshaking).await,
+                        let served = async move {
+                            match acceptor {
+                                Some(acceptor) => match tokio::time::timeout_at(deadline, acceptor.accept(tcp)).await {
+                                    Ok(Ok(tls)) => client(shared, tls, peer, deadline, handshaking).await,
+                                    Ok(Err(e)) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
+                                    Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+                                },
+                                None => client(shared, tcp, peer, deadline, handshaking).await,
+                            }
+                        };
+                        // (Once the handshake is done its ticket is gone: `dropped` can no longer
+                        // fire, and the connection is served to its end.)
+                        tokio::select! {
+                            Ok(()) = dropped => tracing::debug!(%peer, "dropped in its handshake to make room"),
+                            () = served => {}
                         }
                     });
                 }
@@ -339,7 +355,7 @@ async fn client<S>(
     stream: S,
     peer: SocketAddr,
     deadline: tokio::time::Instant,
-    handshaking: super::counts::Held<std::net::IpAddr>,
+    handshaking: (super::counts::Held<std::net::IpAddr>, super::handshakes::Ticket),
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {

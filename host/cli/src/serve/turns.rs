@@ -49,6 +49,8 @@ struct Slot {
 pub(super) struct Workers {
     per_user: Counts<String>,
     all: Counts<()>,
+    /// The most workers the files the process may open allow (none set: no such bound).
+    fitted: Arc<std::sync::OnceLock<usize>>,
 }
 
 /// The agents a connection keeps; past this, the least recently used idle one is closed (and
@@ -87,6 +89,12 @@ pub(super) struct Jobs {
 }
 
 impl Busy {
+    /// Bounds the session workers to `max` at most, whatever the configuration says (the files
+    /// the process may open hold no more).
+    pub(super) fn fit_workers(&self, max: usize) {
+        let _ = self.1.fitted.set(max);
+    }
+
     /// Claims `session` for `user` with a fresh cancel switch. Refused when a turn or compaction
     /// holds it (on any connection), when `user` already runs `max` jobs, or when the server is
     /// stopping. The claim ends when it is dropped, even if the job panics.
@@ -239,7 +247,8 @@ impl Turns {
                 Some(user) => workers.per_user.try_take(&user.to_string(), link.max_sessions).map(Some),
                 None => Some(None),
             };
-            let all = mine.as_ref().and_then(|_| workers.all.try_take(&(), link.max_workers));
+            let max_workers = workers.fitted.get().map_or(link.max_workers, |f| link.max_workers.min(*f));
+            let all = mine.as_ref().and_then(|_| workers.all.try_take(&(), max_workers));
             if let (Some(mine), Some(all)) = (mine, all) {
                 return Ok((mine, all));
             }

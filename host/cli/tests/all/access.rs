@@ -467,3 +467,58 @@ fn an_admin_manages_users_tokens_and_scopes_over_the_service(home) {
     assert_eq!((revoked_code(&seen).as_deref(), closed.map(|(c, _)| c)), (Some("user_disabled"), Some(1008)));
 }
 }
+
+/// Under a low `ulimit -n` the service fits its limits to the files it may open and says so:
+/// silent sockets from many addresses are dropped oldest first instead of holding descriptors, a
+/// user at their bound and the server at its own get a code, and other users are served.
+#[test]
+fn a_low_open_file_limit_gets_codes_not_hangs_and_others_are_served() {
+    use std::io::{Read as _, Write as _};
+    let home = Home::new();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[serve]\nmax_connections_per_user = 2\nhandshake_timeout_secs = 3600\n",
+    )
+    .unwrap();
+    let [alice, bob, carol, dave] = ["alice", "bob", "carol", "dave"].map(|u| token(&home, u, &[]));
+    let service = Service::start_with_files(&home, 128, &[]);
+    crate::support::wait_for("the warning", || service.logged(&["ulimit -n", "max_connections is 4 (not 256)"]));
+    // Forty half-sent upgrades from four addresses: past the four handshakes the files allow at
+    // once, the oldest are dropped.
+    let mut slow: Vec<std::net::TcpStream> =
+        (0..40).map(|i| connect_from(&format!("127.0.0.{}", 2 + i % 4), service.port)).collect();
+    for s in &mut slow {
+        s.write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n").unwrap();
+    }
+    // Real users get in: each handshake drops a silent one to make room.
+    let mut a = service.client(&alice);
+    let _a2 = service.client(&alice);
+    assert_eq!(refusal(service.connect(Some(&alice), None)), (503, "too_many_connections".into(), None));
+    let mut b = service.client(&bob);
+    let _c = service.client(&carol);
+    // The server is at the four connections its files allow: one more is told so.
+    let (status, code, _) = refusal(service.connect(Some(&dave), None));
+    assert_eq!((status, code.as_str()), (503, "too_many_connections"));
+    assert_eq!(b.ok("session/list", json!({}))["sessions"], json!([]));
+    assert_eq!(a.ok("session/list", json!({}))["sessions"], json!([]));
+    // The first thirty-six silent sockets were closed by the server (read at once, each for
+    // twenty seconds at most).
+    let closed = std::thread::scope(|scope| {
+        let reads: Vec<_> = slow[..36]
+            .iter_mut()
+            .map(|s| {
+                scope.spawn(move || {
+                    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+                    let mut buf = [0u8; 64];
+                    match s.read(&mut buf) {
+                        Ok(0) => true,
+                        Err(e) => !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+                        Ok(_) => false,
+                    }
+                })
+            })
+            .collect();
+        reads.into_iter().map(|r| r.join().unwrap_or(false)).filter(|closed| *closed).count()
+    });
+    assert_eq!(closed, 36);
+}

@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -28,8 +28,30 @@ pub(crate) struct Service {
 impl Service {
     /// Starts the service in `home` with `extra` arguments (`--tls-cert …`).
     pub(crate) fn start(home: &Home, scheme: &str, extra: &[&str]) -> Service {
-        let mut child = home
-            .cmd()
+        Service::start_in(home.cmd(), scheme, extra)
+    }
+
+    /// [`Service::start`] in a shell that set `ulimit -n files` first: the process may open no
+    /// more files than that.
+    pub(crate) fn start_with_files(home: &Home, files: u32, extra: &[&str]) -> Service {
+        let seshat = home.cmd();
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c").arg("ulimit -n \"$0\" && exec \"$@\"").arg(files.to_string());
+        cmd.arg(seshat.get_program()).args(seshat.get_args());
+        for (key, value) in seshat.get_envs() {
+            match value {
+                Some(value) => cmd.env(key, value),
+                None => cmd.env_remove(key),
+            };
+        }
+        if let Some(dir) = seshat.get_current_dir() {
+            cmd.current_dir(dir);
+        }
+        Service::start_in(cmd, "ws", extra)
+    }
+
+    fn start_in(mut cmd: Command, scheme: &str, extra: &[&str]) -> Service {
+        let mut child = cmd
             .env("OPENAI_API_KEY", KEY)
             .args(["serve", "--listen", &format!("{scheme}://127.0.0.1:0")])
             .args(extra)
@@ -523,7 +545,7 @@ fn sigterm_interrupts_a_turn_still_running_after_the_grace_period_and_stores_it(
 
 /// Sends `signal` to `pid` with kill(1).
 fn nix_kill(pid: u32, signal: &str) {
-    let status = std::process::Command::new("kill").args([&format!("-{signal}"), &pid.to_string()]).status().unwrap();
+    let status = Command::new("kill").args([&format!("-{signal}"), &pid.to_string()]).status().unwrap();
     assert!(status.success());
 }
 
@@ -721,7 +743,7 @@ fn remote_mcp_sessions_and_knowledge_search_work_from_a_machine_with_no_store() 
     let session = c.new_session();
 
     let laptop = Home::new();
-    let remote = |cmd: &mut std::process::Command| {
+    let remote = |cmd: &mut Command| {
         cmd.env("SESHAT_REMOTE", &service.url).env("SESHAT_TOKEN", &alice);
     };
     let calls = [
