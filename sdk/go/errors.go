@@ -94,4 +94,9 @@ var (
 	// ErrDatabaseTimeout: the service's database did not answer in time; nothing of the
 	// operation was kept.
 	ErrDatabaseTimeout = &Error{Code: "database_timeout"}
+	// ErrInvalidPrincipal: a user or team name that is malformed, unknown or already taken;
+	// nothing was changed.
+	ErrInvalidPrincipal = &Error{Code: "invalid_principal"}
+	// ErrAdminOnly: an admin's act (users, tokens) asked for by a user who is not one.
+	ErrAdminOnly = &Error{Code: "admin_only"}
 )

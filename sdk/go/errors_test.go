@@ -3,6 +3,7 @@ package seshat_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -311,5 +312,61 @@ func TestAKnowledgeHitIsReadWhole(t *testing.T) {
 	}
 	if _, err := c.KnowledgeRead(ctx, found.Hits[0].ID+1000, 0); !errors.Is(err, ErrChunkNotFound) {
 		t.Fatalf("an unknown chunk: %v", err)
+	}
+}
+
+// A model server's error (HTTP 500 to a streaming request) ends the turn with its own code and
+// message, and the next turn on the same connection is answered: the provider plugin is not left
+// broken, with Seshat's retries and without.
+func TestAServerErrorEndsItsTurnWithItsCodeAndTheNextTurnWorks(t *testing.T) {
+	f := newFake(t, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
+		messages, _ := req["messages"].([]interface{})
+		last, _ := messages[len(messages)-1].(map[string]interface{})
+		// A user message a fault left unanswered goes with the next one: what counts is which
+		// comes last.
+		said := fmt.Sprint(last["content"])
+		if strings.LastIndex(said, "fault") > strings.LastIndex(said, "something good") {
+			w.Header().Set("content-type", "application/json")
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = w.Write([]byte(`{"error":{"message":"model broken","type":"server_error"}}`))
+			return
+		}
+		text(w, req, "Good.")
+	})
+	for _, retries := range []string{"0", "2"} {
+		dir := t.TempDir()
+		cfg, err := configIn(dir, f, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, "config.toml")
+		toml, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		toml = []byte(strings.Replace(string(toml), "max_retries = 0\n", "max_retries = "+retries+"\n", 1))
+		if err := os.WriteFile(path, toml, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c := start(t, cfg)
+		s, err := c.NewSession(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for round := 0; round < 2; round++ {
+			stream, err := s.Send(context.Background(), "a fault, please")
+			if err == nil {
+				_, err = stream.Wait()
+			}
+			wantCode(t, err, ErrServerError, "model broken")
+			stream, err = s.Send(context.Background(), "now something good")
+			if err != nil {
+				t.Fatalf("retries %s, round %d: %v", retries, round, err)
+			}
+			outcome, err := stream.Wait()
+			if err != nil || outcome.Text != "Good." {
+				t.Fatalf("retries %s, round %d: the turn after the fault: %q, %v", retries, round, outcome.Text, err)
+			}
+		}
 	}
 }

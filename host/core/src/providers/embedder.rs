@@ -215,10 +215,21 @@ impl Embedder {
         };
         let (attempts, answer) = self.transport.fetch(out, cancel);
         self.requests += u64::from(attempts);
-        let (status, body) = answer.map_err(|f| Error::Transport {
-            provider: format!("embedder `{}`", self.plugin.id()),
-            message: self.credentials.redact(&f.describe()),
-            code: f.code(),
+        let (status, body) = answer.map_err(|f| {
+            // The embedder's one timeout is `[knowledge] timeout_secs`, not a provider's three.
+            let said = match &f {
+                transport::Failure::Timeout { after, .. } => format!(
+                    "timed out after {}s waiting for the embeddings server (raise timeout_secs under [knowledge] in \
+                     config.toml)",
+                    after.as_secs()
+                ),
+                other => other.describe(),
+            };
+            Error::Transport {
+                provider: format!("embedder `{}`", self.plugin.id()),
+                message: self.credentials.redact(&said),
+                code: f.code(),
+            }
         })?;
         let vectors = self.plugin.parse_response(status, &body, texts.len(), self.dimensions).map_err(|e| match e {
             crate::plugins::Error::Plugin { code, message, .. } => {
