@@ -156,14 +156,31 @@ proptest! {
 
     #[test]
     fn a_fork_at_any_seq_has_the_view_the_parent_had_then(ops in prop::collection::vec(op(), 1..60)) {
-        let home = Home::new();
+        forks_keep_their_views(&Home::new(), &ops)?;
+    }
+}
+
+/// [`a_fork_at_any_seq_has_the_view_the_parent_had_then`] on PostgreSQL (fewer cases: each
+/// makes a database).
+#[test]
+fn a_fork_at_any_seq_has_the_view_the_parent_had_then_on_postgresql() {
+    let mut runner = proptest::test_runner::TestRunner::new(config(12));
+    let result = runner.run(&prop::collection::vec(op(), 1..60), |ops| forks_keep_their_views(&Home::postgres(), &ops));
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+/// The fork properties over `ops` applied to a session in `home`.
+fn forks_keep_their_views(home: &Home, ops: &[Op]) -> Result<(), TestCaseError> {
+    {
         let mut store = home.store();
         let s = store.create_session(NewSession { project: "/p".into(), ..NewSession::default() }).unwrap().id;
         // The view after the last step at each message count.
         let mut at: HashMap<u64, Shown> = HashMap::new();
         at.insert(0, shown(&store, &s));
         let (mut calls, mut results) = (0, Vec::new());
-        for op in &ops {
+        for op in ops {
             apply(&mut store, &s, op, &mut calls, &mut results);
             let count = store.session(&s).unwrap().message_count;
             // A fork at the last message a rewind in force hides continues from the rewound
@@ -238,6 +255,7 @@ proptest! {
         prop_assert_eq!(store.full_history(&f2.session.id).unwrap(), store.full_history(&f1).unwrap());
         prop_assert_eq!(shown(&store, &s), now, "the parent is untouched by its forks");
     }
+    Ok(())
 }
 
 /// A session of `n` messages, user and assistant in turn, message `i` saying `word{i}`.

@@ -672,9 +672,15 @@ fn the_sdk_fuses_an_applications_own_corpus_and_knowledge_works_from_rust(home) 
     assert_eq!(&ids[..2], ["note-2", "note-0"], "{fused:?}");
     assert_eq!(fused[0].score, 1.0 / 61.0 + 1.0 / 62.0, "note-2: lexical 1, vector 2 (ties by index put note-0 first)");
 
-    // The document corpus from Rust: open, add, embed, search.
+    // The document corpus from Rust: open, add, embed, search — in a SQLite file of its own, or
+    // in the test's PostgreSQL database.
     let root = notes(&home);
-    let mut k = seshat::retrieval::Knowledge::open(&home.path().join("sdk.db")).unwrap().with_embedder(embedder);
+    let k = if home.is_postgres() {
+        seshat::retrieval::Knowledge::new(home.store(), None, w)
+    } else {
+        seshat::retrieval::Knowledge::open(&home.path().join("sdk.db")).unwrap()
+    };
+    let mut k = k.with_embedder(embedder);
     let target = seshat::knowledge::Target { scope: seshat::memory::Scope::Project, project: "/sdk".into() };
     let report = k.add(std::slice::from_ref(&root), &target, &mut |_, _, _| {}).unwrap();
     assert_eq!(report.indexed, 4);
@@ -682,6 +688,10 @@ fn the_sdk_fuses_an_applications_own_corpus_and_knowledge_works_from_rust(home) 
     let found = k.search(seshat::store::KnowledgeFilter { project: "/sdk", scope: None }, "automobile", 5).unwrap();
     assert_eq!(found.mode, seshat::retrieval::Mode::Hybrid);
     assert!(found.hits[0].path.ends_with("a.md"), "{found:?}");
+    if home.is_postgres() {
+        let count = "SELECT COUNT(*) FROM documents WHERE project = '/sdk'";
+        assert_eq!(home.sql_value(count, count), 4, "the documents are in PostgreSQL");
+    }
 }
 }
 

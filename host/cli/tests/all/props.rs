@@ -169,13 +169,24 @@ proptest! {
 /// of the compactions succeed, and every failure is one of the expected ones.
 #[test]
 fn repeated_compactions_keep_the_full_history_and_a_paired_view() {
+    repeated_compactions(16, crate::support::Home::new);
+}
+
+/// [`repeated_compactions_keep_the_full_history_and_a_paired_view`] on PostgreSQL.
+#[test]
+fn repeated_compactions_keep_the_full_history_and_a_paired_view_on_postgresql() {
+    repeated_compactions(8, crate::support::Home::postgres);
+}
+
+/// The property over `cases` random sessions, each in a home `home` makes.
+fn repeated_compactions(cases: u32, home: fn() -> crate::support::Home) {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use crate::compaction::{Scripted, plugins, settings};
     let (tried, compacted) = (AtomicUsize::new(0), AtomicUsize::new(0));
-    let mut runner = proptest::test_runner::TestRunner::new(config(16));
+    let mut runner = proptest::test_runner::TestRunner::new(config(cases));
     let result = runner.run(&prop::collection::vec(history(), 2..4), |chunks| {
-        let home = crate::support::Home::new();
+        let home = home();
         let mut store = home.store();
         let id = store
             .create_session(seshat::store::NewSession {
@@ -260,6 +271,6 @@ fn repeated_compactions_keep_the_full_history_and_a_paired_view() {
         panic!("{e}");
     }
     let (tried, compacted) = (tried.into_inner(), compacted.into_inner());
-    assert!(tried >= 32, "{tried} compactions tried");
+    assert!(tried >= 2 * cases as usize, "{tried} compactions tried");
     assert!(compacted * 10 >= tried * 9, "only {compacted} of {tried} compactions succeeded");
 }
