@@ -5,6 +5,10 @@
 // build's wrapper and flag variables removed, so `cargo build`, `cargo clippy`, `cargo test` and
 // `cargo build --release` share one set of plugin artefacts. Nothing is precompiled here: that
 // would build wasmtime a second time.
+//
+// The paths a build would embed (the repository's and cargo's own, in panic locations) are
+// remapped to fixed ones, so a component is the same bytes wherever the repository is cloned:
+// the default plugins shipped in `host/core/plugins/` are checked against a build from source.
 
 /// The guest target.
 const GUEST_TARGET: &str = "wasm32-wasip2";
@@ -15,16 +19,30 @@ fn build_guests(manifest: &std::path::Path, target_dir: &std::path::Path, packag
     check_guest_target();
     std::fs::create_dir_all(out).expect("create the output directory");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let manifest = std::fs::canonicalize(manifest).expect("the guest workspace's manifest");
+    let root = manifest
+        .ancestors()
+        .find(|d| d.join("plugins/build-guests.rs").exists())
+        .expect("a guest workspace is inside the repository");
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cargo")))
+        .expect("CARGO_HOME or HOME is set");
+    let flags = format!(
+        "--remap-path-prefix={}=/seshat\x1f--remap-path-prefix={}=/cargo",
+        root.display(),
+        cargo_home.display()
+    );
     for (package, file) in packages {
         let status = std::process::Command::new(&cargo)
             .args(["build", "--release", "--quiet", "--target", GUEST_TARGET, "-p", package, "--manifest-path"])
-            .arg(manifest)
+            .arg(&manifest)
             .arg("--target-dir")
             .arg(target_dir)
             .env_remove("RUSTC_WORKSPACE_WRAPPER")
             .env_remove("RUSTC_WRAPPER")
             .env_remove("CLIPPY_ARGS")
-            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .env("CARGO_ENCODED_RUSTFLAGS", &flags)
             .env_remove("RUSTFLAGS")
             .env_remove("CARGO_TARGET_DIR")
             .env_remove("CARGO_BUILD_TARGET")

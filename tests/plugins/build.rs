@@ -1,5 +1,7 @@
 //! Builds the test-only guest crates in `guests/` for wasm32-wasip2 (see
-//! `plugins/build-guests.rs`) and writes their paths into `OUT_DIR/paths.rs`.
+//! `plugins/build-guests.rs`) and writes their paths into `OUT_DIR/paths.rs`; builds the default
+//! plugins in `plugins/` from source too, for the test that checks the components shipped in
+//! `host/core/plugins/` are what their sources build.
 
 include!("../../plugins/build-guests.rs");
 
@@ -13,6 +15,16 @@ const GUESTS: &[(&str, &str, &str)] = &[
     ("test-version-0-4-0", "version-0-4-0", "VERSION_0_4_0"),
     ("test-embedder", "embedder", "EMBEDDER"),
     ("test-trimmer-0-2-0", "trimmer-0-2-0", "TRIMMER_0_2_0"),
+];
+
+/// The default plugins: (cargo package, file name), as `host/core/plugins/<file>.wasm` ships them.
+const DEFAULTS: &[(&str, &str)] = &[
+    ("seshat-trimmer", "trimmer"),
+    ("seshat-summariser", "summariser"),
+    ("seshat-summariser-extractive", "summariser-extractive"),
+    ("seshat-provider-anthropic", "provider-anthropic"),
+    ("seshat-provider-openai", "provider-openai"),
+    ("seshat-embedder-openai", "embedder-openai"),
 ];
 
 fn main() {
@@ -57,5 +69,16 @@ fn main() {
             )
         })
         .collect();
+    let defaults = out.join("defaults");
+    build_guests(&root.join("plugins/Cargo.toml"), &root.join("target/wasm-plugins"), DEFAULTS, &defaults);
+    let listed: String = DEFAULTS
+        .iter()
+        .map(|(_, file)| {
+            format!("    ({file:?}, {:?}),\n", defaults.join(format!("{file}.wasm")).display().to_string())
+        })
+        .collect();
+    let consts = format!(
+        "{consts}/// The default plugins built from `plugins/`: (file name, path).\npub const DEFAULTS: &[(&str, &str)] = &[\n{listed}];\n"
+    );
     std::fs::write(out.join("paths.rs"), consts).expect("write paths.rs");
 }

@@ -37,5 +37,5 @@ pub use store::Store;
 
 /// The README's Rust examples, compiled as doc tests.
 #[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
+#[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;

@@ -457,8 +457,7 @@ fn a_same_origin_redirect_is_followed_and_a_loop_is_called_one() {
 
 /// The Anthropic plugin installed as `pinned`, whose manifest allows only `allowed`.
 fn install_pinned(home: &Home, allowed: &str) {
-    let wasm = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../target/wasm-plugins/wasm32-wasip2/release/seshat_provider_anthropic.wasm");
+    let wasm = Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/plugins/provider-anthropic.wasm");
     let dir = home.path().join("plugins/pinned");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::copy(&wasm, dir.join("plugin.wasm")).unwrap();

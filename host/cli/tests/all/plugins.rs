@@ -649,3 +649,39 @@ fn an_embedder_that_loops_hoards_memory_or_panics_is_stopped_and_the_next_call_w
         err
     });
 }
+
+/// The default plugins ship built in `host/core/plugins/` (so building Seshat needs no wasm
+/// target) and are byte for byte what their sources in `plugins/` build. After changing a plugin,
+/// `SESHAT_WRITE_PLUGINS=1 cargo test -p seshat-cli --test all -- shipped_default_plugins` writes
+/// them again.
+#[test]
+fn the_shipped_default_plugins_are_what_their_sources_build() {
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/plugins");
+    let write = std::env::var_os("SESHAT_WRITE_PLUGINS").is_some();
+    let mut stale = Vec::new();
+    for (file, built) in seshat_test_plugins::DEFAULTS {
+        let fresh = std::fs::read(built).unwrap();
+        let path = shipped.join(format!("{file}.wasm"));
+        if write {
+            std::fs::write(&path, &fresh).unwrap();
+        } else if std::fs::read(&path).ok() != Some(fresh) {
+            stale.push(*file);
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "host/core/plugins/ ships other bytes than plugins/ builds for {stale:?}: after changing a plugin's source, \
+         run `SESHAT_WRITE_PLUGINS=1 cargo test -p seshat-cli --test all -- shipped_default_plugins` and commit the \
+         components"
+    );
+    // Every component shipped is one the sources build (none left over, none missing).
+    let mut on_disk: Vec<String> = std::fs::read_dir(&shipped)
+        .unwrap()
+        .filter_map(|e| e.unwrap().file_name().into_string().ok())
+        .filter_map(|n| n.strip_suffix(".wasm").map(str::to_string))
+        .collect();
+    on_disk.sort();
+    let mut built: Vec<String> = seshat_test_plugins::DEFAULTS.iter().map(|(f, _)| f.to_string()).collect();
+    built.sort();
+    assert_eq!(on_disk, built);
+}

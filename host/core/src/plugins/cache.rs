@@ -129,7 +129,7 @@ mod tests {
     /// A component no other test loads: the embedded trimmer with a custom section naming `tag`
     /// appended (custom sections may come anywhere; the component is the same).
     fn unique_component(tag: &str) -> Vec<u8> {
-        let mut wasm = include_bytes!(concat!(env!("OUT_DIR"), "/plugins/trimmer.wasm")).to_vec();
+        let mut wasm = include_bytes!("../../plugins/trimmer.wasm").to_vec();
         let name = format!("seshat-test-{tag}");
         let body_len = 1 + name.len();
         wasm.push(0);

@@ -1,4 +1,5 @@
-//! The default plugins, built from `plugins/` by `host/core/build.rs` and embedded in the binary.
+//! The default plugins, shipped built in `host/core/plugins/` (the test suite checks they are what
+//! `plugins/` builds) and embedded in the binary.
 
 use super::{CatalogEntry, Manifest, Origin, WasmSource};
 
@@ -9,28 +10,28 @@ struct Builtin {
 
 const BUILTINS: &[Builtin] = &[
     Builtin {
-        manifest: include_str!("../../../../plugins/trimmer/plugin.toml"),
-        wasm: include_bytes!(concat!(env!("OUT_DIR"), "/plugins/trimmer.wasm")),
+        manifest: include_str!("../../plugins/trimmer.toml"),
+        wasm: include_bytes!("../../plugins/trimmer.wasm"),
     },
     Builtin {
-        manifest: include_str!("../../../../plugins/summariser/plugin.toml"),
-        wasm: include_bytes!(concat!(env!("OUT_DIR"), "/plugins/summariser.wasm")),
+        manifest: include_str!("../../plugins/summariser.toml"),
+        wasm: include_bytes!("../../plugins/summariser.wasm"),
     },
     Builtin {
-        manifest: include_str!("../../../../plugins/summariser-extractive/plugin.toml"),
-        wasm: include_bytes!(concat!(env!("OUT_DIR"), "/plugins/summariser-extractive.wasm")),
+        manifest: include_str!("../../plugins/summariser-extractive.toml"),
+        wasm: include_bytes!("../../plugins/summariser-extractive.wasm"),
     },
     Builtin {
-        manifest: include_str!("../../../../plugins/provider-anthropic/plugin.toml"),
-        wasm: include_bytes!(concat!(env!("OUT_DIR"), "/plugins/provider-anthropic.wasm")),
+        manifest: include_str!("../../plugins/provider-anthropic.toml"),
+        wasm: include_bytes!("../../plugins/provider-anthropic.wasm"),
     },
     Builtin {
-        manifest: include_str!("../../../../plugins/provider-openai/plugin.toml"),
-        wasm: include_bytes!(concat!(env!("OUT_DIR"), "/plugins/provider-openai.wasm")),
+        manifest: include_str!("../../plugins/provider-openai.toml"),
+        wasm: include_bytes!("../../plugins/provider-openai.wasm"),
     },
     Builtin {
-        manifest: include_str!("../../../../plugins/embedder-openai/plugin.toml"),
-        wasm: include_bytes!(concat!(env!("OUT_DIR"), "/plugins/embedder-openai.wasm")),
+        manifest: include_str!("../../plugins/embedder-openai.toml"),
+        wasm: include_bytes!("../../plugins/embedder-openai.wasm"),
     },
 ];
 

@@ -6,12 +6,12 @@
 //! `v0_2.rs`), so the conversions below serve both versions.
 
 pub(crate) mod trimmer {
-    wasmtime::component::bindgen!({ path: "../../wit/v0.1.0", world: "trimmer" });
+    wasmtime::component::bindgen!({ path: "wit/v0.1.0", world: "trimmer" });
 }
 
 pub(crate) mod summariser {
     wasmtime::component::bindgen!({
-        path: "../../wit/v0.1.0",
+        path: "wit/v0.1.0",
         world: "summariser",
         with: { "seshat:plugin/types": super::trimmer::seshat::plugin::types },
     });
@@ -19,7 +19,7 @@ pub(crate) mod summariser {
 
 pub(crate) mod provider {
     wasmtime::component::bindgen!({
-        path: "../../wit/v0.1.0",
+        path: "wit/v0.1.0",
         world: "provider",
         with: { "seshat:plugin/types": super::trimmer::seshat::plugin::types },
     });

@@ -6,7 +6,7 @@
 
 pub(crate) mod trimmer {
     wasmtime::component::bindgen!({
-        path: "../../wit/v0.2.0",
+        path: "wit/v0.2.0",
         world: "trimmer",
         // 0.2.0's trim types add the keep-lines edit, so they are this version's own.
         with: { "seshat:plugin/types": super::super::v0_1::trimmer::seshat::plugin::types },
@@ -18,7 +18,7 @@ pub(crate) use trimmer::seshat::plugin::log;
 
 pub(crate) mod summariser {
     wasmtime::component::bindgen!({
-        path: "../../wit/v0.2.0",
+        path: "wit/v0.2.0",
         world: "summariser",
         with: {
             "seshat:plugin/types": super::super::v0_1::trimmer::seshat::plugin::types,
@@ -29,7 +29,7 @@ pub(crate) mod summariser {
 
 pub(crate) mod provider {
     wasmtime::component::bindgen!({
-        path: "../../wit/v0.2.0",
+        path: "wit/v0.2.0",
         world: "provider",
         with: {
             "seshat:plugin/types": super::super::v0_1::trimmer::seshat::plugin::types,
@@ -41,7 +41,7 @@ pub(crate) mod provider {
 /// The embedder world (0.2.0 only: there is no 0.1.0 embedder).
 pub(crate) mod embedder {
     wasmtime::component::bindgen!({
-        path: "../../wit/v0.2.0",
+        path: "wit/v0.2.0",
         world: "embedder",
         with: {
             "seshat:plugin/types": super::super::v0_1::trimmer::seshat::plugin::types,

@@ -6,7 +6,7 @@
 
 pub(crate) mod trimmer {
     wasmtime::component::bindgen!({
-        path: "../../wit/v0.3.0",
+        path: "wit/v0.3.0",
         world: "trimmer",
         with: {
             "seshat:plugin/types": super::super::v0_1::trimmer::seshat::plugin::types,
@@ -20,7 +20,7 @@ pub(crate) use trimmer::seshat::plugin::log;
 
 pub(crate) mod summariser {
     wasmtime::component::bindgen!({
-        path: "../../wit/v0.3.0",
+        path: "wit/v0.3.0",
         world: "summariser",
         with: {
             "seshat:plugin/types": super::super::v0_1::trimmer::seshat::plugin::types,
@@ -31,7 +31,7 @@ pub(crate) mod summariser {
 
 pub(crate) mod provider {
     wasmtime::component::bindgen!({
-        path: "../../wit/v0.3.0",
+        path: "wit/v0.3.0",
         world: "provider",
         with: {
             "seshat:plugin/types": super::super::v0_1::trimmer::seshat::plugin::types,
@@ -42,7 +42,7 @@ pub(crate) mod provider {
 
 pub(crate) mod embedder {
     wasmtime::component::bindgen!({
-        path: "../../wit/v0.3.0",
+        path: "wit/v0.3.0",
         world: "embedder",
         with: {
             "seshat:plugin/types": super::super::v0_1::trimmer::seshat::plugin::types,
