@@ -62,7 +62,8 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let flags = AgentFlags {
         session: SessionChoice::Resume(id.clone()),
         provider: args.provider.clone().or(session.provider.clone()),
-        model: session.model.clone(),
+        // A session that never ran a turn has no model: the summary model stands in for it.
+        model: session.model.clone().or(args.summary_model.clone()),
         window: args.window,
         summary_model: args.summary_model.clone(),
         ..AgentFlags::default()

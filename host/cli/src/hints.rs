@@ -37,6 +37,9 @@ fn hint_of(cause: &(dyn std::error::Error + 'static)) -> Option<String> {
         ClientError::Memory(e) => memory(e),
         ClientError::Compaction(e) => compaction(e),
         ClientError::ContextOverflow(_) => Some(COMPACT_BY_HAND.into()),
+        ClientError::Sizing { code: "message_too_large", .. } => {
+            Some("--window <TOKENS> gives the window when the server runs the model with a larger one".into())
+        }
         ClientError::Provider(seshat::providers::Error::NotConfigured(_)) => {
             Some("--provider and --model choose them for one run".into())
         }

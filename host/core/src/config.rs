@@ -299,6 +299,9 @@ pub struct ProviderConfig {
     pub max_retries: Option<u32>,
     /// Largest response accepted, in MiB (default 32).
     pub max_response_mib: Option<u64>,
+    /// Seconds to wait for the server's list of its models when no model is named (default 60:
+    /// a local server busy with another client answers late).
+    pub models_timeout_secs: Option<u64>,
     /// Models to add or override: `[providers.ollama.models."qwen3:8b"]`.
     #[serde(default)]
     pub models: BTreeMap<String, ModelConfig>,

@@ -216,17 +216,27 @@ impl Args {
 
 /// Builds the agent from the configuration and flags, exactly as `chat` runs it; `Err` with the
 /// message (exit code 2) when nothing is configured.
+/// What it waits for (a server asked for its models) is said on stderr as it happens.
 pub(crate) fn open_agent(ctx: &Context, args: &AgentFlags) -> anyhow::Result<Result<Agent, String>> {
-    open_agent_with(ctx, args, Vec::new())
+    let mut env = ctx.environment(args.overrides())?;
+    env.on_progress(std::sync::Arc::new(|what: &str| eprintln!("[{}]", format::visible(what))));
+    agent_in(&env, args, Vec::new())
 }
 
-/// [`open_agent`] with application tools added (`seshat serve`'s client tools).
+/// [`open_agent`] with application tools added (`seshat serve`'s client tools), saying nothing.
 pub(crate) fn open_agent_with(
     ctx: &Context,
     args: &AgentFlags,
     extra_tools: Vec<Box<dyn seshat::client::Tool>>,
 ) -> anyhow::Result<Result<Agent, String>> {
-    let env = ctx.environment(args.overrides())?;
+    agent_in(&ctx.environment(args.overrides())?, args, extra_tools)
+}
+
+fn agent_in(
+    env: &seshat::client::Environment,
+    args: &AgentFlags,
+    extra_tools: Vec<Box<dyn seshat::client::Tool>>,
+) -> anyhow::Result<Result<Agent, String>> {
     match env.agent(args.session.clone(), extra_tools) {
         Ok(agent) => Ok(Ok(agent)),
         Err(seshat::client::Error::Provider(e @ seshat::providers::Error::NotConfigured(_))) => Ok(Err(e.to_string())),

@@ -1161,11 +1161,14 @@ fn the_estimate_is_calibrated_from_the_counts_a_server_reports() {
     let prose = kinds["prose"].as_f64().unwrap();
     assert!((1.5..=2.0).contains(&prose), "{kinds}");
     assert_eq!(kinds.as_object().unwrap().len(), 6, "every kind: {kinds}");
-    // A request Seshat's raw estimate puts under the hard limit (~5,000 of 5,715) is ~9,000 by
-    // the server's count: calibrated, it is refused here and nothing is sent.
+    // A message Seshat's raw estimate puts under the hard limit (~5,000 of 5,715) is ~9,000 by
+    // the server's count: calibrated, it cannot fit even alone, and is refused here before
+    // anything is stored or sent.
     let sent = local.chats().len();
+    let before = home.store().session(&session.id).unwrap().message_count;
     let out = run(&home, &["--continue", "--model", MODEL, "--json", "-p", &note(1, 3_000)]);
-    assert_eq!(json_of(&out)["error_code"], "compact_full", "{}", stderr(&out));
+    assert_eq!(json_of(&out)["error_code"], "message_too_large", "{}", stderr(&out));
+    assert_eq!(home.store().session(&session.id).unwrap().message_count, before, "nothing was stored");
     let streamed = local.chats()[sent..].iter().filter(|c| c.json()["stream"] == true).count();
     assert_eq!(streamed, 0, "no chat request went out");
     assert!(local.seen().overflows.is_empty(), "by the server's own count: {:?}", local.seen().overflows);

@@ -209,7 +209,7 @@ fn a_turn_streams_its_events_and_completes_and_the_session_holds_it() {
     let message = refused["error"]["message"].as_str().unwrap();
     assert!(message.contains("`nope`") && message.contains("`openai`"), "{message}");
     let init = c.initialize(json!({"client_info": {"name": "tests"}, "model": "gpt-4o"}));
-    assert_eq!(init["protocol_version"], "2026-12-03");
+    assert_eq!(init["protocol_version"], seshat_protocol::PROTOCOL_VERSION);
     let id = session(&mut c);
     let started = c.ok("turn/start", json!({"session": id, "text": "Say hello"}));
     // The answer comes before the turn's first notification (the lines kept while waiting for it).

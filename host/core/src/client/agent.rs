@@ -158,6 +158,9 @@ impl std::fmt::Debug for Agent {
     }
 }
 
+/// What a message costs beyond its text in a request (its role and framing), in tokens.
+const MESSAGE_OVERHEAD: u64 = 4;
+
 impl Agent {
     /// Opens (or creates) the session and prepares the system prompt and tools.
     pub fn open(mut client: Client, provider: SharedProvider, tools: Tools, options: AgentOptions) -> Result<Self> {
@@ -175,7 +178,9 @@ impl Agent {
         };
         let mut resumed_model = existing
             .as_ref()
-            .filter(|s| s.provider.as_deref() == Some(provider_name.as_str()))
+            // (A session that records no provider — made by a program through the store — keeps its
+            // model too.)
+            .filter(|s| s.provider.as_deref().is_none_or(|p| p == provider_name))
             .and_then(|s| s.model.clone());
         // The models a server the user pointed Seshat at (a local one, say) serves: asked once,
         // and only when a choice below needs them.
@@ -208,15 +213,60 @@ impl Agent {
             [one] if options.model.is_none() && resumed_model.is_none() => Some(one.clone()),
             _ => None,
         };
-        // …else the one such a server lists first.
-        let listed = if options.model.is_none() && resumed_model.is_none() && configured_one.is_none() {
-            served().first().cloned()
-        } else {
-            None
+        // …else, for a server the user pointed Seshat at, the one it lists first — waited for,
+        // saying so — or the one last used with it; never a plugin's table model when the server
+        // can be asked (a local server taken for `gpt-5` would be counted, sized and compacted as
+        // it), and said when it cannot.
+        let (base_configured, base) = {
+            let p = provider.lock();
+            (p.base_configured(), p.base_url().to_string())
         };
-        if let Some(m) = &listed {
-            let base = provider.lock().base_url().to_string();
-            client.note(format!("using the model `{m}`, the first {base} lists (name another to use it)"));
+        let unchosen = options.model.is_none() && resumed_model.is_none() && configured_one.is_none();
+        let mut listed = None;
+        if unchosen && base_configured {
+            let remembered = client.store().last_model_at(&base)?;
+            let can_list = provider.lock().can_list_models()?;
+            let why = if can_list {
+                let wait = provider.lock().models_wait().as_secs();
+                client.progress(&format!(
+                    "asking {base} which models it serves (up to {wait} s: models_timeout_secs under \
+                     [providers.{provider_name}]; naming a model skips this)"
+                ));
+                match provider.lock().list_models()? {
+                    Ok(models) => {
+                        let m = models.first().cloned().expect("a list has a first");
+                        client.note(format!("using the model `{m}`, the first {base} lists (name another to use it)"));
+                        listed = Some(m);
+                        None
+                    }
+                    Err(why) => Some(why),
+                }
+            } else {
+                Some("its provider plugin cannot ask".to_string())
+            };
+            if let Some(why) = why {
+                match (remembered, can_list, &first_model) {
+                    (Some(m), _, _) => {
+                        client.note(format!(
+                            "using the model `{m}`, the last one used with {base}: the server did not list its models \
+                             ({why}); name another to use it"
+                        ));
+                        listed = Some(m);
+                    }
+                    (None, false, Some(m)) => {
+                        client.note(format!(
+                            "using the model `{m}`, the first the `{provider_name}` plugin knows: {base} cannot be \
+                             asked which models it serves; name another to use it"
+                        ));
+                    }
+                    _ => {
+                        return Err(Error::Provider(providers::Error::NotConfigured(format!(
+                            "no model was named, and {base} did not list the models it serves ({why}): name the \
+                             model to use, or set model under [chat] in config.toml"
+                        ))));
+                    }
+                }
+            }
         }
         let Some(model) = options.model.clone().or(resumed_model).or(configured_one).or(listed).or(first_model) else {
             return Err(Error::Provider(providers::Error::NotConfigured(format!(
@@ -244,6 +294,10 @@ impl Agent {
         // Said once per model (and again when the server's cached answer goes stale).
         if choice.source == WindowSource::Assumed && choice.first_seen {
             notices.push(sizing::assumed_warning(&model, &provider_name));
+        }
+        if base_configured {
+            // The model to fall back on when this server next lists none.
+            client.store().remember_model_at(&base, &model)?;
         }
         let window = Some(choice.window);
         let session = match existing {
@@ -530,9 +584,36 @@ impl Agent {
     /// Runs one turn: stores `input`, then calls the model (and tools) until it answers, the
     /// iteration cap is reached, or the turn is cancelled.
     pub fn turn(&mut self, input: &str, cancel: &Cancel, observer: &mut dyn Observer) -> Result<TurnOutcome> {
+        self.check_fits(input)?;
         self.client.store().append(&self.session, &[NewMessage::text(Role::User, input)])?;
         tracing::trace!(session = %self.session, "the user's message is stored");
         self.run(cancel, observer)
+    }
+
+    /// Refuses, before anything is stored or sent, a message that cannot fit the window alone:
+    /// with the request's fixed parts (system prompt, instructions, memory, tool schemas) and room
+    /// for the answer, no compaction could make room for it (the latest request is always kept
+    /// whole). Coded `message_too_large`.
+    fn check_fits(&self, input: &str) -> Result<()> {
+        let real = |estimate: u64| (estimate as f64 * self.calibration).ceil() as u64;
+        let limit = Marks::new(self.window).hard_limit(u64::from(self.max_output));
+        let frame = real(self.frame.tokens());
+        let message = real(window::estimate_text(input) + MESSAGE_OVERHEAD);
+        if frame + message <= limit {
+            return Ok(());
+        }
+        Err(Error::Sizing {
+            code: "message_too_large",
+            message: format!(
+                "the message is about {message} tokens and cannot fit the model's {window}-token window: with the \
+                 system prompt, instructions and tools ({frame}) and room for an answer ({answer}), at most {room} are \
+                 left for it, whatever is compacted. Nothing was sent or stored: split it, give the agent a file's path \
+                 to read instead of its text, or use a model (or a server setting) with a larger window",
+                window = self.window,
+                answer = self.max_output,
+                room = limit.saturating_sub(frame),
+            ),
+        })
     }
 
     /// [`Agent::turn`] with the idempotency key its client chose for the request (none: as
@@ -550,6 +631,7 @@ impl Agent {
         observer: &mut dyn Observer,
     ) -> Result<TurnOutcome> {
         let Some(key) = key else { return self.turn(input, cancel, observer) };
+        self.check_fits(input)?;
         match self.client.store().append_request(&self.session, key, input)? {
             crate::store::Request::Repeated(seq) => self.repeat(seq, cancel, observer),
             _ => self.run(cancel, observer),

@@ -106,6 +106,8 @@ pub struct Environment {
     overrides: Overrides,
     /// The installed plugins, discovered on first use and kept.
     catalog: std::sync::OnceLock<Catalog>,
+    /// Told what an agent being opened waits for (see [`Environment::on_progress`]).
+    progress: Option<super::Progress>,
 }
 
 impl std::fmt::Debug for Environment {
@@ -128,7 +130,16 @@ impl Environment {
         let project_dir = super::project_dir(overrides.project_dir.as_deref(), project.as_deref());
         let config = Config::load(&dirs.config, project_dir.as_deref())?;
         let store = super::store_location(overrides.store.as_ref(), &dirs)?;
-        Ok(Environment { config, dirs, store, project, project_dir, overrides, catalog: std::sync::OnceLock::new() })
+        Ok(Environment {
+            config,
+            dirs,
+            store,
+            project,
+            project_dir,
+            overrides,
+            catalog: std::sync::OnceLock::new(),
+            progress: None,
+        })
     }
 
     /// The merged configuration.
@@ -228,6 +239,12 @@ impl Environment {
         }
     }
 
+    /// Has `progress` told, as it happens, what an agent being opened waits for (a server's list
+    /// of its models), so a front end can say so before the wait rather than after.
+    pub fn on_progress(&mut self, progress: super::Progress) {
+        self.progress = Some(progress);
+    }
+
     /// The agent for `session`, as `seshat chat` runs it: the provider (which also writes the
     /// summaries), the configured tools with the recall and knowledge search, and `extra_tools`
     /// (the application's own). Nothing configured to talk to is the error coded
@@ -257,6 +274,9 @@ impl Environment {
         let mut client = Client::new(self.client_config(), Arc::new(provider.clone()))?;
         if let Some(note) = note {
             client.note(note);
+        }
+        if let Some(progress) = &self.progress {
+            client.set_progress(progress.clone());
         }
         let system_prompt = match &config.chat.system_prompt_file {
             Some(path) => Some(std::fs::read_to_string(path).map_err(|e| crate::config::Error {

@@ -99,9 +99,10 @@ pub enum Error {
     SessionBusy(String),
     /// The model's window or the answer's room cannot work (a window below the minimum, an
     /// output size that cannot fit).
-    #[error("{code}: {message}")]
+    #[error("{message}")]
     Sizing {
-        /// `window_too_small` or `invalid_config`.
+        /// `window_too_small`, `invalid_config` or `message_too_large` (a message that cannot fit the
+        /// window alone).
         code: &'static str,
         /// What is wrong and what to do.
         message: String,
@@ -154,7 +155,13 @@ pub struct Client {
     notes: Vec<String>,
     /// The summary prompt replacing the summariser's, if one is configured.
     prompt: Option<String>,
+    /// Told what the client waits for, as it happens.
+    progress: Option<Progress>,
 }
+
+/// What a front end is told, as it happens, of a wait it would otherwise not see (a server asked
+/// for its models).
+pub type Progress = Arc<dyn Fn(&str) + Send + Sync>;
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -206,6 +213,7 @@ impl Client {
             view: None,
             notes: Vec::new(),
             prompt,
+            progress: None,
         })
     }
 
@@ -233,6 +241,18 @@ impl Client {
     /// listed), for the status line.
     pub fn notes(&self) -> &[String] {
         &self.notes
+    }
+
+    /// Has `progress` told what the client waits for, as it happens.
+    pub fn set_progress(&mut self, progress: Progress) {
+        self.progress = Some(progress);
+    }
+
+    /// Tells the front end what is being waited for (nothing when none listens).
+    pub(crate) fn progress(&self, what: &str) {
+        if let Some(p) = &self.progress {
+            p(what);
+        }
     }
 
     /// Records a choice made on the user's behalf (see [`Client::notes`]).

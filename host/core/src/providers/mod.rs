@@ -190,6 +190,10 @@ enum Fragment {
     Fresh(String),
 }
 
+/// How long the server's list of its models is waited for, unless configured
+/// (`models_timeout_secs`).
+const DEFAULT_MODELS_WAIT: Duration = Duration::from_secs(60);
+
 /// A provider plugin bound to its settings and credential.
 pub struct Provider {
     name: String,
@@ -201,6 +205,10 @@ pub struct Provider {
     transport: Transport,
     /// Probes are sent without retries and with short timeouts (made on first use).
     probe_transport: Option<Transport>,
+    /// How long the server's list of its models is waited for.
+    models_wait: Duration,
+    /// The transport for that list (made on first use).
+    list_transport: Option<Transport>,
     models: Vec<ModelInfo>,
     /// The configuration's per-model values (`[providers.<name>.models.<id>]`).
     configured: std::collections::BTreeMap<String, ModelConfig>,
@@ -309,6 +317,8 @@ impl Provider {
             credentials,
             transport,
             probe_transport: None,
+            models_wait: secs(config.models_timeout_secs, DEFAULT_MODELS_WAIT),
+            list_transport: None,
             counters: HashMap::new(),
             counts: HashMap::new(),
             count_requests: 0,
@@ -403,6 +413,60 @@ impl Provider {
             }
         }
         Ok((found, sent))
+    }
+
+    /// How long [`Provider::list_models`] waits for the server's answer.
+    pub fn models_wait(&self) -> Duration {
+        self.models_wait
+    }
+
+    /// Whether the server can be asked which models it serves (a 0.2.0 provider whose plugin has
+    /// a way to ask it).
+    pub fn can_list_models(&mut self) -> Result<bool> {
+        if !self.plugin.discovers() {
+            return Ok(false);
+        }
+        Ok(!self.plugin.probes(None, &self.base_url).map_err(|e| self.plugin_error(&e))?.is_empty())
+    }
+
+    /// Asks the server which models it serves, waiting up to [`Provider::models_wait`] for each
+    /// of the plugin's probes: the models, or why none were listed (a timeout, a refused
+    /// connection, a 404, an answer without a list).
+    pub fn list_models(&mut self) -> Result<std::result::Result<Vec<String>, String>> {
+        let probes = self.plugin.probes(None, &self.base_url).map_err(|e| self.plugin_error(&e))?;
+        if self.list_transport.is_none() {
+            let settings = Settings { max_retries: 0, first_byte: self.models_wait, ..*self.transport.settings() };
+            self.list_transport = Some(Transport::new(settings).map_err(Error::NotConfigured)?);
+        }
+        let mut why = "its provider plugin has no way to ask".to_string();
+        for probe in probes {
+            self.credentials
+                .refuse_plugin_credentials(&format!("provider `{}`", self.name), &probe.request.headers)
+                .map_err(Error::Plugin)?;
+            let to = self.destination(&probe.request.url)?;
+            let transport = self.list_transport.as_ref().expect("made above");
+            let out = transport::Outgoing {
+                to: &to,
+                method: &probe.request.method,
+                headers: &probe.request.headers,
+                body: &probe.request.body,
+                credentials: &self.credentials,
+            };
+            let (status, body) = match transport.fetch(out, &Cancel::default()).1 {
+                Ok(answer) => answer,
+                Err(f) => {
+                    why = self.redact(&f.describe());
+                    continue;
+                }
+            };
+            match self.plugin.parse_probe(&probe.name, None, status, &body) {
+                Ok(d) if !d.models.is_empty() => return Ok(Ok(d.models)),
+                Ok(_) if (200..300).contains(&status) => why = "its answer listed no model".into(),
+                Ok(_) => why = format!("it answered HTTP {status}"),
+                Err(e) => why = self.redact(&e.to_string()),
+            }
+        }
+        Ok(Err(why))
     }
 
     /// Sends a probe or a counter under the chat destination and credential rules, without

@@ -38,6 +38,7 @@ const TABLES: &[(&str, &str)] = &[
     ("pins", "id, session_id, seq, created_at, made_seq, removed_seq"),
     ("rewinds", "id, session_id, from_seq, through_seq, made_seq, created_at, undone_at, retractions"),
     ("model_windows", "base_url, model, context_window, max_output_tokens, source, learnt_at"),
+    ("server_models", "base_url, model, used_at"),
     ("memory_deletions", "id, origin, summary, created_at, restored_at, owner"),
     (
         "memory_entities",

@@ -32,6 +32,7 @@ const MIGRATIONS: &[(&str, &str, Option<Backfill>)] = &[
     ("0016_turn_keys", include_str!("migrations/sqlite/0016_turn_keys.sql"), None),
     ("0017_access", include_str!("migrations/sqlite/0017_access.sql"), Some(fold_user_names)),
     ("0018_audit", include_str!("migrations/sqlite/0018_audit.sql"), None),
+    ("0019_server_models", include_str!("migrations/sqlite/0019_server_models.sql"), None),
 ];
 
 /// The line by which a SQLite migration says it rebuilds tables that others reference: it runs
@@ -53,6 +54,7 @@ const POSTGRES_MIGRATIONS: &[(&str, &str, Option<Backfill>)] = &[
     ("0006_turn_keys", include_str!("migrations/postgres/0006_turn_keys.sql"), None),
     ("0007_access", include_str!("migrations/postgres/0007_access.sql"), Some(fold_user_names)),
     ("0008_audit", include_str!("migrations/postgres/0008_audit.sql"), None),
+    ("0009_server_models", include_str!("migrations/postgres/0009_server_models.sql"), None),
 ];
 
 /// Makes user names unique ignoring case (`alice`, `Alice` and `ALICE` are one user) when the

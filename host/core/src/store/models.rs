@@ -70,6 +70,25 @@ impl Store {
         })
     }
 
+    /// The model last used with the server at `base_url`, if any.
+    pub fn last_model_at(&self, base_url: &str) -> Result<Option<String>> {
+        on_db!(self, "read the model last used with a server", {
+            self.db.query_opt("SELECT model FROM server_models WHERE base_url = ?1", params![base_url], |r| r.get(0))
+        })
+    }
+
+    /// Remembers `model` as the one last used with the server at `base_url`.
+    pub fn remember_model_at(&mut self, base_url: &str, model: &str) -> Result<()> {
+        on_db!(self, "remember the model used with a server", {
+            self.db.execute(
+                "INSERT INTO server_models (base_url, model, used_at) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (base_url) DO UPDATE SET model = excluded.model, used_at = excluded.used_at",
+                params![base_url, model, super::now_ms()],
+            )?;
+            Ok(())
+        })
+    }
+
     /// Records what was learnt of `model` at `base_url`. A discovery never replaces a learnt
     /// window (the refusal was the server's own word); fields left `None` keep their value, and an
     /// entry without a window (an output limit alone) keeps the existing window's origin and age.
