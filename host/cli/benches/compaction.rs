@@ -90,6 +90,7 @@ fn settings(window: u64) -> Settings {
         instructions: None,
         prompt: None,
         until: None,
+        cancel: seshat::providers::Cancel::default(),
     }
 }
 

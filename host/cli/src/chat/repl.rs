@@ -46,7 +46,7 @@ pub fn run(
     while let Some(line) = read(&mut editor, offered.take())? {
         let input = line.as_str();
         if input.starts_with('/') {
-            match command(agent, input) {
+            match command(agent, input, cancel, work) {
                 Ok(Next::Prompt(text)) => {
                     offered = text;
                     continue;
@@ -126,7 +126,7 @@ enum Next {
 }
 
 /// Runs a slash command.
-fn command(agent: &mut Agent, input: &str) -> anyhow::Result<Next> {
+fn command(agent: &mut Agent, input: &str, cancel: &Cancel, work: &crate::stop::Work) -> anyhow::Result<Next> {
     let name = input.split_whitespace().next().unwrap_or_default();
     let arg = input.split_whitespace().nth(1);
     match name {
@@ -174,8 +174,13 @@ fn command(agent: &mut Agent, input: &str) -> anyhow::Result<Next> {
                 })?);
                 text = more.trim();
             }
-            let report = agent.compact_until(false, (!text.is_empty()).then_some(text), until)?;
-            eprintln!("{}", compact::describe(agent.session(), &report));
+            // Ctrl-C stops it, its summary call included; the session stays as it was.
+            cancel.reset();
+            agent.set_cancel(cancel);
+            work.begin();
+            let report = agent.compact_until(false, (!text.is_empty()).then_some(text), until);
+            let _ = work.end();
+            eprintln!("{}", compact::describe(agent.session(), &report?));
         }
         "/uncompact" => {
             let undone = agent.undo_compaction()?;

@@ -83,6 +83,7 @@ pub fn settings(window: Option<u64>) -> Settings {
         instructions: None,
         prompt: None,
         until: None,
+        cancel: seshat::providers::Cancel::default(),
     }
 }
 

@@ -46,3 +46,43 @@ fn a_paste_too_large_for_the_window_is_refused_before_anything_is_stored_or_sent
     let listed: Value = serde_json::from_str(&home.ok(&["sessions", "list", "--json"])).unwrap();
     assert_eq!(listed[0]["message_count"], 4, "two exchanges, the paste not among them: {listed}");
 }
+
+/// Ctrl-C while a compaction's summary is being written stops it at once, and the session is as
+/// it was: no compaction, no failure counted, nothing trimmed.
+#[test]
+fn ctrl_c_stops_a_compaction_waiting_on_its_summary_and_leaves_the_session_as_it_was() {
+    use crate::chat_signals::{signal, spawn_chat, wait_exit};
+    use crate::support::server::anthropic;
+    // Chat requests stream an answer; the summary request (not streamed) is never answered.
+    let server = Server::route(|r: &Recorded| {
+        if r.json()["stream"] == true {
+            Reply::Stream { pieces: anthropic::text_answer(&["Fine."]) }
+        } else {
+            Reply::Silent { pause: std::time::Duration::from_secs(120) }
+        }
+    });
+    let home = home_for("anthropic", &server, "");
+    // Only the interrupt can end the wait: the server is given longer than the test waits.
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    let config = config.replace("first_byte_timeout_secs = 5\n", "first_byte_timeout_secs = 300\n");
+    std::fs::write(home.path().join("config.toml"), config.replace("max_retries = 2\n", "max_retries = 0\n")).unwrap();
+    let id = home.session("elsewhere");
+    let mut store = home.store();
+    for i in 0..30 {
+        let role = if i % 2 == 0 { seshat::conversation::Role::User } else { seshat::conversation::Role::Assistant };
+        let text = format!("Note {i}: {}", "the release plan moves on, step by careful step. ".repeat(20));
+        store.append(&id, &[seshat::conversation::NewMessage::text(role, &text)]).unwrap();
+    }
+    let mut child =
+        spawn_chat(&home, &["--resume", &id, "--model", "claude-sonnet-4-5", "--window", "8192", "-p", "go on"]);
+    crate::support::wait_for("the summary request", || server.requests().iter().any(|r| r.json()["stream"] != true));
+    signal(&child, "-INT");
+    let status = wait_exit(&mut child, "the chat stopped mid-compaction");
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    let store = home.store();
+    assert!(store.compactions(&id).unwrap().is_empty(), "no compaction recorded");
+    assert_eq!(store.session(&id).unwrap().compaction_failures, 0, "an interruption is no failure");
+    assert!(server.requests().iter().all(|r| r.json()["stream"] != true), "no chat request went out");
+}

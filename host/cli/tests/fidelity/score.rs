@@ -144,6 +144,7 @@ fn settings(window: u64) -> Settings {
         instructions: None,
         prompt: None,
         until: None,
+        cancel: seshat::providers::Cancel::default(),
     }
 }
 

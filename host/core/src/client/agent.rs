@@ -147,6 +147,8 @@ pub struct Agent {
     pub(super) stream: bool,
     pub(super) extra: String,
     pub(super) same_model_after: u64,
+    /// The turn's cancel, which also stops its compactions' summary calls.
+    pub(super) cancel: Cancel,
     /// Holding the session's claim: the answer streaming is kept as a draft (see
     /// [`crate::store::Store::save_draft`]).
     pub(super) drafting: bool,
@@ -357,6 +359,7 @@ impl Agent {
             stream: options.stream,
             extra: options.provider_options,
             same_model_after,
+            cancel: Cancel::default(),
             drafting: false,
         })
     }
@@ -446,6 +449,7 @@ impl Agent {
         crate::compaction::Settings {
             calibration: self.calibration,
             recall: self.specs.iter().any(|s| super::history::is_history_tool(&s.name)),
+            cancel: self.cancel.clone(),
             ..self.client.settings(&self.model, Some(self.window), u64::from(self.max_output))
         }
     }
@@ -581,6 +585,13 @@ impl Agent {
         Ok(crate::compaction::pin(self.client.store(), &session, seq, window)?)
     }
 
+    /// Has `cancel` stop what the agent does outside a turn too — a compaction asked for by hand,
+    /// its summary calls, counts and probes (a turn sets its own).
+    pub fn set_cancel(&mut self, cancel: &Cancel) {
+        self.cancel = cancel.clone();
+        self.provider.lock().watch_cancel(cancel);
+    }
+
     /// Runs one turn: stores `input`, then calls the model (and tools) until it answers, the
     /// iteration cap is reached, or the turn is cancelled.
     pub fn turn(&mut self, input: &str, cancel: &Cancel, observer: &mut dyn Observer) -> Result<TurnOutcome> {
@@ -694,6 +705,7 @@ impl Agent {
 
     /// Continues the session without a new user message (after an interrupted turn, say).
     pub fn run(&mut self, cancel: &Cancel, observer: &mut dyn Observer) -> Result<TurnOutcome> {
+        self.set_cancel(cancel);
         let mut out = TurnOutcome { session: self.session.clone(), ..TurnOutcome::default() };
         // A refusal for length is recovered once per model call (never a loop).
         let mut recovered = false;
@@ -710,9 +722,20 @@ impl Agent {
                 break;
             }
             let settings = self.settings();
-            let prepared = self
+            let prepared = match self
                 .client
-                .prepare_with(&self.session, &self.frame, &settings, &mut |s| observer.compaction_started(s))?;
+                .prepare_with(&self.session, &self.frame, &settings, &mut |s| observer.compaction_started(s))
+            {
+                Err(Error::Compaction(crate::compaction::Error::Interrupted)) => {
+                    cut_short(
+                        &mut out,
+                        "interrupted",
+                        "interrupted while compacting: nothing was sent, and the session is as it was".into(),
+                    );
+                    break;
+                }
+                other => other?,
+            };
             tracing::trace!(session = %self.session, messages = prepared.messages.len(), "the request is prepared");
             if let Some(c) = prepared.counted {
                 self.learn_calibration(c.real, &c.tally)?;

@@ -285,6 +285,7 @@ impl Client {
             instructions: self.config.compact_instructions.clone().or(self.settings.compaction.instructions.clone()),
             prompt: self.prompt.clone(),
             until: None,
+            cancel: crate::providers::Cancel::default(),
         }
     }
 

@@ -48,6 +48,10 @@ pub enum Error {
     /// A plugin failed outside the summary (the trimmer).
     #[error(transparent)]
     Plugin(#[from] crate::plugins::Error),
+    /// Stopped by the user (the settings' cancel): nothing of it was kept, and it counts as no
+    /// failure.
+    #[error("interrupted: the compaction was stopped; the session is as it was")]
+    Interrupted,
 }
 
 impl Error {
@@ -59,6 +63,7 @@ impl Error {
             Error::WindowTooSmall(_) | Error::WindowUnknown(_) => "window_too_small",
             Error::Store(e) => e.code(),
             Error::Plugin(e) => e.code(),
+            Error::Interrupted => "interrupted",
         }
     }
 }

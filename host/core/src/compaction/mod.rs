@@ -83,7 +83,14 @@ pub struct Settings {
     /// For a compaction the user asks for: summarise the live view before this message and keep
     /// it and everything after verbatim, whatever the target says (`compact --until`).
     pub until: Option<u64>,
+    /// Stops the compaction (its summary calls included) when cancelled: nothing of it is kept
+    /// and it counts as no failure.
+    pub cancel: crate::providers::Cancel,
 }
+
+/// The least an automatic compaction summarises, in tokens: below it a summary would be as long
+/// as what it replaces.
+const MIN_WORTH_SUMMARISING: u64 = 256;
 
 /// The least room for an answer worth sending a request with (below it, the request does not fit).
 const MIN_ANSWER_ROOM: u64 = 256;
@@ -503,14 +510,15 @@ impl Compactor<'_> {
         let untrimmed = estimate_request(frame, &view);
         // A dry run applies the trims to its copy of the view exactly as the store would, so it
         // chooses the same cut as the real run.
-        let view = match (trims.is_empty(), dry_run) {
-            (true, _) => view,
-            (false, true) => with_trims(view, &trims),
-            (false, false) => {
-                let by = PluginRef { id: self.trimmer.id().to_string(), sha256: self.trimmer.sha256().to_string() };
+        // A real run records them only once it knows it goes on (an interrupted compaction leaves
+        // the session as it was).
+        let view = if trims.is_empty() { view } else { with_trims(view, &trims) };
+        let by = PluginRef { id: self.trimmer.id().to_string(), sha256: self.trimmer.sha256().to_string() };
+        let keep_trims = |store: &mut Store| -> Result<()> {
+            if !dry_run && !trims.is_empty() {
                 store.record_trims_by(session, &trims, Some(&by))?;
-                store.live_view(session)?
             }
+            Ok(())
         };
         let after_trims = estimate_request(frame, &view);
         report.trims_freed = settings.real(untrimmed).saturating_sub(settings.real(after_trims));
@@ -518,10 +526,12 @@ impl Compactor<'_> {
         if mode == Mode::Preview(Stage::Trims)
             || (trigger == CompactionTrigger::Auto && report.tokens_after <= marks.target)
         {
+            keep_trims(store)?;
             return Ok(preview.with(report));
         }
         let breaker_open = info.compaction_failures >= MAX_CONSECUTIVE_FAILURES || info.auto_compact_disabled;
         if trigger == CompactionTrigger::Auto && breaker_open {
+            keep_trims(store)?;
             return Ok(preview.with(report));
         }
 
@@ -577,14 +587,19 @@ impl Compactor<'_> {
                 });
             }
         }
-        if dropped.is_empty() {
+        let dropped_tokens: u64 = dropped.iter().map(|e| entry_tokens(&e.parts)).sum();
+        // Nothing to summarise, or too little for a summary to be smaller (an automatic pass
+        // calls no model for it, and it is no failure).
+        if dropped.is_empty()
+            || (trigger == CompactionTrigger::Auto && settings.real(dropped_tokens) < MIN_WORTH_SUMMARISING)
+        {
+            keep_trims(store)?;
             return Ok(preview.with(report));
         }
         let summary_model = settings.summary_model.clone().unwrap_or_else(|| settings.model.clone());
         report.summary_model = Some(summary_model.clone());
         if mode == Mode::DryRun {
             // The summary at its cap, or at the size of what it summarises when that is less.
-            let dropped_tokens: u64 = dropped.iter().map(|e| entry_tokens(&e.parts)).sum();
             report.tokens_after = settings.real(frame.tokens() + kept_tokens + summary_tokens.min(dropped_tokens));
             report.summarised = true;
             return Ok(preview.with(report));
@@ -648,11 +663,22 @@ impl Compactor<'_> {
             preview.summary = Some(summary.map(|s| cap_summary(&s, summary_tokens)));
             return Ok(preview.with(report));
         }
+        if settings.cancel.is_cancelled() {
+            // Stopped by the user: nothing of it is kept, and it is no failure.
+            return Err(Error::Interrupted);
+        }
+        keep_trims(store)?;
         let summary = match summary {
             Ok(s) => cap_summary(&s, summary_tokens),
             Err(e) => return Err(failed(store, e)?),
         };
         let after = with_summary(&summary);
+        if after >= report.tokens_after && trigger == CompactionTrigger::Auto {
+            // A summary that would not make the request smaller (a short history summarised at
+            // length) is not applied, and is no failure: the trims stand, the view stays.
+            tracing::debug!(session, after, before = report.tokens_after, "the summary would grow the request");
+            return Ok(preview.with(report));
+        }
         let freed = before.saturating_sub(after);
         // A summary that freed too little is still used (it cost a model call), but counts as a
         // failure, so a session that keeps thrashing trips the breaker.

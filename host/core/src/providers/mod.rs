@@ -207,6 +207,9 @@ pub struct Provider {
     probe_transport: Option<Transport>,
     /// How long the server's list of its models is waited for.
     models_wait: Duration,
+    /// What stops the calls made outside a turn's own request — summaries, counts, probes — when
+    /// the user stops the turn (the front end's cancel; see [`Provider::watch_cancel`]).
+    watched: Cancel,
     /// The transport for that list (made on first use).
     list_transport: Option<Transport>,
     models: Vec<ModelInfo>,
@@ -319,6 +322,7 @@ impl Provider {
             probe_transport: None,
             models_wait: secs(config.models_timeout_secs, DEFAULT_MODELS_WAIT),
             list_transport: None,
+            watched: Cancel::default(),
             counters: HashMap::new(),
             counts: HashMap::new(),
             count_requests: 0,
@@ -415,6 +419,12 @@ impl Provider {
         Ok((found, sent))
     }
 
+    /// Has the calls made outside a turn's own request (summaries, counts, probes) stop when
+    /// `cancel` is cancelled.
+    pub fn watch_cancel(&mut self, cancel: &Cancel) {
+        self.watched = cancel.clone();
+    }
+
     /// How long [`Provider::list_models`] waits for the server's answer.
     pub fn models_wait(&self) -> Duration {
         self.models_wait
@@ -452,7 +462,7 @@ impl Provider {
                 body: &probe.request.body,
                 credentials: &self.credentials,
             };
-            let (status, body) = match transport.fetch(out, &Cancel::default()).1 {
+            let (status, body) = match transport.fetch(out, &self.watched).1 {
                 Ok(answer) => answer,
                 Err(f) => {
                     why = self.redact(&f.describe());
@@ -485,7 +495,7 @@ impl Provider {
             body: &probe.request.body,
             credentials: &self.credentials,
         };
-        Ok(transport.fetch(out, &Cancel::default()).1)
+        Ok(transport.fetch(out, &self.watched).1)
     }
 
     /// The transport for probes and counters: no retries, short timeouts (made on first use).
@@ -774,7 +784,8 @@ impl crate::compaction::ModelClient for SharedProvider {
             same_model_after: None,
             extra: "{}",
         };
-        let answer = p.send(&call, &Cancel::default(), &mut |_| {}).map_err(|e| match &e {
+        let cancel = p.watched.clone();
+        let answer = p.send(&call, &cancel, &mut |_| {}).map_err(|e| match &e {
             Error::Refused { limit, .. } => ModelError::refused(e.code(), e.to_string(), *limit),
             _ => ModelError::new(e.code(), e.to_string()),
         })?;
