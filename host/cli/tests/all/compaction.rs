@@ -1147,3 +1147,24 @@ fn a_request_exactly_at_the_threshold_or_the_hard_limit_goes_as_it_is_and_one_to
     let err = c.before_call(&mut store, &id, &frame(), &over).unwrap_err();
     assert_eq!(err.code(), "compact_full", "{err}");
 }
+
+/// A history too short to be worth a summary (a greeting before a long request): an automatic
+/// pass calls no model for it and counts no failure — the request goes out as it is.
+#[test]
+fn too_little_to_summarise_calls_no_model_and_counts_no_failure() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 20_000);
+    store.append(&id, &[text(Role::User, "hi"), text(Role::Assistant, "hello")]).unwrap();
+    // One long request, over the threshold but within the hard limit.
+    store.append(&id, &[text(Role::User, format!("review this: {}", "w ".repeat(30_000)))]).unwrap();
+    let model = Scripted::answering(&[Ok("A summary much longer than the greeting it replaces.")]);
+    let mut p = plugins("summariser");
+    let mut c = p.compactor(model.clone());
+    let prepared = c.before_call(&mut store, &id, &frame(), &settings(Some(20_000))).unwrap();
+    assert_eq!(model.calls(), 0, "no summary was asked for");
+    assert!(prepared.compaction.as_ref().is_none_or(|r| !r.summarised), "{:?}", prepared.compaction);
+    assert_eq!(prepared.messages.len(), 3, "the whole history goes out");
+    assert!(store.compactions(&id).unwrap().is_empty());
+    assert_eq!(store.session(&id).unwrap().compaction_failures, 0);
+}
