@@ -99,4 +99,10 @@ var (
 	ErrInvalidPrincipal = &Error{Code: "invalid_principal"}
 	// ErrAdminOnly: an admin's act (users, tokens) asked for by a user who is not one.
 	ErrAdminOnly = &Error{Code: "admin_only"}
+	// ErrMessageTooLarge: the message cannot fit the model's window even alone; nothing was
+	// stored or sent. Split it, or use a model with a larger window.
+	ErrMessageTooLarge = &Error{Code: "message_too_large"}
+	// ErrEmptyAnswer: the model answered nothing; nothing was stored, and the message waits for
+	// an answer.
+	ErrEmptyAnswer = &Error{Code: "empty_answer"}
 )

@@ -394,7 +394,13 @@ fn finish(outcome: &TurnOutcome, json: bool, stopped: Option<nix::sys::signal::S
 
 /// The status line and what went wrong, on stderr.
 pub(crate) fn report(o: &TurnOutcome) {
-    if let Some(e) = &o.error {
+    if o.error_code.as_deref() == Some("empty_answer") {
+        eprintln!("no answer: {}", format::visible(o.error.as_deref().unwrap_or_default()));
+        eprintln!(
+            "hint: /retry asks again in the REPL; --no-stream asks for whole answers (some servers drop a streamed \
+             answer when tools are offered)"
+        );
+    } else if let Some(e) = &o.error {
         eprintln!(
             "{} ({}); what arrived is saved in session {}",
             if o.interrupted { "interrupted" } else { "failed" },

@@ -18,6 +18,7 @@ const HELP: &str = "\
 /rewind [n]  take back your n-th-last request (default: the last) and what followed, to edit it
 /rewind --undo  bring the rewound messages back (until you send something)
 /fork [seq]  continue in a new branch from message seq (default: now); this one stays as it is
+/retry     ask again for an answer to your last message (after an empty or interrupted one)
 /context   what fills the context window, by part
 /sessions  this project's recent sessions
 /memory    the memory this session started with
@@ -45,6 +46,7 @@ pub fn run(
     let mut offered: Option<String> = None;
     while let Some(line) = read(&mut editor, offered.take())? {
         let input = line.as_str();
+        let mut retry = false;
         if input.starts_with('/') {
             match command(agent, input, cancel, work) {
                 Ok(Next::Prompt(text)) => {
@@ -52,6 +54,7 @@ pub fn run(
                     continue;
                 }
                 Ok(Next::Exit) => break,
+                Ok(Next::Retry) => retry = true,
                 Err(e) => {
                     eprintln!("error: {}", format::visible(&format!("{e:#}")));
                     continue;
@@ -61,7 +64,10 @@ pub fn run(
         cancel.reset();
         let mut printer = Printer::new(true, agent.session());
         work.begin();
-        let outcome = agent.claimed_turn(input, cancel, &mut printer);
+        let outcome = match retry {
+            true => agent.claimed_run(cancel, &mut printer),
+            false => agent.claimed_turn(input, cancel, &mut printer),
+        };
         let stopped = work.end();
         printer.end_line();
         poke();
@@ -123,6 +129,8 @@ enum Next {
     Prompt(Option<String>),
     /// The end of the session.
     Exit,
+    /// The session's last request asked again, with no new message.
+    Retry,
 }
 
 /// Runs a slash command.
@@ -160,6 +168,7 @@ fn command(agent: &mut Agent, input: &str, cancel: &Cancel, work: &crate::stop::
             eprintln!("(now talking in {}; {parent} stays as it was)", forked.session.id);
         }
         "/help" => eprintln!("{HELP}"),
+        "/retry" => return Ok(Next::Retry),
         "/compact" => {
             let mut text = input.strip_prefix("/compact").unwrap_or_default().trim();
             // `/compact --until SEQ [text]`: everything before message SEQ, whatever the target.

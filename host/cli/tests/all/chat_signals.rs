@@ -151,7 +151,7 @@ fn continue_after_sigkill_mid_answer_keeps_every_acknowledged_message_and_stores
 }
 
 /// `seshat chat`'s REPL on a pseudo-terminal, its banner shown.
-fn repl(home: &Home) -> (Pty, Child) {
+pub fn repl(home: &Home) -> (Pty, Child) {
     let mut cmd = home.cmd();
     cmd.env("ANTHROPIC_API_KEY", KEY)
         .env("TERM", "xterm")

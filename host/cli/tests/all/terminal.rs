@@ -86,3 +86,67 @@ fn ctrl_c_stops_a_compaction_waiting_on_its_summary_and_leaves_the_session_as_it
     assert_eq!(store.session(&id).unwrap().compaction_failures, 0, "an interruption is no failure");
     assert!(server.requests().iter().all(|r| r.json()["stream"] != true), "no chat request went out");
 }
+
+/// A server that answers nothing when streaming (as some local servers do when tools are offered)
+/// and, once `whole` is set, answers whole requests.
+fn empty_when_streaming(whole: std::sync::Arc<std::sync::atomic::AtomicBool>) -> Server {
+    use crate::support::server::anthropic;
+    Server::route(move |r: &Recorded| {
+        if r.json()["stream"] == true {
+            let mut pieces = vec![anthropic::start(10)];
+            pieces.extend(anthropic::stop("end_turn", 0));
+            return Reply::Stream { pieces };
+        }
+        let content = if whole.load(std::sync::atomic::Ordering::SeqCst) {
+            serde_json::json!([{"type": "text", "text": "Whole."}])
+        } else {
+            serde_json::json!([])
+        };
+        let answer = serde_json::json!({"id": "m", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+            "content": content, "stop_reason": "end_turn", "usage": {"input_tokens": 5, "output_tokens": 1}});
+        Reply::json(200, &answer.to_string())
+    })
+}
+
+/// An empty streamed answer is asked for once more, whole, and that answer is the turn's.
+#[test]
+fn an_empty_streamed_answer_is_asked_for_again_whole() {
+    let whole = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let server = empty_when_streaming(whole);
+    let home = home_for("anthropic", &server, "");
+    let out = chat(&home, &["-p", "hi", "--json"], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let outcome: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(outcome["text"], "Whole.", "{outcome}");
+    let streamed: Vec<bool> = server.requests().iter().map(|r| r.json()["stream"] == true).collect();
+    assert_eq!(streamed, [true, false]);
+}
+
+/// No answer at all, streamed or whole: the REPL says so with what to do, stores no blank
+/// answer, and `/retry` asks again for the same message once the server answers.
+#[test]
+fn an_empty_answer_is_said_in_the_repl_and_retried_with_nothing_half_stored() {
+    use crate::chat_signals::repl;
+    use crate::support::wait_for;
+    let whole = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let server = empty_when_streaming(whole.clone());
+    let home = home_for("anthropic", &server, "");
+    let (mut pty, mut child) = repl(&home);
+    pty.send("hi\r");
+    wait_for("the notice", || pty.text().contains("no answer: the model answered nothing"));
+    assert!(pty.text().contains("hint: /retry asks again"), "{}", pty.text());
+    let stored = |home: &crate::support::Home| {
+        let store = home.store();
+        let session = store.list_sessions(&Default::default()).unwrap().remove(0);
+        store.full_history(&session.id).unwrap()
+    };
+    assert_eq!(stored(&home).len(), 1, "the message alone, no blank answer");
+    whole.store(true, std::sync::atomic::Ordering::SeqCst);
+    pty.send("/retry\r");
+    wait_for("the answer", || pty.text().contains("Whole."));
+    pty.send("/exit\r");
+    crate::chat_signals::wait_exit(&mut child, "the REPL");
+    let history = stored(&home);
+    assert_eq!(history.len(), 2, "one message, one answer: {history:?}");
+    assert_eq!(crate::support::text_of(&history[1]), "Whole.");
+}

@@ -160,6 +160,16 @@ impl std::fmt::Debug for Agent {
     }
 }
 
+/// Whether an answer that ended without an error holds nothing: no text but blanks, no tool call.
+fn is_empty(answer: &Answer) -> bool {
+    answer.error.is_none()
+        && answer.parts.iter().all(|p| match p {
+            Part::Text { text } => text.trim().is_empty(),
+            Part::ToolCall { .. } => false,
+            _ => true,
+        })
+}
+
 /// What a message costs beyond its text in a request (its role and framing), in tokens.
 const MESSAGE_OVERHEAD: u64 = 4;
 
@@ -689,8 +699,23 @@ impl Agent {
     /// [`Agent::claim`]): refused with `session_busy`, storing nothing, while another holder runs a
     /// turn in it; meanwhile the answer is kept as a draft, taken back if this process dies.
     pub fn claimed_turn(&mut self, input: &str, cancel: &Cancel, observer: &mut dyn Observer) -> Result<TurnOutcome> {
+        self.claimed(cancel, observer, |agent, cancel, observer| agent.turn(input, cancel, observer))
+    }
+
+    /// [`Agent::run`] holding the session's claim, as [`Agent::claimed_turn`] does: the session's
+    /// last request asked again (after an empty answer or an interruption).
+    pub fn claimed_run(&mut self, cancel: &Cancel, observer: &mut dyn Observer) -> Result<TurnOutcome> {
+        self.claimed(cancel, observer, |agent, cancel, observer| agent.run(cancel, observer))
+    }
+
+    fn claimed(
+        &mut self,
+        cancel: &Cancel,
+        observer: &mut dyn Observer,
+        turn: impl FnOnce(&mut Self, &Cancel, &mut dyn Observer) -> Result<TurnOutcome>,
+    ) -> Result<TurnOutcome> {
         let Some(claim) = self.claim()? else { return Err(Error::SessionBusy(self.session.clone())) };
-        let outcome = self.turn(input, cancel, observer);
+        let outcome = turn(self, cancel, observer);
         let released = self.release(claim);
         let mut outcome = outcome?;
         if let Err(e) = released {
@@ -711,6 +736,10 @@ impl Agent {
         let mut recovered = false;
         // A lower `max_tokens` for the retry after an "input and output exceed the window" refusal.
         let mut retry_max_tokens: Option<u32> = None;
+        // An empty streamed answer is asked for once more, whole (some local servers drop a
+        // streamed answer when tools are offered, and answer the same request whole).
+        let mut whole_once = false;
+        let mut asked_whole = false;
         loop {
             self.flush_notices(observer);
             if out.iterations >= self.max_iterations {
@@ -760,10 +789,11 @@ impl Agent {
                     .take()
                     .unwrap_or(self.max_output)
                     .min(prepared.max_tokens.map_or(u32::MAX, |m| u32::try_from(m).unwrap_or(u32::MAX))),
-                stream: self.stream,
+                stream: self.stream && !std::mem::take(&mut whole_once),
                 same_model_after: Some(self.same_model_after),
                 extra: &self.extra,
             };
+            let streamed = call.stream;
             let drafted;
             // The session's last message when the answer began: the newest the request holds.
             let began = prepared.messages.iter().filter_map(|m| m.seq).max();
@@ -790,7 +820,7 @@ impl Agent {
                 sent
             };
             let answer = match sent {
-                Ok(a) if !self.stream => {
+                Ok(a) if !streamed => {
                     // Show a whole answer the way a streamed one would have been shown.
                     for p in &a.parts {
                         if let Part::Text { text } = p {
@@ -823,6 +853,27 @@ impl Agent {
             recovered = false;
             if lost || self.client.store().claim_lost() {
                 return Err(self.claim_lost(answer, began, &mut out));
+            }
+            if is_empty(&answer) {
+                if streamed && !asked_whole {
+                    asked_whole = true;
+                    whole_once = true;
+                    out.iterations -= 1;
+                    observer.warning("the model answered nothing when streaming: asking again, whole");
+                    continue;
+                }
+                // Nothing of it is stored: the user's message waits for an answer, and the turn
+                // can be run again.
+                if let Some(u) = answer.usage {
+                    out.usage.add(&u);
+                }
+                out.error_code = Some("empty_answer".into());
+                out.error = Some(
+                    "the model answered nothing (no text, no tool call): nothing was stored, and your message waits \
+                     for an answer; ask again, or try another model"
+                        .into(),
+                );
+                break;
             }
             // What arrived is stored before anything else can fail.
             let stop = match self.store_answer(&answer, &mut out) {
