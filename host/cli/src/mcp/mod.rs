@@ -1,8 +1,9 @@
 //! `seshat mcp`: the memory tools over MCP's stdio transport, under the reference memory server's
-//! plain names, so existing MCP client configurations work unchanged, and the knowledge tools
-//! (`knowledge_search`, `knowledge_read`) over the documents `seshat knowledge add` indexed. Lines from the client pass
-//! the JSON-RPC [`gate`] before the MCP service sees them; one writer puts the service's answers
-//! and the gate's on stdout, a whole line at a time.
+//! plain names, so existing MCP client configurations work unchanged, the knowledge tools
+//! (`knowledge_search`, `knowledge_read`) over the documents `seshat knowledge add` indexed, and
+//! the history tools (`history_search`, `history_read`) over the conversations Seshat keeps.
+//! Lines from the client pass the JSON-RPC [`gate`] before the MCP service sees them; one writer
+//! puts the service's answers and the gate's on stdout, a whole line at a time.
 
 mod gate;
 
@@ -113,6 +114,15 @@ impl Backend {
                 return Ok(answer(remote_call(&mut remote, &request.name, &args)).into());
             }
         };
+        if seshat::client::history::is_history_tool(&request.name) {
+            let output = {
+                let store =
+                    local.store.lock().map_err(|_| McpError::internal_error("the store lock is poisoned", None))?;
+                let project = local.knowledge.lock().map(|k| k.1.clone()).unwrap_or_default();
+                seshat::client::history::call_shared(&store, &project, &request.name, &args)
+            };
+            return Ok(answer(output).into());
+        }
         if seshat::retrieval::tools::is_knowledge_tool(&request.name) {
             let output = {
                 let mut guard = local
@@ -190,11 +200,13 @@ fn answer(output: seshat::tool::ToolOutput) -> CallToolResult {
     if output.is_error { CallToolResult::structured_error(structured) } else { CallToolResult::structured(structured) }
 }
 
-/// The tool definitions in MCP's shape: memory's, then knowledge's, under their plain names.
+/// The tool definitions in MCP's shape: memory's, then knowledge's, then history's, under their
+/// plain names.
 fn mcp_tools() -> anyhow::Result<Vec<Tool>> {
     tools::definitions()
         .into_iter()
         .chain(seshat::retrieval::tools::definitions())
+        .chain(seshat::client::history::shared_definitions())
         .map(|d| {
             let tool = json!({
                 "name": d.name,
@@ -217,7 +229,8 @@ pub fn run(ctx: &Context, _args: &Args, signals: Option<super::stop::Signals>) -
     let server = match ctx.remote()? {
         Some(remote) => MemoryServer {
             backend: std::sync::Arc::new(Backend::Remote(Box::new(Mutex::new(remote)))),
-            tools: mcp_tools()?,
+            // (The history tools read this machine's store: not offered over a remote service.)
+            tools: mcp_tools()?.into_iter().filter(|t| !seshat::client::history::is_history_tool(&t.name)).collect(),
             work: super::stop::Work::default(),
         },
         None => {

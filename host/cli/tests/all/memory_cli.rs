@@ -131,7 +131,9 @@ fn mcp_server_lists_and_calls_the_tools_over_stdio() {
             "search_nodes",
             "open_nodes",
             "knowledge_search",
-            "knowledge_read"
+            "knowledge_read",
+            "history_search",
+            "history_read"
         ]
     );
     let (created, err) = client.call(
@@ -419,7 +421,7 @@ fn mcp_answers_every_bad_line_as_json_rpc_prescribes() {
             .unwrap()
             .contains("`params.arguments` must be an object")
     );
-    assert_eq!(by_id(&answers, &json!(10))["result"]["tools"].as_array().unwrap().len(), 11);
+    assert_eq!(by_id(&answers, &json!(10))["result"]["tools"].as_array().unwrap().len(), 13);
     let tail = by_id(&answers, &json!(11));
     assert!(tail["result"]["structuredContent"]["entities"].is_array(), "the last line without a newline: {tail}");
     assert_eq!(answers.len(), 11, "one answer per request and per unanswerable line");
@@ -485,4 +487,50 @@ fn every_tool_named_in_an_mcp_description_or_answer_is_one_mcp_serves() {
     }
     let absent: Vec<&String> = named.iter().filter(|w| !names.contains(&w.as_str())).collect();
     assert!(absent.is_empty(), "named but not served over MCP: {absent:?}");
+}
+
+/// An agent outside Seshat searches the conversations Seshat keeps over MCP (the official Python
+/// SDK as the client): this project's by default, every project's with `all`, and reads a match
+/// back as it was written.
+#[test]
+fn mcp_searches_and_reads_the_history_seshat_keeps() {
+    let home = Home::new();
+    let id = home.session("/elsewhere/project");
+    let mut store = home.store();
+    store
+        .append(
+            &id,
+            &[
+                seshat::conversation::NewMessage::text(
+                    seshat::conversation::Role::User,
+                    "Where does the kestrel cluster deploy from?",
+                ),
+                seshat::conversation::NewMessage::text(
+                    seshat::conversation::Role::Assistant,
+                    "From the release branch, on Tuesdays.",
+                ),
+            ],
+        )
+        .unwrap();
+    let env = json!({
+        "SESHAT_HOME": home.path(),
+        "PATH": std::env::var("PATH").unwrap_or_default(),
+        "TZ": "UTC",
+    });
+    let out = Command::new("python3")
+        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/all/mcp_history.py"))
+        .arg(env!("CARGO_BIN_EXE_seshat"))
+        .arg(env.to_string())
+        .arg(home.path())
+        .arg("kestrel")
+        .output()
+        .expect("python3 runs");
+    assert!(out.status.success(), "the MCP SDK client failed: {}", String::from_utf8_lossy(&out.stderr));
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tools: Vec<&str> = seen["tools"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    assert!(tools.contains(&"history_search") && tools.contains(&"history_read"), "{tools:?}");
+    assert!(seen["here"].as_str().unwrap().starts_with("No message of this project"), "{seen}");
+    let everywhere = seen["everywhere"].as_str().unwrap();
+    assert!(everywhere.contains(&format!("session {id} seq 1 (user)")), "{everywhere}");
+    assert_eq!(seen["read"].as_str().unwrap().trim(), "[seq 1 · user]\nWhere does the kestrel cluster deploy from?");
 }

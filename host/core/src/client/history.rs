@@ -62,8 +62,122 @@ pub fn definitions() -> Vec<ToolDef> {
     ]
 }
 
+/// The history tools as `seshat mcp` serves them to an agent outside Seshat: `history_search`
+/// over the sessions of the connection's project (or every session, or one), each match naming
+/// its session; `history_read` of a session named by id.
+pub fn shared_definitions() -> Vec<ToolDef> {
+    vec![
+        ToolDef::new(
+            SEARCH,
+            "Search the conversations Seshat keeps (its own and those imported from Claude Code and Codex) — every \
+                message as it was written, tool calls and outputs included, whatever compaction later did — in this \
+                project, or in every project with `all`, or in one session. Words match in any case and word form; an \
+                identifier or path matches exactly and ranks first. Returns the best matches with their session and \
+                seq; read one with history_read.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "Words, identifiers or paths to look for"},
+                    "all": {"type": "boolean", "description": "Every project's sessions, not only this project's"},
+                    "session": {"type": "string", "description": "Only this session (its id or a unique prefix)"},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": SEARCH_MAX_LIMIT,
+                        "description": format!("At most this many matches (default {SEARCH_DEFAULT_LIMIT})")}
+                },
+                "required": ["query"]
+            }),
+        )
+        .titled("Search past conversations")
+        .read_only(),
+        ToolDef::new(
+            READ,
+            "Read messages of a session Seshat keeps by seq, exactly as they were written: one with `seq`, or a range \
+                with `from` and `to`. Long text is cut at 16,000 bytes; the answer says where, and `offset` reads on.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "session": {"type": "string", "description": "The session (its id or a unique prefix, as history_search gives it)"},
+                    "seq": {"type": "integer", "minimum": 1, "description": "One message's seq"},
+                    "from": {"type": "integer", "minimum": 1, "description": "First seq of a range"},
+                    "to": {"type": "integer", "minimum": 1, "description": "Last seq of a range"},
+                    "offset": {"type": "integer", "minimum": 0, "description": "Byte offset to read on from"}
+                },
+                "required": ["session"]
+            }),
+        )
+        .titled("Read a past conversation")
+        .read_only(),
+    ]
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SharedSearchArgs {
+    query: String,
+    #[serde(default)]
+    all: bool,
+    session: Option<String>,
+    limit: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SharedReadArgs {
+    session: String,
+    seq: Option<u64>,
+    from: Option<u64>,
+    to: Option<u64>,
+    offset: Option<usize>,
+}
+
+/// Runs a history tool as [`shared_definitions`] describes it, for an agent in `project`.
+pub fn call_shared(store: &Store, project: &str, name: &str, args: &Value) -> ToolOutput {
+    ToolOutput::from_text(run_shared(store, project, name, args))
+}
+
+fn run_shared(store: &Store, project: &str, name: &str, args: &Value) -> Result<String, String> {
+    let parse_error = |e: serde_json::Error| format!("invalid arguments for {name}: {e}");
+    match name {
+        SEARCH => {
+            let a: SharedSearchArgs = serde_json::from_value(args.clone()).map_err(parse_error)?;
+            if a.query.trim().is_empty() {
+                return Err("invalid arguments for history_search: `query` is empty; give the words to look for".into());
+            }
+            let one = a.session.as_deref().map(|s| store.resolve(s).map_err(|e| e.to_string())).transpose()?;
+            let scope = match (&one, a.all) {
+                (Some(id), _) => HistoryScope::Session(id),
+                (None, true) => HistoryScope::All,
+                (None, false) => HistoryScope::Project(project),
+            };
+            let limit = a.limit.unwrap_or(SEARCH_DEFAULT_LIMIT).clamp(1, SEARCH_MAX_LIMIT);
+            let hits = store.search_history(scope, &a.query, limit).map_err(|e| e.to_string())?;
+            if hits.is_empty() {
+                let where_ = if a.all || one.is_some() { "" } else { " of this project (`all` searches every one)" };
+                return Ok(format!("No message{where_} matches `{}`. Try other words.", a.query.trim()));
+            }
+            let mut out = format!("{} matching messages, best first:\n", hits.len());
+            for h in &hits {
+                out.push_str(&format!(
+                    "- session {} seq {} ({}): {}\n",
+                    h.session_id,
+                    h.seq,
+                    h.role.as_str(),
+                    h.snippet.replace('\n', " ")
+                ));
+            }
+            out.push_str("Read one with history_read {\"session\": ID, \"seq\": N}.");
+            Ok(out)
+        }
+        READ => {
+            let a: SharedReadArgs = serde_json::from_value(args.clone()).map_err(parse_error)?;
+            let session = store.resolve(&a.session).map_err(|e| e.to_string())?;
+            read(store, &session, &ReadArgs { seq: a.seq, from: a.from, to: a.to, offset: a.offset })
+        }
+        other => Err(format!("there is no history tool named `{other}`")),
+    }
+}
+
 /// Whether `name` is one of the history tools.
-pub(crate) fn is_history_tool(name: &str) -> bool {
+pub fn is_history_tool(name: &str) -> bool {
     name == SEARCH || name == READ
 }
 
