@@ -141,7 +141,7 @@ fn command(agent: &mut Agent, input: &str, cancel: &Cancel, work: &crate::stop::
         "/exit" | "/quit" => return Ok(Next::Exit),
         "/rewind" if arg == Some("--undo") => {
             let undone = agent.undo_rewind()?;
-            eprintln!("{}", crate::sessions::describe_rewind(agent.session(), &undone, true));
+            eprintln!("{}", crate::sessions::describe_rewind_in_repl(&undone, true));
         }
         "/rewind" => {
             let n = match arg {
@@ -153,7 +153,7 @@ fn command(agent: &mut Agent, input: &str, cancel: &Cancel, work: &crate::stop::
                 None => 1,
             };
             let (rewound, request) = agent.rewind(n)?;
-            eprintln!("{}", crate::sessions::describe_rewind(agent.session(), &rewound, false));
+            eprintln!("{}", crate::sessions::describe_rewind_in_repl(&rewound, false));
             eprintln!("(your request is back at the prompt: edit it and press Enter, or Ctrl-C to clear it)");
             return Ok(Next::Prompt(Some(format::visible(&request).into_owned())));
         }

@@ -69,8 +69,23 @@ fn tree(sessions: &[SessionInfo]) -> Vec<(usize, usize)> {
 }
 
 /// The table's header.
-fn write_header(out: &mut impl Write, width: usize) -> std::io::Result<()> {
-    writeln!(out, "{:<width$}  {:<16}  {:>8}  {:<14}  TITLE", "ID", "UPDATED", "MESSAGES", "CONTEXT")
+/// The width of the PROJECT column (`--all`): a project key's last characters.
+const PROJECT_WIDTH: usize = 24;
+
+fn write_header(out: &mut impl Write, width: usize, project: bool) -> std::io::Result<()> {
+    let project = if project { format!("{:<PROJECT_WIDTH$}  ", "PROJECT") } else { String::new() };
+    writeln!(out, "{:<width$}  {project}{:<16}  {:>8}  {:<14}  TITLE", "ID", "UPDATED", "MESSAGES", "CONTEXT")
+}
+
+/// A project key as its column shows it: whole when it fits, else its end (the repository's or
+/// directory's name) after an ellipsis.
+fn project_cell(key: &str) -> String {
+    let chars: Vec<char> = key.chars().collect();
+    if chars.len() <= PROJECT_WIDTH {
+        return key.to_string();
+    }
+    let tail: String = chars[chars.len() - (PROJECT_WIDTH - 1)..].iter().collect();
+    format!("…{tail}")
 }
 
 /// One session's row (indented `depth` under its parent in a tree).
@@ -80,15 +95,21 @@ fn write_row(
     id: &str,
     s: &SessionInfo,
     depth: Option<usize>,
+    project: bool,
 ) -> std::io::Result<()> {
     let indent = depth.filter(|&d| d > 0).map(|d| format!("{}└ ", "  ".repeat(d - 1))).unwrap_or_default();
     let lineage = match (&s.parent_id, s.fork_seq) {
         (Some(parent), Some(at)) => format!(" (fork of {} after {at})", &parent[..parent.len().min(8)]),
         _ => String::new(),
     };
+    let project = if project {
+        format!("{:<PROJECT_WIDTH$}  ", format::visible(&project_cell(&s.project)))
+    } else {
+        String::new()
+    };
     writeln!(
         out,
-        "{:<width$}  {:<16}  {:>8}  {:<14}  {indent}{}{lineage}",
+        "{:<width$}  {project}{:<16}  {:>8}  {:<14}  {indent}{}{lineage}",
         id,
         format::time(s.updated_at),
         s.message_count,
@@ -170,11 +191,12 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let width = ids.iter().map(String::len).max().unwrap_or(8);
-    write_header(&mut out, width)?;
+    write_header(&mut out, width, args.all)?;
     for &(i, depth) in &order {
         let (s, id) = (&sessions[i], &ids[i]);
-        write_row(&mut out, width, id, s, depth)?;
-        let pad = " ".repeat(width + 2 + 16 + 2 + 8 + 2 + 14 + 2);
+        write_row(&mut out, width, id, s, depth, args.all)?;
+        let project = if args.all { PROJECT_WIDTH + 2 } else { 0 };
+        let pad = " ".repeat(width + 2 + project + 16 + 2 + 8 + 2 + 14 + 2);
         for r in rewinds.get(&s.id).into_iter().flatten() {
             writeln!(
                 out,

@@ -31,7 +31,8 @@ pub enum SessionsCommand {
     Delete(delete::Args),
     /// Write a session's full record (messages, compactions, trims) as JSON Lines on stdout.
     Export(export::Args),
-    /// Import a session written by `sessions export`.
+    /// Import a session written by `sessions export`, or Claude Code's and Codex's sessions with
+    /// `--from claude-code|codex` (their files, or directories of them).
     Import(import::Args),
     /// Append messages, read as JSON Lines from stdin, to a session (for scripts).
     Append(append::Args),
@@ -52,7 +53,7 @@ pub enum SessionsCommand {
 
 pub use fork::describe as describe_fork;
 pub use pin::describe_pin;
-pub use rewind::describe as describe_rewind;
+pub use rewind::describe_in_repl as describe_rewind_in_repl;
 
 /// Runs a `sessions` subcommand.
 pub fn run(ctx: &Context, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {

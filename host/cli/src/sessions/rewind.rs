@@ -108,6 +108,29 @@ pub fn describe(id: &str, r: &seshat::store::Rewound, undone: bool) -> String {
     describe_parts(id, (r.from_seq, r.through_seq), r.retracted_compactions, r.moved_from, undone)
 }
 
+/// [`describe`] as the REPL says it: what to do next with its own commands, no session id.
+pub fn describe_in_repl(r: &seshat::store::Rewound, undone: bool) -> String {
+    let (from, through) = (r.from_seq, r.through_seq);
+    let range = if from == through { format!("message {from}") } else { format!("messages {from} to {through}") };
+    let compactions = match r.retracted_compactions {
+        0 => String::new(),
+        1 => " with the compaction that summarised them".to_string(),
+        n => format!(" with the {n} compactions that summarised them"),
+    };
+    let moved = r
+        .moved_from
+        .map(|asked| format!(" (message {asked} is inside a tool exchange: rewound from its start)"))
+        .unwrap_or_default();
+    if undone {
+        format!("Undid the rewind: {range} are back in the live view{compactions}.")
+    } else {
+        format!(
+            "Rewound: {range} left the live view{compactions}{moved}; nothing was deleted (/rewind --undo brings them \
+             back until you send something; /fork {through} continues from them after)."
+        )
+    }
+}
+
 /// [`describe`] from the rewind's parts: the messages `(from, through)`, the compactions
 /// retracted, the seq asked for when the rewind moved.
 fn describe_parts(

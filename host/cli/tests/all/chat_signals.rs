@@ -328,6 +328,9 @@ fn the_repl_rewinds_a_request_for_editing_and_forks_into_a_new_branch() {
     pty.send("/rewind\r");
     wait_for("the rewind", || pty.text().contains("messages 3 to 4 left the live view"));
     wait_for("the offer to edit", || pty.text().contains("your request is back at the prompt"));
+    // What to do next is said with the REPL's own commands, not a command line with a long id.
+    assert!(pty.text().contains("(/rewind --undo brings them back"), "{}", pty.text());
+    assert!(!pty.text().contains("seshat sessions rewind"), "{}", pty.text());
     pty.send(" again\r");
     wait_for("the edited answer", || pty.text().contains("Edited answer."));
     // Once something was sent, the rewind cannot be undone: a fork brings the messages back.

@@ -150,3 +150,31 @@ fn an_empty_answer_is_said_in_the_repl_and_retried_with_nothing_half_stored() {
     assert_eq!(history.len(), 2, "one message, one answer: {history:?}");
     assert_eq!(crate::support::text_of(&history[1]), "Whole.");
 }
+
+/// A session resumed only to look at it (the REPL left without a word) stays where it was in the
+/// order: `--continue` still opens the one last worked in.
+#[test]
+fn resuming_only_to_look_does_not_change_what_continue_opens() {
+    use crate::chat_signals::{Pty, wait_exit};
+    use crate::support::server::anthropic;
+    use crate::support::wait_for;
+    let server = Server::route(|_: &Recorded| Reply::Stream { pieces: anthropic::text_answer(&["Fine."]) });
+    let home = home_for("anthropic", &server, "");
+    let older = chat(&home, &["--model", "claude-sonnet-4-5", "-p", "first", "--json"], &[]);
+    let older: Value = serde_json::from_slice(&older.stdout).unwrap();
+    let newer = chat(&home, &["--model", "claude-sonnet-4-5", "-p", "second", "--json"], &[]);
+    let newer: Value = serde_json::from_slice(&newer.stdout).unwrap();
+    let mut cmd = home.cmd();
+    cmd.env("ANTHROPIC_API_KEY", crate::chat::KEY).env("TERM", "xterm").args([
+        "chat",
+        "--resume",
+        older["session"].as_str().unwrap(),
+    ]);
+    let (mut pty, mut child) = Pty::spawn(cmd);
+    wait_for("the banner", || pty.text().contains("/help for commands"));
+    pty.send("/exit\r");
+    assert!(wait_exit(&mut child, "the REPL").success(), "{}", pty.text());
+    let out = chat(&home, &["--continue", "-p", "third", "--json"], &[]);
+    let outcome: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(outcome["session"], newer["session"], "{outcome}");
+}

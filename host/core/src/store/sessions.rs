@@ -239,13 +239,18 @@ impl Store {
     ) -> Result<()> {
         on_db!(self, "record the session's model", {
             let tx = self.db.transaction()?;
-            let (old_provider, old_model, count): (Option<String>, Option<String>, u64) = tx
+            let (old_provider, old_model, old_window, count): (Option<String>, Option<String>, Option<u64>, u64) = tx
                 .query_opt(
-                    "SELECT provider, model, message_count FROM sessions WHERE id = ?1 AND owner = ?2",
+                    "SELECT provider, model, context_window, message_count FROM sessions WHERE id = ?1 AND owner = ?2",
                     params![id, self.user],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
                 )?
                 .ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
+            // Opened as it was (resumed only to look at it): nothing changes, not even when it was
+            // last used, so `--continue` still opens the session the user last worked in.
+            if old_provider.as_deref() == provider && old_model.as_deref() == model && old_window == context_window {
+                return Ok(());
+            }
             if old_provider.as_deref() != provider || old_model.as_deref() != model {
                 update_metadata(&tx, id, |m| {
                     m.insert("model_since".into(), count.into());
