@@ -1,6 +1,7 @@
 //! `seshat chat`: talk to a model. One prompt (`-p`, or piped stdin) runs the agent loop to its
 //! final answer and exits; on a terminal without one, an interactive REPL ([`repl`]).
 
+mod held;
 mod remote;
 mod repl;
 

@@ -64,11 +64,14 @@ pub fn run(
         cancel.reset();
         let mut printer = Printer::new(true, agent.session());
         work.begin();
+        // What is typed or pasted while the answer comes is held, and offered as one message.
+        let held = super::held::Held::begin();
         let outcome = match retry {
             true => agent.claimed_run(cancel, &mut printer),
             false => agent.claimed_turn(input, cancel, &mut printer),
         };
         let stopped = work.end();
+        let typed = held.end();
         printer.end_line();
         poke();
         match outcome {
@@ -83,6 +86,12 @@ pub fn run(
         if let Some(signal) = stopped {
             code = ExitCode::from(crate::stop::exit_status(signal));
             break;
+        }
+        if let Some(text) = typed {
+            eprintln!(
+                "(what you typed while the answer came is at the prompt, as one message: edit it or press Enter)"
+            );
+            offered = Some(format::visible(&text).into_owned());
         }
     }
     // A session started here and left without a word is not kept: `--continue` would pick it

@@ -178,3 +178,41 @@ fn resuming_only_to_look_does_not_change_what_continue_opens() {
     let outcome: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(outcome["session"], newer["session"], "{outcome}");
 }
+
+/// Lines pasted while an answer streams are held — not echoed into the answer, not sent line by
+/// line — and offered at the next prompt as one message, which Enter sends whole.
+#[test]
+fn text_pasted_while_an_answer_streams_is_offered_as_one_message() {
+    use crate::chat_signals::{repl, wait_exit};
+    use crate::support::server::{Gate, anthropic};
+    use crate::support::wait_for;
+    let gate = Gate::default();
+    let mut pieces = vec![anthropic::start(10)];
+    pieces.extend(anthropic::text_block(0, &["Thinking ", "it over."]));
+    let rest = anthropic::stop("end_turn", 4);
+    let server = Server::start(vec![
+        Reply::Gated { pieces, rest, gate: gate.clone() },
+        Reply::Stream { pieces: anthropic::text_answer(&["Got all three."]) },
+    ]);
+    let home = home_for("anthropic", &server, "");
+    let (mut pty, mut child) = repl(&home);
+    pty.send("hello\r");
+    wait_for("the streamed text", || pty.text().contains("Thinking it over."));
+    // A paste of three lines while the answer is still coming.
+    pty.send("\x1b[200~line one\rline two\rline three\x1b[201~");
+    gate.open();
+    wait_for("the offer", || pty.text().contains("is at the prompt, as one message"));
+    assert_eq!(server.count(), 1, "nothing typed meanwhile was sent");
+    pty.send("\r");
+    // The prompt again after the answer (a line typed before it would be held and offered too).
+    wait_for("the prompt after the second answer", || {
+        let t = pty.text();
+        t.rfind("Got all three.").is_some_and(|i| t[i..].contains("› "))
+    });
+    pty.send("/exit\r");
+    assert!(wait_exit(&mut child, "the REPL").success(), "{}", pty.text());
+    assert_eq!(server.count(), 2, "one request for the pasted lines");
+    let sent = server.requests()[1].json();
+    let last = sent["messages"].as_array().unwrap().last().unwrap().to_string();
+    assert!(last.contains("line one") && last.contains("line three"), "{last}");
+}
