@@ -28,8 +28,18 @@ fn hint_of(cause: &(dyn std::error::Error + 'static)) -> Option<String> {
     if let Some(e) = cause.downcast_ref::<seshat::compaction::Error>() {
         return compaction(e);
     }
-    if let Some(seshat::retrieval::Error::ModelChanged { .. }) = cause.downcast_ref::<seshat::retrieval::Error>() {
-        return Some("`seshat knowledge embed --re-embed` re-embeds them".into());
+    match cause.downcast_ref::<seshat::retrieval::Error>() {
+        Some(seshat::retrieval::Error::ModelChanged { .. }) => {
+            return Some("`seshat knowledge embed --re-embed` re-embeds them".into());
+        }
+        Some(seshat::retrieval::Error::Embedder(_)) => {
+            return Some(
+                "the chunks embedded so far are kept: `seshat knowledge embed` embeds the rest (timeout_secs under \
+                 [knowledge] gives a slow server longer)"
+                    .into(),
+            );
+        }
+        _ => {}
     }
     match cause.downcast_ref::<ClientError>()? {
         ClientError::Store(e) => store(e),

@@ -471,3 +471,76 @@ fn a_project_follows_its_remote_to_another_checkout() {
     assert_eq!(notes["notes"][0]["value"], "make", "{shown}");
     assert_eq!(home.store().list_sessions(&Default::default()).unwrap().len(), 1, "nothing was copied");
 }
+
+/// Every setting a message or hint tells the user to change (`KEY under [SECTION]`) is one the
+/// configuration takes: written into a config.toml, it is never refused as unknown.
+#[test]
+fn every_setting_a_message_names_is_one_the_configuration_takes() {
+    let roots = [
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/src"),
+    ];
+    let mut named: Vec<(String, String, String)> = Vec::new();
+    let mut stack: Vec<std::path::PathBuf> = roots.to_vec();
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            // Source strings continue across lines with `\` and the next line's indentation.
+            let raw = std::fs::read_to_string(&path).unwrap();
+            let mut text = String::new();
+            let mut rest = raw.as_str();
+            while let Some(at) = rest.find("\\\n") {
+                text.push_str(&rest[..at]);
+                rest = rest[at + 2..].trim_start();
+            }
+            text.push_str(rest);
+            for (at, _) in text.match_indices(" under [") {
+                let key: String = text[..at]
+                    .chars()
+                    .rev()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '`')
+                    .collect::<String>()
+                    .chars()
+                    .rev()
+                    .filter(|c| *c != '`')
+                    .collect();
+                let section: String = text[at + " under [".len()..].chars().take_while(|c| *c != ']').collect();
+                if key.is_empty()
+                    || !key.chars().next().unwrap().is_ascii_lowercase()
+                    || !key.contains('_') && key.len() < 4
+                {
+                    continue;
+                }
+                named.push((path.display().to_string(), key, section));
+            }
+        }
+    }
+    assert!(named.len() >= 8, "the messages that name a setting were found: {named:?}");
+    let mut unknown = Vec::new();
+    for (file, key, section) in &named {
+        // Placeholders (`[providers.<name>]`, `[providers.{provider}.models."{model}"]`) stand for a
+        // provider's and a model's names.
+        let mut section = section.clone();
+        for (from, to) in
+            [("{provider_name}", "openai"), ("{provider}", "openai"), ("<name>", "openai"), ("{model}", "m")]
+        {
+            section = section.replace(from, to);
+        }
+        let home = Home::new();
+        std::fs::write(home.path().join("config.toml"), format!("[{section}]\n{key} = 1\n")).unwrap();
+        if let Err(e) = seshat::config::Config::load(home.path(), None) {
+            let e = e.to_string();
+            if e.contains("unknown field") || e.contains("unknown variant") {
+                unknown.push(format!("{file}: `{key}` under [{section}]: {e}"));
+            }
+        }
+    }
+    assert_eq!(unknown, Vec::<String>::new());
+}

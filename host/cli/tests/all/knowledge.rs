@@ -837,3 +837,60 @@ fn the_embedder_follows_openai_base_url_as_chat_does() {
     assert!(text.contains("this local server wants a key"), "the request reached the local server: {text}");
     assert_eq!(server.requests().len(), 1, "{text}");
 }
+
+/// Embedding is kept one request at a time: a server that fails partway loses none of what it
+/// embedded before, the error says so, and embedding again takes up only the rest.
+#[test]
+fn embedding_that_fails_partway_keeps_what_it_embedded_and_resumes_with_the_rest() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let home = Home::new();
+    let requests = std::sync::Arc::new(AtomicUsize::new(0));
+    let failing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let server = {
+        let (requests, failing) = (requests.clone(), failing.clone());
+        Server::route(move |r| {
+            let n = requests.fetch_add(1, Ordering::SeqCst);
+            if n == 1 && failing.load(Ordering::SeqCst) {
+                return Reply::json(500, r#"{"error":{"message":"model crashed","type":"server_error"}}"#);
+            }
+            let inputs = r.json()["input"].as_array().map_or(0, Vec::len);
+            let data: Vec<Value> = (0..inputs)
+                .map(|i| serde_json::json!({"object": "embedding", "index": i, "embedding": [0.6, 0.8, 0.0]}))
+                .collect();
+            let answer = serde_json::json!({"object": "list", "data": data, "model": "text-embedding-3-small",
+                "usage": {"prompt_tokens": 12, "total_tokens": 12}});
+            Reply::json(200, &answer.to_string())
+        })
+    };
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "[plugins]\nembedder = \"embedder-openai\"\n[knowledge]\nmodel = \"text-embedding-3-small\"\ndimensions = 3\n\
+             base_url = \"{}/v1\"\nmax_retries = 0\n",
+            server.url()
+        ),
+    )
+    .unwrap();
+    let docs = home.path().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    for i in 0..150 {
+        std::fs::write(
+            docs.join(format!("note-{i:03}.md")),
+            format!("Note {i}: the release train leaves on Tuesday.\n"),
+        )
+        .unwrap();
+    }
+    let run = |args: &[&str]| home.cmd().env("OPENAI_API_KEY", "sk-test").args(args).output().unwrap();
+    let out = run(&["knowledge", "add", docs.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("model crashed") && err.contains("`seshat knowledge embed` embeds the rest"), "{err}");
+    let kept = home.store().vector_index().unwrap().map_or(0, |i| i.vectors);
+    assert_eq!(kept, 64, "the first request's vectors are kept");
+    failing.store(false, Ordering::SeqCst);
+    let out = run(&["knowledge", "embed", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["embedded"], 86, "only the rest: {report}");
+    assert_eq!(home.store().vector_index().unwrap().unwrap().vectors, 150);
+}

@@ -123,8 +123,11 @@ impl Knowledge {
         let mut done = 0;
         let mut checked = false;
         progress(0, total);
+        // One request's worth at a time: the progress moves with each answer, and each is kept at
+        // once, so a failure later loses none of it (embedding again takes up the rest).
+        let step = embedder.max_batch().clamp(1, EMBED_BATCH);
         loop {
-            let pending = self.store.chunks_without_vectors(EMBED_BATCH)?;
+            let pending = self.store.chunks_without_vectors(step)?;
             if pending.is_empty() {
                 break;
             }
