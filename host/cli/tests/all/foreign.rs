@@ -472,3 +472,26 @@ fn a_session_continued_in_seshat_is_not_interleaved_with_what_its_file_gained() 
     let again: Value = serde_json::from_str(&again).unwrap();
     assert_eq!((again[0]["outcome"].as_str(), again[0]["session"].as_str()), (Some("unchanged"), Some(fork.as_str())));
 }
+
+/// What Claude Code reported of its own requests (its system prompt and tools: tens of thousands
+/// of tokens) is not taken for the window use of the session in Seshat, which counts its own.
+#[test]
+fn an_imported_sessions_window_use_is_seshats_own_not_the_other_agents_report() {
+    let home = Home::new();
+    let dir = tempfile::tempdir().unwrap();
+    let original =
+        std::fs::read_dir(fixture("claude-code").join("-work-demo")).unwrap().next().unwrap().unwrap().path();
+    let text = std::fs::read_to_string(&original).unwrap();
+    // An answer's report: 70,000 tokens of context Claude wrote to its cache.
+    assert!(text.contains("\"cache_creation_input_tokens\": 2000"));
+    let grown = text.replace("\"cache_creation_input_tokens\": 2000", "\"cache_creation_input_tokens\": 70000");
+    let file = dir.path().join(original.file_name().unwrap());
+    std::fs::write(&file, grown).unwrap();
+    let reports = import(&home, "claude-code", &file);
+    let id = reports[0]["session"].as_str().unwrap().to_string();
+    let view = home.store().live_view(&id).unwrap();
+    let reported = view.entries.iter().filter_map(|e| e.usage.and_then(|u| u.context_tokens)).max().unwrap();
+    assert!(reported >= 70_000, "the report is kept with its message: {reported}");
+    let used = seshat::compaction::current_use(&seshat::compaction::Frame::default(), &view);
+    assert!(used < 10_000, "Seshat's own count of what it would send, not Claude's: {used}");
+}

@@ -844,10 +844,10 @@ fn the_embedder_follows_openai_base_url_as_chat_does() {
 fn embedding_that_fails_partway_keeps_what_it_embedded_and_resumes_with_the_rest() {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let home = Home::new();
-    let requests = std::sync::Arc::new(AtomicUsize::new(0));
-    let failing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let requests = Arc::new(AtomicUsize::new(0));
+    let failing = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let server = {
-        let (requests, failing) = (requests.clone(), failing.clone());
+        let (requests, failing) = (requests, failing.clone());
         Server::route(move |r| {
             let n = requests.fetch_add(1, Ordering::SeqCst);
             if n == 1 && failing.load(Ordering::SeqCst) {

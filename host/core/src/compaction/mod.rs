@@ -18,6 +18,7 @@
 //! Every outgoing request is made valid by [`pairing`].
 
 mod accounting;
+pub(crate) use accounting::FOREIGN_THROUGH;
 mod commands;
 pub mod cut;
 mod error;

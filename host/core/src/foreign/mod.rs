@@ -509,7 +509,8 @@ fn export_lines(c: &Converted, source: &Source, project: &impl Fn(&str) -> Strin
             "cache_read_tokens": totals.cache_read_tokens,
             "cache_creation_tokens": totals.cache_creation_tokens,
         },
-        "metadata": { "source": source },
+        // (`foreign_through`: the usage reported up to here was the other agent's requests'.)
+        "metadata": { "source": source, "foreign_through": times.len() },
     })];
     // Messages and compactions as the export writes them: the store's records with their tag.
     let tagged = |tag: &str, record: serde_json::Value| {

@@ -58,8 +58,11 @@ impl Store {
                     }
                 }
             }
+            let through: u64 =
+                tx.query_value("SELECT message_count FROM sessions WHERE id = ?1", super::db::params![session])?;
             super::sessions::update_metadata(&tx, session, |m| {
                 m.insert("source".into(), source.clone());
+                m.insert(crate::compaction::FOREIGN_THROUGH.into(), through.into());
             })?;
             if let Some(old) = release {
                 super::sessions::update_metadata(&tx, old, |m| {
