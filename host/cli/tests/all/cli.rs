@@ -476,10 +476,8 @@ fn a_project_follows_its_remote_to_another_checkout() {
 /// configuration takes: written into a config.toml, it is never refused as unknown.
 #[test]
 fn every_setting_a_message_names_is_one_the_configuration_takes() {
-    let roots = [
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/src"),
-    ];
+    let roots =
+        [Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/src")];
     let mut named: Vec<(String, String, String)> = Vec::new();
     let mut stack: Vec<std::path::PathBuf> = roots.to_vec();
     while let Some(dir) = stack.pop() {
