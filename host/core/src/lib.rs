@@ -11,6 +11,7 @@
 //!
 //! See `ARCHITECTURE.md` at the repository root for the map of the whole system.
 
+mod cancel;
 pub mod client;
 pub mod compaction;
 pub mod config;

@@ -273,8 +273,9 @@ fn a_summary_that_frees_little_is_used_and_counted_and_the_request_is_sent_when_
     let home = Home::new();
     let mut store = home.store();
     let id = session(&mut store, 20_000);
-    // Small old messages, then one huge latest request that is pinned: a summary frees little.
-    chat(&mut store, &id, 3, 20);
+    // Small old messages (worth a summary, but not much), then one huge latest request that is
+    // pinned: a summary frees little.
+    chat(&mut store, &id, 3, 120);
     store.append(&id, &[text(Role::User, format!("please read {}", "x ".repeat(36_000)))]).unwrap();
     let model = Scripted::answering(&[Ok("short"), Ok("shorter")]);
     let mut p = plugins("summariser");
@@ -293,7 +294,7 @@ fn a_summary_that_frees_little_is_used_and_counted_and_the_request_is_sent_when_
     // With more room kept for the answer the same history does not fit: the summary is still
     // recorded and counted, and the turn ends locally with compact_full.
     let id = session(&mut store, 20_000);
-    chat(&mut store, &id, 3, 20);
+    chat(&mut store, &id, 3, 120);
     store.append(&id, &[text(Role::User, format!("please read {}", "x ".repeat(36_000)))]).unwrap();
     let tight = Settings { max_output_tokens: 2_500, ..settings(Some(20_000)) };
     let err = c.before_call(&mut store, &id, &frame(), &tight).unwrap_err();

@@ -143,7 +143,7 @@ fn an_empty_answer_is_said_in_the_repl_and_retried_with_nothing_half_stored() {
     assert_eq!(stored(&home).len(), 1, "the message alone, no blank answer");
     whole.store(true, std::sync::atomic::Ordering::SeqCst);
     pty.send("/retry\r");
-    wait_for("the answer", || pty.text().contains("Whole."));
+    crate::chat_signals::wait_prompt(&pty, "Whole.");
     pty.send("/exit\r");
     crate::chat_signals::wait_exit(&mut child, "the REPL");
     let history = stored(&home);
@@ -205,10 +205,7 @@ fn text_pasted_while_an_answer_streams_is_offered_as_one_message() {
     assert_eq!(server.count(), 1, "nothing typed meanwhile was sent");
     pty.send("\r");
     // The prompt again after the answer (a line typed before it would be held and offered too).
-    wait_for("the prompt after the second answer", || {
-        let t = pty.text();
-        t.rfind("Got all three.").is_some_and(|i| t[i..].contains("› "))
-    });
+    crate::chat_signals::wait_prompt(&pty, "Got all three.");
     pty.send("/exit\r");
     assert!(wait_exit(&mut child, "the REPL").success(), "{}", pty.text());
     assert_eq!(server.count(), 2, "one request for the pasted lines");

@@ -51,17 +51,14 @@ pub(super) fn uncalibrated(real: u64, calibration: f64) -> u64 {
     if calibration > 1.0 { (real as f64 / calibration) as u64 } else { real }
 }
 
-/// The session metadata key holding the last seq another agent wrote (a foreign import): the
-/// usage reported up to it was that agent's requests'.
-pub(crate) const FOREIGN_THROUGH: &str = "foreign_through";
-
 /// [`current_use`] in the model's real tokens: estimates scaled by `calibration` (when above 1).
 pub fn current_use_calibrated(frame: &Frame, view: &LiveView, calibration: f64) -> u64 {
     let real = |estimate: u64| calibrated(estimate, calibration);
     let compacted_through = view.compaction.as_ref().map_or(0, |c| c.through_seq);
     // What another agent reported of its own requests (an imported Claude Code or Codex session:
     // its system prompt, its tools) says nothing of Seshat's.
-    let foreign_through = view.session.metadata.get(FOREIGN_THROUGH).and_then(serde_json::Value::as_u64).unwrap_or(0);
+    let foreign_through =
+        view.session.metadata.get(crate::store::FOREIGN_THROUGH).and_then(serde_json::Value::as_u64).unwrap_or(0);
     let trusted_after = compacted_through.max(foreign_through);
     let report = view.entries.iter().enumerate().rev().find_map(|(i, e)| {
         let usage = e.usage?;

@@ -18,7 +18,6 @@
 //! Every outgoing request is made valid by [`pairing`].
 
 mod accounting;
-pub(crate) use accounting::FOREIGN_THROUGH;
 mod commands;
 pub mod cut;
 mod error;
@@ -86,7 +85,7 @@ pub struct Settings {
     pub until: Option<u64>,
     /// Stops the compaction (its summary calls included) when cancelled: nothing of it is kept
     /// and it counts as no failure.
-    pub cancel: crate::providers::Cancel,
+    pub cancel: crate::cancel::Cancel,
 }
 
 /// The least an automatic compaction summarises, in tokens: below it a summary would be as long

@@ -7,8 +7,6 @@
 //! caller's own async runtime — hands the request over and waits on a channel for the answer's
 //! pieces, so the library never blocks on a runtime from inside one, and never drops one there.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
@@ -53,38 +51,7 @@ impl Default for Settings {
     }
 }
 
-/// A cancellation flag shared with a signal handler.
-#[derive(Debug, Clone, Default)]
-pub struct Cancel(Arc<(AtomicBool, tokio::sync::Notify)>);
-
-impl Cancel {
-    /// Requests cancellation (safe from any thread).
-    pub fn cancel(&self) {
-        self.0.0.store(true, Ordering::SeqCst);
-        self.0.1.notify_waiters();
-    }
-
-    /// Whether cancellation was requested.
-    pub fn is_cancelled(&self) -> bool {
-        self.0.0.load(Ordering::SeqCst)
-    }
-
-    /// Clears the flag for the next turn.
-    pub fn reset(&self) {
-        self.0.0.store(false, Ordering::SeqCst);
-    }
-
-    async fn cancelled(&self) {
-        loop {
-            let notified = self.0.1.notified();
-            if self.is_cancelled() {
-                return;
-            }
-            // A notify between the check and the wait is caught by the short timeout.
-            let _ = tokio::time::timeout(Duration::from_millis(50), notified).await;
-        }
-    }
-}
+pub use crate::cancel::Cancel;
 
 /// How a request ended without a usable answer. Texts never contain the credential.
 #[derive(Debug, Clone, PartialEq, Eq)]

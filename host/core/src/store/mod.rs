@@ -86,6 +86,10 @@ pub(crate) const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_s
 /// The user a store acts for when none is named: the single user of a single-user install.
 pub const LOCAL_USER: &str = "local";
 
+/// The session metadata key holding the last seq another agent wrote (a foreign import): the
+/// usage reported up to it was that agent's requests', not Seshat's.
+pub const FOREIGN_THROUGH: &str = "foreign_through";
+
 /// An open session database, acting for one user (its caller): every operation reads and writes
 /// only what that user owns or is granted, the check made in the operation's own SQL.
 pub struct Store {

@@ -62,7 +62,7 @@ impl Store {
                 tx.query_value("SELECT message_count FROM sessions WHERE id = ?1", super::db::params![session])?;
             super::sessions::update_metadata(&tx, session, |m| {
                 m.insert("source".into(), source.clone());
-                m.insert(crate::compaction::FOREIGN_THROUGH.into(), through.into());
+                m.insert(super::FOREIGN_THROUGH.into(), through.into());
             })?;
             if let Some(old) = release {
                 super::sessions::update_metadata(&tx, old, |m| {
