@@ -522,3 +522,22 @@ fn a_low_open_file_limit_gets_codes_not_hangs_and_others_are_served() {
     });
     assert_eq!(closed, 36);
 }
+
+/// The audit trail keeps 90 days: a service that starts removes what is older at once (and
+/// every hour after), and keeps the rest.
+#[test]
+fn a_starting_service_prunes_the_audit_trail_past_ninety_days() {
+    let home = Home::new();
+    let day = 24 * 3_600_000_i64;
+    let now = jiff::Timestamp::now().as_millisecond();
+    drop(home.store()); // made and migrated
+    for (at, event) in [(now - 91 * day, "write"), (now - 89 * day, "refused_write")] {
+        let sql = format!("INSERT INTO audit_events (at, event) VALUES ({at}, '{event}')");
+        home.sql(&sql, &sql).unwrap();
+    }
+    let _service = Service::start(&home, "ws", &[]);
+    let count = "SELECT COUNT(*) FROM audit_events";
+    crate::support::wait_for("the old event to go", || home.sql_value(count, count) == 1);
+    let kept = "SELECT COUNT(*) FROM audit_events WHERE event = 'refused_write'";
+    assert_eq!(home.sql_value(kept, kept), 1, "the newer event stays");
+}
