@@ -312,7 +312,8 @@ func TestCancellingTheContextInterruptsTheTurnAndABusySessionIsRefused(t *testin
 	}
 }
 
-func TestCompactFullIsErrCompactFull(t *testing.T) {
+// A message that cannot fit the window even alone is refused before anything is sent or stored.
+func TestAMessageTooLargeForTheWindowIsErrMessageTooLarge(t *testing.T) {
 	f := newFake(t, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
 		text(w, req, "unreachable")
 	})
@@ -327,8 +328,8 @@ func TestCompactFullIsErrCompactFull(t *testing.T) {
 	if err == nil {
 		_, err = stream.Wait()
 	}
-	if !errors.Is(err, ErrCompactFull) {
-		t.Fatalf("got %v, want ErrCompactFull", err)
+	if !errors.Is(err, ErrMessageTooLarge) {
+		t.Fatalf("got %v, want ErrMessageTooLarge", err)
 	}
 	if f.count() != 0 {
 		t.Fatalf("%d requests were sent", f.count())
