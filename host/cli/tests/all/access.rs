@@ -255,6 +255,29 @@ fn the_edge_takes_one_authorization_any_scheme_case_and_closes_bad_frames_with_t
     assert_eq!(closed.map(|(code, _)| code), Some(1007));
 }
 
+/// How many of `sockets` the server closed (an end or a reset), read at once, each for `wait` at
+/// most: a read that times out found its socket open.
+fn closed_of(sockets: &mut [std::net::TcpStream], wait: Duration) -> usize {
+    use std::io::Read as _;
+    std::thread::scope(|scope| {
+        let reads: Vec<_> = sockets
+            .iter_mut()
+            .map(|s| {
+                scope.spawn(move || {
+                    s.set_read_timeout(Some(wait)).unwrap();
+                    let mut buf = [0u8; 64];
+                    match s.read(&mut buf) {
+                        Ok(0) => true,
+                        Err(e) => !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+                        Ok(_) => false,
+                    }
+                })
+            })
+            .collect();
+        reads.into_iter().map(|r| r.join().unwrap_or(false)).filter(|closed| *closed).count()
+    })
+}
+
 /// A TCP connection to the service on 127.0.0.1 from `source` (another loopback address).
 fn connect_from(source: &str, port: u16) -> std::net::TcpStream {
     let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
@@ -270,7 +293,7 @@ fn connect_from(source: &str, port: u16) -> std::net::TcpStream {
 /// connections, and others go on.
 #[test]
 fn slow_sockets_and_one_greedy_user_do_not_take_the_service_from_others() {
-    use std::io::{Read as _, Write as _};
+    use std::io::Write as _;
     let home = Home::new();
     std::fs::write(
         home.path().join("config.toml"),
@@ -285,25 +308,7 @@ fn slow_sockets_and_one_greedy_user_do_not_take_the_service_from_others() {
     for s in &mut slow {
         s.write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n").unwrap();
     }
-    // Read the 26 at once, each for a minute at most.
-    let closed = std::thread::scope(|scope| {
-        let reads: Vec<_> = slow[4..]
-            .iter_mut()
-            .map(|s| {
-                scope.spawn(move || {
-                    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-                    let mut buf = [0u8; 64];
-                    // Closed: an end or a reset; a read that times out found the socket open.
-                    match s.read(&mut buf) {
-                        Ok(0) => true,
-                        Err(e) => !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
-                        Ok(_) => false,
-                    }
-                })
-            })
-            .collect();
-        reads.into_iter().map(|r| r.join().unwrap_or(false)).filter(|closed| *closed).count()
-    });
+    let closed = closed_of(&mut slow[4..], Duration::from_secs(60));
     assert_eq!(closed, 26, "all but four of one address's handshakes are closed");
     // Real users from 127.0.0.1 are served (the slow ones hold no connection slot); alice gets
     // two connections and no third, bob is not affected.
@@ -473,7 +478,7 @@ fn an_admin_manages_users_tokens_and_scopes_over_the_service(home) {
 /// user at their bound and the server at its own get a code, and other users are served.
 #[test]
 fn a_low_open_file_limit_gets_codes_not_hangs_and_others_are_served() {
-    use std::io::{Read as _, Write as _};
+    use std::io::Write as _;
     let home = Home::new();
     std::fs::write(
         home.path().join("config.toml"),
@@ -501,25 +506,8 @@ fn a_low_open_file_limit_gets_codes_not_hangs_and_others_are_served() {
     assert_eq!((status, code.as_str()), (503, "too_many_connections"));
     assert_eq!(b.ok("session/list", json!({}))["sessions"], json!([]));
     assert_eq!(a.ok("session/list", json!({}))["sessions"], json!([]));
-    // The first thirty-six silent sockets were closed by the server (read at once, each for
-    // twenty seconds at most).
-    let closed = std::thread::scope(|scope| {
-        let reads: Vec<_> = slow[..36]
-            .iter_mut()
-            .map(|s| {
-                scope.spawn(move || {
-                    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-                    let mut buf = [0u8; 64];
-                    match s.read(&mut buf) {
-                        Ok(0) => true,
-                        Err(e) => !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
-                        Ok(_) => false,
-                    }
-                })
-            })
-            .collect();
-        reads.into_iter().map(|r| r.join().unwrap_or(false)).filter(|closed| *closed).count()
-    });
+    // The first thirty-six silent sockets were closed by the server.
+    let closed = closed_of(&mut slow[..36], Duration::from_secs(20));
     assert_eq!(closed, 36);
 }
 

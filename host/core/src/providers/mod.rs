@@ -450,19 +450,7 @@ impl Provider {
         }
         let mut why = "its provider plugin has no way to ask".to_string();
         for probe in probes {
-            self.credentials
-                .refuse_plugin_credentials(&format!("provider `{}`", self.name), &probe.request.headers)
-                .map_err(Error::Plugin)?;
-            let to = self.destination(&probe.request.url)?;
-            let transport = self.list_transport.as_ref().expect("made above");
-            let out = transport::Outgoing {
-                to: &to,
-                method: &probe.request.method,
-                headers: &probe.request.headers,
-                body: &probe.request.body,
-                credentials: &self.credentials,
-            };
-            let (status, body) = match transport.fetch(out, &self.watched).1 {
+            let (status, body) = match self.ask_by(&probe, self.list_transport.as_ref().expect("made above"))? {
                 Ok(answer) => answer,
                 Err(f) => {
                     why = self.redact(&f.describe());
@@ -482,12 +470,20 @@ impl Provider {
     /// Sends a probe or a counter under the chat destination and credential rules, without
     /// retries and with short timeouts: its answer (status and body), or why none came.
     fn ask(&mut self, probe: &crate::plugins::Probe) -> Result<std::result::Result<(u16, Vec<u8>), Failure>> {
+        self.quick_transport()?;
+        self.ask_by(probe, self.probe_transport.as_ref().expect("made by quick_transport"))
+    }
+
+    /// Sends `probe` by `transport`, under the chat destination and credential rules.
+    fn ask_by(
+        &self,
+        probe: &crate::plugins::Probe,
+        transport: &Transport,
+    ) -> Result<std::result::Result<(u16, Vec<u8>), Failure>> {
         self.credentials
             .refuse_plugin_credentials(&format!("provider `{}`", self.name), &probe.request.headers)
             .map_err(Error::Plugin)?;
         let to = self.destination(&probe.request.url)?;
-        self.quick_transport()?;
-        let transport = self.probe_transport.as_ref().expect("made by quick_transport");
         let out = transport::Outgoing {
             to: &to,
             method: &probe.request.method,
