@@ -521,8 +521,95 @@ fn every_setting_a_message_names_is_one_the_configuration_takes() {
         }
     }
     assert!(named.len() >= 8, "the messages that name a setting were found: {named:?}");
+    unknown_settings(&named);
+}
+
+/// Every setting a message names without its section (`raise first_byte_timeout_secs in
+/// config.toml`, `set the model's context_window in config.toml`) is one some section takes.
+#[test]
+fn every_setting_a_message_names_without_its_section_is_one_some_section_takes() {
+    let mut named: Vec<(String, String)> = Vec::new();
+    for (path, text) in sources() {
+        for (at, _) in text.match_indices(" in config.toml") {
+            // The clause before it: back to an opening parenthesis, a semicolon or a colon.
+            let before = &text[..at];
+            let from = before.rfind(['(', ';', ':', '"']).map_or(0, |i| i + 1);
+            for word in before[from..].split(|c: char| !(c.is_ascii_alphanumeric() || "_{}".contains(c))) {
+                if word.contains('_') && word.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '{') {
+                    named.push((path.clone(), word.to_string()));
+                }
+            }
+        }
+    }
+    assert!(named.len() >= 5, "the messages that name a setting without its section were found: {named:?}");
+    let sections = [
+        "chat",
+        "compaction",
+        "knowledge",
+        "memory",
+        "plugins",
+        "store",
+        "serve",
+        "providers.openai",
+        "providers.openai.models.\"m\"",
+    ];
     let mut unknown = Vec::new();
-    for (file, key, section) in &named {
+    for (file, key) in &named {
+        // A provider's timeouts are named by phase.
+        let keys: Vec<String> = if key.contains("{phase}") {
+            ["connect", "first_byte", "idle"].iter().map(|p| key.replace("{phase}", p)).collect()
+        } else {
+            vec![key.clone()]
+        };
+        for key in keys {
+            let taken = sections.iter().any(|section| {
+                let home = Home::new();
+                std::fs::write(home.path().join("config.toml"), format!("[{section}]\n{key} = 1\n")).unwrap();
+                seshat::config::Config::load(home.path(), None)
+                    .map_or_else(|e| !e.to_string().contains("unknown field"), |_| true)
+            });
+            if !taken {
+                unknown.push(format!("{file}: `{key}` in no section"));
+            }
+        }
+    }
+    assert_eq!(unknown, Vec::<String>::new());
+}
+
+/// The CLI's and the library's sources, each with its lines continued by `\` joined.
+fn sources() -> Vec<(String, String)> {
+    let roots =
+        [Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/src")];
+    let mut out = Vec::new();
+    let mut stack: Vec<std::path::PathBuf> = roots.to_vec();
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let raw = std::fs::read_to_string(&path).unwrap();
+            let mut text = String::new();
+            let mut rest = raw.as_str();
+            while let Some(at) = rest.find("\\\n") {
+                text.push_str(&rest[..at]);
+                rest = rest[at + 2..].trim_start();
+            }
+            text.push_str(rest);
+            out.push((path.display().to_string(), text));
+        }
+    }
+    out
+}
+
+/// Asserts each `(file, key, section)` is a setting the configuration takes.
+fn unknown_settings(named: &[(String, String, String)]) {
+    let mut unknown = Vec::new();
+    for (file, key, section) in named {
         // Placeholders (`[providers.<name>]`, `[providers.{provider}.models."{model}"]`) stand for a
         // provider's and a model's names.
         let mut section = section.clone();
