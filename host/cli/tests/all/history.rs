@@ -553,6 +553,57 @@ fn the_first_hits_cover_different_places_and_nothing_is_left_out(home) {
 }
 
 on_both_backends! {
+fn a_hit_near_a_better_one_moves_back_only_behind_two_others(home) {
+    let mut store = home.store();
+    let mut turns = vec![None; 40];
+    // A stretch that bm25 puts first, and three other places that each rank below it.
+    turns[20] = Some("eviction never runs");
+    turns[21] = Some("the eviction policy again");
+    turns[22] = Some("eviction moves to its own thread");
+    turns[3] = Some("we might look at eviction some other day, when the import is done and the tables are quiet");
+    turns[10] = Some("somebody mentioned eviction in passing while we were reading the old migration notes");
+    turns[35] = Some("the last thing on the list for the quarter, after the import, is eviction and its metrics");
+    let s = dialogue(&mut store, &turns);
+    let stretch = |seq: u64| (21..=23).contains(&seq);
+    let all = ranked(&store, &s, "eviction", 10, &Ranking::default());
+    assert_eq!(all.len(), 6, "{all:?}");
+    assert!(stretch(all[0]) && !stretch(all[1]) && !stretch(all[2]), "two other places next: {all:?}");
+    assert!(stretch(all[3]), "then the stretch goes on, before the last place: {all:?}");
+    // Moved behind every other place, the stretch's second hit falls to fifth.
+    let to_the_end = ranked(&store, &s, "eviction", 10, &without(|r| r.spread_back = None));
+    assert!(to_the_end[1..4].iter().all(|&seq| !stretch(seq)), "{to_the_end:?}");
+}
+}
+
+on_both_backends! {
+fn in_a_chat_of_a_few_lines_every_line_is_near_so_nothing_is_spread(home) {
+    let mut store = home.store();
+    let mut turns = vec![None; 9];
+    turns[1] = Some("kernel panic");
+    turns[3] = Some("kernel panic, once more");
+    turns[7] = Some("I think the kernel panic comes from the driver we installed last week on that box");
+    let s = dialogue(&mut store, &turns);
+    // Nine messages: narrower than any window, so bm25's order stands.
+    assert_eq!(ranked(&store, &s, "kernel panic", 3, &Ranking::default()), [2, 4, 8]);
+    // Spread as a long session would be, the second line is pushed behind the last.
+    assert_eq!(ranked(&store, &s, "kernel panic", 3, &without(|r| r.spread_per = None)), [2, 8, 4]);
+}
+}
+
+on_both_backends! {
+fn among_messages_holding_an_identifier_those_holding_more_of_the_words_come_first(home) {
+    let mut store = home.store();
+    let mut turns = vec![None; 12];
+    turns[2] = Some("src/upload.rs");
+    turns[8] = Some("src/upload.rs retries fail when the token expires during the upload step of the job");
+    let s = dialogue(&mut store, &turns);
+    let q = "retries in src/upload.rs";
+    assert_eq!(ranked(&store, &s, q, 1, &Ranking::default()), [9]);
+    assert_eq!(ranked(&store, &s, q, 1, &without(|r| r.coordinate_identifiers = false)), [3], "bm25 alone");
+}
+}
+
+on_both_backends! {
 fn a_message_holding_more_of_the_words_comes_before_one_holding_fewer(home) {
     let mut store = home.store();
     let mut turns = vec![None; 40];

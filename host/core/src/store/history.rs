@@ -2,6 +2,8 @@
 //! tool calls and tool results, whatever compaction did to the live view. What `history_search`
 //! offers the model and what `seshat sessions search` shows people.
 
+use std::collections::HashMap;
+
 use super::db::{Backend, Db, params};
 use super::ranking::{Index, Ranking};
 use super::weights::Weighed;
@@ -312,18 +314,26 @@ struct Found {
 /// `ranked` (best first) reordered so that the hits cover different places: a message within
 /// `window` turns of a better-ranked one in its session moves after every message that is not
 /// (nothing is left out).
-fn spread(ranked: Vec<Found>, window: u64) -> Vec<Found> {
-    let mut apart: Vec<Found> = Vec::with_capacity(ranked.len());
-    let mut near = Vec::new();
+fn spread(ranked: Vec<Found>, window: &dyn Fn(&str) -> u64, back: Option<usize>) -> Vec<Found> {
+    let mut out: Vec<Found> = Vec::with_capacity(ranked.len());
+    // The hits not near a better one, by their place in `out`.
+    let mut apart: Vec<usize> = Vec::new();
+    // Near hits waiting, each with how many apart hits must come first.
+    let mut near: std::collections::VecDeque<(usize, Found)> = std::collections::VecDeque::new();
     for f in ranked {
-        if apart.iter().any(|o| o.session_id == f.session_id && o.seq.abs_diff(f.seq) <= window) {
-            near.push(f);
+        let within = window(&f.session_id);
+        if apart.iter().any(|&i| out[i].session_id == f.session_id && out[i].seq.abs_diff(f.seq) <= within) {
+            near.push_back((back.map_or(usize::MAX, |b| apart.len() + b), f));
         } else {
-            apart.push(f);
+            apart.push(out.len());
+            out.push(f);
+            while near.front().is_some_and(|(due, _)| *due <= apart.len()) {
+                out.extend(near.pop_front().map(|(_, f)| f));
+            }
         }
     }
-    apart.extend(near);
-    apart
+    out.extend(near.into_iter().map(|(_, f)| f));
+    out
 }
 
 /// Adds message `id`'s index text to the history index, inside the caller's write transaction.
@@ -462,9 +472,18 @@ impl Store {
             let (session, project, owner) = (&keys.lineage, keys.project, keys.owner);
             let backend = self.db.backend();
             let floor = floor_sql(backend);
-            let expressions = super::ranking::expressions(query, ranking);
+            let mut expressions = super::ranking::expressions(query, ranking);
+            let mut words = super::ranking::kept_words(query, ranking);
+            if let Some(share) = ranking.common {
+                let kept: Vec<String> = words.iter().flat_map(|w| w.words.clone()).collect();
+                let common = super::weights::common(&self.db, &self.counts, &kept, share)?;
+                if !common.is_empty() {
+                    expressions = expressions.without_common(&common);
+                    words.retain(|w| !w.words.iter().any(|x| common.contains(x)));
+                }
+            }
             let any = expressions.any.clone();
-            let words = super::ranking::kept_words(query, ranking);
+            let exact = expressions.exact.clone();
             let tiers: Vec<_> = expressions.tiers().collect();
             // PostgreSQL weighs each word once per search (bm25 does it inside SQLite's index).
             let weighed = match backend {
@@ -519,11 +538,19 @@ impl Store {
                         self.db.query_vec(&sql, &binds, read)?
                     }
                 };
-                if ranking.coordination && Some(expression) == any.as_ref() {
+                if ranking.coordination
+                    && (Some(expression) == any.as_ref()
+                        || ranking.coordinate_identifiers && Some(expression) == exact.as_ref())
+                {
                     ranked = super::ranking::by_coordination(&self.db, Index::History, ranked, |f| f.id, &words)?;
                 }
                 if ranking.spread > 0 {
-                    ranked = spread(ranked, ranking.spread);
+                    let windows = self.spread_windows(&ranked, ranking)?;
+                    ranked = spread(
+                        ranked,
+                        &|session| windows.get(session).copied().unwrap_or(ranking.spread),
+                        ranking.spread_back,
+                    );
                 }
                 for f in ranked {
                     if found.len() >= limit {
@@ -540,6 +567,30 @@ impl Store {
             let ids: Vec<i64> = found.iter().map(|f| f.id).collect();
             self.hits_of(&keys, &ids, &|text| snippet(text, &terms))
         })
+    }
+
+    /// The spreading window of each session holding two or more of `ranked` whose length
+    /// narrows it ([`Ranking::spread_per`]); the others spread within [`Ranking::spread`].
+    fn spread_windows(&self, ranked: &[Found], ranking: &Ranking) -> Result<HashMap<String, u64>> {
+        let mut out = HashMap::new();
+        let Some(per) = ranking.spread_per.filter(|p| *p > 0) else { return Ok(out) };
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for f in ranked {
+            *seen.entry(f.session_id.as_str()).or_default() += 1;
+        }
+        for (session, hits) in seen {
+            if hits < 2 {
+                continue;
+            }
+            let last: i64 = self
+                .db
+                .query_value("SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = ?1", params![session])?;
+            let window = (last.max(0) as u64 / per).min(ranking.spread);
+            if window < ranking.spread {
+                out.insert(session.to_string(), window);
+            }
+        }
+        Ok(out)
     }
 
     /// Messages by row id as history hits (those a vector search found), each with the opening

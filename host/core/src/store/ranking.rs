@@ -30,9 +30,23 @@ pub struct Ranking {
     /// hits that are not: the first hits then cover more places than one stretch of one
     /// conversation (nothing is left out). 0 turns it off.
     pub spread: u64,
+    /// How far back [`Ranking::spread`] moves a hit near a better one: behind this many of the
+    /// hits that are not near one (`None`: behind all of them).
+    pub spread_back: Option<usize>,
+    /// A session shorter than [`Ranking::spread`] × this many messages spreads within
+    /// proportionally fewer turns (its length ÷ this; none under this many messages): in a chat
+    /// of a few lines, every line is near every other. `None` spreads every session alike.
+    pub spread_per: Option<u64>,
     /// Among the messages holding some of the query's words, those holding more of them come
     /// first (then bm25): a coordination level between every word and any.
     pub coordination: bool,
+    /// Coordination orders the identifiers tier too: among the messages holding one of the
+    /// query's identifiers, those holding more of its words first.
+    pub coordinate_identifiers: bool,
+    /// A word more than this share of the history's messages hold (a name every turn carries, a
+    /// project's name) counts neither toward the every-word tier nor toward coordination: it
+    /// still ranks by bm25, which weighs it by how common it is. `None` counts every word.
+    pub common: Option<f64>,
 }
 
 impl Default for Ranking {
@@ -44,7 +58,11 @@ impl Default for Ranking {
             all_words_first: true,
             recent_cap: None,
             spread: 5,
+            spread_back: Some(2),
+            spread_per: Some(20),
             coordination: true,
+            coordinate_identifiers: true,
+            common: None,
         }
     }
 }
@@ -61,7 +79,11 @@ impl Ranking {
             all_words_first: true,
             recent_cap: Some(500),
             spread: 0,
+            spread_back: None,
+            spread_per: None,
             coordination: false,
+            coordinate_identifiers: false,
+            common: None,
         }
     }
 }
@@ -438,6 +460,15 @@ pub(crate) struct Expressions {
 }
 
 impl Expressions {
+    /// The every-word tier without the words of `common` (none when fewer than two are left).
+    pub fn without_common(mut self, common: &[String]) -> Self {
+        if let Some(all) = self.all.take() {
+            let words: Vec<String> = all.words.into_iter().filter(|w| !common.contains(w)).collect();
+            self.all = (words.len() > 1).then_some(Expression { words, every: true });
+        }
+        self
+    }
+
     /// The expressions in the order they are tried.
     pub fn tiers(self) -> impl Iterator<Item = Expression> {
         [self.exact, self.all, self.any].into_iter().flatten()
@@ -503,6 +534,18 @@ mod tests {
             Some(r#""what" OR "was" OR "it""#)
         );
         assert_eq!(expressions("  ?! ", &Ranking::default()), Expressions { exact: None, all: None, any: None });
+    }
+
+    #[test]
+    fn common_words_leave_the_every_word_tier_but_not_the_query() {
+        let e = expressions("what did Ross name his son", &Ranking::default());
+        let common = vec!["Ross".to_string()];
+        let without = e.clone().without_common(&common);
+        assert_eq!(fts5(&without.all).as_deref(), Some(r#""name" AND "son""#));
+        assert_eq!(without.any, e.any, "every kept word still ranks by bm25");
+        // Fewer than two words left: no every-word tier.
+        let e = expressions("Ross son", &Ranking::default());
+        assert_eq!(e.without_common(&common).all, None);
     }
 
     #[test]

@@ -77,6 +77,40 @@ pub(super) fn weigh(db: &Db, counts: &Counts, words: &[String]) -> Result<Vec<We
     Ok(weighed)
 }
 
+/// Those of `words` more than `share` of the history's messages hold, in order (counts read into
+/// `counts` or from it; a word counted to [`COUNTED`] is common whatever the share).
+pub(super) fn common(db: &Db, counts: &Counts, words: &[String], share: f64) -> Result<Vec<String>> {
+    let backend = db.backend();
+    let (total_sql, count_sql) = match backend {
+        Backend::Sqlite => (
+            "SELECT coalesce(max(id), 0) FROM messages",
+            "SELECT count(*) FROM (SELECT 1 FROM message_fts WHERE message_fts MATCH ?1 LIMIT ?2)",
+        ),
+        _ => (
+            "SELECT coalesce(max(message_id), 0) FROM message_search",
+            "SELECT count(*) FROM (SELECT 1 FROM message_search \
+             WHERE words @@ websearch_to_tsquery('seshat', ?1) LIMIT ?2)",
+        ),
+    };
+    let total: i64 = db.query_value(total_sql, params![])?;
+    let mut out = Vec::new();
+    for word in words {
+        let phrase = Expression { words: vec![word.clone()], every: false }.render(backend);
+        let messages = match counts.get(&phrase, total) {
+            Some(messages) => messages,
+            None => {
+                let messages: i64 = db.query_value(count_sql, params![phrase, COUNTED])?;
+                counts.put(&phrase, messages, total);
+                messages
+            }
+        };
+        if messages >= COUNTED || messages as f64 > share * total as f64 {
+            out.push(word.clone());
+        }
+    }
+    Ok(out)
+}
+
 /// bm25's inverse document frequency of a word `n` of `total` messages hold (never negative).
 fn idf(total: i64, n: i64) -> f64 {
     let (total, n) = (total as f64, n as f64);
