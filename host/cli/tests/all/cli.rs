@@ -476,48 +476,26 @@ fn a_project_follows_its_remote_to_another_checkout() {
 /// configuration takes: written into a config.toml, it is never refused as unknown.
 #[test]
 fn every_setting_a_message_names_is_one_the_configuration_takes() {
-    let roots =
-        [Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/src")];
     let mut named: Vec<(String, String, String)> = Vec::new();
-    let mut stack: Vec<std::path::PathBuf> = roots.to_vec();
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
+    for (path, text) in sources() {
+        for (at, _) in text.match_indices(" under [") {
+            let key: String = text[..at]
+                .chars()
+                .rev()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '`')
+                .collect::<String>()
+                .chars()
+                .rev()
+                .filter(|c| *c != '`')
+                .collect();
+            let section: String = text[at + " under [".len()..].chars().take_while(|c| *c != ']').collect();
+            if key.is_empty()
+                || !key.chars().next().unwrap().is_ascii_lowercase()
+                || !key.contains('_') && key.len() < 4
+            {
                 continue;
             }
-            if path.extension().is_none_or(|e| e != "rs") {
-                continue;
-            }
-            // Source strings continue across lines with `\` and the next line's indentation.
-            let raw = std::fs::read_to_string(&path).unwrap();
-            let mut text = String::new();
-            let mut rest = raw.as_str();
-            while let Some(at) = rest.find("\\\n") {
-                text.push_str(&rest[..at]);
-                rest = rest[at + 2..].trim_start();
-            }
-            text.push_str(rest);
-            for (at, _) in text.match_indices(" under [") {
-                let key: String = text[..at]
-                    .chars()
-                    .rev()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '`')
-                    .collect::<String>()
-                    .chars()
-                    .rev()
-                    .filter(|c| *c != '`')
-                    .collect();
-                let section: String = text[at + " under [".len()..].chars().take_while(|c| *c != ']').collect();
-                if key.is_empty()
-                    || !key.chars().next().unwrap().is_ascii_lowercase()
-                    || !key.contains('_') && key.len() < 4
-                {
-                    continue;
-                }
-                named.push((path.display().to_string(), key, section));
-            }
+            named.push((path.clone(), key, section));
         }
     }
     assert!(named.len() >= 8, "the messages that name a setting were found: {named:?}");
