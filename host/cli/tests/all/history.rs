@@ -693,6 +693,12 @@ fn real_questions_phrased_unlike_their_answers_are_found_within_5_and_each_rule_
             assert!(without_it.is_some_and(|r| r < 5), "without {rule} on PostgreSQL found at {without_it:?}");
             continue;
         }
+        if rule == "question words" {
+            // Spreading keeps this answer within 5 even when the question words stay in the
+            // query; they still push it back.
+            assert!(without_it.is_none_or(|r| Some(r) > found), "without {rule} found at {without_it:?}, with at {found:?}");
+            continue;
+        }
         assert!(without_it.is_none_or(|r| r >= 5), "without {rule} still found at {without_it:?}");
     }
 
