@@ -312,8 +312,8 @@ struct Found {
 }
 
 /// `ranked` (best first) reordered so that the hits cover different places: a message within
-/// `window` turns of a better-ranked one in its session moves after every message that is not
-/// (nothing is left out).
+/// `window(its session)` turns of a better-ranked one moves back behind the next `back` messages
+/// that are not (behind all of them when `None`); nothing is left out.
 fn spread(ranked: Vec<Found>, window: &dyn Fn(&str) -> u64, back: Option<usize>) -> Vec<Found> {
     let mut out: Vec<Found> = Vec::with_capacity(ranked.len());
     // The hits not near a better one, by their place in `out`.

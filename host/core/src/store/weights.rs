@@ -52,24 +52,11 @@ impl Counts {
 
 /// `words` weighed against the history index, rarest first (counts read into `counts` or from it).
 pub(super) fn weigh(db: &Db, counts: &Counts, words: &[String]) -> Result<Vec<Weighed>> {
-    // Message ids only grow, so the newest indexed id stands for the index's size (read from
-    // the primary key; a count would read every row).
-    let total: i64 = db.query_value("SELECT coalesce(max(message_id), 0) FROM message_search", params![])?;
+    let total = indexed(db)?;
     let mut weighed = Vec::with_capacity(words.len());
     for word in words {
         let phrase = Expression { words: vec![word.clone()], every: false }.render(Backend::Postgres);
-        let messages = match counts.get(&phrase, total) {
-            Some(messages) => messages,
-            None => {
-                let messages: i64 = db.query_value(
-                    "SELECT count(*) FROM (SELECT 1 FROM message_search \
-                     WHERE words @@ websearch_to_tsquery('seshat', ?1) LIMIT ?2) c",
-                    params![phrase, COUNTED],
-                )?;
-                counts.put(&phrase, messages, total);
-                messages
-            }
-        };
+        let messages = holding(db, counts, &phrase, total)?;
         let weight = idf(total.max(messages), messages);
         weighed.push(Weighed { word: word.clone(), phrase, messages, weight });
     }
@@ -80,35 +67,44 @@ pub(super) fn weigh(db: &Db, counts: &Counts, words: &[String]) -> Result<Vec<We
 /// Those of `words` more than `share` of the history's messages hold, in order (counts read into
 /// `counts` or from it; a word counted to [`COUNTED`] is common whatever the share).
 pub(super) fn common(db: &Db, counts: &Counts, words: &[String], share: f64) -> Result<Vec<String>> {
-    let backend = db.backend();
-    let (total_sql, count_sql) = match backend {
-        Backend::Sqlite => (
-            "SELECT coalesce(max(id), 0) FROM messages",
-            "SELECT count(*) FROM (SELECT 1 FROM message_fts WHERE message_fts MATCH ?1 LIMIT ?2)",
-        ),
-        _ => (
-            "SELECT coalesce(max(message_id), 0) FROM message_search",
-            "SELECT count(*) FROM (SELECT 1 FROM message_search \
-             WHERE words @@ websearch_to_tsquery('seshat', ?1) LIMIT ?2)",
-        ),
-    };
-    let total: i64 = db.query_value(total_sql, params![])?;
+    let total = indexed(db)?;
     let mut out = Vec::new();
     for word in words {
-        let phrase = Expression { words: vec![word.clone()], every: false }.render(backend);
-        let messages = match counts.get(&phrase, total) {
-            Some(messages) => messages,
-            None => {
-                let messages: i64 = db.query_value(count_sql, params![phrase, COUNTED])?;
-                counts.put(&phrase, messages, total);
-                messages
-            }
-        };
+        let phrase = Expression { words: vec![word.clone()], every: false }.render(db.backend());
+        let messages = holding(db, counts, &phrase, total)?;
         if messages >= COUNTED || messages as f64 > share * total as f64 {
             out.push(word.clone());
         }
     }
     Ok(out)
+}
+
+/// The history index's size: message ids only grow, so the newest indexed id stands for it (read
+/// from the primary key; a count would read every row).
+fn indexed(db: &Db) -> Result<i64> {
+    let sql = match db.backend() {
+        Backend::Sqlite => "SELECT coalesce(max(id), 0) FROM messages",
+        _ => "SELECT coalesce(max(message_id), 0) FROM message_search",
+    };
+    db.query_value(sql, params![])
+}
+
+/// How many indexed messages hold `phrase` (as the store's backend reads it), counted to
+/// [`COUNTED`]: from `counts` while the index has not grown by a tenth since, else read and kept.
+fn holding(db: &Db, counts: &Counts, phrase: &str, total: i64) -> Result<i64> {
+    if let Some(messages) = counts.get(phrase, total) {
+        return Ok(messages);
+    }
+    let sql = match db.backend() {
+        Backend::Sqlite => "SELECT count(*) FROM (SELECT 1 FROM message_fts WHERE message_fts MATCH ?1 LIMIT ?2)",
+        _ => {
+            "SELECT count(*) FROM (SELECT 1 FROM message_search \
+             WHERE words @@ websearch_to_tsquery('seshat', ?1) LIMIT ?2) c"
+        }
+    };
+    let messages: i64 = db.query_value(sql, params![phrase, COUNTED])?;
+    counts.put(phrase, messages, total);
+    Ok(messages)
 }
 
 /// bm25's inverse document frequency of a word `n` of `total` messages hold (never negative).
