@@ -452,6 +452,30 @@ fn variants() -> Vec<(String, Ranking)> {
             with(&|r| r.spread_per = per),
         ));
     }
+    for (turns, weight, hits) in [
+        (1, 0.5, false),
+        (1, 1.0, false),
+        (2, 0.25, false),
+        (2, 0.5, false),
+        (2, 1.0, false),
+        (3, 0.5, false),
+        (3, 1.0, false),
+        (1, 0.5, true),
+        (2, 0.5, true),
+    ] {
+        out.push((
+            format!(
+                "default but a neighbour's words count {weight} within {turns} turn(s){} (default within {})",
+                if hits { ", its neighbours candidates" } else { "" },
+                d.context
+            ),
+            with(&|r| {
+                r.context = turns;
+                r.context_weight = weight;
+                r.context_hits = hits;
+            }),
+        ));
+    }
     for share in [0.2, 0.5] {
         out.push((
             format!("default but a word in over {}% of messages common (default {:?})", share * 100.0, d.common),

@@ -621,6 +621,26 @@ fn a_message_holding_more_of_the_words_comes_before_one_holding_fewer(home) {
 }
 
 on_both_backends! {
+fn a_line_named_only_by_the_lines_around_it_comes_before_one_word_said_often(home) {
+    let mut store = home.store();
+    let mut turns = vec![None; 40];
+    // No line holds both words; the two lines together do. Elsewhere one word is said three times.
+    turns[20] = Some("staging went down at noon");
+    turns[21] = Some("the proxy in front of it restarted");
+    turns[5] = Some("proxy, proxy, proxy: that word again");
+    let s = dialogue(&mut store, &turns);
+    let q = "the staging proxy";
+    assert_eq!(ranked(&store, &s, q, 1, &without(|r| r.context = 0)), [6], "bm25 alone");
+    let first = ranked(&store, &s, q, 1, &Ranking::default());
+    assert!(first == [21] || first == [22], "a line of the pair first: {first:?}");
+    // Nothing is left out: the three lines holding a word, and no other.
+    let mut all = ranked(&store, &s, q, 10, &Ranking::default());
+    all.sort();
+    assert_eq!(all, [6, 21, 22]);
+}
+}
+
+on_both_backends! {
 fn a_rare_word_outranks_a_common_one_however_often_said_or_many_newer_messages_hold_it(home) {
     let mut store = home.store();
     let s = session_in(&mut store, "/p");

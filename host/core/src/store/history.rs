@@ -542,7 +542,34 @@ impl Store {
                     && (Some(expression) == any.as_ref()
                         || ranking.coordinate_identifiers && Some(expression) == exact.as_ref())
                 {
-                    ranked = super::ranking::by_coordination(&self.db, Index::History, ranked, |f| f.id, &words)?;
+                    let near = if ranking.context > 0 {
+                        let near = self.neighbours(&keys, &ranked, ranking.context)?;
+                        if ranking.context_hits && Some(expression) == any.as_ref() {
+                            // A line holding none of the words, next to lines holding them, joins
+                            // the candidates after them.
+                            let mut seen: std::collections::HashSet<i64> = ranked.iter().map(|f| f.id).collect();
+                            let mut added = Vec::new();
+                            for f in &ranked {
+                                for n in near.get(&f.id).into_iter().flatten() {
+                                    if seen.insert(n.id) {
+                                        added.push(n.clone());
+                                    }
+                                }
+                            }
+                            ranked.extend(added);
+                        }
+                        Some(near.into_iter().map(|(k, v)| (k, v.into_iter().map(|f| f.id).collect())).collect())
+                    } else {
+                        None
+                    };
+                    ranked = super::ranking::by_coordination_in_context(
+                        &self.db,
+                        Index::History,
+                        ranked,
+                        |f| f.id,
+                        &words,
+                        near.as_ref().map(|n| (n, ranking.context_weight)),
+                    )?;
                 }
                 if ranking.spread > 0 {
                     let windows = self.spread_windows(&ranked, ranking)?;
@@ -567,6 +594,26 @@ impl Store {
             let ids: Vec<i64> = found.iter().map(|f| f.id).collect();
             self.hits_of(&keys, &ids, &|text| snippet(text, &terms))
         })
+    }
+
+    /// The messages within `turns` of each of `ranked` in its session and in `keys`' scope, by
+    /// the ranked one's id ([`Ranking::context`]).
+    fn neighbours(&self, keys: &Keys<'_, '_>, ranked: &[Found], turns: u64) -> Result<HashMap<i64, Vec<Found>>> {
+        let ids = serde_json::to_string(&ranked.iter().map(|f| f.id).collect::<Vec<i64>>()).unwrap_or_default();
+        let backend = self.db.backend();
+        let sql = format!(
+            "SELECT c.id, m.id, m.session_id, m.seq FROM messages c JOIN messages m ON m.session_id = c.session_id \
+             AND m.seq BETWEEN c.seq - ?2 AND c.seq + ?2 AND m.id <> c.id WHERE c.id IN {} AND {} AND {}",
+            super::db::ids_in(backend, 1),
+            super::lineage::in_lineage(backend, 3),
+            in_sessions(4, 5)
+        );
+        let mut out: HashMap<i64, Vec<Found>> = HashMap::new();
+        self.db.for_each(&sql, params![ids, turns as i64, keys.lineage, keys.project, keys.owner], |r| {
+            out.entry(r.get(0)?).or_default().push(Found { id: r.get(1)?, session_id: r.get(2)?, seq: r.get(3)? });
+            Ok(true)
+        })?;
+        Ok(out)
     }
 
     /// The spreading window of each session holding two or more of `ranked` whose length

@@ -47,6 +47,22 @@ pub struct Ranking {
     /// project's name) counts neither toward the every-word tier nor toward coordination: it
     /// still ranks by bm25, which weighs it by how common it is. `None` counts every word.
     pub common: Option<f64>,
+    /// Coordination (history only) also counts the query's words a message's neighbours hold,
+    /// within this many turns of it in its session, each such word worth
+    /// [`Ranking::context_weight`] of one the message holds itself: a short line answering a
+    /// question is often named only by the lines around it ("Ice chips, just ice chips" after
+    /// "Am I allowed to drink anything?"). Chosen on the tuning splits (BENCHMARKS.md): within 2
+    /// turns at half a word, any@10 +1.3 QMSum, +5.6 FriendsQA, +2.1 Molweni, ±0 coding, and
+    /// higher at 1 and 5 on each; at a whole word within 3 turns QMSum lost 1.3. 0 turns it off.
+    pub context: u64,
+    /// What a word only a neighbour holds counts for in [`Ranking::context`], against 1 for a
+    /// word the message holds.
+    pub context_weight: f64,
+    /// With [`Ranking::context`], a message holding none of the query's words but next to
+    /// messages holding some is a candidate too (ranked by its neighbours' words alone). Off:
+    /// within 0.4 of the default at 10 on every tuning split, and a hit holding none of the
+    /// words reads as a wrong one.
+    pub context_hits: bool,
 }
 
 impl Default for Ranking {
@@ -63,6 +79,9 @@ impl Default for Ranking {
             coordination: true,
             coordinate_identifiers: true,
             common: None,
+            context: 2,
+            context_weight: 0.5,
+            context_hits: false,
         }
     }
 }
@@ -84,6 +103,9 @@ impl Ranking {
             coordination: false,
             coordinate_identifiers: false,
             common: None,
+            context: 0,
+            context_weight: 0.5,
+            context_hits: false,
         }
     }
 }
@@ -167,53 +189,93 @@ impl Index {
 pub(crate) fn by_coordination<T>(
     db: &Db,
     index: Index,
+    ranked: Vec<T>,
+    id: impl Fn(&T) -> i64,
+    words: &[Expression],
+) -> Result<Vec<T>> {
+    by_coordination_in_context(db, index, ranked, id, words, None)
+}
+
+/// [`by_coordination`] where a word one of a message's `neighbours` holds (and it does not)
+/// counts `weight` of one it holds ([`Ranking::context`]).
+pub(crate) fn by_coordination_in_context<T>(
+    db: &Db,
+    index: Index,
     mut ranked: Vec<T>,
     id: impl Fn(&T) -> i64,
     words: &[Expression],
+    neighbours: Option<(&std::collections::HashMap<i64, Vec<i64>>, f64)>,
 ) -> Result<Vec<T>> {
     if ranked.len() < 2 || words.len() < 2 {
         return Ok(ranked);
     }
-    let mut count: std::collections::HashMap<i64, usize> = ranked.iter().map(|r| (id(r), 0)).collect();
+    let mut ids: Vec<i64> = ranked.iter().map(&id).collect();
+    if let Some((near, _)) = neighbours {
+        ids.extend(near.values().flatten().copied());
+    }
+    let held = held(db, index, &ids, words)?;
+    let holds = |i: i64| held.get(&i).copied().unwrap_or(0);
+    let key = |r: &T| -> f64 {
+        let own = holds(id(r));
+        let mut key = own.count_ones() as f64;
+        if let Some((near, weight)) = neighbours {
+            let around = near.get(&id(r)).into_iter().flatten().fold(0u64, |m, &n| m | holds(n));
+            key += weight * (around & !own).count_ones() as f64;
+        }
+        key
+    };
+    let mut keyed: Vec<(f64, T)> = ranked.drain(..).map(|r| (key(&r), r)).collect();
+    keyed.sort_by(|a, b| b.0.total_cmp(&a.0));
+    Ok(keyed.into_iter().map(|(_, r)| r).collect())
+}
+
+/// Which of `words` (the first 63) each of `ids` holds in `index`: bit `i` for `words[i]`.
+fn held(db: &Db, index: Index, ids: &[i64], words: &[Expression]) -> Result<std::collections::HashMap<i64, u64>> {
+    let mut held: std::collections::HashMap<i64, u64> = ids.iter().map(|&i| (i, 0)).collect();
+    let words = &words[..words.len().min(63)];
     match db.backend() {
         Backend::Sqlite => {
-            // Each word's matches read in id order within the candidates' span (no ranking): one
-            // pass over its postings, where a lookup per candidate would read them once per
-            // candidate.
-            let (low, high) = ranked.iter().map(&id).fold((i64::MAX, i64::MIN), |(l, h), i| (l.min(i), h.max(i)));
-            for w in words {
+            // Each word's matches read in id order within the ids' span (no ranking): one pass
+            // over its postings, where a lookup per id would read them once per id.
+            let (low, high) = ids.iter().fold((i64::MAX, i64::MIN), |(l, h), &i| (l.min(i), h.max(i)));
+            for (bit, w) in words.iter().enumerate() {
                 db.for_each(index.matching(), params![w.render(Backend::Sqlite), low, high], |r| {
-                    if let Some(c) = count.get_mut(&r.get::<i64>(0)?) {
-                        *c += 1;
+                    if let Some(h) = held.get_mut(&r.get::<i64>(0)?) {
+                        *h |= 1 << bit;
                     }
                     Ok(true)
                 })?;
             }
         }
         backend => {
-            // The candidates' own words, each checked against every word in one statement: a
-            // word's matches within the span could be most of the table.
+            // The ids' own words, each checked against every word in one statement: a word's
+            // matches within the span could be most of the table.
             let (table, key) = index.words();
-            let held: Vec<String> = (0..words.len())
-                .map(|i| format!("CASE WHEN words @@ websearch_to_tsquery('seshat', ?{}) THEN 1 ELSE 0 END", i + 2))
+            let bits: Vec<String> = (0..words.len())
+                .map(|i| {
+                    format!(
+                        "CASE WHEN words @@ websearch_to_tsquery('seshat', ?{}) THEN {} ELSE 0 END",
+                        i + 2,
+                        1u64 << i
+                    )
+                })
                 .collect();
             let sql = format!(
-                "SELECT {key}, {} FROM {table} WHERE {key} IN {}",
-                held.join(" + "),
+                "SELECT {key}, CAST({} AS bigint) FROM {table} WHERE {key} IN {}",
+                bits.join(" + "),
                 super::db::ids_in(backend, 1)
             );
-            let ids = serde_json::to_string(&ranked.iter().map(&id).collect::<Vec<i64>>()).unwrap_or_default();
+            let list = serde_json::to_string(ids).unwrap_or_default();
             let rendered: Vec<String> = words.iter().map(|w| w.render(backend)).collect();
-            let mut bound: Vec<&dyn super::db::Param> = vec![&ids];
+            let mut bound: Vec<&dyn super::db::Param> = vec![&list];
             bound.extend(rendered.iter().map(|w| w as &dyn super::db::Param));
             db.for_each(&sql, &bound, |r| {
-                count.insert(r.get(0)?, r.get::<usize>(1)?);
+                held.insert(r.get(0)?, r.get::<i64>(1)? as u64);
                 Ok(true)
             })?;
         }
     }
-    ranked.sort_by_key(|r| std::cmp::Reverse(count[&id(r)]));
-    Ok(ranked)
+    Ok(held)
 }
 
 /// Words too common to help find a message: left out of the query unless it has nothing else (a
