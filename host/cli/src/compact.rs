@@ -1,6 +1,7 @@
 //! `seshat compact`: compact a session now, exactly as an automatic compaction in `chat` would:
 //! through the session's provider (or `--provider`/`--summary-model`), with chat's frame.
 
+use seshat_protocol::methods as m;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -123,19 +124,20 @@ fn run_remote(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let id = match &args.id {
         Some(id) => id.clone(),
         None => {
-            let listed = remote.call("session/list", &serde_json::json!({"limit": 1}))??;
-            match listed["sessions"][0]["id"].as_str() {
-                Some(id) => id.to_string(),
+            let params = m::SessionListParams { limit: Some(1), ..Default::default() };
+            match remote.request::<m::SessionList>(&params)?.sessions.into_iter().next() {
+                Some(s) => s.id,
                 None => bail!("no session of this project on the service to compact: pass a session id"),
             }
         }
     };
-    let params = serde_json::json!({
-        "session": id, "instructions": args.instructions, "until": args.until, "dry_run": args.dry_run,
-    });
-    let compacted = remote.call("session/compact", &params)??;
-    let report: Report = serde_json::from_value(compacted["report"].clone())
-        .map_err(|e| anyhow::anyhow!("the service's compaction report cannot be read: {e}"))?;
+    let params = m::SessionCompactParams {
+        session: id.clone(),
+        instructions: args.instructions.clone(),
+        until: args.until,
+        dry_run: args.dry_run,
+    };
+    let report: Report = remote.request::<m::SessionCompact>(&params)?.report;
     print_report(args, &id, &report)
 }
 

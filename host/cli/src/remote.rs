@@ -244,9 +244,19 @@ impl Remote {
     /// Calls method `M` with its typed params: its typed result, or what the server refused (as
     /// the error).
     pub fn request<M: seshat_protocol::methods::Method>(&mut self, params: &M::Params) -> anyhow::Result<M::Result> {
-        let answer = self.call(M::NAME, &serde_json::to_value(params)?)??;
-        serde_json::from_value(answer)
-            .map_err(|e| anyhow::anyhow!("the service's answer to {} cannot be read: {e}", M::NAME))
+        Ok(self.try_request::<M>(params)??)
+    }
+
+    /// Calls method `M` with its typed params: its typed result, or what the server refused.
+    pub fn try_request<M: seshat_protocol::methods::Method>(
+        &mut self,
+        params: &M::Params,
+    ) -> anyhow::Result<Result<M::Result, Refused>> {
+        match self.call(M::NAME, &serde_json::to_value(params)?)? {
+            Ok(answer) => Ok(Ok(serde_json::from_value(answer)
+                .map_err(|e| anyhow::anyhow!("the service's answer to {} cannot be read: {e}", M::NAME))?)),
+            Err(refused) => Ok(Err(refused)),
+        }
     }
 
     /// Sends one request and reads until its answer (notifications meanwhile are not this

@@ -65,197 +65,199 @@ pub trait Method {
     type Result: Serialize + DeserializeOwned + JsonSchema;
 }
 
-macro_rules! method {
-    ($(#[doc = $doc:literal])* $ty:ident = $name:literal ($params:ty) -> $result:ty, $access:expr) => {
-        $(#[doc = $doc])*
-        #[derive(Debug, Clone, Copy)]
-        pub struct $ty;
-        impl Method for $ty {
-            const NAME: &'static str = $name;
-            const ACCESS: Access = $access;
-            type Params = $params;
-            type Result = $result;
+/// The protocol's one table: each method declared once — its marker type and doc, its name on
+/// the wire, its params and result, its access rule. From it come the marker types, [`Request`]
+/// (a request's params typed, by method), [`CLIENT_METHODS`] and the schema's list
+/// ([`for_each_method`]); the server dispatches on [`Request`] with an exhaustive `match`.
+macro_rules! methods {
+    ($($(#[doc = $doc:literal])* $ty:ident = $name:literal ($params:ty) -> $result:ty, $access:expr;)*) => {
+        $(
+            $(#[doc = $doc])*
+            #[derive(Debug, Clone, Copy)]
+            pub struct $ty;
+            impl Method for $ty {
+                const NAME: &'static str = $name;
+                const ACCESS: Access = $access;
+                type Params = $params;
+                type Result = $result;
+            }
+        )*
+
+        /// A client's request with its params typed: one variant per method of the table, named
+        /// as its marker type.
+        #[derive(Debug, Clone)]
+        #[allow(clippy::large_enum_variant)]
+        pub enum Request {
+            $(
+                #[doc = concat!("`", $name, "`.")]
+                $ty($params),
+            )*
+        }
+
+        impl Request {
+            /// The request for `method` with `params` (an absent `params` reads as `{}`): `None`
+            /// when the table has no such method, an error naming the method and what does not fit
+            /// when its params do not.
+            pub fn parse(method: &str, params: &Value) -> Option<Result<Request, ParamsError>> {
+                let value = || if params.is_null() { Value::Object(Map::new()) } else { params.clone() };
+                match method {
+                    $($name => Some(
+                        serde_json::from_value(value())
+                            .map(Request::$ty)
+                            .map_err(|e| ParamsError { method: $name, message: e.to_string() }),
+                    ),)*
+                    _ => None,
+                }
+            }
+
+            /// The method's name on the wire.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(Request::$ty(_) => $name,)*
+                }
+            }
+
+            /// The method's access rule.
+            pub fn access(&self) -> Access {
+                match self {
+                    $(Request::$ty(_) => $access,)*
+                }
+            }
+        }
+
+        /// Every method of the table, with its access rule (the memory tools are listed apart,
+        /// [`MEMORY_TOOLS`]).
+        pub const CLIENT_METHODS: &[(&str, Access)] = &[$(($name, $access),)*];
+
+        /// Calls `each` with every method of the table: its name and its params' and result's
+        /// schemas, as `generator` makes them (the schema document's list).
+        pub fn for_each_method(
+            generator: &mut schemars::SchemaGenerator,
+            mut each: impl FnMut(&'static str, Value, Value),
+        ) {
+            $(
+                let params = generator.subschema_for::<$params>().to_value();
+                let result = generator.subschema_for::<$result>().to_value();
+                each($name, params, result);
+            )*
         }
     };
 }
 
-method!(
+/// A request's params that do not fit its method.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamsError {
+    /// The method.
+    pub method: &'static str,
+    /// What does not fit, as the JSON reader says it.
+    pub message: String,
+}
+
+impl std::fmt::Display for ParamsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}'s params do not fit: {}", self.method, self.message)
+    }
+}
+
+impl std::error::Error for ParamsError {}
+
+methods! {
     /// Opens the connection: the client's settings for its sessions and its own tools.
-    Initialize = "initialize" (InitializeParams) -> InitializeResult, Access::Connection
-);
-method!(
-    /// The users, with their role and state (an admin's).
-    UsersList = "users/list" (Empty) -> UsersListResult, Access::Read(Object::Principals)
-);
-method!(
-    /// Adds a user; a name taken in any mix of cases is refused (an admin's).
-    UsersAdd = "users/add" (UsersAddParams) -> UserInfo, Access::Write(Object::Principals)
-);
-method!(
-    /// Disables or enables a user, or makes them an admin or not (an admin's). A disabled user's
-    /// tokens are refused and their open connections closed; the operator cannot be changed.
-    UsersSet = "users/set" (UsersSetParams) -> ChangedResult, Access::Write(Object::Principals)
-);
-method!(
-    /// Renames a user with everything they own; their tokens go on working (an admin's).
-    UsersRename = "users/rename" (UsersRenameParams) -> Empty, Access::Write(Object::Principals)
-);
-method!(
-    /// Removes a user with their tokens and grants; one who owns anything is refused unless
-    /// `purge` deletes it too (an admin's).
-    UsersRemove = "users/remove" (UsersRemoveParams) -> Removed, Access::Write(Object::Principals)
-);
-method!(
-    /// The tokens, of one user or everyone, never their secrets (an admin's).
-    TokensList = "tokens/list" (TokensListParams) -> TokensListResult, Access::Read(Object::Principals)
-);
-method!(
-    /// Makes a token; the answer is the only place it is ever shown (an admin's).
-    TokensCreate = "tokens/create" (TokensCreateParams) -> NewToken, Access::Write(Object::Principals)
-);
-method!(
-    /// Revokes a token and makes one for the same user, access and expiry (an admin's).
-    TokensRotate = "tokens/rotate" (TokenParams) -> NewToken, Access::Write(Object::Principals)
-);
-method!(
-    /// Revokes a token: refused from now on, its open connections closed (an admin's).
-    TokensRevoke = "tokens/revoke" (TokenParams) -> ChangedResult, Access::Write(Object::Principals)
-);
-method!(
-    /// The grants of the team scopes the caller belongs to.
-    ScopesList = "scopes/list" (Empty) -> ScopesListResult, Access::Read(Object::Principals)
-);
-method!(
-    /// Makes a team scope; its maker may read and write it.
-    ScopesCreate = "scopes/create" (ScopesCreateParams) -> Empty, Access::Write(Object::Principals)
-);
-method!(
-    /// Grants a user access to a team scope, replacing what they had (the team's read-write
-    /// members' and admins').
-    ScopesGrant = "scopes/grant" (ScopesGrantParams) -> Empty, Access::Write(Object::Principals)
-);
-method!(
-    /// Takes a user's access to a team scope away (the team's read-write members' and admins').
-    ScopesRevoke = "scopes/revoke" (ScopesRevokeParams) -> ChangedResult, Access::Write(Object::Principals)
-);
-method!(
+    Initialize = "initialize" (InitializeParams) -> InitializeResult, Access::Connection;
     /// Creates a session in the server's project.
-    SessionNew = "session/new" (SessionNewParams) -> SessionResult, Access::Write(Object::Session)
-);
-method!(
+    SessionNew = "session/new" (SessionNewParams) -> SessionResult, Access::Write(Object::Session);
     /// Lists sessions, newest first.
-    SessionList = "session/list" (SessionListParams) -> SessionListResult, Access::Read(Object::Session)
-);
-method!(
+    SessionList = "session/list" (SessionListParams) -> SessionListResult, Access::Read(Object::Session);
     /// One session, its live view and, with `full`, its whole history.
-    SessionGet = "session/get" (SessionGetParams) -> SessionGetResult, Access::Read(Object::Session)
-);
-method!(
+    SessionGet = "session/get" (SessionGetParams) -> SessionGetResult, Access::Read(Object::Session);
     /// Deletes a session (`session_busy` while a turn runs).
-    SessionDelete = "session/delete" (SessionParams) -> SessionDeleteResult, Access::Write(Object::Session)
-);
-method!(
+    SessionDelete = "session/delete" (SessionParams) -> SessionDeleteResult, Access::Write(Object::Session);
     /// Starts a turn; its progress arrives as notifications, ending with `turn/completed`.
-    TurnStart = "turn/start" (TurnStartParams) -> TurnStartResult, Access::Write(Object::Session)
-);
-method!(
+    TurnStart = "turn/start" (TurnStartParams) -> TurnStartResult, Access::Write(Object::Session);
     /// Interrupts a session's turn, whichever connection started it.
-    TurnInterrupt = "turn/interrupt" (SessionParams) -> TurnInterruptResult, Access::Write(Object::Session)
-);
-method!(
+    TurnInterrupt = "turn/interrupt" (SessionParams) -> TurnInterruptResult, Access::Write(Object::Session);
     /// Compacts a session now; answered when done.
-    SessionCompact = "session/compact" (SessionCompactParams) -> SessionCompactResult, Access::Write(Object::Session)
-);
-method!(
+    SessionCompact = "session/compact" (SessionCompactParams) -> SessionCompactResult, Access::Write(Object::Session);
     /// Forks a session at a message: a new session continuing from there, with the live view the
     /// parent had then.
-    SessionFork = "session/fork" (SessionForkParams) -> SessionForkResult, Access::Write(Object::Session)
-);
-method!(
+    SessionFork = "session/fork" (SessionForkParams) -> SessionForkResult, Access::Write(Object::Session);
     /// Rewinds a session to before a message (the later ones leave the live view; nothing is
     /// deleted), or undoes the latest rewind.
-    SessionRewind = "session/rewind" (SessionRewindParams) -> SessionRewindResult, Access::Write(Object::Session)
-);
-method!(
-    /// A session's whole record as JSON Lines, byte for byte as `seshat sessions export` writes
-    /// it (what `seshat sessions import` reads into another store).
-    SessionExport = "session/export" (SessionParams) -> SessionExportResult, Access::Read(Object::Session)
-);
-method!(
+    SessionRewind = "session/rewind" (SessionRewindParams) -> SessionRewindResult, Access::Write(Object::Session);
     /// Appends messages to a session as they are (`session_busy` while a turn runs in it).
-    SessionAppend = "session/append" (SessionAppendParams) -> SessionAppendResult, Access::Write(Object::Session)
-);
-method!(
+    SessionAppend = "session/append" (SessionAppendParams) -> SessionAppendResult, Access::Write(Object::Session);
     /// A session's pinned messages.
-    SessionPins = "session/pins" (SessionParams) -> SessionPinsResult, Access::Read(Object::Session)
-);
-method!(
+    SessionPins = "session/pins" (SessionParams) -> SessionPinsResult, Access::Read(Object::Session);
     /// Pins a message (and the other side of its tool exchanges): kept verbatim in every live view
     /// (refused when the pins would take more than their share of the session's window).
-    SessionPin = "session/pin" (SessionSeqParams) -> SessionPinResult, Access::Write(Object::Session)
-);
-method!(
+    SessionPin = "session/pin" (SessionSeqParams) -> SessionPinResult, Access::Write(Object::Session);
     /// Unpins a message (and the other side of its tool exchanges).
-    SessionUnpin = "session/unpin" (SessionSeqParams) -> SessionUnpinResult, Access::Write(Object::Session)
-);
-method!(
+    SessionUnpin = "session/unpin" (SessionSeqParams) -> SessionUnpinResult, Access::Write(Object::Session);
+    /// A session's whole record as JSON Lines, byte for byte as `seshat sessions export` writes
+    /// it (what `seshat sessions import` reads into another store).
+    SessionExport = "session/export" (SessionParams) -> SessionExportResult, Access::Read(Object::Session);
     /// Imports a session from the JSON Lines `session/export` (or `seshat sessions export`)
     /// wrote, as the caller's: its messages, compactions, trims, pins and rewinds, validated whole
     /// (malformed input names its line and writes nothing).
-    SessionImport = "session/import" (SessionImportParams) -> Imported, Access::Write(Object::Session)
-);
-method!(
+    SessionImport = "session/import" (SessionImportParams) -> Imported, Access::Write(Object::Session);
     /// Brings in one session another agent (Claude Code, Codex) wrote, read on the client's
     /// machine, as the caller's: a new session, or only what it gained since it was last brought
     /// in (a fork when the session went on in Seshat meanwhile).
-    SessionBringIn = "session/bring_in" (SessionBringInParams) -> BroughtIn, Access::Write(Object::Session)
-);
-method!(
+    SessionBringIn = "session/bring_in" (SessionBringInParams) -> BroughtIn, Access::Write(Object::Session);
     /// Searches what was said in the caller's sessions — the connection's project's, or all of
     /// them — in the original messages, whatever compaction did to the live views.
-    HistorySearch = "history/search" (HistorySearchParams) -> HistorySearchResult, Access::Read(Object::Session)
-);
-method!(
+    HistorySearch = "history/search" (HistorySearchParams) -> HistorySearchResult, Access::Read(Object::Session);
     /// Sets a note (replacing the value of an existing key).
-    NotesSet = "notes/set" (NotesSetParams) -> NoteResult, Access::Write(Object::Memory)
-);
-method!(
+    NotesSet = "notes/set" (NotesSetParams) -> NoteResult, Access::Write(Object::Memory);
     /// A scope's notes, most recently set first.
-    NotesList = "notes/list" (NotesListParams) -> NotesResult, Access::Read(Object::Memory)
-);
-method!(
+    NotesList = "notes/list" (NotesListParams) -> NotesResult, Access::Read(Object::Memory);
     /// Notes whose key or value contains the query (ignoring case).
-    NotesSearch = "notes/search" (NotesSearchParams) -> NotesResult, Access::Read(Object::Memory)
-);
-method!(
+    NotesSearch = "notes/search" (NotesSearchParams) -> NotesResult, Access::Read(Object::Memory);
     /// The memory context a new session of the caller's in the connection's project is given.
-    MemoryContextGet = "memory/context" (MemoryContextParams) -> MemoryContext, Access::Read(Object::Memory)
-);
-method!(
+    MemoryContextGet = "memory/context" (MemoryContextParams) -> MemoryContext, Access::Read(Object::Memory);
     /// The caller's deletions of memory that can be restored, newest first.
-    MemoryDeletions = "memory/deletions" (Empty) -> MemoryDeletionsResult, Access::Read(Object::Memory)
-);
-method!(
+    MemoryDeletions = "memory/deletions" (Empty) -> MemoryDeletionsResult, Access::Read(Object::Memory);
     /// Undoes one of the caller's deletions of memory.
-    MemoryRestore = "memory/restore" (MemoryRestoreParams) -> Deletion, Access::Write(Object::Memory)
-);
-method!(
+    MemoryRestore = "memory/restore" (MemoryRestoreParams) -> Deletion, Access::Write(Object::Memory);
     /// Removes everything in one scope (the server keeps a backup of it first); a team scope
     /// needs write access (`scope_denied`).
-    MemoryClear = "memory/clear" (MemoryClearParams) -> MemoryClearResult, Access::Write(Object::Memory)
-);
-method!(
+    MemoryClear = "memory/clear" (MemoryClearParams) -> MemoryClearResult, Access::Write(Object::Memory);
     /// Searches the documents `seshat knowledge add` indexed.
-    KnowledgeSearch = "knowledge/search" (KnowledgeSearchParams) -> Found, Access::Read(Object::Knowledge)
-);
-method!(
+    KnowledgeSearch = "knowledge/search" (KnowledgeSearchParams) -> Found, Access::Read(Object::Knowledge);
     /// Reads one chunk a search returned, as `knowledge_read` does (16,000 bytes at a time).
-    KnowledgeRead = "knowledge/read" (KnowledgeReadParams) -> KnowledgeChunk, Access::Read(Object::Knowledge)
-);
-method!(
+    KnowledgeRead = "knowledge/read" (KnowledgeReadParams) -> KnowledgeChunk, Access::Read(Object::Knowledge);
     /// The configuration the server runs with.
-    ConfigGet = "config/get" (Empty) -> ConfigGetResult, Access::Connection
-);
+    ConfigGet = "config/get" (Empty) -> ConfigGetResult, Access::Connection;
+    /// The users, with their role and state (an admin's).
+    UsersList = "users/list" (Empty) -> UsersListResult, Access::Read(Object::Principals);
+    /// Adds a user; a name taken in any mix of cases is refused (an admin's).
+    UsersAdd = "users/add" (UsersAddParams) -> UserInfo, Access::Write(Object::Principals);
+    /// Disables or enables a user, or makes them an admin or not (an admin's). A disabled user's
+    /// tokens are refused and their open connections closed; the operator cannot be changed.
+    UsersSet = "users/set" (UsersSetParams) -> ChangedResult, Access::Write(Object::Principals);
+    /// Renames a user with everything they own; their tokens go on working (an admin's).
+    UsersRename = "users/rename" (UsersRenameParams) -> Empty, Access::Write(Object::Principals);
+    /// Removes a user with their tokens and grants; one who owns anything is refused unless
+    /// `purge` deletes it too (an admin's).
+    UsersRemove = "users/remove" (UsersRemoveParams) -> Removed, Access::Write(Object::Principals);
+    /// The tokens, of one user or everyone, never their secrets (an admin's).
+    TokensList = "tokens/list" (TokensListParams) -> TokensListResult, Access::Read(Object::Principals);
+    /// Makes a token; the answer is the only place it is ever shown (an admin's).
+    TokensCreate = "tokens/create" (TokensCreateParams) -> NewToken, Access::Write(Object::Principals);
+    /// Revokes a token and makes one for the same user, access and expiry (an admin's).
+    TokensRotate = "tokens/rotate" (TokenParams) -> NewToken, Access::Write(Object::Principals);
+    /// Revokes a token: refused from now on, its open connections closed (an admin's).
+    TokensRevoke = "tokens/revoke" (TokenParams) -> ChangedResult, Access::Write(Object::Principals);
+    /// The grants of the team scopes the caller belongs to.
+    ScopesList = "scopes/list" (Empty) -> ScopesListResult, Access::Read(Object::Principals);
+    /// Makes a team scope; its maker may read and write it.
+    ScopesCreate = "scopes/create" (ScopesCreateParams) -> Empty, Access::Write(Object::Principals);
+    /// Grants a user access to a team scope, replacing what they had (the team's read-write
+    /// members' and admins').
+    ScopesGrant = "scopes/grant" (ScopesGrantParams) -> Empty, Access::Write(Object::Principals);
+    /// Takes a user's access to a team scope away (the team's read-write members' and admins').
+    ScopesRevoke = "scopes/revoke" (ScopesRevokeParams) -> ChangedResult, Access::Write(Object::Principals);
+}
 
 /// The memory tools `memory/<tool>` runs, as `seshat mcp` serves them: their arguments and
 /// structured results are the tools' own (see each tool's input schema in `tools/list` of
@@ -274,51 +276,6 @@ pub const MEMORY_TOOLS: &[&str] = &[
 
 /// The memory tools that change nothing.
 pub const MEMORY_READS: &[&str] = &["read_graph", "search_nodes", "open_nodes"];
-
-/// Every method a client may call but the memory tools, with its access rule.
-pub const CLIENT_METHODS: &[(&str, Access)] = &[
-    (Initialize::NAME, Initialize::ACCESS),
-    (SessionNew::NAME, SessionNew::ACCESS),
-    (SessionList::NAME, SessionList::ACCESS),
-    (SessionGet::NAME, SessionGet::ACCESS),
-    (SessionDelete::NAME, SessionDelete::ACCESS),
-    (TurnStart::NAME, TurnStart::ACCESS),
-    (TurnInterrupt::NAME, TurnInterrupt::ACCESS),
-    (SessionCompact::NAME, SessionCompact::ACCESS),
-    (SessionFork::NAME, SessionFork::ACCESS),
-    (SessionRewind::NAME, SessionRewind::ACCESS),
-    (SessionExport::NAME, SessionExport::ACCESS),
-    (SessionAppend::NAME, SessionAppend::ACCESS),
-    (SessionPins::NAME, SessionPins::ACCESS),
-    (SessionPin::NAME, SessionPin::ACCESS),
-    (SessionUnpin::NAME, SessionUnpin::ACCESS),
-    (SessionImport::NAME, SessionImport::ACCESS),
-    (SessionBringIn::NAME, SessionBringIn::ACCESS),
-    (HistorySearch::NAME, HistorySearch::ACCESS),
-    (NotesSet::NAME, NotesSet::ACCESS),
-    (NotesList::NAME, NotesList::ACCESS),
-    (NotesSearch::NAME, NotesSearch::ACCESS),
-    (MemoryContextGet::NAME, MemoryContextGet::ACCESS),
-    (MemoryDeletions::NAME, MemoryDeletions::ACCESS),
-    (MemoryRestore::NAME, MemoryRestore::ACCESS),
-    (MemoryClear::NAME, MemoryClear::ACCESS),
-    (KnowledgeSearch::NAME, KnowledgeSearch::ACCESS),
-    (KnowledgeRead::NAME, KnowledgeRead::ACCESS),
-    (ConfigGet::NAME, ConfigGet::ACCESS),
-    (UsersList::NAME, UsersList::ACCESS),
-    (UsersAdd::NAME, UsersAdd::ACCESS),
-    (UsersSet::NAME, UsersSet::ACCESS),
-    (UsersRename::NAME, UsersRename::ACCESS),
-    (UsersRemove::NAME, UsersRemove::ACCESS),
-    (TokensList::NAME, TokensList::ACCESS),
-    (TokensCreate::NAME, TokensCreate::ACCESS),
-    (TokensRotate::NAME, TokensRotate::ACCESS),
-    (TokensRevoke::NAME, TokensRevoke::ACCESS),
-    (ScopesList::NAME, ScopesList::ACCESS),
-    (ScopesCreate::NAME, ScopesCreate::ACCESS),
-    (ScopesGrant::NAME, ScopesGrant::ACCESS),
-    (ScopesRevoke::NAME, ScopesRevoke::ACCESS),
-];
 
 /// The access rule of the method a client called (a memory tool's included); `None` for a
 /// method the server does not have.

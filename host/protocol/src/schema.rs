@@ -27,58 +27,7 @@ pub fn schema() -> Value {
         }));
         results.push(result);
     };
-    macro_rules! method {
-        ($($m:ty),*) => {$(
-            add(
-                <$m as Method>::NAME,
-                generator.subschema_for::<<$m as Method>::Params>().to_value(),
-                generator.subschema_for::<<$m as Method>::Result>().to_value(),
-            );
-        )*};
-    }
-    method!(
-        methods::Initialize,
-        methods::SessionNew,
-        methods::SessionList,
-        methods::SessionGet,
-        methods::SessionDelete,
-        methods::TurnStart,
-        methods::TurnInterrupt,
-        methods::SessionCompact,
-        methods::SessionFork,
-        methods::SessionRewind,
-        methods::SessionAppend,
-        methods::SessionPins,
-        methods::SessionPin,
-        methods::SessionUnpin,
-        methods::SessionExport,
-        methods::SessionImport,
-        methods::SessionBringIn,
-        methods::HistorySearch,
-        methods::NotesSet,
-        methods::NotesList,
-        methods::NotesSearch,
-        methods::MemoryContextGet,
-        methods::MemoryDeletions,
-        methods::MemoryRestore,
-        methods::MemoryClear,
-        methods::KnowledgeSearch,
-        methods::KnowledgeRead,
-        methods::ConfigGet,
-        methods::UsersList,
-        methods::UsersAdd,
-        methods::UsersSet,
-        methods::UsersRename,
-        methods::UsersRemove,
-        methods::TokensList,
-        methods::TokensCreate,
-        methods::TokensRotate,
-        methods::TokensRevoke,
-        methods::ScopesList,
-        methods::ScopesCreate,
-        methods::ScopesGrant,
-        methods::ScopesRevoke
-    );
+    methods::for_each_method(&mut generator, &mut add);
     for tool in MEMORY_TOOLS {
         add(&format!("{MEMORY_PREFIX}{tool}"), object.clone(), object.clone());
     }
@@ -212,6 +161,27 @@ mod tests {
         for (m, _) in crate::methods::CLIENT_METHODS {
             assert!(named.iter().any(|n| n == m), "{m} has a rule but is not in the schema");
         }
+    }
+
+    /// A request is read by the table: a known method with its params typed (and its rule), an
+    /// unknown one as none, params that do not fit as an error naming the method and the field.
+    #[test]
+    fn requests_are_read_by_the_table() {
+        use crate::methods::{Access, Method, Object, Request, SessionGet};
+        let params = serde_json::json!({"session": "01J", "full": true});
+        let Some(Ok(Request::SessionGet(p))) = Request::parse(SessionGet::NAME, &params) else {
+            panic!("session/get is read as itself");
+        };
+        assert_eq!((p.session.as_str(), p.full), ("01J", true));
+        let read = Request::parse("session/get", &params).and_then(Result::ok).map(|r| (r.name(), r.access()));
+        assert_eq!(read, Some(("session/get", Access::Read(Object::Session))));
+        assert!(Request::parse("session/nothing", &params).is_none());
+        let wrong = Request::parse("session/get", &serde_json::json!({"session": 7})).and_then(Result::err);
+        let wrong = wrong.map(|e| e.to_string()).unwrap_or_default();
+        assert!(wrong.starts_with("session/get's params do not fit") && wrong.contains("integer"), "{wrong}");
+        // An absent `params` reads as `{}`.
+        let absent = Request::parse("config/get", &serde_json::Value::Null).and_then(Result::ok);
+        assert_eq!(absent.map(|r| r.name()), Some("config/get"));
     }
 
     /// The committed schema is what the types generate. After changing a type, run this test with

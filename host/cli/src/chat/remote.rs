@@ -7,9 +7,10 @@
 
 use std::process::ExitCode;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use seshat::client::{Observer, TurnOutcome};
 use seshat::providers::Cancel;
+use seshat_protocol::methods::{self as m, Method as _};
 use seshat_protocol::notifications::{self as n, Notification as _};
 
 use super::{Args, Printer, report};
@@ -61,26 +62,25 @@ pub(super) fn run(
 fn session(ctx: &Context, args: &Args, remote: &mut Remote) -> anyhow::Result<String> {
     Ok(match (&args.resume, &args.fork, args.r#continue) {
         (Some(id), _, _) => {
-            let got = remote.call("session/get", &json!({"session": id}))??;
-            got["session"]["id"].as_str().unwrap_or(id).to_string()
+            let got = remote.request::<m::SessionGet>(&m::SessionGetParams { session: id.clone(), full: false })?;
+            got.session.id
         }
         (None, Some(id), _) => {
-            let forked = remote.call("session/fork", &json!({"session": id}))??;
-            let id = forked["session"]["id"].as_str().unwrap_or_default().to_string();
+            let forked = remote
+                .request::<m::SessionFork>(&m::SessionForkParams { session: id.clone(), ..Default::default() })?;
+            let id = forked.session.id;
             eprintln!("[forked into session {}]", format::visible(&id));
             id
         }
         (None, None, true) => {
-            let listed = remote.call("session/list", &json!({"limit": 1}))??;
-            match listed["sessions"][0]["id"].as_str() {
-                Some(id) => id.to_string(),
+            let listed =
+                remote.request::<m::SessionList>(&m::SessionListParams { limit: Some(1), ..Default::default() })?;
+            match listed.sessions.into_iter().next() {
+                Some(s) => s.id,
                 None => anyhow::bail!("no session of this project ({}) on the service to continue", ctx.project),
             }
         }
-        (None, None, false) => {
-            let made = remote.call("session/new", &json!({}))??;
-            made["session"]["id"].as_str().unwrap_or_default().to_string()
-        }
+        (None, None, false) => remote.request::<m::SessionNew>(&m::SessionNewParams::default())?.session.id,
     })
 }
 
@@ -179,14 +179,18 @@ fn attempt(
     cancel: &Cancel,
     shown: &mut String,
 ) -> Result<TurnOutcome, Failed> {
-    let params = json!({"session": session, "text": text, "idempotency_key": key});
-    let started = match remote.call("turn/start", &params) {
+    let params = m::TurnStartParams {
+        session: session.to_string(),
+        text: text.to_string(),
+        idempotency_key: Some(key.to_string()),
+    };
+    let started = match remote.try_request::<m::TurnStart>(&params) {
         Ok(Ok(started)) => started,
         Ok(Err(refused)) if refused.code == "session_busy" => return Err(Failed::Busy(refused.into())),
         Ok(Err(refused)) => return Err(Failed::Other(refused.into())),
         Err(e) => return Err(Failed::Dropped(e)),
     };
-    let turn = started["turn"].clone();
+    let turn = Value::from(started.turn);
     let mut outcome = None;
     let mut asked = false;
     let read = remote.notifications(
@@ -244,7 +248,8 @@ fn attempt(
                 return None;
             }
             asked = true;
-            Some(("turn/interrupt", json!({"session": session})))
+            let params = m::SessionParams { session: session.to_string() };
+            Some((m::TurnInterrupt::NAME, serde_json::to_value(params).unwrap_or_default()))
         },
     );
     read.map_err(Failed::Dropped)?;
@@ -305,19 +310,18 @@ fn command(ctx: &Context, remote: &mut Remote, session: &str, input: &str) -> an
         "/exit" | "/quit" => return Ok(false),
         "/help" => eprintln!("{HELP}"),
         "/compact" => {
-            let mut params = json!({"session": session});
-            if !rest.trim().is_empty() {
-                params["instructions"] = rest.trim().into();
-            }
-            let done = remote.call("session/compact", &params)??;
-            let report: seshat::compaction::Report = serde_json::from_value(done["report"].clone())
-                .map_err(|e| anyhow::anyhow!("the service's compaction report cannot be read: {e}"))?;
+            let params = m::SessionCompactParams {
+                session: session.to_string(),
+                instructions: Some(rest.trim().to_string()).filter(|i| !i.is_empty()),
+                ..Default::default()
+            };
+            let report = remote.request::<m::SessionCompact>(&params)?.report;
             eprintln!("[{}]", crate::compact::describe(session, &report));
         }
         "/sessions" => {
-            let listed = remote.call("session/list", &json!({"limit": 10}))??;
-            let sessions: Vec<seshat::store::SessionInfo> = serde_json::from_value(listed["sessions"].clone())
-                .map_err(|e| anyhow::anyhow!("the service's session list cannot be read: {e}"))?;
+            let listed =
+                remote.request::<m::SessionList>(&m::SessionListParams { limit: Some(10), ..Default::default() })?;
+            let sessions = listed.sessions;
             if sessions.is_empty() {
                 eprintln!("No sessions of this project ({}) on the service.", ctx.project);
             }

@@ -32,10 +32,11 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
                 args.scope.is_none(),
                 "--scope does not work against a remote service yet: search without it"
             );
-            let params = serde_json::json!({"query": args.query, "limit": args.limit});
-            let found = remote.call("knowledge/search", &params)??;
-            let found: seshat::retrieval::Found = serde_json::from_value(found)
-                .map_err(|e| anyhow::anyhow!("the service's search answer cannot be read: {e}"))?;
+            let params = seshat_protocol::methods::KnowledgeSearchParams {
+                query: args.query.clone(),
+                limit: Some(args.limit as u64),
+            };
+            let found = remote.request::<seshat_protocol::methods::KnowledgeSearch>(&params)?;
             (found, true)
         }
         None => {

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::bail;
 use serde_json::{Value, json};
 use seshat::memory::{Graph, Scope};
-use seshat_protocol::methods::{self as m, Method as _};
+use seshat_protocol::methods as m;
 
 use super::{
     Action, Args, confirm_clear, note_to_set, print_cleared, print_context, print_deletions, print_restored,
@@ -23,8 +23,7 @@ pub fn run(ctx: &Context, args: &Args, service: &mut Remote) -> anyhow::Result<E
     match args.action {
         Action::Show => {
             let scope = scope.unwrap_or(Scope::User);
-            let notes = service.call(m::NotesList::NAME, &json!({"scope": scope}))??;
-            let notes: m::NotesResult = read(notes, "notes")?;
+            let notes = service.request::<m::NotesList>(&m::NotesListParams { scope: Some(scope.clone()) })?;
             let limit = args.limit.unwrap_or(100);
             let graph = service.call("memory/read_graph", &json!({"scope": scope, "limit": limit}))??;
             let more = graph.get("note").is_some();
@@ -34,14 +33,13 @@ pub fn run(ctx: &Context, args: &Args, service: &mut Remote) -> anyhow::Result<E
         Action::Set => {
             let (key, value) = note_to_set(args)?;
             let params = m::NotesSetParams { key: key.to_string(), value: value.to_string(), scope };
-            let set: m::NoteResult = read(service.call(m::NotesSet::NAME, &serde_json::to_value(params)?)??, "note")?;
+            let set = service.request::<m::NotesSet>(&params)?;
             print_set(&mut out, args.json, &set.note)?;
         }
         Action::Search => {
             let Some(query) = &args.query else { bail!("--action search needs --query") };
             let params = m::NotesSearchParams { query: query.clone(), scope: scope.clone() };
-            let notes: m::NotesResult =
-                read(service.call(m::NotesSearch::NAME, &serde_json::to_value(params)?)??, "notes")?;
+            let notes = service.request::<m::NotesSearch>(&params)?;
             let mut params = json!({"query": query, "limit": args.limit.unwrap_or(20)});
             if let Some(scope) = &scope {
                 params["scope"] = serde_json::to_value(scope)?;
@@ -57,23 +55,21 @@ pub fn run(ctx: &Context, args: &Args, service: &mut Remote) -> anyhow::Result<E
                 return Ok(ExitCode::FAILURE);
             }
             let params = m::MemoryClearParams { scope };
-            let cleared: m::MemoryClearResult =
-                read(service.call(m::MemoryClear::NAME, &serde_json::to_value(params)?)??, "clear")?;
+            let cleared = service.request::<m::MemoryClear>(&params)?;
             print_cleared(&mut out, args.json, &cleared.scope, cleared.records, None)?;
         }
         Action::Context => {
             let params = m::MemoryContextParams { budget: args.budget.map(|b| b as u64) };
-            let context = read(service.call(m::MemoryContextGet::NAME, &serde_json::to_value(params)?)??, "context")?;
+            let context = service.request::<m::MemoryContextGet>(&params)?;
             print_context(&mut out, args.json, &context)?;
         }
         Action::Deleted => {
-            let listed: m::MemoryDeletionsResult =
-                read(service.call(m::MemoryDeletions::NAME, &json!({}))??, "deletions")?;
+            let listed = service.request::<m::MemoryDeletions>(&m::Empty {})?;
             print_deletions(&mut out, args.json, &listed.deletions)?;
         }
         Action::Restore => {
             let Some(id) = args.id else { bail!("--action restore needs --id (see `seshat memory --action deleted`)") };
-            let restored = read(service.call(m::MemoryRestore::NAME, &json!({"id": id}))??, "restore")?;
+            let restored = service.request::<m::MemoryRestore>(&m::MemoryRestoreParams { id })?;
             print_restored(&mut out, args.json, &restored)?;
         }
     }

@@ -538,10 +538,16 @@ impl Server {
 
     /// Runs one method: `Ok(Some)` answers now, `Ok(None)` means a worker answers later.
     fn call(&mut self, method: &str, params: &Value, id: Value) -> Result<Option<Value>, RpcError> {
-        use seshat_protocol::methods::{self as m, Method};
-        match method {
-            m::Initialize::NAME => {
-                let p = rpc::params::<m::Initialize>(params)?;
+        use seshat_protocol::methods::{self as m, Request as R};
+        let request = match R::parse(method, params) {
+            Some(parsed) => {
+                parsed.map_err(|e| RpcError::invalid_params(format!("{e} (host/protocol/protocol.md lists them)")))?
+            }
+            None if method.starts_with(m::MEMORY_PREFIX) => return self.memory_tool(method, params),
+            None => return Err(RpcError::method_not_found(method)),
+        };
+        match request {
+            R::Initialize(p) => {
                 // A provider that cannot be selected is refused now, not at the first turn.
                 if let Some(name) = &p.provider {
                     let config = self.ctx.config().map_err(|e| RpcError::seshat("invalid_config", format!("{e:#}")))?;
@@ -579,8 +585,7 @@ impl Server {
                     },
                 })
             }
-            m::SessionNew::NAME => {
-                let p = rpc::params::<m::SessionNew>(params)?;
+            R::SessionNew(p) => {
                 if let Some(window) = p.window
                     && let Some(e) = seshat::window::too_small(
                         p.model.as_deref().unwrap_or("the model"),
@@ -601,8 +606,7 @@ impl Server {
                 let session = self.store()?.create_session(new).map_err(RpcError::from_store)?;
                 rpc::answer::<m::SessionNew>(&m::SessionResult { session })
             }
-            m::SessionList::NAME => {
-                let p = rpc::params::<m::SessionList>(params)?;
+            R::SessionList(p) => {
                 let filter = seshat::store::ListFilter {
                     project: (!p.all).then(|| self.ctx.project.clone()),
                     limit: p.limit.map(|l| l as usize),
@@ -616,8 +620,7 @@ impl Server {
                 };
                 rpc::answer::<m::SessionList>(&m::SessionListResult { sessions, rewinds })
             }
-            m::SessionGet::NAME => {
-                let p = rpc::params::<m::SessionGet>(params)?;
+            R::SessionGet(p) => {
                 let store = &*self.store()?;
                 let id = store.resolve(&p.session).map_err(RpcError::from_store)?;
                 let session = store.session(&id).map_err(RpcError::from_store)?;
@@ -625,8 +628,7 @@ impl Server {
                 let history = if p.full { Some(store.full_history(&id).map_err(RpcError::from_store)?) } else { None };
                 rpc::answer::<m::SessionGet>(&m::SessionGetResult { session, view, history })
             }
-            m::SessionDelete::NAME => {
-                let p = rpc::params::<m::SessionDelete>(params)?;
+            R::SessionDelete(p) => {
                 let id = self.store()?.resolve(&p.session).map_err(RpcError::from_store)?;
                 if self.turns.busy(&id) {
                     return Err(RpcError::busy(&id));
@@ -635,8 +637,7 @@ impl Server {
                 self.store()?.delete_session(&id).map_err(RpcError::from_store)?;
                 rpc::answer::<m::SessionDelete>(&m::SessionDeleteResult { deleted: id })
             }
-            m::TurnStart::NAME => {
-                let p = rpc::params::<m::TurnStart>(params)?;
+            R::TurnStart(p) => {
                 let session = self.store()?.resolve(&p.session).map_err(RpcError::from_store)?;
                 if p.text.trim().is_empty() {
                     return Err(RpcError::invalid_params("`text` is empty: give the user's message"));
@@ -658,21 +659,18 @@ impl Server {
                 self.with_link(&setup, |turns, link| turns.start(link, &session, text, key, id))?;
                 Ok(None)
             }
-            m::TurnInterrupt::NAME => {
-                let p = rpc::params::<m::TurnInterrupt>(params)?;
+            R::TurnInterrupt(p) => {
                 let session = self.store()?.resolve(&p.session).map_err(RpcError::from_store)?;
                 rpc::answer::<m::TurnInterrupt>(&m::TurnInterruptResult { interrupted: self.turns.interrupt(&session) })
             }
-            m::SessionCompact::NAME => {
-                let p = rpc::params::<m::SessionCompact>(params)?;
+            R::SessionCompact(p) => {
                 let session = self.store()?.resolve(&p.session).map_err(RpcError::from_store)?;
                 let setup = self.setup.clone().unwrap_or_default();
                 let how = turns::Compacting { instructions: p.instructions, until: p.until, dry_run: p.dry_run };
                 self.with_link(&setup, |turns, link| turns.compact(link, &session, how, id))?;
                 Ok(None)
             }
-            m::SessionFork::NAME => {
-                let p = rpc::params::<m::SessionFork>(params)?;
+            R::SessionFork(p) => {
                 let store = self.store()?;
                 let id = store.resolve(&p.session).map_err(RpcError::from_store)?;
                 let forked = store.fork(&id, p.at, p.title.as_deref()).map_err(RpcError::from_store)?;
@@ -682,8 +680,7 @@ impl Server {
                     moved_from: forked.moved_from,
                 })
             }
-            m::SessionRewind::NAME => {
-                let p = rpc::params::<m::SessionRewind>(params)?;
+            R::SessionRewind(p) => {
                 let id = self.store()?.resolve(&p.session).map_err(RpcError::from_store)?;
                 if self.turns.busy(&id) {
                     return Err(RpcError::busy(&id));
@@ -713,8 +710,7 @@ impl Server {
                     request,
                 })
             }
-            m::ConfigGet::NAME => {
-                rpc::params::<m::ConfigGet>(params)?;
+            R::ConfigGet(m::Empty {}) => {
                 let config = self.ctx.config().map_err(|e| RpcError::seshat("invalid_config", format!("{e:#}")))?;
                 let providers = seshat::client::provider_names(&config, &self.ctx.catalog());
                 rpc::answer::<m::ConfigGet>(&m::ConfigGetResult {
@@ -729,8 +725,7 @@ impl Server {
                     providers,
                 })
             }
-            m::SessionExport::NAME => {
-                let p = rpc::params::<m::SessionExport>(params)?;
+            R::SessionExport(p) => {
                 let store = self.store()?;
                 let id = store.resolve(&p.session).map_err(RpcError::from_store)?;
                 let mut out = Vec::new();
@@ -739,8 +734,7 @@ impl Server {
                     .map_err(|e| RpcError::seshat("internal_error", format!("an export that is not UTF-8: {e}")))?;
                 rpc::answer::<m::SessionExport>(&m::SessionExportResult { session: id, jsonl })
             }
-            m::SessionAppend::NAME => {
-                let p = rpc::params::<m::SessionAppend>(params)?;
+            R::SessionAppend(p) => {
                 let session = self.store()?.resolve(&p.session).map_err(RpcError::from_store)?;
                 if self.turns.busy(&session) {
                     return Err(RpcError::busy(&session));
@@ -748,15 +742,13 @@ impl Server {
                 let seqs = self.store()?.append(&session, &p.messages).map_err(RpcError::from_store)?;
                 rpc::answer::<m::SessionAppend>(&m::SessionAppendResult { session, seqs })
             }
-            m::SessionPins::NAME => {
-                let p = rpc::params::<m::SessionPins>(params)?;
+            R::SessionPins(p) => {
                 let store = self.store()?;
                 let session = store.resolve(&p.session).map_err(RpcError::from_store)?;
                 let pins = store.pins(&session).map_err(RpcError::from_store)?;
                 rpc::answer::<m::SessionPins>(&m::SessionPinsResult { session, pins })
             }
-            m::SessionPin::NAME => {
-                let p = rpc::params::<m::SessionPin>(params)?;
+            R::SessionPin(p) => {
                 let store = self.store()?;
                 let session = store.resolve(&p.session).map_err(RpcError::from_store)?;
                 // Pins may take a share of the session's window (the assumed one when unknown).
@@ -767,15 +759,13 @@ impl Server {
                 let pins = store.pins(&session).map_err(RpcError::from_store)?;
                 rpc::answer::<m::SessionPin>(&m::SessionPinResult { session, pinned, pins })
             }
-            m::SessionUnpin::NAME => {
-                let p = rpc::params::<m::SessionUnpin>(params)?;
+            R::SessionUnpin(p) => {
                 let store = self.store()?;
                 let session = store.resolve(&p.session).map_err(RpcError::from_store)?;
                 let unpinned = store.unpin(&session, p.seq).map_err(RpcError::from_store)?;
                 rpc::answer::<m::SessionUnpin>(&m::SessionUnpinResult { session, unpinned })
             }
-            m::SessionImport::NAME => {
-                let p = rpc::params::<m::SessionImport>(params)?;
+            R::SessionImport(p) => {
                 let config = self.ctx.config().map_err(|e| RpcError::seshat("invalid_config", format!("{e:#}")))?;
                 let options = seshat::store::ImportOptions {
                     new_id: p.new_id,
@@ -785,8 +775,7 @@ impl Server {
                 let imported = self.store()?.import(&mut p.jsonl.as_bytes(), options).map_err(RpcError::from_store)?;
                 rpc::answer::<m::SessionImport>(&imported)
             }
-            m::SessionBringIn::NAME => {
-                let p = rpc::params::<m::SessionBringIn>(params)?;
+            R::SessionBringIn(p) => {
                 if p.project.len() > MAX_PROJECT_KEY {
                     return Err(RpcError::invalid_params(format!(
                         "`project` is longer than {MAX_PROJECT_KEY} bytes: send the project's key, not its files"
@@ -798,8 +787,7 @@ impl Server {
                     .map_err(|e| RpcError::seshat(e.code(), e.to_string()))?;
                 rpc::answer::<m::SessionBringIn>(&report.into())
             }
-            m::HistorySearch::NAME => {
-                let p = rpc::params::<m::HistorySearch>(params)?;
+            R::HistorySearch(p) => {
                 if p.query.trim().is_empty() {
                     return Err(RpcError::invalid_params("`query` is empty: give the words to look for"));
                 }
@@ -824,8 +812,7 @@ impl Server {
                 let hits = hits.into_iter().map(Into::into).collect();
                 rpc::answer::<m::HistorySearch>(&m::HistorySearchResult { hits })
             }
-            m::KnowledgeSearch::NAME => {
-                let p = rpc::params::<m::KnowledgeSearch>(params)?;
+            R::KnowledgeSearch(p) => {
                 let project = self.ctx.project.clone();
                 let k = self.knowledge()?;
                 let filter = seshat::store::KnowledgeFilter { project: &project, scope: None };
@@ -833,8 +820,7 @@ impl Server {
                 let found = k.search(filter, &p.query, limit).map_err(|e| RpcError::seshat(e.code(), e.to_string()))?;
                 rpc::answer::<m::KnowledgeSearch>(&found)
             }
-            m::KnowledgeRead::NAME => {
-                let p = rpc::params::<m::KnowledgeRead>(params)?;
+            R::KnowledgeRead(p) => {
                 let project = self.ctx.project.clone();
                 let k = self.knowledge()?;
                 let args = json!({"id": p.id, "offset": p.offset});
@@ -848,37 +834,26 @@ impl Server {
                 })?;
                 rpc::answer::<m::KnowledgeRead>(&chunk)
             }
-            m::NotesSet::NAME | m::NotesList::NAME | m::NotesSearch::NAME => {
-                let repository = self.ctx.repository.clone();
-                let store = self.store()?;
-                let mut memory = store.memory(repository.as_deref());
-                let failed = |e: seshat::memory::Error| RpcError::seshat(e.code(), e.to_string());
-                // Setting and listing default to the user's notes; a search covers every scope.
-                let user = seshat::memory::Scope::User;
-                match method {
-                    m::NotesSet::NAME => {
-                        let p = rpc::params::<m::NotesSet>(params)?;
-                        let key = p.key.trim();
-                        if key.is_empty() {
-                            return Err(RpcError::invalid_params("`key` is empty: name the note (e.g. \"style\")"));
-                        }
-                        let note = memory.set_note(p.scope.unwrap_or(user), key, &p.value).map_err(failed)?;
-                        rpc::answer::<m::NotesSet>(&m::NoteResult { note })
-                    }
-                    m::NotesList::NAME => {
-                        let p = rpc::params::<m::NotesList>(params)?;
-                        let notes = memory.notes(&p.scope.unwrap_or(user)).map_err(failed)?;
-                        rpc::answer::<m::NotesList>(&m::NotesResult { notes })
-                    }
-                    _ => {
-                        let p = rpc::params::<m::NotesSearch>(params)?;
-                        let notes = memory.search_notes(&p.query, p.scope.as_ref()).map_err(failed)?;
-                        rpc::answer::<m::NotesSearch>(&m::NotesResult { notes })
-                    }
+            R::NotesSet(p) => {
+                let key = p.key.trim();
+                if key.is_empty() {
+                    return Err(RpcError::invalid_params("`key` is empty: name the note (e.g. \"style\")"));
                 }
+                // Setting and listing default to the user's notes; a search covers every scope.
+                let scope = p.scope.unwrap_or(seshat::memory::Scope::User);
+                let note = self.memory()?.set_note(scope, key, &p.value).map_err(RpcError::from_memory)?;
+                rpc::answer::<m::NotesSet>(&m::NoteResult { note })
             }
-            m::MemoryContextGet::NAME => {
-                let p = rpc::params::<m::MemoryContextGet>(params)?;
+            R::NotesList(p) => {
+                let scope = p.scope.unwrap_or(seshat::memory::Scope::User);
+                let notes = self.memory()?.notes(&scope).map_err(RpcError::from_memory)?;
+                rpc::answer::<m::NotesList>(&m::NotesResult { notes })
+            }
+            R::NotesSearch(p) => {
+                let notes = self.memory()?.search_notes(&p.query, p.scope.as_ref()).map_err(RpcError::from_memory)?;
+                rpc::answer::<m::NotesSearch>(&m::NotesResult { notes })
+            }
+            R::MemoryContextGet(p) => {
                 // The configuration is read only for the default budget.
                 let budget = match p.budget {
                     Some(budget) => budget as usize,
@@ -896,62 +871,60 @@ impl Server {
                     .map_err(|e| RpcError::seshat(e.code(), e.to_string()))?;
                 rpc::answer::<m::MemoryContextGet>(&context)
             }
-            m::MemoryDeletions::NAME | m::MemoryRestore::NAME | m::MemoryClear::NAME => {
-                let (repository, backups) = (self.ctx.repository.clone(), self.ctx.dirs.data.join("backups"));
-                let store = self.store()?;
-                let mut memory = store.memory(repository.as_deref());
-                let failed = |e: seshat::memory::Error| RpcError::seshat(e.code(), e.to_string());
-                match method {
-                    m::MemoryDeletions::NAME => {
-                        rpc::params::<m::MemoryDeletions>(params)?;
-                        let deletions = memory.deletions().map_err(failed)?;
-                        rpc::answer::<m::MemoryDeletions>(&m::MemoryDeletionsResult { deletions })
-                    }
-                    m::MemoryRestore::NAME => {
-                        let p = rpc::params::<m::MemoryRestore>(params)?;
-                        rpc::answer::<m::MemoryRestore>(&memory.restore(p.id).map_err(failed)?)
-                    }
-                    _ => {
-                        let p = rpc::params::<m::MemoryClear>(params)?;
-                        // The backup stays on the server's machine; the client is not told where.
-                        let (_, records) = memory.clear(&p.scope, &backups).map_err(failed)?;
-                        rpc::answer::<m::MemoryClear>(&m::MemoryClearResult { scope: p.scope, records: records as u64 })
-                    }
-                }
+            R::MemoryDeletions(m::Empty {}) => {
+                let deletions = self.memory()?.deletions().map_err(RpcError::from_memory)?;
+                rpc::answer::<m::MemoryDeletions>(&m::MemoryDeletionsResult { deletions })
             }
-            other if principals::owns(other) => principals::call(self.store()?, other, params),
-            other if other.starts_with(m::MEMORY_PREFIX) => {
-                let tool = &other[m::MEMORY_PREFIX.len()..];
-                self.store()?;
-                let Server { db: Some(store), env, recall, background, ctx, .. } = self else {
-                    unreachable!("opened above")
-                };
-                let recall = recall.get_or_insert_with(|| env.as_ref().and_then(seshat::client::Environment::recall));
-                let mut memory = store.memory(ctx.repository.as_deref());
-                let answer = match recall.as_mut().filter(|r| r.memory()) {
-                    Some(r) => {
-                        let mut search =
-                            |m: &mut seshat::memory::Memory<'_>,
-                             q: &str,
-                             s: Option<&seshat::memory::Scope>,
-                             n: usize| r.search_memory(m, q, s, n);
-                        seshat::memory::tools::run(&mut memory, tool, params, Some(&mut search))
-                    }
-                    None => seshat::memory::tools::run(&mut memory, tool, params, None),
-                };
-                if let Some(b) = background {
-                    b.poke();
-                }
-                match answer {
-                    Ok(out) => Ok(Some(out)),
-                    Err(seshat::memory::Error::UnknownTool(_)) => Err(RpcError::method_not_found(other)),
-                    Err(e @ seshat::memory::Error::InvalidArguments { .. }) => {
-                        Err(RpcError::invalid_params(e.to_string()))
-                    }
-                    Err(e) => Err(RpcError::seshat(e.code(), e.to_string())),
-                }
+            R::MemoryRestore(p) => {
+                rpc::answer::<m::MemoryRestore>(&self.memory()?.restore(p.id).map_err(RpcError::from_memory)?)
             }
-            other => Err(RpcError::method_not_found(other)),
+            R::MemoryClear(p) => {
+                // The backup stays on the server's machine; the client is not told where.
+                let backups = self.ctx.dirs.data.join("backups");
+                let (_, records) = self.memory()?.clear(&p.scope, &backups).map_err(RpcError::from_memory)?;
+                rpc::answer::<m::MemoryClear>(&m::MemoryClearResult { scope: p.scope, records: records as u64 })
+            }
+            r @ (R::UsersList(_)
+            | R::UsersAdd(_)
+            | R::UsersSet(_)
+            | R::UsersRename(_)
+            | R::UsersRemove(_)
+            | R::TokensList(_)
+            | R::TokensCreate(_)
+            | R::TokensRotate(_)
+            | R::TokensRevoke(_)
+            | R::ScopesList(_)
+            | R::ScopesCreate(_)
+            | R::ScopesGrant(_)
+            | R::ScopesRevoke(_)) => principals::call(self.store()?, r),
+        }
+    }
+
+    /// Runs memory tool `method` (`memory/<tool>`) with `params`, the tool's own arguments.
+    fn memory_tool(&mut self, method: &str, params: &Value) -> Result<Option<Value>, RpcError> {
+        let tool = &method[seshat_protocol::methods::MEMORY_PREFIX.len()..];
+        self.store()?;
+        let Server { db: Some(store), env, recall, background, ctx, .. } = self else { unreachable!("opened above") };
+        let recall = recall.get_or_insert_with(|| env.as_ref().and_then(seshat::client::Environment::recall));
+        let mut memory = store.memory(ctx.repository.as_deref());
+        let answer = match recall.as_mut().filter(|r| r.memory()) {
+            Some(r) => {
+                let mut search = |m: &mut seshat::memory::Memory<'_>,
+                                  q: &str,
+                                  s: Option<&seshat::memory::Scope>,
+                                  n: usize| r.search_memory(m, q, s, n);
+                seshat::memory::tools::run(&mut memory, tool, params, Some(&mut search))
+            }
+            None => seshat::memory::tools::run(&mut memory, tool, params, None),
+        };
+        if let Some(b) = background {
+            b.poke();
+        }
+        match answer {
+            Ok(out) => Ok(Some(out)),
+            Err(seshat::memory::Error::UnknownTool(_)) => Err(RpcError::method_not_found(method)),
+            Err(e @ seshat::memory::Error::InvalidArguments { .. }) => Err(RpcError::invalid_params(e.to_string())),
+            Err(e) => Err(RpcError::seshat(e.code(), e.to_string())),
         }
     }
 
@@ -967,6 +940,12 @@ impl Server {
         let settings = client.settings("unknown-model", window, 0);
         seshat::compaction::rewind(client.store(), session, to, &seshat::compaction::Frame::default(), &settings)
             .map_err(|e| RpcError::seshat(e.code(), e.to_string()))
+    }
+
+    /// The caller's memory in the connection's project.
+    fn memory(&mut self) -> Result<seshat::memory::Memory<'_>, RpcError> {
+        let repository = self.ctx.repository.clone();
+        Ok(self.store()?.memory(repository.as_deref()))
     }
 
     /// The document corpus, made on first use and kept.

@@ -4,32 +4,24 @@
 
 use serde_json::Value;
 use seshat::store::Store;
-use seshat_protocol::methods::{self as m, ChangedResult, Empty, Method};
+use seshat_protocol::methods::{self as m, ChangedResult, Empty, Request};
 
 use super::rpc::{self, RpcError};
 
-/// Whether `method` is one of the admin methods.
-pub(super) fn owns(method: &str) -> bool {
-    ["users/", "tokens/", "scopes/"].iter().any(|p| method.starts_with(p))
-}
-
-/// Runs admin method `method` on `store` (acting for the connection's user).
-pub(super) fn call(store: &mut Store, method: &str, params: &Value) -> Result<Option<Value>, RpcError> {
+/// Runs admin request `request` on `store` (acting for the connection's user).
+pub(super) fn call(store: &mut Store, request: Request) -> Result<Option<Value>, RpcError> {
     let failed = RpcError::from_store;
-    match method {
-        m::UsersList::NAME => {
-            rpc::params::<m::UsersList>(params)?;
+    match request {
+        Request::UsersList(Empty {}) => {
             rpc::answer::<m::UsersList>(&m::UsersListResult { users: store.user_infos().map_err(failed)? })
         }
-        m::UsersAdd::NAME => {
-            let p = rpc::params::<m::UsersAdd>(params)?;
+        Request::UsersAdd(p) => {
             store.add_user_as(&p.name, p.admin).map_err(failed)?;
             let user = store.user_infos().map_err(failed)?.into_iter().find(|u| u.name == p.name);
             let user = user.ok_or_else(|| RpcError::seshat("internal_error", "the user added is not listed"))?;
             rpc::answer::<m::UsersAdd>(&user)
         }
-        m::UsersSet::NAME => {
-            let p = rpc::params::<m::UsersSet>(params)?;
+        Request::UsersSet(p) => {
             if p.disabled.is_none() && p.admin.is_none() {
                 return Err(RpcError::invalid_params("`users/set` changes nothing: give `disabled` or `admin`"));
             }
@@ -42,22 +34,16 @@ pub(super) fn call(store: &mut Store, method: &str, params: &Value) -> Result<Op
             }
             rpc::answer::<m::UsersSet>(&ChangedResult { changed })
         }
-        m::UsersRename::NAME => {
-            let p = rpc::params::<m::UsersRename>(params)?;
+        Request::UsersRename(p) => {
             store.rename_user(&p.name, &p.new_name).map_err(failed)?;
             rpc::answer::<m::UsersRename>(&Empty {})
         }
-        m::UsersRemove::NAME => {
-            let p = rpc::params::<m::UsersRemove>(params)?;
-            rpc::answer::<m::UsersRemove>(&store.remove_user(&p.name, p.purge).map_err(failed)?)
-        }
-        m::TokensList::NAME => {
-            let p = rpc::params::<m::TokensList>(params)?;
+        Request::UsersRemove(p) => rpc::answer::<m::UsersRemove>(&store.remove_user(&p.name, p.purge).map_err(failed)?),
+        Request::TokensList(p) => {
             let tokens = store.tokens(p.user.as_deref()).map_err(failed)?;
             rpc::answer::<m::TokensList>(&m::TokensListResult { tokens })
         }
-        m::TokensCreate::NAME => {
-            let p = rpc::params::<m::TokensCreate>(params)?;
+        Request::TokensCreate(p) => {
             let made = if p.operator && p.user.eq_ignore_ascii_case(seshat::store::LOCAL_USER) {
                 store.create_operator_token(p.read_only, p.expires_at)
             } else {
@@ -65,34 +51,26 @@ pub(super) fn call(store: &mut Store, method: &str, params: &Value) -> Result<Op
             };
             rpc::answer::<m::TokensCreate>(&made.map_err(failed)?)
         }
-        m::TokensRotate::NAME => {
-            let p = rpc::params::<m::TokensRotate>(params)?;
-            rpc::answer::<m::TokensRotate>(&store.rotate_token(&p.id).map_err(failed)?)
-        }
-        m::TokensRevoke::NAME => {
-            let p = rpc::params::<m::TokensRevoke>(params)?;
+        Request::TokensRotate(p) => rpc::answer::<m::TokensRotate>(&store.rotate_token(&p.id).map_err(failed)?),
+        Request::TokensRevoke(p) => {
             let changed = store.revoke_token(&p.id).map_err(failed)?;
             rpc::answer::<m::TokensRevoke>(&ChangedResult { changed })
         }
-        m::ScopesList::NAME => {
-            rpc::params::<m::ScopesList>(params)?;
+        Request::ScopesList(Empty {}) => {
             rpc::answer::<m::ScopesList>(&m::ScopesListResult { grants: store.grants().map_err(failed)? })
         }
-        m::ScopesCreate::NAME => {
-            let p = rpc::params::<m::ScopesCreate>(params)?;
+        Request::ScopesCreate(p) => {
             store.create_team(&p.team).map_err(failed)?;
             rpc::answer::<m::ScopesCreate>(&Empty {})
         }
-        m::ScopesGrant::NAME => {
-            let p = rpc::params::<m::ScopesGrant>(params)?;
+        Request::ScopesGrant(p) => {
             store.grant(&p.team, &p.user, p.access).map_err(failed)?;
             rpc::answer::<m::ScopesGrant>(&Empty {})
         }
-        m::ScopesRevoke::NAME => {
-            let p = rpc::params::<m::ScopesRevoke>(params)?;
+        Request::ScopesRevoke(p) => {
             let changed = store.revoke(&p.team, &p.user).map_err(failed)?;
             rpc::answer::<m::ScopesRevoke>(&ChangedResult { changed })
         }
-        other => Err(RpcError::method_not_found(other)),
+        other => Err(RpcError::method_not_found(other.name())),
     }
 }

@@ -78,6 +78,11 @@ impl RpcError {
     pub(crate) fn from_store(e: seshat::store::Error) -> Self {
         Self::seshat(e.code(), e.to_string())
     }
+    /// A memory error as the protocol's error.
+    #[allow(clippy::needless_pass_by_value, reason = "the shape `map_err` takes")]
+    pub(crate) fn from_memory(e: seshat::memory::Error) -> Self {
+        Self::seshat(e.code(), e.to_string())
+    }
     /// The stable code.
     pub(crate) fn stable(&self) -> &str {
         self.seshat_owned.as_deref().unwrap_or(self.seshat)
@@ -273,15 +278,6 @@ pub(crate) fn write_lines(lines: Lines, mut out: impl Write) {
         }
         lines.queued.fetch_sub(line.len() + 1, Ordering::SeqCst);
     }
-}
-
-/// A request's params as method `M` takes them (an absent `params` is `{}`), or an error naming the
-/// method and what does not fit.
-pub(crate) fn params<M: Method>(params: &Value) -> Result<M::Params, RpcError> {
-    let value = if params.is_null() { Value::Object(serde_json::Map::new()) } else { params.clone() };
-    serde_json::from_value(value).map_err(|e| {
-        RpcError::invalid_params(format!("{}'s params do not fit: {e} (host/protocol/protocol.md lists them)", M::NAME))
-    })
 }
 
 /// Method `M`'s answer.

@@ -59,10 +59,11 @@ impl Target {
                 Ok((session.to_string(), seq))
             }
             Target::Remote(remote) => {
-                let params = serde_json::json!({"session": session, "messages": [msg]});
-                let added = remote.call("session/append", &params)??;
-                let added: seshat_protocol::methods::SessionAppendResult =
-                    serde_json::from_value(added).map_err(|e| anyhow!("the service's answer cannot be read: {e}"))?;
+                let params = seshat_protocol::methods::SessionAppendParams {
+                    session: session.to_string(),
+                    messages: vec![msg.clone()],
+                };
+                let added = remote.request::<seshat_protocol::methods::SessionAppend>(&params)?;
                 let seq = added.seqs.first().copied().ok_or_else(|| anyhow!("the service appended nothing"))?;
                 Ok((added.session, seq))
             }

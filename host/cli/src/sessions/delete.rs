@@ -1,5 +1,6 @@
 //! `seshat sessions delete`.
 
+use seshat_protocol::methods as m;
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 
@@ -19,13 +20,12 @@ pub struct Args {
 
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     if let Some(mut remote) = ctx.remote()? {
-        let got = remote.call("session/get", &serde_json::json!({"session": args.id}))??;
-        let info: seshat::store::SessionInfo = serde_json::from_value(got["session"].clone())
-            .map_err(|e| anyhow::anyhow!("the service's session cannot be read: {e}"))?;
+        let params = m::SessionGetParams { session: args.id.clone(), full: false };
+        let info = remote.request::<m::SessionGet>(&params)?.session;
         if !confirmed(args, &info)? {
             return Ok(ExitCode::FAILURE);
         }
-        remote.call("session/delete", &serde_json::json!({"session": info.id}))??;
+        remote.request::<m::SessionDelete>(&m::SessionParams { session: info.id.clone() })?;
         writeln!(
             std::io::stdout().lock(),
             "Deleted session {} ({} messages) on the service.",

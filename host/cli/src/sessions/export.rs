@@ -27,8 +27,8 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
 /// `sessions export --remote`: the service's `session/export` of the caller's own session, the
 /// same bytes a local export writes.
 fn run_remote(args: &Args, remote: &mut crate::remote::Remote) -> anyhow::Result<ExitCode> {
-    let exported = remote.call("session/export", &serde_json::json!({"session": args.id}))??;
-    let jsonl = exported["jsonl"].as_str().ok_or_else(|| anyhow::anyhow!("the service's export has no `jsonl`"))?;
+    let params = seshat_protocol::methods::SessionParams { session: args.id.clone() };
+    let jsonl = remote.request::<seshat_protocol::methods::SessionExport>(&params)?.jsonl;
     let mut out = std::io::stdout().lock();
     out.write_all(jsonl.as_bytes())?;
     out.flush()?;

@@ -39,9 +39,7 @@ fn run_remote(args: &Args, remote: &mut crate::remote::Remote) -> anyhow::Result
         at: args.at,
         title: args.title.clone(),
     };
-    let forked = remote.call("session/fork", &serde_json::to_value(params)?)??;
-    let forked: seshat_protocol::methods::SessionForkResult =
-        serde_json::from_value(forked).map_err(|e| anyhow::anyhow!("the service's fork cannot be read: {e}"))?;
+    let forked = remote.request::<seshat_protocol::methods::SessionFork>(&params)?;
     let parent = forked.session.parent_id.clone().unwrap_or_else(|| args.id.clone());
     print(args.json, &parent, &forked.session, forked.at, forked.moved_from)
 }

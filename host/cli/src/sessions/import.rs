@@ -46,12 +46,10 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         // The service validates and imports it whole, as the caller's session.
         let mut jsonl = String::new();
         input.read_to_string(&mut jsonl).with_context(|| format!("cannot read {}", args.file.display()))?;
-        let params = serde_json::json!({"jsonl": jsonl, "new_id": args.new_id, "repair": args.repair});
-        let imported = remote
-            .call("session/import", &params)?
-            .map_err(|refused| anyhow::anyhow!("cannot import {}: {refused}", args.file.display()))?;
-        serde_json::from_value(imported)
-            .map_err(|e| anyhow::anyhow!("the service's import report cannot be read: {e}"))?
+        let params = seshat_protocol::methods::SessionImportParams { jsonl, new_id: args.new_id, repair: args.repair };
+        remote
+            .try_request::<seshat_protocol::methods::SessionImport>(&params)?
+            .map_err(|refused| anyhow::anyhow!("cannot import {}: {refused}", args.file.display()))?
     } else {
         let mut store = ctx.store()?;
         let max_record_bytes = crate::record_limit(&ctx.config()?);
@@ -107,14 +105,10 @@ fn from(ctx: &Context, args: &Args, tool: seshat::foreign::Tool) -> anyhow::Resu
         // Read here, brought in by the service as the caller's, filed under this machine's keys.
         for c in &converted {
             let key = c.cwd.as_deref().map_or_else(|| format!("/{tool}"), project);
-            let params = serde_json::to_value(c.to_params(key))?;
             let brought = remote
-                .call("session/bring_in", &params)?
+                .try_request::<seshat_protocol::methods::SessionBringIn>(&c.to_params(key))?
                 .map_err(|refused| anyhow::anyhow!("{}: {refused}", failed(c)))?;
-            reports.push(
-                serde_json::from_value(brought)
-                    .map_err(|e| anyhow::anyhow!("the service's report cannot be read: {e}"))?,
-            );
+            reports.push(brought);
         }
     } else {
         let mut store = ctx.store()?;

@@ -131,13 +131,12 @@ struct Listing {
 
 /// The service's `session/list` for this project (or all).
 fn remote(args: &Args, remote: &mut crate::remote::Remote) -> anyhow::Result<Listing> {
-    let mut params = serde_json::json!({"all": args.all, "rewinds": args.tree});
-    if let Some(limit) = args.limit {
-        params["limit"] = limit.into();
-    }
-    let listed = remote.call("session/list", &params)??;
-    let listed: seshat_protocol::methods::SessionListResult = serde_json::from_value(listed)
-        .map_err(|e| anyhow::anyhow!("the service's session list cannot be read: {e}"))?;
+    let params = seshat_protocol::methods::SessionListParams {
+        all: args.all,
+        limit: args.limit.map(|l| l as u64),
+        rewinds: args.tree,
+    };
+    let listed = remote.request::<seshat_protocol::methods::SessionList>(&params)?;
     let ids = listed.sessions.iter().map(|s| s.id.clone()).collect();
     Ok(Listing { sessions: listed.sessions, ids, rewinds: listed.rewinds, remote: true })
 }

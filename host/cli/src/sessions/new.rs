@@ -40,12 +40,13 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     }
     let info = if let Some(mut remote) = ctx.remote()? {
         // The service files it under this machine's project key (sent when connecting).
-        let params = serde_json::json!({
-            "title": args.title, "provider": args.provider, "model": args.model, "window": args.window,
-        });
-        let made = remote.call("session/new", &params)??;
-        serde_json::from_value(made["session"].clone())
-            .map_err(|e| anyhow::anyhow!("the service's new session cannot be read: {e}"))?
+        let params = seshat_protocol::methods::SessionNewParams {
+            title: args.title.clone(),
+            provider: args.provider.clone(),
+            model: args.model.clone(),
+            window: args.window,
+        };
+        remote.request::<seshat_protocol::methods::SessionNew>(&params)?.session
     } else {
         ctx.store()?.create_session(NewSession {
             project: ctx.project.clone(),

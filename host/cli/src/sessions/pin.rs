@@ -1,6 +1,7 @@
 //! `seshat sessions pin` / `unpin`: messages the user keeps verbatim in every live view, whatever
 //! compaction does (a tool call and its results are pinned together).
 
+use seshat_protocol::methods as m;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -45,18 +46,12 @@ pub fn run_pin(ctx: &Context, args: &PinArgs) -> anyhow::Result<ExitCode> {
 /// `sessions pin --remote`: the service's `session/pins` or `session/pin`.
 fn run_pin_remote(args: &PinArgs, remote: &mut crate::remote::Remote) -> anyhow::Result<ExitCode> {
     let Some(seq) = args.seq else {
-        let listed = remote.call("session/pins", &serde_json::json!({"session": args.id}))??;
-        let listed: seshat_protocol::methods::SessionPinsResult = read(listed)?;
+        let params = m::SessionParams { session: args.id.clone() };
+        let listed = remote.request::<m::SessionPins>(&params)?;
         return print_pins(args, &listed.session, &listed.pins);
     };
-    let pinned = remote.call("session/pin", &serde_json::json!({"session": args.id, "seq": seq}))??;
-    let pinned: seshat_protocol::methods::SessionPinResult = read(pinned)?;
+    let pinned = remote.request::<m::SessionPin>(&m::SessionSeqParams { session: args.id.clone(), seq })?;
     print_pinned(args, &pinned.session, &pinned.pinned, &pinned.pins)
-}
-
-/// The service's answer read as `T`.
-fn read<T: serde::de::DeserializeOwned>(answer: serde_json::Value) -> anyhow::Result<T> {
-    serde_json::from_value(answer).map_err(|e| anyhow::anyhow!("the service's answer cannot be read: {e}"))
 }
 
 /// A session's pins.
@@ -88,8 +83,8 @@ fn print_pinned(args: &PinArgs, id: &str, added: &[u64], pins: &[u64]) -> anyhow
 
 pub fn run_unpin(ctx: &Context, args: &UnpinArgs) -> anyhow::Result<ExitCode> {
     let (id, removed) = if let Some(mut remote) = ctx.remote()? {
-        let params = serde_json::json!({"session": args.id, "seq": args.seq});
-        let unpinned: seshat_protocol::methods::SessionUnpinResult = read(remote.call("session/unpin", &params)??)?;
+        let params = m::SessionSeqParams { session: args.id.clone(), seq: args.seq };
+        let unpinned = remote.request::<m::SessionUnpin>(&params)?;
         (unpinned.session, unpinned.unpinned)
     } else {
         let mut store = ctx.store()?;

@@ -44,9 +44,7 @@ fn run_remote(args: &Args, remote: &mut crate::remote::Remote) -> anyhow::Result
         last: None,
         undo: args.undo,
     };
-    let r = remote.call("session/rewind", &serde_json::to_value(params)?)??;
-    let r: seshat_protocol::methods::SessionRewindResult =
-        serde_json::from_value(r).map_err(|e| anyhow::anyhow!("the service's rewind cannot be read: {e}"))?;
+    let r = remote.request::<seshat_protocol::methods::SessionRewind>(&params)?;
     let rewound = serde_json::json!({
         "from_seq": r.from_seq, "through_seq": r.through_seq,
         "retracted_compactions": r.retracted_compactions, "moved_from": r.moved_from,

@@ -42,10 +42,12 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let query = args.query.join(" ");
     if let Some(mut remote) = ctx.remote()? {
         // The service searches the caller's sessions under this machine's project key.
-        let params = serde_json::json!({"query": query, "all": args.all, "limit": args.limit});
-        let found = remote.call("history/search", &params)??;
-        let found: seshat_protocol::methods::HistorySearchResult = serde_json::from_value(found)
-            .map_err(|e| anyhow::anyhow!("the service's search result cannot be read: {e}"))?;
+        let params = seshat_protocol::methods::HistorySearchParams {
+            query: query.clone(),
+            all: args.all,
+            limit: Some(args.limit as u64),
+        };
+        let found = remote.request::<seshat_protocol::methods::HistorySearch>(&params)?;
         let ids = found.hits.iter().map(|h| h.session.clone()).collect();
         return print(ctx, args, &query, &found.hits, ids);
     }

@@ -1,5 +1,6 @@
 //! `seshat sessions show`.
 
+use seshat_protocol::methods as m;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -40,12 +41,10 @@ struct Full {
 fn run_remote(args: &Args, remote: &mut crate::remote::Remote) -> anyhow::Result<ExitCode> {
     let mut out = format::stdout();
     if args.full {
-        let exported = remote.call("session/export", &serde_json::json!({"session": args.id}))??;
-        let jsonl = exported["jsonl"].as_str().ok_or_else(|| anyhow::anyhow!("the service's export has no `jsonl`"))?;
-        let mut full = from_export(jsonl)?;
-        let listed = remote.call("session/list", &serde_json::json!({"all": true}))??;
-        let sessions: Vec<SessionInfo> = serde_json::from_value(listed["sessions"].clone())
-            .map_err(|e| anyhow::anyhow!("the service's session list cannot be read: {e}"))?;
+        let jsonl = remote.request::<m::SessionExport>(&m::SessionParams { session: args.id.clone() })?.jsonl;
+        let mut full = from_export(&jsonl)?;
+        let listed = remote.request::<m::SessionList>(&m::SessionListParams { all: true, ..Default::default() })?;
+        let sessions: Vec<SessionInfo> = listed.sessions;
         // In the order a local show lists them: oldest first.
         let mut forks: Vec<SessionInfo> =
             sessions.into_iter().filter(|s| s.parent_id.as_deref() == Some(full.session.id.as_str())).collect();
@@ -59,9 +58,7 @@ fn run_remote(args: &Args, remote: &mut crate::remote::Remote) -> anyhow::Result
         out.flush()?;
         return Ok(ExitCode::SUCCESS);
     }
-    let got = remote.call("session/get", &serde_json::json!({"session": args.id}))??;
-    let got: seshat_protocol::methods::SessionGetResult =
-        serde_json::from_value(got).map_err(|e| anyhow::anyhow!("the service's session cannot be read: {e}"))?;
+    let got = remote.request::<m::SessionGet>(&m::SessionGetParams { session: args.id.clone(), full: false })?;
     if args.json {
         format::json(&mut out, &got.view)?;
     } else {
