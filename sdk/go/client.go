@@ -401,11 +401,33 @@ func (c *Client) initialize(ctx context.Context) error {
 		// instructions sent.
 		params.Project, params.Instructions = c.project()
 	}
-	if err := c.send(ctx, "initialize", params, nil); err != nil {
+	var answer struct {
+		ProtocolVersion string `json:"protocol_version"`
+	}
+	if err := c.send(ctx, "initialize", params, &answer); err != nil {
+		return err
+	}
+	if err := checkVersion(answer.ProtocolVersion); err != nil {
 		return err
 	}
 	c.inited = true
 	return nil
+}
+
+// checkVersion compares the protocol version the server answered with the one this SDK speaks:
+// another is a protocol_mismatch naming both and the side to upgrade (versions are dates).
+func checkVersion(server string) error {
+	if server == ProtocolVersion {
+		return nil
+	}
+	shown, behind := server, "this client (the Go SDK)"
+	if server == "" {
+		shown = "(none)"
+	}
+	if shown < ProtocolVersion {
+		behind = "the server"
+	}
+	return &Error{Code: "protocol_mismatch", Message: fmt.Sprintf("the server speaks protocol %s and this client speaks %s: upgrade %s (host/protocol/protocol.md lists what changed)", shown, ProtocolVersion, behind)}
 }
 
 // Version is this SDK's version.

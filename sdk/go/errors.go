@@ -105,4 +105,7 @@ var (
 	// ErrEmptyAnswer: the model answered nothing; nothing was stored, and the message waits for
 	// an answer.
 	ErrEmptyAnswer = &Error{Code: "empty_answer"}
+	// ErrProtocolMismatch: the client and the server speak different protocol versions; the
+	// message names both and which side to upgrade.
+	ErrProtocolMismatch = &Error{Code: "protocol_mismatch"}
 )

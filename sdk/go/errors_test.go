@@ -370,3 +370,35 @@ func TestAServerErrorEndsItsTurnWithItsCodeAndTheNextTurnWorks(t *testing.T) {
 		}
 	}
 }
+
+// A server answering initialize with another protocol version: the SDK compares and refuses
+// with protocol_mismatch, naming both versions and the side to upgrade. The server is a script
+// speaking the protocol's lines (config/get, then initialize).
+func TestAServerSpeakingAnotherProtocolVersionIsRefused(t *testing.T) {
+	for _, tc := range []struct{ server, upgrade string }{
+		{"2099-01-01", "upgrade this client"},
+		{"2026-12-03", "upgrade the server"},
+	} {
+		script := filepath.Join(t.TempDir(), "seshat")
+		body := "#!/bin/sh\nread line\n" +
+			`echo '{"jsonrpc":"2.0","id":1,"result":{"project":"p","database":"d","auto_compact":true,"providers":[]}}'` + "\n" +
+			"read line\n" +
+			`echo '{"jsonrpc":"2.0","id":2,"result":{"protocol_version":"` + tc.server + `","server_info":{"name":"seshat","version":"9"},"capabilities":{}}}'` + "\n" +
+			"read line\n"
+		if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		c, err := NewClient(context.Background(), ClientConfig{Binary: script})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.NewSession(context.Background())
+		c.Close()
+		if !errors.Is(err, ErrProtocolMismatch) {
+			t.Fatalf("server %s: %v, want protocol_mismatch", tc.server, err)
+		}
+		if msg := err.Error(); !strings.Contains(msg, tc.server) || !strings.Contains(msg, ProtocolVersion) || !strings.Contains(msg, tc.upgrade) {
+			t.Errorf("server %s: %s", tc.server, msg)
+		}
+	}
+}

@@ -118,6 +118,7 @@ impl Remote {
     ) -> anyhow::Result<Remote> {
         let files: Vec<Value> = instructions.iter().map(|(name, text)| json!({"name": name, "text": text})).collect();
         let mut setup = json!({
+            "protocol_version": seshat_protocol::PROTOCOL_VERSION,
             "client_info": {"name": "seshat-cli", "version": env!("CARGO_PKG_VERSION")},
             "project": project,
             "instructions": files,
@@ -161,7 +162,10 @@ impl Remote {
         };
         self.ws = Some(ws);
         let setup = self.setup.clone();
-        self.exchange("initialize", &setup)?.map_err(anyhow::Error::from)?;
+        let answer = self.exchange("initialize", &setup)?.map_err(anyhow::Error::from)?;
+        let theirs = answer["protocol_version"].as_str().unwrap_or("(none)");
+        seshat_protocol::check_version(theirs, seshat_protocol::Peer::Server)
+            .map_err(|e| anyhow::anyhow!("{}: {e} [protocol_mismatch]", self.target.url))?;
         Ok(())
     }
 

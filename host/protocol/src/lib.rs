@@ -31,3 +31,59 @@ pub mod wire;
 /// The protocol's version, returned by `initialize`. Bumped when a method, a field or a casing
 /// changes in a way an existing client would notice.
 pub const PROTOCOL_VERSION: &str = "2026-12-06";
+
+/// Which side of a connection a version came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Peer {
+    /// The client (the server compares what `initialize` sends).
+    Client,
+    /// The server (the client compares what `initialize` answers).
+    Server,
+}
+
+impl Peer {
+    fn name(self) -> &'static str {
+        match self {
+            Peer::Client => "client",
+            Peer::Server => "server",
+        }
+    }
+
+    fn other(self) -> Peer {
+        match self {
+            Peer::Client => Peer::Server,
+            Peer::Server => Peer::Client,
+        }
+    }
+}
+
+/// Whether `peer`, speaking protocol `theirs`, can talk to this side, speaking
+/// [`PROTOCOL_VERSION`]: both sides compare in `initialize`. The error names both versions and
+/// which side to upgrade (versions are dates: the older one is behind).
+pub fn check_version(theirs: &str, peer: Peer) -> Result<(), String> {
+    if theirs == PROTOCOL_VERSION {
+        return Ok(());
+    }
+    let (us, them) = (peer.other().name(), peer.name());
+    let behind = if theirs < PROTOCOL_VERSION { format!("the {them}") } else { format!("this {us}") };
+    Err(format!(
+        "the {them} speaks protocol {theirs} and this {us} speaks {PROTOCOL_VERSION}: upgrade {behind} \
+         (host/protocol/protocol.md lists what changed)"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{PROTOCOL_VERSION, Peer, check_version};
+
+    /// The same version passes; another names both and the side that is behind.
+    #[test]
+    fn versions_are_compared_naming_both_and_whom_to_upgrade() {
+        assert_eq!(check_version(PROTOCOL_VERSION, Peer::Client), Ok(()));
+        let old = check_version("2026-12-03", Peer::Client).unwrap_err();
+        assert!(old.contains("the client speaks protocol 2026-12-03"), "{old}");
+        assert!(old.contains(PROTOCOL_VERSION) && old.contains("upgrade the client"), "{old}");
+        let new = check_version("2099-01-01", Peer::Server).unwrap_err();
+        assert!(new.contains("the server speaks protocol 2099-01-01") && new.contains("upgrade this client"), "{new}");
+    }
+}

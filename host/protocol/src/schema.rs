@@ -118,6 +118,7 @@ pub fn schema() -> Value {
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "seshat serve: JSON-RPC 2.0 messages, one per line",
+        "x-protocol-version": crate::PROTOCOL_VERSION,
         "description": format!(
             "Protocol version {}. Every line a client sends is a client_message; every line the server writes \
              is a server_message. Generated from the seshat-protocol crate's types; protocol.md describes each \

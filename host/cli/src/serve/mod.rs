@@ -548,6 +548,10 @@ impl Server {
         };
         match request {
             R::Initialize(p) => {
+                if let Some(version) = &p.protocol_version {
+                    seshat_protocol::check_version(version, seshat_protocol::Peer::Client)
+                        .map_err(|e| RpcError::seshat("protocol_mismatch", e))?;
+                }
                 // A provider that cannot be selected is refused now, not at the first turn.
                 if let Some(name) = &p.provider {
                     let config = self.ctx.config().map_err(|e| RpcError::seshat("invalid_config", format!("{e:#}")))?;

@@ -72,6 +72,45 @@ fn a_certificate_for_another_name_is_refused_saying_so() {
     assert!(!out.status.success() && err.contains("not for that host name"), "{err}");
 }
 
+/// A service answering `initialize` with another protocol version: the command line compares
+/// and stops, naming both versions and which side to upgrade; its own `initialize` said its version.
+#[test]
+fn a_service_speaking_another_protocol_version_is_refused_naming_both() {
+    use tokio_tungstenite::tungstenite::{Message, accept};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let fake = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut ws = accept(stream).unwrap();
+        let request: Value = loop {
+            if let Message::Text(text) = ws.read().unwrap() {
+                break serde_json::from_str(&text).unwrap();
+            }
+        };
+        let answer = serde_json::json!({"jsonrpc": "2.0", "id": request["id"], "result": {
+            "protocol_version": "2099-01-01",
+            "server_info": {"name": "seshat", "version": "9.0.0"},
+            "capabilities": {"turns": true, "tools": true, "memory": true, "knowledge": true, "compaction": true}
+        }});
+        ws.send(Message::text(answer.to_string())).unwrap();
+        let _ = ws.read();
+        request
+    });
+    let out = list(&format!("ws://127.0.0.1:{port}"), "a-token", &[]);
+    let request = fake.join().unwrap();
+    assert_eq!(request["method"], "initialize");
+    assert_eq!(request["params"]["protocol_version"], seshat_protocol::PROTOCOL_VERSION);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("2099-01-01")
+            && err.contains(seshat_protocol::PROTOCOL_VERSION)
+            && err.contains("upgrade this client")
+            && err.contains("protocol_mismatch"),
+        "{err}"
+    );
+}
+
 /// The service dies while an answer streams: `chat --remote --json` still prints a JSON outcome,
 /// saying what was kept and how to go on.
 #[test]

@@ -208,7 +208,21 @@ fn a_turn_streams_its_events_and_completes_and_the_session_holds_it() {
     assert_eq!(refused["error"]["data"]["code"], "provider_not_configured", "{refused}");
     let message = refused["error"]["message"].as_str().unwrap();
     assert!(message.contains("`nope`") && message.contains("`openai`"), "{message}");
-    let init = c.initialize(json!({"client_info": {"name": "tests"}, "model": "gpt-4o"}));
+    // A client speaking another protocol version is refused, naming both and whom to upgrade.
+    for (theirs, upgrade) in [("2026-12-03", "upgrade the client"), ("2099-01-01", "upgrade this server")] {
+        let refused = c.call("initialize", json!({"protocol_version": theirs, "model": "gpt-4o"}));
+        assert_eq!(refused["error"]["data"]["code"], "protocol_mismatch", "{refused}");
+        let message = refused["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(theirs)
+                && message.contains(seshat_protocol::PROTOCOL_VERSION)
+                && message.contains(upgrade),
+            "{message}"
+        );
+    }
+    let init = c.initialize(json!({
+        "protocol_version": seshat_protocol::PROTOCOL_VERSION, "client_info": {"name": "tests"}, "model": "gpt-4o"
+    }));
     assert_eq!(init["protocol_version"], seshat_protocol::PROTOCOL_VERSION);
     let id = session(&mut c);
     let started = c.ok("turn/start", json!({"session": id, "text": "Say hello"}));
