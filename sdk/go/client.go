@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
+	"example.invalid/seshat/sdk/go/seshat/protocol"
 	"fmt"
 	"net/http"
 	"os"
@@ -206,9 +207,7 @@ func contains(list []string, s string) bool {
 }
 
 // configGetResult is what `config/get` answers (the schema's ConfigGetResult), in part.
-type configGetResult struct {
-	Providers []string `json:"providers"`
-}
+type configGetResult = protocol.ConfigGetResult
 
 // MinWindow is the smallest context window Seshat works with, in tokens.
 const MinWindow = 4096

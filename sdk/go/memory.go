@@ -3,6 +3,7 @@ package seshat
 import (
 	"context"
 	"encoding/json"
+	"example.invalid/seshat/sdk/go/seshat/protocol"
 )
 
 // Memory is the long-term knowledge graph: entities with observations, relations between them,
@@ -100,16 +101,7 @@ func (m *Memory) ReadGraph(ctx context.Context) (Graph, error) {
 
 // Note is a key/value note (`seshat memory --action set`): a standing preference or fact,
 // replaced when its key is set again.
-type Note struct {
-	// Key names the note ("style").
-	Key string `json:"key"`
-	// Value is what it says.
-	Value string `json:"value"`
-	// Scope is "user", "project", "cross" or "team:NAME".
-	Scope string `json:"scope"`
-	// UpdatedAt is when it was last set, in Unix milliseconds.
-	UpdatedAt int64 `json:"updated_at"`
-}
+type Note = protocol.Note
 
 // SetNote sets a note in scope ("" for "user"), replacing the value of an existing key.
 func (m *Memory) SetNote(ctx context.Context, scope, key, value string) (Note, error) {

@@ -5,30 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"example.invalid/seshat/sdk/go/seshat/protocol"
 	"sync"
 )
 
 // SessionInfo describes a saved session.
-type SessionInfo struct {
-	// ID is the session's id (a ULID).
-	ID string `json:"id"`
-	// Title is the session's title (its first request, by default).
-	Title string `json:"title"`
-	// Project is the project key the session belongs to.
-	Project string `json:"project"`
-	// Provider and Model the session last talked to.
-	Provider string `json:"provider"`
-	Model    string `json:"model"`
-	// MessageCount counts the messages written.
-	MessageCount uint64 `json:"message_count"`
-	// CreatedAt and UpdatedAt are Unix milliseconds.
-	CreatedAt int64 `json:"created_at"`
-	UpdatedAt int64 `json:"updated_at"`
-	// ParentID is the session this one was forked from ("" when it is not a fork); ForkSeq is
-	// the parent's message its history ends at.
-	ParentID string `json:"parent_id,omitempty"`
-	ForkSeq  uint64 `json:"fork_seq,omitempty"`
-}
+type SessionInfo = protocol.SessionInfo
 
 // Session is one conversation, saved in the database and resumable.
 type Session struct {
@@ -81,16 +63,7 @@ func (c *Client) Sessions(ctx context.Context) ([]SessionInfo, error) {
 }
 
 // Message is one message of a session as it was written.
-type Message struct {
-	// Seq is the message's position in the session, from 1.
-	Seq uint64 `json:"seq"`
-	// Role is "user", "assistant", "tool" or "system".
-	Role string `json:"role"`
-	// Parts are the message's content parts as Seshat exports them ({"type": "text", ...}).
-	Parts []json.RawMessage `json:"parts"`
-	// Status is "complete", "interrupted" or "synthetic".
-	Status string `json:"status"`
-}
+type Message = protocol.Message
 
 // History returns every message of the session as written (before any compaction).
 func (s *Session) History(ctx context.Context) ([]Message, error) {
@@ -102,24 +75,7 @@ func (s *Session) History(ctx context.Context) ([]Message, error) {
 }
 
 // Report says what a compaction did.
-type Report struct {
-	// TokensBefore and TokensAfter are the request's estimated size around the compaction.
-	TokensBefore uint64 `json:"tokens_before"`
-	TokensAfter  uint64 `json:"tokens_after"`
-	// Trimmed counts the tool results shortened.
-	Trimmed int `json:"trimmed"`
-	// Summarised says whether a summary replaced older messages, written by SummaryModel.
-	Summarised   bool   `json:"summarised"`
-	SummaryModel string `json:"summary_model"`
-	// Dropped counts the messages the summary replaced.
-	Dropped int `json:"dropped"`
-	// RefusalsRecovered counts summary requests the model refused for their length that were cut
-	// again and retried (a recovered refusal is not a failed compaction).
-	RefusalsRecovered uint32 `json:"refusals_recovered"`
-	// Kept counts the messages kept verbatim; TrimsFreed the tokens the trims freed.
-	Kept       int    `json:"kept"`
-	TrimsFreed uint64 `json:"trims_freed"`
-}
+type Report = protocol.Report
 
 // Compact compacts the session now, with instructions (what to keep or stress; may be empty).
 func (s *Session) Compact(ctx context.Context, instructions string) (Report, error) {
@@ -135,39 +91,10 @@ func (s *Session) Compact(ctx context.Context, instructions string) (Report, err
 }
 
 // Usage is token usage.
-type Usage struct {
-	// InputTokens billed at the normal rate.
-	InputTokens uint64 `json:"input_tokens"`
-	// OutputTokens written by the model.
-	OutputTokens uint64 `json:"output_tokens"`
-	// ContextTokens is the whole request's size.
-	ContextTokens uint64 `json:"context_tokens"`
-	// CacheReadTokens were read from the provider's prompt cache, CacheCreationTokens written to it.
-	CacheReadTokens     uint64 `json:"cache_read_tokens"`
-	CacheCreationTokens uint64 `json:"cache_creation_tokens"`
-}
+type Usage = protocol.Usage
 
 // Outcome is what a turn did: its answer, usage and how it ended.
-type Outcome struct {
-	// Text is the final answer's text.
-	Text string `json:"text"`
-	// Iterations counts the model calls of the turn.
-	Iterations int `json:"iterations"`
-	// Usage sums the turn's calls.
-	Usage Usage `json:"usage"`
-	// Interrupted: the turn was cut short; what arrived is stored.
-	Interrupted bool `json:"interrupted"`
-	// Error and ErrorCode say why it stopped early (Wait returns them as an *Error).
-	Error     string `json:"error"`
-	ErrorCode string `json:"error_code"`
-	// Compactions ran before the turn's model calls.
-	Compactions []Report `json:"compactions"`
-	// Replayed: the request had been sent before with the same key (SendWithKey) and its
-	// exchange was stored then; this is what was stored, and nothing was stored or asked now.
-	Replayed bool `json:"replayed"`
-	// Warnings say what failed after the answer was stored (the turn succeeded).
-	Warnings []string `json:"warnings"`
-}
+type Outcome = protocol.TurnOutcome
 
 // EventKind says what an Event is.
 type EventKind string
@@ -553,30 +480,10 @@ func (s *Session) Delete(ctx context.Context) error {
 }
 
 // KnowledgeHit is one chunk of the project's documents that a knowledge search found.
-type KnowledgeHit struct {
-	// ID is the chunk's id.
-	ID int64 `json:"id"`
-	// Path is its file; StartLine and EndLine its lines (1-based).
-	Path      string `json:"path"`
-	StartLine uint32 `json:"start_line"`
-	EndLine   uint32 `json:"end_line"`
-	// Heading is its heading path ("A > B").
-	Heading string `json:"heading"`
-	// Snippet shows the matching words.
-	Snippet string `json:"snippet"`
-	// Score is the fused score (higher is better).
-	Score float64 `json:"score"`
-}
+type KnowledgeHit = protocol.KnowledgeHit
 
 // KnowledgeFound is what a knowledge search found.
-type KnowledgeFound struct {
-	// Mode is "hybrid" or "lexical".
-	Mode string `json:"mode"`
-	// Note says why a search is lexical, or what was left out (and where embeddings go).
-	Note string `json:"note"`
-	// Hits are the results, best first.
-	Hits []KnowledgeHit `json:"hits"`
-}
+type KnowledgeFound = protocol.Found
 
 // KnowledgeSearch searches the project's indexed documents (`seshat knowledge add`), at most
 // limit hits (0: the server's default).
@@ -591,19 +498,7 @@ func (c *Client) KnowledgeSearch(ctx context.Context, query string, limit int) (
 }
 
 // KnowledgeChunk is a chunk of a document read whole (or as much as one answer holds).
-type KnowledgeChunk struct {
-	// ID is the chunk's id.
-	ID int64 `json:"id"`
-	// File is the document's path; Lines its lines in it ("start-end").
-	File  string `json:"file"`
-	Lines string `json:"lines"`
-	// Heading is the heading it sits under ("" when none).
-	Heading string `json:"heading"`
-	// Text is its text from the offset asked for.
-	Text string `json:"text"`
-	// Note says where Text was cut and the offset to read on from, when it was cut.
-	Note string `json:"note,omitempty"`
-}
+type KnowledgeChunk = protocol.KnowledgeChunk
 
 // KnowledgeRead reads a chunk a knowledge search found, whole, from byte offset (0: its start;
 // a cut answer's Note gives the offset to read on from). A chunk the caller may not read —
@@ -629,17 +524,7 @@ func (s *Session) Export(ctx context.Context) (string, error) {
 }
 
 // HistoryHit is a message a history search found.
-type HistoryHit struct {
-	// Session is its session's id; Seq its place there.
-	Session string `json:"session"`
-	Seq     uint64 `json:"seq"`
-	// Role is "user", "assistant", "tool" or "system".
-	Role string `json:"role"`
-	// CreatedAt is when it was written, in Unix milliseconds.
-	CreatedAt int64 `json:"created_at"`
-	// Snippet is the text around the match, the matched words between « and ».
-	Snippet string `json:"snippet"`
-}
+type HistoryHit = protocol.HistoryHit
 
 // SearchHistory searches what was said in the caller's sessions — the project's, or with all
 // every one of theirs — in the original messages, whatever compaction did; at most limit hits

@@ -32,15 +32,15 @@ type AccessRevokedParams struct {
 // BroughtIn: What bringing in another agent's session wrote (`seshat sessions import --from … --json`).
 type BroughtIn struct {
 	// Compactions: Compaction records written now.
-	Compactions uint64 `json:"compactions"`
+	Compactions int `json:"compactions"`
 	// File: The file read.
 	File string `json:"file"`
 	// ForkedFrom: With `forked`: the session forked from and the last message both share.
 	ForkedFrom []json.RawMessage `json:"forked_from,omitempty"`
 	// Messages: Messages written now.
-	Messages uint64 `json:"messages"`
+	Messages int `json:"messages"`
 	// Orphans: Tool results whose call is nowhere before them.
-	Orphans uint64 `json:"orphans"`
+	Orphans int `json:"orphans"`
 	// Outcome: `imported` (new), `appended` (the file grew), `forked` (the file grew while the session
 	// went on in Seshat: what the file gained went into a fork where the two diverge) or
 	// `unchanged`.
@@ -48,11 +48,11 @@ type BroughtIn struct {
 	// Session: The Seshat session.
 	Session string `json:"session"`
 	// Skipped: Records not brought in, by what they were.
-	Skipped map[string]uint64 `json:"skipped"`
+	Skipped map[string]int `json:"skipped"`
 	// SourceID: The agent's id of it.
 	SourceID string `json:"source_id"`
 	// Synthetic: Calls never answered, given a synthetic error result.
-	Synthetic uint64 `json:"synthetic"`
+	Synthetic int `json:"synthetic"`
 	// Tool: Whose session: `claude-code` or `codex`.
 	Tool string `json:"tool"`
 	// Versions: The agent versions that wrote the file.
@@ -191,13 +191,13 @@ type ConfigGetResult struct {
 // ContextSection: How much of one scope made it into a memory context.
 type ContextSection struct {
 	// Entities: Entities included.
-	Entities uint64 `json:"entities"`
+	Entities int `json:"entities"`
 	// Notes: Notes included.
-	Notes uint64 `json:"notes"`
+	Notes int `json:"notes"`
 	// OmittedEntities: Entities left out.
-	OmittedEntities uint64 `json:"omitted_entities"`
+	OmittedEntities int `json:"omitted_entities"`
 	// OmittedNotes: Notes left out.
-	OmittedNotes uint64 `json:"omitted_notes"`
+	OmittedNotes int `json:"omitted_notes"`
 	// Scope: The scope.
 	Scope Scope `json:"scope"`
 }
@@ -309,15 +309,15 @@ type Id = json.RawMessage
 // Imported: What an import wrote.
 type Imported struct {
 	// Empty: Messages without parts kept (with `repair`).
-	Empty uint64 `json:"empty"`
+	Empty int `json:"empty"`
 	// ID: The imported session's id.
 	ID string `json:"id"`
 	// Messages: Messages imported (synthetic results included).
 	Messages uint64 `json:"messages"`
 	// Orphans: Tool results kept although they answer no earlier call (with `repair`).
-	Orphans uint64 `json:"orphans"`
+	Orphans int `json:"orphans"`
 	// Synthetic: Unanswered calls given a synthetic result (with `repair`).
-	Synthetic uint64 `json:"synthetic"`
+	Synthetic int `json:"synthetic"`
 }
 
 // InitializeParams: `initialize`'s params.
@@ -392,7 +392,7 @@ type KnowledgeHit struct {
 	// ID: The chunk's id (`knowledge_read` takes it).
 	ID int64 `json:"id"`
 	// LexicalRank: Its 1-based rank by bm25, when the words matched.
-	LexicalRank uint64 `json:"lexical_rank,omitempty"`
+	LexicalRank int `json:"lexical_rank,omitempty"`
 	// Path: Its file.
 	Path string `json:"path"`
 	// Score: The fused score (reciprocal rank fusion; higher is better).
@@ -404,7 +404,7 @@ type KnowledgeHit struct {
 	// StartLine: Its first line (1-based).
 	StartLine uint32 `json:"start_line"`
 	// VectorRank: Its 1-based rank among the vector neighbours, when it was one.
-	VectorRank uint64 `json:"vector_rank,omitempty"`
+	VectorRank int `json:"vector_rank,omitempty"`
 }
 
 // KnowledgeReadParams: `knowledge/read`'s params.
@@ -440,13 +440,13 @@ type MemoryClearResult struct {
 // MemoryContext: The memory context of a session: what it is given at its start.
 type MemoryContext struct {
 	// Budget: The budget it was built for.
-	Budget uint64 `json:"budget"`
+	Budget int `json:"budget"`
 	// Sections: Per scope, what was included and left out.
 	Sections []ContextSection `json:"sections"`
 	// Text: The text given to the agent (empty when there is no memory).
 	Text string `json:"text"`
 	// Tokens: Its estimated size in tokens.
-	Tokens uint64 `json:"tokens"`
+	Tokens int `json:"tokens"`
 }
 
 // MemoryContextParams: `memory/context`'s params.
@@ -605,11 +605,11 @@ type Removed struct {
 // Report: What a compaction did, for the CLI to say.
 type Report struct {
 	// Dropped: Messages replaced by the summary.
-	Dropped uint64 `json:"dropped,omitempty"`
+	Dropped int `json:"dropped,omitempty"`
 	// DryRun: Whether this was a dry run (nothing recorded).
 	DryRun bool `json:"dry_run,omitempty"`
 	// Kept: Messages kept after the summary (the pinned request included).
-	Kept uint64 `json:"kept,omitempty"`
+	Kept int `json:"kept,omitempty"`
 	// ModelCalls: Model calls made (0: no model was called).
 	ModelCalls uint32 `json:"model_calls,omitempty"`
 	// PluginMicros: Microseconds spent inside plugin calls (trimmer and summariser, model calls included).
@@ -628,7 +628,7 @@ type Report struct {
 	// TokensBefore: Estimated request tokens before.
 	TokensBefore uint64 `json:"tokens_before,omitempty"`
 	// Trimmed: Tool results trimmed.
-	Trimmed uint64 `json:"trimmed,omitempty"`
+	Trimmed int `json:"trimmed,omitempty"`
 	// TrimsFreed: Estimated tokens the trims freed.
 	TrimsFreed uint64 `json:"trims_freed,omitempty"`
 }
@@ -725,7 +725,7 @@ type SessionBringInParams struct {
 	// Provider: The provider, when known.
 	Provider string `json:"provider,omitempty"`
 	// Skipped: Records not brought in, counted by what they were.
-	Skipped map[string]uint64 `json:"skipped,omitempty"`
+	Skipped map[string]int `json:"skipped,omitempty"`
 	// SourceID: The agent's id of the session (a subagent's: the parent's id, `/`, the agent's).
 	SourceID string `json:"source_id"`
 	// Title: A title, when the agent wrote one.

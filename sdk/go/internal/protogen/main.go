@@ -222,8 +222,10 @@ func goType(p node) string {
 		return "float64"
 	case "integer":
 		switch p["format"] {
-		case "uint64", "uint":
+		case "uint64":
 			return "uint64"
+		case "uint":
+			return "int" // a Rust usize: a count or a length, as Go's len gives
 		case "uint32":
 			return "uint32"
 		case "int32":
