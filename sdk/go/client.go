@@ -182,7 +182,7 @@ func newClient(cfg ClientConfig, link transport) *Client {
 // the field, instead of at the first turn. A ctx done meanwhile ends the client.
 func (c *Client) check(ctx context.Context) error {
 	var conf configGetResult
-	if err := c.send(ctx, "config/get", nil, &conf); err != nil {
+	if err := c.send(ctx, protocol.MethodConfigGet, protocol.Empty{}, &conf); err != nil {
 		c.Close()
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr
@@ -380,30 +380,33 @@ func (c *Client) initialize(ctx context.Context) error {
 		return nil
 	}
 	c.mu.Lock()
-	var tools []toolDefinition
+	var tools []protocol.ToolDefinition
 	for name, t := range c.tools {
-		tools = append(tools, toolDefinition{Name: name, Description: t.desc, InputSchema: t.schema})
+		tools = append(tools, protocol.ToolDefinition{Name: name, Description: t.desc, InputSchema: t.schema})
 	}
 	c.mu.Unlock()
-	params := initializeParams{
-		ProtocolVersion:     ProtocolVersion,
-		ClientInfo:          clientInfo{Name: "seshat-go", Version: Version},
-		AutoCompact:         c.cfg.AutoCompact,
-		CompactSummaryModel: c.cfg.CompactSummaryModel,
-		Provider:            c.cfg.Provider,
-		Model:               c.cfg.Model,
-		Window:              c.cfg.Window,
+	params := protocol.InitializeParams{
+		ProtocolVersion:     ptr(ProtocolVersion),
+		ClientInfo:          protocol.ClientInfo{Name: "seshat-go", Version: ptr(Version)},
+		AutoCompact:         ptr(c.cfg.AutoCompact),
+		CompactSummaryModel: nonEmpty(c.cfg.CompactSummaryModel),
+		Provider:            nonEmpty(c.cfg.Provider),
+		Model:               nonEmpty(c.cfg.Model),
 		Tools:               tools,
+	}
+	if c.cfg.Window != 0 {
+		params.Window = ptr(c.cfg.Window)
 	}
 	if c.cmd == nil {
 		// A remote server knows nothing of this machine: the project is named, and its
 		// instructions sent.
-		params.Project, params.Instructions = c.project()
+		project, files := c.project()
+		params.Project, params.Instructions = &project, files
 	}
 	var answer struct {
 		ProtocolVersion string `json:"protocol_version"`
 	}
-	if err := c.send(ctx, "initialize", params, &answer); err != nil {
+	if err := c.send(ctx, protocol.MethodInitialize, params, &answer); err != nil {
 		return err
 	}
 	if err := checkVersion(answer.ProtocolVersion); err != nil {
@@ -436,44 +439,15 @@ const Version = "0.1.0"
 // (host/protocol/protocol.md).
 const ProtocolVersion = "2026-12-06"
 
-// initializeParams is `initialize`'s params (the schema's InitializeParams).
-type initializeParams struct {
-	ProtocolVersion     string            `json:"protocol_version"`
-	ClientInfo          clientInfo        `json:"client_info"`
-	AutoCompact         bool              `json:"auto_compact"`
-	CompactSummaryModel string            `json:"compact_summary_model,omitempty"`
-	Provider            string            `json:"provider,omitempty"`
-	Model               string            `json:"model,omitempty"`
-	Window              uint64            `json:"window,omitempty"`
-	Tools               []toolDefinition  `json:"tools,omitempty"`
-	Project             string            `json:"project,omitempty"`
-	Instructions        []instructionFile `json:"instructions,omitempty"`
-}
+// ptr is a pointer to v: an optional param that is sent.
+func ptr[T any](v T) *T { return &v }
 
-// instructionFile is a project instruction file sent to a remote server (the schema's
-// InstructionFile).
-type instructionFile struct {
-	Name string `json:"name"`
-	Text string `json:"text"`
-}
-
-// clientInfo names the client (the schema's ClientInfo).
-type clientInfo struct {
-	Name    string `json:"name"`
-	Version string `json:"version,omitempty"`
-}
-
-// toolDefinition is a registered tool as `initialize` announces it (the schema's ToolDefinition).
-type toolDefinition struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"input_schema,omitempty"`
-}
-
-// toolCallResult is the answer to the server's `tool/call` (the schema's ToolCallResult).
-type toolCallResult struct {
-	Content string `json:"content"`
-	IsError bool   `json:"is_error"`
+// nonEmpty is a pointer to s, or nil for "" (an optional param left out).
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 func (c *Client) runTool(msg rpcMessage) {
@@ -504,13 +478,13 @@ func (c *Client) runTool(msg rpcMessage) {
 		}
 		cancel()
 	}()
-	var result toolCallResult
+	var result protocol.ToolCallResult
 	if !ok {
-		result = toolCallResult{Content: "no tool named " + p.Name + " is registered", IsError: true}
+		result = protocol.ToolCallResult{Content: "no tool named " + p.Name + " is registered", IsError: true}
 	} else if out, err := t.run(ctx, p.Arguments); err != nil {
-		result = toolCallResult{Content: err.Error(), IsError: true}
+		result = protocol.ToolCallResult{Content: err.Error(), IsError: true}
 	} else {
-		result = toolCallResult{Content: out}
+		result = protocol.ToolCallResult{Content: out}
 	}
 	_ = c.write(map[string]interface{}{"jsonrpc": "2.0", "id": json.RawMessage(msg.ID), "result": result})
 }

@@ -105,29 +105,25 @@ type Note = protocol.Note
 
 // SetNote sets a note in scope ("" for "user"), replacing the value of an existing key.
 func (m *Memory) SetNote(ctx context.Context, scope, key, value string) (Note, error) {
-	var r struct {
-		Note Note `json:"note"`
-	}
-	err := m.client.call(ctx, "notes/set", scoped(map[string]interface{}{"key": key, "value": value}, scope), &r)
+	var r protocol.NoteResult
+	params := protocol.NotesSetParams{Key: key, Value: value, Scope: protocol.Scope(scope)}
+	err := m.client.call(ctx, protocol.MethodNotesSet, params, &r)
 	return r.Note, err
 }
 
 // Notes lists the notes of scope ("" for "user"), most recently set first.
 func (m *Memory) Notes(ctx context.Context, scope string) ([]Note, error) {
-	var r struct {
-		Notes []Note `json:"notes"`
-	}
-	err := m.client.call(ctx, "notes/list", scoped(map[string]interface{}{}, scope), &r)
+	var r protocol.NotesResult
+	err := m.client.call(ctx, protocol.MethodNotesList, protocol.NotesListParams{Scope: protocol.Scope(scope)}, &r)
 	return r.Notes, err
 }
 
 // SearchNotes finds notes whose key or value contains query (ignoring case), in scope or, with
 // "", in every scope reads cover.
 func (m *Memory) SearchNotes(ctx context.Context, scope, query string) ([]Note, error) {
-	var r struct {
-		Notes []Note `json:"notes"`
-	}
-	err := m.client.call(ctx, "notes/search", scoped(map[string]interface{}{"query": query}, scope), &r)
+	var r protocol.NotesResult
+	params := protocol.NotesSearchParams{Query: query, Scope: protocol.Scope(scope)}
+	err := m.client.call(ctx, protocol.MethodNotesSearch, params, &r)
 	return r.Notes, err
 }
 

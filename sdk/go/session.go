@@ -21,10 +21,8 @@ type Session struct {
 
 // NewSession creates a session in the client's project.
 func (c *Client) NewSession(ctx context.Context) (*Session, error) {
-	var r struct {
-		Session SessionInfo `json:"session"`
-	}
-	if err := c.call(ctx, "session/new", nil, &r); err != nil {
+	var r protocol.SessionResult
+	if err := c.call(ctx, protocol.MethodSessionNew, protocol.SessionNewParams{}, &r); err != nil {
 		return nil, err
 	}
 	return &Session{client: c, ID: r.Session.ID}, nil
@@ -32,10 +30,8 @@ func (c *Client) NewSession(ctx context.Context) (*Session, error) {
 
 // Resume opens the session with id (or a unique prefix of it).
 func (c *Client) Resume(ctx context.Context, id string) (*Session, error) {
-	var r struct {
-		Session SessionInfo `json:"session"`
-	}
-	if err := c.call(ctx, "session/get", map[string]interface{}{"session": id}, &r); err != nil {
+	var r protocol.SessionGetResult
+	if err := c.call(ctx, protocol.MethodSessionGet, protocol.SessionGetParams{Session: id}, &r); err != nil {
 		return nil, err
 	}
 	return &Session{client: c, ID: r.Session.ID}, nil
@@ -55,10 +51,8 @@ func (c *Client) Continue(ctx context.Context) (*Session, error) {
 
 // Sessions lists the project's sessions, newest first.
 func (c *Client) Sessions(ctx context.Context) ([]SessionInfo, error) {
-	var r struct {
-		Sessions []SessionInfo `json:"sessions"`
-	}
-	err := c.call(ctx, "session/list", nil, &r)
+	var r protocol.SessionListResult
+	err := c.call(ctx, protocol.MethodSessionList, protocol.SessionListParams{}, &r)
 	return r.Sessions, err
 }
 
@@ -67,10 +61,8 @@ type Message = protocol.Message
 
 // History returns every message of the session as written (before any compaction).
 func (s *Session) History(ctx context.Context) ([]Message, error) {
-	var r struct {
-		History []Message `json:"history"`
-	}
-	err := s.client.call(ctx, "session/get", map[string]interface{}{"session": s.ID, "full": true}, &r)
+	var r protocol.SessionGetResult
+	err := s.client.call(ctx, protocol.MethodSessionGet, protocol.SessionGetParams{Session: s.ID, Full: true}, &r)
 	return r.History, err
 }
 
@@ -79,14 +71,12 @@ type Report = protocol.Report
 
 // Compact compacts the session now, with instructions (what to keep or stress; may be empty).
 func (s *Session) Compact(ctx context.Context, instructions string) (Report, error) {
-	params := map[string]interface{}{"session": s.ID}
+	params := protocol.SessionCompactParams{Session: s.ID}
 	if instructions != "" {
-		params["instructions"] = instructions
+		params.Instructions = &instructions
 	}
-	var r struct {
-		Report Report `json:"report"`
-	}
-	err := s.client.call(ctx, "session/compact", params, &r)
+	var r protocol.SessionCompactResult
+	err := s.client.call(ctx, protocol.MethodSessionCompact, params, &r)
 	return r.Report, err
 }
 
@@ -276,8 +266,8 @@ func (s *Session) SendWithKey(ctx context.Context, key, text string) (*Stream, e
 	// The request goes out whatever ctx does meanwhile; its answer says whether a turn began.
 	started := make(chan error, 1)
 	go func() {
-		params := map[string]interface{}{"session": s.ID, "text": text, "idempotency_key": key}
-		started <- c.call(context.Background(), "turn/start", params, nil)
+		params := protocol.TurnStartParams{Session: s.ID, Text: text, IdempotencyKey: &key}
+		started <- c.call(context.Background(), protocol.MethodTurnStart, params, nil)
 	}()
 	var err error
 	select {
@@ -286,7 +276,7 @@ func (s *Session) SendWithKey(ctx context.Context, key, text string) (*Stream, e
 		// Cancelled while the turn was being started: once the server answers, a turn it began
 		// is interrupted (and stored as such) before Send returns.
 		if err = <-started; err == nil {
-			_ = c.call(context.Background(), "turn/interrupt", map[string]interface{}{"session": s.ID}, nil)
+			_ = c.call(context.Background(), protocol.MethodTurnInterrupt, protocol.SessionParams{Session: s.ID}, nil)
 			_, _ = st.Wait()
 		}
 		err = interrupted(ctx.Err())
@@ -305,7 +295,7 @@ func (s *Session) SendWithKey(ctx context.Context, key, text string) (*Stream, e
 		select {
 		case <-ctx.Done():
 			st.stopOnce.Do(func() { close(st.stopped) })
-			_ = c.call(context.Background(), "turn/interrupt", map[string]interface{}{"session": s.ID}, nil)
+			_ = c.call(context.Background(), protocol.MethodTurnInterrupt, protocol.SessionParams{Session: s.ID}, nil)
 		case <-st.done:
 		}
 	}()
@@ -405,7 +395,7 @@ func (s *Session) LiveView(ctx context.Context) ([]ViewEntry, error) {
 			Entries []ViewEntry `json:"entries"`
 		} `json:"view"`
 	}
-	err := s.client.call(ctx, "session/get", map[string]interface{}{"session": s.ID}, &r)
+	err := s.client.call(ctx, protocol.MethodSessionGet, protocol.SessionGetParams{Session: s.ID}, &r)
 	return r.View.Entries, err
 }
 
@@ -424,12 +414,12 @@ type Forked struct {
 // whose live view is this one's as it was then, and returns it to continue in. Nothing is copied
 // but the view's records: forking a long session is cheap.
 func (s *Session) Fork(ctx context.Context, atSeq uint64) (*Session, Forked, error) {
-	params := map[string]interface{}{"session": s.ID}
+	params := protocol.SessionForkParams{Session: s.ID}
 	if atSeq > 0 {
-		params["at"] = atSeq
+		params.At = &atSeq
 	}
 	var r Forked
-	if err := s.client.call(ctx, "session/fork", params, &r); err != nil {
+	if err := s.client.call(ctx, protocol.MethodSessionFork, params, &r); err != nil {
 		return nil, r, err
 	}
 	return &Session{client: s.client, ID: r.Session.ID}, r, nil
@@ -455,7 +445,7 @@ type Rewound struct {
 // not fit the session's window.
 func (s *Session) Rewind(ctx context.Context, toSeq uint64) (Rewound, error) {
 	var r Rewound
-	err := s.client.call(ctx, "session/rewind", map[string]interface{}{"session": s.ID, "to": toSeq}, &r)
+	err := s.client.call(ctx, protocol.MethodSessionRewind, protocol.SessionRewindParams{Session: s.ID, To: &toSeq}, &r)
 	return r, err
 }
 
@@ -463,20 +453,20 @@ func (s *Session) Rewind(ctx context.Context, toSeq uint64) (Rewound, error) {
 // the result carries that request's text.
 func (s *Session) RewindRequests(ctx context.Context, n uint64) (Rewound, error) {
 	var r Rewound
-	err := s.client.call(ctx, "session/rewind", map[string]interface{}{"session": s.ID, "last": n}, &r)
+	err := s.client.call(ctx, protocol.MethodSessionRewind, protocol.SessionRewindParams{Session: s.ID, Last: &n}, &r)
 	return r, err
 }
 
 // UndoRewind brings back the messages of the latest rewind while no message was added after it.
 func (s *Session) UndoRewind(ctx context.Context) (Rewound, error) {
 	var r Rewound
-	err := s.client.call(ctx, "session/rewind", map[string]interface{}{"session": s.ID, "undo": true}, &r)
+	err := s.client.call(ctx, protocol.MethodSessionRewind, protocol.SessionRewindParams{Session: s.ID, Undo: true}, &r)
 	return r, err
 }
 
 // Delete deletes the session and everything it holds.
 func (s *Session) Delete(ctx context.Context) error {
-	return s.client.call(ctx, "session/delete", map[string]interface{}{"session": s.ID}, nil)
+	return s.client.call(ctx, protocol.MethodSessionDelete, protocol.SessionParams{Session: s.ID}, nil)
 }
 
 // KnowledgeHit is one chunk of the project's documents that a knowledge search found.
@@ -488,12 +478,13 @@ type KnowledgeFound = protocol.Found
 // KnowledgeSearch searches the project's indexed documents (`seshat knowledge add`), at most
 // limit hits (0: the server's default).
 func (c *Client) KnowledgeSearch(ctx context.Context, query string, limit int) (KnowledgeFound, error) {
-	params := map[string]interface{}{"query": query}
+	params := protocol.KnowledgeSearchParams{Query: query}
 	if limit > 0 {
-		params["limit"] = limit
+		n := uint64(limit)
+		params.Limit = &n
 	}
 	var found KnowledgeFound
-	err := c.call(ctx, "knowledge/search", params, &found)
+	err := c.call(ctx, protocol.MethodKnowledgeSearch, params, &found)
 	return found, err
 }
 
@@ -504,22 +495,20 @@ type KnowledgeChunk = protocol.KnowledgeChunk
 // a cut answer's Note gives the offset to read on from). A chunk the caller may not read —
 // another project's, or a team's they are not granted — is ErrChunkNotFound, as a missing one.
 func (c *Client) KnowledgeRead(ctx context.Context, id int64, offset uint64) (KnowledgeChunk, error) {
-	params := map[string]interface{}{"id": id}
+	params := protocol.KnowledgeReadParams{ID: id}
 	if offset > 0 {
-		params["offset"] = offset
+		params.Offset = &offset
 	}
 	var chunk KnowledgeChunk
-	err := c.call(ctx, "knowledge/read", params, &chunk)
+	err := c.call(ctx, protocol.MethodKnowledgeRead, params, &chunk)
 	return chunk, err
 }
 
 // Export is the session's whole record as JSON Lines, byte for byte what `seshat sessions
 // export` writes (what `seshat sessions import` reads into another store).
 func (s *Session) Export(ctx context.Context) (string, error) {
-	var out struct {
-		JSONL string `json:"jsonl"`
-	}
-	err := s.client.call(ctx, "session/export", map[string]interface{}{"session": s.ID}, &out)
+	var out protocol.SessionExportResult
+	err := s.client.call(ctx, protocol.MethodSessionExport, protocol.SessionParams{Session: s.ID}, &out)
 	return out.JSONL, err
 }
 
@@ -530,13 +519,12 @@ type HistoryHit = protocol.HistoryHit
 // every one of theirs — in the original messages, whatever compaction did; at most limit hits
 // (0: the server's default of 20), best first.
 func (c *Client) SearchHistory(ctx context.Context, query string, all bool, limit int) ([]HistoryHit, error) {
-	params := map[string]interface{}{"query": query, "all": all}
+	params := protocol.HistorySearchParams{Query: query, All: all}
 	if limit > 0 {
-		params["limit"] = limit
+		n := uint64(limit)
+		params.Limit = &n
 	}
-	var out struct {
-		Hits []HistoryHit `json:"hits"`
-	}
-	err := c.call(ctx, "history/search", params, &out)
+	var out protocol.HistorySearchResult
+	err := c.call(ctx, protocol.MethodHistorySearch, params, &out)
 	return out.Hits, err
 }

@@ -2,6 +2,7 @@ package seshat
 
 import (
 	"bufio"
+	"example.invalid/seshat/sdk/go/seshat/protocol"
 	"io"
 	"os"
 	"path/filepath"
@@ -67,7 +68,7 @@ func (r *remote) close() error {
 var instructionFiles = []string{"AGENTS.md", "CLAUDE.md"}
 
 // project is the project key and the instruction files a remote server is told of.
-func (c *Client) project() (string, []instructionFile) {
+func (c *Client) project() (string, []protocol.InstructionFile) {
 	dir := c.cfg.ProjectDir
 	if dir == "" {
 		dir = "."
@@ -80,11 +81,11 @@ func (c *Client) project() (string, []instructionFile) {
 	if key == "" {
 		key = abs
 	}
-	var files []instructionFile
+	var files []protocol.InstructionFile
 	for _, name := range instructionFiles {
 		text, err := os.ReadFile(filepath.Join(abs, name))
 		if err == nil && len(text) > 0 {
-			files = append(files, instructionFile{Name: name, Text: string(text)})
+			files = append(files, protocol.InstructionFile{Name: name, Text: string(text)})
 		}
 	}
 	return key, files

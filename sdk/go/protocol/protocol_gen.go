@@ -84,7 +84,7 @@ type ClientInfo struct {
 	// Name: Its name.
 	Name string `json:"name"`
 	// Version: Its version.
-	Version string `json:"version,omitempty"`
+	Version *string `json:"version,omitempty"`
 }
 
 // Compaction: A compaction record: kept beside the originals, never replacing them.
@@ -291,7 +291,7 @@ type HistorySearchParams struct {
 	// All: Search every one of the caller's sessions, not only the connection's project's.
 	All bool `json:"all,omitempty"`
 	// Limit: At most this many hits (20 when absent, at most 200).
-	Limit uint64 `json:"limit,omitempty"`
+	Limit *uint64 `json:"limit,omitempty"`
 	// Query: Words to look for (case and accents ignored, word forms matched); an identifier such as
 	// `TF123-K45` is matched exactly and ranked first.
 	Query string `json:"query"`
@@ -323,28 +323,28 @@ type Imported struct {
 // InitializeParams: `initialize`'s params.
 type InitializeParams struct {
 	// AutoCompact: Automatic compaction for the client's sessions (true when absent).
-	AutoCompact bool `json:"auto_compact,omitempty"`
+	AutoCompact *bool `json:"auto_compact,omitempty"`
 	// ClientInfo: Who the client is.
 	ClientInfo ClientInfo `json:"client_info,omitempty"`
 	// CompactSummaryModel: The model that writes summaries (the session's model when absent).
-	CompactSummaryModel string `json:"compact_summary_model,omitempty"`
+	CompactSummaryModel *string `json:"compact_summary_model,omitempty"`
 	// Instructions: For a network server: the client's project instructions (`AGENTS.md`, `CLAUDE.md`), read
 	// on the client's machine, for the system prompt; the server reads none of its own.
 	Instructions []InstructionFile `json:"instructions,omitempty"`
 	// Model: The model for new turns.
-	Model string `json:"model,omitempty"`
+	Model *string `json:"model,omitempty"`
 	// Project: For a network server (`--listen ws://…`): the client's project key — its normalised git
 	// remote, `.seshat/project` id, or path — under which its sessions, project memory and
 	// knowledge are filed (none: no project). A local server uses its own directory's.
-	Project string `json:"project,omitempty"`
+	Project *string `json:"project,omitempty"`
 	// ProtocolVersion: The version the client speaks (the server answers with its own).
-	ProtocolVersion string `json:"protocol_version,omitempty"`
+	ProtocolVersion *string `json:"protocol_version,omitempty"`
 	// Provider: The provider for new turns (the configuration's when absent).
-	Provider string `json:"provider,omitempty"`
+	Provider *string `json:"provider,omitempty"`
 	// Tools: The client's own tools.
 	Tools []ToolDefinition `json:"tools,omitempty"`
 	// Window: The model's context window in tokens, when the client knows it.
-	Window uint64 `json:"window,omitempty"`
+	Window *uint64 `json:"window,omitempty"`
 }
 
 // InitializeResult: `initialize`'s result.
@@ -412,13 +412,13 @@ type KnowledgeReadParams struct {
 	// ID: The chunk's id, as a search returned it.
 	ID int64 `json:"id"`
 	// Offset: The byte to read on from (0 when absent): what a cut answer's note gives.
-	Offset uint64 `json:"offset,omitempty"`
+	Offset *uint64 `json:"offset,omitempty"`
 }
 
 // KnowledgeSearchParams: `knowledge/search`'s params.
 type KnowledgeSearchParams struct {
 	// Limit: At most this many hits (10 when absent, at most 100).
-	Limit uint64 `json:"limit,omitempty"`
+	Limit *uint64 `json:"limit,omitempty"`
 	// Query: What to look for.
 	Query string `json:"query"`
 }
@@ -452,7 +452,7 @@ type MemoryContext struct {
 // MemoryContextParams: `memory/context`'s params.
 type MemoryContextParams struct {
 	// Budget: The budget in tokens (the server's `[memory] context_tokens` when absent).
-	Budget uint64 `json:"budget,omitempty"`
+	Budget *uint64 `json:"budget,omitempty"`
 }
 
 // MemoryDeletionsResult: `memory/deletions`' result.
@@ -713,23 +713,23 @@ type SessionAppendResult struct {
 // SessionBringInParams: `session/bring_in`'s params: one session as read from another agent's files, in Seshat's terms.
 type SessionBringInParams struct {
 	// ContextWindow: The model's window, when the agent recorded it.
-	ContextWindow uint64 `json:"context_window,omitempty"`
+	ContextWindow *uint64 `json:"context_window,omitempty"`
 	// File: The file it was read from, on the client's machine.
 	File string `json:"file"`
 	// Items: Messages and the agent's compactions, in order.
 	Items []ForeignItem `json:"items"`
 	// Model: The model last used.
-	Model string `json:"model,omitempty"`
+	Model *string `json:"model,omitempty"`
 	// Project: The project key the session is filed under (the client's, for the agent's directory).
 	Project string `json:"project"`
 	// Provider: The provider, when known.
-	Provider string `json:"provider,omitempty"`
+	Provider *string `json:"provider,omitempty"`
 	// Skipped: Records not brought in, counted by what they were.
 	Skipped map[string]int `json:"skipped,omitempty"`
 	// SourceID: The agent's id of the session (a subagent's: the parent's id, `/`, the agent's).
 	SourceID string `json:"source_id"`
 	// Title: A title, when the agent wrote one.
-	Title string `json:"title,omitempty"`
+	Title *string `json:"title,omitempty"`
 	// Tool: Whose it is: `claude-code` or `codex`.
 	Tool string `json:"tool"`
 	// Versions: The agent versions that wrote the records.
@@ -741,12 +741,12 @@ type SessionCompactParams struct {
 	// DryRun: Say what would happen without changing anything or calling a model.
 	DryRun bool `json:"dry_run,omitempty"`
 	// Instructions: What the summary should keep or stress.
-	Instructions string `json:"instructions,omitempty"`
+	Instructions *string `json:"instructions,omitempty"`
 	// Session: The session's id, or a unique prefix.
 	Session string `json:"session"`
 	// Until: Summarise everything before this message and keep it and what follows verbatim
 	// (refused, with the figures, when that would not fit the window).
-	Until uint64 `json:"until,omitempty"`
+	Until *uint64 `json:"until,omitempty"`
 }
 
 // SessionCompactResult: `session/compact`'s result.
@@ -773,11 +773,11 @@ type SessionExportResult struct {
 type SessionForkParams struct {
 	// At: The last message the fork keeps (its seq); the session's last when absent. A seq inside
 	// a tool exchange moves to the exchange's start.
-	At uint64 `json:"at,omitempty"`
+	At *uint64 `json:"at,omitempty"`
 	// Session: The session's id, or a unique prefix.
 	Session string `json:"session"`
 	// Title: The fork's title (the parent's when absent).
-	Title string `json:"title,omitempty"`
+	Title *string `json:"title,omitempty"`
 }
 
 // SessionForkResult: `session/fork`'s result.
@@ -861,7 +861,7 @@ type SessionListParams struct {
 	// All: Every project's sessions, not only the server's project.
 	All bool `json:"all,omitempty"`
 	// Limit: At most this many.
-	Limit uint64 `json:"limit,omitempty"`
+	Limit *uint64 `json:"limit,omitempty"`
 	// Rewinds: Also each listed session's rewound branches in force (`seshat sessions list --tree`).
 	Rewinds bool `json:"rewinds,omitempty"`
 }
@@ -877,13 +877,13 @@ type SessionListResult struct {
 // SessionNewParams: `session/new`'s params.
 type SessionNewParams struct {
 	// Model: The model it records.
-	Model string `json:"model,omitempty"`
+	Model *string `json:"model,omitempty"`
 	// Provider: The provider it records (the connection's or the server's at its first turn otherwise).
-	Provider string `json:"provider,omitempty"`
+	Provider *string `json:"provider,omitempty"`
 	// Title: A title (the first user message gives one otherwise).
-	Title string `json:"title,omitempty"`
+	Title *string `json:"title,omitempty"`
 	// Window: The model's context window it records, in tokens (at least 4096).
-	Window uint64 `json:"window,omitempty"`
+	Window *uint64 `json:"window,omitempty"`
 }
 
 // SessionParams: A session named by its id or a unique prefix of it.
@@ -919,11 +919,11 @@ type SessionResult struct {
 // SessionRewindParams: `session/rewind`'s params: one of `to`, `last` or `undo`.
 type SessionRewindParams struct {
 	// Last: Rewind to before the user's `last`-th-last request instead (1: the latest).
-	Last uint64 `json:"last,omitempty"`
+	Last *uint64 `json:"last,omitempty"`
 	// Session: The session's id, or a unique prefix.
 	Session string `json:"session"`
 	// To: The first message to take out of the live view (its seq).
-	To uint64 `json:"to,omitempty"`
+	To *uint64 `json:"to,omitempty"`
 	// Undo: Undo the latest rewind (while no message was added after it).
 	Undo bool `json:"undo,omitempty"`
 }
@@ -993,7 +993,7 @@ type TokenParams struct {
 // TokensCreateParams: `tokens/create`'s params.
 type TokensCreateParams struct {
 	// ExpiresAt: When it stops working (Unix milliseconds); never when absent.
-	ExpiresAt int64 `json:"expires_at,omitempty"`
+	ExpiresAt *int64 `json:"expires_at,omitempty"`
 	// Operator: Allow a token for `local`, the store's operator (refused without it).
 	Operator bool `json:"operator,omitempty"`
 	// ReadOnly: It may read but write nothing.
@@ -1005,7 +1005,7 @@ type TokensCreateParams struct {
 // TokensListParams: `tokens/list`'s params.
 type TokensListParams struct {
 	// User: Only this user's.
-	User string `json:"user,omitempty"`
+	User *string `json:"user,omitempty"`
 }
 
 // TokensListResult: `tokens/list`'s result.
@@ -1144,7 +1144,7 @@ type TurnStartParams struct {
 	// with the same key and text after a failure that left the client unsure whether the turn
 	// was stored, the request stores nothing twice — its stored outcome is replayed, or its
 	// unfinished turn goes on. The same key with other text is `turn_key_reused`.
-	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	IdempotencyKey *string `json:"idempotency_key,omitempty"`
 	// Session: The session's id, or a unique prefix.
 	Session string `json:"session"`
 	// Text: The user's message.
@@ -1166,7 +1166,7 @@ type Usage struct {
 	// CacheReadTokens: Input tokens read from the provider's prompt cache.
 	CacheReadTokens uint64 `json:"cache_read_tokens,omitempty"`
 	// ContextTokens: The whole request's size as the provider counted it, normalised across providers.
-	ContextTokens uint64 `json:"context_tokens,omitempty"`
+	ContextTokens *uint64 `json:"context_tokens,omitempty"`
 	// InputTokens: Input tokens billed at the normal rate.
 	InputTokens uint64 `json:"input_tokens,omitempty"`
 	// OutputTokens: Output tokens.
@@ -1218,9 +1218,9 @@ type UsersRenameParams struct {
 // UsersSetParams: `users/set`'s params: what to change (at least one).
 type UsersSetParams struct {
 	// Admin: Make them an admin (`true`) or not (`false`).
-	Admin bool `json:"admin,omitempty"`
+	Admin *bool `json:"admin,omitempty"`
 	// Disabled: Disable (`true`) or enable (`false`) them.
-	Disabled bool `json:"disabled,omitempty"`
+	Disabled *bool `json:"disabled,omitempty"`
 	// Name: The user.
 	Name string `json:"name"`
 }

@@ -62,6 +62,7 @@ func generate(schema []byte) ([]byte, error) {
 	b.WriteString("// Version is the protocol version the schema describes.\n")
 	fmt.Fprintf(&b, "const Version = %q\n\n", version)
 	b.WriteString("// RawJSON keeps the encoding/json import used when no type needs it.\nvar _ json.RawMessage\n\n")
+	sent := sentTypes(defs)
 	names := make([]string, 0, len(defs))
 	for name := range defs {
 		names = append(names, name)
@@ -72,14 +73,15 @@ func generate(schema []byte) ([]byte, error) {
 			continue // the message shapes (client_message, request, …) are not types
 		}
 		def, _ := defs[name].(node)
-		writeDef(&b, name, def)
+		writeDef(&b, name, def, sent[name])
 	}
 	writeMethods(&b, defs)
 	return format.Source(b.Bytes())
 }
 
-// writeDef writes the Go type of definition name.
-func writeDef(b *bytes.Buffer, name string, def node) {
+// writeDef writes the Go type of definition name; sent: a client writes it (a method's params
+// or part of them).
+func writeDef(b *bytes.Buffer, name string, def node, sent bool) {
 	comment(b, "", name, def)
 	if consts := stringConsts(def); consts != nil {
 		fmt.Fprintf(b, "type %s string\n\n", name)
@@ -94,7 +96,7 @@ func writeDef(b *bytes.Buffer, name string, def node) {
 	switch {
 	case hasProps:
 		fmt.Fprintf(b, "type %s struct {\n", name)
-		writeFields(b, props, required(def))
+		writeFields(b, props, required(def), sent)
 		b.WriteString("}\n\n")
 	case def["type"] == "object":
 		fmt.Fprintf(b, "type %s struct{}\n\n", name)
@@ -105,8 +107,10 @@ func writeDef(b *bytes.Buffer, name string, def node) {
 	}
 }
 
-// writeFields writes a struct's fields, in the order of their JSON names.
-func writeFields(b *bytes.Buffer, props node, req map[string]bool) {
+// writeFields writes a struct's fields, in the order of their JSON names. In a type a client
+// sends, an optional value that may be null is a pointer: nil leaves it out (the server's
+// default), where a zero would say false, 0 or "".
+func writeFields(b *bytes.Buffer, props node, req map[string]bool, sent bool) {
 	keys := make([]string, 0, len(props))
 	for k := range props {
 		keys = append(keys, k)
@@ -119,7 +123,11 @@ func writeFields(b *bytes.Buffer, props node, req map[string]bool) {
 		if !req[k] {
 			tag += ",omitempty"
 		}
-		fmt.Fprintf(b, "\t%s %s `json:%q`\n", goName(k), goType(p), tag)
+		typ := goType(p)
+		if sent && !req[k] && nullable(p) && scalar(typ) {
+			typ = "*" + typ
+		}
+		fmt.Fprintf(b, "\t%s %s `json:%q`\n", goName(k), typ, tag)
 	}
 }
 
@@ -288,4 +296,75 @@ func writeMethods(b *bytes.Buffer, defs node) {
 		fmt.Fprintf(b, "\t// Method%s takes %s.\n\tMethod%s = %q\n", goName(m.name), m.params, goName(m.name), m.name)
 	}
 	b.WriteString(")\n")
+}
+
+// nullable reports whether a property may be null.
+func nullable(p node) bool {
+	if t, ok := p["type"].([]interface{}); ok {
+		for _, k := range t {
+			if k == "null" {
+				return true
+			}
+		}
+	}
+	for _, key := range []string{"anyOf", "oneOf"} {
+		alts, _ := p[key].([]interface{})
+		for _, a := range alts {
+			if an, _ := a.(node); an["type"] == "null" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// scalar reports whether a Go type is one whose zero value is a value (not nil).
+func scalar(typ string) bool {
+	switch typ {
+	case "string", "bool", "int", "int32", "int64", "uint32", "uint64", "float64":
+		return true
+	}
+	return false
+}
+
+// sentTypes is the definitions a client writes: every method's params and what they hold.
+func sentTypes(defs node) map[string]bool {
+	req, _ := defs["request"].(node)
+	alts, _ := req["oneOf"].([]interface{})
+	var stack []string
+	for _, a := range alts {
+		an, _ := a.(node)
+		props, _ := an["properties"].(node)
+		params, _ := props["params"].(node)
+		if ref, ok := params["$ref"].(string); ok {
+			stack = append(stack, strings.TrimPrefix(ref, "#/$defs/"))
+		}
+	}
+	seen := map[string]bool{}
+	for len(stack) > 0 {
+		name := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		var walk func(interface{})
+		walk = func(v interface{}) {
+			switch x := v.(type) {
+			case node:
+				if ref, ok := x["$ref"].(string); ok {
+					stack = append(stack, strings.TrimPrefix(ref, "#/$defs/"))
+				}
+				for _, c := range x {
+					walk(c)
+				}
+			case []interface{}:
+				for _, c := range x {
+					walk(c)
+				}
+			}
+		}
+		walk(defs[name])
+	}
+	return seen
 }

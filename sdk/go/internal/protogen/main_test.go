@@ -30,13 +30,15 @@ func TestTheCommittedTypesAreWhatTheSchemaGenerates(t *testing.T) {
 }
 
 // Each kind of definition becomes its Go shape: a struct with its fields tagged (optional ones
-// omitempty), a string union with its values as constants, a method name as a constant.
+// omitempty, a nullable one a pointer in what a client sends), a string union with its values as
+// constants, a method name as a constant.
 func TestDefinitionsBecomeGoTypes(t *testing.T) {
 	schema := []byte(`{"x-protocol-version": "2000-01-01", "$defs": {
 		"Thing": {"type": "object", "required": ["id"], "properties": {
 			"id": {"type": "string"},
 			"seq_count": {"type": ["integer", "null"], "format": "uint64"},
 			"kind": {"$ref": "#/$defs/Kind"}}},
+		"Answer": {"type": "object", "properties": {"seq_count": {"type": ["integer", "null"], "format": "uint64"}}},
 		"Kind": {"oneOf": [{"const": "one", "type": "string"}, {"const": "two", "type": "string"}]},
 		"request": {"oneOf": [{"properties": {"method": {"const": "thing/get"}, "params": {"$ref": "#/$defs/Thing"}}}]}}}`)
 	out, err := generate(schema)
@@ -48,7 +50,9 @@ func TestDefinitionsBecomeGoTypes(t *testing.T) {
 	for _, want := range []string{
 		`const Version = "2000-01-01"`,
 		"ID string `json:\"id\"`",
-		"SeqCount uint64 `json:\"seq_count,omitempty\"`",
+		// A client sends Thing: absent (nil) and 0 differ. It reads Answer: null reads as 0.
+		"SeqCount *uint64 `json:\"seq_count,omitempty\"`",
+		"type Answer struct { SeqCount uint64 `json:\"seq_count,omitempty\"` }",
 		"Kind Kind `json:\"kind,omitempty\"`",
 		`KindOne Kind = "one"`,
 		`MethodThingGet = "thing/get"`,
