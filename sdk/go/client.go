@@ -262,7 +262,7 @@ func (c *Client) read() {
 			continue
 		}
 		switch {
-		case msg.Method == "access/revoked":
+		case msg.Method == protocol.NotificationAccessRevoked:
 			var p struct {
 				Code    string `json:"code"`
 				Message string `json:"message"`

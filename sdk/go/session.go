@@ -323,7 +323,7 @@ func (c *Client) notification(msg rpcMessage) {
 	}
 	c.mu.Lock()
 	st := c.turns[p.Session]
-	if msg.Method == "turn/completed" {
+	if msg.Method == protocol.NotificationTurnCompleted {
 		delete(c.turns, p.Session)
 	}
 	c.mu.Unlock()
@@ -332,7 +332,7 @@ func (c *Client) notification(msg rpcMessage) {
 	}
 	send := st.push
 	switch msg.Method {
-	case "turn/event":
+	case protocol.NotificationTurnEvent:
 		var e struct {
 			Type  string `json:"type"`
 			Text  string `json:"text"`
@@ -347,17 +347,17 @@ func (c *Client) notification(msg rpcMessage) {
 		case "usage":
 			send(Event{Kind: UsageEvent, Usage: e.Usage})
 		}
-	case "turn/compaction_started":
+	case protocol.NotificationTurnCompactionStarted:
 		send(Event{Kind: CompactionStarted, Tokens: p.Tokens, Window: p.Window})
-	case "turn/compaction":
+	case protocol.NotificationTurnCompaction:
 		send(Event{Kind: Compaction, Report: p.Report})
-	case "turn/tool_call":
+	case protocol.NotificationTurnToolCall:
 		send(Event{Kind: ToolCall, CallID: p.CallID, Name: p.Name, Arguments: p.Arguments})
-	case "turn/tool_result":
+	case protocol.NotificationTurnToolResult:
 		send(Event{Kind: ToolResult, CallID: p.CallID, Name: p.Name, Text: p.Content, IsError: p.IsError})
-	case "turn/warning":
+	case protocol.NotificationTurnWarning:
 		send(Event{Kind: Warning, Text: p.Message})
-	case "turn/completed":
+	case protocol.NotificationTurnCompleted:
 		var o Outcome
 		_ = json.Unmarshal(p.Outcome, &o)
 		var err error

@@ -1380,3 +1380,23 @@ const (
 	// MethodUsersSet takes UsersSetParams.
 	MethodUsersSet = "users/set"
 )
+
+// The notifications a server sends, by name (each carries the params type named beside it).
+const (
+	// NotificationAccessRevoked carries AccessRevokedParams.
+	NotificationAccessRevoked = "access/revoked"
+	// NotificationTurnCompaction carries CompactionParams.
+	NotificationTurnCompaction = "turn/compaction"
+	// NotificationTurnCompactionStarted carries CompactionStartedParams.
+	NotificationTurnCompactionStarted = "turn/compaction_started"
+	// NotificationTurnCompleted carries CompletedParams.
+	NotificationTurnCompleted = "turn/completed"
+	// NotificationTurnEvent carries TurnEventParams.
+	NotificationTurnEvent = "turn/event"
+	// NotificationTurnToolCall carries ToolCalledParams.
+	NotificationTurnToolCall = "turn/tool_call"
+	// NotificationTurnToolResult carries ToolResultParams.
+	NotificationTurnToolResult = "turn/tool_result"
+	// NotificationTurnWarning carries WarningParams.
+	NotificationTurnWarning = "turn/warning"
+)

@@ -295,6 +295,32 @@ func writeMethods(b *bytes.Buffer, defs node) {
 	for _, m := range methods {
 		fmt.Fprintf(b, "\t// Method%s takes %s.\n\tMethod%s = %q\n", goName(m.name), m.params, goName(m.name), m.name)
 	}
+	b.WriteString(")\n\n")
+	writeNotifications(b, defs)
+}
+
+// writeNotifications writes each notification's name as a constant, from the schema's
+// notification shapes.
+func writeNotifications(b *bytes.Buffer, defs node) {
+	shapes, _ := defs["notification"].(node)
+	alts, _ := shapes["oneOf"].([]interface{})
+	type notice struct{ name, params string }
+	var notices []notice
+	for _, a := range alts {
+		an, _ := a.(node)
+		props, _ := an["properties"].(node)
+		m, _ := props["method"].(node)
+		name, _ := m["const"].(string)
+		params, _ := props["params"].(node)
+		if name != "" {
+			notices = append(notices, notice{name, goType(params)})
+		}
+	}
+	sort.Slice(notices, func(i, j int) bool { return notices[i].name < notices[j].name })
+	b.WriteString("// The notifications a server sends, by name (each carries the params type named beside it).\nconst (\n")
+	for _, n := range notices {
+		fmt.Fprintf(b, "\t// Notification%s carries %s.\n\tNotification%s = %q\n", goName(n.name), n.params, goName(n.name), n.name)
+	}
 	b.WriteString(")\n")
 }
 
