@@ -387,7 +387,7 @@ func (c *Client) initialize(ctx context.Context) error {
 	c.mu.Unlock()
 	params := protocol.InitializeParams{
 		ProtocolVersion:     ptr(ProtocolVersion),
-		ClientInfo:          protocol.ClientInfo{Name: "seshat-go", Version: ptr(Version)},
+		ClientInfo:          &protocol.ClientInfo{Name: "seshat-go", Version: ptr(Version)},
 		AutoCompact:         ptr(c.cfg.AutoCompact),
 		CompactSummaryModel: nonEmpty(c.cfg.CompactSummaryModel),
 		Provider:            nonEmpty(c.cfg.Provider),
@@ -410,6 +410,8 @@ func (c *Client) initialize(ctx context.Context) error {
 		return err
 	}
 	if err := checkVersion(answer.ProtocolVersion); err != nil {
+		// Nothing more can be said to this server: every later call fails the same way.
+		c.Close()
 		return err
 	}
 	c.inited = true

@@ -325,7 +325,7 @@ type InitializeParams struct {
 	// AutoCompact: Automatic compaction for the client's sessions (true when absent).
 	AutoCompact *bool `json:"auto_compact,omitempty"`
 	// ClientInfo: Who the client is.
-	ClientInfo ClientInfo `json:"client_info,omitempty"`
+	ClientInfo *ClientInfo `json:"client_info,omitempty"`
 	// CompactSummaryModel: The model that writes summaries (the session's model when absent).
 	CompactSummaryModel *string `json:"compact_summary_model,omitempty"`
 	// Instructions: For a network server: the client's project instructions (`AGENTS.md`, `CLAUDE.md`), read
@@ -509,7 +509,7 @@ type NewMessage struct {
 	// Status: How it came to be.
 	Status MessageStatus `json:"status,omitempty"`
 	// Usage: Usage of the model call that produced it, for assistant messages.
-	Usage Usage `json:"usage,omitempty"`
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // NewToken: A new token: its listing and the token itself, which nothing stores.
@@ -1166,7 +1166,7 @@ type Usage struct {
 	// CacheReadTokens: Input tokens read from the provider's prompt cache.
 	CacheReadTokens uint64 `json:"cache_read_tokens,omitempty"`
 	// ContextTokens: The whole request's size as the provider counted it, normalised across providers.
-	ContextTokens *uint64 `json:"context_tokens,omitempty"`
+	ContextTokens uint64 `json:"context_tokens,omitempty"`
 	// InputTokens: Input tokens billed at the normal rate.
 	InputTokens uint64 `json:"input_tokens,omitempty"`
 	// OutputTokens: Output tokens.

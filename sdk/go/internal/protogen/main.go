@@ -62,10 +62,18 @@ func generate(schema []byte) ([]byte, error) {
 	b.WriteString("// Version is the protocol version the schema describes.\n")
 	fmt.Fprintf(&b, "const Version = %q\n\n", version)
 	b.WriteString("// RawJSON keeps the encoding/json import used when no type needs it.\nvar _ json.RawMessage\n\n")
-	sent := sentTypes(defs)
+	// Pointers only where no reader sees them: a type the server also answers with keeps its
+	// values (a reader of Usage gets 0, not nil).
+	sent := reachable(defs, paramRoots(defs))
+	for name := range reachable(defs, []string{"answer", "notification", "tool_call"}) {
+		delete(sent, name)
+	}
 	names := make([]string, 0, len(defs))
 	for name := range defs {
 		names = append(names, name)
+		def, _ := defs[name].(node)
+		_, props := def["properties"].(node)
+		structDefs[name] = stringConsts(def) == nil && (props || def["type"] == "object")
 	}
 	sort.Strings(names)
 	for _, name := range names {
@@ -107,9 +115,9 @@ func writeDef(b *bytes.Buffer, name string, def node, sent bool) {
 	}
 }
 
-// writeFields writes a struct's fields, in the order of their JSON names. In a type a client
-// sends, an optional value that may be null is a pointer: nil leaves it out (the server's
-// default), where a zero would say false, 0 or "".
+// writeFields writes a struct's fields, in the order of their JSON names. In a type only a
+// client sends, an optional value that may be null, and an optional object, is a pointer: nil
+// leaves it out (the server's default), where a zero would say false, 0, "" or {}.
 func writeFields(b *bytes.Buffer, props node, req map[string]bool, sent bool) {
 	keys := make([]string, 0, len(props))
 	for k := range props {
@@ -124,7 +132,7 @@ func writeFields(b *bytes.Buffer, props node, req map[string]bool, sent bool) {
 			tag += ",omitempty"
 		}
 		typ := goType(p)
-		if sent && !req[k] && nullable(p) && scalar(typ) {
+		if sent && !req[k] && (nullable(p) && scalar(typ) || isStruct(p)) {
 			typ = "*" + typ
 		}
 		fmt.Fprintf(b, "\t%s %s `json:%q`\n", goName(k), typ, tag)
@@ -353,19 +361,46 @@ func scalar(typ string) bool {
 	return false
 }
 
-// sentTypes is the definitions a client writes: every method's params and what they hold.
-func sentTypes(defs node) map[string]bool {
+// isStruct reports whether a property refers to a definition written as a struct.
+func isStruct(p node) bool {
+	for _, key := range []string{"anyOf", "oneOf"} {
+		alts, _ := p[key].([]interface{})
+		var kept []node
+		for _, a := range alts {
+			if an, _ := a.(node); an["type"] != "null" {
+				kept = append(kept, an)
+			}
+		}
+		if len(kept) == 1 {
+			return isStruct(kept[0])
+		}
+	}
+	ref, ok := p["$ref"].(string)
+	return ok && structDefs[strings.TrimPrefix(ref, "#/$defs/")]
+}
+
+// structDefs is the definitions written as structs, filled by generate.
+var structDefs = map[string]bool{}
+
+// paramRoots is every method's params definition.
+func paramRoots(defs node) []string {
 	req, _ := defs["request"].(node)
 	alts, _ := req["oneOf"].([]interface{})
-	var stack []string
+	var roots []string
 	for _, a := range alts {
 		an, _ := a.(node)
 		props, _ := an["properties"].(node)
 		params, _ := props["params"].(node)
 		if ref, ok := params["$ref"].(string); ok {
-			stack = append(stack, strings.TrimPrefix(ref, "#/$defs/"))
+			roots = append(roots, strings.TrimPrefix(ref, "#/$defs/"))
 		}
 	}
+	return roots
+}
+
+// reachable is the definitions roots name and every one they refer to.
+func reachable(defs node, roots []string) map[string]bool {
+	stack := append([]string(nil), roots...)
 	seen := map[string]bool{}
 	for len(stack) > 0 {
 		name := stack[len(stack)-1]

@@ -37,8 +37,11 @@ func TestDefinitionsBecomeGoTypes(t *testing.T) {
 		"Thing": {"type": "object", "required": ["id"], "properties": {
 			"id": {"type": "string"},
 			"seq_count": {"type": ["integer", "null"], "format": "uint64"},
-			"kind": {"$ref": "#/$defs/Kind"}}},
-		"Answer": {"type": "object", "properties": {"seq_count": {"type": ["integer", "null"], "format": "uint64"}}},
+			"kind": {"$ref": "#/$defs/Kind"},
+			"part": {"anyOf": [{"$ref": "#/$defs/Part"}, {"type": "null"}]}}},
+		"Answer": {"type": "object", "properties": {"seq_count": {"type": ["integer", "null"], "format": "uint64"}, "part": {"$ref": "#/$defs/Part"}}},
+		"Part": {"type": "object", "properties": {"n": {"type": ["integer", "null"], "format": "uint64"}}},
+		"answer": {"properties": {"result": {"$ref": "#/$defs/Answer"}}},
 		"Kind": {"oneOf": [{"const": "one", "type": "string"}, {"const": "two", "type": "string"}]},
 		"request": {"oneOf": [{"properties": {"method": {"const": "thing/get"}, "params": {"$ref": "#/$defs/Thing"}}}]}}}`)
 	out, err := generate(schema)
@@ -50,9 +53,11 @@ func TestDefinitionsBecomeGoTypes(t *testing.T) {
 	for _, want := range []string{
 		`const Version = "2000-01-01"`,
 		"ID string `json:\"id\"`",
-		// A client sends Thing: absent (nil) and 0 differ. It reads Answer: null reads as 0.
+		// Only a client sends Thing: absent (nil) and 0 or {} differ. It reads Answer, and Part
+		// both ways: null reads as 0.
 		"SeqCount *uint64 `json:\"seq_count,omitempty\"`",
-		"type Answer struct { SeqCount uint64 `json:\"seq_count,omitempty\"` }",
+		"Part *Part `json:\"part,omitempty\"`",
+		"N uint64 `json:\"n,omitempty\"`",
 		"Kind Kind `json:\"kind,omitempty\"`",
 		`KindOne Kind = "one"`,
 		`MethodThingGet = "thing/get"`,
