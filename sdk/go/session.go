@@ -400,15 +400,7 @@ func (s *Session) LiveView(ctx context.Context) ([]ViewEntry, error) {
 }
 
 // Forked is what Fork made.
-type Forked struct {
-	// Session is the new session (its ParentID and ForkSeq say where it came from).
-	Session SessionInfo `json:"session"`
-	// At is the parent's message the fork's history ends at.
-	At uint64 `json:"at"`
-	// MovedFrom is the message asked for when it fell inside a tool exchange and the fork moved
-	// to the exchange's start (0 otherwise).
-	MovedFrom uint64 `json:"moved_from,omitempty"`
-}
+type Forked = protocol.SessionForkResult
 
 // Fork makes a new session whose history is this one's up to message atSeq (0: the last) and
 // whose live view is this one's as it was then, and returns it to continue in. Nothing is copied
@@ -426,19 +418,7 @@ func (s *Session) Fork(ctx context.Context, atSeq uint64) (*Session, Forked, err
 }
 
 // Rewound is what Rewind or UndoRewind did.
-type Rewound struct {
-	// FromSeq and ThroughSeq are the messages taken out of (or given back to) the live view.
-	FromSeq    uint64 `json:"from_seq"`
-	ThroughSeq uint64 `json:"through_seq"`
-	// RetractedCompactions counts the compactions retracted with them (they summarised one).
-	RetractedCompactions uint64 `json:"retracted_compactions"`
-	// MovedFrom is the message asked for when it fell inside a tool exchange (0 otherwise).
-	MovedFrom uint64 `json:"moved_from,omitempty"`
-	// Undone says this undid a rewind.
-	Undone bool `json:"undone"`
-	// Request is the rewound request's text (RewindRequests), to edit and send again.
-	Request string `json:"request,omitempty"`
-}
+type Rewound = protocol.SessionRewindResult
 
 // Rewind takes message toSeq and every later one out of the session's live view (nothing is
 // deleted; new messages follow them). Refused with ErrRefused when the view that restores would

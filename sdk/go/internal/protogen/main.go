@@ -282,38 +282,21 @@ func goName(s string) string {
 	return out.String()
 }
 
-// writeMethods writes each method's name as a constant, from the schema's request shapes.
+// writeMethods writes each method's and each notification's name as a constant, from the
+// schema's request and notification shapes.
 func writeMethods(b *bytes.Buffer, defs node) {
-	req, _ := defs["request"].(node)
-	alts, _ := req["oneOf"].([]interface{})
-	type method struct{ name, params string }
-	var methods []method
-	for _, a := range alts {
-		an, _ := a.(node)
-		props, _ := an["properties"].(node)
-		m, _ := props["method"].(node)
-		name, _ := m["const"].(string)
-		params, _ := props["params"].(node)
-		if name != "" {
-			methods = append(methods, method{name, goType(params)})
-		}
-	}
-	sort.Slice(methods, func(i, j int) bool { return methods[i].name < methods[j].name })
-	b.WriteString("// The methods a client calls, by name (each takes the params type named beside it).\nconst (\n")
-	for _, m := range methods {
-		fmt.Fprintf(b, "\t// Method%s takes %s.\n\tMethod%s = %q\n", goName(m.name), m.params, goName(m.name), m.name)
-	}
-	b.WriteString(")\n\n")
-	writeNotifications(b, defs)
+	writeNames(b, defs, "request", "Method", "The methods a client calls, by name (each takes the params type named beside it).", "takes")
+	b.WriteString("\n")
+	writeNames(b, defs, "notification", "Notification", "The notifications a server sends, by name (each carries the params type named beside it).", "carries")
 }
 
-// writeNotifications writes each notification's name as a constant, from the schema's
-// notification shapes.
-func writeNotifications(b *bytes.Buffer, defs node) {
-	shapes, _ := defs["notification"].(node)
+// writeNames writes the name of each message of the shape definition `shape` as a constant
+// `prefix`+its Go name, with the type of its params.
+func writeNames(b *bytes.Buffer, defs node, shape, prefix, doc, verb string) {
+	shapes, _ := defs[shape].(node)
 	alts, _ := shapes["oneOf"].([]interface{})
-	type notice struct{ name, params string }
-	var notices []notice
+	type named struct{ name, params string }
+	var all []named
 	for _, a := range alts {
 		an, _ := a.(node)
 		props, _ := an["properties"].(node)
@@ -321,13 +304,13 @@ func writeNotifications(b *bytes.Buffer, defs node) {
 		name, _ := m["const"].(string)
 		params, _ := props["params"].(node)
 		if name != "" {
-			notices = append(notices, notice{name, goType(params)})
+			all = append(all, named{name, goType(params)})
 		}
 	}
-	sort.Slice(notices, func(i, j int) bool { return notices[i].name < notices[j].name })
-	b.WriteString("// The notifications a server sends, by name (each carries the params type named beside it).\nconst (\n")
-	for _, n := range notices {
-		fmt.Fprintf(b, "\t// Notification%s carries %s.\n\tNotification%s = %q\n", goName(n.name), n.params, goName(n.name), n.name)
+	sort.Slice(all, func(i, j int) bool { return all[i].name < all[j].name })
+	fmt.Fprintf(b, "// %s\nconst (\n", doc)
+	for _, n := range all {
+		fmt.Fprintf(b, "\t// %s%s %s %s.\n\t%s%s = %q\n", prefix, goName(n.name), verb, n.params, prefix, goName(n.name), n.name)
 	}
 	b.WriteString(")\n")
 }
