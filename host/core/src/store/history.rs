@@ -542,7 +542,9 @@ impl Store {
                     && (Some(expression) == any.as_ref()
                         || ranking.coordinate_identifiers && Some(expression) == exact.as_ref())
                 {
-                    let near = if ranking.context > 0 {
+                    // Coordination orders nothing for fewer than two words: its neighbours are
+                    // read only when they can count (or join the candidates).
+                    let near = if ranking.context > 0 && (words.len() > 1 || ranking.context_hits) {
                         let near = self.neighbours(&keys, &ranked, ranking.context)?;
                         if ranking.context_hits && Some(expression) == any.as_ref() {
                             // A line holding none of the words, next to lines holding them, joins
