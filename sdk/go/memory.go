@@ -13,90 +13,70 @@ type Memory struct{ client *Client }
 // Memory returns the client's long-term memory.
 func (c *Client) Memory() *Memory { return &Memory{client: c} }
 
-// Entity is a node of the graph.
-type Entity struct {
-	// Name is unique within its scope (case and accents folded).
-	Name string `json:"name"`
-	// EntityType is what it is ("person", "project", ...).
-	EntityType string `json:"entityType"`
-	// Observations are the facts about it.
-	Observations []string `json:"observations"`
-	// Scope is "user", "project", "cross" or "team:NAME".
-	Scope string `json:"scope,omitempty"`
-}
+// Entity is a node of the graph: a name unique within its scope (case and accents folded), what
+// it is ("person", "project", ...), the facts about it and its scope ("user", "project", "cross" or
+// "team:NAME"). The scope of an entity given to CreateEntities is the call's, not its own.
+type Entity = protocol.Entity
 
-// Relation is an edge of the graph.
-type Relation struct {
-	// From and To name entities.
-	From string `json:"from"`
-	To   string `json:"to"`
-	// RelationType is in the active voice ("works_on").
-	RelationType string `json:"relationType"`
-}
+// Relation is an edge of the graph, in the active voice ("works_on").
+type Relation = protocol.Relation
 
-// Graph is entities and the relations among them.
-type Graph struct {
-	// Entities found, best first.
-	Entities []Entity `json:"entities"`
-	// Relations among them.
-	Relations []Relation `json:"relations"`
-}
-
-func (m *Memory) tool(ctx context.Context, name string, args map[string]interface{}, out interface{}) error {
-	return m.client.call(ctx, "memory/"+name, args, out)
-}
-
-func scoped(args map[string]interface{}, scope string) map[string]interface{} {
-	if scope != "" {
-		args["scope"] = scope
-	}
-	return args
-}
+// Graph is entities (best or most recent first) and the relations among them; Note says how to
+// read on when the answer was cut.
+type Graph = protocol.GraphPage
 
 // CreateEntities adds entities (in scope; "" for the default, "project" inside one).
 func (m *Memory) CreateEntities(ctx context.Context, scope string, entities ...Entity) ([]Entity, error) {
-	var r struct {
-		Entities []Entity `json:"entities"`
+	params := protocol.CreateEntitiesParams{Scope: protocol.Scope(scope)}
+	for _, e := range entities {
+		params.Entities = append(params.Entities, protocol.NewEntity{Name: e.Name, EntityType: e.EntityType, Observations: e.Observations})
 	}
-	err := m.tool(ctx, "create_entities", scoped(map[string]interface{}{"entities": entities}, scope), &r)
+	var r protocol.CreateEntitiesResult
+	err := m.client.call(ctx, protocol.MethodMemoryCreateEntities, params, &r)
 	return r.Entities, err
+}
+
+func specs(relations []Relation) []protocol.RelationSpec {
+	out := make([]protocol.RelationSpec, 0, len(relations))
+	for _, r := range relations {
+		out = append(out, protocol.RelationSpec{From: r.From, To: r.To, RelationType: r.RelationType})
+	}
+	return out
 }
 
 // CreateRelations adds relations between existing entities.
 func (m *Memory) CreateRelations(ctx context.Context, scope string, relations ...Relation) error {
-	return m.tool(ctx, "create_relations", scoped(map[string]interface{}{"relations": relations}, scope), nil)
+	params := protocol.RelationsParams{Relations: specs(relations), Scope: protocol.Scope(scope)}
+	return m.client.call(ctx, protocol.MethodMemoryCreateRelations, params, nil)
 }
 
 // AddObservations adds facts to an existing entity.
 func (m *Memory) AddObservations(ctx context.Context, entity string, contents ...string) error {
-	args := map[string]interface{}{"observations": []map[string]interface{}{{"entityName": entity, "contents": contents}}}
-	return m.tool(ctx, "add_observations", args, nil)
+	params := protocol.AddObservationsParams{Observations: []protocol.ObservationsToAdd{{EntityName: entity, Contents: contents}}}
+	return m.client.call(ctx, protocol.MethodMemoryAddObservations, params, nil)
 }
 
 // DeleteEntities deletes entities (restorable with `seshat memory --action restore`).
 func (m *Memory) DeleteEntities(ctx context.Context, names ...string) error {
-	return m.tool(ctx, "delete_entities", map[string]interface{}{"entityNames": names}, nil)
+	params := protocol.DeleteEntitiesParams{EntityNames: names}
+	return m.client.call(ctx, protocol.MethodMemoryDeleteEntities, params, nil)
 }
 
 // SearchNodes finds entities by words (and by meaning when memory is embedded).
 func (m *Memory) SearchNodes(ctx context.Context, query string) (Graph, error) {
-	var g Graph
-	err := m.tool(ctx, "search_nodes", map[string]interface{}{"query": query}, &g)
-	return g, err
+	return m.SearchNodesIn(ctx, "", query, 0)
 }
 
 // OpenNodes returns the named entities and the relations among them.
 func (m *Memory) OpenNodes(ctx context.Context, names ...string) (Graph, error) {
 	var g Graph
-	err := m.tool(ctx, "open_nodes", map[string]interface{}{"names": names}, &g)
+	err := m.client.call(ctx, protocol.MethodMemoryOpenNodes, protocol.OpenNodesParams{Names: names}, &g)
 	return g, err
 }
 
-// ReadGraph returns the graph (a page of it).
+// ReadGraph returns the graph (its first page).
 func (m *Memory) ReadGraph(ctx context.Context) (Graph, error) {
-	var g Graph
-	err := m.tool(ctx, "read_graph", map[string]interface{}{}, &g)
-	return g, err
+	return m.ReadGraphPage(ctx, "", 0, 0)
 }
 
 // Note is a key/value note (`seshat memory --action set`): a standing preference or fact,
@@ -130,42 +110,46 @@ func (m *Memory) SearchNotes(ctx context.Context, scope, query string) ([]Note, 
 // Raw calls a memory tool by name with JSON arguments, for what the typed methods leave out.
 func (m *Memory) Raw(ctx context.Context, tool string, args map[string]interface{}) (json.RawMessage, error) {
 	var out json.RawMessage
-	err := m.tool(ctx, tool, args, &out)
+	err := m.client.call(ctx, "memory/"+tool, args, &out)
 	return out, err
 }
 
 // DeleteObservations deletes facts from an entity (restorable with `seshat memory --action
 // restore`).
 func (m *Memory) DeleteObservations(ctx context.Context, scope, entity string, contents ...string) error {
-	args := map[string]interface{}{"deletions": []map[string]interface{}{{"entityName": entity, "observations": contents}}}
-	return m.tool(ctx, "delete_observations", scoped(args, scope), nil)
+	params := protocol.DeleteObservationsParams{
+		Deletions: []protocol.ObservationsToDelete{{EntityName: entity, Observations: contents}},
+		Scope:     protocol.Scope(scope),
+	}
+	return m.client.call(ctx, protocol.MethodMemoryDeleteObservations, params, nil)
 }
 
 // DeleteRelations deletes relations (restorable with `seshat memory --action restore`).
 func (m *Memory) DeleteRelations(ctx context.Context, scope string, relations ...Relation) error {
-	return m.tool(ctx, "delete_relations", scoped(map[string]interface{}{"relations": relations}, scope), nil)
+	params := protocol.RelationsParams{Relations: specs(relations), Scope: protocol.Scope(scope)}
+	return m.client.call(ctx, protocol.MethodMemoryDeleteRelations, params, nil)
 }
 
-// SearchNodesIn is SearchNodes in one scope ("user", "project" or "cross"), at most limit
+// SearchNodesIn is SearchNodes in one scope ("" for every scope reads cover), at most limit
 // entities (0: the server's default).
 func (m *Memory) SearchNodesIn(ctx context.Context, scope, query string, limit int) (Graph, error) {
-	args := map[string]interface{}{"query": query}
+	params := protocol.SearchNodesParams{Query: query, Scope: protocol.Scope(scope)}
 	if limit > 0 {
-		args["limit"] = limit
+		params.Limit = ptr(limit)
 	}
 	var g Graph
-	err := m.tool(ctx, "search_nodes", scoped(args, scope), &g)
+	err := m.client.call(ctx, protocol.MethodMemorySearchNodes, params, &g)
 	return g, err
 }
 
 // ReadGraphPage returns a page of the graph in scope ("" for every scope): limit entities
 // (0: the server's default) after skipping offset; the answer's note gives the next offset.
 func (m *Memory) ReadGraphPage(ctx context.Context, scope string, offset, limit int) (Graph, error) {
-	args := map[string]interface{}{"offset": offset}
+	params := protocol.ReadGraphParams{Offset: ptr(offset), Scope: protocol.Scope(scope)}
 	if limit > 0 {
-		args["limit"] = limit
+		params.Limit = ptr(limit)
 	}
 	var g Graph
-	err := m.tool(ctx, "read_graph", scoped(args, scope), &g)
+	err := m.client.call(ctx, protocol.MethodMemoryReadGraph, params, &g)
 	return g, err
 }

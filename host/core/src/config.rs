@@ -124,6 +124,9 @@ pub struct ServeConfig {
     pub max_sessions_per_user: Option<u32>,
     /// The most sessions the server keeps open at once, for every client (default 512).
     pub max_workers: Option<u32>,
+    /// The most turns and compactions running at once, for every client (default 64): each runs
+    /// on a thread of a pool this bounds, and one more waits for a thread to be free.
+    pub turn_workers: Option<u32>,
     /// `--listen ws://…`: the most connections one user holds at once (default 16); one more is
     /// refused (HTTP 503, `too_many_connections`) while other users go on.
     pub max_connections_per_user: Option<u32>,
@@ -177,6 +180,11 @@ impl ServeConfig {
     /// [`ServeConfig::max_workers`] or its default.
     pub fn max_workers(&self) -> usize {
         self.max_workers.unwrap_or(512) as usize
+    }
+
+    /// [`ServeConfig::turn_workers`] or its default.
+    pub fn turn_workers(&self) -> usize {
+        self.turn_workers.unwrap_or(64).max(1) as usize
     }
 
     /// [`ServeConfig::max_connections_per_user`] or its default.

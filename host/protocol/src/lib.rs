@@ -4,6 +4,8 @@
 //!   themselves: the library defines its messages, sessions, compactions, reports and outcomes
 //!   here and re-exports them, so what crosses the wire is what the library holds, never a copy
 //!   kept by hand.
+//! * [`memory_tools`] — the memory tools' arguments and results, the same for `seshat serve`'s
+//!   `memory/<tool>` methods, `seshat mcp`'s tools and the chat loop's.
 //! * [`principals`] — users, tokens and team grants, as the admin methods carry them.
 //! * [`methods`] and [`notifications`] — `seshat serve`'s JSON-RPC protocol: one typed params and
 //!   result per method, one typed params per notification, and [`wire`]'s envelope and errors.
@@ -19,6 +21,7 @@
 pub mod conversation;
 pub mod knowledge;
 pub mod memory;
+pub mod memory_tools;
 pub mod methods;
 pub mod notifications;
 pub mod principals;

@@ -1,4 +1,5 @@
-//! Long-term memory's words on the wire: scopes and notes.
+//! Long-term memory's words on the wire: scopes, notes and the graph's entities and relations
+//! (named as the MCP memory tools name them: `entityType`, `relationType`).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -165,4 +166,76 @@ pub struct Deletion {
     pub summary: String,
     /// Unix milliseconds.
     pub created_at: i64,
+}
+
+/// An entity with its live observations.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Entity {
+    /// Its name as first written.
+    pub name: String,
+    /// Its type, e.g. `person`, `project`, `decision`.
+    #[serde(rename = "entityType")]
+    pub entity_type: String,
+    /// Facts about it, oldest first.
+    pub observations: Vec<String>,
+    /// Where it lives.
+    pub scope: Scope,
+}
+
+/// A directed relation between two entities (by name), in active voice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Relation {
+    /// The entity it starts from.
+    pub from: String,
+    /// The entity it points to.
+    pub to: String,
+    /// The relation, e.g. `works_on`.
+    #[serde(rename = "relationType")]
+    pub relation_type: String,
+    /// Where it lives.
+    pub scope: Scope,
+}
+
+/// Entities and the relations among them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Graph {
+    /// The entities.
+    pub entities: Vec<Entity>,
+    /// The relations among them.
+    pub relations: Vec<Relation>,
+}
+
+/// Observations added to one entity.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ObservationAdds {
+    /// The entity.
+    #[serde(rename = "entityName")]
+    pub entity_name: String,
+    /// What was new (observations already present are not stored twice).
+    #[serde(rename = "addedObservations")]
+    pub added_observations: Vec<String>,
+}
+
+/// An entity to create (`create_entities`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct NewEntity {
+    /// The name of the entity
+    pub name: String,
+    /// The type of the entity
+    #[serde(rename = "entityType")]
+    pub entity_type: String,
+    /// An array of observation contents associated with the entity
+    pub observations: Vec<String>,
+}
+
+/// A relation to create or delete (`create_relations`, `delete_relations`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RelationSpec {
+    /// The name of the entity where the relation starts
+    pub from: String,
+    /// The name of the entity where the relation ends
+    pub to: String,
+    /// The type of the relation
+    #[serde(rename = "relationType")]
+    pub relation_type: String,
 }

@@ -10,6 +10,11 @@ use serde_json::{Map, Value};
 use crate::conversation::{NewMessage, Role};
 use crate::knowledge::Found;
 use crate::memory::{Deletion, MemoryContext, Note, Scope};
+use crate::memory_tools::{
+    AddObservationsParams, AddObservationsResult, CreateEntitiesParams, CreateEntitiesResult, CreateRelationsResult,
+    DeleteEntitiesParams, DeleteObservationsParams, Deleted, GraphPage, OpenNodesParams, ReadGraphParams,
+    RelationsParams, SearchNodesParams,
+};
 use crate::principals::{Access as Grants, Grant, NewToken, Removed, TokenInfo, UserInfo};
 use crate::records::{Message, SessionInfo};
 use crate::turn::Report;
@@ -125,8 +130,7 @@ macro_rules! methods {
             }
         }
 
-        /// Every method of the table, with its access rule (the memory tools are listed apart,
-        /// [`MEMORY_TOOLS`]).
+        /// Every method of the table, with its access rule.
         pub const CLIENT_METHODS: &[(&str, Access)] = &[$(($name, $access),)*];
 
         /// Calls `each` with every method of the table: its name and its params' and result's
@@ -213,6 +217,25 @@ methods! {
     NotesList = "notes/list" (NotesListParams) -> NotesResult, Access::Read(Object::Memory);
     /// Notes whose key or value contains the query (ignoring case).
     NotesSearch = "notes/search" (NotesSearchParams) -> NotesResult, Access::Read(Object::Memory);
+    /// The memory tools, as `seshat mcp` serves them (see [`crate::memory_tools`]): creates
+    /// entities with their observations (one whose name exists in the scope gets them added).
+    MemoryCreateEntities = "memory/create_entities" (CreateEntitiesParams) -> CreateEntitiesResult, Access::Write(Object::Memory);
+    /// Creates relations between entities (one already stored is not stored twice).
+    MemoryCreateRelations = "memory/create_relations" (RelationsParams) -> CreateRelationsResult, Access::Write(Object::Memory);
+    /// Adds observations to entities that exist.
+    MemoryAddObservations = "memory/add_observations" (AddObservationsParams) -> AddObservationsResult, Access::Write(Object::Memory);
+    /// Deletes entities and the relations touching them (restorable).
+    MemoryDeleteEntities = "memory/delete_entities" (DeleteEntitiesParams) -> Deleted, Access::Write(Object::Memory);
+    /// Deletes observations from entities (restorable).
+    MemoryDeleteObservations = "memory/delete_observations" (DeleteObservationsParams) -> Deleted, Access::Write(Object::Memory);
+    /// Deletes relations (restorable).
+    MemoryDeleteRelations = "memory/delete_relations" (RelationsParams) -> Deleted, Access::Write(Object::Memory);
+    /// The graph, most recently updated entities first, a page at a time.
+    MemoryReadGraph = "memory/read_graph" (ReadGraphParams) -> GraphPage, Access::Read(Object::Memory);
+    /// Entities matching a query, best first, with the relations among them.
+    MemorySearchNodes = "memory/search_nodes" (SearchNodesParams) -> GraphPage, Access::Read(Object::Memory);
+    /// Entities by name, with the relations among them.
+    MemoryOpenNodes = "memory/open_nodes" (OpenNodesParams) -> GraphPage, Access::Read(Object::Memory);
     /// The memory context a new session of the caller's in the connection's project is given.
     MemoryContextGet = "memory/context" (MemoryContextParams) -> MemoryContext, Access::Read(Object::Memory);
     /// The caller's deletions of memory that can be restored, newest first.
@@ -259,42 +282,10 @@ methods! {
     ScopesRevoke = "scopes/revoke" (ScopesRevokeParams) -> ChangedResult, Access::Write(Object::Principals);
 }
 
-/// The memory tools `memory/<tool>` runs, as `seshat mcp` serves them: their arguments and
-/// structured results are the tools' own (see each tool's input schema in `tools/list` of
-/// `seshat mcp`).
-pub const MEMORY_TOOLS: &[&str] = &[
-    "create_entities",
-    "create_relations",
-    "add_observations",
-    "delete_entities",
-    "delete_observations",
-    "delete_relations",
-    "read_graph",
-    "search_nodes",
-    "open_nodes",
-];
-
-/// The memory tools that change nothing.
-pub const MEMORY_READS: &[&str] = &["read_graph", "search_nodes", "open_nodes"];
-
-/// The access rule of the method a client called (a memory tool's included); `None` for a
-/// method the server does not have.
+/// The access rule of `method`; `None` for a method the server does not have.
 pub fn access(method: &str) -> Option<Access> {
-    if let Some(tool) = method.strip_prefix(MEMORY_PREFIX).filter(|t| MEMORY_TOOLS.contains(t)) {
-        return Some(if MEMORY_READS.contains(&tool) {
-            Access::Read(Object::Memory)
-        } else {
-            Access::Write(Object::Memory)
-        });
-    }
     CLIENT_METHODS.iter().find(|(name, _)| *name == method).map(|(_, access)| *access)
 }
-
-/// The prefix of the memory methods (`memory/search_nodes`).
-pub const MEMORY_PREFIX: &str = "memory/";
-
-/// A memory tool's arguments or structured result: an object, in the tool's own format.
-pub type ToolObject = Map<String, Value>;
 
 /// No params.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -5,7 +5,7 @@ use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 
-use crate::methods::{self, MEMORY_PREFIX, MEMORY_TOOLS, Method};
+use crate::methods::{self, Method};
 use crate::notifications::{self, Notification};
 use crate::wire::{ErrorObject, Id};
 
@@ -14,7 +14,6 @@ pub fn schema() -> Value {
     let mut generator = SchemaSettings::draft2020_12().into_generator();
     let id = generator.subschema_for::<Id>().to_value();
     let error = generator.subschema_for::<ErrorObject>().to_value();
-    let object = json!({"type": "object"});
 
     let mut requests = Vec::new();
     let mut results = Vec::new();
@@ -28,9 +27,6 @@ pub fn schema() -> Value {
         results.push(result);
     };
     methods::for_each_method(&mut generator, &mut add);
-    for tool in MEMORY_TOOLS {
-        add(&format!("{MEMORY_PREFIX}{tool}"), object.clone(), object.clone());
-    }
 
     let mut notices = Vec::new();
     macro_rules! notification {

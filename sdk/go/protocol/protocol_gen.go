@@ -29,6 +29,20 @@ type AccessRevokedParams struct {
 	Message string `json:"message"`
 }
 
+// AddObservationsParams: `add_observations`' arguments.
+type AddObservationsParams struct {
+	// Observations: The observations, by entity.
+	Observations []ObservationsToAdd `json:"observations"`
+	// Scope: Where the memory lives: 'user' (about the person, visible in every project), 'project' (this project only), 'cross' (general knowledge for every project), or 'team:NAME' (a team's shared memory, when the user belongs to one). Reads default to the caller's own three and their teams'; writes default to 'project' inside a project, else 'cross'.
+	Scope Scope `json:"scope,omitempty"`
+}
+
+// AddObservationsResult: `add_observations`' result.
+type AddObservationsResult struct {
+	// Results: What each entity got that it did not hold.
+	Results []ObservationAdds `json:"results"`
+}
+
 // BroughtIn: What bringing in another agent's session wrote (`seshat sessions import --from … --json`).
 type BroughtIn struct {
 	// Compactions: Compaction records written now.
@@ -218,6 +232,52 @@ type ContextUse struct {
 // summary request, the check before sending) are counted.
 type Counting = json.RawMessage
 
+// CreateEntitiesParams: `create_entities`' arguments.
+type CreateEntitiesParams struct {
+	// Entities: The entities to create.
+	Entities []NewEntity `json:"entities"`
+	// Scope: Where the memory lives: 'user' (about the person, visible in every project), 'project' (this project only), 'cross' (general knowledge for every project), or 'team:NAME' (a team's shared memory, when the user belongs to one). Reads default to the caller's own three and their teams'; writes default to 'project' inside a project, else 'cross'.
+	Scope Scope `json:"scope,omitempty"`
+}
+
+// CreateEntitiesResult: `create_entities`' result: the entities created or added to, as stored.
+type CreateEntitiesResult struct {
+	// Entities: Each entity, with its observations.
+	Entities []Entity `json:"entities"`
+}
+
+// CreateRelationsResult: `create_relations`' result: the relations stored (one already there is not stored twice).
+type CreateRelationsResult struct {
+	// Relations: The relations.
+	Relations []Relation `json:"relations"`
+}
+
+// DeleteEntitiesParams: `delete_entities`' arguments.
+type DeleteEntitiesParams struct {
+	// EntityNames: An array of entity names to delete
+	EntityNames []string `json:"entityNames"`
+	// Scope: Where the memory lives: 'user' (about the person, visible in every project), 'project' (this project only), 'cross' (general knowledge for every project), or 'team:NAME' (a team's shared memory, when the user belongs to one). Reads default to the caller's own three and their teams'; writes default to 'project' inside a project, else 'cross'.
+	Scope Scope `json:"scope,omitempty"`
+}
+
+// DeleteObservationsParams: `delete_observations`' arguments.
+type DeleteObservationsParams struct {
+	// Deletions: The observations, by entity.
+	Deletions []ObservationsToDelete `json:"deletions"`
+	// Scope: Where the memory lives: 'user' (about the person, visible in every project), 'project' (this project only), 'cross' (general knowledge for every project), or 'team:NAME' (a team's shared memory, when the user belongs to one). Reads default to the caller's own three and their teams'; writes default to 'project' inside a project, else 'cross'.
+	Scope Scope `json:"scope,omitempty"`
+}
+
+// Deleted: What a delete tool did: kept as a deletion the user can restore.
+type Deleted struct {
+	// Deletion: The deletion's id, to restore it (`memory/restore`).
+	Deletion int64 `json:"deletion"`
+	// Message: What was deleted, in words.
+	Message string `json:"message"`
+	// Success: Always true (a failure is an error).
+	Success bool `json:"success"`
+}
+
 // Deletion: A tombstone batch: what one delete call removed (restorable).
 type Deletion struct {
 	// CreatedAt: Unix milliseconds.
@@ -232,6 +292,18 @@ type Deletion struct {
 
 // Empty: No params.
 type Empty struct{}
+
+// Entity: An entity with its live observations.
+type Entity struct {
+	// EntityType: Its type, e.g. `person`, `project`, `decision`.
+	EntityType string `json:"entityType"`
+	// Name: Its name as first written.
+	Name string `json:"name"`
+	// Observations: Facts about it, oldest first.
+	Observations []string `json:"observations"`
+	// Scope: Where it lives.
+	Scope Scope `json:"scope"`
+}
 
 // ErrorData: What an error carries besides JSON-RPC's code.
 type ErrorData struct {
@@ -270,6 +342,17 @@ type Grant struct {
 	Team string `json:"team"`
 	// User: The user.
 	User string `json:"user"`
+}
+
+// GraphPage: What `read_graph`, `search_nodes` and `open_nodes` answer: entities and the relations among
+// them, with a note when the answer was cut.
+type GraphPage struct {
+	// Entities: The entities, best or most recent first.
+	Entities []Entity `json:"entities"`
+	// Note: When more matched than were returned: how to read on.
+	Note string `json:"note,omitempty"`
+	// Relations: The relations among them.
+	Relations []Relation `json:"relations"`
 }
 
 // HistoryHit: One message a history search found.
@@ -500,6 +583,16 @@ const (
 	ModeHybrid  Mode = "hybrid"
 )
 
+// NewEntity: An entity to create (`create_entities`).
+type NewEntity struct {
+	// EntityType: The type of the entity
+	EntityType string `json:"entityType"`
+	// Name: The name of the entity
+	Name string `json:"name"`
+	// Observations: An array of observation contents associated with the entity
+	Observations []string `json:"observations"`
+}
+
 // NewMessage: A message to append.
 type NewMessage struct {
 	// Parts: Its content.
@@ -568,6 +661,38 @@ type NotesSetParams struct {
 	Value string `json:"value"`
 }
 
+// ObservationAdds: Observations added to one entity.
+type ObservationAdds struct {
+	// AddedObservations: What was new (observations already present are not stored twice).
+	AddedObservations []string `json:"addedObservations"`
+	// EntityName: The entity.
+	EntityName string `json:"entityName"`
+}
+
+// ObservationsToAdd: Observations to add to one entity.
+type ObservationsToAdd struct {
+	// Contents: An array of observation contents to add
+	Contents []string `json:"contents"`
+	// EntityName: The name of the entity to add the observations to
+	EntityName string `json:"entityName"`
+}
+
+// ObservationsToDelete: Observations to delete from one entity.
+type ObservationsToDelete struct {
+	// EntityName: The name of the entity containing the observations
+	EntityName string `json:"entityName"`
+	// Observations: An array of observations to delete
+	Observations []string `json:"observations"`
+}
+
+// OpenNodesParams: `open_nodes`' arguments.
+type OpenNodesParams struct {
+	// Names: An array of entity names to retrieve
+	Names []string `json:"names"`
+	// Scope: Where the memory lives: 'user' (about the person, visible in every project), 'project' (this project only), 'cross' (general knowledge for every project), or 'team:NAME' (a team's shared memory, when the user belongs to one). Reads default to the caller's own three and their teams'; writes default to 'project' inside a project, else 'cross'.
+	Scope Scope `json:"scope,omitempty"`
+}
+
 // Origin: Why an entry is in the live view.
 type Origin string
 
@@ -588,6 +713,47 @@ type PluginRef struct {
 	ID string `json:"id"`
 	// Sha256: The SHA-256 of its `.wasm`, in hex.
 	Sha256 string `json:"sha256"`
+}
+
+// ReadGraphParams: `read_graph`'s arguments.
+type ReadGraphParams struct {
+	// Limit: At most this many entities (default 100).
+	Limit *int `json:"limit,omitempty"`
+	// Offset: Skip this many entities first (default 0): page with the offset the previous answer's note
+	// gives.
+	Offset *int `json:"offset,omitempty"`
+	// Scope: Where the memory lives: 'user' (about the person, visible in every project), 'project' (this project only), 'cross' (general knowledge for every project), or 'team:NAME' (a team's shared memory, when the user belongs to one). Reads default to the caller's own three and their teams'; writes default to 'project' inside a project, else 'cross'.
+	Scope Scope `json:"scope,omitempty"`
+}
+
+// Relation: A directed relation between two entities (by name), in active voice.
+type Relation struct {
+	// From: The entity it starts from.
+	From string `json:"from"`
+	// RelationType: The relation, e.g. `works_on`.
+	RelationType string `json:"relationType"`
+	// Scope: Where it lives.
+	Scope Scope `json:"scope"`
+	// To: The entity it points to.
+	To string `json:"to"`
+}
+
+// RelationSpec: A relation to create or delete (`create_relations`, `delete_relations`).
+type RelationSpec struct {
+	// From: The name of the entity where the relation starts
+	From string `json:"from"`
+	// RelationType: The type of the relation
+	RelationType string `json:"relationType"`
+	// To: The name of the entity where the relation ends
+	To string `json:"to"`
+}
+
+// RelationsParams: `create_relations`' and `delete_relations`' arguments.
+type RelationsParams struct {
+	// Relations: The relations.
+	Relations []RelationSpec `json:"relations"`
+	// Scope: Where the memory lives: 'user' (about the person, visible in every project), 'project' (this project only), 'cross' (general knowledge for every project), or 'team:NAME' (a team's shared memory, when the user belongs to one). Reads default to the caller's own three and their teams'; writes default to 'project' inside a project, else 'cross'.
+	Scope Scope `json:"scope,omitempty"`
 }
 
 // Removed: What removing a user took away with them.
@@ -684,6 +850,16 @@ type ScopesRevokeParams struct {
 	Team string `json:"team"`
 	// User: The user.
 	User string `json:"user"`
+}
+
+// SearchNodesParams: `search_nodes`' arguments.
+type SearchNodesParams struct {
+	// Limit: At most this many entities (default 20).
+	Limit *int `json:"limit,omitempty"`
+	// Query: The search query to match against entity names, types, and observation content
+	Query string `json:"query"`
+	// Scope: Where the memory lives: 'user' (about the person, visible in every project), 'project' (this project only), 'cross' (general knowledge for every project), or 'team:NAME' (a team's shared memory, when the user belongs to one). Reads default to the caller's own three and their teams'; writes default to 'project' inside a project, else 'cross'.
+	Scope Scope `json:"scope,omitempty"`
 }
 
 // ServerInfo: The server's name and version.
@@ -1289,31 +1465,31 @@ const (
 	MethodKnowledgeRead = "knowledge/read"
 	// MethodKnowledgeSearch takes KnowledgeSearchParams.
 	MethodKnowledgeSearch = "knowledge/search"
-	// MethodMemoryAddObservations takes json.RawMessage.
+	// MethodMemoryAddObservations takes AddObservationsParams.
 	MethodMemoryAddObservations = "memory/add_observations"
 	// MethodMemoryClear takes MemoryClearParams.
 	MethodMemoryClear = "memory/clear"
 	// MethodMemoryContext takes MemoryContextParams.
 	MethodMemoryContext = "memory/context"
-	// MethodMemoryCreateEntities takes json.RawMessage.
+	// MethodMemoryCreateEntities takes CreateEntitiesParams.
 	MethodMemoryCreateEntities = "memory/create_entities"
-	// MethodMemoryCreateRelations takes json.RawMessage.
+	// MethodMemoryCreateRelations takes RelationsParams.
 	MethodMemoryCreateRelations = "memory/create_relations"
-	// MethodMemoryDeleteEntities takes json.RawMessage.
+	// MethodMemoryDeleteEntities takes DeleteEntitiesParams.
 	MethodMemoryDeleteEntities = "memory/delete_entities"
-	// MethodMemoryDeleteObservations takes json.RawMessage.
+	// MethodMemoryDeleteObservations takes DeleteObservationsParams.
 	MethodMemoryDeleteObservations = "memory/delete_observations"
-	// MethodMemoryDeleteRelations takes json.RawMessage.
+	// MethodMemoryDeleteRelations takes RelationsParams.
 	MethodMemoryDeleteRelations = "memory/delete_relations"
 	// MethodMemoryDeletions takes Empty.
 	MethodMemoryDeletions = "memory/deletions"
-	// MethodMemoryOpenNodes takes json.RawMessage.
+	// MethodMemoryOpenNodes takes OpenNodesParams.
 	MethodMemoryOpenNodes = "memory/open_nodes"
-	// MethodMemoryReadGraph takes json.RawMessage.
+	// MethodMemoryReadGraph takes ReadGraphParams.
 	MethodMemoryReadGraph = "memory/read_graph"
 	// MethodMemoryRestore takes MemoryRestoreParams.
 	MethodMemoryRestore = "memory/restore"
-	// MethodMemorySearchNodes takes json.RawMessage.
+	// MethodMemorySearchNodes takes SearchNodesParams.
 	MethodMemorySearchNodes = "memory/search_nodes"
 	// MethodNotesList takes NotesListParams.
 	MethodNotesList = "notes/list"

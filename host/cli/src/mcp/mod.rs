@@ -158,22 +158,51 @@ impl Backend {
     }
 }
 
-/// Runs tool `name` on the remote service: a memory tool as its `memory/<tool>` method, the
-/// knowledge tools as `knowledge/search` (its hits shaped as the local tool shapes them) and
-/// `knowledge/read`.
+/// Runs tool `name` on the remote service: a memory tool as its `memory/<tool>` method (its
+/// arguments read here as the method's params, so bad ones are refused as the local tool refuses
+/// them), the knowledge tools as `knowledge/search` (its hits shaped as the local tool shapes
+/// them) and `knowledge/read`.
 fn remote_call(remote: &mut super::remote::Remote, name: &str, args: &Value) -> seshat::tool::ToolOutput {
-    let knowledge = name == seshat::retrieval::tools::SEARCH;
-    let method = match name {
-        seshat::retrieval::tools::SEARCH => "knowledge/search".to_string(),
-        seshat::retrieval::tools::READ => "knowledge/read".to_string(),
-        memory => format!("memory/{memory}"),
-    };
-    match remote.call(&method, args) {
-        Ok(Ok(result)) if knowledge => match serde_json::from_value::<seshat::retrieval::Found>(result) {
-            Ok(found) => seshat::tool::ToolOutput::ok(seshat::retrieval::tools::search_output(&found)),
-            Err(e) => seshat::tool::ToolOutput::error(format!("the service's answer is not a search's: {e}")),
+    use seshat_protocol::methods as m;
+    match name {
+        seshat::retrieval::tools::SEARCH => match remote.call("knowledge/search", args) {
+            Ok(Ok(result)) => match serde_json::from_value::<seshat::retrieval::Found>(result) {
+                Ok(found) => seshat::tool::ToolOutput::ok(seshat::retrieval::tools::search_output(&found)),
+                Err(e) => seshat::tool::ToolOutput::error(format!("the service's answer is not a search's: {e}")),
+            },
+            Ok(Err(refused)) => seshat::tool::ToolOutput::error(refused.to_string()),
+            Err(e) => seshat::tool::ToolOutput::error(format!("{e:#}")),
         },
-        Ok(Ok(result)) => seshat::tool::ToolOutput::ok(result),
+        seshat::retrieval::tools::READ => match remote.call("knowledge/read", args) {
+            Ok(Ok(result)) => seshat::tool::ToolOutput::ok(result),
+            Ok(Err(refused)) => seshat::tool::ToolOutput::error(refused.to_string()),
+            Err(e) => seshat::tool::ToolOutput::error(format!("{e:#}")),
+        },
+        "create_entities" => remote_tool::<m::MemoryCreateEntities>(remote, name, args),
+        "create_relations" => remote_tool::<m::MemoryCreateRelations>(remote, name, args),
+        "add_observations" => remote_tool::<m::MemoryAddObservations>(remote, name, args),
+        "delete_entities" => remote_tool::<m::MemoryDeleteEntities>(remote, name, args),
+        "delete_observations" => remote_tool::<m::MemoryDeleteObservations>(remote, name, args),
+        "delete_relations" => remote_tool::<m::MemoryDeleteRelations>(remote, name, args),
+        "read_graph" => remote_tool::<m::MemoryReadGraph>(remote, name, args),
+        "search_nodes" => remote_tool::<m::MemorySearchNodes>(remote, name, args),
+        "open_nodes" => remote_tool::<m::MemoryOpenNodes>(remote, name, args),
+        other => seshat::tool::ToolOutput::error(format!("unknown tool `{other}`")),
+    }
+}
+
+/// Memory tool `name` as method `M` of the remote service.
+fn remote_tool<M: seshat_protocol::methods::Method>(
+    remote: &mut super::remote::Remote,
+    name: &str,
+    args: &Value,
+) -> seshat::tool::ToolOutput {
+    let params: M::Params = match tools::parse(name, args) {
+        Ok(params) => params,
+        Err(e) => return seshat::tool::ToolOutput::error(e.to_string()),
+    };
+    match remote.try_request::<M>(&params) {
+        Ok(Ok(result)) => seshat::tool::ToolOutput::ok(serde_json::to_value(result).unwrap_or_default()),
         Ok(Err(refused)) => seshat::tool::ToolOutput::error(refused.to_string()),
         Err(e) => seshat::tool::ToolOutput::error(format!("{e:#}")),
     }

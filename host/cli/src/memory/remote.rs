@@ -6,8 +6,8 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use anyhow::bail;
-use serde_json::{Value, json};
 use seshat::memory::{Graph, Scope};
+use seshat_protocol::memory_tools as mt;
 use seshat_protocol::methods as m;
 
 use super::{
@@ -25,9 +25,10 @@ pub fn run(ctx: &Context, args: &Args, service: &mut Remote) -> anyhow::Result<E
             let scope = scope.unwrap_or(Scope::User);
             let notes = service.request::<m::NotesList>(&m::NotesListParams { scope: Some(scope.clone()) })?;
             let limit = args.limit.unwrap_or(100);
-            let graph = service.call("memory/read_graph", &json!({"scope": scope, "limit": limit}))??;
-            let more = graph.get("note").is_some();
-            let graph: Graph = read(graph, "graph")?;
+            let params = mt::ReadGraphParams { scope: Some(scope.clone()), limit: Some(limit), offset: None };
+            let page = service.request::<m::MemoryReadGraph>(&params)?;
+            let more = page.note.is_some();
+            let graph = Graph { entities: page.entities, relations: page.relations };
             print_show(&mut out, args.json, &scope, Some(&ctx.project), &notes.notes, &graph, more)?;
         }
         Action::Set => {
@@ -40,13 +41,14 @@ pub fn run(ctx: &Context, args: &Args, service: &mut Remote) -> anyhow::Result<E
             let Some(query) = &args.query else { bail!("--action search needs --query") };
             let params = m::NotesSearchParams { query: query.clone(), scope: scope.clone() };
             let notes = service.request::<m::NotesSearch>(&params)?;
-            let mut params = json!({"query": query, "limit": args.limit.unwrap_or(20)});
-            if let Some(scope) = &scope {
-                params["scope"] = serde_json::to_value(scope)?;
-            }
-            let graph = service.call("memory/search_nodes", &params)??;
-            let more = graph.get("note").is_some();
-            let graph: Graph = read(graph, "graph")?;
+            let params = mt::SearchNodesParams {
+                query: query.clone(),
+                scope,
+                limit: Some(args.limit.unwrap_or(20)),
+            };
+            let page = service.request::<m::MemorySearchNodes>(&params)?;
+            let more = page.note.is_some();
+            let graph = Graph { entities: page.entities, relations: page.relations };
             print_search(&mut out, args.json, query, &notes.notes, &graph, more)?;
         }
         Action::Clear => {
@@ -75,9 +77,4 @@ pub fn run(ctx: &Context, args: &Args, service: &mut Remote) -> anyhow::Result<E
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// The service's answer read as `T`, or an error saying which answer could not be read.
-fn read<T: serde::de::DeserializeOwned>(answer: Value, what: &str) -> anyhow::Result<T> {
-    serde_json::from_value(answer).map_err(|e| anyhow::anyhow!("the service's {what} cannot be read: {e}"))
 }

@@ -17,6 +17,7 @@ mod counts;
 mod files;
 mod handshakes;
 mod network;
+mod pool;
 mod principals;
 mod rpc;
 mod token_check;
@@ -31,6 +32,7 @@ use serde_json::{Value, json};
 
 use super::Context;
 use rpc::{Outbox, RpcError};
+use seshat::memory::tools;
 
 /// Arguments of `serve`.
 #[derive(Debug, clap::Args)]
@@ -105,6 +107,7 @@ const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 pub fn run(ctx: &Context, args: &Args, signals: Option<super::stop::Signals>) -> anyhow::Result<ExitCode> {
     let busy = turns::Busy::default();
+    busy.size_pool(ctx.config().map(|c| c.serve.turn_workers()).unwrap_or(pool::DEFAULT_WORKERS));
     let network = match &args.listen {
         Some(listen) => {
             network::parse(listen, args.tls_cert.as_deref(), args.tls_key.as_deref(), args.insecure_listen)?
@@ -251,89 +254,145 @@ fn connection(
     caller: Option<&seshat::store::Caller>,
     peer: Option<std::net::SocketAddr>,
 ) {
-    let acting_ctx;
-    let ctx = match caller {
-        Some(caller) => {
-            acting_ctx = ctx.for_user(&caller.user);
-            &acting_ctx
-        }
-        None => ctx,
-    };
-    // The connection's configuration, read once (defaults when it cannot be read).
-    let env = ctx.environment(Default::default()).ok();
-    let config = env.as_ref().map(|e| e.config().clone()).unwrap_or_default();
-    let acting = Acting {
-        user: caller.map(|c| c.user.clone()),
-        token: caller.map(|c| c.token.clone()),
-        peer: peer.map(|p| p.to_string()),
-        read_only: caller.is_some_and(|c| c.read_only),
-        max_turns: config.serve.max_turns_per_user(),
-        max_sessions: config.serve.max_sessions_per_user(),
-        max_workers: config.serve.max_workers(),
-    };
-    let limit = crate::record_limit(&config);
-    let limit_unread = config.serve.max_unread_bytes();
-    let (outbox, writing) = match output {
-        Output::Write(writer) => {
-            let (outbox, lines) = Outbox::new(limit_unread, disconnect);
-            (outbox, Some(std::thread::spawn(move || rpc::write_lines(lines, writer))))
-        }
-        Output::Task(task) => (Outbox::to_task(limit_unread, disconnect, task), None),
-    };
-    let pending: rpc::Pending = Arc::new(Mutex::new(HashMap::new()));
-    let mut server = Server {
-        ctx: ctx.clone(),
-        db: None,
-        knowledge: None,
-        recall: None,
-        // What the connection's memory calls write is embedded by a thread of its own (when
-        // memory or history is embedded), never delaying an answer.
-        background: env.as_ref().and_then(seshat::client::Environment::background),
-        env,
-        outbox: outbox.clone(),
-        pending: pending.clone(),
-        setup: None,
-        turns: turns::Turns::new(busy.clone()),
-        acting,
-    };
+    let mut conn = Connection::open(ctx, output, busy, disconnect, caller, peer);
     let mut line = Vec::new();
-    for number in 1.. {
-        match seshat::input::next_line(&mut reader, &mut line, limit) {
+    loop {
+        match seshat::input::next_line(&mut reader, &mut line, conn.limit) {
             Ok(seshat::input::Line::End) | Err(_) => break,
-            Ok(seshat::input::Line::Read) => {}
+            Ok(seshat::input::Line::Read) => {
+                if !conn.feed(&line) {
+                    break;
+                }
+            }
             Ok(seshat::input::Line::TooLong) => {
-                // Nothing of it is applied; the client is told, and the connection ends.
-                outbox.error(
-                    Value::Null,
-                    RpcError::invalid_request(format!(
-                        "line {number} is longer than {}, the longest line the server reads (`max_record_mib` \
-                         under [store] in config.toml): the connection is closed",
-                        seshat::input::describe_limit(limit)
-                    )),
-                );
+                conn.too_long();
                 break;
             }
         }
-        if outbox.overflowed() {
-            break;
+    }
+    conn.close();
+}
+
+/// One client's connection, fed its lines one at a time: by a reading thread (stdio, a Unix
+/// socket) or by a network connection's task, which lends it to a thread of the runtime's pool for
+/// each message — an idle network connection holds no thread.
+struct Connection {
+    server: Server,
+    outbox: Outbox,
+    pending: rpc::Pending,
+    /// The longest line read.
+    limit: usize,
+    /// Lines read so far.
+    number: u64,
+    /// The thread writing the answers (stdio, a Unix socket).
+    writing: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Connection {
+    /// A connection writing to `output`, acting for `caller` (a network client's) or the local
+    /// user.
+    fn open(
+        ctx: &Context,
+        output: Output,
+        busy: &turns::Busy,
+        disconnect: Arc<dyn Fn() + Send + Sync>,
+        caller: Option<&seshat::store::Caller>,
+        peer: Option<std::net::SocketAddr>,
+    ) -> Connection {
+        let ctx = match caller {
+            Some(caller) => ctx.for_user(&caller.user),
+            None => ctx.clone(),
+        };
+        // The connection's configuration, read once (defaults when it cannot be read).
+        let env = ctx.environment(Default::default()).ok();
+        let config = env.as_ref().map(|e| e.config().clone()).unwrap_or_default();
+        let acting = Acting {
+            user: caller.map(|c| c.user.clone()),
+            token: caller.map(|c| c.token.clone()),
+            peer: peer.map(|p| p.to_string()),
+            read_only: caller.is_some_and(|c| c.read_only),
+            max_turns: config.serve.max_turns_per_user(),
+            max_sessions: config.serve.max_sessions_per_user(),
+            max_workers: config.serve.max_workers(),
+        };
+        let limit = crate::record_limit(&config);
+        let limit_unread = config.serve.max_unread_bytes();
+        let (outbox, writing) = match output {
+            Output::Write(writer) => {
+                let (outbox, lines) = Outbox::new(limit_unread, disconnect);
+                (outbox, Some(std::thread::spawn(move || rpc::write_lines(lines, writer))))
+            }
+            Output::Task(task) => (Outbox::to_task(limit_unread, disconnect, task), None),
+        };
+        let pending: rpc::Pending = Arc::new(Mutex::new(HashMap::new()));
+        let server = Server {
+            ctx,
+            db: None,
+            knowledge: None,
+            recall: None,
+            // What the connection's memory calls write is embedded by a thread of its own (when
+            // memory or history is embedded), never delaying an answer.
+            background: env.as_ref().and_then(seshat::client::Environment::background),
+            env,
+            outbox: outbox.clone(),
+            pending: pending.clone(),
+            setup: None,
+            turns: turns::Turns::new(busy.clone()),
+            acting,
+        };
+        Connection { server, outbox, pending, limit, number: 0, writing }
+    }
+
+    /// Serves one line (its line break included or not); false when the connection should end.
+    fn feed(&mut self, line: &[u8]) -> bool {
+        if line.len() > self.limit {
+            self.too_long();
+            return false;
         }
-        let Ok(text) = std::str::from_utf8(&line) else {
-            outbox.error(Value::Null, RpcError::parse(format!("line {number} is not valid UTF-8: send JSON in UTF-8")));
-            continue;
+        self.number += 1;
+        if self.outbox.overflowed() {
+            return false;
+        }
+        let Ok(text) = std::str::from_utf8(line) else {
+            let number = self.number;
+            self.outbox
+                .error(Value::Null, RpcError::parse(format!("line {number} is not valid UTF-8: send JSON in UTF-8")));
+            return true;
         };
         let text = text.trim_end_matches(['\n', '\r']);
-        if text.trim().is_empty() {
-            continue;
+        if !text.trim().is_empty() {
+            self.server.line(text);
         }
-        server.line(text);
+        true
     }
-    pending.lock().map(|mut p| p.clear()).ok();
-    server.turns.interrupt_all();
-    server.turns.join_all();
-    drop(server);
-    drop(outbox);
-    if let Some(writing) = writing {
-        let _ = writing.join();
+
+    /// The line being read is longer than the connection reads: nothing of it is applied; the
+    /// client is told, and the connection ends.
+    fn too_long(&mut self) {
+        self.number += 1;
+        let number = self.number;
+        self.outbox.error(
+            Value::Null,
+            RpcError::invalid_request(format!(
+                "line {number} is longer than {}, the longest line the server reads (`max_record_mib` under [store] \
+                 in config.toml): the connection is closed",
+                seshat::input::describe_limit(self.limit)
+            )),
+        );
+    }
+
+    /// The client is gone: tool calls waiting for it fail, its turns in flight are interrupted
+    /// and store what arrived, and what is queued for it is written.
+    fn close(self) {
+        let Connection { mut server, outbox, pending, writing, .. } = self;
+        pending.lock().map(|mut p| p.clear()).ok();
+        server.turns.interrupt_all();
+        server.turns.join_all();
+        drop(server);
+        drop(outbox);
+        if let Some(writing) = writing {
+            let _ = writing.join();
+        }
     }
 }
 
@@ -543,7 +602,6 @@ impl Server {
             Some(parsed) => {
                 parsed.map_err(|e| RpcError::invalid_params(format!("{e} (host/protocol/protocol.md lists them)")))?
             }
-            None if method.starts_with(m::MEMORY_PREFIX) => return self.memory_tool(method, params),
             None => return Err(RpcError::method_not_found(method)),
         };
         match request {
@@ -888,6 +946,27 @@ impl Server {
                 let (_, records) = self.memory()?.clear(&p.scope, &backups).map_err(RpcError::from_memory)?;
                 rpc::answer::<m::MemoryClear>(&m::MemoryClearResult { scope: p.scope, records: records as u64 })
             }
+            R::MemoryCreateEntities(p) => {
+                self.memory_tool::<m::MemoryCreateEntities>(|m, _| tools::create_entities(m, &p))
+            }
+            R::MemoryCreateRelations(p) => {
+                self.memory_tool::<m::MemoryCreateRelations>(|m, _| tools::create_relations(m, &p))
+            }
+            R::MemoryAddObservations(p) => {
+                self.memory_tool::<m::MemoryAddObservations>(|m, _| tools::add_observations(m, &p))
+            }
+            R::MemoryDeleteEntities(p) => {
+                self.memory_tool::<m::MemoryDeleteEntities>(|m, _| tools::delete_entities(m, &p))
+            }
+            R::MemoryDeleteObservations(p) => {
+                self.memory_tool::<m::MemoryDeleteObservations>(|m, _| tools::delete_observations(m, &p))
+            }
+            R::MemoryDeleteRelations(p) => {
+                self.memory_tool::<m::MemoryDeleteRelations>(|m, _| tools::delete_relations(m, &p))
+            }
+            R::MemoryReadGraph(p) => self.memory_tool::<m::MemoryReadGraph>(|m, _| tools::read_graph(m, &p)),
+            R::MemorySearchNodes(p) => self.memory_tool::<m::MemorySearchNodes>(|m, s| tools::search_nodes(m, &p, s)),
+            R::MemoryOpenNodes(p) => self.memory_tool::<m::MemoryOpenNodes>(|m, _| tools::open_nodes(m, &p)),
             r @ (R::UsersList(_)
             | R::UsersAdd(_)
             | R::UsersSet(_)
@@ -904,9 +983,15 @@ impl Server {
         }
     }
 
-    /// Runs memory tool `method` (`memory/<tool>`) with `params`, the tool's own arguments.
-    fn memory_tool(&mut self, method: &str, params: &Value) -> Result<Option<Value>, RpcError> {
-        let tool = &method[seshat_protocol::methods::MEMORY_PREFIX.len()..];
+    /// Runs a memory tool on the connection's memory; `search_nodes` is given the hybrid search
+    /// when memory is embedded.
+    fn memory_tool<M: seshat_protocol::methods::Method>(
+        &mut self,
+        run: impl FnOnce(
+            &mut seshat::memory::Memory<'_>,
+            Option<tools::Searcher<'_>>,
+        ) -> Result<M::Result, seshat::memory::Error>,
+    ) -> Result<Option<Value>, RpcError> {
         self.store()?;
         let Server { db: Some(store), env, recall, background, ctx, .. } = self else { unreachable!("opened above") };
         let recall = recall.get_or_insert_with(|| env.as_ref().and_then(seshat::client::Environment::recall));
@@ -917,19 +1002,14 @@ impl Server {
                                   q: &str,
                                   s: Option<&seshat::memory::Scope>,
                                   n: usize| r.search_memory(m, q, s, n);
-                seshat::memory::tools::run(&mut memory, tool, params, Some(&mut search))
+                run(&mut memory, Some(&mut search))
             }
-            None => seshat::memory::tools::run(&mut memory, tool, params, None),
+            None => run(&mut memory, None),
         };
         if let Some(b) = background {
             b.poke();
         }
-        match answer {
-            Ok(out) => Ok(Some(out)),
-            Err(seshat::memory::Error::UnknownTool(_)) => Err(RpcError::method_not_found(method)),
-            Err(e @ seshat::memory::Error::InvalidArguments { .. }) => Err(RpcError::invalid_params(e.to_string())),
-            Err(e) => Err(RpcError::seshat(e.code(), e.to_string())),
-        }
+        rpc::answer::<M>(&answer.map_err(RpcError::from_memory)?)
     }
 
     /// Rewinds `session` to before message `to`, refused when the view it restores would not fit

@@ -9,9 +9,9 @@
 //! once, turns per user, the handshake's time, silence (the server pings; a client that answers
 //! nothing is dropped).
 //!
-//! The sockets are tokio's; each connection's requests are served on a thread of its own by the
-//! same code as stdio's, reached through a bounded queue (a server that is busy stops reading the
-//! socket). Its answers go from the outbox straight to the socket's task, counted as unread until
+//! Each connection is a task on one runtime; its requests are served, one at a time, by the same
+//! code as stdio's on a thread the runtime lends it for the request (a connection that is busy
+//! stops reading its socket, and an idle one holds no thread). Its answers go from the outbox straight to the socket's task, counted as unread until
 //! sent (so a client that stops reading fills its unread limit and is closed).
 
 use std::net::SocketAddr;
@@ -204,8 +204,12 @@ pub(super) fn serve(ctx: Arc<Context>, network: Network, busy: turns::Busy, stop
     busy.fit_workers(fitted.max_workers);
     let tokens = super::token_check::TokenCheck::start(ctx.store()?);
     let access = super::access::Access::start(ctx.store()?);
-    let runtime =
-        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().context("tokio runtime")?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(REQUEST_THREADS)
+        .enable_all()
+        .build()
+        .context("tokio runtime")?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(network.address)
             .await
@@ -410,10 +414,19 @@ async fn client<S>(
     drop((slot, theirs));
 }
 
+/// Requests a connection reads ahead while one is being served.
+const QUEUED: usize = 16;
+
+/// Threads the runtime lends connections for their requests, at most (an idle connection holds
+/// none).
+const REQUEST_THREADS: usize = 64;
+
 /// How long the accept loop waits after a failed accept (out of file descriptors, say).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(200);
 
-/// Frames in, frames out: the connection's requests are served on a thread of its own.
+/// Frames in, frames out: each request is served on a thread the runtime's pool lends the
+/// connection for that request, one request at a time and in order; while one is served the
+/// connection reads at most [`QUEUED`] more frames, then stops reading (the client waits).
 async fn bridge<S>(
     shared: Arc<Shared>,
     ws: tokio_tungstenite::WebSocketStream<S>,
@@ -423,29 +436,58 @@ async fn bridge<S>(
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let (mut sink, mut frames) = ws.split();
-    let (inbound, lines_in) = tokio::sync::mpsc::channel::<Vec<u8>>(16);
     let (to_task, mut outbound) = super::rpc::Outbox::task();
     let closed = Arc::new(tokio::sync::Notify::new());
-    let serving = {
+    let opened = {
         let (ctx, busy, closed) = (shared.ctx.clone(), shared.busy.clone(), closed.clone());
         let caller = caller.clone();
-        std::thread::spawn(move || {
+        tokio::task::spawn_blocking(move || {
             let disconnect = Arc::new(move || closed.notify_one());
-            let reader = Lines { rx: lines_in, line: Vec::new(), at: 0 };
-            super::connection(&ctx, reader, super::Output::Task(to_task), &busy, disconnect, Some(&caller), Some(peer));
+            Box::new(super::Connection::open(
+                &ctx,
+                super::Output::Task(to_task),
+                &busy,
+                disconnect,
+                Some(&caller),
+                Some(peer),
+            ))
         })
     };
+    let Ok(connection) = opened.await else { return };
+    let mut connection = Some(connection);
+    let mut serving: Option<tokio::task::JoinHandle<(Box<super::Connection>, bool)>> = None;
+    let mut queued: std::collections::VecDeque<Vec<u8>> = std::collections::VecDeque::new();
     let idle = shared.config.idle_timeout();
     let mut ping = tokio::time::interval(shared.config.keepalive());
     ping.tick().await;
     let mut heard = Instant::now();
-    let mut inbound = Some(inbound);
+    let mut reading = true;
     let mut closing = shared.closing.clone();
     let (_watched, mut access_ended) = shared.access.register(&caller);
     let close =
         |code: CloseCode, reason: &'static str| Message::Close(Some(CloseFrame { code, reason: reason.into() }));
     loop {
+        // The next request goes to a thread as soon as the last one is done.
+        if serving.is_none()
+            && let Some(line) = queued.pop_front()
+            && let Some(mut conn) = connection.take()
+        {
+            serving = Some(tokio::task::spawn_blocking(move || {
+                let keep = conn.feed(&line);
+                (conn, keep)
+            }));
+        }
         tokio::select! {
+            done = async { serving.as_mut()?.await.ok() }, if serving.is_some() => {
+                serving = None;
+                // (A request that panicked took the connection with it.)
+                let Some((conn, keep)) = done else { break };
+                connection = Some(conn);
+                if !keep {
+                    reading = false;
+                    queued.clear();
+                }
+            }
             // The token was revoked or expired, or its user disabled or removed: the client is
             // told why, then closed; the reader's end interrupts its turns.
             Ok(ended) = &mut access_ended => {
@@ -461,19 +503,15 @@ async fn bridge<S>(
                 let _ = send(&mut sink, close(CloseCode::Policy, ended.code), idle).await;
                 break;
             }
-            frame = frames.next(), if inbound.is_some() => {
+            frame = frames.next(), if reading && queued.len() < QUEUED => {
                 heard = Instant::now();
                 match frame {
                     Some(Ok(Message::Text(text))) => {
                         // One message is one request: the line reader must see it whole, and a
                         // line break outside a JSON string is only whitespace.
-                        let mut line: Vec<u8> =
+                        let line: Vec<u8> =
                             text.as_bytes().iter().map(|&b| if b == b'\n' || b == b'\r' { b' ' } else { b }).collect();
-                        line.push(b'\n');
-                        let Some(requests) = &inbound else { break };
-                        if requests.send(line).await.is_err() {
-                            break;
-                        }
+                        queued.push_back(line);
                     }
                     Some(Ok(Message::Binary(_))) => {
                         let error = super::rpc::RpcError::parse("a binary frame is not JSON-RPC: send each request as a text frame".into());
@@ -533,9 +571,9 @@ async fn bridge<S>(
                 }
             }
             // The service is stopping: no more requests; what is queued is sent, then the close.
-            Ok(()) = closing.changed(), if inbound.is_some() => {
+            Ok(()) = closing.changed(), if reading => {
                 if *closing.borrow_and_update() {
-                    inbound = None;
+                    reading = false;
                 }
             }
             _ = closed.notified() => {
@@ -544,10 +582,15 @@ async fn bridge<S>(
             }
         }
     }
-    // The reader sees the end: the turns in flight are interrupted and store what arrived.
-    drop(inbound);
+    // The connection ends: the turns in flight are interrupted and store what arrived.
     drop(outbound);
-    let _ = tokio::task::spawn_blocking(move || serving.join()).await;
+    let connection = match serving {
+        Some(serving) => serving.await.ok().map(|(conn, _)| conn),
+        None => connection,
+    };
+    if let Some(connection) = connection {
+        let _ = tokio::task::spawn_blocking(move || connection.close()).await;
+    }
     tracing::info!(target: "seshat::audit", user = %caller.user, "disconnected");
 }
 
@@ -561,40 +604,4 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     matches!(tokio::time::timeout(within, sink.send(message)).await, Ok(Ok(())))
-}
-
-/// The connection's input: each text frame a line.
-struct Lines {
-    rx: tokio::sync::mpsc::Receiver<Vec<u8>>,
-    line: Vec<u8>,
-    at: usize,
-}
-
-impl std::io::Read for Lines {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let available = std::io::BufRead::fill_buf(self)?;
-        let n = available.len().min(buf.len());
-        buf[..n].copy_from_slice(&available[..n]);
-        std::io::BufRead::consume(self, n);
-        Ok(n)
-    }
-}
-
-impl std::io::BufRead for Lines {
-    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
-        while self.at >= self.line.len() {
-            match self.rx.blocking_recv() {
-                Some(line) => {
-                    self.line = line;
-                    self.at = 0;
-                }
-                None => return Ok(&[]),
-            }
-        }
-        Ok(&self.line[self.at..])
-    }
-
-    fn consume(&mut self, n: usize) {
-        self.at += n;
-    }
 }

@@ -1,5 +1,6 @@
 //! The sessions `seshat serve` runs turns in: one agent per session, opened on its first turn and
-//! kept by the session's worker thread, which runs its turns and compactions one at a time. While
+//! kept by the connection between turns; each turn or compaction borrows it on a worker of the
+//! server's bounded pool ([`super::pool`]), so a session between turns holds no thread. While
 //! one runs, the session is claimed — in this process and in the store, for every process sharing
 //! it — so a second `turn/start` on it meanwhile, here or in another `seshat serve`, is
 //! `session_busy`.
@@ -9,7 +10,6 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, mpsc};
-use std::thread::JoinHandle;
 
 use serde_json::Value;
 use seshat::client::{Agent, Observer, SessionChoice, Tool};
@@ -21,20 +21,18 @@ use seshat_protocol::methods as m;
 use seshat_protocol::notifications as n;
 
 use super::counts::{Counts, Held};
+use super::pool::Pool;
 use super::rpc::{Outbox, Pending, RpcError};
 use super::{ClientSetup, Context};
 
 /// Set when the server is stopping: a tool call waiting for its client gives up.
 static STOPPING: AtomicBool = AtomicBool::new(false);
 
-/// A turn or a compaction, run by a session's worker with its agent.
-type Job = Box<dyn FnOnce(&mut Agent) + Send>;
-
-/// One session's worker: a thread that owns the session's agent and runs its jobs one after
-/// another (kept between turns, so a turn starts without spawning a thread).
+/// One open session of a connection: its agent, kept between turns (a turn starts without
+/// opening it again) and lent to a worker for each job. The session's claim lets one job at a
+/// time hold it.
 struct Slot {
-    jobs: mpsc::Sender<Job>,
-    worker: JoinHandle<()>,
+    agent: Arc<Mutex<Agent>>,
     /// The cancel switch of the last job this connection gave it.
     cancel: Cancel,
     /// When it was last given a job (the connection's job count then).
@@ -43,8 +41,8 @@ struct Slot {
     _counted: (Option<Held<String>>, Held<()>),
 }
 
-/// The sessions open with a worker, per network user and over the whole server (shared by every
-/// connection, with [`Busy`]).
+/// The sessions open (each with its agent and its store connection), per network user and over
+/// the whole server (shared by every connection, with [`Busy`]).
 #[derive(Debug, Clone, Default)]
 pub(super) struct Workers {
     per_user: Counts<String>,
@@ -53,8 +51,9 @@ pub(super) struct Workers {
     fitted: Arc<std::sync::OnceLock<usize>>,
 }
 
-/// The agents a connection keeps; past this, the least recently used idle one is closed (and
-/// opened again when its session has a turn). Each holds its store connection, so a client
+/// The agents a connection keeps (or `max_sessions_per_user` under `[serve]`, when larger); past
+/// this, the least recently used idle one is closed (and opened again when its session has a
+/// turn). Each holds its store connection, so a client
 /// going through many sessions on one connection does not hold one server connection for each.
 const MAX_AGENTS: usize = 64;
 
@@ -78,7 +77,7 @@ pub(super) struct Link<'a> {
 /// with the cancel switch of its job: any connection may interrupt it, and a signal interrupts
 /// them all.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Busy(Arc<(Mutex<Jobs>, Condvar)>, Workers);
+pub(super) struct Busy(Arc<(Mutex<Jobs>, Condvar)>, Workers, Pool);
 
 /// The jobs in flight: each session's cancel switch and the user who started it.
 #[derive(Debug, Default)]
@@ -89,6 +88,11 @@ pub(super) struct Jobs {
 }
 
 impl Busy {
+    /// Bounds the workers that run turns and compactions to `max` at once, for every connection.
+    pub(super) fn size_pool(&self, max: usize) {
+        self.2.resize(max);
+    }
+
     /// Bounds the session workers to `max` at most, whatever the configuration says (the files
     /// the process may open hold no more).
     pub(super) fn fit_workers(&self, max: usize) {
@@ -212,12 +216,44 @@ pub(super) struct Turns {
     /// How many jobs the connection has given its workers.
     jobs: u64,
     busy: Busy,
+    /// The connection's jobs not yet done.
+    running: Running,
+}
+
+/// A connection's jobs given to the pool and not yet done.
+#[derive(Clone, Default)]
+struct Running(Arc<(Mutex<usize>, Condvar)>);
+
+impl Running {
+    fn enter(&self) -> RunningGuard {
+        *self.0.0.lock().expect("never poisoned") += 1;
+        RunningGuard(self.clone())
+    }
+
+    fn wait_none(&self) {
+        let (lock, done) = &*self.0;
+        let held = lock.lock().expect("never poisoned");
+        let _unused = done.wait_while(held, |n| *n > 0).expect("never poisoned");
+    }
+}
+
+/// One job not yet done; done when dropped (even when the job panics).
+struct RunningGuard(Running);
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        let (lock, done) = &*self.0.0;
+        if let Ok(mut n) = lock.lock() {
+            *n -= 1;
+        }
+        done.notify_all();
+    }
 }
 
 impl Turns {
     /// A connection's turns, sharing the server's `busy` sessions.
     pub(super) fn new(busy: Busy) -> Self {
-        Turns { slots: HashMap::new(), next: 0, jobs: 0, busy }
+        Turns { slots: HashMap::new(), next: 0, jobs: 0, busy, running: Running::default() }
     }
 
     /// Whether `session` has a turn or compaction in flight (on this connection or another).
@@ -227,8 +263,8 @@ impl Turns {
 
     /// Closes the least recently used idle agent when the connection keeps as many as it may (its
     /// worker ends once the job it may still be finishing is done).
-    fn make_room(&mut self) {
-        if self.slots.len() < MAX_AGENTS {
+    fn make_room(&mut self, max_sessions: usize) {
+        if self.slots.len() < MAX_AGENTS.max(max_sessions) {
             return;
         }
         let idle = self.slots.iter().filter(|(s, _)| !self.busy.contains(s)).min_by_key(|(_, slot)| slot.used);
@@ -273,11 +309,11 @@ impl Turns {
         self.slots.remove(session);
     }
 
-    /// Claims `session` and hands `job` to its worker, started (with the agent opened from what
-    /// the client asked for) on first use or after it died. The worker claims the session in the
-    /// store, through its agent's own connection, before the job runs; when another holder has it
-    /// the worker answers request `id` with `session_busy` and the job never runs. The job
-    /// answers `id` itself.
+    /// Claims `session` and hands `job` to a worker of the pool with the session's agent, opened
+    /// (with what the client asked for) on first use or after a job failed with it. The worker
+    /// claims the session in the store, through its agent's own connection, before the job runs;
+    /// when another holder has it the worker answers request `id` with `session_busy` and the job
+    /// never runs. The job answers `id` itself.
     fn run(
         &mut self,
         link: Link<'_>,
@@ -286,22 +322,16 @@ impl Turns {
         job: impl FnOnce(&mut Agent, Cancel, Claim, Value) + Send + 'static,
     ) -> Result<(), RpcError> {
         let mut claim = self.busy.claim(session, link.user, link.max_turns)?;
-        if self.slots.get(session).is_some_and(|s| s.worker.is_finished()) {
+        if self.slots.get(session).is_some_and(|s| s.agent.is_poisoned()) {
             self.slots.remove(session);
         }
         if !self.slots.contains_key(session) {
-            self.make_room();
+            self.make_room(link.max_sessions);
             let counted = self.count_in(link)?;
-            let mut agent = open_agent(link, session)?;
-            let (jobs, queue) = mpsc::channel::<Job>();
-            let worker = std::thread::spawn(move || {
-                for job in queue {
-                    job(&mut agent);
-                }
-            });
+            let agent = open_agent(link, session)?;
             self.slots.insert(
                 session.to_string(),
-                Slot { jobs, worker, cancel: Cancel::default(), used: 0, _counted: counted },
+                Slot { agent: Arc::new(Mutex::new(agent)), cancel: Cancel::default(), used: 0, _counted: counted },
             );
         }
         self.jobs += 1;
@@ -309,10 +339,21 @@ impl Turns {
         slot.used = self.jobs;
         let cancel = claim.cancel.clone();
         slot.cancel = cancel.clone();
+        let agent = slot.agent.clone();
         let outbox = link.outbox.clone();
         let hide = link.user.map(|_| link.ctx.clone());
-        slot.jobs
-            .send(Box::new(move |agent| {
+        let running = self.running.enter();
+        self.busy
+            .2
+            .run(Box::new(move || {
+                let _running = running;
+                // (A job that panicked poisoned it: the slot is opened again on the next turn.)
+                let Ok(mut agent) = agent.lock() else {
+                    drop(claim);
+                    return outbox
+                        .error(id, RpcError::seshat("internal_error", "the session's agent failed; try again"));
+                };
+                let agent = &mut *agent;
                 let refused = match agent.claim() {
                     Ok(Some(held)) => {
                         claim.held = Some(held);
@@ -329,7 +370,7 @@ impl Turns {
                 drop(claim);
                 outbox.error(id, refused);
             }))
-            .map_err(|_| RpcError::seshat("internal_error", "the session's worker stopped; try again"))
+            .map_err(|e| RpcError::seshat("internal_error", format!("no worker could be started for the turn: {e}")))
     }
 
     /// Starts a turn of `session` with the user's `text`; its worker answers request `id` with
@@ -421,12 +462,10 @@ impl Turns {
         }
     }
 
-    /// Waits for every turn to store what it has, and stops the workers.
+    /// Waits for every turn of the connection to store what it has, and closes its sessions.
     pub(super) fn join_all(&mut self) {
-        for (_, slot) in self.slots.drain() {
-            drop(slot.jobs);
-            let _ = slot.worker.join();
-        }
+        self.running.wait_none();
+        self.slots.clear();
     }
 }
 

@@ -6,7 +6,7 @@
 //! server does not enforce fails it too.
 
 use serde_json::{Value, json};
-use seshat_protocol::methods::{self, Access, CLIENT_METHODS, MEMORY_PREFIX, MEMORY_TOOLS};
+use seshat_protocol::methods::{Access, CLIENT_METHODS};
 
 use crate::chat::home_for;
 use crate::network::{Client, Service, refusal, token};
@@ -210,12 +210,7 @@ fn every_method_gets_what_its_declared_rule_says_for_every_relation() {
     let deletion = alice.ok("memory/deletions", json!({}))["deletions"][0]["id"].as_i64().unwrap();
     let chunk = alice.ok("knowledge/search", json!({"query": "kestrel"}))["hits"][0]["id"].clone();
 
-    let mut methods: Vec<(String, Access)> = CLIENT_METHODS.iter().map(|(m, a)| (m.to_string(), *a)).collect();
-    for tool in MEMORY_TOOLS {
-        let name = format!("{MEMORY_PREFIX}{tool}");
-        let access = methods::access(&name).expect("a memory tool has its rule");
-        methods.push((name, access));
-    }
+    let methods: Vec<(String, Access)> = CLIENT_METHODS.iter().map(|(m, a)| (m.to_string(), *a)).collect();
     let mut wrong = Vec::new();
     let mut checked = 0;
     for (method, access) in &methods {

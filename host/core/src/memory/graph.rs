@@ -3,83 +3,10 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::store::db::{Db, Tx, ids_in, params};
-use serde::{Deserialize, Serialize};
 
 use super::{Error, Memory, Place, Result, Scope, name_key};
 use crate::store::now_ms;
-pub use seshat_protocol::memory::Deletion;
-
-/// An entity with its live observations.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Entity {
-    /// Its name as first written.
-    pub name: String,
-    /// Its type, e.g. `person`, `project`, `decision`.
-    #[serde(rename = "entityType")]
-    pub entity_type: String,
-    /// Facts about it, oldest first.
-    pub observations: Vec<String>,
-    /// Where it lives.
-    pub scope: Scope,
-}
-
-/// A directed relation between two entities (by name), in active voice.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Relation {
-    /// The entity it starts from.
-    pub from: String,
-    /// The entity it points to.
-    pub to: String,
-    /// The relation, e.g. `works_on`.
-    #[serde(rename = "relationType")]
-    pub relation_type: String,
-    /// Where it lives.
-    pub scope: Scope,
-}
-
-/// Entities and the relations among them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Graph {
-    /// The entities.
-    pub entities: Vec<Entity>,
-    /// The relations among them.
-    pub relations: Vec<Relation>,
-}
-
-/// Observations added to one entity.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ObservationAdds {
-    /// The entity.
-    #[serde(rename = "entityName")]
-    pub entity_name: String,
-    /// What was new (observations already present are not stored twice).
-    #[serde(rename = "addedObservations")]
-    pub added_observations: Vec<String>,
-}
-
-/// Input of `create_entities`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct NewEntity {
-    /// Name.
-    pub name: String,
-    /// Type.
-    #[serde(rename = "entityType")]
-    pub entity_type: String,
-    /// Observations.
-    pub observations: Vec<String>,
-}
-
-/// Input of `create_relations` and `delete_relations`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct RelationSpec {
-    /// From.
-    pub from: String,
-    /// To.
-    pub to: String,
-    /// Type.
-    #[serde(rename = "relationType")]
-    pub relation_type: String,
-}
+pub use seshat_protocol::memory::{Deletion, Entity, Graph, NewEntity, ObservationAdds, Relation, RelationSpec};
 
 fn begin(db: &mut Db) -> Result<Tx<'_>> {
     Ok(db.transaction()?)

@@ -4,11 +4,9 @@
 //! `limit` on the reads; the chat loop offers them to the model as `memory_<name>` and `seshat mcp`
 //! serves them under the plain names.
 
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::graph::{NewEntity, RelationSpec};
 use super::{Error, Memory, Scope};
 
 /// The prefix the chat loop gives the tools (`memory_create_entities`, …).
@@ -25,59 +23,14 @@ pub fn plain_names(text: &str) -> String {
     out
 }
 
-/// Default number of entities `search_nodes` returns.
-pub(crate) const DEFAULT_SEARCH_LIMIT: usize = 20;
-/// Default number of entities `read_graph` returns.
-pub(crate) const DEFAULT_GRAPH_LIMIT: usize = 100;
-/// The most any call returns.
-pub(crate) const MAX_LIMIT: usize = 500;
+use seshat_protocol::memory_tools::input_schema;
+pub use seshat_protocol::memory_tools::{
+    AddObservationsParams, AddObservationsResult, CreateEntitiesParams, CreateEntitiesResult, CreateRelationsResult,
+    DEFAULT_GRAPH_LIMIT, DEFAULT_SEARCH_LIMIT, DeleteEntitiesParams, DeleteObservationsParams, Deleted, GraphPage,
+    MAX_LIMIT, OpenNodesParams, ReadGraphParams, RelationsParams, SearchNodesParams,
+};
 
 pub use crate::tool::{ToolDef, ToolOutput};
-
-fn scope_schema() -> Value {
-    json!({
-        "type": "string",
-        "enum": ["user", "project", "cross"],
-        "description": "Where the memory lives: 'user' (about the person, visible in every project), 'project' \
-            (this project only), 'cross' (general knowledge for every project). Reads default to all three; \
-            writes default to 'project' inside a project, else 'cross'."
-    })
-}
-
-fn limit_schema(default: usize) -> Value {
-    json!({"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": format!("At most this many entities (default {default}).")})
-}
-
-fn entity_item() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "name": {"type": "string", "description": "The name of the entity"},
-            "entityType": {"type": "string", "description": "The type of the entity"},
-            "observations": {"type": "array", "items": {"type": "string"}, "description": "An array of observation contents associated with the entity"}
-        },
-        "required": ["name", "entityType", "observations"]
-    })
-}
-
-fn relation_item() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "from": {"type": "string", "description": "The name of the entity where the relation starts"},
-            "to": {"type": "string", "description": "The name of the entity where the relation ends"},
-            "relationType": {"type": "string", "description": "The type of the relation"}
-        },
-        "required": ["from", "to", "relationType"]
-    })
-}
-
-fn object(properties: Value, required: &[&str]) -> Value {
-    let mut schema =
-        json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "required": required});
-    schema["properties"] = properties;
-    schema
-}
 
 /// Every memory tool.
 pub fn definitions() -> Vec<ToolDef> {
@@ -91,10 +44,7 @@ pub fn definitions() -> Vec<ToolDef> {
                 gets the new observations added. Scope 'project' (default inside a project) for facts about this \
                 codebase, 'user' for the user's preferences and personal details, 'cross' for general knowledge."
                 .into(),
-            input_schema: object(
-                json!({"entities": {"type": "array", "items": entity_item()}, "scope": scope_schema()}),
-                &["entities"],
-            ),
+            input_schema: input_schema::<CreateEntitiesParams>(),
             read_only: false,
             destructive: false,
             idempotent: false,
@@ -105,10 +55,7 @@ pub fn definitions() -> Vec<ToolDef> {
             description: "Link entities with directed relations in active voice (e.g. 'Alice' works_on 'Seshat'). Use \
                 after creating the entities. A relation that already exists is not stored twice."
                 .into(),
-            input_schema: object(
-                json!({"relations": {"type": "array", "items": relation_item()}, "scope": scope_schema()}),
-                &["relations"],
-            ),
+            input_schema: input_schema::<RelationsParams>(),
             read_only: false,
             destructive: false,
             idempotent: false,
@@ -120,20 +67,7 @@ pub fn definitions() -> Vec<ToolDef> {
                 unknown entity is an error: create it with memory_create_entities. Facts already stored are not \
                 duplicated."
                 .into(),
-            input_schema: object(
-                json!({
-                    "observations": {"type": "array", "items": {
-                        "type": "object",
-                        "properties": {
-                            "entityName": {"type": "string", "description": "The name of the entity to add the observations to"},
-                            "contents": {"type": "array", "items": {"type": "string"}, "description": "An array of observation contents to add"}
-                        },
-                        "required": ["entityName", "contents"]
-                    }},
-                    "scope": scope_schema()
-                }),
-                &["observations"],
-            ),
+            input_schema: input_schema::<AddObservationsParams>(),
             read_only: false,
             destructive: false,
             idempotent: false,
@@ -145,10 +79,7 @@ pub fn definitions() -> Vec<ToolDef> {
                 something or an entity is wrong or obsolete. Names that do not exist are ignored. The user can undo \
                 this: deletions are kept and can be restored."
                 .into(),
-            input_schema: object(
-                json!({"entityNames": {"type": "array", "items": {"type": "string"}, "description": "An array of entity names to delete"}, "scope": scope_schema()}),
-                &["entityNames"],
-            ),
+            input_schema: input_schema::<DeleteEntitiesParams>(),
             read_only: false,
             destructive: true,
             idempotent: true,
@@ -159,20 +90,7 @@ pub fn definitions() -> Vec<ToolDef> {
             description: "Remove specific facts from entities, e.g. when they stopped being true. Missing entities or \
                 facts are ignored."
                 .into(),
-            input_schema: object(
-                json!({
-                    "deletions": {"type": "array", "items": {
-                        "type": "object",
-                        "properties": {
-                            "entityName": {"type": "string", "description": "The name of the entity containing the observations"},
-                            "observations": {"type": "array", "items": {"type": "string"}, "description": "An array of observations to delete"}
-                        },
-                        "required": ["entityName", "observations"]
-                    }},
-                    "scope": scope_schema()
-                }),
-                &["deletions"],
-            ),
+            input_schema: input_schema::<DeleteObservationsParams>(),
             read_only: false,
             destructive: true,
             idempotent: true,
@@ -182,10 +100,7 @@ pub fn definitions() -> Vec<ToolDef> {
             title: "Delete Relations".into(),
             description: "Remove relations that are no longer true. Missing ones are ignored."
                 .into(),
-            input_schema: object(
-                json!({"relations": {"type": "array", "items": relation_item(), "description": "An array of relations to delete"}, "scope": scope_schema()}),
-                &["relations"],
-            ),
+            input_schema: input_schema::<RelationsParams>(),
             read_only: false,
             destructive: true,
             idempotent: true,
@@ -197,14 +112,7 @@ pub fn definitions() -> Vec<ToolDef> {
                 skipping `offset`; a cut answer's note gives the next offset). Prefer memory_search_nodes; use this for \
                 an overview of what is remembered."
                 .into(),
-            input_schema: object(
-                json!({
-                    "scope": scope_schema(),
-                    "limit": limit_schema(DEFAULT_GRAPH_LIMIT),
-                    "offset": {"type": "integer", "minimum": 0, "description": "Skip this many entities first (default 0): page with the offset the previous answer's note gives."}
-                }),
-                &[],
-            ),
+            input_schema: input_schema::<ReadGraphParams>(),
             read_only: true,
             destructive: false,
             idempotent: true,
@@ -217,14 +125,7 @@ pub fn definitions() -> Vec<ToolDef> {
                 query in names, types and observations (case and accents ignored, best first), then any substring. \
                 Returns at most `limit` entities with the relations among them, and says when more matched."
                 .into(),
-            input_schema: object(
-                json!({
-                    "query": {"type": "string", "description": "The search query to match against entity names, types, and observation content"},
-                    "scope": scope_schema(),
-                    "limit": limit_schema(DEFAULT_SEARCH_LIMIT)
-                }),
-                &["query"],
-            ),
+            input_schema: input_schema::<SearchNodesParams>(),
             read_only: true,
             destructive: false,
             idempotent: true,
@@ -235,10 +136,7 @@ pub fn definitions() -> Vec<ToolDef> {
             description: "Read specific entities by name (any case) with all their observations and the relations \
                 among them. Use when you know the names, e.g. from a search result or the memory context."
                 .into(),
-            input_schema: object(
-                json!({"names": {"type": "array", "items": {"type": "string"}, "description": "An array of entity names to retrieve"}, "scope": scope_schema()}),
-                &["names"],
-            ),
+            input_schema: input_schema::<OpenNodesParams>(),
             read_only: true,
             destructive: false,
             idempotent: true,
@@ -246,61 +144,9 @@ pub fn definitions() -> Vec<ToolDef> {
     ]
 }
 
-#[derive(Deserialize)]
-struct Scoped<T> {
-    #[serde(flatten)]
-    args: T,
-    scope: Option<Scope>,
-    limit: Option<usize>,
-}
-
-#[derive(Deserialize)]
-struct Entities {
-    entities: Vec<NewEntity>,
-}
-#[derive(Deserialize)]
-struct Relations {
-    relations: Vec<RelationSpec>,
-}
-#[derive(Deserialize)]
-struct ObservationItem {
-    #[serde(rename = "entityName")]
-    entity_name: String,
-    contents: Vec<String>,
-}
-#[derive(Deserialize)]
-struct Observations {
-    observations: Vec<ObservationItem>,
-}
-#[derive(Deserialize)]
-struct EntityNames {
-    #[serde(rename = "entityNames")]
-    entity_names: Vec<String>,
-}
-#[derive(Deserialize)]
-struct DeletionItem {
-    #[serde(rename = "entityName")]
-    entity_name: String,
-    observations: Vec<String>,
-}
-#[derive(Deserialize)]
-struct Deletions {
-    deletions: Vec<DeletionItem>,
-}
-#[derive(Deserialize)]
-struct Page {
-    offset: Option<usize>,
-}
-#[derive(Deserialize)]
-struct Query {
-    query: String,
-}
-#[derive(Deserialize)]
-struct Names {
-    names: Vec<String>,
-}
-
-fn parse<T: DeserializeOwned>(tool: &str, args: &Value) -> Result<Scoped<T>, Error> {
+/// A tool's JSON arguments read as its params `T` (absent arguments read as `{}`); what does not fit
+/// is named by its path (`entities[0].name`).
+pub fn parse<T: DeserializeOwned>(tool: &str, args: &Value) -> Result<T, Error> {
     let args = if args.is_null() { json!({}) } else { args.clone() };
     serde_path_to_error::deserialize(args).map_err(|e| {
         let path = e.path().to_string();
@@ -333,14 +179,6 @@ fn page_note(more: bool, offset: usize, shown: usize) -> Option<String> {
     })
 }
 
-fn graph_value(graph: super::Graph, note: Option<String>) -> Value {
-    let mut v = serde_json::to_value(graph).unwrap_or_default();
-    if let Some(note) = note {
-        v["note"] = note.into();
-    }
-    v
-}
-
 /// Calls a memory tool by name (plain or with [`AGENT_PREFIX`]) with JSON arguments. Errors —
 /// bad arguments, unknown entities — come back as a readable tool error, never a panic.
 pub fn call(memory: &mut Memory<'_>, name: &str, args: &Value) -> ToolOutput {
@@ -349,7 +187,7 @@ pub fn call(memory: &mut Memory<'_>, name: &str, args: &Value) -> ToolOutput {
 
 /// A search standing in for the graph search of `search_nodes` (hybrid retrieval plugs in here):
 /// given the memory, the query, the scope and the limit, the entities and whether more matched.
-pub(crate) type Searcher<'s> =
+pub type Searcher<'s> =
     &'s mut dyn FnMut(&mut Memory<'_>, &str, Option<&Scope>, usize) -> Result<(super::Graph, bool), Error>;
 
 /// [`call`] with `search_nodes` answered by `searcher` when given.
@@ -367,60 +205,88 @@ pub fn run(memory: &mut Memory<'_>, name: &str, args: &Value, searcher: Option<S
 }
 
 fn dispatch(m: &mut Memory<'_>, tool: &str, args: &Value, searcher: Option<Searcher<'_>>) -> Result<Value, Error> {
+    fn value<T: serde::Serialize>(out: T) -> Value {
+        serde_json::to_value(out).unwrap_or_default()
+    }
     Ok(match tool {
-        "create_entities" => {
-            let a: Scoped<Entities> = parse(tool, args)?;
-            json!({"entities": m.create_entities(&a.args.entities, a.scope.as_ref())?})
-        }
-        "create_relations" => {
-            let a: Scoped<Relations> = parse(tool, args)?;
-            json!({"relations": m.create_relations(&a.args.relations, a.scope.as_ref())?})
-        }
-        "add_observations" => {
-            let a: Scoped<Observations> = parse(tool, args)?;
-            let adds: Vec<(String, Vec<String>)> =
-                a.args.observations.into_iter().map(|o| (o.entity_name, o.contents)).collect();
-            json!({"results": m.add_observations(&adds, a.scope.as_ref())?})
-        }
-        "delete_entities" => {
-            let a: Scoped<EntityNames> = parse(tool, args)?;
-            let (deletion, n) = m.delete_entities(&a.args.entity_names, a.scope.as_ref())?;
-            json!({"success": true, "message": format!("Deleted {n} entities and their relations (restorable: deletion {deletion})"), "deletion": deletion})
-        }
-        "delete_observations" => {
-            let a: Scoped<Deletions> = parse(tool, args)?;
-            let dels: Vec<(String, Vec<String>)> =
-                a.args.deletions.into_iter().map(|d| (d.entity_name, d.observations)).collect();
-            let (deletion, n) = m.delete_observations(&dels, a.scope.as_ref())?;
-            json!({"success": true, "message": format!("Deleted {n} observations (restorable: deletion {deletion})"), "deletion": deletion})
-        }
-        "delete_relations" => {
-            let a: Scoped<Relations> = parse(tool, args)?;
-            let (deletion, n) = m.delete_relations(&a.args.relations, a.scope.as_ref())?;
-            json!({"success": true, "message": format!("Deleted {n} relations (restorable: deletion {deletion})"), "deletion": deletion})
-        }
-        "read_graph" => {
-            let a: Scoped<Page> = parse(tool, args)?;
-            let n = limit(a.limit, DEFAULT_GRAPH_LIMIT);
-            let offset = a.args.offset.unwrap_or(0);
-            let (graph, more) = m.read_graph(a.scope.as_ref(), offset, n)?;
-            let shown = graph.entities.len();
-            graph_value(graph, page_note(more, offset, shown))
-        }
-        "search_nodes" => {
-            let a: Scoped<Query> = parse(tool, args)?;
-            let n = limit(a.limit, DEFAULT_SEARCH_LIMIT);
-            let (graph, more) = match searcher {
-                Some(search) => search(m, &a.args.query, a.scope.as_ref(), n)?,
-                None => m.search(&a.args.query, a.scope.as_ref(), n)?,
-            };
-            let shown = graph.entities.len();
-            graph_value(graph, cut_note(more, shown, n))
-        }
-        "open_nodes" => {
-            let a: Scoped<Names> = parse(tool, args)?;
-            graph_value(m.open_nodes(&a.args.names, a.scope.as_ref())?, None)
-        }
+        "create_entities" => value(create_entities(m, &parse(tool, args)?)?),
+        "create_relations" => value(create_relations(m, &parse(tool, args)?)?),
+        "add_observations" => value(add_observations(m, &parse(tool, args)?)?),
+        "delete_entities" => value(delete_entities(m, &parse(tool, args)?)?),
+        "delete_observations" => value(delete_observations(m, &parse(tool, args)?)?),
+        "delete_relations" => value(delete_relations(m, &parse(tool, args)?)?),
+        "read_graph" => value(read_graph(m, &parse(tool, args)?)?),
+        "search_nodes" => value(search_nodes(m, &parse(tool, args)?, searcher)?),
+        "open_nodes" => value(open_nodes(m, &parse(tool, args)?)?),
         other => return Err(Error::UnknownTool(other.to_string())),
     })
+}
+
+/// `create_entities`.
+pub fn create_entities(m: &mut Memory<'_>, p: &CreateEntitiesParams) -> Result<CreateEntitiesResult, Error> {
+    Ok(CreateEntitiesResult { entities: m.create_entities(&p.entities, p.scope.as_ref())? })
+}
+
+/// `create_relations`.
+pub fn create_relations(m: &mut Memory<'_>, p: &RelationsParams) -> Result<CreateRelationsResult, Error> {
+    Ok(CreateRelationsResult { relations: m.create_relations(&p.relations, p.scope.as_ref())? })
+}
+
+/// `add_observations`.
+pub fn add_observations(m: &mut Memory<'_>, p: &AddObservationsParams) -> Result<AddObservationsResult, Error> {
+    let adds: Vec<(String, Vec<String>)> = p.observations.iter().map(|o| (o.entity_name.clone(), o.contents.clone())).collect();
+    Ok(AddObservationsResult { results: m.add_observations(&adds, p.scope.as_ref())? })
+}
+
+fn deleted(deletion: i64, message: &str) -> Deleted {
+    Deleted { success: true, message: format!("{message} (restorable: deletion {deletion})"), deletion }
+}
+
+/// `delete_entities`.
+pub fn delete_entities(m: &mut Memory<'_>, p: &DeleteEntitiesParams) -> Result<Deleted, Error> {
+    let (deletion, n) = m.delete_entities(&p.entity_names, p.scope.as_ref())?;
+    Ok(deleted(deletion, &format!("Deleted {n} entities and their relations")))
+}
+
+/// `delete_observations`.
+pub fn delete_observations(m: &mut Memory<'_>, p: &DeleteObservationsParams) -> Result<Deleted, Error> {
+    let dels: Vec<(String, Vec<String>)> = p.deletions.iter().map(|d| (d.entity_name.clone(), d.observations.clone())).collect();
+    let (deletion, n) = m.delete_observations(&dels, p.scope.as_ref())?;
+    Ok(deleted(deletion, &format!("Deleted {n} observations")))
+}
+
+/// `delete_relations`.
+pub fn delete_relations(m: &mut Memory<'_>, p: &RelationsParams) -> Result<Deleted, Error> {
+    let (deletion, n) = m.delete_relations(&p.relations, p.scope.as_ref())?;
+    Ok(deleted(deletion, &format!("Deleted {n} relations")))
+}
+
+/// `read_graph`.
+pub fn read_graph(m: &mut Memory<'_>, p: &ReadGraphParams) -> Result<GraphPage, Error> {
+    let n = limit(p.limit, DEFAULT_GRAPH_LIMIT);
+    let offset = p.offset.unwrap_or(0);
+    let (graph, more) = m.read_graph(p.scope.as_ref(), offset, n)?;
+    let shown = graph.entities.len();
+    Ok(GraphPage::new(graph, page_note(more, offset, shown)))
+}
+
+/// `search_nodes`, answered by `searcher` (hybrid retrieval) when given, else by the graph's own
+/// search.
+pub fn search_nodes(
+    m: &mut Memory<'_>,
+    p: &SearchNodesParams,
+    searcher: Option<Searcher<'_>>,
+) -> Result<GraphPage, Error> {
+    let n = limit(p.limit, DEFAULT_SEARCH_LIMIT);
+    let (graph, more) = match searcher {
+        Some(search) => search(m, &p.query, p.scope.as_ref(), n)?,
+        None => m.search(&p.query, p.scope.as_ref(), n)?,
+    };
+    let shown = graph.entities.len();
+    Ok(GraphPage::new(graph, cut_note(more, shown, n)))
+}
+
+/// `open_nodes`.
+pub fn open_nodes(m: &mut Memory<'_>, p: &OpenNodesParams) -> Result<GraphPage, Error> {
+    Ok(GraphPage::new(m.open_nodes(&p.names, p.scope.as_ref())?, None))
 }
