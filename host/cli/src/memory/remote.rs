@@ -41,11 +41,7 @@ pub fn run(ctx: &Context, args: &Args, service: &mut Remote) -> anyhow::Result<E
             let Some(query) = &args.query else { bail!("--action search needs --query") };
             let params = m::NotesSearchParams { query: query.clone(), scope: scope.clone() };
             let notes = service.request::<m::NotesSearch>(&params)?;
-            let params = mt::SearchNodesParams {
-                query: query.clone(),
-                scope,
-                limit: Some(args.limit.unwrap_or(20)),
-            };
+            let params = mt::SearchNodesParams { query: query.clone(), scope, limit: Some(args.limit.unwrap_or(20)) };
             let page = service.request::<m::MemorySearchNodes>(&params)?;
             let more = page.note.is_some();
             let graph = Graph { entities: page.entities, relations: page.relations };

@@ -234,7 +234,8 @@ pub fn create_relations(m: &mut Memory<'_>, p: &RelationsParams) -> Result<Creat
 
 /// `add_observations`.
 pub fn add_observations(m: &mut Memory<'_>, p: &AddObservationsParams) -> Result<AddObservationsResult, Error> {
-    let adds: Vec<(String, Vec<String>)> = p.observations.iter().map(|o| (o.entity_name.clone(), o.contents.clone())).collect();
+    let adds: Vec<(String, Vec<String>)> =
+        p.observations.iter().map(|o| (o.entity_name.clone(), o.contents.clone())).collect();
     Ok(AddObservationsResult { results: m.add_observations(&adds, p.scope.as_ref())? })
 }
 
@@ -250,7 +251,8 @@ pub fn delete_entities(m: &mut Memory<'_>, p: &DeleteEntitiesParams) -> Result<D
 
 /// `delete_observations`.
 pub fn delete_observations(m: &mut Memory<'_>, p: &DeleteObservationsParams) -> Result<Deleted, Error> {
-    let dels: Vec<(String, Vec<String>)> = p.deletions.iter().map(|d| (d.entity_name.clone(), d.observations.clone())).collect();
+    let dels: Vec<(String, Vec<String>)> =
+        p.deletions.iter().map(|d| (d.entity_name.clone(), d.observations.clone())).collect();
     let (deletion, n) = m.delete_observations(&dels, p.scope.as_ref())?;
     Ok(deleted(deletion, &format!("Deleted {n} observations")))
 }
