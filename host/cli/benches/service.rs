@@ -3,8 +3,9 @@
 //! Seshat's own.
 //!
 //! * **Idle connections**: one `serve --listen wss://` instance holds 10,000 authenticated,
-//!   initialised connections; its resident memory and threads are read before, at 1,000 and at
-//!   10,000, and after the clients leave.
+//!   initialised connections; its resident memory and threads are read at its start (after one
+//!   client came and left, so what the first connection initialises once is counted there), at
+//!   1,000 and at 10,000 connections, and after the clients leave.
 //! * **Live turns**: 1,000 sessions spread over 100 `wss://` connections to one instance, beside
 //!   the same 1,000 sessions over stdio to one instance (its one connection), in the same run.
 //!   Both sides are driven the same way: one reader per connection routes each line to the
@@ -14,7 +15,7 @@
 //!   the first text event with room to spare). Differences are printed signed.
 //!
 //! Run: `cargo bench -p seshat-cli --bench service` (`-- --quick`: 1,000 idle connections, 100
-//! sessions over 10 connections).
+//! sessions over 10 connections; `-- --idle-only`: the idle connections alone).
 
 mod common;
 use common::*;
@@ -38,6 +39,18 @@ fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let (idle, connections, per_connection, turns) = if quick { (1_000, 10, 10, 3) } else { (10_000, 100, 10, 5) };
     let sessions = connections * per_connection;
+    // Each connection is a file on both sides (and up to four in the instance: its socket and
+    // its store connection): the files this process and the instances may open are raised to
+    // hold them (raising the hard limit needs root; without it the run says so and stops).
+    let files = 4 * idle as u64 + 4_096;
+    let raised = rustix::process::Rlimit { current: Some(files), maximum: Some(files) };
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    if limit.current.is_some_and(|c| c < files)
+        && rustix::process::setrlimit(rustix::process::Resource::Nofile, raised).is_err()
+    {
+        eprintln!("this benchmark needs {files} open files (ulimit -n; as root it raises the limit itself)");
+        std::process::exit(2);
+    }
     let home = tempfile::tempdir().unwrap();
     let (url, _) = provider::anthropic();
     let room = idle + 1_000;
@@ -79,7 +92,10 @@ fn main() {
     // Idle connections.
     let instance = listen(wss_command());
     let pid = instance.child.id();
-    let start = Process::read(pid);
+    // Its start: after one client came and left (what the first connection initialises once —
+    // TLS, the configuration's readers — is the instance's, not a connection's).
+    drop(net.idle(instance.port, 1));
+    let start = settle(pid);
     let mut held = Vec::new();
     let mut marks = Vec::new();
     for batch in [1_000.min(idle), idle - 1_000.min(idle)] {
@@ -89,12 +105,26 @@ fn main() {
     drop(held);
     let left = settle(pid);
     drop(instance);
+    if std::env::args().any(|a| a == "--idle-only") {
+        for (n, p) in &marks {
+            println!(
+                "{n} idle: {:.1} MiB, {} threads (start {:.1} MiB, {} threads)",
+                p.rss_mib(),
+                p.threads,
+                start.rss_mib(),
+                start.threads
+            );
+        }
+        println!("after: {:.1} MiB, {} threads", left.rss_mib(), left.threads);
+        return;
+    }
 
     // Live turns: one instance each side.
     let stdio = Mux::stdio(seshat(&["serve"]));
     let instance = listen(wss_command());
     let pid = instance.child.id();
-    let wss_start = Process::read(pid);
+    drop(net.idle(instance.port, 1));
+    let wss_start = settle(pid);
     let wss: Vec<Arc<Mux>> = (0..connections).map(|_| net.mux(instance.port)).collect();
     let base_sessions = open(std::slice::from_ref(&stdio), sessions);
     let our_sessions = open(&wss, sessions);

@@ -113,11 +113,6 @@ pub struct Context {
     /// The project key when inside a git repository or a project with an id (memory's notion of
     /// "inside a project").
     repository: Option<String>,
-    /// Who the store acts for: a network client's user (`None`: the local user).
-    user: Option<String>,
-    /// The project's instructions as a network client sent them (`None`: read from
-    /// `project_dir`).
-    instructions: Option<Vec<(String, String)>>,
     /// The remote service `--remote` names.
     remote: Option<remote::Target>,
 }
@@ -135,8 +130,6 @@ impl Context {
             project_dir: paths::project_dir(&cwd),
             path_key: paths::path_key(&cwd),
             repository: paths::repository_key(&cwd),
-            user: None,
-            instructions: None,
             // An empty SESHAT_REMOTE_CA is no CA (as an empty SESHAT_REMOTE is no service).
             remote: remote::Target::from_cli(
                 cli.remote.as_deref(),
@@ -144,30 +137,6 @@ impl Context {
                 cli.insecure_remote,
             )?,
         })
-    }
-
-    /// This context acting for `user` (a network client's), in no project of the server's and
-    /// reading none of its instruction files: the client names its own ([`Context::in_project`]).
-    fn for_user(&self, user: &str) -> Self {
-        Context {
-            user: Some(user.to_string()),
-            project: String::new(),
-            path_key: String::new(),
-            repository: None,
-            instructions: Some(Vec::new()),
-            ..self.clone()
-        }
-    }
-
-    /// This context in the project a network client named, with the instructions it read.
-    fn in_project(&self, project: &str, instructions: Vec<(String, String)>) -> Self {
-        Context {
-            project: project.to_string(),
-            path_key: project.to_string(),
-            repository: Some(project.to_string()).filter(|p| !p.is_empty()),
-            instructions: Some(instructions),
-            ..self.clone()
-        }
     }
 
     /// A connection to the `--remote` service, in this directory's project (`None` without
@@ -208,8 +177,6 @@ impl Context {
             store: Some(self.db.clone()),
             project: Some(self.project.clone()),
             project_dir: Some(self.project_dir.clone()),
-            user: self.user.clone(),
-            instructions: self.instructions.clone(),
             ..overrides
         })?)
     }
@@ -227,9 +194,6 @@ impl Context {
     /// path key under its travelling key first (see [`Store::adopt_project`]).
     fn store(&self) -> anyhow::Result<Store> {
         let mut store = Store::connect(&self.db)?;
-        if let Some(user) = &self.user {
-            store = store.acting_for(user);
-        }
         if self.path_key != self.project {
             store.adopt_project(&self.path_key, &self.project)?;
         }

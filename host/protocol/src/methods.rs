@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use crate::conversation::{NewMessage, Role};
 use crate::knowledge::Found;
 use crate::memory::{Deletion, MemoryContext, Note, Scope};
-use crate::memory_tools::{
+pub use crate::memory_tools::{
     AddObservationsParams, AddObservationsResult, CreateEntitiesParams, CreateEntitiesResult, CreateRelationsResult,
     DeleteEntitiesParams, DeleteObservationsParams, Deleted, GraphPage, OpenNodesParams, ReadGraphParams,
     RelationsParams, SearchNodesParams,

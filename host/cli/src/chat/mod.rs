@@ -224,15 +224,6 @@ pub(crate) fn open_agent(ctx: &Context, args: &AgentFlags) -> anyhow::Result<Res
     agent_in(&env, args, Vec::new())
 }
 
-/// [`open_agent`] with application tools added (`seshat serve`'s client tools), saying nothing.
-pub(crate) fn open_agent_with(
-    ctx: &Context,
-    args: &AgentFlags,
-    extra_tools: Vec<Box<dyn seshat::client::Tool>>,
-) -> anyhow::Result<Result<Agent, String>> {
-    agent_in(&ctx.environment(args.overrides())?, args, extra_tools)
-}
-
 fn agent_in(
     env: &seshat::client::Environment,
     args: &AgentFlags,

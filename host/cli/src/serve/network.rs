@@ -27,8 +27,8 @@ use tokio_tungstenite::tungstenite::http::{self, StatusCode};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 
-use super::turns;
 use crate::Context;
+use seshat_server::{Home, Service};
 
 /// Where and how `--listen` serves over the network.
 #[derive(Debug)]
@@ -113,8 +113,9 @@ fn tls_config(cert: &std::path::Path, key: &std::path::Path) -> anyhow::Result<r
 
 /// What every connection shares.
 struct Shared {
-    ctx: Arc<Context>,
-    busy: turns::Busy,
+    busy: Service,
+    /// Where the connections work.
+    home: Arc<Home>,
     /// Checks tokens (on its own thread and connection to the store).
     tokens: super::token_check::TokenCheck,
     /// Watches the open connections' access.
@@ -124,14 +125,16 @@ struct Shared {
     max_message: usize,
     connections: Arc<tokio::sync::Semaphore>,
     /// Connections still in their handshake, per address.
-    handshaking: super::counts::Counts<std::net::IpAddr>,
+    handshaking: seshat_server::counts::Counts<std::net::IpAddr>,
     /// Connections still in their handshake, from everywhere (the oldest dropped past the bound).
     handshakes: Arc<super::handshakes::Handshakes>,
     /// Connections open, per user.
-    per_user: super::counts::Counts<String>,
+    per_user: seshat_server::counts::Counts<String>,
     /// Set when the service is stopping and its connections close.
     closing: tokio::sync::watch::Receiver<bool>,
     open: Open,
+    /// Connections closed since the allocator last gave memory back.
+    closed: std::sync::atomic::AtomicUsize,
 }
 
 /// How a stop signal's thread ends the service: first no new client (the turns in flight go on),
@@ -197,7 +200,13 @@ impl Drop for OpenGuard {
 }
 
 /// Serves `network` until the process exits; `stop` ends it in two steps (see [`Stop`]).
-pub(super) fn serve(ctx: Arc<Context>, network: Network, busy: turns::Busy, stop: &Stop) -> anyhow::Result<()> {
+pub(super) fn serve(
+    ctx: &Context,
+    home: Arc<Home>,
+    network: Network,
+    busy: Service,
+    stop: &Stop,
+) -> anyhow::Result<()> {
     let config = ctx.config().map(|c| c.serve).unwrap_or_default();
     let max_message = config.max_message_bytes();
     let fitted = super::files::fit(&config);
@@ -224,7 +233,7 @@ pub(super) fn serve(ctx: Arc<Context>, network: Network, busy: turns::Busy, stop
             handshaking: Default::default(),
             handshakes: super::handshakes::Handshakes::new(fitted.max_handshakes),
             per_user: Default::default(),
-            ctx,
+            home,
             busy,
             tokens,
             access,
@@ -232,7 +241,9 @@ pub(super) fn serve(ctx: Arc<Context>, network: Network, busy: turns::Busy, stop
             max_message,
             closing: stop.closing.subscribe(),
             open: stop.open.clone(),
+            closed: Default::default(),
         });
+        tokio::spawn(give_back(shared.clone()));
         let acceptor = network.tls.map(tokio_rustls::TlsAcceptor::from);
         let mut accepting = stop.accepting.subscribe();
         loop {
@@ -293,6 +304,33 @@ pub(super) fn serve(ctx: Arc<Context>, network: Network, busy: turns::Busy, stop
         Ok::<_, anyhow::Error>(())
     })?;
     Ok(())
+}
+
+/// Every few seconds after connections closed, gives the memory they held back to the system:
+/// the allocator keeps freed memory for the process otherwise, so a service that held many
+/// clients would stay that large after they left.
+async fn give_back(shared: Arc<Shared>) {
+    let mut every = tokio::time::interval(GIVE_BACK_EVERY);
+    loop {
+        every.tick().await;
+        if shared.closed.swap(0, std::sync::atomic::Ordering::Relaxed) > 0 {
+            let _ = tokio::task::spawn_blocking(trim).await;
+        }
+    }
+}
+
+/// How often [`give_back`] looks.
+const GIVE_BACK_EVERY: Duration = Duration::from_secs(2);
+
+/// Returns the allocator's free memory to the system (glibc; elsewhere nothing).
+#[allow(unsafe_code, reason = "malloc_trim is a C function; it has no safe binding")]
+fn trim() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free memory of the allocator's own; it reads no pointer
+    // of ours and is safe to call from any thread at any time.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 /// A refusal at the upgrade: `status` with a JSON body naming the code and what to do.
@@ -359,13 +397,13 @@ async fn client<S>(
     stream: S,
     peer: SocketAddr,
     deadline: tokio::time::Instant,
-    handshaking: (super::counts::Held<std::net::IpAddr>, super::handshakes::Ticket),
+    handshaking: (seshat_server::counts::Held<std::net::IpAddr>, super::handshakes::Ticket),
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     // What the upgrade's callback takes once the token is checked: the caller, a connection
     // slot and one of the user's connections (a socket that never proves itself takes none).
-    type Admitted = (seshat::store::Caller, tokio::sync::OwnedSemaphorePermit, super::counts::Held<String>);
+    type Admitted = (seshat::store::Caller, tokio::sync::OwnedSemaphorePermit, seshat_server::counts::Held<String>);
     let admitted: Arc<Mutex<Option<Admitted>>> = Arc::default();
     #[allow(clippy::result_large_err, reason = "tungstenite's upgrade callback returns its ErrorResponse by value")]
     let callback = {
@@ -397,8 +435,14 @@ async fn client<S>(
             Ok(response)
         }
     };
-    let config =
-        WebSocketConfig::default().max_message_size(Some(shared.max_message)).max_frame_size(Some(shared.max_message));
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(shared.max_message))
+        .max_frame_size(Some(shared.max_message))
+        // The library fills its whole read buffer before each read (128 KiB by default): an
+        // idle connection would keep that much resident. A request larger than this is read
+        // in several reads.
+        .read_buffer_size(READ_BUFFER)
+        .write_buffer_size(0);
     let upgrade = tokio_tungstenite::accept_hdr_async_with_config(stream, callback, Some(config));
     let ws = match tokio::time::timeout_at(deadline, upgrade).await {
         Ok(Ok(ws)) => ws,
@@ -413,6 +457,9 @@ async fn client<S>(
     drop(open);
     drop((slot, theirs));
 }
+
+/// What a connection reads from its socket at once, in bytes.
+const READ_BUFFER: usize = 8 << 10;
 
 /// Requests a connection reads ahead while one is being served.
 const QUEUED: usize = 16;
@@ -436,15 +483,15 @@ async fn bridge<S>(
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let (mut sink, mut frames) = ws.split();
-    let (to_task, mut outbound) = super::rpc::Outbox::task();
+    let (to_task, mut outbound) = seshat_server::outbox::Outbox::task();
     let closed = Arc::new(tokio::sync::Notify::new());
     let opened = {
-        let (ctx, busy, closed) = (shared.ctx.clone(), shared.busy.clone(), closed.clone());
+        let (home, busy, closed) = (shared.home.clone(), shared.busy.clone(), closed.clone());
         let caller = caller.clone();
         tokio::task::spawn_blocking(move || {
             let disconnect = Arc::new(move || closed.notify_one());
             Box::new(super::Connection::open(
-                &ctx,
+                &home,
                 super::Output::Task(to_task),
                 &busy,
                 disconnect,
@@ -455,7 +502,7 @@ async fn bridge<S>(
     };
     let Ok(connection) = opened.await else { return };
     let mut connection = Some(connection);
-    let mut serving: Option<tokio::task::JoinHandle<(Box<super::Connection>, bool)>> = None;
+    let mut serving: Option<tokio::task::JoinHandle<(Box<seshat_server::Connection>, bool)>> = None;
     let mut queued: std::collections::VecDeque<Vec<u8>> = std::collections::VecDeque::new();
     let idle = shared.config.idle_timeout();
     let mut ping = tokio::time::interval(shared.config.keepalive());
@@ -491,7 +538,7 @@ async fn bridge<S>(
             // The token was revoked or expired, or its user disabled or removed: the client is
             // told why, then closed; the reader's end interrupts its turns.
             Ok(ended) = &mut access_ended => {
-                let note = super::rpc::notice_line::<seshat_protocol::notifications::AccessRevoked>(
+                let note = seshat_server::outbox::notice_line::<seshat_protocol::notifications::AccessRevoked>(
                     &seshat_protocol::notifications::AccessRevokedParams {
                         code: ended.code.to_string(),
                         message: ended.message,
@@ -514,7 +561,7 @@ async fn bridge<S>(
                         queued.push_back(line);
                     }
                     Some(Ok(Message::Binary(_))) => {
-                        let error = super::rpc::RpcError::parse("a binary frame is not JSON-RPC: send each request as a text frame".into());
+                        let error = seshat_server::RpcError::parse("a binary frame is not JSON-RPC: send each request as a text frame".into());
                         if !send(&mut sink, Message::text(error.line()), idle).await {
                             break;
                         }
@@ -523,7 +570,7 @@ async fn bridge<S>(
                     Some(Ok(_)) => {} // pings are answered by the library; pongs only show life
                     Some(Err(tokio_tungstenite::tungstenite::Error::Capacity(e))) => {
                         // Nothing of it was read or applied; the client is told why, then closed.
-                        let error = super::rpc::RpcError::too_large(format!(
+                        let error = seshat_server::RpcError::too_large(format!(
                             "{e}: the largest message the server reads is {} (`max_message_mib` under [serve])",
                             seshat::input::describe_limit(shared.max_message)
                         ));
@@ -591,6 +638,7 @@ async fn bridge<S>(
     if let Some(connection) = connection {
         let _ = tokio::task::spawn_blocking(move || connection.close()).await;
     }
+    shared.closed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     tracing::info!(target: "seshat::audit", user = %caller.user, "disconnected");
 }
 

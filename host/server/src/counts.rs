@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 /// How many of something each key holds now.
 #[derive(Debug)]
-pub(super) struct Counts<K: Eq + Hash + Clone>(Arc<Mutex<HashMap<K, usize>>>);
+pub struct Counts<K: Eq + Hash + Clone>(Arc<Mutex<HashMap<K, usize>>>);
 
 impl<K: Eq + Hash + Clone> Clone for Counts<K> {
     fn clone(&self) -> Self {
@@ -23,14 +23,14 @@ impl<K: Eq + Hash + Clone> Default for Counts<K> {
 
 /// One of a key's count; dropping it gives it back.
 #[derive(Debug)]
-pub(super) struct Held<K: Eq + Hash + Clone> {
+pub struct Held<K: Eq + Hash + Clone> {
     counts: Arc<Mutex<HashMap<K, usize>>>,
     key: K,
 }
 
 impl<K: Eq + Hash + Clone> Counts<K> {
     /// Takes one for `key` unless it already holds `max`.
-    pub(super) fn try_take(&self, key: &K, max: usize) -> Option<Held<K>> {
+    pub fn try_take(&self, key: &K, max: usize) -> Option<Held<K>> {
         let mut counts = self.0.lock().expect("never poisoned");
         let n = counts.entry(key.clone()).or_insert(0);
         if *n >= max {

@@ -22,8 +22,10 @@ use seshat_protocol::notifications as n;
 
 use super::counts::{Counts, Held};
 use super::pool::Pool;
-use super::rpc::{Outbox, Pending, RpcError};
-use super::{ClientSetup, Context};
+use crate::connection::ClientSetup;
+use crate::error::RpcError;
+use crate::home::Home;
+use crate::outbox::{Outbox, Pending};
 
 /// Set when the server is stopping: a tool call waiting for its client gives up.
 static STOPPING: AtomicBool = AtomicBool::new(false);
@@ -44,7 +46,7 @@ struct Slot {
 /// The sessions open (each with its agent and its store connection), per network user and over
 /// the whole server (shared by every connection, with [`Busy`]).
 #[derive(Debug, Clone, Default)]
-pub(super) struct Workers {
+pub(crate) struct Workers {
     per_user: Counts<String>,
     all: Counts<()>,
     /// The most workers the files the process may open allow (none set: no such bound).
@@ -60,28 +62,28 @@ const MAX_AGENTS: usize = 64;
 /// What a connection's turns need of it: the command's context, what the client registered,
 /// where lines go, and the client's pending answers.
 #[derive(Clone, Copy)]
-pub(super) struct Link<'a> {
-    pub(super) ctx: &'a Context,
-    pub(super) setup: &'a ClientSetup,
-    pub(super) outbox: &'a Outbox,
-    pub(super) pending: &'a Pending,
+pub(crate) struct Link<'a> {
+    pub(crate) ctx: &'a Home,
+    pub(crate) setup: &'a ClientSetup,
+    pub(crate) outbox: &'a Outbox,
+    pub(crate) pending: &'a Pending,
     /// The network client's user, whose turns at once are limited to `max_turns`.
-    pub(super) user: Option<&'a str>,
-    pub(super) max_turns: usize,
+    pub(crate) user: Option<&'a str>,
+    pub(crate) max_turns: usize,
     /// Sessions the user may keep open at once (network clients), and the server.
-    pub(super) max_sessions: usize,
-    pub(super) max_workers: usize,
+    pub(crate) max_sessions: usize,
+    pub(crate) max_workers: usize,
 }
 
 /// The sessions with a turn or compaction in flight, across every connection of the server, each
 /// with the cancel switch of its job: any connection may interrupt it, and a signal interrupts
 /// them all.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Busy(Arc<(Mutex<Jobs>, Condvar)>, Workers, Pool);
+pub(crate) struct Busy(Arc<(Mutex<Jobs>, Condvar)>, Workers, Pool);
 
 /// The jobs in flight: each session's cancel switch and the user who started it.
 #[derive(Debug, Default)]
-pub(super) struct Jobs {
+pub(crate) struct Jobs {
     jobs: HashMap<String, (Cancel, Option<String>)>,
     /// No new job starts (the server is stopping).
     closed: bool,
@@ -89,13 +91,13 @@ pub(super) struct Jobs {
 
 impl Busy {
     /// Bounds the workers that run turns and compactions to `max` at once, for every connection.
-    pub(super) fn size_pool(&self, max: usize) {
+    pub(crate) fn size_pool(&self, max: usize) {
         self.2.resize(max);
     }
 
     /// Bounds the session workers to `max` at most, whatever the configuration says (the files
     /// the process may open hold no more).
-    pub(super) fn fit_workers(&self, max: usize) {
+    pub(crate) fn fit_workers(&self, max: usize) {
         let _ = self.1.fitted.set(max);
     }
 
@@ -132,19 +134,19 @@ impl Busy {
     }
 
     /// Interrupts `session`'s job, whichever connection started it; whether one was running.
-    pub(super) fn interrupt(&self, session: &str) -> bool {
+    pub(crate) fn interrupt(&self, session: &str) -> bool {
         let held = self.0.0.lock().expect("never poisoned");
         held.jobs.get(session).inspect(|(c, _)| c.cancel()).is_some()
     }
 
     /// The server is stopping: no new job starts from now on.
-    pub(super) fn refuse_new(&self) {
+    pub(crate) fn refuse_new(&self) {
         self.0.0.lock().expect("never poisoned").closed = true;
     }
 
     /// The server is stopping gracefully: no new job starts, and this waits up to `grace` for
     /// the jobs in flight to finish by themselves; returns how many still run.
-    pub(super) fn drain(&self, grace: std::time::Duration) -> usize {
+    pub(crate) fn drain(&self, grace: std::time::Duration) -> usize {
         let (lock, released) = &*self.0;
         let mut held = lock.lock().expect("never poisoned");
         held.closed = true;
@@ -155,7 +157,7 @@ impl Busy {
     /// The server is stopping: tool calls waiting for their client give up, every job in flight
     /// is interrupted, and this waits (up to `wait`) until each has stored what it had and
     /// released its session; returns how many had not finished by then.
-    pub(super) fn stop_all(&self, wait: std::time::Duration) -> usize {
+    pub(crate) fn stop_all(&self, wait: std::time::Duration) -> usize {
         STOPPING.store(true, Ordering::SeqCst);
         let (lock, released) = &*self.0;
         let mut held = lock.lock().expect("never poisoned");
@@ -200,17 +202,17 @@ impl Drop for Claim {
 
 /// How `session/compact` compacts.
 #[derive(Debug, Default)]
-pub(super) struct Compacting {
+pub(crate) struct Compacting {
     /// What the summary should keep or stress.
-    pub(super) instructions: Option<String>,
+    pub(crate) instructions: Option<String>,
     /// Summarise everything before this message.
-    pub(super) until: Option<u64>,
+    pub(crate) until: Option<u64>,
     /// Say what would happen without changing anything.
-    pub(super) dry_run: bool,
+    pub(crate) dry_run: bool,
 }
 
 /// The sessions with agents (of one connection).
-pub(super) struct Turns {
+pub(crate) struct Turns {
     slots: HashMap<String, Slot>,
     next: u64,
     /// How many jobs the connection has given its workers.
@@ -252,12 +254,12 @@ impl Drop for RunningGuard {
 
 impl Turns {
     /// A connection's turns, sharing the server's `busy` sessions.
-    pub(super) fn new(busy: Busy) -> Self {
+    pub(crate) fn new(busy: Busy) -> Self {
         Turns { slots: HashMap::new(), next: 0, jobs: 0, busy, running: Running::default() }
     }
 
     /// Whether `session` has a turn or compaction in flight (on this connection or another).
-    pub(super) fn busy(&self, session: &str) -> bool {
+    pub(crate) fn busy(&self, session: &str) -> bool {
         self.busy.contains(session)
     }
 
@@ -305,7 +307,7 @@ impl Turns {
     }
 
     /// Drops a session's worker and agent (the session was deleted).
-    pub(super) fn forget(&mut self, session: &str) {
+    pub(crate) fn forget(&mut self, session: &str) {
         self.slots.remove(session);
     }
 
@@ -362,7 +364,7 @@ impl Turns {
                     Ok(None) => RpcError::busy(&claim.session),
                     Err(e) => {
                         let message = e.to_string();
-                        let message = hide.as_ref().map_or(message.clone(), |ctx| super::hide_paths(&message, ctx));
+                        let message = hide.as_ref().map_or(message.clone(), |ctx| ctx.hide_paths(&message));
                         RpcError::seshat(e.code(), message)
                     }
                 };
@@ -375,7 +377,7 @@ impl Turns {
 
     /// Starts a turn of `session` with the user's `text`; its worker answers request `id` with
     /// the turn's number before the turn's first notification.
-    pub(super) fn start(
+    pub(crate) fn start(
         &mut self,
         link: Link<'_>,
         session: &str,
@@ -392,7 +394,7 @@ impl Turns {
         let audited = link.user.map(str::to_string);
         self.run(link, session, id, move |agent, cancel, claim, id| {
             let started = m::TurnStartResult { session: session_id.clone(), turn };
-            match super::rpc::answer::<m::TurnStart>(&started) {
+            match crate::outbox::answer::<m::TurnStart>(&started) {
                 Ok(result) => outbox.result(id, result.unwrap_or_default()),
                 Err(e) => return outbox.error(id, e),
             }
@@ -416,8 +418,8 @@ impl Turns {
                 }
             }
             if let Some(ctx) = &hide {
-                outcome.error = outcome.error.map(|e| super::hide_paths(&e, ctx));
-                outcome.warnings = outcome.warnings.iter().map(|w| super::hide_paths(w, ctx)).collect();
+                outcome.error = outcome.error.map(|e| ctx.hide_paths(&e));
+                outcome.warnings = outcome.warnings.iter().map(|w| ctx.hide_paths(w)).collect();
             }
             // Free before the answer, so a request that follows it finds the session free.
             if let Some(warning) = claim.release(agent) {
@@ -429,7 +431,7 @@ impl Turns {
     }
 
     /// Compacts `session` now as `how` says; the answer to request `id` comes when done.
-    pub(super) fn compact(
+    pub(crate) fn compact(
         &mut self,
         link: Link<'_>,
         session: &str,
@@ -441,7 +443,7 @@ impl Turns {
             let report = agent.compact_until(how.dry_run, how.instructions.as_deref(), how.until);
             let _ = claim.release(agent);
             match report {
-                Ok(report) => match super::rpc::answer::<m::SessionCompact>(&m::SessionCompactResult { report }) {
+                Ok(report) => match crate::outbox::answer::<m::SessionCompact>(&m::SessionCompactResult { report }) {
                     Ok(result) => outbox.result(id, result.unwrap_or_default()),
                     Err(e) => outbox.error(id, e),
                 },
@@ -451,37 +453,35 @@ impl Turns {
     }
 
     /// Interrupts `session`'s turn, whichever connection started it; whether one was running.
-    pub(super) fn interrupt(&self, session: &str) -> bool {
+    pub(crate) fn interrupt(&self, session: &str) -> bool {
         self.busy.interrupt(session)
     }
 
     /// Interrupts every turn this connection started (the client went away).
-    pub(super) fn interrupt_all(&mut self) {
+    pub(crate) fn interrupt_all(&mut self) {
         for slot in self.slots.values() {
             slot.cancel.cancel();
         }
     }
 
     /// Waits for every turn of the connection to store what it has, and closes its sessions.
-    pub(super) fn join_all(&mut self) {
+    pub(crate) fn join_all(&mut self) {
         self.running.wait_none();
         self.slots.clear();
     }
 }
 
-/// Opens `session`'s agent with what the client asked for and the client's tools.
+/// Opens `session`'s agent through the library's environment, with what the client asked for at
+/// `initialize` and the client's tools.
 fn open_agent(link: Link<'_>, session: &str) -> Result<Agent, RpcError> {
     let Link { ctx, setup, outbox, pending, .. } = link;
-    let flags = crate::chat::AgentFlags {
-        session: SessionChoice::Resume(session.to_string()),
+    let overrides = seshat::client::Overrides {
         provider: setup.provider.clone(),
         model: setup.model.clone(),
-        window: setup.window,
-        max_output: None,
-        no_auto_compact: setup.auto_compact == Some(false),
         summary_model: setup.summary_model.clone(),
-        max_iterations: None,
-        no_stream: false,
+        window: setup.window,
+        auto_compact: setup.auto_compact.filter(|on| !on),
+        ..seshat::client::Overrides::default()
     };
     let tools: Vec<Box<dyn Tool>> = setup
         .tools
@@ -495,14 +495,17 @@ fn open_agent(link: Link<'_>, session: &str) -> Result<Agent, RpcError> {
             }) as Box<dyn Tool>
         })
         .collect();
-    match crate::chat::open_agent_with(ctx, &flags, tools) {
-        Ok(Ok(agent)) => Ok(agent),
-        Ok(Err(message)) => Err(RpcError::seshat("provider_not_configured", message)),
-        Err(e) => {
-            let code = e.downcast_ref::<seshat::client::Error>().map_or("open_failed", |e| e.code()).to_string();
-            Err(RpcError::seshat(&code, format!("{e:#}")))
+    let opened =
+        ctx.environment(overrides).and_then(|env| env.agent(SessionChoice::Resume(session.to_string()), tools));
+    opened.map_err(|e| match e {
+        seshat::client::Error::Provider(e @ seshat::providers::Error::NotConfigured(_)) => {
+            RpcError::seshat("provider_not_configured", e.to_string())
         }
-    }
+        seshat::client::Error::Plugin(e @ seshat::plugins::Error::NotFound { kind: "provider", .. }) => {
+            RpcError::seshat("provider_not_configured", e.to_string())
+        }
+        e => RpcError::seshat(e.code(), e.to_string()),
+    })
 }
 
 /// Streams a turn's progress to the client as notifications.

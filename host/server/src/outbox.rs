@@ -1,5 +1,6 @@
-//! JSON-RPC 2.0 framing for `seshat serve`: the one writer of stdout, errors with Seshat's stable
-//! codes, typed access to params, and the server's own requests waiting for the client's answer.
+//! What a connection writes: the one writer of its lines (bounded by what the client leaves
+//! unread), answers and notifications, and the server's own requests waiting for the client's
+//! answer.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -10,99 +11,14 @@ use serde_json::Value;
 
 use seshat_protocol::methods::Method;
 use seshat_protocol::notifications::Notification;
-use seshat_protocol::wire::{ErrorData, ErrorObject, code};
 
-/// An error answer.
-#[derive(Debug, Clone)]
-pub(crate) struct RpcError {
-    pub(crate) code: i64,
-    pub(crate) message: String,
-    /// Seshat's stable code (`session_busy`, `compact_full`, `session_not_found`, …).
-    pub(crate) seshat: &'static str,
-    seshat_owned: Option<String>,
-}
-
-impl RpcError {
-    fn new(code: i64, seshat: &'static str, message: impl Into<String>) -> Self {
-        RpcError { code, message: message.into(), seshat, seshat_owned: None }
-    }
-    pub(crate) fn parse(m: String) -> Self {
-        Self::new(code::PARSE, "parse_error", m)
-    }
-    pub(crate) fn invalid_request(m: impl Into<String>) -> Self {
-        Self::new(code::INVALID_REQUEST, "invalid_request", m)
-    }
-    pub(crate) fn invalid_params(m: impl Into<String>) -> Self {
-        Self::new(code::INVALID_PARAMS, "invalid_params", m)
-    }
-    pub(crate) fn method_not_found(method: &str) -> Self {
-        Self::new(
-            code::METHOD_NOT_FOUND,
-            "method_not_found",
-            format!("there is no method `{method}`: host/protocol/protocol.md lists them"),
-        )
-    }
-    /// A message longer than the server reads: nothing of it was applied.
-    pub(crate) fn too_large(m: impl Into<String>) -> Self {
-        Self::new(code::INVALID_REQUEST, "message_too_large", m)
-    }
-    /// A write through a read-only token.
-    pub(crate) fn read_only(method: &str) -> Self {
-        Self::new(
-            code::SESHAT,
-            "read_only_token",
-            format!(
-                "`{method}` writes, and this connection's token is read-only: use a token made without --read-only"
-            ),
-        )
-    }
-    pub(crate) fn not_initialized() -> Self {
-        Self::new(
-            code::NOT_INITIALIZED,
-            "not_initialized",
-            "Server not initialized: send an `initialize` request first",
-        )
-    }
-    pub(crate) fn busy(session: &str) -> Self {
-        Self::new(
-            code::SESHAT,
-            "session_busy",
-            format!("session {session} has a turn in flight: wait for its turn/completed, or send turn/interrupt"),
-        )
-    }
-    /// One of Seshat's own failures, with its stable code.
-    pub(crate) fn seshat(stable: &str, message: impl Into<String>) -> Self {
-        RpcError { code: code::SESHAT, message: message.into(), seshat: "", seshat_owned: Some(stable.to_string()) }
-    }
-    #[allow(clippy::needless_pass_by_value, reason = "the shape `map_err` takes")]
-    pub(crate) fn from_store(e: seshat::store::Error) -> Self {
-        Self::seshat(e.code(), e.to_string())
-    }
-    /// A memory error as the protocol's error.
-    #[allow(clippy::needless_pass_by_value, reason = "the shape `map_err` takes")]
-    pub(crate) fn from_memory(e: seshat::memory::Error) -> Self {
-        Self::seshat(e.code(), e.to_string())
-    }
-    /// The stable code.
-    pub(crate) fn stable(&self) -> &str {
-        self.seshat_owned.as_deref().unwrap_or(self.seshat)
-    }
-    /// The whole error answer to no request in particular (`id` null), as one line of JSON.
-    pub(crate) fn line(&self) -> String {
-        serde_json::json!({"jsonrpc": "2.0", "id": Value::Null, "error": self.clone().into_json()}).to_string()
-    }
-    fn into_json(self) -> Value {
-        let data = ErrorData { code: self.stable().to_string() };
-        serde_json::to_value(ErrorObject { code: self.code, message: self.message, data })
-            .expect("an error object is plain data")
-    }
-}
+use crate::error::RpcError;
 
 /// The lines to write, in order, by the one writer — bounded: a client that leaves more than
 /// [`Outbox`]'s limit unread is told so (as far as it still reads) and disconnected, and nothing
 /// more is queued for it.
 #[derive(Clone)]
-pub(crate) struct Outbox {
+pub struct Outbox {
     tx: Sink,
     /// Bytes queued and not yet written.
     queued: Arc<AtomicUsize>,
@@ -139,21 +55,21 @@ pub(crate) struct Lines {
 }
 
 /// The outbox's end of [`Outbox::task`]'s pair.
-pub(crate) struct ToTask {
+pub struct ToTask {
     tx: tokio::sync::mpsc::UnboundedSender<String>,
     queued: Arc<AtomicUsize>,
 }
 
 /// The socket task's side of an [`Outbox`]: the lines to send, and what it counts as sent.
-pub(crate) struct Sent {
+pub struct Sent {
     /// The lines, in order; closed once every sender is gone.
-    pub(crate) lines: tokio::sync::mpsc::UnboundedReceiver<String>,
+    pub lines: tokio::sync::mpsc::UnboundedReceiver<String>,
     queued: Arc<AtomicUsize>,
 }
 
 impl Sent {
     /// A line of `len` bytes left for the client: it no longer counts as unread.
-    pub(crate) fn sent(&self, len: usize) {
+    pub fn sent(&self, len: usize) {
         self.queued.fetch_sub(len + 1, Ordering::SeqCst);
     }
 }
@@ -174,7 +90,7 @@ impl Outbox {
     }
 
     /// The two ends between a network connection's outbox and its socket task.
-    pub(crate) fn task() -> (ToTask, Sent) {
+    pub fn task() -> (ToTask, Sent) {
         let (tx, lines) = tokio::sync::mpsc::unbounded_channel();
         let queued = Arc::new(AtomicUsize::new(0));
         (ToTask { tx, queued: queued.clone() }, Sent { lines, queued })
@@ -288,7 +204,7 @@ pub(crate) fn answer<M: Method>(result: &M::Result) -> Result<Option<Value>, Rpc
 }
 
 /// A notification as the line (or frame) that carries it, written outside any outbox.
-pub(super) fn notice_line<N: Notification>(params: &N::Params) -> Option<String> {
+pub fn notice_line<N: Notification>(params: &N::Params) -> Option<String> {
     let params = serde_json::to_value(params).ok()?;
     Some(serde_json::json!({"jsonrpc": "2.0", "method": N::NAME, "params": params}).to_string())
 }

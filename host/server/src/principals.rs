@@ -6,10 +6,11 @@ use serde_json::Value;
 use seshat::store::Store;
 use seshat_protocol::methods::{self as m, ChangedResult, Empty, Request};
 
-use super::rpc::{self, RpcError};
+use crate::error::RpcError;
+use crate::outbox as rpc;
 
 /// Runs admin request `request` on `store` (acting for the connection's user).
-pub(super) fn call(store: &mut Store, request: Request) -> Result<Option<Value>, RpcError> {
+pub(crate) fn call(store: &mut Store, request: Request) -> Result<Option<Value>, RpcError> {
     let failed = RpcError::from_store;
     match request {
         Request::UsersList(Empty {}) => {
