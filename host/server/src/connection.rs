@@ -117,6 +117,7 @@ impl Connection {
             pending: pending.clone(),
             setup: None,
             turns: turns::Turns::new(service.0.clone()),
+            stores: service.1.clone(),
             acting,
         };
         Connection { server, outbox, pending, limit, number: 0, writing }
@@ -146,6 +147,10 @@ impl Connection {
         let text = text.trim_end_matches(['\n', '\r']);
         if !text.trim().is_empty() {
             self.server.line(text);
+        }
+        // The store connection goes back to the server's pool between requests.
+        if let Some(db) = self.server.db.take() {
+            self.server.stores.give(db);
         }
         true
     }

@@ -84,11 +84,12 @@ impl Home {
 
     /// Opens the store, acting for the connection's user.
     pub(crate) fn store(&self) -> Result<Store, seshat::store::Error> {
-        let store = Store::connect(&self.db)?;
-        Ok(match &self.user {
-            Some(user) => store.acting_for(user),
-            None => store,
-        })
+        Ok(self.acting(Store::connect(&self.db)?))
+    }
+
+    /// `store` (open, perhaps for another connection's user before) acting for this home's.
+    pub(crate) fn acting(&self, store: Store) -> Store {
+        store.acting_for(self.user.as_deref().unwrap_or(seshat::store::LOCAL_USER))
     }
 
     /// `text` with the server's own places — its directories, its database's path or address —

@@ -24,22 +24,24 @@ pub mod outbox;
 mod pool;
 mod principals;
 mod server;
+mod stores;
 mod turns;
 
 pub use connection::{Connection, Output};
 pub use error::RpcError;
 pub use home::Home;
+pub use stores::IDLE_STORES;
 
 /// What every connection of a process shares: see the [crate](self) documentation.
 #[derive(Debug, Clone, Default)]
-pub struct Service(pub(crate) turns::Busy);
+pub struct Service(pub(crate) turns::Busy, pub(crate) stores::Stores);
 
 impl Service {
     /// A service whose turns and compactions run on at most `workers` threads at once.
     pub fn new(workers: usize) -> Service {
         let busy = turns::Busy::default();
         busy.size_pool(workers);
-        Service(busy)
+        Service(busy, stores::Stores::default())
     }
 
     /// Bounds the sessions kept open to `max` at most, whatever the configuration says (the files

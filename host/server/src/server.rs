@@ -14,8 +14,12 @@ use seshat::memory::tools;
 pub(crate) struct Server {
     /// The command's context; a network client's acts for its user, in the project it names.
     pub(crate) ctx: Home,
-    /// The database, for the requests answered on the reading thread.
+    /// The store connection the request being served borrowed from the server's pool (none
+    /// between requests).
     pub(crate) db: Option<seshat::store::Store>,
+    /// The server's idle store connections: the request borrows one ([`Server::store`]) and
+    /// gives it back when answered.
+    pub(crate) stores: crate::stores::Stores,
     /// The document corpus, made on the first `knowledge/search` and kept: its embedder loaded
     /// once, its vectors held in memory between searches.
     pub(crate) knowledge: Option<seshat::retrieval::Knowledge>,
@@ -264,10 +268,15 @@ impl Server {
         Ok(self.knowledge.as_mut().expect("just made"))
     }
 
-    /// The connection's database, opened on first use and kept (opening checks and migrates).
+    /// The request's store connection: borrowed from the server's idle ones (acting for this
+    /// connection's user), else opened (opening checks and migrates).
     pub(crate) fn store(&mut self) -> Result<&mut seshat::store::Store, RpcError> {
         if self.db.is_none() {
-            self.db = Some(self.ctx.store().map_err(RpcError::from_store)?);
+            let store = match self.stores.take() {
+                Some(idle) => self.ctx.acting(idle),
+                None => self.ctx.store().map_err(RpcError::from_store)?,
+            };
+            self.db = Some(store);
         }
         Ok(self.db.as_mut().expect("just opened"))
     }

@@ -6,11 +6,14 @@
 use seshat::config::ServeConfig;
 
 /// Files the process keeps for itself: stdio, the listener, the runtime, the token checker's
-/// and the access watcher's store connections, plugins, logs, model servers' sockets.
-const RESERVED: u64 = 64;
-/// Files one open connection may hold: its socket and its store connection (SQLite's database,
-/// journal and shared-memory files).
-const PER_CONNECTION: u64 = 4;
+/// and the access watcher's store connections, plugins, logs, model servers' sockets — and the
+/// store connections requests borrow: those in flight (one per request thread) and the idle ones
+/// the server keeps (each up to four files: SQLite's database, journal and shared-memory files,
+/// or one socket to PostgreSQL).
+const RESERVED: u64 = 64 + 4 * (super::network::REQUEST_THREADS + seshat_server::IDLE_STORES) as u64;
+/// Files one open connection holds between requests: its socket (a request borrows a store
+/// connection, counted in [`RESERVED`]).
+const PER_CONNECTION: u64 = 1;
 /// Files one session worker may hold: its store connection and a socket to the model server.
 const PER_WORKER: u64 = 4;
 

@@ -466,7 +466,7 @@ const QUEUED: usize = 16;
 
 /// Threads the runtime lends connections for their requests, at most (an idle connection holds
 /// none).
-const REQUEST_THREADS: usize = 64;
+pub(super) const REQUEST_THREADS: usize = 64;
 
 /// How long the accept loop waits after a failed accept (out of file descriptors, say).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(200);

@@ -486,7 +486,7 @@ fn a_low_open_file_limit_gets_codes_not_hangs_and_others_are_served() {
     )
     .unwrap();
     let [alice, bob, carol, dave] = ["alice", "bob", "carol", "dave"].map(|u| token(&home, u, &[]));
-    let service = Service::start_with_files(&home, 128, &[]);
+    let service = Service::start_with_files(&home, 425, &[]);
     crate::support::wait_for("the warning", || service.logged(&["ulimit -n", "max_connections is 4 (not 256)"]));
     // Forty half-sent upgrades from four addresses: past the four handshakes the files allow at
     // once, the oldest are dropped.

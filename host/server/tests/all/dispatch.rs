@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::support::Client;
+use crate::support::{Client, Place};
 
 #[test]
 fn a_method_before_initialize_is_refused_and_config_get_is_not() {
@@ -75,4 +75,25 @@ fn a_turn_with_no_provider_configured_is_refused_with_its_code() {
     let id = c.ok("session/new", json!({}))["session"]["id"].as_str().unwrap().to_string();
     let refused = c.call("turn/start", json!({"session": id, "text": "hello"}));
     assert_eq!(refused["error"]["data"]["code"], "provider_not_configured", "{refused}");
+}
+
+#[test]
+fn connections_of_two_users_share_the_servers_store_connections_and_each_sees_only_its_own() {
+    let place = Place::new("");
+    place.add_user("alice");
+    place.add_user("bob");
+    let mut alice = place.client(Some("alice"));
+    let mut bob = place.client(Some("bob"));
+    for c in [&mut alice, &mut bob] {
+        c.ok("initialize", json!({"project": "github.com/acme/app"}));
+    }
+    // Alice's request gives its store connection back; Bob's borrows it, acting for Bob.
+    let made = alice.ok("session/new", json!({"title": "alice's plan"}));
+    let id = made["session"]["id"].as_str().unwrap().to_string();
+    let bobs = bob.ok("session/list", json!({"all": true}));
+    assert_eq!(bobs["sessions"].as_array().map(Vec::len), Some(0), "bob sees none of alice's: {bobs}");
+    let denied = bob.call("session/get", json!({"session": id}));
+    assert_eq!(denied["error"]["data"]["code"], "session_not_found", "{denied}");
+    let alices = alice.ok("session/list", json!({"all": true}));
+    assert_eq!(alices["sessions"][0]["id"], id.as_str(), "{alices}");
 }

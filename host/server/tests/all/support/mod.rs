@@ -31,17 +31,20 @@ impl Write for Lines {
     }
 }
 
-/// One connection of a server working in a temporary home.
-pub struct Client {
-    pub connection: Option<Connection>,
-    pub answers: mpsc::Receiver<Value>,
-    next: u64,
-    _home: tempfile::TempDir,
+/// A server working in a temporary home: its directories, its SQLite store, one [`Service`].
+#[derive(Clone)]
+pub struct Place(Arc<Inner>);
+
+struct Inner {
+    home: Home,
+    service: Service,
+    db: seshat::store::Location,
+    _dir: tempfile::TempDir,
 }
 
-impl Client {
-    /// A local connection (no network caller), with `config` as the home's `config.toml`.
-    pub fn new(config: &str) -> Client {
+impl Place {
+    /// A home with `config` as its `config.toml`.
+    pub fn new(config: &str) -> Place {
         let dir = tempfile::tempdir().unwrap();
         let dirs = seshat::paths::Dirs {
             data: dir.path().join("data"),
@@ -55,11 +58,44 @@ impl Client {
         let db = seshat::store::Location::File(dirs.data.join("sessions.db"));
         let project_dir = dir.path().join("project");
         std::fs::create_dir_all(&project_dir).unwrap();
-        let home = Home::new(dirs, db, "github.com/acme/app".into(), project_dir, Some("github.com/acme/app".into()));
+        let home =
+            Home::new(dirs, db.clone(), "github.com/acme/app".into(), project_dir, Some("github.com/acme/app".into()));
+        Place(Arc::new(Inner { home, service: Service::new(2), db, _dir: dir }))
+    }
+
+    /// Adds user `name` to the store.
+    pub fn add_user(&self, name: &str) {
+        seshat::store::Store::connect(&self.0.db).unwrap().add_user(name).unwrap();
+    }
+
+    /// A connection acting for `user` (a network client's), or the local user.
+    pub fn client(&self, user: Option<&str>) -> Client {
+        // The caller as the network edge makes it: from a token the store made for the user.
+        let caller = user.map(|u| {
+            let mut store = seshat::store::Store::connect(&self.0.db).unwrap();
+            let token = store.create_token(u, false, None).unwrap().token;
+            store.authenticate(&token).unwrap().unwrap()
+        });
         let (tx, answers) = mpsc::channel();
         let output = Output::Write(Box::new(Lines { partial: Vec::new(), tx }));
-        let connection = Connection::open(&home, output, &Service::new(2), Arc::new(|| {}), None, None);
-        Client { connection: Some(connection), answers, next: 0, _home: dir }
+        let connection =
+            Connection::open(&self.0.home, output, &self.0.service, Arc::new(|| {}), caller.as_ref(), None);
+        Client { connection: Some(connection), answers, next: 0, _place: self.clone() }
+    }
+}
+
+/// One connection of a server working in a temporary home.
+pub struct Client {
+    pub connection: Option<Connection>,
+    pub answers: mpsc::Receiver<Value>,
+    next: u64,
+    _place: Place,
+}
+
+impl Client {
+    /// A local connection (no network caller), with `config` as the home's `config.toml`.
+    pub fn new(config: &str) -> Client {
+        Place::new(config).client(None)
     }
 
     /// Feeds one raw line.
