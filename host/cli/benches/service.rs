@@ -98,7 +98,9 @@ fn main() {
     let mut marks = Vec::new();
     for batch in [1_000.min(idle), idle - 1_000.min(idle)] {
         held.extend(net.idle(instance.port, batch));
-        marks.push((held.len(), Process::read(pid)));
+        // Read once the instance settles (the threads lent to the connections' handshakes and
+        // `initialize` end when idle): what the connections themselves hold.
+        marks.push((held.len(), settle(pid)));
     }
     drop(held);
     let left = settle(pid);
@@ -240,7 +242,7 @@ impl Process {
     }
 }
 
-/// The process once its clients are gone: read every 250 ms until its memory and threads stop
+/// The process once it settles (its clients gone, or idle): read every 250 ms until its memory and threads stop
 /// falling for 12 s (its idle workers end after 10 s), at most a minute.
 fn settle(pid: u32) -> Process {
     let until = Instant::now() + Duration::from_secs(60);

@@ -224,9 +224,14 @@ fn connection(
 }
 
 /// Where `serve` works: this directory's project and store, the project's rows stored under its
-/// old path key brought under its travelling key first.
+/// old path key brought under its travelling key first (when it has one; a store that cannot be
+/// opened now is said by the first request that needs it).
 fn home(ctx: &Context) -> anyhow::Result<Home> {
-    ctx.store()?;
+    if ctx.path_key != ctx.project
+        && let Err(e) = ctx.store()
+    {
+        tracing::warn!("cannot bring the project's rows under its key yet: {e:#}");
+    }
     Ok(Home::new(
         ctx.dirs.clone(),
         ctx.db.clone(),

@@ -442,7 +442,7 @@ async fn client<S>(
         // idle connection would keep that much resident. A request larger than this is read
         // in several reads.
         .read_buffer_size(READ_BUFFER)
-        .write_buffer_size(0);
+        .write_buffer_size(64 << 10);
     let upgrade = tokio_tungstenite::accept_hdr_async_with_config(stream, callback, Some(config));
     let ws = match tokio::time::timeout_at(deadline, upgrade).await {
         Ok(Ok(ws)) => ws,
@@ -460,6 +460,9 @@ async fn client<S>(
 
 /// What a connection reads from its socket at once, in bytes.
 const READ_BUFFER: usize = 8 << 10;
+
+/// Lines sent to a client together at most (one flush).
+const BATCH: usize = 64;
 
 /// Requests a connection reads ahead while one is being served.
 const QUEUED: usize = 16;
@@ -597,8 +600,16 @@ async fn bridge<S>(
             }
             line = outbound.lines.recv() => match line {
                 Some(line) => {
-                    let len = line.len();
-                    if !send(&mut sink, Message::text(line), idle).await {
+                    // What else is queued goes with it: the frames written together, flushed
+                    // (and encrypted) once.
+                    let mut lines = vec![line];
+                    while lines.len() < BATCH
+                        && let Ok(more) = outbound.lines.try_recv()
+                    {
+                        lines.push(more);
+                    }
+                    let len: usize = lines.iter().map(String::len).sum();
+                    if !send_all(&mut sink, lines, idle).await {
                         break;
                     }
                     outbound.sent(len);
@@ -640,6 +651,25 @@ async fn bridge<S>(
     }
     shared.closed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     tracing::info!(target: "seshat::audit", user = %caller.user, "disconnected");
+}
+
+/// Sends `lines` as text frames, flushed once; false when they could not be sent within
+/// `within` (the client stopped reading).
+async fn send_all<S>(
+    sink: &mut futures_util::stream::SplitSink<tokio_tungstenite::WebSocketStream<S>, Message>,
+    lines: Vec<String>,
+    within: Duration,
+) -> bool
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let all = async {
+        for line in lines {
+            sink.feed(Message::text(line)).await?;
+        }
+        sink.flush().await
+    };
+    matches!(tokio::time::timeout(within, all).await, Ok(Ok(())))
 }
 
 /// Sends `message`; false when it could not be sent within `within` (the client stopped reading).
