@@ -232,7 +232,12 @@ impl Server {
         if let Some(b) = background {
             b.poke();
         }
-        rpc::answer::<M>(&answer.map_err(RpcError::from_memory)?)
+        let answer = answer.map_err(|e| match e {
+            // Arguments that do not fit (an empty name, a control character) are the client's.
+            e @ seshat::memory::Error::InvalidArguments { .. } => RpcError::invalid_params(e.to_string()),
+            e => RpcError::from_memory(e),
+        })?;
+        rpc::answer::<M>(&answer)
     }
 
     /// Rewinds `session` to before message `to`, refused when the view it restores would not fit

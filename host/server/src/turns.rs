@@ -34,7 +34,9 @@ static STOPPING: AtomicBool = AtomicBool::new(false);
 /// opening it again) and lent to a worker for each job. The session's claim lets one job at a
 /// time hold it.
 struct Slot {
-    agent: Arc<Mutex<Agent>>,
+    /// (`None` once a job panicked with it: dropped then, so its store connection — and the
+    /// session's claim held there — went with it; the slot is opened again on the next turn.)
+    agent: Arc<Mutex<Option<Agent>>>,
     /// The cancel switch of the last job this connection gave it.
     cancel: Cancel,
     /// When it was last given a job (the connection's job count then).
@@ -263,8 +265,8 @@ impl Turns {
         self.busy.contains(session)
     }
 
-    /// Closes the least recently used idle agent when the connection keeps as many as it may (its
-    /// worker ends once the job it may still be finishing is done).
+    /// Closes the least recently used idle agent when the connection keeps as many as it may (a
+    /// job still finishing with it keeps it until done).
     fn make_room(&mut self, max_sessions: usize) {
         if self.slots.len() < MAX_AGENTS.max(max_sessions) {
             return;
@@ -306,7 +308,7 @@ impl Turns {
         }
     }
 
-    /// Drops a session's worker and agent (the session was deleted).
+    /// Drops a session's agent (the session was deleted).
     pub(crate) fn forget(&mut self, session: &str) {
         self.slots.remove(session);
     }
@@ -324,7 +326,7 @@ impl Turns {
         job: impl FnOnce(&mut Agent, Cancel, Claim, Value) + Send + 'static,
     ) -> Result<(), RpcError> {
         let mut claim = self.busy.claim(session, link.user, link.max_turns)?;
-        if self.slots.get(session).is_some_and(|s| s.agent.is_poisoned()) {
+        if self.slots.get(session).is_some_and(|s| s.agent.lock().map_or(true, |a| a.is_none())) {
             self.slots.remove(session);
         }
         if !self.slots.contains_key(session) {
@@ -333,7 +335,12 @@ impl Turns {
             let agent = open_agent(link, session)?;
             self.slots.insert(
                 session.to_string(),
-                Slot { agent: Arc::new(Mutex::new(agent)), cancel: Cancel::default(), used: 0, _counted: counted },
+                Slot {
+                    agent: Arc::new(Mutex::new(Some(agent))),
+                    cancel: Cancel::default(),
+                    used: 0,
+                    _counted: counted,
+                },
             );
         }
         self.jobs += 1;
@@ -349,17 +356,23 @@ impl Turns {
             .2
             .run(Box::new(move || {
                 let _running = running;
-                // (A job that panicked poisoned it: the slot is opened again on the next turn.)
-                let Ok(mut agent) = agent.lock() else {
+                // (A job that panicked dropped the agent: the slot is opened again on the next turn.)
+                let mut slot = agent.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let Some(agent) = slot.as_mut() else {
                     drop(claim);
                     return outbox
                         .error(id, RpcError::seshat("internal_error", "the session's agent failed; try again"));
                 };
-                let agent = &mut *agent;
                 let refused = match agent.claim() {
                     Ok(Some(held)) => {
                         claim.held = Some(held);
-                        return job(agent, cancel, claim, id);
+                        let ran =
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(agent, cancel, claim, id)));
+                        if ran.is_err() {
+                            // The agent goes, and with its store connection the session's claim.
+                            *slot = None;
+                        }
+                        return;
                     }
                     Ok(None) => RpcError::busy(&claim.session),
                     Err(e) => {

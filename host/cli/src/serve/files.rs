@@ -12,7 +12,9 @@ use seshat::config::ServeConfig;
 /// or one socket to PostgreSQL).
 const RESERVED: u64 = 64 + 4 * (super::network::REQUEST_THREADS + seshat_server::IDLE_STORES) as u64;
 /// Files one open connection holds between requests: its socket (a request borrows a store
-/// connection, counted in [`RESERVED`]).
+/// connection, counted in [`RESERVED`]). A connection that searched documents keeps the
+/// corpus's store connection, and one whose memory or history is embedded the embedding queue's:
+/// not counted here.
 const PER_CONNECTION: u64 = 1;
 /// Files one session worker may hold: its store connection and a socket to the model server.
 const PER_WORKER: u64 = 4;

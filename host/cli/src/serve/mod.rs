@@ -2,9 +2,10 @@
 //! programs in any language (the Go SDK drives it). The protocol is `host/protocol/protocol.md`, with
 //! the JSON Schema the tests check recorded traffic against.
 //!
-//! One thread reads the client's lines and answers what is quick (sessions, memory, knowledge,
-//! config) at once; a turn runs in a thread of its own and streams notifications, so a client can
-//! interrupt it or work on other sessions meanwhile. The server calls the client back
+//! The core is `seshat_server`'s; this module frames it. One thread reads the client's lines and
+//! answers what is quick (sessions, memory, knowledge, config) at once; a turn runs on a worker of
+//! the server's bounded pool and streams notifications, so a client can interrupt it or work on
+//! other sessions meanwhile. The server calls the client back
 //! (`tool/call`) when the model uses a tool the client registered. One writer puts whole lines on
 //! stdout. At the input's end the turns in flight are interrupted (what arrived is stored, as
 //! Ctrl-C does) and the server exits. With `--listen unix:PATH` it serves several clients, each

@@ -516,7 +516,17 @@ async fn bridge<S>(
     let (_watched, mut access_ended) = shared.access.register(&caller);
     let close =
         |code: CloseCode, reason: &'static str| Message::Close(Some(CloseFrame { code, reason: reason.into() }));
+    let mut closed_by_us: Option<tokio::sync::oneshot::Receiver<()>> = None;
     loop {
+        // No more requests (a stop, a line too long): once the one being served is done, the
+        // connection is closed — its turns interrupted, what they had stored — on a thread of its
+        // own; when it is, its outbox ends, what was queued is sent, then the close frame.
+        if !reading
+            && serving.is_none()
+            && let Some(conn) = connection.take()
+        {
+            closed_by_us = Some(close_apart(conn));
+        }
         // The next request goes to a thread as soon as the last one is done.
         if serving.is_none()
             && let Some(line) = queued.pop_front()
@@ -608,11 +618,13 @@ async fn bridge<S>(
                     {
                         lines.push(more);
                     }
-                    let len: usize = lines.iter().map(String::len).sum();
+                    let lens: Vec<usize> = lines.iter().map(String::len).collect();
                     if !send_all(&mut sink, lines, idle).await {
                         break;
                     }
-                    outbound.sent(len);
+                    for len in lens {
+                        outbound.sent(len);
+                    }
                 }
                 None => {
                     let _ = send(&mut sink, close(CloseCode::Normal, ""), idle).await;
@@ -647,10 +659,25 @@ async fn bridge<S>(
         None => connection,
     };
     if let Some(connection) = connection {
-        let _ = tokio::task::spawn_blocking(move || connection.close()).await;
+        closed_by_us = Some(close_apart(connection));
+    }
+    if let Some(done) = closed_by_us {
+        let _ = done.await;
     }
     shared.closed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     tracing::info!(target: "seshat::audit", user = %caller.user, "disconnected");
+}
+
+/// Closes `connection` on a thread of its own (it waits for its turns to store what they have,
+/// which may take a while: never on a thread other connections' requests need); the receiver
+/// hears when it is done.
+fn close_apart(connection: Box<seshat_server::Connection>) -> tokio::sync::oneshot::Receiver<()> {
+    let (done, closed) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        connection.close();
+        let _ = done.send(());
+    });
+    closed
 }
 
 /// Sends `lines` as text frames, flushed once; false when they could not be sent within

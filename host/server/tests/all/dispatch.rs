@@ -53,6 +53,11 @@ fn the_memory_tools_take_and_give_their_typed_shapes() {
     let bad = c.call("memory/create_entities", json!({"entities": "Kestrel"}));
     assert_eq!(bad["error"]["code"], -32602, "{bad}");
     assert!(bad["error"]["message"].as_str().unwrap().contains("memory/create_entities"), "{bad}");
+    // So is one that fits the shape but not the tool (an empty name): the client's mistake.
+    let empty =
+        c.call("memory/create_entities", json!({"entities": [{"name": " ", "entityType": "t", "observations": []}]}));
+    assert_eq!(empty["error"]["code"], -32602, "{empty}");
+    assert!(empty["error"]["message"].as_str().unwrap().contains("`name` is empty"), "{empty}");
     let graph = c.ok("memory/read_graph", json!({}));
     assert_eq!(graph["entities"].as_array().map(Vec::len), Some(0), "{graph}");
 }
