@@ -39,6 +39,9 @@ struct Slot {
     agent: Arc<Mutex<Option<Agent>>>,
     /// The cancel switch of the last job this connection gave it.
     cancel: Cancel,
+    /// The same switch, as the client's tools of the agent see it (a tool call waiting for the
+    /// client gives up when the turn is interrupted).
+    current: Arc<Mutex<Cancel>>,
     /// When it was last given a job (the connection's job count then).
     used: u64,
     /// Its place among its user's open sessions and the server's.
@@ -332,12 +335,14 @@ impl Turns {
         if !self.slots.contains_key(session) {
             self.make_room(link.max_sessions);
             let counted = self.count_in(link)?;
-            let agent = open_agent(link, session)?;
+            let current = Arc::new(Mutex::new(Cancel::default()));
+            let agent = open_agent(link, session, &current)?;
             self.slots.insert(
                 session.to_string(),
                 Slot {
                     agent: Arc::new(Mutex::new(Some(agent))),
                     cancel: Cancel::default(),
+                    current,
                     used: 0,
                     _counted: counted,
                 },
@@ -348,6 +353,9 @@ impl Turns {
         slot.used = self.jobs;
         let cancel = claim.cancel.clone();
         slot.cancel = cancel.clone();
+        if let Ok(mut current) = slot.current.lock() {
+            *current = cancel.clone();
+        }
         let agent = slot.agent.clone();
         let outbox = link.outbox.clone();
         let hide = link.user.map(|_| link.ctx.clone());
@@ -486,7 +494,7 @@ impl Turns {
 
 /// Opens `session`'s agent through the library's environment, with what the client asked for at
 /// `initialize` and the client's tools.
-fn open_agent(link: Link<'_>, session: &str) -> Result<Agent, RpcError> {
+fn open_agent(link: Link<'_>, session: &str, current: &Arc<Mutex<Cancel>>) -> Result<Agent, RpcError> {
     let Link { ctx, setup, outbox, pending, .. } = link;
     let overrides = seshat::client::Overrides {
         provider: setup.provider.clone(),
@@ -501,6 +509,7 @@ fn open_agent(link: Link<'_>, session: &str) -> Result<Agent, RpcError> {
         .iter()
         .map(|spec| {
             Box::new(ClientTool {
+                current: current.clone(),
                 definition: spec.clone(),
                 outbox: outbox.clone(),
                 pending: pending.clone(),
@@ -571,6 +580,8 @@ impl Observer for Notifier {
 
 /// A tool the client registered: run by asking the client.
 struct ClientTool {
+    /// The cancel switch of the job the agent runs now.
+    current: Arc<Mutex<Cancel>>,
     definition: ToolDef,
     outbox: Outbox,
     pending: Pending,
@@ -588,6 +599,11 @@ impl Tool for ClientTool {
 }
 
 impl ClientTool {
+    /// Whether the job the agent runs now was interrupted.
+    fn interrupted(&self) -> bool {
+        self.current.lock().is_ok_and(|c| c.is_cancelled())
+    }
+
     /// Asks the client to run the tool; its answer's content, or the error the model reads.
     fn ask(&self, arguments: &Value) -> Result<String, String> {
         let params = m::ToolCallParams {
@@ -599,6 +615,12 @@ impl ClientTool {
         let answer = loop {
             match rx.recv_timeout(std::time::Duration::from_millis(100)) {
                 Ok(answer) => break answer,
+                Err(mpsc::RecvTimeoutError::Timeout) if self.interrupted() => {
+                    return Err(format!(
+                        "the turn was interrupted before the client answered `{}`",
+                        self.definition.name
+                    ));
+                }
                 Err(mpsc::RecvTimeoutError::Timeout) if !STOPPING.load(Ordering::SeqCst) => {}
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     return Err(format!("seshat serve stopped before the client answered `{}`", self.definition.name));

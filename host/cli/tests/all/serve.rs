@@ -972,3 +972,30 @@ fn a_connection_keeps_a_bounded_number_of_agents_and_opens_a_closed_one_again() 
     assert_eq!(texts, ["question 0", "Answer 0.", "and again", &format!("Answer {sessions}.")]);
     assert!(c.close().success());
 }
+
+/// A turn waiting for the client to answer a tool it registered stops when interrupted: the
+/// worker it held is free, and the session takes its next turn.
+#[test]
+fn an_interrupt_ends_a_turn_waiting_for_the_clients_tool() {
+    let server = Server::start(vec![
+        Reply::Stream { pieces: openai::tool_answer("call_1", "lookup", r#"{"key":"answer"}"#) },
+        Reply::Stream { pieces: openai::text_answer(&["Stopped."], true) },
+        Reply::Stream { pieces: openai::text_answer(&["Next."], true) },
+    ]);
+    let home = home_for("openai", &server, "");
+    let mut c = ServeClient::start(&home);
+    c.initialize(json!({"model": "gpt-4o", "tools": [{"name": "lookup", "description": "Looks a key up"}]}));
+    let id = session(&mut c);
+    let turn = c.ok("turn/start", json!({"session": id, "text": "what is the answer?"}))["turn"].as_u64().unwrap();
+    c.wait("the tool call", |v| v["method"] == "tool/call");
+    // The client never answers the call; it interrupts the turn instead.
+    assert_eq!(c.ok("turn/interrupt", json!({"session": id}))["interrupted"], true);
+    let notes = c.turn_notifications(turn);
+    let result = notes.iter().find(|n| n["method"] == "turn/tool_result").expect("the call's result was reported");
+    assert_eq!(result["params"]["is_error"], true, "{result}");
+    assert!(result["params"]["content"].as_str().unwrap().contains("interrupted"), "{result}");
+    let next = c.ok("turn/start", json!({"session": id, "text": "again"}))["turn"].as_u64().unwrap();
+    let done = c.turn_notifications(next);
+    assert_eq!(done.last().unwrap()["params"]["outcome"]["error"], Value::Null, "{done:?}");
+    assert!(c.close().success());
+}
