@@ -11,10 +11,15 @@ use serde_json::Value;
 
 use crate::memory::{Entity, Graph, NewEntity, ObservationAdds, Relation, RelationSpec, Scope};
 
-/// What the model is told about a memory tool's `scope`.
-const SCOPE: &str = "Where the memory lives: 'user' (about the person, visible in every project), 'project' \
-    (this project only), 'cross' (general knowledge for every project), or 'team:NAME' (a team's shared \
-    memory, when the user belongs to one). Reads default to the caller's own three and their teams'; writes \
+/// What a memory method's `scope` is (a network client may name a team's).
+const SCOPE: &str = "Where the memory lives: 'user', 'project', 'cross' or 'team:NAME' (a team's shared memory). \
+    Reads default to the caller's own three and their teams'; writes default to 'project' inside a project, else \
+    'cross'.";
+
+/// What the model is told about a memory tool's `scope`, in the tool's input schema: the three
+/// scopes of its own (a team's is named by people, through `seshat memory` or the service).
+const TOOL_SCOPE: &str = "Where the memory lives: 'user' (about the person, visible in every project), 'project' \
+    (this project only), 'cross' (general knowledge for every project). Reads default to all three; writes \
     default to 'project' inside a project, else 'cross'.";
 
 /// The most entities one read returns.
@@ -143,8 +148,7 @@ pub struct ReadGraphParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = MAX_LIMIT))]
     pub limit: Option<usize>,
-    /// Skip this many entities first (default 0): page with the offset the previous answer's note
-    /// gives.
+    #[doc = "Skip this many entities first (default 0): page with the offset the previous answer's note gives."]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset: Option<usize>,
 }
@@ -196,8 +200,9 @@ impl GraphPage {
 }
 
 /// A tool's input schema made from its arguments' type, as MCP publishes it and a model reads
-/// it: JSON Schema draft 7, every subschema inline, an optional property typed as its value
-/// (absent rather than `null`).
+/// it (every byte of it is in each request's frame): JSON Schema draft 7, every subschema inline,
+/// an optional property typed as its value (absent rather than `null`), no `format`, and `scope`
+/// as the three scopes a model chooses among.
 pub fn input_schema<T: JsonSchema>() -> Value {
     let mut settings = SchemaSettings::draft07();
     settings.inline_subschemas = true;
@@ -207,12 +212,21 @@ pub fn input_schema<T: JsonSchema>() -> Value {
         object.remove("description");
     }
     drop_null(&mut schema);
+    if let Some(scope) = schema.pointer_mut("/properties/scope") {
+        *scope = serde_json::json!({"type": "string", "enum": ["user", "project", "cross"], "description": TOOL_SCOPE});
+    }
     schema
 }
 
-/// Removes `null` from the types of the properties `schema` does not require, throughout.
+/// Removes `null` from the types of the properties `schema` does not require, every `format`,
+/// and the description of an array's items, throughout.
 fn drop_null(schema: &mut Value) {
     let Some(object) = schema.as_object_mut() else { return };
+    object.remove("format");
+    // An array's items say no more than the array's own description.
+    if let Some(Value::Object(items)) = object.get_mut("items") {
+        items.remove("description");
+    }
     let required: Vec<Value> = object.get("required").and_then(Value::as_array).cloned().unwrap_or_default();
     if let Some(Value::Object(properties)) = object.get_mut("properties") {
         for (name, property) in properties.iter_mut() {
@@ -252,8 +266,9 @@ mod tests {
             "{limit}"
         );
         let scope = &schema["properties"]["scope"];
-        assert_eq!(scope["type"], "string", "{scope}");
+        assert_eq!(scope["enum"], serde_json::json!(["user", "project", "cross"]), "{scope}");
         assert!(scope["description"].as_str().unwrap().contains("'project'"), "{scope}");
+        assert!(!schema.to_string().contains("format"), "{schema}");
         let entity = &input_schema::<CreateEntitiesParams>()["properties"]["entities"]["items"];
         assert_eq!(entity["properties"]["entityType"]["type"], "string", "inline, not a reference: {entity}");
         assert!(!input_schema::<CreateEntitiesParams>().to_string().contains("$ref"));

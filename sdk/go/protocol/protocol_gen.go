@@ -33,7 +33,7 @@ type AccessRevokedParams struct {
 type AddObservationsParams struct {
 	// Observations: The observations, by entity.
 	Observations []ObservationsToAdd `json:"observations"`
-	// Scope: Where the memory lives: 'user' (about the person, visible in every project), 'project' (this project only), 'cross' (general knowledge for every project), or 'team:NAME' (a team's shared memory, when the user belongs to one). Reads default to the caller's own three and their teams'; writes default to 'project' inside a project, else 'cross'.
+	// Scope: Where the memory lives: 'user', 'project', 'cross' or 'team:NAME' (a team's shared memory). Reads default to the caller's own three and their teams'; writes default to 'project' inside a project, else 'cross'.
 	Scope Scope `json:"scope,omitempty"`
 }
 
@@ -236,7 +236,7 @@ type Counting = json.RawMessage
 type CreateEntitiesParams struct {
 	// Entities: The entities to create.
 	Entities []NewEntity `json:"entities"`
-	// Scope: Where the memory lives: 'user' (about the person, visible in every project), 'project' (this project only), 'cross' (general knowledge for every project), or 'team:NAME' (a team's shared memory, when the user belongs to one). Reads default to the caller's own three and their teams'; writes default to 'project' inside a project, else 'cross'.
+	// Scope: Where the memory lives: 'user', 'project', 'cross' or 'team:NAME' (a team's shared memory). Reads default to the caller's own three and their teams'; writes default to 'project' inside a project, else 'cross'.
 	Scope Scope `json:"scope,omitempty"`
 }
 
@@ -256,7 +256,7 @@ type CreateRelationsResult struct {
 type DeleteEntitiesParams struct {
 	// EntityNames: An array of entity names to delete
 	EntityNames []string `json:"entityNames"`
-	// Scope: Where the memory lives: 'user' (about the person, visible in every project), 'project' (this project only), 'cross' (general knowledge for every project), or 'team:NAME' (a team's shared memory, when the user belongs to one). Reads default to the caller's own three and their teams'; writes default to 'project' inside a project, else 'cross'.
+	// Scope: Where the memory lives: 'user', 'project', 'cross' or 'team:NAME' (a team's shared memory). Reads default to the caller's own three and their teams'; writes default to 'project' inside a project, else 'cross'.
 	Scope Scope `json:"scope,omitempty"`
 }
 
@@ -264,7 +264,7 @@ type DeleteEntitiesParams struct {
 type DeleteObservationsParams struct {
 	// Deletions: The observations, by entity.
 	Deletions []ObservationsToDelete `json:"deletions"`
-	// Scope: Where the memory lives: 'user' (about the person, visible in every project), 'project' (this project only), 'cross' (general knowledge for every project), or 'team:NAME' (a team's shared memory, when the user belongs to one). Reads default to the caller's own three and their teams'; writes default to 'project' inside a project, else 'cross'.
+	// Scope: Where the memory lives: 'user', 'project', 'cross' or 'team:NAME' (a team's shared memory). Reads default to the caller's own three and their teams'; writes default to 'project' inside a project, else 'cross'.
 	Scope Scope `json:"scope,omitempty"`
 }
 
@@ -689,7 +689,7 @@ type ObservationsToDelete struct {
 type OpenNodesParams struct {
 	// Names: An array of entity names to retrieve
 	Names []string `json:"names"`
-	// Scope: Where the memory lives: 'user' (about the person, visible in every project), 'project' (this project only), 'cross' (general knowledge for every project), or 'team:NAME' (a team's shared memory, when the user belongs to one). Reads default to the caller's own three and their teams'; writes default to 'project' inside a project, else 'cross'.
+	// Scope: Where the memory lives: 'user', 'project', 'cross' or 'team:NAME' (a team's shared memory). Reads default to the caller's own three and their teams'; writes default to 'project' inside a project, else 'cross'.
 	Scope Scope `json:"scope,omitempty"`
 }
 
@@ -719,10 +719,9 @@ type PluginRef struct {
 type ReadGraphParams struct {
 	// Limit: At most this many entities (default 100).
 	Limit *int `json:"limit,omitempty"`
-	// Offset: Skip this many entities first (default 0): page with the offset the previous answer's note
-	// gives.
+	// Offset: Skip this many entities first (default 0): page with the offset the previous answer's note gives.
 	Offset *int `json:"offset,omitempty"`
-	// Scope: Where the memory lives: 'user' (about the person, visible in every project), 'project' (this project only), 'cross' (general knowledge for every project), or 'team:NAME' (a team's shared memory, when the user belongs to one). Reads default to the caller's own three and their teams'; writes default to 'project' inside a project, else 'cross'.
+	// Scope: Where the memory lives: 'user', 'project', 'cross' or 'team:NAME' (a team's shared memory). Reads default to the caller's own three and their teams'; writes default to 'project' inside a project, else 'cross'.
 	Scope Scope `json:"scope,omitempty"`
 }
 
@@ -752,7 +751,7 @@ type RelationSpec struct {
 type RelationsParams struct {
 	// Relations: The relations.
 	Relations []RelationSpec `json:"relations"`
-	// Scope: Where the memory lives: 'user' (about the person, visible in every project), 'project' (this project only), 'cross' (general knowledge for every project), or 'team:NAME' (a team's shared memory, when the user belongs to one). Reads default to the caller's own three and their teams'; writes default to 'project' inside a project, else 'cross'.
+	// Scope: Where the memory lives: 'user', 'project', 'cross' or 'team:NAME' (a team's shared memory). Reads default to the caller's own three and their teams'; writes default to 'project' inside a project, else 'cross'.
 	Scope Scope `json:"scope,omitempty"`
 }
 
@@ -858,7 +857,7 @@ type SearchNodesParams struct {
 	Limit *int `json:"limit,omitempty"`
 	// Query: The search query to match against entity names, types, and observation content
 	Query string `json:"query"`
-	// Scope: Where the memory lives: 'user' (about the person, visible in every project), 'project' (this project only), 'cross' (general knowledge for every project), or 'team:NAME' (a team's shared memory, when the user belongs to one). Reads default to the caller's own three and their teams'; writes default to 'project' inside a project, else 'cross'.
+	// Scope: Where the memory lives: 'user', 'project', 'cross' or 'team:NAME' (a team's shared memory). Reads default to the caller's own three and their teams'; writes default to 'project' inside a project, else 'cross'.
 	Scope Scope `json:"scope,omitempty"`
 }
 
