@@ -20,6 +20,7 @@ pub mod counts;
 mod error;
 mod handlers;
 mod home;
+pub mod in_flight;
 pub mod outbox;
 mod pool;
 mod principals;

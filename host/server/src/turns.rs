@@ -25,6 +25,7 @@ use super::pool::Pool;
 use crate::connection::ClientSetup;
 use crate::error::RpcError;
 use crate::home::Home;
+use crate::in_flight::InFlight;
 use crate::outbox::{Outbox, Pending};
 
 /// Set when the server is stopping: a tool call waiting for its client gives up.
@@ -223,44 +224,14 @@ pub(crate) struct Turns {
     /// How many jobs the connection has given its workers.
     jobs: u64,
     busy: Busy,
-    /// The connection's jobs not yet done.
-    running: Running,
-}
-
-/// A connection's jobs given to the pool and not yet done.
-#[derive(Clone, Default)]
-struct Running(Arc<(Mutex<usize>, Condvar)>);
-
-impl Running {
-    fn enter(&self) -> RunningGuard {
-        *self.0.0.lock().expect("never poisoned") += 1;
-        RunningGuard(self.clone())
-    }
-
-    fn wait_none(&self) {
-        let (lock, done) = &*self.0;
-        let held = lock.lock().expect("never poisoned");
-        let _unused = done.wait_while(held, |n| *n > 0).expect("never poisoned");
-    }
-}
-
-/// One job not yet done; done when dropped (even when the job panics).
-struct RunningGuard(Running);
-
-impl Drop for RunningGuard {
-    fn drop(&mut self) {
-        let (lock, done) = &*self.0.0;
-        if let Ok(mut n) = lock.lock() {
-            *n -= 1;
-        }
-        done.notify_all();
-    }
+    /// The connection's jobs given to the pool and not yet done.
+    running: InFlight,
 }
 
 impl Turns {
     /// A connection's turns, sharing the server's `busy` sessions.
     pub(crate) fn new(busy: Busy) -> Self {
-        Turns { slots: HashMap::new(), next: 0, jobs: 0, busy, running: Running::default() }
+        Turns { slots: HashMap::new(), next: 0, jobs: 0, busy, running: InFlight::default() }
     }
 
     /// Whether `session` has a turn or compaction in flight (on this connection or another).

@@ -28,6 +28,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 
 use crate::Context;
+use seshat_server::in_flight::InFlight;
 use seshat_server::{Home, Service};
 
 /// Where and how `--listen` serves over the network.
@@ -132,7 +133,7 @@ struct Shared {
     per_user: seshat_server::counts::Counts<String>,
     /// Set when the service is stopping and its connections close.
     closing: tokio::sync::watch::Receiver<bool>,
-    open: Open,
+    open: InFlight,
     /// Connections closed since the allocator last gave memory back.
     closed: std::sync::atomic::AtomicUsize,
 }
@@ -143,7 +144,7 @@ struct Shared {
 pub(super) struct Stop {
     accepting: tokio::sync::watch::Sender<bool>,
     closing: tokio::sync::watch::Sender<bool>,
-    open: Open,
+    open: InFlight,
 }
 
 impl Stop {
@@ -152,7 +153,7 @@ impl Stop {
         Stop {
             accepting: tokio::sync::watch::Sender::new(true),
             closing: tokio::sync::watch::Sender::new(false),
-            open: Open::default(),
+            open: InFlight::default(),
         }
     }
 
@@ -165,37 +166,7 @@ impl Stop {
     /// `wait` for that, returning how many were still open.
     pub(super) fn close_all(&self, wait: Duration) -> usize {
         self.closing.send_replace(true);
-        self.open.wait_closed(wait)
-    }
-}
-
-/// The connections open, for a stop to wait on.
-#[derive(Debug, Clone, Default)]
-struct Open(Arc<(Mutex<usize>, std::sync::Condvar)>);
-
-impl Open {
-    /// Counts a connection until the guard is dropped.
-    fn enter(&self) -> OpenGuard {
-        *self.0.0.lock().expect("never poisoned") += 1;
-        OpenGuard(self.clone())
-    }
-
-    fn wait_closed(&self, wait: Duration) -> usize {
-        let open = self.0.0.lock().expect("never poisoned");
-        *self.0.1.wait_timeout_while(open, wait, |n| *n > 0).expect("never poisoned").0
-    }
-}
-
-/// One open connection, counted in [`Open`].
-struct OpenGuard(Open);
-
-impl Drop for OpenGuard {
-    fn drop(&mut self) {
-        let (count, changed) = &*self.0.0;
-        if let Ok(mut n) = count.lock() {
-            *n -= 1;
-        }
-        changed.notify_all();
+        self.open.wait_none_for(wait)
     }
 }
 
