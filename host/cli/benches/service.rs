@@ -7,7 +7,9 @@
 //!   client came and left, so what the first connection initialises once is counted there), at
 //!   1,000 and at 10,000 connections, and after the clients leave.
 //! * **Live turns**: 1,000 sessions spread over 100 `wss://` connections to one instance, beside
-//!   the same 1,000 sessions over stdio to one instance (its one connection), in the same run.
+//!   the same 1,000 sessions over stdio to one instance (its one connection), in the same run;
+//!   the `wss://` instance's memory is read at its start (after one client ran a turn and left),
+//!   loaded, and after the clients leave.
 //!   Both sides are driven the same way: one reader per connection routes each line to the
 //!   session (or request) it is for, and each session runs its turns in a thread of the bench.
 //!   Each session has one turn first (its agent opened); then every session runs its turns back
@@ -123,7 +125,13 @@ fn main() {
     let stdio = Mux::stdio(seshat(&["serve"]));
     let instance = listen(wss_command());
     let pid = instance.child.id();
-    drop(net.idle(instance.port, 1));
+    {
+        // Its start: after one client ran a turn and left (what the first turn loads once — the
+        // provider plugin compiled, the store's pooled connections — is the instance's).
+        let first = net.mux(instance.port);
+        drop(open(std::slice::from_ref(&first), 1));
+        first.close();
+    }
     let wss_start = settle(pid);
     let wss: Vec<Arc<Mux>> = (0..connections).map(|_| net.mux(instance.port)).collect();
     let base_sessions = open(std::slice::from_ref(&stdio), sessions);

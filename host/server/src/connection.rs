@@ -116,8 +116,9 @@ impl Connection {
             outbox: outbox.clone(),
             pending: pending.clone(),
             setup: None,
-            turns: turns::Turns::new(service.0.clone()),
+            turns: turns::Turns::new(service.0.clone(), service.2.clone()),
             stores: service.1.clone(),
+            metrics: service.2.clone(),
             acting,
         };
         Connection { server, outbox, pending, limit, number: 0, writing }

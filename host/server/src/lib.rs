@@ -21,6 +21,7 @@ mod error;
 mod handlers;
 mod home;
 pub mod in_flight;
+pub mod metrics;
 pub mod outbox;
 mod pool;
 mod principals;
@@ -31,24 +32,65 @@ mod turns;
 pub use connection::{Connection, Output};
 pub use error::RpcError;
 pub use home::Home;
-pub use stores::IDLE_STORES;
+pub use stores::{IDLE_FOR, IDLE_STORES};
 
 /// What every connection of a process shares: see the [crate](self) documentation.
 #[derive(Debug, Clone, Default)]
-pub struct Service(pub(crate) turns::Busy, pub(crate) stores::Stores);
+pub struct Service(pub(crate) turns::Busy, pub(crate) stores::Stores, pub(crate) metrics::Metrics);
 
 impl Service {
     /// A service whose turns and compactions run on at most `workers` threads at once.
     pub fn new(workers: usize) -> Service {
         let busy = turns::Busy::default();
         busy.size_pool(workers);
-        Service(busy, stores::Stores::default())
+        Service(busy, stores::Stores::default(), metrics::Metrics::default())
+    }
+
+    /// What the service counts for its operators.
+    pub fn metrics(&self) -> &metrics::Metrics {
+        &self.2
+    }
+
+    /// Everything the service counts, in Prometheus' text format, the embedding queues read now
+    /// from the store (`home`'s) first.
+    pub fn render_metrics(&self, home: &Home) -> String {
+        let store = self.1.take().map_or_else(|| home.store(), Ok);
+        match store {
+            Ok(store) => {
+                for (name, corpus) in
+                    [("history", seshat::store::Queued::History), ("memory", seshat::store::Queued::Memory)]
+                {
+                    match store.embed_queue_len(corpus) {
+                        Ok(depth) => self.2.embedding_queue(name, depth),
+                        Err(e) => tracing::warn!("cannot read the {name} embedding queue: {e}"),
+                    }
+                }
+                self.1.give(store);
+            }
+            Err(e) => tracing::warn!("metrics: cannot open the store: {e}"),
+        }
+        self.2.render()
+    }
+
+    /// Whether the service can serve: its store answers and its schema is the one this build
+    /// knows. The error says what is wrong (for a readiness probe; it names no path).
+    pub fn ready(&self, home: &Home) -> Result<(), String> {
+        let store = self.1.take().map_or_else(|| home.store(), Ok).map_err(|e| format!("the store: {}", e.code()))?;
+        let checked = store.check_schema().map_err(|e| format!("the store: {}", e.code()));
+        self.1.give(store);
+        checked
     }
 
     /// Bounds the sessions kept open to `max` at most, whatever the configuration says (the files
     /// the process may open hold no more).
     pub fn fit_workers(&self, max: usize) {
         self.0.fit_workers(max);
+    }
+
+    /// Closes the store connections kept idle for [`IDLE_FOR`] (a service's periodic sweep, so
+    /// that what a busy spell opened is let go once it ends); returns how many it closed.
+    pub fn close_idle_stores(&self) -> usize {
+        self.1.close_idle(IDLE_FOR)
     }
 
     /// No new turn starts from now on (the process is stopping).

@@ -35,6 +35,8 @@ pub(crate) struct Server {
     pub(crate) turns: turns::Turns,
     /// Who the connection acts for.
     pub(crate) acting: Acting,
+    /// What the service counts.
+    pub(crate) metrics: crate::metrics::Metrics,
 }
 
 impl Server {
@@ -82,7 +84,9 @@ impl Server {
             self.audit(method, &params, None, Some(&refused), writes);
             return self.outbox.error(id, refused);
         }
+        let began = std::time::Instant::now();
         let answer = self.call(method, &params, id.clone());
+        self.metrics.request(method, answer.as_ref().err().map(RpcError::stable), began.elapsed());
         self.audit(method, &params, answer.as_ref().ok().and_then(Option::as_ref), answer.as_ref().err(), writes);
         match answer {
             Ok(Some(result)) => self.outbox.result(id, result),
@@ -279,7 +283,12 @@ impl Server {
         if self.db.is_none() {
             let store = match self.stores.take() {
                 Some(idle) => self.ctx.acting(idle),
-                None => self.ctx.store().map_err(RpcError::from_store)?,
+                None => {
+                    let began = std::time::Instant::now();
+                    let store = self.ctx.store().map_err(RpcError::from_store)?;
+                    self.metrics.store_opened(began.elapsed());
+                    store
+                }
             };
             self.db = Some(store);
         }

@@ -26,6 +26,7 @@ use crate::connection::ClientSetup;
 use crate::error::RpcError;
 use crate::home::Home;
 use crate::in_flight::InFlight;
+use crate::metrics::{Failure, Metrics};
 use crate::outbox::{Outbox, Pending};
 
 /// Set when the server is stopping: a tool call waiting for its client gives up.
@@ -226,12 +227,14 @@ pub(crate) struct Turns {
     busy: Busy,
     /// The connection's jobs given to the pool and not yet done.
     running: InFlight,
+    /// What the service counts.
+    metrics: Metrics,
 }
 
 impl Turns {
     /// A connection's turns, sharing the server's `busy` sessions.
-    pub(crate) fn new(busy: Busy) -> Self {
-        Turns { slots: HashMap::new(), next: 0, jobs: 0, busy, running: InFlight::default() }
+    pub(crate) fn new(busy: Busy, metrics: Metrics) -> Self {
+        Turns { slots: HashMap::new(), next: 0, jobs: 0, busy, running: InFlight::default(), metrics }
     }
 
     /// Whether `session` has a turn or compaction in flight (on this connection or another).
@@ -384,20 +387,41 @@ impl Turns {
         // A network client's outcome names none of the server's places.
         let hide = link.user.map(|_| link.ctx.clone());
         let audited = link.user.map(str::to_string);
+        let metrics = self.metrics.clone();
         self.run(link, session, id, move |agent, cancel, claim, id| {
+            let _running = metrics.job();
+            let began = std::time::Instant::now();
             let started = m::TurnStartResult { session: session_id.clone(), turn };
             match crate::outbox::answer::<m::TurnStart>(&started) {
                 Ok(result) => outbox.result(id, result.unwrap_or_default()),
                 Err(e) => return outbox.error(id, e),
             }
-            let mut notifier = Notifier { outbox: outbox.clone(), session: session_id.clone(), turn };
+            let mut notifier = Notifier {
+                outbox: outbox.clone(),
+                session: session_id.clone(),
+                turn,
+                first: Some((began, metrics.clone())),
+            };
             let outcome = agent.turn_keyed(&text, key.as_deref(), &cancel, &mut notifier);
+            let from_provider = match &outcome {
+                Ok(_) => true, // (an outcome's own error is the model's stream cut short)
+                Err(e) => matches!(e, seshat::client::Error::Provider(_)),
+            };
             let mut outcome = outcome.unwrap_or_else(|e| seshat::client::TurnOutcome {
                 session: session_id.clone(),
                 error: Some(e.to_string()),
                 error_code: Some(e.code().to_string()),
                 ..Default::default()
             });
+            let failure = outcome
+                .error_code
+                .as_deref()
+                .filter(|code| *code != "interrupted")
+                .map(|code| (code, Failure::of(code, from_provider)));
+            metrics.turn(began.elapsed(), outcome.interrupted, failure);
+            for report in outcome.compactions.iter().filter(|r| !r.dry_run) {
+                metrics.compaction(false, report.tokens_before.saturating_sub(report.tokens_after));
+            }
             if let (Some(user), Some("plugin_failed")) = (&audited, outcome.error_code.as_deref()) {
                 let mut event = seshat::store::AuditEvent::new("plugin_crash");
                 event.user = Some(user.clone());
@@ -431,8 +455,13 @@ impl Turns {
         id: Value,
     ) -> Result<(), RpcError> {
         let outbox = link.outbox.clone();
+        let metrics = self.metrics.clone();
         self.run(link, session, id, move |agent, _cancel, claim, id| {
+            let _running = metrics.job();
             let report = agent.compact_until(how.dry_run, how.instructions.as_deref(), how.until);
+            if let Some(report) = report.as_ref().ok().filter(|r| !r.dry_run) {
+                metrics.compaction(true, report.tokens_before.saturating_sub(report.tokens_after));
+            }
             let _ = claim.release(agent);
             match report {
                 Ok(report) => match crate::outbox::answer::<m::SessionCompact>(&m::SessionCompactResult { report }) {
@@ -506,10 +535,15 @@ struct Notifier {
     outbox: Outbox,
     session: String,
     turn: u64,
+    /// Until the turn's first event: when it began, and where that time is counted.
+    first: Option<(std::time::Instant, Metrics)>,
 }
 
 impl Observer for Notifier {
     fn event(&mut self, event: &StreamEvent) {
+        if let Some((began, metrics)) = self.first.take() {
+            metrics.first_event(began.elapsed());
+        }
         let (session, turn) = (self.session.clone(), self.turn);
         self.outbox.notice::<n::TurnEvent>(&n::TurnEventParams { session, turn, event: event.clone() });
     }

@@ -16,7 +16,9 @@
 mod access;
 mod files;
 mod handshakes;
+mod memory;
 mod network;
+mod probes;
 mod token_check;
 
 use std::io::{BufRead, Write as _};

@@ -134,8 +134,6 @@ struct Shared {
     /// Set when the service is stopping and its connections close.
     closing: tokio::sync::watch::Receiver<bool>,
     open: InFlight,
-    /// Connections closed since the allocator last gave memory back.
-    closed: std::sync::atomic::AtomicUsize,
 }
 
 /// How a stop signal's thread ends the service: first no new client (the turns in flight go on),
@@ -212,9 +210,8 @@ pub(super) fn serve(
             max_message,
             closing: stop.closing.subscribe(),
             open: stop.open.clone(),
-            closed: Default::default(),
         });
-        tokio::spawn(give_back(shared.clone()));
+        super::memory::start(shared.busy.clone());
         let acceptor = network.tls.map(tokio_rustls::TlsAcceptor::from);
         let mut accepting = stop.accepting.subscribe();
         loop {
@@ -275,33 +272,6 @@ pub(super) fn serve(
         Ok::<_, anyhow::Error>(())
     })?;
     Ok(())
-}
-
-/// Every few seconds after connections closed, gives the memory they held back to the system:
-/// the allocator keeps freed memory for the process otherwise, so a service that held many
-/// clients would stay that large after they left.
-async fn give_back(shared: Arc<Shared>) {
-    let mut every = tokio::time::interval(GIVE_BACK_EVERY);
-    loop {
-        every.tick().await;
-        if shared.closed.swap(0, std::sync::atomic::Ordering::Relaxed) > 0 {
-            let _ = tokio::task::spawn_blocking(trim).await;
-        }
-    }
-}
-
-/// How often [`give_back`] looks.
-const GIVE_BACK_EVERY: Duration = Duration::from_secs(2);
-
-/// Returns the allocator's free memory to the system (glibc; elsewhere nothing).
-#[allow(unsafe_code, reason = "malloc_trim is a C function; it has no safe binding")]
-fn trim() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only releases free memory of the allocator's own; it reads no pointer
-    // of ours and is safe to call from any thread at any time.
-    unsafe {
-        libc::malloc_trim(0);
-    }
 }
 
 /// A refusal at the upgrade: `status` with a JSON body naming the code and what to do.
@@ -372,6 +342,9 @@ async fn client<S>(
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    // A probe (`/healthz`, `/readyz`, `/metrics`) is answered here; an upgrade goes on.
+    let routed = tokio::time::timeout_at(deadline, super::probes::route(stream, &shared.busy, &shared.home));
+    let Ok(Some(stream)) = routed.await else { return };
     // What the upgrade's callback takes once the token is checked: the caller, a connection
     // slot and one of the user's connections (a socket that never proves itself takes none).
     type Admitted = (seshat::store::Caller, tokio::sync::OwnedSemaphorePermit, seshat_server::counts::Held<String>);
@@ -424,8 +397,9 @@ async fn client<S>(
     let Some((caller, slot, theirs)) = admitted.lock().ok().and_then(|mut a| a.take()) else { return };
     tracing::info!(target: "seshat::audit", user = %caller.user, token = %caller.token, %peer, "connected");
     let open = shared.open.enter();
+    let counted = shared.busy.metrics().connected();
     bridge(shared, ws, caller, peer).await;
-    drop(open);
+    drop((open, counted));
     drop((slot, theirs));
 }
 
@@ -635,7 +609,6 @@ async fn bridge<S>(
     if let Some(done) = closed_by_us {
         let _ = done.await;
     }
-    shared.closed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     tracing::info!(target: "seshat::audit", user = %caller.user, "disconnected");
 }
 

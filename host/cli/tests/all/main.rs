@@ -40,6 +40,7 @@ mod plugins;
 mod plugins_cli;
 mod plugins_test;
 mod postgres;
+mod probes;
 mod props;
 mod provider_faults;
 mod recall;

@@ -141,6 +141,15 @@ fn version(db: &Db) -> Result<u32> {
     }
 }
 
+/// The database's schema version, and the one this build writes for its engine.
+pub(crate) fn current(db: &Db) -> Result<(u32, u32)> {
+    let latest = match db.backend() {
+        Backend::Sqlite => LATEST,
+        Backend::Postgres => LATEST_POSTGRES,
+    };
+    Ok((version(db)?, latest))
+}
+
 /// Applies every migration newer than the database's version. Each runs in its own write
 /// transaction that re-reads the version first, so processes opening a database at the same
 /// moment apply each migration exactly once.

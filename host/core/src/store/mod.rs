@@ -165,6 +165,17 @@ impl Store {
         }
     }
 
+    /// Reads the database's schema version again: an error when it is newer than this build
+    /// knows (a newer build migrated it since this connection opened), or when the database does
+    /// not answer.
+    pub fn check_schema(&self) -> Result<()> {
+        let (found, supported) = migrations::current(&self.db)?;
+        if found <= supported {
+            return Ok(());
+        }
+        Err(Error::NewerSchema { location: self.location.clone(), found, supported })
+    }
+
     /// The connection, where it leads and the caller, for a subsystem that names the database in
     /// its errors and acts for the caller.
     pub(crate) fn parts_mut(&mut self) -> (&mut Db, &Location, &str) {

@@ -1,0 +1,146 @@
+//! Plain HTTP on the service's listener, beside the WebSocket upgrade: what a load balancer and a
+//! monitoring system ask, answered without a token and with no user's data.
+//!
+//! * `GET /healthz` — the process is up and accepting: `200 ok`.
+//! * `GET /readyz` — the store answers and its schema is one this build knows: `200 ready`, or
+//!   `503` with the reason's code.
+//! * `GET /metrics` — what the service counts, in Prometheus' text format
+//!   ([`seshat_server::metrics`]).
+//!
+//! A request that asks for a WebSocket upgrade goes on to the upgrade with its bytes replayed
+//! ([`Prefixed`]); any other path is `404` naming the ones there are.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _, ReadBuf};
+
+use seshat_server::{Home, Service};
+
+/// The longest request head read before deciding (a WebSocket upgrade's is a few hundred bytes).
+const MAX_HEAD: usize = 16 << 10;
+
+/// A stream whose first bytes were read already: they are read again first.
+pub(super) struct Prefixed<S> {
+    head: Vec<u8>,
+    at: usize,
+    inner: S,
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Prefixed<S> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        if self.at < self.head.len() {
+            let n = buf.remaining().min(self.head.len() - self.at);
+            let at = self.at;
+            buf.put_slice(&self.head[at..at + n]);
+            self.at += n;
+            if self.at == self.head.len() {
+                self.head = Vec::new();
+                self.at = 0;
+            }
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, data)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// Reads `stream`'s request head: a WebSocket upgrade is given back to go on with; a probe is
+/// answered here (`None`), as is a head that never ends or does not parse.
+pub(super) async fn route<S>(mut stream: S, service: &Service, home: &Arc<Home>) -> Option<Prefixed<S>>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut head = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    let end = loop {
+        if let Some(end) = head.windows(4).position(|w| w == b"\r\n\r\n") {
+            break end + 4;
+        }
+        if head.len() >= MAX_HEAD {
+            let _ = answer(&mut stream, "431 Request Header Fields Too Large", "text/plain", "request head too long\n")
+                .await;
+            return None;
+        }
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => head.extend_from_slice(&chunk[..n]),
+        }
+    };
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut request = httparse::Request::new(&mut headers);
+    if !matches!(request.parse(&head[..end]), Ok(httparse::Status::Complete(_))) {
+        let _ = answer(&mut stream, "400 Bad Request", "text/plain", "not an HTTP request\n").await;
+        return None;
+    }
+    let upgrade = request.headers.iter().any(|h| {
+        h.name.eq_ignore_ascii_case("upgrade")
+            && String::from_utf8_lossy(h.value).trim().eq_ignore_ascii_case("websocket")
+    });
+    if upgrade {
+        return Some(Prefixed { head, at: 0, inner: stream });
+    }
+    let (method, path) = (request.method.unwrap_or(""), request.path.unwrap_or(""));
+    let path = path.split('?').next().unwrap_or("");
+    if method != "GET" && method != "HEAD" {
+        let _ = answer(&mut stream, "405 Method Not Allowed", "text/plain", "only GET\n").await;
+        return None;
+    }
+    let (status, kind, body) = match path {
+        "/healthz" => ("200 OK", "text/plain; charset=utf-8", "ok\n".to_string()),
+        "/readyz" => {
+            let (service, home) = (service.clone(), home.clone());
+            match tokio::task::spawn_blocking(move || service.ready(&home)).await {
+                Ok(Ok(())) => ("200 OK", "text/plain; charset=utf-8", "ready\n".to_string()),
+                Ok(Err(why)) => ("503 Service Unavailable", "text/plain; charset=utf-8", format!("not ready: {why}\n")),
+                Err(_) => ("503 Service Unavailable", "text/plain; charset=utf-8", "not ready\n".to_string()),
+            }
+        }
+        "/metrics" => {
+            let (service, home) = (service.clone(), home.clone());
+            match tokio::task::spawn_blocking(move || service.render_metrics(&home)).await {
+                Ok(text) => ("200 OK", "application/openmetrics-text; version=1.0.0; charset=utf-8", text),
+                Err(_) => ("500 Internal Server Error", "text/plain; charset=utf-8", "metrics failed\n".to_string()),
+            }
+        }
+        _ => (
+            "404 Not Found",
+            "application/json",
+            serde_json::json!({
+                "code": "not_found",
+                "message": "this service answers GET /healthz, /readyz and /metrics, and WebSocket upgrades \
+                            (JSON-RPC, with an `Authorization: Bearer` token)"
+            })
+            .to_string(),
+        ),
+    };
+    let body = if method == "HEAD" { String::new() } else { body };
+    let _ = answer(&mut stream, status, kind, &body).await;
+    None
+}
+
+/// Writes one HTTP/1.1 answer and closes.
+async fn answer<S: AsyncWrite + Unpin>(stream: &mut S, status: &str, kind: &str, body: &str) -> io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: {kind}\r\ncontent-length: {}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(body.as_bytes()).await?;
+    stream.shutdown().await
+}

@@ -1,0 +1,90 @@
+//! The service's plain-HTTP probes, asked as an operator's tools ask them: `curl` over real TLS
+//! (trusting the test's CA) for `/healthz`, `/readyz` and `/metrics`, beside a WebSocket client
+//! running a turn on the same listener.
+
+use std::process::Command;
+
+use serde_json::json;
+
+use crate::chat::home_for;
+use crate::network::{Service, token};
+use crate::support::server::{Reply, Server, openai};
+use crate::support::tls::Authority;
+use crate::support::wait_for;
+
+/// `curl` on `path` of the service trusting `ca`: the status code and the body.
+fn curl(service: &Service, ca: &std::path::Path, path: &str) -> (u16, String) {
+    let url = format!("https://localhost:{}{path}", service.port);
+    let out = Command::new("curl")
+        .args(["--silent", "--show-error", "--max-time", "20", "--cacert"])
+        .arg(ca)
+        .args(["--resolve", &format!("localhost:{}:127.0.0.1", service.port)])
+        .args(["--write-out", "\n%{http_code}", &url])
+        .output()
+        .expect("curl runs (Debian's curl)");
+    assert!(out.status.success(), "curl {url}: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let (body, status) = text.rsplit_once('\n').unwrap();
+    (status.parse().unwrap(), body.to_string())
+}
+
+/// The value of the sample `name` (with its labels, as printed) in a metrics text.
+fn sample(text: &str, name: &str) -> Option<f64> {
+    text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+}
+
+#[test]
+fn health_readiness_and_metrics_answer_curl_over_tls_and_count_a_turn_and_its_client() {
+    let server = Server::start(vec![Reply::Stream { pieces: openai::text_answer(&["Counted."], true) }]);
+    let home = home_for("openai", &server, "");
+    let alice = token(&home, "alice", &[]);
+    let authority = Authority::new();
+    let (cert, key, ca) = (home.path().join("cert.pem"), home.path().join("key.pem"), home.path().join("ca.pem"));
+    std::fs::write(&cert, &authority.cert).unwrap();
+    std::fs::write(&key, &authority.key).unwrap();
+    std::fs::write(&ca, &authority.ca).unwrap();
+    let files = [cert.to_str().unwrap(), key.to_str().unwrap()];
+    let service = Service::start(&home, "wss", &["--tls-cert", files[0], "--tls-key", files[1]]);
+
+    assert_eq!(curl(&service, &ca, "/healthz"), (200, "ok\n".into()));
+    assert_eq!(curl(&service, &ca, "/readyz"), (200, "ready\n".into()));
+    let (status, body) = curl(&service, &ca, "/anything-else");
+    assert_eq!(status, 404);
+    assert!(body.contains("/healthz") && body.contains("not_found"), "{body}");
+    let (status, before) = curl(&service, &ca, "/metrics");
+    assert_eq!(status, 200);
+    assert_eq!(sample(&before, "seshat_connections"), Some(0.0), "{before}");
+    assert!(before.trim_end().ends_with("# EOF"), "OpenMetrics text ends so: {before}");
+
+    let mut c = service.connect(Some(&alice), Some(&authority)).expect("TLS with the test CA");
+    c.ok("initialize", json!({"model": "gpt-4o"}));
+    let session = c.new_session();
+    let turn = c.ok("turn/start", json!({"session": session, "text": "hi"}))["turn"].clone();
+    c.wait(|v| v["method"] == "turn/completed" && v["params"]["turn"] == turn);
+    assert_eq!(c.refused("session/get", json!({"session": "no-such-session"})), "session_not_found");
+    let (_, during) = curl(&service, &ca, "/metrics");
+    assert_eq!(sample(&during, "seshat_connections"), Some(1.0), "{during}");
+    assert_eq!(sample(&during, r#"seshat_requests_total{method="turn/start",outcome="ok"}"#), Some(1.0), "{during}");
+    assert_eq!(
+        sample(&during, r#"seshat_requests_total{method="session/get",outcome="session_not_found"}"#),
+        Some(1.0),
+        "errors by code: {during}"
+    );
+    assert_eq!(sample(&during, r#"seshat_turns_total{outcome="ok"}"#), Some(1.0), "{during}");
+    assert_eq!(sample(&during, "seshat_turn_first_event_seconds_count"), Some(1.0), "{during}");
+    assert_eq!(sample(&during, "seshat_turn_duration_seconds_count"), Some(1.0), "{during}");
+    assert_eq!(sample(&during, "seshat_turns_in_flight"), Some(0.0), "{during}");
+    assert_eq!(sample(&during, r#"seshat_embedding_queue_depth{corpus="history"}"#), Some(0.0), "{during}");
+    drop(c);
+    wait_for("the closed connection to leave the count", || {
+        sample(&curl(&service, &ca, "/metrics").1, "seshat_connections") == Some(0.0)
+    });
+
+    // A newer build migrated the store meanwhile: this one is no longer ready, and says why.
+    let db = rusqlite::Connection::open(home.db()).unwrap();
+    db.pragma_update(None, "user_version", seshat::store::SCHEMA_VERSION + 1).unwrap();
+    let (status, body) = curl(&service, &ca, "/readyz");
+    assert_eq!((status, body.as_str()), (503, "not ready: the store: newer_schema\n"));
+    assert_eq!(curl(&service, &ca, "/healthz").0, 200, "the process itself is still up");
+    assert_eq!(server.unexpected(), Vec::<String>::new());
+}
