@@ -16,6 +16,7 @@ mod concurrency;
 mod counters;
 mod crash;
 mod database;
+mod deploy;
 mod fencing;
 mod fidelity;
 mod foreign;
