@@ -266,18 +266,21 @@ fn main() -> ExitCode {
     // never under NO_COLOR (https://no-color.org: set and not empty).
     // A network service logs its audit lines (a write: who, what, where) and its warnings
     // unless told otherwise.
+    // Its log is JSON, one object a line, with `--log-format json`.
     let network = matches!(&args.command, Command::Serve(serve) if serve.network());
-    if std::env::var_os("RUST_LOG").is_some() || network {
+    let json = matches!(&args.command, Command::Serve(serve) if serve.log_format == serve::LogFormat::Json);
+    if std::env::var_os("RUST_LOG").is_some() || network || json {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         let filter = match std::env::var_os("RUST_LOG") {
             Some(_) => tracing_subscriber::EnvFilter::from_default_env(),
-            None => tracing_subscriber::EnvFilter::new("warn,seshat::audit=info"),
+            None => tracing_subscriber::EnvFilter::new("warn,seshat::audit=info,seshat::service=info"),
         };
-        tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .with_writer(std::io::stderr)
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()) && !no_color)
-            .init();
+        let log = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+        if json {
+            log.json().with_current_span(true).with_span_list(false).init();
+        } else {
+            log.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()) && !no_color).init();
+        }
     }
     if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         seshat::store::on_migration_progress(migration_progress());

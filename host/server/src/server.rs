@@ -11,6 +11,12 @@ use crate::outbox::{self as rpc, Outbox};
 use crate::turns;
 use seshat::memory::tools;
 
+/// A process-unique id for the request being served (`r` and a number), for the log.
+fn next_request_id() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    format!("r{}", NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+}
+
 pub(crate) struct Server {
     /// The command's context; a network client's acts for its user, in the project it names.
     pub(crate) ctx: Home,
@@ -84,6 +90,10 @@ impl Server {
             self.audit(method, &params, None, Some(&refused), writes);
             return self.outbox.error(id, refused);
         }
+        // Every line this request causes — its audit event, a turn's on the worker that runs it —
+        // carries its id.
+        let span = tracing::info_span!(target: "seshat::service", "request", request_id = next_request_id(), method);
+        let _request = span.enter();
         let began = std::time::Instant::now();
         let answer = self.call(method, &params, id.clone());
         self.metrics.request(method, answer.as_ref().err().map(RpcError::stable), began.elapsed());

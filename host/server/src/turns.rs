@@ -334,10 +334,13 @@ impl Turns {
         let outbox = link.outbox.clone();
         let hide = link.user.map(|_| link.ctx.clone());
         let running = self.running.enter();
+        // The job's log lines carry the request that started it.
+        let span = tracing::Span::current();
         self.busy
             .2
             .run(Box::new(move || {
                 let _running = running;
+                let _request = span.enter();
                 // (A job that panicked dropped the agent: the slot is opened again on the next turn.)
                 let mut slot = agent.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 let Some(agent) = slot.as_mut() else {
@@ -419,6 +422,11 @@ impl Turns {
                 .filter(|code| *code != "interrupted")
                 .map(|code| (code, Failure::of(code, from_provider)));
             metrics.turn(began.elapsed(), outcome.interrupted, failure);
+            if let Some((code, source)) = failure {
+                let error = outcome.error.as_deref().unwrap_or("");
+                let error = hide.as_ref().map_or_else(|| error.to_string(), |ctx| ctx.hide_paths(error));
+                tracing::warn!(target: "seshat::service", session = %session_id, code, ?source, "the turn failed: {error}");
+            }
             for report in outcome.compactions.iter().filter(|r| !r.dry_run) {
                 metrics.compaction(false, report.tokens_before.saturating_sub(report.tokens_after));
             }

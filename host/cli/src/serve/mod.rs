@@ -46,6 +46,19 @@ pub struct Args {
     /// Allow a plain `ws://` address beyond loopback (behind a proxy that encrypts).
     #[arg(long)]
     insecure_listen: bool,
+    /// How the log on stderr is written: `text` lines, or `json`, one object a line (the
+    /// request id of the JSON-RPC call that caused it in each, the audit events among them).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+/// How the service writes its log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Lines for a person.
+    Text,
+    /// One JSON object a line, for a log pipeline.
+    Json,
 }
 
 impl Args {
@@ -72,7 +85,7 @@ pub fn run(ctx: &Context, args: &Args, signals: Option<super::stop::Signals>) ->
         anyhow::bail!("--tls-cert, --tls-key and --insecure-listen are for `--listen ws://…` or `wss://…` addresses");
     }
     if let Some(network) = network {
-        return serve_network(ctx, &home, network, busy, signals);
+        return serve_network(ctx, &home, network, busy, signals, args.log_format);
     }
     if let Some(signals) = signals {
         // As at the end of the input: every turn in flight is interrupted and stores what arrived.
@@ -127,6 +140,7 @@ fn serve_network(
     network: network::Network,
     busy: Service,
     signals: Option<super::stop::Signals>,
+    log_format: LogFormat,
 ) -> anyhow::Result<ExitCode> {
     let grace = ctx.config().map(|c| c.serve.grace()).unwrap_or_default();
     let stop = Arc::new(network::Stop::new());
@@ -137,7 +151,9 @@ fn serve_network(
             // is refused a turn too.
             busy.refuse_new();
             stop.stop_accepting();
+            tracing::info!(target: "seshat::service", ?signal, grace_secs = grace.as_secs(), "stopping: draining the turns in flight");
             let running = busy.drain(grace);
+            tracing::info!(target: "seshat::service", still_running = running, "drained");
             if running > 0 {
                 let _ = writeln!(
                     std::io::stderr(),
@@ -148,11 +164,11 @@ fn serve_network(
             }
             // Each client gets what was queued for it (a turn's last events) before it is closed.
             stop.close_all(STOP_WAIT);
-            tracing::debug!(?signal, "stopped");
+            tracing::info!(target: "seshat::service", ?signal, still_running = running, "stopped");
             std::process::exit(0);
         });
     }
-    network::serve(ctx, Arc::new(home.clone()), network, busy, &stop)?;
+    network::serve(ctx, Arc::new(home.clone()), network, busy, &stop, log_format)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -175,6 +175,7 @@ pub(super) fn serve(
     network: Network,
     busy: Service,
     stop: &Stop,
+    log_format: super::LogFormat,
 ) -> anyhow::Result<()> {
     let config = ctx.config().map(|c| c.serve).unwrap_or_default();
     let max_message = config.max_message_bytes();
@@ -193,9 +194,19 @@ pub(super) fn serve(
             .await
             .with_context(|| format!("cannot listen on {}", network.address))?;
         let local = listener.local_addr()?;
-        eprintln!("seshat serve: listening on {}://{local}", if network.tls.is_some() { "wss" } else { "ws" });
+        let scheme = if network.tls.is_some() { "wss" } else { "ws" };
+        let version = env!("CARGO_PKG_VERSION");
+        // (A JSON log is JSON from its first line: the address is in the `listening` event.)
+        if log_format == super::LogFormat::Text {
+            eprintln!("seshat serve: listening on {scheme}://{local}");
+        }
+        tracing::info!(target: "seshat::service", address = %format!("{scheme}://{local}"), version, "listening");
         for warning in network.warnings.iter().chain(&fitted.warning) {
-            eprintln!("seshat serve: warning: {warning}");
+            if log_format == super::LogFormat::Text {
+                eprintln!("seshat serve: warning: {warning}");
+            } else {
+                tracing::warn!(target: "seshat::service", "{warning}");
+            }
         }
         let shared = Arc::new(Shared {
             connections: Arc::new(tokio::sync::Semaphore::new(fitted.max_connections)),

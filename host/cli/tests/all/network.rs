@@ -63,7 +63,12 @@ impl Service {
         let mut said = String::new();
         stderr.read_line(&mut said).unwrap();
         let prefix = format!("seshat serve: listening on {scheme}://");
-        let address = said.trim().strip_prefix(&prefix).unwrap_or_else(|| panic!("not listening: {said}"));
+        // (With `--log-format json` the address is in the first line's `listening` event.)
+        let event: Option<Value> = serde_json::from_str(said.trim()).ok();
+        let address = match &event {
+            Some(event) => event["fields"]["address"].as_str().unwrap_or_else(|| panic!("not listening: {said}")),
+            None => said.trim().strip_prefix(&prefix).unwrap_or_else(|| panic!("not listening: {said}")),
+        };
         let port = address.rsplit(':').next().unwrap().parse().unwrap();
         let log = Arc::new(Mutex::new(Vec::new()));
         let kept = log.clone();
@@ -88,6 +93,11 @@ impl Service {
         let init = c.call("initialize", json!({"model": "gpt-4o"}));
         assert!(init.get("error").is_none(), "{init}");
         c
+    }
+
+    /// Every line logged after the first.
+    pub(crate) fn log_lines(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
     }
 
     /// Whether a logged line holds every one of `words`.

@@ -88,3 +88,41 @@ fn health_readiness_and_metrics_answer_curl_over_tls_and_count_a_turn_and_its_cl
     assert_eq!(curl(&service, &ca, "/healthz").0, 200, "the process itself is still up");
     assert_eq!(server.unexpected(), Vec::<String>::new());
 }
+
+/// `--log-format json`: every line one JSON object; a request's audit event and what its turn
+/// logs on the worker that ran it carry the same request id; a provider's failure is logged at
+/// the default level, naming the code.
+#[test]
+fn a_json_log_carries_each_requests_id_into_every_line_it_causes() {
+    let refusal = br#"{"error":{"message":"the model refused this request","type":"invalid_request_error"}}"#;
+    let server = Server::start(vec![Reply::Full { status: 400, headers: vec![], body: refusal.to_vec() }]);
+    let home = home_for("openai", &server, "");
+    let alice = token(&home, "alice", &[]);
+    let service = Service::start(&home, "ws", &["--log-format", "json"]);
+    let mut c = service.client(&alice);
+    let session = c.new_session();
+    let turn = c.ok("turn/start", json!({"session": session, "text": "hi"}))["turn"].clone();
+    let done = c.wait(|v| v["method"] == "turn/completed" && v["params"]["turn"] == turn);
+    let code = done["params"]["outcome"]["error_code"].as_str().expect("the turn failed").to_string();
+    let events = || -> Vec<serde_json::Value> {
+        service
+            .log_lines()
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}")))
+            .collect()
+    };
+    wait_for("the turn's failure in the log", || events().iter().any(|e| e["fields"]["code"] == code.as_str()));
+    let all = events();
+    let audit = all
+        .iter()
+        .find(|e| e["target"] == "seshat::audit" && e["span"]["method"] == "turn/start")
+        .unwrap_or_else(|| panic!("turn/start's audit event: {all:?}"));
+    let failed = all.iter().find(|e| e["fields"]["code"] == code.as_str()).unwrap();
+    assert_eq!(failed["level"], "WARN", "{failed}");
+    assert!(audit["span"]["request_id"].as_str().is_some_and(|id| id.starts_with('r')), "{audit}");
+    assert_eq!(failed["span"]["request_id"], audit["span"]["request_id"], "one request, one id: {failed} {audit}");
+    let new = all.iter().find(|e| e["span"]["method"] == "session/new").expect("session/new's audit event");
+    assert_ne!(new["span"]["request_id"], audit["span"]["request_id"], "each request its own id");
+    assert_eq!(new["fields"]["target"], session.as_str(), "the audit names the session it made: {new}");
+    assert_eq!(server.unexpected(), Vec::<String>::new());
+}
