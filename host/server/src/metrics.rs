@@ -215,13 +215,16 @@ impl Failure {
     pub(crate) fn of(code: &str, from_provider: bool) -> Failure {
         if code.starts_with("plugin_") {
             Failure::Plugin
-        } else if from_provider {
+        } else if from_provider && !CONFIGURATION.contains(&code) {
             Failure::Provider
         } else {
             Failure::Other
         }
     }
 }
+
+/// A provider's codes that say the service is set up wrong, not that the model's server failed.
+const CONFIGURATION: &[&str] = &["provider_not_configured", "host_not_allowed"];
 
 /// Counts something as present while held (a connection, a job).
 #[derive(Debug)]

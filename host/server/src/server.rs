@@ -78,9 +78,16 @@ impl Server {
             // Notifications the server understands: none change state yet.
             return;
         };
+        // Every line this request causes — its audit event, a turn's on the worker that runs it —
+        // carries its id.
+        let span = tracing::info_span!(target: "seshat::service", "request", request_id = next_request_id(), method);
+        let _request = span.enter();
+        let began = std::time::Instant::now();
         // Reading the configuration needs no session settings: a client may check it first.
         if method != "initialize" && method != "config/get" && self.setup.is_none() {
-            return self.outbox.error(id, RpcError::not_initialized());
+            let refused = RpcError::not_initialized();
+            self.metrics.request(method, Some(refused.stable()), began.elapsed());
+            return self.outbox.error(id, refused);
         }
         // The method's access rule, declared with it in the protocol: an unknown method is
         // answered by the dispatch below.
@@ -88,13 +95,9 @@ impl Server {
         if writes && self.acting.read_only {
             let refused = RpcError::read_only(method);
             self.audit(method, &params, None, Some(&refused), writes);
+            self.metrics.request(method, Some(refused.stable()), began.elapsed());
             return self.outbox.error(id, refused);
         }
-        // Every line this request causes — its audit event, a turn's on the worker that runs it —
-        // carries its id.
-        let span = tracing::info_span!(target: "seshat::service", "request", request_id = next_request_id(), method);
-        let _request = span.enter();
-        let began = std::time::Instant::now();
         let answer = self.call(method, &params, id.clone());
         self.metrics.request(method, answer.as_ref().err().map(RpcError::stable), began.elapsed());
         self.audit(method, &params, answer.as_ref().ok().and_then(Option::as_ref), answer.as_ref().err(), writes);

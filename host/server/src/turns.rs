@@ -392,7 +392,7 @@ impl Turns {
         let audited = link.user.map(str::to_string);
         let metrics = self.metrics.clone();
         self.run(link, session, id, move |agent, cancel, claim, id| {
-            let _running = metrics.job();
+            let running = metrics.job();
             let began = std::time::Instant::now();
             let started = m::TurnStartResult { session: session_id.clone(), turn };
             match crate::outbox::answer::<m::TurnStart>(&started) {
@@ -421,7 +421,9 @@ impl Turns {
                 .as_deref()
                 .filter(|code| *code != "interrupted")
                 .map(|code| (code, Failure::of(code, from_provider)));
-            metrics.turn(began.elapsed(), outcome.interrupted, failure);
+            // (A turn cut short by an error that says it was interrupted is interrupted too.)
+            let interrupted = outcome.interrupted || outcome.error_code.as_deref() == Some("interrupted");
+            metrics.turn(began.elapsed(), interrupted, failure);
             if let Some((code, source)) = failure {
                 let error = outcome.error.as_deref().unwrap_or("");
                 let error = hide.as_ref().map_or_else(|| error.to_string(), |ctx| ctx.hide_paths(error));
@@ -450,6 +452,8 @@ impl Turns {
                 notifier.warning(&warning);
                 outcome.warnings.push(warning);
             }
+            // No longer running once the client hears it ended.
+            drop(running);
             outbox.notice::<n::Completed>(&n::CompletedParams { session: session_id, turn, outcome });
         })
     }

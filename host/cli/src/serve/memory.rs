@@ -16,6 +16,9 @@ use seshat_server::Service;
 /// How often [`start`]'s thread looks.
 const EVERY: Duration = Duration::from_secs(2);
 
+/// Giving back walks the allocator's free lists under its locks: not more often than this.
+const AT_MOST_EVERY: Duration = Duration::from_secs(10);
+
 /// How much more the allocator must hold free before it gives back again.
 const GROWN: usize = 4 << 20;
 
@@ -25,13 +28,18 @@ const GROWN: usize = 4 << 20;
 pub(super) fn start(service: Service) {
     let looking = move || {
         let mut after_last = 0;
+        let mut last_trim = std::time::Instant::now();
         loop {
             std::thread::sleep(EVERY);
             let closed = service.close_idle_stores();
             let free = free_bytes();
-            after_last = if closed > 0 || free > after_last + GROWN {
+            after_last = if (closed > 0 || free > after_last + GROWN) && last_trim.elapsed() >= AT_MOST_EVERY {
                 trim();
+                last_trim = std::time::Instant::now();
                 free_bytes()
+            } else if closed > 0 || free > after_last + GROWN {
+                // (Given back at the next look past AT_MOST_EVERY.)
+                after_last
             } else {
                 // Free memory reused since: the next growth is counted from here.
                 after_last.min(free)

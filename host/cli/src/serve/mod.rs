@@ -155,9 +155,10 @@ fn serve_network(
             let running = busy.drain(grace);
             tracing::info!(target: "seshat::service", still_running = running, "drained");
             if running > 0 {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "seshat serve: {running} turn(s) still running after {} s; interrupting them",
+                tracing::warn!(
+                    target: "seshat::service",
+                    still_running = running,
+                    "{running} turn(s) still running after {} s; interrupting them",
                     grace.as_secs()
                 );
                 busy.stop_all(STOP_WAIT);

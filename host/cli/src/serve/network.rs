@@ -197,10 +197,12 @@ pub(super) fn serve(
         let scheme = if network.tls.is_some() { "wss" } else { "ws" };
         let version = env!("CARGO_PKG_VERSION");
         // (A JSON log is JSON from its first line: the address is in the `listening` event.)
-        if log_format == super::LogFormat::Text {
-            eprintln!("seshat serve: listening on {scheme}://{local}");
+        match log_format {
+            super::LogFormat::Text => eprintln!("seshat serve: listening on {scheme}://{local}"),
+            super::LogFormat::Json => {
+                tracing::info!(target: "seshat::service", address = %format!("{scheme}://{local}"), version, "listening");
+            }
         }
-        tracing::info!(target: "seshat::service", address = %format!("{scheme}://{local}"), version, "listening");
         for warning in network.warnings.iter().chain(&fitted.warning) {
             if log_format == super::LogFormat::Text {
                 eprintln!("seshat serve: warning: {warning}");

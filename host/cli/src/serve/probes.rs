@@ -68,26 +68,37 @@ where
 {
     let mut head = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
-    let end = loop {
-        if let Some(end) = head.windows(4).position(|w| w == b"\r\n\r\n") {
-            break end + 4;
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut new_line = false;
+    loop {
+        // The head ends where HTTP says it does (CRLF or bare LF line ends alike): looked for
+        // when a read brought a line's end, so a client sending a byte at a time costs no more.
+        if new_line {
+            let mut looked = [httparse::EMPTY_HEADER; MAX_HEADERS];
+            match httparse::Request::new(&mut looked).parse(&head) {
+                Ok(httparse::Status::Complete(_)) => break,
+                Ok(httparse::Status::Partial) => {}
+                Err(_) => {
+                    let _ = answer(&mut stream, "400 Bad Request", TEXT, "not an HTTP request\n", &[]).await;
+                    return None;
+                }
+            }
         }
         if head.len() >= MAX_HEAD {
-            let _ = answer(&mut stream, "431 Request Header Fields Too Large", "text/plain", "request head too long\n")
-                .await;
+            let _ =
+                answer(&mut stream, "431 Request Header Fields Too Large", TEXT, "request head too long\n", &[]).await;
             return None;
         }
         match stream.read(&mut chunk).await {
             Ok(0) | Err(_) => return None,
-            Ok(n) => head.extend_from_slice(&chunk[..n]),
+            Ok(n) => {
+                new_line = chunk[..n].contains(&b'\n');
+                head.extend_from_slice(&chunk[..n]);
+            }
         }
-    };
-    let mut headers = [httparse::EMPTY_HEADER; 64];
-    let mut request = httparse::Request::new(&mut headers);
-    if !matches!(request.parse(&head[..end]), Ok(httparse::Status::Complete(_))) {
-        let _ = answer(&mut stream, "400 Bad Request", "text/plain", "not an HTTP request\n").await;
-        return None;
     }
+    let mut request = httparse::Request::new(&mut headers);
+    let _ = request.parse(&head);
     let upgrade = request.headers.iter().any(|h| {
         h.name.eq_ignore_ascii_case("upgrade")
             && String::from_utf8_lossy(h.value).trim().eq_ignore_ascii_case("websocket")
@@ -95,27 +106,44 @@ where
     if upgrade {
         return Some(Prefixed { head, at: 0, inner: stream });
     }
-    let (method, path) = (request.method.unwrap_or(""), request.path.unwrap_or(""));
-    let path = path.split('?').next().unwrap_or("");
+    let method = request.method.unwrap_or("").to_string();
+    let path = request.path.unwrap_or("").split('?').next().unwrap_or("").to_string();
     if method != "GET" && method != "HEAD" {
-        let _ = answer(&mut stream, "405 Method Not Allowed", "text/plain", "only GET\n").await;
+        let allow = [("allow", "GET, HEAD")];
+        let _ = answer(&mut stream, "405 Method Not Allowed", TEXT, "only GET and HEAD\n", &allow).await;
         return None;
     }
-    let (status, kind, body) = match path {
-        "/healthz" => ("200 OK", "text/plain; charset=utf-8", "ok\n".to_string()),
+    // A probe that reads the store runs on one of the threads clients' requests run on: one at a
+    // time, so probes (asked without a token) never hold more than one of them; another asked
+    // meanwhile is told to try again.
+    let reading = match path.as_str() {
+        "/readyz" | "/metrics" => match PROBING.try_acquire() {
+            Ok(permit) => Some(permit),
+            Err(_) => {
+                let again = [("retry-after", "1")];
+                let _ =
+                    answer(&mut stream, "503 Service Unavailable", TEXT, "busy: another probe is running\n", &again)
+                        .await;
+                return None;
+            }
+        },
+        _ => None,
+    };
+    let (status, kind, body) = match path.as_str() {
+        "/healthz" => ("200 OK", TEXT, "ok\n".to_string()),
         "/readyz" => {
             let (service, home) = (service.clone(), home.clone());
             match tokio::task::spawn_blocking(move || service.ready(&home)).await {
-                Ok(Ok(())) => ("200 OK", "text/plain; charset=utf-8", "ready\n".to_string()),
-                Ok(Err(why)) => ("503 Service Unavailable", "text/plain; charset=utf-8", format!("not ready: {why}\n")),
-                Err(_) => ("503 Service Unavailable", "text/plain; charset=utf-8", "not ready\n".to_string()),
+                Ok(Ok(())) => ("200 OK", TEXT, "ready\n".to_string()),
+                Ok(Err(why)) => ("503 Service Unavailable", TEXT, format!("not ready: {why}\n")),
+                Err(_) => ("503 Service Unavailable", TEXT, "not ready\n".to_string()),
             }
         }
         "/metrics" => {
             let (service, home) = (service.clone(), home.clone());
             match tokio::task::spawn_blocking(move || service.render_metrics(&home)).await {
                 Ok(text) => ("200 OK", "application/openmetrics-text; version=1.0.0; charset=utf-8", text),
-                Err(_) => ("500 Internal Server Error", "text/plain; charset=utf-8", "metrics failed\n".to_string()),
+                Err(_) => ("500 Internal Server Error", TEXT, "metrics failed\n".to_string()),
             }
         }
         _ => (
@@ -129,17 +157,49 @@ where
             .to_string(),
         ),
     };
-    let body = if method == "HEAD" { String::new() } else { body };
-    let _ = answer(&mut stream, status, kind, &body).await;
+    drop(reading);
+    // A HEAD gets the head a GET gets, its length included, and no body.
+    let sent = if method == "HEAD" { "" } else { body.as_str() };
+    let _ = write(&mut stream, status, kind, body.len(), sent, &[]).await;
     None
 }
 
+/// Plain text's content type.
+const TEXT: &str = "text/plain; charset=utf-8";
+
+/// The most header lines a request head may have (as many as tungstenite reads in an upgrade).
+const MAX_HEADERS: usize = 124;
+
+/// At most one probe reads the store at a time.
+static PROBING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+
 /// Writes one HTTP/1.1 answer and closes.
-async fn answer<S: AsyncWrite + Unpin>(stream: &mut S, status: &str, kind: &str, body: &str) -> io::Result<()> {
-    let head = format!(
-        "HTTP/1.1 {status}\r\ncontent-type: {kind}\r\ncontent-length: {}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n",
-        body.len()
+async fn answer<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    status: &str,
+    kind: &str,
+    body: &str,
+    extra: &[(&str, &str)],
+) -> io::Result<()> {
+    write(stream, status, kind, body.len(), body, extra).await
+}
+
+/// Writes a head saying `length` bytes follow, then `body`, and closes.
+async fn write<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    status: &str,
+    kind: &str,
+    length: usize,
+    body: &str,
+    extra: &[(&str, &str)],
+) -> io::Result<()> {
+    let mut head = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: {kind}\r\ncontent-length: {length}\r\ncache-control: no-store\r\nconnection: close\r\n"
     );
+    for (name, value) in extra {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
     stream.write_all(head.as_bytes()).await?;
     stream.write_all(body.as_bytes()).await?;
     stream.shutdown().await

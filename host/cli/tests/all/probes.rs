@@ -126,3 +126,36 @@ fn a_json_log_carries_each_requests_id_into_every_line_it_causes() {
     assert_eq!(new["fields"]["target"], session.as_str(), "the audit names the session it made: {new}");
     assert_eq!(server.unexpected(), Vec::<String>::new());
 }
+
+/// Sends `request` to the service over plain TCP, `bytes` at a time, and reads the whole answer.
+fn raw(service: &Service, request: &[u8], bytes: usize) -> String {
+    use std::io::{Read as _, Write as _};
+    let mut tcp = std::net::TcpStream::connect(("127.0.0.1", service.port)).unwrap();
+    tcp.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
+    for piece in request.chunks(bytes) {
+        tcp.write_all(piece).unwrap();
+        tcp.flush().unwrap();
+    }
+    let mut answer = String::new();
+    tcp.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+/// The probes read HTTP as HTTP is written: a head sent a byte at a time or with bare LF line
+/// ends, HEAD with the length a GET would get and no body, another method refused naming the
+/// allowed ones.
+#[test]
+fn probes_read_heads_a_byte_at_a_time_answer_head_and_refuse_other_methods() {
+    let home = crate::support::Home::new();
+    let service = Service::start(&home, "ws", &[]);
+    let answer = raw(&service, b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n", 1);
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n") && answer.ends_with("\r\n\r\nok\n"), "{answer}");
+    let answer = raw(&service, b"GET /healthz HTTP/1.1\nHost: localhost\n\n", 3);
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "bare LF: {answer}");
+    let get = raw(&service, b"GET /readyz HTTP/1.1\r\nHost: localhost\r\n\r\n", 4096);
+    let head = raw(&service, b"HEAD /readyz HTTP/1.1\r\nHost: localhost\r\n\r\n", 4096);
+    assert!(get.ends_with("\r\n\r\nready\n"), "{get}");
+    assert!(head.contains("content-length: 6\r\n") && head.ends_with("\r\n\r\n"), "{head}");
+    let answer = raw(&service, b"POST /healthz HTTP/1.1\r\nHost: localhost\r\ncontent-length: 0\r\n\r\n", 4096);
+    assert!(answer.starts_with("HTTP/1.1 405 ") && answer.contains("allow: GET, HEAD\r\n"), "{answer}");
+}
