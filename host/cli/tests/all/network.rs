@@ -756,17 +756,25 @@ fn remote_mcp_sessions_and_knowledge_search_work_from_a_machine_with_no_store() 
     let remote = |cmd: &mut Command| {
         cmd.env("SESHAT_REMOTE", &service.url).env("SESHAT_TOKEN", &alice);
     };
-    let calls = [
+    // The write in one MCP session, the reads in the next: an MCP server may answer requests a
+    // client sent together in any order.
+    let writes = [
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "create_entities",
             "arguments": {"scope": "user", "entities": [{"name": "kestrel", "entityType": "cluster", "observations": ["deploys Tuesdays"]}]}}}),
+    ];
+    let reads = [
         json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "search_nodes", "arguments": {"query": "kestrel"}}}),
         json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "knowledge_search", "arguments": {"query": "kestrel deploys"}}}),
     ];
-    let mut cmd = laptop.cmd();
-    remote(&mut cmd);
-    let (status, stderr, answers) = crate::support::mcp_session(cmd, &calls);
-    assert!(status.success(), "{stderr}");
+    let mut answers = Vec::new();
+    for calls in [&writes[..], &reads[..]] {
+        let mut cmd = laptop.cmd();
+        remote(&mut cmd);
+        let (status, stderr, answered) = crate::support::mcp_session(cmd, calls);
+        assert!(status.success(), "{stderr}");
+        answers.extend(answered);
+    }
     let answer =
         |id: u64| answers.iter().find(|a| a["id"] == id).unwrap_or_else(|| panic!("no answer {id}: {answers:?}"));
     let names: Vec<&str> =
