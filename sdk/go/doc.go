@@ -20,4 +20,24 @@
 //
 // Credentials stay in the environment of the `seshat serve` process (ANTHROPIC_API_KEY,
 // OPENAI_API_KEY, ...); none crosses the protocol.
+//
+// # A team's service
+//
+// The same client speaks to a shared `seshat serve --listen wss://HOST:PORT` instead of a child
+// process when ClientConfig.URL is set: the same API, acting as the user the token names, with
+// the store on the service (SQLite or PostgreSQL) and no database credentials on this machine.
+//
+//	pool := x509.NewCertPool()
+//	pool.AppendCertsFromPEM(teamCA) // a private CA; a nil TLSConfig trusts the system's roots
+//	client, err := seshat.NewClient(ctx, seshat.ClientConfig{
+//		URL:       "wss://seshat.internal:7420",
+//		Token:     os.Getenv("SESHAT_TOKEN"),
+//		TLSConfig: &tls.Config{RootCAs: pool},
+//		Project:   "github.com/acme/app", // the project key; ProjectDir's AGENTS.md is sent
+//		Model:     "claude-sonnet-4-5",
+//	})
+//
+// A refused connection is an *Error with the server's code (token_invalid, token_expired,
+// too_many_connections, ...). The service's operator watches it on the same address:
+// GET /healthz, /readyz and /metrics (Prometheus).
 package seshat

@@ -149,6 +149,10 @@ pub struct ServeConfig {
     /// `--listen ws://…`: seconds a stop signal (SIGTERM) lets running turns finish before they
     /// are stored as interrupted (default 30).
     pub grace_secs: Option<u64>,
+    /// `--listen ws://…`: an address (`HOST:PORT`) of its own for `/metrics` (with `/healthz` and
+    /// `/readyz`), plain HTTP, so it can be kept off the clients' network; `/metrics` is then no
+    /// longer answered on the clients' listener. Unset: all three on the clients' listener.
+    pub metrics_listen: Option<String>,
 }
 
 impl ServeConfig {

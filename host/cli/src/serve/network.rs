@@ -225,6 +225,15 @@ pub(super) fn serve(
             open: stop.open.clone(),
         });
         super::memory::start(shared.busy.clone());
+        if let Some(address) = &shared.config.metrics_listen {
+            let metrics = metrics_listener(address).await?;
+            let at = metrics.local_addr()?;
+            match log_format {
+                super::LogFormat::Text => eprintln!("seshat serve: metrics on http://{at}/metrics"),
+                super::LogFormat::Json => tracing::info!(target: "seshat::service", address = %format!("http://{at}"), "metrics"),
+            }
+            tokio::spawn(serve_metrics(metrics, shared.clone()));
+        }
         let acceptor = network.tls.map(tokio_rustls::TlsAcceptor::from);
         let mut accepting = stop.accepting.subscribe();
         loop {
@@ -285,6 +294,34 @@ pub(super) fn serve(
         Ok::<_, anyhow::Error>(())
     })?;
     Ok(())
+}
+
+/// Binds `[serve] metrics_listen`.
+async fn metrics_listener(address: &str) -> anyhow::Result<tokio::net::TcpListener> {
+    let parsed: SocketAddr = address.parse().map_err(|e| {
+        anyhow::anyhow!(
+            "`metrics_listen` under [serve] must be HOST:PORT with an IP address (127.0.0.1:9464), not `{address}`: {e}"
+        )
+    })?;
+    tokio::net::TcpListener::bind(parsed)
+        .await
+        .with_context(|| format!("cannot listen on {parsed} (`metrics_listen` under [serve])"))
+}
+
+/// Answers the probes on `[serve] metrics_listen` (plain HTTP, one request a connection, each
+/// within the handshake timeout), until the process exits.
+async fn serve_metrics(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
+    loop {
+        let Ok((tcp, _)) = listener.accept().await else {
+            tokio::time::sleep(ACCEPT_BACKOFF).await;
+            continue;
+        };
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let routed = super::probes::route(tcp, &shared.busy, &shared.home, super::probes::Listener::Metrics);
+            let _ = tokio::time::timeout(shared.config.handshake_timeout(), routed).await;
+        });
+    }
 }
 
 /// A refusal at the upgrade: `status` with a JSON body naming the code and what to do.
@@ -356,7 +393,12 @@ async fn client<S>(
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     // A probe (`/healthz`, `/readyz`, `/metrics`) is answered here; an upgrade goes on.
-    let routed = tokio::time::timeout_at(deadline, super::probes::route(stream, &shared.busy, &shared.home));
+    let on = if shared.config.metrics_listen.is_some() {
+        super::probes::Listener::ClientsOnly
+    } else {
+        super::probes::Listener::Clients
+    };
+    let routed = tokio::time::timeout_at(deadline, super::probes::route(stream, &shared.busy, &shared.home, on));
     let Ok(Some(stream)) = routed.await else { return };
     // What the upgrade's callback takes once the token is checked: the caller, a connection
     // slot and one of the user's connections (a socket that never proves itself takes none).

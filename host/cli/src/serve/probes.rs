@@ -62,7 +62,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
 
 /// Reads `stream`'s request head: a WebSocket upgrade is given back to go on with; a probe is
 /// answered here (`None`), as is a head that never ends or does not parse.
-pub(super) async fn route<S>(mut stream: S, service: &Service, home: &Arc<Home>) -> Option<Prefixed<S>>
+pub(super) async fn route<S>(mut stream: S, service: &Service, home: &Arc<Home>, on: Listener) -> Option<Prefixed<S>>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -103,7 +103,7 @@ where
         h.name.eq_ignore_ascii_case("upgrade")
             && String::from_utf8_lossy(h.value).trim().eq_ignore_ascii_case("websocket")
     });
-    if upgrade {
+    if upgrade && on != Listener::Metrics {
         return Some(Prefixed { head, at: 0, inner: stream });
     }
     let method = request.method.unwrap_or("").to_string();
@@ -117,7 +117,7 @@ where
     // time, so probes (asked without a token) never hold more than one of them; another asked
     // meanwhile is told to try again.
     let reading = match path.as_str() {
-        "/readyz" | "/metrics" => match PROBING.try_acquire() {
+        "/readyz" | "/metrics" if path == "/readyz" || on != Listener::ClientsOnly => match PROBING.try_acquire() {
             Ok(permit) => Some(permit),
             Err(_) => {
                 let again = [("retry-after", "1")];
@@ -129,6 +129,7 @@ where
         },
         _ => None,
     };
+    let metrics_here = on != Listener::ClientsOnly;
     let (status, kind, body) = match path.as_str() {
         "/healthz" => ("200 OK", TEXT, "ok\n".to_string()),
         "/readyz" => {
@@ -139,7 +140,7 @@ where
                 Err(_) => ("503 Service Unavailable", TEXT, "not ready\n".to_string()),
             }
         }
-        "/metrics" => {
+        "/metrics" if metrics_here => {
             let (service, home) = (service.clone(), home.clone());
             match tokio::task::spawn_blocking(move || service.render_metrics(&home)).await {
                 Ok(text) => ("200 OK", "application/openmetrics-text; version=1.0.0; charset=utf-8", text),
@@ -162,6 +163,17 @@ where
     let sent = if method == "HEAD" { "" } else { body.as_str() };
     let _ = write(&mut stream, status, kind, body.len(), sent, &[]).await;
     None
+}
+
+/// Which listener a connection came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Listener {
+    /// The clients' listener, answering `/metrics` too (no `metrics_listen` set).
+    Clients,
+    /// The clients' listener when `/metrics` has an address of its own.
+    ClientsOnly,
+    /// `[serve] metrics_listen`: the probes alone, no upgrade.
+    Metrics,
 }
 
 /// Plain text's content type.

@@ -159,3 +159,44 @@ fn probes_read_heads_a_byte_at_a_time_answer_head_and_refuse_other_methods() {
     let answer = raw(&service, b"POST /healthz HTTP/1.1\r\nHost: localhost\r\ncontent-length: 0\r\n\r\n", 4096);
     assert!(answer.starts_with("HTTP/1.1 405 ") && answer.contains("allow: GET, HEAD\r\n"), "{answer}");
 }
+
+/// `[serve] metrics_listen`: `/metrics` on an address of its own (plain HTTP, no upgrade), and no
+/// longer on the clients' listener; the health probes on both.
+#[test]
+fn metrics_on_an_address_of_their_own_leave_the_clients_listener() {
+    let server = Server::start(vec![]);
+    let home = home_for("openai", &server, "[serve]\nmetrics_listen = \"127.0.0.1:0\"\n");
+    let service = Service::start(&home, "ws", &[]);
+    let mut metrics_port = None;
+    wait_for("the metrics address in the log", || {
+        metrics_port = service.log_lines().iter().find_map(|l| {
+            l.strip_prefix("seshat serve: metrics on http://127.0.0.1:")?.strip_suffix("/metrics")?.parse::<u16>().ok()
+        });
+        metrics_port.is_some()
+    });
+    let port = metrics_port.unwrap();
+    let get = |port: u16, path: &str| {
+        use std::io::{Read as _, Write as _};
+        let mut tcp = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        tcp.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
+        write!(tcp, "GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+        let mut answer = String::new();
+        tcp.read_to_string(&mut answer).unwrap();
+        answer
+    };
+    let there = get(port, "/metrics");
+    assert!(there.starts_with("HTTP/1.1 200 ") && there.contains("seshat_connections 0"), "{there}");
+    let clients = get(service.port, "/metrics");
+    assert!(clients.starts_with("HTTP/1.1 404 "), "not on the clients' listener: {clients}");
+    for port in [port, service.port] {
+        assert!(get(port, "/healthz").starts_with("HTTP/1.1 200 "));
+        assert!(get(port, "/readyz").starts_with("HTTP/1.1 200 "));
+    }
+    // No client is served on the metrics address: a token's upgrade there is not taken.
+    let alice = token(&home, "alice", &[]);
+    let url = format!("ws://127.0.0.1:{port}");
+    let mut request = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(url).unwrap();
+    request.headers_mut().insert("Authorization", format!("Bearer {alice}").parse().unwrap());
+    assert!(tokio_tungstenite::tungstenite::connect(request).is_err(), "no upgrade on the metrics address");
+    assert!(service.client(&alice).ok("session/list", json!({})).is_object(), "clients go on");
+}
