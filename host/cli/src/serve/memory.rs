@@ -33,16 +33,17 @@ pub(super) fn start(service: Service) {
             std::thread::sleep(EVERY);
             let closed = service.close_idle_stores();
             let free = free_bytes();
-            after_last = if (closed > 0 || free > after_last + GROWN) && last_trim.elapsed() >= AT_MOST_EVERY {
+            let wanted = closed > 0 || free > after_last + GROWN;
+            after_last = if !wanted {
+                // Free memory reused since: the next growth is counted from here.
+                after_last.min(free)
+            } else if last_trim.elapsed() >= AT_MOST_EVERY {
                 trim();
                 last_trim = std::time::Instant::now();
                 free_bytes()
-            } else if closed > 0 || free > after_last + GROWN {
+            } else {
                 // (Given back at the next look past AT_MOST_EVERY.)
                 after_last
-            } else {
-                // Free memory reused since: the next growth is counted from here.
-                after_last.min(free)
             };
         }
     };
