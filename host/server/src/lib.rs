@@ -54,8 +54,7 @@ impl Service {
     /// Everything the service counts, in Prometheus' text format, the embedding queues read now
     /// from the store (`home`'s) first.
     pub fn render_metrics(&self, home: &Home) -> String {
-        let store = self.1.take().map_or_else(|| home.store(), Ok);
-        match store {
+        match self.1.take_or_open(home) {
             Ok(store) => {
                 for (name, corpus) in
                     [("history", seshat::store::Queued::History), ("memory", seshat::store::Queued::Memory)]
@@ -75,7 +74,7 @@ impl Service {
     /// Whether the service can serve: its store answers and its schema is the one this build
     /// knows. The error says what is wrong (for a readiness probe; it names no path).
     pub fn ready(&self, home: &Home) -> Result<(), String> {
-        let store = self.1.take().map_or_else(|| home.store(), Ok).map_err(|e| format!("the store: {}", e.code()))?;
+        let store = self.1.take_or_open(home).map_err(|e| format!("the store: {}", e.code()))?;
         let checked = store.check_schema().map_err(|e| format!("the store: {}", e.code()));
         self.1.give(store);
         checked

@@ -26,6 +26,12 @@ impl Stores {
         self.0.lock().ok()?.pop().map(|(store, _)| store)
     }
 
+    /// An idle store connection, or a new one to `home`'s store when none is kept (give it back
+    /// with [`Stores::give`]).
+    pub(crate) fn take_or_open(&self, home: &crate::Home) -> Result<Store, seshat::store::Error> {
+        self.take().map_or_else(|| home.store(), Ok)
+    }
+
     /// Keeps `store` for the next request, or closes it when [`IDLE_STORES`] are kept already.
     pub(crate) fn give(&self, store: Store) {
         if let Ok(mut idle) = self.0.lock()
