@@ -159,7 +159,9 @@ fn continue_after_sigkill_mid_answer_keeps_every_acknowledged_message_and_stores
     assert_eq!(rows(&home, None), after);
 }
 
-/// `seshat chat`'s REPL on a pseudo-terminal, its banner shown.
+/// `seshat chat`'s REPL on a pseudo-terminal, its banner and first prompt shown. The prompt is
+/// written once the line editor has put the terminal in raw mode; a key typed before that is read
+/// by the terminal's line discipline instead (a Ctrl-D there becomes a byte the editor ignores).
 pub fn repl(home: &Home) -> (Pty, Child) {
     let mut cmd = home.cmd();
     cmd.env("ANTHROPIC_API_KEY", KEY)
@@ -167,7 +169,7 @@ pub fn repl(home: &Home) -> (Pty, Child) {
         .env("SESHAT_CACHE_DIR", crate::support::shared_cache().parent().unwrap().join("chat-cache"))
         .arg("chat");
     let (pty, child) = Pty::spawn(cmd);
-    wait_for("the banner", || pty.text().contains("/help for commands"));
+    wait_prompt(&pty, "/help for commands");
     (pty, child)
 }
 
