@@ -22,6 +22,9 @@ fn hint_of(cause: &(dyn std::error::Error + 'static)) -> Option<String> {
     if let Some(e) = cause.downcast_ref::<seshat::plugins::Error>() {
         return plugins(e);
     }
+    if let Some(e) = cause.downcast_ref::<seshat::config::Error>() {
+        return config(e);
+    }
     if let Some(e) = cause.downcast_ref::<seshat::memory::Error>() {
         return memory(e);
     }
@@ -46,6 +49,7 @@ fn hint_of(cause: &(dyn std::error::Error + 'static)) -> Option<String> {
         ClientError::Plugin(e) => plugins(e),
         ClientError::Memory(e) => memory(e),
         ClientError::Compaction(e) => compaction(e),
+        ClientError::Config(e) => config(e),
         ClientError::ContextOverflow(_) => Some(COMPACT_BY_HAND.into()),
         ClientError::Sizing { code: "message_too_large", .. } => {
             Some("--window <TOKENS> gives the window when the server runs the model with a larger one".into())
@@ -55,6 +59,14 @@ fn hint_of(cause: &(dyn std::error::Error + 'static)) -> Option<String> {
         }
         _ => None,
     }
+}
+
+fn config(e: &seshat::config::Error) -> Option<String> {
+    e.message.contains(seshat::config::SERVICE_ONLY).then(|| {
+        "move it to a file of its own given to `seshat serve --config FILE`, or give it to `seshat serve` as a flag \
+         (`--listen`, `--tls-cert`, `--tls-key`, `--insecure-listen`)"
+            .into()
+    })
 }
 
 /// How to compact by hand, and how to start afresh.

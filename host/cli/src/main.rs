@@ -115,6 +115,8 @@ pub struct Context {
     repository: Option<String>,
     /// The remote service `--remote` names.
     remote: Option<remote::Target>,
+    /// Whether `--db` named the store.
+    db_given: bool,
 }
 
 impl Context {
@@ -125,6 +127,7 @@ impl Context {
         let db = seshat::client::store_location(given.as_ref(), &dirs)?;
         Ok(Self {
             db,
+            db_given: given.is_some(),
             dirs,
             project: paths::project_key(&cwd),
             project_dir: paths::project_dir(&cwd),
@@ -137,6 +140,11 @@ impl Context {
                 cli.insecure_remote,
             )?,
         })
+    }
+
+    /// This context on the store at `db`.
+    fn with_db(&self, db: seshat::store::Location) -> Context {
+        Context { db, ..self.clone() }
     }
 
     /// A connection to the `--remote` service, in this directory's project (`None` without

@@ -153,6 +153,18 @@ pub struct ServeConfig {
     /// `/readyz`), plain HTTP, so it can be kept off the clients' network; `/metrics` is then no
     /// longer answered on the clients' listener. Unset: all three on the clients' listener.
     pub metrics_listen: Option<String>,
+    /// A service file only (`seshat serve --config FILE`): where to serve, as `--listen` takes it
+    /// (`wss://HOST:PORT`, `ws://HOST:PORT`); `--listen` wins over it.
+    pub listen: Option<String>,
+    /// A service file only: the TLS certificate chain (PEM) for a `wss://` address, relative to
+    /// the file; read again on SIGHUP.
+    pub tls_cert: Option<PathBuf>,
+    /// A service file only: the TLS private key (PEM) for a `wss://` address, relative to the
+    /// file; read again on SIGHUP.
+    pub tls_key: Option<PathBuf>,
+    /// A service file only: allow a plain `ws://` address beyond loopback (behind a proxy that
+    /// encrypts).
+    pub insecure_listen: Option<bool>,
 }
 
 impl ServeConfig {
@@ -392,10 +404,13 @@ impl Config {
     /// Reads the user's file (in `config_dir`) and the project's, the project's values winning.
     /// Missing files are empty configurations.
     pub fn load(config_dir: &Path, project: Option<&Path>) -> Result<Self, Error> {
-        let mut config = read(&config_dir.join(FILE))?;
+        let file = config_dir.join(FILE);
+        let mut config = read(&file)?;
+        service_only(&config, &file)?;
         if let Some(project) = project {
             let path = project.join(".seshat").join(FILE);
             let local = read(&path)?;
+            service_only(&local, &path)?;
             if local.store.url.is_some() {
                 return Err(Error {
                     path,
@@ -407,6 +422,31 @@ impl Config {
             }
             config.merge(local);
         }
+        Ok(config)
+    }
+
+    /// Reads a service's configuration file (`seshat serve --config FILE`): the whole
+    /// configuration, in `config.toml`'s form, with the listening address and TLS files under
+    /// `[serve]`; no other file is merged in. Relative paths in it (TLS files, prompt files, a
+    /// SQLite store) are the file's directory's. A missing file is an error.
+    pub fn load_service(path: &Path) -> Result<Self, Error> {
+        if !path.is_file() {
+            return Err(Error {
+                path: path.to_path_buf(),
+                message: "no such file: give the path of a service configuration (config.toml's form)".into(),
+            });
+        }
+        let mut config = read(path)?;
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let within = |p: &mut Option<PathBuf>| {
+            if let Some(p) = p.as_mut().filter(|p| p.is_relative()) {
+                *p = dir.join(&*p);
+            }
+        };
+        within(&mut config.serve.tls_cert);
+        within(&mut config.serve.tls_key);
+        within(&mut config.chat.system_prompt_file);
+        within(&mut config.compaction.prompt_file);
         Ok(config)
     }
 
@@ -524,6 +564,29 @@ fn read(path: &Path) -> Result<Config, Error> {
     Ok(config)
 }
 
+/// What [`Error::message`] says of a `[serve]` key set outside a service's own file.
+pub const SERVICE_ONLY: &str = "belongs only in a network service's own configuration file";
+
+/// Refuses the `[serve]` keys only a service file may set (in `file`, a user's or project's
+/// configuration): they would turn every `seshat serve` — the Go SDK's child process among them —
+/// into a network service.
+fn service_only(config: &Config, file: &Path) -> Result<(), Error> {
+    let s = &config.serve;
+    let set = [
+        ("listen", s.listen.is_some()),
+        ("tls_cert", s.tls_cert.is_some()),
+        ("tls_key", s.tls_key.is_some()),
+        ("insecure_listen", s.insecure_listen.is_some()),
+    ];
+    match set.iter().find(|(_, on)| *on) {
+        Some((key, _)) => Err(Error {
+            path: file.to_path_buf(),
+            message: format!("`{key}` under [serve] {SERVICE_ONLY}, not in a user's or a project's configuration"),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Whether `url` is an absolute http(s) URL with a host (what a base URL must be).
 fn check_base_url(url: &str) -> Result<(), String> {
     let parsed = url::Url::parse(url).map_err(|e| e.to_string())?;
@@ -539,6 +602,29 @@ fn check_base_url(url: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_service_file_is_read_alone_with_its_paths_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("service.toml");
+        std::fs::write(
+            &file,
+            "[serve]\nlisten = \"wss://0.0.0.0:7420\"\ntls_cert = \"tls/cert.pem\"\ntls_key = \"/etc/seshat/key.pem\"\n\
+             [chat]\nsystem_prompt_file = \"prompt.md\"\n",
+        )
+        .unwrap();
+        let c = Config::load_service(&file).unwrap();
+        assert_eq!(c.serve.listen.as_deref(), Some("wss://0.0.0.0:7420"));
+        assert_eq!(c.serve.tls_cert, Some(dir.path().join("tls/cert.pem")));
+        assert_eq!(c.serve.tls_key, Some(PathBuf::from("/etc/seshat/key.pem")));
+        assert_eq!(c.chat.system_prompt_file, Some(dir.path().join("prompt.md")));
+        // The same keys in a user's file are refused, naming where they belong.
+        std::fs::write(dir.path().join(FILE), "[serve]\ntls_key = \"k.pem\"\n").unwrap();
+        let err = Config::load(dir.path(), None).unwrap_err().to_string();
+        assert!(err.contains("tls_key") && err.contains(SERVICE_ONLY), "{err}");
+        let err = Config::load_service(&dir.path().join("missing.toml")).unwrap_err().to_string();
+        assert!(err.contains("missing.toml") && err.contains("no such file"), "{err}");
+    }
 
     #[test]
     fn project_overrides_user_key_by_key() {

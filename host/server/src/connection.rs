@@ -35,6 +35,15 @@ pub(crate) struct Acting {
     pub(crate) max_workers: usize,
 }
 
+impl Acting {
+    /// Takes the per-user limits from `serve` (`[serve]`).
+    pub(crate) fn limit(&mut self, serve: &seshat::config::ServeConfig) {
+        self.max_turns = serve.max_turns_per_user();
+        self.max_sessions = serve.max_sessions_per_user();
+        self.max_workers = serve.max_workers();
+    }
+}
+
 /// What a client registered at `initialize`, shared with the turns.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ClientSetup {
@@ -82,18 +91,21 @@ impl Connection {
             Some(caller) => home.for_user(&caller.user),
             None => home.clone(),
         };
-        // The connection's configuration, read once (defaults when it cannot be read).
+        // The connection's configuration, read once (defaults when it cannot be read) and again
+        // after a reload.
+        let generation = ctx.generation();
         let env = ctx.environment(Default::default()).ok();
         let config = env.as_ref().map(|e| e.config().clone()).unwrap_or_default();
-        let acting = Acting {
+        let mut acting = Acting {
             user: caller.map(|c| c.user.clone()),
             token: caller.map(|c| c.token.clone()),
             peer: peer.map(|p| p.to_string()),
             read_only: caller.is_some_and(|c| c.read_only),
-            max_turns: config.serve.max_turns_per_user(),
-            max_sessions: config.serve.max_sessions_per_user(),
-            max_workers: config.serve.max_workers(),
+            max_turns: 0,
+            max_sessions: 0,
+            max_workers: 0,
         };
+        acting.limit(&config.serve);
         let limit = crate::home::record_limit(&config);
         let limit_unread = config.serve.max_unread_bytes();
         let (outbox, writing) = match output {
@@ -120,6 +132,7 @@ impl Connection {
             stores: service.1.clone(),
             metrics: service.2.clone(),
             acting,
+            generation,
         };
         Connection { server, outbox, pending, limit, number: 0, writing }
     }

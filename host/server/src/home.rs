@@ -3,12 +3,15 @@
 //! starts from here.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use seshat::client::{Environment, Overrides};
 use seshat::config::Config;
 use seshat::paths::Dirs;
 use seshat::plugins::Catalog;
 use seshat::store::{Location, Store};
+
+use crate::Settings;
 
 /// Where a server works: see the [module](self) documentation.
 #[derive(Debug, Clone)]
@@ -28,13 +31,28 @@ pub struct Home {
     /// The project's instructions as a network client sent them (`None`: read from
     /// `project_dir`).
     instructions: Option<Vec<(String, String)>>,
+    /// The service's configuration, when it is read once and reloaded (a network service's)
+    /// instead of from the files at each use.
+    settings: Option<Arc<Settings>>,
 }
 
 impl Home {
     /// A server working in `project` (read from `project_dir`; `repository` when inside one) on
     /// the store at `db`, for the local user.
     pub fn new(dirs: Dirs, db: Location, project: String, project_dir: PathBuf, repository: Option<String>) -> Home {
-        Home { dirs, db, project, project_dir, repository, user: None, instructions: None }
+        Home { dirs, db, project, project_dir, repository, user: None, instructions: None, settings: None }
+    }
+
+    /// This home reading its configuration from `settings` (read once, replaced on reload)
+    /// rather than from the configuration files at each use.
+    pub fn with_settings(self, settings: Arc<Settings>) -> Home {
+        Home { settings: Some(settings), ..self }
+    }
+
+    /// The configuration's generation: it changes on each reload (always 0 without
+    /// [`Home::with_settings`]).
+    pub(crate) fn generation(&self) -> u64 {
+        self.settings.as_ref().map_or(0, |s| s.current().0)
     }
 
     /// This home acting for `user` (a network client's), in no project of the server's and
@@ -60,8 +78,11 @@ impl Home {
     }
 
     /// The user's and the project's configuration, merged.
-    pub(crate) fn config(&self) -> Result<Config, seshat::config::Error> {
-        Config::load(&self.dirs.config, Some(&self.project_dir))
+    pub(crate) fn config(&self) -> Result<Arc<Config>, seshat::config::Error> {
+        match &self.settings {
+            Some(settings) => Ok(settings.config()),
+            None => Ok(Arc::new(Config::load(&self.dirs.config, Some(&self.project_dir))?)),
+        }
     }
 
     /// Every installed plugin.
@@ -78,6 +99,7 @@ impl Home {
             project_dir: Some(self.project_dir.clone()),
             user: self.user.clone(),
             instructions: self.instructions.clone(),
+            config: self.settings.as_ref().map(|s| s.config()),
             ..overrides
         })
     }

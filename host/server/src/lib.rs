@@ -26,12 +26,14 @@ pub mod outbox;
 mod pool;
 mod principals;
 mod server;
+mod settings;
 mod stores;
 mod turns;
 
 pub use connection::{Connection, Output};
 pub use error::RpcError;
 pub use home::Home;
+pub use settings::Settings;
 pub use stores::{IDLE_FOR, IDLE_STORES};
 
 /// What every connection of a process shares: see the [crate](self) documentation.
@@ -84,6 +86,12 @@ impl Service {
     /// the process may open hold no more).
     pub fn fit_workers(&self, max: usize) {
         self.0.fit_workers(max);
+    }
+
+    /// Runs turns and compactions on at most `workers` threads at once from now on (a reload;
+    /// the jobs running go on).
+    pub fn size_pool(&self, workers: usize) {
+        self.0.size_pool(workers);
     }
 
     /// Closes the store connections kept idle for [`IDLE_FOR`] (a service's periodic sweep, so

@@ -43,6 +43,8 @@ pub(crate) struct Server {
     pub(crate) acting: Acting,
     /// What the service counts.
     pub(crate) metrics: crate::metrics::Metrics,
+    /// The generation of the service's configuration `env` was opened from.
+    pub(crate) generation: u64,
 }
 
 impl Server {
@@ -83,6 +85,10 @@ impl Server {
         let span = tracing::info_span!(target: "seshat::service", "request", request_id = next_request_id(), method);
         let _request = span.enter();
         let began = std::time::Instant::now();
+        // The service's configuration was reloaded since this connection last read it.
+        if self.ctx.generation() != self.generation {
+            self.reopen();
+        }
         // Reading the configuration needs no session settings: a client may check it first.
         if method != "initialize" && method != "config/get" && self.setup.is_none() {
             let refused = RpcError::not_initialized();
@@ -155,10 +161,21 @@ impl Server {
         }
         let given = instructions.into_iter().map(|f| (f.name, f.text)).collect();
         self.ctx = self.ctx.in_project(project, given);
+        self.reopen();
+        Ok(())
+    }
+
+    /// Opens the connection's environment again from its home's configuration now (a project
+    /// named, or the service's configuration reloaded): the searches made from the last one and
+    /// its limits go with it.
+    pub(crate) fn reopen(&mut self) {
+        self.generation = self.ctx.generation();
         self.env = self.ctx.environment(Default::default()).ok();
         self.recall = None;
         self.knowledge = None;
-        Ok(())
+        if let Some(env) = &self.env {
+            self.acting.limit(&env.config().serve);
+        }
     }
     /// Runs one method: `Ok(Some)` answers now, `Ok(None)` means a worker answers later.
     pub(crate) fn call(&mut self, method: &str, params: &Value, id: Value) -> Result<Option<Value>, RpcError> {

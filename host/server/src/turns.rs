@@ -8,7 +8,7 @@
 //! run by asking the client (`tool/call`) and waiting for its answer.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, mpsc};
 
 use serde_json::Value;
@@ -48,6 +48,9 @@ struct Slot {
     used: u64,
     /// Its place among its user's open sessions and the server's.
     _counted: (Option<Held<String>>, Held<()>),
+    /// The generation of the service's configuration its agent was opened with: after a reload
+    /// the agent is opened again (its provider, model settings and plugins as configured now).
+    generation: u64,
 }
 
 /// The sessions open (each with its agent and its store connection), per network user and over
@@ -57,7 +60,8 @@ pub(crate) struct Workers {
     per_user: Counts<String>,
     all: Counts<()>,
     /// The most workers the files the process may open allow (none set: no such bound).
-    fitted: Arc<std::sync::OnceLock<usize>>,
+    /// What the files the process may open allow (0: no bound), set again on reload.
+    fitted: Arc<AtomicUsize>,
 }
 
 /// The agents a connection keeps (or `max_sessions_per_user` under `[serve]`, when larger); past
@@ -105,7 +109,7 @@ impl Busy {
     /// Bounds the session workers to `max` at most, whatever the configuration says (the files
     /// the process may open hold no more).
     pub(crate) fn fit_workers(&self, max: usize) {
-        let _ = self.1.fitted.set(max);
+        self.1.fitted.store(max, Ordering::Relaxed);
     }
 
     /// Claims `session` for `user` with a fresh cancel switch. Refused when a turn or compaction
@@ -264,7 +268,8 @@ impl Turns {
                 Some(user) => workers.per_user.try_take(&user.to_string(), link.max_sessions).map(Some),
                 None => Some(None),
             };
-            let max_workers = workers.fitted.get().map_or(link.max_workers, |f| link.max_workers.min(*f));
+            let fitted = workers.fitted.load(Ordering::Relaxed);
+            let max_workers = if fitted == 0 { link.max_workers } else { link.max_workers.min(fitted) };
             let all = mine.as_ref().and_then(|_| workers.all.try_take(&(), max_workers));
             if let (Some(mine), Some(all)) = (mine, all) {
                 return Ok((mine, all));
@@ -303,7 +308,9 @@ impl Turns {
         job: impl FnOnce(&mut Agent, Cancel, Claim, Value) + Send + 'static,
     ) -> Result<(), RpcError> {
         let mut claim = self.busy.claim(session, link.user, link.max_turns)?;
-        if self.slots.get(session).is_some_and(|s| s.agent.lock().map_or(true, |a| a.is_none())) {
+        let generation = link.ctx.generation();
+        let stale = |s: &Slot| s.generation != generation || s.agent.lock().map_or(true, |a| a.is_none());
+        if self.slots.get(session).is_some_and(stale) {
             self.slots.remove(session);
         }
         if !self.slots.contains_key(session) {
@@ -319,6 +326,7 @@ impl Turns {
                     current,
                     used: 0,
                     _counted: counted,
+                    generation,
                 },
             );
         }

@@ -11,7 +11,8 @@ use tokio::sync::oneshot;
 /// The handshakes in progress, oldest first.
 #[derive(Debug)]
 pub(super) struct Handshakes {
-    max: usize,
+    /// The bound (at least one); a reload may change it.
+    max: std::sync::atomic::AtomicUsize,
     queue: Mutex<Queue>,
 }
 
@@ -31,7 +32,12 @@ pub(super) struct Ticket {
 impl Handshakes {
     /// At most `max` handshakes at once (at least one).
     pub(super) fn new(max: usize) -> Arc<Handshakes> {
-        Arc::new(Handshakes { max: max.max(1), queue: Mutex::default() })
+        Arc::new(Handshakes { max: (max.max(1)).into(), queue: Mutex::default() })
+    }
+
+    /// At most `max` at once from the next handshake on (at least one).
+    pub(super) fn set_max(&self, max: usize) {
+        self.max.store(max.max(1), std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Enters a handshake, dropping the oldest when there are already as many as allowed: the
@@ -39,7 +45,8 @@ impl Handshakes {
     pub(super) fn enter(self: &Arc<Self>) -> (Ticket, oneshot::Receiver<()>) {
         let (tx, rx) = oneshot::channel();
         let mut queue = self.queue.lock().expect("never poisoned");
-        while queue.waiting.len() >= self.max {
+        let max = self.max.load(std::sync::atomic::Ordering::Relaxed);
+        while queue.waiting.len() >= max {
             let Some((_, oldest)) = queue.waiting.pop_front() else { break };
             let _ = oldest.send(());
         }

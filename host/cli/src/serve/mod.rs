@@ -19,6 +19,8 @@ mod handshakes;
 mod memory;
 mod network;
 mod probes;
+mod reload;
+mod source;
 mod token_check;
 
 use std::io::{BufRead, Write as _};
@@ -26,13 +28,18 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use super::Context;
-use seshat_server::{Connection, Home, Output, Service};
+use seshat_server::{Connection, Home, Output, Service, Settings};
 
 /// Arguments of `serve`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Speaks JSON-RPC 2.0 on stdin/stdout, one object per line: see host/protocol/protocol.md.\n\
 Over the network (ws:// or wss://) each client sends `Authorization: Bearer TOKEN` (`seshat tokens create`).")]
 pub struct Args {
+    /// The service's own configuration file, in config.toml's form, read instead of the user's
+    /// and the project's (with `listen`, `tls_cert`, `tls_key` under [serve]); SIGHUP reads it
+    /// again (certificates, limits, providers) without dropping a connection.
+    #[arg(long, value_name = "FILE")]
+    config: Option<std::path::PathBuf>,
     /// Serve several clients instead of stdio: `unix:PATH` (a Unix socket, created mode 0600), or
     /// `ws://HOST:PORT` / `wss://HOST:PORT` (WebSocket, one JSON-RPC message per text frame).
     #[arg(long, value_name = "unix:PATH|wss://HOST:PORT")]
@@ -64,7 +71,11 @@ pub enum LogFormat {
 impl Args {
     /// Whether this serves network clients (whose writes are audited in the log).
     pub fn network(&self) -> bool {
-        self.listen.as_deref().is_some_and(|l| l.starts_with("ws://") || l.starts_with("wss://"))
+        let from_file = || {
+            let file = self.config.as_deref()?;
+            seshat::config::Config::load_service(file).ok()?.serve.listen
+        };
+        self.listen.clone().or_else(from_file).is_some_and(|l| l.starts_with("ws://") || l.starts_with("wss://"))
     }
 }
 
@@ -72,25 +83,39 @@ impl Args {
 const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 pub fn run(ctx: &Context, args: &Args, signals: Option<super::stop::Signals>) -> anyhow::Result<ExitCode> {
-    let busy =
-        Service::new(ctx.config().map(|c| c.serve.turn_workers()).unwrap_or(seshat_server::DEFAULT_TURN_WORKERS));
-    let home = home(ctx)?;
-    let network = match &args.listen {
+    let source = source::Source::new(ctx, args);
+    // A service reads its configuration once, and refuses to start on a bad one; a local one
+    // (stdio, a Unix socket) reads the files at each use and says what is wrong there.
+    let strict = args.config.is_some() || args.network();
+    let read = match source.read() {
+        Ok(read) => read,
+        Err(e) if strict => return Err(e),
+        Err(_) => source.flags_only(),
+    };
+    let ctx = &match source.store(&read.config, ctx)? {
+        Some(db) => ctx.with_db(db),
+        None => ctx.clone(),
+    };
+    let busy = Service::new(read.config.serve.turn_workers());
+    let settings = Settings::new(read.config.clone());
+    let home = if strict { home(ctx)?.with_settings(settings.clone()) } else { home(ctx)? };
+    let network = match &read.listen {
         Some(listen) => {
-            network::parse(listen, args.tls_cert.as_deref(), args.tls_key.as_deref(), args.insecure_listen)?
+            network::parse(listen, read.tls_cert.as_deref(), read.tls_key.as_deref(), read.insecure_listen)?
         }
         None => None,
     };
-    if network.is_none() && (args.tls_cert.is_some() || args.insecure_listen) {
+    if network.is_none() && (read.tls_cert.is_some() || read.insecure_listen) {
         anyhow::bail!("--tls-cert, --tls-key and --insecure-listen are for `--listen ws://…` or `wss://…` addresses");
     }
     if let Some(network) = network {
-        return serve_network(ctx, &home, network, busy, signals, args.log_format);
+        let live = reload::Live { source, settings, listen: read.listen.unwrap_or_default() };
+        return serve_network(ctx, &home, network, busy, signals, args.log_format, live);
     }
     if let Some(signals) = signals {
         // As at the end of the input: every turn in flight is interrupted and stores what arrived.
         let busy = busy.clone();
-        let socket = args.listen.as_deref().and_then(|a| a.strip_prefix("unix:")).map(std::path::PathBuf::from);
+        let socket = read.listen.as_deref().and_then(|a| a.strip_prefix("unix:")).map(std::path::PathBuf::from);
         signals.on_stop(move |signal| {
             let left = busy.stop_all(STOP_WAIT);
             if left > 0 {
@@ -107,7 +132,7 @@ pub fn run(ctx: &Context, args: &Args, signals: Option<super::stop::Signals>) ->
             std::process::exit(0);
         });
     }
-    match &args.listen {
+    match &read.listen {
         None => {
             let stdin = std::io::stdin();
             // The one client stopped reading: what is in flight is stored, and the server exits
@@ -133,7 +158,8 @@ pub fn run(ctx: &Context, args: &Args, signals: Option<super::stop::Signals>) ->
 
 /// Serves network clients until a stop signal: then no new client is accepted, the turns in flight
 /// get `[serve] grace_secs` to finish, and those still running are interrupted (each stores what
-/// arrived) before the process exits.
+/// arrived) before the process exits. SIGHUP reloads the configuration instead (see
+/// [`reload`]).
 fn serve_network(
     ctx: &Context,
     home: &Home,
@@ -141,12 +167,23 @@ fn serve_network(
     busy: Service,
     signals: Option<super::stop::Signals>,
     log_format: LogFormat,
+    live: reload::Live,
 ) -> anyhow::Result<ExitCode> {
-    let grace = ctx.config().map(|c| c.serve.grace()).unwrap_or_default();
     let stop = Arc::new(network::Stop::new());
+    let (reload, reloads) = tokio::sync::mpsc::unbounded_channel();
     if let Some(signals) = signals {
-        let (busy, stop) = (busy.clone(), stop.clone());
-        signals.on_stop(move |signal| {
+        let (busy, stop, settings) = (busy.clone(), stop.clone(), live.settings.clone());
+        let mut stopping = false;
+        signals.on_each(move |signal| {
+            if signal == nix::sys::signal::Signal::SIGHUP {
+                let _ = reload.send(());
+                return;
+            }
+            if std::mem::replace(&mut stopping, true) {
+                return;
+            }
+            // The grace period in force now (a reload may have changed it).
+            let grace = settings.config().serve.grace();
             // New turns are refused before the listener closes, so a client that sees it closed
             // is refused a turn too.
             busy.refuse_new();
@@ -169,7 +206,7 @@ fn serve_network(
             std::process::exit(0);
         });
     }
-    network::serve(ctx, Arc::new(home.clone()), network, busy, &stop, log_format)?;
+    network::serve(ctx, Arc::new(home.clone()), network, busy, &stop, log_format, live, reloads)?;
     Ok(ExitCode::SUCCESS)
 }
 

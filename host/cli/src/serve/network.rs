@@ -88,7 +88,10 @@ pub(super) fn parse(
         (false, None, None) => None,
         (false, _, _) => anyhow::bail!("--tls-cert and --tls-key are for wss:// addresses, not `{listen}`"),
         (true, Some(cert), Some(key)) => Some(Arc::new(tls_config(cert, key)?)),
-        (true, _, _) => anyhow::bail!("`--listen {listen}` needs --tls-cert FILE and --tls-key FILE (PEM)"),
+        (true, _, _) => anyhow::bail!(
+            "`--listen {listen}` needs --tls-cert FILE and --tls-key FILE (PEM), or `tls_cert` and `tls_key` under \
+             [serve] in the service's file"
+        ),
     };
     Ok(Some(Network { address, tls, warnings }))
 }
@@ -121,19 +124,25 @@ struct Shared {
     tokens: super::token_check::TokenCheck,
     /// Watches the open connections' access.
     access: Arc<super::access::Access>,
-    config: seshat::config::ServeConfig,
-    /// The largest message a client may send.
-    max_message: usize,
-    connections: Arc<tokio::sync::Semaphore>,
+    /// The configuration and where it comes from (reloaded on SIGHUP).
+    live: super::reload::Live,
+    /// TLS, connection slots and handshakes at once (the oldest dropped past the bound), as the
+    /// last reload left them.
+    edge: super::reload::Edge,
     /// Connections still in their handshake, per address.
     handshaking: seshat_server::counts::Counts<std::net::IpAddr>,
-    /// Connections still in their handshake, from everywhere (the oldest dropped past the bound).
-    handshakes: Arc<super::handshakes::Handshakes>,
     /// Connections open, per user.
     per_user: seshat_server::counts::Counts<String>,
     /// Set when the service is stopping and its connections close.
     closing: tokio::sync::watch::Receiver<bool>,
     open: InFlight,
+}
+
+impl Shared {
+    /// `[serve]` as configured now.
+    fn config(&self) -> seshat::config::ServeConfig {
+        self.live.settings.config().serve.clone()
+    }
 }
 
 /// How a stop signal's thread ends the service: first no new client (the turns in flight go on),
@@ -168,7 +177,9 @@ impl Stop {
     }
 }
 
-/// Serves `network` until the process exits; `stop` ends it in two steps (see [`Stop`]).
+/// Serves `network` until the process exits; `stop` ends it in two steps (see [`Stop`]); each
+/// message on `reloads` reloads the configuration (see [`super::reload`]).
+#[allow(clippy::too_many_arguments, reason = "the parts `run` assembled, each used once here")]
 pub(super) fn serve(
     ctx: &Context,
     home: Arc<Home>,
@@ -176,9 +187,10 @@ pub(super) fn serve(
     busy: Service,
     stop: &Stop,
     log_format: super::LogFormat,
+    live: super::reload::Live,
+    mut reloads: tokio::sync::mpsc::UnboundedReceiver<()>,
 ) -> anyhow::Result<()> {
-    let config = ctx.config().map(|c| c.serve).unwrap_or_default();
-    let max_message = config.max_message_bytes();
+    let config = live.settings.config().serve.clone();
     let fitted = super::files::fit(&config);
     busy.fit_workers(fitted.max_workers);
     let tokens = super::token_check::TokenCheck::start(ctx.store()?);
@@ -211,21 +223,27 @@ pub(super) fn serve(
             }
         }
         let shared = Arc::new(Shared {
-            connections: Arc::new(tokio::sync::Semaphore::new(fitted.max_connections)),
+            edge: super::reload::Edge::new(network.tls, &fitted),
             handshaking: Default::default(),
-            handshakes: super::handshakes::Handshakes::new(fitted.max_handshakes),
             per_user: Default::default(),
             home,
             busy,
             tokens,
             access,
-            config,
-            max_message,
+            live,
             closing: stop.closing.subscribe(),
             open: stop.open.clone(),
         });
         super::memory::start(shared.busy.clone());
-        if let Some(address) = &shared.config.metrics_listen {
+        tokio::spawn({
+            let shared = shared.clone();
+            async move {
+                while reloads.recv().await.is_some() {
+                    reloaded(&shared);
+                }
+            }
+        });
+        if let Some(address) = &config.metrics_listen {
             let metrics = metrics_listener(address).await?;
             let at = metrics.local_addr()?;
             match log_format {
@@ -234,7 +252,6 @@ pub(super) fn serve(
             }
             tokio::spawn(serve_metrics(metrics, shared.clone()));
         }
-        let acceptor = network.tls.map(tokio_rustls::TlsAcceptor::from);
         let mut accepting = stop.accepting.subscribe();
         loop {
             tokio::select! {
@@ -251,21 +268,24 @@ pub(super) fn serve(
                     };
                     // An address with as many sockets in their handshake as it may have gets no
                     // more: they are closed at once.
+                    let config = shared.config();
                     let Some(handshaking) =
-                        shared.handshaking.try_take(&peer.ip(), shared.config.max_handshakes_per_address())
+                        shared.handshaking.try_take(&peer.ip(), config.max_handshakes_per_address())
                     else {
                         tracing::debug!(%peer, "too many handshakes from this address: closed");
                         continue;
                     };
                     let _ = tcp.set_nodelay(true);
                     let shared = shared.clone();
-                    let acceptor = acceptor.clone();
+                    // TLS as the last reload left it: a renewed certificate from the next
+                    // handshake on.
+                    let acceptor = shared.edge.acceptor();
                     // Past the bound on handshakes at once, the oldest one still going is dropped.
-                    let (ticket, dropped) = shared.handshakes.enter();
+                    let (ticket, dropped) = shared.edge.handshakes.enter();
                     let handshaking = (handshaking, ticket);
                     tokio::spawn(async move {
                         // One deadline for the whole handshake: TLS, the upgrade and its token check.
-                        let deadline = tokio::time::Instant::now() + shared.config.handshake_timeout();
+                        let deadline = tokio::time::Instant::now() + config.handshake_timeout();
                         let served = async move {
                             match acceptor {
                                 Some(acceptor) => match tokio::time::timeout_at(deadline, acceptor.accept(tcp)).await {
@@ -296,6 +316,37 @@ pub(super) fn serve(
     Ok(())
 }
 
+/// Reloads the configuration (SIGHUP) and logs what happened.
+fn reloaded(shared: &Shared) {
+    let file = shared.live.source.file().map(|f| f.display().to_string()).unwrap_or_else(|| "config.toml".into());
+    tracing::info!(target: "seshat::service", %file, "reloading the configuration");
+    match super::reload::reload(&shared.live, &shared.edge, &shared.busy) {
+        Ok(done) => {
+            for warning in &done.warnings {
+                tracing::warn!(target: "seshat::service", "{warning}");
+            }
+            for setting in &done.at_restart {
+                tracing::warn!(
+                    target: "seshat::service",
+                    setting,
+                    "`{setting}` changed: it takes effect when the service restarts"
+                );
+            }
+            tracing::info!(target: "seshat::service", %file, generation = done.generation, "reloaded");
+        }
+        Err(e) => {
+            // One line, as a log pipeline takes it (a TOML error points at its line over several).
+            let why =
+                format!("{e:#}").split('\n').map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ");
+            tracing::error!(
+                target: "seshat::service",
+                %file,
+                "reload refused, the running configuration is kept: {why} (fix the file and send SIGHUP again)"
+            );
+        }
+    }
+}
+
 /// Binds `[serve] metrics_listen`.
 async fn metrics_listener(address: &str) -> anyhow::Result<tokio::net::TcpListener> {
     let parsed: SocketAddr = address.parse().map_err(|e| {
@@ -319,7 +370,7 @@ async fn serve_metrics(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
         let shared = shared.clone();
         tokio::spawn(async move {
             let routed = super::probes::route(tcp, &shared.busy, &shared.home, super::probes::Listener::Metrics);
-            let _ = tokio::time::timeout(shared.config.handshake_timeout(), routed).await;
+            let _ = tokio::time::timeout(shared.config().handshake_timeout(), routed).await;
         });
     }
 }
@@ -393,7 +444,8 @@ async fn client<S>(
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     // A probe (`/healthz`, `/readyz`, `/metrics`) is answered here; an upgrade goes on.
-    let on = if shared.config.metrics_listen.is_some() {
+    let config = shared.config();
+    let on = if config.metrics_listen.is_some() {
         super::probes::Listener::ClientsOnly
     } else {
         super::probes::Listener::Clients
@@ -409,14 +461,14 @@ async fn client<S>(
         let (shared, admitted) = (shared.clone(), admitted.clone());
         move |request: &Request, response: Response| {
             let who = authenticate(&shared, request, peer, deadline.into_std())?;
-            let Ok(slot) = shared.connections.clone().try_acquire_owned() else {
+            let Ok(slot) = shared.edge.connections.clone().try_acquire_owned() else {
                 return Err(refuse(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "too_many_connections",
                     "the server has as many clients as it takes (`max_connections` under [serve]): try again later",
                 ));
             };
-            let max = shared.config.max_connections_per_user();
+            let max = shared.config().max_connections_per_user();
             let Some(theirs) = shared.per_user.try_take(&who.user, max) else {
                 return Err(refuse(
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -434,9 +486,10 @@ async fn client<S>(
             Ok(response)
         }
     };
+    let max_message = config.max_message_bytes();
     let config = WebSocketConfig::default()
-        .max_message_size(Some(shared.max_message))
-        .max_frame_size(Some(shared.max_message))
+        .max_message_size(Some(max_message))
+        .max_frame_size(Some(max_message))
         // The library fills its whole read buffer before each read (128 KiB by default): an
         // idle connection would keep that much resident. A request larger than this is read
         // in several reads.
@@ -453,7 +506,7 @@ async fn client<S>(
     tracing::info!(target: "seshat::audit", user = %caller.user, token = %caller.token, %peer, "connected");
     let open = shared.open.enter();
     let counted = shared.busy.metrics().connected();
-    bridge(shared, ws, caller, peer).await;
+    bridge(shared, ws, caller, peer, max_message).await;
     drop((open, counted));
     drop((slot, theirs));
 }
@@ -482,6 +535,7 @@ async fn bridge<S>(
     ws: tokio_tungstenite::WebSocketStream<S>,
     caller: seshat::store::Caller,
     peer: SocketAddr,
+    max_message: usize,
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -507,8 +561,9 @@ async fn bridge<S>(
     let mut connection = Some(connection);
     let mut serving: Option<tokio::task::JoinHandle<(Box<seshat_server::Connection>, bool)>> = None;
     let mut queued: std::collections::VecDeque<Vec<u8>> = std::collections::VecDeque::new();
-    let idle = shared.config.idle_timeout();
-    let mut ping = tokio::time::interval(shared.config.keepalive());
+    let config = shared.config();
+    let idle = config.idle_timeout();
+    let mut ping = tokio::time::interval(config.keepalive());
     ping.tick().await;
     let mut heard = Instant::now();
     let mut reading = true;
@@ -585,7 +640,7 @@ async fn bridge<S>(
                         // Nothing of it was read or applied; the client is told why, then closed.
                         let error = seshat_server::RpcError::too_large(format!(
                             "{e}: the largest message the server reads is {} (`max_message_mib` under [serve])",
-                            seshat::input::describe_limit(shared.max_message)
+                            seshat::input::describe_limit(max_message)
                         ));
                         let _ = send(&mut sink, Message::text(error.line()), idle).await;
                         let _ = send(&mut sink, close(CloseCode::Size, "message too large"), idle).await;

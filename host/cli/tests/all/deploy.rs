@@ -1,7 +1,7 @@
 //! The systemd unit the repository ships (`deploy/seshat.service`), checked as systemd checks it:
 //! `systemd-analyze verify` (with its `ExecStart` pointed at the binary under test, which must
 //! exist), `systemd-analyze security --offline` under an exposure threshold, and its `serve`
-//! arguments taken by the binary.
+//! arguments taken by the binary, and the example service file it names loaded.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -55,4 +55,19 @@ fn the_units_serve_arguments_are_ones_the_binary_takes() {
     // after them stops before anything is opened).
     let out = Command::new(env!("CARGO_BIN_EXE_seshat")).args(&args).arg("--help").output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("ExecReload=/bin/kill -HUP $MAINPID"), "`systemctl reload` sends SIGHUP");
+}
+
+/// The example service file the unit names is one the binary loads, serving `wss://` with its
+/// TLS files beside it and the provider's key by reference.
+#[test]
+fn the_example_service_file_loads() {
+    let (_, unit) = unit();
+    assert!(unit.contains("--config /etc/seshat/service.toml"), "the unit runs the service's own file");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/service.toml");
+    let config = seshat::config::Config::load_service(&path).unwrap();
+    assert!(config.serve.listen.as_deref().is_some_and(|l| l.starts_with("wss://")), "{:?}", config.serve);
+    assert_eq!(config.serve.tls_cert, Some(path.parent().unwrap().join("tls/cert.pem")));
+    let key = config.providers["anthropic"].api_key_env.as_deref();
+    assert_eq!(key, Some("ANTHROPIC_API_KEY"), "credentials by reference, never in the file");
 }

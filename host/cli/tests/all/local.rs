@@ -1430,6 +1430,14 @@ fn every_config_block_in_the_readme_loads_and_the_llamacpp_block_takes_effect() 
             continue;
         }
         let dir = tempfile::tempdir().unwrap();
+        // A service's own file (`seshat serve --config FILE`), which names where it listens.
+        if block.lines().any(|l| l.starts_with("listen = ")) {
+            let file = dir.path().join("service.toml");
+            std::fs::write(&file, block).unwrap();
+            let loaded = seshat::config::Config::load_service(&file);
+            assert!(loaded.is_ok(), "a README service file block does not load: {loaded:?}\n{block}");
+            continue;
+        }
         std::fs::write(dir.path().join("config.toml"), block).unwrap();
         if let Err(e) = seshat::config::Config::load(dir.path(), None) {
             panic!("a README config block does not load: {e}\n{block}");

@@ -48,6 +48,7 @@ mod recall;
 mod reimport;
 mod remote_client;
 mod serve;
+mod service_config;
 mod stop;
 mod store;
 mod support;

@@ -50,11 +50,20 @@ impl Service {
         Service::start_in(cmd, "ws", extra)
     }
 
-    fn start_in(mut cmd: Command, scheme: &str, extra: &[&str]) -> Service {
+    fn start_in(cmd: Command, scheme: &str, extra: &[&str]) -> Service {
+        let listen = format!("{scheme}://127.0.0.1:0");
+        Service::spawn(cmd, scheme, &[&["serve", "--listen", &listen][..], extra].concat())
+    }
+
+    /// Starts `seshat args…` in `home` (`serve --config FILE`, say), listening by `scheme`.
+    pub(crate) fn start_args(home: &Home, scheme: &str, args: &[&str]) -> Service {
+        Service::spawn(home.cmd(), scheme, args)
+    }
+
+    fn spawn(mut cmd: Command, scheme: &str, args: &[&str]) -> Service {
         let mut child = cmd
             .env("OPENAI_API_KEY", KEY)
-            .args(["serve", "--listen", &format!("{scheme}://127.0.0.1:0")])
-            .args(extra)
+            .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -93,6 +102,11 @@ impl Service {
         let init = c.call("initialize", json!({"model": "gpt-4o"}));
         assert!(init.get("error").is_none(), "{init}");
         c
+    }
+
+    /// The process's id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Every line logged after the first.
@@ -554,7 +568,7 @@ fn sigterm_interrupts_a_turn_still_running_after_the_grace_period_and_stores_it(
 }
 
 /// Sends `signal` to `pid` with kill(1).
-fn nix_kill(pid: u32, signal: &str) {
+pub(crate) fn nix_kill(pid: u32, signal: &str) {
     let status = Command::new("kill").args([&format!("-{signal}"), &pid.to_string()]).status().unwrap();
     assert!(status.success());
 }

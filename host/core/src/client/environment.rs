@@ -94,11 +94,14 @@ pub struct Overrides {
     /// The project's instructions as (file name, text), given instead of read from the project
     /// directory (a remote client's `AGENTS.md`, read on its own machine).
     pub instructions: Option<Vec<(String, String)>>,
+    /// The configuration, given whole instead of read from the user's and the project's files (a
+    /// service's own file, read once and again on reload).
+    pub config: Option<Arc<Config>>,
 }
 
 /// The configuration opened for front ends: see the [module](self) documentation.
 pub struct Environment {
-    config: Config,
+    config: Arc<Config>,
     dirs: Dirs,
     store: Location,
     project: Option<String>,
@@ -128,7 +131,10 @@ impl Environment {
         };
         let project = overrides.project.clone();
         let project_dir = super::project_dir(overrides.project_dir.as_deref(), project.as_deref());
-        let config = Config::load(&dirs.config, project_dir.as_deref())?;
+        let config = match &overrides.config {
+            Some(given) => given.clone(),
+            None => Arc::new(Config::load(&dirs.config, project_dir.as_deref())?),
+        };
         let store = super::store_location(overrides.store.as_ref(), &dirs)?;
         Ok(Environment {
             config,
@@ -235,6 +241,7 @@ impl Environment {
             project: self.project.clone(),
             project_dir: self.project_dir.clone(),
             user: self.overrides.user.clone(),
+            config: Some(self.config.clone()),
             ..ClientOptions::default()
         }
     }
@@ -265,6 +272,7 @@ impl Environment {
             stream,
             user: _,
             instructions,
+            config: _,
         } = &self.overrides;
         let config = &self.config;
         // The provider first: it also writes the summaries, so the client is made with it.

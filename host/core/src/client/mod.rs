@@ -53,6 +53,8 @@ pub struct ClientOptions {
     pub project_dir: Option<std::path::PathBuf>,
     /// The user the store acts for (see [`Store::acting_for`]); by default the local user.
     pub user: Option<String>,
+    /// The configuration, given whole; by default the user's and the project's files, read.
+    pub config: Option<Arc<Config>>,
 }
 
 /// The project's directory: the one given, else the project key when it is an absolute path
@@ -141,7 +143,7 @@ pub(crate) enum Substitute<'a> {
 /// A session store with its policies, ready to prepare model requests.
 pub struct Client {
     config: ClientOptions,
-    settings: Config,
+    settings: Arc<Config>,
     dirs: Dirs,
     runtime: Runtime,
     catalog: Catalog,
@@ -179,7 +181,10 @@ impl Client {
         };
         let project_dir = project_dir(config.project_dir.as_deref(), config.project.as_deref());
         let project = project_dir.as_deref();
-        let settings = Config::load(&dirs.config, project)?;
+        let settings = match &config.config {
+            Some(given) => given.clone(),
+            None => Arc::new(Config::load(&dirs.config, project)?),
+        };
         let prompt = match (&config.compact_prompt, &settings.compaction.prompt_file) {
             (Some(prompt), _) => Some(prompt.clone()),
             (None, Some(path)) => Some(std::fs::read_to_string(path).map_err(|e| crate::config::Error {

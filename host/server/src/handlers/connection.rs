@@ -56,11 +56,11 @@ impl Server {
             project: self.ctx.project.clone(),
             // A network client is not told where the server keeps its store.
             database: if self.acting.user.is_some() { "remote".into() } else { self.ctx.db.to_string() },
-            provider: config.plugins.provider,
-            model: config.chat.model,
+            provider: config.plugins.provider.clone(),
+            model: config.chat.model.clone(),
             auto_compact: config.chat.auto_compact.unwrap_or(true),
-            compact_summary_model: config.chat.summary_model,
-            embedder: config.plugins.embedder,
+            compact_summary_model: config.chat.summary_model.clone(),
+            embedder: config.plugins.embedder.clone(),
             providers,
         })
     }
