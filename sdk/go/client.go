@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // ClientConfig says how to start `seshat serve` and how its sessions run.
@@ -52,7 +53,15 @@ type ClientConfig struct {
 	// knowledge under (empty: ProjectDir's absolute path). The project's AGENTS.md and
 	// CLAUDE.md are read here, from ProjectDir, and sent with it.
 	Project string
+	// ReconnectTimeout is how long a remote client tries to connect again after losing its
+	// connection (the server restarted, the network dropped), waiting 100 ms, then twice as long
+	// each time up to 5 s, between attempts. Meanwhile calls wait for the connection (as long as
+	// their ctx allows). 0 means 2 minutes; a negative value, never: the client closes.
+	ReconnectTimeout time.Duration
 }
+
+// defaultReconnect is how long a remote client tries to connect again unless configured.
+const defaultReconnect = 2 * time.Minute
 
 // Client is a running `seshat serve` and the sessions it serves. Its methods may be called from
 // several goroutines.
@@ -67,10 +76,19 @@ type Client struct {
 	pending map[int64]chan rpcMessage
 	turns   map[string]*Stream // by session id, the turn in flight
 	tools   map[string]registeredTool
-	inited  bool
-	closed  bool
+	// announced: the tools were sent to the server (no more may be registered).
+	announced bool
+	closed    bool
 	// ended is why the server took the connection's access away (access/revoked), if it did.
-	ended    *Error
+	ended *Error
+	// lost is why a remote client could not connect again, once it gave up.
+	lost error
+	// ready is closed while a connection is up; a new one waits while the client reconnects.
+	ready chan struct{}
+	// gen counts the connections made; initGen is the one `initialize` was sent on.
+	gen, initGen int64
+	// closing is closed by Close (it wakes a reconnection's wait).
+	closing  chan struct{}
 	done     chan struct{}
 	initOnce sync.Mutex
 }
@@ -150,10 +168,7 @@ func dialClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	if cfg.Token == "" {
 		return nil, &Error{Code: "invalid_config", Message: "ClientConfig.Token is empty: a remote server needs the token `seshat tokens create` made for you"}
 	}
-	header := http.Header{}
-	header.Set("Authorization", "Bearer "+cfg.Token)
-	header.Set("User-Agent", "seshat-go/"+Version)
-	ws, err := dialWebSocket(ctx, cfg.URL, header, cfg.TLSConfig)
+	ws, err := dialWebSocket(ctx, cfg.URL, upgradeHeader(cfg), cfg.TLSConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -168,12 +183,21 @@ func dialClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	return c, nil
 }
 
+// upgradeHeader is what a remote client sends with its upgrade request: its token and name.
+func upgradeHeader(cfg ClientConfig) http.Header {
+	header := http.Header{}
+	header.Set("Authorization", "Bearer "+cfg.Token)
+	header.Set("User-Agent", "seshat-go/"+Version)
+	return header
+}
+
 func newClient(cfg ClientConfig, link transport) *Client {
 	c := &Client{
 		cfg: cfg, link: link,
 		pending: map[int64]chan rpcMessage{}, turns: map[string]*Stream{}, tools: map[string]registeredTool{},
-		done: make(chan struct{}),
+		ready: make(chan struct{}), gen: 1, closing: make(chan struct{}), done: make(chan struct{}),
 	}
+	close(c.ready)
 	go c.read()
 	return c
 }
@@ -220,7 +244,7 @@ const MinWindow = 4096
 func (c *Client) RegisterTool(name, description string, schema json.RawMessage, run func(ctx context.Context, args json.RawMessage) (string, error)) error {
 	c.initOnce.Lock()
 	defer c.initOnce.Unlock()
-	if c.inited {
+	if c.announced {
 		return &Error{Code: ErrToolsAnnounced.Code, Message: "tool " + name + " was registered after the client started: register tools before the first session call"}
 	}
 	if description == "" {
@@ -241,8 +265,10 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.closed = true
+	close(c.closing)
+	link := c.link
 	c.mu.Unlock()
-	_ = c.link.close()
+	_ = link.close()
 	<-c.done
 	if c.cmd == nil {
 		return nil
@@ -253,9 +279,43 @@ func (c *Client) Close() error {
 func (c *Client) read() {
 	defer close(c.done)
 	for {
-		line, err := c.link.recv()
+		c.mu.Lock()
+		link := c.link
+		c.mu.Unlock()
+		c.readFrom(link)
+		c.mu.Lock()
+		// A remote client whose connection dropped — not closed by this program, its access
+		// not taken away — connects again; anything else ends the client.
+		again := c.cmd == nil && c.cfg.URL != "" && !c.closed && c.ended == nil && c.cfg.ReconnectTimeout >= 0
+		why := c.closedErr()
+		if c.cmd == nil && c.cfg.URL != "" && c.ended == nil && !c.closed {
+			why = &Error{Code: ErrConnectionLost.Code, Message: "the connection to " + c.cfg.URL + " was lost"}
+		}
+		if again {
+			c.ready = make(chan struct{})
+		} else {
+			c.closed = true
+		}
+		c.dropInFlight(why)
+		c.mu.Unlock()
+		if !again {
+			return
+		}
+		if err := c.redial(); err != nil {
+			c.mu.Lock()
+			c.closed, c.lost = true, err
+			c.mu.Unlock()
+			return
+		}
+	}
+}
+
+// readFrom routes what the server sends on link until it fails.
+func (c *Client) readFrom(link transport) {
+	for {
+		line, err := link.recv()
 		if err != nil {
-			break
+			return
 		}
 		var msg rpcMessage
 		if json.Unmarshal(line, &msg) != nil {
@@ -290,18 +350,102 @@ func (c *Client) read() {
 			}
 		}
 	}
-	// The server is gone: every waiting call and stream ends.
-	c.mu.Lock()
-	c.closed = true
+}
+
+// dropInFlight ends what waited on the connection that ended, for why: each call waiting for
+// its answer fails (whether the server applied it is unknown), and each turn in flight ends as
+// interrupted, with the text it had streamed — what the server stores of it on a remote server.
+// Called with c.mu held.
+func (c *Client) dropInFlight(why error) {
+	failed := rpcMessage{Error: &rpcError{Message: why.Error()}}
+	var known *Error
+	if errors.As(why, &known) {
+		failed.Error.Message, failed.Error.Data.Code = known.Message, known.Code
+	}
+	if errors.As(why, &known) && known.Code == ErrConnectionLost.Code {
+		failed.Error.Message += " before the answer came: whether the server applied the request is unknown"
+	}
 	for id, ch := range c.pending {
-		close(ch)
+		if failed.Error.Data.Code == "" {
+			close(ch)
+		} else {
+			ch <- failed
+		}
 		delete(c.pending, id)
 	}
 	for sid, s := range c.turns {
-		s.finish(Outcome{}, c.closedErr())
+		if c.cmd == nil {
+			lost := why
+			if errors.As(why, &known) && known.Code == ErrConnectionLost.Code {
+				lost = &Error{Code: known.Code, Message: known.Message + " mid-turn: the server stores what had arrived as the interrupted answer (Outcome.Text holds what this client received); send it again with the same key to have it answered"}
+			}
+			s.finish(Outcome{Session: sid, Text: s.streamed(), Interrupted: true}, lost)
+		} else {
+			s.finish(Outcome{}, why)
+		}
 		delete(c.turns, sid)
 	}
-	c.mu.Unlock()
+}
+
+// redial connects to the remote server again, with backoff, until ReconnectTimeout has passed,
+// Close is called, or the server refuses the client for good (its token, say): then the error
+// says why. Calls made meanwhile wait for it.
+func (c *Client) redial() error {
+	timeout := c.cfg.ReconnectTimeout
+	if timeout == 0 {
+		timeout = defaultReconnect
+	}
+	deadline := time.Now().Add(timeout)
+	wait := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		go func() {
+			select {
+			case <-c.closing:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		ws, err := dialWebSocket(ctx, c.cfg.URL, upgradeHeader(c.cfg), c.cfg.TLSConfig)
+		cancel()
+		select {
+		case <-c.closing:
+			if ws != nil {
+				_ = ws.close()
+			}
+			return ErrClosed
+		default:
+		}
+		if err == nil {
+			c.mu.Lock()
+			c.link = &remote{ws: ws}
+			c.gen++
+			close(c.ready)
+			c.mu.Unlock()
+			return nil
+		}
+		var refused *Error
+		if errors.As(err, &refused) && !retryable(refused.Code) {
+			return &Error{Code: refused.Code, Message: "the connection to " + c.cfg.URL + " was lost, and connecting again was refused: " + refused.Message}
+		}
+		if !time.Now().Add(wait).Before(deadline) {
+			return &Error{Code: ErrConnectionLost.Code, Message: fmt.Sprintf("the connection to %s was lost, and %d attempts to connect again over %s failed, the last with: %v (ClientConfig.ReconnectTimeout gives them longer)", c.cfg.URL, attempt, timeout, err)}
+		}
+		select {
+		case <-time.After(wait):
+		case <-c.closing:
+			return ErrClosed
+		}
+		if wait *= 2; wait > 5*time.Second {
+			wait = 5 * time.Second
+		}
+	}
+}
+
+// retryable says whether a server's refusal of an upgrade may pass by itself (it is busy,
+// stopping, or cannot reach its store) rather than concern the client's token or user.
+func retryable(code string) bool {
+	return !strings.HasPrefix(code, "token_") && !strings.HasPrefix(code, "user_") && code != "invalid_config"
 }
 
 // closedErr is why the connection ended: the access the server took away, else ErrClosed.
@@ -309,6 +453,9 @@ func (c *Client) read() {
 func (c *Client) closedErr() error {
 	if c.ended != nil {
 		return c.ended
+	}
+	if c.lost != nil {
+		return c.lost
 	}
 	return ErrClosed
 }
@@ -318,26 +465,76 @@ func (c *Client) write(v interface{}) error {
 	if err != nil {
 		return err
 	}
+	c.mu.Lock()
+	link := c.link
+	c.mu.Unlock()
 	c.writeM.Lock()
 	defer c.writeM.Unlock()
-	return c.link.send(line)
+	return link.send(line)
 }
 
 // call sends a request, the client initialised first, and waits for its result (decoded into
-// out when non-nil).
+// out when non-nil). A connection made again meanwhile is initialised before the request goes.
 func (c *Client) call(ctx context.Context, method string, params interface{}, out interface{}) error {
-	if err := c.initialize(ctx); err != nil {
-		return err
+	for {
+		gen, err := c.initialize(ctx)
+		if err != nil {
+			return err
+		}
+		if err := c.sendOn(ctx, gen, method, params, out); err != errStale {
+			return err
+		}
 	}
-	return c.send(ctx, method, params, out)
 }
 
-// send sends a request as it is and waits for its result.
+// errStale: the connection a request was meant for was replaced before it was sent.
+var errStale = errors.New("the connection was replaced")
+
+// send sends a request as it is, on whichever connection is up, and waits for its result.
 func (c *Client) send(ctx context.Context, method string, params interface{}, out interface{}) error {
+	return c.sendOn(ctx, 0, method, params, out)
+}
+
+// waitReady waits while a remote client reconnects; the connection's generation then.
+func (c *Client) waitReady(ctx context.Context) (int64, error) {
 	c.mu.Lock()
 	if c.closed {
+		defer c.mu.Unlock()
+		return 0, c.closedErr()
+	}
+	ready := c.ready
+	c.mu.Unlock()
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-c.done:
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return 0, c.closedErr()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return 0, c.closedErr()
+	}
+	return c.gen, nil
+}
+
+// sendOn sends a request on connection gen (0: any) and waits for its result; errStale when
+// that connection is gone.
+func (c *Client) sendOn(ctx context.Context, gen int64, method string, params interface{}, out interface{}) error {
+	if _, err := c.waitReady(ctx); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.closed {
+		defer c.mu.Unlock()
+		return c.closedErr()
+	}
+	if gen != 0 && gen != c.gen {
 		c.mu.Unlock()
-		return ErrClosed
+		return errStale
 	}
 	c.nextID++
 	id := c.nextID
@@ -373,12 +570,30 @@ func (c *Client) send(ctx context.Context, method string, params interface{}, ou
 	}
 }
 
-func (c *Client) initialize(ctx context.Context) error {
+// initialize initialises the connection up now, once (a reconnected one again, with the same
+// tools); returns its generation.
+func (c *Client) initialize(ctx context.Context) (int64, error) {
 	c.initOnce.Lock()
 	defer c.initOnce.Unlock()
-	if c.inited {
-		return nil
+	for {
+		gen, err := c.waitReady(ctx)
+		if err != nil {
+			return 0, err
+		}
+		c.mu.Lock()
+		done := c.initGen == gen
+		c.mu.Unlock()
+		if done {
+			return gen, nil
+		}
+		if err := c.initializeOn(ctx, gen); err != errStale {
+			return gen, err
+		}
 	}
+}
+
+// initializeOn sends `initialize` on connection gen (errStale when it is gone).
+func (c *Client) initializeOn(ctx context.Context, gen int64) error {
 	c.mu.Lock()
 	var tools []protocol.ToolDefinition
 	for name, t := range c.tools {
@@ -406,7 +621,7 @@ func (c *Client) initialize(ctx context.Context) error {
 	var answer struct {
 		ProtocolVersion string `json:"protocol_version"`
 	}
-	if err := c.send(ctx, protocol.MethodInitialize, params, &answer); err != nil {
+	if err := c.sendOn(ctx, gen, protocol.MethodInitialize, params, &answer); err != nil {
 		return err
 	}
 	if err := checkVersion(answer.ProtocolVersion); err != nil {
@@ -414,7 +629,9 @@ func (c *Client) initialize(ctx context.Context) error {
 		c.Close()
 		return err
 	}
-	c.inited = true
+	c.mu.Lock()
+	c.initGen, c.announced = gen, true
+	c.mu.Unlock()
 	return nil
 }
 

@@ -40,4 +40,13 @@
 // A refused connection is an *Error with the server's code (token_invalid, token_expired,
 // too_many_connections, ...). The service's operator watches it on the same address:
 // GET /healthz, /readyz and /metrics (Prometheus).
+//
+// When the connection drops (the service restarts, the network fails), the client connects
+// again by itself, with backoff, for up to ClientConfig.ReconnectTimeout (2 minutes by default),
+// and initialises the new connection with the same tools; calls made meanwhile wait for it. A
+// call whose answer was lost fails with ErrConnectionLost, and a turn in flight ends with it, its
+// Outcome marked Interrupted and holding the text streamed (the service keeps what had arrived as
+// the interrupted answer); send the turn again with the same key (SendWithKey) to have it
+// answered. When connecting again is refused for good (the token was revoked, say) or the time
+// runs out, every call fails with an error saying why.
 package seshat

@@ -43,6 +43,13 @@ var (
 	ErrProviderNotConfigured = &Error{Code: "provider_not_configured"}
 	// ErrClosed: the client was closed or `seshat serve` exited.
 	ErrClosed = &Error{Code: "closed"}
+	// ErrConnectionLost: a remote client's connection dropped (the server restarted, the
+	// network failed). Calls waiting then fail with it (whether the server applied them is
+	// unknown); a turn in flight ends with it, its Outcome interrupted and holding the text
+	// streamed (the server stores what had arrived as the interrupted answer). The client
+	// connects again by itself (ClientConfig.ReconnectTimeout); when it gives up, every call
+	// fails with it, saying why.
+	ErrConnectionLost = &Error{Code: "connection_lost"}
 	// ErrRateLimited: the provider limited the rate (after Seshat's retries).
 	ErrRateLimited = &Error{Code: "rate_limited"}
 	// ErrServerError: the provider failed (5xx after Seshat's retries).

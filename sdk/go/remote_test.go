@@ -104,6 +104,12 @@ func seshatIn(t testing.TB, cfg ClientConfig, args ...string) string {
 // startService starts a service on cfg's home (its store, config and provider key), stopped
 // when the test ends.
 func startService(t testing.TB, cfg ClientConfig, auth authority) *service {
+	return startServiceAt(t, cfg, auth, "wss://127.0.0.1:0")
+}
+
+// startServiceAt is startService listening on listen (wss://127.0.0.1:PORT: the same address
+// again after a restart).
+func startServiceAt(t testing.TB, cfg ClientConfig, auth authority, listen string) *service {
 	home := ""
 	for _, e := range cfg.Env {
 		if strings.HasPrefix(e, "SESHAT_HOME=") {
@@ -117,7 +123,7 @@ func startService(t testing.TB, cfg ClientConfig, auth authority) *service {
 	if err := os.WriteFile(keyFile, auth.keyPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(cfg.Binary, "serve", "--listen", "wss://127.0.0.1:0", "--tls-cert", certFile, "--tls-key", keyFile)
+	cmd := exec.Command(cfg.Binary, "serve", "--listen", listen, "--tls-cert", certFile, "--tls-key", keyFile)
 	cmd.Env = append(os.Environ(), cfg.Env...)
 	cmd.Dir = home
 	stderr, err := cmd.StderrPipe()
@@ -357,5 +363,98 @@ func TestARevokedTokenEndsTheRunningTurnWithItsCode(t *testing.T) {
 	seshatIn(t, cfg, "tokens", "revoke", strings.Split(tok, "_")[1])
 	if _, err := stream.Wait(); !errors.Is(err, ErrTokenRevoked) {
 		t.Fatalf("the turn ended with %v, want ErrTokenRevoked", err)
+	}
+}
+
+// freeAddress is a loopback address nothing listens on now (for a service restarted on it).
+func freeAddress(t testing.TB) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// stop sends the service sig and waits for it to exit.
+func (s *service) stop(t testing.TB, sig syscall.Signal) {
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.cmd.Wait()
+}
+
+// A server killed and started again under a remote client: the turn in flight ends interrupted
+// with what it had streamed (ErrConnectionLost), the client connects again by itself and its next
+// turn in the same session is served, the interrupted answer stored before it. When connecting again is refused
+// for good (its token revoked meanwhile), every call says so.
+func TestARemoteClientReconnectsAfterTheServerRestartsAndSaysWhyWhenItCannot(t *testing.T) {
+	f := newFake(t, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
+		if n == 1 {
+			blocking(w, r)
+			return
+		}
+		text(w, req, "After ", "the restart.")
+	})
+	cfg := config(t, f, "[serve]\ngrace_secs = 0\n")
+	auth := newAuthority(t)
+	tok := makeToken(t, cfg, "go")
+	listen := "wss://" + freeAddress(t)
+	first := startServiceAt(t, cfg, auth, listen)
+	remote := cfg
+	remote.URL, remote.Token, remote.TLSConfig = listen, tok, &tls.Config{RootCAs: auth.roots}
+	ctx := context.Background()
+	c := startLocal(t, remote)
+	session, err := c.NewSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := session.Send(ctx, "a turn cut by a restart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ev := range stream.Events() {
+		if ev.Kind == TextDelta {
+			break
+		}
+	}
+	// The server dies (no turn/completed comes); a draft of the answer was kept.
+	first.stop(t, syscall.SIGKILL)
+	out, err := stream.Wait()
+	if !errors.Is(err, ErrConnectionLost) || !out.Interrupted || out.Text != "Partial" || out.Session != session.ID {
+		t.Fatalf("the turn in flight: %+v, %v", out, err)
+	}
+	second := startServiceAt(t, cfg, auth, listen)
+	again, err := session.Send(ctx, "and again")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := again.Wait(); err != nil || out.Text != "After the restart." {
+		t.Fatalf("after reconnecting: %+v, %v", out, err)
+	}
+	history, err := session.History(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, m := range history {
+		texts = append(texts, textOf(m))
+	}
+	// (Whether the killed server's draft of "Partial" was written before the kill is its
+	// timing: the interrupted answer may or may not stand between the two requests.)
+	joined := strings.Join(texts, "|")
+	if !strings.HasPrefix(joined, "a turn cut by a restart|") || !strings.HasSuffix(joined, "|and again|After the restart.") {
+		t.Fatalf("history %q", texts)
+	}
+
+	second.stop(t, syscall.SIGTERM)
+	seshatIn(t, cfg, "tokens", "revoke", strings.Split(tok, "_")[1])
+	startServiceAt(t, cfg, auth, listen)
+	_, err = c.NewSession(ctx)
+	if ErrCode(err) != "token_revoked" || !strings.Contains(err.Error(), "connecting again was refused") {
+		t.Fatalf("a refused reconnection: %v", err)
+	}
+	if _, err := c.NewSession(ctx); ErrCode(err) != "token_revoked" {
+		t.Fatalf("every later call says why: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"example.invalid/seshat/sdk/go/seshat/protocol"
+	"strings"
 	"sync"
 )
 
@@ -146,6 +147,8 @@ type Stream struct {
 	err      error
 	// key is the idempotency key the turn's request carried.
 	key string
+	// text is what the turn streamed so far (its text deltas).
+	text strings.Builder
 }
 
 func newStream() *Stream {
@@ -206,9 +209,19 @@ func (s *Stream) Wait() (Outcome, error) {
 
 func (s *Stream) push(e Event) {
 	s.mu.Lock()
+	if e.Kind == TextDelta {
+		s.text.WriteString(e.Text)
+	}
 	s.queue = append(s.queue, e)
 	s.mu.Unlock()
 	s.ready.Broadcast()
+}
+
+// streamed is the text the turn streamed so far.
+func (s *Stream) streamed() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.text.String()
 }
 
 func (s *Stream) finish(o Outcome, err error) {

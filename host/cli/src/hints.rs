@@ -100,6 +100,9 @@ fn store(e: &StoreError) -> Option<String> {
             what it holds into a new database"
                 .into()
         }
+        StoreError::OutdatedSchema { .. } => "`seshat db migrate` upgrades it (`--dry-run` lists the migrations \
+            first; `seshat db status` shows where it stands); see the README's \"Upgrading a team's service\""
+            .into(),
         StoreError::CorruptMessage { session, .. } => {
             format!("`seshat sessions export {session}` keeps what can be read; `seshat sessions delete {session}`")
         }

@@ -1,6 +1,8 @@
-//! `seshat db`: the store as a whole (copying it between backends).
+//! `seshat db`: the store as a whole (its schema, copying it between backends).
 
 mod copy;
+mod migrate;
+mod status;
 
 use std::process::ExitCode;
 
@@ -12,10 +14,16 @@ pub enum DbCommand {
     /// Copy a whole store into a new, empty one: a SQLite file to a PostgreSQL database or back,
     /// then check the two hold the same.
     Copy(copy::Args),
+    /// Upgrade the store's schema to this build's (a shared store is never upgraded otherwise).
+    Migrate(migrate::Args),
+    /// Where the store's schema stands against this build: its version, what is pending.
+    Status(status::Args),
 }
 
 pub fn run(ctx: &Context, cmd: DbCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         DbCommand::Copy(args) => copy::run(ctx, &args),
+        DbCommand::Migrate(args) => migrate::run(ctx, &args),
+        DbCommand::Status(args) => status::run(ctx, &args),
     }
 }

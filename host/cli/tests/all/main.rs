@@ -53,3 +53,4 @@ mod stop;
 mod store;
 mod support;
 mod terminal;
+mod upgrades;

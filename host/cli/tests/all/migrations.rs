@@ -393,7 +393,7 @@ crate::on_both_backends! {
 fn a_migration_that_fails_names_the_versions_and_keeps_nothing(home) {
     let id = home.session("/p");
     home.sql("PRAGMA user_version = 15", "UPDATE seshat_schema SET version = 5").unwrap();
-    let err = Store::connect(&home.location()).unwrap_err();
+    let err = Store::migrate(&home.location()).unwrap_err();
     assert_eq!(err.code(), "migration_failed", "{err}");
     let text = err.to_string();
     let (from, to, name) = if home.location().to_string().starts_with("postgres") {

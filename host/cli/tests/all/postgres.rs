@@ -99,14 +99,15 @@ fn a_schema_newer_than_the_binary_is_refused_and_left_alone() {
     let id = home.session("/p");
     let current = "SELECT version FROM seshat_schema";
     let was = home.sql_value(current, current);
-    let newer = "UPDATE seshat_schema SET version = 99";
+    // As a newer build's migration that changes what exists (not additive) leaves it.
+    let newer = "UPDATE seshat_schema SET version = 99, compatible_from = 99";
     home.sql(newer, newer).unwrap();
     let err = Store::connect(&home.location()).unwrap_err();
     assert_eq!(err.code(), "newer_schema", "{err}");
     assert!(err.to_string().contains("schema version 99") && err.to_string().contains("postgres://"), "{err}");
     let count = "SELECT count(*) FROM sessions";
     assert_eq!(home.sql_value(count, count), 1, "the sessions are still there");
-    let back = format!("UPDATE seshat_schema SET version = {was}");
+    let back = format!("UPDATE seshat_schema SET version = {was}, compatible_from = {was}");
     home.sql(&back, &back).unwrap();
     assert_eq!(home.store().session(&id).unwrap().id, id);
 }
@@ -358,8 +359,8 @@ fn tls_to_the_server_is_verified_against_the_root_certificate_given() {
 }
 
 /// PostgreSQL schema 1 as committed (`tests/fixtures/store-postgres-v1.sql`: the v11 SQLite
-/// fixture copied by `db copy`, dumped): this binary opens it (and will upgrade it when a later
-/// schema comes), every session exports as the SQLite fixture's upgraded copy does, every table
+/// fixture copied by `db copy`, dumped): this binary refuses to open it until it is migrated
+/// explicitly, then every session exports as the SQLite fixture's upgraded copy does, every table
 /// holds the same rows, and it takes writes.
 #[test]
 fn the_schema_1_fixture_opens_and_holds_what_the_sqlite_fixture_holds() {
@@ -367,8 +368,14 @@ fn the_schema_1_fixture_opens_and_holds_what_the_sqlite_fixture_holds() {
     crate::support::postgres::psql_file(&url, &crate::support::fixture("store-postgres-v1.sql"));
     let version = || crate::support::postgres::psql_url(&url, "SELECT version FROM seshat_schema").unwrap();
     assert_eq!(version(), "1", "the fixture must stay at schema 1");
-    let mut pg = Store::connect(&Location::parse(&url, Path::new("/")).unwrap()).unwrap();
-    assert_eq!(version(), "9", "upgraded to this binary's schema");
+    let location = Location::parse(&url, Path::new("/")).unwrap();
+    let err = Store::connect(&location).unwrap_err();
+    assert_eq!(err.code(), "schema_outdated", "{err}");
+    assert_eq!(version(), "1", "opening a shared store never upgrades it");
+    let applied = Store::migrate(&location).unwrap();
+    assert_eq!(applied.first().map(|m| m.version), Some(2), "{applied:?}");
+    assert_eq!(version(), Store::schema_status(&location).unwrap().latest.to_string());
+    let mut pg = Store::connect(&location).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("v11.db");
     std::fs::copy(crate::support::fixture("store-v11.sqlite"), &db).unwrap();
@@ -390,7 +397,7 @@ fn the_schema_1_fixture_opens_and_holds_what_the_sqlite_fixture_holds() {
 fn the_schema_1_fixture_upgraded_has_the_schema_of_a_new_database() {
     let (_, fixture) = database();
     crate::support::postgres::psql_file(&fixture, &crate::support::fixture("store-postgres-v1.sql"));
-    Store::connect(&Location::parse(&fixture, Path::new("/")).unwrap()).unwrap();
+    Store::migrate(&Location::parse(&fixture, Path::new("/")).unwrap()).unwrap();
     let (_, fresh) = database();
     Store::connect(&Location::parse(&fresh, Path::new("/")).unwrap()).unwrap();
     let schema = |url: &str| -> Vec<String> {

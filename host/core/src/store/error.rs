@@ -31,6 +31,19 @@ pub enum Error {
         /// The newest version this binary knows.
         supported: u32,
     },
+    /// A shared store's schema is older than this build's: opening it never upgrades it.
+    #[error(
+        "{location} has schema version {found}, older than the {supported} this seshat writes; it was left \
+         untouched: a shared store is upgraded only when an operator migrates it explicitly"
+    )]
+    OutdatedSchema {
+        /// The refused database.
+        location: super::Location,
+        /// The version it records.
+        found: u32,
+        /// The version this build writes.
+        supported: u32,
+    },
     /// No session matches the id or prefix.
     #[error("no session matches `{0}`")]
     SessionNotFound(String),
@@ -308,6 +321,7 @@ impl Error {
         match self {
             Error::ForeignDatabase { .. } => "foreign_database",
             Error::NewerSchema { .. } => "newer_schema",
+            Error::OutdatedSchema { .. } => "schema_outdated",
             Error::SessionNotFound(_) => "session_not_found",
             Error::AmbiguousSession { .. } => "ambiguous_session",
             Error::InvalidImport { .. } => "invalid_import",

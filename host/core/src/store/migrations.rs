@@ -55,7 +55,107 @@ const POSTGRES_MIGRATIONS: &[(&str, &str, Option<Backfill>)] = &[
     ("0007_access", include_str!("migrations/postgres/0007_access.sql"), Some(fold_user_names)),
     ("0008_audit", include_str!("migrations/postgres/0008_audit.sql"), None),
     ("0009_server_models", include_str!("migrations/postgres/0009_server_models.sql"), None),
+    ("0010_schema_compatibility", include_str!("migrations/postgres/0010_schema_compatibility.sql"), None),
 ];
+
+/// The line by which a migration says it only adds (tables, columns with defaults, indexes):
+/// builds of the schema before it can still use the database, so a rolling upgrade keeps them
+/// serving. A PostgreSQL database records the oldest such version (`compatible_from`).
+const ADDITIVE: &str = "-- seshat: additive";
+
+/// The PostgreSQL schema version from which `seshat_schema` records `compatible_from`.
+const COMPATIBILITY_SINCE: u32 = 10;
+
+/// One migration of a backend.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Migration {
+    /// The schema version it brings the database to.
+    pub version: u32,
+    /// Its name (`0010_schema_compatibility`).
+    pub name: &'static str,
+    /// Whether it only adds, so builds of the schema before it keep working.
+    pub additive: bool,
+}
+
+/// Where a store's schema stands against this build.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct SchemaStatus {
+    /// The schema version the database records (0: an empty database).
+    pub version: u32,
+    /// The version this build writes for the database's engine.
+    pub latest: u32,
+    /// The oldest schema version whose builds can use the database as it is.
+    pub compatible_from: u32,
+    /// The migrations this build would apply, in order.
+    pub pending: Vec<Migration>,
+}
+
+/// What a [`SchemaStatus`] means for this build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum SchemaState {
+    /// Nothing there yet: the first use creates the schema.
+    Empty,
+    /// The schema this build writes.
+    Current,
+    /// Older than this build's: migrations are pending.
+    Outdated,
+    /// Newer than this build's, and declared usable by it (additive migrations since).
+    NewerCompatible,
+    /// Newer than this build's, and not usable by it.
+    NewerIncompatible,
+}
+
+impl SchemaStatus {
+    /// What the status means for this build.
+    pub fn state(&self) -> SchemaState {
+        use std::cmp::Ordering::*;
+        match (self.version, self.version.cmp(&self.latest)) {
+            (0, _) => SchemaState::Empty,
+            (_, Equal) => SchemaState::Current,
+            (_, Less) => SchemaState::Outdated,
+            (_, Greater) if self.compatible_from <= self.latest => SchemaState::NewerCompatible,
+            (_, Greater) => SchemaState::NewerIncompatible,
+        }
+    }
+}
+
+/// The database's status against this build.
+pub(crate) fn status(db: &Db) -> Result<SchemaStatus> {
+    let (version, latest) = current(db)?;
+    let compatible_from = match db {
+        Db::Postgres(_) if version >= COMPATIBILITY_SINCE => db
+            .query_opt("SELECT coalesce(compatible_from, version) FROM seshat_schema", params![], |r| r.get(0))?
+            .unwrap_or(version),
+        _ => version,
+    };
+    Ok(SchemaStatus { version, latest, compatible_from, pending: pending(db.backend(), version) })
+}
+
+/// The status of a database that does not exist yet on `backend`.
+pub(crate) fn empty(backend: Backend) -> SchemaStatus {
+    let latest = match backend {
+        Backend::Sqlite => LATEST,
+        Backend::Postgres => LATEST_POSTGRES,
+    };
+    SchemaStatus { version: 0, latest, compatible_from: 0, pending: pending(backend, 0) }
+}
+
+/// `backend`'s migrations after `version`.
+fn pending(backend: Backend, version: u32) -> Vec<Migration> {
+    let migrations = match backend {
+        Backend::Sqlite => MIGRATIONS,
+        Backend::Postgres => POSTGRES_MIGRATIONS,
+    };
+    migrations
+        .iter()
+        .enumerate()
+        .map(|(i, (name, sql, _))| Migration { version: i as u32 + 1, name, additive: sql.contains(ADDITIVE) })
+        .filter(|m| m.version > version)
+        .collect()
+}
 
 /// Makes user names unique ignoring case (`alice`, `Alice` and `ALICE` are one user) when the
 /// names already there allow it; a store that already holds two such names keeps them (each is
@@ -165,11 +265,12 @@ pub(crate) fn migrate(db: &mut Db) -> Result<()> {
             continue;
         }
         let rebuilds = sql.contains(REBUILDS_TABLES);
+        let additive = sql.contains(ADDITIVE);
         if let (Db::Sqlite(conn), true) = (&*db, rebuilds) {
             conn.pragma_update(None, "foreign_keys", false)?;
             conn.pragma_update(None, "legacy_alter_table", true)?;
         }
-        let applied = apply(db, target, name, sql, *backfill, rebuilds);
+        let applied = apply(db, target, name, sql, *backfill, rebuilds, additive);
         if let (Db::Sqlite(conn), true) = (&*db, rebuilds) {
             conn.pragma_update(None, "legacy_alter_table", false)?;
             conn.pragma_update(None, "foreign_keys", true)?;
@@ -205,7 +306,15 @@ pub(crate) fn migrate(db: &mut Db) -> Result<()> {
 
 /// Applies migration `target` (`name`, `sql`, then `backfill`) in one write transaction, unless
 /// another process applied it first.
-fn apply(db: &mut Db, target: u32, name: &str, sql: &str, backfill: Option<Backfill>, rebuilds: bool) -> Result<()> {
+fn apply(
+    db: &mut Db,
+    target: u32,
+    name: &str,
+    sql: &str,
+    backfill: Option<Backfill>,
+    rebuilds: bool,
+    additive: bool,
+) -> Result<()> {
     {
         let tx = db.transaction()?;
         if version(&tx)? >= target {
@@ -237,6 +346,19 @@ fn apply(db: &mut Db, target: u32, name: &str, sql: &str, backfill: Option<Backf
         }
         match &*tx {
             Db::Sqlite(conn) => conn.pragma_update(None, "user_version", target)?,
+            Db::Postgres(_) if target >= COMPATIBILITY_SINCE => {
+                // An additive migration keeps the builds the schema before it served.
+                let before: Option<u32> =
+                    tx.query_opt("SELECT coalesce(compatible_from, version) FROM seshat_schema", params![], |r| {
+                        r.get(0)
+                    })?;
+                let compatible = if additive { before.unwrap_or(target) } else { target };
+                tx.execute("DELETE FROM seshat_schema", params![])?;
+                tx.execute(
+                    "INSERT INTO seshat_schema (version, compatible_from) VALUES (?1, ?2)",
+                    params![target, compatible],
+                )?;
+            }
             Db::Postgres(_) => {
                 tx.execute("DELETE FROM seshat_schema", params![])?;
                 tx.execute("INSERT INTO seshat_schema (version) VALUES (?1)", params![target])?;

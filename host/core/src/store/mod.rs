@@ -35,6 +35,7 @@ pub(crate) mod owners;
 mod pins;
 mod projects;
 pub mod ranking;
+mod schema;
 mod sessions;
 mod sources;
 mod tls;
@@ -59,7 +60,9 @@ pub use history::{HISTORY_RANGE_MAX, HistoryHit, HistoryScope, INDEX_WHOLE_BYTES
 pub use knowledge::{ChunkHit, ChunkText, DocumentInfo, KnowledgeFilter, NewChunk, NewDocument};
 pub use location::{Location, Server};
 pub use messages::title_from;
-pub use migrations::{APPLICATION_ID, LATEST as SCHEMA_VERSION, Progress, on_migration_progress};
+pub use migrations::{
+    APPLICATION_ID, LATEST as SCHEMA_VERSION, Migration, Progress, SchemaState, SchemaStatus, on_migration_progress,
+};
 pub use models::{DISCOVERY_TTL_MS, ModelWindow, WindowOrigin};
 pub use owners::{Access, Grant, Removed, UserInfo};
 pub use pins::Retracted;
@@ -166,14 +169,17 @@ impl Store {
     }
 
     /// Reads the database's schema version again: an error when it is newer than this build
-    /// knows (a newer build migrated it since this connection opened), or when the database does
-    /// not answer.
+    /// can use (a newer build migrated it since this connection opened, with migrations that are
+    /// not additive), older than it writes (restored from an old backup), or when the database
+    /// does not answer.
     pub fn check_schema(&self) -> Result<()> {
-        let (found, supported) = migrations::current(&self.db)?;
-        if found <= supported {
-            return Ok(());
+        let status = migrations::status(&self.db)?;
+        let (location, found, supported) = (self.location.clone(), status.version, status.latest);
+        match status.state() {
+            SchemaState::NewerIncompatible => Err(Error::NewerSchema { location, found, supported }),
+            SchemaState::Outdated => Err(Error::OutdatedSchema { location, found, supported }),
+            _ => Ok(()),
         }
-        Err(Error::NewerSchema { location: self.location.clone(), found, supported })
     }
 
     /// The connection, where it leads and the caller, for a subsystem that names the database in

@@ -88,25 +88,52 @@ pub(super) fn open(path: &Path) -> Result<Db> {
 /// The oldest PostgreSQL server the store runs on.
 pub(crate) const POSTGRES_MIN_VERSION: u32 = 13;
 
-/// Connects to a PostgreSQL database and migrates it: a server older than
-/// [`POSTGRES_MIN_VERSION`] or a schema newer than this binary is refused before anything is
-/// written.
+/// Connects to a PostgreSQL database, creating the schema in an empty one. A shared store is
+/// never upgraded implicitly: a schema older than this build's is refused (an operator migrates
+/// it, [`migrate`]), as is a newer one unless it declares this build's schema compatible
+/// (additive migrations since); a server older than [`POSTGRES_MIN_VERSION`] is refused too.
 pub(super) fn connect(server: &Server) -> Result<Db> {
-    let mut db = connect_only(server)?;
+    let mut db = connect_checked(server)?;
+    let status = migrations::status(&db)?;
+    let location = || super::Location::Postgres(server.clone());
+    let (found, supported) = (status.version, status.latest);
+    match status.state() {
+        migrations::SchemaState::Empty => migrations::migrate(&mut db)?,
+        migrations::SchemaState::Current | migrations::SchemaState::NewerCompatible => {}
+        migrations::SchemaState::Outdated => {
+            return Err(Error::OutdatedSchema { location: location(), found, supported });
+        }
+        migrations::SchemaState::NewerIncompatible => {
+            return Err(Error::NewerSchema { location: location(), found, supported });
+        }
+    }
+    Ok(db)
+}
+
+/// Brings a PostgreSQL database to this build's schema (an operator's explicit upgrade): a
+/// schema newer than this build's is refused before anything is written.
+pub(super) fn migrate(server: &Server) -> Result<Db> {
+    let mut db = connect_checked(server)?;
+    let status = migrations::status(&db)?;
+    if status.version > status.latest {
+        return Err(Error::NewerSchema {
+            location: super::Location::Postgres(server.clone()),
+            found: status.version,
+            supported: status.latest,
+        });
+    }
+    migrations::migrate(&mut db)?;
+    Ok(db)
+}
+
+/// A connection to `server`, refused when the server is older than [`POSTGRES_MIN_VERSION`].
+fn connect_checked(server: &Server) -> Result<Db> {
+    let db = connect_only(server)?;
     let version: String = db.query_value("SHOW server_version_num", super::db::params![])?;
     let version: u32 = version.trim().parse().unwrap_or(0) / 10_000;
     if version < POSTGRES_MIN_VERSION {
         return Err(Error::ServerTooOld { found: version, needed: POSTGRES_MIN_VERSION });
     }
-    let found = migrations::postgres_version(&db)?;
-    if found > migrations::LATEST_POSTGRES {
-        return Err(Error::NewerSchema {
-            location: super::Location::Postgres(server.clone()),
-            found,
-            supported: migrations::LATEST_POSTGRES,
-        });
-    }
-    migrations::migrate(&mut db)?;
     Ok(db)
 }
 
@@ -194,7 +221,7 @@ fn file_key(_: &Path) -> Option<(u64, u64)> {
 
 /// Refuses a database whose application id, read by SQLite, is not Seshat's (an empty file, which
 /// migration will make Seshat's, passes).
-fn check_application_id(conn: &Connection, path: &Path) -> Result<()> {
+pub(super) fn check_application_id(conn: &Connection, path: &Path) -> Result<()> {
     let pages: i64 = match conn.query_row("PRAGMA page_count", [], |r| r.get(0)) {
         Ok(n) => n,
         // A file SQLite cannot read yet (a WAL database in a read-only directory) is checked by
