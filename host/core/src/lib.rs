@@ -22,6 +22,7 @@ pub mod input;
 mod io;
 pub mod knowledge;
 pub mod memory;
+pub mod merge;
 /// The lines of a tool's output that carry its outcome: the rules the plugin SDK uses too (the
 /// `seshat-outcomes` crate), kept by the history index and summary requests.
 pub use seshat_outcomes as outcomes;

@@ -32,6 +32,7 @@ mod local;
 mod mcp_scale;
 mod memory;
 mod memory_cli;
+mod merge;
 mod migrations;
 mod model_choice;
 mod network;

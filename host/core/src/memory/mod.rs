@@ -30,7 +30,7 @@ pub use context::{ContextSection, DEFAULT_CONTEXT_TOKENS, MemoryContext};
 pub use graph::{Deletion, Entity, Graph, NewEntity, ObservationAdds, Relation, RelationSpec};
 pub use notes::Note;
 
-use crate::store::db::Db;
+use crate::store::db::{Db, params};
 use crate::store::{Location, Store};
 pub use seshat_protocol::memory::Scope;
 
@@ -191,6 +191,29 @@ impl Memory<'_> {
     /// The project this memory is seen from.
     pub fn project(&self) -> Option<&str> {
         self.project.as_deref()
+    }
+
+    /// The caller's own places that hold live memory — user, cross, and each project with some
+    /// (never a team's) — as (scope, project key): what a merge of the store brings over.
+    pub fn owned_places(&mut self) -> Result<Vec<(Scope, Option<String>)>> {
+        on_memory_db!(self, "list the places memory is kept", {
+            let rows: Vec<(String, String)> = self.db.query_vec(
+                "SELECT scope, project FROM memory_entities WHERE owner = ?1 AND scope <> 'team' AND deleted_by IS NULL \
+                 UNION SELECT scope, project FROM memory_notes WHERE owner = ?1 AND scope <> 'team' \
+                 ORDER BY 1, 2",
+                params![self.user],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            Ok(rows
+                .into_iter()
+                .filter_map(|(kind, project)| match kind.as_str() {
+                    "user" => Some((Scope::User, None)),
+                    "cross" => Some((Scope::Cross, None)),
+                    "project" => Some((Scope::Project, Some(project))),
+                    _ => None,
+                })
+                .collect())
+        })
     }
 
     /// Where graph writes go by default: the project inside one, else cross.

@@ -144,7 +144,7 @@ pub(super) fn owner_of<'a>(scope: &'a Scope, user: &'a str) -> &'a str {
 
 impl Store {
     /// The id and content hash of an indexed document.
-    pub(crate) fn knowledge_document(&self, scope: &Scope, project: &str, path: &str) -> Result<Option<(i64, String)>> {
+    pub fn knowledge_document(&self, scope: &Scope, project: &str, path: &str) -> Result<Option<(i64, String)>> {
         on_db!(self, "read the knowledge index", {
             self.db.query_opt(
                 "SELECT id, sha256 FROM documents WHERE scope = ?1 AND project = ?2 AND path = ?3 AND owner = ?4",
@@ -182,6 +182,53 @@ impl Store {
             super::vectors::bump(&tx)?;
             tx.commit()?;
             Ok(id)
+        })
+    }
+
+    /// Every document the caller owns (user, project and cross scopes, every project), by path:
+    /// what a merge of the store into another brings over.
+    pub fn knowledge_owned(&self) -> Result<Vec<DocumentInfo>> {
+        on_db!(self, "list the knowledge index", {
+            self.db.query_vec(
+                "SELECT d.id, d.scope, d.owner, d.project, d.path, d.kind, d.sha256, d.bytes, d.indexed_at, \
+                 (SELECT count(*) FROM chunks c WHERE c.document_id = d.id) FROM documents d \
+                 WHERE d.owner = ?1 AND d.scope <> 'team' ORDER BY d.path, d.scope, d.project",
+                params![self.user],
+                |r| {
+                    Ok(DocumentInfo {
+                        id: r.get(0)?,
+                        scope: scope_at(r, 1)?,
+                        project: r.get(3)?,
+                        path: r.get(4)?,
+                        kind: r.get(5)?,
+                        sha256: r.get(6)?,
+                        bytes: r.get(7)?,
+                        indexed_at: r.get(8)?,
+                        chunks: r.get(9)?,
+                    })
+                },
+            )
+        })
+    }
+
+    /// The chunks of a document the caller owns, in order, as they were stored.
+    pub fn knowledge_chunks(&self, document: i64) -> Result<Vec<NewChunk>> {
+        on_db!(self, "read a document's chunks", {
+            self.db.query_vec(
+                "SELECT c.start_line, c.end_line, c.heading, c.text, c.tokens FROM chunks c \
+                 JOIN documents d ON d.id = c.document_id WHERE c.document_id = ?1 AND d.owner = ?2 \
+                 ORDER BY c.ordinal",
+                params![document, self.user],
+                |r| {
+                    Ok(NewChunk {
+                        start_line: r.get(0)?,
+                        end_line: r.get(1)?,
+                        heading: r.get(2)?,
+                        text: r.get(3)?,
+                        tokens: r.get(4)?,
+                    })
+                },
+            )
         })
     }
 
