@@ -227,7 +227,7 @@ fn remote_ready(command: &Command) -> bool {
             | Command::Sessions(_)
             | Command::Memory(_)
             | Command::Compact(_)
-            | Command::Knowledge(knowledge::KnowledgeCommand::Search(_))
+            | Command::Knowledge(knowledge::KnowledgeCommand::Search(_) | knowledge::KnowledgeCommand::Add(_))
             | Command::Users(_)
             | Command::Tokens(_)
             | Command::Scopes(_)
@@ -248,7 +248,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if ctx.remote.is_some() && !remote_ready(&cli.command) {
         anyhow::bail!(
             "this command does not work against a remote service yet: only `chat`, `mcp`, `memory`, `compact`, \
-             every `sessions` command, `knowledge search`, `users`, `tokens` and `scopes` do; unset SESHAT_REMOTE (or drop --remote) to run it on this machine's store"
+             every `sessions` command, `knowledge search` and `knowledge add`, `users`, `tokens` and `scopes` do; unset SESHAT_REMOTE (or drop --remote) to run it on this machine's store"
         );
     }
     match cli.command {

@@ -114,12 +114,7 @@ fn sessions(
                 } else {
                     let new: Vec<NewMessage> = theirs[shared..]
                         .iter()
-                        .map(|m| NewMessage {
-                            role: m.role,
-                            parts: m.parts.clone(),
-                            usage: m.usage.clone(),
-                            status: m.status,
-                        })
+                        .map(|m| NewMessage { role: m.role, parts: m.parts.clone(), usage: m.usage, status: m.status })
                         .collect();
                     target.append(&info.id, &new)?;
                     merged.sessions_grown += 1;

@@ -249,6 +249,10 @@ methods! {
     KnowledgeSearch = "knowledge/search" (KnowledgeSearchParams) -> Found, Access::Read(Object::Knowledge);
     /// Reads one chunk a search returned, as `knowledge_read` does (16,000 bytes at a time).
     KnowledgeRead = "knowledge/read" (KnowledgeReadParams) -> KnowledgeChunk, Access::Read(Object::Knowledge);
+    /// Indexes documents read on the client's machine, their text sent whole, as `seshat
+    /// knowledge add` does: into the caller's scope, or a team's for its read-write members
+    /// (`scope_denied` otherwise); a path already indexed with the same content is left as it is.
+    KnowledgeAdd = "knowledge/add" (KnowledgeAddParams) -> KnowledgeAddResult, Access::Write(Object::Knowledge);
     /// The configuration the server runs with.
     ConfigGet = "config/get" (Empty) -> ConfigGetResult, Access::Connection;
     /// The users, with their role and state (an admin's).
@@ -928,6 +932,50 @@ pub struct KnowledgeSearchParams {
     /// At most this many hits (10 when absent, at most 100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<u64>,
+}
+
+/// `knowledge/add`'s params.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KnowledgeAddParams {
+    /// Whose documents they are (`project` when absent: the connection's project's; `user`,
+    /// `cross`, `team:NAME`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Scope>,
+    /// The documents, each at most 4 MiB of UTF-8 text.
+    pub documents: Vec<DocumentText>,
+}
+
+/// One document's text, as the client read it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DocumentText {
+    /// Its path on the client's machine (what searches show; its extension says how it is cut).
+    pub path: String,
+    /// Its text.
+    pub text: String,
+}
+
+/// `knowledge/add`'s result.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct KnowledgeAddResult {
+    /// Documents indexed (new, or their content changed).
+    pub indexed: u64,
+    /// Documents already indexed with this content.
+    pub unchanged: u64,
+    /// Chunks written.
+    pub chunks: u64,
+    /// Documents not indexed, each with why.
+    pub skipped: Vec<SkippedDocument>,
+}
+
+/// A document `knowledge/add` did not index.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SkippedDocument {
+    /// Its path.
+    pub path: String,
+    /// Why.
+    pub why: String,
 }
 
 /// `knowledge/read`'s params.

@@ -208,6 +208,7 @@ impl Server {
             R::HistorySearch(p) => self.history_search(p),
             R::KnowledgeSearch(p) => self.knowledge_search(p),
             R::KnowledgeRead(p) => self.knowledge_read(p),
+            R::KnowledgeAdd(p) => self.knowledge_add(p),
             R::NotesSet(p) => self.notes_set(p),
             R::NotesList(p) => self.notes_list(p),
             R::NotesSearch(p) => self.notes_search(p),

@@ -290,6 +290,14 @@ type Deletion struct {
 	Summary string `json:"summary"`
 }
 
+// DocumentText: One document's text, as the client read it.
+type DocumentText struct {
+	// Path: Its path on the client's machine (what searches show; its extension says how it is cut).
+	Path string `json:"path"`
+	// Text: Its text.
+	Text string `json:"text"`
+}
+
 // Empty: No params.
 type Empty struct{}
 
@@ -446,6 +454,27 @@ type InstructionFile struct {
 	Name string `json:"name"`
 	// Text: Its text.
 	Text string `json:"text"`
+}
+
+// KnowledgeAddParams: `knowledge/add`'s params.
+type KnowledgeAddParams struct {
+	// Documents: The documents, each at most 4 MiB of UTF-8 text.
+	Documents []DocumentText `json:"documents"`
+	// Scope: Whose documents they are (`project` when absent: the connection's project's; `user`,
+	// `cross`, `team:NAME`).
+	Scope Scope `json:"scope,omitempty"`
+}
+
+// KnowledgeAddResult: `knowledge/add`'s result.
+type KnowledgeAddResult struct {
+	// Chunks: Chunks written.
+	Chunks uint64 `json:"chunks"`
+	// Indexed: Documents indexed (new, or their content changed).
+	Indexed uint64 `json:"indexed"`
+	// Skipped: Documents not indexed, each with why.
+	Skipped []SkippedDocument `json:"skipped"`
+	// Unchanged: Documents already indexed with this content.
+	Unchanged uint64 `json:"unchanged"`
 }
 
 // KnowledgeChunk: `knowledge/read`'s result: a chunk, or as much of it as one answer holds.
@@ -1135,6 +1164,14 @@ type SessionUnpinResult struct {
 	Unpinned []uint64 `json:"unpinned"`
 }
 
+// SkippedDocument: A document `knowledge/add` did not index.
+type SkippedDocument struct {
+	// Path: Its path.
+	Path string `json:"path"`
+	// Why: Why.
+	Why string `json:"why"`
+}
+
 // StopReason: Why the model stopped.
 type StopReason = json.RawMessage
 
@@ -1460,6 +1497,8 @@ const (
 	MethodHistorySearch = "history/search"
 	// MethodInitialize takes InitializeParams.
 	MethodInitialize = "initialize"
+	// MethodKnowledgeAdd takes KnowledgeAddParams.
+	MethodKnowledgeAdd = "knowledge/add"
 	// MethodKnowledgeRead takes KnowledgeReadParams.
 	MethodKnowledgeRead = "knowledge/read"
 	// MethodKnowledgeSearch takes KnowledgeSearchParams.

@@ -34,6 +34,9 @@ struct Report<'a> {
 }
 
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
+    if let Some(remote) = ctx.remote()? {
+        return super::add_remote::run(remote, &args.paths, &args.scope, args.json);
+    }
     let mut knowledge = super::knowledge(ctx)?;
     let target = super::target(ctx, &args.scope);
     let bar = super::bar("indexing {pos}/{len} files {wide_bar} {msg}");

@@ -2,6 +2,7 @@
 //! remove (from the index only, never the files), search.
 
 mod add;
+mod add_remote;
 mod embed;
 mod list;
 mod remove;

@@ -85,6 +85,9 @@ fn case(method: &str, ids: &Ids) -> Option<(Target, Value)> {
         "memory/clear" => (Target::Team, json!({"scope": team})),
         "knowledge/search" => (Target::Own, json!({"query": "kestrel"})),
         "knowledge/read" => (Target::Chunk, json!({"id": ids.chunk})),
+        "knowledge/add" => {
+            (Target::Team, json!({"scope": team, "documents": [{"path": "/notes/ops.md", "text": "# Ops\nkestrel"}]}))
+        }
         // Each call acts on a user, a token and a team of its own, made for it.
         "users/list" => (Target::Admin, json!({})),
         "users/add" => (Target::Admin, json!({"name": format!("{}-added", ids.user)})),

@@ -1412,3 +1412,52 @@ fn remote_list_tree_shows_forks_and_rewound_branches_of_the_callers_sessions() {
     let theirs = sessions(&bob, &["list", "--all", "--tree"], "");
     assert_eq!(theirs.trim(), "No sessions yet on the service.", "bob sees none of alice's");
 }
+
+/// `knowledge add --remote`: files read on the member's laptop are indexed on the service in the
+/// team's scope by a read-write member (again: unchanged), refused with `scope_denied` for a
+/// read-only one and found by every member's search; nothing is written on the laptop.
+#[test]
+fn a_team_member_adds_documents_remotely_and_a_read_only_one_is_refused() {
+    let home = Home::new();
+    let (alice, bob) = (token(&home, "alice", &[]), token(&home, "bob", &[]));
+    home.ok(&["scopes", "create", "platform"]);
+    home.ok(&["scopes", "grant", "platform", "alice"]);
+    home.ok(&["scopes", "grant", "platform", "bob", "--read-only"]);
+    let service = Service::start(&home, "ws", &[]);
+    let laptop = Home::new();
+    let docs = laptop.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::write(docs.join("runbook.md"), "# Runbook\n\nRestart the kestrel queue before noon.\n").unwrap();
+    std::fs::write(docs.join("logo.png"), [0x89, b'P', b'N', b'G']).unwrap();
+    let knowledge = |token: &str, args: &[&str]| {
+        let mut cmd = laptop.cmd();
+        cmd.env("SESHAT_REMOTE", &service.url).env("SESHAT_TOKEN", token).arg("knowledge").args(args);
+        cmd.output().unwrap()
+    };
+    let dir = docs.to_str().unwrap();
+    let out = knowledge(&alice, &["add", dir, "--scope", "team:platform", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let added: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((added["indexed"].as_u64(), added["files"].as_u64()), (Some(1), Some(2)), "{added}");
+    assert!(added["skipped"][0]["path"].as_str().unwrap().ends_with("logo.png"), "{added}");
+    let again: Value =
+        serde_json::from_slice(&knowledge(&alice, &["add", dir, "--scope", "team:platform", "--json"]).stdout).unwrap();
+    assert_eq!((again["indexed"].as_u64(), again["unchanged"].as_u64()), (Some(0), Some(1)), "{again}");
+
+    let refused = knowledge(&bob, &["add", dir, "--scope", "team:platform"]);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && err.contains("scope_denied"), "{err}");
+    let found = knowledge(&bob, &["search", "kestrel queue", "--json"]);
+    assert!(found.status.success(), "{}", String::from_utf8_lossy(&found.stderr));
+    let found: Value = serde_json::from_slice(&found.stdout).unwrap();
+    assert!(
+        found["hits"][0]["path"].as_str().is_some_and(|p| p.ends_with("runbook.md")),
+        "bob reads the team's: {found}"
+    );
+    let docs = home
+        .store()
+        .acting_for("alice")
+        .knowledge_documents(seshat::store::KnowledgeFilter { project: "", scope: None });
+    assert_eq!(docs.unwrap().len(), 1, "stored once, in the team's scope");
+    assert!(!laptop.db().exists(), "nothing was written on the laptop");
+}

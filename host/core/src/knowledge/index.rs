@@ -10,8 +10,9 @@ use serde::Serialize;
 use super::chunk::{Kind, Sizing, chunks};
 use crate::store::{KnowledgeFilter, NewChunk, NewDocument, Store};
 
-/// Files larger than this are skipped (a generated file, a dump): not worth a chunk each.
-pub(crate) const MAX_FILE_BYTES: u64 = 4 << 20;
+/// The largest document indexed, in bytes: a larger file is skipped (a generated file, a dump is
+/// not worth a chunk each).
+pub const MAX_FILE_BYTES: u64 = 4 << 20;
 
 /// Where added documents go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,6 +89,87 @@ pub fn files(paths: &[PathBuf]) -> Result<(Vec<PathBuf>, Vec<PathBuf>), Error> {
     Ok((files, dirs))
 }
 
+/// What [`add_text`] did with one document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Added {
+    /// Indexed (new, or its content changed), in so many chunks.
+    Indexed {
+        /// Chunks written.
+        chunks: usize,
+    },
+    /// Already indexed with this content: left as it is.
+    Unchanged,
+}
+
+/// Indexes one document's `text` (of `kind`) at `path` into `target`, replacing what was indexed
+/// for that path unless it holds this same content.
+pub fn add_text(
+    store: &mut Store,
+    target: &Target,
+    path: &str,
+    kind: Kind,
+    text: &str,
+    sizing: Sizing,
+) -> Result<Added, Error> {
+    // Unchanged or not, only a writer of the scope is told so.
+    store.knowledge_check_write(&target.scope)?;
+    let sha256 = crate::plugins::cache::sha256_hex(text.as_bytes());
+    if store.knowledge_document(&target.scope, &target.project, path)?.is_some_and(|(_, h)| h == sha256) {
+        return Ok(Added::Unchanged);
+    }
+    let cut: Vec<NewChunk> = chunks(text, kind, sizing)
+        .into_iter()
+        .map(|c| NewChunk {
+            start_line: c.start_line,
+            end_line: c.end_line,
+            heading: c.heading,
+            text: c.text,
+            tokens: c.tokens,
+        })
+        .collect();
+    let doc = NewDocument {
+        scope: target.scope.clone(),
+        project: target.project.clone(),
+        path: path.to_string(),
+        kind: kind.as_str().into(),
+        sha256,
+        bytes: text.len() as u64,
+    };
+    store.knowledge_put(&doc, &cut)?;
+    Ok(Added::Indexed { chunks: cut.len() })
+}
+
+/// A file's text as indexing takes it: `Ok(Err(why))` when it is not indexed (not a regular
+/// file, too large, not UTF-8 text, binary); `Err` when it cannot be read.
+pub fn read_text(file: &Path) -> Result<Result<String, String>, Error> {
+    // Regular files only: a FIFO would block the walk forever, a device never ends.
+    let bytes = match crate::input::read_regular(file, MAX_FILE_BYTES) {
+        Ok(bytes) => bytes,
+        Err(crate::input::Error::TooLarge { .. }) => {
+            return Ok(Err(format!("larger than {} MiB", MAX_FILE_BYTES >> 20)));
+        }
+        Err(crate::input::Error::NotRegular { kind, .. }) => return Ok(Err(format!("a {kind}, not a regular file"))),
+        Err(crate::input::Error::Io { path, cause, .. }) => return Err(Error::Io { path, cause }),
+    };
+    let Ok(text) = String::from_utf8(bytes) else { return Ok(Err("not UTF-8 text".into())) };
+    if text.contains('\0') {
+        return Ok(Err("binary (it holds NUL bytes)".into()));
+    }
+    Ok(Ok(text))
+}
+
+/// Why a document's text is not indexed (`None`: it is indexed): its kind, its size, NUL bytes.
+pub fn refused(path: &Path, text: &str) -> Option<String> {
+    if Kind::of(path).is_none() {
+        return Some("not a text format Seshat indexes (by its extension)".into());
+    }
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Some(format!("larger than {} MiB", MAX_FILE_BYTES >> 20));
+    }
+    text.contains('\0').then(|| "binary (it holds NUL bytes)".into())
+}
+
 /// Indexes `paths` into `target`; `progress` hears of each file (done, total, path).
 pub fn add(
     store: &mut Store,
@@ -106,54 +188,20 @@ pub fn add(
             report.skipped.push(skip("not a text format Seshat indexes (by its extension)".into()));
             continue;
         };
-        // Regular files only: a FIFO would block the walk forever, a device never ends.
-        let bytes = match crate::input::read_regular(file, MAX_FILE_BYTES) {
-            Ok(bytes) => bytes,
-            Err(crate::input::Error::TooLarge { .. }) => {
-                report.skipped.push(skip(format!("larger than {} MiB", MAX_FILE_BYTES >> 20)));
+        let text = match read_text(file)? {
+            Ok(text) => text,
+            Err(why) => {
+                report.skipped.push(skip(why));
                 continue;
             }
-            Err(crate::input::Error::NotRegular { kind, .. }) => {
-                report.skipped.push(skip(format!("a {kind}, not a regular file")));
-                continue;
+        };
+        match add_text(store, target, &file.display().to_string(), kind, &text, sizing)? {
+            Added::Indexed { chunks } => {
+                report.indexed += 1;
+                report.chunks += chunks;
             }
-            Err(crate::input::Error::Io { path, cause, .. }) => return Err(Error::Io { path, cause }),
-        };
-        let Ok(text) = String::from_utf8(bytes) else {
-            report.skipped.push(skip("not UTF-8 text".into()));
-            continue;
-        };
-        if text.contains('\0') {
-            report.skipped.push(skip("binary (it holds NUL bytes)".into()));
-            continue;
+            Added::Unchanged => report.unchanged += 1,
         }
-        let sha256 = crate::plugins::cache::sha256_hex(text.as_bytes());
-        let path = file.display().to_string();
-        if store.knowledge_document(&target.scope, &target.project, &path)?.is_some_and(|(_, h)| h == sha256) {
-            report.unchanged += 1;
-            continue;
-        }
-        let cut: Vec<NewChunk> = chunks(&text, kind, sizing)
-            .into_iter()
-            .map(|c| NewChunk {
-                start_line: c.start_line,
-                end_line: c.end_line,
-                heading: c.heading,
-                text: c.text,
-                tokens: c.tokens,
-            })
-            .collect();
-        report.chunks += cut.len();
-        let doc = NewDocument {
-            scope: target.scope.clone(),
-            project: target.project.clone(),
-            path,
-            kind: kind.as_str().into(),
-            sha256,
-            bytes: text.len() as u64,
-        };
-        store.knowledge_put(&doc, &cut)?;
-        report.indexed += 1;
     }
     progress(files.len(), files.len(), Path::new(""));
     // Documents under a walked directory whose file the walk no longer finds are gone.

@@ -7,4 +7,4 @@ pub mod chunk;
 pub mod index;
 
 pub use chunk::{Chunk, Kind, Sizing};
-pub use index::{AddReport, Error, Skipped, Target, add};
+pub use index::{AddReport, Added, Error, MAX_FILE_BYTES, Skipped, Target, add, add_text, read_text, refused};

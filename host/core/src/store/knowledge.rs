@@ -154,6 +154,17 @@ impl Store {
         })
     }
 
+    /// Refuses (`scope_denied`) a write to `scope`'s documents the caller may not make: a team
+    /// scope without read-write access. (Each write checks it again in its own transaction.)
+    pub fn knowledge_check_write(&self, scope: &Scope) -> Result<()> {
+        on_db!(self, "check access to the knowledge index", {
+            match scope.team() {
+                Some(team) => super::owners::check_team_write(&self.db, &self.user, team),
+                None => Ok(()),
+            }
+        })
+    }
+
     /// Indexes a document with its chunks, replacing what was indexed for its path. Returns its id.
     /// A team scope's document needs read-write access to the team.
     pub fn knowledge_put(&mut self, doc: &NewDocument, chunks: &[NewChunk]) -> Result<i64> {
