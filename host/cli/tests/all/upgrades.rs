@@ -103,6 +103,11 @@ fn an_instance_serves_a_newer_schema_declared_compatible_and_refuses_one_that_is
     assert_eq!(done["params"]["outcome"]["text"], "Still served.", "{done}");
     let (ok, out, err) = seshat(&home, &url, &["db", "status", "--json"]);
     assert!(ok && json_of(&out)["state"] == "newer_compatible", "{out}{err}");
+    // An instance of this build restarted mid-upgrade comes back and serves.
+    let restarted = Service::start(&home, "ws", &[]);
+    assert_eq!(get(restarted.port, "/readyz"), (200, "ready\n".into()));
+    let mut again = restarted.client(&alice);
+    assert_eq!(again.ok("session/get", json!({"session": session}))["session"]["id"], session.as_str());
 
     // Then one that changes what exists.
     let breaking = format!("UPDATE seshat_schema SET compatible_from = {}", latest + 1);
