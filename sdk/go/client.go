@@ -88,9 +88,11 @@ type Client struct {
 	// gen counts the connections made; initGen is the one `initialize` was sent on.
 	gen, initGen int64
 	// closing is closed by Close (it wakes a reconnection's wait).
-	closing  chan struct{}
-	done     chan struct{}
-	initOnce sync.Mutex
+	closing chan struct{}
+	done    chan struct{}
+	// initLock is held while a connection is initialised (a channel, so a waiting call can give
+	// up when its ctx ends).
+	initLock chan struct{}
 }
 
 type registeredTool struct {
@@ -155,8 +157,7 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	}
 	scanner := bufio.NewScanner(stdout)
 	scanner.Buffer(make([]byte, 1<<20), maxLine)
-	c := newClient(cfg, &stdio{stdin: stdin, lines: scanner})
-	c.cmd = cmd
+	c := newClient(cfg, &stdio{stdin: stdin, lines: scanner}, cmd)
 	if err := c.check(ctx); err != nil {
 		return nil, fmt.Errorf("seshat: %s serve did not answer: %w", bin, err)
 	}
@@ -172,7 +173,7 @@ func dialClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := newClient(cfg, &remote{ws: ws})
+	c := newClient(cfg, &remote{ws: ws}, nil)
 	if err := c.check(ctx); err != nil {
 		var known *Error
 		if errors.As(err, &known) {
@@ -191,9 +192,9 @@ func upgradeHeader(cfg ClientConfig) http.Header {
 	return header
 }
 
-func newClient(cfg ClientConfig, link transport) *Client {
+func newClient(cfg ClientConfig, link transport, cmd *exec.Cmd) *Client {
 	c := &Client{
-		cfg: cfg, link: link,
+		cfg: cfg, link: link, cmd: cmd, initLock: make(chan struct{}, 1),
 		pending: map[int64]chan rpcMessage{}, turns: map[string]*Stream{}, tools: map[string]registeredTool{},
 		ready: make(chan struct{}), gen: 1, closing: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -242,8 +243,8 @@ const MinWindow = 4096
 // after that is an error (ErrToolsAnnounced). The function's ctx is cancelled when the turn is
 // interrupted or the client closes.
 func (c *Client) RegisterTool(name, description string, schema json.RawMessage, run func(ctx context.Context, args json.RawMessage) (string, error)) error {
-	c.initOnce.Lock()
-	defer c.initOnce.Unlock()
+	c.initLock <- struct{}{}
+	defer func() { <-c.initLock }()
 	if c.announced {
 		return &Error{Code: ErrToolsAnnounced.Code, Message: "tool " + name + " was registered after the client started: register tools before the first session call"}
 	}
@@ -333,7 +334,7 @@ func (c *Client) readFrom(link transport) {
 				c.mu.Unlock()
 			}
 		case msg.Method == "tool/call" && len(msg.ID) > 0:
-			go c.runTool(msg)
+			go c.runTool(msg, link)
 		case msg.Method != "":
 			c.notification(msg)
 		default:
@@ -418,6 +419,11 @@ func (c *Client) redial() error {
 		}
 		if err == nil {
 			c.mu.Lock()
+			if c.closed {
+				c.mu.Unlock()
+				_ = ws.close()
+				return ErrClosed
+			}
 			c.link = &remote{ws: ws}
 			c.gen++
 			close(c.ready)
@@ -460,14 +466,12 @@ func (c *Client) closedErr() error {
 	return ErrClosed
 }
 
-func (c *Client) write(v interface{}) error {
+// writeTo writes one message on link (the connection it was meant for, never a newer one).
+func (c *Client) writeTo(link transport, v interface{}) error {
 	line, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	c.mu.Lock()
-	link := c.link
-	c.mu.Unlock()
 	c.writeM.Lock()
 	defer c.writeM.Unlock()
 	return link.send(line)
@@ -476,13 +480,17 @@ func (c *Client) write(v interface{}) error {
 // call sends a request, the client initialised first, and waits for its result (decoded into
 // out when non-nil). A connection made again meanwhile is initialised before the request goes.
 func (c *Client) call(ctx context.Context, method string, params interface{}, out interface{}) error {
-	for {
+	for attempt := 1; ; attempt++ {
 		gen, err := c.initialize(ctx)
 		if err != nil {
 			return err
 		}
-		if err := c.sendOn(ctx, gen, method, params, out); err != errStale {
+		err = c.sendOn(ctx, gen, method, params, out)
+		if err != errStale {
 			return err
+		}
+		if attempt == 3 {
+			return &Error{Code: ErrConnectionLost.Code, Message: "the connection to " + c.cfg.URL + " kept dropping: the request was not sent"}
 		}
 	}
 }
@@ -536,6 +544,7 @@ func (c *Client) sendOn(ctx context.Context, gen int64, method string, params in
 		c.mu.Unlock()
 		return errStale
 	}
+	link := c.link
 	c.nextID++
 	id := c.nextID
 	ch := make(chan rpcMessage, 1)
@@ -544,8 +553,22 @@ func (c *Client) sendOn(ctx context.Context, gen int64, method string, params in
 	if params == nil {
 		params = map[string]interface{}{}
 	}
-	if err := c.write(map[string]interface{}{"jsonrpc": "2.0", "id": id, "method": method, "params": params}); err != nil {
-		return ErrClosed
+	if err := c.writeTo(link, map[string]interface{}{"jsonrpc": "2.0", "id": id, "method": method, "params": params}); err != nil {
+		// Nothing was sent: the connection is ended (its reader notices at once), and the call is
+		// made again on the next one, or fails.
+		c.mu.Lock()
+		delete(c.pending, id)
+		closed := c.closed
+		c.mu.Unlock()
+		if remote := c.cmd == nil && c.cfg.URL != ""; remote {
+			_ = link.close()
+			if gen != 0 && !closed {
+				return errStale
+			}
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.closedErr()
 	}
 	select {
 	case msg, ok := <-ch:
@@ -573,8 +596,12 @@ func (c *Client) sendOn(ctx context.Context, gen int64, method string, params in
 // initialize initialises the connection up now, once (a reconnected one again, with the same
 // tools); returns its generation.
 func (c *Client) initialize(ctx context.Context) (int64, error) {
-	c.initOnce.Lock()
-	defer c.initOnce.Unlock()
+	select {
+	case c.initLock <- struct{}{}:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	defer func() { <-c.initLock }()
 	for {
 		gen, err := c.waitReady(ctx)
 		if err != nil {
@@ -669,7 +696,9 @@ func nonEmpty(s string) *string {
 	return &s
 }
 
-func (c *Client) runTool(msg rpcMessage) {
+// runTool runs a tool the server called on link, and answers there (never on a connection made
+// since, whose server knows nothing of the call).
+func (c *Client) runTool(msg rpcMessage, link transport) {
 	var p struct {
 		Session   string          `json:"session"`
 		Name      string          `json:"name"`
@@ -705,5 +734,5 @@ func (c *Client) runTool(msg rpcMessage) {
 	} else {
 		result = protocol.ToolCallResult{Content: out}
 	}
-	_ = c.write(map[string]interface{}{"jsonrpc": "2.0", "id": json.RawMessage(msg.ID), "result": result})
+	_ = c.writeTo(link, map[string]interface{}{"jsonrpc": "2.0", "id": json.RawMessage(msg.ID), "result": result})
 }

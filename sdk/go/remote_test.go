@@ -458,3 +458,44 @@ func TestARemoteClientReconnectsAfterTheServerRestartsAndSaysWhyWhenItCannot(t *
 		t.Fatalf("every later call says why: %v", err)
 	}
 }
+
+// While a remote client reconnects, a call waits only as long as its ctx allows, and Close ends
+// the client then and there.
+func TestACallWaitingForAReconnectionEndsWithItsContextAndCloseEndsTheClient(t *testing.T) {
+	f := newFake(t, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
+		text(w, req, "Hi.")
+	})
+	cfg := config(t, f, "")
+	auth := newAuthority(t)
+	tok := makeToken(t, cfg, "go")
+	listen := "wss://" + freeAddress(t)
+	s := startServiceAt(t, cfg, auth, listen)
+	remote := cfg
+	remote.URL, remote.Token, remote.TLSConfig = listen, tok, &tls.Config{RootCAs: auth.roots}
+	c, err := NewClient(context.Background(), remote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.NewSession(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s.stop(t, syscall.SIGKILL)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := c.NewSession(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a call while the service is down: %v", err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Close did not end a client that was reconnecting")
+	}
+	if _, err := c.NewSession(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("after Close: %v", err)
+	}
+}

@@ -275,6 +275,7 @@ func (s *Session) SendWithKey(ctx context.Context, key, text string) (*Stream, e
 	c.mu.Lock()
 	previous := c.turns[s.ID]
 	c.turns[s.ID] = st
+	gen := c.gen
 	c.mu.Unlock()
 	// The request goes out whatever ctx does meanwhile; its answer says whether a turn began.
 	started := make(chan error, 1)
@@ -296,9 +297,16 @@ func (s *Session) SendWithKey(ctx context.Context, key, text string) (*Stream, e
 	}
 	if err != nil {
 		c.mu.Lock()
-		if previous != nil {
+		switch {
+		case previous != nil && c.gen != gen:
+			// The connection the earlier turn streamed on is gone (it was out of c.turns when
+			// that was seen): it ends as the others did.
+			delete(c.turns, s.ID)
+			lost := &Error{Code: ErrConnectionLost.Code, Message: "the connection to " + c.cfg.URL + " was lost mid-turn"}
+			defer previous.finish(Outcome{Session: s.ID, Text: previous.streamed(), Interrupted: true}, lost)
+		case previous != nil:
 			c.turns[s.ID] = previous
-		} else {
+		default:
 			delete(c.turns, s.ID)
 		}
 		c.mu.Unlock()

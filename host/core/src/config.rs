@@ -541,7 +541,9 @@ impl Config {
 
 fn read(path: &Path) -> Result<Config, Error> {
     let config: Config = match std::fs::read_to_string(path) {
-        Ok(text) => toml::from_str(&text).map_err(|e| Error { path: path.to_path_buf(), message: e.to_string() })?,
+        Ok(text) => {
+            toml::from_str(&text).map_err(|e| Error { path: path.to_path_buf(), message: toml_error(&text, &e) })?
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
         Err(e) => return Err(Error { path: path.to_path_buf(), message: e.to_string() }),
     };
@@ -562,6 +564,32 @@ fn read(path: &Path) -> Result<Config, Error> {
         }
     }
     Ok(config)
+}
+
+/// What a TOML error says, without the file's text: where (line and column) and what is wrong,
+/// any quoted value in it left out — the line may hold a credential, and the message ends up in
+/// errors and logs.
+fn toml_error(text: &str, e: &toml::de::Error) -> String {
+    let mut message = String::new();
+    for (i, piece) in e.message().split('"').enumerate() {
+        message.push_str(if i % 2 == 1 { "\"…\"" } else { piece });
+    }
+    match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            // The key the line sets, when it sets one (its name, never its value).
+            let key = text.lines().nth(line - 1).and_then(|l| l.split_once('=')).map(|(k, _)| k.trim()).filter(|k| {
+                !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+            });
+            match key {
+                Some(key) => format!("line {line}, column {column} (`{key}`): {}", message.trim()),
+                None => format!("line {line}, column {column}: {}", message.trim()),
+            }
+        }
+        None => message.trim().to_string(),
+    }
 }
 
 /// What [`Error::message`] says of a `[serve]` key set outside a service's own file.
@@ -602,6 +630,19 @@ fn check_base_url(url: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_that_does_not_parse_is_said_where_without_its_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("service.toml");
+        // A value of the wrong type, and a key the file may not hold: where, and no value.
+        std::fs::write(&file, "[serve]\nmax_connections = \"sk-live-4f9a\"\n").unwrap();
+        let err = Config::load_service(&file).unwrap_err().to_string();
+        assert!(err.contains("line 2") && err.contains("`max_connections`") && !err.contains("sk-live"), "{err}");
+        std::fs::write(&file, "\n[providers.a]\napi_key = \"sk-live-4f9a\"\n").unwrap();
+        let err = Config::load_service(&file).unwrap_err().to_string();
+        assert!(err.contains("line 3") && err.contains("`api_key`") && !err.contains("sk-live"), "{err}");
+    }
 
     #[test]
     fn a_service_file_is_read_alone_with_its_paths_its_own() {

@@ -99,6 +99,12 @@ fn sessions(
     let total = all.len() as u64;
     for (i, info) in all.iter().enumerate() {
         progress("sessions", i as u64, total);
+        // An id another user of the target holds (their import of the same export, say) is not
+        // copied again on every run under an id of its own.
+        if target.session_holder(&info.id)?.is_some_and(|owner| owner != target.user()) {
+            merged.sessions_taken.push(info.id.clone());
+            continue;
+        }
         match target.session(&info.id) {
             Ok(_) => {
                 let theirs = source.full_history(&info.id)?;
@@ -124,11 +130,8 @@ fn sessions(
             Err(crate::store::Error::SessionNotFound(_)) => {
                 let mut export = Vec::new();
                 source.export(&info.id, &mut export)?;
-                match target.import(&mut export.as_slice(), ImportOptions::default()) {
-                    Ok(_) => merged.sessions_added += 1,
-                    Err(crate::store::Error::SessionExists(_)) => merged.sessions_taken.push(info.id.clone()),
-                    Err(e) => return Err(e.into()),
-                }
+                target.import(&mut export.as_slice(), ImportOptions::default())?;
+                merged.sessions_added += 1;
             }
             Err(e) => return Err(e.into()),
         }
@@ -166,21 +169,19 @@ fn memory(source: &mut Store, target: &mut Store, merged: &mut Merged) -> Result
                 merged.entities_added += now.len().saturating_sub(before.entities.len());
                 merged.observations_added += has.saturating_sub(had);
             }
-            let relations: Vec<RelationSpec> = graph
-                .relations
-                .iter()
-                .map(|r| RelationSpec {
-                    from: r.from.clone(),
-                    to: r.to.clone(),
-                    relation_type: r.relation_type.clone(),
-                })
-                .collect();
-            if !relations.is_empty() {
-                merged.relations_added += target.memory(project).create_relations(&relations, Some(&scope))?.len();
-            }
             if !more || graph.entities.is_empty() {
                 break;
             }
+        }
+        // Relations once every entity is there: a page holds only the relations among its own.
+        let (whole, _) = source.memory(project).read_graph(Some(&scope), 0, usize::MAX >> 1)?;
+        let relations: Vec<RelationSpec> = whole
+            .relations
+            .iter()
+            .map(|r| RelationSpec { from: r.from.clone(), to: r.to.clone(), relation_type: r.relation_type.clone() })
+            .collect();
+        if !relations.is_empty() {
+            merged.relations_added += target.memory(project).create_relations(&relations, Some(&scope))?.len();
         }
         let theirs = source.memory(project).notes(&scope)?;
         let ours = target.memory(project).notes(&scope)?;

@@ -10,7 +10,7 @@ use crate::Context;
 /// Arguments of `db merge`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The store to bring in (a SQLite file's path or a `postgres://` URL): read only.
+    /// The store to bring in (a SQLite file's path or a `postgres://` URL): nothing of it changes.
     from: String,
     /// The store to merge into (a team's): nothing of it is changed or removed.
     to: String,
@@ -33,6 +33,11 @@ pub fn run(_ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let to = seshat::client::location_from_argument(&args.to, &cwd)?;
     if from == to {
         bail!("`{from}` and `{to}` are the same store: merge into another one");
+    }
+    if let seshat::store::Location::File(path) = &from
+        && !path.is_file()
+    {
+        bail!("there is no store at {}: give the path of the SQLite file to bring in", path.display());
     }
     let mut source = Store::connect(&from)?.acting_for(&args.from_user);
     let target = Store::connect(&to)?;

@@ -62,11 +62,13 @@ pub(super) fn run(
             total.skipped.push(skip(why));
             continue;
         }
-        if size + text.len() > BATCH_BYTES {
+        // Sized as sent: JSON escapes control characters and quotes.
+        let sent = serde_json::to_string(&text).map_or(text.len(), |t| t.len()) + path.len();
+        if size + sent > BATCH_BYTES {
             send(&mut batch, &mut total)?;
             size = 0;
         }
-        size += text.len();
+        size += sent;
         batch.push(DocumentText { path, text });
     }
     send(&mut batch, &mut total)?;

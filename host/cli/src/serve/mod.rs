@@ -109,7 +109,8 @@ pub fn run(ctx: &Context, args: &Args, signals: Option<super::stop::Signals>) ->
         anyhow::bail!("--tls-cert, --tls-key and --insecure-listen are for `--listen ws://…` or `wss://…` addresses");
     }
     if let Some(network) = network {
-        let live = reload::Live { source, settings, listen: read.listen.unwrap_or_default() };
+        let metrics_listen = read.config.serve.metrics_listen.clone();
+        let live = reload::Live { source, settings, listen: read.listen.unwrap_or_default(), metrics_listen };
         return serve_network(ctx, &home, network, busy, signals, args.log_format, live);
     }
     if let Some(signals) = signals {

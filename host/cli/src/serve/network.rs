@@ -243,7 +243,7 @@ pub(super) fn serve(
                 }
             }
         });
-        if let Some(address) = &config.metrics_listen {
+        if let Some(address) = &shared.live.metrics_listen {
             let metrics = metrics_listener(address).await?;
             let at = metrics.local_addr()?;
             match log_format {
@@ -445,7 +445,8 @@ async fn client<S>(
 {
     // A probe (`/healthz`, `/readyz`, `/metrics`) is answered here; an upgrade goes on.
     let config = shared.config();
-    let on = if config.metrics_listen.is_some() {
+    // (Where /metrics is answered is where the service started answering it, until it restarts.)
+    let on = if shared.live.metrics_listen.is_some() {
         super::probes::Listener::ClientsOnly
     } else {
         super::probes::Listener::Clients

@@ -68,8 +68,10 @@ impl Edge {
 pub(super) struct Live {
     pub(super) source: Source,
     pub(super) settings: Arc<Settings>,
-    /// The `--listen` address the service started with.
+    /// The `--listen` address the service started with (and is bound to until it restarts).
     pub(super) listen: String,
+    /// The `metrics_listen` it started with.
+    pub(super) metrics_listen: Option<String>,
 }
 
 /// What a reload did.
@@ -88,13 +90,13 @@ pub(super) struct Reloaded {
 pub(super) fn reload(live: &Live, edge: &Edge, busy: &Service) -> anyhow::Result<Reloaded> {
     let read = live.source.read()?;
     let listen = read.listen.clone().unwrap_or_default();
+    // TLS as the address the service is bound to needs it: a file that now names a `ws://`
+    // address (or drops its TLS files) cannot turn the running `wss://` socket into plain text.
     let network =
-        super::network::parse(&listen, read.tls_cert.as_deref(), read.tls_key.as_deref(), read.insecure_listen)?
-            .ok_or_else(|| {
-                anyhow::anyhow!("`{listen}` is not a ws:// or wss:// address: the service keeps serving as it was")
-            })?;
+        super::network::parse(&live.listen, read.tls_cert.as_deref(), read.tls_key.as_deref(), read.insecure_listen)?
+            .ok_or_else(|| anyhow::anyhow!("`{}` is not a ws:// or wss:// address", live.listen))?;
     let before = live.settings.config();
-    let at_restart = at_restart(&before, &read.config, listen != live.listen);
+    let at_restart = at_restart(&before, &read.config, listen != live.listen, &live.metrics_listen);
     let fitted = super::files::fit(&read.config.serve);
     // Everything checked: put in force.
     let workers = read.config.serve.turn_workers();
@@ -110,12 +112,12 @@ pub(super) fn reload(live: &Live, edge: &Edge, busy: &Service) -> anyhow::Result
 }
 
 /// The settings that differ between `before` and `after` and only a restart puts in force.
-fn at_restart(before: &Config, after: &Config, listen_changed: bool) -> Vec<&'static str> {
+fn at_restart(before: &Config, after: &Config, listen_changed: bool, metrics: &Option<String>) -> Vec<&'static str> {
     let mut changed = Vec::new();
     if listen_changed {
         changed.push("listen");
     }
-    if before.serve.metrics_listen != after.serve.metrics_listen {
+    if *metrics != after.serve.metrics_listen {
         changed.push("metrics_listen");
     }
     if before.store.url != after.store.url {
@@ -134,10 +136,10 @@ mod tests {
         let mut after = Config::default();
         after.serve.max_connections = Some(3);
         after.serve.idle_timeout_secs = Some(5);
-        assert_eq!(at_restart(&before, &after, false), Vec::<&str>::new());
+        assert_eq!(at_restart(&before, &after, false, &None), Vec::<&str>::new());
         after.serve.metrics_listen = Some("127.0.0.1:9464".into());
         after.store.url = Some("postgres://db/team".into());
-        assert_eq!(at_restart(&before, &after, true), ["listen", "metrics_listen", "[store] url"]);
+        assert_eq!(at_restart(&before, &after, true, &None), ["listen", "metrics_listen", "[store] url"]);
     }
 
     #[test]

@@ -64,15 +64,24 @@ fn a_personal_store_merges_into_a_team_store_as_its_user_and_again_adds_only_wha
     };
     mine.knowledge_put(&doc, &[chunk]).unwrap();
 
-    // The team's store: Ann already there, with an Ada of her own and a note of another value.
+    // The team's store: Ann already there, with an Ada of her own and a note of another value;
+    // Bob imported one of Ann's exports before (the same id, his).
+    let shared =
+        mine.create_session(seshat::store::NewSession { project: "/work/p".into(), ..Default::default() }).unwrap().id;
+    mine.append(&shared, &[NewMessage::text(Role::User, "sent to bob")]).unwrap();
+    let mut export = Vec::new();
+    mine.export(&shared, &mut export).unwrap();
     let mut operator = team.store();
     operator.add_user("ann").unwrap();
+    operator.add_user("bob").unwrap();
+    team.store().acting_for("bob").import(&mut export.as_slice(), Default::default()).unwrap();
     let mut ann = team.store().acting_for("ann");
     ann.memory(Some("/work/p")).create_entities(&[entity("ADA", "leads the team")], Some(&Scope::Project)).unwrap();
     ann.memory(None).set_note(Scope::User, "style", "verbose").unwrap();
 
     let first = merge(&team, &personal);
     assert_eq!(first["sessions_added"], 2, "{first}");
+    assert_eq!(first["sessions_taken"], serde_json::json!([shared]), "{first}");
     assert_eq!((first["entities_added"].as_u64(), first["observations_added"].as_u64()), (Some(1), Some(2)), "{first}");
     assert_eq!((first["relations_added"].as_u64(), first["notes_added"].as_u64()), (Some(1), Some(1)), "{first}");
     assert_eq!(first["notes_kept"], serde_json::json!(["user/style"]), "{first}");
@@ -111,6 +120,8 @@ fn a_personal_store_merges_into_a_team_store_as_its_user_and_again_adds_only_wha
         "{second}"
     );
     assert_eq!(texts(&ann, &id), ["plan the upload", "in three steps", "step two done"]);
+    assert_eq!(second["sessions_taken"], serde_json::json!([shared]), "never copied under an id of its own");
+    assert_eq!(ann.list_sessions(&Default::default()).unwrap().len(), 2, "{second}");
 
     // Continued on both sides since: left as the team has it, and said.
     ann.append(&id, &[NewMessage::text(Role::Assistant, "on the service")]).unwrap();

@@ -834,7 +834,7 @@ fn remote_mcp_sessions_and_knowledge_search_work_from_a_machine_with_no_store() 
 
     let mut cmd = laptop.cmd();
     remote(&mut cmd);
-    let out = cmd.args(["knowledge", "add", "notes.md"]).output().unwrap();
+    let out = cmd.args(["knowledge", "list"]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("remote") && err.contains("SESHAT_REMOTE"), "{err}");
     let mut cmd = laptop.cmd();

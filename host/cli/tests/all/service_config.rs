@@ -115,8 +115,9 @@ fn sighup_reloads_the_certificate_limits_and_provider_while_a_client_streams() {
     }
 }
 
-/// A file that does not parse, and TLS files that do not make an identity, are each refused on
-/// SIGHUP with the reason logged; the service goes on with what it ran.
+/// A file that does not parse, TLS files that do not make an identity, and a file taking TLS off
+/// the running address are each refused on SIGHUP with the reason logged; the service goes on
+/// with what it ran.
 #[test]
 fn a_bad_file_on_reload_is_refused_and_the_running_configuration_kept() {
     let provider = Server::start(vec![]);
@@ -136,6 +137,13 @@ fn a_bad_file_on_reload_is_refused_and_the_running_configuration_kept() {
     nix_kill(service.pid(), "HUP");
     wait_for("the second refusal", || service.log_lines().iter().filter(|l| l.contains("reload refused")).count() == 2);
     assert!(service.logged(&["reload refused", "do they match"]), "{:?}", service.log_lines());
+
+    // A file that now serves plain ws:// without TLS cannot take TLS off the running socket.
+    let plain = "[serve]\nlisten = \"ws://127.0.0.1:0\"\n[store]\nurl = \"team.db\"\n";
+    std::fs::write(dir.file(), plain).unwrap();
+    nix_kill(service.pid(), "HUP");
+    wait_for("the third refusal", || service.log_lines().iter().filter(|l| l.contains("reload refused")).count() == 3);
+    assert!(service.logged(&["reload refused", "needs --tls-cert"]), "{:?}", service.log_lines());
     assert!(!service.logged(&["reloaded"]), "{:?}", service.log_lines());
 
     let mut c = service.connect(Some(&alice), Some(&authority)).expect("the running certificate");

@@ -66,6 +66,14 @@ pub(super) fn owned(db: &Db, session: &str, user: &str) -> Result<()> {
 }
 
 impl Store {
+    /// Who owns the session `id`, whoever the caller is (`None`: no such session). For an
+    /// operator's work across users (a merge); never answered to a network client.
+    pub(crate) fn session_holder(&self, id: &str) -> Result<Option<String>> {
+        on_db!(self, "read a session's owner", {
+            self.db.query_opt("SELECT owner FROM sessions WHERE id = ?1", params![id], |r| r.get(0))
+        })
+    }
+
     /// Creates a session, owned by the caller, and returns it.
     pub fn create_session(&mut self, new: NewSession) -> Result<SessionInfo> {
         on_db!(self, "create a session", {
