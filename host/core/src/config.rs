@@ -596,7 +596,7 @@ fn toml_error(text: &str, e: &toml::de::Error) -> String {
 pub const SERVICE_ONLY: &str = "belongs only in a network service's own configuration file";
 
 /// Refuses the `[serve]` keys only a service file may set (in `file`, a user's or project's
-/// configuration): they would turn every `seshat serve` — the Go SDK's child process among them —
+/// configuration): they would turn every local service process — the Go SDK's child among them —
 /// into a network service.
 fn service_only(config: &Config, file: &Path) -> Result<(), Error> {
     let s = &config.serve;

@@ -2,7 +2,6 @@
 
 use std::process::ExitCode;
 
-use anyhow::bail;
 use seshat::store::Store;
 
 use crate::Context;
@@ -20,22 +19,11 @@ pub struct Args {
 }
 
 pub fn run(_ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
-    let cwd = std::env::current_dir()?;
-    let from = seshat::client::location_from_argument(&args.from, &cwd)?;
-    let to = seshat::client::location_from_argument(&args.to, &cwd)?;
-    if from == to {
-        bail!("`{}` and `{}` are the same store: copy into another one", from, to);
-    }
+    let (from, to) = super::two_stores(&args.from, &args.to, "copy")?;
     let mut source = Store::connect(&from)?;
     let mut target = Store::connect(&to)?;
     let bar = crate::knowledge::bar("{msg} {pos}/{len} rows {wide_bar} {eta}");
-    let mut progress = |table: &str, done: u64, total: u64| {
-        if let Some(bar) = &bar {
-            bar.set_message(table.to_string());
-            bar.set_length(total);
-            bar.set_position(done);
-        }
-    };
+    let mut progress = super::progress(&bar);
     let copied = source.copy_to(&mut target, &mut progress)?;
     if let Some(bar) = &bar {
         bar.finish_and_clear();

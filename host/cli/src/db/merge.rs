@@ -28,12 +28,7 @@ pub struct Args {
 }
 
 pub fn run(_ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
-    let cwd = std::env::current_dir()?;
-    let from = seshat::client::location_from_argument(&args.from, &cwd)?;
-    let to = seshat::client::location_from_argument(&args.to, &cwd)?;
-    if from == to {
-        bail!("`{from}` and `{to}` are the same store: merge into another one");
-    }
+    let (from, to) = super::two_stores(&args.from, &args.to, "merge")?;
     if let seshat::store::Location::File(path) = &from
         && !path.is_file()
     {
@@ -51,13 +46,7 @@ pub fn run(_ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     };
     let mut target = target.acting_for(user);
     let bar = crate::knowledge::bar("{msg} {pos}/{len} {wide_bar} {eta}");
-    let mut progress = |what: &str, done: u64, total: u64| {
-        if let Some(bar) = &bar {
-            bar.set_message(what.to_string());
-            bar.set_length(total);
-            bar.set_position(done);
-        }
-    };
+    let mut progress = super::progress(&bar);
     let merged = seshat::merge::merge(&mut source, &mut target, &mut progress)?;
     if let Some(bar) = &bar {
         bar.finish_and_clear();

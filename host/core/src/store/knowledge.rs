@@ -129,6 +129,25 @@ fn visible(p: u8, s: u8, u: u8, t: u8) -> String {
 
 /// The scope stored in columns `i` (its kind) and `i + 1` (the owner): a spelling no version
 /// writes is a conversion error naming it.
+/// The columns [`document_from_row`] reads, of `documents d`.
+const DOCUMENT_COLUMNS: &str = "d.id, d.scope, d.owner, d.project, d.path, d.kind, d.sha256, d.bytes, d.indexed_at, \
+     (SELECT count(*) FROM chunks c WHERE c.document_id = d.id)";
+
+/// A document as [`DOCUMENT_COLUMNS`] select it.
+fn document_from_row(r: &Row<'_>) -> Result<DocumentInfo> {
+    Ok(DocumentInfo {
+        id: r.get(0)?,
+        scope: scope_at(r, 1)?,
+        project: r.get(3)?,
+        path: r.get(4)?,
+        kind: r.get(5)?,
+        sha256: r.get(6)?,
+        bytes: r.get(7)?,
+        indexed_at: r.get(8)?,
+        chunks: r.get(9)?,
+    })
+}
+
 fn scope_at(row: &Row<'_>, i: usize) -> Result<Scope> {
     let (kind, owner): (String, String) = (row.get(i)?, row.get(i + 1)?);
     Scope::from_parts(&kind, &owner).ok_or_else(|| Error::Column {
@@ -201,23 +220,12 @@ impl Store {
     pub fn knowledge_owned(&self) -> Result<Vec<DocumentInfo>> {
         on_db!(self, "list the knowledge index", {
             self.db.query_vec(
-                "SELECT d.id, d.scope, d.owner, d.project, d.path, d.kind, d.sha256, d.bytes, d.indexed_at, \
-                 (SELECT count(*) FROM chunks c WHERE c.document_id = d.id) FROM documents d \
-                 WHERE d.owner = ?1 AND d.scope <> 'team' ORDER BY d.path, d.scope, d.project",
+                &format!(
+                    "SELECT {DOCUMENT_COLUMNS} FROM documents d WHERE d.owner = ?1 AND d.scope <> 'team' \
+                     ORDER BY d.path, d.scope, d.project"
+                ),
                 params![self.user],
-                |r| {
-                    Ok(DocumentInfo {
-                        id: r.get(0)?,
-                        scope: scope_at(r, 1)?,
-                        project: r.get(3)?,
-                        path: r.get(4)?,
-                        kind: r.get(5)?,
-                        sha256: r.get(6)?,
-                        bytes: r.get(7)?,
-                        indexed_at: r.get(8)?,
-                        chunks: r.get(9)?,
-                    })
-                },
+                document_from_row,
             )
         })
     }
@@ -248,25 +256,11 @@ impl Store {
         on_db!(self, "list the knowledge index", {
             self.db.query_vec(
                 &format!(
-                    "SELECT d.id, d.scope, d.owner, d.project, d.path, d.kind, d.sha256, d.bytes, d.indexed_at, \
-                     (SELECT count(*) FROM chunks c WHERE c.document_id = d.id) FROM documents d WHERE {} \
-                     ORDER BY d.path, d.scope, d.owner",
+                    "SELECT {DOCUMENT_COLUMNS} FROM documents d WHERE {} ORDER BY d.path, d.scope, d.owner",
                     visible(1, 2, 3, 4)
                 ),
                 params![filter.project, filter.binds().0, self.user, filter.binds().1],
-                |r| {
-                    Ok(DocumentInfo {
-                        id: r.get(0)?,
-                        scope: scope_at(r, 1)?,
-                        project: r.get(3)?,
-                        path: r.get(4)?,
-                        kind: r.get(5)?,
-                        sha256: r.get(6)?,
-                        bytes: r.get(7)?,
-                        indexed_at: r.get(8)?,
-                        chunks: r.get(9)?,
-                    })
-                },
+                document_from_row,
             )
         })
     }
