@@ -29,6 +29,7 @@ pub use seshat_outcomes as outcomes;
 pub mod paths;
 pub mod plugins;
 pub mod providers;
+pub mod redaction;
 pub mod retrieval;
 pub mod store;
 pub mod tool;

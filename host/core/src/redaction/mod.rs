@@ -1,0 +1,178 @@
+//! Finding credentials in text and putting a placeholder in their place: the rules (see
+//! [`rules`]) and the replacement. A placeholder says which rule found what was there and
+//! carries a keyed hash of it (`[secret:aws-access-token:3f9a0c12]`), so the same secret is
+//! recognised across messages without being revealed; the key is the caller's (a store keeps its
+//! own and never lets it out).
+
+mod rules;
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use sha2::{Digest, Sha256};
+
+/// What went wrong setting redaction up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A pattern of the user's does not compile.
+    #[error("the redaction pattern `{id}` is not a regular expression: {message}")]
+    Pattern {
+        /// The pattern's id.
+        id: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The built-in rules do not load (a broken build).
+    #[error("the built-in redaction rules do not load: {0}")]
+    Builtin(String),
+}
+
+impl Error {
+    /// The stable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::Pattern { .. } => "invalid_config",
+            Error::Builtin(_) => "internal_error",
+        }
+    }
+}
+
+/// One credential found: which rule found it, and where it is (byte offsets).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// The rule's id (`aws-access-token`, `url-password`, …).
+    pub rule: String,
+    /// Its first byte in the text.
+    pub start: usize,
+    /// The byte after its last.
+    pub end: usize,
+}
+
+/// The rules, compiled, with the keywords that decide which of them run on a text.
+#[derive(Debug)]
+pub struct Redactor {
+    rules: rules::Rules,
+    /// Every rule's keywords, for one pass over the text (ignoring case).
+    keywords: aho_corasick::AhoCorasick,
+    /// The rules each keyword (by its index in `keywords`) lets run.
+    keyword_rules: Vec<Vec<usize>>,
+    /// Rules without keywords: they always run.
+    always: Vec<usize>,
+}
+
+impl Redactor {
+    /// The built-in rules (gitleaks' and Seshat's own), compiled once per process.
+    pub fn builtin() -> Result<&'static Redactor, Error> {
+        static BUILTIN: OnceLock<Result<Redactor, String>> = OnceLock::new();
+        BUILTIN
+            .get_or_init(|| rules::Rules::builtin().and_then(|r| Redactor::from_rules(r).map_err(|e| e.to_string())))
+            .as_ref()
+            .map_err(|e| Error::Builtin(e.clone()))
+    }
+
+    /// The built-in rules and `patterns` of the user's (an id and a regular expression each).
+    pub fn with_patterns(patterns: &[(String, String)]) -> Result<Redactor, Error> {
+        let mut rules = rules::Rules::builtin().map_err(Error::Builtin)?;
+        rules.extra(patterns).map_err(|(id, e)| Error::Pattern { id, message: e.to_string() })?;
+        Redactor::from_rules(rules)
+    }
+
+    fn from_rules(rules: rules::Rules) -> Result<Redactor, Error> {
+        let mut words: Vec<String> = Vec::new();
+        let mut keyword_rules: Vec<Vec<usize>> = Vec::new();
+        let mut always = Vec::new();
+        for (i, rule) in rules.rules.iter().enumerate() {
+            if rule.keywords.is_empty() {
+                always.push(i);
+            }
+            for k in &rule.keywords {
+                match words.iter().position(|w| w == k) {
+                    Some(at) => keyword_rules[at].push(i),
+                    None => {
+                        words.push(k.clone());
+                        keyword_rules.push(vec![i]);
+                    }
+                }
+            }
+        }
+        let keywords = aho_corasick::AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(&words)
+            .map_err(|e| Error::Builtin(format!("the rules' keywords: {e}")))?;
+        Ok(Redactor { rules, keywords, keyword_rules, always })
+    }
+
+    /// The credentials in `text`, in order, overlapping ones joined (the first rule's id kept).
+    pub fn find(&self, text: &str) -> Vec<Finding> {
+        let mut run = vec![false; self.rules.rules.len()];
+        for i in &self.always {
+            run[*i] = true;
+        }
+        for m in self.keywords.find_overlapping_iter(text) {
+            for i in &self.keyword_rules[m.pattern().as_usize()] {
+                run[*i] = true;
+            }
+        }
+        let mut found: Vec<Finding> = Vec::new();
+        for (rule, _) in self.rules.rules.iter().zip(&run).filter(|(_, on)| **on) {
+            let Some(regex) = rule.regex() else { continue };
+            for caps in regex.captures_iter(text) {
+                if let Some((start, end)) = rule.secret(text, &caps, self.rules.global()) {
+                    found.push(Finding { rule: rule.id.clone(), start, end });
+                }
+            }
+        }
+        found.sort_by_key(|f| (f.start, std::cmp::Reverse(f.end)));
+        let mut joined: Vec<Finding> = Vec::with_capacity(found.len());
+        for f in found {
+            match joined.last_mut() {
+                Some(last) if f.start < last.end => last.end = last.end.max(f.end),
+                _ => joined.push(f),
+            }
+        }
+        joined
+    }
+
+    /// `text` with each credential replaced by its placeholder (keyed by `key`), and what was
+    /// found; the text itself when nothing was.
+    pub fn redact<'t>(&self, text: &'t str, key: &[u8]) -> (Cow<'t, str>, Vec<Finding>) {
+        let found = self.find(text);
+        if found.is_empty() {
+            return (Cow::Borrowed(text), found);
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut at = 0;
+        for f in &found {
+            out.push_str(&text[at..f.start]);
+            out.push_str(&placeholder(&f.rule, &text[f.start..f.end], key));
+            at = f.end;
+        }
+        out.push_str(&text[at..]);
+        (Cow::Owned(out), found)
+    }
+}
+
+/// The placeholder of `secret` found by `rule`: the rule and 8 hex digits of an HMAC-SHA256 of
+/// the secret under `key` (the same secret, the same placeholder; nothing of it recoverable).
+pub fn placeholder(rule: &str, secret: &str, key: &[u8]) -> String {
+    let tag = hmac_sha256(key, secret.as_bytes());
+    format!("[secret:{rule}:{:02x}{:02x}{:02x}{:02x}]", tag[0], tag[1], tag[2], tag[3])
+}
+
+/// HMAC-SHA256 (RFC 2104) of `message` under `key`.
+fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
+    const BLOCK: usize = 64;
+    let mut block = [0u8; BLOCK];
+    if key.len() > BLOCK {
+        block[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        block[..key.len()].copy_from_slice(key);
+    }
+    let pad = |byte: u8| block.map(|b| b ^ byte);
+    let inner = Sha256::new().chain_update(pad(0x36)).chain_update(message).finalize();
+    Sha256::new().chain_update(pad(0x5c)).chain_update(inner).finalize().into()
+}
+
+#[cfg(test)]
+mod tests;
