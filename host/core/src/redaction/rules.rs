@@ -251,10 +251,11 @@ keywords = ["://"]
 regexes = ['''^(?:\*+|x+|\.+|<[^>]*>|\$\{?[A-Za-z_]\w*\}?|%[A-Za-z_]\w*%|password|pass|secret|changeme)$''']
 
 # A `NAME=value` line whose value looks made by a machine: long, of high entropy, mixing upper
-# and lower case and digits (hashes, UUIDs, versions and names do not).
+# and lower case and digits (hashes, UUIDs, versions and names do not). A line may also end at an
+# escaped `\n`: a file's text inside a JSON string (a tool's result) keeps its lines that way.
 [[rules]]
 id = "dotenv-value"
-regex = '''(?m)^[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_]{1,63}[ \t]*=[ \t]*['"]?([A-Za-z0-9+/=_.~-]{16,512})['"]?[ \t]*\r?$'''
+regex = '''(?m)(?:^|\\n)[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_]{1,63}[ \t]*=[ \t]*['"]?([A-Za-z0-9+/=_.~-]{16,512})['"]?[ \t]*(?:\\r)?(?:\\n|\r?$)'''
 entropy = 3.5
 keywords = ["="]
 [[rules.allowlists]]

@@ -66,6 +66,11 @@ fn a_dotenv_line_with_a_high_entropy_value_is_found_and_paths_and_words_are_not(
     let found = r.find(env);
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(&env[found[0].start..found[0].end], "q8Zr2LxV9mPw4TnK7sYbG3");
+    // The file's text as a tool's JSON result holds it: lines end at an escaped `\n`.
+    let json =
+        r#"{"path": ".env", "content": "APP_ENV=production\nSERVICE_CREDENTIAL=q8Zr2LxV9mPw4TnK7sYbG3\nPORT=8080\n"}"#;
+    let found = r.find(json);
+    assert_eq!(found.iter().map(|f| &json[f.start..f.end]).collect::<Vec<_>>(), ["q8Zr2LxV9mPw4TnK7sYbG3"]);
 }
 
 #[test]
