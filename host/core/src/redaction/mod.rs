@@ -59,6 +59,28 @@ pub struct Redactor {
     keyword_rules: Vec<Vec<usize>>,
     /// Rules without keywords: they always run.
     always: Vec<usize>,
+    /// Per rule: whether it reads the whole text (its matches may run over lines, or it has no
+    /// keywords), else the lines around its keywords.
+    whole: Vec<bool>,
+}
+
+/// The regions of `text` made of the line holding each of `places` with the line before and the
+/// line after, joined where they touch (byte offsets, on line boundaries).
+fn around(text: &str, places: &[usize]) -> Vec<(usize, usize)> {
+    let line_start = |at: usize| text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = |at: usize| text[at..].find('\n').map_or(text.len(), |i| at + i);
+    let mut regions: Vec<(usize, usize)> = Vec::new();
+    for &at in places {
+        let start = line_start(at);
+        let from = if start == 0 { 0 } else { line_start(start - 1) };
+        let end = line_end(at);
+        let to = if end >= text.len() { text.len() } else { line_end(end + 1) };
+        match regions.last_mut() {
+            Some(last) if from <= last.1 => last.1 = last.1.max(to),
+            _ => regions.push((from, to)),
+        }
+    }
+    regions
 }
 
 impl Redactor {
@@ -100,26 +122,46 @@ impl Redactor {
             .ascii_case_insensitive(true)
             .build(&words)
             .map_err(|e| Error::Builtin(format!("the rules' keywords: {e}")))?;
-        Ok(Redactor { rules, keywords, keyword_rules, always })
+        let whole = rules.rules.iter().map(|r| r.keywords.is_empty() || r.spans_lines()).collect();
+        Ok(Redactor { rules, keywords, keyword_rules, always, whole })
     }
 
     /// The credentials in `text`, in order, overlapping ones joined (the first rule's id kept).
+    ///
+    /// A rule runs only when one of its keywords is in the text; one whose matches stay on a line
+    /// runs on the lines around its keywords' places (the line before and after too), so a long
+    /// text where a common word wakes a rule a few times is not read whole by it.
     pub fn find(&self, text: &str) -> Vec<Finding> {
-        let mut run = vec![false; self.rules.rules.len()];
+        let rules = &self.rules.rules;
+        // Per rule: woken at all, and where its keywords are (for the rules that stay on a line).
+        let mut woken = vec![false; rules.len()];
+        let mut places: Vec<Vec<usize>> = vec![Vec::new(); rules.len()];
         for i in &self.always {
-            run[*i] = true;
+            woken[*i] = true;
         }
         for m in self.keywords.find_overlapping_iter(text) {
-            for i in &self.keyword_rules[m.pattern().as_usize()] {
-                run[*i] = true;
+            for &i in &self.keyword_rules[m.pattern().as_usize()] {
+                woken[i] = true;
+                if !self.whole[i] {
+                    places[i].push(m.start());
+                }
             }
         }
         let mut found: Vec<Finding> = Vec::new();
-        for (rule, _) in self.rules.rules.iter().zip(&run).filter(|(_, on)| **on) {
+        for (i, rule) in rules.iter().enumerate().filter(|(i, _)| woken[*i]) {
             let Some(regex) = rule.regex() else { continue };
-            for caps in regex.captures_iter(text) {
-                if let Some((start, end)) = rule.secret(text, &caps, self.rules.global()) {
-                    found.push(Finding { rule: rule.id.clone(), start, end });
+            let regions = if self.whole[i] || places[i].is_empty() {
+                vec![(0, text.len())]
+            } else {
+                places[i].sort_unstable();
+                around(text, &places[i])
+            };
+            for (from, to) in regions {
+                let part = &text[from..to];
+                for caps in regex.captures_iter(part) {
+                    if let Some((start, end)) = rule.secret(part, &caps, self.rules.global()) {
+                        found.push(Finding { rule: rule.id.clone(), start: from + start, end: from + end });
+                    }
                 }
             }
         }

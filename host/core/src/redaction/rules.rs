@@ -52,6 +52,9 @@ struct RuleSpec {
     keywords: Vec<String>,
     /// A rule that looks at file paths only (or whose regex needs a file type): never run on text.
     path: Option<String>,
+    /// Seshat's own: the rule's matches stay on one line whatever its pattern's anchors say.
+    #[serde(default)]
+    one_line: bool,
     #[serde(default)]
     allowlists: Vec<Allowlist>,
 }
@@ -86,6 +89,8 @@ pub(super) struct Rule {
     entropy: f64,
     /// Lower-case; empty: the rule always runs.
     pub(super) keywords: Vec<String>,
+    /// Its matches stay on one line (see [`Rule::spans_lines`]).
+    one_line: bool,
     allows: Vec<Allow>,
 }
 
@@ -196,6 +201,12 @@ pub(super) fn entropy(text: &str) -> f64 {
 impl Rule {
     /// The compiled regex (`None`, and said once, when it does not compile: a test compiles every
     /// built-in one).
+    /// Whether a match may run over several lines (`(?s)`, `\n`, `[\s\S]`, line anchors): such a
+    /// rule reads the whole text, the others the lines around their keywords.
+    pub(super) fn spans_lines(&self) -> bool {
+        !self.one_line && ["(?s", "\\s\\S", "\\n", "(?m", "\\r"].iter().any(|p| self.pattern.contains(p))
+    }
+
     pub(super) fn regex(&self) -> Option<&Regex> {
         self.regex
             .get_or_init(|| match build(&self.pattern) {
@@ -255,6 +266,7 @@ regexes = ['''^(?:\*+|x+|\.+|<[^>]*>|\$\{?[A-Za-z_]\w*\}?|%[A-Za-z_]\w*%|passwor
 # escaped `\n`: a file's text inside a JSON string (a tool's result) keeps its lines that way.
 [[rules]]
 id = "dotenv-value"
+oneLine = true
 regex = '''(?m)(?:^|\\n)[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_]{1,63}[ \t]*=[ \t]*['"]?([A-Za-z0-9+/=_.~-]{16,512})['"]?[ \t]*(?:\\r)?(?:\\n|\r?$)'''
 entropy = 3.5
 keywords = ["="]
@@ -301,6 +313,7 @@ impl Rules {
                 secret_group: 0,
                 entropy: 0.0,
                 keywords: Vec::new(),
+                one_line: false,
                 allows: Vec::new(),
             });
         }
@@ -323,6 +336,7 @@ impl Rule {
             secret_group: spec.secret_group,
             entropy: spec.entropy,
             keywords: spec.keywords.into_iter().map(|k| k.to_lowercase()).collect(),
+            one_line: spec.one_line,
             allows: spec
                 .allowlists
                 .into_iter()

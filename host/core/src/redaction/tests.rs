@@ -134,3 +134,17 @@ fn every_built_in_rule_compiles() {
     assert_eq!(broken, Vec::<&str>::new());
     assert!(r.rules.rules.len() > 200, "gitleaks' rules and Seshat's: {}", r.rules.rules.len());
 }
+
+#[test]
+fn in_a_long_text_a_credential_is_found_around_its_keyword_even_across_a_line_break() {
+    let r = Redactor::builtin().unwrap();
+    let filler: String = (0..2000).map(|i| format!("   Compiling crate-{i} v0.1.{i}\n")).collect();
+    let token = "ghp_Q9vT2mLk8ZpR4wN7sYb3HdF6jC1xE5aG0uKi";
+    let text = format!("{filler}let github_token =\n    \"{token}\";\n{filler}pasted {token} at the end");
+    let found = r.find(&text);
+    let at: Vec<usize> = text.match_indices(token).map(|(i, _)| i).collect();
+    assert_eq!(found.len(), 2, "{:?}", found.iter().map(|f| &text[f.start..f.end]).collect::<Vec<_>>());
+    for (f, start) in found.iter().zip(at) {
+        assert!(f.start <= start && start + token.len() <= f.end, "{f:?}");
+    }
+}
