@@ -17,21 +17,9 @@ use std::time::Instant;
 
 use seshat::redaction::Redactor;
 
-/// A fixed-seed xorshift generator: the same corpus on every run.
-struct Rng(u64);
+mod common;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn from(&mut self, set: &[u8], n: usize) -> String {
-        (0..n).map(|_| set[(self.next() % set.len() as u64) as usize] as char).collect()
-    }
-}
+use common::Rng;
 
 const ALNUM: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 const LOWER_DIGITS: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";

@@ -38,19 +38,17 @@ use seshat::store::{KnowledgeFilter, Store};
 
 const DIMS: usize = 384;
 
-/// A small deterministic generator (xorshift), so every run measures the same corpus.
-struct Rng(u64);
+use common::Rng;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
+/// What the corpus needs of the generator beyond `common::Rng`.
+trait Unit {
+    /// A number in [-1, 1).
+    fn unit(&mut self) -> f32;
+    /// A vector of [`DIMS`] of them.
+    fn vector(&mut self) -> Vec<f32>;
+}
+
+impl Unit for Rng {
     fn unit(&mut self) -> f32 {
         (self.next() >> 11) as f32 / (1u64 << 53) as f32 * 2.0 - 1.0
     }

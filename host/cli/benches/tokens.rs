@@ -11,6 +11,8 @@
 use std::path::Path;
 use std::time::Instant;
 
+mod common;
+
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().parent().unwrap()
 }
@@ -44,16 +46,7 @@ fn code() -> String {
 }
 
 /// A fixed-seed xorshift generator: the same samples on every run.
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
+use common::Rng as XorShift;
 
 /// A test run's and a build's output: timestamps, paths, counters, durations.
 fn logs() -> String {

@@ -7,6 +7,29 @@ pub mod provider;
 
 use std::time::{Duration, Instant};
 
+/// A small deterministic generator (xorshift), so every run measures the same corpus.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next number.
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A number below `n`.
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    /// `n` characters drawn from `set`.
+    pub fn from(&mut self, set: &[u8], n: usize) -> String {
+        (0..n).map(|_| set[self.below(set.len())] as char).collect()
+    }
+}
+
 /// How long `f` takes.
 pub fn time(f: impl FnOnce()) -> Duration {
     let t = Instant::now();
