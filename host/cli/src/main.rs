@@ -202,6 +202,11 @@ impl Context {
     /// path key under its travelling key first (see [`Store::adopt_project`]).
     fn store(&self) -> anyhow::Result<Store> {
         let mut store = Store::connect(&self.db)?;
+        // What the configuration redacts (one that does not load is reported where it is used;
+        // the store then redacts with the built-in rules).
+        if let Ok(config) = self.config() {
+            store.set_redaction(config.redaction.policy()?);
+        }
         if self.path_key != self.project {
             store.adopt_project(&self.path_key, &self.project)?;
         }

@@ -100,6 +100,61 @@ pub struct Config {
     /// `seshat serve`'s limits.
     #[serde(default)]
     pub serve: ServeConfig,
+    /// What is redacted before it is stored.
+    #[serde(default)]
+    pub redaction: RedactionConfig,
+}
+
+/// `[redaction]`: credentials replaced by placeholders before anything is stored, indexed,
+/// embedded or sent to a summary model (on unless turned off).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedactionConfig {
+    /// Redact at all (default true). The user's configuration only.
+    pub enabled: Option<bool>,
+    /// Credentials of the user's own kinds: `[[redaction.patterns]] id = "…", regex = "…"` (the
+    /// first group, when there is one, is the secret). A project's configuration may add some.
+    #[serde(default)]
+    pub patterns: Vec<PatternConfig>,
+    /// Regular expressions for what is found but is no secret (a documented example key), left
+    /// as it is. The user's configuration only.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Project keys whose sessions, memory and documents are stored unredacted. The user's
+    /// configuration only.
+    #[serde(default)]
+    pub off_projects: Vec<String>,
+}
+
+/// `[[redaction.patterns]]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PatternConfig {
+    /// The rule's id, shown in placeholders.
+    pub id: String,
+    /// The regular expression.
+    pub regex: String,
+}
+
+impl RedactionConfig {
+    /// What the settings describe.
+    pub fn spec(&self) -> crate::redaction::Spec {
+        let mut spec = crate::redaction::Spec::on();
+        spec.enabled = self.enabled.unwrap_or(true);
+        spec.patterns = self
+            .patterns
+            .iter()
+            .map(|p| crate::redaction::Pattern { id: p.id.clone(), regex: p.regex.clone() })
+            .collect();
+        spec.allow.clone_from(&self.allow);
+        spec.off_projects.clone_from(&self.off_projects);
+        spec
+    }
+
+    /// The policy the settings describe (checked when the file was read).
+    pub fn policy(&self) -> Result<crate::redaction::Policy, crate::redaction::Error> {
+        crate::redaction::Policy::new(&self.spec())
+    }
 }
 
 /// `[serve]`.
@@ -420,6 +475,16 @@ impl Config {
                         .into(),
                 });
             }
+            let r = &local.redaction;
+            if r.enabled.is_some() || !r.allow.is_empty() || !r.off_projects.is_empty() {
+                return Err(Error {
+                    path,
+                    message: "[redaction] enabled, allow and off_projects cannot be set in a project's configuration: \
+                              a cloned repository could have your credentials stored. Set them in your user \
+                              configuration (a project's may add patterns)"
+                        .into(),
+                });
+            }
             config.merge(local);
         }
         Ok(config)
@@ -454,6 +519,7 @@ impl Config {
         self.memory.context_tokens = over.memory.context_tokens.or(self.memory.context_tokens);
         self.store.max_record_mib = over.store.max_record_mib.or(self.store.max_record_mib);
         self.serve.max_unread_mib = over.serve.max_unread_mib.or(self.serve.max_unread_mib);
+        self.redaction.patterns.extend(over.redaction.patterns);
         let c = over.chat;
         let mine = &mut self.chat;
         mine.model = c.model.or(mine.model.take());
@@ -552,6 +618,7 @@ fn read(path: &Path) -> Result<Config, Error> {
         .iter()
         .map(|(name, p)| (format!("[providers.{name}] base_url"), p.base_url.as_deref()))
         .chain(std::iter::once(("[knowledge] base_url".to_string(), config.knowledge.base_url.as_deref())));
+    config.redaction.policy().map_err(|e| Error { path: path.to_path_buf(), message: format!("[redaction]: {e}") })?;
     for (key, url) in urls {
         if let Some(url) = url {
             check_base_url(url).map_err(|why| Error {

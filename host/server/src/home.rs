@@ -106,7 +106,13 @@ impl Home {
 
     /// Opens the store, acting for the connection's user.
     pub(crate) fn store(&self) -> Result<Store, seshat::store::Error> {
-        Ok(self.acting(Store::connect(&self.db)?))
+        let mut store = Store::connect(&self.db)?;
+        // What the configuration redacts (a configuration that does not load is reported where
+        // it is used; the store then redacts with the built-in rules).
+        if let Ok(config) = self.config() {
+            store.set_redaction(config.redaction.policy()?);
+        }
+        Ok(self.acting(store))
     }
 
     /// `store` (open, perhaps for another connection's user before) acting for this home's.

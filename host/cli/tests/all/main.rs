@@ -46,6 +46,7 @@ mod probes;
 mod props;
 mod provider_faults;
 mod recall;
+mod redaction;
 mod reimport;
 mod remote_client;
 mod serve;

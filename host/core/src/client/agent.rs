@@ -152,6 +152,8 @@ pub struct Agent {
     /// Holding the session's claim: the answer streaming is kept as a draft (see
     /// [`crate::store::Store::save_draft`]).
     pub(super) drafting: bool,
+    /// What the turn in progress stored redacted, to send as it was written.
+    pub(super) typed: super::typed::Typed,
 }
 
 impl std::fmt::Debug for Agent {
@@ -371,6 +373,7 @@ impl Agent {
             same_model_after,
             cancel: Cancel::default(),
             drafting: false,
+            typed: Default::default(),
         })
     }
 
@@ -606,7 +609,8 @@ impl Agent {
     /// iteration cap is reached, or the turn is cancelled.
     pub fn turn(&mut self, input: &str, cancel: &Cancel, observer: &mut dyn Observer) -> Result<TurnOutcome> {
         self.check_fits(input)?;
-        self.client.store().append(&self.session, &[NewMessage::text(Role::User, input)])?;
+        self.typed.clear();
+        self.append(&[NewMessage::text(Role::User, input)])?;
         tracing::trace!(session = %self.session, "the user's message is stored");
         self.run(cancel, observer)
     }
@@ -653,9 +657,17 @@ impl Agent {
     ) -> Result<TurnOutcome> {
         let Some(key) = key else { return self.turn(input, cancel, observer) };
         self.check_fits(input)?;
+        self.typed.clear();
         match self.client.store().append_request(&self.session, key, input)? {
             crate::store::Request::Repeated(seq) => self.repeat(seq, cancel, observer),
-            _ => self.run(cancel, observer),
+            crate::store::Request::Stored(seq) => {
+                // What the store kept of the request, to send it as typed.
+                let written = NewMessage::text(Role::User, input);
+                let stored = self.client.store().message(&self.session, seq)?.map(|m| m.parts);
+                let stored = stored.filter(|parts| *parts != written.parts);
+                self.typed.note(&[written], &[seq], vec![stored]);
+                self.run(cancel, observer)
+            }
         }
     }
 
@@ -780,11 +792,13 @@ impl Agent {
                 out.compactions.push(report.clone());
             }
             out.iterations += 1;
+            // The turn's own messages as written, where the store keeps them redacted.
+            let messages = self.typed.restore(&prepared.messages);
             let call = Call {
                 model: &self.model,
                 system: Some(&self.frame.system),
                 tools: &self.specs,
-                messages: &prepared.messages,
+                messages: &messages,
                 max_tokens: retry_max_tokens
                     .take()
                     .unwrap_or(self.max_output)
@@ -1065,7 +1079,7 @@ impl Agent {
             }
         }
         if !batch.is_empty() {
-            self.client.store().append(&self.session, &batch)?;
+            self.append(&batch)?;
         }
         Ok(answer.error.is_some() || calls.is_empty())
     }
@@ -1095,7 +1109,14 @@ impl Agent {
             observer.tool_result(id, name, &content, reply.is_error);
             parts.push(Part::ToolResult { call_id: id.clone(), content, is_error: reply.is_error });
         }
-        self.client.store().append(&self.session, &[NewMessage { role: Role::Tool, parts, usage: None, status }])?;
+        self.append(&[NewMessage { role: Role::Tool, parts, usage: None, status }])?;
+        Ok(())
+    }
+
+    /// Appends the turn's `messages`, remembering what redaction changed of them.
+    fn append(&mut self, messages: &[NewMessage]) -> Result<()> {
+        let appended = self.client.store().append_redacted(&self.session, messages, &[])?;
+        self.typed.note(messages, &appended.seqs, appended.redacted);
         Ok(())
     }
 }

@@ -184,7 +184,8 @@ impl Environment {
 
     /// The store, acting for the overrides' user.
     fn connect(&self) -> Result<crate::store::Store> {
-        let store = crate::store::Store::connect(&self.store)?;
+        let mut store = crate::store::Store::connect(&self.store)?;
+        store.set_redaction(self.config.redaction.policy().map_err(crate::store::Error::from)?);
         Ok(match &self.overrides.user {
             Some(user) => store.acting_for(user),
             None => store,

@@ -15,6 +15,7 @@ pub(crate) mod sizing;
 mod store_location;
 pub mod tools;
 pub mod trial;
+mod typed;
 
 pub use crate::tool::{ToolDef, ToolOutput};
 pub use agent::{Agent, AgentOptions, ContextUse, Observer, Quiet, SessionChoice, TurnOutcome};
@@ -194,6 +195,7 @@ impl Client {
             (None, None) => None,
         };
         let mut store = Store::connect(&store_location(config.store.as_ref(), &dirs)?)?;
+        store.set_redaction(settings.redaction.policy().map_err(crate::store::Error::from)?);
         if let Some(user) = &config.user {
             store = store.acting_for(user);
         }

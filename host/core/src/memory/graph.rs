@@ -184,6 +184,16 @@ impl Memory<'_> {
                 super::check_label("create_entities", "entity name", &e.name)?;
                 super::check_label("create_entities", "entity type", &e.entity_type)?;
             }
+            // What is stored of each entity's observations (names and types are labels: refused in
+            // a team scope if they hold a credential, else kept).
+            let mut cleaned: Vec<NewEntity> = Vec::with_capacity(entities.len());
+            for e in entities {
+                let labels = [e.name.clone(), e.entity_type.clone()];
+                self.clean(&place, &labels)?;
+                let observations = self.clean(&place, &e.observations)?.into_owned();
+                cleaned.push(NewEntity { observations, ..e.clone() });
+            }
+            let entities = &cleaned[..];
             let keys: Vec<String> = entities.iter().map(|e| name_key(&e.name)).collect();
             let tx = begin(self.db)?;
             Memory::check_write(&tx, &self.user, &place)?;
@@ -274,8 +284,14 @@ impl Memory<'_> {
             let mut staging = Staging::default();
             staging.stage(&tx, &found.iter().map(|f| f.0).collect::<Vec<_>>())?;
             let mut out = Vec::new();
-            for ((_, contents), (id, found_name, _)) in adds.iter().zip(found) {
-                let added = add_observations(&tx, id, contents, now, false)?;
+            for ((_, contents), (id, found_name, scope)) in adds.iter().zip(found) {
+                let place = places.iter().find(|p| p.scope == scope).cloned().unwrap_or_else(|| Place {
+                    scope,
+                    project: String::new(),
+                    owner: self.user.clone(),
+                });
+                let contents = super::redact::clean_in(&tx, self.redacting, self.project.as_deref(), &place, contents)?;
+                let added = add_observations(&tx, id, &contents, now, false)?;
                 out.push(ObservationAdds { entity_name: found_name, added_observations: added });
             }
             staging.finish(&tx, now)?;

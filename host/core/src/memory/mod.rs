@@ -23,6 +23,7 @@ macro_rules! on_memory_db {
 mod context;
 mod graph;
 mod notes;
+mod redact;
 mod search;
 pub mod tools;
 
@@ -123,6 +124,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub struct Memory<'s> {
     db: &'s mut Db,
     location: &'s Location,
+    redacting: crate::store::Redacting<'s>,
     project: Option<String>,
     user: String,
 }
@@ -176,9 +178,9 @@ impl std::fmt::Debug for Memory<'_> {
 impl Store {
     /// The long-term memory, seen from `project` (a project key; `None` outside any project).
     pub fn memory(&mut self, project: Option<&str>) -> Memory<'_> {
-        let (db, location, user) = self.parts_mut();
+        let (db, location, user, redacting) = self.parts_mut();
         let user = user.to_string();
-        Memory { db, location, project: project.map(str::to_string), user }
+        Memory { db, location, redacting, project: project.map(str::to_string), user }
     }
 }
 

@@ -14,6 +14,9 @@ impl Memory<'_> {
         on_memory_db!(self, "set a note", {
             super::check_label("set", "note key", key)?;
             let place = self.place(&scope)?;
+            self.clean_one(&place, key)?;
+            let value = self.clean_one(&place, value)?.into_owned();
+            let value = value.as_str();
             let now = now_ms();
             let tx = self.db.transaction()?;
             Memory::check_write(&tx, &self.user, &place)?;

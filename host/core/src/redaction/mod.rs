@@ -4,7 +4,10 @@
 //! recognised across messages without being revealed; the key is the caller's (a store keeps its
 //! own and never lets it out).
 
+mod policy;
 mod rules;
+
+pub use policy::{Pattern, Policy, Scrub, Spec};
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
@@ -180,19 +183,25 @@ impl Redactor {
     /// found; the text itself when nothing was.
     pub fn redact<'t>(&self, text: &'t str, key: &[u8]) -> (Cow<'t, str>, Vec<Finding>) {
         let found = self.find(text);
-        if found.is_empty() {
-            return (Cow::Borrowed(text), found);
-        }
-        let mut out = String::with_capacity(text.len());
-        let mut at = 0;
-        for f in &found {
-            out.push_str(&text[at..f.start]);
-            out.push_str(&placeholder(&f.rule, &text[f.start..f.end], key));
-            at = f.end;
-        }
-        out.push_str(&text[at..]);
-        (Cow::Owned(out), found)
+        (replace(text, &found, key), found)
     }
+}
+
+/// `text` with each of `found` replaced by its placeholder (keyed by `key`); the text itself when
+/// nothing was found.
+fn replace<'t>(text: &'t str, found: &[Finding], key: &[u8]) -> Cow<'t, str> {
+    if found.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for f in found {
+        out.push_str(&text[at..f.start]);
+        out.push_str(&placeholder(&f.rule, &text[f.start..f.end], key));
+        at = f.end;
+    }
+    out.push_str(&text[at..]);
+    Cow::Owned(out)
 }
 
 /// The placeholder of `secret` found by `rule`: the rule and 8 hex digits of an HMAC-SHA256 of

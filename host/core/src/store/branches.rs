@@ -79,6 +79,10 @@ impl Store {
                 let at = store.exchange_boundary(parent, asked)?;
                 let id = ulid::Ulid::generate().to_string();
                 let now = now_ms();
+                let title = match (title, store.scrub(&info.project)?) {
+                    (Some(t), Some(s)) => Some(s.title(t).into_owned()),
+                    (t, _) => t.map(str::to_string),
+                };
                 let tx = &store.db;
                 tx.execute(
                     "INSERT INTO sessions (id, title, project, provider, model, context_window, created_at, updated_at, \

@@ -5,11 +5,39 @@
 use super::db::params;
 use super::{Result, Store, now_ms};
 
+/// What of a streaming answer can be judged yet: all of it but a last word still arriving that
+/// could be the start of a credential (long, and not only letters: a rule would not know it
+/// until it is whole), and what follows a private key block that has not ended.
+fn settled(text: &str) -> &str {
+    let start = text.rfind(char::is_whitespace).map_or(0, |i| i + text[i..].chars().next().map_or(1, char::len_utf8));
+    let last = &text[start..];
+    let partial = last.len() >= 8 && last.chars().any(|c| c.is_ascii_digit() || "_-+/=".contains(c));
+    let mut end = if partial { start } else { text.len() };
+    if let Some(begin) = text[..end].rfind("-----BEGIN")
+        && !text[begin..end].contains("-----END")
+    {
+        end = begin;
+    }
+    &text[..end]
+}
+
 impl Store {
     /// Keeps `text` as the session's draft: what the answer that began after message `after` has
     /// streamed so far (replacing the draft before it). Another user's session gets none.
     pub fn save_draft(&self, session: &str, after: u64, text: &str) -> Result<()> {
         on_db!(self, "keep the answer's draft", {
+            let project: Option<String> = self.db.query_opt(
+                "SELECT project FROM sessions WHERE id = ?1 AND owner = ?2",
+                params![session, self.user],
+                |r| r.get(0),
+            )?;
+            let Some(project) = project else { return Ok(()) };
+            // The whole text so far is redacted each time: a secret split across two streamed
+            // pieces is whole in it.
+            let text = match self.scrub(&project)? {
+                Some(s) => s.text(settled(text)),
+                None => std::borrow::Cow::Borrowed(text),
+            };
             self.db.execute(
                 "INSERT INTO drafts (session_id, after, text, updated_at) \
                  SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM sessions WHERE id = ?1 AND owner = ?5) \

@@ -288,6 +288,22 @@ pub enum Error {
         /// The user's message stored with it.
         seq: u64,
     },
+    /// The redaction settings do not load (a pattern that is not a regular expression).
+    #[error(transparent)]
+    Redaction(#[from] crate::redaction::Error),
+    /// A credential in what was to be written into a team's scope, which every member reads:
+    /// nothing was written.
+    #[error(
+        "refused: the text for {scope} holds a credential (rule `{rule}`); team memory and documents are read by \
+         every member, so credentials are never written there. Remove it (or write it to your own scope, where it \
+         is stored as a placeholder); nothing was written"
+    )]
+    CredentialRefused {
+        /// The team scope.
+        scope: String,
+        /// The id of the rule that found the credential.
+        rule: String,
+    },
     /// The database failed: which database (a file, or a server without its password), doing
     /// what, the engine's one message and what to do about it.
     #[error("cannot {op} ({location}): {message}{}", hint_text(.hint))]
@@ -346,6 +362,8 @@ impl Error {
             Error::InvalidTurnKey(_) => "invalid_params",
             Error::Migration { .. } => "migration_failed",
             Error::TurnKeyReused { .. } => "turn_key_reused",
+            Error::Redaction(e) => e.code(),
+            Error::CredentialRefused { .. } => "credential_refused",
             Error::ServerTooOld { .. } => "server_too_old",
             Error::Sqlite(_) => "database",
             Error::Database { failure, .. } => failure.code(),

@@ -188,6 +188,29 @@ impl Store {
     /// A team scope's document needs read-write access to the team.
     pub fn knowledge_put(&mut self, doc: &NewDocument, chunks: &[NewChunk]) -> Result<i64> {
         on_db!(self, "index a document", {
+            // A team's documents are read by every member: a credential refuses the document;
+            // elsewhere it is stored as its placeholder.
+            let team = doc.scope.team().is_some();
+            let scrub = self.scrub(if team { "" } else { &doc.project })?;
+            let mut cleaned: Vec<std::borrow::Cow<'_, NewChunk>> =
+                chunks.iter().map(std::borrow::Cow::Borrowed).collect();
+            if let Some(scrub) = scrub {
+                for c in cleaned.iter_mut() {
+                    let (heading, text) = (scrub.text(&c.heading), scrub.text(&c.text));
+                    if matches!((&heading, &text), (std::borrow::Cow::Borrowed(_), std::borrow::Cow::Borrowed(_))) {
+                        continue;
+                    }
+                    if team {
+                        let found = scrub.find(&c.heading).into_iter().chain(scrub.find(&c.text)).next();
+                        return Err(Error::CredentialRefused {
+                            scope: format!("{} (document {})", doc.scope, doc.path),
+                            rule: found.map_or_else(|| "unknown".to_string(), |f| f.rule),
+                        });
+                    }
+                    let (heading, text) = (heading.into_owned(), text.into_owned());
+                    *c = std::borrow::Cow::Owned(NewChunk { heading, text, ..(**c).clone() });
+                }
+            }
             let tx = self.db.transaction()?;
             if let Some(team) = doc.scope.team() {
                 super::owners::check_team_write(&tx, &self.user, team)?;
@@ -202,7 +225,7 @@ impl Store {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id",
                 params![doc.scope.kind(), doc.project, doc.path, doc.kind, doc.sha256, doc.bytes, now_ms(), owner],
             )?;
-            for (i, c) in chunks.iter().enumerate() {
+            for (i, c) in cleaned.iter().enumerate() {
                 tx.execute(
                     "INSERT INTO chunks (document_id, ordinal, start_line, end_line, heading, text, tokens) \
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",

@@ -2,9 +2,11 @@
 
 use super::db::{Backend, Db, Row, Tx, params};
 
+use super::redaction_key::Redacting;
 use super::{Compaction, CompactionStatus, CompactionTrigger, Message, PluginRef, Trim};
 use super::{Error, Result, Store, now_ms};
 use crate::conversation::{MessageStatus, NewMessage, Part, Role, Usage};
+use crate::redaction::Scrub;
 
 /// Longest automatic title, in characters.
 const TITLE_CHARS: usize = 80;
@@ -248,31 +250,45 @@ fn check_structure(tx: &Tx<'_>, session: &str, messages: &[NewMessage]) -> Resul
     Ok(())
 }
 
+/// What an append stored: each message's seq, and its parts as stored where redaction changed
+/// them.
+#[derive(Debug, Default)]
+pub(crate) struct Appended {
+    pub(crate) seqs: Vec<u64>,
+    pub(crate) redacted: Vec<Option<Vec<Part>>>,
+}
+
 /// Appends `messages` to `user`'s `session` inside the open transaction `tx` (see
-/// [`Store::append_at`]).
+/// [`Store::append_at`]), each redacted as the session's project requires.
 pub(super) fn append_in(
     tx: &Tx<'_>,
     user: &str,
+    redacting: Redacting<'_>,
     session: &str,
     messages: &[NewMessage],
     times: &[i64],
-) -> Result<Vec<u64>> {
+) -> Result<Appended> {
     let now = now_ms();
     // The next seq is assigned under a lock on the session's row (PostgreSQL; a SQLite file has
     // one writer at a time): concurrent appenders get consecutive seqs, never the same one.
-    let (count, has_title): (u64, bool) = tx
-        .query_opt(&session_row(tx, "message_count, title IS NOT NULL"), params![session, user], |r| {
-            Ok((r.get(0)?, r.get(1)?))
+    let (count, has_title, project): (u64, bool, String) = tx
+        .query_opt(&session_row(tx, "message_count, title IS NOT NULL, project"), params![session, user], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
         })?
         .ok_or_else(|| Error::SessionNotFound(session.to_string()))?;
     check_structure(tx, session, messages)?;
+    let scrub = redacting.scrub(tx, &project)?;
     let mut title = None;
     let mut totals = Usage::default();
     let mut context = None;
-    let mut seqs = Vec::with_capacity(messages.len());
-    for (i, msg) in messages.iter().enumerate() {
+    let mut out = Appended { seqs: Vec::with_capacity(messages.len()), redacted: Vec::with_capacity(messages.len()) };
+    for (i, original) in messages.iter().enumerate() {
         let seq = count + 1 + i as u64;
-        insert_message(tx, session, seq, msg, times.get(i).copied().unwrap_or(now))?;
+        let msg = match &scrub {
+            Some(s) => s.message(original),
+            None => std::borrow::Cow::Borrowed(original),
+        };
+        insert_message(tx, session, seq, &msg, times.get(i).copied().unwrap_or(now))?;
         if !has_title && title.is_none() && msg.role == Role::User {
             title = title_from(&msg.parts);
         }
@@ -283,7 +299,11 @@ pub(super) fn append_in(
             totals.cache_creation_tokens += u.cache_creation_tokens;
             context = u.context_tokens.or(context);
         }
-        seqs.push(seq);
+        out.seqs.push(seq);
+        out.redacted.push(match msg {
+            std::borrow::Cow::Owned(m) => Some(m.parts),
+            std::borrow::Cow::Borrowed(_) => None,
+        });
     }
     tx.execute(
         "UPDATE sessions SET message_count = ?2, updated_at = ?3, title = coalesce(title, ?4), \
@@ -302,7 +322,7 @@ pub(super) fn append_in(
             context
         ],
     )?;
-    Ok(seqs)
+    Ok(out)
 }
 
 /// SQL reading `columns` of the session `?1` if the user `?2` owns it, its row locked until the
@@ -314,14 +334,20 @@ fn session_row(tx: &Tx<'_>, columns: &str) -> String {
 
 /// Records `compaction` in `user`'s `session` inside the open transaction `tx` (see
 /// [`Store::record_compaction`]).
-pub(super) fn compaction_in(tx: &Tx<'_>, user: &str, session: &str, compaction: &Compaction) -> Result<u32> {
-    let count: u64 = tx
-        .query_opt(&session_row(tx, "message_count"), params![session, user], |r| r.get(0))?
+pub(super) fn compaction_in(
+    tx: &Tx<'_>,
+    user: &str,
+    redacting: Redacting<'_>,
+    session: &str,
+    compaction: &Compaction,
+) -> Result<u32> {
+    let (count, project): (u64, String) = tx
+        .query_opt(&session_row(tx, "message_count, project"), params![session, user], |r| Ok((r.get(0)?, r.get(1)?)))?
         .ok_or_else(|| Error::SessionNotFound(session.to_string()))?;
     if count != compaction.through_seq {
         return Err(Error::Conflict { session: session.into(), expected: compaction.through_seq, found: count });
     }
-    insert_compaction(tx, session, compaction)?;
+    insert_compaction(tx, session, compaction, redacting.scrub(tx, &project)?.as_ref())?;
     let failures: u32 = tx.query_row(
         "UPDATE sessions SET compaction_failures = \
      CASE WHEN ?2 = 'ok' AND CAST(?4 AS TEXT) IS NULL THEN 0 ELSE compaction_failures + 1 END, \
@@ -345,6 +371,16 @@ impl Store {
     /// milliseconds; now for those past its end): a session brought in from elsewhere keeps its
     /// timestamps.
     pub(crate) fn append_at(&mut self, session: &str, messages: &[NewMessage], times: &[i64]) -> Result<Vec<u64>> {
+        Ok(self.append_redacted(session, messages, times)?.seqs)
+    }
+
+    /// [`Store::append_at`], saying which messages redaction changed (their parts as stored).
+    pub(crate) fn append_redacted(
+        &mut self,
+        session: &str,
+        messages: &[NewMessage],
+        times: &[i64],
+    ) -> Result<Appended> {
         // Refused before SQLite copies anything: beyond its 1 GB limit it fails only after minutes
         // of work and several times the message's size in memory.
         for (index, m) in messages.iter().enumerate() {
@@ -353,12 +389,14 @@ impl Store {
                 return Err(Error::MessageTooLarge { index, bytes, limit: super::MAX_MESSAGE_BYTES });
             }
         }
-        on_db!(self, "append messages", {
+        let redacting = Redacting { policy: &self.redaction, key: &self.key };
+        let result = (|| {
             let tx = self.db.row_locked_transaction()?;
-            let seqs = append_in(&tx, &self.user, session, messages, times)?;
+            let appended = append_in(&tx, &self.user, redacting, session, messages, times)?;
             tx.commit_at("append")?;
-            Ok(seqs)
-        })
+            Ok(appended)
+        })();
+        result.map_err(|e: Error| e.at(&self.location, "append messages"))
     }
 
     /// Every message of the session as appended, in order (nothing compacted or trimmed).
@@ -434,7 +472,8 @@ impl Store {
     pub fn record_compaction(&mut self, session: &str, compaction: &Compaction) -> Result<u32> {
         on_db!(self, "record a compaction", {
             let tx = self.db.transaction()?;
-            let failures = compaction_in(&tx, &self.user, session, compaction)?;
+            let redacting = Redacting { policy: &self.redaction, key: &self.key };
+            let failures = compaction_in(&tx, &self.user, redacting, session, compaction)?;
             tx.commit_at("compaction")?;
             Ok(failures)
         })
@@ -457,6 +496,9 @@ impl Store {
             let now = now_ms();
             let tx = self.db.transaction()?;
             super::sessions::owned(&tx, session, &self.user)?;
+            let project: String = tx.query_value("SELECT project FROM sessions WHERE id = ?1", params![session])?;
+            let redacting = Redacting { policy: &self.redaction, key: &self.key };
+            let scrub = redacting.scrub(&tx, &project)?;
             let mut out = Vec::with_capacity(trims.len());
             for (seq, part, replacement) in trims {
                 let original_size = tool_result_size(&tx, session, *seq, *part)?;
@@ -479,7 +521,7 @@ impl Store {
                         ),
                     });
                 }
-                insert_trim(&tx, session, &trim)?;
+                insert_trim(&tx, session, &trim, scrub.as_ref())?;
                 out.push(trim);
             }
             tx.execute("UPDATE sessions SET updated_at = ?2 WHERE id = ?1", params![session, now])?;
@@ -532,7 +574,12 @@ pub(super) fn status_str(s: CompactionStatus) -> &'static str {
 }
 
 /// Inserts a compaction record, returning its id.
-pub(super) fn insert_compaction(tx: &Tx<'_>, session: &str, c: &Compaction) -> Result<i64> {
+pub(super) fn insert_compaction(tx: &Tx<'_>, session: &str, c: &Compaction, scrub: Option<&Scrub<'_>>) -> Result<i64> {
+    let text = |t: &Option<String>| -> Option<String> {
+        let t = t.as_deref()?;
+        Some(scrub.map_or_else(|| t.to_string(), |s| s.text(t).into_owned()))
+    };
+    let (summary, instructions, error) = (text(&c.summary), text(&c.instructions), text(&c.error));
     let trigger = match c.trigger {
         CompactionTrigger::Auto => "auto",
         CompactionTrigger::Manual => "manual",
@@ -549,12 +596,12 @@ pub(super) fn insert_compaction(tx: &Tx<'_>, session: &str, c: &Compaction) -> R
             c.through_seq,
             c.first_kept_seq,
             c.pinned_seq,
-            c.summary,
+            summary,
             c.model,
             status_str(c.status),
-            c.error,
+            error,
             c.created_at,
-            c.instructions,
+            instructions,
             c.plugin.as_ref().map(|p| &p.id),
             c.plugin.as_ref().map(|p| &p.sha256),
         ],
@@ -562,7 +609,8 @@ pub(super) fn insert_compaction(tx: &Tx<'_>, session: &str, c: &Compaction) -> R
 }
 
 /// Inserts a trim record, returning its id.
-pub(super) fn insert_trim(tx: &Tx<'_>, session: &str, t: &Trim) -> Result<i64> {
+pub(super) fn insert_trim(tx: &Tx<'_>, session: &str, t: &Trim, scrub: Option<&Scrub<'_>>) -> Result<i64> {
+    let replacement = scrub.map_or(std::borrow::Cow::Borrowed(t.replacement.as_str()), |s| s.text(&t.replacement));
     tx.query_value(
         "INSERT INTO trims (session_id, seq, part, original_size, new_size, replacement, created_at, plugin, \
          plugin_sha256) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id",
@@ -572,7 +620,7 @@ pub(super) fn insert_trim(tx: &Tx<'_>, session: &str, t: &Trim) -> Result<i64> {
             t.part,
             t.original_size,
             t.new_size,
-            t.replacement,
+            replacement,
             t.created_at,
             t.plugin.as_ref().map(|p| &p.id),
             t.plugin.as_ref().map(|p| &p.sha256)

@@ -33,6 +33,7 @@ const MIGRATIONS: &[(&str, &str, Option<Backfill>)] = &[
     ("0017_access", include_str!("migrations/sqlite/0017_access.sql"), Some(fold_user_names)),
     ("0018_audit", include_str!("migrations/sqlite/0018_audit.sql"), None),
     ("0019_server_models", include_str!("migrations/sqlite/0019_server_models.sql"), None),
+    ("0020_redaction_key", include_str!("migrations/sqlite/0020_redaction_key.sql"), None),
 ];
 
 /// The line by which a SQLite migration says it rebuilds tables that others reference: it runs
@@ -56,6 +57,7 @@ const POSTGRES_MIGRATIONS: &[(&str, &str, Option<Backfill>)] = &[
     ("0008_audit", include_str!("migrations/postgres/0008_audit.sql"), None),
     ("0009_server_models", include_str!("migrations/postgres/0009_server_models.sql"), None),
     ("0010_schema_compatibility", include_str!("migrations/postgres/0010_schema_compatibility.sql"), None),
+    ("0011_redaction_key", include_str!("migrations/postgres/0011_redaction_key.sql"), None),
 ];
 
 /// The line by which a migration says it only adds (tables, columns with defaults, indexes):

@@ -35,6 +35,7 @@ pub(crate) mod owners;
 mod pins;
 mod projects;
 pub mod ranking;
+mod redaction_key;
 mod schema;
 mod sessions;
 mod sources;
@@ -49,6 +50,7 @@ mod weights;
 use std::path::Path;
 
 use db::Db;
+pub(crate) use redaction_key::Redacting;
 
 pub use audit::{AUDIT_DAYS, AuditEvent, AuditFilter};
 pub use branches::{Forked, Rewind, Rewound};
@@ -101,6 +103,10 @@ pub struct Store {
     user: String,
     /// PostgreSQL: how many messages hold each word searched lately.
     counts: weights::Counts,
+    /// What is redacted before it is written.
+    redaction: crate::redaction::Policy,
+    /// The store's redaction key, read on first need.
+    key: std::sync::OnceLock<Vec<u8>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -126,7 +132,14 @@ impl Store {
             Location::Postgres(server) => open::connect(server),
         }
         .map_err(|e| e.at(location, "open the database"))?;
-        Ok(Self { db, location: location.clone(), user: LOCAL_USER.to_string(), counts: Default::default() })
+        Ok(Self {
+            db,
+            location: location.clone(),
+            user: LOCAL_USER.to_string(),
+            counts: Default::default(),
+            redaction: Default::default(),
+            key: Default::default(),
+        })
     }
 
     /// The same store acting for `user` (see [`Store::add_user`]): sessions, memory and
@@ -182,10 +195,10 @@ impl Store {
         }
     }
 
-    /// The connection, where it leads and the caller, for a subsystem that names the database in
-    /// its errors and acts for the caller.
-    pub(crate) fn parts_mut(&mut self) -> (&mut Db, &Location, &str) {
-        (&mut self.db, &self.location, &self.user)
+    /// The connection, where it leads, the caller and what the store redacts, for a subsystem
+    /// that names the database in its errors, acts for the caller and writes text.
+    pub(crate) fn parts_mut(&mut self) -> (&mut Db, &Location, &str, Redacting<'_>) {
+        (&mut self.db, &self.location, &self.user, Redacting { policy: &self.redaction, key: &self.key })
     }
 }
 

@@ -80,6 +80,10 @@ impl Store {
             let id = ulid::Ulid::generate().to_string();
             let now = now_ms();
             let metadata = new.metadata.unwrap_or_else(|| serde_json::json!({}));
+            let title = match (&new.title, self.scrub(&new.project)?) {
+                (Some(t), Some(s)) => Some(s.title(t).into_owned()),
+                (t, _) => t.clone(),
+            };
             let tx = self.db.transaction()?;
             tx.execute(
                 "INSERT INTO sessions (id, project, provider, model, context_window, created_at, \
@@ -92,7 +96,7 @@ impl Store {
                     new.context_window,
                     now,
                     metadata.to_string(),
-                    new.title,
+                    title,
                     self.user
                 ],
             )?;

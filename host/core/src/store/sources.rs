@@ -51,10 +51,12 @@ impl Store {
             for item in items {
                 match item {
                     SourceItem::Messages { messages, times } => {
-                        super::messages::append_in(&tx, &self.user, session, messages, times)?;
+                        let redacting = super::redaction_key::Redacting { policy: &self.redaction, key: &self.key };
+                        super::messages::append_in(&tx, &self.user, redacting, session, messages, times)?;
                     }
                     SourceItem::Compaction(compaction) => {
-                        super::messages::compaction_in(&tx, &self.user, session, compaction)?;
+                        let redacting = super::redaction_key::Redacting { policy: &self.redaction, key: &self.key };
+                        super::messages::compaction_in(&tx, &self.user, redacting, session, compaction)?;
                     }
                 }
             }

@@ -115,8 +115,9 @@ impl Store {
     pub fn import(&mut self, input: &mut dyn BufRead, options: ImportOptions) -> Result<Imported> {
         on_db!(self, "import a session", {
             let owner = self.user.clone();
+            let redacting = Some(super::redaction_key::Redacting { policy: &self.redaction, key: &self.key });
             let tx = self.db.transaction()?;
-            let imported = Importer { options, owner, ..Importer::default() }.run(&tx, input)?;
+            let imported = Importer { options, owner, redacting, ..Importer::default() }.run(&tx, input)?;
             tx.commit_at("import")?;
             Ok(imported)
         })
@@ -149,8 +150,11 @@ pub fn unanswered_text(name: &str) -> String {
 }
 
 #[derive(Default)]
-struct Importer {
+struct Importer<'a> {
     options: ImportOptions,
+    /// What the store redacts, and the imported session's project.
+    redacting: Option<super::redaction_key::Redacting<'a>>,
+    project: String,
     /// Who the imported session belongs to (the store's caller).
     owner: String,
     id: String,
@@ -198,7 +202,12 @@ fn repairable(line: usize, message: impl std::fmt::Display) -> Error {
 /// memory for the rest of the import.
 const KEEP_LINE_BUFFER: usize = 1 << 20;
 
-impl Importer {
+impl<'a> Importer<'a> {
+    /// The rules in force for the imported session's text.
+    fn scrub(&self, tx: &Tx<'_>) -> Result<Option<crate::redaction::Scrub<'a>>> {
+        Ok(self.redacting.map(|r| r.scrub(tx, &self.project)).transpose()?.flatten())
+    }
+
     fn run(mut self, tx: &Tx<'_>, input: &mut dyn BufRead) -> Result<Imported> {
         use crate::input::{Line, describe_limit, next_line};
         let limit = self.options.max_record_bytes.max(1);
@@ -258,6 +267,7 @@ impl Importer {
                 })
                 .collect();
             let msg = NewMessage { role: Role::Tool, parts, usage: None, status: MessageStatus::Synthetic };
+            // (Written by Seshat from tool names: nothing to redact.)
             self.count += 1;
             insert_encoded(tx, &self.id, self.count, Encoded::of(&msg)?, self.last_created_at)?;
             tx.execute("UPDATE sessions SET message_count = ?2 WHERE id = ?1", params![self.id, self.count])?;
@@ -334,6 +344,10 @@ impl Importer {
                 }
                 timestamp(line, "created_at", s.created_at)?;
                 timestamp(line, "updated_at", s.updated_at)?;
+                self.project = s.project.clone();
+                let scrub = self.scrub(tx)?;
+                let title =
+                    s.title.as_deref().map(|t| scrub.map_or_else(|| t.to_string(), |r| r.title(t).into_owned()));
                 tx.execute(
                     "INSERT INTO sessions (id, title, project, provider, model, context_window, created_at, \
                      updated_at, message_count, input_tokens, output_tokens, cache_read_tokens, \
@@ -341,7 +355,7 @@ impl Importer {
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
                     params![
                         self.id,
-                        s.title,
+                        title,
                         s.project,
                         s.provider,
                         s.model,
@@ -372,7 +386,10 @@ impl Importer {
                 self.check_message(line, &m)?;
                 timestamp(line, "created_at", m.created_at)?;
                 let (seq, created_at) = (m.seq, m.created_at);
-                let new = NewMessage { role: m.role, parts: m.parts, usage: m.usage, status: m.status };
+                let mut new = NewMessage { role: m.role, parts: m.parts, usage: m.usage, status: m.status };
+                if let Some(parts) = self.scrub(tx)?.and_then(|r| r.parts(&new.parts)) {
+                    new.parts = parts;
+                }
                 let encoded = Encoded::of(&new)?;
                 // Only the encoded row stays while SQLite copies it (a huge line's memory, once).
                 drop(new);
@@ -391,7 +408,9 @@ impl Importer {
                 check("through_seq", Some(c.through_seq), count)?;
                 check("first_kept_seq", c.first_kept_seq, c.through_seq + 1)?;
                 check("pinned_seq", c.pinned_seq, c.through_seq)?;
-                let id = insert_compaction(tx, &self.id, &c).map_err(|e| invalid(line, e.to_string()))?;
+                let scrub = self.scrub(tx)?;
+                let id =
+                    insert_compaction(tx, &self.id, &c, scrub.as_ref()).map_err(|e| invalid(line, e.to_string()))?;
                 self.compactions.push(id);
             }
             Incoming::Trim(t) => {
@@ -410,7 +429,7 @@ impl Importer {
                         "field `new_size`: must be the replacement's length and smaller than `original_size`",
                     ));
                 }
-                let id = insert_trim(tx, &self.id, &t)?;
+                let id = insert_trim(tx, &self.id, &t, self.scrub(tx)?.as_ref())?;
                 self.trims.push(id);
             }
             Incoming::Pin(p) => {

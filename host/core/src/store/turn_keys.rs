@@ -53,15 +53,28 @@ impl Store {
                     drop(tx);
                     let stored = self.messages_between(session, seq, seq)?.pop();
                     let asked = NewMessage::text(Role::User, text);
+                    // What was stored of the request is what redaction made of it.
+                    let project = self.session(session)?.project;
+                    let asked = match self.scrub(&project)? {
+                        Some(s) => s.message(&asked).into_owned(),
+                        None => asked,
+                    };
                     let same = stored.as_ref().is_some_and(|m| m.role == Role::User && m.parts == asked.parts);
                     if !same {
                         return Err(Error::TurnKeyReused { session: session.to_string(), key: key.to_string(), seq });
                     }
                     return Ok(Request::Repeated(seq));
                 }
-                let seqs =
-                    super::messages::append_in(&tx, &self.user, session, &[NewMessage::text(Role::User, text)], &[])?;
-                let seq = seqs[0];
+                let redacting = super::redaction_key::Redacting { policy: &self.redaction, key: &self.key };
+                let appended = super::messages::append_in(
+                    &tx,
+                    &self.user,
+                    redacting,
+                    session,
+                    &[NewMessage::text(Role::User, text)],
+                    &[],
+                )?;
+                let seq = appended.seqs[0];
                 let added = tx.execute(
                     "INSERT INTO turn_keys (session_id, key, seq, created_at) VALUES (?1, ?2, ?3, ?4) \
                      ON CONFLICT (session_id, key) DO NOTHING",

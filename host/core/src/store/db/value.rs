@@ -80,6 +80,12 @@ impl Param for [u8] {
     }
 }
 
+impl Param for std::borrow::Cow<'_, str> {
+    fn value(&self) -> Value<'_> {
+        Value::Text(self)
+    }
+}
+
 impl Param for Vec<u8> {
     fn value(&self) -> Value<'_> {
         Value::Blob(self)
