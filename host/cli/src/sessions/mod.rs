@@ -8,6 +8,7 @@ mod import;
 mod list;
 mod new;
 mod pin;
+mod redact;
 mod rewind;
 mod search;
 mod show;
@@ -49,6 +50,9 @@ pub enum SessionsCommand {
     /// Rewind a session to before a message: the later ones leave the live view (nothing is
     /// deleted); --undo brings them back.
     Rewind(rewind::Args),
+    /// Replace the credentials already stored in sessions (messages, titles, summaries, trims,
+    /// drafts; their search index and vectors follow) by placeholders, as new text is.
+    Redact(redact::Args),
 }
 
 pub use fork::describe as describe_fork;
@@ -70,5 +74,6 @@ pub fn run(ctx: &Context, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
         SessionsCommand::Unpin(args) => pin::run_unpin(ctx, &args),
         SessionsCommand::Fork(args) => fork::run(ctx, &args),
         SessionsCommand::Rewind(args) => rewind::run(ctx, &args),
+        SessionsCommand::Redact(args) => redact::run(ctx, &args),
     }
 }

@@ -535,3 +535,92 @@ fn the_embedder_is_sent_placeholders() {
     assert!(found_in(bodies.as_bytes(), &p.needles()).is_empty(), "{bodies}");
     assert!(server.unexpected().is_empty(), "{:?}", server.unexpected());
 }
+
+on_both_backends! {
+    /// What a store held before it redacted (another build's, or redaction off) is rewritten by
+    /// `sessions redact`: a dry run counts and changes nothing; a kill between two sessions
+    /// leaves the first rewritten and the second whole, and the run again finishes the second;
+    /// the search index and vectors follow the rewritten messages.
+    fn sessions_redact_rewrites_what_was_stored_resumably_with_a_count_per_rule(home) {
+        let p = Planted::new();
+        let needles = p.needles();
+        let mut store = home.store();
+        store.set_redaction(seshat::redaction::Policy::off());
+        let first = plant_everywhere(&mut store, &p);
+        let second = store.create_session(NewSession { project: "/p".into(), ..Default::default() }).unwrap().id;
+        store.append(&second, &[text(Role::User, format!("again {}", p.aws))]).unwrap();
+        let history_of = |store: &Store, id: &str| serde_json::to_string(&store.full_history(id).unwrap()).unwrap();
+        assert!(!found_in(history_of(&store, &first).as_bytes(), &needles).is_empty(), "planted unredacted");
+        // Its messages are embedded for history search: their vectors are made again once rewritten.
+        let vector = if home.is_postgres() { "'\\x00'::bytea" } else { "x'00'" };
+        home.sql(
+            &format!(
+                "INSERT INTO vector_indexes (corpus, embedder, model, dimensions, created_at) VALUES ('history', 'e', 'm', 1, 0); \
+                 INSERT INTO message_vectors (message_id, vector) SELECT id, {vector} FROM messages;"
+            ),
+            &format!(
+                "INSERT INTO vector_indexes (corpus, embedder, model, dimensions, created_at) VALUES ('history', 'e', 'm', 1, 0); \
+                 INSERT INTO message_vectors (message_id, vector) SELECT id, {vector} FROM messages;"
+            ),
+        )
+        .unwrap();
+        drop(store);
+
+        let json = |args: &[&str]| -> Value { serde_json::from_str(&home.ok(args)).unwrap() };
+        let dry = json(&["sessions", "redact", "--all", "--dry-run", "--json"]);
+        // The two sessions and the fork of the first (its title and the records it was given).
+        assert_eq!((dry["dry_run"].as_bool(), dry["changed"].as_u64()), (Some(true), Some(3)), "{dry}");
+        for rule in ["aws-access-token", "github-pat", "private-key", "url-password", "dotenv-value"] {
+            assert!(dry["rules"][rule].as_u64() >= Some(1), "{rule}: {dry}");
+        }
+        assert!(!found_in(history_of(&home.store(), &first).as_bytes(), &needles).is_empty(), "a dry run changes nothing");
+
+        // Killed before the second session's transaction commits.
+        let killed = home.cmd().env("SESHAT_CRASH_AT", "redact:2").args(["sessions", "redact", "--all"]).output().unwrap();
+        assert!(!killed.status.success(), "killed");
+        let store = home.store();
+        let (a, b) = (history_of(&store, &first), history_of(&store, &second));
+        let done = |h: &str| found_in(h.as_bytes(), &needles).is_empty();
+        assert!(done(&a) != done(&b), "one session rewritten, the other whole: {a}\n{b}");
+        drop(store);
+        home.assert_intact("after a kill mid-redaction");
+
+        let again = json(&["sessions", "redact", "--all", "--json"]);
+        assert_eq!(again["changed"].as_u64(), Some(2), "only the sessions the kill left: {again}");
+        let store = home.store();
+        for id in [&first, &second] {
+            let h = history_of(&store, id);
+            assert!(done(&h) && h.contains("[secret:aws-access-token:"), "{h}");
+        }
+        let records = format!(
+            "{:?}{:?}{:?}{:?}",
+            store.session(&first).unwrap().title,
+            store.compactions(&first).unwrap(),
+            store.trims(&first).unwrap(),
+            store.take_draft(&first).unwrap()
+        );
+        assert!(found_in(records.as_bytes(), &needles).is_empty() && records.contains("[secret:"), "{records}");
+        let search = home.ok(&["sessions", "search", &p.aws, "--all", "--json"]);
+        assert_eq!(serde_json::from_str::<Value>(&search).unwrap(), json!([]), "the index forgot it: {search}");
+        let placeholder = history_of(&store, &second).split("again ").nth(1).unwrap()[..35].to_string();
+        let search = home.ok(&["sessions", "search", "again", "--all", "--json"]);
+        assert!(search.contains("[secret:aws-access-token:"), "the index holds the new text: {search} {placeholder}");
+        let vectors = home.sql_value("SELECT count(*) FROM message_vectors", "SELECT count(*) FROM message_vectors");
+        let queued = home.sql_value(
+            "SELECT count(*) FROM embed_queue WHERE corpus = 'history'",
+            "SELECT count(*) FROM embed_queue WHERE corpus = 'history'",
+        );
+        let messages = home.sql_value("SELECT count(*) FROM messages", "SELECT count(*) FROM messages");
+        assert_eq!((vectors + queued, messages - vectors), (messages, queued), "rewritten messages wait for new vectors");
+        assert!(queued >= 4, "{queued}");
+        let nothing = json(&["sessions", "redact", "--all", "--json"]);
+        assert_eq!(nothing["changed"].as_u64(), Some(0), "placeholders are never redacted again: {nothing}");
+        drop(store);
+        home.assert_intact("after redaction");
+        let e = home.fails(&["sessions", "redact"]);
+        assert!(e.contains("--all"), "{e}");
+        // Messages stay append-only for everything else.
+        let refused = home.sql("UPDATE messages SET parts = '[]' WHERE seq = 1", "UPDATE messages SET parts = '[]' WHERE seq = 1");
+        assert!(refused.unwrap_err().contains("append-only"));
+    }
+}

@@ -2,6 +2,8 @@
 //! projects it is off for — and the rewriting of a message's parts with it.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use regex::Regex;
@@ -110,7 +112,7 @@ impl Policy {
             Rules::Builtin => Redactor::builtin()?,
             Rules::Own(r) => r,
         };
-        Ok(Some(Scrub { redactor, allow: &inner.allow, key }))
+        Ok(Some(Scrub { redactor, allow: &inner.allow, key, counts: None }))
     }
 }
 
@@ -120,9 +122,19 @@ pub struct Scrub<'p> {
     redactor: &'p Redactor,
     allow: &'p [Regex],
     key: &'p [u8],
+    /// Where the credentials replaced are counted, by rule, when they are.
+    counts: Option<&'p RefCell<BTreeMap<String, u64>>>,
 }
 
 impl<'p> Scrub<'p> {
+    /// The same rules, counting each credential they replace in `counts` (by rule).
+    pub fn counting<'c>(self, counts: &'c RefCell<BTreeMap<String, u64>>) -> Scrub<'c>
+    where
+        'p: 'c,
+    {
+        Scrub { counts: Some(counts), ..self }
+    }
+
     /// The credentials in `text` that the allow-list does not let through.
     pub fn find(&self, text: &str) -> Vec<Finding> {
         let mut found = self.redactor.find(text);
@@ -135,6 +147,12 @@ impl<'p> Scrub<'p> {
     /// `text` with each credential replaced by its placeholder.
     pub fn text<'t>(&self, text: &'t str) -> Cow<'t, str> {
         let found = self.find(text);
+        if let Some(counts) = self.counts {
+            let mut counts = counts.borrow_mut();
+            for f in &found {
+                *counts.entry(f.rule.clone()).or_default() += 1;
+            }
+        }
         super::replace(text, &found, self.key)
     }
 

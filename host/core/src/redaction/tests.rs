@@ -148,3 +148,19 @@ fn in_a_long_text_a_credential_is_found_around_its_keyword_even_across_a_line_br
         assert!(f.start <= start && start + token.len() <= f.end, "{f:?}");
     }
 }
+
+#[test]
+fn no_rule_takes_a_placeholder_for_a_credential() {
+    let r = Redactor::builtin().unwrap();
+    for (rule, secret) in credentials() {
+        for text in [
+            format!("let key = \"{secret}\";\n"),
+            format!("{{\"credential\": \"{secret}\", \"ok\": true}}"),
+            format!("Here is what I pasted: {secret} and it does not work"),
+        ] {
+            let (once, _) = r.redact(&text, b"key");
+            let (twice, again) = r.redact(&once, b"key");
+            assert_eq!((twice.as_ref(), again.len()), (once.as_ref(), 0), "{rule}: {once}");
+        }
+    }
+}

@@ -36,6 +36,7 @@ mod pins;
 mod projects;
 pub mod ranking;
 mod redaction_key;
+mod rewrite;
 mod schema;
 mod sessions;
 mod sources;
@@ -68,6 +69,7 @@ pub use migrations::{
 pub use models::{DISCOVERY_TTL_MS, ModelWindow, WindowOrigin};
 pub use owners::{Access, Grant, Removed, UserInfo};
 pub use pins::Retracted;
+pub use rewrite::Redacted;
 /// The records the store keeps, defined by the wire protocol (`seshat-protocol`).
 pub use seshat_protocol::records::{
     Compaction, CompactionStatus, CompactionTrigger, Message, NewSession, PluginRef, SessionInfo, Trim,
