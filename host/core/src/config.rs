@@ -103,6 +103,111 @@ pub struct Config {
     /// What is redacted before it is stored.
     #[serde(default)]
     pub redaction: RedactionConfig,
+    /// How long sessions and memory are kept.
+    #[serde(default)]
+    pub retention: RetentionConfig,
+}
+
+/// `[retention]`: how long what is stored is kept (ages such as `"90d"`, `"12h"`, `"2w"`; unset:
+/// forever). The user's configuration only (or a service's).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionConfig {
+    /// Sessions not written to for longer are purged.
+    pub sessions: Option<String>,
+    /// The caller's own memory (user, cross and project scopes) not changed for longer is purged.
+    pub memory: Option<String>,
+    /// How often a service purges (default `"1h"`).
+    pub every: Option<String>,
+    /// Per project key, overriding the two above: `[retention.projects."github.com/acme/app"]`.
+    #[serde(default)]
+    pub projects: BTreeMap<String, RetentionRule>,
+}
+
+/// `[retention.projects.KEY]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionRule {
+    /// Sessions of the project.
+    pub sessions: Option<String>,
+    /// Project-scope memory of the project.
+    pub memory: Option<String>,
+}
+
+/// An age such as `90d`, `12h`, `30m`, `45s` or `2w`, in milliseconds; what is wrong otherwise.
+pub fn parse_age(text: &str) -> Result<i64, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let unit_ms: i64 = match unit {
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        "w" => 7 * 86_400_000,
+        _ => return Err(format!("`{text}` is not an age: write a number and a unit (s, m, h, d, w), like 90d")),
+    };
+    let n: i64 = number
+        .parse()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("`{text}` is not an age: the number must be a whole number above 0, like 90d"))?;
+    n.checked_mul(unit_ms).ok_or_else(|| format!("`{text}` is too long an age"))
+}
+
+/// `[retention]` read: ages in milliseconds (`None`: kept forever).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Retention {
+    /// Sessions, unless their project says otherwise.
+    pub sessions: Option<i64>,
+    /// The caller's own memory, unless its project says otherwise.
+    pub memory: Option<i64>,
+    /// Per project key: (sessions, memory), each falling back to the above.
+    pub projects: BTreeMap<String, (Option<i64>, Option<i64>)>,
+}
+
+impl Retention {
+    /// How long `project`'s sessions are kept.
+    pub fn sessions_for(&self, project: &str) -> Option<i64> {
+        self.projects.get(project).and_then(|p| p.0).or(self.sessions)
+    }
+
+    /// How long memory filed under `project` (empty: the user and cross scopes) is kept.
+    pub fn memory_for(&self, project: &str) -> Option<i64> {
+        self.projects.get(project).and_then(|p| p.1).or(self.memory)
+    }
+
+    /// Whether anything is ever purged.
+    pub fn is_set(&self) -> bool {
+        self.sessions.is_some() || self.memory.is_some() || self.projects.values().any(|p| p.0.or(p.1).is_some())
+    }
+}
+
+impl RetentionConfig {
+    /// The ages, in milliseconds.
+    pub fn retention(&self) -> Result<Retention, String> {
+        let age = |key: &str, v: &Option<String>| -> Result<Option<i64>, String> {
+            v.as_deref().map(|t| parse_age(t).map_err(|e| format!("{key}: {e}"))).transpose()
+        };
+        let mut out = Retention {
+            sessions: age("sessions", &self.sessions)?,
+            memory: age("memory", &self.memory)?,
+            ..Retention::default()
+        };
+        for (key, rule) in &self.projects {
+            let at = format!("projects.\"{key}\"");
+            let ages = (age(&format!("{at}.sessions"), &rule.sessions)?, age(&format!("{at}.memory"), &rule.memory)?);
+            out.projects.insert(key.clone(), ages);
+        }
+        Ok(out)
+    }
+
+    /// How often a service purges.
+    pub fn every(&self) -> std::time::Duration {
+        let ms = self.every.as_deref().and_then(|e| parse_age(e).ok()).unwrap_or(3_600_000);
+        std::time::Duration::from_millis(ms.unsigned_abs())
+    }
 }
 
 /// `[redaction]`: credentials replaced by placeholders before anything is stored, indexed,
@@ -475,6 +580,14 @@ impl Config {
                         .into(),
                 });
             }
+            if local.retention != RetentionConfig::default() {
+                return Err(Error {
+                    path,
+                    message: "[retention] cannot be set in a project's configuration: a cloned repository could \
+                              have your history deleted. Set it in your user configuration"
+                        .into(),
+                });
+            }
             let r = &local.redaction;
             if r.enabled.is_some() || !r.allow.is_empty() || !r.off_projects.is_empty() {
                 return Err(Error {
@@ -619,6 +732,13 @@ fn read(path: &Path) -> Result<Config, Error> {
         .map(|(name, p)| (format!("[providers.{name}] base_url"), p.base_url.as_deref()))
         .chain(std::iter::once(("[knowledge] base_url".to_string(), config.knowledge.base_url.as_deref())));
     config.redaction.policy().map_err(|e| Error { path: path.to_path_buf(), message: format!("[redaction]: {e}") })?;
+    config
+        .retention
+        .retention()
+        .map_err(|e| Error { path: path.to_path_buf(), message: format!("[retention] {e}") })?;
+    if let Some(every) = &config.retention.every {
+        parse_age(every).map_err(|e| Error { path: path.to_path_buf(), message: format!("[retention] every: {e}") })?;
+    }
     for (key, url) in urls {
         if let Some(url) = url {
             check_base_url(url).map_err(|why| Error {

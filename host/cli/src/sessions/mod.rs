@@ -8,6 +8,7 @@ mod import;
 mod list;
 mod new;
 mod pin;
+mod purge;
 mod redact;
 mod rewind;
 mod search;
@@ -53,6 +54,9 @@ pub enum SessionsCommand {
     /// Replace the credentials already stored in sessions (messages, titles, summaries, trims,
     /// drafts; their search index and vectors follow) by placeholders, as new text is.
     Redact(redact::Args),
+    /// Delete sessions older than an age (--older-than 90d), or what [retention] in config.toml
+    /// sets for sessions and memory.
+    Purge(purge::Args),
 }
 
 pub use fork::describe as describe_fork;
@@ -75,5 +79,6 @@ pub fn run(ctx: &Context, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
         SessionsCommand::Fork(args) => fork::run(ctx, &args),
         SessionsCommand::Rewind(args) => rewind::run(ctx, &args),
         SessionsCommand::Redact(args) => redact::run(ctx, &args),
+        SessionsCommand::Purge(args) => purge::run(ctx, &args),
     }
 }

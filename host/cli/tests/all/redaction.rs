@@ -624,3 +624,113 @@ on_both_backends! {
         assert!(refused.unwrap_err().contains("append-only"));
     }
 }
+
+/// Sets when `session` was last written to, `days` ago.
+fn age_session(home: &Home, session: &str, days: i64) {
+    let at = seshat::store::now_ms() - days * 86_400_000;
+    let sql = format!("UPDATE sessions SET updated_at = {at} WHERE id = '{session}'");
+    home.sql(&sql, &sql).unwrap();
+}
+
+on_both_backends! {
+    /// `sessions purge --older-than AGE` deletes this project's sessions not written to for
+    /// longer (every project's with --all) after a dry run lists them; a fork of a purged session
+    /// keeps its own copy; without an age, [retention] decides for sessions and memory, per
+    /// project.
+    fn sessions_purge_lets_old_history_and_memory_go_and_forks_keep_their_copy(home) {
+        let here = home.path().canonicalize().unwrap().to_str().unwrap().to_string();
+        let mut store = home.store();
+        let old = home.session(&here);
+        store.append(&old, &[text(Role::User, "old request"), text(Role::Assistant, "old answer")]).unwrap();
+        let fork = store.fork(&old, None, Some("the fork")).unwrap().session.id;
+        let recent = home.session(&here);
+        let elsewhere = home.session("/elsewhere");
+        for s in [&old, &elsewhere] {
+            age_session(&home, s, 100);
+        }
+        drop(store);
+        let json = |args: &[&str]| -> Value { serde_json::from_str(&home.ok(args)).unwrap() };
+        let ids = |v: &Value| -> Vec<String> {
+            v["sessions"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap().to_string()).collect()
+        };
+        let dry = json(&["sessions", "purge", "--older-than", "90d", "--dry-run", "--json"]);
+        assert_eq!(ids(&dry), [old.as_str()], "this project's old session only: {dry}");
+        assert!(home.store().session(&old).is_ok(), "a dry run deletes nothing");
+        let e = home.fails(&["sessions", "purge", "--older-than", "90d"]);
+        assert!(e.contains("--yes"), "{e}");
+        let e = home.fails(&["sessions", "purge", "--older-than", "ninety days", "--yes"]);
+        assert!(e.contains("--older-than") && e.contains("90d"), "{e}");
+        let done = json(&["sessions", "purge", "--older-than", "90d", "--yes", "--json"]);
+        assert_eq!(ids(&done), [old.as_str()]);
+        let store = home.store();
+        assert_eq!(store.session(&old).unwrap_err().code(), "session_not_found");
+        let kept: Vec<String> = store.full_history(&fork).unwrap().iter().map(|m| crate::support::text_of(m).to_string()).collect();
+        assert_eq!(kept, ["old request", "old answer"], "the fork keeps its own copy");
+        assert!(store.session(&recent).is_ok() && store.session(&elsewhere).is_ok());
+        drop(store);
+        let all = json(&["sessions", "purge", "--older-than", "90d", "--all", "--yes", "--json"]);
+        assert_eq!(ids(&all), [elsewhere.as_str()]);
+        home.assert_intact("after purging");
+
+        // [retention]: a project of its own keeps sessions a week; memory is kept a month.
+        let mut store = home.store();
+        let week = home.session("/weekly");
+        age_session(&home, &week, 10);
+        let mut memory = store.memory(Some("/weekly"));
+        let entity = |name: &str| NewEntity { name: name.into(), entity_type: "x".into(), observations: vec!["seen".into()] };
+        memory.create_entities(&[entity("Stale"), entity("Fresh")], Some(&Scope::User)).unwrap();
+        memory.set_note(Scope::User, "old-note", "x").unwrap();
+        drop(store);
+        let long_ago = seshat::store::now_ms() - 60 * 86_400_000;
+        home.sql(
+            &format!("UPDATE memory_entities SET updated_at = {long_ago} WHERE name = 'Stale'; UPDATE memory_notes SET updated_at = {long_ago}"),
+            &format!("UPDATE memory_entities SET updated_at = {long_ago} WHERE name = 'Stale'; UPDATE memory_notes SET updated_at = {long_ago}"),
+        )
+        .unwrap();
+        let e = home.fails(&["sessions", "purge", "--yes"]);
+        assert!(e.contains("--older-than") && e.contains("[retention]"), "{e}");
+        std::fs::write(
+            home.path().join("config.toml"),
+            "[retention]\nsessions = \"90d\"\nmemory = \"30d\"\n[retention.projects.\"/weekly\"]\nsessions = \"1w\"\n",
+        )
+        .unwrap();
+        let by_config = json(&["sessions", "purge", "--yes", "--json"]);
+        assert_eq!(ids(&by_config), [week.as_str()], "{by_config}");
+        assert_eq!((by_config["entities"].as_u64(), by_config["notes"].as_u64()), (Some(1), Some(1)), "{by_config}");
+        let mut store = home.store();
+        let graph = store.memory(None).read_graph(Some(&Scope::User), 0, 10).unwrap().0;
+        assert_eq!(graph.entities.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["Fresh"]);
+        assert!(store.session(&recent).is_ok(), "90 days for the rest");
+        std::fs::write(home.path().join("config.toml"), "[retention]\nsessions = \"ninety\"\n").unwrap();
+        let e = home.fails(&["sessions", "purge", "--yes"]);
+        assert!(e.contains("[retention] sessions") && e.contains("90d"), "{e}");
+    }
+}
+
+/// A service on PostgreSQL purges what [retention] sets for every user, in the background.
+#[test]
+fn a_service_on_postgresql_purges_every_users_old_sessions_in_the_background() {
+    let home = Home::postgres();
+    let mut store = home.store();
+    store.add_user("alice").unwrap();
+    let theirs = home
+        .store()
+        .acting_for("alice")
+        .create_session(NewSession { project: "/p".into(), ..Default::default() })
+        .unwrap()
+        .id;
+    let mine = home.session("/p");
+    let fresh = home.session("/p");
+    drop(store);
+    for s in [&theirs, &mine] {
+        age_session(&home, s, 40);
+    }
+    std::fs::write(home.path().join("config.toml"), "[retention]\nsessions = \"30d\"\nevery = \"1h\"\n").unwrap();
+    let service = crate::network::Service::start(&home, "ws", &[]);
+    crate::support::wait_for("the old sessions purged", || {
+        let store = home.store();
+        store.session(&mine).is_err() && store.acting_for("alice").session(&theirs).is_err()
+    });
+    assert!(home.store().session(&fresh).is_ok(), "a fresh session is kept");
+    crate::support::wait_for("the purge logged", || service.logged(&["retention: purged", "alice"]));
+}

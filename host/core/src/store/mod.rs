@@ -36,6 +36,7 @@ mod pins;
 mod projects;
 pub mod ranking;
 mod redaction_key;
+mod retention;
 mod rewrite;
 mod schema;
 mod sessions;
@@ -69,6 +70,7 @@ pub use migrations::{
 pub use models::{DISCOVERY_TTL_MS, ModelWindow, WindowOrigin};
 pub use owners::{Access, Grant, Removed, UserInfo};
 pub use pins::Retracted;
+pub use retention::{Purged, PurgedSession};
 pub use rewrite::Redacted;
 /// The records the store keeps, defined by the wire protocol (`seshat-protocol`).
 pub use seshat_protocol::records::{
