@@ -77,6 +77,9 @@ var (
 	// ErrScopeDenied: a remote server refused a write to a team scope the caller may only read,
 	// or is not granted; nothing was written.
 	ErrScopeDenied = &Error{Code: "scope_denied"}
+	// ErrCredentialRefused: what was to be written into a team's memory or documents holds a
+	// credential (the message names the rule); team scopes never keep one, and nothing was written.
+	ErrCredentialRefused = &Error{Code: "credential_refused"}
 	// ErrReadOnlyToken: the remote server's token for this client may only read; nothing was
 	// changed.
 	ErrReadOnlyToken = &Error{Code: "read_only_token"}

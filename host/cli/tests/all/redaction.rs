@@ -734,3 +734,42 @@ fn a_service_on_postgresql_purges_every_users_old_sessions_in_the_background() {
     assert!(home.store().session(&fresh).is_ok(), "a fresh session is kept");
     crate::support::wait_for("the purge logged", || service.logged(&["retention: purged", "alice"]));
 }
+
+on_both_backends! {
+    /// A session brought in from Claude Code is redacted as it is written: its title (Claude's
+    /// summary), the user's text and a tool's result.
+    fn a_claude_code_session_is_redacted_as_it_is_imported(home) {
+        let p = Planted::new();
+        let dir = home.path().join("claude").join("-work-demo");
+        std::fs::create_dir_all(&dir).unwrap();
+        let line = |uuid: &str, parent: Option<&str>, kind: &str, minute: u32, message: Value| {
+            json!({"parentUuid": parent, "isSidechain": false, "userType": "external", "cwd": "/work/demo",
+                "sessionId": "22222222-2222-4333-8444-555555555555", "version": "2.0.14", "type": kind,
+                "uuid": uuid, "timestamp": format!("2025-11-21T10:{minute:02}:00.000Z"), "message": message})
+            .to_string()
+        };
+        let lines = [
+            json!({"type": "summary", "summary": format!("Rotate {}", p.aws), "leafUuid": "a2"}).to_string(),
+            line("u1", None, "user", 1, json!({"role": "user", "content": format!("use {}", p.pasted())})),
+            line("a1", Some("u1"), "assistant", 2, json!({"role": "assistant", "model": "claude-sonnet-4-5-20250929",
+                "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "cat .env"}}]})),
+            line("u2", Some("a1"), "user", 3, json!({"role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": p.env_file()}]})),
+            line("a2", Some("u2"), "assistant", 4, json!({"role": "assistant", "model": "claude-sonnet-4-5-20250929",
+                "content": [{"type": "text", "text": "Read it."}]})),
+        ];
+        let file = dir.join("22222222-2222-4333-8444-555555555555.jsonl");
+        std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+        let out = home.ok(&["sessions", "import", "--from", "claude-code", file.to_str().unwrap(), "--json"]);
+        let reports: Value = serde_json::from_str(&out).unwrap();
+        let id = reports[0]["session"].as_str().unwrap().to_string();
+        let store = home.store();
+        let title = store.session(&id).unwrap().title.unwrap_or_default();
+        assert!(title.starts_with("Rotate [secret:aws-access-token:"), "{title}");
+        let history = serde_json::to_string(&store.full_history(&id).unwrap()).unwrap();
+        assert!(history.contains("[secret:dotenv-value:") && history.contains("[secret:private-key:"), "{history}");
+        assert!(found_in(history.as_bytes(), &p.needles()).is_empty(), "{history}");
+        drop(store);
+        assert_eq!(leaks(&home, &p.needles()), vec![]);
+    }
+}
