@@ -122,6 +122,17 @@ pub struct RetentionConfig {
     /// Per project key, overriding the two above: `[retention.projects."github.com/acme/app"]`.
     #[serde(default)]
     pub projects: BTreeMap<String, RetentionRule>,
+    /// A team scope's memory: `[retention.teams.infra] memory = "180d"`.
+    #[serde(default)]
+    pub teams: BTreeMap<String, TeamRetention>,
+}
+
+/// `[retention.teams.NAME]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TeamRetention {
+    /// The team's memory not changed for longer is purged.
+    pub memory: Option<String>,
 }
 
 /// `[retention.projects.KEY]`.
@@ -165,6 +176,8 @@ pub struct Retention {
     pub memory: Option<i64>,
     /// Per project key: (sessions, memory), each falling back to the above.
     pub projects: BTreeMap<String, (Option<i64>, Option<i64>)>,
+    /// Per team: how long its memory is kept.
+    pub teams: BTreeMap<String, i64>,
 }
 
 impl Retention {
@@ -180,7 +193,10 @@ impl Retention {
 
     /// Whether anything is ever purged.
     pub fn is_set(&self) -> bool {
-        self.sessions.is_some() || self.memory.is_some() || self.projects.values().any(|p| p.0.or(p.1).is_some())
+        self.sessions.is_some()
+            || self.memory.is_some()
+            || self.projects.values().any(|p| p.0.or(p.1).is_some())
+            || !self.teams.is_empty()
     }
 }
 
@@ -199,6 +215,11 @@ impl RetentionConfig {
             let at = format!("projects.\"{key}\"");
             let ages = (age(&format!("{at}.sessions"), &rule.sessions)?, age(&format!("{at}.memory"), &rule.memory)?);
             out.projects.insert(key.clone(), ages);
+        }
+        for (team, rule) in &self.teams {
+            if let Some(age) = age(&format!("teams.{team}.memory"), &rule.memory)? {
+                out.teams.insert(team.clone(), age);
+            }
         }
         Ok(out)
     }

@@ -41,6 +41,14 @@ fn purge_everyone(db: &Location, retention: &seshat::config::Retention) -> Resul
         users.insert(0, LOCAL_USER.to_string());
     }
     let now = seshat::store::now_ms();
+    // Team scopes, by the operator (an admin).
+    for (team, age) in &retention.teams {
+        let purged = Store::connect(db)?.expire_team(team, *age, now, false)?;
+        let gone = purged.entities + purged.relations + purged.notes;
+        if gone > 0 {
+            tracing::info!(target: "seshat::service", team = %team, entities = purged.entities, relations = purged.relations, notes = purged.notes, "retention: purged");
+        }
+    }
     for user in users {
         let mut store = Store::connect(db)?.acting_for(&user);
         let purged = store.expire(&|p| retention.sessions_for(p), &|p| retention.memory_for(p), now, false)?;

@@ -55,7 +55,18 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
                          or memory in config.toml"
                     );
                 }
-                store.expire(&|p| retention.sessions_for(p), &|p| retention.memory_for(p), now, dry_run)?
+                let mut purged =
+                    store.expire(&|p| retention.sessions_for(p), &|p| retention.memory_for(p), now, dry_run)?;
+                for (team, age) in &retention.teams {
+                    match store.expire_team(team, *age, now, dry_run) {
+                        Ok(t) => purged.add(&t),
+                        Err(e) if e.code() == "scope_denied" => {
+                            eprintln!("seshat: [retention.teams.{team}] left: {e}");
+                        }
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                purged
             }
         })
     };

@@ -499,41 +499,41 @@ on_both_backends! {
     }
 }
 
-/// With history embedded, the embedder is sent placeholders only.
-#[test]
-fn the_embedder_is_sent_placeholders() {
-    let home = Home::new();
-    let p = Planted::new();
-    let server = Server::route(|r| match expect_route(r, "POST", "/v1/echo") {
-        Ok(()) => Reply::Full { status: 200, headers: vec![], body: r.body.clone().into_bytes() },
-        Err(why) => Reply::Unexpected(why),
-    });
-    crate::knowledge::install_test_embedder(&home);
-    std::fs::write(
-        home.path().join("config.toml"),
-        format!(
-            "[plugins]\nembedder = \"topics\"\n[knowledge]\nmodel = \"topics-long\"\nbase_url = \"{}/v1\"\n\
-             embed_history = true\nembed_memory = true\n",
-            server.url()
-        ),
-    )
-    .unwrap();
-    let session = home.session("/p");
-    let mut store = home.store();
-    store.append(&session, &[text(Role::User, p.pasted()), text(Role::Assistant, "noted")]).unwrap();
-    store
-        .memory(None)
-        .create_entities(
-            &[NewEntity { name: "Ci".into(), entity_type: "x".into(), observations: vec![p.env_file()] }],
-            Some(&Scope::User),
+on_both_backends! {
+    /// With history and memory embedded, the embedder is sent placeholders only.
+    fn the_embedder_is_sent_placeholders(home) {
+        let p = Planted::new();
+        let server = Server::route(|r| match expect_route(r, "POST", "/v1/echo") {
+            Ok(()) => Reply::Full { status: 200, headers: vec![], body: r.body.clone().into_bytes() },
+            Err(why) => Reply::Unexpected(why),
+        });
+        crate::knowledge::install_test_embedder(&home);
+        std::fs::write(
+            home.path().join("config.toml"),
+            format!(
+                "[plugins]\nembedder = \"topics\"\n[knowledge]\nmodel = \"topics-long\"\nbase_url = \"{}/v1\"\n\
+                 embed_history = true\nembed_memory = true\n",
+                server.url()
+            ),
         )
         .unwrap();
-    drop(store);
-    home.ok(&["knowledge", "embed"]);
-    let bodies: String = server.requests().iter().map(|r| r.body.clone()).collect();
-    assert!(bodies.contains("[secret:aws-access-token:") && bodies.contains("[secret:dotenv-value:"), "{bodies}");
-    assert!(found_in(bodies.as_bytes(), &p.needles()).is_empty(), "{bodies}");
-    assert!(server.unexpected().is_empty(), "{:?}", server.unexpected());
+        let session = home.session("/p");
+        let mut store = home.store();
+        store.append(&session, &[text(Role::User, p.pasted()), text(Role::Assistant, "noted")]).unwrap();
+        store
+            .memory(None)
+            .create_entities(
+                &[NewEntity { name: "Ci".into(), entity_type: "x".into(), observations: vec![p.env_file()] }],
+                Some(&Scope::User),
+            )
+            .unwrap();
+        drop(store);
+        home.ok(&["knowledge", "embed"]);
+        let bodies: String = server.requests().iter().map(|r| r.body.clone()).collect();
+        assert!(bodies.contains("[secret:aws-access-token:") && bodies.contains("[secret:dotenv-value:"), "{bodies}");
+        assert!(found_in(bodies.as_bytes(), &p.needles()).is_empty(), "{bodies}");
+        assert!(server.unexpected().is_empty(), "{:?}", server.unexpected());
+    }
 }
 
 on_both_backends! {
@@ -721,17 +721,32 @@ fn a_service_on_postgresql_purges_every_users_old_sessions_in_the_background() {
         .id;
     let mine = home.session("/p");
     let fresh = home.session("/p");
+    store.create_team("infra").unwrap();
+    let team = Scope::Team("infra".into());
+    let entity = |name: &str| NewEntity { name: name.into(), entity_type: "x".into(), observations: vec!["y".into()] };
+    store.memory(None).create_entities(&[entity("Stale"), entity("Fresh")], Some(&team)).unwrap();
     drop(store);
     for s in [&theirs, &mine] {
         age_session(&home, s, 40);
     }
-    std::fs::write(home.path().join("config.toml"), "[retention]\nsessions = \"30d\"\nevery = \"1h\"\n").unwrap();
+    let long_ago = seshat::store::now_ms() - 200 * 86_400_000;
+    let sql = format!("UPDATE memory_entities SET updated_at = {long_ago} WHERE name = 'Stale'");
+    home.sql(&sql, &sql).unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[retention]\nsessions = \"30d\"\nevery = \"1h\"\n[retention.teams.infra]\nmemory = \"180d\"\n",
+    )
+    .unwrap();
     let service = crate::network::Service::start(&home, "ws", &[]);
     crate::support::wait_for("the old sessions purged", || {
         let store = home.store();
         store.session(&mine).is_err() && store.acting_for("alice").session(&theirs).is_err()
     });
     assert!(home.store().session(&fresh).is_ok(), "a fresh session is kept");
+    crate::support::wait_for("the team's stale memory purged", || {
+        let graph = home.store().memory(None).read_graph(Some(&team), 0, 10).unwrap().0;
+        graph.entities.iter().map(|e| e.name.as_str()).collect::<Vec<_>>() == ["Fresh"]
+    });
     crate::support::wait_for("the purge logged", || service.logged(&["retention: purged", "alice"]));
 }
 

@@ -43,6 +43,14 @@ impl Purged {
     pub fn of_sessions(sessions: Vec<PurgedSession>, dry_run: bool) -> Self {
         Purged { sessions, dry_run, ..Purged::default() }
     }
+
+    /// Adds what another purge (a team's memory) removed.
+    pub fn add(&mut self, other: &Purged) {
+        self.sessions.extend(other.sessions.iter().cloned());
+        self.entities += other.entities;
+        self.relations += other.relations;
+        self.notes += other.notes;
+    }
 }
 
 /// The memory tables a purge reads, each with the column that dates a row.
@@ -91,6 +99,31 @@ impl Store {
                     }
                     *[&mut out.entities, &mut out.relations, &mut out.notes][i] += n;
                 }
+            }
+            if !dry_run {
+                tx.commit_at("purge")?;
+            }
+            Ok(out)
+        })
+    }
+
+    /// Purges `team`'s memory not changed for `age` milliseconds before `now`, in one
+    /// transaction: for a member with read-write access, or an admin.
+    pub fn expire_team(&mut self, team: &str, age: i64, now: i64, dry_run: bool) -> Result<Purged> {
+        on_db!(self, "purge a team's memory", {
+            let tx = self.db.transaction()?;
+            if !super::owners::is_admin(&tx, &self.user)? {
+                super::owners::check_team_write(&tx, &self.user, team)?;
+            }
+            let before = now.saturating_sub(age);
+            let mut out = Purged { dry_run, ..Purged::default() };
+            for (i, (table, dated)) in MEMORY.iter().enumerate() {
+                let rule = format!("FROM {table} WHERE owner = ?1 AND scope = 'team' AND {dated} < ?2");
+                let n: u64 = tx.query_value(&format!("SELECT count(*) {rule}"), params![team, before])?;
+                if !dry_run && n > 0 {
+                    tx.execute(&format!("DELETE {rule}"), params![team, before])?;
+                }
+                *[&mut out.entities, &mut out.relations, &mut out.notes][i] += n;
             }
             if !dry_run {
                 tx.commit_at("purge")?;
