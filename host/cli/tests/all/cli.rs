@@ -266,10 +266,7 @@ fn two_worktrees_of_one_repository_list_the_same_sessions() {
 
 /// Runs `seshat args…` with `input` on stdin; returns the output.
 fn with_stdin(home: &Home, args: &[&str], input: &str) -> std::process::Output {
-    let mut child =
-        home.cmd().args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-    child.wait_with_output().unwrap()
+    crate::support::output_with_stdin(home.cmd().args(args), input)
 }
 
 #[test]

@@ -28,17 +28,7 @@ fn unprivileged(home: &Home, args: &[&str], stdin: Option<&str>) -> std::process
     }
     match stdin {
         None => cmd.output().unwrap(),
-        Some(input) => {
-            use std::io::Write;
-            let mut child = cmd
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap();
-            child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-            child.wait_with_output().unwrap()
-        }
+        Some(input) => crate::support::output_with_stdin(&mut cmd, input),
     }
 }
 

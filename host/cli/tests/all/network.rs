@@ -1257,9 +1257,7 @@ fn remote_compact_compacts_the_callers_session_on_the_service() {
 fn remote_sessions(laptop: &Home, service: &Service, token: &str, args: &[&str], input: &str) -> std::process::Output {
     let mut cmd = laptop.cmd();
     cmd.env("SESHAT_REMOTE", &service.url).env("SESHAT_TOKEN", token).arg("sessions").args(args);
-    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-    child.wait_with_output().unwrap()
+    crate::support::output_with_stdin(&mut cmd, input)
 }
 
 /// `sessions append`, `pin` and `unpin` with `--remote` change the caller's session on the

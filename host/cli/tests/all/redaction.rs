@@ -360,7 +360,7 @@ fn the_settings_add_patterns_allow_examples_and_turn_redaction_off_per_project_o
     let append_line = |project: &str, text: &str| -> String {
         let session = home.session(project);
         let line = crate::support::append_line(None, text);
-        let out = home.cmd().args(["sessions", "append", &session]).stdin_bytes(&line);
+        let out = crate::support::output_with_stdin(home.cmd().args(["sessions", "append", &session]), &line);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         session
     };
@@ -397,24 +397,6 @@ fn the_settings_add_patterns_allow_examples_and_turn_redaction_off_per_project_o
         let out = home.cmd().args(["memory", "--action", "show"]).current_dir(&project).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success() && err.contains("a project's configuration"), "{line}: {err}");
-    }
-}
-
-trait StdinBytes {
-    fn stdin_bytes(&mut self, input: &str) -> std::process::Output;
-}
-
-impl StdinBytes for std::process::Command {
-    fn stdin_bytes(&mut self, input: &str) -> std::process::Output {
-        use std::io::Write;
-        let mut child = self
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-        child.wait_with_output().unwrap()
     }
 }
 

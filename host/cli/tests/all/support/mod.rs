@@ -293,6 +293,14 @@ pub fn text_of_parts(parts: &[seshat::conversation::Part]) -> &str {
         .unwrap_or("")
 }
 
+/// Runs `cmd` with `input` on its stdin, its stdout and stderr kept; returns its output.
+pub fn output_with_stdin(cmd: &mut Command, input: &str) -> Output {
+    use std::io::Write;
+    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write stdin");
+    child.wait_with_output().expect("wait")
+}
+
 /// A JSONL line for `sessions append`.
 pub fn append_line(session: Option<&str>, text: &str) -> String {
     let mut v = serde_json::json!({"role": "user", "parts": [{"type": "text", "text": text}]});
