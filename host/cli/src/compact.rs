@@ -197,6 +197,14 @@ pub fn describe(id: &str, r: &Report) -> String {
     if r.summarised {
         parts.push(format!("summarised {}", format::count(r.dropped, "message", "messages")));
     }
+    if let Some(why) = &r.not_applied {
+        let trims = if r.trimmed > 0 {
+            format!(" Trimmed {}.", format::count(r.trimmed, "tool result", "tool results"))
+        } else {
+            String::new()
+        };
+        return format!("Did not summarise session {id}: {}.{trims}", format::plain(why));
+    }
     if parts.is_empty() {
         return format!("Nothing to compact in session {id} (~{} tokens).", format::exact(r.tokens_before));
     }

@@ -114,6 +114,10 @@ pub struct Report {
     /// Summary requests the model refused for their length that were cut again and retried (a
     /// recovered refusal is not a failure).
     pub refusals_recovered: u32,
+    /// Why a summary that was written was not applied (it would have made the request larger):
+    /// the view stays as the trims left it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_applied: Option<String>,
 }
 
 /// Where a model's context window came from (shown by `/context` and in warnings).

@@ -806,6 +806,9 @@ type Report struct {
 	Kept int `json:"kept,omitempty"`
 	// ModelCalls: Model calls made (0: no model was called).
 	ModelCalls uint32 `json:"model_calls,omitempty"`
+	// NotApplied: Why a summary that was written was not applied (it would have made the request larger):
+	// the view stays as the trims left it.
+	NotApplied string `json:"not_applied,omitempty"`
 	// PluginMicros: Microseconds spent inside plugin calls (trimmer and summariser, model calls included).
 	PluginMicros uint64 `json:"plugin_micros,omitempty"`
 	// RefusalsRecovered: Summary requests the model refused for their length that were cut again and retried (a

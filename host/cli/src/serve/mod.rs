@@ -172,7 +172,6 @@ fn serve_network(
     live: reload::Live,
 ) -> anyhow::Result<ExitCode> {
     let stop = Arc::new(network::Stop::new());
-    retention::start(&ctx.db, live.settings.clone());
     let (reload, reloads) = tokio::sync::mpsc::unbounded_channel();
     if let Some(signals) = signals {
         let (busy, stop, settings) = (busy.clone(), stop.clone(), live.settings.clone());

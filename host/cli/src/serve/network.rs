@@ -215,6 +215,8 @@ pub(super) fn serve(
                 tracing::info!(target: "seshat::service", address = %format!("{scheme}://{local}"), version, "listening");
             }
         }
+        // What [retention] sets is purged from now on (after the address is said).
+        super::retention::start(&ctx.db, live.settings.clone());
         for warning in network.warnings.iter().chain(&fitted.warning) {
             if log_format == super::LogFormat::Text {
                 eprintln!("seshat serve: warning: {warning}");

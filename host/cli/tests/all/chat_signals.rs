@@ -236,7 +236,8 @@ fn the_repl_on_a_terminal_streams_and_survives_a_typed_ctrl_c_mid_stream() {
     let server = Server::start(vec![
         Reply::UntilClosed { pieces, rest, closed: closed.clone() },
         Reply::Stream { pieces: anthropic::text_answer(&["Second ", "answer."]) },
-        // `/compact` asked for, though the session is far under the threshold: the summary.
+        // `/compact` asked for, though the session is far under the threshold: the summary (smaller
+        // than the turn it replaces).
         Reply::json(
             200,
             &json!({"id": "msg_s", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
@@ -250,7 +251,9 @@ fn the_repl_on_a_terminal_streams_and_survives_a_typed_ctrl_c_mid_stream() {
     // Ctrl-C at the prompt clears the line and says how to leave; nothing is sent.
     pty.send("half a line\x03");
     wait_for("the prompt's Ctrl-C", || pty.text().contains("(Ctrl-D or /exit leaves)"));
-    pty.send("hello\r");
+    // Long enough that the summary of it is smaller (a larger one would not be applied).
+    let hello = format!("hello, {}", "please read the build log and tell me what failed and why ".repeat(8).trim_end());
+    pty.send(&format!("{hello}\r"));
     wait_for("streamed text", || pty.text().contains("Partial reply"));
     // Typed, as a user does: the terminal sends SIGINT to the REPL, which stops the answer.
     pty.send("\x03");
@@ -296,7 +299,7 @@ fn the_repl_on_a_terminal_streams_and_survives_a_typed_ctrl_c_mid_stream() {
     assert_eq!(
         rows(&home, None),
         vec![
-            r(Role::User, MessageStatus::Complete, &["text:hello"]),
+            r(Role::User, MessageStatus::Complete, &[&format!("text:{hello}")]),
             r(Role::Assistant, MessageStatus::Interrupted, &["text:Partial reply"]),
             r(Role::User, MessageStatus::Complete, &["text:again"]),
             r(Role::Assistant, MessageStatus::Complete, &["text:Second answer."]),

@@ -1169,3 +1169,156 @@ fn too_little_to_summarise_calls_no_model_and_counts_no_failure() {
     assert!(store.compactions(&id).unwrap().is_empty());
     assert_eq!(store.session(&id).unwrap().compaction_failures, 0);
 }
+
+/// A session over the target that trimming alone brings under it is not summarised, asked for by
+/// hand or not (the seed's order: trims first, no model call when they suffice).
+#[test]
+fn a_manual_compaction_that_trims_enough_summarises_nothing() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 40_000);
+    store.append(&id, &[text(Role::User, "build it")]).unwrap();
+    for k in 0..6 {
+        store.append(&id, &tool_pair(&format!("c{k}"), &"compiler output line\n".repeat(1_200))).unwrap();
+    }
+    store.append(&id, &[text(Role::User, "thanks"), text(Role::Assistant, "ok")]).unwrap();
+    store.append(&id, &[text(Role::User, "and now?"), text(Role::Assistant, "done")]).unwrap();
+    let model = Scripted::answering(&[Ok("A summary.")]);
+    let mut p = plugins("summariser");
+    let mut c = p.compactor(model.clone());
+    let report = c.compact(&mut store, &id, &frame(), &settings(Some(40_000)), false).unwrap();
+    let target = seshat::window::Marks::new(40_000).target;
+    assert!(report.tokens_before > target && report.tokens_after <= target, "{report:?}");
+    assert!(report.trimmed > 0 && !report.summarised && report.dropped == 0, "{report:?}");
+    assert_eq!(model.calls(), 0, "no model call");
+    assert!(store.compactions(&id).unwrap().is_empty());
+}
+
+/// A summary that would make the request larger than what it replaces is not applied, by hand
+/// or not, and the report says why.
+#[test]
+fn a_summary_larger_than_what_it_replaces_is_not_applied_and_says_so() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 200_000);
+    chat(&mut store, &id, 3, 5);
+    let long = "A summary far longer than the few short turns it replaces. ".repeat(40);
+    let model = Scripted::answering(&[Ok(&long)]);
+    let mut p = plugins("summariser");
+    let mut c = p.compactor(model.clone());
+    let view_before = store.live_view(&id).unwrap();
+    let report = c.compact(&mut store, &id, &frame(), &settings(Some(200_000)), false).unwrap();
+    assert_eq!(model.calls(), 1);
+    assert!(!report.summarised && report.tokens_after == report.tokens_before, "{report:?}");
+    let why = report.not_applied.as_deref().unwrap_or_default();
+    assert!(why.contains("larger") && why.contains("not applied"), "{report:?}");
+    assert!(store.compactions(&id).unwrap().is_empty(), "nothing recorded");
+    assert_eq!(store.live_view(&id).unwrap().entries.len(), view_before.entries.len());
+    // The CLI says so (the extractive summary of three short turns is longer than they are).
+    std::fs::write(home.path().join("config.toml"), "[plugins]\nsummariser = \"summariser-extractive\"\n").unwrap();
+    let said = home.ok(&["compact", &id, "--window", "200000"]);
+    assert!(said.starts_with(&format!("Did not summarise session {id}: the summary would have made")), "{said}");
+    assert!(store.compactions(&id).unwrap().is_empty(), "nothing recorded");
+}
+
+/// What a compaction leaves, over sessions of every shape (sizes, many large tool outputs, a
+/// large output last), with the default trimmer and the extractive summariser, by hand and
+/// automatically: nothing is summarised when trimming brought the request under the target, and
+/// a summary lands as close under the target as the cut's granularity allows (one message more
+/// would not have fitted).
+mod shapes {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[derive(Debug, Clone)]
+    struct Shape {
+        turns: usize,
+        /// Per turn: the tool outputs' sizes in lines (0: no tool call).
+        outputs: Vec<Vec<usize>>,
+        /// A large output in the last turn.
+        large_last: bool,
+        window: u64,
+    }
+
+    fn shape() -> impl Strategy<Value = Shape> {
+        (3usize..24, prop::collection::vec(prop::collection::vec(0usize..600, 0..4), 24), any::<bool>(), 0usize..4)
+            .prop_map(|(turns, outputs, large_last, w)| Shape {
+                turns,
+                outputs,
+                large_last,
+                window: [16_384, 32_768, 65_536, 131_072][w],
+            })
+    }
+
+    fn fill(store: &mut Store, id: &str, s: &Shape) {
+        let mut call = 0;
+        for t in 0..s.turns {
+            store.append(id, &[text(Role::User, format!("request {t}: look at the build"))]).unwrap();
+            let mut outputs = s.outputs[t % s.outputs.len()].clone();
+            if s.large_last && t + 1 == s.turns {
+                outputs.push(1_500);
+            }
+            for lines in outputs.into_iter().filter(|l| *l > 0) {
+                call += 1;
+                let body: String =
+                    (0..lines).map(|i| format!("step {i}: compiled module_{i} in {}ms\n", i % 97)).collect();
+                store.append(id, &tool_pair(&format!("c{call}"), &body)).unwrap();
+            }
+            store.append(id, &[text(Role::Assistant, format!("answer {t}: {}", "done ".repeat(40)))]).unwrap();
+        }
+    }
+
+    proptest! {
+        #![proptest_config(crate::support::proptest_config(32, "tests/all/compaction.proptest-regressions"))]
+
+        #[test]
+        fn trims_first_then_a_summary_lands_under_the_target(s in shape(), manual in any::<bool>()) {
+            let home = Home::new();
+            let mut store = home.store();
+            let id = session(&mut store, s.window);
+            fill(&mut store, &id, &s);
+            let model = Scripted::answering(&[]);
+            let mut p = plugins("summariser-extractive");
+            let mut c = p.compactor(model);
+            let marks = seshat::window::Marks::new(s.window);
+            let report = if manual {
+                match c.compact(&mut store, &id, &frame(), &settings(Some(s.window)), false) {
+                    Ok(r) => r,
+                    Err(e) => return Err(TestCaseError::reject(format!("{e}"))),
+                }
+            } else {
+                match c.before_call(&mut store, &id, &frame(), &settings(Some(s.window))) {
+                    Ok(prepared) => match prepared.compaction {
+                        Some(r) => r,
+                        None => return Err(TestCaseError::reject("under the threshold")),
+                    },
+                    Err(e) => return Err(TestCaseError::reject(format!("{e}"))),
+                }
+            };
+            let trimmed_to = report.tokens_before.saturating_sub(report.trims_freed);
+            if report.tokens_before > marks.target && trimmed_to <= marks.target {
+                prop_assert!(!report.summarised, "trimming sufficed, yet a summary: {report:?}");
+            }
+            if report.summarised && trimmed_to > marks.target {
+                prop_assert!(report.tokens_after <= marks.context_window, "{report:?}");
+                // As close under the target as the cut allows: the message just before the kept
+                // part (its original, at least as large as it was in the view) would not have
+                // fitted beside what was kept and the summary's room.
+                let compaction = store.compactions(&id).unwrap().pop().unwrap();
+                let first_kept = compaction.first_kept_seq.unwrap();
+                let history = store.full_history(&id).unwrap();
+                let before_cut = (1..first_kept)
+                    .rev()
+                    .find(|seq| Some(*seq) != compaction.pinned_seq)
+                    .map(|seq| seshat::window::estimate_parts(&history[seq as usize - 1].parts) + 16)
+                    .unwrap_or(0);
+                prop_assert!(
+                    report.tokens_after + before_cut + marks.summary_tokens() >= marks.target,
+                    "kept too little: {} after, the message before the cut {before_cut}, target {}: {report:?}",
+                    report.tokens_after, marks.target
+                );
+            }
+        }
+    }
+}

@@ -523,9 +523,12 @@ impl Compactor<'_> {
         let after_trims = estimate_request(frame, &view);
         report.trims_freed = settings.real(untrimmed).saturating_sub(settings.real(after_trims));
         report.tokens_after = before.saturating_sub(report.trims_freed);
-        if mode == Mode::Preview(Stage::Trims)
-            || (trigger == CompactionTrigger::Auto && report.tokens_after <= marks.target)
-        {
+        // Trims first: when they bring a request that was over the target under it, no summary
+        // (asked for by hand or not). A manual compaction of a request already under the target
+        // summarises all the same (below), unless a cut was named.
+        let trims_sufficed = report.tokens_after <= marks.target
+            && (trigger == CompactionTrigger::Auto || (before > marks.target && settings.until.is_none()));
+        if mode == Mode::Preview(Stage::Trims) || trims_sufficed {
             keep_trims(store)?;
             return Ok(preview.with(report));
         }
@@ -673,10 +676,16 @@ impl Compactor<'_> {
             Err(e) => return Err(failed(store, e)?),
         };
         let after = with_summary(&summary);
-        if after >= report.tokens_after && trigger == CompactionTrigger::Auto {
+        if after >= report.tokens_after {
             // A summary that would not make the request smaller (a short history summarised at
             // length) is not applied, and is no failure: the trims stand, the view stays.
             tracing::debug!(session, after, before = report.tokens_after, "the summary would grow the request");
+            report.not_applied = Some(format!(
+                "the summary would have made the request larger ({after} tokens against {}): it was not applied, \
+                 and the view stays as it was{}",
+                report.tokens_after,
+                if trims.is_empty() { "" } else { " after the trims" }
+            ));
             return Ok(preview.with(report));
         }
         let freed = before.saturating_sub(after);
