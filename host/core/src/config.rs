@@ -236,10 +236,10 @@ impl RetentionConfig {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RedactionConfig {
-    /// Redact at all (default true). The user's configuration only.
+    /// Redact at all (default true). `[redaction]` is the user's configuration's only.
     pub enabled: Option<bool>,
     /// Credentials of the user's own kinds: `[[redaction.patterns]] id = "…", regex = "…"` (the
-    /// first group, when there is one, is the secret). A project's configuration may add some.
+    /// first group, when there is one, is the secret; the id lower-case letters, digits and `-`).
     #[serde(default)]
     pub patterns: Vec<PatternConfig>,
     /// Regular expressions for what is found but is no secret (a documented example key), left
@@ -609,13 +609,12 @@ impl Config {
                         .into(),
                 });
             }
-            let r = &local.redaction;
-            if r.enabled.is_some() || !r.allow.is_empty() || !r.off_projects.is_empty() {
+            if local.redaction != RedactionConfig::default() {
                 return Err(Error {
                     path,
-                    message: "[redaction] enabled, allow and off_projects cannot be set in a project's configuration: \
-                              a cloned repository could have your credentials stored. Set them in your user \
-                              configuration (a project's may add patterns)"
+                    message: "[redaction] cannot be set in a project's configuration: a cloned repository could have \
+                              your credentials stored, or (with a pattern matching everything) every text you keep \
+                              replaced. Set it in your user configuration"
                         .into(),
                 });
             }
@@ -653,7 +652,6 @@ impl Config {
         self.memory.context_tokens = over.memory.context_tokens.or(self.memory.context_tokens);
         self.store.max_record_mib = over.store.max_record_mib.or(self.store.max_record_mib);
         self.serve.max_unread_mib = over.serve.max_unread_mib.or(self.serve.max_unread_mib);
-        self.redaction.patterns.extend(over.redaction.patterns);
         let c = over.chat;
         let mine = &mut self.chat;
         mine.model = c.model.or(mine.model.take());

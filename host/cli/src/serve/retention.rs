@@ -43,15 +43,28 @@ fn purge_everyone(db: &Location, retention: &seshat::config::Retention) -> Resul
     let now = seshat::store::now_ms();
     // Team scopes, by the operator (an admin).
     for (team, age) in &retention.teams {
-        let purged = Store::connect(db)?.expire_team(team, *age, now, false)?;
+        let purged = match Store::connect(db).and_then(|mut s| s.expire_team(team, *age, now, false)) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(target: "seshat::service", team = %team, "retention: the team's memory was left: {e}");
+                continue;
+            }
+        };
         let gone = purged.entities + purged.relations + purged.notes;
         if gone > 0 {
             tracing::info!(target: "seshat::service", team = %team, entities = purged.entities, relations = purged.relations, notes = purged.notes, "retention: purged");
         }
     }
     for user in users {
-        let mut store = Store::connect(db)?.acting_for(&user);
-        let purged = store.expire(&|p| retention.sessions_for(p), &|p| retention.memory_for(p), now, false)?;
+        let purged = match Store::connect(db).and_then(|s| {
+            s.acting_for(&user).expire(&|p| retention.sessions_for(p), &|p| retention.memory_for(p), now, false)
+        }) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(target: "seshat::service", user = %user, "retention: the user's were left: {e}");
+                continue;
+            }
+        };
         let gone = purged.sessions.len() as u64 + purged.entities + purged.relations + purged.notes;
         if gone > 0 {
             tracing::info!(

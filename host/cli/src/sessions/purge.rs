@@ -37,6 +37,8 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             "sessions purge deletes from a store this machine opens: run it without --remote (a service purges by its own [retention])"
         );
     }
+    // The configuration must load: its [redaction] and [retention] decide what this changes.
+    ctx.config()?;
     let mut store = ctx.store()?;
     let now = seshat::store::now_ms();
     let purge = |store: &mut seshat::store::Store, dry_run: bool| -> anyhow::Result<Purged> {
@@ -90,6 +92,9 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         }
     }
     let purged = purge(&mut store, args.dry_run)?;
+    if !args.dry_run && !purged.sessions.is_empty() {
+        store.scrub_leftovers()?;
+    }
     let mut out = std::io::stdout().lock();
     if args.json {
         writeln!(out, "{}", serde_json::to_string(&purged)?)?;

@@ -32,6 +32,8 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
              its database is reached)"
         );
     }
+    // The configuration must load: its [redaction] and [retention] decide what this changes.
+    ctx.config()?;
     if args.ids.is_empty() && !args.all {
         bail!("name the sessions to redact (their ids), or --all for every session of yours");
     }
@@ -55,6 +57,9 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     }
     if let Some(bar) = &bar {
         bar.finish_and_clear();
+    }
+    if !args.dry_run && reports.iter().any(|r| r.messages + r.records > 0) {
+        store.scrub_leftovers()?;
     }
     let mut rules: BTreeMap<String, u64> = BTreeMap::new();
     for r in &reports {

@@ -23,6 +23,8 @@ struct Planted {
     pem: String,
     password: String,
     dotenv: String,
+    /// A value whose only sign of being a credential is its JSON key (`"api_key"`).
+    generic: String,
 }
 
 impl Planted {
@@ -44,6 +46,7 @@ impl Planted {
             ),
             password: format!("Pw7{}", pick(alnum, 15)),
             dotenv: format!("Q8z{}", pick(alnum, 21)),
+            generic: format!("Zk4{}", pick(alnum, 29)),
         }
     }
 
@@ -51,10 +54,17 @@ impl Planted {
     /// their middles (a stemmer may cut a word's end).
     fn needles(&self) -> Vec<String> {
         let pem_line = self.pem.lines().nth(1).unwrap();
-        [&self.aws[6..16], &self.github[8..30], &pem_line[8..40], &self.password[3..15], &self.dotenv[3..18]]
-            .iter()
-            .map(|s| s.to_lowercase())
-            .collect()
+        [
+            &self.aws[6..16],
+            &self.github[8..30],
+            &pem_line[8..40],
+            &self.password[3..15],
+            &self.dotenv[3..18],
+            &self.generic[3..24],
+        ]
+        .iter()
+        .map(|s| s.to_lowercase())
+        .collect()
     }
 
     /// A text holding all of them, as pasted into a chat.
@@ -143,7 +153,8 @@ fn plant_everywhere(store: &mut Store, p: &Planted) -> String {
         })
         .unwrap()
         .id;
-    let args = json!({"command": format!("git push https://x:{}@github.com/a/b", p.github)}).to_string();
+    let args =
+        json!({"command": format!("git push https://x:{}@github.com/a/b", p.github), "api_key": p.generic}).to_string();
     let big_result = format!("{}\n{}", p.env_file(), "build line ok\n".repeat(200));
     store
         .append(
@@ -297,6 +308,10 @@ on_both_backends! {
             assert!(export.contains("[secret:"), "{export}");
             assert!(found_in(export.as_bytes(), &needles).is_empty(), "{export}");
         }
+        // What it exports imports again (trims' sizes are the stored text's).
+        let export = home.ok(&["sessions", "export", &id]);
+        let back = store.import(&mut std::io::Cursor::new(export), ImportOptions { new_id: true, ..Default::default() });
+        assert!(back.is_ok(), "{back:?}");
         // A word of a credential finds nothing: the word indexes never saw it.
         let search = home.ok(&["sessions", "search", &p.github, "--all", "--json"]);
         assert_eq!(serde_json::from_str::<Value>(&search).unwrap(), json!([]), "{search}");
@@ -392,7 +407,12 @@ fn the_settings_add_patterns_allow_examples_and_turn_redaction_off_per_project_o
     let project = home.path().join("repo");
     std::fs::create_dir_all(project.join(".seshat")).unwrap();
     std::fs::create_dir_all(project.join(".git")).unwrap();
-    for line in ["enabled = false", "allow = [\".*\"]", "off_projects = [\"x\"]"] {
+    for line in [
+        "enabled = false",
+        "allow = [\".*\"]",
+        "off_projects = [\"x\"]",
+        "patterns = [{ id = \"all\", regex = \"(?s).+\" }]",
+    ] {
         std::fs::write(project.join(".seshat/config.toml"), format!("[redaction]\n{line}\n")).unwrap();
         let out = home.cmd().args(["memory", "--action", "show"]).current_dir(&project).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
@@ -531,6 +551,9 @@ on_both_backends! {
         let first = plant_everywhere(&mut store, &p);
         let second = store.create_session(NewSession { project: "/p".into(), ..Default::default() }).unwrap().id;
         store.append(&second, &[text(Role::User, format!("again {}", p.aws))]).unwrap();
+        // Credentials held by sessions alone (the planted memory and documents are not sessions').
+        let only = Planted::new();
+        store.append(&second, &[text(Role::Assistant, only.pasted())]).unwrap();
         let history_of = |store: &Store, id: &str| serde_json::to_string(&store.full_history(id).unwrap()).unwrap();
         assert!(!found_in(history_of(&store, &first).as_bytes(), &needles).is_empty(), "planted unredacted");
         // Its messages are embedded for history search: their vectors are made again once rewritten.
@@ -595,10 +618,18 @@ on_both_backends! {
         let messages = home.sql_value("SELECT count(*) FROM messages", "SELECT count(*) FROM messages");
         assert_eq!((vectors + queued, messages - vectors), (messages, queued), "rewritten messages wait for new vectors");
         assert!(queued >= 4, "{queued}");
+        let export = home.ok(&["sessions", "export", &first]);
+        let mut store = store;
+        let back = store.import(&mut std::io::Cursor::new(export), ImportOptions { new_id: true, ..Default::default() });
+        assert!(back.is_ok(), "a rewritten session's export imports again: {back:?}");
         let nothing = json(&["sessions", "redact", "--all", "--json"]);
         assert_eq!(nothing["changed"].as_u64(), Some(0), "placeholders are never redacted again: {nothing}");
         drop(store);
         home.assert_intact("after redaction");
+        if !home.is_postgres() {
+            // The file keeps nothing of the old text (PostgreSQL's WAL keeps it until recycled).
+            assert_eq!(leaks(&home, &only.needles()), vec![], "nothing of the old text left in the file");
+        }
         let e = home.fails(&["sessions", "redact"]);
         assert!(e.contains("--all"), "{e}");
         // Messages stay append-only for everything else.

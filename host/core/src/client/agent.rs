@@ -717,6 +717,7 @@ impl Agent {
     /// [`Agent::run`] holding the session's claim, as [`Agent::claimed_turn`] does: the session's
     /// last request asked again (after an empty answer or an interruption).
     pub fn claimed_run(&mut self, cancel: &Cancel, observer: &mut dyn Observer) -> Result<TurnOutcome> {
+        self.typed.clear();
         self.claimed(cancel, observer, |agent, cancel, observer| agent.run(cancel, observer))
     }
 
@@ -920,6 +921,8 @@ impl Agent {
     /// The end of a turn whose outcome is settled: the notices left, and how full the window is
     /// now (a failure to read it is a warning: the turn's messages are stored).
     fn finish(&mut self, out: &mut TurnOutcome, observer: &mut dyn Observer) {
+        // The turn is over: the next one sends what is stored.
+        self.typed.clear();
         self.flush_notices(observer);
         match self.context_use() {
             Ok(context) => out.context = context,

@@ -290,7 +290,7 @@ impl Memory<'_> {
                     project: String::new(),
                     owner: self.user.clone(),
                 });
-                let contents = super::redact::clean_in(&tx, self.redacting, self.project.as_deref(), &place, contents)?;
+                let contents = super::redact::clean_in(&tx, self.redacting, &place, contents)?;
                 let added = add_observations(&tx, id, &contents, now, false)?;
                 out.push(ObservationAdds { entity_name: found_name, added_observations: added });
             }

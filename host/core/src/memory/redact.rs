@@ -11,7 +11,7 @@ impl Memory<'_> {
     /// `texts` as they are to be stored in `place`: redacted in the caller's own scopes; in a
     /// team scope, a text holding a credential refuses the whole write.
     pub(super) fn clean<'t>(&self, place: &Place, texts: &'t [String]) -> Result<Cow<'t, [String]>> {
-        clean_in(self.db, self.redacting, self.project.as_deref(), place, texts)
+        clean_in(self.db, self.redacting, place, texts)
     }
 
     /// [`Memory::clean`] of one text.
@@ -24,22 +24,18 @@ impl Memory<'_> {
     }
 }
 
-/// [`Memory::clean`] with the connection and settings given apart (inside a transaction);
-/// `own_project` is the project memory is seen from.
+/// [`Memory::clean`] with the connection and settings given apart (inside a transaction).
 pub(super) fn clean_in<'t>(
     db: &Db,
     redacting: Redacting<'_>,
-    own_project: Option<&str>,
     place: &Place,
     texts: &'t [String],
 ) -> Result<Cow<'t, [String]>> {
     let team = place.scope.team().is_some();
     // A team is no project: its texts are always judged.
-    let project = match (team, place.project.as_str()) {
-        (true, _) => "",
-        (false, "") => own_project.unwrap_or(""),
-        (false, p) => p,
-    };
+    // The user and cross scopes are read from every project: judged as no project's (a project
+    // redaction is off for does not let its credentials into them).
+    let project = if team { "" } else { place.project.as_str() };
     let Some(scrub) = redacting.scrub(db, project)? else { return Ok(Cow::Borrowed(texts)) };
     if team {
         for text in texts {

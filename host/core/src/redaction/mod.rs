@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 #[non_exhaustive]
 pub enum Error {
     /// A pattern of the user's does not compile.
-    #[error("the redaction pattern `{id}` is not a regular expression: {message}")]
+    #[error("the redaction pattern `{id}` cannot be used: {message}")]
     Pattern {
         /// The pattern's id.
         id: String,

@@ -81,6 +81,15 @@ impl Policy {
         if !spec.enabled {
             return Ok(Policy::off());
         }
+        // An id goes into placeholders, which must be told from any text (`[secret:ID:HASH]`).
+        if let Some(p) = spec.patterns.iter().find(|p| {
+            p.id.is_empty() || !p.id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        }) {
+            return Err(Error::Pattern {
+                id: p.id.clone(),
+                message: "its id must be lower-case letters, digits and `-` (it is written in placeholders)".into(),
+            });
+        }
         let rules = if spec.patterns.is_empty() {
             Rules::Builtin
         } else {
@@ -117,13 +126,20 @@ impl Policy {
 }
 
 /// The rules in force for one write, with the store's key: rewrites texts and messages.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct Scrub<'p> {
     redactor: &'p Redactor,
     allow: &'p [Regex],
     key: &'p [u8],
     /// Where the credentials replaced are counted, by rule, when they are.
     counts: Option<&'p RefCell<BTreeMap<String, u64>>>,
+}
+
+impl std::fmt::Debug for Scrub<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the key.
+        f.debug_struct("Scrub").field("allow", &self.allow.len()).finish_non_exhaustive()
+    }
 }
 
 impl<'p> Scrub<'p> {
@@ -168,31 +184,36 @@ impl<'p> Scrub<'p> {
         Cow::Owned(format!("{}…", body[..body.len() - last.len()].trim_end()))
     }
 
-    /// A tool call's arguments: when they are JSON, each string in them is redacted (so the
-    /// arguments stay JSON), else the text as a whole.
+    /// A tool call's arguments, kept JSON when they are: the text is redacted as a whole (a rule
+    /// whose keyword is a key, `"api_key": "…"`, sees it beside its value), then each decoded
+    /// string, where an escape could have hidden a credential from the first pass.
     pub fn json<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        if self.find(text).is_empty() {
-            return Cow::Borrowed(text);
+        let whole = self.text(text);
+        if !whole.contains('\\') && matches!(whole, Cow::Borrowed(_)) {
+            return whole;
         }
-        match serde_json::from_str::<serde_json::Value>(text) {
-            Ok(mut value) => {
-                self.value(&mut value);
-                serde_json::to_string(&value).map_or_else(|_| self.text(text), Cow::Owned)
-            }
-            Err(_) => self.text(text),
+        // (A replacement that left no JSON is kept all the same: no credential is stored.)
+        let Ok(mut value) = serde_json::from_str::<serde_json::Value>(&whole) else { return whole };
+        if !self.value(&mut value) {
+            return whole;
         }
+        serde_json::to_string(&value).map_or(whole, Cow::Owned)
     }
 
-    fn value(&self, value: &mut serde_json::Value) {
+    /// Redacts each string of `value`; whether any changed.
+    fn value(&self, value: &mut serde_json::Value) -> bool {
         match value {
-            serde_json::Value::String(s) => {
-                if let Cow::Owned(o) = self.text(s) {
+            serde_json::Value::String(s) => match self.text(s) {
+                Cow::Owned(o) => {
                     *s = o;
+                    true
                 }
-            }
-            serde_json::Value::Array(items) => items.iter_mut().for_each(|v| self.value(v)),
-            serde_json::Value::Object(map) => map.values_mut().for_each(|v| self.value(v)),
-            _ => {}
+                Cow::Borrowed(_) => false,
+            },
+            // Every string is visited (no stop at the first change).
+            serde_json::Value::Array(items) => items.iter_mut().map(|v| self.value(v)).filter(|c| *c).count() > 0,
+            serde_json::Value::Object(map) => map.values_mut().map(|v| self.value(v)).filter(|c| *c).count() > 0,
+            _ => false,
         }
     }
 

@@ -6,17 +6,16 @@ use super::db::params;
 use super::{Result, Store, now_ms};
 
 /// What of a streaming answer can be judged yet: all of it but a last word still arriving that
-/// could be the start of a credential (long, and not only letters: a rule would not know it
-/// until it is whole), and what follows a private key block that has not ended.
+/// is long enough to be the start of a credential (a rule would not know it until it is whole),
+/// and what follows a private key block whose end line has not arrived whole.
 fn settled(text: &str) -> &str {
     let start = text.rfind(char::is_whitespace).map_or(0, |i| i + text[i..].chars().next().map_or(1, char::len_utf8));
-    let last = &text[start..];
-    let partial = last.len() >= 8 && last.chars().any(|c| c.is_ascii_digit() || "_-+/=".contains(c));
-    let mut end = if partial { start } else { text.len() };
-    if let Some(begin) = text[..end].rfind("-----BEGIN")
-        && !text[begin..end].contains("-----END")
-    {
-        end = begin;
+    let mut end = if text.len() - start >= 8 { start } else { text.len() };
+    if let Some(begin) = text[..end].rfind("-----BEGIN") {
+        let ended = text[begin..end].find("-----END").is_some_and(|at| text[begin + at + 8..end].contains("-----"));
+        if !ended {
+            end = begin;
+        }
     }
     &text[..end]
 }

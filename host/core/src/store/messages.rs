@@ -611,6 +611,8 @@ pub(super) fn insert_compaction(tx: &Tx<'_>, session: &str, c: &Compaction, scru
 /// Inserts a trim record, returning its id.
 pub(super) fn insert_trim(tx: &Tx<'_>, session: &str, t: &Trim, scrub: Option<&Scrub<'_>>) -> Result<i64> {
     let replacement = scrub.map_or(std::borrow::Cow::Borrowed(t.replacement.as_str()), |s| s.text(&t.replacement));
+    // Its size is what is stored (a placeholder is rarely the secret's length).
+    let new_size = replacement.len() as u64;
     tx.query_value(
         "INSERT INTO trims (session_id, seq, part, original_size, new_size, replacement, created_at, plugin, \
          plugin_sha256) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id",
@@ -619,7 +621,7 @@ pub(super) fn insert_trim(tx: &Tx<'_>, session: &str, t: &Trim, scrub: Option<&S
             t.seq,
             t.part,
             t.original_size,
-            t.new_size,
+            new_size,
             replacement,
             t.created_at,
             t.plugin.as_ref().map(|p| &p.id),

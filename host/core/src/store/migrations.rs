@@ -33,7 +33,7 @@ const MIGRATIONS: &[(&str, &str, Option<Backfill>)] = &[
     ("0017_access", include_str!("migrations/sqlite/0017_access.sql"), Some(fold_user_names)),
     ("0018_audit", include_str!("migrations/sqlite/0018_audit.sql"), None),
     ("0019_server_models", include_str!("migrations/sqlite/0019_server_models.sql"), None),
-    ("0020_redaction_key", include_str!("migrations/sqlite/0020_redaction_key.sql"), None),
+    ("0020_redaction_key", include_str!("migrations/sqlite/0020_redaction_key.sql"), Some(make_redaction_key)),
 ];
 
 /// The line by which a SQLite migration says it rebuilds tables that others reference: it runs
@@ -57,7 +57,7 @@ const POSTGRES_MIGRATIONS: &[(&str, &str, Option<Backfill>)] = &[
     ("0008_audit", include_str!("migrations/postgres/0008_audit.sql"), None),
     ("0009_server_models", include_str!("migrations/postgres/0009_server_models.sql"), None),
     ("0010_schema_compatibility", include_str!("migrations/postgres/0010_schema_compatibility.sql"), None),
-    ("0011_redaction_key", include_str!("migrations/postgres/0011_redaction_key.sql"), None),
+    ("0011_redaction_key", include_str!("migrations/postgres/0011_redaction_key.sql"), Some(make_redaction_key)),
 ];
 
 /// The line by which a migration says it only adds (tables, columns with defaults, indexes):
@@ -162,6 +162,12 @@ fn pending(backend: Backend, version: u32) -> Vec<Migration> {
 /// Makes user names unique ignoring case (`alice`, `Alice` and `ALICE` are one user) when the
 /// names already there allow it; a store that already holds two such names keeps them (each is
 /// its owner's), and new names are checked against every spelling by the statement adding them.
+/// The store's redaction key, made with the table that keeps it (in the migration's transaction,
+/// so it is there, committed, before anything is redacted with it).
+fn make_redaction_key(tx: &Tx<'_>, _progress: &mut dyn FnMut(u64, u64)) -> Result<()> {
+    super::redaction_key::make(tx)
+}
+
 fn fold_user_names(tx: &Tx<'_>, _progress: &mut dyn FnMut(u64, u64)) -> Result<()> {
     let clashes: i64 = tx.query_value(
         "SELECT count(*) FROM (SELECT lower(name) FROM users GROUP BY lower(name) HAVING count(*) > 1) AS c",

@@ -7,13 +7,9 @@ use crate::redaction::{Policy, Scrub};
 /// The key's length in bytes.
 const KEY_BYTES: usize = 32;
 
-/// The store's key, made (from the system's random source) on first need; two processes making
-/// it at once keep the first one written.
-fn load(db: &Db) -> Result<Vec<u8>> {
-    let read = || db.query_opt("SELECT key FROM redaction_key WHERE id = 1", params![], |r| r.get::<Vec<u8>>(0));
-    if let Some(key) = read()? {
-        return Ok(key);
-    }
+/// Makes the store's key (from the system's random source) unless it has one: two processes
+/// making it at once keep the first one written.
+pub(super) fn make(db: &Db) -> Result<()> {
     let mut key = vec![0u8; KEY_BYTES];
     getrandom::fill(&mut key)
         .map_err(|e| super::Error::Refused(format!("no random bytes for the redaction key: {e}")))?;
@@ -22,6 +18,17 @@ fn load(db: &Db) -> Result<Vec<u8>> {
         Backend::Postgres => "INSERT INTO redaction_key (id, key) VALUES (1, ?1) ON CONFLICT (id) DO NOTHING",
     };
     db.execute(insert, params![key])?;
+    Ok(())
+}
+
+/// The store's key: made with the schema (so committed before anything is redacted with it);
+/// made now only in a database whose row was removed by hand.
+fn load(db: &Db) -> Result<Vec<u8>> {
+    let read = || db.query_opt("SELECT key FROM redaction_key WHERE id = 1", params![], |r| r.get::<Vec<u8>>(0));
+    if let Some(key) = read()? {
+        return Ok(key);
+    }
+    make(db)?;
     read()?.ok_or(super::Error::NoRow)
 }
 
@@ -63,10 +70,17 @@ pub(crate) fn scrub_with<'a>(
 
 /// A store's policy and key, borrowed apart from its connection (so a write can redact inside its
 /// transaction, once it knows the project).
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub(crate) struct Redacting<'a> {
     pub(crate) policy: &'a Policy,
     pub(crate) key: &'a std::sync::OnceLock<Vec<u8>>,
+}
+
+impl std::fmt::Debug for Redacting<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the key.
+        f.debug_struct("Redacting").field("enabled", &self.policy.enabled()).finish_non_exhaustive()
+    }
 }
 
 impl<'a> Redacting<'a> {

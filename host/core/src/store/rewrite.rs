@@ -72,16 +72,39 @@ impl Store {
     }
 }
 
+impl Store {
+    /// After a rewrite or a purge: what a SQLite file kept of the old text is overwritten — the
+    /// word index's segments merged (its deleted words leave), the WAL written back and truncated
+    /// (the rewrite ran with `secure_delete`, so freed pages were zeroed). On PostgreSQL the rows
+    /// the rewrite replaced are vacuumed; the server's WAL and any backup keep older copies until
+    /// they are recycled.
+    pub fn scrub_leftovers(&mut self) -> Result<()> {
+        on_db!(self, "overwrite what the rewrite replaced", {
+            match self.db.backend() {
+                Backend::Sqlite => self.db.execute_batch(
+                    "INSERT INTO message_fts (message_fts) VALUES ('optimize'); PRAGMA wal_checkpoint(TRUNCATE);",
+                ),
+                Backend::Postgres => self.db.execute_batch(
+                    "VACUUM messages, message_search, message_vectors, compactions, trims, drafts, sessions, \
+                     memory_entities, memory_observations, memory_relations, memory_notes",
+                ),
+            }
+        })
+    }
+}
+
 /// Rewrites `session`'s records inside `tx`, counting in `out`.
 fn rewrite(tx: &Tx<'_>, session: &str, scrub: Scrub<'_>, out: &mut Redacted) -> Result<()> {
     let corrupt = |e: serde_json::Error| Error::Corrupt { table: "messages", message: e.to_string() };
     // The session's own messages (a fork's inherited ones are its parent's, redacted with it).
-    let rows: Vec<(i64, String)> =
-        tx.query_vec("SELECT id, parts FROM messages WHERE session_id = ?1 ORDER BY seq", params![session], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })?;
+    let rows: Vec<(i64, u64, String)> = tx.query_vec(
+        "SELECT id, seq, parts FROM messages WHERE session_id = ?1 ORDER BY seq",
+        params![session],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
+    let rows_seq: std::collections::HashMap<i64, u64> = rows.iter().map(|(id, seq, _)| (*id, *seq)).collect();
     let mut changed: Vec<(i64, Vec<Part>)> = Vec::new();
-    for (id, parts) in rows {
+    for (id, _, parts) in rows {
         let parts: Vec<Part> = serde_json::from_str(&parts).map_err(corrupt)?;
         if let Some(redacted) = scrub.parts(&parts) {
             changed.push((id, redacted));
@@ -89,6 +112,10 @@ fn rewrite(tx: &Tx<'_>, session: &str, scrub: Scrub<'_>, out: &mut Redacted) -> 
     }
     out.messages = changed.len() as u64;
     if !changed.is_empty() {
+        if tx.backend() == Backend::Sqlite {
+            // Freed space is zeroed, so the old text does not stay in the file's free pages.
+            tx.execute_batch("PRAGMA secure_delete = ON")?;
+        }
         let trigger = lift_append_only(tx)?;
         let history =
             tx.query_opt("SELECT 1 FROM vector_indexes WHERE corpus = 'history' AND enabled = 1", params![], |r| {
@@ -138,14 +165,22 @@ fn rewrite(tx: &Tx<'_>, session: &str, scrub: Scrub<'_>, out: &mut Redacted) -> 
             records += 1;
         }
     }
-    let trims: Vec<(i64, String)> =
-        tx.query_vec("SELECT id, replacement FROM trims WHERE session_id = ?1", params![session], |r| {
-            Ok((r.get(0)?, r.get(1)?))
+    let trims: Vec<(i64, u64, u32, String)> =
+        tx.query_vec("SELECT id, seq, part, replacement FROM trims WHERE session_id = ?1", params![session], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
         })?;
-    for (id, replacement) in trims {
+    for (id, seq, part, replacement) in trims {
         if let Some(r) = owned(scrub.text(&replacement)) {
             tx.execute("UPDATE trims SET replacement = ?2, new_size = ?3 WHERE id = ?1", params![id, r, r.len()])?;
             records += 1;
+        }
+        // A trimmed result this rewrite changed: the trim records its size as it now is (what an
+        // export says, and an import checks).
+        let rewritten = changed.iter().find(|(row, _)| rows_seq.get(row) == Some(&seq));
+        if let Some((_, parts)) = rewritten
+            && let Some(Part::ToolResult { content, .. }) = parts.get(part as usize)
+        {
+            tx.execute("UPDATE trims SET original_size = ?2 WHERE id = ?1", params![id, content.len()])?;
         }
     }
     let draft: Option<String> =

@@ -165,6 +165,8 @@ struct Importer<'a> {
     last_created_at: i64,
     /// The size of every tool result imported, by (seq, part): what trims are checked against.
     results: HashMap<(u64, u32), u64>,
+    /// The sizes of tool results redaction changed, as stored.
+    stored_sizes: HashMap<(u64, u32), u64>,
     /// Every call so far (id and tool name) in order, and the ids answered.
     calls: Vec<(String, String)>,
     call_ids: HashSet<String>,
@@ -388,6 +390,13 @@ impl<'a> Importer<'a> {
                 let (seq, created_at) = (m.seq, m.created_at);
                 let mut new = NewMessage { role: m.role, parts: m.parts, usage: m.usage, status: m.status };
                 if let Some(parts) = self.scrub(tx)?.and_then(|r| r.parts(&new.parts)) {
+                    // Trims are checked against the sizes written in the file, and stored against
+                    // the redacted results' (what an export of this store then says).
+                    for (p, part) in parts.iter().enumerate() {
+                        if let Part::ToolResult { content, .. } = part {
+                            self.stored_sizes.insert((seq, p as u32), content.len() as u64);
+                        }
+                    }
                     new.parts = parts;
                 }
                 let encoded = Encoded::of(&new)?;
@@ -428,6 +437,10 @@ impl<'a> Importer<'a> {
                         line,
                         "field `new_size`: must be the replacement's length and smaller than `original_size`",
                     ));
+                }
+                let mut t = t;
+                if let Some(stored) = self.stored_sizes.get(&(t.seq, t.part)) {
+                    t.original_size = *stored;
                 }
                 let id = insert_trim(tx, &self.id, &t, self.scrub(tx)?.as_ref())?;
                 self.trims.push(id);
