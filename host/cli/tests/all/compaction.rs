@@ -134,18 +134,24 @@ fn frame() -> Frame {
     Frame { system: "You are a helpful agent.".into(), tools: String::new(), specs: Vec::new() }
 }
 
-#[test]
-fn trims_alone_can_suffice_without_a_model_call() {
-    let home = Home::new();
-    let mut store = home.store();
-    let id = session(&mut store, 40_000);
+/// A session of a 40k window: a build's six long tool results, then two short turns (the latest
+/// two user turns are protected; the results are older than both).
+fn long_build(store: &mut Store) -> String {
+    let id = session(store, 40_000);
     store.append(&id, &[text(Role::User, "build it")]).unwrap();
     for k in 0..6 {
         store.append(&id, &tool_pair(&format!("c{k}"), &"compiler output line\n".repeat(1_200))).unwrap();
     }
-    // The latest two user turns are protected; the results above are older than both.
     store.append(&id, &[text(Role::User, "thanks"), text(Role::Assistant, "ok")]).unwrap();
     store.append(&id, &[text(Role::User, "and now?"), text(Role::Assistant, "done")]).unwrap();
+    id
+}
+
+#[test]
+fn trims_alone_can_suffice_without_a_model_call() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = long_build(&mut store);
     let model = Scripted::answering(&[]);
     let mut p = plugins("summariser");
     let mut c = p.compactor(model.clone());
@@ -1176,13 +1182,7 @@ fn too_little_to_summarise_calls_no_model_and_counts_no_failure() {
 fn a_manual_compaction_that_trims_enough_summarises_nothing() {
     let home = Home::new();
     let mut store = home.store();
-    let id = session(&mut store, 40_000);
-    store.append(&id, &[text(Role::User, "build it")]).unwrap();
-    for k in 0..6 {
-        store.append(&id, &tool_pair(&format!("c{k}"), &"compiler output line\n".repeat(1_200))).unwrap();
-    }
-    store.append(&id, &[text(Role::User, "thanks"), text(Role::Assistant, "ok")]).unwrap();
-    store.append(&id, &[text(Role::User, "and now?"), text(Role::Assistant, "done")]).unwrap();
+    let id = long_build(&mut store);
     let model = Scripted::answering(&[Ok("A summary.")]);
     let mut p = plugins("summariser");
     let mut c = p.compactor(model.clone());
