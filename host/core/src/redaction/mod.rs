@@ -7,6 +7,7 @@
 mod policy;
 mod rules;
 
+pub(crate) use policy::owned;
 pub use policy::{Pattern, Policy, Scrub, Spec};
 
 use std::borrow::Cow;

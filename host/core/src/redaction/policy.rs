@@ -254,7 +254,8 @@ impl<'p> Scrub<'p> {
     }
 }
 
-fn owned(text: Cow<'_, str>) -> Option<String> {
+/// The text when it was changed (owned), else `None`.
+pub(crate) fn owned(text: Cow<'_, str>) -> Option<String> {
     match text {
         Cow::Owned(o) => Some(o),
         Cow::Borrowed(_) => None,

@@ -13,7 +13,7 @@ use super::db::{Backend, Tx, params};
 use super::redaction_key::Redacting;
 use super::{Error, Result, Store, now_ms};
 use crate::conversation::Part;
-use crate::redaction::Scrub;
+use crate::redaction::{Scrub, owned};
 
 /// What redacting one session found and changed (or, on a dry run, would change).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -210,12 +210,5 @@ fn lift_append_only(tx: &Tx<'_>) -> Result<Option<String>> {
             tx.execute_batch("SET LOCAL seshat.rewriting = 'on'")?;
             Ok(None)
         }
-    }
-}
-
-fn owned(text: std::borrow::Cow<'_, str>) -> Option<String> {
-    match text {
-        std::borrow::Cow::Owned(o) => Some(o),
-        std::borrow::Cow::Borrowed(_) => None,
     }
 }
