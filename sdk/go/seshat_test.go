@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -368,7 +369,7 @@ func TestAutoCompactAndTheSummaryModel(t *testing.T) {
 			}
 			var compactions []Event
 			for ev := range stream.Events() {
-				if ev.Kind == Compaction || ev.Kind == CompactionStarted {
+				if ev.Kind == Compaction || ev.Kind == CompactionStarted || ev.Kind == CompactionSummarising {
 					compactions = append(compactions, ev)
 				}
 			}
@@ -383,13 +384,22 @@ func TestAutoCompactAndTheSummaryModel(t *testing.T) {
 				}
 			}
 			if auto {
-				if err != nil || len(out.Compactions) == 0 || len(compactions) != 2 || !out.Compactions[0].Summarised {
+				if err != nil || len(out.Compactions) == 0 || len(compactions) != 3 || !out.Compactions[0].Summarised {
 					t.Fatalf("AutoCompact: %+v, %v, events %+v", out, err, compactions)
 				}
-				// Announced (with what was in use) before it ran, then reported.
-				started, done := compactions[0], compactions[1]
+				// Announced (with what was in use) before it ran, then what it would summarise
+				// before the summary model was asked, then reported.
+				started, notice, done := compactions[0], compactions[1], compactions[2]
 				if started.Kind != CompactionStarted || started.Window != 4096 || started.Tokens <= 2048 || done.Kind != Compaction || done.Report == nil {
 					t.Fatalf("the compaction's events: %+v", compactions)
+				}
+				sum := notice.Summarising
+				if notice.Kind != CompactionSummarising || sum == nil || sum.Marks.Window != 4096 || sum.Tokens != started.Tokens || sum.Tokens <= sum.Marks.Threshold || sum.Model != "summ-model" {
+					t.Fatalf("the notice before the summary: %+v", notice)
+				}
+				// It named what then left the view: the first turn (the request and its long answer).
+				if len(sum.Seqs) != 1 || sum.Seqs[0].From != 1 || sum.Seqs[0].Through != 2 || sum.Messages != 2 || !reflect.DeepEqual(sum.Seqs, done.Report.SummarisedSeqs) {
+					t.Fatalf("what would be summarised: %+v, then %+v", sum, done.Report)
 				}
 				if summaries != 1 || out.Compactions[0].SummaryModel != "summ-model" {
 					t.Fatalf("the summary model: %d requests, report %+v", summaries, out.Compactions[0])

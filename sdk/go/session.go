@@ -99,10 +99,17 @@ const (
 	// CompactionStarted comes before a compaction runs (the summary model may take a while);
 	// Compaction follows with its report.
 	CompactionStarted EventKind = "compaction_started"
-	Compaction        EventKind = "compaction"
-	Warning           EventKind = "warning"
-	UsageEvent        EventKind = "usage"
+	// CompactionSummarising comes when the trims did not make room, before the summary is
+	// written: what it will replace and the figures (Summarising).
+	CompactionSummarising EventKind = "compaction_summarising"
+	Compaction            EventKind = "compaction"
+	Warning               EventKind = "warning"
+	UsageEvent            EventKind = "usage"
 )
+
+// Summarising is what a compaction is about to summarise: the messages (as seq ranges), the
+// tokens in use, the window's threshold and target.
+type Summarising = protocol.Summarising
 
 // Event is one step of a turn as it happens.
 type Event struct {
@@ -123,6 +130,8 @@ type Event struct {
 	// Tokens estimated in use and the model's Window, as a compaction starts
 	// (CompactionStarted).
 	Tokens, Window uint64
+	// Summarising: what a summary is about to replace (CompactionSummarising).
+	Summarising *Summarising
 	// Usage of the model call so far (UsageEvent).
 	Usage *Usage
 }
@@ -338,6 +347,8 @@ func (c *Client) notification(msg rpcMessage) {
 		Tokens    uint64          `json:"tokens"`
 		Window    uint64          `json:"window"`
 		CallID    string          `json:"call_id"`
+		// Summarising is turn/compaction_summarising's.
+		Summarising *Summarising `json:"summarising"`
 	}
 	if json.Unmarshal(msg.Params, &p) != nil {
 		return
@@ -370,6 +381,8 @@ func (c *Client) notification(msg rpcMessage) {
 		}
 	case protocol.NotificationTurnCompactionStarted:
 		send(Event{Kind: CompactionStarted, Tokens: p.Tokens, Window: p.Window})
+	case protocol.NotificationTurnCompactionSummarising:
+		send(Event{Kind: CompactionSummarising, Summarising: p.Summarising})
 	case protocol.NotificationTurnCompaction:
 		send(Event{Kind: Compaction, Report: p.Report})
 	case protocol.NotificationTurnToolCall:

@@ -2,12 +2,12 @@
 //! through the session's provider (or `--provider`/`--summary-model`), with chat's frame.
 
 use seshat_protocol::methods as m;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use seshat::client::{Overrides, SessionChoice};
-use seshat::compaction::{Frame, Report};
+use seshat::compaction::{Frame, Report, SeqRange, Summarising};
 
 use super::chat::{AgentFlags, open_agent};
 use super::{Context, format};
@@ -76,7 +76,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let report = match open_agent(ctx, &flags)? {
         // The provider chat would use: the summary goes through it, the figures count chat's frame.
         Ok(mut agent) => agent
-            .compact_until(args.dry_run, args.instructions.as_deref(), args.until)
+            .compact_observed(args.dry_run, args.instructions.as_deref(), args.until, &mut Announcer)
             .with_context(|| format!("cannot compact {id}"))?,
         // No provider to talk to: only a summariser that needs no model can work, and there is no
         // chat frame to count.
@@ -97,11 +97,25 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             }
             settings.until = args.until;
             client
-                .compact(&id, &Frame::default(), &settings, args.dry_run)
+                .compact_with(&id, &Frame::default(), &settings, args.dry_run, &mut |p| {
+                    seshat::client::tell(&mut Announcer, p)
+                })
                 .with_context(|| format!("cannot compact {id}"))?
         }
     };
     print_report(args, &id, &report)
+}
+
+/// Says on a terminal what a summary is about to replace, before it is written (the summary
+/// model may take a while); the report follows on stdout.
+struct Announcer;
+
+impl seshat::client::Observer for Announcer {
+    fn compaction_summarising(&mut self, summarising: &Summarising) {
+        if std::io::stderr().is_terminal() {
+            eprintln!("[{}]", describe_summarising(summarising));
+        }
+    }
 }
 
 /// `compact --remote`: the service's `session/compact`, with its provider (or `--provider`,
@@ -148,6 +162,9 @@ fn print_report(args: &Args, id: &str, report: &Report) -> anyhow::Result<ExitCo
         format::json(&mut out, report)?;
     } else {
         writeln!(out, "{}", describe(id, report))?;
+        for line in describe_left(report) {
+            writeln!(out, "  {line}")?;
+        }
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
@@ -184,6 +201,104 @@ pub fn describe_undo(id: &str, undone: &seshat::store::Retracted) -> String {
         Retracted::Trims { first, last } => format!("trims {first}–{last}"),
     };
     format!("Undid {what} of session {id}: the live view is as it was before it (the originals were never changed).")
+}
+
+/// The notice before a summary is written: what it will replace, and the figures that called
+/// for it.
+pub fn describe_summarising(s: &Summarising) -> String {
+    let why = match s.trigger {
+        seshat::store::CompactionTrigger::Auto => format!(
+            "~{} of {} tokens in use, over the threshold of {}",
+            format::exact(s.tokens),
+            format::exact(s.marks.window),
+            format::exact(s.marks.threshold)
+        ),
+        seshat::store::CompactionTrigger::Manual => {
+            format!(
+                "~{} of {} tokens in use, compacting by hand",
+                format::exact(s.tokens),
+                format::exact(s.marks.window)
+            )
+        }
+    };
+    let trims = if s.after_trims < s.tokens {
+        format!(
+            "; trims brought it to ~{}, above the target of {}",
+            format::exact(s.after_trims),
+            format::exact(s.marks.target)
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "summarising {} ({}, ~{} tokens) with {} (its model: {}): {why}{trims}; keeping {}…",
+        ranges(&s.seqs),
+        format::count(s.messages, "message", "messages"),
+        format::exact(s.messages_tokens),
+        format::plain(&s.summariser),
+        format::plain(&s.model),
+        format::count(s.kept, "message", "messages"),
+    )
+}
+
+/// Seq ranges as a list: `#1–#40, #43`.
+pub fn ranges(seqs: &[SeqRange]) -> String {
+    seqs.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+}
+
+/// The trims listed in one line's detail at most; the rest are counted.
+const TRIMS_LISTED: usize = 8;
+
+/// What left the live view in a compaction, line by line: the messages the summary replaced and
+/// the tool results trimmed, with their sizes (empty when nothing left it).
+pub fn describe_left(r: &Report) -> Vec<String> {
+    let mut lines = Vec::new();
+    let verb = if r.dry_run { "would leave" } else { "left" };
+    if !r.summarised_seqs.is_empty() {
+        let messages: u64 = r.summarised_seqs.iter().map(SeqRange::len).sum();
+        let summary = match r.summary_tokens {
+            Some(t) if r.dry_run => format!(", for a summary of at most ~{} tokens", format::exact(t)),
+            Some(t) => format!(", replaced by a summary of ~{} tokens", format::exact(t)),
+            None => String::new(),
+        };
+        lines.push(format!(
+            "{} {verb} the view: {}{summary}",
+            format::count(messages as usize, "message", "messages"),
+            ranges(&r.summarised_seqs)
+        ));
+    }
+    if !r.trims.is_empty() {
+        let mut listed: Vec<String> = r
+            .trims
+            .iter()
+            .take(TRIMS_LISTED)
+            .map(|t| {
+                format!(
+                    "#{} part {} {} → {} bytes",
+                    t.seq,
+                    t.part,
+                    format::exact(t.bytes_before),
+                    format::exact(t.bytes_after)
+                )
+            })
+            .collect();
+        if r.trims.len() > TRIMS_LISTED {
+            listed.push(format!("and {} more", r.trims.len() - TRIMS_LISTED));
+        }
+        let (before, after) = r.trims.iter().fold((0, 0), |(b, a), t| (b + t.bytes_before, a + t.bytes_after));
+        lines.push(format!(
+            "trimmed: {} ({} → {} bytes in all)",
+            listed.join(", "),
+            format::exact(before),
+            format::exact(after)
+        ));
+    }
+    if !lines.is_empty() && !r.dry_run {
+        lines.push(
+            "the originals are kept: `seshat sessions show --full` shows them, `--compactions` lists every pass".into(),
+        );
+    }
+    lines
 }
 
 /// One line saying what a compaction did: what it freed and whether a model was called.

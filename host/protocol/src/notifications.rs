@@ -7,7 +7,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::records::CompactionTrigger;
-use crate::turn::{Report, StreamEvent, TurnOutcome};
+use crate::turn::{Report, StreamEvent, Summarising, TurnOutcome};
 
 /// A notification: its name on the wire and its params.
 pub trait Notification {
@@ -36,6 +36,11 @@ notification!(
 notification!(
     /// A compaction is about to run (the summary model may take a while); `turn/compaction` follows.
     CompactionStarted = "turn/compaction_started" (CompactionStartedParams)
+);
+notification!(
+    /// A summary is about to be written: what it will replace and the figures (sent after
+    /// `turn/compaction_started`, only when trims alone did not make room).
+    CompactionSummarising = "turn/compaction_summarising" (CompactionSummarisingParams)
 );
 notification!(
     /// What a compaction before a model call did.
@@ -88,6 +93,17 @@ pub struct CompactionStartedParams {
     pub tokens: u64,
     /// The model's window.
     pub window: u64,
+}
+
+/// `turn/compaction_summarising`'s params.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CompactionSummarisingParams {
+    /// The session.
+    pub session: String,
+    /// The turn.
+    pub turn: u64,
+    /// What is about to be summarised.
+    pub summarising: Summarising,
 }
 
 /// `turn/compaction`'s params.

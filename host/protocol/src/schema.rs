@@ -46,6 +46,7 @@ pub fn schema() -> Value {
     notification!(
         notifications::TurnEvent,
         notifications::CompactionStarted,
+        notifications::CompactionSummarising,
         notifications::Compaction,
         notifications::ToolCalled,
         notifications::ToolResult,

@@ -5,6 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::conversation::Usage;
+use crate::records::CompactionTrigger;
 
 /// Why the model stopped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -118,6 +119,115 @@ pub struct Report {
     /// the view stays as the trims left it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_applied: Option<String>,
+    /// The messages that left the live view for the summary, as seq ranges (empty when nothing
+    /// was summarised; a dry run names those it would summarise).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub summarised_seqs: Vec<SeqRange>,
+    /// The tool results trimmed, with their sizes before and after.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub trims: Vec<TrimSize>,
+    /// The summary's size in the model's tokens, when one was applied (or, in a dry run, its
+    /// cap).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary_tokens: Option<u64>,
+    /// The marks the pass worked to: the model's window, the threshold over which compaction runs
+    /// by itself and the target it aims under (0 when unknown: a report made before these were
+    /// given).
+    pub marks: WindowMarks,
+}
+
+/// A window's marks, in the model's tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct WindowMarks {
+    /// The context window.
+    pub window: u64,
+    /// Above this, compaction runs before the next request.
+    pub threshold: u64,
+    /// What compaction aims under.
+    pub target: u64,
+}
+
+/// Messages `from..=through` of a session (by seq).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SeqRange {
+    /// The first.
+    pub from: u64,
+    /// The last.
+    pub through: u64,
+}
+
+impl SeqRange {
+    /// The ranges `seqs` (ascending) make, consecutive seqs joined.
+    pub fn of(seqs: impl IntoIterator<Item = u64>) -> Vec<SeqRange> {
+        let mut out: Vec<SeqRange> = Vec::new();
+        for s in seqs {
+            match out.last_mut() {
+                Some(r) if r.through + 1 == s => r.through = s,
+                _ => out.push(SeqRange { from: s, through: s }),
+            }
+        }
+        out
+    }
+
+    /// How many messages it holds.
+    pub fn len(&self) -> u64 {
+        self.through + 1 - self.from
+    }
+
+    /// Always false: a range holds at least its first message.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+}
+
+impl std::fmt::Display for SeqRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.from == self.through {
+            write!(f, "#{}", self.from)
+        } else {
+            write!(f, "#{}–#{}", self.from, self.through)
+        }
+    }
+}
+
+/// One tool result a compaction trimmed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TrimSize {
+    /// Its message's seq.
+    pub seq: u64,
+    /// The part's index in the message.
+    pub part: u32,
+    /// Its size before, in bytes.
+    pub bytes_before: u64,
+    /// Its size in the live view after.
+    pub bytes_after: u64,
+}
+
+/// A summary about to be written: told before the summariser (and the model it calls) runs, with
+/// what it will replace, so a front end can say so while it is under way.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Summarising {
+    /// Why the compaction runs.
+    pub trigger: CompactionTrigger,
+    /// Tokens in use before the pass (the figure the report gives as `tokens_before`).
+    pub tokens: u64,
+    /// Tokens in use once the pass's trims stand.
+    pub after_trims: u64,
+    /// The marks the pass works to.
+    pub marks: WindowMarks,
+    /// The messages about to leave the live view for the summary, as seq ranges.
+    pub seqs: Vec<SeqRange>,
+    /// How many messages that is.
+    pub messages: usize,
+    /// Their size in the model's tokens.
+    pub messages_tokens: u64,
+    /// Messages that stay in the view verbatim.
+    pub kept: usize,
+    /// The summariser's id.
+    pub summariser: String,
+    /// The model it may call.
+    pub model: String,
 }
 
 /// Where a model's context window came from (shown by `/context` and in warnings).

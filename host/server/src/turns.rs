@@ -13,7 +13,7 @@ use std::sync::{Arc, Condvar, Mutex, mpsc};
 
 use serde_json::Value;
 use seshat::client::{Agent, Observer, SessionChoice, Tool};
-use seshat::compaction::{Report, Starting};
+use seshat::compaction::{Report, Starting, Summarising};
 use seshat::plugins::StreamEvent;
 use seshat::providers::Cancel;
 use seshat::tool::{ToolDef, ToolOutput};
@@ -476,9 +476,12 @@ impl Turns {
     ) -> Result<(), RpcError> {
         let outbox = link.outbox.clone();
         let metrics = self.metrics.clone();
+        let session_id = session.to_string();
         self.run(link, session, id, move |agent, _cancel, claim, id| {
             let _running = metrics.job();
-            let report = agent.compact_until(how.dry_run, how.instructions.as_deref(), how.until);
+            // Its progress is told as a turn's is, under turn 0 (no turn).
+            let mut notifier = Notifier { outbox: outbox.clone(), session: session_id, turn: 0, first: None };
+            let report = agent.compact_observed(how.dry_run, how.instructions.as_deref(), how.until, &mut notifier);
             if let Some(report) = report.as_ref().ok().filter(|r| !r.dry_run) {
                 metrics.compaction(true, report.tokens_before.saturating_sub(report.tokens_after));
             }
@@ -578,6 +581,12 @@ impl Observer for Notifier {
             tokens,
             window,
         });
+    }
+
+    fn compaction_summarising(&mut self, summarising: &Summarising) {
+        let (session, turn) = (self.session.clone(), self.turn);
+        let summarising = summarising.clone();
+        self.outbox.notice::<n::CompactionSummarising>(&n::CompactionSummarisingParams { session, turn, summarising });
     }
 
     fn compaction(&mut self, report: &Report) {

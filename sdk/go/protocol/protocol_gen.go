@@ -163,6 +163,16 @@ const (
 	CompactionStatusFailed CompactionStatus = "failed"
 )
 
+// CompactionSummarisingParams: `turn/compaction_summarising`'s params.
+type CompactionSummarisingParams struct {
+	// Session: The session.
+	Session string `json:"session"`
+	// Summarising: What is about to be summarised.
+	Summarising Summarising `json:"summarising"`
+	// Turn: The turn.
+	Turn uint64 `json:"turn"`
+}
+
 // CompactionTrigger: What started a compaction.
 type CompactionTrigger string
 
@@ -804,6 +814,10 @@ type Report struct {
 	DryRun bool `json:"dry_run,omitempty"`
 	// Kept: Messages kept after the summary (the pinned request included).
 	Kept int `json:"kept,omitempty"`
+	// Marks: The marks the pass worked to: the model's window, the threshold over which compaction runs
+	// by itself and the target it aims under (0 when unknown: a report made before these were
+	// given).
+	Marks WindowMarks `json:"marks,omitempty"`
 	// ModelCalls: Model calls made (0: no model was called).
 	ModelCalls uint32 `json:"model_calls,omitempty"`
 	// NotApplied: Why a summary that was written was not applied (it would have made the request larger):
@@ -816,8 +830,14 @@ type Report struct {
 	RefusalsRecovered uint32 `json:"refusals_recovered,omitempty"`
 	// Summarised: Whether a summary replaced older messages.
 	Summarised bool `json:"summarised,omitempty"`
+	// SummarisedSeqs: The messages that left the live view for the summary, as seq ranges (empty when nothing
+	// was summarised; a dry run names those it would summarise).
+	SummarisedSeqs []SeqRange `json:"summarised_seqs,omitempty"`
 	// SummaryModel: The model that wrote the summary.
 	SummaryModel string `json:"summary_model,omitempty"`
+	// SummaryTokens: The summary's size in the model's tokens, when one was applied (or, in a dry run, its
+	// cap).
+	SummaryTokens uint64 `json:"summary_tokens,omitempty"`
 	// Thrash: The summary freed too little (counted as a failure, but used).
 	Thrash bool `json:"thrash,omitempty"`
 	// TokensAfter: Estimated request tokens after.
@@ -826,6 +846,8 @@ type Report struct {
 	TokensBefore uint64 `json:"tokens_before,omitempty"`
 	// Trimmed: Tool results trimmed.
 	Trimmed int `json:"trimmed,omitempty"`
+	// Trims: The tool results trimmed, with their sizes before and after.
+	Trims []TrimSize `json:"trims,omitempty"`
 	// TrimsFreed: Estimated tokens the trims freed.
 	TrimsFreed uint64 `json:"trims_freed,omitempty"`
 }
@@ -891,6 +913,14 @@ type SearchNodesParams struct {
 	Query string `json:"query"`
 	// Scope: Where the memory lives: 'user', 'project', 'cross' or 'team:NAME' (a team's shared memory). Reads default to the caller's own three and their teams'; writes default to 'project' inside a project, else 'cross'.
 	Scope Scope `json:"scope,omitempty"`
+}
+
+// SeqRange: Messages `from..=through` of a session (by seq).
+type SeqRange struct {
+	// From: The first.
+	From uint64 `json:"from"`
+	// Through: The last.
+	Through uint64 `json:"through"`
 }
 
 // ServerInfo: The server's name and version.
@@ -1181,6 +1211,31 @@ type StopReason = json.RawMessage
 // StreamEvent: One decoded streaming event.
 type StreamEvent = json.RawMessage
 
+// Summarising: A summary about to be written: told before the summariser (and the model it calls) runs, with
+// what it will replace, so a front end can say so while it is under way.
+type Summarising struct {
+	// AfterTrims: Tokens in use once the pass's trims stand.
+	AfterTrims uint64 `json:"after_trims"`
+	// Kept: Messages that stay in the view verbatim.
+	Kept int `json:"kept"`
+	// Marks: The marks the pass works to.
+	Marks WindowMarks `json:"marks"`
+	// Messages: How many messages that is.
+	Messages int `json:"messages"`
+	// MessagesTokens: Their size in the model's tokens.
+	MessagesTokens uint64 `json:"messages_tokens"`
+	// Model: The model it may call.
+	Model string `json:"model"`
+	// Seqs: The messages about to leave the live view for the summary, as seq ranges.
+	Seqs []SeqRange `json:"seqs"`
+	// Summariser: The summariser's id.
+	Summariser string `json:"summariser"`
+	// Tokens: Tokens in use before the pass (the figure the report gives as `tokens_before`).
+	Tokens uint64 `json:"tokens"`
+	// Trigger: Why the compaction runs.
+	Trigger CompactionTrigger `json:"trigger"`
+}
+
 // TokenInfo: A token as listed: everything but its secret.
 type TokenInfo struct {
 	// CreatedAt: Unix milliseconds.
@@ -1302,6 +1357,18 @@ type Trim struct {
 	// Replacement: The content the live view shows instead.
 	Replacement string `json:"replacement"`
 	// Seq: The trimmed message.
+	Seq uint64 `json:"seq"`
+}
+
+// TrimSize: One tool result a compaction trimmed.
+type TrimSize struct {
+	// BytesAfter: Its size in the live view after.
+	BytesAfter uint64 `json:"bytes_after"`
+	// BytesBefore: Its size before, in bytes.
+	BytesBefore uint64 `json:"bytes_before"`
+	// Part: The part's index in the message.
+	Part uint32 `json:"part"`
+	// Seq: Its message's seq.
 	Seq uint64 `json:"seq"`
 }
 
@@ -1480,6 +1547,16 @@ type WarningParams struct {
 	Turn uint64 `json:"turn"`
 }
 
+// WindowMarks: A window's marks, in the model's tokens.
+type WindowMarks struct {
+	// Target: What compaction aims under.
+	Target uint64 `json:"target,omitempty"`
+	// Threshold: Above this, compaction runs before the next request.
+	Threshold uint64 `json:"threshold,omitempty"`
+	// Window: The context window.
+	Window uint64 `json:"window,omitempty"`
+}
+
 // WindowSource: Where a model's context window came from (shown by `/context` and in warnings).
 type WindowSource string
 
@@ -1606,6 +1683,8 @@ const (
 	NotificationTurnCompaction = "turn/compaction"
 	// NotificationTurnCompactionStarted carries CompactionStartedParams.
 	NotificationTurnCompactionStarted = "turn/compaction_started"
+	// NotificationTurnCompactionSummarising carries CompactionSummarisingParams.
+	NotificationTurnCompactionSummarising = "turn/compaction_summarising"
 	// NotificationTurnCompleted carries CompletedParams.
 	NotificationTurnCompleted = "turn/completed"
 	// NotificationTurnEvent carries TurnEventParams.

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use seshat::client::{Agent, Observer, SessionChoice, TurnOutcome};
-use seshat::compaction::{Report, Starting};
+use seshat::compaction::{Report, Starting, Summarising};
 use seshat::plugins::StreamEvent;
 use seshat::providers::Cancel;
 
@@ -123,6 +123,9 @@ impl Observer for Printer {
 
     fn compaction_started(&mut self, starting: &Starting) {
         self.end_line();
+        if !self.text {
+            return notice_line("compaction_started", &self.session, starting);
+        }
         eprintln!(
             "[compacting: ~{} of {} tokens in use…]",
             format::exact(starting.tokens),
@@ -130,9 +133,23 @@ impl Observer for Printer {
         );
     }
 
+    fn compaction_summarising(&mut self, summarising: &Summarising) {
+        self.end_line();
+        if !self.text {
+            return notice_line("compaction_summarising", &self.session, summarising);
+        }
+        eprintln!("[{}]", compact::describe_summarising(summarising));
+    }
+
     fn compaction(&mut self, report: &Report) {
         self.end_line();
+        if !self.text {
+            return notice_line("compaction", &self.session, report);
+        }
         eprintln!("[{}]", compact::describe(&self.session, report));
+        for line in compact::describe_left(report) {
+            eprintln!("  {line}");
+        }
     }
 
     fn tool_call(&mut self, _call_id: &str, name: &str, arguments: &str) {
@@ -151,6 +168,18 @@ impl Observer for Printer {
         self.end_line();
         eprintln!("warning: {}", format::visible(message));
     }
+}
+
+/// A compaction's notice under `--json`: one line of JSON on stderr (`{"notice": KIND,
+/// "session": ID, …}` with the figures), so a script reading stdout's one answer can follow the
+/// compaction while it runs.
+pub(crate) fn notice_line(kind: &str, session: &str, figures: &impl serde::Serialize) {
+    let mut line = serde_json::json!({"notice": kind, "session": session});
+    if let (Some(line), Ok(serde_json::Value::Object(figures))) = (line.as_object_mut(), serde_json::to_value(figures))
+    {
+        line.extend(figures);
+    }
+    eprintln!("{line}");
 }
 
 /// What `chat` and `compact` both choose from their flags.

@@ -215,6 +215,11 @@ fn attempt(
                         printer.compaction_started(&starting);
                     }
                 }
+                n::CompactionSummarising::NAME => {
+                    if let Ok(p) = serde_json::from_value::<n::CompactionSummarisingParams>(params) {
+                        printer.compaction_summarising(&p.summarising);
+                    }
+                }
                 n::Compaction::NAME => {
                     if let Ok(p) = serde_json::from_value::<n::CompactionParams>(params) {
                         printer.compaction(&p.report);

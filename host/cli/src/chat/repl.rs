@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use seshat::client::Agent;
+use seshat::client::{Agent, Observer};
 use seshat::providers::Cancel;
 use seshat::store::ListFilter;
 
@@ -196,9 +196,10 @@ fn command(agent: &mut Agent, input: &str, cancel: &Cancel, work: &crate::stop::
             cancel.reset();
             agent.set_cancel(cancel);
             work.begin();
-            let report = agent.compact_until(false, (!text.is_empty()).then_some(text), until);
+            let mut printer = Printer::new(true, agent.session());
+            let report = agent.compact_observed(false, (!text.is_empty()).then_some(text), until, &mut printer);
             let _ = work.end();
-            eprintln!("{}", compact::describe(agent.session(), &report?));
+            printer.compaction(&report?);
         }
         "/uncompact" => {
             let undone = agent.undo_compaction()?;

@@ -5,6 +5,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use serde::Serialize;
+use seshat::compaction::{Pass, SeqRange};
 use seshat::conversation::Part;
 use seshat::store::{Compaction, CompactionStatus, Message, Origin, Rewind, SessionInfo, Trim, ViewEntry};
 
@@ -18,6 +19,10 @@ pub struct Args {
     /// Show every original message and every compaction and trim record, not the live view.
     #[arg(long)]
     full: bool,
+    /// List what each compaction took out of the live view: the tool results trimmed (sizes
+    /// before and after) and, for each summary, the messages it replaced and what it kept.
+    #[arg(long, conflicts_with = "full")]
+    compactions: bool,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -40,6 +45,15 @@ struct Full {
 /// (`session/list`), shown as locally.
 fn run_remote(args: &Args, remote: &mut crate::remote::Remote) -> anyhow::Result<ExitCode> {
     let mut out = format::stdout();
+    if args.compactions {
+        let jsonl = remote.request::<m::SessionExport>(&m::SessionParams { session: args.id.clone() })?.jsonl;
+        let full = from_export(&jsonl)?;
+        let got = remote.request::<m::SessionGet>(&m::SessionGetParams { session: args.id.clone(), full: false })?;
+        let pinned: Vec<u64> = got.view.entries.iter().filter(|e| e.pinned).filter_map(|e| e.seq).collect();
+        show_passes(&mut out, &full, &pinned, args.json)?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.full {
         let jsonl = remote.request::<m::SessionExport>(&m::SessionParams { session: args.id.clone() })?.jsonl;
         let mut full = from_export(&jsonl)?;
@@ -103,6 +117,19 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let store = ctx.store()?;
     let id = store.resolve(&args.id)?;
     let mut out = format::stdout();
+    if args.compactions {
+        let full = Full {
+            session: store.session(&id)?,
+            messages: store.full_history(&id)?,
+            compactions: store.compactions(&id)?,
+            trims: store.trims(&id)?,
+            rewinds: store.live_rewinds(&id)?,
+            forks: Vec::new(),
+        };
+        show_passes(&mut out, &full, &store.pins(&id)?, args.json)?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.full {
         let full = Full {
             session: store.session(&id)?,
@@ -129,6 +156,102 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     render_view(&mut out, &view.session, view.compaction.as_ref(), &view.entries, &store.forks(&id)?)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--compactions`: each pass of the session's compaction history, as JSON or text.
+fn show_passes(out: &mut format::Out, full: &Full, pinned: &[u64], json: bool) -> anyhow::Result<()> {
+    let seqs: Vec<u64> = full.messages.iter().map(|m| m.seq).collect();
+    let passes = seshat::compaction::passes(&full.compactions, &full.trims, &seqs, pinned, &full.rewinds);
+    if json {
+        return format::json(out, &serde_json::json!({"session": full.session.id, "passes": passes}));
+    }
+    render_passes(out, &full.session, &passes)?;
+    Ok(())
+}
+
+fn render_passes(out: &mut dyn Write, session: &SessionInfo, passes: &[Pass]) -> std::io::Result<()> {
+    header(out, session)?;
+    if passes.is_empty() {
+        return writeln!(out, "Nothing was ever compacted in this session: its live view is its whole history.");
+    }
+    writeln!(
+        out,
+        "{}; the originals are kept (`seshat sessions show {} --full`).",
+        format::count(passes.len(), "compaction pass", "compaction passes"),
+        session.id
+    )?;
+    for pass in passes {
+        match pass {
+            Pass::Trims { created_at, plugin, trims } => {
+                let (before, after) = trims.iter().fold((0, 0), |(b, a), t| (b + t.bytes_before, a + t.bytes_after));
+                writeln!(
+                    out,
+                    "\n── {} trimmed at {}{}: {} → {} bytes ──",
+                    format::count(trims.len(), "tool result", "tool results"),
+                    format::time(*created_at),
+                    plugin.as_ref().map_or(String::new(), |p| format!(" by {}", p.id)),
+                    format::exact(before),
+                    format::exact(after),
+                )?;
+                for t in trims {
+                    writeln!(
+                        out,
+                        "  #{} part {}: {} → {} bytes",
+                        t.seq,
+                        t.part,
+                        format::exact(t.bytes_before),
+                        format::exact(t.bytes_after)
+                    )?;
+                }
+            }
+            Pass::Summary {
+                created_at,
+                trigger,
+                status,
+                tokens_before,
+                tokens_after,
+                summarised_seqs,
+                first_kept_seq,
+                summary,
+                model,
+                error,
+                ..
+            } => {
+                let trigger = match trigger {
+                    seshat::store::CompactionTrigger::Auto => "auto",
+                    seshat::store::CompactionTrigger::Manual => "manual",
+                };
+                if *status == CompactionStatus::Failed {
+                    writeln!(
+                        out,
+                        "\n══ summary ({trigger}) at {} failed: {} ══",
+                        format::time(*created_at),
+                        error.as_deref().unwrap_or("no reason recorded")
+                    )?;
+                    continue;
+                }
+                let messages: u64 = summarised_seqs.iter().map(SeqRange::len).sum();
+                writeln!(
+                    out,
+                    "\n══ summary ({trigger}) at {}: {} → {} tokens; {} left the view: {}; kept from #{}; model {} ══",
+                    format::time(*created_at),
+                    format::exact(*tokens_before),
+                    tokens_after.map_or("?".into(), format::exact),
+                    format::count(messages as usize, "message", "messages"),
+                    crate::compact::ranges(summarised_seqs),
+                    first_kept_seq.map_or("?".into(), |s| s.to_string()),
+                    model.as_deref().unwrap_or("-"),
+                )?;
+                if let Some(e) = error {
+                    writeln!(out, "(counted as a failed compaction: {e})")?;
+                }
+                writeln!(out, "What the summary kept:\n{}", summary.as_deref().unwrap_or_default())?;
+            }
+            // A kind of pass this build does not know how to show.
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// The live view as text: the session, its lineage, then each entry.

@@ -182,7 +182,7 @@ fn anthropic_streams_a_tool_round_trip_through_the_memory_tools() {
     assert_eq!(first["system"][0]["cache_control"]["type"], "ephemeral", "system prompt cached");
     assert!(first["system"][0]["text"].as_str().unwrap().contains("# Memory"), "the memory snapshot is in the prompt");
     let tools = first["tools"].as_array().unwrap();
-    assert_eq!(tools.len(), 11, "the nine memory tools and the two history tools");
+    assert_eq!(tools.len(), 12, "the nine memory tools, the two history tools and context_status");
     assert_eq!(tools.last().unwrap()["cache_control"]["type"], "ephemeral", "tools cached");
     assert!(tools[..tools.len() - 1].iter().all(|t| t.get("cache_control").is_none()));
     assert_eq!(first["system"], second["system"], "the prefix is byte-stable");
@@ -549,13 +549,6 @@ fn without_a_provider_or_key_chat_says_what_to_set() {
     assert!(!home.db().exists() || home.store().list_sessions(&Default::default()).unwrap().is_empty());
 }
 
-/// `n` with its thousands grouped: `18,536`.
-fn grouped(n: u64) -> String {
-    let digits: Vec<char> = n.to_string().chars().collect();
-    let groups: Vec<String> = digits.rchunks(3).rev().map(|g| g.iter().collect()).collect();
-    groups.join(",")
-}
-
 /// A streamed text answer whose reported usage says the request had `input` tokens.
 pub fn answer_at(input: u64, text: &str) -> Reply {
     let mut v = vec![anthropic::start(input)];
@@ -597,26 +590,34 @@ fn a_small_window_forces_auto_compaction_in_a_tool_using_chat() {
     let out =
         chat(&home, &[&["--continue", "-p", "three", "--summary-model", "claude-haiku-4-5"], &w[..]].concat(), &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let notice = String::from_utf8_lossy(&out.stderr);
+    let stderr = String::from_utf8_lossy(&out.stderr);
     let third = json_of(&out);
     assert_eq!(third["text"], "Got three.");
     let report = &third["compactions"][0];
     assert_eq!(third["compactions"].as_array().map(Vec::len), Some(1), "{third}");
-    // What the notices say is what `--json` reports, to the token (grouped by thousands).
-    let figure = |key: &str| report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"));
-    let line = format!(
-        "[Compacted session {}: {} → {} tokens (freed {}); summarised 1 message; 1 call to claude-haiku-4-5.]",
-        third["session"].as_str().unwrap(),
-        grouped(figure("tokens_before")),
-        grouped(figure("tokens_after")),
-        grouped(figure("tokens_before") - figure("tokens_after")),
+    // Under --json, each notice is a line of JSON on stderr, in the order it was told: announced
+    // with what was in use, then what the summary would replace (before the summary model was
+    // asked), then the report the answer gives.
+    let notices: Vec<Value> =
+        stderr.lines().filter(|l| l.starts_with('{')).map(|l| serde_json::from_str(l).unwrap()).collect();
+    let kinds: Vec<&str> = notices.iter().map(|n| n["notice"].as_str().unwrap_or("?")).collect();
+    assert_eq!(kinds, ["compaction_started", "compaction_summarising", "compaction"], "{stderr}");
+    assert!(notices.iter().all(|n| n["session"] == third["session"]), "{stderr}");
+    let (started, summarising, done) = (&notices[0], &notices[1], &notices[2]);
+    assert_eq!(
+        (started["tokens"].as_u64(), started["window"].as_u64()),
+        (report["tokens_before"].as_u64(), Some(30_000))
     );
-    assert!(notice.contains(&line), "the notice is not {line:?}: {notice}");
-    // Announced before it ran (the summary model may take a while), with what was in use: the
-    // same figure.
-    let starting = format!("[compacting: ~{} of 30,000 tokens in use…]", grouped(figure("tokens_before")));
-    let announced = notice.find(&starting).unwrap_or_else(|| panic!("{starting:?} is not in {notice}"));
-    assert!(announced < notice.find("[Compacted session").unwrap(), "{notice}");
+    assert_eq!(summarising["tokens"], report["tokens_before"], "{summarising}");
+    assert_eq!(summarising["seqs"], report["summarised_seqs"], "it named what then left the view");
+    assert_eq!(
+        (summarising["marks"]["window"].as_u64(), summarising["model"].as_str()),
+        (Some(30_000), Some("claude-haiku-4-5"))
+    );
+    assert!(summarising["tokens"].as_u64() > summarising["marks"]["threshold"].as_u64(), "{summarising}");
+    let mut reported = done.clone();
+    reported.as_object_mut().map(|o| (o.remove("notice"), o.remove("session")));
+    assert_eq!(&reported, report, "the notice is the report");
     let session = home.store().list_sessions(&Default::default()).unwrap().remove(0).id;
     let records = home.store().compactions(&session).unwrap();
     assert_eq!(records.len(), 1);

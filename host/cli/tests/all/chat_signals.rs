@@ -265,7 +265,7 @@ fn the_repl_on_a_terminal_streams_and_survives_a_typed_ctrl_c_mid_stream() {
     assert!(pty.text().matches("[ctx ").count() >= 2, "the status line: {}", pty.text());
     pty.send("/context\r");
     wait_for("the context breakdown", || pty.text().contains("total (estimated)"));
-    assert!(pty.text().contains("tool schemas (11)") && pty.text().contains("assistant text"), "{}", pty.text());
+    assert!(pty.text().contains("tool schemas (12)") && pty.text().contains("assistant text"), "{}", pty.text());
     assert!(
         pty.text().contains("window: 200k tokens (from the model table); answers get up to 1000"),
         "{}",
@@ -286,6 +286,11 @@ fn the_repl_on_a_terminal_streams_and_survives_a_typed_ctrl_c_mid_stream() {
     // request are summarised.
     pty.send("/compact\r");
     wait_for("the compaction report", || pty.text().contains("summarised 2 messages; 1 call to"));
+    // What left the view, told before and after.
+    assert!(pty.text().contains("[summarising #1–#2 (2 messages, ~"), "{}", pty.text());
+    wait_for("what left the view", || {
+        pty.text().contains("2 messages left the view: #1–#2, replaced by a summary of ~")
+    });
     pty.send("/uncompact\r");
     wait_for("the undo", || pty.text().contains("Undid compaction 1 of session"));
     pty.send("/pin 1\r");
@@ -396,6 +401,15 @@ fn a_typed_ctrl_c_stops_a_slow_summary_at_once() {
         .args(["chat", "--continue", "-p", &big("more"), "--window", "30000"]);
     let (mut pty, mut child) = Pty::spawn(cmd);
     wait_for("the summary request", || server.count() == 2);
+    // While the summary model is asked (and never answers), the terminal already says what it
+    // will replace and why.
+    wait_for("the notice before the summary", || pty.text().contains("[summarising #1–#2 (2 messages, ~"));
+    let shown = pty.text();
+    let notice = shown.lines().find(|l| l.contains("[summarising #1–#2")).unwrap_or_default().to_string();
+    assert!(
+        notice.contains("of 30,000 tokens in use, over the threshold of ") && notice.ends_with("; keeping 1 message…]"),
+        "{notice}"
+    );
     pty.send("\x03");
     let status = wait_exit(&mut child, "the chat after one Ctrl-C");
     assert_eq!(status.code(), Some(130), "{}", pty.text());

@@ -1221,6 +1221,130 @@ fn a_summary_larger_than_what_it_replaces_is_not_applied_and_says_so() {
     assert!(store.compactions(&id).unwrap().is_empty(), "nothing recorded");
 }
 
+/// Before the summary model is called, a notice names what the summary will replace, with the
+/// figures that called for it; the report then says what left the view (the messages, the tool
+/// results trimmed and by how much), and the session's records say it again (what `sessions show
+/// --compactions` lists).
+#[test]
+fn the_notice_before_a_summary_names_what_leaves_the_view_and_the_records_say_it_again() {
+    use seshat::compaction::{Pass, Progress, SeqRange, WindowMarks};
+    use std::collections::BTreeSet;
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 20_000);
+    store.append(&id, &[text(Role::User, "build it")]).unwrap();
+    for k in 0..2 {
+        store.append(&id, &tool_pair(&format!("c{k}"), &"compiler output line\n".repeat(1_200))).unwrap();
+    }
+    chat(&mut store, &id, 40, 300);
+    // A request the user pinned stays in the view, and is not named.
+    seshat::compaction::pin(&mut store, &id, 8, 20_000).unwrap();
+    let seqs = |store: &Store| -> BTreeSet<u64> {
+        store.live_view(&id).unwrap().entries.iter().filter_map(|e| e.seq).collect()
+    };
+    let before = seqs(&store);
+    let model = Scripted::answering(&[Ok("The user made 40 requests; all answered.")]);
+    let mut p = plugins("summariser");
+    let mut c = p.compactor(model.clone());
+    let (mut told, mut notice) = (Vec::new(), None);
+    let report = c
+        .compact_with(&mut store, &id, &frame(), &settings(Some(20_000)), false, &mut |p| match p {
+            Progress::Starting(s) => told.push(("starting", model.calls(), s.tokens)),
+            Progress::Summarising(s) => {
+                told.push(("summarising", model.calls(), s.tokens));
+                notice = Some(s.clone());
+            }
+            _ => {}
+        })
+        .unwrap();
+    assert!(report.summarised && report.trimmed > 0 && model.calls() == 1, "{report:?}");
+    // Told in order, each before the model was called.
+    assert_eq!(told, vec![("starting", 0, report.tokens_before), ("summarising", 0, report.tokens_before)]);
+    let notice = notice.unwrap();
+    let marks = seshat::window::Marks::new(20_000);
+    assert_eq!(notice.marks, WindowMarks { window: 20_000, threshold: marks.threshold, target: marks.target });
+    assert_eq!(notice.after_trims, report.tokens_before - report.trims_freed);
+    assert!(notice.after_trims > marks.target, "trims alone did not reach the target: {notice:?}");
+    assert_eq!((notice.messages, notice.kept), (report.dropped, report.kept));
+    assert_eq!(notice.seqs, report.summarised_seqs, "the notice named what then left");
+
+    // What left the view is what the report names: the view before less the view after.
+    let after = seqs(&store);
+    assert!(after.contains(&8), "the pinned request stays");
+    assert_eq!(report.summarised_seqs, SeqRange::of(before.difference(&after).copied()));
+    assert!(report.summary_tokens.is_some_and(|t| t > 0 && t < report.tokens_after), "{report:?}");
+    // The trims, with their sizes: those the store recorded, the originals' own.
+    let full = store.full_history(&id).unwrap();
+    let recorded: Vec<(u64, u32, u64, u64)> =
+        store.trims(&id).unwrap().iter().map(|t| (t.seq, t.part, t.original_size, t.new_size)).collect();
+    let reported: Vec<(u64, u32, u64, u64)> =
+        report.trims.iter().map(|t| (t.seq, t.part, t.bytes_before, t.bytes_after)).collect();
+    assert_eq!(reported, recorded);
+    for t in &report.trims {
+        let original = match &full[t.seq as usize - 1].parts[t.part as usize] {
+            Part::ToolResult { content, .. } => content.len() as u64,
+            other => panic!("trimmed a {other:?}"),
+        };
+        assert_eq!(t.bytes_before, original);
+    }
+    // The records say it again, pass by pass.
+    let passes = seshat::compaction::passes(
+        &store.compactions(&id).unwrap(),
+        &store.trims(&id).unwrap(),
+        &full.iter().map(|m| m.seq).collect::<Vec<_>>(),
+        &store.pins(&id).unwrap(),
+        &store.live_rewinds(&id).unwrap(),
+    );
+    match passes.as_slice() {
+        [Pass::Trims { trims, .. }, Pass::Summary { summarised_seqs, .. }] => {
+            assert_eq!((trims, summarised_seqs), (&report.trims, &report.summarised_seqs));
+        }
+        other => panic!("one pass of trims then one summary: {other:?}"),
+    }
+}
+
+/// `seshat compact` says what left the view; `sessions show --compactions` lists each pass from
+/// the records, the same figures.
+#[test]
+fn compact_and_sessions_show_compactions_say_what_left_the_view() {
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 20_000);
+    store.append(&id, &[text(Role::User, "build it")]).unwrap();
+    for k in 0..2 {
+        store.append(&id, &tool_pair(&format!("c{k}"), &"compiler output line\n".repeat(1_200))).unwrap();
+    }
+    chat(&mut store, &id, 40, 300);
+    let untouched = import_long(&home, 3);
+    std::fs::write(home.path().join("config.toml"), "[plugins]\nsummariser = \"summariser-extractive\"\n").unwrap();
+    let never = home.ok(&["sessions", "show", &untouched, "--compactions"]);
+    assert!(never.contains("Nothing was ever compacted in this session"), "{never}");
+
+    let report: serde_json::Value = serde_json::from_str(&home.ok(&["compact", &id, "--json"])).unwrap();
+    assert!(report["summarised"] == true && report["trimmed"].as_u64() > Some(0), "{report}");
+    let shown: serde_json::Value =
+        serde_json::from_str(&home.ok(&["sessions", "show", &id, "--compactions", "--json"])).unwrap();
+    let passes = shown["passes"].as_array().unwrap();
+    let kinds: Vec<&str> = passes.iter().map(|p| p["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["trims", "summary"], "{shown}");
+    assert_eq!(passes[0]["trims"], report["trims"], "{shown}");
+    assert_eq!(passes[1]["summarised_seqs"], report["summarised_seqs"], "{shown}");
+    assert_eq!(passes[1]["tokens_after"], report["tokens_after"], "{shown}");
+    // As text: each pass, its figures, and what the summary kept.
+    let range = |r: &serde_json::Value| format!("#{}–#{}", r["from"], r["through"]);
+    let seqs: Vec<String> = report["summarised_seqs"].as_array().unwrap().iter().map(range).collect();
+    let text = home.ok(&["sessions", "show", &id, "--compactions"]);
+    assert!(text.contains("2 compaction passes; the originals are kept"), "{text}");
+    assert!(text.contains("── 2 tool results trimmed at ") && text.contains("  #3 part 0: 25,200 → "), "{text}");
+    let left = format!("{} messages left the view: {}; kept from #", report["dropped"], seqs.join(", "));
+    assert!(text.contains(&left), "{left:?} in {text}");
+    let summary = store.live_view(&id).unwrap().compaction.unwrap().summary.unwrap();
+    assert!(text.contains(&format!("What the summary kept:\n{summary}")), "{text}");
+    // The text report of another pass names the same things.
+    let again = home.ok(&["compact", &id, "--dry-run"]);
+    assert!(again.lines().nth(1).is_some_and(|l| l.contains("would leave the view: #")), "{again}");
+}
+
 /// What a compaction leaves, over sessions of every shape (sizes, many large tool outputs, a
 /// large output last), with the default trimmer and the extractive summariser, by hand and
 /// automatically: nothing is summarised when trimming brought the request under the target, and

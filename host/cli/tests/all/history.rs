@@ -241,8 +241,9 @@ fn the_agent_reads_back_a_failing_line_that_compaction_trimmed_away() {
         }
         let pieces = match streamed.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
             0 => anthropic::text_answer(&["Tests ran."]),
-            1 => anthropic::tool_answer("toolu_s", "history_search", r#"{"query":"which test failed upload"}"#),
-            2 => anthropic::tool_answer("toolu_r", "history_read", r#"{"seq":4}"#),
+            1 => anthropic::tool_answer("toolu_c", "context_status", "{}"),
+            2 => anthropic::tool_answer("toolu_s", "history_search", r#"{"query":"which test failed upload"}"#),
+            3 => anthropic::tool_answer("toolu_r", "history_read", r#"{"seq":4}"#),
             _ => anthropic::text_answer(&["upload::retries failed with TF123-K45."]),
         };
         Reply::Stream { pieces }
@@ -265,6 +266,7 @@ fn the_agent_reads_back_a_failing_line_that_compaction_trimmed_away() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let view = serde_json::to_string(&store.live_view(&session).unwrap()).unwrap();
     assert!(!view.contains("TF123-K45"), "the log is out of the live view");
 
@@ -272,15 +274,15 @@ fn the_agent_reads_back_a_failing_line_that_compaction_trimmed_away() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(json_of(&out)["text"], "upload::retries failed with TF123-K45.");
     let chats: Vec<Value> = server.requests().iter().map(|r| r.json()).filter(|b| b["stream"] == true).collect();
-    assert_eq!(chats.len(), 4);
+    assert_eq!(chats.len(), 5);
     assert!(
-        !chats[1]["messages"].to_string().contains("TF123-K45"),
+        !chats[2]["messages"].to_string().contains("TF123-K45"),
         "the model did not see the line before it read it"
     );
     let tools: Vec<&str> = chats[1]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert!(tools.contains(&"history_search") && tools.contains(&"history_read"), "{tools:?}");
+    assert!(["history_search", "history_read", "context_status"].iter().all(|t| tools.contains(t)), "{tools:?}");
     let history = store.full_history(&session).unwrap();
-    let results: Vec<&str> = history
+    let mut results: Vec<&str> = history
         .iter()
         .flat_map(|m| &m.parts)
         .filter_map(|p| match p {
@@ -288,7 +290,34 @@ fn the_agent_reads_back_a_failing_line_that_compaction_trimmed_away() {
             _ => None,
         })
         .collect();
-    assert_eq!(results.len(), 2, "both calls stored like any tool call");
+    assert_eq!(results.len(), 3, "the calls stored like any tool call");
+    // context_status told the agent what the compaction took out of its view (the figures its
+    // report gave) and how to read it back.
+    let status = results.remove(0);
+    let ranges: Vec<String> = report["summarised_seqs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| match (r["from"].as_u64().unwrap(), r["through"].as_u64().unwrap()) {
+            (a, b) if a == b => format!("#{a}"),
+            (a, b) => format!("#{a}–#{b}"),
+        })
+        .collect();
+    assert!(!ranges.is_empty(), "{report}");
+    let said = format!("Summarised: messages {} are out of your view", ranges.join(", "));
+    assert!(status.contains(&said), "{said:?} in {status}");
+    let window = store.session(&session).unwrap().context_window.unwrap();
+    let marks = seshat::window::Marks::new(window);
+    // What the request before the call used, as the provider reported it.
+    let used = status
+        .strip_prefix(&format!("Context window: {window} tokens; used: "))
+        .and_then(|rest| rest.split_once(" tokens (")?.0.parse::<u64>().ok());
+    assert!(used.is_some_and(|u| u > 0), "{status}");
+    assert!(
+        status.contains(&format!("pass {} tokens and brings it under {}", marks.threshold, marks.target)),
+        "{status}"
+    );
+    assert!(status.contains("history_read gives back any message exactly as written"), "{status}");
     let line =
         results[0].lines().find(|l| l.starts_with("- seq 4 (tool): ")).unwrap_or_else(|| panic!("{}", results[0]));
     assert!(line.contains("«upload»::retries ... «FAILED»"), "the search finds the log: {line}");
@@ -300,7 +329,7 @@ fn the_agent_reads_back_a_failing_line_that_compaction_trimmed_away() {
         results[1]
     );
     // And the request that followed carried the failing line to the model.
-    assert!(chats[3]["messages"].to_string().contains("TF123-K45 at src/upload.rs:88"));
+    assert!(chats[4]["messages"].to_string().contains("TF123-K45 at src/upload.rs:88"));
 }
 
 #[test]

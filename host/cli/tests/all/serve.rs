@@ -641,9 +641,22 @@ fn an_automatic_compaction_is_announced_before_it_runs_and_reported_after() {
     let second = c.ok("turn/start", json!({"session": id, "text": "and then?"}))["turn"].as_u64().unwrap();
     let notes = c.turn_notifications(second);
     let at = |m: &str| notes.iter().position(|n| n["method"] == m).unwrap_or_else(|| panic!("no {m}: {notes:#?}"));
-    let (started, finished, first_text) = (at("turn/compaction_started"), at("turn/compaction"), at("turn/event"));
-    assert!(started < finished && finished < first_text, "announced, done, then the answer: {notes:#?}");
+    let (started, summarising, finished, first_text) =
+        (at("turn/compaction_started"), at("turn/compaction_summarising"), at("turn/compaction"), at("turn/event"));
+    assert!(
+        started < summarising && summarising < finished && finished < first_text,
+        "announced, what it will summarise, done, then the answer: {notes:#?}"
+    );
     let (s, report) = (&notes[started]["params"], &notes[finished]["params"]["report"]);
+    let what = &notes[summarising]["params"]["summarising"];
+    assert_eq!(
+        (what["tokens"].as_u64(), what["marks"]["window"].as_u64()),
+        (s["tokens"].as_u64(), Some(4096)),
+        "{what}"
+    );
+    assert_eq!(what["seqs"], json!([{"from": 1, "through": 2}]), "the first turn: {what}");
+    assert_eq!(what["seqs"], report["summarised_seqs"], "what then left the view: {report}");
+    assert_eq!((what["trigger"].as_str(), what["model"].as_str()), (Some("auto"), Some("summ-model")), "{what}");
     assert_eq!((s["trigger"].as_str(), s["window"].as_u64()), (Some("auto"), Some(4096)), "{s}");
     assert!(s["tokens"].as_u64().unwrap() > 4096 / 2, "what was in use when it started: {s}");
     assert_eq!(report["summarised"], true, "{report}");

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use super::sizing::{self, FrameParts, OutputAsk};
 use super::tools::Tools;
 use super::{Client, Error, Result, prompt};
-use crate::compaction::{Frame, Report, Starting};
+use crate::compaction::{Frame, Progress, Report, Starting, Summarising};
 use crate::conversation::{MessageStatus, NewMessage, Part, Role};
 use crate::plugins::{Limit, StreamEvent, ToolSpec};
 use crate::providers::{self, Answer, Call, Cancel, SharedProvider};
@@ -96,6 +96,8 @@ pub trait Observer {
     fn event(&mut self, _event: &StreamEvent) {}
     /// A compaction is about to run before a model call (its report follows).
     fn compaction_started(&mut self, _starting: &Starting) {}
+    /// Its trims did not make room: a summary of what it names is about to be written.
+    fn compaction_summarising(&mut self, _summarising: &Summarising) {}
     /// Compaction ran before a model call.
     fn compaction(&mut self, _report: &Report) {}
     /// A tool is about to run.
@@ -104,6 +106,14 @@ pub trait Observer {
     fn tool_result(&mut self, _call_id: &str, _name: &str, _content: &str, _is_error: bool) {}
     /// Something the user should know.
     fn warning(&mut self, _message: &str) {}
+}
+
+/// Passes a compaction's progress on to `observer`.
+pub fn tell(observer: &mut dyn Observer, progress: Progress<'_>) {
+    match progress {
+        Progress::Starting(s) => observer.compaction_started(s),
+        Progress::Summarising(s) => observer.compaction_summarising(s),
+    }
 }
 
 /// An observer that ignores everything.
@@ -535,12 +545,24 @@ impl Agent {
     /// what follows verbatim, whatever the target says) when it is given (`seshat compact
     /// --until`, `/compact --until`); refused with the figures when the result would not fit.
     pub fn compact_until(&mut self, dry_run: bool, instructions: Option<&str>, until: Option<u64>) -> Result<Report> {
+        self.compact_observed(dry_run, instructions, until, &mut Quiet)
+    }
+
+    /// [`Agent::compact_until`], telling `observer` as it runs: that it starts, and what a
+    /// summary will replace before the summary is written (its report is returned, not told).
+    pub fn compact_observed(
+        &mut self,
+        dry_run: bool,
+        instructions: Option<&str>,
+        until: Option<u64>,
+        observer: &mut dyn Observer,
+    ) -> Result<Report> {
         let mut settings = self.settings();
         settings.until = until;
         if let Some(text) = instructions.map(str::trim).filter(|t| !t.is_empty()) {
             settings.instructions = Some(text.to_string());
         }
-        self.client.compact(&self.session, &self.frame, &settings, dry_run)
+        self.client.compact_with(&self.session, &self.frame, &settings, dry_run, &mut |p| tell(observer, p))
     }
 
     /// Undoes the latest compaction or trim pass of the session (`/uncompact`), unless the view
@@ -764,20 +786,18 @@ impl Agent {
                 break;
             }
             let settings = self.settings();
-            let prepared = match self
-                .client
-                .prepare_with(&self.session, &self.frame, &settings, &mut |s| observer.compaction_started(s))
-            {
-                Err(Error::Compaction(crate::compaction::Error::Interrupted)) => {
-                    cut_short(
-                        &mut out,
-                        "interrupted",
-                        "interrupted while compacting: nothing was sent, and the session is as it was".into(),
-                    );
-                    break;
-                }
-                other => other?,
-            };
+            let prepared =
+                match self.client.prepare_with(&self.session, &self.frame, &settings, &mut |p| tell(observer, p)) {
+                    Err(Error::Compaction(crate::compaction::Error::Interrupted)) => {
+                        cut_short(
+                            &mut out,
+                            "interrupted",
+                            "interrupted while compacting: nothing was sent, and the session is as it was".into(),
+                        );
+                        break;
+                    }
+                    other => other?,
+                };
             tracing::trace!(session = %self.session, messages = prepared.messages.len(), "the request is prepared");
             if let Some(c) = prepared.counted {
                 self.learn_calibration(c.real, &c.tally)?;
@@ -1035,9 +1055,7 @@ impl Agent {
             )));
         }
         self.flush_notices(observer);
-        let report = self.client.compact_auto(&self.session, &self.frame, &settings, &mut |s| {
-            observer.compaction_started(s);
-        })?;
+        let report = self.client.compact_auto(&self.session, &self.frame, &settings, &mut |p| tell(observer, p))?;
         if report.refusals_recovered > 0 {
             self.reload_calibration()?;
         }

@@ -13,6 +13,8 @@ use crate::tool::{ToolDef, ToolOutput};
 pub(crate) const SEARCH: &str = "history_search";
 /// `history_read`'s name.
 pub(crate) const READ: &str = "history_read";
+/// `context_status`'s name.
+pub(crate) const STATUS: &str = "context_status";
 /// Matches `history_search` returns unless asked for fewer or more.
 pub(crate) const SEARCH_DEFAULT_LIMIT: usize = 8;
 /// The most matches one `history_search` returns.
@@ -58,6 +60,15 @@ pub fn definitions() -> Vec<ToolDef> {
             }),
         )
         .titled("Read original messages")
+        .read_only(),
+        ToolDef::new(
+            STATUS,
+            "How full your context window is and what compaction took out of your view: the window, the \
+                tokens the last request used, the marks where compaction runs and what it aims for, which messages \
+                are now a summary, which tool outputs are shortened, and how to read any of them back exactly.",
+            json!({"type": "object", "properties": {}}),
+        )
+        .titled("Context window status")
         .read_only(),
     ]
 }
@@ -178,7 +189,7 @@ fn run_shared(store: &Store, project: &str, name: &str, args: &Value) -> Result<
 
 /// Whether `name` is one of the history tools.
 pub fn is_history_tool(name: &str) -> bool {
-    name == SEARCH || name == READ
+    name == SEARCH || name == READ || name == STATUS
 }
 
 #[derive(Deserialize)]
@@ -230,8 +241,76 @@ fn run(
             let a: ReadArgs = serde_json::from_value(args.clone()).map_err(parse_error)?;
             read(store, session, &a)
         }
+        STATUS => {
+            let _: StatusArgs = serde_json::from_value(args.clone()).map_err(parse_error)?;
+            status(store, session).map_err(|e| e.to_string())
+        }
         other => Err(format!("there is no history tool named `{other}`")),
     }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StatusArgs {}
+
+/// `context_status`: the window's use and what compaction took out of the view, from the store.
+fn status(store: &Store, session: &str) -> crate::store::Result<String> {
+    use crate::compaction::SeqRange;
+    use crate::store::Origin;
+    let info = store.session(session)?;
+    let view = store.live_view(session)?;
+    let mut out = String::new();
+    match (info.context_window, info.context_tokens) {
+        (Some(window), used) => {
+            let marks = crate::window::Marks::new(window);
+            let used = used.map_or("not measured yet".to_string(), |u| {
+                format!("{u} tokens ({}%) in the last request", u * 100 / window.max(1))
+            });
+            out.push_str(&format!(
+                "Context window: {window} tokens; used: {used}. Compaction runs when a request would pass {} tokens \
+                 and brings it under {}.\n",
+                marks.threshold, marks.target
+            ));
+        }
+        (None, _) => out.push_str("Context window: unknown (no automatic compaction).\n"),
+    }
+    let in_view: std::collections::BTreeSet<u64> = view.entries.iter().filter_map(|e| e.seq).collect();
+    let rewound: Vec<(u64, u64)> = store.live_rewinds(session)?.iter().map(|r| (r.from_seq, r.through_seq)).collect();
+    let summarised = SeqRange::of(
+        (1..=info.message_count).filter(|s| !in_view.contains(s) && !rewound.iter().any(|(a, b)| (a..=b).contains(&s))),
+    );
+    let list = |r: &[SeqRange]| r.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+    match (&view.compaction, summarised.is_empty()) {
+        (Some(c), false) => out.push_str(&format!(
+            "Summarised: messages {} are out of your view, replaced by the summary at the start of it (the latest \
+             made at message #{}{}).\n",
+            list(&summarised),
+            c.through_seq,
+            c.model.as_deref().map_or(String::new(), |m| format!(" by {m}"))
+        )),
+        _ => out.push_str("Summarised: nothing; every message is in your view.\n"),
+    }
+    let trimmed: Vec<String> = view
+        .entries
+        .iter()
+        .filter(|e| e.origin != Origin::Summary)
+        .flat_map(|e| e.trims.iter().map(move |t| (e.seq, t)))
+        .map(|(seq, t)| format!("#{} ({} → {} bytes)", seq.unwrap_or_default(), t.original_size, t.new_size))
+        .collect();
+    if trimmed.is_empty() {
+        out.push_str("Trimmed: no tool output in your view is shortened.\n");
+    } else {
+        out.push_str(&format!("Trimmed: {} tool outputs are shortened: {}.\n", trimmed.len(), trimmed.join(", ")));
+    }
+    if !rewound.is_empty() {
+        let r: Vec<String> = rewound.iter().map(|(a, b)| format!("#{a}–#{b}")).collect();
+        out.push_str(&format!("Rewound (not part of this conversation any more): {}.\n", r.join(", ")));
+    }
+    out.push_str(&format!(
+        "Nothing was deleted: {READ} gives back any message exactly as written (one with `seq`, a range with `from` \
+         and `to`), and {SEARCH} finds a detail in all of them."
+    ));
+    Ok(out)
 }
 
 fn search(

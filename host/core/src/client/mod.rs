@@ -18,7 +18,7 @@ pub mod trial;
 mod typed;
 
 pub use crate::tool::{ToolDef, ToolOutput};
-pub use agent::{Agent, AgentOptions, ContextUse, Observer, Quiet, SessionChoice, TurnOutcome};
+pub use agent::{Agent, AgentOptions, ContextUse, Observer, Quiet, SessionChoice, TurnOutcome, tell};
 pub use environment::{Environment, Overrides};
 pub use store_location::{DATABASE_URL_ENV, location_from_argument, store_location};
 pub use tools::{Tool, Tools};
@@ -315,18 +315,18 @@ impl Client {
         self.prepare_with(session, frame, settings, &mut |_| {})
     }
 
-    /// [`Client::prepare`], telling `starting` before a compaction runs (to show it).
+    /// [`Client::prepare`], telling `progress` as a compaction runs (to show it).
     pub(crate) fn prepare_with(
         &mut self,
         session: &str,
         frame: &Frame,
         settings: &Settings,
-        starting: &mut dyn FnMut(&compaction::Starting),
+        progress: &mut dyn FnMut(compaction::Progress<'_>),
     ) -> Result<Prepared> {
         let view = self.live_view(session)?;
         let mut c =
             Compactor { trimmer: &mut self.trimmer, summariser: &mut self.summariser, models: self.models.clone() };
-        Ok(c.before_call_with(&mut self.store, session, frame, settings, view, starting)?)
+        Ok(c.before_call_with(&mut self.store, session, frame, settings, view, progress)?)
     }
 
     /// Compacts a session now as an automatic compaction would (after a refusal for length):
@@ -336,11 +336,11 @@ impl Client {
         session: &str,
         frame: &Frame,
         settings: &Settings,
-        starting: &mut dyn FnMut(&compaction::Starting),
+        progress: &mut dyn FnMut(compaction::Progress<'_>),
     ) -> Result<Report> {
         let mut c =
             Compactor { trimmer: &mut self.trimmer, summariser: &mut self.summariser, models: self.models.clone() };
-        Ok(c.compact_auto(&mut self.store, session, frame, settings, starting)?)
+        Ok(c.compact_auto(&mut self.store, session, frame, settings, progress)?)
     }
 
     /// Runs `plugin` in place of the configured plugin of its kind, as a manual compaction of
@@ -367,9 +367,22 @@ impl Client {
 
     /// Compacts a session now, ignoring the failure breaker (a success clears it).
     pub fn compact(&mut self, session: &str, frame: &Frame, settings: &Settings, dry_run: bool) -> Result<Report> {
+        self.compact_with(session, frame, settings, dry_run, &mut |_| {})
+    }
+
+    /// [`Client::compact`], telling `progress` as it runs (what a summary will replace, before
+    /// it is written).
+    pub fn compact_with(
+        &mut self,
+        session: &str,
+        frame: &Frame,
+        settings: &Settings,
+        dry_run: bool,
+        progress: &mut dyn FnMut(compaction::Progress<'_>),
+    ) -> Result<Report> {
         let mut c =
             Compactor { trimmer: &mut self.trimmer, summariser: &mut self.summariser, models: self.models.clone() };
-        Ok(c.compact(&mut self.store, session, frame, settings, dry_run)?)
+        Ok(c.compact_with(&mut self.store, session, frame, settings, dry_run, progress)?)
     }
 }
 

@@ -120,17 +120,20 @@ mod tests {
             "memory_delete_observations",
             "history_search",
             "history_read",
+            "context_status",
         ];
         assert_eq!(without_absent_tools(DEFAULT_SYSTEM_PROMPT, &known, &known), DEFAULT_SYSTEM_PROMPT);
         let some = without_absent_tools(DEFAULT_SYSTEM_PROMPT, &known, &["memory_search_nodes", "memory_open_nodes"]);
         assert!(some.contains("`memory_search_nodes`") && some.contains("Use the memory tools:"), "{some}");
-        for gone in ["memory_create_entities", "memory_delete_observations", "history_search", "history_read"] {
+        for gone in
+            ["memory_create_entities", "memory_delete_observations", "history_search", "history_read", "context_status"]
+        {
             assert!(!some.contains(gone), "{gone}: {some}");
         }
         assert!(some.contains("Long conversations are compacted"), "the paragraph stays, less the sentence: {some}");
         let none = without_absent_tools(DEFAULT_SYSTEM_PROMPT, &known, &[]);
         assert!(!none.contains("Use the memory tools:"), "{none}");
-        assert!(!none.contains("memory_") && !none.contains("history_"), "{none}");
+        assert!(!none.contains("memory_") && !none.contains("history_") && !none.contains("context_"), "{none}");
     }
 
     #[test]

@@ -23,12 +23,14 @@ pub mod cut;
 mod error;
 mod models;
 pub mod pairing;
+mod passes;
 mod summary;
 
 pub use accounting::{Frame, current_use, current_use_calibrated, estimate_request};
 pub use commands::{PIN_SHARE_PERCENT, pin, rewind, undo};
 pub use error::{Error, Result};
 pub use models::{CountRequest, ECHO_MODEL, EchoModel, ModelClient, NoModels};
+pub use passes::{Pass, passes};
 pub use summary::{SUMMARY_PROMPT_TOKENS, SUMMARY_TOOL_OUTPUT_CHARS};
 
 use accounting::{calibrated, content_len, entry_tokens, request_size, uncalibrated};
@@ -46,7 +48,7 @@ use crate::plugins::{
 };
 use crate::store::{Compaction, CompactionStatus, CompactionTrigger, LiveView, Origin, PluginRef, Store};
 use crate::window::{self, Marks};
-pub use seshat_protocol::turn::Report;
+pub use seshat_protocol::turn::{Report, SeqRange, Summarising, TrimSize, WindowMarks};
 
 /// After this many failed compactions in a row, summarising stops for the session.
 pub(crate) const MAX_CONSECUTIVE_FAILURES: u32 = 3;
@@ -139,14 +141,14 @@ struct Run<'s> {
     mode: Mode,
     /// The request's size in real tokens as the caller measured it (the model's own count).
     measured: Option<u64>,
-    /// Told the size the pass starts from before any model is called: the figure its report
-    /// gives as `tokens_before`.
-    starting: Option<&'s mut dyn FnMut(&Starting)>,
+    /// Told the size the pass starts from before any model is called (the figure its report
+    /// gives as `tokens_before`), then what a summary will replace before it is written.
+    progress: Option<&'s mut dyn FnMut(Progress<'_>)>,
 }
 
 impl Run<'_> {
     fn manual(mode: Mode) -> Run<'static> {
-        Run { trigger: CompactionTrigger::Manual, mode, measured: None, starting: None }
+        Run { trigger: CompactionTrigger::Manual, mode, measured: None, progress: None }
     }
 }
 
@@ -229,6 +231,17 @@ pub struct Starting {
     pub window: u64,
 }
 
+/// What a pass tells its caller while it runs, so a front end can show it.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum Progress<'a> {
+    /// It starts, before the trimmer runs.
+    Starting(&'a Starting),
+    /// The trims did not make room: a summary is about to be written (the summariser, and the
+    /// model it calls, run next).
+    Summarising(&'a Summarising),
+}
+
 /// Runs the pipeline with the selected plugins and model client.
 pub struct Compactor<'a> {
     /// The trimmer.
@@ -262,7 +275,7 @@ impl Compactor<'_> {
 
     /// [`Compactor::before_call`] on a live view the caller already has (kept up to date with
     /// [`Store::refresh_live_view`]), so a long session's turn does not re-read its history.
-    /// `starting` is told before a compaction runs.
+    /// `progress` is told as a compaction runs.
     pub(crate) fn before_call_with(
         &mut self,
         store: &mut Store,
@@ -270,7 +283,7 @@ impl Compactor<'_> {
         frame: &Frame,
         settings: &Settings,
         view: LiveView,
-        starting: &mut dyn FnMut(&Starting),
+        progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<Prepared> {
         let mut warnings = Vec::new();
         let mut report = None;
@@ -313,7 +326,7 @@ impl Compactor<'_> {
                     trigger: CompactionTrigger::Auto,
                     mode: Mode::Record,
                     measured: counted.as_ref().map(|c| c.real),
-                    starting: Some(starting),
+                    progress: Some(progress),
                 };
                 let r = self.pass(store, session, frame, settings, run)?.report;
                 if !r.summarised {
@@ -415,10 +428,10 @@ impl Compactor<'_> {
         session: &str,
         frame: &Frame,
         settings: &Settings,
-        starting: &mut dyn FnMut(&Starting),
+        progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<Report> {
         let run =
-            Run { trigger: CompactionTrigger::Auto, mode: Mode::Record, measured: None, starting: Some(starting) };
+            Run { trigger: CompactionTrigger::Auto, mode: Mode::Record, measured: None, progress: Some(progress) };
         Ok(self.pass(store, session, frame, settings, run)?.report)
     }
 
@@ -431,8 +444,23 @@ impl Compactor<'_> {
         settings: &Settings,
         dry_run: bool,
     ) -> Result<Report> {
+        self.compact_with(store, session, frame, settings, dry_run, &mut |_| {})
+    }
+
+    /// [`Compactor::compact`], telling `progress` as it runs (what a summary will replace, before
+    /// it is written).
+    pub fn compact_with(
+        &mut self,
+        store: &mut Store,
+        session: &str,
+        frame: &Frame,
+        settings: &Settings,
+        dry_run: bool,
+        progress: &mut dyn FnMut(Progress<'_>),
+    ) -> Result<Report> {
         let mode = if dry_run { Mode::DryRun } else { Mode::Record };
-        Ok(self.pass(store, session, frame, settings, Run::manual(mode))?.report)
+        let run = Run { progress: Some(progress), ..Run::manual(mode) };
+        Ok(self.pass(store, session, frame, settings, run)?.report)
     }
 
     /// Runs a manual compaction's steps exactly as [`Compactor::compact`] would, up to `stage`,
@@ -458,7 +486,7 @@ impl Compactor<'_> {
         settings: &Settings,
         run: Run<'_>,
     ) -> Result<Preview> {
-        let Run { trigger, mode, measured, starting } = run;
+        let Run { trigger, mode, measured, mut progress } = run;
         let dry_run = mode != Mode::Record;
         let info = store.session(session)?;
         let Some(window) = settings.context_window.or(info.context_window) else {
@@ -476,10 +504,11 @@ impl Compactor<'_> {
             current_use_calibrated(frame, &view, settings.calibration)
                 .max(settings.real(estimate_request(frame, &view)))
         });
-        if let Some(starting) = starting {
-            starting(&Starting { trigger, tokens: before, window });
+        if let Some(progress) = progress.as_mut() {
+            progress(Progress::Starting(&Starting { trigger, tokens: before, window }));
         }
-        let mut report = Report { tokens_before: before, dry_run, ..Report::default() };
+        let shown = WindowMarks { window, threshold: marks.threshold, target: marks.target };
+        let mut report = Report { tokens_before: before, dry_run, marks: shown, ..Report::default() };
         let mut preview = Preview::default();
 
         // Micro-compaction.
@@ -487,23 +516,31 @@ impl Compactor<'_> {
         let trims = self.trims(&view, frame, &marks, settings)?;
         report.plugin_micros += plugin_start.elapsed().as_micros() as u64;
         report.trimmed = trims.len();
+        let size_in_view = |seq: u64, part: u32| {
+            view.entries
+                .iter()
+                .find(|e| e.seq == Some(seq))
+                .and_then(|e| e.parts.get(part as usize))
+                .map_or(0, content_len)
+        };
+        report.trims = trims
+            .iter()
+            .map(|(seq, part, after)| TrimSize {
+                seq: *seq,
+                part: *part,
+                bytes_before: size_in_view(*seq, *part),
+                bytes_after: after.len() as u64,
+            })
+            .collect();
         if matches!(mode, Mode::Preview(_)) {
             preview.trims = trims
                 .iter()
-                .map(|(seq, part, after)| {
-                    let before = view
-                        .entries
-                        .iter()
-                        .find(|e| e.seq == Some(*seq))
-                        .and_then(|e| e.parts.get(*part as usize))
-                        .map_or(0, content_len);
-                    TrimChange {
-                        seq: *seq,
-                        part: *part,
-                        bytes_before: before,
-                        bytes_after: after.len() as u64,
-                        text: after.clone(),
-                    }
+                .map(|(seq, part, after)| TrimChange {
+                    seq: *seq,
+                    part: *part,
+                    bytes_before: size_in_view(*seq, *part),
+                    bytes_after: after.len() as u64,
+                    text: after.clone(),
                 })
                 .collect();
         }
@@ -591,6 +628,7 @@ impl Compactor<'_> {
             }
         }
         let dropped_tokens: u64 = dropped.iter().map(|e| entry_tokens(&e.parts)).sum();
+        report.summarised_seqs = SeqRange::of(dropped.iter().filter_map(|e| e.seq));
         // Nothing to summarise, or too little for a summary to be smaller (an automatic pass
         // calls no model for it, and it is no failure).
         if dropped.is_empty()
@@ -604,8 +642,23 @@ impl Compactor<'_> {
         if mode == Mode::DryRun {
             // The summary at its cap, or at the size of what it summarises when that is less.
             report.tokens_after = settings.real(frame.tokens() + kept_tokens + summary_tokens.min(dropped_tokens));
+            report.summary_tokens = Some(settings.real(summary_tokens.min(dropped_tokens)));
             report.summarised = true;
             return Ok(preview.with(report));
+        }
+        if let Some(progress) = progress.as_mut() {
+            progress(Progress::Summarising(&Summarising {
+                trigger,
+                tokens: before,
+                after_trims: report.tokens_after,
+                marks: shown,
+                seqs: report.summarised_seqs.clone(),
+                messages: dropped.len(),
+                messages_tokens: settings.real(dropped_tokens),
+                kept: report.kept,
+                summariser: self.summariser.id().to_string(),
+                model: summary_model.clone(),
+            }));
         }
 
         // The summary, in chunks when the dropped part does not fit the summary model's window.
@@ -676,7 +729,9 @@ impl Compactor<'_> {
             Err(e) => return Err(failed(store, e)?),
         };
         let after = with_summary(&summary);
+        let summary_size = settings.real(window::estimate_text(&crate::store::summary_text(&summary)) + 4);
         if after >= report.tokens_after {
+            report.summarised_seqs.clear();
             // A summary that would not make the request smaller (a short history summarised at
             // length) is not applied, and is no failure: the trims stand, the view stays.
             tracing::debug!(session, after, before = report.tokens_after, "the summary would grow the request");
@@ -715,6 +770,7 @@ impl Compactor<'_> {
         )?;
         report.summarised = true;
         report.tokens_after = after;
+        report.summary_tokens = Some(summary_size);
         Ok(preview.with(report))
     }
 
