@@ -293,6 +293,20 @@ pub fn describe_left(r: &Report) -> Vec<String> {
             format::exact(after)
         ));
     }
+    if let (Some(kind), Some(u)) = (r.summary_request, r.summary_usage) {
+        let how = match kind {
+            seshat::compaction::SummaryRequestKind::SharedPrefix => "with the conversation's own prefix",
+            _ => "on its own",
+        };
+        lines.push(format!(
+            "the summary was asked {how}: {} input tokens read from the provider's cache, {} written to it, {} \
+             processed without it, {} written out",
+            format::exact(u.cache_read_tokens),
+            format::exact(u.cache_creation_tokens),
+            format::exact(u.input_tokens),
+            format::exact(u.output_tokens)
+        ));
+    }
     if !lines.is_empty() && !r.dry_run {
         lines.push(
             "the originals are kept: `seshat sessions show --full` shows them, `--compactions` lists every pass".into(),

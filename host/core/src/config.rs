@@ -472,6 +472,11 @@ pub struct CompactionConfig {
     pub instructions: Option<String>,
     /// A file whose text replaces the summariser's prompt (the instructions still apply).
     pub prompt_file: Option<PathBuf>,
+    /// How a summary is asked of the session's own model: `shared_prefix` (the default: the
+    /// conversation as the chat sends it, the instruction after it, so the provider's prompt cache
+    /// serves it) or `separate` (a transcript of what it replaces on its own, as for another
+    /// summary model).
+    pub summary_request: Option<seshat_protocol::turn::SummaryRequestKind>,
 }
 
 /// `[chat] tools`: `false` (no tools), `true` (the default set) or a list of tool names.

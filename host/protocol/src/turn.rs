@@ -130,10 +130,30 @@ pub struct Report {
     /// cap).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summary_tokens: Option<u64>,
+    /// How the summary was asked for, when a model was called for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary_request: Option<SummaryRequestKind>,
+    /// The summary calls' usage summed (input, output, prompt-cache reads and writes), when the
+    /// provider reported it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary_usage: Option<Usage>,
     /// The marks the pass worked to: the model's window, the threshold over which compaction runs
     /// by itself and the target it aims under (0 when unknown: a report made before these were
     /// given).
     pub marks: WindowMarks,
+}
+
+/// How a summary was asked of a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SummaryRequestKind {
+    /// The conversation exactly as the session's requests send it (system prompt, tools,
+    /// messages), the summary's instruction after it: the provider's prompt cache serves the
+    /// conversation.
+    SharedPrefix,
+    /// A transcript of what the summary replaces, sent on its own (in chunks when it does not fit
+    /// the summary model's window).
+    Separate,
 }
 
 /// A window's marks, in the model's tokens.

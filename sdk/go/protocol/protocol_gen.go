@@ -835,9 +835,14 @@ type Report struct {
 	SummarisedSeqs []SeqRange `json:"summarised_seqs,omitempty"`
 	// SummaryModel: The model that wrote the summary.
 	SummaryModel string `json:"summary_model,omitempty"`
+	// SummaryRequest: How the summary was asked for, when a model was called for it.
+	SummaryRequest SummaryRequestKind `json:"summary_request,omitempty"`
 	// SummaryTokens: The summary's size in the model's tokens, when one was applied (or, in a dry run, its
 	// cap).
 	SummaryTokens uint64 `json:"summary_tokens,omitempty"`
+	// SummaryUsage: The summary calls' usage summed (input, output, prompt-cache reads and writes), when the
+	// provider reported it.
+	SummaryUsage Usage `json:"summary_usage,omitempty"`
 	// Thrash: The summary freed too little (counted as a failure, but used).
 	Thrash bool `json:"thrash,omitempty"`
 	// TokensAfter: Estimated request tokens after.
@@ -1235,6 +1240,14 @@ type Summarising struct {
 	// Trigger: Why the compaction runs.
 	Trigger CompactionTrigger `json:"trigger"`
 }
+
+// SummaryRequestKind: How a summary was asked of a model.
+type SummaryRequestKind string
+
+const (
+	SummaryRequestKindSharedPrefix SummaryRequestKind = "shared_prefix"
+	SummaryRequestKindSeparate     SummaryRequestKind = "separate"
+)
 
 // TokenInfo: A token as listed: everything but its secret.
 type TokenInfo struct {

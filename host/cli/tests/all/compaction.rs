@@ -84,6 +84,8 @@ pub fn settings(window: Option<u64>) -> Settings {
         prompt: None,
         until: None,
         cancel: seshat::providers::Cancel::default(),
+        summary_request: seshat::compaction::SummaryRequestKind::SharedPrefix,
+        shape: None,
     }
 }
 

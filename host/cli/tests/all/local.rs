@@ -956,10 +956,18 @@ fn seshat_compact_calls_the_sessions_provider_with_chats_frame() {
     let summary = local.chats().pop().unwrap();
     let body = summary.json();
     assert_eq!(summary.header("authorization"), Some(format!("Bearer {KEY}").as_str()));
-    assert_eq!((body["model"].as_str(), body.get("stream"), body.get("tools")), (Some(MODEL), None, None));
+    assert_eq!((body["model"].as_str(), body.get("stream")), (Some(MODEL), None));
     assert!(body["max_tokens"].as_u64().unwrap() <= 2_000);
-    let transcript = body["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string();
-    assert!(transcript.contains("Note 0:") && transcript.contains("Note 5:"), "the dropped messages: {transcript}");
+    // The session's own model summarises with the chat's prefix (its server's cache serves it):
+    // the chat's tools and messages, then the instruction.
+    let chat = local.chats()[before - 1].json();
+    assert_eq!(body["tools"], chat["tools"]);
+    let messages = body["messages"].as_array().unwrap();
+    assert_eq!(messages[..messages.len() - 1], chat["messages"].as_array().unwrap()[..messages.len() - 1]);
+    let sent = body["messages"].to_string();
+    assert!(sent.contains("Note 0:") && sent.contains("Note 5:"), "the dropped messages: {sent}");
+    assert!(messages.last().unwrap().to_string().contains("[Seshat: compaction]"), "{sent}");
+    assert_eq!(report["summary_request"], "shared_prefix", "{report}");
     assert_eq!(home.store().compactions(&id).unwrap().len(), 1);
     assert!(local.seen().overflows.is_empty());
     // --summary-model picks another model of the provider for the summary.

@@ -53,6 +53,7 @@ mod serve;
 mod service_config;
 mod stop;
 mod store;
+mod summary_cache;
 mod support;
 mod terminal;
 mod upgrades;

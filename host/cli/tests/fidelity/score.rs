@@ -145,6 +145,8 @@ fn settings(window: u64) -> Settings {
         prompt: None,
         until: None,
         cancel: seshat::providers::Cancel::default(),
+        summary_request: seshat::compaction::SummaryRequestKind::SharedPrefix,
+        shape: None,
     }
 }
 

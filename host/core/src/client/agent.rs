@@ -473,6 +473,10 @@ impl Agent {
             calibration: self.calibration,
             recall: self.specs.iter().any(|s| super::history::is_history_tool(&s.name)),
             cancel: self.cancel.clone(),
+            shape: Some(crate::compaction::RequestShape {
+                same_model_after: Some(self.same_model_after),
+                extra: self.extra.clone(),
+            }),
             ..self.client.settings(&self.model, Some(self.window), u64::from(self.max_output))
         }
     }

@@ -293,6 +293,12 @@ impl Client {
             prompt: self.prompt.clone(),
             until: None,
             cancel: crate::providers::Cancel::default(),
+            summary_request: self
+                .settings
+                .compaction
+                .summary_request
+                .unwrap_or(compaction::SummaryRequestKind::SharedPrefix),
+            shape: None,
         }
     }
 

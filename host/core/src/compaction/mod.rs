@@ -24,12 +24,13 @@ mod error;
 mod models;
 pub mod pairing;
 mod passes;
+mod shared;
 mod summary;
 
 pub use accounting::{Frame, current_use, current_use_calibrated, estimate_request};
 pub use commands::{PIN_SHARE_PERCENT, pin, rewind, undo};
 pub use error::{Error, Result};
-pub use models::{CountRequest, ECHO_MODEL, EchoModel, ModelClient, NoModels};
+pub use models::{CountRequest, ECHO_MODEL, EchoModel, ModelClient, NoModels, RequestShape, SharedRequest};
 pub use passes::{Pass, passes};
 pub use summary::{SUMMARY_PROMPT_TOKENS, SUMMARY_TOOL_OUTPUT_CHARS};
 
@@ -48,7 +49,7 @@ use crate::plugins::{
 };
 use crate::store::{Compaction, CompactionStatus, CompactionTrigger, LiveView, Origin, PluginRef, Store};
 use crate::window::{self, Marks};
-pub use seshat_protocol::turn::{Report, SeqRange, Summarising, TrimSize, WindowMarks};
+pub use seshat_protocol::turn::{Report, SeqRange, Summarising, SummaryRequestKind, TrimSize, WindowMarks};
 
 /// After this many failed compactions in a row, summarising stops for the session.
 pub(crate) const MAX_CONSECUTIVE_FAILURES: u32 = 3;
@@ -88,6 +89,12 @@ pub struct Settings {
     /// Stops the compaction (its summary calls included) when cancelled: nothing of it is kept
     /// and it counts as no failure.
     pub cancel: crate::cancel::Cancel,
+    /// How a summary is asked of the session's own model (another summary model is always asked
+    /// the separate way).
+    pub summary_request: SummaryRequestKind,
+    /// How the chat's requests are shaped, when an agent sends them: what a summary sharing
+    /// their prefix needs (without it, summaries are asked the separate way).
+    pub shape: Option<RequestShape>,
 }
 
 /// The least an automatic compaction summarises, in tokens: below it a summary would be as long
@@ -549,6 +556,14 @@ impl Compactor<'_> {
         // chooses the same cut as the real run.
         // A real run records them only once it knows it goes on (an interrupted compaction leaves
         // the session as it was).
+        // A summary sharing the chat's prefix sends the view as the chat's last request had it:
+        // before this pass's trims.
+        let shared_possible = settings.summary_request == SummaryRequestKind::SharedPrefix
+            && settings.shape.is_some()
+            && settings.summary_model.as_deref().is_none_or(|m| m == settings.model)
+            && self.summariser.id() == shared::SUMMARISER
+            && mode == Mode::Record;
+        let original = (shared_possible && !trims.is_empty()).then(|| view.clone());
         let view = if trims.is_empty() { view } else { with_trims(view, &trims) };
         let by = PluginRef { id: self.trimmer.id().to_string(), sha256: self.trimmer.sha256().to_string() };
         let keep_trims = |store: &mut Store| -> Result<()> {
@@ -665,7 +680,45 @@ impl Compactor<'_> {
         let calls = Arc::new(std::sync::atomic::AtomicU32::new(0));
         let previous = view.compaction.as_ref().and_then(|c| c.summary.clone());
         let plugin_start = std::time::Instant::now();
-        let summarised = self.summarise(&dropped, previous, &summary_model, summary_tokens, settings, &calls);
+        let usage = Arc::new(std::sync::Mutex::new(None));
+        let asked = if shared_possible {
+            // The first kept message's place in the whole view (the summary entry included).
+            let first_kept = entries
+                .get(decision.first_kept)
+                .and_then(|k| view.entries.iter().position(|e| e.seq.is_some() && e.seq == k.seq))
+                .unwrap_or(view.entries.len());
+            let views = (original.as_ref().unwrap_or(&view), &view);
+            shared::ask(&*self.models, store, session, frame, settings, views, first_kept, summary_tokens, window)
+        } else {
+            shared::Shared::Fallback("not asked this way", false)
+        };
+        let summarised = match asked {
+            shared::Shared::Written(c) => {
+                calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                report.summary_request = Some(SummaryRequestKind::SharedPrefix);
+                *usage.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = c.usage;
+                Ok(Summarised { text: c.text, calibration: None, recovered: 0 })
+            }
+            shared::Shared::Failed(e) => {
+                calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Err(e)
+            }
+            shared::Shared::Fallback(why, called) => {
+                if shared_possible {
+                    tracing::debug!(session, why, "the summary is asked the separate way");
+                }
+                if called {
+                    calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                let separate =
+                    self.summarise(&dropped, previous, &summary_model, summary_tokens, settings, (&calls, &usage));
+                if calls.load(std::sync::atomic::Ordering::Relaxed) > u32::from(called) {
+                    report.summary_request = Some(SummaryRequestKind::Separate);
+                }
+                separate
+            }
+        };
+        report.summary_usage = *usage.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         report.plugin_micros += plugin_start.elapsed().as_micros() as u64;
         report.model_calls = calls.load(std::sync::atomic::Ordering::Relaxed);
         if let Ok(learnt) = &summarised {
@@ -856,7 +909,7 @@ impl Compactor<'_> {
         model: &str,
         summary_tokens: u64,
         settings: &Settings,
-        calls: &Arc<std::sync::atomic::AtomicU32>,
+        (calls, usage): (&Arc<std::sync::atomic::AtomicU32>, &SummaryUsage),
     ) -> std::result::Result<Summarised, String> {
         // The session's own model runs with the session's window (which may have been discovered
         // or learnt, so its provider may not know it), another model with the window its provider
@@ -901,6 +954,7 @@ impl Compactor<'_> {
                 window: model_window,
                 calibration,
                 refused: refused.clone(),
+                usage: usage.clone(),
             };
             match self.summariser.summarise(&request, Box::new(bound)) {
                 Ok(text) => {
@@ -953,6 +1007,9 @@ impl Compactor<'_> {
         Ok(learnt)
     }
 }
+
+/// The summary calls' usage summed, as their provider reported it.
+type SummaryUsage = Arc<std::sync::Mutex<Option<crate::conversation::Usage>>>;
 
 /// A summary and what writing it taught about the summary model.
 #[derive(Debug)]

@@ -27,6 +27,41 @@ pub trait ModelClient: Send + Sync {
     fn count_request(&self, model: &str, request: &CountRequest<'_>) -> Option<u64> {
         request.size_with(&|t: &str| self.count(model, t))
     }
+    /// Sends a summary request whose conversation is the session's own, as its requests carry it
+    /// ([`SharedRequest`]), so the provider's prompt cache can serve all of it but the
+    /// instruction; `None` when this client cannot send one (the summary is then asked for the
+    /// separate way).
+    fn complete_shared(&self, _model: &str, _request: &SharedRequest<'_>) -> Option<Result<Completion, ModelError>> {
+        None
+    }
+}
+
+/// A summary request sharing the session's prefix: its system prompt and tools, its conversation
+/// as the chat's requests send it, then the instruction as the last user message. Nothing in it
+/// may differ from the chat's request up to the instruction, or the provider's cache misses.
+#[derive(Debug, Clone)]
+pub struct SharedRequest<'a> {
+    /// The system prompt.
+    pub system: &'a str,
+    /// The tools as the chat offers them (the model is told not to call one).
+    pub specs: &'a [crate::plugins::ToolSpec],
+    /// The conversation, paired and alternating, the instruction last.
+    pub messages: &'a [super::pairing::Msg],
+    /// Largest answer.
+    pub max_tokens: u32,
+    /// How the chat's requests are shaped past their content.
+    pub shape: &'a RequestShape,
+}
+
+/// What the chat's requests carry besides the conversation, which a request sharing their prefix
+/// must carry the same way (the agent fills it in; without it no summary shares the prefix).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestShape {
+    /// Stored messages after this seq were written by this provider and model (their reasoning
+    /// goes back to it).
+    pub same_model_after: Option<u64>,
+    /// Provider options, a JSON object.
+    pub extra: String,
 }
 
 /// A request whose input is to be counted: its system prompt, its tool schemas as sent, and its
@@ -153,6 +188,8 @@ pub(super) struct BoundModel {
     pub(super) calibration: f64,
     /// The last refusal for length the model sent.
     pub(super) refused: Arc<std::sync::Mutex<Option<Refusal>>>,
+    /// The calls' usage summed, as the provider reported it.
+    pub(super) usage: Arc<std::sync::Mutex<Option<crate::conversation::Usage>>>,
 }
 
 /// The smallest answer room worth asking a summary model for.
@@ -197,6 +234,10 @@ impl ModelCall for BoundModel {
             && let Some(refusal) = e.limit.and_then(|l| Refusal::from_limit(estimated, l))
         {
             *self.refused.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(refusal);
+        }
+        if let Ok(Completion { usage: Some(u), .. }) = &result {
+            let mut summed = self.usage.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            summed.get_or_insert_with(Default::default).add(u);
         }
         result
     }

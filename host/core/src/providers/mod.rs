@@ -795,6 +795,43 @@ impl crate::compaction::ModelClient for SharedProvider {
         })
     }
 
+    fn complete_shared(
+        &self,
+        model: &str,
+        request: &crate::compaction::SharedRequest<'_>,
+    ) -> Option<std::result::Result<Completion, ModelError>> {
+        let mut p = self.lock();
+        let call = Call {
+            model,
+            system: Some(request.system),
+            tools: request.specs,
+            messages: request.messages,
+            max_tokens: request.max_tokens,
+            stream: false,
+            same_model_after: request.shape.same_model_after,
+            extra: &request.shape.extra,
+        };
+        let cancel = p.watched.clone();
+        let answer = match p.send(&call, &cancel, &mut |_| {}) {
+            Ok(a) => a,
+            Err(e) => {
+                let failed = match &e {
+                    Error::Refused { limit, .. } => ModelError::refused(e.code(), e.to_string(), *limit),
+                    _ => ModelError::new(e.code(), e.to_string()),
+                };
+                return Some(Err(failed));
+            }
+        };
+        if let Some(e) = &answer.error {
+            return Some(Err(ModelError::new(e.code(), e.to_string())));
+        }
+        Some(Ok(Completion {
+            text: answer.text(),
+            usage: answer.usage,
+            stop_reason: answer.stop_reason.unwrap_or(StopReason::EndTurn),
+        }))
+    }
+
     fn context_window(&self, model: &str) -> Option<u64> {
         self.lock().model(model).map(|m| m.context_window).filter(|&w| w > 0)
     }

@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 use seshat::store::{Location, NewSession, Store};
 
 pub mod postgres;
+#[path = "../../prompt_cache/mod.rs"]
+pub mod prompt_cache;
 pub mod server;
 pub mod tls;
 

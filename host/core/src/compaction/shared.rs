@@ -1,0 +1,168 @@
+//! A summary asked with the session's own prefix: the conversation exactly as the chat's last
+//! request sent it (system prompt, tools, messages), then the summary's instruction as the last
+//! user message. The provider's prompt cache (Anthropic's `cache_control` breakpoints, OpenAI's
+//! automatic prefix cache, llama.cpp's prompt cache) then serves everything but the instruction,
+//! where a separate summary request re-reads all of it. Used when the summary model is the
+//! session's model and the summariser is Seshat's model summary; anything else, or a request that
+//! would not fit the window with the summary, is asked the separate way.
+
+use std::collections::HashSet;
+
+use super::accounting::entry_tokens;
+use super::models::{ModelClient, SharedRequest};
+use super::pairing;
+use super::{Frame, RECALL_HINT, Settings};
+use crate::conversation::{Part, Role};
+use crate::plugins::Completion;
+use crate::store::{LiveView, Origin, Store, ViewEntry};
+
+/// The summariser whose instructions a shared-prefix summary follows: Seshat's model summary.
+pub(super) const SUMMARISER: &str = "summariser";
+
+/// What Seshat's model summary tells the summary model (the same text the plugin sends).
+const INSTRUCTIONS: &str = include_str!("../../../../plugins/summariser/prompt.md");
+
+/// What a shared-prefix request came to: the summary's text and the call's usage, or why it was
+/// not asked this way (the separate way follows).
+pub(super) enum Shared {
+    /// The model wrote it.
+    Written(Completion),
+    /// Not asked this way, or the model refused it for its length or answered with no text: the
+    /// separate way follows. Says why (for the log), and whether the model was called.
+    Fallback(&'static str, bool),
+    /// The call failed (the compaction fails as a separate request's failure would).
+    Failed(String),
+}
+
+/// The conversation a summary sharing the chat's prefix sends: the view's messages as
+/// `before_call` builds a chat request from them (the summary with its recall hint, tool exchanges
+/// paired, roles alternating), nothing stored, then the instruction. It ends where the chat's last
+/// request ended (before the view's latest answer: what any cache holds), or at the cut when what
+/// is summarised goes further; what lies past the last request is sent as this pass trimmed it
+/// (no cache holds it). `original` is the view before this pass's trims, `trimmed` after (entry
+/// for entry); `first_kept` the index of the first message kept.
+pub(super) fn messages(
+    store: &Store,
+    session: &str,
+    (original, trimmed): (&LiveView, &LiveView),
+    first_kept: usize,
+    settings: &Settings,
+    instruction: String,
+) -> super::Result<Vec<pairing::Msg>> {
+    let sent = original
+        .entries
+        .iter()
+        .rposition(|e| e.role == Role::Assistant && e.origin != Origin::Summary)
+        .unwrap_or(original.entries.len());
+    let end = sent.max(first_kept).min(original.entries.len());
+    let mut messages: Vec<pairing::Msg> = (0..end)
+        .map(|i| {
+            let e = if i < sent { &original.entries[i] } else { &trimmed.entries[i] };
+            let mut parts = e.parts.clone();
+            if settings.recall
+                && e.origin == Origin::Summary
+                && let Some(Part::Text { text }) = parts.last_mut()
+            {
+                text.push_str(RECALL_HINT);
+            }
+            pairing::Msg { seq: e.seq, role: e.role, parts }
+        })
+        .collect();
+    let stored = super::stored_answers(store, session, &messages)?;
+    let answered: HashSet<String> = stored.keys().cloned().collect();
+    let repair = pairing::repair(&mut messages, &answered);
+    if !stored.is_empty() {
+        messages.push(pairing::Msg { seq: None, role: Role::Tool, parts: stored.into_values().collect() });
+    }
+    if !repair.unanswered.is_empty() {
+        let parts = repair.unanswered.iter().map(|(id, name)| pairing::synthetic_result(id, name)).collect();
+        messages.push(pairing::Msg { seq: None, role: Role::Tool, parts });
+    }
+    let mut messages = pairing::arrange(messages);
+    messages.push(pairing::Msg { seq: None, role: Role::User, parts: vec![Part::Text { text: instruction }] });
+    Ok(pairing::alternate(messages))
+}
+
+/// The instruction after the conversation: what to summarise (everything before `first_kept`,
+/// which stays as it is, when the request holds it), the summary's instructions (the user's prompt
+/// in place of Seshat's) and the user's instructions for this compaction.
+pub(super) fn instruction(first_kept: Option<&ViewEntry>, settings: &Settings) -> String {
+    let what = match first_kept.map(excerpt) {
+        Some(start) => format!(
+            "every message above before the one that begins {start}. That message and every one after it stay in \
+             the conversation as they are: leave them out of the summary"
+        ),
+        None => "the whole conversation above".to_string(),
+    };
+    let mut out = format!(
+        "[Seshat: compaction] The conversation is being compacted. Do not answer the latest request and do not call \
+         any tool: reply only with the summary that will replace {what}. An earlier summary at the start is folded \
+         into the new one.\n\n{}",
+        settings.prompt.as_deref().unwrap_or(INSTRUCTIONS).trim()
+    );
+    if let Some(user) = settings.instructions.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+        out.push_str("\n\nThe user's instructions for this summary (follow them): ");
+        out.push_str(user);
+    }
+    out
+}
+
+/// How a message starts, quoted, for the model to find it by.
+fn excerpt(e: &ViewEntry) -> String {
+    const CHARS: usize = 80;
+    match e.parts.first() {
+        Some(Part::Text { text }) => {
+            let start: String = text.trim_start().chars().take(CHARS).collect();
+            format!("«{}{}» ({})", start, if text.chars().count() > CHARS { "…" } else { "" }, e.role.as_str())
+        }
+        Some(Part::ToolCall { name, .. }) => format!("with your call to the tool `{name}`"),
+        Some(Part::ToolResult { call_id, .. }) => format!("with the result of tool call `{call_id}`"),
+        _ => format!("as message {} ({})", e.seq.unwrap_or_default(), e.role.as_str()),
+    }
+}
+
+/// Asks the session's model for the summary with the chat's prefix: [`Shared::Fallback`] when it
+/// cannot be asked this way (no request shape, a client that cannot send it, a request that would
+/// not fit `window` with `summary_tokens` of answer, a refusal for length, an answer with no text).
+/// `views` are the view before this pass's trims and after; `first_kept` indexes the first message
+/// kept in them.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn ask(
+    models: &dyn ModelClient,
+    store: &Store,
+    session: &str,
+    frame: &Frame,
+    settings: &Settings,
+    views: (&LiveView, &LiveView),
+    first_kept: usize,
+    summary_tokens: u64,
+    window: u64,
+) -> Shared {
+    let Some(shape) = settings.shape.as_ref() else { return Shared::Fallback("no request shape", false) };
+    let sent = views.0.entries.iter().rposition(|e| e.role == Role::Assistant && e.origin != Origin::Summary);
+    // The kept message the request holds, named for the model to stop at.
+    let named = (sent.is_none_or(|s| first_kept < s)).then(|| views.1.entries.get(first_kept)).flatten();
+    let instruction = instruction(named, settings);
+    let messages = match messages(store, session, views, first_kept, settings, instruction) {
+        Ok(m) => m,
+        Err(e) => return Shared::Failed(e.to_string()),
+    };
+    let estimate = frame.tokens() + messages.iter().map(|m| entry_tokens(&m.parts)).sum::<u64>();
+    if window > 0 && settings.real(estimate) + summary_tokens > window {
+        return Shared::Fallback("the conversation and the summary would not fit the window", false);
+    }
+    let request = SharedRequest {
+        system: &frame.system,
+        specs: &frame.specs,
+        messages: &messages,
+        max_tokens: u32::try_from(summary_tokens).unwrap_or(u32::MAX),
+        shape,
+    };
+    match models.complete_shared(&settings.model, &request) {
+        None => Shared::Fallback("the model client cannot send it", false),
+        Some(Ok(c)) if c.text.trim().is_empty() => Shared::Fallback("the answer had no text", true),
+        Some(Ok(c)) => Shared::Written(c),
+        Some(Err(e)) if e.limit.is_some() => Shared::Fallback("refused for its length", true),
+        Some(Err(e)) => Shared::Failed(format!("{}: {}", e.code, e.message)),
+    }
+}
