@@ -1,8 +1,8 @@
 //! The compaction fidelity benchmark: generated coding sessions with planted facts, compacted
 //! once at each window, scored by category (see `tests/fidelity/`).
 //!
-//! Run: `cargo bench -p seshat-cli --bench fidelity` (both generators' held-out seeds) or
-//! `… -- --tuning` (the seeds tuning may look at, with the codes each run lost). `… -- --provider NAME --model MODEL` adds
+//! Run: `cargo bench -p seshat-cli --bench fidelity` (the three generators' held-out seeds) or
+//! `… -- --tuning` (the seeds tuning may look at, with the codes each run lost); `… -- --only N` runs one generator. `… -- --provider NAME --model MODEL` adds
 //! the model summariser through that real model (the provider as configured in the user's
 //! Seshat config and environment; it makes one summary call per compaction, or more in chunks).
 
@@ -43,11 +43,18 @@ fn main() {
         &[Summariser::Extractive, Summariser::ModelEcho]
     };
     let seeds_b = if tuning { fidelity::TUNING_SEEDS_B } else { fidelity::HELD_OUT_SEEDS_B };
-    let runs: [Generator<'_>; 2] = [
+    let seeds_c = if tuning { fidelity::TUNING_SEEDS_C } else { fidelity::HELD_OUT_SEEDS_C };
+    let runs: [Generator<'_>; 3] = [
         ("first generator (generate.rs)", seeds, fidelity::generate::transcript),
         ("second generator (generate_b.rs)", seeds_b, fidelity::generate_b::transcript),
+        ("third generator (generate_c.rs)", seeds_c, fidelity::generate_c::transcript),
     ];
-    for (label, seeds, make) in runs {
+    // `--only N`: one generator's table (1, 2 or 3).
+    let only = arg("--only").map(|n| n.parse::<usize>().expect("--only takes 1, 2 or 3"));
+    for (i, (label, seeds, make)) in runs.into_iter().enumerate() {
+        if only.is_some_and(|n| n != i + 1) {
+            continue;
+        }
         let transcripts: Vec<Transcript> = seeds.iter().map(|&s| make(s)).collect();
         table(label, seeds, &transcripts, tuning, kinds, &mut store, &mut plugins);
     }

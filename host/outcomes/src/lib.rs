@@ -1,6 +1,7 @@
 //! The lines of a tool's output that carry its outcome: errors, failures, panics, warnings, test
 //! summaries, what a successful run ended with (figures with units, files written, versions, its
-//! last line), `path:line` locations and `key: value` results.
+//! last line), `path:line` locations and `key: value` results — and, whatever their words, the
+//! lines that stand out from the output's own repeated shapes ([`novelty`]).
 //!
 //! A long output (a 300-line test log, a build, a grep) is mostly what it is made of; what an
 //! agent needs later is the few lines that say how it ended. Trimmers keep them beside a head and
@@ -13,6 +14,7 @@
 extern crate alloc;
 
 pub mod decisions;
+pub mod novelty;
 pub mod trim;
 
 use alloc::string::String;
@@ -21,6 +23,7 @@ use core::ops::Range;
 
 /// What makes a line an outcome, strongest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum Kind {
     /// An error, failure, panic, exception or abort.
     Error,
@@ -36,6 +39,10 @@ pub enum Kind {
     Result,
     /// A `path:line` location (`src/a.rs:42`).
     Location,
+    /// A line unlike the rest of its output: its template (its words, what varies made a
+    /// variable) occurs once in an output made of repeated shapes ([`novelty`]), whatever words
+    /// it uses.
+    Novel,
 }
 
 impl Kind {
@@ -46,7 +53,7 @@ impl Kind {
             Kind::Summary => 5,
             Kind::Measure => 4,
             Kind::Warning => 3,
-            Kind::Result => 2,
+            Kind::Result | Kind::Novel => 2,
             Kind::Location => 1,
         }
     }
@@ -261,6 +268,12 @@ fn outcome_lines_in(text: &str, lines: &[Range<usize>]) -> Vec<(usize, Kind)> {
     let last = lines.iter().rposition(|r| !text[r.clone()].trim().is_empty());
     if let Some(last) = last.filter(|_| found.is_empty()) {
         found.push((last, Kind::Result));
+    }
+    // Beside what the rules found, what stands out from the output's own repeated shapes.
+    for i in novelty::novel_lines(text, lines) {
+        if !found.iter().any(|&(k, _)| k == i) {
+            found.push((i, Kind::Novel));
+        }
     }
     found.sort_by_key(|&(i, k)| (core::cmp::Reverse(k.weight()), i));
     found

@@ -23,6 +23,7 @@ const SDK_SOURCES: [(&str, &str); 5] = [
 const OUTCOMES_SOURCE: &str = include_str!("../../../outcomes/src/lib.rs");
 const OUTCOMES_TRIM: &str = include_str!("../../../outcomes/src/trim.rs");
 const OUTCOMES_DECISIONS: &str = include_str!("../../../outcomes/src/decisions.rs");
+const OUTCOMES_NOVELTY: &str = include_str!("../../../outcomes/src/novelty.rs");
 const OUTCOMES_MANIFEST: &str = include_str!("../../../outcomes/Cargo.toml");
 const WIT: &str = include_str!("../../../../wit/seshat-plugin.wit");
 
@@ -74,6 +75,7 @@ pub fn run(ctx: &crate::Context, args: &Args) -> anyhow::Result<ExitCode> {
         ("seshat-outcomes/src/lib.rs".into(), OUTCOMES_SOURCE.to_string()),
         ("seshat-outcomes/src/trim.rs".into(), OUTCOMES_TRIM.to_string()),
         ("seshat-outcomes/src/decisions.rs".into(), OUTCOMES_DECISIONS.to_string()),
+        ("seshat-outcomes/src/novelty.rs".into(), OUTCOMES_NOVELTY.to_string()),
         ("seshat-plugin-sdk/wit/seshat-plugin.wit".into(), WIT.to_string()),
         ("README.md".into(), readme(name, kind, &ctx.dirs.config)),
     ];

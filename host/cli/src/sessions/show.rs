@@ -38,6 +38,9 @@ struct Full {
     rewinds: Vec<Rewind>,
     /// The sessions forked from this one: (id, after which message).
     forks: Vec<(String, u64)>,
+    /// The compactions and trim passes undone (`--compactions` leaves them out).
+    #[serde(skip)]
+    undone: Vec<seshat::store::Retracted>,
 }
 
 /// `sessions show --remote`: the service's `session/get` for the live view; `--full` reads the
@@ -85,8 +88,8 @@ fn run_remote(args: &Args, remote: &mut crate::remote::Remote) -> anyhow::Result
 /// The whole record of a session from its export (pins and retractions are already in the
 /// records they shaped); its forks are left for the caller to fill in.
 fn from_export(jsonl: &str) -> anyhow::Result<Full> {
-    let (mut session, mut messages, mut compactions, mut trims, mut rewinds) =
-        (None, Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut session, mut messages, mut compactions, mut trims, mut rewinds, mut undone) =
+        (None, Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (i, line) in jsonl.lines().enumerate() {
         let bad =
             |e: &dyn std::fmt::Display| anyhow::anyhow!("line {} of the service's export cannot be read: {e}", i + 1);
@@ -103,11 +106,12 @@ fn from_export(jsonl: &str) -> anyhow::Result<Full> {
             "compaction" => compactions.push(serde_json::from_value(value).map_err(|e| bad(&e))?),
             "trim" => trims.push(serde_json::from_value(value).map_err(|e| bad(&e))?),
             "rewind" => rewinds.push(serde_json::from_value(value).map_err(|e| bad(&e))?),
+            "retraction" => undone.push(serde_json::from_value(value["undone"].clone()).map_err(|e| bad(&e))?),
             _ => {}
         }
     }
     let session = session.ok_or_else(|| anyhow::anyhow!("the service's export has no session line"))?;
-    Ok(Full { session, messages, compactions, trims, rewinds, forks: Vec::new() })
+    Ok(Full { session, messages, compactions, trims, rewinds, forks: Vec::new(), undone })
 }
 
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
@@ -125,6 +129,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             trims: store.trims(&id)?,
             rewinds: store.live_rewinds(&id)?,
             forks: Vec::new(),
+            undone: store.retractions(&id)?.into_iter().map(|(r, _)| r).collect(),
         };
         show_passes(&mut out, &full, &store.pins(&id)?, args.json)?;
         out.flush()?;
@@ -138,6 +143,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             trims: store.trims(&id)?,
             rewinds: store.live_rewinds(&id)?,
             forks: store.forks(&id)?,
+            undone: Vec::new(),
         };
         if args.json {
             format::json(&mut out, &full)?;
@@ -161,7 +167,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
 /// `--compactions`: each pass of the session's compaction history, as JSON or text.
 fn show_passes(out: &mut format::Out, full: &Full, pinned: &[u64], json: bool) -> anyhow::Result<()> {
     let seqs: Vec<u64> = full.messages.iter().map(|m| m.seq).collect();
-    let passes = seshat::compaction::passes(&full.compactions, &full.trims, &seqs, pinned, &full.rewinds);
+    let passes = seshat::compaction::passes(&full.compactions, &full.trims, &seqs, pinned, &full.rewinds, &full.undone);
     if json {
         return format::json(out, &serde_json::json!({"session": full.session.id, "passes": passes}));
     }

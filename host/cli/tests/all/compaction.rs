@@ -712,14 +712,18 @@ fn the_extractive_summariser_keeps_the_lines_the_instructions_name() {
     p.compactor(Scripted::answering(&[])).before_call(&mut store, &id, &frame(), &s).unwrap();
     let summary = store.live_view(&id).unwrap().compaction.unwrap().summary.unwrap();
     assert!(summary.starts_with("As asked:\n- token rotation: every 90 days (policy SEC-7)\n"), "{summary}");
-    // Without instructions the line is not there (the tool outcome keeps only its first line).
     let id = session(&mut store, 20_000);
     store.append(&id, &[text(Role::User, "deploy the service")]).unwrap();
     store.append(&id, &tool_pair("c1", &log)).unwrap();
     chat(&mut store, &id, 40, 300);
     p.compactor(Scripted::answering(&[])).before_call(&mut store, &id, &frame(), &settings(Some(20_000))).unwrap();
     let summary = store.live_view(&id).unwrap().compaction.unwrap().summary.unwrap();
-    assert!(!summary.contains("rotation") && !summary.contains("As asked"), "{summary}");
+    // Without instructions there is no "As asked" section; the line, unlike the rest of its log,
+    // is among the tool outcomes.
+    assert!(
+        !summary.contains("As asked") && summary.contains("- run({\"cmd\":\"make\"}) ok: token rotation"),
+        "{summary}"
+    );
 }
 
 #[test]
@@ -1296,6 +1300,7 @@ fn the_notice_before_a_summary_names_what_leaves_the_view_and_the_records_say_it
         &full.iter().map(|m| m.seq).collect::<Vec<_>>(),
         &store.pins(&id).unwrap(),
         &store.live_rewinds(&id).unwrap(),
+        &[],
     );
     match passes.as_slice() {
         [Pass::Trims { trims, .. }, Pass::Summary { summarised_seqs, .. }] => {
@@ -1345,6 +1350,57 @@ fn compact_and_sessions_show_compactions_say_what_left_the_view() {
     // The text report of another pass names the same things.
     let again = home.ok(&["compact", &id, "--dry-run"]);
     assert!(again.lines().nth(1).is_some_and(|l| l.contains("would leave the view: #")), "{again}");
+}
+
+/// A successful run's log of repeated records with one line unlike the rest, in words no rule
+/// names: the trimmer and the extractive summary keep that line (the log's own shapes single it
+/// out), not only its head and tail.
+#[test]
+fn a_line_unlike_the_rest_of_a_successful_log_survives_trims_and_summaries() {
+    let log = |service: &str, buried: &str| {
+        let mut lines: Vec<String> = (0..180)
+            .map(|i| {
+                format!(
+                    "ts=2026-11-{:02}T{:02}:{:02}:00Z level=info svc={service} op={} id={:08x} took_us={}",
+                    1 + i % 28,
+                    i % 24,
+                    i % 60,
+                    ["get", "put", "scan"][i % 3],
+                    i * 2_654_435_761 % 4_294_967_296,
+                    30 + i * 37 % 9_000
+                )
+            })
+            .collect();
+        lines.insert(97, buried.to_string());
+        lines.push(format!("ts=2026-12-07T06:00:00Z level=info svc={service} op=close id=00000000 took_us=1"));
+        lines.join("\n")
+    };
+    let home = Home::new();
+    let mut store = home.store();
+    let id = session(&mut store, 20_000);
+    store.append(&id, &[text(Role::User, "run the jobs")]).unwrap();
+    let buried = [
+        "billing handed 12 fewer cursor records on than the day before",
+        "the ledger table now holds 41 rows where it held 9",
+    ];
+    for (k, line) in buried.iter().enumerate() {
+        store.append(&id, &tool_pair(&format!("c{k}"), &log(["billing", "ledger"][k], line))).unwrap();
+    }
+    chat(&mut store, &id, 30, 300);
+    let model = Scripted::answering(&[]);
+    let mut p = plugins("summariser-extractive");
+    let mut c = p.compactor(model);
+    let report = c.compact(&mut store, &id, &frame(), &settings(Some(20_000)), false).unwrap();
+    assert!(report.trimmed == 2 && report.summarised, "{report:?}");
+    // The trims kept them (the originals are 15 KB; what the view showed before the summary).
+    for (t, line) in store.trims(&id).unwrap().iter().zip(buried) {
+        assert!(t.replacement.contains(line), "trim of #{}: {}", t.seq, t.replacement);
+    }
+    // And the summary that replaced the results quotes them.
+    let summary = store.live_view(&id).unwrap().compaction.unwrap().summary.unwrap();
+    for line in buried {
+        assert!(summary.contains(line), "{line:?} in {summary}");
+    }
 }
 
 /// What a compaction leaves, over sessions of every shape (sizes, many large tool outputs, a

@@ -425,7 +425,10 @@ fn a_large_result_is_indexed_by_its_head_tail_and_outcome_lines_and_read_back_wh
     // A 60 KB log: its failure and a word that only its ordinary middle lines hold.
     let mut lines: Vec<String> = (0..1_500).map(|i| format!("test suite::case_{i:04} ... ok (0.{i:03}s)")).collect();
     lines[700] = "thread 'ledger::rollover' panicked at src/ledger/rollover.rs:88:9: checksum mismatch".into();
-    lines[710] = "test suite::quasarwidget ... ok".into();
+    // Ordinary lines: the shape of the rest (a line unlike the rest would be indexed).
+    for (i, line) in lines.iter_mut().enumerate().take(716).skip(705) {
+        *line = format!("test suite::case_{i:04} ... ok (0.{i:03}s) quasarwidget");
+    }
     lines[1_499] = "test result: FAILED. 1498 passed; 1 failed".into();
     let log = lines.join("\n");
     assert!(log.len() > 3 * seshat::store::INDEX_WHOLE_BYTES, "{} bytes", log.len());
@@ -468,20 +471,24 @@ on_both_backends! {
 fn a_huge_pasted_text_is_indexed_by_its_head_tail_and_outcome_lines(home) {
     let mut store = home.store();
     let s = session_in(&mut store, "/p");
-    let filler =
-        |tag: &str| (0..2_000).map(|i| format!("{tag} line {i} of the pasted build log\n")).collect::<String>();
+    let filler = |tag: &str, word: &str| {
+        (0..2_000).map(|i| format!("{tag} line {i} of the pasted {word} log\n")).collect::<String>()
+    };
     let pasted = format!(
-        "headword starts the paste\n{}error: zyxcompile failed in src/deep.rs:77\n{}middleword sits here\n{}tailword ends it",
-        filler("early"),
-        filler("more"),
-        filler("late")
+        "headword starts the paste\n{}error: zyxcompile failed in src/deep.rs:77\n{}the mirror came back after 7 where \
+         the plan allows 3, oddword\n{}tailword ends it",
+        filler("early", "build"),
+        filler("more", "middleword"),
+        filler("late", "build")
     );
     assert!(pasted.len() > 2 * seshat::store::INDEX_WHOLE_TEXT_BYTES);
     store.append(&s, &[text(Role::User, &pasted), text(Role::User, "a short note with middleword")]).unwrap();
-    for word in ["headword", "tailword", "zyxcompile"] {
+    // Its head and tail, its error, and its one line unlike the rest are indexed.
+    for word in ["headword", "tailword", "zyxcompile", "oddword"] {
         assert_eq!(found(&store, HistoryScope::Session(&s), word), [(s.clone(), 1)], "{word}");
     }
-    // The middle of a paste larger than the budget is not indexed word by word.
+    // Its ordinary middle lines are not: the middle of a paste larger than the budget is not
+    // indexed word by word.
     assert_eq!(found(&store, HistoryScope::Session(&s), "middleword"), [(s.clone(), 2)]);
     // A text part within the budget is indexed whole.
     let whole = format!("{}needleword", "x ".repeat(seshat::store::INDEX_WHOLE_TEXT_BYTES / 2 - 8));

@@ -156,3 +156,48 @@ fn a_summary_shares_the_chats_cached_prefix_and_processes_a_fraction_of_a_separa
         assert_eq!(report["summarised_seqs"], separate_report["summarised_seqs"], "{provider}");
     }
 }
+
+/// A compaction long after the session's last answer (its provider's cache has expired) sends the
+/// separate request, which condenses what it summarises.
+#[test]
+fn a_cache_long_expired_gets_the_separate_request() {
+    let server = Server::route(|r| {
+        if r.path.ends_with("/count_tokens") {
+            return Reply::json(404, r#"{"error":{"message":"not found"}}"#);
+        }
+        answer("anthropic", false, "SUMMARY: what happened.", CacheUsage::default())
+    });
+    let home = home_for("anthropic", &server, "");
+    // Answered in 1970.
+    let mut lines = vec![
+        json!({"record": "session", "id": "01JFCACHE00000000000000001", "title": "old", "project": "/p",
+        "provider": "anthropic", "model": "claude-sonnet-4-5", "context_window": 8192, "created_at": 1, "updated_at": 1,
+        "message_count": 40, "totals": {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0,
+        "cache_creation_tokens": 0}, "context_tokens": null, "compaction_failures": 0, "auto_compact_disabled": false,
+        "metadata": {}})
+        .to_string(),
+    ];
+    for seq in 1..=40 {
+        let (role, text) =
+            if seq % 2 == 1 { ("user", format!("request {seq}")) } else { ("assistant", "words ".repeat(120)) };
+        lines.push(
+            json!({"record": "message", "seq": seq, "role": role, "parts": [{"type": "text", "text": text}],
+                "status": "complete", "created_at": 1})
+            .to_string(),
+        );
+    }
+    let file = home.path().join("old.jsonl");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    home.ok(&["sessions", "import", file.to_str().unwrap()]);
+    let out = home
+        .cmd()
+        .env("ANTHROPIC_API_KEY", crate::chat::KEY)
+        .args(["compact", "01JFCACHE", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["summary_request"], "separate", "{report}");
+    let asked = server.requests().into_iter().map(|r| r.json()).find(|b| b.get("messages").is_some()).unwrap();
+    assert!(asked.get("tools").is_none(), "{asked}");
+}

@@ -471,7 +471,8 @@ impl Agent {
     fn settings(&self) -> crate::compaction::Settings {
         crate::compaction::Settings {
             calibration: self.calibration,
-            recall: self.specs.iter().any(|s| super::history::is_history_tool(&s.name)),
+            // The marker and placeholders name history_search and history_read: only when offered.
+            recall: self.specs.iter().any(|s| s.name == super::history::SEARCH || s.name == super::history::READ),
             cancel: self.cancel.clone(),
             shape: Some(crate::compaction::RequestShape {
                 same_model_after: Some(self.same_model_after),

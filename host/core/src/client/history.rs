@@ -290,13 +290,15 @@ fn status(store: &Store, session: &str) -> crate::store::Result<String> {
         )),
         _ => out.push_str("Summarised: nothing; every message is in your view.\n"),
     }
-    let trimmed: Vec<String> = view
-        .entries
-        .iter()
-        .filter(|e| e.origin != Origin::Summary)
-        .flat_map(|e| e.trims.iter().map(move |t| (e.seq, t)))
-        .map(|(seq, t)| format!("#{} ({} → {} bytes)", seq.unwrap_or_default(), t.original_size, t.new_size))
-        .collect();
+    // One line per part, as it is now (a part trimmed again shows its latest trim).
+    let mut latest: std::collections::BTreeMap<(u64, u32), (u64, u64)> = std::collections::BTreeMap::new();
+    for e in view.entries.iter().filter(|e| e.origin != Origin::Summary) {
+        for t in &e.trims {
+            latest.insert((e.seq.unwrap_or_default(), t.part), (t.original_size, t.new_size));
+        }
+    }
+    let trimmed: Vec<String> =
+        latest.iter().map(|((seq, _), (before, after))| format!("#{seq} ({before} → {after} bytes)")).collect();
     if trimmed.is_empty() {
         out.push_str("Trimmed: no tool output in your view is shortened.\n");
     } else {

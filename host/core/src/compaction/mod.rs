@@ -643,7 +643,6 @@ impl Compactor<'_> {
             }
         }
         let dropped_tokens: u64 = dropped.iter().map(|e| entry_tokens(&e.parts)).sum();
-        report.summarised_seqs = SeqRange::of(dropped.iter().filter_map(|e| e.seq));
         // Nothing to summarise, or too little for a summary to be smaller (an automatic pass
         // calls no model for it, and it is no failure).
         if dropped.is_empty()
@@ -652,6 +651,7 @@ impl Compactor<'_> {
             keep_trims(store)?;
             return Ok(preview.with(report));
         }
+        report.summarised_seqs = SeqRange::of(dropped.iter().filter_map(|e| e.seq));
         let summary_model = settings.summary_model.clone().unwrap_or_else(|| settings.model.clone());
         report.summary_model = Some(summary_model.clone());
         if mode == Mode::DryRun {
@@ -690,7 +690,7 @@ impl Compactor<'_> {
             let views = (original.as_ref().unwrap_or(&view), &view);
             shared::ask(&*self.models, store, session, frame, settings, views, first_kept, summary_tokens, window)
         } else {
-            shared::Shared::Fallback("not asked this way", false)
+            shared::Shared::Fallback("not asked this way", false, None)
         };
         let summarised = match asked {
             shared::Shared::Written(c) => {
@@ -703,12 +703,19 @@ impl Compactor<'_> {
                 calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 Err(e)
             }
-            shared::Shared::Fallback(why, called) => {
+            shared::Shared::Fallback(why, called, spent) => {
                 if shared_possible {
                     tracing::debug!(session, why, "the summary is asked the separate way");
                 }
                 if called {
                     calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                if let Some(u) = spent {
+                    usage
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .get_or_insert_with(Default::default)
+                        .add(&u);
                 }
                 let separate =
                     self.summarise(&dropped, previous, &summary_model, summary_tokens, settings, (&calls, &usage));

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use crate::store::{Compaction, CompactionStatus, CompactionTrigger, PluginRef, Rewind, Trim};
+use crate::store::{Compaction, CompactionStatus, CompactionTrigger, PluginRef, Retracted, Rewind, Trim};
 use seshat_protocol::turn::{SeqRange, TrimSize};
 
 /// One step of a session's compaction history, oldest first.
@@ -56,14 +56,25 @@ pub enum Pass {
 
 /// A session's compaction history from its records: `compactions` and `trims` oldest first (as
 /// the store lists them), the seqs of its `messages`, the messages the user `pinned` and the
-/// `rewinds` in force (out of the view, so never summarised).
+/// `rewinds` in force (out of the view, so never summarised). What was `undone` (`/uncompact`,
+/// `compact --undo`) is left out: the view is as if it had never been made.
 pub fn passes(
     compactions: &[Compaction],
     trims: &[Trim],
     messages: &[u64],
     pinned: &[u64],
     rewinds: &[Rewind],
+    undone: &[Retracted],
 ) -> Vec<Pass> {
+    // Retractions name records by their place in the session's lists, from 1.
+    let compaction_undone =
+        |n: usize| undone.iter().any(|r| matches!(r, Retracted::Compaction { number } if *number == n as u64));
+    let trim_undone = |n: usize| {
+        undone.iter().any(|r| matches!(r, Retracted::Trims { first, last } if (*first..=*last).contains(&(n as u64))))
+    };
+    let trims: Vec<&Trim> = trims.iter().enumerate().filter(|(i, _)| !trim_undone(i + 1)).map(|(_, t)| t).collect();
+    let compactions: Vec<&Compaction> =
+        compactions.iter().enumerate().filter(|(i, _)| !compaction_undone(i + 1)).map(|(_, c)| c).collect();
     let mut out: Vec<Pass> = Vec::new();
     // Trims a pass recorded together share their time and trimmer.
     for t in trims {
@@ -149,10 +160,19 @@ mod tests {
         let rewinds = [Rewind { from_seq: 12, through_seq: 13, created_at: 0 }];
         // The first kept request 8 verbatim before its cut at 10; the user pinned 3 and 25.
         let cs = [compaction(10, Some(8), 5), compaction(30, None, 9)];
-        let out = passes(&cs, &[], &messages, &[3, 25], &rewinds);
+        let out = passes(&cs, &[], &messages, &[3, 25], &rewinds, &[]);
         assert_eq!(summarised(&out[0]), vec![(1, 2), (4, 7), (9, 9)]);
         // The second takes the request the first kept, and not what was rewound or pinned.
         assert_eq!(summarised(&out[1]), vec![(8, 8), (10, 11), (14, 24), (26, 29)]);
+    }
+
+    #[test]
+    fn an_undone_compaction_is_left_out_and_the_next_starts_where_the_view_was() {
+        let messages: Vec<u64> = (1..=40).collect();
+        let cs = [compaction(10, None, 5), compaction(20, None, 9)];
+        let out = passes(&cs, &[], &messages, &[], &[], &[Retracted::Compaction { number: 1 }]);
+        assert_eq!(out.len(), 1);
+        assert_eq!(summarised(&out[0]), vec![(1, 19)]);
     }
 
     #[test]
@@ -166,8 +186,14 @@ mod tests {
             created_at: at,
             plugin: None,
         };
-        let out =
-            passes(&[compaction(5, None, 7)], &[trim(2, 7), trim(3, 7), trim(6, 9)], &[1, 2, 3, 4, 5, 6], &[], &[]);
+        let out = passes(
+            &[compaction(5, None, 7)],
+            &[trim(2, 7), trim(3, 7), trim(6, 9)],
+            &[1, 2, 3, 4, 5, 6],
+            &[],
+            &[],
+            &[],
+        );
         let kinds: Vec<(&str, usize)> = out
             .iter()
             .map(|p| match p {

@@ -13,7 +13,7 @@ use super::models::{ModelClient, SharedRequest};
 use super::pairing;
 use super::{Frame, RECALL_HINT, Settings};
 use crate::conversation::{Part, Role};
-use crate::plugins::Completion;
+use crate::plugins::{Completion, StopReason};
 use crate::store::{LiveView, Origin, Store, ViewEntry};
 
 /// The summariser whose instructions a shared-prefix summary follows: Seshat's model summary.
@@ -22,14 +22,19 @@ pub(super) const SUMMARISER: &str = "summariser";
 /// What Seshat's model summary tells the summary model (the same text the plugin sends).
 const INSTRUCTIONS: &str = include_str!("../../../../plugins/summariser/prompt.md");
 
+/// How long after a request its prefix is taken to be still cached: five minutes, Anthropic's
+/// default lifetime and the least of OpenAI's.
+const CACHE_FRESH_MS: i64 = 5 * 60 * 1_000;
+
 /// What a shared-prefix request came to: the summary's text and the call's usage, or why it was
 /// not asked this way (the separate way follows).
 pub(super) enum Shared {
     /// The model wrote it.
     Written(Completion),
-    /// Not asked this way, or the model refused it for its length or answered with no text: the
-    /// separate way follows. Says why (for the log), and whether the model was called.
-    Fallback(&'static str, bool),
+    /// Not asked this way, or the model's answer cannot be the summary (a refusal, an error, no
+    /// text, a tool call): the separate way follows. Says why (for the log),
+    /// whether the model was called and what that call used.
+    Fallback(&'static str, bool, Option<crate::conversation::Usage>),
     /// The call failed (the compaction fails as a separate request's failure would).
     Failed(String),
 }
@@ -107,10 +112,11 @@ pub(super) fn instruction(first_kept: Option<&ViewEntry>, settings: &Settings) -
     out
 }
 
-/// How a message starts, quoted, for the model to find it by.
+/// How a message starts, quoted, for the model to find it by (its reasoning, which the request
+/// may not carry, left aside).
 fn excerpt(e: &ViewEntry) -> String {
     const CHARS: usize = 80;
-    match e.parts.first() {
+    match e.parts.iter().find(|p| !matches!(p, Part::Thinking { .. } | Part::RedactedThinking { .. })) {
         Some(Part::Text { text }) => {
             let start: String = text.trim_start().chars().take(CHARS).collect();
             format!("«{}{}» ({})", start, if text.chars().count() > CHARS { "…" } else { "" }, e.role.as_str())
@@ -138,7 +144,23 @@ pub(super) fn ask(
     summary_tokens: u64,
     window: u64,
 ) -> Shared {
-    let Some(shape) = settings.shape.as_ref() else { return Shared::Fallback("no request shape", false) };
+    let Some(shape) = settings.shape.as_ref() else { return Shared::Fallback("no request shape", false, None) };
+    // A cache that has expired serves nothing: the separate request, which condenses what it
+    // summarises, then costs less than the whole conversation.
+    let last_answer = views
+        .0
+        .entries
+        .iter()
+        .rev()
+        .find(|e| e.role == Role::Assistant && e.origin != Origin::Summary)
+        .and_then(|e| e.seq);
+    let answered_at = match last_answer.map(|seq| store.message(session, seq)).transpose() {
+        Ok(m) => m.flatten().map(|m| m.created_at),
+        Err(e) => return Shared::Failed(e.to_string()),
+    };
+    if answered_at.is_none_or(|at| crate::store::now_ms().saturating_sub(at) > CACHE_FRESH_MS) {
+        return Shared::Fallback("no request was answered in the last five minutes", false, None);
+    }
     let sent = views.0.entries.iter().rposition(|e| e.role == Role::Assistant && e.origin != Origin::Summary);
     // The kept message the request holds, named for the model to stop at.
     let named = (sent.is_none_or(|s| first_kept < s)).then(|| views.1.entries.get(first_kept)).flatten();
@@ -149,7 +171,7 @@ pub(super) fn ask(
     };
     let estimate = frame.tokens() + messages.iter().map(|m| entry_tokens(&m.parts)).sum::<u64>();
     if window > 0 && settings.real(estimate) + summary_tokens > window {
-        return Shared::Fallback("the conversation and the summary would not fit the window", false);
+        return Shared::Fallback("the conversation and the summary would not fit the window", false, None);
     }
     let request = SharedRequest {
         system: &frame.system,
@@ -159,10 +181,18 @@ pub(super) fn ask(
         shape,
     };
     match models.complete_shared(&settings.model, &request) {
-        None => Shared::Fallback("the model client cannot send it", false),
-        Some(Ok(c)) if c.text.trim().is_empty() => Shared::Fallback("the answer had no text", true),
+        None => Shared::Fallback("the model client cannot send it", false, None),
+        Some(Ok(c)) if c.text.trim().is_empty() => Shared::Fallback("the answer had no text", true, c.usage),
+        // A model that called a tool (the chat's tools are in the request) did not write the
+        // summary, whatever text came with the call.
+        Some(Ok(c)) if c.stop_reason == StopReason::ToolUse => {
+            Shared::Fallback("the answer called a tool", true, c.usage)
+        }
         Some(Ok(c)) => Shared::Written(c),
-        Some(Err(e)) if e.limit.is_some() => Shared::Fallback("refused for its length", true),
-        Some(Err(e)) => Shared::Failed(format!("{}: {}", e.code, e.message)),
+        // Stopped by the user: no other request.
+        Some(Err(e)) if settings.cancel.is_cancelled() => Shared::Failed(format!("{}: {}", e.code, e.message)),
+        // Any other failure (a refusal for its length, an option the chat sends that this request
+        // cannot take): the separate request, which carries neither the tools nor the options.
+        Some(Err(_)) => Shared::Fallback("the request failed", true, None),
     }
 }
