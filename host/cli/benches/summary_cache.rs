@@ -177,8 +177,36 @@ fn compacted(provider: &'static str, base_url: &str, window: u64, mode: &str, se
     )
     .unwrap();
     let model = if provider == "openai" { "gpt-4o" } else { "claude-sonnet-4-5" };
-    let db = dir.path().join("seshat.db");
-    let project = dir.path().display().to_string();
+    let mut tools = Tools::with_memory();
+    tools.register(Box::new(Run(common::Rng(seed | 1), 0)));
+    let options = AgentOptions { max_iterations: 60, ..AgentOptions::default() };
+    let (mut agent, mut store, session) = session_agent(dir.path(), provider, model, window, tools, options);
+    let threshold = seshat::window::Marks::new(window).threshold;
+    let mut rng = common::Rng(seed | 1);
+    // Filled in turns (each at most ~1,500 tokens) to within a few thousand of the threshold.
+    let mut i = 0;
+    while agent.context_use().unwrap().map_or(0, |c| c.used) + 4_000 < threshold {
+        store.append(&session, &turn(i, &mut rng)).unwrap();
+        i += 1;
+    }
+    // One turn whose tool loop (every request cached as it goes) crosses the threshold.
+    let out = agent.turn("Go on with the next step.", &Cancel::default(), &mut Quiet).unwrap();
+    out.compactions.into_iter().next().expect("the tool loop compacted")
+}
+
+/// A session of `model` on `provider` at `window` in a new store under `dir` (whose config.toml is
+/// written), and an agent on it with `tools` and the rest of `options`: the agent, the store and
+/// the session's id.
+fn session_agent(
+    dir: &std::path::Path,
+    provider: &str,
+    model: &str,
+    window: u64,
+    tools: Tools,
+    options: AgentOptions,
+) -> (Agent, Store, String) {
+    let db = dir.join("seshat.db");
+    let project = dir.display().to_string();
     let mut store = Store::open(&db).unwrap();
     let session = store
         .create_session(NewSession {
@@ -193,7 +221,7 @@ fn compacted(provider: &'static str, base_url: &str, window: u64, mode: &str, se
     let config = seshat::ClientOptions {
         auto_compact: true,
         store: Some(seshat::store::Location::File(db)),
-        dirs: Some(seshat::paths::Dirs::under(dir.path())),
+        dirs: Some(seshat::paths::Dirs::under(dir)),
         project: Some(project.clone()),
         ..Default::default()
     };
@@ -205,23 +233,9 @@ fn compacted(provider: &'static str, base_url: &str, window: u64, mode: &str, se
         project,
         model: Some(model.into()),
         window: Some(window),
-        max_iterations: 60,
-        ..AgentOptions::default()
+        ..options
     };
-    let mut tools = Tools::with_memory();
-    tools.register(Box::new(Run(common::Rng(seed | 1), 0)));
-    let mut agent = Agent::open(client, shared, tools, options).unwrap();
-    let threshold = seshat::window::Marks::new(window).threshold;
-    let mut rng = common::Rng(seed | 1);
-    // Filled in turns (each at most ~1,500 tokens) to within a few thousand of the threshold.
-    let mut i = 0;
-    while agent.context_use().unwrap().map_or(0, |c| c.used) + 4_000 < threshold {
-        store.append(&session.id, &turn(i, &mut rng)).unwrap();
-        i += 1;
-    }
-    // One turn whose tool loop (every request cached as it goes) crosses the threshold.
-    let out = agent.turn("Go on with the next step.", &Cancel::default(), &mut Quiet).unwrap();
-    out.compactions.into_iter().next().expect("the tool loop compacted")
+    (Agent::open(client, shared, tools, options).unwrap(), store, session.id)
 }
 
 /// Input tokens the provider processed for the summary (not read from its cache).
@@ -327,38 +341,8 @@ fn llama_compaction(url: &str, mode: &str, window: u64, log: &std::path::Path) -
         ),
     )
     .unwrap();
-    let db = dir.path().join("seshat.db");
-    let project = dir.path().display().to_string();
-    let mut store = Store::open(&db).unwrap();
-    let session = store
-        .create_session(NewSession {
-            project: project.clone(),
-            provider: Some("local".into()),
-            model: Some("smollm2".into()),
-            context_window: Some(window),
-            metadata: None,
-            title: None,
-        })
-        .unwrap();
-    let config = seshat::ClientOptions {
-        auto_compact: true,
-        store: Some(seshat::store::Location::File(db)),
-        dirs: Some(seshat::paths::Dirs::under(dir.path())),
-        project: Some(project.clone()),
-        ..Default::default()
-    };
-    let mut client = seshat::Client::new(config, Arc::new(seshat::compaction::NoModels)).unwrap();
-    let shared = SharedProvider::new(client.load_provider(Some("local")).unwrap());
-    client.set_models(Arc::new(shared.clone()));
-    let options = AgentOptions {
-        session: seshat::client::SessionChoice::Resume(session.id.clone()),
-        project,
-        model: Some("smollm2".into()),
-        window: Some(window),
-        max_output_tokens: Some(64),
-        ..AgentOptions::default()
-    };
-    let mut agent = Agent::open(client, shared, Tools::none(), options).unwrap();
+    let options = AgentOptions { max_output_tokens: Some(64), ..AgentOptions::default() };
+    let (mut agent, mut store, session) = session_agent(dir.path(), "local", "smollm2", window, Tools::none(), options);
     let threshold = seshat::window::Marks::new(window).threshold;
     let mut rng = common::Rng(7);
     let mut i = 0;
@@ -371,7 +355,7 @@ fn llama_compaction(url: &str, mode: &str, window: u64, log: &std::path::Path) -
         };
         store
             .append(
-                &session.id,
+                &session,
                 &[
                     text(Role::User, format!("Step {i}: what does module {} print when it builds?", rng.below(50))),
                     text(

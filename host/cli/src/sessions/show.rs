@@ -121,21 +121,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let store = ctx.store()?;
     let id = store.resolve(&args.id)?;
     let mut out = format::stdout();
-    if args.compactions {
-        let full = Full {
-            session: store.session(&id)?,
-            messages: store.full_history(&id)?,
-            compactions: store.compactions(&id)?,
-            trims: store.trims(&id)?,
-            rewinds: store.live_rewinds(&id)?,
-            forks: Vec::new(),
-            undone: store.retractions(&id)?.into_iter().map(|(r, _)| r).collect(),
-        };
-        show_passes(&mut out, &full, &store.pins(&id)?, args.json)?;
-        out.flush()?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    if args.full {
+    if args.compactions || args.full {
         let full = Full {
             session: store.session(&id)?,
             messages: store.full_history(&id)?,
@@ -143,9 +129,11 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             trims: store.trims(&id)?,
             rewinds: store.live_rewinds(&id)?,
             forks: store.forks(&id)?,
-            undone: Vec::new(),
+            undone: store.retractions(&id)?.into_iter().map(|(r, _)| r).collect(),
         };
-        if args.json {
+        if args.compactions {
+            show_passes(&mut out, &full, &store.pins(&id)?, args.json)?;
+        } else if args.json {
             format::json(&mut out, &full)?;
         } else {
             render_full(&mut out, &full)?;

@@ -149,6 +149,17 @@ fn long_build(store: &mut Store) -> String {
     id
 }
 
+/// A session at a 20k window: a request, `outputs` long compiler outputs, then `turns` chat turns.
+fn builds_then_chat(store: &mut Store, outputs: usize, turns: usize) -> String {
+    let id = session(store, 20_000);
+    store.append(&id, &[text(Role::User, "build it")]).unwrap();
+    for k in 0..outputs {
+        store.append(&id, &tool_pair(&format!("c{k}"), &"compiler output line\n".repeat(1_200))).unwrap();
+    }
+    chat(store, &id, turns, 300);
+    id
+}
+
 #[test]
 fn trims_alone_can_suffice_without_a_model_call() {
     let home = Home::new();
@@ -991,12 +1002,7 @@ fn the_default_summarisers_transcript_keeps_a_long_results_outcome_not_its_bulk(
 fn trims_and_compactions_name_the_plugin_and_build_that_made_them() {
     let home = Home::new();
     let mut store = home.store();
-    let id = session(&mut store, 20_000);
-    store.append(&id, &[text(Role::User, "build it")]).unwrap();
-    for k in 0..3 {
-        store.append(&id, &tool_pair(&format!("c{k}"), &"compiler output line\n".repeat(1_200))).unwrap();
-    }
-    chat(&mut store, &id, 30, 300);
+    let id = builds_then_chat(&mut store, 3, 30);
     let model = Scripted::answering(&[Ok("Built; 30 requests answered."), Err("overloaded")]);
     let mut p = plugins("summariser");
     let (trimmer, summariser) = (p.trimmer.sha256().to_string(), p.summariser.sha256().to_string());
@@ -1237,12 +1243,7 @@ fn the_notice_before_a_summary_names_what_leaves_the_view_and_the_records_say_it
     use std::collections::BTreeSet;
     let home = Home::new();
     let mut store = home.store();
-    let id = session(&mut store, 20_000);
-    store.append(&id, &[text(Role::User, "build it")]).unwrap();
-    for k in 0..2 {
-        store.append(&id, &tool_pair(&format!("c{k}"), &"compiler output line\n".repeat(1_200))).unwrap();
-    }
-    chat(&mut store, &id, 40, 300);
+    let id = builds_then_chat(&mut store, 2, 40);
     // A request the user pinned stays in the view, and is not named.
     seshat::compaction::pin(&mut store, &id, 8, 20_000).unwrap();
     let seqs = |store: &Store| -> BTreeSet<u64> {
@@ -1316,12 +1317,7 @@ fn the_notice_before_a_summary_names_what_leaves_the_view_and_the_records_say_it
 fn compact_and_sessions_show_compactions_say_what_left_the_view() {
     let home = Home::new();
     let mut store = home.store();
-    let id = session(&mut store, 20_000);
-    store.append(&id, &[text(Role::User, "build it")]).unwrap();
-    for k in 0..2 {
-        store.append(&id, &tool_pair(&format!("c{k}"), &"compiler output line\n".repeat(1_200))).unwrap();
-    }
-    chat(&mut store, &id, 40, 300);
+    let id = builds_then_chat(&mut store, 2, 40);
     let untouched = import_long(&home, 3);
     std::fs::write(home.path().join("config.toml"), "[plugins]\nsummariser = \"summariser-extractive\"\n").unwrap();
     let never = home.ok(&["sessions", "show", &untouched, "--compactions"]);

@@ -540,13 +540,15 @@ impl Compactor<'_> {
             })
             .collect();
         if matches!(mode, Mode::Preview(_)) {
-            preview.trims = trims
+            preview.trims = report
+                .trims
                 .iter()
-                .map(|(seq, part, after)| TrimChange {
-                    seq: *seq,
-                    part: *part,
-                    bytes_before: size_in_view(*seq, *part),
-                    bytes_after: after.len() as u64,
+                .zip(&trims)
+                .map(|(t, (_, _, after))| TrimChange {
+                    seq: t.seq,
+                    part: t.part,
+                    bytes_before: t.bytes_before,
+                    bytes_after: t.bytes_after,
                     text: after.clone(),
                 })
                 .collect();
