@@ -357,33 +357,17 @@ impl Compactor<'_> {
         }
         // The view changes only if compaction recorded something.
         let view = if report.is_some() { store.live_view(session)? } else { view };
-        let mut messages: Vec<pairing::Msg> = view
-            .entries
-            .into_iter()
-            .map(|mut e| {
-                if settings.recall
-                    && e.origin == Origin::Summary
-                    && let Some(Part::Text { text }) = e.parts.last_mut()
-                {
-                    text.push_str(RECALL_HINT);
-                }
-                pairing::Msg { seq: e.seq, role: e.role, parts: e.parts }
-            })
-            .collect();
-        let stored = stored_answers(store, session, &messages)?;
-        let answered: HashSet<String> = stored.keys().cloned().collect();
-        let repair = pairing::repair(&mut messages, &answered);
-        if !stored.is_empty() {
-            // Results the store has but the view lost: send them with their calls.
-            messages.push(pairing::Msg { seq: None, role: Role::Tool, parts: stored.into_values().collect() });
-        }
-        if !repair.unanswered.is_empty() {
-            let parts: Vec<Part> =
-                repair.unanswered.iter().map(|(id, name)| pairing::synthetic_result(id, name)).collect();
-            let msg =
-                NewMessage { role: Role::Tool, parts: parts.clone(), usage: None, status: MessageStatus::Synthetic };
+        let (mut messages, unanswered) = request_messages(store, session, view.entries, settings.recall)?;
+        if !unanswered.is_empty() {
+            // Calls that never got a result get a synthetic one, stored.
+            let msg = NewMessage {
+                role: Role::Tool,
+                parts: unanswered.clone(),
+                usage: None,
+                status: MessageStatus::Synthetic,
+            };
             let seq = store.append(session, &[msg])?[0];
-            messages.push(pairing::Msg { seq: Some(seq), role: Role::Tool, parts });
+            messages.push(pairing::Msg { seq: Some(seq), role: Role::Tool, parts: unanswered });
         }
         let messages = pairing::alternate(pairing::arrange(messages));
         let tokens_now = frame.tokens() + messages.iter().map(|m| entry_tokens(&m.parts)).sum::<u64>();
@@ -1060,6 +1044,39 @@ fn item(e: &crate::store::ViewEntry) -> cut::Item {
 }
 
 /// Stored results (by call id) of calls in `messages` that have no result there.
+/// A request's conversation from view `entries`, as every request carries it: the summary with
+/// its recall hint when the history tools are offered (`recall`), each tool call with its result
+/// (results the store has but the view lost put back after it). Returns it (not yet arranged) and
+/// the synthetic results of the calls that never got one, for the caller to add.
+fn request_messages(
+    store: &Store,
+    session: &str,
+    entries: Vec<crate::store::ViewEntry>,
+    recall: bool,
+) -> Result<(Vec<pairing::Msg>, Vec<Part>)> {
+    let mut messages: Vec<pairing::Msg> = entries
+        .into_iter()
+        .map(|mut e| {
+            if recall
+                && e.origin == Origin::Summary
+                && let Some(Part::Text { text }) = e.parts.last_mut()
+            {
+                text.push_str(RECALL_HINT);
+            }
+            pairing::Msg { seq: e.seq, role: e.role, parts: e.parts }
+        })
+        .collect();
+    let stored = stored_answers(store, session, &messages)?;
+    let answered: HashSet<String> = stored.keys().cloned().collect();
+    let repair = pairing::repair(&mut messages, &answered);
+    if !stored.is_empty() {
+        // Results the store has but the view lost: sent with their calls.
+        messages.push(pairing::Msg { seq: None, role: Role::Tool, parts: stored.into_values().collect() });
+    }
+    let unanswered = repair.unanswered.iter().map(|(id, name)| pairing::synthetic_result(id, name)).collect();
+    Ok((messages, unanswered))
+}
+
 fn stored_answers(store: &Store, session: &str, messages: &[pairing::Msg]) -> Result<HashMap<String, Part>> {
     let answered_here: HashSet<&str> =
         messages.iter().flat_map(|m| m.parts.iter()).filter_map(Part::answered_call_id).collect();

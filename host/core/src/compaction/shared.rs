@@ -6,12 +6,10 @@
 //! session's model and the summariser is Seshat's model summary; anything else, or a request that
 //! would not fit the window with the summary, is asked the separate way.
 
-use std::collections::HashSet;
-
 use super::accounting::entry_tokens;
 use super::models::{ModelClient, SharedRequest};
 use super::pairing;
-use super::{Frame, RECALL_HINT, Settings};
+use super::{Frame, Settings};
 use crate::conversation::{Part, Role};
 use crate::plugins::{Completion, StopReason};
 use crate::store::{LiveView, Origin, Store, ViewEntry};
@@ -45,43 +43,23 @@ pub(super) enum Shared {
 /// request ended (before the view's latest answer: what any cache holds), or at the cut when what
 /// is summarised goes further; what lies past the last request is sent as this pass trimmed it
 /// (no cache holds it). `original` is the view before this pass's trims, `trimmed` after (entry
-/// for entry); `first_kept` the index of the first message kept.
+/// for entry); `sent` the index of the view's latest answer (its length when there is none),
+/// `first_kept` of the first message kept.
 pub(super) fn messages(
     store: &Store,
     session: &str,
     (original, trimmed): (&LiveView, &LiveView),
-    first_kept: usize,
+    (sent, first_kept): (usize, usize),
     settings: &Settings,
     instruction: String,
 ) -> super::Result<Vec<pairing::Msg>> {
-    let sent = original
-        .entries
-        .iter()
-        .rposition(|e| e.role == Role::Assistant && e.origin != Origin::Summary)
-        .unwrap_or(original.entries.len());
     let end = sent.max(first_kept).min(original.entries.len());
-    let mut messages: Vec<pairing::Msg> = (0..end)
-        .map(|i| {
-            let e = if i < sent { &original.entries[i] } else { &trimmed.entries[i] };
-            let mut parts = e.parts.clone();
-            if settings.recall
-                && e.origin == Origin::Summary
-                && let Some(Part::Text { text }) = parts.last_mut()
-            {
-                text.push_str(RECALL_HINT);
-            }
-            pairing::Msg { seq: e.seq, role: e.role, parts }
-        })
-        .collect();
-    let stored = super::stored_answers(store, session, &messages)?;
-    let answered: HashSet<String> = stored.keys().cloned().collect();
-    let repair = pairing::repair(&mut messages, &answered);
-    if !stored.is_empty() {
-        messages.push(pairing::Msg { seq: None, role: Role::Tool, parts: stored.into_values().collect() });
-    }
-    if !repair.unanswered.is_empty() {
-        let parts = repair.unanswered.iter().map(|(id, name)| pairing::synthetic_result(id, name)).collect();
-        messages.push(pairing::Msg { seq: None, role: Role::Tool, parts });
+    let entries =
+        (0..end).map(|i| if i < sent { &original.entries[i] } else { &trimmed.entries[i] }).cloned().collect();
+    let (mut messages, unanswered) = super::request_messages(store, session, entries, settings.recall)?;
+    if !unanswered.is_empty() {
+        // Not stored: this request only reads.
+        messages.push(pairing::Msg { seq: None, role: Role::Tool, parts: unanswered });
     }
     let mut messages = pairing::arrange(messages);
     messages.push(pairing::Msg { seq: None, role: Role::User, parts: vec![Part::Text { text: instruction }] });
@@ -145,27 +123,24 @@ pub(super) fn ask(
     window: u64,
 ) -> Shared {
     let Some(shape) = settings.shape.as_ref() else { return Shared::Fallback("no request shape", false, None) };
+    // Where the chat's last request ended: before the view's latest answer.
+    let Some(sent) = views.0.entries.iter().rposition(|e| e.role == Role::Assistant && e.origin != Origin::Summary)
+    else {
+        return Shared::Fallback("no request was answered yet", false, None);
+    };
     // A cache that has expired serves nothing: the separate request, which condenses what it
     // summarises, then costs less than the whole conversation.
-    let last_answer = views
-        .0
-        .entries
-        .iter()
-        .rev()
-        .find(|e| e.role == Role::Assistant && e.origin != Origin::Summary)
-        .and_then(|e| e.seq);
-    let answered_at = match last_answer.map(|seq| store.message(session, seq)).transpose() {
+    let answered_at = match views.0.entries[sent].seq.map(|seq| store.message(session, seq)).transpose() {
         Ok(m) => m.flatten().map(|m| m.created_at),
         Err(e) => return Shared::Failed(e.to_string()),
     };
     if answered_at.is_none_or(|at| crate::store::now_ms().saturating_sub(at) > CACHE_FRESH_MS) {
         return Shared::Fallback("no request was answered in the last five minutes", false, None);
     }
-    let sent = views.0.entries.iter().rposition(|e| e.role == Role::Assistant && e.origin != Origin::Summary);
     // The kept message the request holds, named for the model to stop at.
-    let named = (sent.is_none_or(|s| first_kept < s)).then(|| views.1.entries.get(first_kept)).flatten();
+    let named = (first_kept < sent).then(|| views.1.entries.get(first_kept)).flatten();
     let instruction = instruction(named, settings);
-    let messages = match messages(store, session, views, first_kept, settings, instruction) {
+    let messages = match messages(store, session, views, (sent, first_kept), settings, instruction) {
         Ok(m) => m,
         Err(e) => return Shared::Failed(e.to_string()),
     };
