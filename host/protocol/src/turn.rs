@@ -141,6 +141,33 @@ pub struct Report {
     /// by itself and the target it aims under (0 when unknown: a report made before these were
     /// given).
     pub marks: WindowMarks,
+    /// Set when the summary was written off the turn's path, from a snapshot of the view, and
+    /// swapped in at a safe point (between model calls): what started it and what it covered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub background: Option<BackgroundRun>,
+}
+
+/// Why a summary is written in the background, while the session goes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BackgroundReason {
+    /// The session passed the early mark, below the threshold: the summary is ready before a
+    /// turn would have to wait for it.
+    EarlyMark,
+    /// The session was idle long enough (while the provider's cache still holds its prefix).
+    Idle,
+}
+
+/// A summary written in the background and swapped in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct BackgroundRun {
+    /// What started it.
+    pub reason: BackgroundReason,
+    /// The session's last message when its snapshot was taken: the summary covers messages up to
+    /// here, and nothing up to here had changed when it was swapped in.
+    pub snapshot_seq: u64,
+    /// Messages appended after the snapshot while it was written, kept in the view as they were.
+    pub appended: u64,
 }
 
 /// How a summary was asked of a model.
@@ -248,6 +275,10 @@ pub struct Summarising {
     pub summariser: String,
     /// The model it may call.
     pub model: String,
+    /// Set when the summary is written in the background (the session goes on meanwhile, and it
+    /// is swapped in at a safe point): why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background: Option<BackgroundReason>,
 }
 
 /// Where a model's context window came from (shown by `/context` and in warnings).

@@ -542,6 +542,12 @@ fn open_agent(link: Link<'_>, session: &str, current: &Arc<Mutex<Cancel>>) -> Re
         .collect();
     let opened =
         ctx.environment(overrides).and_then(|env| env.agent(SessionChoice::Resume(session.to_string()), tools));
+    // The agent lives past its turn: summaries are written in the background and swapped in at a
+    // later turn's model call.
+    let opened = opened.map(|mut agent| {
+        agent.enable_background();
+        agent
+    });
     opened.map_err(|e| match e {
         seshat::client::Error::Provider(e @ seshat::providers::Error::NotConfigured(_)) => {
             RpcError::seshat("provider_not_configured", e.to_string())

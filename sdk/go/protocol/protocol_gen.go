@@ -43,6 +43,25 @@ type AddObservationsResult struct {
 	Results []ObservationAdds `json:"results"`
 }
 
+// BackgroundReason: Why a summary is written in the background, while the session goes on.
+type BackgroundReason string
+
+const (
+	BackgroundReasonEarlyMark BackgroundReason = "early_mark"
+	BackgroundReasonIdle      BackgroundReason = "idle"
+)
+
+// BackgroundRun: A summary written in the background and swapped in.
+type BackgroundRun struct {
+	// Appended: Messages appended after the snapshot while it was written, kept in the view as they were.
+	Appended uint64 `json:"appended"`
+	// Reason: What started it.
+	Reason BackgroundReason `json:"reason"`
+	// SnapshotSeq: The session's last message when its snapshot was taken: the summary covers messages up to
+	// here, and nothing up to here had changed when it was swapped in.
+	SnapshotSeq uint64 `json:"snapshot_seq"`
+}
+
 // BroughtIn: What bringing in another agent's session wrote (`seshat sessions import --from … --json`).
 type BroughtIn struct {
 	// Compactions: Compaction records written now.
@@ -808,6 +827,9 @@ type Removed struct {
 
 // Report: What a compaction did, for the CLI to say.
 type Report struct {
+	// Background: Set when the summary was written off the turn's path, from a snapshot of the view, and
+	// swapped in at a safe point (between model calls): what started it and what it covered.
+	Background BackgroundRun `json:"background,omitempty"`
 	// Dropped: Messages replaced by the summary.
 	Dropped int `json:"dropped,omitempty"`
 	// DryRun: Whether this was a dry run (nothing recorded).
@@ -1221,6 +1243,9 @@ type StreamEvent = json.RawMessage
 type Summarising struct {
 	// AfterTrims: Tokens in use once the pass's trims stand.
 	AfterTrims uint64 `json:"after_trims"`
+	// Background: Set when the summary is written in the background (the session goes on meanwhile, and it
+	// is swapped in at a safe point): why.
+	Background BackgroundReason `json:"background,omitempty"`
 	// Kept: Messages that stay in the view verbatim.
 	Kept int `json:"kept"`
 	// Marks: The marks the pass works to.

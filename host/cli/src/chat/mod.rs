@@ -2,6 +2,7 @@
 //! final answer and exits; on a terminal without one, an interactive REPL ([`repl`]).
 
 mod held;
+mod idle;
 mod remote;
 mod repl;
 

@@ -32,9 +32,12 @@ pub fn run(
     poke: &dyn Fn(),
     work: &crate::stop::Work,
 ) -> anyhow::Result<ExitCode> {
-    let mut code = ExitCode::SUCCESS;
     let session = agent.session().to_string();
     let started_empty = agent.client().store().session(&session)?.message_count == 0;
+    // The session lives past its turns: summaries are written in the background, and an idle
+    // session is compacted while the provider's cache holds it.
+    agent.enable_background();
+    let idle_after = agent.client().config().compaction.idle_after();
     let mut editor = rustyline::DefaultEditor::new()?;
     let history = ctx.dirs.data.join("chat-history.txt");
     let _ = editor.load_history(&history);
@@ -42,9 +45,51 @@ pub fn run(
     if let Ok(Some(c)) = agent.context_use() {
         eprintln!("[{}]", format::context_line(&c));
     }
+    let shared = std::sync::Mutex::new(agent);
+    let code = std::thread::scope(|scope| {
+        let (activity, heard) = std::sync::mpsc::channel();
+        if let Some(after) = idle_after {
+            let shared = &shared;
+            scope.spawn(move || super::idle::run(shared, &heard, after));
+        }
+        let code = turns(&shared, &mut editor, &activity, cancel, poke, work);
+        // The timer ends with its sender.
+        drop(activity);
+        code
+    })?;
+    let agent = shared.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+    // A session started here and left without a word is not kept: `--continue` would pick it
+    // next time instead of the conversation the user means.
+    if started_empty && agent.client().store().session(&session)?.message_count == 0 {
+        agent.client().store().delete_session(&session)?;
+    }
+    if let Some(dir) = history.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let _ = editor.save_history(&history);
+    Ok(code)
+}
+
+/// The prompt and the turns, until the user leaves; the idle timer hears when the prompt is up
+/// and when a line was entered.
+fn turns(
+    shared: &std::sync::Mutex<&mut Agent>,
+    editor: &mut rustyline::DefaultEditor,
+    activity: &std::sync::mpsc::Sender<super::idle::Activity>,
+    cancel: &Cancel,
+    poke: &dyn Fn(),
+    work: &crate::stop::Work,
+) -> anyhow::Result<ExitCode> {
+    use super::idle::Activity;
+    let mut code = ExitCode::SUCCESS;
     // A request given back by /rewind, offered for editing at the next prompt.
     let mut offered: Option<String> = None;
-    while let Some(line) = read(&mut editor, offered.take())? {
+    loop {
+        let _ = activity.send(Activity::Prompt);
+        let Some(line) = read(editor, offered.take())? else { break };
+        let _ = activity.send(Activity::Busy);
+        let mut guard = shared.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let agent: &mut Agent = &mut guard;
         let input = line.as_str();
         let mut retry = false;
         if input.starts_with('/') {
@@ -94,15 +139,6 @@ pub fn run(
             offered = Some(format::visible(&text).into_owned());
         }
     }
-    // A session started here and left without a word is not kept: `--continue` would pick it
-    // next time instead of the conversation the user means.
-    if started_empty && agent.client().store().session(&session)?.message_count == 0 {
-        agent.client().store().delete_session(&session)?;
-    }
-    if let Some(dir) = history.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    let _ = editor.save_history(&history);
     Ok(code)
 }
 

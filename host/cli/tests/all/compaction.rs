@@ -132,7 +132,7 @@ fn chat(store: &mut Store, id: &str, turns: usize, size: usize) {
     }
 }
 
-fn frame() -> Frame {
+pub fn frame() -> Frame {
     Frame { system: "You are a helpful agent.".into(), tools: String::new(), specs: Vec::new() }
 }
 

@@ -6,6 +6,7 @@
 mod access;
 mod access_matrix;
 mod architecture;
+mod background;
 mod bounds;
 mod branches;
 mod chat;

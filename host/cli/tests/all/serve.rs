@@ -631,7 +631,8 @@ fn an_automatic_compaction_is_announced_before_it_runs_and_reported_after() {
         };
         openai_reply(r, &text)
     });
-    let home = home_for("openai", &server, "");
+    // Summaries on the path (the service writes them in the background by default: below).
+    let home = home_for("openai", &server, "[compaction]\nbackground = false\n");
     let mut c = ServeClient::start(&home);
     c.initialize(json!({"model": "gpt-4o", "window": 4096, "compact_summary_model": "summ-model"}));
     let id = session(&mut c);
@@ -661,6 +662,46 @@ fn an_automatic_compaction_is_announced_before_it_runs_and_reported_after() {
     assert!(s["tokens"].as_u64().unwrap() > 4096 / 2, "what was in use when it started: {s}");
     assert_eq!(report["summarised"], true, "{report}");
     assert_eq!(report["summary_model"], "summ-model", "{report}");
+    assert!(c.close().success());
+}
+
+/// By default the service writes a session's summary in the background: the turn that leaves the
+/// session past the early mark says what will be summarised (marked `background`) and ends; the
+/// next turn, whose request would not fit without it, waits for it and reports it.
+#[test]
+fn the_service_writes_a_summary_in_the_background_and_a_later_turn_swaps_it_in() {
+    let server = Server::route(|r| {
+        let body = r.json();
+        let text = match body["model"].as_str() {
+            Some("summ-model") => "Summary: a long story was told.".to_string(),
+            _ if body["messages"].as_array().is_some_and(|m| m.len() <= 2) => "A long story goes on. ".repeat(600),
+            _ => "Short.".to_string(),
+        };
+        openai_reply(r, &text)
+    });
+    let home = home_for("openai", &server, "");
+    let mut c = ServeClient::start(&home);
+    c.initialize(json!({"model": "gpt-4o", "window": 4096, "compact_summary_model": "summ-model"}));
+    let id = session(&mut c);
+    let first = c.ok("turn/start", json!({"session": id, "text": "tell me a long story"}))["turn"].as_u64().unwrap();
+    let notes = c.turn_notifications(first);
+    let methods: Vec<&str> = notes.iter().filter_map(|n| n["method"].as_str()).collect();
+    let at = |notes: &[Value], m: &str| notes.iter().position(|n| n["method"] == m);
+    let notice = at(&notes, "turn/compaction_summarising").unwrap_or_else(|| panic!("{methods:?}"));
+    let what = &notes[notice]["params"]["summarising"];
+    assert_eq!(what["background"], "early_mark", "{what}");
+    assert_eq!(what["seqs"], json!([{"from": 2, "through": 2}]), "the long answer (its request kept): {what}");
+    assert!(at(&notes, "turn/compaction").is_none(), "not written on the turn's path: {methods:?}");
+    let second = c.ok("turn/start", json!({"session": id, "text": "and then?"}))["turn"].as_u64().unwrap();
+    let notes = c.turn_notifications(second);
+    let done = at(&notes, "turn/compaction").unwrap_or_else(|| panic!("{notes:#?}"));
+    let report = &notes[done]["params"]["report"];
+    assert_eq!(report["background"]["reason"], "early_mark", "{report}");
+    assert_eq!(report["background"]["snapshot_seq"], 2, "{report}");
+    assert_eq!(report["summarised"], true, "{report}");
+    assert_eq!(report["summarised_seqs"], what["seqs"], "{report}");
+    assert!(done < at(&notes, "turn/event").unwrap(), "swapped in before the answer: {notes:#?}");
+    assert_eq!((report["model_calls"].as_u64(), report["summary_model"].as_str()), (Some(1), Some("summ-model")));
     assert!(c.close().success());
 }
 

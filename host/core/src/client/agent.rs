@@ -570,6 +570,77 @@ impl Agent {
         self.client.compact_with(&self.session, &self.frame, &settings, dry_run, &mut |p| tell(observer, p))
     }
 
+    /// Writes this session's summaries in the background from now on, unless `[compaction]
+    /// background = false`: for a session that lives past its turn (an interactive chat, a
+    /// service's), where a summary started past the early mark is swapped in at a later model
+    /// call. (A one-shot turn would end before it.) The summaries go through another connection to
+    /// the provider, with its own plugin instance: the chat's is busy while a turn streams.
+    /// Returns whether it is on.
+    pub fn enable_background(&mut self) -> bool {
+        let compaction = self.client.config().compaction.clone();
+        if !compaction.background.unwrap_or(true) {
+            return false;
+        }
+        let other = self.provider.lock().duplicate();
+        match other {
+            Ok(other) => {
+                let models = std::sync::Arc::new(SharedProvider::new(other));
+                self.client
+                    .enable_background(models, (compaction.early_mark_percent(), compaction.idle_above_percent()));
+                true
+            }
+            Err(e) => {
+                tracing::warn!("summaries are written on the turn's path: {e}");
+                false
+            }
+        }
+    }
+
+    /// Starts compacting an idle session in the background (the front end's idle timer): when it
+    /// is past the idle mark (`[compaction] idle_above_percent`) and no summary is being written, the compaction is planned now (told
+    /// to `observer`) and its summary written on another thread, while the provider's prompt cache
+    /// still holds the prefix; [`Agent::swap_background`] or the next turn swaps it in. Returns
+    /// whether one started.
+    pub fn start_idle_compaction(&mut self, observer: &mut dyn Observer) -> Result<bool> {
+        let settings = self.settings();
+        let reason = crate::compaction::BackgroundReason::Idle;
+        self.client.start_background(&self.session, &self.frame, &settings, reason, &mut |p| tell(observer, p))
+    }
+
+    /// What to wait on for the summary being written in the background, if one is (without
+    /// holding the agent).
+    pub fn background_waiter(&self) -> Option<crate::compaction::Waiter> {
+        self.client.background_waiter()
+    }
+
+    /// Swaps in the summary written in the background if it is ready (`wait`: waiting for it),
+    /// holding the session's claim while it is recorded: call it between turns. Its report is
+    /// returned; a summary that could not be used (the history before it changed, or it failed) is
+    /// told to `observer` as a warning. `Ok(None)` when there was none, or another process holds
+    /// the session (its next turn swaps it in).
+    pub fn swap_background(&mut self, wait: bool, observer: &mut dyn Observer) -> Result<Option<Report>> {
+        if self.client.background_waiter().is_none() {
+            return Ok(None);
+        }
+        let Some(claim) = self.claim()? else { return Ok(None) };
+        let swapped = self.client.swap_background(&self.session.clone(), &self.frame.clone(), wait);
+        self.release(claim)?;
+        match swapped? {
+            Some(crate::compaction::background::Swapped::Applied(report)) => {
+                observer.compaction(&report);
+                Ok(Some(*report))
+            }
+            Some(
+                crate::compaction::background::Swapped::Discarded(why)
+                | crate::compaction::background::Swapped::Failed(why),
+            ) => {
+                observer.warning(&why);
+                Ok(None)
+            }
+            None => Ok(None),
+        }
+    }
+
     /// Undoes the latest compaction or trim pass of the session (`/uncompact`), unless the view
     /// it restores would not fit this agent's window.
     pub fn undo_compaction(&mut self) -> Result<crate::store::Retracted> {
@@ -948,6 +1019,14 @@ impl Agent {
     fn finish(&mut self, out: &mut TurnOutcome, observer: &mut dyn Observer) {
         // The turn is over: the next one sends what is stored.
         self.typed.clear();
+        // Past the early mark, the summary is written while the user reads and types.
+        let settings = self.settings();
+        let reason = crate::compaction::BackgroundReason::EarlyMark;
+        if let Err(e) =
+            self.client.start_background(&self.session, &self.frame, &settings, reason, &mut |p| tell(observer, p))
+        {
+            warn(out, observer, format!("the summary could not be started in the background: {e}"));
+        }
         self.flush_notices(observer);
         match self.context_use() {
             Ok(context) => out.context = context,

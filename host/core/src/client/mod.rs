@@ -160,6 +160,10 @@ pub struct Client {
     prompt: Option<String>,
     /// Told what the client waits for, as it happens.
     progress: Option<Progress>,
+    /// The summariser as loaded (to make another instance of it for background summaries).
+    summariser_loaded: crate::plugins::LoadedPlugin,
+    /// Summaries written off the turn's path (off until [`Client::enable_background`]).
+    background: compaction::background::Background,
 }
 
 /// What a front end is told, as it happens, of a wait it would otherwise not see (a server asked
@@ -206,7 +210,8 @@ impl Client {
             Ok(runtime.load(catalog.find(kind, id)?, settings.limits(kind))?)
         };
         let trimmer = TrimmerPlugin::new(&load(PluginKind::Trimmer)?)?;
-        let summariser = SummariserPlugin::new(&load(PluginKind::Summariser)?)?;
+        let summariser_loaded = load(PluginKind::Summariser)?;
+        let summariser = SummariserPlugin::new(&summariser_loaded)?;
         Ok(Self {
             config,
             settings,
@@ -221,6 +226,8 @@ impl Client {
             notes: Vec::new(),
             prompt,
             progress: None,
+            summariser_loaded,
+            background: compaction::background::Background::default(),
         })
     }
 
@@ -332,7 +339,64 @@ impl Client {
         let view = self.live_view(session)?;
         let mut c =
             Compactor { trimmer: &mut self.trimmer, summariser: &mut self.summariser, models: self.models.clone() };
-        Ok(c.before_call_with(&mut self.store, session, frame, settings, view, progress)?)
+        let background = Some(&mut self.background);
+        Ok(c.before_call_with(&mut self.store, session, frame, settings, view, background, progress)?)
+    }
+
+    /// Writes summaries in the background: when a session passes the early mark (`marks.0`
+    /// percent of the threshold), [`Client::prepare`] plans the compaction and has `models` write
+    /// its summary on another thread, and a later call swaps it in (a request over the threshold
+    /// that fits the window is sent meanwhile); an idle session above the idle mark (`marks.1`
+    /// percent) is compacted the same way when its front end says it is idle. `models` must not be
+    /// the client the chat's own requests go through when that one serves one call at a time (the
+    /// summary would wait for the turn).
+    pub fn enable_background(&mut self, models: Arc<dyn ModelClient>, marks: (u64, u64)) {
+        self.background.enable(models, self.summariser_loaded.clone(), marks);
+    }
+
+    /// Starts a summary of `session` in the background now, when it is past the early mark and
+    /// none is being written (an idle session's): planned here, written on another thread, swapped
+    /// in at the next safe point. Returns whether one started.
+    pub(crate) fn start_background(
+        &mut self,
+        session: &str,
+        frame: &Frame,
+        settings: &Settings,
+        reason: compaction::BackgroundReason,
+        progress: &mut dyn FnMut(compaction::Progress<'_>),
+    ) -> Result<bool> {
+        let Some(window) = settings.context_window else { return Ok(false) };
+        let view = self.live_view(session)?;
+        let marks = crate::window::Marks::new(window);
+        let tokens = compaction::current_use_calibrated(frame, &view, settings.calibration);
+        let mark = match reason {
+            compaction::BackgroundReason::EarlyMark => self.background.early_mark(&marks),
+            compaction::BackgroundReason::Idle => self.background.idle_mark(&marks),
+        };
+        if !settings.auto_compact || tokens <= mark {
+            return Ok(false);
+        }
+        if !self.background.may_start(session, tokens, &marks) {
+            return Ok(false);
+        }
+        let mut c =
+            Compactor { trimmer: &mut self.trimmer, summariser: &mut self.summariser, models: self.models.clone() };
+        Ok(self.background.start(&mut c, &mut self.store, session, frame, settings, view, reason, progress)?)
+    }
+
+    /// Swaps in `session`'s background summary if it is written (`wait`: waiting for it).
+    pub(crate) fn swap_background(
+        &mut self,
+        session: &str,
+        frame: &Frame,
+        wait: bool,
+    ) -> Result<Option<compaction::background::Swapped>> {
+        Ok(self.background.swap(&mut self.store, session, frame, wait)?)
+    }
+
+    /// What to wait on for the background summary being written, if one is.
+    pub fn background_waiter(&self) -> Option<compaction::background::Waiter> {
+        self.background.waiter()
     }
 
     /// Compacts a session now as an automatic compaction would (after a refusal for length):

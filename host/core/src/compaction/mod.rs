@@ -18,6 +18,7 @@
 //! Every outgoing request is made valid by [`pairing`].
 
 mod accounting;
+pub(crate) mod background;
 mod commands;
 pub mod cut;
 mod error;
@@ -26,8 +27,10 @@ pub mod pairing;
 mod passes;
 mod shared;
 mod summary;
+mod write;
 
 pub use accounting::{Frame, current_use, current_use_calibrated, estimate_request};
+pub use background::Waiter;
 pub use commands::{PIN_SHARE_PERCENT, pin, rewind, undo};
 pub use error::{Error, Result};
 pub use models::{CountRequest, ECHO_MODEL, EchoModel, ModelClient, NoModels, RequestShape, SharedRequest};
@@ -35,8 +38,7 @@ pub use passes::{Pass, passes};
 pub use summary::{SUMMARY_PROMPT_TOKENS, SUMMARY_TOOL_OUTPUT_CHARS};
 
 use accounting::{calibrated, content_len, entry_tokens, request_size, uncalibrated};
-use models::BoundModel;
-use summary::{cap_summary, first_chunk, summary_message};
+use summary::cap_summary;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -44,12 +46,12 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::conversation::{MessageStatus, NewMessage, Part, Role};
-use crate::plugins::{
-    PluginMessage, SummariserPlugin, SummaryRequest, TrimBudget, TrimMessage, TrimPart, TrimmerPlugin,
-};
+use crate::plugins::{SummariserPlugin, TrimBudget, TrimMessage, TrimPart, TrimmerPlugin};
 use crate::store::{Compaction, CompactionStatus, CompactionTrigger, LiveView, Origin, PluginRef, Store};
 use crate::window::{self, Marks};
-pub use seshat_protocol::turn::{Report, SeqRange, Summarising, SummaryRequestKind, TrimSize, WindowMarks};
+pub use seshat_protocol::turn::{
+    BackgroundReason, BackgroundRun, Report, SeqRange, Summarising, SummaryRequestKind, TrimSize, WindowMarks,
+};
 
 /// After this many failed compactions in a row, summarising stops for the session.
 pub(crate) const MAX_CONSECUTIVE_FAILURES: u32 = 3;
@@ -138,6 +140,9 @@ enum Mode {
     DryRun,
     /// Calls the plugins up to the stage, records nothing.
     Preview(Stage),
+    /// Calls the trimmer and chooses the cut, records nothing: the summary is written off the
+    /// turn's path and swapped in later ([`background`]).
+    Background,
 }
 
 /// What one pass is asked to do.
@@ -151,11 +156,13 @@ struct Run<'s> {
     /// Told the size the pass starts from before any model is called (the figure its report
     /// gives as `tokens_before`), then what a summary will replace before it is written.
     progress: Option<&'s mut dyn FnMut(Progress<'_>)>,
+    /// Why the summary is written in the background, when it is.
+    background: Option<BackgroundReason>,
 }
 
 impl Run<'_> {
     fn manual(mode: Mode) -> Run<'static> {
-        Run { trigger: CompactionTrigger::Manual, mode, measured: None, progress: None }
+        Run { trigger: CompactionTrigger::Manual, mode, measured: None, progress: None, background: None }
     }
 }
 
@@ -277,12 +284,15 @@ impl Compactor<'_> {
         settings: &Settings,
     ) -> Result<Prepared> {
         let view = store.live_view(session)?;
-        self.before_call_with(store, session, frame, settings, view, &mut |_| {})
+        self.before_call_with(store, session, frame, settings, view, None, &mut |_| {})
     }
 
     /// [`Compactor::before_call`] on a live view the caller already has (kept up to date with
     /// [`Store::refresh_live_view`]), so a long session's turn does not re-read its history.
-    /// `progress` is told as a compaction runs.
+    /// `progress` is told as a compaction runs. With `background`, this is a safe point: a summary
+    /// written in the background is swapped in, and a session past the early mark gets one
+    /// started; a request over the threshold that fits the window is sent while it is written.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn before_call_with(
         &mut self,
         store: &mut Store,
@@ -290,10 +300,23 @@ impl Compactor<'_> {
         frame: &Frame,
         settings: &Settings,
         view: LiveView,
+        mut background: Option<&mut background::Background>,
         progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<Prepared> {
         let mut warnings = Vec::new();
         let mut report = None;
+        let mut view = view;
+        if let Some(bg) = background.as_deref_mut()
+            && let Some(swapped) = bg.swap(store, session, frame, false)?
+        {
+            match swapped {
+                background::Swapped::Applied(r) => {
+                    report = Some(*r);
+                    view = store.live_view(session)?;
+                }
+                background::Swapped::Discarded(why) | background::Swapped::Failed(why) => warnings.push(why),
+            }
+        }
         let mut tokens = current_use_calibrated(frame, &view, settings.calibration);
         // Near the threshold, precision decides: count in the model's own tokens where that can
         // be done here (the estimate's prior runs high on code and JSON for such tokenizers).
@@ -329,29 +352,50 @@ impl Compactor<'_> {
                 settings.model
             )),
             Some(window) if settings.auto_compact && tokens > Marks::new(window).threshold => {
-                let run = Run {
-                    trigger: CompactionTrigger::Auto,
-                    mode: Mode::Record,
-                    measured: counted.as_ref().map(|c| c.real),
-                    progress: Some(progress),
-                };
-                let r = self.pass(store, session, frame, settings, run)?.report;
-                if !r.summarised {
-                    let info = store.session(session)?;
-                    if info.compaction_failures >= MAX_CONSECUTIVE_FAILURES {
-                        warnings.push(format!(
-                            "summarising is off after {MAX_CONSECUTIVE_FAILURES} failed compactions in a row; \
-                             a manual compaction retries"
-                        ));
-                    } else if info.auto_compact_disabled {
-                        warnings.push(
-                            "automatic summarising is disabled for this session (its record says so); \
-                             a manual compaction still compacts it"
-                                .to_string(),
-                        );
+                let off = background.as_deref_mut().map(|bg| (bg, &mut warnings));
+                if !self.off_path(store, session, frame, settings, &view, tokens, off, progress, &mut report)? {
+                    let run = Run {
+                        trigger: CompactionTrigger::Auto,
+                        mode: Mode::Record,
+                        measured: counted.as_ref().map(|c| c.real),
+                        progress: Some(progress),
+                        background: None,
+                    };
+                    let r = self.pass(store, session, frame, settings, run)?.report;
+                    if !r.summarised {
+                        let info = store.session(session)?;
+                        if info.compaction_failures >= MAX_CONSECUTIVE_FAILURES {
+                            warnings.push(format!(
+                                "summarising is off after {MAX_CONSECUTIVE_FAILURES} failed compactions in a row; \
+                                 a manual compaction retries"
+                            ));
+                        } else if info.auto_compact_disabled {
+                            warnings.push(
+                                "automatic summarising is disabled for this session (its record says so); \
+                                 a manual compaction still compacts it"
+                                    .to_string(),
+                            );
+                        }
                     }
+                    if r.summarised
+                        && let Some(bg) = background.as_deref_mut()
+                    {
+                        bg.path_succeeded();
+                    }
+                    report = Some(r);
                 }
-                report = Some(r);
+            }
+            Some(window) if settings.auto_compact => {
+                // Below the threshold: past the early mark, the summary is started in the
+                // background, to be ready before a turn would wait for it.
+                let marks = Marks::new(window);
+                if let Some(bg) = background
+                    && tokens > bg.early_mark(&marks)
+                    && bg.may_start(session, tokens, &marks)
+                {
+                    let reason = BackgroundReason::EarlyMark;
+                    bg.start(self, store, session, frame, settings, view.clone(), reason, progress)?;
+                }
             }
             Some(_) => {}
         }
@@ -411,6 +455,50 @@ impl Compactor<'_> {
         Ok(Prepared { messages, tokens: tokens_now, floor_tokens, compaction: report, warnings, counted, max_tokens })
     }
 
+    /// Over the threshold with background compaction on: whether the request goes without a
+    /// compaction on the path. It does while a summary is written in the background (or one is
+    /// started now) and the request fits the window; one that would not fit waits for that summary
+    /// (swapped in at once), and goes on the path when it is still over the threshold.
+    #[allow(clippy::too_many_arguments)]
+    fn off_path(
+        &mut self,
+        store: &mut Store,
+        session: &str,
+        frame: &Frame,
+        settings: &Settings,
+        view: &LiveView,
+        tokens: u64,
+        background: Option<(&mut background::Background, &mut Vec<String>)>,
+        progress: &mut dyn FnMut(Progress<'_>),
+        report: &mut Option<Report>,
+    ) -> Result<bool> {
+        let (Some((bg, warnings)), Some(window)) = (background, settings.context_window) else { return Ok(false) };
+        let marks = Marks::new(window);
+        let fits = tokens <= marks.hard_limit(settings.max_output_tokens);
+        if bg.running(session) {
+            if fits {
+                return Ok(true);
+            }
+            // The request would not fit without it: the turn waits for the summary (and says so).
+            progress(Progress::Starting(&Starting { trigger: CompactionTrigger::Auto, tokens, window }));
+            match bg.swap(store, session, frame, true)? {
+                Some(background::Swapped::Applied(r)) => {
+                    let now = current_use_calibrated(frame, &store.live_view(session)?, settings.calibration);
+                    *report = Some(*r);
+                    return Ok(now <= marks.threshold);
+                }
+                Some(background::Swapped::Discarded(why) | background::Swapped::Failed(why)) => warnings.push(why),
+                None => {}
+            }
+            return Ok(false);
+        }
+        if fits && bg.may_start(session, tokens, &marks) {
+            let reason = BackgroundReason::EarlyMark;
+            return bg.start(self, store, session, frame, settings, view.clone(), reason, progress);
+        }
+        Ok(false)
+    }
+
     /// Compacts now as the automatic pass does, whatever the threshold says (recovering from a
     /// refusal for length): the breaker is honoured and failures are counted.
     pub(crate) fn compact_auto(
@@ -421,8 +509,13 @@ impl Compactor<'_> {
         settings: &Settings,
         progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<Report> {
-        let run =
-            Run { trigger: CompactionTrigger::Auto, mode: Mode::Record, measured: None, progress: Some(progress) };
+        let run = Run {
+            trigger: CompactionTrigger::Auto,
+            mode: Mode::Record,
+            measured: None,
+            progress: Some(progress),
+            background: None,
+        };
         Ok(self.pass(store, session, frame, settings, run)?.report)
     }
 
@@ -477,8 +570,34 @@ impl Compactor<'_> {
         settings: &Settings,
         run: Run<'_>,
     ) -> Result<Preview> {
-        let Run { trigger, mode, measured, mut progress } = run;
-        let dry_run = mode != Mode::Record;
+        match self.plan(store, session, frame, settings, run, None)? {
+            Planned::Done(preview) => Ok(*preview),
+            Planned::Summary(plan) => {
+                let written = write::write(self.summariser, &self.models, &plan.write);
+                let through_seq = plan.through_seq;
+                let kept_tokens = plan.kept_tokens;
+                finish(store, session, frame, *plan, written, through_seq, kept_tokens)
+            }
+        }
+    }
+
+    /// A pass up to the summary: the trims, the cut and what the summary will replace (told to
+    /// `run.progress`). [`Planned::Done`] when no summary is written (the trims sufficed, nothing
+    /// to drop, the breaker, a dry run or a preview of the trims), with what was recorded. `view`
+    /// is the live view to work on (read when not given). In [`Mode::Background`] nothing is
+    /// recorded, whatever the outcome.
+    fn plan(
+        &mut self,
+        store: &mut Store,
+        session: &str,
+        frame: &Frame,
+        settings: &Settings,
+        run: Run<'_>,
+        view: Option<LiveView>,
+    ) -> Result<Planned> {
+        let Run { trigger, mode, measured, mut progress, background } = run;
+        // What it computes is not recorded (a background pass's is, later, when swapped in).
+        let dry_run = !matches!(mode, Mode::Record);
         let info = store.session(session)?;
         let Some(window) = settings.context_window.or(info.context_window) else {
             return Err(Error::WindowUnknown(session.to_string()));
@@ -489,17 +608,22 @@ impl Compactor<'_> {
             return Err(Error::WindowTooSmall(e));
         }
         let marks = Marks::new(window);
-        let view = store.live_view(session)?;
+        let view = match view {
+            Some(v) => v,
+            None => store.live_view(session)?,
+        };
         // Every figure the report gives is in the model's real tokens (estimates calibrated).
         let before = measured.unwrap_or_else(|| {
             current_use_calibrated(frame, &view, settings.calibration)
                 .max(settings.real(estimate_request(frame, &view)))
         });
-        if let Some(progress) = progress.as_mut() {
+        // A background pass says nothing until it knows a summary is to be written.
+        if let Some(progress) = progress.as_mut().filter(|_| mode != Mode::Background) {
             progress(Progress::Starting(&Starting { trigger, tokens: before, window }));
         }
         let shown = WindowMarks { window, threshold: marks.threshold, target: marks.target };
-        let mut report = Report { tokens_before: before, dry_run, marks: shown, ..Report::default() };
+        let shown_dry = !matches!(mode, Mode::Record | Mode::Background);
+        let mut report = Report { tokens_before: before, dry_run: shown_dry, marks: shown, ..Report::default() };
         let mut preview = Preview::default();
 
         // Micro-compaction.
@@ -548,8 +672,8 @@ impl Compactor<'_> {
             && settings.shape.is_some()
             && settings.summary_model.as_deref().is_none_or(|m| m == settings.model)
             && self.summariser.id() == shared::SUMMARISER
-            && mode == Mode::Record;
-        let original = (shared_possible && !trims.is_empty()).then(|| view.clone());
+            && matches!(mode, Mode::Record | Mode::Background);
+        let original = ((shared_possible && !trims.is_empty()) || mode == Mode::Background).then(|| view.clone());
         let view = if trims.is_empty() { view } else { with_trims(view, &trims) };
         let by = PluginRef { id: self.trimmer.id().to_string(), sha256: self.trimmer.sha256().to_string() };
         let keep_trims = |store: &mut Store| -> Result<()> {
@@ -568,12 +692,12 @@ impl Compactor<'_> {
             && (trigger == CompactionTrigger::Auto || (before > marks.target && settings.until.is_none()));
         if mode == Mode::Preview(Stage::Trims) || trims_sufficed {
             keep_trims(store)?;
-            return Ok(preview.with(report));
+            return Ok(Planned::Done(Box::new(preview.with(report))));
         }
         let breaker_open = info.compaction_failures >= MAX_CONSECUTIVE_FAILURES || info.auto_compact_disabled;
         if trigger == CompactionTrigger::Auto && breaker_open {
             keep_trims(store)?;
-            return Ok(preview.with(report));
+            return Ok(Planned::Done(Box::new(preview.with(report))));
         }
 
         // The cut.
@@ -635,7 +759,7 @@ impl Compactor<'_> {
             || (trigger == CompactionTrigger::Auto && settings.real(dropped_tokens) < MIN_WORTH_SUMMARISING)
         {
             keep_trims(store)?;
-            return Ok(preview.with(report));
+            return Ok(Planned::Done(Box::new(preview.with(report))));
         }
         report.summarised_seqs = SeqRange::of(dropped.iter().filter_map(|e| e.seq));
         let summary_model = settings.summary_model.clone().unwrap_or_else(|| settings.model.clone());
@@ -645,7 +769,7 @@ impl Compactor<'_> {
             report.tokens_after = settings.real(frame.tokens() + kept_tokens + summary_tokens.min(dropped_tokens));
             report.summary_tokens = Some(settings.real(summary_tokens.min(dropped_tokens)));
             report.summarised = true;
-            return Ok(preview.with(report));
+            return Ok(Planned::Done(Box::new(preview.with(report))));
         }
         if let Some(progress) = progress.as_mut() {
             progress(Progress::Summarising(&Summarising {
@@ -659,165 +783,55 @@ impl Compactor<'_> {
                 kept: report.kept,
                 summariser: self.summariser.id().to_string(),
                 model: summary_model.clone(),
+                background,
             }));
         }
-
-        // The summary, in chunks when the dropped part does not fit the summary model's window.
-        let calls = Arc::new(std::sync::atomic::AtomicU32::new(0));
-        let previous = view.compaction.as_ref().and_then(|c| c.summary.clone());
-        let plugin_start = std::time::Instant::now();
-        let usage = Arc::new(std::sync::Mutex::new(None));
-        let asked = if shared_possible {
+        let through_seq = info.message_count;
+        let shared = shared_possible.then(|| {
             // The first kept message's place in the whole view (the summary entry included).
             let first_kept = entries
                 .get(decision.first_kept)
                 .and_then(|k| view.entries.iter().position(|e| e.seq.is_some() && e.seq == k.seq))
                 .unwrap_or(view.entries.len());
-            let views = (original.as_ref().unwrap_or(&view), &view);
-            shared::ask(&*self.models, store, session, frame, settings, views, first_kept, summary_tokens, window)
-        } else {
-            shared::Shared::Fallback("not asked this way", false, None)
-        };
-        let summarised = match asked {
-            shared::Shared::Written(c) => {
-                calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                report.summary_request = Some(SummaryRequestKind::SharedPrefix);
-                *usage.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = c.usage;
-                Ok(Summarised { text: c.text, calibration: None, recovered: 0 })
-            }
-            shared::Shared::Failed(e) => {
-                calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                Err(e)
-            }
-            shared::Shared::Fallback(why, called, spent) => {
-                if shared_possible {
-                    tracing::debug!(session, why, "the summary is asked the separate way");
-                }
-                if called {
-                    calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                }
-                if let Some(u) = spent {
-                    usage
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .get_or_insert_with(Default::default)
-                        .add(&u);
-                }
-                let separate =
-                    self.summarise(&dropped, previous, &summary_model, summary_tokens, settings, (&calls, &usage));
-                if calls.load(std::sync::atomic::Ordering::Relaxed) > u32::from(called) {
-                    report.summary_request = Some(SummaryRequestKind::Separate);
-                }
-                separate
-            }
-        };
-        report.summary_usage = *usage.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        report.plugin_micros += plugin_start.elapsed().as_micros() as u64;
-        report.model_calls = calls.load(std::sync::atomic::Ordering::Relaxed);
-        if let Ok(learnt) = &summarised {
-            report.refusals_recovered = learnt.recovered;
-            // How the summary model counts, for the next request to it (the chat's, when it is
-            // the session's model).
-            if let (Some(calibration), false) = (learnt.calibration, dry_run) {
-                store.set_calibration(session, &summary_model, calibration, None)?;
-            }
-        }
-        let summary = summarised.map(|s| s.text);
-        // A summariser that called no model (the extractive one) had no summary model.
-        let summary_model = (report.model_calls > 0).then_some(summary_model);
-        report.summary_model.clone_from(&summary_model);
-        let through_seq = info.message_count;
-        let first_kept_seq = entries.get(decision.first_kept).and_then(|e| e.seq).unwrap_or(through_seq + 1);
-        let pinned_seq = decision.pinned.and_then(|p| entries[p].seq);
-        let summariser =
-            PluginRef { id: self.summariser.id().to_string(), sha256: self.summariser.sha256().to_string() };
-        let failed = |store: &mut Store, error: String| -> Result<Error> {
-            let failures = store.record_compaction(
+            shared::plan(
+                store,
                 session,
-                &Compaction {
-                    trigger,
-                    tokens_before: before,
-                    tokens_after: None,
-                    through_seq,
-                    first_kept_seq: None,
-                    pinned_seq: None,
-                    summary: None,
-                    model: summary_model.clone(),
-                    status: CompactionStatus::Failed,
-                    error: Some(error.clone()),
-                    created_at: crate::store::now_ms(),
-                    instructions: settings.instructions.clone(),
-                    plugin: Some(summariser.clone()),
-                },
-            )?;
-            Ok(Error::SummaryFailed { failures, message: error })
-        };
-        // The request after the cut, with `summary` (capped) in place of what it replaces.
-        let with_summary = |summary: &str| {
-            settings
-                .real(frame.tokens() + kept_tokens + window::estimate_text(&crate::store::summary_text(summary)) + 4)
-        };
-        if mode == Mode::Preview(Stage::Summary) {
-            report.summarised = summary.is_ok();
-            if let Ok(s) = &summary {
-                report.tokens_after = with_summary(&cap_summary(s, summary_tokens));
-            }
-            preview.summary = Some(summary.map(|s| cap_summary(&s, summary_tokens)));
-            return Ok(preview.with(report));
-        }
-        if settings.cancel.is_cancelled() {
-            // Stopped by the user: nothing of it is kept, and it is no failure.
-            return Err(Error::Interrupted);
-        }
-        keep_trims(store)?;
-        let summary = match summary {
-            Ok(s) => cap_summary(&s, summary_tokens),
-            Err(e) => return Err(failed(store, e)?),
-        };
-        let after = with_summary(&summary);
-        let summary_size = settings.real(window::estimate_text(&crate::store::summary_text(&summary)) + 4);
-        if after >= report.tokens_after {
-            report.summarised_seqs.clear();
-            // A summary that would not make the request smaller (a short history summarised at
-            // length) is not applied, and is no failure: the trims stand, the view stays.
-            tracing::debug!(session, after, before = report.tokens_after, "the summary would grow the request");
-            report.not_applied = Some(format!(
-                "the summary would have made the request larger ({after} tokens against {}): it was not applied, \
-                 and the view stays as it was{}",
-                report.tokens_after,
-                if trims.is_empty() { "" } else { " after the trims" }
-            ));
-            return Ok(preview.with(report));
-        }
-        let freed = before.saturating_sub(after);
-        // A summary that freed too little is still used (it cost a model call), but counts as a
-        // failure, so a session that keeps thrashing trips the breaker.
-        let thrash = (freed * 100 < marks.usable * THRASH_PERCENT && trigger == CompactionTrigger::Auto).then(|| {
-            format!("thrash: the summary freed only {freed} tokens (less than {THRASH_PERCENT}% of the window)")
+                frame,
+                settings,
+                (original.as_ref().unwrap_or(&view), &view),
+                first_kept,
+                summary_tokens,
+                window,
+            )
         });
-        report.thrash = thrash.is_some();
-        store.record_compaction(
-            session,
-            &Compaction {
-                trigger,
-                tokens_before: before,
-                tokens_after: Some(after),
-                through_seq,
-                first_kept_seq: Some(first_kept_seq),
-                pinned_seq,
-                summary: Some(summary),
-                model: summary_model,
-                status: CompactionStatus::Ok,
-                error: thrash,
-                created_at: crate::store::now_ms(),
-                instructions: settings.instructions.clone(),
-                plugin: Some(summariser),
+        let write = write::Write {
+            session: session.to_string(),
+            dropped: dropped.iter().map(|e| (*e).clone()).collect(),
+            previous: view.compaction.as_ref().and_then(|c| c.summary.clone()),
+            model: summary_model,
+            summary_tokens,
+            settings: settings.clone(),
+            shared,
+        };
+        Ok(Planned::Summary(Box::new(Plan {
+            trigger,
+            mode,
+            marks,
+            report,
+            preview,
+            trims,
+            trimmer: by,
+            summariser: PluginRef {
+                id: self.summariser.id().to_string(),
+                sha256: self.summariser.sha256().to_string(),
             },
-        )?;
-        report.summarised = true;
-        report.tokens_after = after;
-        report.summary_tokens = Some(summary_size);
-        Ok(preview.with(report))
+            kept_tokens,
+            first_kept_seq: entries.get(decision.first_kept).and_then(|e| e.seq).unwrap_or(through_seq + 1),
+            pinned_seq: decision.pinned.and_then(|p| entries[p].seq),
+            through_seq,
+            snapshot: original,
+            write,
+        })))
     }
 
     /// Asks the trimmer for edits and turns them into replacements.
@@ -888,131 +902,170 @@ impl Compactor<'_> {
         }
         Ok(trims)
     }
-
-    /// Writes the summary of `dropped`, in chunks sized so that each request fits the summary
-    /// model's window in its real tokens (estimates times the session's calibration). A chunk
-    /// refused for its length is recovered once: the real size the refusal names (or, when it
-    /// names none, half again the estimate) becomes the calibration, the chunk is cut again to fit,
-    /// and the request is retried; a second refusal fails the summary. Returns the summary and
-    /// what it learnt.
-    fn summarise(
-        &mut self,
-        dropped: &[&crate::store::ViewEntry],
-        previous: Option<String>,
-        model: &str,
-        summary_tokens: u64,
-        settings: &Settings,
-        (calls, usage): (&Arc<std::sync::atomic::AtomicU32>, &SummaryUsage),
-    ) -> std::result::Result<Summarised, String> {
-        // The session's own model runs with the session's window (which may have been discovered
-        // or learnt, so its provider may not know it), another model with the window its provider
-        // knows; when both are known, the smaller.
-        let own = if model == settings.model { settings.context_window } else { None };
-        let mut model_window = match (own, self.models.context_window(model)) {
-            (Some(a), Some(b)) => a.min(b),
-            (a, b) => a.or(b).or(settings.context_window).unwrap_or(0),
-        };
-        // Real tokens per estimated token: the session's calibration applies to its own model.
-        let mut calibration = if model == settings.model { settings.calibration.max(1.0) } else { 1.0 };
-        let mut learnt = Summarised { text: String::new(), calibration: None, recovered: 0 };
-        let mut running = previous;
-        let mut done = 0;
-        let mut retried_at = None;
-        let refused = Arc::new(std::sync::Mutex::new(None));
-        while done < dropped.len() {
-            // No message may be larger than a request can hold beside the instructions, a previous
-            // summary (at most the cap) and the answer.
-            let real_room = |extra: u64| model_window.saturating_sub(extra);
-            let largest = uncalibrated(real_room(2 * summary_tokens + SUMMARY_PROMPT_TOKENS + 64), calibration);
-            let max_chars = usize::try_from(largest.saturating_mul(4)).unwrap_or(usize::MAX).max(400);
-            let messages: Vec<PluginMessage> = dropped[done..].iter().map(|e| summary_message(e, max_chars)).collect();
-            // Chunks are sized so each request (instructions, previous summary, messages) and its
-            // answer fit the summary model's window; `BoundModel` checks every request against it.
-            let room = uncalibrated(real_room(summary_tokens + SUMMARY_PROMPT_TOKENS), calibration)
-                .saturating_sub(running.as_deref().map_or(0, window::estimate_text));
-            let chunk = first_chunk(&messages, room);
-            let request = SummaryRequest {
-                messages: chunk.to_vec(),
-                previous_summary: running.clone(),
-                max_tokens: summary_tokens as u32,
-                model_window,
-                extra: settings.summariser_options.clone(),
-                instructions: settings.instructions.clone(),
-                prompt: settings.prompt.clone(),
-            };
-            let bound = BoundModel {
-                client: self.models.clone(),
-                model: model.to_string(),
-                calls: calls.clone(),
-                window: model_window,
-                calibration,
-                refused: refused.clone(),
-                usage: usage.clone(),
-            };
-            match self.summariser.summarise(&request, Box::new(bound)) {
-                Ok(text) => {
-                    running = Some(text);
-                    done += chunk.len();
-                }
-                Err(e) => {
-                    let refusal = refused.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
-                    let Some(refusal) = refusal else { return Err(e.to_string()) };
-                    if retried_at == Some(done) {
-                        // Refused again after the second cut: say which messages, how large and
-                        // the window, beside the server's words.
-                        let seqs: Vec<u64> = dropped[done..done + chunk.len()].iter().filter_map(|e| e.seq).collect();
-                        let (first, last) = (seqs.first().copied().unwrap_or(0), seqs.last().copied().unwrap_or(0));
-                        let size = refusal.real.map_or_else(
-                            || format!("~{} tokens by Seshat's estimate", refusal.estimated),
-                            |r| format!("{r} tokens by the model's count"),
-                        );
-                        let what = if refusal.counted {
-                            "does not fit the summary model's window even cut again"
-                        } else {
-                            "was refused twice for its length by the summary model, even cut again"
-                        };
-                        return Err(format!(
-                            "the summary of messages {first}–{last} {what} ({size}; its window is {} tokens): {e}",
-                            refusal.window.unwrap_or(model_window)
-                        ));
-                    }
-                    // Recover once per chunk: learn how the model counts, cut again, retry. (A
-                    // request the model's count showed too large was never sent: no refusal.)
-                    retried_at = Some(done);
-                    if !refusal.counted {
-                        learnt.recovered += 1;
-                    }
-                    if let Some(w) = refusal.window.filter(|&w| w > 0 && (model_window == 0 || w < model_window)) {
-                        model_window = w;
-                    }
-                    let seen = match refusal.real {
-                        Some(real) if refusal.estimated > 0 => real as f64 / refusal.estimated as f64,
-                        _ => calibration * 1.5,
-                    };
-                    // A tenth over what was seen: the next cut holds other messages, whose mix of
-                    // content may count a little denser.
-                    calibration = (calibration.max(seen) * 1.1).min(window::MAX_CALIBRATION);
-                    learnt.calibration = Some(calibration);
-                }
-            }
-        }
-        learnt.text = running.ok_or_else(|| "nothing to summarise".to_string())?;
-        Ok(learnt)
-    }
 }
 
-/// The summary calls' usage summed, as their provider reported it.
-type SummaryUsage = Arc<std::sync::Mutex<Option<crate::conversation::Usage>>>;
+/// What a pass does once it has chosen what a summary replaces.
+pub(crate) enum Planned {
+    /// No summary: the pass is over (with what it recorded).
+    Done(Box<Preview>),
+    /// A summary is to be written.
+    Summary(Box<Plan>),
+}
 
-/// A summary and what writing it taught about the summary model.
-#[derive(Debug)]
-struct Summarised {
-    /// The summary.
-    text: String,
-    /// Real tokens per estimated token, learnt from a refusal.
-    calibration: Option<f64>,
-    /// Refusals for length recovered.
-    recovered: u32,
+/// A pass's choices before its summary is written: what the summary replaces and what stays.
+pub(crate) struct Plan {
+    /// Why it runs.
+    trigger: CompactionTrigger,
+    /// What it does with what it computes.
+    mode: Mode,
+    /// The window's marks.
+    marks: Marks,
+    /// The figures so far.
+    report: Report,
+    /// A preview's findings so far.
+    preview: Preview,
+    /// The trims, recorded with the summary.
+    trims: Vec<(u64, u32, String)>,
+    /// The trimmer that proposed them.
+    trimmer: PluginRef,
+    /// The summariser.
+    summariser: PluginRef,
+    /// The messages kept, in estimated tokens.
+    kept_tokens: u64,
+    /// The first message kept after the cut.
+    first_kept_seq: u64,
+    /// The request kept before the cut.
+    pinned_seq: Option<u64>,
+    /// The session's last message when the pass began.
+    through_seq: u64,
+    /// The view the pass began from, before its trims (kept for a background pass, whose
+    /// summary is swapped in only while that view stands).
+    snapshot: Option<LiveView>,
+    /// What writing the summary needs.
+    write: write::Write,
+}
+
+/// Ends a pass with its summary `written`: records it (with the trims) as the compaction of the
+/// session ending at `through_seq`, unless it was stopped, it failed (recorded as a failure), or
+/// it would not make the request smaller than the report's `tokens_after` (not applied). A preview
+/// records nothing. `kept_tokens` are the kept messages' estimated tokens.
+fn finish(
+    store: &mut Store,
+    session: &str,
+    frame: &Frame,
+    plan: Plan,
+    written: write::Written,
+    through_seq: u64,
+    kept_tokens: u64,
+) -> Result<Preview> {
+    let Plan { trigger, mode, marks, mut report, mut preview, trims, trimmer, summariser, .. } = plan;
+    let settings = &plan.write.settings;
+    let summary_tokens = plan.write.summary_tokens;
+    // A background pass ends here when it is swapped in: recorded as a pass on the path is.
+    let dry_run = !matches!(mode, Mode::Record | Mode::Background);
+    report.summary_usage = written.usage;
+    report.summary_request = written.request;
+    report.plugin_micros += written.micros;
+    report.model_calls = written.calls;
+    if let Ok(learnt) = &written.summarised {
+        report.refusals_recovered = learnt.recovered;
+        // How the summary model counts, for the next request to it (the chat's, when it is
+        // the session's model).
+        if let (Some(calibration), false) = (learnt.calibration, dry_run) {
+            store.set_calibration(session, &plan.write.model, calibration, None)?;
+        }
+    }
+    let summary = written.summarised.map(|s| s.text);
+    // A summariser that called no model (the extractive one) had no summary model.
+    let summary_model = (report.model_calls > 0).then(|| plan.write.model.clone());
+    report.summary_model.clone_from(&summary_model);
+    let failed = |store: &mut Store, error: String| -> Result<Error> {
+        let failures = store.record_compaction(
+            session,
+            &Compaction {
+                trigger,
+                tokens_before: report.tokens_before,
+                tokens_after: None,
+                through_seq,
+                first_kept_seq: None,
+                pinned_seq: None,
+                summary: None,
+                model: summary_model.clone(),
+                status: CompactionStatus::Failed,
+                error: Some(error.clone()),
+                created_at: crate::store::now_ms(),
+                instructions: settings.instructions.clone(),
+                plugin: Some(summariser.clone()),
+            },
+        )?;
+        Ok(Error::SummaryFailed { failures, message: error })
+    };
+    // The request after the cut, with `summary` (capped) in place of what it replaces.
+    let with_summary = |summary: &str| {
+        settings.real(frame.tokens() + kept_tokens + window::estimate_text(&crate::store::summary_text(summary)) + 4)
+    };
+    if mode == Mode::Preview(Stage::Summary) {
+        report.summarised = summary.is_ok();
+        if let Ok(s) = &summary {
+            report.tokens_after = with_summary(&cap_summary(s, summary_tokens));
+        }
+        preview.summary = Some(summary.map(|s| cap_summary(&s, summary_tokens)));
+        return Ok(preview.with(report));
+    }
+    if settings.cancel.is_cancelled() {
+        // Stopped by the user: nothing of it is kept, and it is no failure.
+        return Err(Error::Interrupted);
+    }
+    if !trims.is_empty() {
+        store.record_trims_by(session, &trims, Some(&trimmer))?;
+    }
+    let summary = match summary {
+        Ok(s) => cap_summary(&s, summary_tokens),
+        Err(e) => return Err(failed(store, e)?),
+    };
+    let after = with_summary(&summary);
+    let summary_size = settings.real(window::estimate_text(&crate::store::summary_text(&summary)) + 4);
+    if after >= report.tokens_after {
+        report.summarised_seqs.clear();
+        // A summary that would not make the request smaller (a short history summarised at
+        // length) is not applied, and is no failure: the trims stand, the view stays.
+        tracing::debug!(session, after, before = report.tokens_after, "the summary would grow the request");
+        report.not_applied = Some(format!(
+            "the summary would have made the request larger ({after} tokens against {}): it was not applied, \
+             and the view stays as it was{}",
+            report.tokens_after,
+            if trims.is_empty() { "" } else { " after the trims" }
+        ));
+        return Ok(preview.with(report));
+    }
+    let freed = report.tokens_before.saturating_sub(after);
+    // A summary that freed too little is still used (it cost a model call), but counts as a
+    // failure, so a session that keeps thrashing trips the breaker.
+    let thrash = (freed * 100 < marks.usable * THRASH_PERCENT && trigger == CompactionTrigger::Auto)
+        .then(|| format!("thrash: the summary freed only {freed} tokens (less than {THRASH_PERCENT}% of the window)"));
+    report.thrash = thrash.is_some();
+    store.record_compaction(
+        session,
+        &Compaction {
+            trigger,
+            tokens_before: report.tokens_before,
+            tokens_after: Some(after),
+            through_seq,
+            first_kept_seq: Some(plan.first_kept_seq),
+            pinned_seq: plan.pinned_seq,
+            summary: Some(summary),
+            model: summary_model,
+            status: CompactionStatus::Ok,
+            error: thrash,
+            created_at: crate::store::now_ms(),
+            instructions: settings.instructions.clone(),
+            plugin: Some(summariser),
+        },
+    )?;
+    report.summarised = true;
+    report.tokens_after = after;
+    report.summary_tokens = Some(summary_size);
+    Ok(preview.with(report))
 }
 
 /// The view with trims applied to its tool results, as the store applies recorded ones.

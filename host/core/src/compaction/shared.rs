@@ -26,7 +26,8 @@ const CACHE_FRESH_MS: i64 = 5 * 60 * 1_000;
 
 /// What a shared-prefix request came to: the summary's text and the call's usage, or why it was
 /// not asked this way (the separate way follows).
-pub(super) enum Shared {
+#[derive(Debug, Clone)]
+pub(crate) enum Shared {
     /// The model wrote it.
     Written(Completion),
     /// Not asked this way, or the model's answer cannot be the summary (a refusal, an error, no
@@ -105,14 +106,29 @@ fn excerpt(e: &ViewEntry) -> String {
     }
 }
 
-/// Asks the session's model for the summary with the chat's prefix: [`Shared::Fallback`] when it
-/// cannot be asked this way (no request shape, a client that cannot send it, a request that would
-/// not fit `window` with `summary_tokens` of answer, a refusal for length, an answer with no text).
-/// `views` are the view before this pass's trims and after; `first_kept` indexes the first message
-/// kept in them.
+/// A request sharing the chat's prefix, ready to send (owned, so it can be sent from another
+/// thread).
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    /// The chat's system prompt.
+    system: String,
+    /// The chat's tools.
+    specs: Vec<crate::plugins::ToolSpec>,
+    /// The conversation, the instruction last.
+    messages: Vec<pairing::Msg>,
+    /// The summary's cap.
+    max_tokens: u32,
+    /// How the chat's requests are shaped.
+    shape: super::RequestShape,
+}
+
+/// Plans the summary with the chat's prefix: `Err` with [`Shared::Fallback`] when it cannot be
+/// asked this way (no request shape, no answer yet or none in the cache's lifetime, a request that
+/// would not fit `window` with `summary_tokens` of answer), [`Shared::Failed`] when the store
+/// cannot be read. `views` are the view before this pass's trims and after; `first_kept` indexes
+/// the first message kept in them.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn ask(
-    models: &dyn ModelClient,
+pub(super) fn plan(
     store: &Store,
     session: &str,
     frame: &Frame,
@@ -121,39 +137,52 @@ pub(super) fn ask(
     first_kept: usize,
     summary_tokens: u64,
     window: u64,
-) -> Shared {
-    let Some(shape) = settings.shape.as_ref() else { return Shared::Fallback("no request shape", false, None) };
+) -> Result<Plan, Shared> {
+    let Some(shape) = settings.shape.as_ref() else { return Err(Shared::Fallback("no request shape", false, None)) };
     // Where the chat's last request ended: before the view's latest answer.
     let Some(sent) = views.0.entries.iter().rposition(|e| e.role == Role::Assistant && e.origin != Origin::Summary)
     else {
-        return Shared::Fallback("no request was answered yet", false, None);
+        return Err(Shared::Fallback("no request was answered yet", false, None));
     };
     // A cache that has expired serves nothing: the separate request, which condenses what it
     // summarises, then costs less than the whole conversation.
     let answered_at = match views.0.entries[sent].seq.map(|seq| store.message(session, seq)).transpose() {
         Ok(m) => m.flatten().map(|m| m.created_at),
-        Err(e) => return Shared::Failed(e.to_string()),
+        Err(e) => return Err(Shared::Failed(e.to_string())),
     };
     if answered_at.is_none_or(|at| crate::store::now_ms().saturating_sub(at) > CACHE_FRESH_MS) {
-        return Shared::Fallback("no request was answered in the last five minutes", false, None);
+        return Err(Shared::Fallback("no request was answered in the last five minutes", false, None));
     }
     // The kept message the request holds, named for the model to stop at.
     let named = (first_kept < sent).then(|| views.1.entries.get(first_kept)).flatten();
     let instruction = instruction(named, settings);
     let messages = match messages(store, session, views, (sent, first_kept), settings, instruction) {
         Ok(m) => m,
-        Err(e) => return Shared::Failed(e.to_string()),
+        Err(e) => return Err(Shared::Failed(e.to_string())),
     };
     let estimate = frame.tokens() + messages.iter().map(|m| entry_tokens(&m.parts)).sum::<u64>();
     if window > 0 && settings.real(estimate) + summary_tokens > window {
-        return Shared::Fallback("the conversation and the summary would not fit the window", false, None);
+        return Err(Shared::Fallback("the conversation and the summary would not fit the window", false, None));
     }
-    let request = SharedRequest {
-        system: &frame.system,
-        specs: &frame.specs,
-        messages: &messages,
+    Ok(Plan {
+        system: frame.system.clone(),
+        specs: frame.specs.clone(),
+        messages,
         max_tokens: u32::try_from(summary_tokens).unwrap_or(u32::MAX),
-        shape,
+        shape: shape.clone(),
+    })
+}
+
+/// Asks the session's model for the summary `plan` holds: [`Shared::Fallback`] when the client
+/// cannot send it or its answer cannot be the summary (a refusal for length, an answer with no
+/// text, a tool call).
+pub(super) fn send(models: &dyn ModelClient, plan: &Plan, settings: &Settings) -> Shared {
+    let request = SharedRequest {
+        system: &plan.system,
+        specs: &plan.specs,
+        messages: &plan.messages,
+        max_tokens: plan.max_tokens,
+        shape: &plan.shape,
     };
     match models.complete_shared(&settings.model, &request) {
         None => Shared::Fallback("the model client cannot send it", false, None),

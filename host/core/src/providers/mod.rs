@@ -198,6 +198,8 @@ const DEFAULT_MODELS_WAIT: Duration = Duration::from_secs(60);
 pub struct Provider {
     name: String,
     plugin: ProviderPlugin,
+    /// The plugin as loaded (another instance of it serves [`Provider::duplicate`]).
+    loaded: LoadedPlugin,
     info: ProviderInfo,
     base_url: String,
     base_configured: bool,
@@ -314,6 +316,7 @@ impl Provider {
         Ok(Provider {
             name: name.to_string(),
             plugin: p,
+            loaded: plugin.clone(),
             info,
             base_url,
             base_configured,
@@ -328,6 +331,37 @@ impl Provider {
             count_requests: 0,
             models,
             configured: config.models.clone(),
+            encoded: HashMap::new(),
+            encoded_for: None,
+            encode_calls: 0,
+            warnings: Vec::new(),
+        })
+    }
+
+    /// Another connection to the same server, with its own instance of the plugin: for calls made
+    /// while this one is busy (a summary written in the background while the turn streams). It
+    /// knows the models this one knows (their windows included) and nothing of its caches.
+    pub fn duplicate(&self) -> Result<Self> {
+        let mut plugin = ProviderPlugin::new(&self.loaded).map_err(|e| Error::Plugin(e.to_string()))?;
+        plugin.redact_logs(self.credentials.key_text().map(str::to_string).into_iter().collect());
+        Ok(Provider {
+            name: self.name.clone(),
+            plugin,
+            loaded: self.loaded.clone(),
+            info: self.info.clone(),
+            base_url: self.base_url.clone(),
+            base_configured: self.base_configured,
+            credentials: self.credentials.clone(),
+            transport: self.transport.clone(),
+            probe_transport: None,
+            models_wait: self.models_wait,
+            list_transport: None,
+            watched: Cancel::default(),
+            counters: HashMap::new(),
+            counts: HashMap::new(),
+            count_requests: 0,
+            models: self.models.clone(),
+            configured: self.configured.clone(),
             encoded: HashMap::new(),
             encoded_for: None,
             encode_calls: 0,

@@ -170,7 +170,7 @@ struct Owned {
 
 /// An HTTP client whose requests run on the library's I/O runtime, used synchronously by the
 /// chat loop (from any thread, inside an async runtime or not).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Transport {
     /// The library's I/O runtime, where the requests run.
     io: tokio::runtime::Handle,
