@@ -4,6 +4,7 @@
 //! wait for it (it is swapped in at that turn's next model call).
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Duration;
 
@@ -21,10 +22,11 @@ pub(super) enum Activity {
     Busy,
 }
 
-/// Runs the timer until the REPL ends (its sender dropped): after `after` at the prompt, starts
-/// the idle compaction, waits for its summary and swaps it in, saying so above the prompt — then
-/// waits for the user before arming again.
-pub(super) fn run(agent: &Mutex<&mut Agent>, activity: &Receiver<Activity>, after: Duration) {
+/// Runs the timer until the REPL ends (`ended`, and its sender dropped): after `after` at the
+/// prompt, starts the idle compaction, waits for its summary and swaps it in, saying so above the
+/// prompt — then waits for the user before arming again. Leaving the REPL does not wait for the
+/// summary (it is not recorded).
+pub(super) fn run(agent: &Mutex<&mut Agent>, activity: &Receiver<Activity>, after: Duration, ended: &AtomicBool) {
     let mut notices = Notices { session: String::new() };
     loop {
         // Armed only at the prompt.
@@ -52,7 +54,9 @@ pub(super) fn run(agent: &Mutex<&mut Agent>, activity: &Receiver<Activity>, afte
         };
         if let Some(waiter) = waiter {
             // Written without the agent held: a line entered meanwhile runs its turn at once.
-            waiter.wait();
+            if !waiter.wait_unless(&|| ended.load(Ordering::SeqCst)) {
+                return;
+            }
             let mut agent = agent.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             if let Err(e) = agent.swap_background(false, &mut notices) {
                 notices.warning(&format!("the idle compaction could not be recorded: {e}"));

@@ -46,14 +46,16 @@ pub fn run(
         eprintln!("[{}]", format::context_line(&c));
     }
     let shared = std::sync::Mutex::new(agent);
+    let ended = std::sync::atomic::AtomicBool::new(false);
     let code = std::thread::scope(|scope| {
         let (activity, heard) = std::sync::mpsc::channel();
         if let Some(after) = idle_after {
-            let shared = &shared;
-            scope.spawn(move || super::idle::run(shared, &heard, after));
+            let (shared, ended) = (&shared, &ended);
+            scope.spawn(move || super::idle::run(shared, &heard, after, ended));
         }
         let code = turns(&shared, &mut editor, &activity, cancel, poke, work);
-        // The timer ends with its sender.
+        // The timer ends with its sender, and stops waiting for a summary.
+        ended.store(true, std::sync::atomic::Ordering::SeqCst);
         drop(activity);
         code
     })?;

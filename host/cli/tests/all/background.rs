@@ -114,7 +114,7 @@ fn past_the_early_mark(home: &Home, server: &Server) -> (Agent, Told) {
     assert!(first.compactions.is_empty() && told.summarising.is_empty(), "below the early mark");
     let second = agent.turn(&text_of("SECOND", 10_000), &cancel, &mut told).unwrap();
     assert!(second.compactions.is_empty(), "the turn sent its request without a compaction");
-    assert_eq!(second.text, "Answer 2.");
+    assert!(!second.text.is_empty());
     (agent, told)
 }
 
@@ -199,6 +199,37 @@ fn a_background_summary_is_discarded_when_the_history_before_its_snapshot_change
 }
 
 #[test]
+fn a_background_summary_that_fails_is_said_and_the_sessions_summaries_go_back_on_the_path() {
+    // Every summary is refused (a 400 is not retried).
+    let server = Server::route(move |r: &Recorded| {
+        if r.path.ends_with("/count_tokens") {
+            return Reply::json(404, r#"{"error":{"message":"not found"}}"#);
+        }
+        if r.json()["stream"] == true {
+            let mut pieces = vec![anthropic::start(seshat::window::estimate_text(&r.body))];
+            pieces.extend(anthropic::text_block(0, &["Fine."]));
+            pieces.extend(anthropic::stop("end_turn", 2));
+            return Reply::Stream { pieces };
+        }
+        Reply::json(400, r#"{"type":"error","error":{"type":"invalid_request_error","message":"no summaries"}}"#)
+    });
+    let home = Home::new();
+    let (mut agent, mut told) = past_the_early_mark(&home, &server);
+    assert_eq!(told.summarising.len(), 1);
+    agent.background_waiter().expect("a summary is being written").wait();
+    let cancel = Cancel::default();
+    let third = agent.turn("THIRD: go on", &cancel, &mut told).unwrap();
+    assert!(third.compactions.is_empty());
+    assert!(told.warnings.iter().any(|w| w.contains("failed") && w.contains("no summaries")), "{:?}", told.warnings);
+    // Still past the early mark: no other summary is started in the background for the session.
+    let fourth = agent.turn("FOURTH: and on", &cancel, &mut told).unwrap();
+    assert!(fourth.compactions.is_empty());
+    assert_eq!(told.summarising.len(), 1, "no second background summary");
+    assert!(agent.background_waiter().is_none());
+    assert!(home.store().compactions(agent.session()).unwrap().is_empty(), "nothing recorded");
+}
+
+#[test]
 fn a_request_that_would_not_fit_waits_for_the_background_summary_and_goes_with_it() {
     let hold = Hold::default();
     let server = server(&hold);
@@ -263,7 +294,8 @@ proptest! {
 
 /// [`a_swap_loses_no_message_appended_meanwhile_and_lands_only_on_an_unchanged_history`]'s case:
 /// `turns` exchanges past the early mark of a 20,000-token window (threshold 10,800, early mark
-/// 9,180), the summary started, `ops` done, then the next call.
+/// 9,901: the target, 9,000, and the 5% a pass must free), the summary started, `ops` done, then
+/// the next call.
 fn swapped_meanwhile(turns: u64, ops: &[Meanwhile]) -> Result<(), TestCaseError> {
     use crate::compaction::{Scripted, frame, settings, text};
     use seshat::conversation::Role;
@@ -283,7 +315,7 @@ fn swapped_meanwhile(turns: u64, ops: &[Meanwhile]) -> Result<(), TestCaseError>
     let store = client.store();
     let session =
         store.create_session(seshat::store::NewSession { project: "p".into(), ..Default::default() }).unwrap().id;
-    let each = 9_900 / (2 * turns + 1);
+    let each = 10_300 / (2 * turns + 1);
     for n in 0..turns {
         store.append(&session, &[text(Role::User, text_of(&format!("Q{n}"), each))]).unwrap();
         store.append(&session, &[text(Role::Assistant, text_of(&format!("A{n}"), each))]).unwrap();
@@ -292,7 +324,7 @@ fn swapped_meanwhile(turns: u64, ops: &[Meanwhile]) -> Result<(), TestCaseError>
     let snapshot = store.session(&session).unwrap().message_count;
     let first = client.prepare(&session, &frame, &settings).unwrap();
     prop_assert!(first.compaction.is_none());
-    prop_assert!(client.background_waiter().is_some(), "past the early mark, a summary is being written");
+    prop_assert!(client.background_waiter(&session).is_some(), "past the early mark, a summary is being written");
 
     let mut changed_before = false;
     let mut forks = Vec::new();
@@ -322,7 +354,7 @@ fn swapped_meanwhile(turns: u64, ops: &[Meanwhile]) -> Result<(), TestCaseError>
             }
         }
     }
-    client.background_waiter().unwrap().wait();
+    client.background_waiter(&session).unwrap().wait();
     let before = client.store().live_view(&session).unwrap();
     let prepared = client.prepare(&session, &frame, &settings).unwrap();
     let store = client.store();
@@ -364,9 +396,10 @@ fn an_idle_repl_session_past_the_idle_mark_is_compacted_in_the_background() {
     let server = server(&hold);
     let home = home_for("anthropic", &server, "[compaction]\nidle_after_secs = 1\n");
     // Two one-shot turns (which write no summary in the background: they end with their turn):
-    // ~26,000 tokens, past the idle mark (24,500) and below the early mark (29,750).
+    // ~28,000 tokens and the frame, past the idle mark (26,401: the target, 24,000, and the 5% a
+    // pass must free) and below the threshold (35,000).
     let w = ["--window", "50000", "--model", "claude-sonnet-4-5", "--json"];
-    for (tag, tokens) in [("FIRST", 14_000), ("SECOND", 12_000)] {
+    for (tag, tokens) in [("FIRST", 15_000), ("SECOND", 13_000)] {
         let prompt = text_of(tag, tokens);
         let continuing: &[&str] = if tag == "FIRST" { &[] } else { &["--continue"] };
         let out = chat(&home, &[continuing, &["-p", prompt.as_str()], &w[..]].concat(), &[]);

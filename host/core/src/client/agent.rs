@@ -610,7 +610,7 @@ impl Agent {
     /// What to wait on for the summary being written in the background, if one is (without
     /// holding the agent).
     pub fn background_waiter(&self) -> Option<crate::compaction::Waiter> {
-        self.client.background_waiter()
+        self.client.background_waiter(&self.session)
     }
 
     /// Swaps in the summary written in the background if it is ready (`wait`: waiting for it),
@@ -619,10 +619,12 @@ impl Agent {
     /// told to `observer` as a warning. `Ok(None)` when there was none, or another process holds
     /// the session (its next turn swaps it in).
     pub fn swap_background(&mut self, wait: bool, observer: &mut dyn Observer) -> Result<Option<Report>> {
-        if self.client.background_waiter().is_none() {
+        if self.client.background_waiter(&self.session).is_none() {
             return Ok(None);
         }
         let Some(claim) = self.claim()? else { return Ok(None) };
+        let cancel = self.cancel.clone();
+        let wait = wait.then_some(&cancel);
         let swapped = self.client.swap_background(&self.session.clone(), &self.frame.clone(), wait);
         self.release(claim)?;
         match swapped? {

@@ -365,7 +365,7 @@ impl Client {
         reason: compaction::BackgroundReason,
         progress: &mut dyn FnMut(compaction::Progress<'_>),
     ) -> Result<bool> {
-        let Some(window) = settings.context_window else { return Ok(false) };
+        let Some(window) = settings.context_window.filter(|_| self.background.enabled()) else { return Ok(false) };
         let view = self.live_view(session)?;
         let marks = crate::window::Marks::new(window);
         let tokens = compaction::current_use_calibrated(frame, &view, settings.calibration);
@@ -381,22 +381,40 @@ impl Client {
         }
         let mut c =
             Compactor { trimmer: &mut self.trimmer, summariser: &mut self.summariser, models: self.models.clone() };
-        Ok(self.background.start(&mut c, &mut self.store, session, frame, settings, view, reason, progress)?)
+        let mut warnings = Vec::new();
+        let started = self.background.start(
+            &mut c,
+            &mut self.store,
+            session,
+            frame,
+            settings,
+            view,
+            reason,
+            progress,
+            &mut warnings,
+        );
+        match warnings.pop() {
+            Some(why) => Err(Error::Compaction(compaction::Error::SummaryFailed { failures: 0, message: why })),
+            None => Ok(started),
+        }
     }
 
-    /// Swaps in `session`'s background summary if it is written (`wait`: waiting for it).
+    /// Swaps in `session`'s background summary if it is written (`wait`: waiting for it until it
+    /// is, or until that cancel is cancelled).
     pub(crate) fn swap_background(
         &mut self,
         session: &str,
         frame: &Frame,
-        wait: bool,
+        wait: Option<&crate::cancel::Cancel>,
     ) -> Result<Option<compaction::background::Swapped>> {
+        // A live view read before the swap is not the view after it.
+        self.view = None;
         Ok(self.background.swap(&mut self.store, session, frame, wait)?)
     }
 
-    /// What to wait on for the background summary being written, if one is.
-    pub fn background_waiter(&self) -> Option<compaction::background::Waiter> {
-        self.background.waiter()
+    /// What to wait on for `session`'s background summary being written, if one is.
+    pub fn background_waiter(&self, session: &str) -> Option<compaction::background::Waiter> {
+        self.background.waiter(session)
     }
 
     /// Compacts a session now as an automatic compaction would (after a refusal for length):

@@ -10,6 +10,7 @@
 //! changed (a rewind, a pin, a trim, another compaction); otherwise it is discarded. A turn waits
 //! for it only when its request would not fit the window without it.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 
 use super::write::{self, Written};
@@ -25,9 +26,25 @@ use crate::window::Marks;
 /// waits for it.
 #[derive(Default)]
 struct Slot {
-    done: Mutex<Option<(SummariserPlugin, Written)>>,
+    /// The result, until it is swapped in.
+    done: Mutex<Filled>,
     ready: Condvar,
 }
+
+/// A slot's state: `finished` is set once and never reset (the result may already be taken).
+#[derive(Default)]
+struct Filled {
+    finished: bool,
+    result: Option<(Option<SummariserPlugin>, Written)>,
+}
+
+/// Background summaries being written at once in this process, at most [`MAX_RUNNING`]: past it,
+/// a session is compacted on the path (a service with many sessions near their threshold does not
+/// start a thread and a provider call for each).
+static RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The most background summaries written at once in one process.
+pub const MAX_RUNNING: usize = 4;
 
 /// A summary being written in the background.
 struct Job {
@@ -50,10 +67,21 @@ impl std::fmt::Debug for Waiter {
 impl Waiter {
     /// Blocks until the summary is written (or failed).
     pub fn wait(&self) {
+        self.wait_unless(&|| false);
+    }
+
+    /// Blocks until the summary is written (or failed), or until `stop` says to stop waiting
+    /// (asked every tenth of a second): whether it was written.
+    pub fn wait_unless(&self, stop: &dyn Fn() -> bool) -> bool {
         let mut done = self.0.done.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        while done.is_none() {
-            done = self.0.ready.wait(done).unwrap_or_else(std::sync::PoisonError::into_inner);
+        while !done.finished {
+            if stop() {
+                return false;
+            }
+            let tick = std::time::Duration::from_millis(100);
+            done = self.0.ready.wait_timeout(done, tick).unwrap_or_else(std::sync::PoisonError::into_inner).0;
         }
+        true
     }
 }
 
@@ -83,8 +111,9 @@ pub(crate) struct Background {
     early_percent: u64,
     /// The idle mark, in percent of the threshold: an idle session above it is compacted.
     idle_percent: u64,
-    /// A background summary failed: summaries are made on the path until one succeeds.
-    failed: bool,
+    /// The session whose background summary failed: its summaries are made on the path until one
+    /// succeeds.
+    failed: Option<String>,
     /// Tokens in use when a plan last found nothing to summarise: below the threshold, no new plan
     /// until the session grows by half the way from the early mark to the threshold.
     quiet_at: Option<(String, u64)>,
@@ -109,7 +138,7 @@ impl Default for Background {
             job: None,
             early_percent: 85,
             idle_percent: 70,
-            failed: false,
+            failed: None,
             quiet_at: None,
         }
     }
@@ -137,26 +166,47 @@ impl Background {
         self.job.as_ref().is_some_and(|j| j.session == session)
     }
 
-    /// What to wait on for the summary being written, if one is.
-    pub(crate) fn waiter(&self) -> Option<Waiter> {
-        self.job.as_ref().map(|j| Waiter(j.slot.clone()))
+    /// Drops a finished job of a session other than `session` (the client moved on: a fork, another
+    /// session), keeping its summariser.
+    fn reap(&mut self, session: &str) {
+        let Some(job) = self.job.as_ref().filter(|j| j.session != session) else { return };
+        let mut done = job.slot.done.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !done.finished {
+            return;
+        }
+        let taken = done.result.take();
+        drop(done);
+        if let Some((summariser, _)) = taken {
+            self.spare = summariser.or(self.spare.take());
+        }
+        self.job = None;
     }
 
-    /// The early mark of a window with `marks`: above the target, at most the threshold.
+    /// What to wait on for `session`'s summary being written, if one is.
+    pub(crate) fn waiter(&self, session: &str) -> Option<Waiter> {
+        self.job.as_ref().filter(|j| j.session == session).map(|j| Waiter(j.slot.clone()))
+    }
+
+    /// The early mark of a window with `marks`: at most the threshold, and far enough above the
+    /// target that a pass started there frees what a pass must (a pass keeps at most the target,
+    /// summary included): on a small window, whose threshold lies close to its target, it is the
+    /// threshold itself.
     pub(crate) fn early_mark(&self, marks: &Marks) -> u64 {
-        (marks.threshold * self.early_percent / 100).max(marks.target + 1).min(marks.threshold)
+        (marks.threshold * self.early_percent / 100).max(worth_from(marks)).min(marks.threshold)
     }
 
     /// The idle mark of a window with `marks`: an idle session above it is compacted (at most the
     /// early mark).
     pub(crate) fn idle_mark(&self, marks: &Marks) -> u64 {
-        (marks.threshold * self.idle_percent / 100).min(self.early_mark(marks))
+        (marks.threshold * self.idle_percent / 100).max(worth_from(marks)).min(self.early_mark(marks))
     }
 
     /// Whether a job may start for `session` at `tokens` in use (none running, none failed, the
     /// session grown since a plan last found nothing to summarise below `threshold`).
-    pub(crate) fn may_start(&self, session: &str, tokens: u64, marks: &Marks) -> bool {
-        if !self.enabled() || self.failed || self.job.is_some() {
+    pub(crate) fn may_start(&mut self, session: &str, tokens: u64, marks: &Marks) -> bool {
+        self.reap(session);
+        let failed = self.failed.as_deref() == Some(session);
+        if !self.enabled() || failed || self.job.is_some() || RUNNING.load(Ordering::SeqCst) >= MAX_RUNNING {
             return false;
         }
         let step = marks.threshold.saturating_sub(self.early_mark(marks)) / 2;
@@ -168,15 +218,42 @@ impl Background {
 
     /// A summary made on the path succeeded: background summaries may be tried again.
     pub(crate) fn path_succeeded(&mut self) {
-        self.failed = false;
+        self.failed = None;
         self.quiet_at = None;
     }
 
     /// Plans a pass on `view` (the snapshot) with `compactor`'s trimmer and, when a summary is
     /// needed, starts writing it on its own thread (`progress` is told what it will replace).
-    /// Returns whether a job started; nothing is recorded either way.
+    /// Returns whether a job started; nothing is recorded either way. A plan or a thread that
+    /// cannot start is said in `warnings`, and summaries of the session go on the path.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn start(
+        &mut self,
+        compactor: &mut Compactor<'_>,
+        store: &mut Store,
+        session: &str,
+        frame: &Frame,
+        settings: &Settings,
+        view: LiveView,
+        reason: BackgroundReason,
+        progress: &mut dyn FnMut(Progress<'_>),
+        warnings: &mut Vec<String>,
+    ) -> bool {
+        match self.try_start(compactor, store, session, frame, settings, view, reason, progress) {
+            Ok(started) => started,
+            Err(e) => {
+                tracing::warn!(session, "the background summary could not start: {e}");
+                warnings.push(format!(
+                    "the summary could not be started in the background ({e}); it is written on the turn's path"
+                ));
+                self.failed = Some(session.to_string());
+                false
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn try_start(
         &mut self,
         compactor: &mut Compactor<'_>,
         store: &mut Store,
@@ -206,28 +283,45 @@ impl Background {
             progress: Some(progress),
             background: Some(reason),
         };
-        let plan = match compactor.plan(store, session, frame, &settings, run, Some(view))? {
-            Planned::Summary(plan) => plan,
-            Planned::Done(_) => {
+        let plan = match compactor.plan(store, session, frame, &settings, run, Some(view)) {
+            Ok(Planned::Summary(plan)) => plan,
+            Ok(Planned::Done(_)) => {
                 self.spare = Some(summariser);
                 self.quiet_at = Some((session.to_string(), tokens));
                 return Ok(false);
+            }
+            Err(e) => {
+                self.spare = Some(summariser);
+                return Err(e);
             }
         };
         let slot = Arc::new(Slot::default());
         let work = plan.write.clone();
         let filled = slot.clone();
-        std::thread::Builder::new()
-            .name("seshat-summary".into())
-            .spawn(move || {
+        RUNNING.fetch_add(1, Ordering::SeqCst);
+        let spawned = std::thread::Builder::new().name("seshat-summary".into()).spawn(move || {
+            // A summariser that panics leaves no instance, and a failure to swap in.
+            let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let written = write::write(&mut summariser, &models, &work);
-                *filled.done.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some((summariser, written));
-                filled.ready.notify_all();
-            })
-            .map_err(|e| super::Error::SummaryFailed {
+                (summariser, written)
+            }));
+            let result = match written {
+                Ok((summariser, written)) => (Some(summariser), written),
+                Err(_) => (None, Written::failed("the summary's thread panicked")),
+            };
+            RUNNING.fetch_sub(1, Ordering::SeqCst);
+            let mut done = filled.done.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            done.result = Some(result);
+            done.finished = true;
+            filled.ready.notify_all();
+        });
+        if let Err(e) = spawned {
+            RUNNING.fetch_sub(1, Ordering::SeqCst);
+            return Err(super::Error::SummaryFailed {
                 failures: 0,
                 message: format!("cannot start the background summary: {e}"),
-            })?;
+            });
+        }
         self.quiet_at = None;
         self.job = Some(Job { session: session.to_string(), reason, plan, slot });
         Ok(true)
@@ -240,30 +334,40 @@ impl Background {
         store: &mut Store,
         session: &str,
         frame: &Frame,
-        wait: bool,
+        wait: Option<&crate::cancel::Cancel>,
     ) -> Result<Option<Swapped>> {
+        self.reap(session);
         if !self.running(session) {
             return Ok(None);
         }
         let Some(job) = self.job.as_ref() else { return Ok(None) };
-        if wait {
-            Waiter(job.slot.clone()).wait();
+        if let Some(cancel) = wait
+            && !Waiter(job.slot.clone()).wait_unless(&|| cancel.is_cancelled())
+        {
+            return Err(super::Error::Interrupted);
         }
-        let Some((summariser, written)) =
-            job.slot.done.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
-        else {
-            return Ok(None);
-        };
-        self.spare = Some(summariser);
+        let taken = job.slot.done.lock().unwrap_or_else(std::sync::PoisonError::into_inner).result.take();
+        let Some((summariser, written)) = taken else { return Ok(None) };
+        self.spare = summariser.or(self.spare.take());
         let Some(job) = self.job.take() else { return Ok(None) };
         let swapped = swap_in(store, session, frame, job, written)?;
         match &swapped {
-            Swapped::Failed(_) => self.failed = true,
-            Swapped::Applied(_) => self.failed = false,
+            Swapped::Failed(_) => self.failed = Some(session.to_string()),
+            Swapped::Applied(r) => {
+                self.failed = None;
+                // The next pass in the background waits until the session has grown again.
+                self.quiet_at = Some((session.to_string(), r.tokens_after));
+            }
             Swapped::Discarded(_) => {}
         }
         Ok(Some(swapped))
     }
+}
+
+/// The least a pass may start from for what it frees to count (a pass keeps at most the target,
+/// its summary included): the target and the share of the working window a pass must free.
+fn worth_from(marks: &Marks) -> u64 {
+    marks.target + marks.usable * super::THRASH_PERCENT / 100 + 1
 }
 
 /// The entries of `view` up to message `through` (the summary in force included).
@@ -276,6 +380,13 @@ fn up_to(view: &LiveView, through: u64) -> impl Iterator<Item = &crate::store::V
 fn swap_in(store: &mut Store, session: &str, frame: &Frame, job: Job, written: Written) -> Result<Swapped> {
     let Job { reason, mut plan, .. } = job;
     let snapshot_seq = plan.through_seq;
+    if let Err(e) = &written.summarised {
+        tracing::warn!(session, "the background summary failed: {e}");
+        return Ok(Swapped::Failed(format!(
+            "the summary written in the background failed ({e}); the session is compacted on the turn's path when \
+             it passes the threshold"
+        )));
+    }
     let current = store.live_view(session)?;
     let unchanged = plan.snapshot.as_ref().is_some_and(|s| up_to(s, snapshot_seq).eq(up_to(&current, snapshot_seq)));
     if !unchanged {
@@ -283,13 +394,6 @@ fn swap_in(store: &mut Store, session: &str, frame: &Frame, job: Job, written: W
         return Ok(Swapped::Discarded(format!(
             "the summary written in the background (of the view up to message {snapshot_seq}) was discarded: the \
              history before it changed meanwhile (a rewind, a pin or another compaction)"
-        )));
-    }
-    if let Err(e) = &written.summarised {
-        tracing::warn!(session, "the background summary failed: {e}");
-        return Ok(Swapped::Failed(format!(
-            "the summary written in the background failed ({e}); the session is compacted on the turn's path when \
-             it passes the threshold"
         )));
     }
     // The figures as the session stands now: what was appended since the snapshot counts.

@@ -307,7 +307,7 @@ impl Compactor<'_> {
         let mut report = None;
         let mut view = view;
         if let Some(bg) = background.as_deref_mut()
-            && let Some(swapped) = bg.swap(store, session, frame, false)?
+            && let Some(swapped) = bg.swap(store, session, frame, None)?
         {
             match swapped {
                 background::Swapped::Applied(r) => {
@@ -393,8 +393,8 @@ impl Compactor<'_> {
                     && tokens > bg.early_mark(&marks)
                     && bg.may_start(session, tokens, &marks)
                 {
-                    let reason = BackgroundReason::EarlyMark;
-                    bg.start(self, store, session, frame, settings, view.clone(), reason, progress)?;
+                    let (reason, view) = (BackgroundReason::EarlyMark, view.clone());
+                    bg.start(self, store, session, frame, settings, view, reason, progress, &mut warnings);
                 }
             }
             Some(_) => {}
@@ -475,13 +475,18 @@ impl Compactor<'_> {
         let (Some((bg, warnings)), Some(window)) = (background, settings.context_window) else { return Ok(false) };
         let marks = Marks::new(window);
         let fits = tokens <= marks.hard_limit(settings.max_output_tokens);
+        if report.is_some() && fits {
+            // A summary written in the background was just swapped in: the request goes as it is
+            // now (the next one is planned in the background when the turn ends).
+            return Ok(true);
+        }
         if bg.running(session) {
             if fits {
                 return Ok(true);
             }
             // The request would not fit without it: the turn waits for the summary (and says so).
             progress(Progress::Starting(&Starting { trigger: CompactionTrigger::Auto, tokens, window }));
-            match bg.swap(store, session, frame, true)? {
+            match bg.swap(store, session, frame, Some(&settings.cancel))? {
                 Some(background::Swapped::Applied(r)) => {
                     let now = current_use_calibrated(frame, &store.live_view(session)?, settings.calibration);
                     *report = Some(*r);
@@ -493,8 +498,8 @@ impl Compactor<'_> {
             return Ok(false);
         }
         if fits && bg.may_start(session, tokens, &marks) {
-            let reason = BackgroundReason::EarlyMark;
-            return bg.start(self, store, session, frame, settings, view.clone(), reason, progress);
+            let (reason, view) = (BackgroundReason::EarlyMark, view.clone());
+            return Ok(bg.start(self, store, session, frame, settings, view, reason, progress, warnings));
         }
         Ok(false)
     }
@@ -1041,7 +1046,10 @@ fn finish(
     let freed = report.tokens_before.saturating_sub(after);
     // A summary that freed too little is still used (it cost a model call), but counts as a
     // failure, so a session that keeps thrashing trips the breaker.
-    let thrash = (freed * 100 < marks.usable * THRASH_PERCENT && trigger == CompactionTrigger::Auto)
+    // (A pass started below the threshold, in the background, is no failure for freeing little.)
+    let thrash = (freed * 100 < marks.usable * THRASH_PERCENT
+        && trigger == CompactionTrigger::Auto
+        && report.tokens_before > marks.threshold)
         .then(|| format!("thrash: the summary freed only {freed} tokens (less than {THRASH_PERCENT}% of the window)"));
     report.thrash = thrash.is_some();
     store.record_compaction(

@@ -49,6 +49,13 @@ pub(crate) struct Written {
     pub micros: u64,
 }
 
+impl Written {
+    /// A summary that could not be written, for `why`.
+    pub(crate) fn failed(why: &str) -> Self {
+        Written { summarised: Err(why.to_string()), calls: 0, usage: None, request: None, micros: 0 }
+    }
+}
+
 /// The summary calls' usage summed, as their provider reported it.
 type SummaryUsage = Arc<std::sync::Mutex<Option<crate::conversation::Usage>>>;
 
