@@ -338,22 +338,28 @@ func TestAMessageTooLargeForTheWindowIsErrMessageTooLarge(t *testing.T) {
 	}
 }
 
+// longStory is a fake whose model tells a long story first, then answers shortly; summ-model
+// summarises.
+func longStory(t *testing.T) *fake {
+	return newFake(t, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
+		if req["model"] == "summ-model" {
+			text(w, req, "Summary: the user asked for a long story; it was told.")
+			return
+		}
+		if n == 1 {
+			text(w, req, strings.Repeat("A long story goes on and on. ", 500))
+			return
+		}
+		text(w, req, "Short.")
+	})
+}
+
 // TestAutoCompactAndTheSummaryModel: on a 4,096-token window a long answer fills the session;
 // with AutoCompact the next turn compacts first, its summary written by CompactSummaryModel;
 // without it, nothing is compacted.
 func TestAutoCompactAndTheSummaryModel(t *testing.T) {
 	for _, auto := range []bool{true, false} {
-		f := newFake(t, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
-			if req["model"] == "summ-model" {
-				text(w, req, "Summary: the user asked for a long story; it was told.")
-				return
-			}
-			if n == 1 {
-				text(w, req, strings.Repeat("A long story goes on and on. ", 500))
-				return
-			}
-			text(w, req, "Short.")
-		})
+		f := longStory(t)
 		// Summaries on the path (written in the background by default: TestABackgroundSummary).
 		cfg := config(t, f, "[compaction]\nbackground = false\n")
 		cfg.Window = 4096
@@ -418,17 +424,7 @@ func TestAutoCompactAndTheSummaryModel(t *testing.T) {
 // and ends without it; the next turn, whose request would not fit without it, reports it swapped
 // in before its answer.
 func TestABackgroundSummary(t *testing.T) {
-	f := newFake(t, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
-		if req["model"] == "summ-model" {
-			text(w, req, "Summary: the user asked for a long story; it was told.")
-			return
-		}
-		if n == 1 {
-			text(w, req, strings.Repeat("A long story goes on and on. ", 500))
-			return
-		}
-		text(w, req, "Short.")
-	})
+	f := longStory(t)
 	cfg := config(t, f, "")
 	cfg.Window = 4096
 	cfg.CompactSummaryModel = "summ-model"

@@ -283,29 +283,7 @@ fn llama_compaction(url: &str, mode: &str, window: u64, log: &std::path::Path) -
     let (mut agent, mut store, session) =
         common::agent::session_agent(dir.path(), "local", "smollm2", window, Tools::none(), options);
     let threshold = seshat::window::Marks::new(window).threshold;
-    let mut rng = common::Rng(7);
-    let mut i = 0;
-    while agent.context_use().unwrap().map_or(0, |c| c.used) + 600 < threshold {
-        let text = |role, t: String| NewMessage {
-            role,
-            parts: vec![Part::Text { text: t }],
-            usage: None,
-            status: MessageStatus::Complete,
-        };
-        store
-            .append(
-                &session,
-                &[
-                    text(Role::User, format!("Step {i}: what does module {} print when it builds?", rng.below(50))),
-                    text(
-                        Role::Assistant,
-                        format!("It prints {} lines: {}", rng.below(90), "compiled, linked and tested. ".repeat(8)),
-                    ),
-                ],
-            )
-            .unwrap();
-        i += 1;
-    }
+    common::agent::fill(&mut agent, &mut store, &session, threshold, 600, 7);
     let cancel = Cancel::default();
     let warm = agent.turn("Say done.", &cancel, &mut Quiet).unwrap();
     assert!(warm.compactions.is_empty(), "the warm-up turn fit");

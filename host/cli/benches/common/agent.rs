@@ -5,6 +5,7 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 
 use seshat::client::{Agent, AgentOptions, Tools};
+use seshat::conversation::{MessageStatus, NewMessage, Part, Role};
 use seshat::providers::SharedProvider;
 use seshat::store::{NewSession, Store};
 
@@ -75,4 +76,23 @@ pub fn llama_server(python: &str) -> (std::process::Child, String, std::path::Pa
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
     (server, format!("http://127.0.0.1:{port}"), log_path)
+}
+
+/// Stores exchanges (a question about a module's build, an answer of a few lines) in `session`
+/// until `agent` finds `until` tokens in use, less `margin`; drawn from `seed`.
+pub fn fill(agent: &mut Agent, store: &mut Store, session: &str, until: u64, margin: u64, seed: u64) {
+    let mut rng = super::Rng(seed);
+    let mut i = 0;
+    while agent.context_use().unwrap().map_or(0, |c| c.used) + margin < until {
+        let text = |role, t: String| NewMessage {
+            role,
+            parts: vec![Part::Text { text: t }],
+            usage: None,
+            status: MessageStatus::Complete,
+        };
+        let question = format!("Step {i}: what does module {} print when it builds?", rng.below(50));
+        let answer = format!("It prints {} lines: {}", rng.below(90), "compiled, linked and tested. ".repeat(8));
+        store.append(session, &[text(Role::User, question), text(Role::Assistant, answer)]).unwrap();
+        i += 1;
+    }
 }

@@ -620,9 +620,9 @@ pub(crate) fn openai_reply(r: &crate::support::server::Recorded, text: &str) -> 
     }
 }
 
-#[test]
-fn an_automatic_compaction_is_announced_before_it_runs_and_reported_after() {
-    let server = Server::route(|r| {
+/// A server whose model tells a long story first, then answers shortly; `summ-model` summarises.
+fn long_story_server() -> Server {
+    Server::route(|r| {
         let body = r.json();
         let text = match body["model"].as_str() {
             Some("summ-model") => "Summary: a long story was told.".to_string(),
@@ -630,7 +630,12 @@ fn an_automatic_compaction_is_announced_before_it_runs_and_reported_after() {
             _ => "Short.".to_string(),
         };
         openai_reply(r, &text)
-    });
+    })
+}
+
+#[test]
+fn an_automatic_compaction_is_announced_before_it_runs_and_reported_after() {
+    let server = long_story_server();
     // Summaries on the path (the service writes them in the background by default: below).
     let home = home_for("openai", &server, "[compaction]\nbackground = false\n");
     let mut c = ServeClient::start(&home);
@@ -670,15 +675,7 @@ fn an_automatic_compaction_is_announced_before_it_runs_and_reported_after() {
 /// next turn, whose request would not fit without it, waits for it and reports it.
 #[test]
 fn the_service_writes_a_summary_in_the_background_and_a_later_turn_swaps_it_in() {
-    let server = Server::route(|r| {
-        let body = r.json();
-        let text = match body["model"].as_str() {
-            Some("summ-model") => "Summary: a long story was told.".to_string(),
-            _ if body["messages"].as_array().is_some_and(|m| m.len() <= 2) => "A long story goes on. ".repeat(600),
-            _ => "Short.".to_string(),
-        };
-        openai_reply(r, &text)
-    });
+    let server = long_story_server();
     let home = home_for("openai", &server, "");
     let mut c = ServeClient::start(&home);
     c.initialize(json!({"model": "gpt-4o", "window": 4096, "compact_summary_model": "summ-model"}));

@@ -405,7 +405,7 @@ impl Client {
         &mut self,
         session: &str,
         frame: &Frame,
-        wait: Option<&crate::cancel::Cancel>,
+        wait: Option<&crate::providers::Cancel>,
     ) -> Result<Option<compaction::background::Swapped>> {
         // A live view read before the swap is not the view after it.
         self.view = None;
