@@ -58,6 +58,12 @@ type ClientConfig struct {
 	// each time up to 5 s, between attempts. Meanwhile calls wait for the connection (as long as
 	// their ctx allows). 0 means 2 minutes; a negative value, never: the client closes.
 	ReconnectTimeout time.Duration
+	// OnBackground, when set, hears a session's events outside any turn: a summary written in the
+	// background and swapped in between turns (Compaction, its Report's Background saying why),
+	// an idle session's compaction (CompactionSummarising, then Compaction), a compaction asked
+	// with Session.Compact while it runs, and their warnings. It is called on the client's
+	// reading goroutine: it must not block (hand the event to a channel or a goroutine).
+	OnBackground func(session string, e Event) `json:"-"`
 }
 
 // defaultReconnect is how long a remote client tries to connect again unless configured.

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	. "example.invalid/seshat/sdk/go/seshat"
 	"example.invalid/seshat/sdk/go/seshat/protocol"
@@ -428,13 +429,14 @@ func TestABackgroundSummary(t *testing.T) {
 	cfg := config(t, f, "")
 	cfg.Window = 4096
 	cfg.CompactSummaryModel = "summ-model"
+	between := make(chan Event, 16)
+	cfg.OnBackground = func(session string, e Event) { between <- e }
 	c := start(t, cfg)
 	s, err := c.NewSession(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var events [][]Event
-	for _, prompt := range []string{"tell me a long story", "and then?"} {
+	send := func(prompt string) []Event {
 		stream, err := s.Send(context.Background(), prompt)
 		if err != nil {
 			t.Fatal(err)
@@ -448,18 +450,29 @@ func TestABackgroundSummary(t *testing.T) {
 		if _, err := stream.Wait(); err != nil {
 			t.Fatal(err)
 		}
-		events = append(events, mine)
+		return mine
 	}
-	first, second := events[0], events[1]
+	first := send("tell me a long story")
 	if len(first) != 1 || first[0].Kind != CompactionSummarising || first[0].Summarising == nil || first[0].Summarising.Background != protocol.BackgroundReasonEarlyMark {
 		t.Fatalf("the first turn's notice: %+v", first)
 	}
-	if len(second) != 1 || second[0].Report == nil {
-		t.Fatalf("the second turn's report: %+v", second)
+	// Written, the summary is swapped in between turns, with no turn asked.
+	var swapped Event
+	select {
+	case swapped = <-between:
+	case <-time.After(time.Minute):
+		t.Fatal("no summary was swapped in between turns")
 	}
-	r := second[0].Report
-	if r.Background.Reason != protocol.BackgroundReasonEarlyMark || r.Background.SnapshotSeq != 2 || !r.Summarised || !reflect.DeepEqual(r.SummarisedSeqs, first[0].Summarising.Seqs) {
-		t.Fatalf("swapped in: %+v", r)
+	r := swapped.Report
+	if swapped.Kind != Compaction || r == nil || r.Background.Reason != protocol.BackgroundReasonEarlyMark || r.Background.SnapshotSeq != 2 || !r.Summarised || !reflect.DeepEqual(r.SummarisedSeqs, first[0].Summarising.Seqs) {
+		t.Fatalf("swapped in: %+v", swapped)
+	}
+	if second := send("and then?"); len(second) != 0 {
+		t.Fatalf("nothing left to compact at the second turn: %+v", second)
+	}
+	view, err := s.LiveView(context.Background())
+	if err != nil || len(view) == 0 || view[0].Origin != "summary" {
+		t.Fatalf("the view begins with the summary: %+v, %v", view, err)
 	}
 }
 

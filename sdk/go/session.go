@@ -336,6 +336,7 @@ func (s *Session) SendWithKey(ctx context.Context, key, text string) (*Stream, e
 func (c *Client) notification(msg rpcMessage) {
 	var p struct {
 		Session   string          `json:"session"`
+		Turn      uint64          `json:"turn"`
 		Event     json.RawMessage `json:"event"`
 		Report    *Report         `json:"report"`
 		Name      string          `json:"name"`
@@ -351,6 +352,22 @@ func (c *Client) notification(msg rpcMessage) {
 		Summarising *Summarising `json:"summarising"`
 	}
 	if json.Unmarshal(msg.Params, &p) != nil {
+		return
+	}
+	if p.Turn == 0 && msg.Method != protocol.NotificationTurnCompleted {
+		// Outside any turn: between turns, or a compaction asked of the session.
+		if hear := c.cfg.OnBackground; hear != nil {
+			switch msg.Method {
+			case protocol.NotificationTurnCompactionSummarising:
+				hear(p.Session, Event{Kind: CompactionSummarising, Summarising: p.Summarising})
+			case protocol.NotificationTurnCompaction:
+				hear(p.Session, Event{Kind: Compaction, Report: p.Report})
+			case protocol.NotificationTurnCompactionStarted:
+				hear(p.Session, Event{Kind: CompactionStarted, Tokens: p.Tokens, Window: p.Window})
+			case protocol.NotificationTurnWarning:
+				hear(p.Session, Event{Kind: Warning, Text: p.Message})
+			}
+		}
 		return
 	}
 	c.mu.Lock()

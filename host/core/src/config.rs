@@ -490,6 +490,26 @@ pub struct CompactionConfig {
     /// The idle mark, in percent of the threshold (default 70; from 1 to 100, at most the early
     /// mark).
     pub idle_above_percent: Option<u64>,
+    /// After a summary written in the background is swapped in between turns, fill the provider's
+    /// prompt cache with the compacted conversation (a request for one token), so the next turn
+    /// does not read it cold: `local` (the default: only a server on this machine or its network,
+    /// whose cache costs nothing), `always` (a hosted provider too: its cache write is billed) or
+    /// `off`.
+    pub warm_cache: Option<WarmCache>,
+}
+
+/// When the prompt cache is filled after a summary is swapped in between turns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum WarmCache {
+    /// Only for a server on this machine or its own network.
+    #[default]
+    Local,
+    /// For every provider.
+    Always,
+    /// Never.
+    Off,
 }
 
 impl CompactionConfig {
@@ -717,6 +737,7 @@ impl Config {
         self.compaction.early_mark_percent = c.early_mark_percent.or(self.compaction.early_mark_percent);
         self.compaction.idle_after_secs = c.idle_after_secs.or(self.compaction.idle_after_secs);
         self.compaction.idle_above_percent = c.idle_above_percent.or(self.compaction.idle_above_percent);
+        self.compaction.warm_cache = c.warm_cache.or(self.compaction.warm_cache);
         for (name, p) in over.providers {
             let base = self.providers.entry(name).or_default();
             base.plugin = p.plugin.or(base.plugin.take());

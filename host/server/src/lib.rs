@@ -28,6 +28,7 @@ mod principals;
 mod server;
 mod settings;
 mod stores;
+mod tending;
 mod turns;
 
 pub use connection::{Connection, Output};

@@ -140,7 +140,7 @@ impl Busy {
         Ok(Claim { busy: self.clone(), session: session.to_string(), cancel, held: None })
     }
 
-    fn contains(&self, session: &str) -> bool {
+    pub(crate) fn contains(&self, session: &str) -> bool {
         self.0.0.lock().expect("never poisoned").jobs.contains_key(session)
     }
 
@@ -233,12 +233,14 @@ pub(crate) struct Turns {
     running: InFlight,
     /// What the service counts.
     metrics: Metrics,
+    /// The sessions' background work between their turns (started with the first job).
+    tending: Option<crate::tending::Tending>,
 }
 
 impl Turns {
     /// A connection's turns, sharing the server's `busy` sessions.
     pub(crate) fn new(busy: Busy, metrics: Metrics) -> Self {
-        Turns { slots: HashMap::new(), next: 0, jobs: 0, busy, running: InFlight::default(), metrics }
+        Turns { slots: HashMap::new(), next: 0, jobs: 0, busy, running: InFlight::default(), metrics, tending: None }
     }
 
     /// Whether `session` has a turn or compaction in flight (on this connection or another).
@@ -341,6 +343,13 @@ impl Turns {
         let agent = slot.agent.clone();
         let outbox = link.outbox.clone();
         let hide = link.user.map(|_| link.ctx.clone());
+        if self.tending.is_none() {
+            match crate::tending::Tending::start(self.busy.clone(), outbox.clone()) {
+                Ok(t) => self.tending = Some(t),
+                Err(e) => tracing::warn!("no background work between turns (summaries are swapped in at a turn): {e}"),
+            }
+        }
+        let tending = self.tending.clone().map(|t| (t, session.to_string(), agent.clone()));
         let running = self.running.enter();
         // The job's log lines carry the request that started it.
         let span = tracing::Span::current();
@@ -364,6 +373,10 @@ impl Turns {
                         if ran.is_err() {
                             // The agent goes, and with its store connection the session's claim.
                             *slot = None;
+                        }
+                        drop(slot);
+                        if let Some((tending, session, agent)) = tending {
+                            tending.ended(&session, &agent);
                         }
                         return;
                     }

@@ -1,15 +1,19 @@
-//! The REPL's idle timer: a session left at the prompt past `[compaction] idle_after_secs`, and
-//! past the early mark, is compacted in the background while the provider's prompt cache still
-//! holds its prefix — the user coming back finds it done, and a turn begun meanwhile does not
-//! wait for it (it is swapped in at that turn's next model call).
+//! The REPL's background work between turns. A summary the last turn started in the background
+//! (past the early mark) is swapped in at the prompt as soon as it is written, and a local
+//! server's prompt cache filled with the compacted conversation, so the next turn neither waits
+//! for the summary nor reads the new conversation cold. A session left at the prompt past
+//! `[compaction] idle_after_secs` (no key pressed), and past the idle mark, is compacted in the
+//! background while the provider's prompt cache still holds its prefix. What it says appears above
+//! an empty prompt, or, when the user has begun typing, above the next turn.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use seshat::client::{Agent, Observer};
 use seshat::compaction::{Report, Summarising};
+use seshat::providers::Cancel;
 
 use crate::{compact, format};
 
@@ -22,12 +26,74 @@ pub(super) enum Activity {
     Busy,
 }
 
-/// Runs the timer until the REPL ends (`ended`, and its sender dropped): after `after` at the
-/// prompt, starts the idle compaction, waits for its summary and swaps it in, saying so above the
-/// prompt — then waits for the user before arming again. Leaving the REPL does not wait for the
-/// summary (it is not recorded).
-pub(super) fn run(agent: &Mutex<&mut Agent>, activity: &Receiver<Activity>, after: Duration, ended: &AtomicBool) {
-    let mut notices = Notices { session: String::new() };
+/// What the user does at the prompt, as the line editor sees it (its hinter is asked at every key),
+/// and what the timer held back for them.
+#[derive(Debug, Default)]
+pub(super) struct Keys {
+    /// The prompt's line holds text.
+    typed: AtomicBool,
+    /// When a key was last pressed (or the prompt came up).
+    last: Mutex<Option<Instant>>,
+    /// Notices held back while the user was typing, shown before the next turn.
+    held: Mutex<Vec<String>>,
+}
+
+impl Keys {
+    /// The notices held back while the user typed, to print now (a line was entered).
+    pub(super) fn take_held(&self) -> Vec<String> {
+        std::mem::take(&mut *self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// How long since a key was pressed at the prompt (or it came up).
+    fn quiet_for(&self) -> Duration {
+        self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner).map_or(Duration::MAX, |t| t.elapsed())
+    }
+
+    /// Prints `text` on its own line where the prompt is when its line is empty (the prompt again
+    /// after it: the line editor's own printer would take the terminal from it); holds it for the
+    /// next turn when the user is typing (printing would hide what they typed).
+    fn say(&self, text: String) {
+        if self.typed.load(Ordering::SeqCst) {
+            self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(text);
+        } else {
+            eprint!("\r\x1b[2K{text}\n› ");
+        }
+    }
+}
+
+/// The line editor's helper: it only watches the keys.
+pub(super) struct Watch(pub(super) Arc<Keys>);
+
+impl rustyline::hint::Hinter for Watch {
+    type Hint = String;
+
+    fn hint(&self, line: &str, _pos: usize, _ctx: &rustyline::Context<'_>) -> Option<String> {
+        self.0.typed.store(!line.is_empty(), Ordering::SeqCst);
+        *self.0.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Instant::now());
+        None
+    }
+}
+
+impl rustyline::completion::Completer for Watch {
+    type Candidate = String;
+}
+impl rustyline::highlight::Highlighter for Watch {}
+impl rustyline::validate::Validator for Watch {}
+impl rustyline::Helper for Watch {}
+
+/// Runs the timer until the REPL ends (`ended` cancelled, and its sender dropped). At the prompt:
+/// a summary being written in the background is waited for (without the agent) and swapped in,
+/// then the prompt cache filled; otherwise, after `after` with no key pressed, the idle compaction
+/// is started and treated the same way. Then it waits for the user before arming again. Leaving
+/// the REPL stops the waiting and the cache's filling (a summary not swapped in is not recorded).
+pub(super) fn run(
+    agent: &Mutex<&mut Agent>,
+    activity: &Receiver<Activity>,
+    after: Option<Duration>,
+    keys: &Keys,
+    ended: &Cancel,
+) {
+    let mut notices = Notices { session: String::new(), keys };
     loop {
         // Armed only at the prompt.
         match activity.recv() {
@@ -35,60 +101,108 @@ pub(super) fn run(agent: &Mutex<&mut Agent>, activity: &Receiver<Activity>, afte
             Ok(Activity::Busy) => continue,
             Err(_) => return,
         }
-        match activity.recv_timeout(after) {
-            Err(RecvTimeoutError::Timeout) => {}
-            Ok(_) => continue,
-            Err(RecvTimeoutError::Disconnected) => return,
+        let running = agent.lock().unwrap_or_else(std::sync::PoisonError::into_inner).background_waiter();
+        let waiter = match running {
+            Some(waiter) => Some(waiter),
+            None => {
+                let Some(after) = after else { continue };
+                match idle(activity, after, keys) {
+                    Waited::Quiet => {}
+                    Waited::Busy => continue,
+                    Waited::Ended => return,
+                }
+                let mut agent = agent.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                notices.session = agent.session().to_string();
+                match agent.start_idle_compaction(&mut notices) {
+                    Ok(true) => agent.background_waiter(),
+                    Ok(false) => None,
+                    Err(e) => {
+                        notices.warning(&format!("the idle compaction could not start: {e}"));
+                        None
+                    }
+                }
+            }
+        };
+        let Some(waiter) = waiter else { continue };
+        // Written without the agent held: a line entered meanwhile runs its turn at once (and
+        // swaps the summary in itself).
+        if !waiter.wait_unless(&|| ended.is_cancelled()) {
+            return;
         }
-        let waiter = {
+        let warming = {
             let mut agent = agent.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             notices.session = agent.session().to_string();
-            match agent.start_idle_compaction(&mut notices) {
-                Ok(true) => agent.background_waiter(),
-                Ok(false) => None,
+            match agent.swap_background(false, &mut notices) {
+                Ok(Some(_)) => agent.warming().unwrap_or_else(|e| {
+                    tracing::warn!("the prompt cache is not filled: {e}");
+                    None
+                }),
+                Ok(None) => None,
                 Err(e) => {
-                    notices.warning(&format!("the idle compaction could not start: {e}"));
+                    notices.warning(&format!("the summary written in the background could not be recorded: {e}"));
                     None
                 }
             }
         };
-        if let Some(waiter) = waiter {
-            // Written without the agent held: a line entered meanwhile runs its turn at once.
-            if !waiter.wait_unless(&|| ended.load(Ordering::SeqCst)) {
-                return;
-            }
-            let mut agent = agent.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            if let Err(e) = agent.swap_background(false, &mut notices) {
-                notices.warning(&format!("the idle compaction could not be recorded: {e}"));
+        // Sent without the agent held, over the background's connection: a turn begun meanwhile
+        // goes to the server beside it (or after it, on a server that serves one at a time, and
+        // then finds the conversation cached).
+        if let Some(warming) = warming {
+            match warming.send(ended) {
+                Ok(usage) => tracing::debug!(?usage, "the prompt cache holds the compacted conversation"),
+                Err(e) if ended.is_cancelled() => tracing::debug!("the prompt cache's filling stopped: {e}"),
+                Err(e) => tracing::warn!("the prompt cache could not be filled: {e}"),
             }
         }
     }
 }
 
-/// Prints `text` on its own line where the prompt is (the user is idle: the line is empty), and
-/// the prompt again after it. (The line editor's own printer would take the terminal from it.)
-fn say(text: &str) {
-    eprint!("\r\x1b[2K{text}\n› ");
+/// What became of the wait for the user to be idle.
+enum Waited {
+    /// No key pressed for the whole time at the prompt.
+    Quiet,
+    /// A line was entered.
+    Busy,
+    /// The REPL ended.
+    Ended,
 }
 
-/// The idle compaction's notices, as the REPL words them.
-struct Notices {
+/// Waits until the prompt has been up `after` with no key pressed (a key restarts the wait).
+fn idle(activity: &Receiver<Activity>, after: Duration, keys: &Keys) -> Waited {
+    let mut wait = after;
+    loop {
+        match activity.recv_timeout(wait) {
+            Err(RecvTimeoutError::Timeout) => {}
+            Ok(_) => return Waited::Busy,
+            Err(RecvTimeoutError::Disconnected) => return Waited::Ended,
+        }
+        let quiet = keys.quiet_for();
+        if quiet >= after {
+            return Waited::Quiet;
+        }
+        wait = after - quiet;
+    }
+}
+
+/// The background's notices, as the REPL words them.
+struct Notices<'k> {
     session: String,
+    keys: &'k Keys,
 }
 
-impl Observer for Notices {
+impl Observer for Notices<'_> {
     fn compaction_summarising(&mut self, summarising: &Summarising) {
-        say(&format!("[{}]", compact::describe_summarising(summarising)));
+        self.keys.say(format!("[{}]", compact::describe_summarising(summarising)));
     }
 
     fn compaction(&mut self, report: &Report) {
-        say(&format!("[{}]", compact::describe(&self.session, report)));
+        self.keys.say(format!("[{}]", compact::describe(&self.session, report)));
         for line in compact::describe_left(report) {
-            say(&format!("  {line}"));
+            self.keys.say(format!("  {line}"));
         }
     }
 
     fn warning(&mut self, message: &str) {
-        say(&format!("warning: {}", format::visible(message)));
+        self.keys.say(format!("warning: {}", format::visible(message)));
     }
 }

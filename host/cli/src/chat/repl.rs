@@ -36,9 +36,11 @@ pub fn run(
     let started_empty = agent.client().store().session(&session)?.message_count == 0;
     // The session lives past its turns: summaries are written in the background, and an idle
     // session is compacted while the provider's cache holds it.
-    agent.enable_background();
+    let background = agent.enable_background();
     let idle_after = agent.client().config().compaction.idle_after();
-    let mut editor = rustyline::DefaultEditor::new()?;
+    let keys = std::sync::Arc::new(super::idle::Keys::default());
+    let mut editor = rustyline::Editor::<super::idle::Watch, rustyline::history::DefaultHistory>::new()?;
+    editor.set_helper(Some(super::idle::Watch(keys.clone())));
     let history = ctx.dirs.data.join("chat-history.txt");
     let _ = editor.load_history(&history);
     eprintln!("seshat · session {} · {} · /help for commands", agent.session(), agent.model());
@@ -46,16 +48,16 @@ pub fn run(
         eprintln!("[{}]", format::context_line(&c));
     }
     let shared = std::sync::Mutex::new(agent);
-    let ended = std::sync::atomic::AtomicBool::new(false);
+    let ended = Cancel::default();
     let code = std::thread::scope(|scope| {
         let (activity, heard) = std::sync::mpsc::channel();
-        if let Some(after) = idle_after {
-            let (shared, ended) = (&shared, &ended);
-            scope.spawn(move || super::idle::run(shared, &heard, after, ended));
+        if background {
+            let (shared, ended, keys) = (&shared, &ended, &*keys);
+            scope.spawn(move || super::idle::run(shared, &heard, idle_after, keys, ended));
         }
-        let code = turns(&shared, &mut editor, &activity, cancel, poke, work);
-        // The timer ends with its sender, and stops waiting for a summary.
-        ended.store(true, std::sync::atomic::Ordering::SeqCst);
+        let code = turns(&shared, &mut editor, (&activity, &keys), cancel, poke, work);
+        // The timer ends with its sender, and stops waiting for a summary or filling the cache.
+        ended.cancel();
         drop(activity);
         code
     })?;
@@ -76,8 +78,8 @@ pub fn run(
 /// and when a line was entered.
 fn turns(
     shared: &std::sync::Mutex<&mut Agent>,
-    editor: &mut rustyline::DefaultEditor,
-    activity: &std::sync::mpsc::Sender<super::idle::Activity>,
+    editor: &mut rustyline::Editor<super::idle::Watch, rustyline::history::DefaultHistory>,
+    (activity, keys): (&std::sync::mpsc::Sender<super::idle::Activity>, &super::idle::Keys),
     cancel: &Cancel,
     poke: &dyn Fn(),
     work: &crate::stop::Work,
@@ -90,6 +92,10 @@ fn turns(
         let _ = activity.send(Activity::Prompt);
         let Some(line) = read(editor, offered.take())? else { break };
         let _ = activity.send(Activity::Busy);
+        // What the background said while the user was typing.
+        for notice in keys.take_held() {
+            eprintln!("{notice}");
+        }
         let mut guard = shared.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let agent: &mut Agent = &mut guard;
         let input = line.as_str();
@@ -147,7 +153,10 @@ fn turns(
 /// The next line the user enters (trimmed, not empty, kept in the editor's history), `text`
 /// offered for editing first; `None` at the end of the input (Ctrl-D). Ctrl-C at the prompt is a
 /// key: the line is cleared and the prompt comes again.
-pub(super) fn read(editor: &mut rustyline::DefaultEditor, mut text: Option<String>) -> anyhow::Result<Option<String>> {
+pub(super) fn read<H: rustyline::Helper>(
+    editor: &mut rustyline::Editor<H, rustyline::history::DefaultHistory>,
+    mut text: Option<String>,
+) -> anyhow::Result<Option<String>> {
     loop {
         let read = match text.take() {
             Some(text) => editor.readline_with_initial("› ", (&text, "")),

@@ -125,7 +125,12 @@ fn messages(server: &Server) -> Vec<Value> {
 
 /// The request bodies the server received, streamed (chat) or not (summaries).
 fn sent(server: &Server, streamed: bool) -> Vec<Value> {
-    messages(server).into_iter().filter(|b| (b["stream"] == true) == streamed).collect()
+    messages(server).into_iter().filter(|b| (b["stream"] == true) == streamed && b["max_tokens"] != 1).collect()
+}
+
+/// The requests that filled the server's prompt cache (one token asked, nothing streamed).
+fn fillings(server: &Server) -> Vec<Value> {
+    messages(server).into_iter().filter(|b| b["max_tokens"] == 1 && b["stream"] != true).collect()
 }
 
 #[test]
@@ -418,6 +423,11 @@ fn an_idle_repl_session_past_the_idle_mark_is_compacted_in_the_background() {
     let text = pty.text();
     assert!(text.contains("summarising in the background #1"), "{text}");
     assert!(text.contains("idle while the prompt cache holds it"), "{text}");
+    // The server is on this machine: its prompt cache is filled with the compacted conversation.
+    wait_for("the prompt cache's filling", || !fillings(&server).is_empty());
+    let filled = fillings(&server);
+    assert!(filled[0].to_string().contains("SUMMARY-BG"), "it begins with the summary: {}", filled[0]);
+    assert!(!filled[0].to_string().contains("FIRST:"), "without what the summary replaced: {}", filled[0]);
     pty.send("/exit\r");
     assert!(wait_exit(&mut child, "the REPL").success(), "{}", pty.text());
     assert_eq!(sent(&server, false).len(), 1, "one summary");
@@ -425,6 +435,64 @@ fn an_idle_repl_session_past_the_idle_mark_is_compacted_in_the_background() {
     let out = home.ok(&["sessions", "show", "--compactions", "--json", &latest(&home)]);
     let passes: Value = serde_json::from_str(&out).unwrap();
     assert!(passes.to_string().contains("SUMMARY-BG"), "{passes}");
+}
+
+/// The REPL on a terminal: a summary its turn started past the early mark is swapped in at the
+/// prompt as soon as it is written (no turn asked) and the local server's prompt cache filled;
+/// while the user is typing, what it says is held back (printing would hide their text) and shown
+/// when the line is entered, before that turn's answer.
+#[test]
+fn the_repl_swaps_a_summary_in_at_the_prompt_and_holds_its_report_while_the_user_types() {
+    use crate::chat::{KEY, chat, home_for};
+    use crate::chat_signals::{Pty, wait_exit, wait_prompt};
+    use crate::support::wait_for;
+    let hold = Hold::default();
+    let server = server(&hold);
+    let home = home_for("anthropic", &server, "");
+    // Two one-shot turns (which write no summary in the background) to ~30,000 tokens: past the
+    // early mark (29,750), below the threshold (35,000).
+    let w = ["--window", "50000", "--model", "claude-sonnet-4-5"];
+    for (tag, tokens) in [("FIRST", 15_000), ("SECOND", 15_000)] {
+        let prompt = text_of(tag, tokens);
+        let continuing: &[&str] = if tag == "FIRST" { &[] } else { &["--continue"] };
+        let out = chat(&home, &[continuing, &["-p", prompt.as_str()], &w[..]].concat(), &[]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let mut cmd = home.cmd();
+    cmd.env("ANTHROPIC_API_KEY", KEY)
+        .env("TERM", "xterm")
+        .env("SESHAT_CACHE_DIR", crate::support::shared_cache().parent().unwrap().join("chat-cache"))
+        .args([&["chat", "--continue"], &w[..]].concat());
+    let (mut pty, mut child) = Pty::spawn(cmd);
+    wait_prompt(&pty, "/help for commands");
+    pty.send("go on\r");
+    let prompt_after =
+        |pty: &Pty, what: &str| pty.text().split_once(what).is_some_and(|(_, after)| after.contains("› "));
+    wait_for("the prompt after the turn", || prompt_after(&pty, "Answer 3."));
+    wait_for("the summary asked", || sent(&server, false).len() == 1);
+    assert!(pty.text().contains("summarising in the background #1"), "{}", pty.text());
+    // The user begins a line; then the summary is written.
+    pty.send("partial");
+    wait_for("the typed text", || {
+        pty.text().split_once("Answer 3.").is_some_and(|(_, after)| after.ends_with("partial"))
+    });
+    hold.open();
+    wait_for("the prompt cache's filling", || !fillings(&server).is_empty());
+    assert!(fillings(&server)[0].to_string().contains("SUMMARY-BG"), "{}", fillings(&server)[0]);
+    assert_eq!(sent(&server, true).len(), 3, "swapped in with no turn asked");
+    assert!(!pty.text().contains("Written in the background"), "held back while typing: {}", pty.text());
+    assert!(pty.text().trim_end().ends_with("partial"), "what the user typed is still there: {:?}", pty.text());
+    pty.send("\r");
+    wait_for("the next turn's answer", || prompt_after(&pty, "Answer 4."));
+    let text = pty.text();
+    let report = text.find("Written in the background").unwrap_or_else(|| panic!("the report: {text}"));
+    assert!(report < text.find("Answer 4.").unwrap(), "shown before the turn's answer: {text}");
+    wait_for("the prompt after the turn", || prompt_after(&pty, "Answer 4."));
+    pty.send("/exit\r");
+    assert!(wait_exit(&mut child, "the REPL").success(), "{}", pty.text());
+    assert_eq!(sent(&server, false).len(), 1, "one summary");
+    let turn = sent(&server, true).pop().unwrap();
+    assert!(turn.to_string().contains("SUMMARY-BG"), "the next turn sent the compacted conversation: {turn}");
 }
 
 /// The id of the home's latest session.

@@ -674,7 +674,7 @@ fn an_automatic_compaction_is_announced_before_it_runs_and_reported_after() {
 /// session past the early mark says what will be summarised (marked `background`) and ends; the
 /// next turn, whose request would not fit without it, waits for it and reports it.
 #[test]
-fn the_service_writes_a_summary_in_the_background_and_a_later_turn_swaps_it_in() {
+fn the_service_writes_a_summary_in_the_background_swaps_it_in_between_turns_and_fills_the_cache() {
     let server = long_story_server();
     let home = home_for("openai", &server, "");
     let mut c = ServeClient::start(&home);
@@ -689,16 +689,76 @@ fn the_service_writes_a_summary_in_the_background_and_a_later_turn_swaps_it_in()
     assert_eq!(what["background"], "early_mark", "{what}");
     assert_eq!(what["seqs"], json!([{"from": 2, "through": 2}]), "the long answer (its request kept): {what}");
     assert!(at(&notes, "turn/compaction").is_none(), "not written on the turn's path: {methods:?}");
-    let second = c.ok("turn/start", json!({"session": id, "text": "and then?"}))["turn"].as_u64().unwrap();
-    let notes = c.turn_notifications(second);
-    let done = at(&notes, "turn/compaction").unwrap_or_else(|| panic!("{notes:#?}"));
-    let report = &notes[done]["params"]["report"];
+    // Written, it is swapped in between turns (told outside any turn: turn 0), with no turn asked.
+    let swapped = c.wait("the swap between turns", |v| v["method"] == "turn/compaction" && v["params"]["turn"] == 0);
+    assert_eq!(swapped["params"]["session"], id.as_str());
+    let report = &swapped["params"]["report"];
     assert_eq!(report["background"]["reason"], "early_mark", "{report}");
     assert_eq!(report["background"]["snapshot_seq"], 2, "{report}");
     assert_eq!(report["summarised"], true, "{report}");
     assert_eq!(report["summarised_seqs"], what["seqs"], "{report}");
-    assert!(done < at(&notes, "turn/event").unwrap(), "swapped in before the answer: {notes:#?}");
     assert_eq!((report["model_calls"].as_u64(), report["summary_model"].as_str()), (Some(1), Some("summ-model")));
+    // Then the server (on this machine: its cache costs nothing) is sent the compacted
+    // conversation for one token, so the next turn finds it cached.
+    let filling = || server.requests().into_iter().map(|r| r.json()).find(|b| b["max_tokens"] == 1);
+    crate::support::wait_for("the prompt cache's filling", || filling().is_some());
+    let body = filling().unwrap();
+    assert_eq!(body["model"], "gpt-4o", "the session's model: {body}");
+    assert!(body.to_string().contains("Summary: a long story was told."), "it begins with the summary: {body}");
+    assert!(!body.to_string().contains("A long story goes on."), "without what the summary replaced: {body}");
+    let second = c.ok("turn/start", json!({"session": id, "text": "and then?"}))["turn"].as_u64().unwrap();
+    let notes = c.turn_notifications(second);
+    assert!(at(&notes, "turn/compaction").is_none(), "nothing left to swap in: {notes:#?}");
+    let asked = server.requests().into_iter().map(|r| r.json()).rfind(|b| b["stream"] == true).unwrap();
+    // A prompt cache matches tokens: the turn's request begins with what filled it (its last
+    // message, the user's, goes on with the new request).
+    let (warm, turn) = (body["messages"].as_array().unwrap(), asked["messages"].as_array().unwrap());
+    let last = warm.len() - 1;
+    assert_eq!(turn[..last], warm[..last], "the turn's request begins with what filled the cache");
+    let (filled, sent) = (warm[last]["content"].as_str().unwrap(), turn[last]["content"].as_str().unwrap());
+    assert!(sent.starts_with(filled) && sent.ends_with("and then?"), "{filled:?} then {sent:?}");
+    assert!(c.close().success());
+}
+
+/// A session of the service left without a turn past `idle_after_secs`, above the idle mark and
+/// below the early mark: compacted in the background, told outside any turn, and the local
+/// server's prompt cache filled.
+#[test]
+fn the_service_compacts_a_session_left_idle_past_the_idle_mark() {
+    let mut story = String::from("STORY:");
+    while seshat::window::estimate_text(&story) < 25_000 {
+        story.push_str(" lorem ipsum dolor sit amet");
+    }
+    let server = Server::route(move |r| {
+        let body = r.json();
+        let text = match body["model"].as_str() {
+            Some("summ-model") => "Summary: a story of some length was told.",
+            _ if body["messages"].as_array().is_some_and(|m| m.len() <= 2) => story.as_str(),
+            _ => "Short.",
+        };
+        openai_reply(r, text)
+    });
+    let home = home_for("openai", &server, "[compaction]\nidle_after_secs = 1\n");
+    let mut c = ServeClient::start(&home);
+    // A 50,000-token window: the idle mark 26,401, the early mark 29,750.
+    c.initialize(json!({"model": "gpt-4o", "window": 50000, "compact_summary_model": "summ-model"}));
+    let id = session(&mut c);
+    let first = c.ok("turn/start", json!({"session": id, "text": "tell me a story"}))["turn"].as_u64().unwrap();
+    let notes = c.turn_notifications(first);
+    assert!(!notes.iter().any(|n| n["method"].as_str().unwrap().starts_with("turn/compaction")), "{notes:#?}");
+    let outcome = &notes.last().unwrap()["params"]["outcome"];
+    let used = outcome["context"]["used"].as_u64().unwrap_or_default();
+    assert!((26_401..29_750).contains(&used), "between the idle and the early mark: {}", outcome["context"]);
+    let idle = |v: &Value| v["params"]["turn"] == 0 && v["params"]["session"] == id.as_str();
+    let told = c.wait("the idle compaction's notice", |v| v["method"] == "turn/compaction_summarising" && idle(v));
+    assert_eq!(told["params"]["summarising"]["background"], "idle", "{told}");
+    let done = c.wait("the idle compaction's report", |v| v["method"] == "turn/compaction" && idle(v));
+    let report = &done["params"]["report"];
+    assert_eq!((report["background"]["reason"].as_str(), report["summarised"].as_bool()), (Some("idle"), Some(true)));
+    assert!(report["tokens_after"].as_u64().unwrap() < used, "{report}");
+    let filling = || server.requests().into_iter().map(|r| r.json()).find(|b| b["max_tokens"] == 1);
+    crate::support::wait_for("the prompt cache's filling", || filling().is_some());
+    assert!(filling().unwrap().to_string().contains("a story of some length"), "{}", filling().unwrap());
     assert!(c.close().success());
 }
 

@@ -164,6 +164,9 @@ pub struct Agent {
     pub(super) drafting: bool,
     /// What the turn in progress stored redacted, to send as it was written.
     pub(super) typed: super::typed::Typed,
+    /// The background's own connection to the provider (summaries, filling the prompt cache),
+    /// once background summaries are on.
+    pub(super) background_provider: Option<SharedProvider>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -384,6 +387,7 @@ impl Agent {
             cancel: Cancel::default(),
             drafting: false,
             typed: Default::default(),
+            background_provider: None,
         })
     }
 
@@ -584,7 +588,9 @@ impl Agent {
         let other = self.provider.lock().duplicate();
         match other {
             Ok(other) => {
-                let models = std::sync::Arc::new(SharedProvider::new(other));
+                let other = SharedProvider::new(other);
+                self.background_provider = Some(other.clone());
+                let models = std::sync::Arc::new(other);
                 self.client
                     .enable_background(models, (compaction.early_mark_percent(), compaction.idle_above_percent()));
                 true
@@ -641,6 +647,37 @@ impl Agent {
             }
             None => Ok(None),
         }
+    }
+
+    /// The request that fills the provider's prompt cache with the session as its next turn will
+    /// send it, after a summary was swapped in between turns (`[compaction] warm_cache`: by
+    /// default only for a server on this machine or its network). Built here; sent with
+    /// [`super::Warming::send`] without holding the agent, over the background's connection.
+    /// `None` when background summaries are off or the cache is not filled for this provider.
+    pub fn warming(&mut self) -> Result<Option<super::Warming>> {
+        let Some(provider) = self.background_provider.clone() else { return Ok(None) };
+        let fill = match self.client.config().compaction.warm_cache.unwrap_or_default() {
+            crate::config::WarmCache::Local => provider.lock().is_local(),
+            crate::config::WarmCache::Always => true,
+            _ => false,
+        };
+        if !fill {
+            return Ok(None);
+        }
+        let recall = self.settings().recall;
+        let messages = crate::compaction::request_as_stored(self.client.store(), &self.session, recall)?;
+        if messages.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(super::Warming {
+            provider,
+            model: self.model.clone(),
+            system: self.frame.system.clone(),
+            tools: self.specs.clone(),
+            messages,
+            extra: self.extra.clone(),
+            same_model_after: self.same_model_after,
+        }))
     }
 
     /// Undoes the latest compaction or trim pass of the session (`/uncompact`), unless the view

@@ -16,12 +16,14 @@ mod store_location;
 pub mod tools;
 pub mod trial;
 mod typed;
+pub mod warming;
 
 pub use crate::tool::{ToolDef, ToolOutput};
 pub use agent::{Agent, AgentOptions, ContextUse, Observer, Quiet, SessionChoice, TurnOutcome, tell};
 pub use environment::{Environment, Overrides};
 pub use store_location::{DATABASE_URL_ENV, location_from_argument, store_location};
 pub use tools::{Tool, Tools};
+pub use warming::Warming;
 
 use std::sync::Arc;
 

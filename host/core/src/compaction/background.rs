@@ -65,6 +65,11 @@ impl std::fmt::Debug for Waiter {
 }
 
 impl Waiter {
+    /// Whether the summary is written (or failed), without waiting.
+    pub fn is_written(&self) -> bool {
+        self.0.done.lock().unwrap_or_else(std::sync::PoisonError::into_inner).finished
+    }
+
     /// Blocks until the summary is written (or failed).
     pub fn wait(&self) {
         self.wait_unless(&|| false);

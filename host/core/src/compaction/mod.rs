@@ -1138,6 +1138,18 @@ fn request_messages(
     Ok((messages, unanswered))
 }
 
+/// The conversation the next model call of `session` would send, read only: as
+/// [`Compactor::before_call_with`] builds it when nothing is due (the calls that never got a
+/// result get their synthetic one here without it being stored).
+pub(crate) fn request_as_stored(store: &Store, session: &str, recall: bool) -> Result<Vec<pairing::Msg>> {
+    let view = store.live_view(session)?;
+    let (mut messages, unanswered) = request_messages(store, session, view.entries, recall)?;
+    if !unanswered.is_empty() {
+        messages.push(pairing::Msg { seq: None, role: Role::Tool, parts: unanswered });
+    }
+    Ok(pairing::alternate(pairing::arrange(messages)))
+}
+
 fn stored_answers(store: &Store, session: &str, messages: &[pairing::Msg]) -> Result<HashMap<String, Part>> {
     let answered_here: HashSet<&str> =
         messages.iter().flat_map(|m| m.parts.iter()).filter_map(Part::answered_call_id).collect();

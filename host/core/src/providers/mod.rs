@@ -547,6 +547,12 @@ impl Provider {
         &self.base_url
     }
 
+    /// Whether the server is on this machine or its own network (a local model server: filling
+    /// its prompt cache costs nothing but its time).
+    pub fn is_local(&self) -> bool {
+        url::Url::parse(&self.base_url).is_ok_and(|u| destination::is_local(&u))
+    }
+
     /// How many messages the plugin has encoded (cache misses).
     pub fn encode_calls(&self) -> u64 {
         self.encode_calls
