@@ -260,6 +260,12 @@ pub fn describe_summarising(s: &Summarising) -> String {
     )
 }
 
+/// `micro` millionths of a dollar, as money: to the cent from a dollar up, else to four places.
+fn dollars(micro: u64) -> String {
+    let d = micro as f64 / 1_000_000.0;
+    if d >= 1.0 { format!("${d:.2}") } else { format!("${d:.4}") }
+}
+
 /// Seq ranges as a list: `#1–#40, #43`.
 pub fn ranges(seqs: &[SeqRange]) -> String {
     seqs.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
@@ -317,9 +323,10 @@ pub fn describe_left(r: &Report) -> Vec<String> {
             seshat::compaction::SummaryRequestKind::SharedPrefix => "with the conversation's own prefix",
             _ => "on its own",
         };
+        let cost = r.summary_cost_micro_usd.map_or_else(String::new, |c| format!(", costing {}", dollars(c)));
         lines.push(format!(
             "the summary was asked {how}: {} input tokens read from the provider's cache, {} written to it, {} \
-             processed without it, {} written out",
+             processed without it, {} written out{cost}",
             format::exact(u.cache_read_tokens),
             format::exact(u.cache_creation_tokens),
             format::exact(u.input_tokens),

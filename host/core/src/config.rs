@@ -552,7 +552,7 @@ pub enum ToolChoice {
 }
 
 /// `[providers.<name>]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
     /// The provider plugin's id (default: the section's name).
@@ -580,13 +580,25 @@ pub struct ProviderConfig {
 }
 
 /// `[providers.<name>.models.<id>]`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelConfig {
     /// Context window in tokens.
     pub context_window: Option<u64>,
     /// Largest output in tokens.
     pub max_output_tokens: Option<u64>,
+    /// What the model costs, to say what a compaction's summary cost:
+    /// `price = { input = 3.0, output = 15.0, cache_read = 0.3, cache_write = 3.75 }`.
+    pub price: Option<Price>,
+}
+
+pub use seshat_protocol::conversation::Price;
+
+impl Config {
+    /// The configured price of `model`, under any provider (the first found).
+    pub fn price_of(&self, model: &str) -> Option<Price> {
+        self.providers.values().filter_map(|p| p.models.get(model)).find_map(|m| m.price)
+    }
 }
 
 /// `[memory]`.

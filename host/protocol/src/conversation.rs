@@ -196,6 +196,31 @@ pub struct Usage {
     pub context_tokens: Option<u64>,
 }
 
+/// A model's prices, in US dollars per million tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    /// Input tokens billed at the normal rate.
+    pub input: f64,
+    /// Output tokens.
+    pub output: f64,
+    /// Input tokens read from the prompt cache (default: the input price).
+    pub cache_read: Option<f64>,
+    /// Input tokens written to the prompt cache (default: the input price).
+    pub cache_write: Option<f64>,
+}
+
+impl Price {
+    /// What `usage` cost, in US dollars.
+    pub fn cost(&self, usage: &Usage) -> f64 {
+        let per = |tokens: u64, price: f64| tokens as f64 * price / 1_000_000.0;
+        per(usage.input_tokens, self.input)
+            + per(usage.output_tokens, self.output)
+            + per(usage.cache_read_tokens, self.cache_read.unwrap_or(self.input))
+            + per(usage.cache_creation_tokens, self.cache_write.unwrap_or(self.input))
+    }
+}
+
 impl Usage {
     /// Adds a later call's usage: the counts summed, the request's size the later one's.
     pub fn add(&mut self, later: &Usage) {

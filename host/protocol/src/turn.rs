@@ -137,6 +137,11 @@ pub struct Report {
     /// provider reported it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summary_usage: Option<Usage>,
+    /// What the summary calls cost, in millionths of a US dollar, by the summary model's
+    /// configured prices (`[providers.<name>.models.<id>] price`), when they are known and the
+    /// provider reported the usage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_cost_micro_usd: Option<u64>,
     /// The marks the pass worked to: the model's window, the threshold over which compaction runs
     /// by itself and the target it aims under (0 when unknown: a report made before these were
     /// given).

@@ -48,9 +48,10 @@ impl Tending {
     }
 }
 
-/// A session being watched.
+/// A session being watched: its agent as long as the connection keeps it (a closed agent — the
+/// connection keeps a bounded number — is not kept open by being watched).
 struct Watched {
-    agent: SharedAgent,
+    agent: std::sync::Weak<Mutex<Option<Agent>>>,
     /// Its summary being written in the background.
     writing: Option<Waiter>,
     /// When it is idle enough to be compacted (none: not watched for that).
@@ -74,7 +75,7 @@ fn run(rx: &Receiver<(String, SharedAgent)>, busy: &Busy, outbox: &Outbox) {
                     Err(_) => (None, None),
                 };
                 let idle_at = idle_after.map(|after| Instant::now() + after);
-                watched.insert(session, Watched { agent, writing, idle_at });
+                watched.insert(session, Watched { agent: Arc::downgrade(&agent), writing, idle_at });
             }
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => {
@@ -86,6 +87,11 @@ fn run(rx: &Receiver<(String, SharedAgent)>, busy: &Busy, outbox: &Outbox) {
         let sessions: Vec<String> = watched.keys().cloned().collect();
         for session in sessions {
             let Some(w) = watched.get_mut(&session) else { continue };
+            let Some(agent) = w.agent.upgrade() else {
+                // The connection closed its agent.
+                watched.remove(&session);
+                continue;
+            };
             if busy.contains(&session) {
                 // A job runs: it swaps the summary in itself, and tells when it ends.
                 watched.remove(&session);
@@ -93,10 +99,10 @@ fn run(rx: &Receiver<(String, SharedAgent)>, busy: &Busy, outbox: &Outbox) {
             }
             if w.writing.as_ref().is_some_and(Waiter::is_written) {
                 w.writing = None;
-                swap(&session, &w.agent, outbox, &stop);
+                swap(&session, &agent, outbox, &stop);
             } else if w.writing.is_none() && w.idle_at.is_some_and(|at| at <= now) {
                 w.idle_at = None;
-                w.writing = start_idle(&session, &w.agent, outbox);
+                w.writing = start_idle(&session, &agent, outbox);
             }
             if w.writing.is_none() && w.idle_at.is_none() {
                 watched.remove(&session);

@@ -855,6 +855,10 @@ type Report struct {
 	// SummarisedSeqs: The messages that left the live view for the summary, as seq ranges (empty when nothing
 	// was summarised; a dry run names those it would summarise).
 	SummarisedSeqs []SeqRange `json:"summarised_seqs,omitempty"`
+	// SummaryCostMicroUsd: What the summary calls cost, in millionths of a US dollar, by the summary model's
+	// configured prices (`[providers.<name>.models.<id>] price`), when they are known and the
+	// provider reported the usage.
+	SummaryCostMicroUsd uint64 `json:"summary_cost_micro_usd,omitempty"`
 	// SummaryModel: The model that wrote the summary.
 	SummaryModel string `json:"summary_model,omitempty"`
 	// SummaryRequest: How the summary was asked for, when a model was called for it.

@@ -86,6 +86,7 @@ pub fn settings(window: Option<u64>) -> Settings {
         cancel: seshat::providers::Cancel::default(),
         summary_request: seshat::compaction::SummaryRequestKind::SharedPrefix,
         shape: None,
+        summary_price: None,
     }
 }
 

@@ -82,8 +82,13 @@ fn compacted(provider: &str, summary_request: &str) -> (Value, Vec<Seen>) {
         log.lock().unwrap().push((!streamed, body, usage));
         answer(&p, streamed, &text, usage)
     });
-    let home = home_for(provider, &server, &format!("[compaction]\nsummary_request = \"{summary_request}\"\n"));
     let model = if provider == "openai" { "gpt-4o" } else { "claude-sonnet-4-5" };
+    // The model's prices (dollars per million tokens): the report says what the summary cost.
+    let config = format!(
+        "[compaction]\nsummary_request = \"{summary_request}\"\n[providers.{provider}.models.\"{model}\"]\n\
+         price = {{ input = 3.0, output = 15.0, cache_read = 0.3, cache_write = 3.75 }}\n"
+    );
+    let home = home_for(provider, &server, &config);
     let w = ["--window", "30000", "--json", "--model", model];
     // OpenAI's models are counted here with their own tokenizer, which finds these words denser
     // than the estimate does.
@@ -143,6 +148,24 @@ fn a_summary_shares_the_chats_cached_prefix_and_processes_a_fraction_of_a_separa
         // The report carries what the provider said of its cache: the prefix was read.
         assert_eq!(report["summary_usage"]["cache_read_tokens"].as_u64(), Some(usage.read), "{provider}: {report}");
         assert!(usage.read > 0, "{provider}: {usage:?}");
+        // And what that cost at the model's configured prices, in millionths of a dollar.
+        let spent = |r: &Value, field: &str| r["summary_usage"][field].as_u64().unwrap_or(0) as f64;
+        let cost = |r: &Value| {
+            spent(r, "input_tokens") * 3.0
+                + spent(r, "output_tokens") * 15.0
+                + spent(r, "cache_read_tokens") * 0.3
+                + spent(r, "cache_creation_tokens") * 3.75
+        };
+        assert_eq!(report["summary_cost_micro_usd"].as_f64(), Some(cost(&report).round()), "{provider}: {report}");
+        assert_eq!(
+            separate_report["summary_cost_micro_usd"].as_f64(),
+            Some(cost(&separate_report).round()),
+            "{provider}: {separate_report}"
+        );
+        assert!(
+            report["summary_cost_micro_usd"].as_u64() < separate_report["summary_cost_micro_usd"].as_u64(),
+            "{provider}: the shared prefix costs less: {report} against {separate_report}"
+        );
 
         let (_, (_, separate_body, separate_usage)) = summary(&separate_seen);
         assert_eq!(separate_report["summary_request"], "separate", "{provider}: {separate_report}");

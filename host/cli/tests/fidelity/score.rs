@@ -147,6 +147,7 @@ fn settings(window: u64) -> Settings {
         cancel: seshat::providers::Cancel::default(),
         summary_request: seshat::compaction::SummaryRequestKind::SharedPrefix,
         shape: None,
+        summary_price: None,
     }
 }
 

@@ -308,6 +308,7 @@ impl Client {
                 .summary_request
                 .unwrap_or(compaction::SummaryRequestKind::SharedPrefix),
             shape: None,
+            summary_price: self.settings.price_of(self.config.compact_summary_model.as_deref().unwrap_or(model)),
         }
     }
 

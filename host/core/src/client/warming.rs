@@ -6,11 +6,10 @@
 //! request for one token with that conversation, sent while the user reads and types, has the
 //! server read it then; the next turn finds it cached and reads only its own message.
 
-use crate::cancel::Cancel;
 use crate::compaction::pairing::Msg;
 use crate::conversation::Usage;
 use crate::plugins::ToolSpec;
-use crate::providers::{self, Call, SharedProvider};
+use crate::providers::{self, Call, Cancel, SharedProvider};
 
 /// A request filling the prompt cache, built from the session as stored (owned: it is sent
 /// without holding the agent).

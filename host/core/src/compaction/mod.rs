@@ -97,6 +97,8 @@ pub struct Settings {
     /// How the chat's requests are shaped, when an agent sends them: what a summary sharing
     /// their prefix needs (without it, summaries are asked the separate way).
     pub shape: Option<RequestShape>,
+    /// The summary model's prices, when configured: the report says what its summary cost.
+    pub summary_price: Option<crate::conversation::Price>,
 }
 
 /// The least an automatic compaction summarises, in tokens: below it a summary would be as long
@@ -969,6 +971,10 @@ fn finish(
     // A background pass ends here when it is swapped in: recorded as a pass on the path is.
     let dry_run = !matches!(mode, Mode::Record | Mode::Background);
     report.summary_usage = written.usage;
+    report.summary_cost_micro_usd = match (&written.usage, settings.summary_price) {
+        (Some(u), Some(price)) => Some((price.cost(u) * 1_000_000.0).round() as u64),
+        _ => None,
+    };
     report.summary_request = written.request;
     report.plugin_micros += written.micros;
     report.model_calls = written.calls;
