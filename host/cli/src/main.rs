@@ -7,6 +7,7 @@ mod compact;
 mod db;
 mod format;
 mod hints;
+mod hooks;
 mod knowledge;
 mod mcp;
 mod memory;
@@ -90,6 +91,9 @@ enum Command {
     /// Team scopes: shared memory and documents, and who may read or write them.
     #[command(subcommand)]
     Scopes(scopes::ScopesCommand),
+    /// Lifecycle hooks: list them, trust a project's, test them on a recorded session.
+    #[command(subcommand)]
+    Hooks(hooks::HooksCommand),
     /// Documents the agent can search: add files and directories, list, remove, search.
     #[command(subcommand)]
     Knowledge(knowledge::KnowledgeCommand),
@@ -270,6 +274,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tokens(cmd) => tokens::run(&ctx, cmd),
         Command::Audit(args) => audit::run(&ctx, &args),
         Command::Scopes(cmd) => scopes::run(&ctx, cmd),
+        Command::Hooks(cmd) => hooks::run(&ctx, cmd),
     }
 }
 

@@ -106,6 +106,53 @@ pub struct Config {
     /// How long sessions and memory are kept.
     #[serde(default)]
     pub retention: RetentionConfig,
+    /// Commands run at moments of a session's life, per event: `[[hooks.pre_tool]]`. The user's
+    /// file's here; a project's file's are kept apart ([`Config::project_hooks`]): they run only
+    /// once the user trusts that file.
+    #[serde(default)]
+    pub hooks: BTreeMap<HookEvent, Vec<HookConfig>>,
+    /// The hooks a project's `.seshat/config.toml` declares, with the file and its digest.
+    #[serde(skip)]
+    pub project_hooks: Option<ProjectHooks>,
+}
+
+pub use seshat_protocol::hooks::HookEvent;
+
+/// `[[hooks.<event>]]`: a command run at an event of a session's life, the event's payload as JSON
+/// on its standard input; it answers with a JSON decision on its standard output, or by its exit
+/// status (0 goes on, 2 blocks with its standard error as the reason).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookConfig {
+    /// The command, run by `sh -c` in the project's directory.
+    pub command: String,
+    /// For the tool events and `memory_write`: the tools it runs for, names separated by `|`, `*`
+    /// matching any characters (`"bash|edit_*"`; default: every tool).
+    pub matcher: Option<String>,
+    /// How long it may run (`"10s"`, `"500ms"`, `"2m"`; default 60 s): past it, it is killed.
+    pub timeout: Option<String>,
+    /// A hook that fails (times out, crashes, answers garbage) blocks what it was told about,
+    /// instead of being reported and passed over.
+    #[serde(default)]
+    pub required: bool,
+}
+
+/// The hooks of a project's configuration file, which run only once the user trusts the file as
+/// it is (`seshat hooks trust`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProjectHooks {
+    /// The file.
+    pub path: PathBuf,
+    /// Its contents' SHA-256, in hex: a changed file must be trusted again.
+    pub digest: String,
+    /// Its hooks, per event.
+    pub hooks: BTreeMap<HookEvent, Vec<HookConfig>>,
+}
+
+/// The SHA-256 of `bytes`, in hex.
+pub fn digest(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// `[retention]`: how long what is stored is kept (ages such as `"90d"`, `"12h"`, `"2w"`; unset:
@@ -145,12 +192,14 @@ pub struct RetentionRule {
     pub memory: Option<String>,
 }
 
-/// An age such as `90d`, `12h`, `30m`, `45s` or `2w`, in milliseconds; what is wrong otherwise.
+/// An age such as `90d`, `12h`, `30m`, `45s`, `500ms` or `2w`, in milliseconds; what is wrong
+/// otherwise.
 pub fn parse_age(text: &str) -> Result<i64, String> {
     let text = text.trim();
     let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
     let unit_ms: i64 = match unit {
+        "ms" => 1,
         "s" => 1_000,
         "m" => 60_000,
         "h" => 3_600_000,
@@ -594,10 +643,24 @@ pub struct ModelConfig {
 
 pub use seshat_protocol::conversation::Price;
 
+impl ModelConfig {
+    /// Whether it sizes the model (a window or an answer's room), beside pricing it.
+    pub fn sizes(&self) -> bool {
+        self.context_window.is_some() || self.max_output_tokens.is_some()
+    }
+}
+
 impl Config {
-    /// The configured price of `model`, under any provider (the first found).
+    /// The configured price of `model`, under any provider (the first found), when every figure of
+    /// it is a finite number, 0 or more.
     pub fn price_of(&self, model: &str) -> Option<Price> {
-        self.providers.values().filter_map(|p| p.models.get(model)).find_map(|m| m.price)
+        let valid = |p: &Price| {
+            [Some(p.input), Some(p.output), p.cache_read, p.cache_write]
+                .into_iter()
+                .flatten()
+                .all(|x| x.is_finite() && x >= 0.0)
+        };
+        self.providers.values().filter_map(|p| p.models.get(model)).find_map(|m| m.price).filter(valid)
     }
 }
 
@@ -697,6 +760,12 @@ impl Config {
                         .into(),
                 });
             }
+            let mut local = local;
+            if !local.hooks.is_empty() {
+                let bytes = std::fs::read(&path).unwrap_or_default();
+                config.project_hooks =
+                    Some(ProjectHooks { digest: digest(&bytes), path, hooks: std::mem::take(&mut local.hooks) });
+            }
             config.merge(local);
         }
         Ok(config)
@@ -724,6 +793,14 @@ impl Config {
         within(&mut config.serve.tls_key);
         within(&mut config.chat.system_prompt_file);
         within(&mut config.compaction.prompt_file);
+        if !config.hooks.is_empty() {
+            return Err(Error {
+                path: path.to_path_buf(),
+                message: "[hooks] cannot be set in a service's configuration: its commands would be told every \
+                          user's sessions (a service runs no command hook)"
+                    .into(),
+            });
+        }
         Ok(config)
     }
 

@@ -18,6 +18,7 @@ pub mod config;
 pub mod conversation;
 mod crash_point;
 pub mod foreign;
+pub mod hooks;
 pub mod input;
 mod io;
 pub mod knowledge;

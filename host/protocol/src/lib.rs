@@ -6,6 +6,7 @@
 //!   kept by hand.
 //! * [`memory_tools`] — the memory tools' arguments and results, the same for `seshat serve`'s
 //!   `memory/<tool>` methods, `seshat mcp`'s tools and the chat loop's.
+//! * [`hooks`] — the lifecycle hooks' events, what a hook is told and what it may answer.
 //! * [`principals`] — users, tokens and team grants, as the admin methods carry them.
 //! * [`methods`] and [`notifications`] — `seshat serve`'s JSON-RPC protocol: one typed params and
 //!   result per method, one typed params per notification, and [`wire`]'s envelope and errors.
@@ -19,6 +20,7 @@
 //! (`entityType`, `relationType`), exactly as `seshat mcp` serves them.
 
 pub mod conversation;
+pub mod hooks;
 pub mod knowledge;
 pub mod memory;
 pub mod memory_tools;

@@ -92,17 +92,33 @@ fn run(rx: &Receiver<(String, SharedAgent)>, busy: &Busy, outbox: &Outbox) {
                 watched.remove(&session);
                 continue;
             };
+            let written = w.writing.as_ref().is_some_and(Waiter::is_written);
+            let idle = w.writing.is_none() && w.idle_at.is_some_and(|at| at <= now);
+            if !written && !idle {
+                continue;
+            }
+            // A job runs (it swaps the summary in itself, and tells when it ends). (Not claimed
+            // here: a turn asked meanwhile waits the moment the agent is held, instead of being
+            // refused.)
             if busy.contains(&session) {
-                // A job runs: it swaps the summary in itself, and tells when it ends.
                 watched.remove(&session);
                 continue;
             }
-            if w.writing.as_ref().is_some_and(Waiter::is_written) {
-                w.writing = None;
-                swap(&session, &agent, outbox, &stop);
-            } else if w.writing.is_none() && w.idle_at.is_some_and(|at| at <= now) {
-                w.idle_at = None;
-                w.writing = start_idle(&session, &agent, outbox);
+            // A panic here drops the agent (and its store connection, with any claim), as a
+            // job's does; the connection opens it again on its next turn.
+            let tended = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                if written {
+                    w.writing = None;
+                    swap(&session, &agent, outbox, &stop);
+                } else {
+                    w.idle_at = None;
+                    w.writing = start_idle(&session, &agent, outbox);
+                }
+            }));
+            if tended.is_err() {
+                *agent.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+                watched.remove(&session);
+                continue;
             }
             if w.writing.is_none() && w.idle_at.is_none() {
                 watched.remove(&session);
@@ -121,15 +137,7 @@ fn inspect(agent: &mut Agent) -> (Option<Waiter>, Option<Duration>) {
 fn start_idle(session: &str, agent: &SharedAgent, outbox: &Outbox) -> Option<Waiter> {
     let mut slot = agent.try_lock().ok()?;
     let agent = slot.as_mut()?;
-    let mut notifier = Between { outbox: outbox.clone(), session: session.to_string() };
-    match agent.start_idle_compaction(&mut notifier) {
-        Ok(true) => agent.background_waiter(),
-        Ok(false) => None,
-        Err(e) => {
-            notifier.warning(&format!("the idle compaction could not start: {e}"));
-            None
-        }
-    }
+    agent.idle_compaction(&mut Between { outbox: outbox.clone(), session: session.to_string() })
 }
 
 /// Swaps in `session`'s summary written in the background and fills the prompt cache (on a
@@ -137,26 +145,11 @@ fn start_idle(session: &str, agent: &SharedAgent, outbox: &Outbox) -> Option<Wai
 fn swap(session: &str, agent: &SharedAgent, outbox: &Outbox, stop: &Cancel) {
     let Ok(mut slot) = agent.try_lock() else { return };
     let Some(agent) = slot.as_mut() else { return };
-    let mut notifier = Between { outbox: outbox.clone(), session: session.to_string() };
-    let warming = match agent.swap_background(false, &mut notifier) {
-        Ok(Some(_)) => agent.warming().unwrap_or_else(|e| {
-            tracing::warn!(session, "the prompt cache is not filled: {e}");
-            None
-        }),
-        Ok(None) => None,
-        Err(e) => {
-            notifier.warning(&format!("the summary written in the background could not be recorded: {e}"));
-            None
-        }
-    };
+    let warming = agent.swap_between_turns(&mut Between { outbox: outbox.clone(), session: session.to_string() });
     drop(slot);
     let Some(warming) = warming else { return };
-    let (stop, session) = (stop.clone(), session.to_string());
-    let spawned = std::thread::Builder::new().name("seshat-warming".into()).spawn(move || match warming.send(&stop) {
-        Ok(usage) => tracing::debug!(session, ?usage, "the prompt cache holds the compacted conversation"),
-        Err(e) if stop.is_cancelled() => tracing::debug!(session, "the prompt cache's filling stopped: {e}"),
-        Err(e) => tracing::warn!(session, "the prompt cache could not be filled: {e}"),
-    });
+    let stop = stop.clone();
+    let spawned = std::thread::Builder::new().name("seshat-warming".into()).spawn(move || warming.fill(&stop));
     if let Err(e) = spawned {
         tracing::warn!("the prompt cache is not filled: {e}");
     }

@@ -113,14 +113,7 @@ pub(super) fn run(
                 }
                 let mut agent = agent.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 notices.session = agent.session().to_string();
-                match agent.start_idle_compaction(&mut notices) {
-                    Ok(true) => agent.background_waiter(),
-                    Ok(false) => None,
-                    Err(e) => {
-                        notices.warning(&format!("the idle compaction could not start: {e}"));
-                        None
-                    }
-                }
+                agent.idle_compaction(&mut notices)
             }
         };
         let Some(waiter) = waiter else { continue };
@@ -132,27 +125,13 @@ pub(super) fn run(
         let warming = {
             let mut agent = agent.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             notices.session = agent.session().to_string();
-            match agent.swap_background(false, &mut notices) {
-                Ok(Some(_)) => agent.warming().unwrap_or_else(|e| {
-                    tracing::warn!("the prompt cache is not filled: {e}");
-                    None
-                }),
-                Ok(None) => None,
-                Err(e) => {
-                    notices.warning(&format!("the summary written in the background could not be recorded: {e}"));
-                    None
-                }
-            }
+            agent.swap_between_turns(&mut notices)
         };
         // Sent without the agent held, over the background's connection: a turn begun meanwhile
         // goes to the server beside it (or after it, on a server that serves one at a time, and
         // then finds the conversation cached).
         if let Some(warming) = warming {
-            match warming.send(ended) {
-                Ok(usage) => tracing::debug!(?usage, "the prompt cache holds the compacted conversation"),
-                Err(e) if ended.is_cancelled() => tracing::debug!("the prompt cache's filling stopped: {e}"),
-                Err(e) => tracing::warn!("the prompt cache could not be filled: {e}"),
-            }
+            warming.fill(ended);
         }
     }
 }

@@ -90,13 +90,19 @@ fn turns(
     let mut offered: Option<String> = None;
     loop {
         let _ = activity.send(Activity::Prompt);
-        let Some(line) = read(editor, offered.take())? else { break };
+        let Some(line) = read(editor, offered.take())? else {
+            for notice in keys.take_held() {
+                eprintln!("{notice}");
+            }
+            break;
+        };
         let _ = activity.send(Activity::Busy);
-        // What the background said while the user was typing.
+        let mut guard = shared.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // What the background said while the user was typing (all of it: the timer says nothing
+        // while the agent is held).
         for notice in keys.take_held() {
             eprintln!("{notice}");
         }
-        let mut guard = shared.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let agent: &mut Agent = &mut guard;
         let input = line.as_str();
         let mut retry = false;

@@ -87,6 +87,7 @@ pub fn settings(window: Option<u64>) -> Settings {
         summary_request: seshat::compaction::SummaryRequestKind::SharedPrefix,
         shape: None,
         summary_price: None,
+        pre_compact: None,
     }
 }
 

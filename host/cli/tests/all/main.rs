@@ -23,6 +23,7 @@ mod fidelity;
 mod foreign;
 mod foreign_client;
 mod history;
+mod hooks;
 mod hostile;
 mod idempotency;
 mod ids;

@@ -156,12 +156,10 @@ fn a_summary_shares_the_chats_cached_prefix_and_processes_a_fraction_of_a_separa
                 + spent(r, "cache_read_tokens") * 0.3
                 + spent(r, "cache_creation_tokens") * 3.75
         };
-        assert_eq!(report["summary_cost_micro_usd"].as_f64(), Some(cost(&report).round()), "{provider}: {report}");
-        assert_eq!(
-            separate_report["summary_cost_micro_usd"].as_f64(),
-            Some(cost(&separate_report).round()),
-            "{provider}: {separate_report}"
-        );
+        // (Within a millionth of a dollar: the sums may round the other way.)
+        let near = |r: &Value| r["summary_cost_micro_usd"].as_f64().is_some_and(|c| (c - cost(r)).abs() <= 1.0);
+        assert!(near(&report), "{provider}: {report}");
+        assert!(near(&separate_report), "{provider}: {separate_report}");
         assert!(
             report["summary_cost_micro_usd"].as_u64() < separate_report["summary_cost_micro_usd"].as_u64(),
             "{provider}: the shared prefix costs less: {report} against {separate_report}"

@@ -148,6 +148,7 @@ fn settings(window: u64) -> Settings {
         summary_request: seshat::compaction::SummaryRequestKind::SharedPrefix,
         shape: None,
         summary_price: None,
+        pre_compact: None,
     }
 }
 

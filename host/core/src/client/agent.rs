@@ -67,6 +67,8 @@ pub struct AgentOptions {
     pub memory_budget: usize,
     /// Provider options, a JSON object.
     pub provider_options: String,
+    /// The hooks run at the session's events.
+    pub hooks: crate::hooks::Hooks,
 }
 
 impl Default for AgentOptions {
@@ -86,6 +88,7 @@ impl Default for AgentOptions {
             stream: true,
             memory_budget: crate::memory::DEFAULT_CONTEXT_TOKENS,
             provider_options: "{}".into(),
+            hooks: Default::default(),
         }
     }
 }
@@ -167,6 +170,10 @@ pub struct Agent {
     /// The background's own connection to the provider (summaries, filling the prompt cache),
     /// once background summaries are on.
     pub(super) background_provider: Option<SharedProvider>,
+    /// The hooks run at the session's events.
+    pub(super) hooks: std::sync::Arc<crate::hooks::Hooks>,
+    /// Context the `session_start` hooks gave, added with the next user message.
+    pub(super) hook_context: Vec<String>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -327,6 +334,7 @@ impl Agent {
             client.store().remember_model_at(&base, &model)?;
         }
         let window = Some(choice.window);
+        let existing_id = existing.is_some();
         let session = match existing {
             Some(s) => {
                 client.store().set_session_model(&s.id, Some(&provider_name), Some(&model), window)?;
@@ -388,7 +396,10 @@ impl Agent {
             drafting: false,
             typed: Default::default(),
             background_provider: None,
-        })
+            hooks: std::sync::Arc::new(options.hooks),
+            hook_context: Vec::new(),
+        }
+        .started(if existing_id { "resumed" } else { "new" }))
     }
 
     /// The window in use and where it came from.
@@ -482,6 +493,7 @@ impl Agent {
                 same_model_after: Some(self.same_model_after),
                 extra: self.extra.clone(),
             }),
+            pre_compact: self.pre_compact(),
             ..self.client.settings(&self.model, Some(self.window), u64::from(self.max_output))
         }
     }
@@ -571,7 +583,12 @@ impl Agent {
         if let Some(text) = instructions.map(str::trim).filter(|t| !t.is_empty()) {
             settings.instructions = Some(text.to_string());
         }
-        self.client.compact_with(&self.session, &self.frame, &settings, dry_run, &mut |p| tell(observer, p))
+        let report =
+            self.client.compact_with(&self.session, &self.frame, &settings, dry_run, &mut |p| tell(observer, p))?;
+        if !report.dry_run && report.not_applied.is_none() {
+            self.compacted(&report);
+        }
+        Ok(report)
     }
 
     /// Writes this session's summaries in the background from now on, unless `[compaction]
@@ -613,6 +630,37 @@ impl Agent {
         self.client.start_background(&self.session, &self.frame, &settings, reason, &mut |p| tell(observer, p))
     }
 
+    /// [`Agent::start_idle_compaction`] for a front end's idle timer: what to wait on when one
+    /// started; a failure to start is told to `observer` as a warning.
+    pub fn idle_compaction(&mut self, observer: &mut dyn Observer) -> Option<crate::compaction::Waiter> {
+        match self.start_idle_compaction(observer) {
+            Ok(true) => self.background_waiter(),
+            Ok(false) => None,
+            Err(e) => {
+                observer.warning(&format!("the idle compaction could not start: {e}"));
+                None
+            }
+        }
+    }
+
+    /// Between turns, once the summary written in the background is: swaps it in
+    /// ([`Agent::swap_background`]) and returns the request that fills the prompt cache with the
+    /// compacted conversation ([`Agent::warming`]), to send without holding the agent. Failures
+    /// are told to `observer` as warnings.
+    pub fn swap_between_turns(&mut self, observer: &mut dyn Observer) -> Option<super::Warming> {
+        match self.swap_background(false, observer) {
+            Ok(Some(_)) => self.warming().unwrap_or_else(|e| {
+                tracing::warn!(session = %self.session, "the prompt cache is not filled: {e}");
+                None
+            }),
+            Ok(None) => None,
+            Err(e) => {
+                observer.warning(&format!("the summary written in the background could not be recorded: {e}"));
+                None
+            }
+        }
+    }
+
     /// What to wait on for the summary being written in the background, if one is (without
     /// holding the agent).
     pub fn background_waiter(&self) -> Option<crate::compaction::Waiter> {
@@ -636,6 +684,7 @@ impl Agent {
         match swapped? {
             Some(crate::compaction::background::Swapped::Applied(report)) => {
                 observer.compaction(&report);
+                self.compacted(&report);
                 Ok(Some(*report))
             }
             Some(
@@ -704,7 +753,9 @@ impl Agent {
     pub fn rewind_to(&mut self, to: u64) -> Result<crate::store::Rewound> {
         let session = self.session.clone();
         let settings = self.settings();
-        Ok(crate::compaction::rewind(self.client.store(), &session, to, &self.frame, &settings)?)
+        let rewound = crate::compaction::rewind(self.client.store(), &session, to, &self.frame, &settings)?;
+        self.rewound(&rewound);
+        Ok(rewound)
     }
 
     /// Undoes the session's latest rewind while nothing was added after it (`/rewind --undo`).
@@ -719,6 +770,7 @@ impl Agent {
         let session = self.session.clone();
         let forked = self.client.store().fork(&session, at, None)?;
         self.session = forked.session.id.clone();
+        self.forked(&session, &forked);
         Ok(forked)
     }
 
@@ -746,8 +798,10 @@ impl Agent {
     /// iteration cap is reached, or the turn is cancelled.
     pub fn turn(&mut self, input: &str, cancel: &Cancel, observer: &mut dyn Observer) -> Result<TurnOutcome> {
         self.check_fits(input)?;
+        let context = self.prompted(input)?;
         self.typed.clear();
         self.append(&[NewMessage::text(Role::User, input)])?;
+        self.add_context(&context)?;
         tracing::trace!(session = %self.session, "the user's message is stored");
         self.run(cancel, observer)
     }
@@ -794,6 +848,7 @@ impl Agent {
     ) -> Result<TurnOutcome> {
         let Some(key) = key else { return self.turn(input, cancel, observer) };
         self.check_fits(input)?;
+        let context = self.prompted(input)?;
         self.typed.clear();
         match self.client.store().append_request(&self.session, key, input)? {
             crate::store::Request::Repeated(seq) => self.repeat(seq, cancel, observer),
@@ -803,6 +858,7 @@ impl Agent {
                 let stored = self.client.store().message(&self.session, seq)?.map(|m| m.parts);
                 let stored = stored.filter(|parts| *parts != written.parts);
                 self.typed.note(&[written], &[seq], vec![stored]);
+                self.add_context(&context)?;
                 self.run(cancel, observer)
             }
         }
@@ -891,7 +947,7 @@ impl Agent {
         let mut whole_once = false;
         let mut asked_whole = false;
         loop {
-            self.flush_notices(observer);
+            self.flush_notices_into(&mut out, observer);
             if out.iterations >= self.max_iterations {
                 out.hit_iteration_cap = true;
                 observer.warning(&format!(
@@ -925,6 +981,7 @@ impl Agent {
                     self.reload_calibration()?;
                 }
                 observer.compaction(report);
+                self.compacted(report);
                 out.compactions.push(report.clone());
             }
             out.iterations += 1;
@@ -1066,7 +1123,7 @@ impl Agent {
         {
             warn(out, observer, format!("the summary could not be started in the background: {e}"));
         }
-        self.flush_notices(observer);
+        self.flush_notices_into(out, observer);
         match self.context_use() {
             Ok(context) => out.context = context,
             Err(e) => warn(out, observer, format!("how full the window is could not be read: {e}")),
@@ -1109,6 +1166,14 @@ impl Agent {
     fn flush_notices(&mut self, observer: &mut dyn Observer) {
         for n in self.notices.drain(..) {
             observer.warning(&n);
+        }
+    }
+
+    /// [`Agent::flush_notices`], kept on the turn's outcome too.
+    fn flush_notices_into(&mut self, out: &mut TurnOutcome, observer: &mut dyn Observer) {
+        for n in self.notices.drain(..) {
+            observer.warning(&n);
+            out.warnings.push(n);
         }
     }
 
@@ -1244,14 +1309,22 @@ impl Agent {
                 continue;
             }
             observer.tool_call(id, name, arguments);
-            let reply = if self.specs.iter().any(|s| &s.name == name) {
-                self.tools.call(self.client.store(), Some(&self.project), &self.session, name, arguments)
-            } else {
-                crate::tool::ToolOutput::error(format!("`{name}` is not one of the tools offered in this session"))
+            let (content, is_error) = match self.before_tool(id, name, arguments) {
+                // Blocked by a hook: its reason is the tool's error result.
+                Err(why) => (why, true),
+                Ok(context) => {
+                    let reply = if self.specs.iter().any(|s| &s.name == name) {
+                        self.tools.call(self.client.store(), Some(&self.project), &self.session, name, arguments)
+                    } else {
+                        crate::tool::ToolOutput::error(format!(
+                            "`{name}` is not one of the tools offered in this session"
+                        ))
+                    };
+                    self.after_tool((id, name, arguments), reply.content(), reply.is_error, context)
+                }
             };
-            let content = reply.content();
-            observer.tool_result(id, name, &content, reply.is_error);
-            parts.push(Part::ToolResult { call_id: id.clone(), content, is_error: reply.is_error });
+            observer.tool_result(id, name, &content, is_error);
+            parts.push(Part::ToolResult { call_id: id.clone(), content, is_error });
         }
         self.append(&[NewMessage { role: Role::Tool, parts, usage: None, status }])?;
         Ok(())

@@ -232,6 +232,22 @@ impl Environment {
         Client::new(self.client_config(), Arc::new(crate::compaction::NoModels))
     }
 
+    /// The hooks the configuration declares: the user's, and the project's when the user trusts
+    /// its file as it is.
+    pub fn hooks(&self) -> Result<crate::hooks::Hooks> {
+        let user_file = self.dirs.config.join("config.toml");
+        let trust = crate::hooks::trust::Trust::load(&self.dirs.data).map_err(|e| crate::config::Error {
+            path: self.dirs.data.join("trusted-hooks.json"),
+            message: e.to_string(),
+        })?;
+        let hooks = crate::hooks::Hooks::from_config(&self.config, &user_file, &trust, self.project_dir.as_deref())
+            .map_err(|message| crate::config::Error { path: user_file.clone(), message })?;
+        for untrusted in hooks.untrusted() {
+            tracing::warn!("{untrusted}");
+        }
+        Ok(hooks)
+    }
+
     fn client_config(&self) -> ClientOptions {
         let Overrides { summary_model, auto_compact, .. } = &self.overrides;
         ClientOptions {
@@ -329,6 +345,7 @@ impl Environment {
             stream: stream.unwrap_or(true),
             memory_budget: config.memory_context_tokens().unwrap_or(crate::memory::DEFAULT_CONTEXT_TOKENS),
             provider_options: "{}".into(),
+            hooks: self.hooks()?,
         };
         let tools = match self.recall() {
             Some(recall) => tools.with_recall(recall),

@@ -10,6 +10,7 @@
 pub mod agent;
 pub mod environment;
 pub mod history;
+mod hooking;
 pub mod prompt;
 pub(crate) mod sizing;
 mod store_location;
@@ -102,6 +103,10 @@ pub enum Error {
          or interrupt it there"
     )]
     SessionBusy(String),
+    /// A hook blocked the turn (a `user_prompt` hook, or a required one that failed): nothing was
+    /// stored or sent.
+    #[error("blocked_by_hook: {0}")]
+    Blocked(String),
     /// The model's window or the answer's room cannot work (a window below the minimum, an
     /// output size that cannot fit).
     #[error("{message}")]
@@ -126,6 +131,7 @@ impl Error {
             Error::Memory(_) => "memory_failed",
             Error::ContextOverflow(_) => "context_overflow",
             Error::SessionBusy(_) => "session_busy",
+            Error::Blocked(_) => "blocked_by_hook",
             Error::Sizing { code, .. } => code,
         }
     }
@@ -309,6 +315,7 @@ impl Client {
                 .unwrap_or(compaction::SummaryRequestKind::SharedPrefix),
             shape: None,
             summary_price: self.settings.price_of(self.config.compact_summary_model.as_deref().unwrap_or(model)),
+            pre_compact: None,
         }
     }
 
@@ -380,6 +387,9 @@ impl Client {
             return Ok(false);
         }
         if !self.background.may_start(session, tokens, &marks) {
+            return Ok(false);
+        }
+        if reason == compaction::BackgroundReason::Idle && !compaction::background::room_for_idle() {
             return Ok(false);
         }
         let mut c =

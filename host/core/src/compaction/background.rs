@@ -46,6 +46,15 @@ static RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize:
 /// The most background summaries written at once in one process.
 pub const MAX_RUNNING: usize = 4;
 
+/// The most background summaries written at once in one process for which an idle session's may
+/// start: idle sessions leave room for those of sessions in use.
+pub const MAX_RUNNING_FOR_IDLE: usize = 2;
+
+/// Whether an idle session's summary may start now (see [`MAX_RUNNING_FOR_IDLE`]).
+pub(crate) fn room_for_idle() -> bool {
+    RUNNING.load(Ordering::SeqCst) < MAX_RUNNING_FOR_IDLE
+}
+
 /// A summary being written in the background.
 struct Job {
     session: String,

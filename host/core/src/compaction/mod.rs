@@ -57,6 +57,35 @@ pub use seshat_protocol::turn::{
 pub(crate) const MAX_CONSECUTIVE_FAILURES: u32 = 3;
 /// A pass that frees less than this share (percent) of the working window is a failure (thrash).
 pub(crate) const THRASH_PERCENT: u64 = 5;
+/// What is asked before a pass runs (a front end's `pre_compact` hooks): told the pass's trigger
+/// and figures, it answers whether to skip the pass this time and what the summary should also
+/// keep or stress.
+#[derive(Clone)]
+pub struct PreCompact(pub Arc<dyn Fn(&Starting) -> PreCompactAnswer + Send + Sync>);
+
+impl std::fmt::Debug for PreCompact {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PreCompact")
+    }
+}
+
+/// What [`PreCompact`] answered.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PreCompactAnswer {
+    /// Do not compact this time, and why.
+    pub skip: Option<String>,
+    /// What the summary should also keep or stress.
+    pub instructions: Vec<String>,
+}
+
+impl PreCompactAnswer {
+    /// An answer skipping the pass for `why`, or giving `instructions`.
+    pub fn new(skip: Option<String>, instructions: Vec<String>) -> Self {
+        PreCompactAnswer { skip, instructions }
+    }
+}
+
 /// How compaction is set up for a session.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -99,6 +128,9 @@ pub struct Settings {
     pub shape: Option<RequestShape>,
     /// The summary model's prices, when configured: the report says what its summary cost.
     pub summary_price: Option<crate::conversation::Price>,
+    /// Asked before a pass on the path or in the background runs (the `pre_compact` hooks):
+    /// whether to skip it this time, and what its summary should also keep or stress.
+    pub pre_compact: Option<PreCompact>,
 }
 
 /// The least an automatic compaction summarises, in tokens: below it a summary would be as long
@@ -632,6 +664,26 @@ impl Compactor<'_> {
         let shown_dry = !matches!(mode, Mode::Record | Mode::Background);
         let mut report = Report { tokens_before: before, dry_run: shown_dry, marks: shown, ..Report::default() };
         let mut preview = Preview::default();
+        // The front end's hooks: skip this time, or more instructions for the summary.
+        let asked;
+        let mut settings = settings;
+        if let Some(pre) = settings.pre_compact.as_ref().filter(|_| matches!(mode, Mode::Record | Mode::Background)) {
+            let answer = (pre.0)(&Starting { trigger, tokens: before, window });
+            if let Some(why) = answer.skip {
+                report.tokens_after = before;
+                report.not_applied = Some(why);
+                preview.report = report;
+                return Ok(Planned::Done(Box::new(preview)));
+            }
+            if !answer.instructions.is_empty() {
+                let mut with = settings.clone();
+                let mut all: Vec<String> = with.instructions.take().into_iter().collect();
+                all.extend(answer.instructions);
+                with.instructions = Some(all.join("\n\n"));
+                asked = with;
+                settings = &asked;
+            }
+        }
 
         // Micro-compaction.
         let plugin_start = std::time::Instant::now();

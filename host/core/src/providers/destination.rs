@@ -19,11 +19,11 @@ pub fn origin(url: &Url) -> String {
 }
 
 /// Whether `url` names a server on this machine or its own network (loopback, a private or
-/// link-local address, `localhost`, a `.local` name): a local model server, whose prompt cache
-/// costs nothing to fill.
+/// link-local address, `localhost`): a local model server, whose prompt cache costs nothing to
+/// fill. (A name is not looked up: only `localhost` counts.)
 pub(crate) fn is_local(url: &Url) -> bool {
     match url.host() {
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost") || d.to_ascii_lowercase().ends_with(".local"),
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
         Some(url::Host::Ipv4(ip)) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
         Some(url::Host::Ipv6(ip)) => {
             ip.is_loopback() || (ip.segments()[0] & 0xfe00) == 0xfc00 || (ip.segments()[0] & 0xffc0) == 0xfe80
@@ -92,6 +92,32 @@ mod tests {
 
     fn hosts(h: &[&str]) -> Vec<String> {
         h.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn only_this_machine_and_its_own_network_are_local() {
+        let local = |u: &str| is_local(&Url::parse(u).unwrap());
+        for u in ["http://127.0.0.1:8080/v1", "http://localhost:11434", "http://[::1]:1234", "http://192.168.1.20:8000"]
+        {
+            assert!(local(u), "{u}");
+        }
+        for u in [
+            "http://10.1.2.3:8000",
+            "http://172.16.0.9",
+            "http://169.254.1.1",
+            "http://[fd00::1]:80",
+            "http://[fe80::1]:80",
+        ] {
+            assert!(local(u), "{u}");
+        }
+        for u in [
+            "https://api.anthropic.com/v1",
+            "https://api.openai.com",
+            "http://llm.corp.local:8000",
+            "https://llm.example.com",
+        ] {
+            assert!(!local(u), "{u}");
+        }
     }
 
     #[test]

@@ -299,7 +299,8 @@ impl Provider {
         };
         let transport = Transport::new(settings).map_err(Error::NotConfigured)?;
         let mut models = info.models.clone();
-        for (id, m) in &config.models {
+        // An entry that only prices a model adds none.
+        for (id, m) in config.models.iter().filter(|(_, m)| m.sizes()) {
             match models.iter_mut().find(|x| &x.id == id) {
                 Some(x) => {
                     x.context_window = m.context_window.unwrap_or(x.context_window);
@@ -414,7 +415,8 @@ impl Provider {
 
     /// The models the configuration names for this provider (`[providers.<name>.models.<id>]`).
     pub(crate) fn configured_models(&self) -> Vec<String> {
-        self.configured.keys().cloned().collect()
+        // (An entry that only prices a model does not make it one to talk to.)
+        self.configured.iter().filter(|(_, m)| m.sizes()).map(|(id, _)| id.clone()).collect()
     }
 
     /// The configuration's values for model `id`, if it has any.

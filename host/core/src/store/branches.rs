@@ -235,6 +235,8 @@ impl Store {
         let mut requests = view.entries.iter().rev().filter(|e| {
             e.role == crate::conversation::Role::User
                 && e.origin != super::Origin::Summary
+                // (Context the hooks added after a request is not one.)
+                && e.status != crate::conversation::MessageStatus::Synthetic
                 && e.parts.iter().any(|p| matches!(p, Part::Text { .. }))
         });
         Ok(requests.nth(n.saturating_sub(1) as usize).and_then(|e| {

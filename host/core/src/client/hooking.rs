@@ -1,0 +1,203 @@
+//! The agent's lifecycle hooks: where each event is told to the hooks ([`crate::hooks`]) and
+//! what their decisions do. A hook changes no stored message: a block stops what it was told
+//! about before anything is stored or sent (or becomes a tool's error result), context is stored
+//! as a message of its own after the user's (marked as the hooks', counted in the window), and a
+//! `pre_compact` hook's instructions or skip apply to that compaction only.
+
+use serde_json::{Map, Value, json};
+
+use super::agent::Agent;
+use super::{Error, Result};
+use crate::conversation::{MessageStatus, NewMessage, Part, Role};
+use crate::hooks::{HookEvent, HookPayload, Outcome};
+
+/// How hook context is marked in the message that carries it.
+pub const CONTEXT_MARK: &str = "[context from hooks]";
+
+/// An object of `pairs`.
+fn fields(pairs: Vec<(&str, Value)>) -> Map<String, Value> {
+    pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}
+
+impl Agent {
+    /// Runs the hooks of `event` (those for `tool`, when it names one) with `data`; what failed is
+    /// told at the next turn.
+    pub(super) fn fire(&mut self, event: HookEvent, data: Vec<(&str, Value)>, tool: Option<&str>) -> Outcome {
+        if !self.hooks.any(event) {
+            return Outcome::default();
+        }
+        let seq = self.client.store().session(&self.session).map(|s| s.message_count).unwrap_or(0);
+        let payload = HookPayload {
+            event,
+            session: self.session.clone(),
+            project: self.project.clone(),
+            seq,
+            data: fields(data),
+        };
+        let outcome = self.hooks.run(&payload, tool);
+        self.notices.extend(outcome.failures.iter().cloned());
+        outcome
+    }
+
+    /// The session was opened (`source`: new, resumed, fork): the `session_start` hooks' context
+    /// goes with the next user message.
+    pub(super) fn started(mut self, source: &str) -> Self {
+        let untrusted: Vec<String> = self.hooks.untrusted().iter().map(ToString::to_string).collect();
+        self.notices.extend(untrusted);
+        let outcome = self.fire(HookEvent::SessionStart, vec![("source", json!(source))], None);
+        self.hook_context.extend(outcome.context);
+        self
+    }
+
+    /// The `user_prompt` hooks on `input`, before anything is stored: a block is an error; the
+    /// context they give (with what `session_start` gave) is returned, to store after the message.
+    pub(super) fn prompted(&mut self, input: &str) -> Result<Vec<String>> {
+        let outcome = self.fire(HookEvent::UserPrompt, vec![("prompt", json!(input))], None);
+        if let Some(why) = outcome.blocked {
+            return Err(Error::Blocked(format!("{why}. Nothing was stored or sent")));
+        }
+        let mut context = std::mem::take(&mut self.hook_context);
+        context.extend(outcome.context);
+        Ok(context)
+    }
+
+    /// Stores the hooks' `context` after the user's message: a message of its own, marked, sent
+    /// with the request (and counted in the window).
+    pub(super) fn add_context(&mut self, context: &[String]) -> Result<()> {
+        if context.is_empty() {
+            return Ok(());
+        }
+        let text = format!("{CONTEXT_MARK}\n{}", context.join("\n\n"));
+        let message = NewMessage {
+            role: Role::User,
+            parts: vec![Part::Text { text }],
+            usage: None,
+            status: MessageStatus::Synthetic,
+        };
+        self.client.store().append(&self.session, &[message])?;
+        Ok(())
+    }
+
+    /// The `pre_tool` hooks on a call: `Err` with the reason when one blocks it (the tool's error
+    /// result); the context they give, to add to its result.
+    pub(super) fn before_tool(
+        &mut self,
+        id: &str,
+        name: &str,
+        arguments: &str,
+    ) -> std::result::Result<Vec<String>, String> {
+        let data = vec![("call_id", json!(id)), ("tool", json!(name)), ("arguments", arguments_value(arguments))];
+        let outcome = self.fire(HookEvent::PreTool, data, Some(name));
+        match outcome.blocked {
+            Some(why) => Err(why),
+            None => Ok(outcome.context),
+        }
+    }
+
+    /// The `post_tool` hooks on a call's result (and `memory_write` after a memory tool that
+    /// writes): the result as the model is to read it.
+    pub(super) fn after_tool(
+        &mut self,
+        (id, name, arguments): (&str, &str, &str),
+        mut content: String,
+        mut is_error: bool,
+        mut context: Vec<String>,
+    ) -> (String, bool) {
+        let data = vec![
+            ("call_id", json!(id)),
+            ("tool", json!(name)),
+            ("arguments", arguments_value(arguments)),
+            ("result", json!(content)),
+            ("is_error", json!(is_error)),
+        ];
+        let outcome = self.fire(HookEvent::PostTool, data, Some(name));
+        context.extend(outcome.context);
+        if let Some(why) = outcome.blocked {
+            is_error = true;
+            content.push_str(&format!("\n\n{why}"));
+        }
+        if !context.is_empty() {
+            content.push_str(&format!("\n\n{CONTEXT_MARK}\n{}", context.join("\n\n")));
+        }
+        // (The chat offers the memory tools under a prefix.)
+        let plain = name.strip_prefix(crate::memory::tools::AGENT_PREFIX).unwrap_or(name);
+        let writes_memory = crate::memory::tools::definitions().iter().any(|d| d.name == plain && !d.read_only);
+        if writes_memory && !is_error {
+            self.fire(
+                HookEvent::MemoryWrite,
+                vec![("tool", json!(name)), ("arguments", arguments_value(arguments))],
+                Some(name),
+            );
+        }
+        (content, is_error)
+    }
+
+    /// The `post_compact` hooks on a compaction's report.
+    pub(super) fn compacted(&mut self, report: &crate::compaction::Report) {
+        if self.hooks.any(HookEvent::PostCompact) {
+            let report = serde_json::to_value(report).unwrap_or(Value::Null);
+            self.fire(HookEvent::PostCompact, vec![("report", report)], None);
+        }
+    }
+
+    /// The `pre_compact` hooks, as the compaction asks them before a pass (none configured: not
+    /// asked).
+    pub(super) fn pre_compact(&self) -> Option<crate::compaction::PreCompact> {
+        if !self.hooks.any(HookEvent::PreCompact) {
+            return None;
+        }
+        let hooks = self.hooks.clone();
+        let (session, project) = (self.session.clone(), self.project.clone());
+        Some(crate::compaction::PreCompact(std::sync::Arc::new(move |starting: &crate::compaction::Starting| {
+            let trigger = match starting.trigger {
+                crate::store::CompactionTrigger::Manual => "manual",
+                _ => "auto",
+            };
+            let marks = crate::window::Marks::new(starting.window);
+            let payload = HookPayload {
+                event: HookEvent::PreCompact,
+                session: session.clone(),
+                project: project.clone(),
+                seq: 0,
+                data: fields(vec![
+                    ("trigger", json!(trigger)),
+                    ("tokens", json!(starting.tokens)),
+                    ("window", json!(starting.window)),
+                    ("threshold", json!(marks.threshold)),
+                    ("target", json!(marks.target)),
+                ]),
+            };
+            let outcome = hooks.run(&payload, None);
+            let skip = outcome.skip.then(|| "a pre_compact hook asked to skip this compaction".to_string());
+            crate::compaction::PreCompactAnswer::new(skip, outcome.instructions)
+        })))
+    }
+
+    /// The `fork` hooks, then the fork's `session_start`.
+    pub(super) fn forked(&mut self, parent: &str, forked: &crate::store::Forked) {
+        let data = vec![("parent", json!(parent)), ("at_seq", json!(forked.at)), ("fork", json!(forked.session.id))];
+        self.fire(HookEvent::Fork, data, None);
+        let outcome = self.fire(HookEvent::SessionStart, vec![("source", json!("fork"))], None);
+        self.hook_context.extend(outcome.context);
+    }
+
+    /// The `rewind` hooks.
+    pub(super) fn rewound(&mut self, rewound: &crate::store::Rewound) {
+        let data = vec![("from_seq", json!(rewound.from_seq)), ("through_seq", json!(rewound.through_seq))];
+        self.fire(HookEvent::Rewind, data, None);
+    }
+}
+
+impl Drop for Agent {
+    /// The front end closes the session: the `session_end` hooks.
+    fn drop(&mut self) {
+        if self.hooks.any(HookEvent::SessionEnd) {
+            self.fire(HookEvent::SessionEnd, Vec::new(), None);
+        }
+    }
+}
+
+/// A tool call's arguments as JSON (as text when they are not).
+fn arguments_value(arguments: &str) -> Value {
+    serde_json::from_str(arguments).unwrap_or_else(|_| json!(arguments))
+}
