@@ -205,7 +205,7 @@ pub fn parse_age(text: &str) -> Result<i64, String> {
         "h" => 3_600_000,
         "d" => 86_400_000,
         "w" => 7 * 86_400_000,
-        _ => return Err(format!("`{text}` is not an age: write a number and a unit (s, m, h, d, w), like 90d")),
+        _ => return Err(format!("`{text}` is not an age: write a number and a unit (ms, s, m, h, d, w), like 90d")),
     };
     let n: i64 = number
         .parse()
@@ -732,7 +732,7 @@ impl Config {
         service_only(&config, &file)?;
         if let Some(project) = project {
             let path = project.join(".seshat").join(FILE);
-            let local = read(&path)?;
+            let (local, read_digest) = read_with_digest(&path)?;
             service_only(&local, &path)?;
             if local.store.url.is_some() {
                 return Err(Error {
@@ -762,9 +762,24 @@ impl Config {
             }
             let mut local = local;
             if !local.hooks.is_empty() {
-                let bytes = std::fs::read(&path).unwrap_or_default();
-                config.project_hooks =
-                    Some(ProjectHooks { digest: digest(&bytes), path, hooks: std::mem::take(&mut local.hooks) });
+                // Trust is given to this project's own file: one that lives elsewhere (a symbolic
+                // link, or a linked `.seshat`) could be another project's, trusted there.
+                let real = std::fs::canonicalize(&path).ok();
+                let own = std::fs::canonicalize(project).ok().map(|p| p.join(".seshat").join(FILE));
+                if real.is_none() || real != own {
+                    return Err(Error {
+                        path,
+                        message: "a project's configuration that declares [hooks] must be a file of the project's \
+                                  own `.seshat` directory, not a symbolic link: replace the link with the file"
+                            .into(),
+                    });
+                }
+                config.project_hooks = Some(ProjectHooks {
+                    // The digest of the very bytes parsed.
+                    digest: read_digest.unwrap_or_default(),
+                    path: real.unwrap_or(path),
+                    hooks: std::mem::take(&mut local.hooks),
+                });
             }
             config.merge(local);
         }
@@ -900,11 +915,17 @@ impl Config {
 }
 
 fn read(path: &Path) -> Result<Config, Error> {
-    let config: Config = match std::fs::read_to_string(path) {
-        Ok(text) => {
-            toml::from_str(&text).map_err(|e| Error { path: path.to_path_buf(), message: toml_error(&text, &e) })?
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+    Ok(read_with_digest(path)?.0)
+}
+
+/// [`read`], with the digest of the bytes parsed (none for a missing file).
+fn read_with_digest(path: &Path) -> Result<(Config, Option<String>), Error> {
+    let (config, digest): (Config, _) = match std::fs::read_to_string(path) {
+        Ok(text) => (
+            toml::from_str(&text).map_err(|e| Error { path: path.to_path_buf(), message: toml_error(&text, &e) })?,
+            Some(digest(text.as_bytes())),
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Config::default(), None)),
         Err(e) => return Err(Error { path: path.to_path_buf(), message: e.to_string() }),
     };
     let urls = config
@@ -945,7 +966,7 @@ fn read(path: &Path) -> Result<Config, Error> {
             })?;
         }
     }
-    Ok(config)
+    Ok((config, digest))
 }
 
 /// What a TOML error says, without the file's text: where (line and column) and what is wrong,

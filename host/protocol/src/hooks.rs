@@ -28,7 +28,7 @@ pub enum HookEvent {
     PostCompact,
     /// A session forked (`parent`, `at_seq`, `fork`).
     Fork,
-    /// A session rewound (`to_seq`, the messages taken out).
+    /// A session rewound (`from_seq`, `through_seq`: the messages taken out of the view).
     Rewind,
     /// A front end closes the session.
     SessionEnd,
@@ -104,7 +104,7 @@ pub struct HookPayload {
     pub session: String,
     /// The session's project key.
     pub project: String,
-    /// The session's last message when it happens (0 for none).
+    /// The session's last message when it happens (0 for none, and for `pre_compact`).
     pub seq: u64,
     /// The event's own fields (see [`HookEvent`]'s variants).
     #[serde(flatten)]

@@ -275,3 +275,31 @@ fn hooks_test_runs_an_events_hooks_on_a_recorded_session_and_prints_the_decision
     assert!(!wrong.status.success());
     assert!(String::from_utf8_lossy(&wrong.stderr).contains("the events are session_start, user_prompt"));
 }
+
+#[test]
+fn hook_context_is_not_taken_for_the_latest_request_by_a_manual_compaction() {
+    let server = server(vec![]);
+    let home = home_for("anthropic", &server, &hook("session_start", "echo 'Today is release day.'", ""));
+    for n in 1..=3 {
+        let continuing: &[&str] = if n == 1 { &[] } else { &["--continue"] };
+        let prompt = format!("question {n}: {}", "lorem ipsum dolor sit amet ".repeat(200));
+        let out = chat(&home, &[continuing, &["-p", prompt.as_str()], &W[..]].concat(), &[]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let list: Value = serde_json::from_str(&home.ok(&["sessions", "list", "--json"])).unwrap();
+    let id = list[0]["id"].as_str().unwrap().to_string();
+    // Each chat opened the session: each turn's context after its request.
+    let texts = stored(&home);
+    let marks = texts.iter().filter(|t| t.starts_with("[context from hooks]")).count();
+    assert_eq!(marks, 3, "{texts:?}");
+    // A manual compaction keeps the latest request, not only the context after it, out of the
+    // summary.
+    let report: Value = serde_json::from_str(&home.ok(&["compact", &id, "--json", "--window", "50000"])).unwrap();
+    let last_request = texts.iter().rposition(|t| t.starts_with("question 3")).unwrap() as u64 + 1;
+    let ranges = report["summarised_seqs"].as_array().unwrap_or_else(|| panic!("{report}"));
+    assert!(!ranges.is_empty(), "{report}");
+    for r in ranges {
+        let (from, through) = (r["from"].as_u64().unwrap(), r["through"].as_u64().unwrap());
+        assert!(!(from..=through).contains(&last_request), "the latest request was summarised: {report}");
+    }
+}

@@ -1459,3 +1459,31 @@ fn a_team_member_adds_documents_remotely_and_a_read_only_one_is_refused() {
     assert_eq!(docs.unwrap().len(), 1, "stored once, in the team's scope");
     assert!(!laptop.db().exists(), "nothing was written on the laptop");
 }
+
+/// The operator's own hooks (in the configuration `seshat serve --listen` runs with) are told
+/// nothing of a service user's sessions: a user's turn runs no command.
+#[test]
+fn a_service_runs_none_of_its_operators_hooks_on_its_users_sessions() {
+    let server = Server::start(vec![Reply::Stream { pieces: openai::text_answer(&["Hello."], true) }]);
+    let hook = "[[hooks.user_prompt]]\ncommand = 'cat >> told-the-operator.jsonl'\n";
+    let home = home_for("openai", &server, hook);
+    let alice = token(&home, "alice", &[]);
+    let service = Service::start(&home, "ws", &[]);
+    let laptop = Home::new();
+    let mut cmd = laptop.cmd();
+    cmd.env("SESHAT_REMOTE", &service.url).env("SESHAT_TOKEN", &alice).args([
+        "chat",
+        "-p",
+        "my private words",
+        "--model",
+        "gpt-4o",
+    ]);
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "Hello.");
+    assert!(!home.path().join("told-the-operator.jsonl").exists(), "the operator's hook ran on alice's turn");
+    // The same hook runs for the operator's own chat on this machine.
+    let local = crate::chat::chat(&home, &["-p", "mine", "--model", "gpt-4o"], &[]);
+    let told = std::fs::read_to_string(home.path().join("told-the-operator.jsonl")).unwrap_or_default();
+    assert!(told.contains("\"prompt\":\"mine\""), "{told}{}", String::from_utf8_lossy(&local.stderr));
+}

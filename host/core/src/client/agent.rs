@@ -981,7 +981,9 @@ impl Agent {
                     self.reload_calibration()?;
                 }
                 observer.compaction(report);
-                self.compacted(report);
+                if report.not_applied.is_none() {
+                    self.compacted(report);
+                }
                 out.compactions.push(report.clone());
             }
             out.iterations += 1;

@@ -233,8 +233,13 @@ impl Environment {
     }
 
     /// The hooks the configuration declares: the user's, and the project's when the user trusts
-    /// its file as it is.
+    /// its file as it is. None when the environment acts for a service's user (no command of the
+    /// operator's is told their sessions).
     pub fn hooks(&self) -> Result<crate::hooks::Hooks> {
+        // A service acting for its users runs none of its operator's commands on their sessions.
+        if self.overrides.user.is_some() {
+            return Ok(crate::hooks::Hooks::default());
+        }
         let user_file = self.dirs.config.join("config.toml");
         let trust = crate::hooks::trust::Trust::load(&self.dirs.data).map_err(|e| crate::config::Error {
             path: self.dirs.data.join("trusted-hooks.json"),

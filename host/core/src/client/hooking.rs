@@ -168,7 +168,14 @@ impl Agent {
                 ]),
             };
             let outcome = hooks.run(&payload, None);
-            let skip = outcome.skip.then(|| "a pre_compact hook asked to skip this compaction".to_string());
+            for failure in &outcome.failures {
+                tracing::warn!("{failure}");
+            }
+            // A required hook that failed skips the compaction as a hook's skip does.
+            let skip = match outcome.blocked {
+                Some(why) => Some(format!("skipped: {why}")),
+                None => outcome.skip.then(|| "a pre_compact hook asked to skip this compaction".to_string()),
+            };
             crate::compaction::PreCompactAnswer::new(skip, outcome.instructions)
         })))
     }
@@ -178,7 +185,8 @@ impl Agent {
         let data = vec![("parent", json!(parent)), ("at_seq", json!(forked.at)), ("fork", json!(forked.session.id))];
         self.fire(HookEvent::Fork, data, None);
         let outcome = self.fire(HookEvent::SessionStart, vec![("source", json!("fork"))], None);
-        self.hook_context.extend(outcome.context);
+        // The fork's context replaces what opening its parent gave.
+        self.hook_context = outcome.context;
     }
 
     /// The `rewind` hooks.

@@ -669,7 +669,9 @@ impl Compactor<'_> {
         let mut settings = settings;
         if let Some(pre) = settings.pre_compact.as_ref().filter(|_| matches!(mode, Mode::Record | Mode::Background)) {
             let answer = (pre.0)(&Starting { trigger, tokens: before, window });
-            if let Some(why) = answer.skip {
+            // A request that would not fit the window is compacted whatever a hook says.
+            let must = trigger == CompactionTrigger::Auto && before > marks.hard_limit(settings.max_output_tokens);
+            if let Some(why) = answer.skip.filter(|_| !must) {
                 report.tokens_after = before;
                 report.not_applied = Some(why);
                 preview.report = report;
@@ -1147,7 +1149,10 @@ fn with_trims(mut view: LiveView, trims: &[(u64, u32, String)]) -> LiveView {
 }
 
 fn is_request(e: &crate::store::ViewEntry) -> bool {
-    e.role == Role::User && e.parts.iter().any(|p| matches!(p, Part::Text { .. }))
+    // (Context hooks added after a request is not one.)
+    e.role == Role::User
+        && e.status != MessageStatus::Synthetic
+        && e.parts.iter().any(|p| matches!(p, Part::Text { .. }))
 }
 
 fn item(e: &crate::store::ViewEntry) -> cut::Item {

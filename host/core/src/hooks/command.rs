@@ -73,14 +73,19 @@ pub(super) fn run(
             let _ = stdin.write_all(&input);
         }
     });
+    // Each pipe read on its own thread, to its end (past the cap, read and dropped, so the hook
+    // never blocks on a full pipe); what was read is sent when the pipe closes.
     let reader = |pipe: Option<Box<dyn Read + Send>>| {
+        let (sent, read) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let mut out = Vec::new();
-            if let Some(pipe) = pipe {
-                let _ = pipe.take(MAX_OUTPUT as u64).read_to_end(&mut out);
+            if let Some(mut pipe) = pipe {
+                let _ = (&mut pipe).take(MAX_OUTPUT as u64).read_to_end(&mut out);
+                let _ = std::io::copy(&mut pipe, &mut std::io::sink());
             }
-            String::from_utf8_lossy(&out).into_owned()
-        })
+            let _ = sent.send(String::from_utf8_lossy(&out).into_owned());
+        });
+        read
     };
     let stdout = reader(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
     let stderr = reader(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
@@ -93,17 +98,22 @@ pub(super) fn run(
         Err(_) => {
             kill_group(pid);
             let _ = waited.recv();
-            let _ = (writer.join(), stdout.join(), stderr.join());
+            drop(writer);
             return Err(Failed::TimedOut(timeout));
         }
     };
-    // What it left running keeps the pipes open: stopped with it.
+    // What it left running in its group keeps the pipes open: stopped with it. (A process it
+    // moved out of its group may hold them still: its output is not waited for past a moment.)
     kill_group(pid);
-    let _ = writer.join();
-    let (stdout, stderr) = (stdout.join().unwrap_or_default(), stderr.join().unwrap_or_default());
+    drop(writer);
+    let (stdout, stderr) =
+        (stdout.recv_timeout(LINGER).unwrap_or_default(), stderr.recv_timeout(LINGER).unwrap_or_default());
     let code = status.map_err(Failed::Start)?.code();
     Ok(Ran { code, stdout, stderr })
 }
+
+/// How long a hook's output is waited for once it has exited.
+const LINGER: Duration = Duration::from_secs(2);
 
 /// Stops the process group `pid` leads.
 fn kill_group(pid: u32) {

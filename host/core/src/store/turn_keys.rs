@@ -98,7 +98,12 @@ impl Store {
         on_db!(self, "read the turn's answers", {
             super::sessions::owned(&self.db, session, &self.user)?;
             let after = self.messages_from(session, seq + 1)?;
-            Ok(after.into_iter().take_while(|m| m.role != Role::User).collect())
+            // (Context hooks added after the request belongs to its exchange.)
+            Ok(after
+                .into_iter()
+                .skip_while(|m| m.role == Role::User && m.status == crate::conversation::MessageStatus::Synthetic)
+                .take_while(|m| m.role != Role::User)
+                .collect())
         })
     }
 }
