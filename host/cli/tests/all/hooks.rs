@@ -49,6 +49,18 @@ fn stored(home: &Home) -> Vec<String> {
     home.store().full_history(&id).unwrap().iter().map(|m| crate::support::text_of(m).to_string()).collect()
 }
 
+/// Three one-shot turns of a few hundred words each in one session: its id.
+fn three_questions(home: &Home) -> String {
+    for n in 1..=3 {
+        let continuing: &[&str] = if n == 1 { &[] } else { &["--continue"] };
+        let prompt = format!("question {n}: {}", "lorem ipsum dolor sit amet ".repeat(250));
+        let out = chat(home, &[continuing, &["-p", prompt.as_str()], &W[..]].concat(), &[]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let list: Value = serde_json::from_str(&home.ok(&["sessions", "list", "--json"])).unwrap();
+    list[0]["id"].as_str().unwrap().to_string()
+}
+
 /// `[[hooks.EVENT]]` with `command` (TOML-quoted) and `more` lines.
 fn hook(event: &str, command: &str, more: &str) -> String {
     format!("[[hooks.{event}]]\ncommand = {}\n{more}", toml_str(command))
@@ -148,14 +160,7 @@ fn a_pre_compact_hook_adds_instructions_the_summary_request_carries_or_skips_the
     let server = server(vec![]);
     let instructions = r#"echo '{"instructions": "keep every KIWI-42 reference"}'"#;
     let home = home_for("anthropic", &server, &hook("pre_compact", instructions, ""));
-    for n in 1..=3 {
-        let continuing: &[&str] = if n == 1 { &[] } else { &["--continue"] };
-        let prompt = format!("question {n}: {}", "lorem ipsum dolor sit amet ".repeat(300));
-        let out = chat(&home, &[continuing, &["-p", prompt.as_str()], &W[..]].concat(), &[]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    }
-    let list: Value = serde_json::from_str(&home.ok(&["sessions", "list", "--json"])).unwrap();
-    let id = list[0]["id"].as_str().unwrap().to_string();
+    let id = three_questions(&home);
     let out = home.ok(&["compact", &id, "--json", "--window", "50000"]);
     let report: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(report["summarised"], true, "{report}");
@@ -280,14 +285,7 @@ fn hooks_test_runs_an_events_hooks_on_a_recorded_session_and_prints_the_decision
 fn hook_context_is_not_taken_for_the_latest_request_by_a_manual_compaction() {
     let server = server(vec![]);
     let home = home_for("anthropic", &server, &hook("session_start", "echo 'Today is release day.'", ""));
-    for n in 1..=3 {
-        let continuing: &[&str] = if n == 1 { &[] } else { &["--continue"] };
-        let prompt = format!("question {n}: {}", "lorem ipsum dolor sit amet ".repeat(200));
-        let out = chat(&home, &[continuing, &["-p", prompt.as_str()], &W[..]].concat(), &[]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    }
-    let list: Value = serde_json::from_str(&home.ok(&["sessions", "list", "--json"])).unwrap();
-    let id = list[0]["id"].as_str().unwrap().to_string();
+    let id = three_questions(&home);
     // Each chat opened the session: each turn's context after its request.
     let texts = stored(&home);
     let marks = texts.iter().filter(|t| t.starts_with("[context from hooks]")).count();
