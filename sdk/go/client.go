@@ -82,6 +82,7 @@ type Client struct {
 	pending map[int64]chan rpcMessage
 	turns   map[string]*Stream // by session id, the turn in flight
 	tools   map[string]registeredTool
+	hooks   []Hook
 	// announced: the tools were sent to the server (no more may be registered).
 	announced bool
 	closed    bool
@@ -341,6 +342,8 @@ func (c *Client) readFrom(link transport) {
 			}
 		case msg.Method == "tool/call" && len(msg.ID) > 0:
 			go c.runTool(msg, link)
+		case msg.Method == "hook/call" && len(msg.ID) > 0:
+			go c.runHook(msg, link)
 		case msg.Method != "":
 			c.notification(msg)
 		default:
@@ -632,6 +635,7 @@ func (c *Client) initializeOn(ctx context.Context, gen int64) error {
 	for name, t := range c.tools {
 		tools = append(tools, protocol.ToolDefinition{Name: name, Description: t.desc, InputSchema: t.schema})
 	}
+	hooks := c.hookRegistrations()
 	c.mu.Unlock()
 	params := protocol.InitializeParams{
 		ProtocolVersion:     ptr(ProtocolVersion),
@@ -641,6 +645,7 @@ func (c *Client) initializeOn(ctx context.Context, gen int64) error {
 		Provider:            nonEmpty(c.cfg.Provider),
 		Model:               nonEmpty(c.cfg.Model),
 		Tools:               tools,
+		Hooks:               hooks,
 	}
 	if c.cfg.Window != 0 {
 		params.Window = ptr(c.cfg.Window)
@@ -689,7 +694,7 @@ const Version = "0.1.0"
 
 // ProtocolVersion is the version of `seshat serve`'s protocol this SDK speaks
 // (host/protocol/protocol.md).
-const ProtocolVersion = "2026-12-06"
+const ProtocolVersion = "2026-12-07"
 
 // ptr is a pointer to v: an optional param that is sent.
 func ptr[T any](v T) *T { return &v }

@@ -12,9 +12,11 @@ const GUESTS: &[(&str, &str, &str)] = &[
     ("test-provider", "provider", "PROVIDER"),
     ("test-trimmer-0-1-0", "trimmer-0-1-0", "TRIMMER_0_1_0"),
     ("test-semver-0-1-1", "semver-0-1-1", "SEMVER_0_1_1"),
-    ("test-version-0-4-0", "version-0-4-0", "VERSION_0_4_0"),
+    ("test-version-0-5-0", "version-0-5-0", "VERSION_0_5_0"),
     ("test-embedder", "embedder", "EMBEDDER"),
     ("test-trimmer-0-2-0", "trimmer-0-2-0", "TRIMMER_0_2_0"),
+    ("test-trimmer-0-3-0", "trimmer-0-3-0", "TRIMMER_0_3_0"),
+    ("test-hook", "hook", "HOOK"),
 ];
 
 /// The default plugins: (cargo package, file name), as `host/core/plugins/<file>.wasm` ships them.
@@ -38,7 +40,7 @@ fn main() {
     // Three trimmers are built from the frozen 0.1.0 WIT: as it is, and with the version changed
     // to a compatible patch and to a minor this host does not serve.
     let wit = std::fs::read_to_string(root.join("wit/v0.1.0/seshat-plugin.wit")).expect("read the frozen WIT");
-    for (dir, version) in [("trimmer-0-1-0", "0.1.0"), ("semver-0-1-1", "0.1.1"), ("version-0-4-0", "0.4.0")] {
+    for (dir, version) in [("trimmer-0-1-0", "0.1.0"), ("semver-0-1-1", "0.1.1"), ("version-0-5-0", "0.5.0")] {
         let generated = here.join("guests").join(dir).join("wit-generated");
         std::fs::create_dir_all(&generated).expect("create wit-generated");
         let text = wit.replace("package seshat:plugin@0.1.0;", &format!("package seshat:plugin@{version};"));
@@ -48,13 +50,17 @@ fn main() {
         }
     }
 
-    // One trimmer is built from the frozen 0.2.0 WIT as released.
-    let frozen = std::fs::read_to_string(root.join("wit/v0.2.0/seshat-plugin.wit")).expect("read the frozen 0.2.0 WIT");
-    let generated = here.join("guests/trimmer-0-2-0/wit-generated");
-    std::fs::create_dir_all(&generated).expect("create wit-generated");
-    let path = generated.join("seshat-plugin.wit");
-    if std::fs::read_to_string(&path).ok().as_deref() != Some(frozen.as_str()) {
-        std::fs::write(&path, frozen).expect("write the frozen 0.2.0 WIT");
+    // One trimmer is built from the frozen 0.2.0 WIT as released, and the same source from the
+    // frozen 0.3.0 WIT.
+    for (dir, version) in [("trimmer-0-2-0", "v0.2.0"), ("trimmer-0-3-0", "v0.3.0")] {
+        let frozen = std::fs::read_to_string(root.join("wit").join(version).join("seshat-plugin.wit"))
+            .expect("read a frozen WIT");
+        let generated = here.join("guests").join(dir).join("wit-generated");
+        std::fs::create_dir_all(&generated).expect("create wit-generated");
+        let path = generated.join("seshat-plugin.wit");
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(frozen.as_str()) {
+            std::fs::write(&path, frozen).expect("write a frozen WIT");
+        }
     }
 
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));

@@ -20,12 +20,15 @@ pub enum PluginKind {
     Provider,
     /// Embeddings API adapter (0.2.0).
     Embedder,
+    /// Lifecycle hook (0.4.0): told a moment of a session's life, answers go on or block (chosen
+    /// per event by `[[hooks.<event>]] plugin`, not by `[plugins]`).
+    Hook,
 }
 
 impl PluginKind {
     /// All kinds.
-    pub const ALL: [PluginKind; 4] =
-        [PluginKind::Trimmer, PluginKind::Summariser, PluginKind::Provider, PluginKind::Embedder];
+    pub const ALL: [PluginKind; 5] =
+        [PluginKind::Trimmer, PluginKind::Summariser, PluginKind::Provider, PluginKind::Embedder, PluginKind::Hook];
 
     /// The kind's name (also its WIT world).
     pub fn as_str(self) -> &'static str {
@@ -34,6 +37,7 @@ impl PluginKind {
             PluginKind::Summariser => "summariser",
             PluginKind::Provider => "provider",
             PluginKind::Embedder => "embedder",
+            PluginKind::Hook => "hook",
         }
     }
 }
@@ -118,14 +122,18 @@ pub struct Config {
 
 pub use seshat_protocol::hooks::HookEvent;
 
-/// `[[hooks.<event>]]`: a command run at an event of a session's life, the event's payload as JSON
-/// on its standard input; it answers with a JSON decision on its standard output, or by its exit
-/// status (0 goes on, 2 blocks with its standard error as the reason).
+/// `[[hooks.<event>]]`: a command or a hook plugin run at an event of a session's life. A command
+/// reads the event's payload as JSON on its standard input and answers with a JSON decision on its
+/// standard output, or by its exit status (0 goes on, 2 blocks with its standard error as the
+/// reason); a plugin is told the same payload and returns the same decision.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HookConfig {
-    /// The command, run by `sh -c` in the project's directory.
-    pub command: String,
+    /// The command, run by `sh -c` in the project's directory (or `plugin`).
+    pub command: Option<String>,
+    /// The id of an installed hook plugin (or `command`); its time and memory are its limits
+    /// (`[plugins.limits.hook]`), not `timeout`.
+    pub plugin: Option<String>,
     /// For the tool events and `memory_write`: the tools it runs for, names separated by `|`, `*`
     /// matching any characters (`"bash|edit_*"`; default: every tool).
     pub matcher: Option<String>,
@@ -894,6 +902,8 @@ impl Config {
             PluginKind::Summariser => Some(self.plugins.summariser.as_deref().unwrap_or("summariser")),
             PluginKind::Provider => self.plugins.provider.as_deref(),
             PluginKind::Embedder => self.plugins.embedder.as_deref(),
+            // Hooks are chosen per event (`[[hooks.<event>]] plugin`).
+            PluginKind::Hook => None,
         }
     }
 

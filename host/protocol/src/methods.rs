@@ -320,6 +320,29 @@ pub struct ToolDefinition {
     pub input_schema: Option<Value>,
 }
 
+/// A hook the client runs; the server asks it with `hook/call`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HookRegistration {
+    /// The event it runs at.
+    pub event: crate::hooks::HookEvent,
+    /// Its name, unique among the client's hooks: `hook/call` names it, and reports of its
+    /// failures do (letters, digits, `-`, `_`, `.`; at most 64).
+    pub name: String,
+    /// For the tool events and `memory_write`: the tools it runs for, names separated by `|`, `*`
+    /// matching any characters (every tool when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matcher: Option<String>,
+    /// How long the server waits for its answer, in milliseconds (60,000 when absent; at most
+    /// 600,000); past it, the hook failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// A hook that fails (no answer in time, an error, an answer that is no decision) blocks what
+    /// it was told about instead of being reported and passed over.
+    #[serde(default)]
+    pub required: bool,
+}
+
 /// `initialize`'s params.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -348,6 +371,10 @@ pub struct InitializeParams {
     /// The client's own tools.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolDefinition>,
+    /// The client's own lifecycle hooks: the server asks the client (`hook/call`) at each event
+    /// of the sessions this connection opens, after the hooks the server runs itself.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<HookRegistration>,
     /// For a network server (`--listen ws://…`): the client's project key — its normalised git
     /// remote, `.seshat/project` id, or path — under which its sessions, project memory and
     /// knowledge are filed (none: no project). A local server uses its own directory's.
@@ -384,6 +411,9 @@ pub struct Capabilities {
     pub turns: bool,
     /// The client's own tools (`tool/call`).
     pub tools: bool,
+    /// The client's own hooks (`hook/call`).
+    #[serde(default)]
+    pub hooks: bool,
     /// The memory methods.
     pub memory: bool,
     /// Document search.
@@ -1060,6 +1090,27 @@ pub struct ToolCallResult {
     /// Whether the tool failed (the model reads `content` as its error).
     #[serde(default)]
     pub is_error: bool,
+}
+
+/// The server's own request to the client: run one of the client's hooks. The answer is a
+/// [`crate::hooks::HookDecision`] (`{}` goes on).
+#[derive(Debug, Clone, Copy)]
+pub struct HookCall;
+
+impl Method for HookCall {
+    const NAME: &'static str = "hook/call";
+    const ACCESS: Access = Access::Connection;
+    type Params = HookCallParams;
+    type Result = crate::hooks::HookDecision;
+}
+
+/// `hook/call`'s params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HookCallParams {
+    /// The hook, by the name the client registered.
+    pub name: String,
+    /// What happened: the payload a command hook reads.
+    pub payload: crate::hooks::HookPayload,
 }
 
 /// `users/list`'s result.

@@ -54,29 +54,33 @@ pub fn schema() -> Value {
         notifications::Completed,
         notifications::AccessRevoked
     );
-    let tool_call = json!({
-        "type": "object",
-        "required": ["jsonrpc", "id", "method", "params"],
-        "properties": {
-            "jsonrpc": {"const": "2.0"},
-            "id": {"type": "string"},
-            "method": {"const": methods::ToolCall::NAME},
-            "params": subschema::<methods::ToolCallParams>(&mut generator)
-        },
-        "additionalProperties": false
-    });
-    let tool_answer = json!({
-        "type": "object",
-        "required": ["jsonrpc", "id"],
-        "properties": {
-            "jsonrpc": {"const": "2.0"},
-            "id": {"type": "string"},
-            "result": subschema::<methods::ToolCallResult>(&mut generator),
-            "error": error
-        },
-        "oneOf": [{"required": ["result"]}, {"required": ["error"]}],
-        "additionalProperties": false
-    });
+    // The server's own requests, and the client's answers to them.
+    let server_request = |name: &str, params: Value, result: Value| {
+        let request = json!({
+            "type": "object",
+            "required": ["jsonrpc", "id", "method", "params"],
+            "properties": {"jsonrpc": {"const": "2.0"}, "id": {"type": "string"}, "method": {"const": name}, "params": params},
+            "additionalProperties": false
+        });
+        let answer = json!({
+            "type": "object",
+            "required": ["jsonrpc", "id"],
+            "properties": {"jsonrpc": {"const": "2.0"}, "id": {"type": "string"}, "result": result, "error": error},
+            "oneOf": [{"required": ["result"]}, {"required": ["error"]}],
+            "additionalProperties": false
+        });
+        (request, answer)
+    };
+    let (tool_call, tool_answer) = server_request(
+        methods::ToolCall::NAME,
+        subschema::<methods::ToolCallParams>(&mut generator),
+        subschema::<methods::ToolCallResult>(&mut generator),
+    );
+    let (hook_call, hook_answer) = server_request(
+        methods::HookCall::NAME,
+        subschema::<methods::HookCallParams>(&mut generator),
+        subschema::<crate::hooks::HookDecision>(&mut generator),
+    );
     let answer = json!({
         "type": "object",
         "required": ["jsonrpc", "id"],
@@ -101,16 +105,23 @@ pub fn schema() -> Value {
     defs.insert("request".into(), json!({"oneOf": requests}));
     defs.insert("client_notification".into(), from_client_notification);
     defs.insert("tool_answer".into(), tool_answer);
+    defs.insert("hook_answer".into(), hook_answer);
     defs.insert(
         "client_message".into(),
-        json!({"oneOf": [ref_to("request"), ref_to("client_notification"), ref_to("tool_answer")]}),
+        json!({"oneOf": [
+            ref_to("request"),
+            ref_to("client_notification"),
+            ref_to("tool_answer"),
+            ref_to("hook_answer")
+        ]}),
     );
     defs.insert("answer".into(), answer);
     defs.insert("notification".into(), json!({"oneOf": notices}));
     defs.insert("tool_call".into(), tool_call);
+    defs.insert("hook_call".into(), hook_call);
     defs.insert(
         "server_message".into(),
-        json!({"oneOf": [ref_to("answer"), ref_to("notification"), ref_to("tool_call")]}),
+        json!({"oneOf": [ref_to("answer"), ref_to("notification"), ref_to("tool_call"), ref_to("hook_call")]}),
     );
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -150,7 +161,8 @@ mod tests {
             let end = rest.find('"').unwrap_or(0);
             named.push(rest[..end].to_string());
         }
-        let server_sent = |m: &str| m.starts_with("turn/") || m == "access/revoked" || m == "tool/call";
+        let server_sent =
+            |m: &str| m.starts_with("turn/") || m == "access/revoked" || m == "tool/call" || m == "hook/call";
         let requests: Vec<&String> = named.iter().filter(|m| !server_sent(m)).collect();
         assert!(requests.len() > 20, "{named:?}");
         for m in &requests {

@@ -49,6 +49,8 @@ impl Acting {
 pub(crate) struct ClientSetup {
     /// Tools the client runs (`tool/call`): name, description, JSON Schema.
     pub(crate) tools: Vec<seshat::tool::ToolDef>,
+    /// Hooks the client runs (`hook/call`), checked.
+    pub(crate) hooks: Vec<seshat_protocol::methods::HookRegistration>,
     /// `auto_compact` (default true).
     pub(crate) auto_compact: Option<bool>,
     /// `compact_summary_model`.

@@ -104,6 +104,11 @@ impl Home {
         })
     }
 
+    /// The user a network connection acts for (`None`: the local user).
+    pub(crate) fn user(&self) -> Option<&str> {
+        self.user.as_deref()
+    }
+
     /// Opens the store, acting for the connection's user.
     pub(crate) fn store(&self) -> Result<Store, seshat::store::Error> {
         let mut store = Store::connect(&self.db)?;

@@ -15,6 +15,7 @@
 //!   server's own requests (`tool/call`, a tool the client registered) wait there for answers.
 
 mod audit;
+mod client_hooks;
 mod connection;
 pub mod counts;
 mod error;

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, mpsc};
+use std::sync::{Arc, Condvar, Mutex};
 
 use serde_json::Value;
 use seshat::client::{Agent, Observer, SessionChoice, Tool};
@@ -29,8 +29,13 @@ use crate::in_flight::InFlight;
 use crate::metrics::{Failure, Metrics};
 use crate::outbox::{Outbox, Pending};
 
-/// Set when the server is stopping: a tool call waiting for its client gives up.
+/// Set when the server is stopping: a tool call or hook waiting for its client gives up.
 static STOPPING: AtomicBool = AtomicBool::new(false);
+
+/// Whether the server is stopping.
+pub(crate) fn stopping() -> bool {
+    STOPPING.load(Ordering::SeqCst)
+}
 
 /// One open session of a connection: its agent, kept between turns (a turn starts without
 /// opening it again) and lent to a worker for each job. The session's claim lets one job at a
@@ -315,15 +320,25 @@ impl Turns {
         if self.slots.get(session).is_some_and(stale) {
             self.slots.remove(session);
         }
+        // A new slot's agent is opened by its first job, off the connection's thread: opening
+        // tells the client's session_start hooks, whose answers that thread reads.
+        let mut opener = None;
         if !self.slots.contains_key(session) {
             self.make_room(link.max_sessions);
             let counted = self.count_in(link)?;
             let current = Arc::new(Mutex::new(Cancel::default()));
-            let agent = open_agent(link, session, &current)?;
+            opener = Some(Opener {
+                ctx: link.ctx.clone(),
+                setup: link.setup.clone(),
+                outbox: link.outbox.clone(),
+                pending: link.pending.clone(),
+                session: session.to_string(),
+                current: current.clone(),
+            });
             self.slots.insert(
                 session.to_string(),
                 Slot {
-                    agent: Arc::new(Mutex::new(Some(agent))),
+                    agent: Arc::new(Mutex::new(None)),
                     cancel: Cancel::default(),
                     current,
                     used: 0,
@@ -360,6 +375,19 @@ impl Turns {
                 let _request = span.enter();
                 // (A job that panicked dropped the agent: the slot is opened again on the next turn.)
                 let mut slot = agent.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                if let (None, Some(opener)) = (slot.as_ref(), opener) {
+                    match opener.open() {
+                        Ok(opened) => *slot = Some(opened),
+                        Err(e) => {
+                            drop(claim);
+                            let e = match &hide {
+                                Some(ctx) => RpcError::seshat(e.stable(), ctx.hide_paths(&e.message)),
+                                None => e,
+                            };
+                            return outbox.error(id, e);
+                        }
+                    }
+                }
                 let Some(agent) = slot.as_mut() else {
                     drop(claim);
                     return outbox
@@ -528,10 +556,34 @@ impl Turns {
     }
 }
 
+/// What opens a session's agent in its first job: the connection's place, what the client asked
+/// for at `initialize`, and the ways to ask the client.
+struct Opener {
+    ctx: Home,
+    setup: ClientSetup,
+    outbox: Outbox,
+    pending: Pending,
+    session: String,
+    current: Arc<Mutex<Cancel>>,
+}
+
+impl Opener {
+    /// Opens the agent.
+    fn open(self) -> Result<Agent, RpcError> {
+        open_agent(&self.ctx, &self.setup, &self.outbox, &self.pending, &self.session, &self.current)
+    }
+}
+
 /// Opens `session`'s agent through the library's environment, with what the client asked for at
-/// `initialize` and the client's tools.
-fn open_agent(link: Link<'_>, session: &str, current: &Arc<Mutex<Cancel>>) -> Result<Agent, RpcError> {
-    let Link { ctx, setup, outbox, pending, .. } = link;
+/// `initialize`, the client's tools and the client's hooks.
+fn open_agent(
+    ctx: &Home,
+    setup: &ClientSetup,
+    outbox: &Outbox,
+    pending: &Pending,
+    session: &str,
+    current: &Arc<Mutex<Cancel>>,
+) -> Result<Agent, RpcError> {
     let overrides = seshat::client::Overrides {
         provider: setup.provider.clone(),
         model: setup.model.clone(),
@@ -553,6 +605,10 @@ fn open_agent(link: Link<'_>, session: &str, current: &Arc<Mutex<Cancel>>) -> Re
             }) as Box<dyn Tool>
         })
         .collect();
+    let overrides = seshat::client::Overrides {
+        hooks: crate::client_hooks::registrations(&setup.hooks, ctx, outbox, pending, current),
+        ..overrides
+    };
     let opened =
         ctx.environment(overrides).and_then(|env| env.agent(SessionChoice::Resume(session.to_string()), tools));
     // The agent lives past its turn: summaries are written in the background and swapped in at a
@@ -665,27 +721,8 @@ impl ClientTool {
             arguments: arguments.clone(),
         };
         let rx = self.outbox.request::<m::ToolCall>(&self.pending, &params);
-        let answer = loop {
-            match rx.recv_timeout(std::time::Duration::from_millis(100)) {
-                Ok(answer) => break answer,
-                Err(mpsc::RecvTimeoutError::Timeout) if self.interrupted() => {
-                    return Err(format!(
-                        "the turn was interrupted before the client answered `{}`",
-                        self.definition.name
-                    ));
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) if !STOPPING.load(Ordering::SeqCst) => {}
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    return Err(format!("seshat serve stopped before the client answered `{}`", self.definition.name));
-                }
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err(format!(
-                        "the client that registered `{}` went away before answering",
-                        self.definition.name
-                    ));
-                }
-            }
-        };
+        let what = format!("`{}`", self.definition.name);
+        let answer = crate::client_hooks::wait(&rx, || self.interrupted(), None, &what)?;
         if let Some(e) = answer.get("error") {
             return Err(e["message"].as_str().unwrap_or("the client's tool failed").to_string());
         }

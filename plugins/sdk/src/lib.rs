@@ -1,8 +1,9 @@
 //! The Seshat plugin SDK.
 //!
 //! A plugin implements one trait — [`trimmer::Trimmer`], [`summariser::Summariser`],
-//! [`provider::Provider`] or [`embedder::Embedder`] — and exports it with one macro. Enable the
-//! matching cargo feature (`trimmer`, `summariser`, `provider` or `embedder`) and build with
+//! [`provider::Provider`], [`embedder::Embedder`] or [`hook::Hook`] — and exports it with one
+//! macro. Enable the matching cargo feature (`trimmer`, `summariser`, `provider`, `embedder` or
+//! `hook`) and build with
 //! `cargo build --release --target wasm32-wasip2`.
 //!
 //! ```ignore
@@ -35,9 +36,9 @@ pub use {serde, serde_json};
 /// The SDK's version, also written into every plugin as the `seshat-plugin-sdk` custom section.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// The plugin contract's version this SDK speaks: 0.3.0, released and frozen (plugins built for
-/// it, and for 0.2.0 and 0.1.0, keep loading).
-pub const API_VERSION: &str = "0.3.0";
+/// The plugin contract's version this SDK speaks: 0.4.0, unstable until this round's last addition
+/// freezes it (plugins built for the frozen 0.3.0, 0.2.0 and 0.1.0 keep loading).
+pub const API_VERSION: &str = "0.4.0";
 
 /// Writes the SDK version custom section into the plugin (used by the export macros).
 #[doc(hidden)]
@@ -46,7 +47,7 @@ macro_rules! __version_section {
     () => {
         #[unsafe(link_section = "seshat-plugin-sdk")]
         #[used]
-        static __SESHAT_PLUGIN_SDK_VERSION: [u8; 5] = *b"0.3.0";
+        static __SESHAT_PLUGIN_SDK_VERSION: [u8; 5] = *b"0.4.0";
     };
 }
 
@@ -171,6 +172,12 @@ pub use seshat_outcomes::decisions;
 /// Provider plugins: translate between Seshat's messages and one LLM HTTP API.
 #[cfg(feature = "provider")]
 pub mod provider;
+
+/// Hook plugins (0.4.0): told a moment of a session's life — the payload a command hook reads —
+/// they answer go on, block, add context, or give a compaction's summary instructions. Which
+/// events they hear is the user's `[[hooks.<event>]] plugin = "<id>"`.
+#[cfg(feature = "hook")]
+pub mod hook;
 
 /// Embedder plugins (0.2.0): turn texts into vectors through one embeddings HTTP API. The host
 /// batches the texts (at most [`EmbedderInfo::max_batch`], each within the model's input),

@@ -7,7 +7,7 @@ package protocol
 import "encoding/json"
 
 // Version is the protocol version the schema describes.
-const Version = "2026-12-06"
+const Version = "2026-12-07"
 
 // RawJSON keeps the encoding/json import used when no type needs it.
 var _ json.RawMessage
@@ -96,6 +96,8 @@ type BroughtIn struct {
 type Capabilities struct {
 	// Compaction: `session/compact`.
 	Compaction bool `json:"compaction"`
+	// Hooks: The client's own hooks (`hook/call`).
+	Hooks bool `json:"hooks,omitempty"`
 	// Knowledge: Document search.
 	Knowledge bool `json:"knowledge"`
 	// Memory: The memory methods.
@@ -423,6 +425,74 @@ type HistorySearchResult struct {
 	Hits []HistoryHit `json:"hits"`
 }
 
+// HookCallParams: `hook/call`'s params.
+type HookCallParams struct {
+	// Name: The hook, by the name the client registered.
+	Name string `json:"name"`
+	// Payload: What happened: the payload a command hook reads.
+	Payload HookPayload `json:"payload"`
+}
+
+// HookDecision: What a hook answers (all fields optional: `{}` continues).
+type HookDecision struct {
+	// Context: Text added to the request (counted in the window).
+	Context string `json:"context,omitempty"`
+	// Decision: Go on or stop.
+	Decision Verdict `json:"decision,omitempty"`
+	// Instructions: `pre_compact`: what the summary should also keep or stress.
+	Instructions string `json:"instructions,omitempty"`
+	// Reason: Why it stops (shown to the model for a tool, to the user for a prompt).
+	Reason string `json:"reason,omitempty"`
+	// Skip: `pre_compact`: do not compact this time.
+	Skip bool `json:"skip,omitempty"`
+}
+
+// HookEvent: A moment of a session's life a hook runs at.
+type HookEvent string
+
+const (
+	HookEventSessionStart HookEvent = "session_start"
+	HookEventUserPrompt   HookEvent = "user_prompt"
+	HookEventPreTool      HookEvent = "pre_tool"
+	HookEventPostTool     HookEvent = "post_tool"
+	HookEventPreCompact   HookEvent = "pre_compact"
+	HookEventPostCompact  HookEvent = "post_compact"
+	HookEventFork         HookEvent = "fork"
+	HookEventRewind       HookEvent = "rewind"
+	HookEventSessionEnd   HookEvent = "session_end"
+	HookEventMemoryWrite  HookEvent = "memory_write"
+)
+
+// HookPayload: What a hook is told: the event, the session it happens in, and the event's own fields.
+type HookPayload struct {
+	// Event: The event.
+	Event HookEvent `json:"event"`
+	// Project: The session's project key.
+	Project string `json:"project"`
+	// Seq: The session's last message when it happens (0 for none, and for `pre_compact`).
+	Seq uint64 `json:"seq"`
+	// Session: The session's id.
+	Session string `json:"session"`
+}
+
+// HookRegistration: A hook the client runs; the server asks it with `hook/call`.
+type HookRegistration struct {
+	// Event: The event it runs at.
+	Event HookEvent `json:"event"`
+	// Matcher: For the tool events and `memory_write`: the tools it runs for, names separated by `|`, `*`
+	// matching any characters (every tool when absent).
+	Matcher *string `json:"matcher,omitempty"`
+	// Name: Its name, unique among the client's hooks: `hook/call` names it, and reports of its
+	// failures do (letters, digits, `-`, `_`, `.`; at most 64).
+	Name string `json:"name"`
+	// Required: A hook that fails (no answer in time, an error, an answer that is no decision) blocks what
+	// it was told about instead of being reported and passed over.
+	Required bool `json:"required,omitempty"`
+	// TimeoutMs: How long the server waits for its answer, in milliseconds (60,000 when absent; at most
+	// 600,000); past it, the hook failed.
+	TimeoutMs *uint64 `json:"timeout_ms,omitempty"`
+}
+
 // Id: A request's id: a string or a whole number.
 type Id = json.RawMessage
 
@@ -448,6 +518,9 @@ type InitializeParams struct {
 	ClientInfo *ClientInfo `json:"client_info,omitempty"`
 	// CompactSummaryModel: The model that writes summaries (the session's model when absent).
 	CompactSummaryModel *string `json:"compact_summary_model,omitempty"`
+	// Hooks: The client's own lifecycle hooks: the server asks the client (`hook/call`) at each event
+	// of the sessions this connection opens, after the hooks the server runs itself.
+	Hooks []HookRegistration `json:"hooks,omitempty"`
 	// Instructions: For a network server: the client's project instructions (`AGENTS.md`, `CLAUDE.md`), read
 	// on the client's machine, for the system prompt; the server reads none of its own.
 	Instructions []InstructionFile `json:"instructions,omitempty"`
@@ -1548,6 +1621,14 @@ type UsersSetParams struct {
 	// Name: The user.
 	Name string `json:"name"`
 }
+
+// Verdict: Whether what the hook was told about goes on.
+type Verdict string
+
+const (
+	VerdictContinue Verdict = "continue"
+	VerdictBlock    Verdict = "block"
+)
 
 // View: The live view as `session/get` sends it: the session, the compaction in force and the entries.
 type View struct {

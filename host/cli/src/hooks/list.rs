@@ -25,7 +25,14 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             .map(|h| {
                 json!({
                     "event": h.event,
-                    "command": h.command,
+                    "command": match &h.action {
+                        seshat::hooks::Action::Command(c) => Some(c.as_str()),
+                        _ => None,
+                    },
+                    "handler": match &h.action {
+                        seshat::hooks::Action::Handler { name, .. } => Some(name.as_str()),
+                        _ => None,
+                    },
                     "matcher": h.matcher,
                     "timeout_ms": h.timeout.as_millis() as u64,
                     "required": h.required,
@@ -39,7 +46,10 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if hooks.list().is_empty() {
-        writeln!(out, "No hooks run here. Declare them in config.toml: [[hooks.pre_tool]] command = \"…\"")?;
+        writeln!(
+            out,
+            "No hooks run here. Declare them in config.toml: [[hooks.pre_tool]] command = \"…\" (or plugin = \"<id>\")"
+        )?;
     }
     let mut event = None;
     for h in hooks.list() {
@@ -49,7 +59,11 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         }
         let matcher = h.matcher.as_deref().map_or_else(String::new, |m| format!(" for {m}"));
         let required = if h.required { ", required" } else { "" };
-        writeln!(out, "  {}{matcher} (timeout {} ms{required}) — {}", h.command, h.timeout.as_millis(), h.source)?;
+        let time = match &h.action {
+            seshat::hooks::Action::Command(_) => format!("timeout {} ms", h.timeout.as_millis()),
+            _ => "its limits".to_string(),
+        };
+        writeln!(out, "  {}{matcher} ({time}{required}) — {}", h.action, h.source)?;
     }
     for u in hooks.untrusted() {
         writeln!(out, "{u}")?;
@@ -65,6 +79,7 @@ fn source(s: &seshat::hooks::Source) -> serde_json::Value {
     match s {
         seshat::hooks::Source::User(p) => json!({"kind": "user", "path": p}),
         seshat::hooks::Source::Project(p) => json!({"kind": "project", "path": p}),
+        seshat::hooks::Source::Program(name) => json!({"kind": "program", "name": name}),
         _ => json!({"kind": "other"}),
     }
 }

@@ -3,9 +3,9 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use serde_json::{Map, Value, json};
+use serde_json::json;
 use seshat::conversation::{Part, Role};
-use seshat::hooks::{HookEvent, HookPayload};
+use seshat::hooks::{Data, HookEvent};
 
 use crate::{Context, format};
 
@@ -37,7 +37,8 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let info = store.session(&id)?;
     let history = store.full_history(&id)?;
     let text = |parts: &[Part]| seshat::conversation::text_of(parts);
-    let request = history.iter().rev().find(|m| m.role == Role::User && !text(&m.parts).is_empty());
+    let request =
+        history.iter().rev().find(|m| m.role == Role::User && !text(&m.parts).is_empty()).map(|m| text(&m.parts));
     let call = history.iter().rev().flat_map(|m| m.parts.iter().rev()).find_map(|p| match p {
         Part::ToolCall { id, name, arguments } => Some((id.clone(), name.clone(), arguments.clone())),
         _ => None,
@@ -49,55 +50,36 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         })
     });
     let tool = args.tool.clone().or_else(|| call.as_ref().map(|c| c.1.clone()));
-    let arguments = call.as_ref().map_or(json!({}), |c| serde_json::from_str(&c.2).unwrap_or_else(|_| json!(c.2)));
     let last = info.message_count;
-    let data: Vec<(&str, Value)> = match event {
-        HookEvent::SessionStart => vec![("source", json!("resumed"))],
-        HookEvent::UserPrompt => vec![("prompt", json!(request.map(|m| text(&m.parts)).unwrap_or_default()))],
-        HookEvent::PreTool | HookEvent::MemoryWrite => vec![
-            ("call_id", json!(call.as_ref().map(|c| c.0.clone()))),
-            ("tool", json!(tool)),
-            ("arguments", arguments),
-        ],
-        HookEvent::PostTool => vec![
-            ("call_id", json!(call.as_ref().map(|c| c.0.clone()))),
-            ("tool", json!(tool)),
-            ("arguments", arguments),
-            ("result", json!(result.as_ref().map(|r| r.0.clone()).unwrap_or_default())),
-            ("is_error", json!(result.as_ref().is_some_and(|r| r.1))),
-        ],
+    let (call_id, call_arguments) = call.as_ref().map_or(("", "{}"), |c| (c.0.as_str(), c.2.as_str()));
+    let tool_name = tool.as_deref().unwrap_or("");
+    let data = match event {
+        HookEvent::SessionStart => Data::SessionStart { source: "resumed" },
+        HookEvent::UserPrompt => Data::UserPrompt { prompt: request.as_deref().unwrap_or("") },
+        HookEvent::PreTool => Data::PreTool { call_id, tool: tool_name, arguments: call_arguments },
+        HookEvent::MemoryWrite => Data::MemoryWrite { tool: tool_name, arguments: call_arguments },
+        HookEvent::PostTool => Data::PostTool {
+            call_id,
+            tool: tool_name,
+            arguments: call_arguments,
+            result: result.as_ref().map_or("", |r| r.0.as_str()),
+            is_error: result.as_ref().is_some_and(|r| r.1),
+        },
         HookEvent::PreCompact => {
-            let window = info.context_window.unwrap_or(0);
-            let marks = seshat::window::Marks::new(window);
             let frame = seshat::compaction::Frame::default();
             let tokens = seshat::compaction::current_use(&frame, &store.live_view(&id)?);
-            vec![
-                ("trigger", json!("manual")),
-                ("tokens", json!(tokens)),
-                ("window", json!(window)),
-                ("threshold", json!(marks.threshold)),
-                ("target", json!(marks.target)),
-            ]
+            Data::PreCompact { trigger: "manual", tokens, window: info.context_window.unwrap_or(0) }
         }
         // (The latest compaction's record, in place of a pass's report.)
-        HookEvent::PostCompact => vec![("report", serde_json::to_value(store.live_view(&id)?.compaction)?)],
-        HookEvent::Fork => {
-            vec![("parent", json!(id)), ("at_seq", json!(last)), ("fork", json!("(a test: no fork made)"))]
+        HookEvent::PostCompact => {
+            Data::PostCompact { report: serde_json::to_value(store.live_view(&id)?.compaction)? }
         }
-        HookEvent::Rewind => vec![("from_seq", json!(last)), ("through_seq", json!(last))],
-        _ => Vec::new(),
+        HookEvent::Fork => Data::Fork { parent: &id, at_seq: last, fork: "(a test: no fork made)" },
+        HookEvent::Rewind => Data::Rewind { from_seq: last, through_seq: last },
+        _ => Data::SessionEnd,
     };
-    let payload = HookPayload {
-        event,
-        session: id.clone(),
-        project: info.project,
-        seq: last,
-        data: data.into_iter().map(|(k, v)| (k.to_string(), v)).collect::<Map<_, _>>(),
-    };
-    let outcome = hooks.run(
-        &payload,
-        tool.as_deref().filter(|_| matches!(event, HookEvent::PreTool | HookEvent::PostTool | HookEvent::MemoryWrite)),
-    );
+    let payload = seshat::hooks::payload(&id, &info.project, last, &data);
+    let outcome = hooks.run(&payload, data.tool());
     let mut out = format::stdout();
     if args.json {
         let shown = json!({

@@ -33,7 +33,11 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     writeln!(out, "Trusted {} as it is now. Its hooks run as you:", project.path.display())?;
     for (event, hooks) in &project.hooks {
         for h in hooks {
-            writeln!(out, "  {event}: {}", h.command)?;
+            match (&h.command, &h.plugin) {
+                (Some(command), _) => writeln!(out, "  {event}: {}", command)?,
+                (None, Some(plugin)) => writeln!(out, "  {event}: plugin {}", plugin)?,
+                (None, None) => {}
+            }
         }
     }
     writeln!(out, "When the file changes, its hooks stop until you trust it again.")?;

@@ -49,6 +49,9 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             let hosts = if m.allowed_hosts.is_empty() { "none".to_string() } else { m.allowed_hosts.join(", ") };
             writeln!(out, "network: none of its own; the host sends its requests only to: {hosts}")?;
         }
+        PluginKind::Hook => {
+            writeln!(out, "host functions: log; told the events a [[hooks.<event>]] entry names it at")?
+        }
     }
     // One realistic history through the plugin, exactly as `plugins test` runs it.
     let r = seshat::client::trial::trial(
@@ -91,6 +94,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             ),
             None => "no request".into(),
         },
+        (PluginKind::Hook, None) => hook_decisions(&r.decisions),
         (PluginKind::Embedder, None) => match &r.request {
             Some(q) => format!(
                 "a {} request to {} of {} bytes embedding {} texts, sent nowhere",
@@ -114,4 +118,15 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     writeln!(out, "ok: seshat would load it")?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What a hook decided at the history's events, in one phrase.
+pub(super) fn hook_decisions(decisions: &[seshat::client::trial::HookTrial]) -> String {
+    let blocks = decisions.iter().filter(|d| d.decision.decision == seshat::hooks::Verdict::Block).count();
+    let context = decisions.iter().filter(|d| d.decision.context.is_some()).count();
+    let instructions = decisions.iter().filter(|d| d.decision.instructions.is_some()).count();
+    format!(
+        "{} decisions: {blocks} blocks, {context} with context, {instructions} with summary instructions",
+        decisions.len()
+    )
 }

@@ -13,12 +13,13 @@ use crate::format;
 pub const WIT_BINDGEN_VERSION: &str = "0.63.0";
 
 /// The SDK's sources, one file per plugin kind beside its root.
-const SDK_SOURCES: [(&str, &str); 5] = [
+const SDK_SOURCES: [(&str, &str); 6] = [
     ("lib.rs", include_str!("../../../../plugins/sdk/src/lib.rs")),
     ("trimmer.rs", include_str!("../../../../plugins/sdk/src/trimmer.rs")),
     ("summariser.rs", include_str!("../../../../plugins/sdk/src/summariser.rs")),
     ("provider.rs", include_str!("../../../../plugins/sdk/src/provider.rs")),
     ("embedder.rs", include_str!("../../../../plugins/sdk/src/embedder.rs")),
+    ("hook.rs", include_str!("../../../../plugins/sdk/src/hook.rs")),
 ];
 const OUTCOMES_SOURCE: &str = include_str!("../../../outcomes/src/lib.rs");
 const OUTCOMES_TRIM: &str = include_str!("../../../outcomes/src/trim.rs");
@@ -30,7 +31,7 @@ const WIT: &str = include_str!("../../../../wit/seshat-plugin.wit");
 /// Arguments of `plugins new`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The kind: trimmer, summariser or provider.
+    /// The kind: trimmer, summariser, provider, embedder or hook.
     kind: PluginKind,
     /// The plugin's id (letters, digits, `-`, `_`); also the crate's directory name.
     name: String,
@@ -54,6 +55,7 @@ pub fn run(ctx: &crate::Context, args: &Args) -> anyhow::Result<ExitCode> {
         PluginKind::Summariser => include_str!("templates/summariser.rs"),
         PluginKind::Provider => include_str!("templates/provider.rs"),
         PluginKind::Embedder => include_str!("templates/embedder.rs"),
+        PluginKind::Hook => include_str!("templates/hook.rs"),
     };
     let provider_hosts = if matches!(kind, PluginKind::Provider | PluginKind::Embedder) {
         "allowed_hosts = [\"{base_url}\"]\n"
@@ -100,6 +102,8 @@ fn write(path: &Path, text: &str) -> anyhow::Result<()> {
 }
 
 fn cargo_toml(name: &str, kind: PluginKind) -> String {
+    // A hook reads its payload's JSON: the `options` feature brings serde_json.
+    let features = if kind == PluginKind::Hook { format!("\"{kind}\", \"options\"") } else { format!("\"{kind}\"") };
     format!(
         r#"[package]
 name = "{name}"
@@ -111,7 +115,7 @@ publish = false
 crate-type = ["cdylib"]
 
 [dependencies]
-seshat-plugin-sdk = {{ path = "seshat-plugin-sdk", features = ["{kind}"] }}
+seshat-plugin-sdk = {{ path = "seshat-plugin-sdk", features = [{features}] }}
 
 # A workspace of its own: builds the same inside or outside any other workspace.
 [workspace]
@@ -139,6 +143,7 @@ trimmer = []
 summariser = []
 provider = []
 embedder = []
+hook = []
 json = ["provider", "dep:serde_json"]
 options = ["dep:serde", "dep:serde_json"]
 
@@ -161,7 +166,7 @@ fn contract_note() -> String {
     }
     format!(
         "Note: seshat:plugin@{API_VERSION_CURRENT} is unstable: it may still change before it is frozen. Plugins \
-         built for the frozen 0.1.0 and 0.2.0 keep loading."
+         built for the frozen 0.1.0, 0.2.0 and 0.3.0 keep loading."
     )
 }
 
@@ -174,7 +179,7 @@ fn readme(name: &str, kind: PluginKind, config: &Path) -> String {
          cp target/wasm32-wasip2/release/{file}.wasm plugin.wasm\nseshat plugins check plugin.wasm\n\
          seshat plugins test plugin.wasm <session id | export.jsonl | dir of exports>   # what it does to real history\n\
          seshat plugins install .    # copies plugin.wasm and plugin.toml to {plugins}/{name}/\n```\n\n\
-         Then select it in `{config_file}`:\n\n```toml\n[plugins]\n{kind} = \"{name}\"\n```\n\n\
+         Then select it in `{config_file}`:\n\n```toml\n{select}```\n\n\
          `seshat plugins test` changes nothing: each history runs in a scratch copy. Make a history to test on with \
          `seshat sessions new` and `seshat sessions append`, or `seshat sessions export <id> > s.jsonl`.\n\n\
          ## Diagnostics and options\n\n\
@@ -189,8 +194,20 @@ fn readme(name: &str, kind: PluginKind, config: &Path) -> String {
          cargo build --release --target wasm32-wasip2\n\
          cp \"$CARGO_TARGET_DIR/wasm32-wasip2/release/{file}.wasm\" plugin.wasm\n```\n",
         plugins = config.join("plugins").display(),
+        select = if kind == PluginKind::Hook {
+            format!(
+                "# Hooks are chosen per event (a matcher chooses the tools), in the order listed.\n\
+                 [[hooks.pre_tool]]\nplugin = \"{name}\"\nmatcher = \"bash|shell*\"\n\n\
+                 [[hooks.session_start]]\nplugin = \"{name}\"\n"
+            )
+        } else {
+            format!("[plugins]\n{kind} = \"{name}\"\n")
+        },
         config_file = config.join("config.toml").display(),
-        options_at =
-            if kind == PluginKind::Provider { String::new() } else { format!(" under `[plugins.options.{kind}]`") },
+        options_at = if matches!(kind, PluginKind::Provider | PluginKind::Hook) {
+            String::new()
+        } else {
+            format!(" under `[plugins.options.{kind}]`")
+        },
     )
 }

@@ -175,6 +175,27 @@ fn describe(out: &mut impl Write, r: &Outcome) -> anyhow::Result<()> {
         writeln!(out, "body ({} bytes, as built):", req.body.len())?;
         writeln!(out, "{}", req.body)?;
     }
+    if !r.decisions.is_empty() {
+        writeln!(out, "decisions: {}", super::check::hook_decisions(&r.decisions))?;
+        for d in &r.decisions {
+            let tool = d.tool.as_deref().map_or_else(String::new, |t| format!(", {t}"));
+            let mut said = match d.decision.decision {
+                seshat::hooks::Verdict::Block => {
+                    format!("block — {}", d.decision.reason.as_deref().unwrap_or("no reason given"))
+                }
+                _ => "continue".to_string(),
+            };
+            for (what, text) in [("context", &d.decision.context), ("instructions", &d.decision.instructions)] {
+                if let Some(text) = text {
+                    said.push_str(&format!("; {what}: {}", format::clip(text, 120)));
+                }
+            }
+            if d.decision.skip {
+                said.push_str("; skip");
+            }
+            writeln!(out, "  {} (message {}{tool}): {said}", d.event, d.seq)?;
+        }
+    }
     if let Some(rep) = &r.report {
         if r.answered_by.is_none() {
             writeln!(out, "edits: {}", r.trims.len())?;
@@ -236,6 +257,7 @@ fn table(out: &mut impl Write, results: &[Outcome]) -> anyhow::Result<()> {
         .map(|r| {
             let what = match (&r.error, &r.request, &r.summary, &r.answered_by) {
                 (Some(e), ..) => format!("failed [{}]", e.code),
+                _ if !r.decisions.is_empty() => super::check::hook_decisions(&r.decisions),
                 (None, Some(req), ..) => format!("request of {} bytes", req.body.len()),
                 (None, None, Some(s), _) => format!("summary of {} bytes", s.len()),
                 (None, None, None, Some(_)) => "no summary (nothing to drop)".into(),

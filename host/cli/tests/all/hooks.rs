@@ -11,7 +11,7 @@ use crate::support::server::{Recorded, Reply, Server, anthropic};
 
 /// A server whose streamed answers are `answers` in order (then "Done."), and whose summaries
 /// (requests not streamed) are `SUMMARY`.
-fn server(answers: Vec<Vec<String>>) -> Server {
+pub(crate) fn server(answers: Vec<Vec<String>>) -> Server {
     let answers = Arc::new(Mutex::new(answers.into_iter()));
     Server::route(move |r: &Recorded| {
         if r.path.ends_with("/count_tokens") {
@@ -32,7 +32,7 @@ fn server(answers: Vec<Vec<String>>) -> Server {
 }
 
 /// The chat requests' bodies, in order.
-fn chats(server: &Server) -> Vec<Value> {
+pub(crate) fn chats(server: &Server) -> Vec<Value> {
     server
         .requests()
         .iter()
@@ -43,14 +43,14 @@ fn chats(server: &Server) -> Vec<Value> {
 }
 
 /// The text of every stored message of the home's latest session, in order.
-fn stored(home: &Home) -> Vec<String> {
+pub(crate) fn stored(home: &Home) -> Vec<String> {
     let list: Value = serde_json::from_str(&home.ok(&["sessions", "list", "--json"])).unwrap();
     let id = list[0]["id"].as_str().unwrap().to_string();
     home.store().full_history(&id).unwrap().iter().map(|m| crate::support::text_of(m).to_string()).collect()
 }
 
 /// Three one-shot turns of a few hundred words each in one session: its id.
-fn three_questions(home: &Home) -> String {
+pub(crate) fn three_questions(home: &Home) -> String {
     for n in 1..=3 {
         let continuing: &[&str] = if n == 1 { &[] } else { &["--continue"] };
         let prompt = format!("question {n}: {}", "lorem ipsum dolor sit amet ".repeat(250));
@@ -70,7 +70,7 @@ fn toml_str(s: &str) -> String {
     format!("'''{s}'''")
 }
 
-const W: [&str; 5] = ["--window", "50000", "--model", "claude-sonnet-4-5", "--json"];
+pub(crate) const W: [&str; 5] = ["--window", "50000", "--model", "claude-sonnet-4-5", "--json"];
 
 #[test]
 fn a_user_prompt_hook_blocks_a_prompt_before_anything_is_stored_or_sent() {

@@ -162,7 +162,7 @@ fn connect(url: &str, port: u16, token: Option<&str>, tls: Option<&Authority>) -
 }
 
 impl Client {
-    fn send(&mut self, message: Value) {
+    pub(crate) fn send(&mut self, message: Value) {
         self.ws.send(Message::text(message.to_string())).expect("send a frame");
     }
 

@@ -210,12 +210,12 @@ fn a_plugin_of_another_world_or_version_is_refused() {
     let err = TrimmerPlugin::new(&loaded).unwrap_err();
     assert_eq!(err.to_string(), "plugin `summ` is not a trimmer: it is a summariser");
 
-    // Built for seshat:plugin@0.4.0.
-    let entry = install(dir.path(), "future", "trimmer", seshat_test_plugins::VERSION_0_4_0, "");
+    // Built for seshat:plugin@0.5.0.
+    let entry = install(dir.path(), "future", "trimmer", seshat_test_plugins::VERSION_0_5_0, "");
     let err = runtime().load(&entry, LimitRequest::default()).unwrap_err();
     assert_eq!(err.code(), "plugin_incompatible");
     assert!(
-        err.to_string().contains("was built for seshat:plugin@0.4.0; this seshat speaks 0.1.x, 0.2.x or 0.3.x"),
+        err.to_string().contains("was built for seshat:plugin@0.5.0; this seshat speaks 0.1.x, 0.2.x, 0.3.x or 0.4.x"),
         "the message names what was expected and found: {err}"
     );
 }
@@ -241,14 +241,14 @@ fn trimmers_built_for_the_frozen_0_1_0_and_a_0_1_1_patch_load_and_work() {
     let catalog = Catalog::discover(dir.path(), None);
     let loaded =
         runtime().load(catalog.find(PluginKind::Trimmer, "trimmer").unwrap(), LimitRequest::default()).unwrap();
-    assert_eq!(loaded.api_version, "0.3.0");
+    assert_eq!(loaded.api_version, "0.4.0");
 }
 
 #[test]
 fn a_trimmer_built_for_the_frozen_0_2_0_loads_and_uses_what_0_2_0_added() {
     // 0.2.0 is released: `wit/v0.2.0` holds it as released, byte for byte (its digest when it
-    // was frozen). So is 0.3.0, which only adds to it: the current contract the SDK and `plugins
-    // new` build for is, byte for byte, `wit/v0.3.0` until a next minor starts.
+    // was frozen). So is 0.3.0, which only adds to it; the current contract (0.4.0, unstable) keeps
+    // every line of 0.3.0.
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let frozen = std::fs::read(root.join("wit/v0.2.0/seshat-plugin.wit")).unwrap();
     assert_eq!(
@@ -263,26 +263,34 @@ fn a_trimmer_built_for_the_frozen_0_2_0_loads_and_uses_what_0_2_0_added() {
         "85a83feef04b5220c56b458332e9224c66654c0dafc57fb5febd97952476d57a",
         "wit/v0.3.0 is frozen"
     );
-    assert_eq!(current.as_bytes(), frozen_0_3, "the current contract is 0.3.0 as released");
-    assert!(current.contains("package seshat:plugin@0.3.0;"));
-    assert_eq!(seshat::plugins::API_VERSION_CURRENT, "0.3.0");
-    const { assert!(!seshat::plugins::API_VERSION_CURRENT_UNSTABLE, "0.3.0 is frozen") };
-    // Every function and record 0.2.0 declares is still declared, the same way.
+    assert!(current.contains("package seshat:plugin@0.4.0;"));
+    assert_eq!(seshat::plugins::API_VERSION_CURRENT, "0.4.0");
+    const { assert!(seshat::plugins::API_VERSION_CURRENT_UNSTABLE, "0.4.0 is open until frozen") };
+    // Every function and record 0.2.0 and 0.3.0 declare is still declared, the same way.
+    let frozen_0_3 = String::from_utf8(frozen_0_3).unwrap();
     let frozen = String::from_utf8(frozen).unwrap();
-    for line in frozen.lines().map(str::trim).filter(|l| l.ends_with(';') || l.ends_with('{')) {
-        if !line.starts_with("package ") {
-            assert!(current.lines().any(|l| l.trim() == line), "0.3.0 lost or changed `{line}`");
+    for (version, text) in [("0.2.0", &frozen), ("0.3.0", &frozen_0_3)] {
+        for line in text.lines().map(str::trim).filter(|l| l.ends_with(';') || l.ends_with('{')) {
+            if !line.starts_with("package ") {
+                assert!(current.lines().any(|l| l.trim() == line), "0.4.0 lost or changed {version}'s `{line}`");
+            }
         }
     }
-    // A trimmer built without the SDK from the frozen file, using the keep-lines edit and `log`.
+    // A trimmer built without the SDK from each frozen file, using the keep-lines edit and `log`.
     let dir = tempfile::tempdir().unwrap();
-    let entry = install(dir.path(), "frozen-0-2", "trimmer", seshat_test_plugins::TRIMMER_0_2_0, "");
-    let loaded = runtime().load(&entry, LimitRequest::default()).unwrap();
-    assert_eq!(loaded.api_version, "0.2.0");
-    let mut plugin = TrimmerPlugin::new(&loaded).unwrap();
-    let content = "a line of output\n".repeat(1000);
-    let edits = plugin.trim(&history(), &budget(""), move |m, p| (m == 2 && p == 0).then(|| content.clone())).unwrap();
-    assert_eq!(edits, vec![TrimEdit::KeepLines { message: 2, part: 0, lines: vec![(0, 1), (1000, 1001)] }]);
+    for (id, wasm, version) in [
+        ("frozen-0-2", seshat_test_plugins::TRIMMER_0_2_0, "0.2.0"),
+        ("frozen-0-3", seshat_test_plugins::TRIMMER_0_3_0, "0.3.0"),
+    ] {
+        let entry = install(dir.path(), id, "trimmer", wasm, "");
+        let loaded = runtime().load(&entry, LimitRequest::default()).unwrap();
+        assert_eq!(loaded.api_version, version);
+        let mut plugin = TrimmerPlugin::new(&loaded).unwrap();
+        let content = "a line of output\n".repeat(1000);
+        let edits =
+            plugin.trim(&history(), &budget(""), move |m, p| (m == 2 && p == 0).then(|| content.clone())).unwrap();
+        assert_eq!(edits, vec![TrimEdit::KeepLines { message: 2, part: 0, lines: vec![(0, 1), (1000, 1001)] }], "{id}");
+    }
 }
 
 #[test]

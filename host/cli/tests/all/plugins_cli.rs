@@ -232,8 +232,11 @@ fn a_file_that_is_no_component_gets_one_sentence() {
 #[test]
 fn check_refuses_other_worlds_and_versions_with_the_reason() {
     let home = Home::new();
-    let err = home.fails(&["plugins", "check", seshat_test_plugins::VERSION_0_4_0]);
-    assert!(err.contains("was built for seshat:plugin@0.4.0; this seshat speaks 0.1.x, 0.2.x or 0.3.x"), "{err}");
+    let err = home.fails(&["plugins", "check", seshat_test_plugins::VERSION_0_5_0]);
+    assert!(
+        err.contains("was built for seshat:plugin@0.5.0; this seshat speaks 0.1.x, 0.2.x, 0.3.x or 0.4.x"),
+        "{err}"
+    );
     let out = home.ok(&["plugins", "check", seshat_test_plugins::SEMVER_0_1_1]);
     assert!(
         out.contains("a trimmer plugin for seshat:plugin@0.1.1") && out.ends_with("ok: seshat would load it\n"),
@@ -266,10 +269,11 @@ fn plugins_new_makes_a_crate_that_builds_and_loads() {
     assert!(out.starts_with("Created the trimmer plugin `my-trimmer`"), "{out}");
     let lib = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
     assert!(lib.lines().count() <= 22, "a complete custom trimmer is about 20 lines");
-    let frozen = "seshat:plugin@0.3.0, released and frozen: the plugin keeps loading in every later Seshat";
-    assert!(out.contains(frozen), "the contract's promise is said: {out}");
-    assert!(std::fs::read_to_string(dir.join("README.md")).unwrap().contains(frozen));
-    assert!(std::fs::read_to_string(dir.join("plugin.toml")).unwrap().contains("api = \"0.3.0\""));
+    let open = "seshat:plugin@0.4.0 is unstable: it may still change before it is frozen. Plugins built for the \
+                frozen 0.1.0, 0.2.0 and 0.3.0 keep loading.";
+    assert!(out.contains(open), "what the contract promises is said: {out}");
+    assert!(std::fs::read_to_string(dir.join("README.md")).unwrap().contains(open));
+    assert!(std::fs::read_to_string(dir.join("plugin.toml")).unwrap().contains("api = \"0.4.0\""));
     // The repository's lock file pins the dependencies, so the build is the one CI ran.
     std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugins/Cargo.lock"), dir.join("Cargo.lock"))
         .unwrap();
@@ -366,12 +370,26 @@ seshat_plugin_sdk::export_trimmer!(Plugin);
         .unwrap();
     build_plugin(&edir, &target, "the embedder template does not build");
     let out = home.ok(&["plugins", "check", target.join("wasm32-wasip2/release/my_embedder.wasm").to_str().unwrap()]);
-    assert!(out.contains("an embedder plugin for seshat:plugin@0.3.0"), "{out}");
+    assert!(out.contains("an embedder plugin for seshat:plugin@0.4.0"), "{out}");
     assert!(
         out.contains("gave a POST request to https://api.example.com/v1/embed?model=example-embed&kind=document of ")
             && out.contains("embedding 15 texts, sent nowhere"),
         "{out}"
     );
+
+    // And the hook's: its README says how hooks are chosen (per event, not under [plugins]), and
+    // `check` tells it every event of the fixture, nothing blocked.
+    let hdir = home.path().join("my-hook");
+    home.ok(&["plugins", "new", "hook", "my-hook", "--dir", hdir.to_str().unwrap()]);
+    let readme = std::fs::read_to_string(hdir.join("README.md")).unwrap();
+    assert!(readme.contains("[[hooks.pre_tool]]\nplugin = \"my-hook\"\nmatcher = \"bash|shell*\""), "{readme}");
+    assert!(!readme.contains("[plugins]\nhook ="), "{readme}");
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugins/Cargo.lock"), hdir.join("Cargo.lock"))
+        .unwrap();
+    build_plugin(&hdir, &target, "the hook template does not build");
+    let out = home.ok(&["plugins", "check", target.join("wasm32-wasip2/release/my_hook.wasm").to_str().unwrap()]);
+    assert!(out.contains("a hook plugin for seshat:plugin@0.4.0"), "{out}");
+    assert!(out.contains(" decisions: 0 blocks, 1 with context, 0 with summary instructions;"), "{out}");
 
     let err = home.fails(&["plugins", "new", "trimmer", "my-trimmer", "--dir", dir.to_str().unwrap()]);
     assert!(err.contains("already exists"), "{err}");
@@ -519,7 +537,7 @@ fn install_checks_copies_and_refuses_to_replace_another_plugin_of_the_same_id() 
     // A .wasm alone: the manifest is made from the component.
     let out = home.ok(&["plugins", "install", seshat_test_plugins::HOSTILE]);
     let dir = home.path().join("plugins").join("hostile");
-    assert!(out.starts_with("Installed trimmer `hostile` (seshat:plugin@0.3.0,"), "{out}");
+    assert!(out.starts_with("Installed trimmer `hostile` (seshat:plugin@0.4.0,"), "{out}");
     assert!(
         out.contains(&format!("in {}", dir.display())) && out.contains("select it with `trimmer = \"hostile\"`"),
         "{out}"
@@ -527,15 +545,15 @@ fn install_checks_copies_and_refuses_to_replace_another_plugin_of_the_same_id() 
     assert_eq!(std::fs::read(dir.join("plugin.wasm")).unwrap(), std::fs::read(seshat_test_plugins::HOSTILE).unwrap());
     assert_eq!(
         std::fs::read_to_string(dir.join("plugin.toml")).unwrap(),
-        "id = \"hostile\"\nkind = \"trimmer\"\napi = \"0.3.0\"\n"
+        "id = \"hostile\"\nkind = \"trimmer\"\napi = \"0.4.0\"\n"
     );
     assert!(home.ok(&["plugins", "install", seshat_test_plugins::HOSTILE]).starts_with("Already installed:"));
     let listed = listing(&home);
     let row = listed["plugins"].as_array().unwrap().iter().find(|p| p["id"] == "hostile").unwrap();
     assert_eq!(row["wasm"]["size"], std::fs::metadata(seshat_test_plugins::HOSTILE).unwrap().len());
     assert_eq!(row["wasm"]["sha256"].as_str().unwrap().len(), 64);
-    assert_eq!(row["sdk_version"], "0.3.0", "the SDK's custom section: {row}");
-    assert!(home.ok(&["plugins", "list"]).contains(", sdk 0.3.0, installed "), "a detail line for installed plugins");
+    assert_eq!(row["sdk_version"], "0.4.0", "the SDK's custom section: {row}");
+    assert!(home.ok(&["plugins", "list"]).contains(", sdk 0.4.0, installed "), "a detail line for installed plugins");
 
     // Another plugin under the same id is refused, naming both digests; --force replaces it.
     let other = home.path().join("other");

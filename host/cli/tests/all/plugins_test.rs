@@ -74,7 +74,7 @@ fn a_trimmers_edits_are_shown_with_sizes_and_nothing_is_recorded() {
 
     // The human form says the same in lines.
     let out = home.ok(&["plugins", "test", "trimmer", &id, "--window", "8000"]);
-    assert!(out.starts_with("plugin `trimmer`: a trimmer for seshat:plugin@0.3.0 (sha256 "), "{out}");
+    assert!(out.starts_with("plugin `trimmer`: a trimmer for seshat:plugin@0.4.0 (sha256 "), "{out}");
     assert!(out.contains("edits: 2\n  message 3 part 0: ") && out.contains("message 5 part 0: "), "{out}");
     assert!(
         out.contains("guest: 1 call, ") && out.ends_with("nothing was changed: each history ran in a scratch copy\n")

@@ -184,7 +184,7 @@ fn check_schema(traffic: &[(Option<bool>, Value)]) {
     }
 }
 
-fn session(c: &mut ServeClient) -> String {
+pub(crate) fn session(c: &mut ServeClient) -> String {
     c.ok("session/new", json!({}))["session"]["id"].as_str().unwrap().to_string()
 }
 

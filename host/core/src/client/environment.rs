@@ -97,6 +97,9 @@ pub struct Overrides {
     /// The configuration, given whole instead of read from the user's and the project's files (a
     /// service's own file, read once and again on reload).
     pub config: Option<Arc<Config>>,
+    /// The program's own hooks, run after the configured ones at every agent's events (a
+    /// `seshat serve` client's; a Rust program's functions).
+    pub hooks: Vec<crate::hooks::Registration>,
 }
 
 /// The configuration opened for front ends: see the [module](self) documentation.
@@ -232,10 +235,20 @@ impl Environment {
         Client::new(self.client_config(), Arc::new(crate::compaction::NoModels))
     }
 
-    /// The hooks the configuration declares: the user's, and the project's when the user trusts
-    /// its file as it is. None when the environment acts for a service's user (no command of the
-    /// operator's is told their sessions).
+    /// The hooks the configuration declares — the user's, and the project's when the user trusts
+    /// its file as it is — then the program's own ([`Overrides::hooks`]). When the environment
+    /// acts for a service's user, only the program's (a client's own): no hook of the operator's
+    /// is told their sessions.
     pub fn hooks(&self) -> Result<crate::hooks::Hooks> {
+        let mut hooks = self.configured_hooks()?;
+        for registration in &self.overrides.hooks {
+            hooks.register(registration.clone());
+        }
+        Ok(hooks)
+    }
+
+    /// The hooks of the configuration files.
+    fn configured_hooks(&self) -> Result<crate::hooks::Hooks> {
         // A service acting for its users runs none of its operator's commands on their sessions.
         if self.overrides.user.is_some() {
             return Ok(crate::hooks::Hooks::default());
@@ -245,8 +258,20 @@ impl Environment {
             path: self.dirs.data.join("trusted-hooks.json"),
             message: e.to_string(),
         })?;
-        let hooks = crate::hooks::Hooks::from_config(&self.config, &user_file, &trust, self.project_dir.as_deref())
-            .map_err(|message| crate::config::Error { path: user_file.clone(), message })?;
+        let mut plugins = |id: &str| -> std::result::Result<crate::plugins::HookPlugin, String> {
+            let kind = crate::plugins::PluginKind::Hook;
+            let entry = self.catalog().find(kind, id).map_err(|e| e.to_string())?;
+            let loaded = self.runtime().load(entry, self.config.limits(kind)).map_err(|e| e.to_string())?;
+            crate::plugins::HookPlugin::new(&loaded).map_err(|e| e.to_string())
+        };
+        let hooks = crate::hooks::Hooks::from_config(
+            &self.config,
+            &user_file,
+            &trust,
+            self.project_dir.as_deref(),
+            &mut plugins,
+        )
+        .map_err(|message| crate::config::Error { path: user_file.clone(), message })?;
         for untrusted in hooks.untrusted() {
             tracing::warn!("{untrusted}");
         }
@@ -295,6 +320,7 @@ impl Environment {
             user: _,
             instructions,
             config: _,
+            hooks: _,
         } = &self.overrides;
         let config = &self.config;
         // The provider first: it also writes the summaries, so the client is made with it.

@@ -4,37 +4,26 @@
 //! as a message of its own after the user's (marked as the hooks', counted in the window), and a
 //! `pre_compact` hook's instructions or skip apply to that compaction only.
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use super::agent::Agent;
 use super::{Error, Result};
 use crate::conversation::{MessageStatus, NewMessage, Part, Role};
-use crate::hooks::{HookEvent, HookPayload, Outcome};
+use crate::hooks::{Data, HookEvent, Outcome};
 
 /// How hook context is marked in the message that carries it.
 pub const CONTEXT_MARK: &str = "[context from hooks]";
 
-/// An object of `pairs`.
-fn fields(pairs: Vec<(&str, Value)>) -> Map<String, Value> {
-    pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
-}
-
 impl Agent {
-    /// Runs the hooks of `event` (those for `tool`, when it names one) with `data`; what failed is
+    /// Runs the hooks of `data`'s event (those for its tool, when it names one); what failed is
     /// told at the next turn.
-    pub(super) fn fire(&mut self, event: HookEvent, data: Vec<(&str, Value)>, tool: Option<&str>) -> Outcome {
-        if !self.hooks.any(event) {
+    pub(super) fn fire(&mut self, data: &Data<'_>) -> Outcome {
+        if !self.hooks.any(data.event()) {
             return Outcome::default();
         }
         let seq = self.client.store().session(&self.session).map(|s| s.message_count).unwrap_or(0);
-        let payload = HookPayload {
-            event,
-            session: self.session.clone(),
-            project: self.project.clone(),
-            seq,
-            data: fields(data),
-        };
-        let outcome = self.hooks.run(&payload, tool);
+        let payload = crate::hooks::payload(&self.session, &self.project, seq, data);
+        let outcome = self.hooks.run(&payload, data.tool());
         self.notices.extend(outcome.failures.iter().cloned());
         outcome
     }
@@ -44,7 +33,7 @@ impl Agent {
     pub(super) fn started(mut self, source: &str) -> Self {
         let untrusted: Vec<String> = self.hooks.untrusted().iter().map(ToString::to_string).collect();
         self.notices.extend(untrusted);
-        let outcome = self.fire(HookEvent::SessionStart, vec![("source", json!(source))], None);
+        let outcome = self.fire(&Data::SessionStart { source });
         self.hook_context.extend(outcome.context);
         self
     }
@@ -52,7 +41,7 @@ impl Agent {
     /// The `user_prompt` hooks on `input`, before anything is stored: a block is an error; the
     /// context they give (with what `session_start` gave) is returned, to store after the message.
     pub(super) fn prompted(&mut self, input: &str) -> Result<Vec<String>> {
-        let outcome = self.fire(HookEvent::UserPrompt, vec![("prompt", json!(input))], None);
+        let outcome = self.fire(&Data::UserPrompt { prompt: input });
         if let Some(why) = outcome.blocked {
             return Err(Error::Blocked(format!("{why}. Nothing was stored or sent")));
         }
@@ -86,8 +75,7 @@ impl Agent {
         name: &str,
         arguments: &str,
     ) -> std::result::Result<Vec<String>, String> {
-        let data = vec![("call_id", json!(id)), ("tool", json!(name)), ("arguments", arguments_value(arguments))];
-        let outcome = self.fire(HookEvent::PreTool, data, Some(name));
+        let outcome = self.fire(&Data::PreTool { call_id: id, tool: name, arguments });
         match outcome.blocked {
             Some(why) => Err(why),
             None => Ok(outcome.context),
@@ -103,14 +91,7 @@ impl Agent {
         mut is_error: bool,
         mut context: Vec<String>,
     ) -> (String, bool) {
-        let data = vec![
-            ("call_id", json!(id)),
-            ("tool", json!(name)),
-            ("arguments", arguments_value(arguments)),
-            ("result", json!(content)),
-            ("is_error", json!(is_error)),
-        ];
-        let outcome = self.fire(HookEvent::PostTool, data, Some(name));
+        let outcome = self.fire(&Data::PostTool { call_id: id, tool: name, arguments, result: &content, is_error });
         context.extend(outcome.context);
         if let Some(why) = outcome.blocked {
             is_error = true;
@@ -123,11 +104,7 @@ impl Agent {
         let plain = name.strip_prefix(crate::memory::tools::AGENT_PREFIX).unwrap_or(name);
         let writes_memory = crate::memory::tools::definitions().iter().any(|d| d.name == plain && !d.read_only);
         if writes_memory && !is_error {
-            self.fire(
-                HookEvent::MemoryWrite,
-                vec![("tool", json!(name)), ("arguments", arguments_value(arguments))],
-                Some(name),
-            );
+            self.fire(&Data::MemoryWrite { tool: name, arguments });
         }
         (content, is_error)
     }
@@ -136,7 +113,7 @@ impl Agent {
     pub(super) fn compacted(&mut self, report: &crate::compaction::Report) {
         if self.hooks.any(HookEvent::PostCompact) {
             let report = serde_json::to_value(report).unwrap_or(Value::Null);
-            self.fire(HookEvent::PostCompact, vec![("report", report)], None);
+            self.fire(&Data::PostCompact { report });
         }
     }
 
@@ -153,20 +130,8 @@ impl Agent {
                 crate::store::CompactionTrigger::Manual => "manual",
                 _ => "auto",
             };
-            let marks = crate::window::Marks::new(starting.window);
-            let payload = HookPayload {
-                event: HookEvent::PreCompact,
-                session: session.clone(),
-                project: project.clone(),
-                seq: 0,
-                data: fields(vec![
-                    ("trigger", json!(trigger)),
-                    ("tokens", json!(starting.tokens)),
-                    ("window", json!(starting.window)),
-                    ("threshold", json!(marks.threshold)),
-                    ("target", json!(marks.target)),
-                ]),
-            };
+            let data = Data::PreCompact { trigger, tokens: starting.tokens, window: starting.window };
+            let payload = crate::hooks::payload(&session, &project, 0, &data);
             let outcome = hooks.run(&payload, None);
             for failure in &outcome.failures {
                 tracing::warn!("{failure}");
@@ -182,17 +147,15 @@ impl Agent {
 
     /// The `fork` hooks, then the fork's `session_start`.
     pub(super) fn forked(&mut self, parent: &str, forked: &crate::store::Forked) {
-        let data = vec![("parent", json!(parent)), ("at_seq", json!(forked.at)), ("fork", json!(forked.session.id))];
-        self.fire(HookEvent::Fork, data, None);
-        let outcome = self.fire(HookEvent::SessionStart, vec![("source", json!("fork"))], None);
+        self.fire(&Data::Fork { parent, at_seq: forked.at, fork: &forked.session.id });
+        let outcome = self.fire(&Data::SessionStart { source: "fork" });
         // The fork's context replaces what opening its parent gave.
         self.hook_context = outcome.context;
     }
 
     /// The `rewind` hooks.
     pub(super) fn rewound(&mut self, rewound: &crate::store::Rewound) {
-        let data = vec![("from_seq", json!(rewound.from_seq)), ("through_seq", json!(rewound.through_seq))];
-        self.fire(HookEvent::Rewind, data, None);
+        self.fire(&Data::Rewind { from_seq: rewound.from_seq, through_seq: rewound.through_seq });
     }
 }
 
@@ -200,12 +163,7 @@ impl Drop for Agent {
     /// The front end closes the session: the `session_end` hooks.
     fn drop(&mut self) {
         if self.hooks.any(HookEvent::SessionEnd) {
-            self.fire(HookEvent::SessionEnd, Vec::new(), None);
+            self.fire(&Data::SessionEnd);
         }
     }
-}
-
-/// A tool call's arguments as JSON (as text when they are not).
-fn arguments_value(arguments: &str) -> Value {
-    serde_json::from_str(arguments).unwrap_or_else(|_| json!(arguments))
 }

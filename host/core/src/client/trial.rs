@@ -99,10 +99,27 @@ pub struct Outcome {
     /// The request a provider or embedder built.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request: Option<BuiltRequest>,
+    /// What a hook decided at each event the history holds.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub decisions: Vec<HookTrial>,
     /// The plugin's guest time and memory on this history.
     pub usage: Usage,
     /// How the plugin failed, if it did.
     pub error: Option<Failure>,
+}
+
+/// A hook's decision at one event of the history.
+#[derive(Debug, Clone, Serialize)]
+pub struct HookTrial {
+    /// The event.
+    pub event: crate::hooks::HookEvent,
+    /// The message it was told at.
+    pub seq: u64,
+    /// The tool, for a tool event.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// What it answered.
+    pub decision: crate::hooks::HookDecision,
 }
 
 /// A failure, with its stable code.
@@ -195,6 +212,7 @@ pub fn trial(home: Home<'_>, plugin: &LoadedPlugin, source: &Source, opts: &Opti
         summary: None,
         answered_by: None,
         request: None,
+        decisions: Vec::new(),
         usage: Usage::default(),
         error: None,
     };
@@ -205,6 +223,15 @@ pub fn trial(home: Home<'_>, plugin: &LoadedPlugin, source: &Source, opts: &Opti
             let mut p = ProviderPlugin::new(plugin)?;
             match build_request(&mut p, &view, &model) {
                 Ok(r) => outcome.request = Some(r),
+                Err(e) => outcome.error = fail(e.code(), e.to_string()),
+            }
+            outcome.usage = p.usage();
+        }
+        PluginKind::Hook => {
+            let mut p = crate::plugins::HookPlugin::new(plugin)?;
+            let hook = hook_trial(&mut p, &session, &info.project, &view, tokens, window);
+            match hook {
+                Ok(decisions) => outcome.decisions = decisions,
                 Err(e) => outcome.error = fail(e.code(), e.to_string()),
             }
             outcome.usage = p.usage();
@@ -265,6 +292,50 @@ pub fn trial(home: Home<'_>, plugin: &LoadedPlugin, source: &Source, opts: &Opti
         }
     }
     Ok(outcome)
+}
+
+/// A hook told every event the live view holds, in order: the session's start, each user prompt,
+/// each tool call and its result, a compaction at the trial's window and the session's end.
+fn hook_trial(
+    p: &mut crate::plugins::HookPlugin,
+    session: &str,
+    project: &str,
+    view: &crate::store::LiveView,
+    tokens: u64,
+    window: u64,
+) -> Result<Vec<HookTrial>, crate::plugins::Error> {
+    use crate::hooks::Data;
+    let mut events: Vec<(u64, Data<'_>)> = vec![(0, Data::SessionStart { source: "resumed" })];
+    let mut calls = std::collections::HashMap::new();
+    for e in &view.entries {
+        let seq = e.seq.unwrap_or(0);
+        for part in &e.parts {
+            match part {
+                Part::Text { text } if e.role == Role::User => events.push((seq, Data::UserPrompt { prompt: text })),
+                Part::ToolCall { id, name, arguments } => {
+                    calls.insert(id.as_str(), (name.as_str(), arguments.as_str()));
+                    events.push((seq, Data::PreTool { call_id: id, tool: name, arguments }));
+                }
+                Part::ToolResult { call_id, content, is_error } => {
+                    let (tool, arguments) = calls.get(call_id.as_str()).copied().unwrap_or(("", "{}"));
+                    let data = Data::PostTool { call_id, tool, arguments, result: content, is_error: *is_error };
+                    events.push((seq, data));
+                }
+                _ => {}
+            }
+        }
+    }
+    let last = view.entries.last().and_then(|e| e.seq).unwrap_or(0);
+    events.push((0, Data::PreCompact { trigger: "manual", tokens, window }));
+    events.push((last, Data::SessionEnd));
+    events
+        .iter()
+        .map(|(seq, data)| {
+            let payload = crate::hooks::payload(session, project, *seq, data);
+            let decision = p.handle(&payload, data.tool())?;
+            Ok(HookTrial { event: data.event(), seq: *seq, tool: data.tool().map(str::to_string), decision })
+        })
+        .collect()
 }
 
 /// An I/O failure, named as the store names its own.

@@ -4,21 +4,38 @@
 //! compaction — give its summary extra instructions or skip it this time. Nothing else a hook does
 //! changes the stored history.
 //!
-//! Hooks come from the user's `config.toml` and, once the user trusts the file as it is
-//! ([`trust`]), from a project's `.seshat/config.toml`. The hooks of one event run one after
-//! another, the user's first, each file's in its order; a block stops the rest. A hook that fails
-//! (cannot start, runs past its timeout, exits with a status other than 0 or 2, answers something
-//! that is not a decision) is reported and passed over, unless it is `required`: then it blocks.
+//! A hook is a command ([`Action::Command`]), a sandboxed hook plugin or a program's own function
+//! ([`Action::Handler`]: a [`Handler`]). Hooks come from the user's `config.toml`, once the user
+//! trusts the file as it is ([`trust`]) from a project's `.seshat/config.toml`, and from the
+//! program embedding Seshat ([`Hooks::register`]; a `seshat serve` client's registered hooks). The
+//! hooks of one event run one after another — the user's file's, the project's, then the
+//! program's, each in its order; a block stops the rest. A hook that fails (cannot start, runs
+//! past its time, exits with a status other than 0 or 2, answers something that is not a
+//! decision) is reported and passed over, unless it is `required`: then it blocks.
 
 mod command;
+mod data;
 pub mod trust;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use seshat_protocol::hooks::{HookDecision, HookEvent, HookPayload, Verdict};
 
 use crate::config::{Config, HookConfig};
+pub use data::Data;
+
+/// The payload of `data` in `session` (of `project`) at `seq`.
+pub fn payload(session: &str, project: &str, seq: u64, data: &Data<'_>) -> HookPayload {
+    HookPayload {
+        event: data.event(),
+        session: session.to_string(),
+        project: project.to_string(),
+        seq,
+        data: data.fields(),
+    }
+}
 
 /// How long a hook may run unless it says.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -31,6 +48,8 @@ pub enum Source {
     User(PathBuf),
     /// A project's configuration file, trusted as it is.
     Project(PathBuf),
+    /// The program embedding Seshat (a `seshat serve` client), by the name it gave.
+    Program(String),
 }
 
 impl std::fmt::Display for Source {
@@ -38,7 +57,114 @@ impl std::fmt::Display for Source {
         match self {
             Source::User(p) => write!(f, "user ({})", p.display()),
             Source::Project(p) => write!(f, "project ({})", p.display()),
+            Source::Program(name) => write!(f, "program ({name})"),
         }
+    }
+}
+
+/// Something that answers a hook's event in the process: a hook plugin, a program's own function,
+/// a `seshat serve` client asked over its connection.
+pub trait Handler: Send + Sync {
+    /// Answers `payload` (`tool` names the tool of a tool event) within `timeout`, or says why it
+    /// could not, in words that follow "the hook … ".
+    fn handle(&self, payload: &HookPayload, tool: Option<&str>, timeout: Duration) -> Result<HookDecision, String>;
+}
+
+/// What a hook runs.
+#[derive(Clone)]
+#[non_exhaustive]
+pub enum Action {
+    /// A command, run by `sh -c` in the project's directory.
+    Command(String),
+    /// A [`Handler`] in the process, named for people (`plugin guard`).
+    Handler {
+        /// How the hook is named in lists and reports.
+        name: String,
+        /// What answers.
+        handler: Arc<dyn Handler>,
+    },
+}
+
+impl std::fmt::Debug for Action {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{self}")
+    }
+}
+
+impl std::fmt::Display for Action {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Action::Command(c) => write!(f, "`{c}`"),
+            Action::Handler { name, .. } => f.write_str(name),
+        }
+    }
+}
+
+/// A hook plugin as a [`Handler`]: one instance, its calls one at a time.
+struct PluginHandler(std::sync::Mutex<crate::plugins::HookPlugin>);
+
+impl Handler for PluginHandler {
+    fn handle(&self, payload: &HookPayload, tool: Option<&str>, _timeout: Duration) -> Result<HookDecision, String> {
+        let mut plugin = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        plugin.handle(payload, tool).map_err(|e| format!("failed: {e}"))
+    }
+}
+
+/// Makes a hook plugin's [`Handler`] from its id (the front end's catalog and runtime).
+pub type PluginLoader<'a> = dyn FnMut(&str) -> Result<crate::plugins::HookPlugin, String> + 'a;
+
+/// A program's own hook, added to the hooks of every agent an environment opens
+/// ([`crate::client::Overrides::hooks`]).
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct Registration {
+    /// When it runs.
+    pub event: HookEvent,
+    /// Its name, in lists and reports.
+    pub name: String,
+    /// The tools it runs for (as a configured hook's `matcher`), when it says.
+    pub matcher: Option<String>,
+    /// How long its handler may take.
+    pub timeout: Duration,
+    /// Whether its failure blocks.
+    pub required: bool,
+    /// What answers.
+    pub handler: Arc<dyn Handler>,
+}
+
+impl Registration {
+    /// A hook named `name` at `event`, answered by `handler`: every tool, [`DEFAULT_TIMEOUT`], not
+    /// required.
+    pub fn new(event: HookEvent, name: impl Into<String>, handler: Arc<dyn Handler>) -> Self {
+        Registration { event, name: name.into(), matcher: None, timeout: DEFAULT_TIMEOUT, required: false, handler }
+    }
+
+    /// Only for the tools `matcher` takes.
+    pub fn matcher(mut self, matcher: impl Into<String>) -> Self {
+        self.matcher = Some(matcher.into());
+        self
+    }
+
+    /// Waited for at most `timeout`.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// A failure blocks.
+    pub fn required(mut self, required: bool) -> Self {
+        self.required = required;
+        self
+    }
+}
+
+impl std::fmt::Debug for Registration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registration")
+            .field("event", &self.event)
+            .field("name", &self.name)
+            .field("matcher", &self.matcher)
+            .finish_non_exhaustive()
     }
 }
 
@@ -47,11 +173,11 @@ impl std::fmt::Display for Source {
 pub struct Hook {
     /// When it runs.
     pub event: HookEvent,
-    /// The command (`sh -c`).
-    pub command: String,
+    /// What it runs.
+    pub action: Action,
     /// The tools it runs for (`|`-separated names, `*` any characters), when it says.
     pub matcher: Option<String>,
-    /// How long it may run.
+    /// How long it may run (a plugin: its limits').
     pub timeout: Duration,
     /// Whether its failure blocks.
     pub required: bool,
@@ -139,20 +265,23 @@ pub struct Hooks {
 
 impl Hooks {
     /// The hooks `config` declares: the user's (from `user_file`), then the project's when `trust`
-    /// trusts its file as it is. Commands run in `project_dir`. A timeout that is no duration is
-    /// an error naming the hook.
+    /// trusts its file as it is. Commands run in `project_dir`; `plugins` loads the hook plugins
+    /// they name (each once). A timeout that is no duration, a hook naming neither or both of a
+    /// command and a plugin, or a plugin that cannot be loaded is an error naming the hook.
     pub fn from_config(
         config: &Config,
         user_file: &Path,
         trust: &trust::Trust,
         project_dir: Option<&Path>,
+        plugins: &mut PluginLoader<'_>,
     ) -> Result<Hooks, String> {
         let mut hooks = Vec::new();
-        add(&mut hooks, &config.hooks, &Source::User(user_file.to_path_buf()))?;
+        let mut loaded = std::collections::HashMap::new();
+        add(&mut hooks, &config.hooks, &Source::User(user_file.to_path_buf()), plugins, &mut loaded)?;
         let mut untrusted = Vec::new();
         if let Some(project) = &config.project_hooks {
             if trust.trusts(&project.path, &project.digest) {
-                add(&mut hooks, &project.hooks, &Source::Project(project.path.clone()))?;
+                add(&mut hooks, &project.hooks, &Source::Project(project.path.clone()), plugins, &mut loaded)?;
             } else {
                 untrusted.push(Untrusted {
                     path: project.path.clone(),
@@ -164,6 +293,23 @@ impl Hooks {
         // One event's hooks together, each source's in its order (the user's first).
         hooks.sort_by_key(|h: &Hook| (h.event, matches!(h.source, Source::Project(_))));
         Ok(Hooks { hooks, dir: project_dir.map(Path::to_path_buf), untrusted })
+    }
+
+    /// Adds a program's own hook after every hook of its event so far (a `seshat serve`
+    /// client's, a Rust program's).
+    pub fn register(&mut self, r: Registration) {
+        let at = self.hooks.iter().rposition(|h| h.event <= r.event).map_or(0, |i| i + 1);
+        self.hooks.insert(
+            at,
+            Hook {
+                event: r.event,
+                action: Action::Handler { name: format!("`{}`", r.name), handler: r.handler },
+                matcher: r.matcher,
+                timeout: r.timeout,
+                required: r.required,
+                source: Source::Program(r.name),
+            },
+        );
     }
 
     /// Every hook, by event.
@@ -203,16 +349,20 @@ impl Hooks {
         }
         for hook in hooks {
             out.ran += 1;
-            let ran = command::run(&hook.command, self.dir.as_deref(), &env, &input, hook.timeout);
-            let decided = match ran {
-                Ok(ran) => decision(event, &ran),
-                Err(e) => Err(e.to_string()),
+            let decided = match &hook.action {
+                Action::Command(command) => {
+                    match command::run(command, self.dir.as_deref(), &env, &input, hook.timeout) {
+                        Ok(ran) => decision(event, &ran),
+                        Err(e) => Err(e.to_string()),
+                    }
+                }
+                Action::Handler { handler, .. } => handler.handle(payload, tool, hook.timeout),
             };
-            let name = format!("the {event} hook `{}` ({})", hook.command, hook.source);
+            let name = format!("the {event} hook {} ({})", hook.action, hook.source);
             let decision = match decided {
                 Ok(d) => d,
                 Err(why) => {
-                    tracing::warn!(event = %event, command = %hook.command, "a hook failed: {why}");
+                    tracing::warn!(event = %event, hook = %hook.action, "a hook failed: {why}");
                     out.failures.push(format!("{name} {why}"));
                     if hook.required {
                         out.blocked = Some(format!("{name} is required and {why}"));
@@ -249,26 +399,60 @@ impl Hooks {
     }
 }
 
-/// Adds `declared`'s hooks, from `source`.
+/// Adds `declared`'s hooks, from `source`, loading the plugins they name through `plugins` (once
+/// each: `loaded`).
 fn add(
     hooks: &mut Vec<Hook>,
     declared: &std::collections::BTreeMap<HookEvent, Vec<HookConfig>>,
     source: &Source,
+    plugins: &mut PluginLoader<'_>,
+    loaded: &mut std::collections::HashMap<String, Arc<dyn Handler>>,
 ) -> Result<(), String> {
     for (event, list) in declared {
         for h in list {
+            let action = match (h.command.as_deref(), h.plugin.as_deref()) {
+                (Some(command), None) if !command.trim().is_empty() => Action::Command(command.to_string()),
+                (Some(_), None) => return Err(format!("a {event} hook in {source} has an empty command")),
+                (None, Some(id)) => {
+                    if h.timeout.is_some() {
+                        return Err(format!(
+                            "the {event} hook plugin `{id}` in {source} sets a timeout: a plugin's time is its limits \
+                             ([plugins.limits.hook] time_ms); remove `timeout`"
+                        ));
+                    }
+                    let handler = match loaded.get(id) {
+                        Some(h) => h.clone(),
+                        None => {
+                            let plugin = plugins(id)
+                                .map_err(|e| format!("the {event} hook plugin `{id}` in {source} cannot run: {e}"))?;
+                            let handler: Arc<dyn Handler> = Arc::new(PluginHandler(std::sync::Mutex::new(plugin)));
+                            loaded.insert(id.to_string(), handler.clone());
+                            handler
+                        }
+                    };
+                    Action::Handler { name: format!("plugin `{id}`"), handler }
+                }
+                (Some(_), Some(_)) => {
+                    return Err(format!(
+                        "a {event} hook in {source} sets both `command` and `plugin`: a hook runs one of them; split \
+                         it into two [[hooks.{event}]] entries"
+                    ));
+                }
+                (None, None) => {
+                    return Err(format!(
+                        "a {event} hook in {source} sets neither `command` nor `plugin`: say what it runs"
+                    ));
+                }
+            };
             let timeout = match h.timeout.as_deref() {
                 None => DEFAULT_TIMEOUT,
                 Some(t) => crate::config::parse_age(t)
                     .map(|ms| Duration::from_millis(ms.unsigned_abs()))
-                    .map_err(|e| format!("the {event} hook `{}` in {source}: its timeout {e}", h.command))?,
+                    .map_err(|e| format!("the {event} hook {action} in {source}: its timeout {e}"))?,
             };
-            if h.command.trim().is_empty() {
-                return Err(format!("a {event} hook in {source} has an empty command"));
-            }
             hooks.push(Hook {
                 event: *event,
-                command: h.command.clone(),
+                action,
                 matcher: h.matcher.clone(),
                 timeout,
                 required: h.required,

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::bindings::{Versioned, v0_2 as v2, v0_3 as v3};
+use super::bindings::{Versioned, v0_2 as v2, v0_3 as v3, v0_4 as v4};
 use super::handle::{Handle, shared_accessors, versioned_kind};
 use super::provider::AuthScheme;
 use super::sandbox::State;
@@ -72,7 +72,8 @@ versioned_kind! {
     Embedder: PluginKind::Embedder, host (),
     v0_1 (v2::embedder::Embedder, v2::embedder::EmbedderPre<State<()>>),
     v0_2 (v2::embedder::Embedder, v2::embedder::EmbedderPre<State<()>>),
-    v0_3 (v3::embedder::Embedder, v3::embedder::EmbedderPre<State<()>>)
+    v0_3 (v3::embedder::Embedder, v3::embedder::EmbedderPre<State<()>>),
+    v0_4 (v4::embedder::Embedder, v4::embedder::EmbedderPre<State<()>>)
 }
 
 /// Runs `$body` with `$b` the bindings and `$e` the `embed` interface of the version the
@@ -82,6 +83,7 @@ macro_rules! each_version {
         match $bound {
             Versioned::V0_1($b) | Versioned::V0_2($b) => $body,
             Versioned::V0_3($b) => $body,
+            Versioned::V0_4($b) => $body,
         }
     };
     ($bound:expr, |$b:ident, $e:ident| $body:expr) => {
@@ -92,6 +94,10 @@ macro_rules! each_version {
             }
             Versioned::V0_3($b) => {
                 use v3::embedder::exports::seshat::plugin::embed as $e;
+                $body
+            }
+            Versioned::V0_4($b) => {
+                use v4::embedder::exports::seshat::plugin::embed as $e;
                 $body
             }
         }

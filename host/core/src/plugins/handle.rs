@@ -120,18 +120,18 @@ impl<K: Kind> Handle<K> {
     }
 }
 
-/// A kind that speaks contracts 0.1.0, 0.2.0 and 0.3.0: `$name` gets [`Kind`] with one linker per
+/// A kind that speaks contracts 0.1.0, 0.2.0, 0.3.0 and 0.4.0: `$name` gets [`Kind`] with one linker per
 /// version, each built once per process, and the prepared instance of the plugin's version.
 macro_rules! versioned_kind {
-    ($(#[$doc:meta])* $name:ident: $kind:expr, host $host:ty, v0_1 ($b1:ty, $p1:ty), v0_2 ($b2:ty, $p2:ty), v0_3 ($b3:ty, $p3:ty)) => {
+    ($(#[$doc:meta])* $name:ident: $kind:expr, host $host:ty, v0_1 ($b1:ty, $p1:ty), v0_2 ($b2:ty, $p2:ty), v0_3 ($b3:ty, $p3:ty), v0_4 ($b4:ty, $p4:ty)) => {
         $(#[$doc])*
         pub(super) enum $name {}
 
         impl $crate::plugins::handle::Kind for $name {
             const KIND: $crate::plugins::PluginKind = $kind;
             type Host = $host;
-            type Pre = $crate::plugins::bindings::Versioned<$p1, $p2, $p3>;
-            type Bound = $crate::plugins::bindings::Versioned<$b1, $b2, $b3>;
+            type Pre = $crate::plugins::bindings::Versioned<$p1, $p2, $p3, $p4>;
+            type Bound = $crate::plugins::bindings::Versioned<$b1, $b2, $b3, $b4>;
 
             fn prepare(
                 plugin: &$crate::plugins::LoadedPlugin,
@@ -155,12 +155,19 @@ macro_rules! versioned_kind {
                         <$b3>::add_to_linker::<_, wasmtime::component::HasSelf<_>>(l, |s| s)
                     })
                 }
+                fn v0_4() -> wasmtime::Result<&'static L> {
+                    static LINKER: std::sync::OnceLock<L> = std::sync::OnceLock::new();
+                    $crate::plugins::sandbox::linker(&LINKER, |l| {
+                        <$b4>::add_to_linker::<_, wasmtime::component::HasSelf<_>>(l, |s| s)
+                    })
+                }
                 $crate::plugins::sandbox::prepare_versioned(
                     plugin,
                     $kind,
                     (v0_1, <$p1>::new),
                     (v0_2, <$p2>::new),
                     (v0_3, <$p3>::new),
+                    (v0_4, <$p4>::new),
                 )
             }
 

@@ -1,6 +1,6 @@
 //! The plugin runtime: WIT-defined WebAssembly components loaded by a small wasmtime host.
 //!
-//! Policies — the trimmer, the summariser, provider adapters, embedders — are plugins, so users swap them by
+//! Policies — the trimmer, the summariser, provider adapters, embedders, hooks — are plugins, so users swap them by
 //! dropping in a `.wasm` and changing one config line. Every call runs sandboxed (see
 //! [`sandbox`]): no files, environment, sockets or stdio; a memory cap; a guest-time budget. A
 //! trap drops only that instance. Compiled components are cached on disk.
@@ -13,6 +13,7 @@ mod embedder;
 mod engine;
 mod error;
 mod handle;
+mod hook;
 mod limits;
 mod manifest;
 mod provider;
@@ -27,6 +28,7 @@ use wasmtime::component::Component;
 pub use catalog::{Catalog, CatalogEntry, Origin, WasmSource};
 pub use embedder::{EmbedPurpose, EmbedRequest, EmbedderInfo, EmbedderPlugin, EmbeddingModel};
 pub use error::{Error, Result};
+pub use hook::HookPlugin;
 pub use limits::{LimitRequest, Limits, MAXIMUM as MAXIMUM_LIMITS};
 pub use manifest::Manifest;
 pub use provider::{
@@ -41,13 +43,13 @@ pub use trimmer::{
 
 use crate::conversation::{Part, Role};
 
-/// The contract versions this host speaks: the frozen `0.1.x`, `0.2.x` and `0.3.x`.
-pub(crate) const API_VERSIONS: &str = "0.1.x, 0.2.x or 0.3.x";
+/// The contract versions this host speaks: the frozen `0.1.x`, `0.2.x` and `0.3.x`, and `0.4.x`.
+pub(crate) const API_VERSIONS: &str = "0.1.x, 0.2.x, 0.3.x or 0.4.x";
 /// The contract version the SDK, `seshat plugins new` and the default plugins build against.
-pub const API_VERSION_CURRENT: &str = "0.3.0";
-/// Whether [`API_VERSION_CURRENT`] may still change (0.3.0 was frozen when its last addition,
-/// the provider's token counters, was finished).
-pub const API_VERSION_CURRENT_UNSTABLE: bool = false;
+pub const API_VERSION_CURRENT: &str = "0.4.0";
+/// Whether [`API_VERSION_CURRENT`] may still change: 0.4.0 (the hook kind) is open until this
+/// round's last addition freezes it.
+pub const API_VERSION_CURRENT_UNSTABLE: bool = true;
 
 pub use crate::config::PluginKind;
 pub use seshat_protocol::turn::StopReason;
@@ -60,6 +62,7 @@ impl PluginKind {
             PluginKind::Summariser => "summarise",
             PluginKind::Provider => "translate",
             PluginKind::Embedder => "embed",
+            PluginKind::Hook => "on-event",
         }
     }
 
@@ -71,10 +74,9 @@ impl PluginKind {
 impl std::str::FromStr for PluginKind {
     type Err = String;
     fn from_str(s: &str) -> std::result::Result<Self, String> {
-        Self::ALL
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| format!("unknown plugin kind `{s}`: expected trimmer, summariser, provider or embedder"))
+        Self::ALL.into_iter().find(|k| k.as_str() == s).ok_or_else(|| {
+            format!("unknown plugin kind `{s}`: expected trimmer, summariser, provider, embedder or hook")
+        })
     }
 }
 

@@ -5,7 +5,7 @@ use serde::Serialize;
 use wasmtime::component::ResourceAny;
 
 use super::bindings::Versioned;
-use super::bindings::{v0_1 as v1, v0_2 as v2, v0_3 as v3};
+use super::bindings::{v0_1 as v1, v0_2 as v2, v0_3 as v3, v0_4 as v4};
 use super::handle::{Handle, shared_accessors, versioned_kind};
 use super::sandbox::State;
 use super::{Error, PluginKind, PluginMessage, Result, StopReason};
@@ -210,7 +210,8 @@ versioned_kind! {
     Provider: PluginKind::Provider, host (),
     v0_1 (v1::provider::Provider, v1::provider::ProviderPre<State<()>>),
     v0_2 (v2::provider::Provider, v2::provider::ProviderPre<State<()>>),
-    v0_3 (v3::provider::Provider, v3::provider::ProviderPre<State<()>>)
+    v0_3 (v3::provider::Provider, v3::provider::ProviderPre<State<()>>),
+    v0_4 (v4::provider::Provider, v4::provider::ProviderPre<State<()>>)
 }
 
 /// Calls `translate::$f` of whichever version the instance speaks.
@@ -220,6 +221,7 @@ macro_rules! each_version {
             Versioned::V0_1(b) => v1::translate::$f(b, $store $(, $arg)*),
             Versioned::V0_2(b) => v2::translate::$f(b, $store $(, $arg)*),
             Versioned::V0_3(b) => v3::translate::$f(b, $store $(, $arg)*),
+            Versioned::V0_4(b) => v4::translate::$f(b, $store $(, $arg)*),
         }
     };
 }
@@ -241,7 +243,7 @@ impl ProviderPlugin {
         &mut self,
         f: impl FnOnce(
             &mut wasmtime::Store<State<()>>,
-            &Versioned<v1::provider::Provider, v2::provider::Provider, v3::provider::Provider>,
+            &Versioned<v1::provider::Provider, v2::provider::Provider, v3::provider::Provider, v4::provider::Provider>,
         ) -> wasmtime::Result<std::result::Result<R, v1::wit::Error>>,
     ) -> Result<R> {
         self.handle.call(f)
@@ -283,6 +285,7 @@ impl ProviderPlugin {
             Versioned::V0_1(_) => Ok(Ok(Vec::new())),
             Versioned::V0_2(b) => v2::translate::probes(b, s, model, base_url),
             Versioned::V0_3(b) => v3::translate::probes(b, s, model, base_url),
+            Versioned::V0_4(b) => v4::translate::probes(b, s, model, base_url),
         })?;
         self.without_splice(probes, "probe", "probes carry no conversation")
     }
@@ -306,6 +309,7 @@ impl ProviderPlugin {
             Versioned::V0_1(_) => Ok(Ok(Discovery::default())),
             Versioned::V0_2(b) => v2::translate::parse_probe(b, s, name, model, status, body),
             Versioned::V0_3(b) => v3::translate::parse_probe(b, s, name, model, status, body),
+            Versioned::V0_4(b) => v4::translate::parse_probe(b, s, name, model, status, body),
         })
     }
 
@@ -316,6 +320,7 @@ impl ProviderPlugin {
             Versioned::V0_1(_) => Ok(Ok(None)),
             Versioned::V0_2(b) => v2::translate::refusal_limit(b, s, status, body),
             Versioned::V0_3(b) => v3::translate::refusal_limit(b, s, status, body),
+            Versioned::V0_4(b) => v4::translate::refusal_limit(b, s, status, body),
         })
     }
 
@@ -326,6 +331,7 @@ impl ProviderPlugin {
         let counters = self.call(|s, b| match b {
             Versioned::V0_1(_) | Versioned::V0_2(_) => Ok(Ok(Vec::new())),
             Versioned::V0_3(b) => v3::translate::counters(b, s, request, messages),
+            Versioned::V0_4(b) => v4::translate::counters(b, s, request, messages),
         })?;
         self.without_splice(counters, "counter", "a counter's body carries its conversation")
     }
@@ -335,6 +341,7 @@ impl ProviderPlugin {
         self.call(|s, b| match b {
             Versioned::V0_1(_) | Versioned::V0_2(_) => Ok(Ok(None)),
             Versioned::V0_3(b) => v3::translate::parse_count(b, s, name, status, body),
+            Versioned::V0_4(b) => v4::translate::parse_count(b, s, name, status, body),
         })
     }
 

@@ -174,23 +174,30 @@ impl<H: Send> super::bindings::v0_2::log::Host for State<H> {
     }
 }
 
-impl<H: Send> super::bindings::v0_3::log::Host for State<H> {
-    fn log(&mut self, level: super::bindings::v0_3::log::Level, message: String) {
-        use super::bindings::v0_3::log::Level;
-        let level = match level {
-            Level::Trace => super::bindings::v0_2::log::Level::Trace,
-            Level::Debug => super::bindings::v0_2::log::Level::Debug,
-            Level::Info => super::bindings::v0_2::log::Level::Info,
-            Level::Warn => super::bindings::v0_2::log::Level::Warn,
-            Level::Error => super::bindings::v0_2::log::Level::Error,
-        };
-        super::bindings::v0_2::log::Host::log(self, level, message);
-    }
+/// The `log` interface of a version after 0.2.0 (the same records), served as 0.2.0's.
+macro_rules! later_log {
+    ($version:ident) => {
+        impl<H: Send> super::bindings::$version::log::Host for State<H> {
+            fn log(&mut self, level: super::bindings::$version::log::Level, message: String) {
+                use super::bindings::$version::log::Level;
+                let level = match level {
+                    Level::Trace => super::bindings::v0_2::log::Level::Trace,
+                    Level::Debug => super::bindings::v0_2::log::Level::Debug,
+                    Level::Info => super::bindings::v0_2::log::Level::Info,
+                    Level::Warn => super::bindings::v0_2::log::Level::Warn,
+                    Level::Error => super::bindings::v0_2::log::Level::Error,
+                };
+                super::bindings::v0_2::log::Host::log(self, level, message);
+            }
 
-    fn panicked(&mut self, message: String) {
-        self.diagnostics.panicked(&message);
-    }
+            fn panicked(&mut self, message: String) {
+                self.diagnostics.panicked(&message);
+            }
+        }
+    };
 }
+later_log!(v0_3);
+later_log!(v0_4);
 
 impl<H: Send> WasiView for State<H> {
     fn ctx(&mut self) -> WasiCtxView<'_> {
@@ -323,16 +330,17 @@ pub(super) type LinkerFn<H> = fn() -> wasmtime::Result<&'static wasmtime::compon
 pub(super) type TypedFn<H, P> = fn(wasmtime::component::InstancePre<State<H>>) -> wasmtime::Result<P>;
 
 /// A prepared instance of the plugin's version and its slot.
-pub(super) type PreparedVersion<H, P1, P2, P3> = (Versioned<P1, P2, P3>, Slot<H, ()>);
+pub(super) type PreparedVersion<H, P1, P2, P3, P4> = (Versioned<P1, P2, P3, P4>, Slot<H, ()>);
 
 /// [`prepare`] with the linker and bindings of the contract version the plugin was built for.
-pub(super) fn prepare_versioned<H: Send + 'static, P1, P2, P3>(
+pub(super) fn prepare_versioned<H: Send + 'static, P1, P2, P3, P4>(
     plugin: &super::LoadedPlugin,
     kind: PluginKind,
     v0_1: (LinkerFn<H>, TypedFn<H, P1>),
     v0_2: (LinkerFn<H>, TypedFn<H, P2>),
     v0_3: (LinkerFn<H>, TypedFn<H, P3>),
-) -> super::Result<PreparedVersion<H, P1, P2, P3>> {
+    v0_4: (LinkerFn<H>, TypedFn<H, P4>),
+) -> super::Result<PreparedVersion<H, P1, P2, P3, P4>> {
     Ok(match plugin.version {
         Version::V0_1 => {
             let (pre, slot) = prepare(plugin, kind, v0_1.0(), v0_1.1)?;
@@ -345,6 +353,10 @@ pub(super) fn prepare_versioned<H: Send + 'static, P1, P2, P3>(
         Version::V0_3 => {
             let (pre, slot) = prepare(plugin, kind, v0_3.0(), v0_3.1)?;
             (Versioned::V0_3(pre), slot)
+        }
+        Version::V0_4 => {
+            let (pre, slot) = prepare(plugin, kind, v0_4.0(), v0_4.1)?;
+            (Versioned::V0_4(pre), slot)
         }
     })
 }

@@ -2,7 +2,7 @@
 //! through the host's `complete`, a bounded number of times with bounded `max-tokens`.
 
 use super::bindings::v0_1::wit;
-use super::bindings::{Versioned, v0_1, v0_2, v0_3};
+use super::bindings::{Versioned, v0_1, v0_2, v0_3, v0_4};
 use super::handle::{Handle, shared_accessors, versioned_kind};
 use super::sandbox::State;
 use super::{PluginKind, PluginMessage, Result, StopReason};
@@ -149,12 +149,19 @@ mod host_v0_3 {
     model_host!(v0_3::summariser::seshat::plugin::model::Host);
 }
 
+mod host_v0_4 {
+    use super::*;
+    use v0_4::summariser::seshat::plugin::model::{Completion as Completion0, CompletionRequest as CompletionRequest0};
+    model_host!(v0_4::summariser::seshat::plugin::model::Host);
+}
+
 versioned_kind! {
     /// Summarisers: the dropped messages in, a summary out; the host serves their `complete`.
     Summariser: PluginKind::Summariser, host ModelHost,
     v0_1 (v0_1::summariser::Summariser, v0_1::summariser::SummariserPre<State<ModelHost>>),
     v0_2 (v0_2::summariser::Summariser, v0_2::summariser::SummariserPre<State<ModelHost>>),
-    v0_3 (v0_3::summariser::Summariser, v0_3::summariser::SummariserPre<State<ModelHost>>)
+    v0_3 (v0_3::summariser::Summariser, v0_3::summariser::SummariserPre<State<ModelHost>>),
+    v0_4 (v0_4::summariser::Summariser, v0_4::summariser::SummariserPre<State<ModelHost>>)
 }
 
 /// A loaded summariser, ready to call.
@@ -202,6 +209,10 @@ impl SummariserPlugin {
                 Versioned::V0_3(b) => b.seshat_plugin_summarise().call_summarise(
                     &mut *store,
                     &request!(v0_3::summariser::exports::seshat::plugin::summarise, instructions, prompt),
+                ),
+                Versioned::V0_4(b) => b.seshat_plugin_summarise().call_summarise(
+                    &mut *store,
+                    &request!(v0_4::summariser::exports::seshat::plugin::summarise, instructions, prompt),
                 ),
             };
             store.data_mut().host_mut().model = None;

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use super::bindings::v0_1::trimmer::seshat::plugin::{trim_host, trim_types};
-use super::bindings::{Versioned, v0_1, v0_2, v0_3};
+use super::bindings::{Versioned, v0_1, v0_2, v0_3, v0_4};
 use super::handle::{Handle, shared_accessors, versioned_kind};
 use super::sandbox::State;
 use super::{PluginKind, Result};
@@ -229,6 +229,12 @@ impl v0_3::trimmer::seshat::plugin::trim_host::Host for State<TrimHost> {
     }
 }
 
+impl v0_4::trimmer::seshat::plugin::trim_host::Host for State<TrimHost> {
+    fn read_part(&mut self, message: u64, part: u32) -> Option<String> {
+        trim_host::Host::read_part(self, message, part)
+    }
+}
+
 impl trim_types::Host for State<TrimHost> {}
 
 impl v0_2::trimmer::seshat::plugin::trim_types::Host for State<TrimHost> {}
@@ -238,7 +244,8 @@ versioned_kind! {
     Trimmer: PluginKind::Trimmer, host TrimHost,
     v0_1 (v0_1::trimmer::Trimmer, v0_1::trimmer::TrimmerPre<State<TrimHost>>),
     v0_2 (v0_2::trimmer::Trimmer, v0_2::trimmer::TrimmerPre<State<TrimHost>>),
-    v0_3 (v0_3::trimmer::Trimmer, v0_3::trimmer::TrimmerPre<State<TrimHost>>)
+    v0_3 (v0_3::trimmer::Trimmer, v0_3::trimmer::TrimmerPre<State<TrimHost>>),
+    v0_4 (v0_4::trimmer::Trimmer, v0_4::trimmer::TrimmerPre<State<TrimHost>>)
 }
 
 /// A loaded trimmer, ready to call.
@@ -276,8 +283,12 @@ impl TrimmerPlugin {
                     .seshat_plugin_trim()
                     .call_trim(&mut *store, &to_v0_2(history), &budget_v0_2(&wit_budget))
                     .map(|r| r.map(|edits| edits.into_iter().map(from_wit_v0_2).collect::<Vec<_>>())),
-                // 0.3.0's trim types are 0.2.0's.
+                // 0.3.0's and 0.4.0's trim types are 0.2.0's.
                 Versioned::V0_3(b) => b
+                    .seshat_plugin_trim()
+                    .call_trim(&mut *store, &to_v0_2(history), &budget_v0_2(&wit_budget))
+                    .map(|r| r.map(|edits| edits.into_iter().map(from_wit_v0_2).collect::<Vec<_>>())),
+                Versioned::V0_4(b) => b
                     .seshat_plugin_trim()
                     .call_trim(&mut *store, &to_v0_2(history), &budget_v0_2(&wit_budget))
                     .map(|r| r.map(|edits| edits.into_iter().map(from_wit_v0_2).collect::<Vec<_>>())),

@@ -25,6 +25,7 @@ impl Server {
         if self.acting.user.is_some() {
             self.enter_project(p.project.as_deref(), p.instructions)?;
         }
+        crate::client_hooks::check(&p.hooks).map_err(|e| RpcError::invalid_params(format!("initialize: {e}")))?;
         let tools = p
             .tools
             .into_iter()
@@ -35,6 +36,7 @@ impl Server {
             .collect();
         self.setup = Some(ClientSetup {
             tools,
+            hooks: p.hooks,
             auto_compact: p.auto_compact,
             summary_model: p.compact_summary_model,
             provider: p.provider,
@@ -44,7 +46,14 @@ impl Server {
         rpc::answer::<m::Initialize>(&m::InitializeResult {
             protocol_version: seshat_protocol::PROTOCOL_VERSION.into(),
             server_info: m::ServerInfo { name: "seshat".into(), version: env!("CARGO_PKG_VERSION").into() },
-            capabilities: m::Capabilities { turns: true, tools: true, memory: true, knowledge: true, compaction: true },
+            capabilities: m::Capabilities {
+                turns: true,
+                tools: true,
+                hooks: true,
+                memory: true,
+                knowledge: true,
+                compaction: true,
+            },
         })
     }
 

@@ -1,9 +1,11 @@
-//! Generated bindings, one private module per WIT version (the frozen 0.1.0, 0.2.0 and 0.3.0).
+//! Generated bindings, one private module per WIT version (the frozen 0.1.0, 0.2.0 and 0.3.0, and
+//! 0.4.0, unstable).
 //! Nothing outside `plugins` sees them.
 
 pub(super) mod v0_1;
 pub(super) mod v0_2;
 pub(super) mod v0_3;
+pub(super) mod v0_4;
 
 /// The contract version a plugin was built for, as the host serves it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,6 +16,8 @@ pub(crate) enum Version {
     V0_2,
     /// `seshat:plugin@0.3.x`, frozen.
     V0_3,
+    /// `seshat:plugin@0.4.x`, unstable.
+    V0_4,
 }
 
 impl Version {
@@ -26,6 +30,8 @@ impl Version {
             Some(Version::V0_2)
         } else if minor("0.3") {
             Some(Version::V0_3)
+        } else if minor("0.4") {
+            Some(Version::V0_4)
         } else {
             None
         }
@@ -33,13 +39,15 @@ impl Version {
 }
 
 /// One value per contract version: a kind's prepared instance, or its live bindings.
-pub(crate) enum Versioned<A, B, C> {
+pub(crate) enum Versioned<A, B, C, D> {
     /// For a `0.1.x` plugin.
     V0_1(A),
     /// For a `0.2.x` plugin.
     V0_2(B),
     /// For a `0.3.x` plugin.
     V0_3(C),
+    /// For a `0.4.x` plugin.
+    V0_4(D),
 }
 
 /// Instantiates a [`Versioned`] prepared instance into the matching [`Versioned`] bindings.
@@ -54,6 +62,9 @@ macro_rules! instantiate_versioned {
             }
             $crate::plugins::bindings::Versioned::V0_3(p) => {
                 p.instantiate($store).map($crate::plugins::bindings::Versioned::V0_3)
+            }
+            $crate::plugins::bindings::Versioned::V0_4(p) => {
+                p.instantiate($store).map($crate::plugins::bindings::Versioned::V0_4)
             }
         }
     };

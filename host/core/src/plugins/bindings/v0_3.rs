@@ -60,26 +60,5 @@ pub(crate) mod translate {
 
     include!("translate_v0_2.rs");
 
-    /// `counters`: (name, request) pairs, in order.
-    pub(crate) fn counters(
-        b: &Bindings,
-        s: &mut Store<State<()>>,
-        request: &ChatRequest,
-        messages: &[PluginMessage],
-    ) -> Call<Vec<(String, RawRequest)>> {
-        let messages: Vec<_> = messages.iter().map(Into::into).collect();
-        let counters = b.seshat_plugin_translate().call_counters(s, &chat_request(request), &messages)?;
-        Ok(Ok(counters.into_iter().map(|p| (p.name, raw_request(p.request))).collect()))
-    }
-
-    /// `parse-count`.
-    pub(crate) fn parse_count(
-        b: &Bindings,
-        s: &mut Store<State<()>>,
-        name: &str,
-        status: u16,
-        body: &[u8],
-    ) -> Call<Option<u64>> {
-        b.seshat_plugin_translate().call_parse_count(s, name, status, body).map(Ok)
-    }
+    include!("translate_v0_3.rs");
 }

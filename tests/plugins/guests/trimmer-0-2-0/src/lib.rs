@@ -1,7 +1,7 @@
-//! A trimmer built without the SDK against this crate's `wit-generated`: a copy of the frozen
-//! `wit/v0.2.0` WIT (written by tests/plugins/build.rs), using what 0.2.0 added — the
-//! `keep-lines` edit and the `log` interface. It keeps the first and the last line of every
-//! unprotected tool result longer than 1,000 bytes and of more than two lines, and logs each edit.
+// A trimmer built without the SDK against this crate's `wit-generated`: a copy of the frozen
+// `wit/v0.2.0` WIT (written by tests/plugins/build.rs), using what 0.2.0 added — the
+// `keep-lines` edit and the `log` interface. It keeps the first and the last line of every
+// unprotected tool result longer than 1,000 bytes and of more than two lines, and logs each edit.
 
 wit_bindgen::generate!({ path: "wit-generated", world: "trimmer" });
 
