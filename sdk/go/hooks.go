@@ -65,6 +65,9 @@ func (c *Client) RegisterHook(h Hook) error {
 	if h.Run == nil {
 		return &Error{Code: "invalid_params", Message: "hook " + h.Name + " has no Run function"}
 	}
+	if h.Timeout != 0 && (h.Timeout < time.Millisecond || h.Timeout > 10*time.Minute) {
+		return &Error{Code: "invalid_params", Message: "hook " + h.Name + "'s Timeout is " + h.Timeout.String() + ": give 1ms to 10m (0: 60 s)"}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, o := range c.hooks {

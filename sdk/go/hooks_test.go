@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	. "example.invalid/seshat/sdk/go/seshat"
 	"example.invalid/seshat/sdk/go/seshat/protocol"
@@ -33,7 +34,7 @@ func TestHooksRegisteredAsGoFunctionsGuardToolsAndAddContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var prompts []string
+	prompts := make(chan string, 8)
 	hooks := []Hook{
 		{Event: protocol.HookEventSessionStart, Name: "notes", Run: func(ctx context.Context, call HookCall) (protocol.HookDecision, error) {
 			return protocol.HookDecision{Context: "The Go program says: the build directory is precious."}, nil
@@ -43,7 +44,7 @@ func TestHooksRegisteredAsGoFunctionsGuardToolsAndAddContext(t *testing.T) {
 			if err := call.Field("prompt", &prompt); err != nil {
 				return protocol.HookDecision{}, err
 			}
-			prompts = append(prompts, prompt)
+			prompts <- prompt
 			return protocol.HookDecision{}, nil
 		}},
 		{Event: protocol.HookEventPreTool, Name: "guard", Matcher: "shell", Run: func(ctx context.Context, call HookCall) (protocol.HookDecision, error) {
@@ -70,6 +71,9 @@ func TestHooksRegisteredAsGoFunctionsGuardToolsAndAddContext(t *testing.T) {
 	if err := c.RegisterHook(hooks[0]); err == nil {
 		t.Fatal("a second hook of the same name was accepted")
 	}
+	if err := c.RegisterHook(Hook{Event: protocol.HookEventFork, Name: "hasty", Timeout: time.Microsecond, Run: hooks[0].Run}); err == nil || !strings.Contains(err.Error(), "give 1ms to 10m") {
+		t.Fatalf("a timeout under a millisecond: %v", err)
+	}
 	ctx := context.Background()
 	s, err := c.NewSession(ctx)
 	if err != nil {
@@ -83,8 +87,13 @@ func TestHooksRegisteredAsGoFunctionsGuardToolsAndAddContext(t *testing.T) {
 	if err != nil || out.Text != "Listed." {
 		t.Fatalf("outcome %+v, %v", out, err)
 	}
-	if len(prompts) != 1 || prompts[0] != "list the files" {
-		t.Fatalf("the user_prompt hook saw %q", prompts)
+	close(prompts)
+	var seen []string
+	for p := range prompts {
+		seen = append(seen, p)
+	}
+	if len(seen) != 1 || seen[0] != "list the files" {
+		t.Fatalf("the user_prompt hook saw %q", seen)
 	}
 	close(ran)
 	var calls []string

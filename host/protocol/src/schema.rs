@@ -54,33 +54,33 @@ pub fn schema() -> Value {
         notifications::Completed,
         notifications::AccessRevoked
     );
-    // The server's own requests, and the client's answers to them.
-    let server_request = |name: &str, params: Value, result: Value| {
-        let request = json!({
+    // The server's own requests, and the client's answers to them (one shape: an error answer
+    // fits every request).
+    let server_request = |name: &str, params: Value| {
+        json!({
             "type": "object",
             "required": ["jsonrpc", "id", "method", "params"],
             "properties": {"jsonrpc": {"const": "2.0"}, "id": {"type": "string"}, "method": {"const": name}, "params": params},
             "additionalProperties": false
-        });
-        let answer = json!({
-            "type": "object",
-            "required": ["jsonrpc", "id"],
-            "properties": {"jsonrpc": {"const": "2.0"}, "id": {"type": "string"}, "result": result, "error": error},
-            "oneOf": [{"required": ["result"]}, {"required": ["error"]}],
-            "additionalProperties": false
-        });
-        (request, answer)
+        })
     };
-    let (tool_call, tool_answer) = server_request(
-        methods::ToolCall::NAME,
-        subschema::<methods::ToolCallParams>(&mut generator),
-        subschema::<methods::ToolCallResult>(&mut generator),
-    );
-    let (hook_call, hook_answer) = server_request(
-        methods::HookCall::NAME,
-        subschema::<methods::HookCallParams>(&mut generator),
-        subschema::<crate::hooks::HookDecision>(&mut generator),
-    );
+    let tool_call = server_request(methods::ToolCall::NAME, subschema::<methods::ToolCallParams>(&mut generator));
+    let hook_call = server_request(methods::HookCall::NAME, subschema::<methods::HookCallParams>(&mut generator));
+    let request_answer = json!({
+        "type": "object",
+        "required": ["jsonrpc", "id"],
+        "properties": {
+            "jsonrpc": {"const": "2.0"},
+            "id": {"type": "string"},
+            "result": {"anyOf": [
+                subschema::<methods::ToolCallResult>(&mut generator),
+                subschema::<crate::hooks::HookDecision>(&mut generator)
+            ]},
+            "error": error
+        },
+        "oneOf": [{"required": ["result"]}, {"required": ["error"]}],
+        "additionalProperties": false
+    });
     let answer = json!({
         "type": "object",
         "required": ["jsonrpc", "id"],
@@ -104,16 +104,10 @@ pub fn schema() -> Value {
     let mut defs: Map<String, Value> = generator.take_definitions(true);
     defs.insert("request".into(), json!({"oneOf": requests}));
     defs.insert("client_notification".into(), from_client_notification);
-    defs.insert("tool_answer".into(), tool_answer);
-    defs.insert("hook_answer".into(), hook_answer);
+    defs.insert("request_answer".into(), request_answer);
     defs.insert(
         "client_message".into(),
-        json!({"oneOf": [
-            ref_to("request"),
-            ref_to("client_notification"),
-            ref_to("tool_answer"),
-            ref_to("hook_answer")
-        ]}),
+        json!({"oneOf": [ref_to("request"), ref_to("client_notification"), ref_to("request_answer")]}),
     );
     defs.insert("answer".into(), answer);
     defs.insert("notification".into(), json!({"oneOf": notices}));

@@ -1,7 +1,11 @@
 //! The client's own hooks (`initialize`'s `hooks`): at each event of a session the connection
-//! opened, the server asks the client with `hook/call` and waits for its decision. A failure (no
-//! answer in time, an error, an answer that is no decision, the client gone) is reported as a
-//! configured hook's is — and, on a network service, written to the audit trail.
+//! opened, the server asks the client with `hook/call`. An event whose decision changes something
+//! (a prompt, a tool call, a compaction's plan) waits for it; one whose decision changes nothing
+//! (`post_compact`, `fork`, `rewind`, `session_end`, `memory_write`) is told and not waited for —
+//! it may be told from the very thread that reads the client's answers (an agent closed by the
+//! connection). A failure (no answer in time, an error, an answer that is no decision) is
+//! reported as a configured hook's is and, on a network service, written to the audit trail (the
+//! first [`MAX_AUDITED`] of each hook's on a connection).
 
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
@@ -12,12 +16,20 @@ use seshat::providers::Cancel;
 use seshat_protocol::methods::{self as m, Method};
 
 use crate::home::Home;
-use crate::outbox::{Outbox, Pending};
+use crate::outbox::{Outbox, Pending, abandon};
 
 /// Most hooks one connection may register.
 pub(crate) const MAX_HOOKS: usize = 64;
 /// The longest a client may ask the server to wait for one hook's answer.
 pub(crate) const MAX_TIMEOUT: Duration = Duration::from_secs(600);
+/// Failures of one hook on one connection written to the audit trail; later ones are logged.
+pub(crate) const MAX_AUDITED: usize = 20;
+/// Answers waited for at once, over the server, of events nothing waits on; past it such an
+/// event is told and its answer not read.
+const MAX_UNWAITED: usize = 256;
+
+/// How many answers of events nothing waits on are being waited for.
+static UNWAITED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Checks the hooks a client registers: named once each, bounded in number, time and size.
 pub(crate) fn check(hooks: &[m::HookRegistration]) -> Result<(), String> {
@@ -69,6 +81,7 @@ pub(crate) fn registrations(
                 outbox: outbox.clone(),
                 pending: pending.clone(),
                 current: current.clone(),
+                failures: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
             };
             let timeout = h.timeout_ms.map_or(seshat::hooks::DEFAULT_TIMEOUT, Duration::from_millis);
             let mut r = Registration::new(h.event, h.name.clone(), Arc::new(handler)).timeout(timeout);
@@ -88,32 +101,88 @@ struct ClientHook {
     pending: Pending,
     /// The cancel switch of the job the agent runs now.
     current: Arc<Mutex<Cancel>>,
+    /// Its failures so far on this connection.
+    failures: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Handler for ClientHook {
     fn handle(&self, payload: &HookPayload, _tool: Option<&str>, timeout: Duration) -> Result<HookDecision, String> {
         let params = m::HookCallParams { name: self.name.clone(), payload: payload.clone() };
-        let rx = self.outbox.request::<m::HookCall>(&self.pending, &params);
-        let interrupted = || self.current.lock().is_ok_and(|c| c.is_cancelled());
-        let decided = wait(&rx, interrupted, Some(Instant::now() + timeout), &format!("the hook `{}`", self.name))
-            .and_then(|answer| {
-                if let Some(e) = answer.get("error") {
-                    return Err(format!("answered an error: {}", e["message"].as_str().unwrap_or("(no message)")));
+        let (id, rx) = self.outbox.request::<m::HookCall>(&self.pending, &params);
+        let deadline = Some(Instant::now() + timeout);
+        let what = format!("the hook `{}`", self.name);
+        let event = payload.event;
+        if !(event.can_block() || event.takes_context() || event == seshat::hooks::HookEvent::PreCompact) {
+            // Nothing waits on it: its answer is read on a thread of its own, for its failures.
+            if UNWAITED.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= MAX_UNWAITED {
+                UNWAITED.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                abandon(&self.pending, &id);
+                return Ok(HookDecision::default());
+            }
+            let reader = self.detached();
+            let payload = payload.clone();
+            let spawned = std::thread::Builder::new().name("seshat-hook-answer".into()).spawn(move || {
+                // (The client leaving is not the hook's failure.)
+                let answer = wait(&rx, || false, deadline, &what);
+                let failed = match answer {
+                    Ok(answer) => decision(&answer).err(),
+                    Err(why) if why.starts_with(LOST) => None,
+                    Err(why) => {
+                        abandon(&reader.pending, &id);
+                        Some(why)
+                    }
+                };
+                if let Some(why) = failed {
+                    tracing::warn!("the {} hook `{}` {why}", payload.event, reader.name);
+                    reader.audit(&payload, &why);
                 }
-                serde_json::from_value::<HookDecision>(answer["result"].clone())
-                    .map_err(|e| format!("answered what is not a decision ({e})"))
+                UNWAITED.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
             });
+            if spawned.is_err() {
+                UNWAITED.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            }
+            return Ok(HookDecision::default());
+        }
+        let interrupted = || self.current.lock().is_ok_and(|c| c.is_cancelled());
+        let decided = wait(&rx, interrupted, deadline, &what).and_then(|answer| decision(&answer));
         if let Err(why) = &decided {
+            abandon(&self.pending, &id);
             self.audit(payload, why);
         }
         decided
     }
 }
 
+/// The decision in a client's answer, or why there is none.
+fn decision(answer: &Value) -> Result<HookDecision, String> {
+    if let Some(e) = answer.get("error") {
+        return Err(format!("answered an error: {}", e["message"].as_str().unwrap_or("(no message)")));
+    }
+    serde_json::from_value::<HookDecision>(answer["result"].clone())
+        .map_err(|e| format!("answered what is not a decision ({e})"))
+}
+
 impl ClientHook {
-    /// On a network service, writes the failure to the audit trail.
+    /// The same hook, for a thread of its own.
+    fn detached(&self) -> ClientHook {
+        ClientHook {
+            name: self.name.clone(),
+            ctx: self.ctx.clone(),
+            outbox: self.outbox.clone(),
+            pending: self.pending.clone(),
+            current: self.current.clone(),
+            failures: self.failures.clone(),
+        }
+    }
+
+    /// On a network service, writes the failure to the audit trail (the first [`MAX_AUDITED`]
+    /// of this hook's on the connection; the rest are logged only).
     fn audit(&self, payload: &HookPayload, why: &str) {
         let Some(user) = self.ctx.user() else { return };
+        if self.failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed) >= MAX_AUDITED {
+            tracing::debug!(hook = %self.name, "a client's hook failed again (not audited: {MAX_AUDITED} were): {why}");
+            return;
+        }
         let mut event = seshat::store::AuditEvent::new("hook_failed");
         event.user = Some(user.to_string());
         event.method = Some(m::HookCall::NAME.into());
@@ -126,6 +195,9 @@ impl ClientHook {
         }
     }
 }
+
+/// How a wait that lost the client begins.
+const LOST: &str = "lost the client";
 
 /// Waits for the client's answer on `rx`: until it comes, `deadline` passes, the job is
 /// `interrupted`, the server stops or the client goes away (then why, naming `what`).
@@ -149,8 +221,34 @@ pub(crate) fn wait(
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(format!("lost the client before it answered {what}"));
+                return Err(format!("{LOST} before it answered {what}"));
             }
         }
+    }
+}
+
+/// Tells the client's hooks of `data` (an event nothing waits on: a fork, a rewind done by a
+/// request the connection answers at once); what fails is logged (and audited).
+pub(crate) fn tell(
+    hooks: &[m::HookRegistration],
+    ctx: &Home,
+    outbox: &Outbox,
+    pending: &Pending,
+    session: &str,
+    data: &seshat::hooks::Data<'_>,
+) {
+    if !hooks.iter().any(|h| h.event == data.event()) {
+        return;
+    }
+    let mut told = seshat::hooks::Hooks::default();
+    let current = Arc::new(Mutex::new(Cancel::default()));
+    for r in registrations(hooks, ctx, outbox, pending, &current) {
+        told.register(r);
+    }
+    let seq = ctx.store().and_then(|s| s.session(session)).map_or(0, |s| s.message_count);
+    let payload = seshat::hooks::payload(session, &ctx.project, seq, data);
+    // (Not waited for: these events' answers are read on threads of their own.)
+    for failure in told.run(&payload, None).failures {
+        tracing::warn!("{failure}");
     }
 }

@@ -150,7 +150,7 @@ impl Outbox {
         self.send(Self::message([("method", N::NAME.into()), ("params", params)]));
     }
     /// Sends the server's own request `method` and returns where its answer arrives.
-    pub(crate) fn request<M: Method>(&self, pending: &Pending, params: &M::Params) -> mpsc::Receiver<Value> {
+    pub(crate) fn request<M: Method>(&self, pending: &Pending, params: &M::Params) -> (String, mpsc::Receiver<Value>) {
         let params = serde_json::to_value(params).expect("a request's params are plain data");
         let (tx, rx) = mpsc::channel();
         let id = {
@@ -159,10 +159,10 @@ impl Outbox {
             p.insert(id.clone(), tx);
             id
         };
-        let mut m = Self::message([("id", id.into()), ("method", M::NAME.into())]);
+        let mut m = Self::message([("id", id.clone().into()), ("method", M::NAME.into())]);
         m.insert("params".into(), params);
         self.send(m);
-        rx
+        (id, rx)
     }
 }
 
@@ -173,6 +173,13 @@ fn next_id() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(1);
     NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Forgets the server's request `id`, no longer waited for (a late answer is dropped).
+pub(crate) fn abandon(pending: &Pending, id: &str) {
+    if let Ok(mut p) = pending.lock() {
+        p.remove(id);
+    }
 }
 
 /// The server's requests waiting for the client: id → where the answer goes.

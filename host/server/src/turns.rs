@@ -316,7 +316,16 @@ impl Turns {
     ) -> Result<(), RpcError> {
         let mut claim = self.busy.claim(session, link.user, link.max_turns)?;
         let generation = link.ctx.generation();
-        let stale = |s: &Slot| s.generation != generation || s.agent.lock().map_or(true, |a| a.is_none());
+        // (An agent another thread holds — background work, perhaps waiting for this client's
+        // hook, whose answer this thread reads — is in use, not stale: never waited for here.)
+        let stale = |s: &Slot| {
+            s.generation != generation
+                || match s.agent.try_lock() {
+                    Ok(a) => a.is_none(),
+                    Err(std::sync::TryLockError::WouldBlock) => false,
+                    Err(std::sync::TryLockError::Poisoned(_)) => true,
+                }
+        };
         if self.slots.get(session).is_some_and(stale) {
             self.slots.remove(session);
         }
@@ -720,9 +729,10 @@ impl ClientTool {
             name: self.definition.name.clone(),
             arguments: arguments.clone(),
         };
-        let rx = self.outbox.request::<m::ToolCall>(&self.pending, &params);
+        let (id, rx) = self.outbox.request::<m::ToolCall>(&self.pending, &params);
         let what = format!("`{}`", self.definition.name);
-        let answer = crate::client_hooks::wait(&rx, || self.interrupted(), None, &what)?;
+        let answer = crate::client_hooks::wait(&rx, || self.interrupted(), None, &what);
+        let answer = answer.inspect_err(|_| crate::outbox::abandon(&self.pending, &id))?;
         if let Some(e) = answer.get("error") {
             return Err(e["message"].as_str().unwrap_or("the client's tool failed").to_string());
         }

@@ -71,9 +71,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             Data::PreCompact { trigger: "manual", tokens, window: info.context_window.unwrap_or(0) }
         }
         // (The latest compaction's record, in place of a pass's report.)
-        HookEvent::PostCompact => {
-            Data::PostCompact { report: serde_json::to_value(store.live_view(&id)?.compaction)? }
-        }
+        HookEvent::PostCompact => Data::PostCompact { report: serde_json::to_value(store.live_view(&id)?.compaction)? },
         HookEvent::Fork => Data::Fork { parent: &id, at_seq: last, fork: "(a test: no fork made)" },
         HookEvent::Rewind => Data::Rewind { from_seq: last, through_seq: last },
         _ => Data::SessionEnd,

@@ -153,3 +153,56 @@ fn on_a_service_a_client_is_asked_only_about_its_own_sessions_and_a_failing_hook
     );
     assert!(failed["detail"].as_str().unwrap().contains("audit-me: answered an error"), "{failed}");
 }
+
+#[test]
+fn a_clients_fork_and_rewind_hooks_are_told_of_the_forks_and_rewinds_it_asks_for() {
+    let server = answers(&["First answer.", "Second answer."]);
+    let home = home_for("openai", &server, "");
+    let mut c = ServeClient::start(&home);
+    c.initialize(json!({"model": "gpt-4o", "hooks": [
+        {"event": "fork", "name": "on-fork"},
+        {"event": "rewind", "name": "on-rewind"}
+    ]}));
+    let id = session(&mut c);
+    for text in ["one", "two"] {
+        let turn = c.ok("turn/start", json!({"session": id, "text": text}))["turn"].as_u64().unwrap();
+        c.turn_notifications(turn);
+    }
+    let forked = c.ok("session/fork", json!({"session": id, "at": 2}));
+    let call = c.wait("the fork's hook/call", |v| v["method"] == "hook/call");
+    assert_eq!(call["params"]["name"], "on-fork", "{call}");
+    let payload = &call["params"]["payload"];
+    assert_eq!((payload["event"].as_str(), payload["parent"].as_str()), (Some("fork"), Some(id.as_str())), "{call}");
+    assert_eq!(payload["fork"], forked["session"]["id"], "{call}");
+    assert_eq!(payload["at_seq"], 2, "{call}");
+    c.send(json!({"jsonrpc": "2.0", "id": call["id"], "result": {}}));
+    let rewound = c.ok("session/rewind", json!({"session": id, "to": 3}));
+    let call = c.wait("the rewind's hook/call", |v| v["method"] == "hook/call");
+    let payload = &call["params"]["payload"];
+    assert_eq!((payload["event"].as_str(), payload["session"].as_str()), (Some("rewind"), Some(id.as_str())), "{call}");
+    assert_eq!((&payload["from_seq"], &payload["through_seq"]), (&rewound["from_seq"], &rewound["through_seq"]));
+    c.send(json!({"jsonrpc": "2.0", "id": call["id"], "result": {}}));
+    assert!(c.close().success());
+}
+
+#[test]
+fn a_session_end_hook_is_told_when_the_connection_closes_an_agent_and_nothing_waits_on_it() {
+    let server = answers(&["Hello."]);
+    let home = home_for("openai", &server, "");
+    let mut c = ServeClient::start(&home);
+    c.initialize(json!({"model": "gpt-4o", "hooks": [{"event": "session_end", "name": "bye"}]}));
+    let id = session(&mut c);
+    let turn = c.ok("turn/start", json!({"session": id, "text": "hello"}))["turn"].as_u64().unwrap();
+    c.turn_notifications(turn);
+    // Deleting the session closes its agent on the connection's own thread: answered at once,
+    // the hook asked meanwhile.
+    c.ok("session/delete", json!({"session": id}));
+    let call = c.wait("session_end's hook/call", |v| v["method"] == "hook/call");
+    let payload = &call["params"]["payload"];
+    assert_eq!((payload["event"].as_str(), payload["session"].as_str()), (Some("session_end"), Some(id.as_str())));
+    // Unanswered, it holds nothing up.
+    let listed = c.ok("session/list", json!({}));
+    assert_eq!(listed["sessions"], json!([]), "{listed}");
+    c.send(json!({"jsonrpc": "2.0", "id": call["id"], "result": {}}));
+    assert!(c.close().success());
+}

@@ -75,6 +75,7 @@ impl Server {
         let store = self.store()?;
         let id = store.resolve(&p.session).map_err(RpcError::from_store)?;
         let forked = store.fork(&id, p.at, p.title.as_deref()).map_err(RpcError::from_store)?;
+        self.tell_hooks(&id, &seshat::hooks::Data::Fork { parent: &id, at_seq: forked.at, fork: &forked.session.id });
         rpc::answer::<m::SessionFork>(&m::SessionForkResult {
             session: forked.session,
             at: forked.at,
@@ -104,6 +105,10 @@ impl Server {
                 ));
             }
         };
+        if !p.undo {
+            let data = seshat::hooks::Data::Rewind { from_seq: rewound.from_seq, through_seq: rewound.through_seq };
+            self.tell_hooks(&id, &data);
+        }
         rpc::answer::<m::SessionRewind>(&m::SessionRewindResult {
             from_seq: rewound.from_seq,
             through_seq: rewound.through_seq,
@@ -187,5 +192,14 @@ impl Server {
         let report = seshat::foreign::bring_in(self.store()?, &converted, |_| project.clone())
             .map_err(|e| RpcError::seshat(e.code(), e.to_string()))?;
         rpc::answer::<m::SessionBringIn>(&report.into())
+    }
+}
+
+impl Server {
+    /// Tells the client's own hooks of `data` in `session` (they are not waited for).
+    fn tell_hooks(&self, session: &str, data: &seshat::hooks::Data<'_>) {
+        if let Some(setup) = &self.setup {
+            crate::client_hooks::tell(&setup.hooks, &self.ctx, &self.outbox, &self.pending, session, data);
+        }
     }
 }

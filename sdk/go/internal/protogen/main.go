@@ -65,7 +65,7 @@ func generate(schema []byte) ([]byte, error) {
 	// Pointers only where no reader sees them: a type the server also answers with keeps its
 	// values (a reader of Usage gets 0, not nil).
 	sent := reachable(defs, paramRoots(defs))
-	for name := range reachable(defs, []string{"answer", "notification", "tool_call"}) {
+	for name := range reachable(defs, []string{"answer", "notification", "tool_call", "hook_call"}) {
 		delete(sent, name)
 	}
 	names := make([]string, 0, len(defs))
