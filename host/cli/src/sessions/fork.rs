@@ -29,6 +29,15 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let mut store = ctx.store()?;
     let parent = store.resolve(&args.id)?;
     let forked = store.fork(&parent, args.at, args.title.as_deref())?;
+    // The fork hooks are told, as the REPL's /fork tells them.
+    let hooks = ctx.environment(seshat::client::Overrides::default())?.hooks()?;
+    if hooks.any(seshat::hooks::HookEvent::Fork) {
+        let data = seshat::hooks::Data::Fork { parent: &parent, at_seq: forked.at, fork: &forked.session.id };
+        let payload = seshat::hooks::payload(&parent, &forked.session.project, forked.at, &data);
+        for failure in hooks.run(&payload, None).failures {
+            eprintln!("warning: {}", format::visible(&failure));
+        }
+    }
     print(args.json, &parent, &forked.session, forked.at, forked.moved_from)
 }
 

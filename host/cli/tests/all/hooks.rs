@@ -301,3 +301,19 @@ fn hook_context_is_not_taken_for_the_latest_request_by_a_manual_compaction() {
         assert!(!(from..=through).contains(&last_request), "the latest request was summarised: {report}");
     }
 }
+
+#[test]
+fn sessions_fork_tells_the_fork_hooks_as_the_repl_does() {
+    let server = server(vec![]);
+    let home = home_for("anthropic", &server, &hook("fork", "cat >> forks.jsonl; echo >> forks.jsonl", ""));
+    let out = chat(&home, &[&["-p", "hello"], &W[..]].concat(), &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let list: Value = serde_json::from_str(&home.ok(&["sessions", "list", "--json"])).unwrap();
+    let parent = list[0]["id"].as_str().unwrap().to_string();
+    let forked: Value = serde_json::from_str(&home.ok(&["sessions", "fork", &parent, "--at", "1", "--json"])).unwrap();
+    let told = std::fs::read_to_string(home.path().join("forks.jsonl")).unwrap();
+    let told: Value = serde_json::from_str(told.lines().next().unwrap()).unwrap();
+    assert_eq!((told["event"].as_str(), told["parent"].as_str()), (Some("fork"), Some(parent.as_str())), "{told}");
+    assert_eq!(told["fork"], forked["session"]["id"], "{told}");
+    assert_eq!(told["at_seq"], 1, "{told}");
+}
