@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use crate::chat::{chat, home_for, json_of};
-use crate::hooks::{W, chats, server, three_questions};
+use crate::hooks::{W, chats, server, three_questions, tool_results};
 use crate::support::Home;
 use crate::support::server::{Recorded, anthropic};
 
@@ -45,22 +45,13 @@ fn a_hook_plugin_guards_a_tool_adds_context_and_gives_a_compactions_summary_inst
     let asked = chats(&server);
     assert_eq!(asked.len(), 3, "the turn went on after the blocked call");
     assert!(asked[0].to_string().contains("plugin context: project "), "session_start's context: {}", asked[0]);
-    let results = |body: &Value| -> Vec<Value> {
-        body["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
-            .filter(|c| c["type"] == "tool_result")
-            .collect()
-    };
-    let first = &results(&asked[1])[0];
+    let first = &tool_results(&asked[1])[0];
     assert_eq!(first["is_error"], true, "{first}");
     assert!(
         first.to_string().contains("the plugin guard refuses memory_create_entities with rm -rf"),
         "the plugin's reason is the tool's error result: {first}"
     );
-    let second = &results(&asked[2])[1];
+    let second = &tool_results(&asked[2])[1];
     assert_ne!(second["is_error"], true, "{second}");
     assert!(second.to_string().contains("plugin saw memory_create_entities at message "), "{second}");
     assert!(second["content"].as_str().unwrap().contains("\"name\": \"lunch\""), "the call ran: {second}");

@@ -42,6 +42,17 @@ pub(crate) fn chats(server: &Server) -> Vec<Value> {
         .collect()
 }
 
+/// The tool results an Anthropic request's messages carry, in order.
+pub(crate) fn tool_results(body: &Value) -> Vec<Value> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|c| c["type"] == "tool_result")
+        .collect()
+}
+
 /// The text of every stored message of the home's latest session, in order.
 pub(crate) fn stored(home: &Home) -> Vec<String> {
     let list: Value = serde_json::from_str(&home.ok(&["sessions", "list", "--json"])).unwrap();
@@ -128,19 +139,10 @@ fn a_pre_tool_guard_blocks_a_call_and_the_model_reads_why_and_a_post_tool_hook_a
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let asked = chats(&server);
     assert_eq!(asked.len(), 3, "the turn went on after the blocked call");
-    let results = |body: &Value| -> Vec<Value> {
-        body["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
-            .filter(|c| c["type"] == "tool_result")
-            .collect()
-    };
-    let first = &results(&asked[1])[0];
+    let first = &tool_results(&asked[1])[0];
     assert_eq!(first["is_error"], true, "{first}");
     assert!(first.to_string().contains("refusing: the call holds rm -rf"), "{first}");
-    let second = &results(&asked[2])[1];
+    let second = &tool_results(&asked[2])[1];
     assert!(second.to_string().contains("formatted by the team hook"), "{second}");
     assert_ne!(second["is_error"], true, "{second}");
     // The blocked call never reached the tool (its result is the hook's reason); the other wrote

@@ -206,3 +206,31 @@ fn a_session_end_hook_is_told_when_the_connection_closes_an_agent_and_nothing_wa
     c.send(json!({"jsonrpc": "2.0", "id": call["id"], "result": {}}));
     assert!(c.close().success());
 }
+
+#[test]
+fn a_request_sent_again_with_its_key_is_not_told_to_the_user_prompt_hooks_twice() {
+    let server = answers(&["Hello.", "Third."]);
+    let home = home_for("openai", &server, "");
+    let mut c = ServeClient::start(&home);
+    c.initialize(json!({"model": "gpt-4o", "hooks": [{"event": "user_prompt", "name": "guard"}]}));
+    let id = session(&mut c);
+    let keyed = json!({"session": id, "text": "hello", "idempotency_key": "k-1"});
+    c.send(json!({"jsonrpc": "2.0", "id": 9101, "method": "turn/start", "params": keyed}));
+    let call = c.wait("the prompt's hook/call", |v| v["method"] == "hook/call");
+    assert_eq!(call["params"]["payload"]["prompt"], "hello", "{call}");
+    c.send(json!({"jsonrpc": "2.0", "id": call["id"], "result": {}}));
+    let turn = turn_of(&mut c, 9101);
+    c.turn_notifications(turn);
+    // Sent again (its answer lost, say): the stored outcome, no hook asked.
+    let turn = c.ok("turn/start", keyed)["turn"].as_u64().unwrap();
+    let notes = c.turn_notifications(turn);
+    assert_eq!(notes.last().unwrap()["params"]["outcome"]["replayed"], true, "{notes:?}");
+    // The next hook/call is the next request's.
+    c.send(json!({"jsonrpc": "2.0", "id": 9102, "method": "turn/start", "params": {"session": id, "text": "third"}}));
+    let call = c.wait("the next prompt's hook/call", |v| v["method"] == "hook/call");
+    assert_eq!(call["params"]["payload"]["prompt"], "third", "{call}");
+    c.send(json!({"jsonrpc": "2.0", "id": call["id"], "result": {}}));
+    let turn = turn_of(&mut c, 9102);
+    c.turn_notifications(turn);
+    assert!(c.close().success());
+}

@@ -848,7 +848,9 @@ impl Agent {
     ) -> Result<TurnOutcome> {
         let Some(key) = key else { return self.turn(input, cancel, observer) };
         self.check_fits(input)?;
-        let context = self.prompted(input)?;
+        // A request sent again was told to the user_prompt hooks the first time.
+        let repeated = self.client.store().turn_key_seq(&self.session, key)?.is_some();
+        let context = if repeated { Vec::new() } else { self.prompted(input)? };
         self.typed.clear();
         match self.client.store().append_request(&self.session, key, input)? {
             crate::store::Request::Repeated(seq) => self.repeat(seq, cancel, observer),

@@ -25,6 +25,19 @@ pub fn new_turn_key() -> String {
 }
 
 impl Store {
+    /// The seq of the request stored with `key` in `session` before, when one was (a read: what
+    /// [`Store::append_request`] would find).
+    pub fn turn_key_seq(&self, session: &str, key: &str) -> Result<Option<u64>> {
+        on_db!(self, "look a turn's idempotency key up", {
+            self.db.query_opt(
+                "SELECT k.seq FROM turn_keys k JOIN sessions s ON s.id = k.session_id \
+                 WHERE k.session_id = ?1 AND k.key = ?2 AND s.owner = ?3",
+                params![session, key, self.user],
+                |r| r.get(0),
+            )
+        })
+    }
+
     /// Stores the user's `text` as the session's next message, recording `key` with it in the same
     /// transaction — unless a request with `key` was stored in the session before, when nothing is
     /// stored and its seq is returned. The same key with another text is refused
