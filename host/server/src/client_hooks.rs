@@ -94,6 +94,7 @@ pub(crate) fn registrations(
 }
 
 /// One of the client's hooks: answered by asking the client.
+#[derive(Clone)]
 struct ClientHook {
     name: String,
     ctx: Home,
@@ -119,7 +120,7 @@ impl Handler for ClientHook {
                 abandon(&self.pending, &id);
                 return Ok(HookDecision::default());
             }
-            let reader = self.detached();
+            let reader = self.clone();
             let payload = payload.clone();
             let spawned = std::thread::Builder::new().name("seshat-hook-answer".into()).spawn(move || {
                 // (The client leaving is not the hook's failure.)
@@ -163,18 +164,6 @@ fn decision(answer: &Value) -> Result<HookDecision, String> {
 }
 
 impl ClientHook {
-    /// The same hook, for a thread of its own.
-    fn detached(&self) -> ClientHook {
-        ClientHook {
-            name: self.name.clone(),
-            ctx: self.ctx.clone(),
-            outbox: self.outbox.clone(),
-            pending: self.pending.clone(),
-            current: self.current.clone(),
-            failures: self.failures.clone(),
-        }
-    }
-
     /// On a network service, writes the failure to the audit trail (the first [`MAX_AUDITED`]
     /// of this hook's on the connection; the rest are logged only).
     fn audit(&self, payload: &HookPayload, why: &str) {
