@@ -480,6 +480,14 @@ func TestACallWaitingForAReconnectionEndsWithItsContextAndCloseEndsTheClient(t *
 		t.Fatal(err)
 	}
 	s.stop(t, syscall.SIGKILL)
+	// A call made before the client has read the connection's end is sent on it and fails as
+	// lost (whether the server applied it is unknown); the client has then seen the drop, and
+	// every later call waits for the reconnection.
+	first, cancelFirst := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancelFirst()
+	if _, err := c.NewSession(first); !errors.Is(err, ErrConnectionLost) && !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a call as the service dies: %v", err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	if _, err := c.NewSession(ctx); !errors.Is(err, context.DeadlineExceeded) {
