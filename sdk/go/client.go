@@ -694,7 +694,7 @@ const Version = "0.1.0"
 
 // ProtocolVersion is the version of `seshat serve`'s protocol this SDK speaks
 // (host/protocol/protocol.md).
-const ProtocolVersion = "2026-12-07"
+const ProtocolVersion = "2026-12-08"
 
 // ptr is a pointer to v: an optional param that is sent.
 func ptr[T any](v T) *T { return &v }

@@ -402,3 +402,50 @@ func TestAServerSpeakingAnotherProtocolVersionIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestAReplacedFactIsHistoryAndAnEntityCanBeRevertedOrASessionUndone covers the versioned
+// memory calls: a replacement, a conflict, the history, a revert and a session's undo.
+func TestAReplacedFactIsHistoryAndAnEntityCanBeRevertedOrASessionUndone(t *testing.T) {
+	f := newFake(t, func(n int, req map[string]interface{}, w http.ResponseWriter, r *http.Request) {
+		t.Errorf("memory needs no model")
+	})
+	c := start(t, config(t, f, ""))
+	ctx := context.Background()
+	m := c.Memory()
+	if _, err := m.CreateEntities(ctx, "user", Entity{Name: "Ada", EntityType: "person", Observations: []string{"editor: vim", "lives in Oslo"}}); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := m.AddObservationsReplacing(ctx, "user", "Ada", []string{"editor: vim"}, "editor: helix", "lives in Bergen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(changed.ReplacedObservations, "|") != "editor: vim" {
+		t.Fatalf("replaced: %+v", changed)
+	}
+	if len(changed.Conflicts) != 1 || changed.Conflicts[0].Contradicts != "lives in Oslo" {
+		t.Fatalf("the unstated replacement is a conflict: %+v", changed)
+	}
+	opened, err := m.OpenNodes(ctx, "Ada")
+	if err != nil || strings.Join(opened.Entities[0].Observations, "|") != "lives in Oslo|editor: helix|lives in Bergen" {
+		t.Fatalf("current: %+v, %v", opened, err)
+	}
+	if src := opened.Entities[0].Source; src.Kind != "user" {
+		t.Fatalf("a serve answer says where each line came from: %+v", opened.Entities[0])
+	}
+	history, err := m.History(ctx, "user", "ada")
+	if err != nil || len(history.Versions) != 2 || history.Versions[1].Change != "replaced" {
+		t.Fatalf("history: %+v, %v", history, err)
+	}
+	reverted, err := m.Revert(ctx, "user", "Ada", 1)
+	if err != nil || reverted.Version != 3 || strings.Join(reverted.Entity.Observations, "|") != "editor: vim|lives in Oslo" {
+		t.Fatalf("revert: %+v, %v", reverted, err)
+	}
+	var e *Error
+	if _, err := m.Revert(ctx, "user", "Ada", 9); !errors.As(err, &e) || !strings.Contains(e.Message, "has no version 9") {
+		t.Fatalf("a version that is not there: %v", err)
+	}
+	undone, err := m.UndoSession(ctx, "01JNOSUCHSESSION0000000000")
+	if err != nil || undone.EntitiesRemoved != 0 || undone.Session != "01JNOSUCHSESSION0000000000" {
+		t.Fatalf("undo of a session that wrote nothing: %+v, %v", undone, err)
+	}
+}

@@ -153,3 +153,54 @@ func (m *Memory) ReadGraphPage(ctx context.Context, scope string, offset, limit 
 	err := m.client.call(ctx, protocol.MethodMemoryReadGraph, params, &g)
 	return g, err
 }
+
+// ObservationChange is what AddObservationsReplacing did to one entity: the facts it added, the
+// ones they replaced (kept as history), and new facts that look like another value of an
+// attribute the entity holds (Conflicts).
+type ObservationChange = protocol.ObservationAdds
+
+// AddObservationsReplacing adds facts to an existing entity, each replacing the current
+// observations named in replaces (their exact text, or the same ignoring case): those stop being
+// current and are kept as history. A replaced observation the entity does not hold is an error
+// and nothing is written.
+func (m *Memory) AddObservationsReplacing(ctx context.Context, scope, entity string, replaces []string, contents ...string) (ObservationChange, error) {
+	params := protocol.AddObservationsParams{
+		Observations: []protocol.ObservationsToAdd{{EntityName: entity, Contents: contents, Replaces: replaces}},
+		Scope:        protocol.Scope(scope),
+	}
+	var r protocol.AddObservationsResult
+	if err := m.client.call(ctx, protocol.MethodMemoryAddObservations, params, &r); err != nil {
+		return ObservationChange{}, err
+	}
+	if len(r.Results) == 0 {
+		return ObservationChange{}, &Error{Code: "server_error", Message: "add_observations answered no result for " + entity}
+	}
+	return r.Results[0], nil
+}
+
+// History is every version of an entity (in scope; "" to look it up as the memory tools do),
+// oldest first: what each change made it, who made it and when.
+func (m *Memory) History(ctx context.Context, scope, name string) (protocol.MemoryHistoryResult, error) {
+	var r protocol.MemoryHistoryResult
+	err := m.client.call(ctx, protocol.MethodMemoryHistory, protocol.MemoryHistoryParams{Name: name, Scope: protocol.Scope(scope)}, &r)
+	return r, err
+}
+
+// Revert brings an entity back to version to (as History numbers them) as a new version; what it
+// drops is a deletion `seshat memory --action restore` brings back. It returns the new version
+// and the entity as it now is.
+func (m *Memory) Revert(ctx context.Context, scope, name string, to int) (protocol.MemoryRevertResult, error) {
+	var r protocol.MemoryRevertResult
+	params := protocol.MemoryRevertParams{Name: name, To: uint32(to), Scope: protocol.Scope(scope)}
+	err := m.client.call(ctx, protocol.MethodMemoryRevert, params, &r)
+	return r, err
+}
+
+// UndoSession takes back everything the agent of session wrote to the caller's memory: what it
+// added is deleted (one restorable deletion), what it replaced is current again, what it deleted
+// is restored. Writes by other sessions stay.
+func (m *Memory) UndoSession(ctx context.Context, session string) (protocol.Undone, error) {
+	var r protocol.Undone
+	err := m.client.call(ctx, protocol.MethodMemoryUndo, protocol.MemoryUndoParams{Session: session}, &r)
+	return r, err
+}

@@ -678,6 +678,10 @@ impl Config {
 pub struct MemoryConfig {
     /// Token budget of the memory context given to a session at its start (default 2,000).
     pub context_tokens: Option<usize>,
+    /// How long memory written in a scope is kept when the write names no time:
+    /// `[memory.ttl] project = "90d"`, `"team:infra" = "30d"` (unset: until deleted).
+    #[serde(default)]
+    pub ttl: BTreeMap<String, String>,
 }
 
 /// `[knowledge]`: the embedder's model and server, what is embedded, and how rankings are fused.
@@ -829,6 +833,7 @@ impl Config {
 
     fn merge(&mut self, over: Config) {
         self.memory.context_tokens = over.memory.context_tokens.or(self.memory.context_tokens);
+        self.memory.ttl.extend(over.memory.ttl);
         self.store.max_record_mib = over.store.max_record_mib.or(self.store.max_record_mib);
         self.serve.max_unread_mib = over.serve.max_unread_mib.or(self.serve.max_unread_mib);
         let c = over.chat;
@@ -912,8 +917,7 @@ impl Config {
         self.plugins.options.get(&kind).and_then(|t| serde_json::to_string(t).ok()).unwrap_or_else(|| "{}".to_string())
     }
 
-    /// The token budget of the memory context, when the user set one (memory's default
-    /// otherwise).
+    /// The memory context's budget in tokens, when configured.
     pub fn memory_context_tokens(&self) -> Option<usize> {
         self.memory.context_tokens
     }

@@ -164,7 +164,10 @@ fn memory(source: &mut Store, target: &mut Store, merged: &mut Merged) -> Result
                 })
                 .collect();
             if !entities.is_empty() {
-                let now = target.memory(project).create_entities(&entities, Some(&scope))?;
+                let now = target
+                    .memory(project)
+                    .written_by(crate::memory::Writer::import())
+                    .create_entities(&entities, Some(&scope))?;
                 let has: usize = now.iter().map(|e| e.observations.len()).sum();
                 merged.entities_added += now.len().saturating_sub(before.entities.len());
                 merged.observations_added += has.saturating_sub(had);
@@ -181,14 +184,22 @@ fn memory(source: &mut Store, target: &mut Store, merged: &mut Merged) -> Result
             .map(|r| RelationSpec { from: r.from.clone(), to: r.to.clone(), relation_type: r.relation_type.clone() })
             .collect();
         if !relations.is_empty() {
-            merged.relations_added += target.memory(project).create_relations(&relations, Some(&scope))?.len();
+            merged.relations_added += target
+                .memory(project)
+                .written_by(crate::memory::Writer::import())
+                .create_relations(&relations, Some(&scope))?
+                .len();
         }
         let theirs = source.memory(project).notes(&scope)?;
         let ours = target.memory(project).notes(&scope)?;
         for note in theirs {
             match ours.iter().find(|n| n.key == note.key) {
                 None => {
-                    target.memory(project).set_note(scope.clone(), &note.key, &note.value)?;
+                    target.memory(project).written_by(crate::memory::Writer::import()).set_note(
+                        scope.clone(),
+                        &note.key,
+                        &note.value,
+                    )?;
                     merged.notes_added += 1;
                 }
                 Some(kept) if kept.value != note.value => {

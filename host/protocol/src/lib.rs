@@ -35,7 +35,7 @@ pub mod wire;
 
 /// The protocol's version, returned by `initialize`. Bumped when a method, a field or a casing
 /// changes in a way an existing client would notice.
-pub const PROTOCOL_VERSION: &str = "2026-12-07";
+pub const PROTOCOL_VERSION: &str = "2026-12-08";
 
 /// Which side of a connection a version came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -125,6 +125,12 @@ pub struct Note {
     pub scope: Scope,
     /// Unix milliseconds.
     pub updated_at: i64,
+    /// Who set it, when provenance is asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Source>,
+    /// When it expires (Unix milliseconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<i64>,
 }
 
 /// The memory context of a session: what it is given at its start.
@@ -168,6 +174,95 @@ pub struct Deletion {
     pub created_at: i64,
 }
 
+/// Who made a memory write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum SourceKind {
+    /// A person, through `seshat memory` or a program's call to the service.
+    User,
+    /// The agent of a Seshat session, with a memory tool.
+    Agent,
+    /// Another agent, through `seshat mcp`.
+    Mcp,
+    /// A merge or import of another store's memory.
+    Import,
+    /// An extraction plugin, reading a session's turn.
+    Extraction,
+}
+
+impl SourceKind {
+    /// The stored spelling (`agent`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SourceKind::User => "user",
+            SourceKind::Agent => "agent",
+            SourceKind::Mcp => "mcp",
+            SourceKind::Import => "import",
+            SourceKind::Extraction => "extraction",
+        }
+    }
+
+    /// The kind a stored spelling names.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "user" => SourceKind::User,
+            "agent" => SourceKind::Agent,
+            "mcp" => SourceKind::Mcp,
+            "import" => SourceKind::Import,
+            "extraction" => SourceKind::Extraction,
+            _ => return None,
+        })
+    }
+}
+
+/// Where a memory row came from: who wrote it, when, and — for an agent's or an extraction's
+/// write — the session and the message it was written at (`seshat sessions show SESSION --at SEQ`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Source {
+    /// Who wrote it.
+    pub kind: SourceKind,
+    /// The user it was written for.
+    pub user: String,
+    /// The session whose agent (or extraction) wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// The message of that session it was written at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+    /// The extraction plugin that wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<String>,
+    /// When, in Unix milliseconds.
+    pub at: i64,
+}
+
+/// An observation that is no longer current: replaced by another (`supersedes`), kept as history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PastObservation {
+    /// What it said.
+    pub content: String,
+    /// When it stopped being true, in Unix milliseconds.
+    #[serde(rename = "validUntil")]
+    pub valid_until: i64,
+    /// The observation that replaced it.
+    #[serde(rename = "replacedBy", default, skip_serializing_if = "Option::is_none")]
+    pub replaced_by: Option<String>,
+    /// Where it came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Source>,
+}
+
+/// Two current observations of one entity that look like two values of one attribute (`editor:
+/// vim` and `editor: emacs`), the later written without saying it replaces the earlier.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Conflict {
+    /// The later observation.
+    pub observation: String,
+    /// The earlier one it contradicts.
+    pub contradicts: String,
+}
+
 /// An entity with its live observations.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Entity {
@@ -180,6 +275,64 @@ pub struct Entity {
     pub observations: Vec<String>,
     /// Where it lives.
     pub scope: Scope,
+    /// Who created it, when provenance is asked for (absent for rows older than provenance).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Source>,
+    /// Where each observation came from, in the order of `observations` (when provenance is
+    /// asked for; `null` for one older than provenance).
+    #[serde(rename = "observationSources", default, skip_serializing_if = "Vec::is_empty")]
+    pub observation_sources: Vec<Option<Source>>,
+    /// When it expires (Unix milliseconds): it then leaves the context and search.
+    #[serde(rename = "expiresAt", default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<i64>,
+    /// Observations it no longer holds, replaced by newer ones (when history is asked for).
+    #[serde(rename = "pastObservations", default, skip_serializing_if = "Vec::is_empty")]
+    pub past_observations: Vec<PastObservation>,
+    /// Current observations that seem to contradict each other.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conflicts: Vec<Conflict>,
+}
+
+impl Entity {
+    /// An entity with these observations and nothing else known about it.
+    pub fn new(name: String, entity_type: String, observations: Vec<String>, scope: Scope) -> Self {
+        Entity {
+            name,
+            entity_type,
+            observations,
+            scope,
+            source: None,
+            observation_sources: Vec::new(),
+            expires_at: None,
+            past_observations: Vec::new(),
+            conflicts: Vec::new(),
+        }
+    }
+}
+
+/// One version of an entity: the entity as it stood after one change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct EntityVersion {
+    /// Its number: 1 for the entity's creation (or the first change provenance recorded), then
+    /// one more for each change.
+    pub version: u32,
+    /// What changed: `created`, `observed`, `replaced`, `deleted`, `restored`, `reverted`,
+    /// `undone`, `expiry`.
+    pub change: String,
+    /// Who made the change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Source>,
+    /// When, in Unix milliseconds.
+    pub at: i64,
+    /// The name then.
+    pub name: String,
+    /// The type then.
+    pub entity_type: String,
+    /// Its current observations then.
+    pub observations: Vec<String>,
+    /// Whether it was deleted then.
+    #[serde(default)]
+    pub deleted: bool,
 }
 
 /// A directed relation between two entities (by name), in active voice.
@@ -214,6 +367,13 @@ pub struct ObservationAdds {
     /// What was new (observations already present are not stored twice).
     #[serde(rename = "addedObservations")]
     pub added_observations: Vec<String>,
+    /// The observations these replaced (now history, out of search and the memory context).
+    #[serde(rename = "replacedObservations", default, skip_serializing_if = "Vec::is_empty")]
+    pub replaced_observations: Vec<String>,
+    /// New observations that look like another value of an attribute the entity already holds,
+    /// written without saying they replace it: both are kept and the user is shown the conflict.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conflicts: Vec<Conflict>,
 }
 
 /// An entity to create (`create_entities`).
@@ -238,4 +398,26 @@ pub struct RelationSpec {
     /// The type of the relation
     #[serde(rename = "relationType")]
     pub relation_type: String,
+}
+
+/// What taking back one session's memory writes did (`memory undo --session`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Undone {
+    /// The session.
+    pub session: String,
+    /// Observations it added, now deleted (restorable as `deletion`).
+    pub observations_removed: u64,
+    /// Observations it had replaced, current again.
+    pub observations_restored: u64,
+    /// Entities it created that held nothing else, now deleted.
+    pub entities_removed: u64,
+    /// Relations it created, now deleted.
+    pub relations_removed: u64,
+    /// Its deletions, restored.
+    pub deletions_restored: u64,
+    /// The entities changed, by name.
+    pub entities: Vec<String>,
+    /// The deletion that holds what was removed (`memory --action restore --id`), when anything was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion: Option<i64>,
 }

@@ -34,6 +34,9 @@ pub const DEFAULT_GRAPH_LIMIT: usize = 100;
 pub struct CreateEntitiesParams {
     /// The entities to create.
     pub entities: Vec<NewEntity>,
+    /// How long to keep them, e.g. `30d` (default: forever).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<String>,
     /// Where they are stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(description = SCOPE)]
@@ -73,6 +76,9 @@ pub struct ObservationsToAdd {
     pub entity_name: String,
     /// An array of observation contents to add
     pub contents: Vec<String>,
+    /// Observations of this entity the new ones replace (their text).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replaces: Vec<String>,
 }
 
 /// `add_observations`' arguments.
@@ -173,6 +179,9 @@ pub struct SearchNodesParams {
 pub struct OpenNodesParams {
     /// An array of entity names to retrieve
     pub names: Vec<String>,
+    /// Also return replaced observations.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub history: bool,
     /// Whose memory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(description = SCOPE)]

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::conversation::{NewMessage, Role};
 use crate::knowledge::Found;
-use crate::memory::{Deletion, MemoryContext, Note, Scope};
+use crate::memory::{Deletion, EntityVersion, MemoryContext, Note, Scope, Undone};
 pub use crate::memory_tools::{
     AddObservationsParams, AddObservationsResult, CreateEntitiesParams, CreateEntitiesResult, CreateRelationsResult,
     DeleteEntitiesParams, DeleteObservationsParams, Deleted, GraphPage, OpenNodesParams, ReadGraphParams,
@@ -245,6 +245,12 @@ methods! {
     /// Removes everything in one scope (the server keeps a backup of it first); a team scope
     /// needs write access (`scope_denied`).
     MemoryClear = "memory/clear" (MemoryClearParams) -> MemoryClearResult, Access::Write(Object::Memory);
+    /// Every version of one entity, oldest first: what each change made it, who made it.
+    MemoryHistory = "memory/history" (MemoryHistoryParams) -> MemoryHistoryResult, Access::Read(Object::Memory);
+    /// Brings an entity back to one of its versions (itself a new version).
+    MemoryRevert = "memory/revert" (MemoryRevertParams) -> MemoryRevertResult, Access::Write(Object::Memory);
+    /// Takes back everything one session's agent wrote to the caller's memory.
+    MemoryUndo = "memory/undo" (MemoryUndoParams) -> Undone, Access::Write(Object::Memory);
     /// Searches the documents `seshat knowledge add` indexed.
     KnowledgeSearch = "knowledge/search" (KnowledgeSearchParams) -> Found, Access::Read(Object::Knowledge);
     /// Reads one chunk a search returned, as `knowledge_read` does (16,000 bytes at a time).
@@ -652,6 +658,9 @@ pub struct NotesSetParams {
     /// Whose note (`user` when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<Scope>,
+    /// How long it is kept, e.g. `30d` (default: the scope's, else forever).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<String>,
 }
 
 /// One note.
@@ -951,6 +960,58 @@ pub struct MemoryClearResult {
     pub scope: Scope,
     /// How many records (notes, entities, observations, relations) it held.
     pub records: u64,
+}
+
+/// `memory/history`'s params.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryHistoryParams {
+    /// The entity's name (any case).
+    pub name: String,
+    /// Where it lives (looked up as the memory tools look names up when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Scope>,
+}
+
+/// `memory/history`'s result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct MemoryHistoryResult {
+    /// The entity's name as stored.
+    pub name: String,
+    /// Where it lives.
+    pub scope: Scope,
+    /// Its versions, oldest first.
+    pub versions: Vec<EntityVersion>,
+}
+
+/// `memory/revert`'s params.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryRevertParams {
+    /// The entity's name (any case).
+    pub name: String,
+    /// The version to bring back, as `memory/history` numbers them.
+    pub to: u32,
+    /// Where it lives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Scope>,
+}
+
+/// `memory/revert`'s result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct MemoryRevertResult {
+    /// The version the revert made.
+    pub version: u32,
+    /// The entity as it now is.
+    pub entity: crate::memory::Entity,
+}
+
+/// `memory/undo`'s params.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryUndoParams {
+    /// The session whose agent's writes are taken back.
+    pub session: String,
 }
 
 /// `knowledge/search`'s params.

@@ -216,6 +216,9 @@ impl Server {
             R::MemoryDeletions(m::Empty {}) => self.memory_deletions(),
             R::MemoryRestore(p) => self.memory_restore(p),
             R::MemoryClear(p) => self.memory_clear(p),
+            R::MemoryHistory(p) => self.memory_history(p),
+            R::MemoryRevert(p) => self.memory_revert(p),
+            R::MemoryUndo(p) => self.memory_undo(p),
             R::MemoryCreateEntities(p) => self.memory_create_entities(p),
             R::MemoryCreateRelations(p) => self.memory_create_relations(p),
             R::MemoryAddObservations(p) => self.memory_add_observations(p),
@@ -250,10 +253,12 @@ impl Server {
             Option<tools::Searcher<'_>>,
         ) -> Result<M::Result, seshat::memory::Error>,
     ) -> Result<Option<Value>, RpcError> {
+        let ttls = self.memory_ttls()?;
         self.store()?;
         let Server { db: Some(store), env, recall, background, ctx, .. } = self else { unreachable!("opened above") };
         let recall = recall.get_or_insert_with(|| env.as_ref().and_then(seshat::client::Environment::recall));
-        let mut memory = store.memory(ctx.repository.as_deref());
+        // The answers say where each line came from.
+        let mut memory = store.memory(ctx.repository.as_deref()).with_sources(true).with_ttls(ttls);
         let answer = match recall.as_mut().filter(|r| r.memory()) {
             Some(r) => {
                 let mut search = |m: &mut seshat::memory::Memory<'_>,
@@ -289,10 +294,18 @@ impl Server {
             .map_err(|e| RpcError::seshat(e.code(), e.to_string()))
     }
 
-    /// The caller's memory in the connection's project.
+    /// The caller's memory in the connection's project (its answers saying where each line came
+    /// from, what it writes kept as `[memory.ttl]` says).
     pub(crate) fn memory(&mut self) -> Result<seshat::memory::Memory<'_>, RpcError> {
         let repository = self.ctx.repository.clone();
-        Ok(self.store()?.memory(repository.as_deref()))
+        let ttls = self.memory_ttls()?;
+        Ok(self.store()?.memory(repository.as_deref()).with_sources(true).with_ttls(ttls))
+    }
+
+    /// `[memory.ttl]` of the configuration in force.
+    fn memory_ttls(&self) -> Result<seshat::memory::Ttls, RpcError> {
+        let config = self.ctx.config().map_err(|e| RpcError::seshat("invalid_config", format!("{e:#}")))?;
+        seshat::memory::Ttls::parse(&config.memory.ttl).map_err(|e| RpcError::seshat("invalid_config", e))
     }
 
     /// The document corpus, made on first use and kept.

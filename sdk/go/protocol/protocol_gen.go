@@ -7,7 +7,7 @@ package protocol
 import "encoding/json"
 
 // Version is the protocol version the schema describes.
-const Version = "2026-12-07"
+const Version = "2026-12-08"
 
 // RawJSON keeps the encoding/json import used when no type needs it.
 var _ json.RawMessage
@@ -233,6 +233,15 @@ type ConfigGetResult struct {
 	Providers []string `json:"providers,omitempty"`
 }
 
+// Conflict: Two current observations of one entity that look like two values of one attribute (`editor:
+// vim` and `editor: emacs`), the later written without saying it replaces the earlier.
+type Conflict struct {
+	// Contradicts: The earlier one it contradicts.
+	Contradicts string `json:"contradicts"`
+	// Observation: The later observation.
+	Observation string `json:"observation"`
+}
+
 // ContextSection: How much of one scope made it into a memory context.
 type ContextSection struct {
 	// Entities: Entities included.
@@ -269,6 +278,9 @@ type CreateEntitiesParams struct {
 	Entities []NewEntity `json:"entities"`
 	// Scope: Where the memory lives: 'user', 'project', 'cross' or 'team:NAME' (a team's shared memory). Reads default to the caller's own three and their teams'; writes default to 'project' inside a project, else 'cross'.
 	Scope Scope `json:"scope,omitempty"`
+	// TTL: How long they are kept, e.g. `30d`, `12h`, `90m` (default: the scope's, else forever):
+	// then they leave the memory context and search, and are purged.
+	TTL *string `json:"ttl,omitempty"`
 }
 
 // CreateEntitiesResult: `create_entities`' result: the entities created or added to, as stored.
@@ -334,14 +346,47 @@ type Empty struct{}
 
 // Entity: An entity with its live observations.
 type Entity struct {
+	// Conflicts: Current observations that seem to contradict each other.
+	Conflicts []Conflict `json:"conflicts,omitempty"`
 	// EntityType: Its type, e.g. `person`, `project`, `decision`.
 	EntityType string `json:"entityType"`
+	// ExpiresAt: When it expires (Unix milliseconds): it then leaves the context and search.
+	ExpiresAt int64 `json:"expiresAt,omitempty"`
 	// Name: Its name as first written.
 	Name string `json:"name"`
+	// ObservationSources: Where each observation came from, in the order of `observations` (when provenance is
+	// asked for; `null` for one older than provenance).
+	ObservationSources []Source `json:"observationSources,omitempty"`
 	// Observations: Facts about it, oldest first.
 	Observations []string `json:"observations"`
+	// PastObservations: Observations it no longer holds, replaced by newer ones (when history is asked for).
+	PastObservations []PastObservation `json:"pastObservations,omitempty"`
 	// Scope: Where it lives.
 	Scope Scope `json:"scope"`
+	// Source: Who created it, when provenance is asked for (absent for rows older than provenance).
+	Source Source `json:"source,omitempty"`
+}
+
+// EntityVersion: One version of an entity: the entity as it stood after one change.
+type EntityVersion struct {
+	// At: When, in Unix milliseconds.
+	At int64 `json:"at"`
+	// Change: What changed: `created`, `observed`, `replaced`, `deleted`, `restored`, `reverted`,
+	// `undone`, `expiry`.
+	Change string `json:"change"`
+	// Deleted: Whether it was deleted then.
+	Deleted bool `json:"deleted,omitempty"`
+	// EntityType: The type then.
+	EntityType string `json:"entity_type"`
+	// Name: The name then.
+	Name string `json:"name"`
+	// Observations: Its current observations then.
+	Observations []string `json:"observations"`
+	// Source: Who made the change.
+	Source Source `json:"source,omitempty"`
+	// Version: Its number: 1 for the entity's creation (or the first change provenance recorded), then
+	// one more for each change.
+	Version uint32 `json:"version"`
 }
 
 // ErrorData: What an error carries besides JSON-RPC's code.
@@ -675,10 +720,52 @@ type MemoryDeletionsResult struct {
 	Deletions []Deletion `json:"deletions"`
 }
 
+// MemoryHistoryParams: `memory/history`'s params.
+type MemoryHistoryParams struct {
+	// Name: The entity's name (any case).
+	Name string `json:"name"`
+	// Scope: Where it lives (looked up as the memory tools look names up when absent).
+	Scope Scope `json:"scope,omitempty"`
+}
+
+// MemoryHistoryResult: `memory/history`'s result.
+type MemoryHistoryResult struct {
+	// Name: The entity's name as stored.
+	Name string `json:"name"`
+	// Scope: Where it lives.
+	Scope Scope `json:"scope"`
+	// Versions: Its versions, oldest first.
+	Versions []EntityVersion `json:"versions"`
+}
+
 // MemoryRestoreParams: `memory/restore`'s params.
 type MemoryRestoreParams struct {
 	// ID: The deletion's id, as `memory/deletions` lists it.
 	ID int64 `json:"id"`
+}
+
+// MemoryRevertParams: `memory/revert`'s params.
+type MemoryRevertParams struct {
+	// Name: The entity's name (any case).
+	Name string `json:"name"`
+	// Scope: Where it lives.
+	Scope Scope `json:"scope,omitempty"`
+	// To: The version to bring back, as `memory/history` numbers them.
+	To uint32 `json:"to"`
+}
+
+// MemoryRevertResult: `memory/revert`'s result.
+type MemoryRevertResult struct {
+	// Entity: The entity as it now is.
+	Entity Entity `json:"entity"`
+	// Version: The version the revert made.
+	Version uint32 `json:"version"`
+}
+
+// MemoryUndoParams: `memory/undo`'s params.
+type MemoryUndoParams struct {
+	// Session: The session whose agent's writes are taken back.
+	Session string `json:"session"`
 }
 
 // Message: A stored message.
@@ -746,10 +833,14 @@ type NewToken struct {
 
 // Note: A key/value note.
 type Note struct {
+	// ExpiresAt: When it expires (Unix milliseconds).
+	ExpiresAt int64 `json:"expires_at,omitempty"`
 	// Key: The key, e.g. `style`.
 	Key string `json:"key"`
 	// Scope: Where it lives.
 	Scope Scope `json:"scope"`
+	// Source: Who set it, when provenance is asked for.
+	Source Source `json:"source,omitempty"`
 	// UpdatedAt: Unix milliseconds.
 	UpdatedAt int64 `json:"updated_at"`
 	// Value: The value.
@@ -788,6 +879,8 @@ type NotesSetParams struct {
 	Key string `json:"key"`
 	// Scope: Whose note (`user` when absent).
 	Scope Scope `json:"scope,omitempty"`
+	// TTL: How long it is kept, e.g. `30d` (default: the scope's, else forever).
+	TTL *string `json:"ttl,omitempty"`
 	// Value: The value.
 	Value string `json:"value"`
 }
@@ -796,8 +889,13 @@ type NotesSetParams struct {
 type ObservationAdds struct {
 	// AddedObservations: What was new (observations already present are not stored twice).
 	AddedObservations []string `json:"addedObservations"`
+	// Conflicts: New observations that look like another value of an attribute the entity already holds,
+	// written without saying they replace it: both are kept and the user is shown the conflict.
+	Conflicts []Conflict `json:"conflicts,omitempty"`
 	// EntityName: The entity.
 	EntityName string `json:"entityName"`
+	// ReplacedObservations: The observations these replaced (now history, out of search and the memory context).
+	ReplacedObservations []string `json:"replacedObservations,omitempty"`
 }
 
 // ObservationsToAdd: Observations to add to one entity.
@@ -806,6 +904,10 @@ type ObservationsToAdd struct {
 	Contents []string `json:"contents"`
 	// EntityName: The name of the entity to add the observations to
 	EntityName string `json:"entityName"`
+	// Replaces: Observations of this entity that the new ones replace (their exact text): they stop
+	// being current and are kept as history. Say it whenever a fact changed (a new editor, a
+	// moved deadline) so the old one is not shown as current.
+	Replaces []string `json:"replaces,omitempty"`
 }
 
 // ObservationsToDelete: Observations to delete from one entity.
@@ -818,6 +920,9 @@ type ObservationsToDelete struct {
 
 // OpenNodesParams: `open_nodes`' arguments.
 type OpenNodesParams struct {
+	// History: Also return the observations the entities no longer hold (replaced ones), with when they
+	// stopped being true.
+	History bool `json:"history,omitempty"`
 	// Names: An array of entity names to retrieve
 	Names []string `json:"names"`
 	// Scope: Where the memory lives: 'user', 'project', 'cross' or 'team:NAME' (a team's shared memory). Reads default to the caller's own three and their teams'; writes default to 'project' inside a project, else 'cross'.
@@ -836,6 +941,18 @@ const (
 
 // Part: One piece of a message's content.
 type Part = json.RawMessage
+
+// PastObservation: An observation that is no longer current: replaced by another (`supersedes`), kept as history.
+type PastObservation struct {
+	// Content: What it said.
+	Content string `json:"content"`
+	// ReplacedBy: The observation that replaced it.
+	ReplacedBy string `json:"replacedBy,omitempty"`
+	// Source: Where it came from.
+	Source Source `json:"source,omitempty"`
+	// ValidUntil: When it stopped being true, in Unix milliseconds.
+	ValidUntil int64 `json:"validUntil"`
+}
 
 // PluginRef: The plugin that made a record: its id and the SHA-256 of the `.wasm` that ran (migration
 // 0007), so records of two builds of one plugin can be told apart.
@@ -1309,6 +1426,34 @@ type SkippedDocument struct {
 	Why string `json:"why"`
 }
 
+// Source: Where a memory row came from: who wrote it, when, and — for an agent's or an extraction's
+// write — the session and the message it was written at (`seshat sessions show SESSION --at SEQ`).
+type Source struct {
+	// At: When, in Unix milliseconds.
+	At int64 `json:"at"`
+	// Kind: Who wrote it.
+	Kind SourceKind `json:"kind"`
+	// Plugin: The extraction plugin that wrote it.
+	Plugin string `json:"plugin,omitempty"`
+	// Seq: The message of that session it was written at.
+	Seq uint64 `json:"seq,omitempty"`
+	// Session: The session whose agent (or extraction) wrote it.
+	Session string `json:"session,omitempty"`
+	// User: The user it was written for.
+	User string `json:"user"`
+}
+
+// SourceKind: Who made a memory write.
+type SourceKind string
+
+const (
+	SourceKindUser       SourceKind = "user"
+	SourceKindAgent      SourceKind = "agent"
+	SourceKindMCP        SourceKind = "mcp"
+	SourceKindImport     SourceKind = "import"
+	SourceKindExtraction SourceKind = "extraction"
+)
+
 // StopReason: Why the model stopped.
 type StopReason = json.RawMessage
 
@@ -1556,6 +1701,26 @@ type TurnStartResult struct {
 	Turn uint64 `json:"turn"`
 }
 
+// Undone: What taking back one session's memory writes did (`memory undo --session`).
+type Undone struct {
+	// Deletion: The deletion that holds what was removed (`memory --action restore --id`), when anything was.
+	Deletion int64 `json:"deletion,omitempty"`
+	// DeletionsRestored: Its deletions, restored.
+	DeletionsRestored uint64 `json:"deletions_restored"`
+	// Entities: The entities changed, by name.
+	Entities []string `json:"entities"`
+	// EntitiesRemoved: Entities it created that held nothing else, now deleted.
+	EntitiesRemoved uint64 `json:"entities_removed"`
+	// ObservationsRemoved: Observations it added, now deleted (restorable as `deletion`).
+	ObservationsRemoved uint64 `json:"observations_removed"`
+	// ObservationsRestored: Observations it had replaced, current again.
+	ObservationsRestored uint64 `json:"observations_restored"`
+	// RelationsRemoved: Relations it created, now deleted.
+	RelationsRemoved uint64 `json:"relations_removed"`
+	// Session: The session.
+	Session string `json:"session"`
+}
+
 // Usage: Token usage reported by a provider for one model call.
 type Usage struct {
 	// CacheCreationTokens: Input tokens written to the provider's prompt cache.
@@ -1724,14 +1889,20 @@ const (
 	MethodMemoryDeleteRelations = "memory/delete_relations"
 	// MethodMemoryDeletions takes Empty.
 	MethodMemoryDeletions = "memory/deletions"
+	// MethodMemoryHistory takes MemoryHistoryParams.
+	MethodMemoryHistory = "memory/history"
 	// MethodMemoryOpenNodes takes OpenNodesParams.
 	MethodMemoryOpenNodes = "memory/open_nodes"
 	// MethodMemoryReadGraph takes ReadGraphParams.
 	MethodMemoryReadGraph = "memory/read_graph"
 	// MethodMemoryRestore takes MemoryRestoreParams.
 	MethodMemoryRestore = "memory/restore"
+	// MethodMemoryRevert takes MemoryRevertParams.
+	MethodMemoryRevert = "memory/revert"
 	// MethodMemorySearchNodes takes SearchNodesParams.
 	MethodMemorySearchNodes = "memory/search_nodes"
+	// MethodMemoryUndo takes MemoryUndoParams.
+	MethodMemoryUndo = "memory/undo"
 	// MethodNotesList takes NotesListParams.
 	MethodNotesList = "notes/list"
 	// MethodNotesSearch takes NotesSearchParams.

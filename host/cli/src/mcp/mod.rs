@@ -56,6 +56,8 @@ struct Local {
     recall: Mutex<Option<seshat::retrieval::Recall>>,
     /// Embeds what the tools write, when memory is embedded (never delaying an answer).
     background: Option<seshat::retrieval::queue::Background>,
+    /// How long what the tools write is kept, by scope (`[memory.ttl]`).
+    ttls: seshat::memory::Ttls,
 }
 
 impl ServerHandler for MemoryServer {
@@ -137,7 +139,12 @@ impl Backend {
         let output = {
             let mut store =
                 local.store.lock().map_err(|_| McpError::internal_error("the store lock is poisoned", None))?;
-            let mut memory = store.memory(local.project.as_deref());
+            // Written by an agent over MCP; the answers say where each line came from.
+            let mut memory = store
+                .memory(local.project.as_deref())
+                .written_by(seshat::memory::Writer::mcp())
+                .with_sources(true)
+                .with_ttls(local.ttls.clone());
             let mut recall =
                 local.recall.lock().map_err(|_| McpError::internal_error("the recall lock is poisoned", None))?;
             match recall.as_mut().filter(|r| r.memory()) {
@@ -272,6 +279,8 @@ pub fn run(ctx: &Context, _args: &Args, signals: Option<super::stop::Signals>) -
                 knowledge: Mutex::new((env.knowledge()?, ctx.project.clone())),
                 recall: Mutex::new(env.recall()),
                 background: env.background(),
+                ttls: seshat::memory::Ttls::parse(&ctx.config()?.memory.ttl)
+                    .map_err(|e| anyhow::anyhow!("config.toml: {e}"))?,
             };
             MemoryServer {
                 backend: std::sync::Arc::new(Backend::Local(Box::new(local))),

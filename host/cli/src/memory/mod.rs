@@ -1,6 +1,7 @@
 //! `seshat memory`: read and edit long-term memory from the command line.
 
 mod remote;
+mod versions;
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
@@ -20,8 +21,14 @@ use super::{Context, format};
     seshat memory --action set --key style --value \"short answers, no preamble\"\n  \
     seshat memory --action clear --scope user              # asks first; --yes for scripts\n  \
     seshat memory --action context                         # what would be given to the agent\n  \
-    seshat memory --action search --query \"release plan\"   # matching notes, then ranked entities")]
+    seshat memory --action search --query \"release plan\"   # matching notes, then ranked entities\n  \
+    seshat memory --scope project --show-source            # who wrote each line, and where\n  \
+    seshat memory history \"Release plan\"                   # every version of an entity\n  \
+    seshat memory undo --session 01JF3…                    # take back what one session's agent wrote")]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct Args {
+    #[command(subcommand)]
+    command: Option<versions::Command>,
     /// What to do.
     #[arg(long, value_enum, default_value_t = Action::Show)]
     action: Action,
@@ -51,6 +58,21 @@ pub struct Args {
     /// Do not ask before clearing.
     #[arg(long, short = 'y')]
     yes: bool,
+    /// Say where each line came from: who wrote it, when, and for an agent's the session and
+    /// message (show, search).
+    #[arg(long)]
+    show_source: bool,
+    /// Also show the observations that were replaced, with when they stopped being true (show).
+    #[arg(long)]
+    history: bool,
+    /// Show memory as it stood at TIME: a date (2026-12-01), a date and time (2026-12-01T09:30),
+    /// or an age ago (3d) (show).
+    #[arg(long, value_name = "TIME")]
+    as_of: Option<String>,
+    /// Keep the note this long, then let it expire: an age like 30d, 12h, 2w (set; default the
+    /// scope's [memory.ttl], else forever).
+    #[arg(long, value_name = "AGE")]
+    ttl: Option<String>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -85,12 +107,35 @@ pub fn parse_scope(value: &str) -> Result<Scope, String> {
 }
 
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
+    if let Some(command) = &args.command {
+        return versions::run(ctx, command);
+    }
+    let as_of = args.as_of.as_deref().map(parse_time).transpose()?;
+    if as_of.is_some() && args.action != Action::Show {
+        bail!("--as-of shows memory as it stood then: use it with --action show");
+    }
+    let ttl = args.ttl.as_deref().map(|t| seshat::config::parse_age(t).map_err(|e| anyhow::anyhow!("--ttl: {e}")));
+    let ttl = ttl.transpose()?;
+    if ttl.is_some() && args.action != Action::Set {
+        bail!(
+            "--ttl sets how long a note is kept: use it with --action set (an entity's: seshat memory expire NAME --ttl AGE)"
+        );
+    }
     if let Some(mut service) = ctx.remote()? {
+        if as_of.is_some() {
+            bail!("--as-of reads a store this machine opens: run it without --remote");
+        }
         return remote::run(ctx, args, &mut service);
     }
     let config = ctx.config()?;
+    let ttls = seshat::memory::Ttls::parse(&config.memory.ttl).map_err(|e| anyhow::anyhow!("config.toml: {e}"))?;
     let mut store = ctx.store()?;
-    let mut memory = store.memory(ctx.repository.as_deref());
+    let mut memory = store
+        .memory(ctx.repository.as_deref())
+        .with_sources(args.show_source)
+        .with_history(args.history)
+        .as_of(as_of)
+        .with_ttls(ttls);
     let scope: Option<Scope> = args.scope.clone();
     let mut out = format::stdout();
     match args.action {
@@ -103,7 +148,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         Action::Set => {
             let (key, value) = note_to_set(args)?;
             let scope = scope.unwrap_or(Scope::User);
-            let note = memory.set_note(scope, key.trim(), value)?;
+            let note = memory.set_note_for(scope, key.trim(), value, ttl)?;
             print_set(&mut out, args.json, &note)?;
         }
         Action::Clear => {
@@ -141,6 +186,32 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A time `--as-of` names, in Unix milliseconds: a date (local midnight), a date and time (local),
+/// an RFC 3339 instant, or an age ago (`3d`).
+fn parse_time(text: &str) -> anyhow::Result<i64> {
+    let text = text.trim();
+    if let Ok(age) = seshat::config::parse_age(text) {
+        return Ok(seshat::store::now_ms().saturating_sub(age));
+    }
+    if let Ok(t) = text.parse::<jiff::Timestamp>() {
+        return Ok(t.as_millisecond());
+    }
+    let zone = jiff::tz::TimeZone::system();
+    if let Ok(dt) = text.parse::<jiff::civil::DateTime>()
+        && let Ok(t) = zone.to_timestamp(dt)
+    {
+        return Ok(t.as_millisecond());
+    }
+    if let Ok(d) = text.parse::<jiff::civil::Date>()
+        && let Ok(t) = zone.to_timestamp(d.to_datetime(jiff::civil::Time::midnight()))
+    {
+        return Ok(t.as_millisecond());
+    }
+    bail!(
+        "--as-of `{text}` is not a time: give a date (2026-12-01), a date and time (2026-12-01T09:30) or an age ago (3d)"
+    )
 }
 
 /// Asks before clearing `scope` (unless `--yes`); whether to go on. Without a terminal to ask on,
@@ -267,7 +338,10 @@ fn print_show(
         writeln!(out, "  (empty)")?;
     }
     for n in notes {
-        writeln!(out, "  {}: {}", n.key, n.value)?;
+        writeln!(out, "  {}: {}{}", n.key, n.value, expiry(n.expires_at))?;
+        if let Some(source) = &n.source {
+            writeln!(out, "      ↳ {}", versions::describe(source))?;
+        }
     }
     render_graph(out, graph)?;
     if more {
@@ -306,7 +380,10 @@ fn print_search(
         writeln!(out, "No memory matches `{query}`.")?;
     }
     for n in notes {
-        writeln!(out, "  {}: {} [{}]", n.key, n.value, n.scope)?;
+        writeln!(out, "  {}: {} [{}]{}", n.key, n.value, n.scope, expiry(n.expires_at))?;
+        if let Some(source) = &n.source {
+            writeln!(out, "      ↳ {}", versions::describe(source))?;
+        }
     }
     render_graph(out, graph)?;
     if more {
@@ -315,11 +392,29 @@ fn print_search(
     Ok(())
 }
 
+/// ` (expires 2026-12-31 10:00)` for a line with an expiry.
+fn expiry(at: Option<i64>) -> String {
+    at.map(|at| format!(" (expires {})", format::time(at))).unwrap_or_default()
+}
+
 fn render_graph(out: &mut dyn Write, graph: &Graph) -> std::io::Result<()> {
     for e in &graph.entities {
-        writeln!(out, "  {} ({}) [{}]", e.name, e.entity_type, e.scope)?;
-        for o in &e.observations {
+        writeln!(out, "  {} ({}) [{}]{}", e.name, e.entity_type, e.scope, expiry(e.expires_at))?;
+        if let Some(source) = &e.source {
+            writeln!(out, "    ↳ created by {}", versions::describe(source))?;
+        }
+        for (i, o) in e.observations.iter().enumerate() {
             writeln!(out, "    - {o}")?;
+            if let Some(Some(source)) = e.observation_sources.get(i) {
+                writeln!(out, "      ↳ {}", versions::describe(source))?;
+            }
+        }
+        for c in &e.conflicts {
+            writeln!(out, "    ! `{}` may contradict `{}` (neither replaces the other)", c.observation, c.contradicts)?;
+        }
+        for p in &e.past_observations {
+            let by = p.replaced_by.as_ref().map(|r| format!(", replaced by `{r}`")).unwrap_or_default();
+            writeln!(out, "    ~ {} (until {}{by})", p.content, format::time(p.valid_until))?;
         }
     }
     for r in &graph.relations {

@@ -23,28 +23,31 @@ pub fn run(ctx: &Context, args: &Args, service: &mut Remote) -> anyhow::Result<E
     match args.action {
         Action::Show => {
             let scope = scope.unwrap_or(Scope::User);
-            let notes = service.request::<m::NotesList>(&m::NotesListParams { scope: Some(scope.clone()) })?;
+            let mut notes = service.request::<m::NotesList>(&m::NotesListParams { scope: Some(scope.clone()) })?;
+            unsourced(&mut notes.notes, args.show_source);
             let limit = args.limit.unwrap_or(100);
             let params = mt::ReadGraphParams { scope: Some(scope.clone()), limit: Some(limit), offset: None };
             let page = service.request::<m::MemoryReadGraph>(&params)?;
             let more = page.note.is_some();
-            let graph = Graph { entities: page.entities, relations: page.relations };
+            let graph = sourced(Graph { entities: page.entities, relations: page.relations }, args.show_source);
             print_show(&mut out, args.json, &scope, Some(&ctx.project), &notes.notes, &graph, more)?;
         }
         Action::Set => {
             let (key, value) = note_to_set(args)?;
-            let params = m::NotesSetParams { key: key.to_string(), value: value.to_string(), scope };
+            let ttl = args.ttl.clone();
+            let params = m::NotesSetParams { key: key.to_string(), value: value.to_string(), scope, ttl };
             let set = service.request::<m::NotesSet>(&params)?;
             print_set(&mut out, args.json, &set.note)?;
         }
         Action::Search => {
             let Some(query) = &args.query else { bail!("--action search needs --query") };
             let params = m::NotesSearchParams { query: query.clone(), scope: scope.clone() };
-            let notes = service.request::<m::NotesSearch>(&params)?;
+            let mut notes = service.request::<m::NotesSearch>(&params)?;
+            unsourced(&mut notes.notes, args.show_source);
             let params = mt::SearchNodesParams { query: query.clone(), scope, limit: Some(args.limit.unwrap_or(20)) };
             let page = service.request::<m::MemorySearchNodes>(&params)?;
             let more = page.note.is_some();
-            let graph = Graph { entities: page.entities, relations: page.relations };
+            let graph = sourced(Graph { entities: page.entities, relations: page.relations }, args.show_source);
             print_search(&mut out, args.json, query, &notes.notes, &graph, more)?;
         }
         Action::Clear => {
@@ -73,4 +76,24 @@ pub fn run(ctx: &Context, args: &Args, service: &mut Remote) -> anyhow::Result<E
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `graph` with the provenance the service always sends left out unless `--show-source` asked.
+fn sourced(mut graph: Graph, show: bool) -> Graph {
+    if !show {
+        for e in &mut graph.entities {
+            e.source = None;
+            e.observation_sources.clear();
+        }
+    }
+    graph
+}
+
+/// `notes` with their provenance left out unless `--show-source` asked.
+fn unsourced(notes: &mut [seshat::memory::Note], show: bool) {
+    if !show {
+        for n in notes {
+            n.source = None;
+        }
+    }
 }

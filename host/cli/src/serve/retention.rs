@@ -17,6 +17,14 @@ pub(super) fn start(db: &Location, settings: Arc<Settings>) {
     let spawned = std::thread::Builder::new().name("retention".into()).spawn(move || {
         loop {
             let config = settings.config();
+            // Memory whose time to live passed, whatever [retention] says.
+            match Store::connect(&db).and_then(|mut s| s.purge_expired_memory(seshat::store::now_ms())) {
+                Ok(p) if p.entities + p.notes > 0 => {
+                    tracing::info!(target: "seshat::service", entities = p.entities, notes = p.notes, "retention: expired memory purged");
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(target: "seshat::service", "retention: expired memory was left: {e}"),
+            }
             match config.retention.retention() {
                 Ok(retention) if retention.is_set() => {
                     if let Err(e) = purge_everyone(&db, &retention) {

@@ -23,6 +23,10 @@ pub struct Args {
     /// before and after) and, for each summary, the messages it replaced and what it kept.
     #[arg(long, conflicts_with = "full")]
     compactions: bool,
+    /// Show the messages around message SEQ of the full history (the one a memory line was
+    /// written at, as `seshat memory --show-source` names it), that message marked.
+    #[arg(long, value_name = "SEQ", conflicts_with_all = ["full", "compactions"])]
+    at: Option<u64>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -48,6 +52,13 @@ struct Full {
 /// (`session/list`), shown as locally.
 fn run_remote(args: &Args, remote: &mut crate::remote::Remote) -> anyhow::Result<ExitCode> {
     let mut out = format::stdout();
+    if let Some(seq) = args.at {
+        let jsonl = remote.request::<m::SessionExport>(&m::SessionParams { session: args.id.clone() })?.jsonl;
+        let full = from_export(&jsonl)?;
+        show_at(&mut out, &full.session, &full.messages, seq, args.json)?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.compactions {
         let jsonl = remote.request::<m::SessionExport>(&m::SessionParams { session: args.id.clone() })?.jsonl;
         let full = from_export(&jsonl)?;
@@ -121,6 +132,11 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let store = ctx.store()?;
     let id = store.resolve(&args.id)?;
     let mut out = format::stdout();
+    if let Some(seq) = args.at {
+        show_at(&mut out, &store.session(&id)?, &store.full_history(&id)?, seq, args.json)?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.compactions || args.full {
         let full = Full {
             session: store.session(&id)?,
@@ -150,6 +166,37 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     render_view(&mut out, &view.session, view.compaction.as_ref(), &view.entries, &store.forks(&id)?)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// How many messages before the one `--at` names are shown with it (the request that led to it).
+const BEFORE_AT: u64 = 2;
+
+/// `--at SEQ`: the messages from [`BEFORE_AT`] before SEQ to the one after it, SEQ marked.
+fn show_at(
+    out: &mut format::Out,
+    session: &SessionInfo,
+    messages: &[Message],
+    seq: u64,
+    json: bool,
+) -> anyhow::Result<()> {
+    let Some(last) = messages.last().map(|m| m.seq) else {
+        anyhow::bail!("session {} holds no messages", session.id);
+    };
+    if seq == 0 || seq > last {
+        anyhow::bail!("session {} has no message {seq}: its messages are 1 to {last}", session.id);
+    }
+    let near: Vec<&Message> =
+        messages.iter().filter(|m| m.seq + BEFORE_AT >= seq && m.seq <= seq.saturating_add(1)).collect();
+    if json {
+        return format::json(out, &serde_json::json!({"session": session.id, "at": seq, "messages": near}));
+    }
+    header(out, session)?;
+    for m in near {
+        let mark = if m.seq == seq { " ◀ here" } else { "" };
+        rule(out, &format!("{} #{}{mark}", m.role.as_str(), m.seq), m.status.as_str())?;
+        parts(out, &m.parts)?;
+    }
+    Ok(())
 }
 
 /// `--compactions`: each pass of the session's compaction history, as JSON or text.

@@ -83,6 +83,10 @@ fn case(method: &str, ids: &Ids) -> Option<(Target, Value)> {
         "memory/deletions" => (Target::Own, json!({})),
         "memory/restore" => (Target::Deletion, json!({"id": ids.deletion})),
         "memory/clear" => (Target::Team, json!({"scope": team})),
+        "memory/history" => (Target::Team, json!({"scope": team, "name": "Runbook"})),
+        "memory/revert" => (Target::Team, json!({"scope": team, "name": "Runbook", "to": 1})),
+        // Only ever the caller's own writes.
+        "memory/undo" => (Target::Own, json!({"session": "01JNOSUCHSESSION0000000000"})),
         "knowledge/search" => (Target::Own, json!({"query": "kestrel"})),
         "knowledge/read" => (Target::Chunk, json!({"id": ids.chunk})),
         "knowledge/add" => {

@@ -934,7 +934,8 @@ fn the_provider_comes_from_the_environment_the_official_sdks_read() {
 fn seshat_compact_calls_the_sessions_provider_with_chats_frame() {
     let local = Local::start(Kind::Vllm, 16_384, None);
     let home = home_at("openai", &local.base(), "");
-    let id = history(&home, 24, 300);
+    // (Sized to fit the window with chat's frame, its tools' definitions included.)
+    let id = history(&home, 24, 290);
     // A chat turn first: the session now belongs to this provider and model.
     let v = ok_json(&run(&home, &["--resume", &id, "--model", MODEL, "--no-auto-compact", "--json", "-p", "status?"]));
     let used = v["context"]["used"].as_u64().unwrap();
@@ -1086,7 +1087,8 @@ fn on_a_small_window_the_frame_is_cut_in_the_stated_order_and_says_what_went() {
     use seshat::client::{AgentOptions, Tools};
     let server = Server::start(vec![]);
     let home = Home::new();
-    std::fs::write(home.path().join("AGENTS.md"), "Always run the tests. ".repeat(60)).unwrap();
+    // (Sized so that on 8k it fits with the most essential tools, and the rest do not.)
+    std::fs::write(home.path().join("AGENTS.md"), "Always run the tests. ".repeat(40)).unwrap();
     let options = |window| AgentOptions {
         model: Some("tiny-model".into()),
         window: Some(window),

@@ -35,6 +35,7 @@ mod local;
 mod mcp_scale;
 mod memory;
 mod memory_cli;
+mod memory_truth;
 mod merge;
 mod migrations;
 mod model_choice;

@@ -457,11 +457,11 @@ fn a_word_the_index_splits_in_two_is_still_found_by_substring() {
 
 /// Both search indexes hold exactly one row per live entity with its live observations, and pass
 /// FTS5's own integrity check against their stored content.
-fn assert_indexes_exact(home: &Home) {
+pub(crate) fn assert_indexes_exact(home: &Home) {
     if home.is_postgres() {
         // PostgreSQL's one index: a row per live entity, its text and its words as computed anew.
         let live = "SELECT e.id, e.name, e.entity_type, coalesce((SELECT string_agg(content, chr(10) ORDER BY content) \
-            FROM memory_observations o WHERE o.entity_id = e.id AND o.deleted_by IS NULL), '') \
+            FROM memory_observations o WHERE o.entity_id = e.id AND o.deleted_by IS NULL AND o.valid_until IS NULL), '') \
             FROM memory_entities e WHERE e.deleted_by IS NULL AND e.staged = 0";
         let indexed = "SELECT s.entity_id, s.name, s.entity_type, (SELECT coalesce(string_agg(x, chr(10) ORDER BY x), '') \
             FROM unnest(string_to_array(s.observations, chr(10))) x WHERE x <> '') FROM memory_search s";
@@ -489,7 +489,10 @@ fn assert_indexes_exact(home: &Home) {
         rows.into_iter()
             .map(|(id, name, kind)| {
                 let mut obs: Vec<String> = conn
-                    .prepare("SELECT content FROM memory_observations WHERE entity_id = ?1 AND deleted_by IS NULL")
+                    .prepare(
+                        "SELECT content FROM memory_observations WHERE entity_id = ?1 AND deleted_by IS NULL \
+                         AND valid_until IS NULL",
+                    )
                     .unwrap()
                     .query_map([id], |r| r.get(0))
                     .unwrap()

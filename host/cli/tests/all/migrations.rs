@@ -415,3 +415,37 @@ fn a_migration_that_fails_names_the_versions_and_keeps_nothing(home) {
     assert_eq!(home.sql_value(&count, &count), 1, "the session is still there");
 }
 }
+
+/// Version 20 to 21 (memory provenance): an entity written before keeps its observations, has no
+/// source and no version; its first change records it as found (`existing`) so that change can be
+/// reverted, and the word index holds its current observations only.
+#[test]
+fn memory_written_before_provenance_gets_its_first_version_at_its_first_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("v11.db");
+    fs::copy(fixture("store-v11.sqlite"), &db).unwrap();
+    let mut store = Store::open(&db).unwrap();
+    let mut memory = store.memory(Some("/work/alpha")).with_sources(true);
+    let (_, _, versions) = memory.history("upload service", None).unwrap();
+    assert!(versions.is_empty(), "{versions:?}");
+    let open = memory.open_nodes(&["Upload service".to_string()], None).unwrap();
+    assert_eq!(open.entities[0].source, None);
+    assert_eq!(open.entities[0].observation_sources, [None, None]);
+    let adds = [seshat::memory::ObservationsToAdd {
+        entity_name: "Upload service".into(),
+        contents: vec!["Owned by the platform team".into()],
+        replaces: vec!["Owned by the storage team".into()],
+    }];
+    memory.add_observations_replacing(&adds, None).unwrap();
+    let (_, _, versions) = memory.history("Upload service", None).unwrap();
+    let changes: Vec<&str> = versions.iter().map(|v| v.change.as_str()).collect();
+    assert_eq!(changes, ["existing", "replaced"]);
+    assert_eq!(versions[0].observations, ["Retries failed uploads with backoff", "Owned by the storage team"]);
+    assert_eq!(versions[0].source, None);
+    let (_, entity) = memory.revert("Upload service", 1, None).unwrap();
+    assert_eq!(entity.observations, ["Retries failed uploads with backoff", "Owned by the storage team"]);
+    let (found, _) = memory.search("storage", None, 5).unwrap();
+    assert_eq!(found.entities.len(), 1);
+    let (found, _) = memory.search("platform", None, 5).unwrap();
+    assert!(found.entities.is_empty(), "the revert's dropped observation left the index");
+}

@@ -378,6 +378,10 @@ impl Environment {
             provider_options: "{}".into(),
             hooks: self.hooks()?,
         };
+        let ttls = crate::memory::Ttls::parse(&config.memory.ttl).map_err(|message| {
+            Error::Config(crate::config::Error { path: self.dirs.config.join("config.toml"), message })
+        })?;
+        let tools = tools.with_memory_ttls(ttls);
         let tools = match self.recall() {
             Some(recall) => tools.with_recall(recall),
             None => tools,

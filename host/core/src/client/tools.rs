@@ -29,6 +29,8 @@ pub struct Tools {
     custom: Vec<Box<dyn Tool>>,
     /// When set, only these are offered (`[chat] tools = [...]`).
     only: Option<std::collections::HashSet<String>>,
+    /// How long what the memory tools write is kept, by scope (`[memory.ttl]`).
+    memory_ttls: memory::Ttls,
 }
 
 impl std::fmt::Debug for Tools {
@@ -70,6 +72,12 @@ impl Tools {
     /// Makes `history_search` and `memory_search_nodes` hybrid where `recall` embeds them.
     pub(crate) fn with_recall(mut self, recall: crate::retrieval::Recall) -> Self {
         self.recall = Some(recall);
+        self
+    }
+
+    /// Keeps what the memory tools write as long as `ttls` say for its scope.
+    pub fn with_memory_ttls(mut self, ttls: memory::Ttls) -> Self {
+        self.memory_ttls = ttls;
         self
     }
 
@@ -134,14 +142,20 @@ impl Tools {
             }
         };
         if self.memory && name.starts_with(memory::tools::AGENT_PREFIX) {
+            // Written by this session's agent, at the message that made the call (the last stored).
+            let seq = store.session(session).map_or(0, |s| s.message_count);
+            let mut memory = store
+                .memory(project)
+                .written_by(memory::Writer::agent(session, seq))
+                .with_ttls(self.memory_ttls.clone());
             return match self.recall.as_mut().filter(|r| r.memory()) {
                 Some(recall) => {
                     let mut search = |m: &mut memory::Memory<'_>, q: &str, s: Option<&memory::Scope>, n: usize| {
                         recall.search_memory(m, q, s, n)
                     };
-                    memory::tools::call_with(&mut store.memory(project), name, &args, Some(&mut search))
+                    memory::tools::call_with(&mut memory, name, &args, Some(&mut search))
                 }
-                None => memory::tools::call(&mut store.memory(project), name, &args),
+                None => memory::tools::call(&mut memory, name, &args),
             };
         }
         if self.history && history::is_history_tool(name) {

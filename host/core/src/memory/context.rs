@@ -47,6 +47,7 @@ impl Memory<'_> {
                 .collect();
 
             let usable = budget.saturating_sub(OMISSION_LINE_TOKENS);
+            let now = crate::store::now_ms();
             let mut text = String::from("# Long-term memory\n");
             let mut used = estimate_tokens(&text);
             let mut sections = Vec::new();
@@ -75,8 +76,8 @@ impl Memory<'_> {
                 {
                     let notes: Vec<(String, String)> = self.db.query_vec(
                         "SELECT key, value FROM memory_notes WHERE scope = ?1 AND project = ?2 AND owner = ?3 \
-                         ORDER BY updated_at DESC, key",
-                        params![place.kind(), place.project, place.owner],
+                         AND (expires_at IS NULL OR expires_at > ?4) ORDER BY updated_at DESC, key",
+                        params![place.kind(), place.project, place.owner, now],
                         |r| Ok((r.get(0)?, r.get(1)?)),
                     )?;
                     for (key, value) in notes {
@@ -92,20 +93,20 @@ impl Memory<'_> {
                     let joined = match self.db.backend() {
                         Backend::Sqlite => {
                             "(SELECT group_concat(content, '; ') FROM (SELECT content FROM memory_observations \
-                             WHERE entity_id = e.id AND deleted_by IS NULL ORDER BY id))"
+                             WHERE entity_id = e.id AND deleted_by IS NULL AND valid_until IS NULL ORDER BY id))"
                         }
                         _ => {
                             "(SELECT string_agg(content, '; ' ORDER BY id) FROM memory_observations \
-                             WHERE entity_id = e.id AND deleted_by IS NULL)"
+                             WHERE entity_id = e.id AND deleted_by IS NULL AND valid_until IS NULL)"
                         }
                     };
                     let entities: Vec<(String, String, Option<String>)> = self.db.query_vec(
                         &format!(
                             "SELECT e.name, e.entity_type, {joined} FROM memory_entities e \
                              WHERE e.owner = ?3 AND e.scope = ?1 AND e.project = ?2 AND e.deleted_by IS NULL \
-                             ORDER BY e.updated_at DESC, e.id DESC"
+                             AND (e.expires_at IS NULL OR e.expires_at > ?4) ORDER BY e.updated_at DESC, e.id DESC"
                         ),
-                        params![place.kind(), place.project, place.owner],
+                        params![place.kind(), place.project, place.owner, now],
                         |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
                     )?;
                     for (name, entity_type, observations) in entities {

@@ -3,10 +3,13 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::store::db::{Db, Tx, ids_in, params};
+pub use seshat_protocol::memory_tools::ObservationsToAdd;
 
 use super::{Error, Memory, Place, Result, Scope, name_key};
 use crate::store::now_ms;
-pub use seshat_protocol::memory::{Deletion, Entity, Graph, NewEntity, ObservationAdds, Relation, RelationSpec};
+pub use seshat_protocol::memory::{
+    Conflict, Deletion, Entity, Graph, NewEntity, ObservationAdds, PastObservation, Relation, RelationSpec,
+};
 
 fn begin(db: &mut Db) -> Result<Tx<'_>> {
     Ok(db.transaction()?)
@@ -16,10 +19,13 @@ fn begin(db: &mut Db) -> Result<Tx<'_>> {
 /// (id, name, scope). Found in a team scope, the change needs read-write access to the team.
 fn find(tx: &Tx<'_>, user: &str, places: &[Place], key: &str) -> Result<Option<(i64, String, Scope)>> {
     let stmt = "SELECT id, name FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3 \
-         AND deleted_by IS NULL AND owner = ?4";
+         AND deleted_by IS NULL AND owner = ?4 AND (expires_at IS NULL OR expires_at > ?5)";
+    let now = now_ms();
     for place in places {
         if let Some((id, name)) =
-            tx.query_opt(stmt, params![place.kind(), place.project, key, place.owner], |r| Ok((r.get(0)?, r.get(1)?)))?
+            tx.query_opt(stmt, params![place.kind(), place.project, key, place.owner, now], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?
         {
             Memory::check_write(tx, user, place)?;
             return Ok(Some((id, name, place.scope.clone())));
@@ -41,10 +47,12 @@ struct Staging {
 }
 
 impl Staging {
-    /// Takes live entities out of the indexes (in one statement) until [`Staging::finish`].
-    fn stage(&mut self, tx: &Tx<'_>, entities: &[i64]) -> Result<()> {
+    /// Takes live entities out of the indexes (in one statement) until [`Staging::finish`]; an
+    /// entity with no version yet gets its state as found recorded first.
+    fn stage(&mut self, tx: &Tx<'_>, entities: &[i64], now: i64) -> Result<()> {
         let new: Vec<i64> = entities.iter().copied().filter(|id| !self.ids.contains(id)).collect();
         if !new.is_empty() {
+            super::versions::baseline(tx, &new, now)?;
             tx.execute(
                 &format!("UPDATE memory_entities SET staged = 1 WHERE id IN {}", ids_in(tx.backend(), 1)),
                 params![json_ids(&new)],
@@ -81,67 +89,180 @@ pub(super) fn json_ids(ids: &[i64]) -> String {
     format!("[{}]", ids.iter().map(i64::to_string).collect::<Vec<_>>().join(","))
 }
 
-/// Adds observations to a staged entity (reviving tombstoned ones). A `fresh` entity (just
-/// inserted, with no observations yet) skips the lookups.
-fn add_observations(tx: &Tx<'_>, entity: i64, contents: &[String], now: i64, fresh: bool) -> Result<Vec<String>> {
-    let mut added = Vec::new();
+/// What adding observations to one entity did.
+#[derive(Default)]
+struct Added {
+    /// The contents new to it (or current again).
+    added: Vec<String>,
+    /// Each content's observation id, in the order given (duplicates and blanks left out).
+    ids: Vec<(String, i64)>,
+    /// New contents that look like another value of an attribute it holds.
+    conflicts: Vec<Conflict>,
+}
+
+/// Adds observations to a staged entity by the write `source` (reviving deleted or replaced
+/// ones). A `fresh` entity (just inserted, with no observations yet) skips the lookups. A new
+/// observation that gives another value to an attribute a current one (not among `replacing`)
+/// holds is flagged as conflicting with it.
+fn add_observations(
+    tx: &Tx<'_>,
+    entity: i64,
+    contents: &[String],
+    now: i64,
+    fresh: bool,
+    source: i64,
+    replacing: &[i64],
+) -> Result<Added> {
+    let mut out = Added::default();
     let mut seen = HashSet::new();
+    let insert = "INSERT INTO memory_observations (entity_id, content, created_at, source_id) VALUES (?1, ?2, ?3, ?4) \
+         RETURNING id";
+    let current: Vec<(i64, String)> = if fresh {
+        Vec::new()
+    } else {
+        tx.query_vec(
+            "SELECT id, content FROM memory_observations WHERE entity_id = ?1 AND deleted_by IS NULL \
+             AND valid_until IS NULL ORDER BY id",
+            params![entity],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?
+    };
     for content in contents {
         if content.trim().is_empty() || !seen.insert(content.as_str()) {
             continue;
         }
         if fresh {
-            tx.execute(
-                "INSERT INTO memory_observations (entity_id, content, created_at) VALUES (?1, ?2, ?3)",
-                params![entity, content, now],
-            )?;
-            added.push(content.clone());
+            let id: i64 = tx.query_value(insert, params![entity, content, now, source])?;
+            out.added.push(content.clone());
+            out.ids.push((content.clone(), id));
             continue;
         }
-        let existing: Option<Option<i64>> = tx.query_opt(
-            "SELECT deleted_by FROM memory_observations WHERE entity_id = ?1 AND content = ?2",
+        let existing: Option<(i64, Option<i64>, Option<i64>)> = tx.query_opt(
+            "SELECT id, deleted_by, valid_until FROM memory_observations WHERE entity_id = ?1 AND content = ?2",
             params![entity, content],
-            |r| r.get(0),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )?;
-        match existing {
-            Some(None) => {}
-            Some(Some(_)) => {
-                tx.execute(
-                    "UPDATE memory_observations SET deleted_by = NULL WHERE entity_id = ?1 AND content = ?2",
-                    params![entity, content],
-                )?;
-                added.push(content.clone());
+        let id = match existing {
+            Some((id, None, None)) => {
+                out.ids.push((content.clone(), id));
+                continue;
             }
-            None => {
+            Some((id, _, _)) => {
                 tx.execute(
-                    "INSERT INTO memory_observations (entity_id, content, created_at) VALUES (?1, ?2, ?3)",
-                    params![entity, content, now],
+                    "UPDATE memory_observations SET deleted_by = NULL, valid_until = NULL, superseded_by = NULL, \
+                     conflicts_with = NULL, source_id = ?2, created_at = ?3 WHERE id = ?1",
+                    params![id, source, now],
                 )?;
-                added.push(content.clone());
+                id
             }
+            None => tx.query_value(insert, params![entity, content, now, source])?,
+        };
+        out.added.push(content.clone());
+        out.ids.push((content.clone(), id));
+        if let Some((other, earlier)) = current
+            .iter()
+            .filter(|(other, _)| !replacing.contains(other))
+            .find(|(_, earlier)| super::validity::contradicts(content, earlier))
+        {
+            tx.execute("UPDATE memory_observations SET conflicts_with = ?2 WHERE id = ?1", params![id, other])?;
+            out.conflicts.push(Conflict { observation: content.clone(), contradicts: earlier.clone() });
         }
     }
-    Ok(added)
+    Ok(out)
 }
 
-fn new_deletion(tx: &Tx<'_>, user: &str, origin: &str, summary: &str, now: i64) -> Result<i64> {
+fn new_deletion(tx: &Tx<'_>, user: &str, origin: &str, summary: &str, now: i64, source: i64) -> Result<i64> {
     Ok(tx.query_value(
-        "INSERT INTO memory_deletions (origin, summary, created_at, owner) VALUES (?1, ?2, ?3, ?4) RETURNING id",
-        params![origin, summary, now, user],
+        "INSERT INTO memory_deletions (origin, summary, created_at, owner, source_id) VALUES (?1, ?2, ?3, ?4, ?5) \
+         RETURNING id",
+        params![origin, summary, now, user, source],
     )?)
 }
 
-/// Loads entities by id, in the given order, with their live observations.
-pub(super) fn load_entities(conn: &Db, ids: &[i64]) -> Result<Vec<Entity>> {
-    let entity = "SELECT name, entity_type, scope, owner FROM memory_entities WHERE id = ?1";
-    let obs = "SELECT content FROM memory_observations WHERE entity_id = ?1 AND deleted_by IS NULL ORDER BY id";
-    let mut out = Vec::with_capacity(ids.len());
+/// What a read returns of each entity beyond its current observations.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Detail {
+    /// Where it and each observation came from.
+    pub sources: bool,
+    /// The observations it no longer holds (replaced ones).
+    pub history: bool,
+    /// The observations it held at this time (Unix milliseconds) instead of now.
+    pub as_of: Option<i64>,
+}
+
+/// Loads entities by id, in the given order, with their current observations (and what `detail`
+/// asks for).
+pub(crate) fn load_entities(conn: &Db, ids: &[i64], detail: Detail) -> Result<Vec<Entity>> {
+    let entity = "SELECT name, entity_type, scope, owner, source_id, expires_at FROM memory_entities WHERE id = ?1";
+    let obs = "SELECT id, content, source_id, valid_until, superseded_by, conflicts_with FROM memory_observations \
+         WHERE entity_id = ?1 AND deleted_by IS NULL ORDER BY id";
+    // As of a time: what had been written by then and was neither replaced nor deleted yet, as
+    // current (what was replaced by then, as past).
+    let obs_then = "SELECT o.id, o.content, o.source_id, CASE WHEN o.valid_until <= ?2 THEN o.valid_until END, \
+         o.superseded_by, o.conflicts_with FROM memory_observations o \
+         LEFT JOIN memory_deletions d ON d.id = o.deleted_by \
+         WHERE o.entity_id = ?1 AND o.created_at <= ?2 AND (o.deleted_by IS NULL OR d.created_at > ?2) ORDER BY o.id";
+    type Obs = (i64, String, Option<i64>, Option<i64>, Option<i64>, Option<i64>);
+    let mut loaded = Vec::with_capacity(ids.len());
+    let mut source_ids = Vec::new();
     for id in ids {
-        let (name, entity_type, scope, owner): (String, String, String, String) =
-            conn.query_row(entity, params![id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
-        let observations = conn.query_vec(obs, params![id], |r| r.get(0))?;
+        let (name, entity_type, scope, owner, source, expires_at): (
+            String,
+            String,
+            String,
+            String,
+            Option<i64>,
+            Option<i64>,
+        ) = conn.query_row(entity, params![id], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
+        })?;
+        let row =
+            |r: &crate::store::db::Row<'_>| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?));
+        let observations: Vec<Obs> = match detail.as_of {
+            None => conn.query_vec(obs, params![id], row)?,
+            Some(then) => conn.query_vec(obs_then, params![id, then], row)?,
+        };
+        if detail.sources {
+            source_ids.extend(source);
+            source_ids.extend(observations.iter().filter_map(|o| o.2));
+        }
         let scope = Scope::from_parts(&scope, &owner).unwrap_or(Scope::Cross);
-        out.push(Entity { name, entity_type, observations, scope });
+        loaded.push((Entity::new(name, entity_type, Vec::new(), scope), source, expires_at, observations));
+    }
+    let sources = if detail.sources { super::provenance::load(conn, &source_ids)? } else { HashMap::new() };
+    let source_of = |id: Option<i64>| id.and_then(|id| sources.get(&id).cloned());
+    let mut out = Vec::with_capacity(loaded.len());
+    for (mut e, source, expires_at, observations) in loaded {
+        e.expires_at = expires_at;
+        if detail.sources {
+            e.source = source_of(source);
+        }
+        let content_of: HashMap<i64, &str> = observations.iter().map(|o| (o.0, o.1.as_str())).collect();
+        for (_, content, source, valid_until, superseded_by, conflicts_with) in &observations {
+            match valid_until {
+                None => {
+                    e.observations.push(content.clone());
+                    if detail.sources {
+                        e.observation_sources.push(source_of(*source));
+                    }
+                    if let Some(earlier) = conflicts_with.and_then(|c| content_of.get(&c)) {
+                        let earlier_current = observations.iter().any(|o| o.1 == *earlier && o.3.is_none());
+                        if earlier_current {
+                            e.conflicts
+                                .push(Conflict { observation: content.clone(), contradicts: earlier.to_string() });
+                        }
+                    }
+                }
+                Some(until) if detail.history => e.past_observations.push(PastObservation {
+                    content: content.clone(),
+                    valid_until: *until,
+                    replaced_by: superseded_by.and_then(|s| content_of.get(&s)).map(|c| c.to_string()),
+                    source: source_of(*source),
+                }),
+                Some(_) => {}
+            }
+        }
+        out.push(e);
     }
     Ok(out)
 }
@@ -171,9 +292,21 @@ impl Memory<'_> {
     /// exists there (same name under case folding) gets the new observations merged in — unlike the
     /// reference server, which silently skips it. Returns each entity as it now is.
     pub fn create_entities(&mut self, entities: &[NewEntity], scope: Option<&Scope>) -> Result<Vec<Entity>> {
+        self.create_entities_for(entities, scope, None)
+    }
+
+    /// [`Memory::create_entities`], each kept `ttl` milliseconds from now (default: the scope's
+    /// [`Ttls`](super::Ttls), else forever): then it leaves the context and search.
+    pub fn create_entities_for(
+        &mut self,
+        entities: &[NewEntity],
+        scope: Option<&Scope>,
+        ttl: Option<i64>,
+    ) -> Result<Vec<Entity>> {
         on_memory_db!(self, "create entities", {
             let place = self.place(&scope.cloned().unwrap_or_else(|| self.default_graph_scope()))?;
             let now = now_ms();
+            let expires = ttl.or_else(|| self.ttls.of(&place.scope)).map(|ttl| now.saturating_add(ttl));
             if entities.iter().any(|e| e.name.trim().is_empty()) {
                 return Err(Error::InvalidArguments {
                     tool: "create_entities".into(),
@@ -197,67 +330,105 @@ impl Memory<'_> {
             let keys: Vec<String> = entities.iter().map(|e| name_key(&e.name)).collect();
             let tx = begin(self.db)?;
             Memory::check_write(&tx, &self.user, &place)?;
-            // Each name's entity as the call starts: (id, deleted_by).
-            let mut existing: Vec<Option<(i64, Option<i64>)>> = Vec::with_capacity(keys.len());
-            let lookup = "SELECT id, deleted_by FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3 \
-                 AND owner = ?4";
+            let source = super::provenance::record(&tx, &self.user, &self.writer, now)?;
+            // Each name's entity as the call starts: (id, deleted_by, expired).
+            let mut existing: Vec<Option<(i64, Option<i64>, bool)>> = Vec::with_capacity(keys.len());
+            let lookup = "SELECT id, deleted_by, coalesce(expires_at <= ?5, false) FROM memory_entities \
+                 WHERE scope = ?1 AND project = ?2 AND name_key = ?3 AND owner = ?4";
             for key in &keys {
-                existing.push(tx.query_opt(lookup, params![place.kind(), place.project, key, place.owner], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
-                })?);
+                let found = tx.query_opt(lookup, params![place.kind(), place.project, key, place.owner, now], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })?;
+                // An expired entity is gone: the name starts afresh.
+                if let Some((id, _, true)) = found {
+                    tx.execute("DELETE FROM memory_entities WHERE id = ?1", params![id])?;
+                    existing.push(None);
+                } else {
+                    existing.push(found);
+                }
             }
             // Live entities that get observations leave the indexes together, before any write.
-            let live: Vec<i64> =
-                existing.iter().filter_map(|found| found.and_then(|(id, gone)| gone.is_none().then_some(id))).collect();
+            let live: Vec<i64> = existing
+                .iter()
+                .filter_map(|found| found.and_then(|(id, gone, _)| gone.is_none().then_some(id)))
+                .collect();
             let mut staging = Staging::default();
-            staging.stage(&tx, &live)?;
+            staging.stage(&tx, &live, now)?;
             // Names already written by this call (a name can come twice, in other case).
             let mut written: HashMap<&str, i64> = HashMap::new();
             let mut ids = Vec::new();
             let mut out: Vec<Entity> = Vec::new();
+            let (mut created, mut changed) = (Vec::new(), Vec::new());
             for ((e, key), found) in entities.iter().zip(&keys).zip(existing) {
+                let found = found.map(|(id, gone, _)| (id, gone));
                 let (id, fresh) = match written.get(key.as_str()).map(|&id| (id, None)).or(found) {
-                    Some((id, None)) => (id, false),
+                    Some((id, None)) => {
+                        if ttl.is_some() {
+                            tx.execute(
+                                "UPDATE memory_entities SET expires_at = ?2 WHERE id = ?1",
+                                params![id, expires],
+                            )?;
+                        }
+                        (id, false)
+                    }
                     Some((id, Some(_))) => {
                         // A deleted entity of that name comes back (staged) with the new content.
                         tx.execute(
                             "UPDATE memory_entities SET name = ?2, entity_type = ?3, deleted_by = NULL, staged = 1, \
-                         updated_at = ?4 WHERE id = ?1",
-                            params![id, e.name.trim(), e.entity_type, now],
+                         updated_at = ?4, source_id = ?5, expires_at = ?6 WHERE id = ?1",
+                            params![id, e.name.trim(), e.entity_type, now, source, expires],
                         )?;
                         staging.inserted(id);
+                        created.push(id);
                         (id, false)
                     }
                     None => {
                         let id: i64 = tx.query_value(
                             "INSERT INTO memory_entities (scope, project, name, name_key, entity_type, staged, \
-                             created_at, updated_at, owner) VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?6, ?7) RETURNING id",
-                            params![place.kind(), place.project, e.name.trim(), key, e.entity_type, now, place.owner],
+                             created_at, updated_at, owner, source_id, expires_at) \
+                             VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?6, ?7, ?8, ?9) RETURNING id",
+                            params![
+                                place.kind(),
+                                place.project,
+                                e.name.trim(),
+                                key,
+                                e.entity_type,
+                                now,
+                                place.owner,
+                                source,
+                                expires
+                            ],
                         )?;
                         staging.inserted(id);
+                        created.push(id);
                         (id, true)
                     }
                 };
                 written.insert(key, id);
-                let added = add_observations(&tx, id, &e.observations, now, fresh)?;
+                let added = add_observations(&tx, id, &e.observations, now, fresh, source, &[])?;
+                if !fresh && !added.added.is_empty() && !created.contains(&id) && !changed.contains(&id) {
+                    changed.push(id);
+                }
                 match ids.iter().position(|&known| known == id) {
-                    Some(i) => out[i] = load_entities(&tx, &[id])?.remove(0),
-                    None if fresh => {
+                    Some(i) => out[i] = load_entities(&tx, &[id], self.detail)?.remove(0),
+                    None if fresh && !self.detail.sources => {
                         ids.push(id);
-                        out.push(Entity {
-                            name: e.name.trim().into(),
-                            entity_type: e.entity_type.clone(),
-                            observations: added,
-                            scope: place.scope.clone(),
-                        });
+                        let mut entity =
+                            Entity::new(e.name.trim().into(), e.entity_type.clone(), added.added, place.scope.clone());
+                        entity.expires_at = expires;
+                        out.push(entity);
                     }
                     None => {
                         ids.push(id);
-                        out.push(load_entities(&tx, &[id])?.remove(0));
+                        let mut entity = load_entities(&tx, &[id], self.detail)?.remove(0);
+                        entity.conflicts = added.conflicts;
+                        out.push(entity);
                     }
                 }
             }
             staging.finish(&tx, now)?;
+            super::versions::record(&tx, &created, "created", source, now)?;
+            super::versions::record(&tx, &changed, "observed", source, now)?;
             tx.commit_at("memory")?;
             Ok(out)
         })
@@ -270,31 +441,109 @@ impl Memory<'_> {
         adds: &[(String, Vec<String>)],
         scope: Option<&Scope>,
     ) -> Result<Vec<ObservationAdds>> {
+        let adds: Vec<ObservationsToAdd> = adds
+            .iter()
+            .map(|(name, contents)| ObservationsToAdd {
+                entity_name: name.clone(),
+                contents: contents.clone(),
+                ..ObservationsToAdd::default()
+            })
+            .collect();
+        self.add_observations_replacing(&adds, scope)
+    }
+
+    /// Adds observations to existing entities, each new one replacing the current observations
+    /// its entry names in `replaces` (kept as history, out of search and the context). An unknown
+    /// entity, or a replaced observation the entity does not hold, is an error and nothing is
+    /// written.
+    pub fn add_observations_replacing(
+        &mut self,
+        adds: &[ObservationsToAdd],
+        scope: Option<&Scope>,
+    ) -> Result<Vec<ObservationAdds>> {
         on_memory_db!(self, "add observations", {
             let places = self.lookup_order(self.db, scope)?;
             let now = now_ms();
             let tx = begin(self.db)?;
             let mut found = Vec::with_capacity(adds.len());
-            for (name, _) in adds {
+            for add in adds {
                 found.push(
-                    find(&tx, &self.user, &places, &name_key(name))?
-                        .ok_or_else(|| Error::EntityNotFound(name.clone()))?,
+                    find(&tx, &self.user, &places, &name_key(&add.entity_name))?
+                        .ok_or_else(|| Error::EntityNotFound(add.entity_name.clone()))?,
                 );
             }
+            // The observations each entry replaces, as (id, content): each must be current.
+            let mut replacing: Vec<Vec<(i64, String)>> = Vec::with_capacity(adds.len());
+            for (add, (id, name, _)) in adds.iter().zip(&found) {
+                let mut these = Vec::new();
+                for old in &add.replaces {
+                    match super::validity::current_match(&tx, *id, old)? {
+                        Some(hit) => these.push(hit),
+                        None => {
+                            let current: Vec<String> = tx.query_vec(
+                                "SELECT content FROM memory_observations WHERE entity_id = ?1 AND deleted_by IS NULL \
+                                 AND valid_until IS NULL ORDER BY id",
+                                params![id],
+                                |r| r.get(0),
+                            )?;
+                            return Err(Error::InvalidArguments {
+                                tool: "add_observations".into(),
+                                message: format!(
+                                    "`replaces`: {name} holds no current observation `{old}` (nothing was written); \
+                                     its current observations are: {}",
+                                    if current.is_empty() {
+                                        "none".to_string()
+                                    } else {
+                                        current.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+                                    }
+                                ),
+                            });
+                        }
+                    }
+                }
+                replacing.push(these);
+            }
+            let source = super::provenance::record(&tx, &self.user, &self.writer, now)?;
             let mut staging = Staging::default();
-            staging.stage(&tx, &found.iter().map(|f| f.0).collect::<Vec<_>>())?;
+            staging.stage(&tx, &found.iter().map(|f| f.0).collect::<Vec<_>>(), now)?;
             let mut out = Vec::new();
-            for ((_, contents), (id, found_name, scope)) in adds.iter().zip(found) {
+            let (mut observed, mut replaced) = (Vec::new(), Vec::new());
+            for ((add, (id, found_name, scope)), replacing) in adds.iter().zip(found).zip(replacing) {
                 let place = places.iter().find(|p| p.scope == scope).cloned().unwrap_or_else(|| Place {
                     scope,
                     project: String::new(),
                     owner: self.user.clone(),
                 });
-                let contents = super::redact::clean_in(&tx, self.redacting, &place, contents)?;
-                let added = add_observations(&tx, id, &contents, now, false)?;
-                out.push(ObservationAdds { entity_name: found_name, added_observations: added });
+                let contents = super::redact::clean_in(&tx, self.redacting, &place, &add.contents)?;
+                let ids: Vec<i64> = replacing.iter().map(|r| r.0).collect();
+                let added = add_observations(&tx, id, &contents, now, false, source, &ids)?;
+                // The first new observation that is not itself replaced stands in their place.
+                let by = added.ids.iter().find(|(_, new)| !ids.contains(new)).map(|(_, new)| *new);
+                let mut gone = Vec::new();
+                if let Some(by) = by {
+                    for (old, content) in &replacing {
+                        tx.execute(
+                            "UPDATE memory_observations SET valid_until = ?2, superseded_by = ?3 WHERE id = ?1",
+                            params![old, now, by],
+                        )?;
+                        gone.push(content.clone());
+                    }
+                }
+                if !gone.is_empty() {
+                    replaced.push(id);
+                } else if !added.added.is_empty() {
+                    observed.push(id);
+                }
+                out.push(ObservationAdds {
+                    entity_name: found_name,
+                    added_observations: added.added,
+                    replaced_observations: gone,
+                    conflicts: added.conflicts,
+                });
             }
             staging.finish(&tx, now)?;
+            super::versions::record(&tx, &replaced, "replaced", source, now)?;
+            super::versions::record(&tx, &observed, "observed", source, now)?;
             tx.commit_at("memory")?;
             Ok(out)
         })
@@ -308,6 +557,7 @@ impl Memory<'_> {
             let now = now_ms();
             let tx = begin(self.db)?;
             Memory::check_write(&tx, &self.user, &place)?;
+            let source = super::provenance::record(&tx, &self.user, &self.writer, now)?;
             // Both ends must exist in the scope the relations go to: a relation to nothing would be
             // reported as created and never shown.
             let mut missing: Vec<String> = Vec::new();
@@ -348,12 +598,12 @@ impl Memory<'_> {
                 match existing {
                     Some(None) => continue,
                     Some(Some(_)) => {
-                        tx.execute("UPDATE memory_relations SET deleted_by = NULL WHERE scope = ?1 AND project = ?2 AND from_key = ?3 \
-                         AND to_key = ?4 AND relation_type = ?5 AND owner = ?6", params![place.kind(), place.project, fk, tk, r.relation_type, place.owner])?;
+                        tx.execute("UPDATE memory_relations SET deleted_by = NULL, source_id = ?7 WHERE scope = ?1 AND project = ?2 \
+                         AND from_key = ?3 AND to_key = ?4 AND relation_type = ?5 AND owner = ?6", params![place.kind(), place.project, fk, tk, r.relation_type, place.owner, source])?;
                     }
                     None => {
-                        tx.execute("INSERT INTO memory_relations (scope, project, from_name, from_key, to_name, to_key, relation_type, created_at, owner) \
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)", params![place.kind(), place.project, r.from.trim(), fk, r.to.trim(), tk, r.relation_type, now, place.owner])?;
+                        tx.execute("INSERT INTO memory_relations (scope, project, from_name, from_key, to_name, to_key, relation_type, created_at, owner, source_id) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)", params![place.kind(), place.project, r.from.trim(), fk, r.to.trim(), tk, r.relation_type, now, place.owner, source])?;
                     }
                 }
                 out.push(Relation {
@@ -379,12 +629,14 @@ impl Memory<'_> {
             for place in &places {
                 Memory::check_write(&tx, &self.user, place)?;
             }
+            let source = super::provenance::record(&tx, &self.user, &self.writer, now)?;
             let deletion = new_deletion(
                 &tx,
                 &self.user,
                 "memory_delete_entities",
                 &format!("entities: {}", names.join(", ")),
                 now,
+                source,
             )?;
             let mut found = Vec::new();
             for name in names {
@@ -396,7 +648,9 @@ impl Memory<'_> {
                 }
             }
             // One statement per table, so the indexes write their deletions out once (see [`Staging`]).
-            let ids = json_ids(&found.iter().map(|f| f.0).collect::<Vec<_>>());
+            let entity_ids: Vec<i64> = found.iter().map(|f| f.0).collect();
+            super::versions::baseline(&tx, &entity_ids, now)?;
+            let ids = json_ids(&entity_ids);
             tx.execute(
                 &format!(
                     "UPDATE memory_entities SET deleted_by = ?2, updated_at = ?3 WHERE id IN {}",
@@ -422,6 +676,7 @@ impl Memory<'_> {
                 }
             }
             let removed = found.len();
+            super::versions::record(&tx, &entity_ids, "deleted", source, now)?;
             tx.commit_at("memory")?;
             Ok((deletion, removed))
         })
@@ -441,12 +696,14 @@ impl Memory<'_> {
                 Memory::check_write(&tx, &self.user, place)?;
             }
             let names: Vec<&str> = deletions.iter().map(|(n, _)| n.as_str()).collect();
+            let source = super::provenance::record(&tx, &self.user, &self.writer, now)?;
             let deletion = new_deletion(
                 &tx,
                 &self.user,
                 "memory_delete_observations",
                 &format!("observations of: {}", names.join(", ")),
                 now,
+                source,
             )?;
             let mut found = Vec::new();
             for (name, contents) in deletions {
@@ -455,14 +712,20 @@ impl Memory<'_> {
                 }
             }
             let mut staging = Staging::default();
-            staging.stage(&tx, &found.iter().map(|f| f.0).collect::<Vec<_>>())?;
+            staging.stage(&tx, &found.iter().map(|f| f.0).collect::<Vec<_>>(), now)?;
             let mut removed = 0;
+            let mut forgot = Vec::new();
             for (id, contents) in found {
+                let before = removed;
                 for content in contents {
                     removed += tx.execute("UPDATE memory_observations SET deleted_by = ?3 WHERE entity_id = ?1 AND content = ?2 AND deleted_by IS NULL", params![id, content, deletion])?;
                 }
+                if removed > before && !forgot.contains(&id) {
+                    forgot.push(id);
+                }
             }
             staging.finish(&tx, now)?;
+            super::versions::record(&tx, &forgot, "forgot", source, now)?;
             tx.commit_at("memory")?;
             Ok((deletion, removed))
         })
@@ -477,12 +740,14 @@ impl Memory<'_> {
             for place in &visible {
                 Memory::check_write(&tx, &self.user, place)?;
             }
+            let source = super::provenance::record(&tx, &self.user, &self.writer, now)?;
             let deletion = new_deletion(
                 &tx,
                 &self.user,
                 "memory_delete_relations",
                 &format!("{} relations", relations.len()),
                 now,
+                source,
             )?;
             let mut removed = 0;
             for r in relations {
@@ -498,18 +763,26 @@ impl Memory<'_> {
 
     /// The named entities (in the visible scopes, or `scope`) and the relations among them.
     pub fn open_nodes(&mut self, names: &[String], scope: Option<&Scope>) -> Result<Graph> {
+        self.open_nodes_with(names, scope, false)
+    }
+
+    /// [`Memory::open_nodes`], with the observations each entity no longer holds when `history`.
+    pub fn open_nodes_with(&mut self, names: &[String], scope: Option<&Scope>, history: bool) -> Result<Graph> {
         on_memory_db!(self, "open nodes", {
             let places = self.visible(self.db, scope)?;
             let tx = begin(self.db)?;
             let mut ids = Vec::new();
             let mut keys = HashSet::new();
             let stmt = "SELECT id FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3 \
-                 AND deleted_by IS NULL AND owner = ?4";
+                 AND deleted_by IS NULL AND owner = ?4 AND (expires_at IS NULL OR expires_at > ?5)";
+            let now = now_ms();
             for name in names {
                 let key = name_key(name);
                 for place in &places {
                     if let Some(id) =
-                        tx.query_opt(stmt, params![place.kind(), place.project, key, place.owner], |r| r.get::<i64>(0))?
+                        tx.query_opt(stmt, params![place.kind(), place.project, key, place.owner, now], |r| {
+                            r.get::<i64>(0)
+                        })?
                         && !ids.contains(&id)
                     {
                         ids.push(id);
@@ -517,7 +790,9 @@ impl Memory<'_> {
                     }
                 }
             }
-            let graph = Graph { entities: load_entities(&tx, &ids)?, relations: relations_among(&tx, &places, &keys)? };
+            let detail = Detail { history: history || self.detail.history, ..self.detail };
+            let graph =
+                Graph { entities: load_entities(&tx, &ids, detail)?, relations: relations_among(&tx, &places, &keys)? };
             tx.commit_at("memory")?;
             Ok(graph)
         })
@@ -531,13 +806,24 @@ impl Memory<'_> {
             let tx = begin(self.db)?;
             let mut rows: Vec<(i64, i64, String)> = Vec::new();
             {
-                let stmt = "SELECT id, updated_at, name_key FROM memory_entities WHERE owner = ?4 AND scope = ?1 \
-                 AND project = ?2 AND deleted_by IS NULL ORDER BY updated_at DESC, id DESC LIMIT ?3";
+                let now_stmt = "SELECT id, updated_at, name_key FROM memory_entities WHERE owner = ?4 AND scope = ?1 \
+                 AND project = ?2 AND deleted_by IS NULL AND (expires_at IS NULL OR expires_at > ?5) \
+                 ORDER BY updated_at DESC, id DESC LIMIT ?3";
+                // As of a time: written by then, neither deleted nor expired yet.
+                let then_stmt = "SELECT e.id, e.updated_at, e.name_key FROM memory_entities e \
+                 LEFT JOIN memory_deletions d ON d.id = e.deleted_by WHERE e.owner = ?4 AND e.scope = ?1 \
+                 AND e.project = ?2 AND e.created_at <= ?5 AND (e.deleted_by IS NULL OR d.created_at > ?5) \
+                 AND (e.expires_at IS NULL OR e.expires_at > ?5) ORDER BY e.updated_at DESC, e.id DESC LIMIT ?3";
+                let (stmt, now) = match self.detail.as_of {
+                    Some(then) => (then_stmt, then),
+                    None => (now_stmt, now_ms()),
+                };
                 for place in &places {
                     let wanted = offset.saturating_add(limit).saturating_add(1).min(i64::MAX as usize) as i64;
-                    let found = tx.query_vec(stmt, params![place.kind(), place.project, wanted, place.owner], |r| {
-                        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                    })?;
+                    let found =
+                        tx.query_vec(stmt, params![place.kind(), place.project, wanted, place.owner, now], |r| {
+                            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                        })?;
                     rows.extend(found);
                 }
             }
@@ -546,7 +832,10 @@ impl Memory<'_> {
             let rows: Vec<_> = rows.into_iter().skip(offset).take(limit).collect();
             let ids: Vec<i64> = rows.iter().map(|r| r.0).collect();
             let keys: HashSet<String> = rows.into_iter().map(|r| r.2).collect();
-            let graph = Graph { entities: load_entities(&tx, &ids)?, relations: relations_among(&tx, &places, &keys)? };
+            let graph = Graph {
+                entities: load_entities(&tx, &ids, self.detail)?,
+                relations: relations_among(&tx, &places, &keys)?,
+            };
             tx.commit_at("memory")?;
             Ok((graph, cut))
         })
@@ -592,8 +881,11 @@ impl Memory<'_> {
                 let stmt = "SELECT DISTINCT entity_id FROM memory_observations WHERE deleted_by = ?1";
                 tx.query_vec(stmt, params![deletion], |r| r.get(0))?
             };
+            let revived: Vec<i64> =
+                tx.query_vec("SELECT id FROM memory_entities WHERE deleted_by = ?1", params![deletion], |r| r.get(0))?;
+            let source = super::provenance::record(&tx, &self.user, &self.writer, now)?;
             let mut staging = Staging::default();
-            staging.stage(&tx, &entities)?;
+            staging.stage(&tx, &entities, now)?;
             tx.execute("UPDATE memory_observations SET deleted_by = NULL WHERE deleted_by = ?1", params![deletion])?;
             staging.finish(&tx, now)?;
             tx.execute(
@@ -602,6 +894,13 @@ impl Memory<'_> {
             )?;
             tx.execute("UPDATE memory_relations SET deleted_by = NULL WHERE deleted_by = ?1", params![deletion])?;
             tx.execute("UPDATE memory_deletions SET restored_at = ?2 WHERE id = ?1", params![deletion, now])?;
+            let mut changed = entities;
+            for id in revived {
+                if !changed.contains(&id) {
+                    changed.push(id);
+                }
+            }
+            super::versions::record(&tx, &changed, "restored", source, now)?;
             tx.commit_at("memory")?;
             Ok(found)
         })
@@ -615,8 +914,8 @@ impl Memory<'_> {
             for place in places {
                 let n: i64 = self.db.query_row(
                     "SELECT count(*) FROM memory_entities WHERE scope = ?1 AND project = ?2 AND deleted_by IS NULL \
-                     AND owner = ?3",
-                    params![place.kind(), place.project, place.owner],
+                     AND owner = ?3 AND (expires_at IS NULL OR expires_at > ?4)",
+                    params![place.kind(), place.project, place.owner, now_ms()],
                     |r| r.get(0),
                 )?;
                 out.insert(place.scope, n as usize);

@@ -21,15 +21,25 @@ macro_rules! on_memory_db {
 }
 
 mod context;
+mod expiry;
 mod graph;
 mod notes;
+mod provenance;
 mod redact;
 mod search;
 pub mod tools;
+mod validity;
+mod versions;
 
 pub use context::{ContextSection, DEFAULT_CONTEXT_TOKENS, MemoryContext};
-pub use graph::{Deletion, Entity, Graph, NewEntity, ObservationAdds, Relation, RelationSpec};
+pub use expiry::Ttls;
+pub use graph::{
+    Conflict, Deletion, Entity, Graph, NewEntity, ObservationAdds, ObservationsToAdd, PastObservation, Relation,
+    RelationSpec,
+};
 pub use notes::Note;
+pub use provenance::{Source, SourceKind, Writer};
+pub use versions::{EntityVersion, Undone};
 
 use crate::store::db::{Db, params};
 use crate::store::{Location, Store};
@@ -93,6 +103,20 @@ pub enum Error {
     /// No such deletion to restore.
     #[error("no deletion {0} to restore: the list of deletions names the ones there are")]
     NoSuchDeletion(i64),
+    /// No such version of an entity.
+    #[error("{name} has no version {version}: {}", if *.latest == 0 {
+        "no change to it has been recorded (it was written before versions were kept)".to_string()
+    } else {
+        format!("its versions are 1 to {}; its history lists them", .latest)
+    })]
+    NoSuchVersion {
+        /// The entity.
+        name: String,
+        /// The version asked for.
+        version: u32,
+        /// Its latest version (0: none).
+        latest: u32,
+    },
     /// The database failed: which one, the operation, the message, what to do.
     #[error(transparent)]
     Database(crate::store::Error),
@@ -127,6 +151,12 @@ pub struct Memory<'s> {
     redacting: crate::store::Redacting<'s>,
     project: Option<String>,
     user: String,
+    /// Who its writes are recorded as made by.
+    writer: Writer,
+    /// What its reads return beyond current observations.
+    detail: graph::Detail,
+    /// How long what it writes is kept, by scope.
+    ttls: Ttls,
 }
 
 /// Where memory rows live: a scope with the project and owner columns it is stored under (the
@@ -180,11 +210,52 @@ impl Store {
     pub fn memory(&mut self, project: Option<&str>) -> Memory<'_> {
         let (db, location, user, redacting) = self.parts_mut();
         let user = user.to_string();
-        Memory { db, location, redacting, project: project.map(str::to_string), user }
+        Memory {
+            db,
+            location,
+            redacting,
+            project: project.map(str::to_string),
+            user,
+            writer: Writer::user(),
+            detail: graph::Detail::default(),
+            ttls: Ttls::default(),
+        }
     }
 }
 
 impl Memory<'_> {
+    /// Records its writes as made by `writer` (a person's, by default).
+    pub fn written_by(mut self, writer: Writer) -> Self {
+        self.writer = writer;
+        self
+    }
+
+    /// Has its reads say where each entity and observation came from.
+    pub fn with_sources(mut self, sources: bool) -> Self {
+        self.detail.sources = sources;
+        self
+    }
+
+    /// Has its reads of the graph (`read_graph`, `open_nodes`) show it as it stood at `then` (Unix
+    /// milliseconds): the entities written by then and not yet deleted or expired, each with the
+    /// observations it held then.
+    pub fn as_of(mut self, then: Option<i64>) -> Self {
+        self.detail.as_of = then;
+        self
+    }
+
+    /// Has its reads return the observations entities no longer hold (replaced ones).
+    pub fn with_history(mut self, history: bool) -> Self {
+        self.detail.history = history;
+        self
+    }
+
+    /// Keeps what it writes as long as `ttls` say for each scope (when a write names no time).
+    pub fn with_ttls(mut self, ttls: Ttls) -> Self {
+        self.ttls = ttls;
+        self
+    }
+
     /// Where the database is.
     pub(crate) fn location(&self) -> &Location {
         self.location

@@ -9,8 +9,14 @@ use crate::store::now_ms;
 pub use seshat_protocol::memory::Note;
 
 impl Memory<'_> {
-    /// Sets a note (replacing the value of an existing key).
+    /// Sets a note (replacing the value of an existing key), kept as long as the scope's
+    /// [`Ttls`](super::Ttls) say.
     pub fn set_note(&mut self, scope: Scope, key: &str, value: &str) -> Result<Note> {
+        self.set_note_for(scope, key, value, None)
+    }
+
+    /// [`Memory::set_note`], kept `ttl` milliseconds from now (default: the scope's, else forever).
+    pub fn set_note_for(&mut self, scope: Scope, key: &str, value: &str, ttl: Option<i64>) -> Result<Note> {
         on_memory_db!(self, "set a note", {
             super::check_label("set", "note key", key)?;
             let place = self.place(&scope)?;
@@ -18,16 +24,21 @@ impl Memory<'_> {
             let value = self.clean_one(&place, value)?.into_owned();
             let value = value.as_str();
             let now = now_ms();
+            let expires_at = ttl.or_else(|| self.ttls.of(&scope)).map(|ttl| now.saturating_add(ttl));
             let tx = self.db.transaction()?;
             Memory::check_write(&tx, &self.user, &place)?;
+            let source = super::provenance::record(&tx, &self.user, &self.writer, now)?;
             tx.execute(
-                "INSERT INTO memory_notes (scope, project, key, value, updated_at, owner) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (owner, scope, project, key) \
-                 DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-                params![place.kind(), place.project, key, value, now, place.owner],
+                "INSERT INTO memory_notes (scope, project, key, value, updated_at, owner, source_id, expires_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (owner, scope, project, key) \
+                 DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at, \
+                 source_id = excluded.source_id, expires_at = excluded.expires_at",
+                params![place.kind(), place.project, key, value, now, place.owner, source, expires_at],
             )?;
+            let source =
+                if self.detail.sources { super::provenance::load(&tx, &[source])?.remove(&source) } else { None };
             tx.commit_at("memory")?;
-            Ok(Note { key: key.into(), value: value.into(), scope, updated_at: now })
+            Ok(Note { key: key.into(), value: value.into(), scope, updated_at: now, source, expires_at })
         })
     }
 
@@ -39,14 +50,35 @@ impl Memory<'_> {
         })
     }
 
-    /// The notes of one place, most recently set first.
+    /// The notes of one place that have not expired, most recently set first.
     fn place_notes(&self, place: &super::Place) -> Result<Vec<Note>> {
-        Ok(self.db.query_vec(
-            "SELECT key, value, updated_at FROM memory_notes WHERE scope = ?1 AND project = ?2 AND owner = ?3 \
-             ORDER BY updated_at DESC, key",
-            params![place.kind(), place.project, place.owner],
-            |r| Ok(Note { key: r.get(0)?, value: r.get(1)?, scope: place.scope.clone(), updated_at: r.get(2)? }),
-        )?)
+        let rows: Vec<(Note, Option<i64>)> = self.db.query_vec(
+            "SELECT key, value, updated_at, expires_at, source_id FROM memory_notes WHERE scope = ?1 AND project = ?2 \
+             AND owner = ?3 AND (expires_at IS NULL OR expires_at > ?4) ORDER BY updated_at DESC, key",
+            params![place.kind(), place.project, place.owner, now_ms()],
+            |r| {
+                let note = Note {
+                    key: r.get(0)?,
+                    value: r.get(1)?,
+                    scope: place.scope.clone(),
+                    updated_at: r.get(2)?,
+                    expires_at: r.get(3)?,
+                    source: None,
+                };
+                Ok((note, r.get(4)?))
+            },
+        )?;
+        if !self.detail.sources {
+            return Ok(rows.into_iter().map(|r| r.0).collect());
+        }
+        let sources = super::provenance::load(self.db, &rows.iter().filter_map(|r| r.1).collect::<Vec<_>>())?;
+        Ok(rows
+            .into_iter()
+            .map(|(mut note, source)| {
+                note.source = source.and_then(|s| sources.get(&s).cloned());
+                note
+            })
+            .collect())
     }
 
     /// Notes whose key or value contains `query` (ignoring case), in the scopes reads cover or

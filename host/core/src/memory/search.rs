@@ -63,16 +63,19 @@ fn substring_query(query: &str) -> String {
 /// queries join with `CROSS JOIN` so that SQLite starts from the full-text match or the id list:
 /// left to itself it may scan every entity of the scopes through the OR terms instead (15–40 ms
 /// at 100k entities).
-const VISIBLE: &str = "e.deleted_by IS NULL AND e.staged = 0 AND ((e.owner = ?9 AND ((e.scope = ?3 AND e.project = ?4) \
+const VISIBLE: &str = "e.deleted_by IS NULL AND e.staged = 0 AND (e.expires_at IS NULL OR e.expires_at > ?11) \
+     AND ((e.owner = ?9 AND ((e.scope = ?3 AND e.project = ?4) \
      OR (e.scope = ?5 AND e.project = ?6) OR (e.scope = ?7 AND e.project = ?8))) \
      OR (e.scope = 'team' AND (?10 = '*' OR e.owner = ?10) \
      AND e.owner IN (SELECT team FROM team_members WHERE user_name = ?9)))";
 
-/// What [`VISIBLE`] binds at ?3..?10 for a search of `scope` by `user`.
+/// What [`VISIBLE`] binds at ?3..?11 for a search of `scope` by `user`.
 struct Binds {
     places: [(&'static str, String); 3],
     user: String,
     teams: String,
+    /// Now, in Unix milliseconds (what has expired by then is left out).
+    now: i64,
 }
 
 impl Binds {
@@ -87,7 +90,7 @@ impl Binds {
             Some(Scope::Team(team)) => team.clone(),
             Some(_) => String::new(),
         };
-        Binds { places: [at(0), at(1), at(2)], user: user.to_string(), teams }
+        Binds { places: [at(0), at(1), at(2)], user: user.to_string(), teams, now: crate::store::now_ms() }
     }
 }
 
@@ -191,7 +194,7 @@ impl Memory<'_> {
     pub(crate) fn graph_of(&mut self, ids: &[i64], scope: Option<&Scope>) -> Result<Graph> {
         on_memory_db!(self, "search memory", {
             let places = self.visible(self.db, scope)?;
-            let entities = load_entities(self.db, ids)?;
+            let entities = load_entities(self.db, ids, self.detail)?;
             let keys: HashSet<String> = entities.iter().map(|e| super::name_key(&e.name)).collect();
             let relations = relations_among(self.db, &places, &keys)?;
             Ok(Graph { entities, relations })
@@ -209,7 +212,7 @@ impl Memory<'_> {
                     "SELECT e.id FROM memory_entities e WHERE CAST(?1 AS BIGINT) IS NULL \
                      AND CAST(?2 AS BIGINT) IS NULL AND {VISIBLE}"
                 ),
-                params![None::<i64>, None::<i64>, p0.0, p0.1, p1.0, p1.1, p2.0, p2.1, b.user, b.teams],
+                params![None::<i64>, None::<i64>, p0.0, p0.1, p1.0, p1.1, p2.0, p2.1, b.user, b.teams, b.now],
                 |r| r.get(0),
             )?;
             Ok(ids.into_iter().collect())
@@ -240,7 +243,7 @@ impl Memory<'_> {
             let visible_ids = |sql: &str, first: &str, limit: i64| -> Result<Vec<i64>> {
                 Ok(self.db.query_vec(
                     sql,
-                    params![first, limit, p0.0, p0.1, p1.0, p1.1, p2.0, p2.1, b.user, b.teams],
+                    params![first, limit, p0.0, p0.1, p1.0, p1.1, p2.0, p2.1, b.user, b.teams, b.now],
                     |r| r.get(0),
                 )?)
             };
@@ -314,7 +317,8 @@ impl Memory<'_> {
                         &format!(
                             "SELECT e.id FROM memory_entities e WHERE {VISIBLE} AND (instr(lower(e.name), lower(?1)) \
                          OR instr(lower(e.entity_type), lower(?1)) OR EXISTS (SELECT 1 FROM memory_observations o \
-                         WHERE o.entity_id = e.id AND o.deleted_by IS NULL AND instr(lower(o.content), lower(?1)))) \
+                         WHERE o.entity_id = e.id AND o.deleted_by IS NULL AND o.valid_until IS NULL \
+                         AND instr(lower(o.content), lower(?1)))) \
                          ORDER BY e.id DESC LIMIT ?2"
                         ),
                         query,

@@ -65,7 +65,7 @@ pub fn definitions() -> Vec<ToolDef> {
             title: "Add Observations".into(),
             description: "Add facts to entities that already exist (find them with memory_search_nodes first). An \
                 unknown entity is an error: create it with memory_create_entities. Facts already stored are not \
-                duplicated."
+                duplicated. When a fact changed, name the observation it replaces in `replaces` (kept as history)."
                 .into(),
             input_schema: input_schema::<AddObservationsParams>(),
             read_only: false,
@@ -224,7 +224,15 @@ fn dispatch(m: &mut Memory<'_>, tool: &str, args: &Value, searcher: Option<Searc
 
 /// `create_entities`.
 pub fn create_entities(m: &mut Memory<'_>, p: &CreateEntitiesParams) -> Result<CreateEntitiesResult, Error> {
-    Ok(CreateEntitiesResult { entities: m.create_entities(&p.entities, p.scope.as_ref())? })
+    let ttl = p
+        .ttl
+        .as_deref()
+        .map(|t| {
+            crate::config::parse_age(t)
+                .map_err(|e| Error::InvalidArguments { tool: "create_entities".into(), message: format!("`ttl`: {e}") })
+        })
+        .transpose()?;
+    Ok(CreateEntitiesResult { entities: m.create_entities_for(&p.entities, p.scope.as_ref(), ttl)? })
 }
 
 /// `create_relations`.
@@ -234,9 +242,7 @@ pub fn create_relations(m: &mut Memory<'_>, p: &RelationsParams) -> Result<Creat
 
 /// `add_observations`.
 pub fn add_observations(m: &mut Memory<'_>, p: &AddObservationsParams) -> Result<AddObservationsResult, Error> {
-    let adds: Vec<(String, Vec<String>)> =
-        p.observations.iter().map(|o| (o.entity_name.clone(), o.contents.clone())).collect();
-    Ok(AddObservationsResult { results: m.add_observations(&adds, p.scope.as_ref())? })
+    Ok(AddObservationsResult { results: m.add_observations_replacing(&p.observations, p.scope.as_ref())? })
 }
 
 fn deleted(deletion: i64, message: &str) -> Deleted {
@@ -290,5 +296,5 @@ pub fn search_nodes(
 
 /// `open_nodes`.
 pub fn open_nodes(m: &mut Memory<'_>, p: &OpenNodesParams) -> Result<GraphPage, Error> {
-    Ok(GraphPage::new(m.open_nodes(&p.names, p.scope.as_ref())?, None))
+    Ok(GraphPage::new(m.open_nodes_with(&p.names, p.scope.as_ref(), p.history)?, None))
 }

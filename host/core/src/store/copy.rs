@@ -39,17 +39,24 @@ const TABLES: &[(&str, &str)] = &[
     ("rewinds", "id, session_id, from_seq, through_seq, made_seq, created_at, undone_at, retractions"),
     ("model_windows", "base_url, model, context_window, max_output_tokens, source, learnt_at"),
     ("server_models", "base_url, model, used_at"),
-    ("memory_deletions", "id, origin, summary, created_at, restored_at, owner"),
+    ("memory_sources", "id, kind, user_name, session, seq, plugin, created_at"),
+    ("memory_deletions", "id, origin, summary, created_at, restored_at, owner, source_id"),
     (
         "memory_entities",
-        "id, scope, project, owner, name, name_key, entity_type, staged, created_at, updated_at, deleted_by",
+        "id, scope, project, owner, name, name_key, entity_type, staged, created_at, updated_at, deleted_by, \
+         source_id, expires_at",
     ),
-    ("memory_observations", "id, entity_id, content, created_at, deleted_by"),
+    (
+        "memory_observations",
+        "id, entity_id, content, created_at, deleted_by, source_id, valid_until, superseded_by, conflicts_with",
+    ),
     (
         "memory_relations",
-        "id, scope, project, owner, from_name, from_key, to_name, to_key, relation_type, created_at, deleted_by",
+        "id, scope, project, owner, from_name, from_key, to_name, to_key, relation_type, created_at, deleted_by, \
+         source_id",
     ),
-    ("memory_notes", "id, scope, project, owner, key, value, updated_at"),
+    ("memory_notes", "id, scope, project, owner, key, value, updated_at, source_id, expires_at"),
+    ("memory_versions", "id, entity_id, version, change, state, source_id, created_at"),
     ("documents", "id, scope, project, owner, path, kind, sha256, bytes, indexed_at"),
     ("chunks", "id, document_id, ordinal, start_line, end_line, heading, text, tokens"),
     ("chunk_vectors", "chunk_id, vector"),

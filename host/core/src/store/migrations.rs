@@ -34,6 +34,7 @@ const MIGRATIONS: &[(&str, &str, Option<Backfill>)] = &[
     ("0018_audit", include_str!("migrations/sqlite/0018_audit.sql"), None),
     ("0019_server_models", include_str!("migrations/sqlite/0019_server_models.sql"), None),
     ("0020_redaction_key", include_str!("migrations/sqlite/0020_redaction_key.sql"), Some(make_redaction_key)),
+    ("0021_memory_provenance", include_str!("migrations/sqlite/0021_memory_provenance.sql"), None),
 ];
 
 /// The line by which a SQLite migration says it rebuilds tables that others reference: it runs
@@ -58,6 +59,7 @@ const POSTGRES_MIGRATIONS: &[(&str, &str, Option<Backfill>)] = &[
     ("0009_server_models", include_str!("migrations/postgres/0009_server_models.sql"), None),
     ("0010_schema_compatibility", include_str!("migrations/postgres/0010_schema_compatibility.sql"), None),
     ("0011_redaction_key", include_str!("migrations/postgres/0011_redaction_key.sql"), Some(make_redaction_key)),
+    ("0012_memory_provenance", include_str!("migrations/postgres/0012_memory_provenance.sql"), None),
 ];
 
 /// The line by which a migration says it only adds (tables, columns with defaults, indexes):

@@ -270,6 +270,8 @@ impl Store {
             }
             tx.execute("UPDATE tokens SET user_name = ?2 WHERE user_name = ?1", params![old, new])?;
             tx.execute("UPDATE team_members SET user_name = ?2 WHERE user_name = ?1", params![old, new])?;
+            // What they wrote is still theirs (to see and to undo).
+            tx.execute("UPDATE memory_sources SET user_name = ?2 WHERE user_name = ?1", params![old, new])?;
             tx.execute("DELETE FROM users WHERE name = ?1", params![old])?;
             tx.commit()?;
             Ok(())

@@ -86,6 +86,9 @@ impl Store {
                 params![self.user],
                 |r| r.get(0),
             )?;
+            let (entities, notes) = expired(&tx, Some(&self.user), now, dry_run)?;
+            out.entities += entities;
+            out.notes += notes;
             for project in places {
                 let Some(age) = memory(&project) else { continue };
                 let before = now.saturating_sub(age);
@@ -117,6 +120,9 @@ impl Store {
             }
             let before = now.saturating_sub(age);
             let mut out = Purged { dry_run, ..Purged::default() };
+            let (entities, notes) = expired(&tx, Some(team), now, dry_run)?;
+            out.entities += entities;
+            out.notes += notes;
             for (i, (table, dated)) in MEMORY.iter().enumerate() {
                 let rule = format!("FROM {table} WHERE owner = ?1 AND scope = 'team' AND {dated} < ?2");
                 let n: u64 = tx.query_value(&format!("SELECT count(*) {rule}"), params![team, before])?;
@@ -129,6 +135,22 @@ impl Store {
                 tx.commit_at("purge")?;
             }
             Ok(out)
+        })
+    }
+
+    /// Purges the memory of every user and team whose time to live had passed at `now` (unix
+    /// milliseconds), in one transaction: the operator's work (an admin's). Returns what went.
+    pub fn purge_expired_memory(&mut self, now: i64) -> Result<Purged> {
+        on_db!(self, "purge expired memory", {
+            let tx = self.db.transaction()?;
+            if !super::owners::is_admin(&tx, &self.user)? {
+                return Err(super::Error::Refused(
+                    "purging every user's expired memory is an admin's work: run it as the operator".into(),
+                ));
+            }
+            let (entities, notes) = expired(&tx, None, now, false)?;
+            tx.commit_at("purge")?;
+            Ok(Purged { entities, notes, ..Purged::default() })
         })
     }
 
@@ -158,4 +180,18 @@ impl Store {
         }
         Ok(out)
     }
+}
+
+/// Counts (and unless `dry_run` deletes) the entities and notes of `owner` (every owner's when
+/// `None`) whose time to live had passed at `now`: (entities, notes).
+fn expired(tx: &super::db::Tx<'_>, owner: Option<&str>, now: i64, dry_run: bool) -> Result<(u64, u64)> {
+    let mut counts = [0u64; 2];
+    for (i, table) in ["memory_entities", "memory_notes"].iter().enumerate() {
+        let rule = format!("FROM {table} WHERE expires_at <= ?1 AND (CAST(?2 AS TEXT) IS NULL OR owner = ?2)");
+        counts[i] = tx.query_value(&format!("SELECT count(*) {rule}"), params![now, owner])?;
+        if !dry_run && counts[i] > 0 {
+            tx.execute(&format!("DELETE {rule}"), params![now, owner])?;
+        }
+    }
+    Ok((counts[0], counts[1]))
 }

@@ -414,13 +414,16 @@ impl Store {
                     items
                 }
                 _ => {
+                    // The rows are picked once (a materialised CTE): a subquery in the FROM of an
+                    // UPDATE may be scanned again by the plan, and each scan with SKIP LOCKED
+                    // picks rows the last one left, claiming more than `limit`.
                     let mut rows: Vec<(i64, i64)> = self.db.query_vec(
-                        "UPDATE embed_queue q SET claimed_until = ?3, claimed_by = 'pg:' || pg_backend_pid() \
-                         FROM (SELECT item FROM embed_queue e WHERE corpus = ?1 AND (claimed_until IS NULL \
-                         OR claimed_until <= ?2 OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a \
-                         WHERE 'pg:' || a.pid = e.claimed_by)) \
-                         ORDER BY queued_at, item LIMIT ?4 FOR UPDATE SKIP LOCKED) c \
-                         WHERE q.corpus = ?1 AND q.item = c.item RETURNING q.queued_at, q.item",
+                        "WITH c AS MATERIALIZED (SELECT item FROM embed_queue e WHERE corpus = ?1 \
+                         AND (claimed_until IS NULL OR claimed_until <= ?2 OR NOT EXISTS (SELECT 1 FROM \
+                         pg_stat_activity a WHERE 'pg:' || a.pid = e.claimed_by)) \
+                         ORDER BY queued_at, item LIMIT ?4 FOR UPDATE SKIP LOCKED) \
+                         UPDATE embed_queue q SET claimed_until = ?3, claimed_by = 'pg:' || pg_backend_pid() \
+                         FROM c WHERE q.corpus = ?1 AND q.item = c.item RETURNING q.queued_at, q.item",
                         params![corpus.as_str(), now, until, limit as i64],
                         |r| Ok((r.get(0)?, r.get(1)?)),
                     )?;

@@ -18,7 +18,12 @@ impl Server {
         }
         // Setting and listing default to the user's notes; a search covers every scope.
         let scope = p.scope.unwrap_or(seshat::memory::Scope::User);
-        let note = self.memory()?.set_note(scope, key, &p.value).map_err(RpcError::from_memory)?;
+        let ttl = p
+            .ttl
+            .as_deref()
+            .map(|t| seshat::config::parse_age(t).map_err(|e| RpcError::invalid_params(format!("`ttl`: {e}"))))
+            .transpose()?;
+        let note = self.memory()?.set_note_for(scope, key, &p.value, ttl).map_err(RpcError::from_memory)?;
         rpc::answer::<m::NotesSet>(&m::NoteResult { note })
     }
 
@@ -71,6 +76,25 @@ impl Server {
         let backups = self.ctx.dirs.data.join("backups");
         let (_, records) = self.memory()?.clear(&p.scope, &backups).map_err(RpcError::from_memory)?;
         rpc::answer::<m::MemoryClear>(&m::MemoryClearResult { scope: p.scope, records: records as u64 })
+    }
+
+    /// `memory/history`.
+    pub(crate) fn memory_history(&mut self, p: m::MemoryHistoryParams) -> Result<Option<Value>, RpcError> {
+        let (name, scope, versions) =
+            self.memory()?.history(&p.name, p.scope.as_ref()).map_err(RpcError::from_memory)?;
+        rpc::answer::<m::MemoryHistory>(&m::MemoryHistoryResult { name, scope, versions })
+    }
+
+    /// `memory/revert`.
+    pub(crate) fn memory_revert(&mut self, p: m::MemoryRevertParams) -> Result<Option<Value>, RpcError> {
+        let (version, entity) =
+            self.memory()?.revert(&p.name, p.to, p.scope.as_ref()).map_err(RpcError::from_memory)?;
+        rpc::answer::<m::MemoryRevert>(&m::MemoryRevertResult { version, entity })
+    }
+
+    /// `memory/undo`.
+    pub(crate) fn memory_undo(&mut self, p: m::MemoryUndoParams) -> Result<Option<Value>, RpcError> {
+        rpc::answer::<m::MemoryUndo>(&self.memory()?.undo_session(&p.session).map_err(RpcError::from_memory)?)
     }
 
     /// `memory/create_entities`.
