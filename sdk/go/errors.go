@@ -56,6 +56,11 @@ var (
 	ErrServerError = &Error{Code: "server_error"}
 	// ErrMemoryFailed: a memory call failed (its message says why).
 	ErrMemoryFailed = &Error{Code: "memory_failed"}
+	// ErrReviewRequired: a write to a team's memory that requires review which cannot wait as a
+	// proposal (a note, a clear, a restore, a revert): one of the team's reviewers makes it.
+	ErrReviewRequired = &Error{Code: "review_required"}
+	// ErrProposalNotFound: no pending proposal of that id that the caller may decide.
+	ErrProposalNotFound = &Error{Code: "proposal_not_found"}
 	// ErrInvalidParams: a request's parameters were wrong (its message names which).
 	ErrInvalidParams = &Error{Code: "invalid_params"}
 	// ErrMethodNotFound: `seshat serve` has no such method (an older server, say).

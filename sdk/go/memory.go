@@ -204,3 +204,34 @@ func (m *Memory) UndoSession(ctx context.Context, session string) (protocol.Undo
 	err := m.client.call(ctx, protocol.MethodMemoryUndo, protocol.MemoryUndoParams{Session: session}, &r)
 	return r, err
 }
+
+// Proposals lists the writes to the memory of teams that require review: those waiting for the
+// caller (a reviewer's teams') and the caller's own; of team only unless "", decided ones too
+// with all.
+func (m *Memory) Proposals(ctx context.Context, team string, all bool) ([]protocol.Proposal, error) {
+	var r protocol.MemoryProposalsResult
+	params := protocol.MemoryProposalsParams{All: all}
+	if team != "" {
+		params.Team = &team
+	}
+	err := m.client.call(ctx, protocol.MethodMemoryProposals, params, &r)
+	return r.Proposals, err
+}
+
+// Approve approves a proposal: its write is made, as its proposer's (a reviewer's act).
+func (m *Memory) Approve(ctx context.Context, id int64) (protocol.Proposal, error) {
+	var r protocol.Proposal
+	err := m.client.call(ctx, protocol.MethodMemoryApprove, protocol.MemoryDecideParams{ID: id}, &r)
+	return r, err
+}
+
+// Reject rejects a proposal, saying why: nothing of it is written (a reviewer's act).
+func (m *Memory) Reject(ctx context.Context, id int64, reason string) (protocol.Proposal, error) {
+	var r protocol.Proposal
+	params := protocol.MemoryDecideParams{ID: id}
+	if reason != "" {
+		params.Reason = &reason
+	}
+	err := m.client.call(ctx, protocol.MethodMemoryReject, params, &r)
+	return r, err
+}

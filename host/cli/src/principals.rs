@@ -165,6 +165,28 @@ impl Principals {
         }
     }
 
+    /// Changes `team`'s review: whether it is required, whether a member reviews.
+    pub fn set_review(
+        &mut self,
+        team: &str,
+        required: Option<bool>,
+        reviewer: Option<(&str, bool)>,
+    ) -> anyhow::Result<()> {
+        match self {
+            Principals::Local(s) => Ok(s.set_review(team, required, reviewer)?),
+            Principals::Remote(r) => {
+                let params = m::ScopesReviewParams {
+                    team: team.into(),
+                    required,
+                    user: reviewer.map(|r| r.0.to_string()),
+                    reviewer: reviewer.map(|r| r.1),
+                };
+                r.request::<m::ScopesReview>(&params)?;
+                Ok(())
+            }
+        }
+    }
+
     /// The grants of the caller's teams.
     pub fn grants(&mut self) -> anyhow::Result<Vec<Grant>> {
         match self {

@@ -400,6 +400,36 @@ pub struct RelationSpec {
     pub relation_type: String,
 }
 
+/// A write to a team's memory that waits for a reviewer (the team requires review), or was
+/// decided: approved (applied, as its proposer's) or rejected.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Proposal {
+    /// Its id, to approve or reject it.
+    pub id: i64,
+    /// The team whose memory it writes.
+    pub team: String,
+    /// The write: a memory tool's name (`create_entities`, `add_observations`, …).
+    pub tool: String,
+    /// The write's arguments, as the tool takes them (the team's scope named).
+    pub params: serde_json::Value,
+    /// `pending`, `approved` or `rejected`.
+    pub status: String,
+    /// Who proposed it, and where.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Source>,
+    /// When, in Unix milliseconds.
+    pub created_at: i64,
+    /// The reviewer who decided it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
+    /// When it was decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_at: Option<i64>,
+    /// Why it was rejected, when the reviewer said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
 /// What taking back one session's memory writes did (`memory undo --session`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Undone {

@@ -48,6 +48,10 @@ pub struct CreateEntitiesParams {
 pub struct CreateEntitiesResult {
     /// Each entity, with its observations.
     pub entities: Vec<Entity>,
+    /// When the team scope written requires review: the proposal the write became (nothing
+    /// was written yet; a reviewer approves it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposal: Option<i64>,
 }
 
 /// `create_relations`' and `delete_relations`' arguments.
@@ -66,6 +70,10 @@ pub struct RelationsParams {
 pub struct CreateRelationsResult {
     /// The relations.
     pub relations: Vec<Relation>,
+    /// When the team scope written requires review: the proposal the write became (nothing
+    /// was written yet; a reviewer approves it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposal: Option<i64>,
 }
 
 /// Observations to add to one entity.
@@ -97,6 +105,10 @@ pub struct AddObservationsParams {
 pub struct AddObservationsResult {
     /// What each entity got that it did not hold.
     pub results: Vec<ObservationAdds>,
+    /// When the team scope written requires review: the proposal the write became (nothing
+    /// was written yet; a reviewer approves it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposal: Option<i64>,
 }
 
 /// `delete_entities`' arguments.
@@ -141,6 +153,10 @@ pub struct Deleted {
     pub message: String,
     /// The deletion's id, to restore it (`memory/restore`).
     pub deletion: i64,
+    /// When the team scope written requires review: the proposal the write became (nothing
+    /// was written yet; a reviewer approves it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposal: Option<i64>,
 }
 
 /// `read_graph`'s arguments.

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::conversation::{NewMessage, Role};
 use crate::knowledge::Found;
-use crate::memory::{Deletion, EntityVersion, MemoryContext, Note, Scope, Undone};
+use crate::memory::{Deletion, EntityVersion, MemoryContext, Note, Proposal, Scope, Undone};
 pub use crate::memory_tools::{
     AddObservationsParams, AddObservationsResult, CreateEntitiesParams, CreateEntitiesResult, CreateRelationsResult,
     DeleteEntitiesParams, DeleteObservationsParams, Deleted, GraphPage, OpenNodesParams, ReadGraphParams,
@@ -251,6 +251,13 @@ methods! {
     MemoryRevert = "memory/revert" (MemoryRevertParams) -> MemoryRevertResult, Access::Write(Object::Memory);
     /// Takes back everything one session's agent wrote to the caller's memory.
     MemoryUndo = "memory/undo" (MemoryUndoParams) -> Undone, Access::Write(Object::Memory);
+    /// Proposals to the memory of teams that require review: those waiting for the caller (a
+    /// reviewer's teams') and the caller's own.
+    MemoryProposals = "memory/proposals" (MemoryProposalsParams) -> MemoryProposalsResult, Access::Read(Object::Memory);
+    /// Approves a proposal: its write is applied, as its proposer's (a reviewer's act).
+    MemoryApprove = "memory/approve" (MemoryDecideParams) -> Proposal, Access::Write(Object::Memory);
+    /// Rejects a proposal: nothing of it is written (a reviewer's act).
+    MemoryReject = "memory/reject" (MemoryDecideParams) -> Proposal, Access::Write(Object::Memory);
     /// Searches the documents `seshat knowledge add` indexed.
     KnowledgeSearch = "knowledge/search" (KnowledgeSearchParams) -> Found, Access::Read(Object::Knowledge);
     /// Reads one chunk a search returned, as `knowledge_read` does (16,000 bytes at a time).
@@ -290,6 +297,9 @@ methods! {
     ScopesGrant = "scopes/grant" (ScopesGrantParams) -> Empty, Access::Write(Object::Principals);
     /// Takes a user's access to a team scope away (the team's read-write members' and admins').
     ScopesRevoke = "scopes/revoke" (ScopesRevokeParams) -> ChangedResult, Access::Write(Object::Principals);
+    /// Makes a team's memory writes proposals a reviewer decides, or direct again; makes a member
+    /// a reviewer or not (a reviewer's or an admin's act).
+    ScopesReview = "scopes/review" (ScopesReviewParams) -> Empty, Access::Write(Object::Principals);
 }
 
 /// The access rule of `method`; `None` for a method the server does not have.
@@ -1012,6 +1022,53 @@ pub struct MemoryRevertResult {
 pub struct MemoryUndoParams {
     /// The session whose agent's writes are taken back.
     pub session: String,
+}
+
+/// `memory/proposals`' params.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryProposalsParams {
+    /// Only this team's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team: Option<String>,
+    /// Decided ones too (default: the pending only).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub all: bool,
+}
+
+/// `memory/proposals`' result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MemoryProposalsResult {
+    /// The proposals, oldest first.
+    pub proposals: Vec<Proposal>,
+}
+
+/// `memory/approve`'s and `memory/reject`'s params.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryDecideParams {
+    /// The proposal, as `memory/proposals` lists it.
+    pub id: i64,
+    /// Why (kept with a rejection).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// `scopes/review`'s params: what to change of a team's review (one or both).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScopesReviewParams {
+    /// The team.
+    pub team: String,
+    /// Whether members' writes to its memory become proposals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<bool>,
+    /// A member to make a reviewer (with `reviewer`) …
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// … or not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reviewer: Option<bool>,
 }
 
 /// `knowledge/search`'s params.

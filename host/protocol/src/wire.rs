@@ -41,6 +41,8 @@ pub const PROTOCOL_CODES: &[&str] = &[
     "session_busy",
     "outbox_full",
     "memory_failed",
+    "review_required",
+    "proposal_not_found",
     "knowledge_failed",
     "invalid_config",
     "internal_error",

@@ -72,6 +72,22 @@ pub(crate) fn call(store: &mut Store, request: Request) -> Result<Option<Value>,
             let changed = store.revoke(&p.team, &p.user).map_err(failed)?;
             rpc::answer::<m::ScopesRevoke>(&ChangedResult { changed })
         }
+        Request::ScopesReview(p) => {
+            let reviewer = match (&p.user, p.reviewer) {
+                (Some(user), Some(on)) => Some((user.as_str(), on)),
+                (None, None) => None,
+                _ => {
+                    return Err(RpcError::invalid_params(
+                        "`user` and `reviewer` go together: name the member and say true or false",
+                    ));
+                }
+            };
+            if p.required.is_none() && reviewer.is_none() {
+                return Err(RpcError::invalid_params("say what to change: `required`, or `user` with `reviewer`"));
+            }
+            store.set_review(&p.team, p.required, reviewer).map_err(failed)?;
+            rpc::answer::<m::ScopesReview>(&Empty {})
+        }
         other => Err(RpcError::method_not_found(other.name())),
     }
 }

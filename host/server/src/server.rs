@@ -219,6 +219,9 @@ impl Server {
             R::MemoryHistory(p) => self.memory_history(p),
             R::MemoryRevert(p) => self.memory_revert(p),
             R::MemoryUndo(p) => self.memory_undo(p),
+            R::MemoryProposals(p) => self.memory_proposals(p),
+            R::MemoryApprove(p) => self.memory_approve(p),
+            R::MemoryReject(p) => self.memory_reject(p),
             R::MemoryCreateEntities(p) => self.memory_create_entities(p),
             R::MemoryCreateRelations(p) => self.memory_create_relations(p),
             R::MemoryAddObservations(p) => self.memory_add_observations(p),
@@ -240,7 +243,8 @@ impl Server {
             | R::ScopesList(_)
             | R::ScopesCreate(_)
             | R::ScopesGrant(_)
-            | R::ScopesRevoke(_)) => crate::principals::call(self.store()?, r),
+            | R::ScopesRevoke(_)
+            | R::ScopesReview(_)) => crate::principals::call(self.store()?, r),
         }
     }
 

@@ -39,6 +39,9 @@ type AddObservationsParams struct {
 
 // AddObservationsResult: `add_observations`' result.
 type AddObservationsResult struct {
+	// Proposal: When the team scope written requires review: the proposal the write became (nothing
+	// was written yet; a reviewer approves it).
+	Proposal int64 `json:"proposal,omitempty"`
 	// Results: What each entity got that it did not hold.
 	Results []ObservationAdds `json:"results"`
 }
@@ -278,8 +281,7 @@ type CreateEntitiesParams struct {
 	Entities []NewEntity `json:"entities"`
 	// Scope: Where the memory lives: 'user', 'project', 'cross' or 'team:NAME' (a team's shared memory). Reads default to the caller's own three and their teams'; writes default to 'project' inside a project, else 'cross'.
 	Scope Scope `json:"scope,omitempty"`
-	// TTL: How long they are kept, e.g. `30d`, `12h`, `90m` (default: the scope's, else forever):
-	// then they leave the memory context and search, and are purged.
+	// TTL: How long to keep them, e.g. `30d` (default: forever).
 	TTL *string `json:"ttl,omitempty"`
 }
 
@@ -287,10 +289,16 @@ type CreateEntitiesParams struct {
 type CreateEntitiesResult struct {
 	// Entities: Each entity, with its observations.
 	Entities []Entity `json:"entities"`
+	// Proposal: When the team scope written requires review: the proposal the write became (nothing
+	// was written yet; a reviewer approves it).
+	Proposal int64 `json:"proposal,omitempty"`
 }
 
 // CreateRelationsResult: `create_relations`' result: the relations stored (one already there is not stored twice).
 type CreateRelationsResult struct {
+	// Proposal: When the team scope written requires review: the proposal the write became (nothing
+	// was written yet; a reviewer approves it).
+	Proposal int64 `json:"proposal,omitempty"`
 	// Relations: The relations.
 	Relations []Relation `json:"relations"`
 }
@@ -317,6 +325,9 @@ type Deleted struct {
 	Deletion int64 `json:"deletion"`
 	// Message: What was deleted, in words.
 	Message string `json:"message"`
+	// Proposal: When the team scope written requires review: the proposal the write became (nothing
+	// was written yet; a reviewer approves it).
+	Proposal int64 `json:"proposal,omitempty"`
 	// Success: Always true (a failure is an error).
 	Success bool `json:"success"`
 }
@@ -714,6 +725,14 @@ type MemoryContextParams struct {
 	Budget *uint64 `json:"budget,omitempty"`
 }
 
+// MemoryDecideParams: `memory/approve`'s and `memory/reject`'s params.
+type MemoryDecideParams struct {
+	// ID: The proposal, as `memory/proposals` lists it.
+	ID int64 `json:"id"`
+	// Reason: Why (kept with a rejection).
+	Reason *string `json:"reason,omitempty"`
+}
+
 // MemoryDeletionsResult: `memory/deletions`' result.
 type MemoryDeletionsResult struct {
 	// Deletions: The deletions that can be restored, newest first.
@@ -736,6 +755,20 @@ type MemoryHistoryResult struct {
 	Scope Scope `json:"scope"`
 	// Versions: Its versions, oldest first.
 	Versions []EntityVersion `json:"versions"`
+}
+
+// MemoryProposalsParams: `memory/proposals`' params.
+type MemoryProposalsParams struct {
+	// All: Decided ones too (default: the pending only).
+	All bool `json:"all,omitempty"`
+	// Team: Only this team's.
+	Team *string `json:"team,omitempty"`
+}
+
+// MemoryProposalsResult: `memory/proposals`' result.
+type MemoryProposalsResult struct {
+	// Proposals: The proposals, oldest first.
+	Proposals []Proposal `json:"proposals"`
 }
 
 // MemoryRestoreParams: `memory/restore`'s params.
@@ -904,9 +937,7 @@ type ObservationsToAdd struct {
 	Contents []string `json:"contents"`
 	// EntityName: The name of the entity to add the observations to
 	EntityName string `json:"entityName"`
-	// Replaces: Observations of this entity that the new ones replace (their exact text): they stop
-	// being current and are kept as history. Say it whenever a fact changed (a new editor, a
-	// moved deadline) so the old one is not shown as current.
+	// Replaces: Observations of this entity the new ones replace (their text).
 	Replaces []string `json:"replaces,omitempty"`
 }
 
@@ -920,8 +951,7 @@ type ObservationsToDelete struct {
 
 // OpenNodesParams: `open_nodes`' arguments.
 type OpenNodesParams struct {
-	// History: Also return the observations the entities no longer hold (replaced ones), with when they
-	// stopped being true.
+	// History: Also return replaced observations.
 	History bool `json:"history,omitempty"`
 	// Names: An array of entity names to retrieve
 	Names []string `json:"names"`
@@ -961,6 +991,31 @@ type PluginRef struct {
 	ID string `json:"id"`
 	// Sha256: The SHA-256 of its `.wasm`, in hex.
 	Sha256 string `json:"sha256"`
+}
+
+// Proposal: A write to a team's memory that waits for a reviewer (the team requires review), or was
+// decided: approved (applied, as its proposer's) or rejected.
+type Proposal struct {
+	// CreatedAt: When, in Unix milliseconds.
+	CreatedAt int64 `json:"created_at"`
+	// DecidedAt: When it was decided.
+	DecidedAt int64 `json:"decided_at,omitempty"`
+	// DecidedBy: The reviewer who decided it.
+	DecidedBy string `json:"decided_by,omitempty"`
+	// ID: Its id, to approve or reject it.
+	ID int64 `json:"id"`
+	// Params: The write's arguments, as the tool takes them (the team's scope named).
+	Params json.RawMessage `json:"params"`
+	// Reason: Why it was rejected, when the reviewer said.
+	Reason string `json:"reason,omitempty"`
+	// Source: Who proposed it, and where.
+	Source Source `json:"source,omitempty"`
+	// Status: `pending`, `approved` or `rejected`.
+	Status string `json:"status"`
+	// Team: The team whose memory it writes.
+	Team string `json:"team"`
+	// Tool: The write: a memory tool's name (`create_entities`, `add_observations`, …).
+	Tool string `json:"tool"`
 }
 
 // ReadGraphParams: `read_graph`'s arguments.
@@ -1116,6 +1171,18 @@ type ScopesGrantParams struct {
 type ScopesListResult struct {
 	// Grants: The grants of the caller's teams, by team then user.
 	Grants []Grant `json:"grants"`
+}
+
+// ScopesReviewParams: `scopes/review`'s params: what to change of a team's review (one or both).
+type ScopesReviewParams struct {
+	// Required: Whether members' writes to its memory become proposals.
+	Required *bool `json:"required,omitempty"`
+	// Reviewer: … or not.
+	Reviewer *bool `json:"reviewer,omitempty"`
+	// Team: The team.
+	Team string `json:"team"`
+	// User: A member to make a reviewer (with `reviewer`) …
+	User *string `json:"user,omitempty"`
 }
 
 // ScopesRevokeParams: `scopes/revoke`'s params.
@@ -1873,6 +1940,8 @@ const (
 	MethodKnowledgeSearch = "knowledge/search"
 	// MethodMemoryAddObservations takes AddObservationsParams.
 	MethodMemoryAddObservations = "memory/add_observations"
+	// MethodMemoryApprove takes MemoryDecideParams.
+	MethodMemoryApprove = "memory/approve"
 	// MethodMemoryClear takes MemoryClearParams.
 	MethodMemoryClear = "memory/clear"
 	// MethodMemoryContext takes MemoryContextParams.
@@ -1893,8 +1962,12 @@ const (
 	MethodMemoryHistory = "memory/history"
 	// MethodMemoryOpenNodes takes OpenNodesParams.
 	MethodMemoryOpenNodes = "memory/open_nodes"
+	// MethodMemoryProposals takes MemoryProposalsParams.
+	MethodMemoryProposals = "memory/proposals"
 	// MethodMemoryReadGraph takes ReadGraphParams.
 	MethodMemoryReadGraph = "memory/read_graph"
+	// MethodMemoryReject takes MemoryDecideParams.
+	MethodMemoryReject = "memory/reject"
 	// MethodMemoryRestore takes MemoryRestoreParams.
 	MethodMemoryRestore = "memory/restore"
 	// MethodMemoryRevert takes MemoryRevertParams.
@@ -1915,6 +1988,8 @@ const (
 	MethodScopesGrant = "scopes/grant"
 	// MethodScopesList takes Empty.
 	MethodScopesList = "scopes/list"
+	// MethodScopesReview takes ScopesReviewParams.
+	MethodScopesReview = "scopes/review"
 	// MethodScopesRevoke takes ScopesRevokeParams.
 	MethodScopesRevoke = "scopes/revoke"
 	// MethodSessionAppend takes SessionAppendParams.

@@ -1,6 +1,7 @@
 //! `seshat memory`: read and edit long-term memory from the command line.
 
 mod remote;
+mod review;
 mod versions;
 
 use std::io::{BufRead, IsTerminal, Write};

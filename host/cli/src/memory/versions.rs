@@ -51,6 +51,38 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Writes to the memory of teams that require review: those waiting for you, and your own.
+    #[command(after_help = "Examples:\n  seshat memory proposals\n  seshat memory proposals --team infra --all")]
+    Proposals {
+        /// Only this team's.
+        #[arg(long)]
+        team: Option<String>,
+        /// Decided ones too.
+        #[arg(long)]
+        all: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve a proposal: its write is made, as its proposer's.
+    Approve {
+        /// The proposal, as `seshat memory proposals` lists it.
+        id: i64,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Reject a proposal: nothing of it is written.
+    Reject {
+        /// The proposal.
+        id: i64,
+        /// Why (kept with it, shown to its proposer).
+        #[arg(long)]
+        reason: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Set when an entity expires: it then leaves the memory context and search, and is purged.
     #[command(after_help = "Examples:\n  seshat memory expire \"Sprint 12\" --ttl 14d\n  \
         seshat memory expire \"Sprint 12\" --ttl never")]
@@ -102,6 +134,34 @@ pub fn run(ctx: &Context, command: &Command) -> anyhow::Result<ExitCode> {
                 None => ctx.store()?.memory(ctx.repository.as_deref()).undo_session(session)?,
             };
             print_undone(&mut out, *json, &undone)?;
+        }
+        Command::Proposals { team, all, json } => {
+            let proposals = match remote.as_mut() {
+                Some(service) => {
+                    let params = m::MemoryProposalsParams { team: team.clone(), all: *all };
+                    service.request::<m::MemoryProposals>(&params)?.proposals
+                }
+                None => ctx.store()?.memory(ctx.repository.as_deref()).proposals(team.as_deref(), *all)?,
+            };
+            super::review::print_proposals(&mut out, *json, &proposals)?;
+        }
+        Command::Approve { id, json } => {
+            let decided = match remote.as_mut() {
+                Some(service) => {
+                    service.request::<m::MemoryApprove>(&m::MemoryDecideParams { id: *id, reason: None })?
+                }
+                None => ctx.store()?.memory(ctx.repository.as_deref()).approve(*id)?,
+            };
+            super::review::print_decided(&mut out, *json, &decided)?;
+        }
+        Command::Reject { id, reason, json } => {
+            let decided = match remote.as_mut() {
+                Some(service) => {
+                    service.request::<m::MemoryReject>(&m::MemoryDecideParams { id: *id, reason: reason.clone() })?
+                }
+                None => ctx.store()?.memory(ctx.repository.as_deref()).reject(*id, reason.as_deref())?,
+            };
+            super::review::print_decided(&mut out, *json, &decided)?;
         }
         Command::Expire { name, ttl, scope, json } => {
             if remote.is_some() {

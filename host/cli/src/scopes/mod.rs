@@ -33,6 +33,22 @@ pub enum ScopesCommand {
         /// The user.
         user: String,
     },
+    /// Require review of members' writes to a team's memory (or not), and say who reviews them.
+    #[command(after_help = "Examples:\n  seshat scopes review infra --required true\n  \
+        seshat scopes review infra --reviewer alice\n  seshat scopes review infra --reviewer bob --remove")]
+    Review {
+        /// The team.
+        name: String,
+        /// Whether members' writes to its memory become proposals a reviewer approves.
+        #[arg(long, value_name = "BOOL")]
+        required: Option<bool>,
+        /// A member who reviews them (with --remove: no longer).
+        #[arg(long, value_name = "USER")]
+        reviewer: Option<String>,
+        /// Take --reviewer's review away.
+        #[arg(long, requires = "reviewer")]
+        remove: bool,
+    },
     /// List the grants of the team scopes you belong to.
     List {
         /// Print JSON instead of a table.
@@ -59,6 +75,30 @@ pub fn run(ctx: &Context, cmd: ScopesCommand) -> anyhow::Result<ExitCode> {
                 writeln!(out, "{user} no longer has access to team:{name}.")?;
             } else {
                 writeln!(out, "{user} had no access to team:{name}.")?;
+            }
+        }
+        ScopesCommand::Review { name, required, reviewer, remove } => {
+            if required.is_none() && reviewer.is_none() {
+                anyhow::bail!("say what to change: --required true|false, or --reviewer USER [--remove]");
+            }
+            store.set_review(&name, required, reviewer.as_deref().map(|u| (u, !remove)))?;
+            if let Some(required) = required {
+                writeln!(
+                    out,
+                    "team:{name}: {}",
+                    if required {
+                        "members' memory writes are proposals a reviewer approves (seshat memory proposals)"
+                    } else {
+                        "members' memory writes are made at once"
+                    }
+                )?;
+            }
+            if let Some(user) = reviewer {
+                writeln!(
+                    out,
+                    "{user} {} team:{name}'s proposals.",
+                    if remove { "no longer reviews" } else { "reviews" }
+                )?;
             }
         }
         ScopesCommand::List { json } => {

@@ -87,6 +87,12 @@ fn case(method: &str, ids: &Ids) -> Option<(Target, Value)> {
         "memory/revert" => (Target::Team, json!({"scope": team, "name": "Runbook", "to": 1})),
         // Only ever the caller's own writes.
         "memory/undo" => (Target::Own, json!({"session": "01JNOSUCHSESSION0000000000"})),
+        // The caller's own and their teams' (a reviewer's); deciding one no one proposed is
+        // `proposal_not_found`, not a denial.
+        "memory/proposals" => (Target::Own, json!({"all": true})),
+        "memory/approve" => (Target::Own, json!({"id": 999_999})),
+        "memory/reject" => (Target::Own, json!({"id": 999_999, "reason": "no"})),
+        "scopes/review" => (Target::Team, json!({"team": "ops", "required": false})),
         "knowledge/search" => (Target::Own, json!({"query": "kestrel"})),
         "knowledge/read" => (Target::Chunk, json!({"id": ids.chunk})),
         "knowledge/add" => {

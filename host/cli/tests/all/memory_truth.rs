@@ -173,7 +173,10 @@ fn undo_takes_back_what_one_sessions_agent_wrote_and_nothing_else(home) {
         {"entityName": "Seshat", "contents": ["has a CLI"]}]}));
     by(&home, one.clone(), "create_relations", json!({"relations": [
         {"from": "Hallucination", "to": "Seshat", "relationType": "about"}]}));
-    by(&home, one, "delete_relations", json!({"relations": [{"from": "Go SDK", "to": "Seshat", "relationType": "wraps"}]}));
+    by(&home, one.clone(), "delete_relations", json!({"relations": [{"from": "Go SDK", "to": "Seshat", "relationType": "wraps"}]}));
+    // What it wrote and then deleted itself stays gone when its deletions are undone.
+    by(&home, one.clone(), "add_observations", json!({"observations": [{"entityName": "Seshat", "contents": ["scratch fact"]}]}));
+    by(&home, one, "delete_observations", json!({"deletions": [{"entityName": "Seshat", "observations": ["scratch fact"]}]}));
     // Another session builds on what the first wrote.
     by(&home, Writer::agent(S2, 9), "add_observations", json!({"observations": [
         {"entityName": "Seshat", "contents": ["has a Go SDK"]}]}));
@@ -183,7 +186,7 @@ fn undo_takes_back_what_one_sessions_agent_wrote_and_nothing_else(home) {
     assert_eq!(undone["observations_restored"], 1);
     assert_eq!(undone["entities_removed"], 1);
     assert_eq!(undone["relations_removed"], 1);
-    assert_eq!(undone["deletions_restored"], 1);
+    assert_eq!(undone["deletions_restored"], 2);
     // (Run from the home, the CLI is in another project: this test's entities are the library's.)
     let mut store = home.store();
     let graph = store.memory(Some(PROJECT)).read_graph(None, 0, 50).unwrap().0;
@@ -376,4 +379,135 @@ fn on_a_service_history_revert_and_undo_act_on_the_callers_memory_and_are_audite
     }
     let undo = events.iter().find(|e| e["method"] == "memory/undo" && e["user"] == "alice").unwrap();
     assert_eq!(undo["target"], session.as_str(), "{undo}");
+}
+
+on_both_backends! {
+fn a_reviewed_teams_writes_are_proposals_until_a_reviewer_approves_them(home) {
+    use seshat::store::Access;
+    let mut operator = home.store();
+    for user in ["alice", "bob", "carol"] {
+        operator.add_user(user).unwrap();
+    }
+    drop(operator);
+    let as_user = |user: &str| home.store().acting_for(user);
+    let mut alice = as_user("alice");
+    alice.create_team("infra").unwrap();
+    alice.grant("infra", "bob", Access::Write).unwrap();
+    alice.grant("infra", "carol", Access::Write).unwrap();
+    let team = json!("team:infra");
+    let tool = |store: &mut seshat::store::Store, writer: Writer, name: &str, mut args: Value| -> Value {
+        args["scope"] = team.clone();
+        let mut memory = store.memory(None).written_by(writer).with_sources(true);
+        let out = tools::call(&mut memory, name, &args);
+        assert!(!out.is_error, "{name}: {}", out.content());
+        out.structured
+    };
+    let runbook = json!({"entities": [{"name": "Runbook", "entityType": "doc", "observations": ["page the on-call"]}]});
+    tool(&mut alice, Writer::user(), "create_entities", runbook);
+    // Only a reviewer turns review on; bob cannot.
+    let mut bob = as_user("bob");
+    let err = bob.set_review("infra", Some(true), None).unwrap_err().to_string();
+    assert!(err.contains("only a reviewer of team:infra"), "{err}");
+    alice.set_review("infra", Some(true), None).unwrap();
+
+    // Bob's agent's writes become proposals: nothing is written yet.
+    let proposed = tool(&mut bob, Writer::agent("01JBOBSESSION0000000000000", 5), "add_observations", json!({"observations": [
+        {"entityName": "Runbook", "contents": ["restart the queue first"]}]}));
+    let first = proposed["proposal"].as_i64().expect("a proposal");
+    assert_eq!(proposed["results"], json!([]), "{proposed}");
+    let deleted = tool(&mut bob, Writer::user(), "delete_entities", json!({"entityNames": ["Runbook"]}));
+    let second = deleted["proposal"].as_i64().expect("a proposal");
+    assert!(deleted["message"].as_str().unwrap().contains("Proposed for review"), "{deleted}");
+    let read = |store: &mut seshat::store::Store| -> Vec<String> {
+        let graph = store.memory(None).open_nodes(&["Runbook".to_string()], None).unwrap();
+        graph.entities.first().map(|e| e.observations.clone()).unwrap_or_default()
+    };
+    assert_eq!(read(&mut alice), ["page the on-call"], "proposals change nothing");
+    let context = alice.memory(None).context(2_000).unwrap().text;
+    assert!(!context.contains("restart the queue"), "{context}");
+    // A note cannot wait as a proposal: refused, naming why.
+    let err = bob.memory(None).set_note(Scope::Team("infra".into()), "oncall", "bob").unwrap_err();
+    assert_eq!(err.code(), "review_required", "{err}");
+
+    // Who sees what: alice (a reviewer) both; carol (a member, not a reviewer) none; bob his own.
+    let ids = |list: Vec<seshat::memory::Proposal>| list.iter().map(|p| p.id).collect::<Vec<_>>();
+    assert_eq!(ids(alice.memory(None).proposals(None, false).unwrap()), [first, second]);
+    assert!(ids(as_user("carol").memory(None).proposals(None, false).unwrap()).is_empty());
+    let mine = bob.memory(None).proposals(Some("infra"), false).unwrap();
+    assert_eq!(mine[0].source.as_ref().map(|s| s.session.as_deref()), Some(Some("01JBOBSESSION0000000000000")));
+    // Nobody but a reviewer decides.
+    assert!(matches!(bob.memory(None).approve(first), Err(seshat::memory::Error::NoSuchProposal(_))));
+    assert!(matches!(as_user("carol").memory(None).reject(first, None), Err(seshat::memory::Error::NoSuchProposal(_))));
+
+    let approved = alice.memory(None).approve(first).unwrap();
+    assert_eq!((approved.status.as_str(), approved.decided_by.as_deref()), ("approved", Some("alice")));
+    assert_eq!(read(&mut alice), ["page the on-call", "restart the queue first"]);
+    // Written as bob's agent wrote it: its source is the proposal's.
+    let sourced = alice.memory(None).with_sources(true).open_nodes(&["Runbook".to_string()], None).unwrap();
+    let source = sourced.entities[0].observation_sources[1].clone().expect("a source");
+    assert_eq!((source.user.as_str(), source.seq), ("bob", Some(5)));
+    let rejected = alice.memory(None).reject(second, Some("we keep the runbook")).unwrap();
+    assert_eq!(rejected.reason.as_deref(), Some("we keep the runbook"));
+    assert_eq!(read(&mut alice), ["page the on-call", "restart the queue first"], "the rejected delete did nothing");
+    assert!(alice.memory(None).approve(second).is_err(), "a decided proposal is not decided again");
+    assert!(alice.memory(None).proposals(None, false).unwrap().is_empty());
+    assert_eq!(bob.memory(None).proposals(None, true).unwrap().len(), 2, "all, decided ones too");
+
+    // A reviewer's own writes, and an admin's, are made at once; with review off, a member's too.
+    tool(&mut alice, Writer::user(), "add_observations", json!({"observations": [
+        {"entityName": "Runbook", "contents": ["written by a reviewer"]}]}));
+    alice.set_review("infra", None, Some(("carol", true))).unwrap();
+    let mut carol = as_user("carol");
+    let direct = tool(&mut carol, Writer::user(), "add_observations", json!({"observations": [
+        {"entityName": "Runbook", "contents": ["written by a new reviewer"]}]}));
+    assert!(direct.get("proposal").is_none(), "{direct}");
+    alice.set_review("infra", Some(false), None).unwrap();
+    let direct = tool(&mut bob, Writer::user(), "add_observations", json!({"observations": [
+        {"entityName": "Runbook", "contents": ["written with review off"]}]}));
+    assert!(direct.get("proposal").is_none(), "{direct}");
+    assert_eq!(read(&mut alice).len(), 5);
+}
+}
+
+/// Over the CLI and a service: review turned on with `scopes review`, a member's write over the
+/// service answered with its proposal, listed and approved by the reviewer, and audited.
+#[test]
+fn on_a_service_a_reviewer_lists_and_approves_a_members_proposal() {
+    use crate::network::{Service, token};
+    let home = Home::new();
+    let (alice, bob) = (token(&home, "alice", &[]), token(&home, "bob", &[]));
+    let service = Service::start(&home, "ws", &[]);
+    let mut a = service.client(&alice);
+    a.ok("scopes/create", json!({"team": "ops"}));
+    a.ok("scopes/grant", json!({"team": "ops", "user": "bob", "access": "write"}));
+    let mut b = service.client(&bob);
+    let refused = b.call("scopes/review", json!({"team": "ops", "required": true}));
+    assert!(refused["error"]["message"].as_str().unwrap_or_default().contains("only a reviewer"), "{refused}");
+    a.ok("scopes/review", json!({"team": "ops", "required": true}));
+    let proposed = b.ok(
+        "memory/create_entities",
+        json!({"scope": "team:ops", "entities": [
+        {"name": "Pager", "entityType": "tool", "observations": ["rotates weekly"]}]}),
+    );
+    let id = proposed["proposal"].as_i64().unwrap_or_else(|| panic!("{proposed}"));
+    assert_eq!(proposed["entities"], json!([]));
+    assert_eq!(a.ok("memory/open_nodes", json!({"scope": "team:ops", "names": ["Pager"]}))["entities"], json!([]));
+    let listed = a.ok("memory/proposals", json!({}));
+    assert_eq!(listed["proposals"][0]["id"], id, "{listed}");
+    assert_eq!(listed["proposals"][0]["source"]["user"], "bob", "{listed}");
+    let not_a_reviewer = b.call("memory/approve", json!({"id": id}));
+    assert_eq!(not_a_reviewer["error"]["data"]["code"], "proposal_not_found", "{not_a_reviewer}");
+    let approved = a.ok("memory/approve", json!({"id": id}));
+    assert_eq!(approved["status"], "approved", "{approved}");
+    let now = a.ok("memory/open_nodes", json!({"scope": "team:ops", "names": ["Pager"]}));
+    assert_eq!(now["entities"][0]["observations"], json!(["rotates weekly"]), "{now}");
+    let out = home.ok(&["audit", "--json"]);
+    let events: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(
+        events.iter().any(|e| e["method"] == "memory/approve" && e["user"] == "alice" && e["event"] == "write"),
+        "{events:?}"
+    );
+    // The operator's CLI: the proposal is decided, listed with --all.
+    let all = home.ok(&["memory", "proposals", "--all"]);
+    assert!(all.contains("create_entities") && all.contains("approved") && all.contains("bob by hand"), "{all}");
 }

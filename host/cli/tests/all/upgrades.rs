@@ -59,7 +59,7 @@ fn a_shared_store_is_upgraded_only_by_db_migrate_which_status_and_dry_run_descri
     assert_eq!(applied, pending, "{migrated}");
     assert_eq!(version(), latest.to_string());
     // Schema 10 is not additive (the builds before it read no `compatible_from`); 11 only adds
-    // the redaction key's table and 12 memory's sources, versions and expiry (columns the builds
+    // the redaction key's table, 12 memory's sources, versions and expiry, 13 its review (columns the builds
     // before never set), so the builds of schema 10 still use the database.
     let additive: Vec<u64> = migrated["applied"]
         .as_array()
@@ -68,7 +68,7 @@ fn a_shared_store_is_upgraded_only_by_db_migrate_which_status_and_dry_run_descri
         .filter(|m| m["additive"] == true)
         .map(|m| m["version"].as_u64().unwrap())
         .collect();
-    assert_eq!(additive, [11, 12], "{migrated}");
+    assert_eq!(additive, [11, 12, 13], "{migrated}");
     assert_eq!(migrated["compatible_from"].as_u64(), Some(10), "{migrated}");
     let (ok, out, err) = seshat(&home, &url, &["db", "status", "--json"]);
     assert!(ok && json_of(&out)["state"] == "current", "{out}{err}");

@@ -2,13 +2,24 @@
 //! knowledge, most recently updated first, within a token budget. What was left out is stated in
 //! the text itself, never silently dropped.
 
-use crate::store::db::{Backend, params};
+use crate::store::db::params;
 
 use super::{Memory, Result, Scope};
 pub use seshat_protocol::memory::{ContextSection, MemoryContext};
 
 /// The default budget of the memory context, in tokens.
 pub const DEFAULT_CONTEXT_TOKENS: usize = 2_000;
+
+/// What makes an entity `e` of a place (?1 scope, ?2 project, ?3 owner) part of the context at
+/// ?4: live and not expired.
+const LIVE: &str = "e.owner = ?3 AND e.scope = ?1 AND e.project = ?2 AND e.deleted_by IS NULL \
+     AND (e.expires_at IS NULL OR e.expires_at > ?4)";
+
+/// Entities read per page of a place.
+const PAGE: usize = 200;
+
+/// Entities in a row that do not fit after which the rest of a place is left out untried.
+const MISSES: usize = 50;
 
 /// Room kept for the closing line that says what was left out.
 const OMISSION_LINE_TOKENS: usize = 60;
@@ -90,42 +101,60 @@ impl Memory<'_> {
                     }
                 }
                 {
-                    let joined = match self.db.backend() {
-                        Backend::Sqlite => {
-                            "(SELECT group_concat(content, '; ') FROM (SELECT content FROM memory_observations \
-                             WHERE entity_id = e.id AND deleted_by IS NULL AND valid_until IS NULL ORDER BY id))"
-                        }
-                        _ => {
-                            "(SELECT string_agg(content, '; ' ORDER BY id) FROM memory_observations \
-                             WHERE entity_id = e.id AND deleted_by IS NULL AND valid_until IS NULL)"
-                        }
-                    };
-                    let entities: Vec<(String, String, Option<String>)> = self.db.query_vec(
-                        &format!(
-                            "SELECT e.name, e.entity_type, {joined} FROM memory_entities e \
-                             WHERE e.owner = ?3 AND e.scope = ?1 AND e.project = ?2 AND e.deleted_by IS NULL \
-                             AND (e.expires_at IS NULL OR e.expires_at > ?4) ORDER BY e.updated_at DESC, e.id DESC"
-                        ),
+                    // Newest first, a page at a time, each entity's observations read only when it
+                    // is tried; after MISSES entities in a row that do not fit, the rest are
+                    // counted as left out rather than each read and tried.
+                    let total: i64 = self.db.query_value(
+                        &format!("SELECT count(*) FROM memory_entities e WHERE {LIVE}"),
                         params![place.kind(), place.project, place.owner, now],
-                        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
                     )?;
-                    for (name, entity_type, observations) in entities {
-                        if used >= usable {
-                            section.omitted_entities += 1;
-                            continue;
+                    let mut after: Option<(i64, i64)> = None;
+                    let mut misses = 0;
+                    'pages: loop {
+                        let (at, id) = after.unwrap_or((i64::MAX, i64::MAX));
+                        let page: Vec<(i64, i64, String, String)> = self.db.query_vec(
+                            &format!(
+                                "SELECT e.id, e.updated_at, e.name, e.entity_type FROM memory_entities e \
+                                 WHERE {LIVE} AND (e.updated_at < ?5 OR (e.updated_at = ?5 AND e.id < ?6)) \
+                                 ORDER BY e.updated_at DESC, e.id DESC LIMIT {PAGE}"
+                            ),
+                            params![place.kind(), place.project, place.owner, now, at, id],
+                            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+                        )?;
+                        let last = page.len() < PAGE;
+                        for (id, updated_at, name, entity_type) in page {
+                            after = Some((updated_at, id));
+                            if used >= usable || misses >= MISSES {
+                                break 'pages;
+                            }
+                            let observations: Vec<String> = self.db.query_vec(
+                                "SELECT content FROM memory_observations WHERE entity_id = ?1 AND deleted_by IS NULL \
+                                 AND valid_until IS NULL ORDER BY id",
+                                params![id],
+                                |r| r.get(0),
+                            )?;
+                            let line = format!(
+                                "- {} ({}){}\n",
+                                indented(&name),
+                                indented(&entity_type),
+                                if observations.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!(": {}", indented(&observations.join("; ")))
+                                }
+                            );
+                            if fits(line, &mut used, &mut body) {
+                                section.entities += 1;
+                                misses = 0;
+                            } else {
+                                misses += 1;
+                            }
                         }
-                        let line = format!(
-                            "- {} ({}){}\n",
-                            indented(&name),
-                            indented(&entity_type),
-                            observations.map(|o| format!(": {}", indented(&o))).unwrap_or_default()
-                        );
-                        if fits(line, &mut used, &mut body) {
-                            section.entities += 1;
-                        } else {
-                            section.omitted_entities += 1;
+                        if last {
+                            break;
                         }
                     }
+                    section.omitted_entities = (total as usize).saturating_sub(section.entities);
                 }
                 if body.is_empty() {
                     used -= header_tokens;

@@ -89,6 +89,15 @@ pub(super) fn json_ids(ids: &[i64]) -> String {
     format!("[{}]", ids.iter().map(i64::to_string).collect::<Vec<_>>().join(","))
 }
 
+/// One write call's: when, its source, and whether it revives a replaced observation it
+/// writes again (an import does not: the store it comes from may not know of the replacement).
+#[derive(Clone, Copy)]
+struct Write {
+    now: i64,
+    source: i64,
+    revive_replaced: bool,
+}
+
 /// What adding observations to one entity did.
 #[derive(Default)]
 struct Added {
@@ -108,11 +117,11 @@ fn add_observations(
     tx: &Tx<'_>,
     entity: i64,
     contents: &[String],
-    now: i64,
+    write: &Write,
     fresh: bool,
-    source: i64,
     replacing: &[i64],
 ) -> Result<Added> {
+    let Write { now, source, revive_replaced } = *write;
     let mut out = Added::default();
     let mut seen = HashSet::new();
     let insert = "INSERT INTO memory_observations (entity_id, content, created_at, source_id) VALUES (?1, ?2, ?3, ?4) \
@@ -144,6 +153,11 @@ fn add_observations(
         )?;
         let id = match existing {
             Some((id, None, None)) => {
+                out.ids.push((content.clone(), id));
+                continue;
+            }
+            // An import of a store that still holds what this one replaced leaves it replaced.
+            Some((id, None, Some(_))) if !revive_replaced => {
                 out.ids.push((content.clone(), id));
                 continue;
             }
@@ -339,8 +353,13 @@ impl Memory<'_> {
                 let found = tx.query_opt(lookup, params![place.kind(), place.project, key, place.owner, now], |r| {
                     Ok((r.get(0)?, r.get(1)?, r.get(2)?))
                 })?;
-                // An expired entity is gone: the name starts afresh.
+                // An expired entity is gone, with its relations: the name starts afresh.
                 if let Some((id, _, true)) = found {
+                    tx.execute(
+                        "DELETE FROM memory_relations WHERE scope = ?1 AND project = ?2 AND owner = ?3 \
+                         AND (from_key = ?4 OR to_key = ?4)",
+                        params![place.kind(), place.project, place.owner, key],
+                    )?;
                     tx.execute("DELETE FROM memory_entities WHERE id = ?1", params![id])?;
                     existing.push(None);
                 } else {
@@ -405,7 +424,8 @@ impl Memory<'_> {
                     }
                 };
                 written.insert(key, id);
-                let added = add_observations(&tx, id, &e.observations, now, fresh, source, &[])?;
+                let write = Write { now, source, revive_replaced: self.writer.kind != super::SourceKind::Import };
+                let added = add_observations(&tx, id, &e.observations, &write, fresh, &[])?;
                 if !fresh && !added.added.is_empty() && !created.contains(&id) && !changed.contains(&id) {
                     changed.push(id);
                 }
@@ -516,7 +536,8 @@ impl Memory<'_> {
                 });
                 let contents = super::redact::clean_in(&tx, self.redacting, &place, &add.contents)?;
                 let ids: Vec<i64> = replacing.iter().map(|r| r.0).collect();
-                let added = add_observations(&tx, id, &contents, now, false, source, &ids)?;
+                let write = Write { now, source, revive_replaced: true };
+                let added = add_observations(&tx, id, &contents, &write, false, &ids)?;
                 // The first new observation that is not itself replaced stands in their place.
                 let by = added.ids.iter().find(|(_, new)| !ids.contains(new)).map(|(_, new)| *new);
                 let mut gone = Vec::new();
@@ -563,7 +584,7 @@ impl Memory<'_> {
             let mut missing: Vec<String> = Vec::new();
             {
                 let exists = "SELECT 1 FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3 \
-                     AND deleted_by IS NULL AND owner = ?4";
+                     AND deleted_by IS NULL AND owner = ?4 AND (expires_at IS NULL OR expires_at > ?5)";
                 for r in relations {
                     if r.from.trim().is_empty() || r.to.trim().is_empty() || r.relation_type.trim().is_empty() {
                         return Err(Error::InvalidArguments {
@@ -575,7 +596,7 @@ impl Memory<'_> {
                     for end in [r.from.trim(), r.to.trim()] {
                         let key = name_key(end);
                         let known = tx
-                            .query_opt(exists, params![place.kind(), place.project, key, place.owner], |_| Ok(()))?
+                            .query_opt(exists, params![place.kind(), place.project, key, place.owner, now], |_| Ok(()))?
                             .is_some();
                         if !known && !missing.iter().any(|m| name_key(m) == key) {
                             missing.push(end.to_string());

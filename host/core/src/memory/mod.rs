@@ -26,6 +26,7 @@ mod graph;
 mod notes;
 mod provenance;
 mod redact;
+mod review;
 mod search;
 pub mod tools;
 mod validity;
@@ -39,6 +40,7 @@ pub use graph::{
 };
 pub use notes::Note;
 pub use provenance::{Source, SourceKind, Writer};
+pub use review::Proposal;
 pub use versions::{EntityVersion, Undone};
 
 use crate::store::db::{Db, params};
@@ -103,6 +105,16 @@ pub enum Error {
     /// No such deletion to restore.
     #[error("no deletion {0} to restore: the list of deletions names the ones there are")]
     NoSuchDeletion(i64),
+    /// The team scope written requires review and the caller does not review it: the write is to
+    /// be proposed (the memory tools do), not made.
+    #[error("team:{team} requires review: a member's write to its memory is a proposal a reviewer approves")]
+    ReviewRequired {
+        /// The team.
+        team: String,
+    },
+    /// No such proposal (or not one the caller may decide).
+    #[error("no proposal {0} waiting for you: the list of proposals names the ones there are")]
+    NoSuchProposal(i64),
     /// No such version of an entity.
     #[error("{name} has no version {version}: {}", if *.latest == 0 {
         "no change to it has been recorded (it was written before versions were kept)".to_string()
@@ -136,6 +148,8 @@ impl Error {
     pub fn code(&self) -> &'static str {
         match self {
             Error::Database(e) => e.code(),
+            Error::ReviewRequired { .. } => "review_required",
+            Error::NoSuchProposal(_) => "proposal_not_found",
             _ => "memory_failed",
         }
     }
@@ -336,10 +350,17 @@ impl Memory<'_> {
     }
 
     /// Refuses a write to `place` the caller may not make (a team scope without read-write
-    /// access), inside the write's transaction.
+    /// access), inside the write's transaction; a write to a team that requires review from a
+    /// member who does not review it is [`Error::ReviewRequired`] (the tools propose it instead).
     fn check_write(db: &Db, user: &str, place: &Place) -> Result<()> {
         match place.scope.team() {
-            Some(team) => Ok(crate::store::owners::check_team_write(db, user, team)?),
+            Some(team) => {
+                crate::store::owners::check_team_write(db, user, team)?;
+                if crate::store::owners::needs_review(db, user, team)? {
+                    return Err(Error::ReviewRequired { team: team.to_string() });
+                }
+                Ok(())
+            }
             None => Ok(()),
         }
     }

@@ -21,17 +21,25 @@ pub struct Writer {
     pub seq: Option<u64>,
     /// The extraction plugin.
     pub plugin: Option<String>,
+    /// A write recorded before (a proposal's, applied when approved): its rows point at it.
+    pub(crate) recorded: Option<i64>,
 }
 
 impl Writer {
     /// A person (the CLI, a program's call to the service): the default.
     pub fn user() -> Self {
-        Writer { kind: SourceKind::User, session: None, seq: None, plugin: None }
+        Writer { kind: SourceKind::User, session: None, seq: None, plugin: None, recorded: None }
     }
 
     /// The agent of `session`, with a tool call made at message `seq`.
     pub fn agent(session: &str, seq: u64) -> Self {
-        Writer { kind: SourceKind::Agent, session: Some(session.to_string()), seq: Some(seq), plugin: None }
+        Writer {
+            kind: SourceKind::Agent,
+            session: Some(session.to_string()),
+            seq: Some(seq),
+            plugin: None,
+            recorded: None,
+        }
     }
 
     /// Another agent, through `seshat mcp`.
@@ -51,7 +59,13 @@ impl Writer {
             session: Some(session.to_string()),
             seq: Some(seq),
             plugin: Some(plugin.to_string()),
+            recorded: None,
         }
+    }
+
+    /// The write recorded as source `id` (a proposal's, applied by its approval).
+    pub(crate) fn recorded(id: i64) -> Self {
+        Writer { recorded: Some(id), ..Writer::user() }
     }
 }
 
@@ -63,6 +77,9 @@ impl Default for Writer {
 
 /// Records one write by `writer` for `user` at `now`; its id, for the rows it writes.
 pub(crate) fn record(tx: &Tx<'_>, user: &str, writer: &Writer, now: i64) -> Result<i64> {
+    if let Some(id) = writer.recorded {
+        return Ok(id);
+    }
     Ok(tx.query_value(
         "INSERT INTO memory_sources (kind, user_name, session, seq, plugin, created_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",

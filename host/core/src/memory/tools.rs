@@ -232,41 +232,90 @@ pub fn create_entities(m: &mut Memory<'_>, p: &CreateEntitiesParams) -> Result<C
                 .map_err(|e| Error::InvalidArguments { tool: "create_entities".into(), message: format!("`ttl`: {e}") })
         })
         .transpose()?;
-    Ok(CreateEntitiesResult { entities: m.create_entities_for(&p.entities, p.scope.as_ref(), ttl)? })
+    match m.create_entities_for(&p.entities, p.scope.as_ref(), ttl) {
+        Err(Error::ReviewRequired { team }) => {
+            Ok(CreateEntitiesResult { proposal: Some(propose(m, &team, "create_entities", p)?), ..Default::default() })
+        }
+        done => Ok(CreateEntitiesResult { entities: done?, proposal: None }),
+    }
+}
+
+/// Keeps a write to a team that requires review as a proposal; its id.
+fn propose<P: serde::Serialize>(m: &mut Memory<'_>, team: &str, tool: &str, params: &P) -> Result<i64, Error> {
+    m.propose(team, tool, serde_json::to_value(params).unwrap_or_default())
+}
+
+/// What a write that became a proposal says in place of what it did.
+fn proposed(proposal: i64, team: &str) -> Deleted {
+    Deleted {
+        success: true,
+        message: format!(
+            "Proposed for review (proposal {proposal}): team:{team} requires review, so nothing was changed until a \
+             reviewer approves it"
+        ),
+        deletion: 0,
+        proposal: Some(proposal),
+    }
 }
 
 /// `create_relations`.
 pub fn create_relations(m: &mut Memory<'_>, p: &RelationsParams) -> Result<CreateRelationsResult, Error> {
-    Ok(CreateRelationsResult { relations: m.create_relations(&p.relations, p.scope.as_ref())? })
+    match m.create_relations(&p.relations, p.scope.as_ref()) {
+        Err(Error::ReviewRequired { team }) => Ok(CreateRelationsResult {
+            relations: Vec::new(),
+            proposal: Some(propose(m, &team, "create_relations", p)?),
+        }),
+        done => Ok(CreateRelationsResult { relations: done?, proposal: None }),
+    }
 }
 
 /// `add_observations`.
 pub fn add_observations(m: &mut Memory<'_>, p: &AddObservationsParams) -> Result<AddObservationsResult, Error> {
-    Ok(AddObservationsResult { results: m.add_observations_replacing(&p.observations, p.scope.as_ref())? })
+    match m.add_observations_replacing(&p.observations, p.scope.as_ref()) {
+        Err(Error::ReviewRequired { team }) => {
+            Ok(AddObservationsResult { results: Vec::new(), proposal: Some(propose(m, &team, "add_observations", p)?) })
+        }
+        done => Ok(AddObservationsResult { results: done?, proposal: None }),
+    }
 }
 
 fn deleted(deletion: i64, message: &str) -> Deleted {
-    Deleted { success: true, message: format!("{message} (restorable: deletion {deletion})"), deletion }
+    Deleted { success: true, message: format!("{message} (restorable: deletion {deletion})"), deletion, proposal: None }
 }
 
 /// `delete_entities`.
 pub fn delete_entities(m: &mut Memory<'_>, p: &DeleteEntitiesParams) -> Result<Deleted, Error> {
-    let (deletion, n) = m.delete_entities(&p.entity_names, p.scope.as_ref())?;
-    Ok(deleted(deletion, &format!("Deleted {n} entities and their relations")))
+    match m.delete_entities(&p.entity_names, p.scope.as_ref()) {
+        Err(Error::ReviewRequired { team }) => Ok(proposed(propose(m, &team, "delete_entities", p)?, &team)),
+        done => {
+            let (deletion, n) = done?;
+            Ok(deleted(deletion, &format!("Deleted {n} entities and their relations")))
+        }
+    }
 }
 
 /// `delete_observations`.
 pub fn delete_observations(m: &mut Memory<'_>, p: &DeleteObservationsParams) -> Result<Deleted, Error> {
     let dels: Vec<(String, Vec<String>)> =
         p.deletions.iter().map(|d| (d.entity_name.clone(), d.observations.clone())).collect();
-    let (deletion, n) = m.delete_observations(&dels, p.scope.as_ref())?;
-    Ok(deleted(deletion, &format!("Deleted {n} observations")))
+    match m.delete_observations(&dels, p.scope.as_ref()) {
+        Err(Error::ReviewRequired { team }) => Ok(proposed(propose(m, &team, "delete_observations", p)?, &team)),
+        done => {
+            let (deletion, n) = done?;
+            Ok(deleted(deletion, &format!("Deleted {n} observations")))
+        }
+    }
 }
 
 /// `delete_relations`.
 pub fn delete_relations(m: &mut Memory<'_>, p: &RelationsParams) -> Result<Deleted, Error> {
-    let (deletion, n) = m.delete_relations(&p.relations, p.scope.as_ref())?;
-    Ok(deleted(deletion, &format!("Deleted {n} relations")))
+    match m.delete_relations(&p.relations, p.scope.as_ref()) {
+        Err(Error::ReviewRequired { team }) => Ok(proposed(propose(m, &team, "delete_relations", p)?, &team)),
+        done => {
+            let (deletion, n) = done?;
+            Ok(deleted(deletion, &format!("Deleted {n} relations")))
+        }
+    }
 }
 
 /// `read_graph`.

@@ -7,53 +7,73 @@ use crate::store::db::{Tx, params};
 
 use super::Result;
 
-/// Words after which an observation's value starts, when they come within its first few words:
-/// `Editor is vim`, `Prefers tabs`, `Lives in Oslo`, `Deadline: Friday`. A verb that takes one of
-/// the prepositions after it (`lives in`) keeps the preposition in the attribute.
-const LINKS: &[&str] = &["is", "are", "was", "were", "prefers", "lives", "works", "moved", "uses", "wants", "likes"];
+/// Verbs after which an observation's value starts, each with the prepositions that make it
+/// single-valued (`Lives in Oslo`, `Works at Acme`, `Moved to Berlin`); `is`/`are` need a subject
+/// before them (`Editor is vim`), never a pronoun's (`It is written in Rust`) and never a
+/// category (`is a`, `is an`): a thing is many of those at once. Verbs whose values add up (`uses`,
+/// `likes`, `prefers`, `works on`) make no attribute.
+const LINKS: &[(&str, &[&str])] =
+    &[("is", &[]), ("are", &[]), ("lives", &["in"]), ("works", &["at", "for"]), ("moved", &["to"])];
 
-/// Prepositions kept with a verb of [`LINKS`] (`works at`, `moved to`).
-const PREPOSITIONS: &[&str] = &["in", "at", "on", "for", "to", "with"];
+/// Subjects that name nothing: `It is …` says nothing about which attribute.
+const PRONOUNS: &[&str] = &["it", "he", "she", "they", "i", "we", "you", "this", "that", "there"];
 
-/// Verbs whose values add up rather than replace each other (`uses Rust` and `uses Go` are both
-/// true): they never make a conflict.
-const CUMULATIVE: &[&str] = &["uses", "likes", "wants"];
+/// Heads of `label: text` that mark a kind of note rather than an attribute (`Note: …`).
+const LABELS: &[&str] =
+    &["note", "notes", "todo", "fixme", "update", "warning", "tip", "example", "see", "nb", "fyi", "idea", "question"];
 
 /// The most words an attribute phrase has (longer, the observation is a sentence, not an
 /// attribute and its value).
 const ATTRIBUTE_WORDS: usize = 5;
 
+/// The most words a value has (longer, it is a statement rather than a value).
+const VALUE_WORDS: usize = 6;
+
 /// An observation split into its attribute phrase and its value, both lower-cased with their
 /// words single-spaced: `Favourite editor: Vim` is (`favourite editor:`, `vim`). `None` when it
-/// names no attribute.
+/// names no single-valued attribute.
 pub(crate) fn attribute(text: &str) -> Option<(String, String)> {
     let lower = text.trim().to_lowercase();
     let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let short = |value: &str| !value.is_empty() && value.split(' ').count() <= VALUE_WORDS;
     // `: ` and ` = ` (not the colon of a URL or a time).
     if let Some((head, value)) = lower.split_once(": ").or_else(|| lower.split_once(" = ")) {
         let head = words(head);
         let value = words(value.trim_end_matches('.'));
         let n = head.split(' ').count();
-        if !head.is_empty() && n <= ATTRIBUTE_WORDS && !value.is_empty() {
+        if !head.is_empty() && n <= ATTRIBUTE_WORDS && !LABELS.contains(&head.as_str()) && short(&value) {
             return Some((format!("{head}:"), value));
         }
-    }
-    let tokens: Vec<&str> = lower.split_whitespace().collect();
-    let at = tokens.iter().take(ATTRIBUTE_WORDS).position(|t| LINKS.contains(t))?;
-    if CUMULATIVE.contains(&tokens[at]) {
         return None;
     }
+    let tokens: Vec<&str> = lower.split_whitespace().collect();
+    let (at, prepositions) = tokens
+        .iter()
+        .take(ATTRIBUTE_WORDS)
+        .enumerate()
+        .find_map(|(i, t)| LINKS.iter().find(|(verb, _)| verb == t).map(|(_, p)| (i, *p)))?;
     let mut end = at + 1;
-    if tokens[at] != "is" && tokens.get(end).is_some_and(|t| PREPOSITIONS.contains(t)) {
+    if prepositions.is_empty() {
+        // `X is …`: a subject of its own, and a value rather than a category.
+        if at == 0 || PRONOUNS.contains(&tokens[0]) {
+            return None;
+        }
+    } else {
+        if !tokens.get(end).is_some_and(|t| prepositions.contains(t)) {
+            return None;
+        }
         end += 1;
     }
     // `is now`, `is still`: the value is what follows.
     while tokens.get(end).is_some_and(|t| matches!(*t, "now" | "still" | "currently")) {
         end += 1;
     }
-    let value = tokens[end..].join(" ");
+    if prepositions.is_empty() && tokens.get(end).is_some_and(|t| matches!(*t, "a" | "an" | "not")) {
+        return None;
+    }
+    let value = tokens.get(end..).unwrap_or_default().join(" ");
     let value = value.trim_end_matches('.').trim();
-    if value.is_empty() {
+    if !short(value) {
         return None;
     }
     let head: Vec<&str> =
@@ -92,9 +112,17 @@ mod tests {
         assert_eq!(attribute("Favourite editor: Vim"), Some(("favourite editor:".into(), "vim".into())));
         assert_eq!(attribute("Editor is now Emacs."), Some(("editor is".into(), "emacs".into())));
         assert_eq!(attribute("Lives in Oslo"), Some(("lives in".into(), "oslo".into())));
-        assert_eq!(attribute("Prefers tabs"), Some(("prefers".into(), "tabs".into())));
+        assert_eq!(attribute("Works at Acme"), Some(("works at".into(), "acme".into())));
         assert_eq!(attribute("Uses Rust"), None, "a cumulative verb names no single value");
+        assert_eq!(attribute("Prefers tabs"), None);
+        assert_eq!(attribute("Works on the parser"), None, "one works on many things");
+        assert_eq!(attribute("Is a senior engineer"), None, "no subject");
+        assert_eq!(attribute("Ada is a senior engineer"), None, "a category, not a value");
+        assert_eq!(attribute("It is written in Rust"), None, "a pronoun names no attribute");
+        assert_eq!(attribute("Note: ask about the budget"), None, "a label, not an attribute");
+        assert_eq!(attribute("See the wiki for the steps"), None);
         assert_eq!(attribute("Wrote the first version of the parser in a weekend"), None);
+        assert_eq!(attribute("Status: the migration failed twice last week because of locks"), None, "a statement");
     }
 
     #[test]
@@ -105,5 +133,7 @@ mod tests {
         assert!(!contradicts("Editor is vim", "editor is Vim"), "the same value in other case");
         assert!(!contradicts("Uses Go", "Uses Rust"));
         assert!(!contradicts("Lives in Berlin", "Editor is vim"));
+        assert!(!contradicts("Note: ask about the budget", "Note: book the room"));
+        assert!(!contradicts("Was born in 1990", "Was promoted in 2024"));
     }
 }

@@ -80,16 +80,20 @@ pub(super) fn baseline(tx: &Tx<'_>, ids: &[i64], now: i64) -> Result<()> {
     Ok(())
 }
 
-/// The entity named `key` in the first of `places` holding one, live or deleted (a live one
-/// first): (id, name, scope).
+/// The entity named `key`: the live one in the first of `places` holding one, else a deleted one
+/// in the first holding that: (id, name, scope).
 fn find_any(db: &Db, places: &[Place], key: &str) -> Result<Option<(i64, String, Scope)>> {
-    let stmt = "SELECT id, name FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3 \
-         AND owner = ?4";
-    for place in places {
-        if let Some((id, name)) =
-            db.query_opt(stmt, params![place.kind(), place.project, key, place.owner], |r| Ok((r.get(0)?, r.get(1)?)))?
-        {
-            return Ok(Some((id, name, place.scope.clone())));
+    for deleted in [false, true] {
+        let stmt = "SELECT id, name FROM memory_entities WHERE scope = ?1 AND project = ?2 AND name_key = ?3 \
+             AND owner = ?4 AND (deleted_by IS NOT NULL) = ?5";
+        for place in places {
+            if let Some((id, name)) =
+                db.query_opt(stmt, params![place.kind(), place.project, key, place.owner, deleted], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })?
+            {
+                return Ok(Some((id, name, place.scope.clone())));
+            }
         }
     }
     Ok(None)
@@ -129,7 +133,14 @@ impl Memory<'_> {
     /// up, a deleted one too), oldest first, with its name as stored and its scope.
     pub fn history(&mut self, name: &str, scope: Option<&Scope>) -> Result<(String, Scope, Vec<EntityVersion>)> {
         on_memory_db!(self, "read an entity's history", {
-            let places = self.visible(self.db, scope)?;
+            // Looked up in the order a revert looks it up: the project, user, cross, then the teams.
+            let mut places = self.visible(self.db, scope)?;
+            places.sort_by_key(|p| match p.scope {
+                Scope::Project => 0,
+                Scope::User => 1,
+                Scope::Cross => 2,
+                Scope::Team(_) => 3,
+            });
             let (id, found, scope) =
                 find_any(self.db, &places, &name_key(name))?.ok_or_else(|| Error::EntityNotFound(name.to_string()))?;
             Ok((found, scope, versions_of(self.db, id)?))
@@ -251,9 +262,33 @@ impl Memory<'_> {
                 params![srcs],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )?;
-            let teams: HashSet<&str> = touched.iter().filter(|t| t.1 == "team").map(|t| t.2.as_str()).collect();
+            // Its deletions, to restore.
+            let deletions: Vec<i64> = tx.query_vec(
+                &format!(
+                    "SELECT id FROM memory_deletions WHERE restored_at IS NULL AND owner = ?2 AND source_id IN {ids} \
+                     AND origin NOT IN ('memory_undo', 'memory_revert') ORDER BY id"
+                ),
+                params![srcs, self.user],
+                |r| r.get(0),
+            )?;
+            // Every team it changes — the entities it touched, its relations, what its deletions
+            // hold — needs write access now, checked before anything is written.
+            let dels = json_ids(&deletions);
+            let of_deletions = ids_in(tx.backend(), 2);
+            let mut teams: HashSet<String> = touched.iter().filter(|t| t.1 == "team").map(|t| t.2.clone()).collect();
+            teams.extend(tx.query_vec(
+                &format!(
+                    "SELECT owner FROM memory_relations WHERE scope = 'team' AND (source_id IN {ids} \
+                     OR deleted_by IN {of_deletions}) \
+                     UNION SELECT owner FROM memory_entities WHERE scope = 'team' AND deleted_by IN {of_deletions} \
+                     UNION SELECT e.owner FROM memory_observations o JOIN memory_entities e ON e.id = o.entity_id \
+                     WHERE e.scope = 'team' AND o.deleted_by IN {of_deletions}"
+                ),
+                params![srcs, dels],
+                |r| r.get::<String>(0),
+            )?);
             for team in teams {
-                crate::store::owners::check_team_write(&tx, &self.user, team)?;
+                Memory::check_write(&tx, &self.user, &Place::team(team))?;
             }
             let entity_ids: Vec<i64> = touched.iter().map(|t| t.0).collect();
             baseline(&tx, &entity_ids, now)?;
@@ -267,13 +302,15 @@ impl Memory<'_> {
                 &format!("UPDATE memory_entities SET staged = 1 WHERE id IN {ids}"),
                 params![json_ids(&entity_ids)],
             )?;
-            // What it replaced is current again (before what replaced it goes).
+            // What it replaced is current again (before what replaced it goes) — unless a later
+            // write replaced its replacement in turn: that later value stands.
             out.observations_restored = tx.execute(
                 &format!(
                     "UPDATE memory_observations SET valid_until = NULL, superseded_by = NULL WHERE deleted_by IS NULL \
-                     AND superseded_by IN (SELECT n.id FROM memory_observations n WHERE n.source_id IN {ids})"
+                     AND superseded_by IN (SELECT n.id FROM memory_observations n WHERE n.source_id IN {ids} \
+                     AND n.valid_until IS NULL AND (n.deleted_by IS NULL OR n.deleted_by IN {of_deletions}))"
                 ),
-                params![srcs],
+                params![srcs, dels],
             )? as u64;
             out.observations_removed = tx.execute(
                 &format!(
@@ -304,15 +341,7 @@ impl Memory<'_> {
                 )? as u64;
             }
             out.entities_removed = empty.len() as u64;
-            // Its deletions come back.
-            let deletions: Vec<i64> = tx.query_vec(
-                &format!(
-                    "SELECT id FROM memory_deletions WHERE restored_at IS NULL AND owner = ?2 AND source_id IN {ids} \
-                     AND origin NOT IN ('memory_undo', 'memory_revert') ORDER BY id"
-                ),
-                params![srcs, self.user],
-                |r| r.get(0),
-            )?;
+            // Its deletions come back (what it had itself written stays gone, under the undo's).
             // The entities those deletions hold, out of the indexes until the end.
             let restored: Vec<i64> = if deletions.is_empty() {
                 Vec::new()
@@ -331,10 +360,17 @@ impl Memory<'_> {
                 &format!("UPDATE memory_entities SET staged = 1 WHERE id IN {ids}"),
                 params![json_ids(&restored)],
             )?;
+            let its_own = ids_in(tx.backend(), 2);
             for d in &deletions {
-                tx.execute("UPDATE memory_observations SET deleted_by = NULL WHERE deleted_by = ?1", params![d])?;
-                tx.execute("UPDATE memory_entities SET deleted_by = NULL WHERE deleted_by = ?1", params![d])?;
-                tx.execute("UPDATE memory_relations SET deleted_by = NULL WHERE deleted_by = ?1", params![d])?;
+                for table in ["memory_observations", "memory_entities", "memory_relations"] {
+                    tx.execute(
+                        &format!(
+                            "UPDATE {table} SET deleted_by = CASE WHEN source_id IN {its_own} THEN CAST(?3 AS BIGINT) END \
+                             WHERE deleted_by = ?1"
+                        ),
+                        params![d, srcs, deletion],
+                    )?;
+                }
                 tx.execute("UPDATE memory_deletions SET restored_at = ?2 WHERE id = ?1", params![d, now])?;
             }
             out.deletions_restored = deletions.len() as u64;
@@ -350,8 +386,13 @@ impl Memory<'_> {
                 params![json_ids(&all)],
                 |r| r.get(0),
             )?;
-            let removed = out.observations_removed + out.relations_removed + out.entities_removed;
-            if removed == 0 {
+            let holds: bool = tx.query_value(
+                "SELECT EXISTS (SELECT 1 FROM memory_observations WHERE deleted_by = ?1) \
+                 OR EXISTS (SELECT 1 FROM memory_entities WHERE deleted_by = ?1) \
+                 OR EXISTS (SELECT 1 FROM memory_relations WHERE deleted_by = ?1)",
+                params![deletion],
+            )?;
+            if !holds {
                 tx.execute("DELETE FROM memory_deletions WHERE id = ?1", params![deletion])?;
             } else {
                 out.deletion = Some(deletion);

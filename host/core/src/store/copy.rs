@@ -13,8 +13,8 @@ const TEXT_IDS: &[&str] = &["sessions", "tokens"];
 /// source had not queued (the queue is copied as it is).
 const TABLES: &[(&str, &str)] = &[
     ("users", "name, created_at, admin, disabled_at"),
-    ("teams", "name, created_at"),
-    ("team_members", "team, user_name, access, granted_at"),
+    ("teams", "name, created_at, review"),
+    ("team_members", "team, user_name, access, granted_at, reviewer"),
     ("tokens", "id, user_name, salt, hash, read_only, created_at, expires_at, revoked_at, last_used_at"),
     (
         "sessions",
@@ -57,6 +57,7 @@ const TABLES: &[(&str, &str)] = &[
     ),
     ("memory_notes", "id, scope, project, owner, key, value, updated_at, source_id, expires_at"),
     ("memory_versions", "id, entity_id, version, change, state, source_id, created_at"),
+    ("memory_proposals", "id, team, tool, params, source_id, status, decided_by, decided_at, reason, created_at"),
     ("documents", "id, scope, project, owner, path, kind, sha256, bytes, indexed_at"),
     ("chunks", "id, document_id, ordinal, start_line, end_line, heading, text, tokens"),
     ("chunk_vectors", "chunk_id, vector"),

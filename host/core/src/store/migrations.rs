@@ -35,6 +35,7 @@ const MIGRATIONS: &[(&str, &str, Option<Backfill>)] = &[
     ("0019_server_models", include_str!("migrations/sqlite/0019_server_models.sql"), None),
     ("0020_redaction_key", include_str!("migrations/sqlite/0020_redaction_key.sql"), Some(make_redaction_key)),
     ("0021_memory_provenance", include_str!("migrations/sqlite/0021_memory_provenance.sql"), None),
+    ("0022_memory_review", include_str!("migrations/sqlite/0022_memory_review.sql"), None),
 ];
 
 /// The line by which a SQLite migration says it rebuilds tables that others reference: it runs
@@ -60,6 +61,7 @@ const POSTGRES_MIGRATIONS: &[(&str, &str, Option<Backfill>)] = &[
     ("0010_schema_compatibility", include_str!("migrations/postgres/0010_schema_compatibility.sql"), None),
     ("0011_redaction_key", include_str!("migrations/postgres/0011_redaction_key.sql"), Some(make_redaction_key)),
     ("0012_memory_provenance", include_str!("migrations/postgres/0012_memory_provenance.sql"), None),
+    ("0013_memory_review", include_str!("migrations/postgres/0013_memory_review.sql"), None),
 ];
 
 /// The line by which a migration says it only adds (tables, columns with defaults, indexes):

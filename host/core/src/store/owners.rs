@@ -79,6 +79,25 @@ const OWNED: &[(&str, &str)] = &[
     ("documents", "owner = ?1 AND scope <> 'team'"),
 ];
 
+/// Whether `user` reviews `team`'s memory proposals (a member marked a reviewer).
+pub(crate) fn is_reviewer(db: &Db, user: &str, team: &str) -> Result<bool> {
+    db.query_value(
+        "SELECT EXISTS (SELECT 1 FROM team_members WHERE team = ?1 AND user_name = ?2 AND reviewer = 1)",
+        params![team, user],
+    )
+}
+
+/// Whether a write by `user` to `team`'s memory must be proposed for review: the team requires
+/// review and `user` neither reviews it nor is an admin.
+pub(crate) fn needs_review(db: &Db, user: &str, team: &str) -> Result<bool> {
+    db.query_value(
+        "SELECT EXISTS (SELECT 1 FROM teams WHERE name = ?1 AND review = 1) \
+         AND NOT EXISTS (SELECT 1 FROM team_members WHERE team = ?1 AND user_name = ?2 AND reviewer = 1) \
+         AND NOT EXISTS (SELECT 1 FROM users WHERE name = ?2 AND admin = 1 AND disabled_at IS NULL)",
+        params![team, user],
+    )
+}
+
 /// Whether `user` is an admin (and not disabled).
 pub(crate) fn is_admin(db: &Db, user: &str) -> Result<bool> {
     db.query_value(
@@ -236,6 +255,9 @@ impl Store {
                 tx.execute(&format!("DELETE FROM {table} WHERE {rule}"), params![name])?;
             }
             tx.execute("UPDATE memory_deletions SET owner = ?2 WHERE owner = ?1", params![name, REMOVED_OWNER])?;
+            // What they wrote stays marked as a removed user's: a later user of the name cannot
+            // undo it as theirs.
+            tx.execute("UPDATE memory_sources SET user_name = ?2 WHERE user_name = ?1", params![name, REMOVED_OWNER])?;
             tx.execute("DELETE FROM users WHERE name = ?1", params![name])?;
             tx.commit()?;
             Ok(removed)
@@ -292,8 +314,8 @@ impl Store {
                 return Err(Error::Principal(format!("a team named `{name}` already exists")));
             }
             tx.execute(
-                "INSERT INTO team_members (team, user_name, access, granted_at) \
-                 SELECT ?1, name, 'write', ?3 FROM users WHERE name = ?2",
+                "INSERT INTO team_members (team, user_name, access, granted_at, reviewer) \
+                 SELECT ?1, name, 'write', ?3, 1 FROM users WHERE name = ?2",
                 params![name, self.user, now],
             )?;
             tx.commit()?;
@@ -326,6 +348,43 @@ impl Store {
                  ON CONFLICT (team, user_name) DO UPDATE SET access = excluded.access, granted_at = excluded.granted_at",
                 params![team, user, access.as_str(), now_ms(), self.user, admin],
             )?;
+            tx.commit()?;
+            Ok(())
+        })
+    }
+
+    /// Changes `team`'s review: whether members' writes to its memory become proposals
+    /// (`required`), and whether `user` (a member) reviews them (`reviewer`). A reviewer's or an
+    /// admin's act.
+    pub fn set_review(&mut self, team: &str, required: Option<bool>, reviewer: Option<(&str, bool)>) -> Result<()> {
+        on_db!(self, "change a team's review", {
+            let tx = self.db.transaction()?;
+            let known: bool = tx.query_value("SELECT EXISTS (SELECT 1 FROM teams WHERE name = ?1)", params![team])?;
+            if !known {
+                return Err(Error::Principal(format!("no team named `{team}`: create it first")));
+            }
+            if !is_admin(&tx, &self.user)? {
+                check_team_write(&tx, &self.user, team)?;
+            }
+            if !is_admin(&tx, &self.user)? && !is_reviewer(&tx, &self.user, team)? {
+                return Err(Error::Principal(format!(
+                    "only a reviewer of team:{team} (or an admin) changes its review; nothing was changed"
+                )));
+            }
+            if let Some(required) = required {
+                tx.execute("UPDATE teams SET review = ?2 WHERE name = ?1", params![team, required])?;
+            }
+            if let Some((user, on)) = reviewer {
+                let n = tx.execute(
+                    "UPDATE team_members SET reviewer = ?3 WHERE team = ?1 AND user_name = ?2",
+                    params![team, user, on],
+                )?;
+                if n == 0 {
+                    return Err(Error::Principal(format!(
+                        "{user} is not a member of team:{team}: grant them access first; nothing was changed"
+                    )));
+                }
+            }
             tx.commit()?;
             Ok(())
         })

@@ -186,6 +186,16 @@ impl Store {
 /// `None`) whose time to live had passed at `now`: (entities, notes).
 fn expired(tx: &super::db::Tx<'_>, owner: Option<&str>, now: i64, dry_run: bool) -> Result<(u64, u64)> {
     let mut counts = [0u64; 2];
+    if !dry_run {
+        // The relations of an expired entity go with it (a new entity of its name starts afresh).
+        tx.execute(
+            "DELETE FROM memory_relations WHERE EXISTS (SELECT 1 FROM memory_entities e WHERE e.expires_at <= ?1 \
+             AND (CAST(?2 AS TEXT) IS NULL OR e.owner = ?2) AND e.owner = memory_relations.owner \
+             AND e.scope = memory_relations.scope AND e.project = memory_relations.project \
+             AND (e.name_key = memory_relations.from_key OR e.name_key = memory_relations.to_key))",
+            params![now, owner],
+        )?;
+    }
     for (i, table) in ["memory_entities", "memory_notes"].iter().enumerate() {
         let rule = format!("FROM {table} WHERE expires_at <= ?1 AND (CAST(?2 AS TEXT) IS NULL OR owner = ?2)");
         counts[i] = tx.query_value(&format!("SELECT count(*) {rule}"), params![now, owner])?;

@@ -97,6 +97,23 @@ impl Server {
         rpc::answer::<m::MemoryUndo>(&self.memory()?.undo_session(&p.session).map_err(RpcError::from_memory)?)
     }
 
+    /// `memory/proposals`.
+    pub(crate) fn memory_proposals(&mut self, p: m::MemoryProposalsParams) -> Result<Option<Value>, RpcError> {
+        let proposals = self.memory()?.proposals(p.team.as_deref(), p.all).map_err(RpcError::from_memory)?;
+        rpc::answer::<m::MemoryProposals>(&m::MemoryProposalsResult { proposals })
+    }
+
+    /// `memory/approve`.
+    pub(crate) fn memory_approve(&mut self, p: m::MemoryDecideParams) -> Result<Option<Value>, RpcError> {
+        rpc::answer::<m::MemoryApprove>(&self.memory()?.approve(p.id).map_err(RpcError::from_memory)?)
+    }
+
+    /// `memory/reject`.
+    pub(crate) fn memory_reject(&mut self, p: m::MemoryDecideParams) -> Result<Option<Value>, RpcError> {
+        let rejected = self.memory()?.reject(p.id, p.reason.as_deref()).map_err(RpcError::from_memory)?;
+        rpc::answer::<m::MemoryReject>(&rejected)
+    }
+
     /// `memory/create_entities`.
     pub(crate) fn memory_create_entities(&mut self, p: m::CreateEntitiesParams) -> Result<Option<Value>, RpcError> {
         self.memory_tool::<m::MemoryCreateEntities>(|m, _| tools::create_entities(m, &p))
