@@ -127,12 +127,8 @@ impl Memory<'_> {
                             if used >= usable || misses >= MISSES {
                                 break 'pages;
                             }
-                            let observations: Vec<String> = self.db.query_vec(
-                                "SELECT content FROM memory_observations WHERE entity_id = ?1 AND deleted_by IS NULL \
-                                 AND valid_until IS NULL ORDER BY id",
-                                params![id],
-                                |r| r.get(0),
-                            )?;
+                            let observations: Vec<String> =
+                                super::validity::current(self.db, id)?.into_iter().map(|c| c.1).collect();
                             let line = format!(
                                 "- {} ({}){}\n",
                                 indented(&name),

@@ -126,16 +126,7 @@ fn add_observations(
     let mut seen = HashSet::new();
     let insert = "INSERT INTO memory_observations (entity_id, content, created_at, source_id) VALUES (?1, ?2, ?3, ?4) \
          RETURNING id";
-    let current: Vec<(i64, String)> = if fresh {
-        Vec::new()
-    } else {
-        tx.query_vec(
-            "SELECT id, content FROM memory_observations WHERE entity_id = ?1 AND deleted_by IS NULL \
-             AND valid_until IS NULL ORDER BY id",
-            params![entity],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?
-    };
+    let current = if fresh { Vec::new() } else { super::validity::current(tx, entity)? };
     for content in contents {
         if content.trim().is_empty() || !seen.insert(content.as_str()) {
             continue;
@@ -500,12 +491,8 @@ impl Memory<'_> {
                     match super::validity::current_match(&tx, *id, old)? {
                         Some(hit) => these.push(hit),
                         None => {
-                            let current: Vec<String> = tx.query_vec(
-                                "SELECT content FROM memory_observations WHERE entity_id = ?1 AND deleted_by IS NULL \
-                                 AND valid_until IS NULL ORDER BY id",
-                                params![id],
-                                |r| r.get(0),
-                            )?;
+                            let current: Vec<String> =
+                                super::validity::current(&tx, *id)?.into_iter().map(|c| c.1).collect();
                             return Err(Error::InvalidArguments {
                                 tool: "add_observations".into(),
                                 message: format!(

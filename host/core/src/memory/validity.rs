@@ -3,7 +3,7 @@
 //! of search and the memory context; one that looks like another value of an attribute a current
 //! observation holds, written without saying so, is flagged as a conflict for the user to see.
 
-use crate::store::db::{Tx, params};
+use crate::store::db::{Db, Tx, params};
 
 use super::Result;
 
@@ -89,15 +89,21 @@ pub(crate) fn contradicts(new: &str, earlier: &str) -> bool {
     }
 }
 
-/// The current observation of `entity` that `text` names — its exact text, else the same text
-/// ignoring case and surrounding space: (id, content).
-pub(crate) fn current_match(tx: &Tx<'_>, entity: i64, text: &str) -> Result<Option<(i64, String)>> {
-    let current: Vec<(i64, String)> = tx.query_vec(
+/// The current observations of `entity` (neither deleted nor replaced), oldest first: (id,
+/// content).
+pub(crate) fn current(db: &Db, entity: i64) -> Result<Vec<(i64, String)>> {
+    Ok(db.query_vec(
         "SELECT id, content FROM memory_observations WHERE entity_id = ?1 AND deleted_by IS NULL \
          AND valid_until IS NULL ORDER BY id",
         params![entity],
         |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
+    )?)
+}
+
+/// The current observation of `entity` that `text` names — its exact text, else the same text
+/// ignoring case and surrounding space: (id, content).
+pub(crate) fn current_match(tx: &Tx<'_>, entity: i64, text: &str) -> Result<Option<(i64, String)>> {
+    let current = current(tx, entity)?;
     let exact = current.iter().find(|(_, c)| c == text);
     let loose = || current.iter().find(|(_, c)| c.trim().to_lowercase() == text.trim().to_lowercase());
     Ok(exact.or_else(loose).cloned())

@@ -173,12 +173,7 @@ impl Memory<'_> {
                 params![format!("{found}: what version {to} did not hold"), now, self.user, source],
             )?;
             tx.execute("UPDATE memory_entities SET staged = 1 WHERE id = ?1", params![id])?;
-            let current: Vec<(i64, String)> = tx.query_vec(
-                "SELECT id, content FROM memory_observations WHERE entity_id = ?1 AND deleted_by IS NULL \
-                 AND valid_until IS NULL ORDER BY id",
-                params![id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )?;
+            let current = super::validity::current(&tx, id)?;
             let wanted: HashSet<&str> = target.observations.iter().map(String::as_str).collect();
             let mut dropped = 0;
             for (obs, content) in &current {
