@@ -17,6 +17,7 @@ const GUESTS: &[(&str, &str, &str)] = &[
     ("test-trimmer-0-2-0", "trimmer-0-2-0", "TRIMMER_0_2_0"),
     ("test-trimmer-0-3-0", "trimmer-0-3-0", "TRIMMER_0_3_0"),
     ("test-hook", "hook", "HOOK"),
+    ("test-extractor", "extractor", "EXTRACTOR"),
 ];
 
 /// The default plugins: (cargo package, file name), as `host/core/plugins/<file>.wasm` ships them.
@@ -24,6 +25,8 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("seshat-trimmer", "trimmer"),
     ("seshat-summariser", "summariser"),
     ("seshat-summariser-extractive", "summariser-extractive"),
+    ("seshat-extractor", "extractor"),
+    ("seshat-extractor-model", "extractor-model"),
     ("seshat-provider-anthropic", "provider-anthropic"),
     ("seshat-provider-openai", "provider-openai"),
     ("seshat-embedder-openai", "embedder-openai"),

@@ -23,12 +23,21 @@ pub enum PluginKind {
     /// Lifecycle hook (0.4.0): told a moment of a session's life, answers go on or block (chosen
     /// per event by `[[hooks.<event>]] plugin`, not by `[plugins]`).
     Hook,
+    /// Memory extractor (0.4.0): reads a session's new messages and proposes what long-term
+    /// memory should keep (chosen by `[memory] extract`, not by `[plugins]`).
+    Extractor,
 }
 
 impl PluginKind {
     /// All kinds.
-    pub const ALL: [PluginKind; 5] =
-        [PluginKind::Trimmer, PluginKind::Summariser, PluginKind::Provider, PluginKind::Embedder, PluginKind::Hook];
+    pub const ALL: [PluginKind; 6] = [
+        PluginKind::Trimmer,
+        PluginKind::Summariser,
+        PluginKind::Provider,
+        PluginKind::Embedder,
+        PluginKind::Hook,
+        PluginKind::Extractor,
+    ];
 
     /// The kind's name (also its WIT world).
     pub fn as_str(self) -> &'static str {
@@ -38,6 +47,7 @@ impl PluginKind {
             PluginKind::Provider => "provider",
             PluginKind::Embedder => "embedder",
             PluginKind::Hook => "hook",
+            PluginKind::Extractor => "extractor",
         }
     }
 }
@@ -682,6 +692,24 @@ pub struct MemoryConfig {
     /// `[memory.ttl] project = "90d"`, `"team:infra" = "30d"` (unset: until deleted).
     #[serde(default)]
     pub ttl: BTreeMap<String, String>,
+    /// The extractor plugin that reads each session and writes what the user stated as lasting
+    /// (`"extractor"`, rule-based; `"extractor-model"`, the session's model under the same rules;
+    /// or an installed one). Unset: nothing is written unless the agent calls a memory tool.
+    pub extract: Option<String>,
+    /// When the extractor reads: after every turn (`"turn"`, the default) or when the session's
+    /// agent closes (`"session_end"`: one call for everything not read yet).
+    pub extract_at: Option<ExtractAt>,
+}
+
+/// When `[memory] extract` reads a session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExtractAt {
+    /// After every turn.
+    #[default]
+    Turn,
+    /// When the session's agent closes.
+    SessionEnd,
 }
 
 /// `[knowledge]`: the embedder's model and server, what is embedded, and how rankings are fused.
@@ -909,6 +937,8 @@ impl Config {
             PluginKind::Embedder => self.plugins.embedder.as_deref(),
             // Hooks are chosen per event (`[[hooks.<event>]] plugin`).
             PluginKind::Hook => None,
+            // The extractor is `[memory] extract`.
+            PluginKind::Extractor => self.memory.extract.as_deref(),
         }
     }
 

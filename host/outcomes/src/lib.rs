@@ -14,6 +14,7 @@
 extern crate alloc;
 
 pub mod decisions;
+pub mod lasting;
 pub mod novelty;
 pub mod trim;
 

@@ -1,9 +1,9 @@
 //! The Seshat plugin SDK.
 //!
 //! A plugin implements one trait — [`trimmer::Trimmer`], [`summariser::Summariser`],
-//! [`provider::Provider`], [`embedder::Embedder`] or [`hook::Hook`] — and exports it with one
-//! macro. Enable the matching cargo feature (`trimmer`, `summariser`, `provider`, `embedder` or
-//! `hook`) and build with
+//! [`provider::Provider`], [`embedder::Embedder`], [`hook::Hook`] or [`extractor::Extractor`] —
+//! and exports it with one macro. Enable the matching cargo feature (`trimmer`, `summariser`,
+//! `provider`, `embedder`, `hook` or `extractor`) and build with
 //! `cargo build --release --target wasm32-wasip2`.
 //!
 //! ```ignore
@@ -178,6 +178,13 @@ pub mod provider;
 /// events they hear is the user's `[[hooks.<event>]] plugin = "<id>"`.
 #[cfg(feature = "hook")]
 pub mod hook;
+
+/// Extractor plugins (0.4.0): read a session's new messages and propose what long-term memory
+/// should keep (an entity, an observation, what it replaces, the message it comes from); the host
+/// writes them as the memory tools would. They may call the session's model. Chosen by
+/// `[memory] extract = "<id>"`.
+#[cfg(feature = "extractor")]
+pub mod extractor;
 
 /// Embedder plugins (0.2.0): turn texts into vectors through one embeddings HTTP API. The host
 /// batches the texts (at most [`EmbedderInfo::max_batch`], each within the model's input),

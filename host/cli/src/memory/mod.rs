@@ -1,5 +1,6 @@
 //! `seshat memory`: read and edit long-term memory from the command line.
 
+mod extracted;
 mod remote;
 mod review;
 mod versions;

@@ -83,6 +83,23 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Read a session with the memory extractor: what the user stated as lasting is written to
+    /// memory, as after each turn of a chat with `[memory] extract` set (messages it read before
+    /// are not read again).
+    #[command(
+        after_help = "Examples:\n  seshat memory extract 01JF3…\n  seshat memory extract 01JF3… --extractor extractor"
+    )]
+    Extract {
+        /// The session (an id or a unique prefix).
+        session: String,
+        /// The extractor (default: the one `[memory] extract` names). Its model calls, if it makes
+        /// any, find no model here: `extractor-model` reads in `seshat chat`.
+        #[arg(long, value_name = "ID")]
+        extractor: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Set when an entity expires: it then leaves the memory context and search, and is purged.
     #[command(after_help = "Examples:\n  seshat memory expire \"Sprint 12\" --ttl 14d\n  \
         seshat memory expire \"Sprint 12\" --ttl never")]
@@ -162,6 +179,29 @@ pub fn run(ctx: &Context, command: &Command) -> anyhow::Result<ExitCode> {
                 None => ctx.store()?.memory(ctx.repository.as_deref()).reject(*id, reason.as_deref())?,
             };
             super::review::print_decided(&mut out, *json, &decided)?;
+        }
+        Command::Extract { session, extractor, json } => {
+            if remote.is_some() {
+                bail!("memory extract reads a store this machine opens: run it without --remote");
+            }
+            let env = ctx.environment(seshat::client::Overrides::default())?;
+            let Some(mut extraction) = env.extraction_with(extractor.as_deref())? else {
+                bail!("no extractor is set: name one with --extractor (e.g. `extractor`) or set [memory] extract");
+            };
+            let mut store = ctx.store()?;
+            let id = store.resolve(session)?;
+            let project = store.session(&id)?.project;
+            let models: std::sync::Arc<dyn seshat::compaction::ModelClient> =
+                std::sync::Arc::new(seshat::compaction::NoModels);
+            let done = extraction.run(
+                &mut store,
+                &id,
+                &project,
+                seshat::plugins::ExtractMoment::SessionEnd,
+                1,
+                (models, "none"),
+            )?;
+            super::extracted::print(&mut out, *json, extraction.plugin_id(), &done)?;
         }
         Command::Expire { name, ttl, scope, json } => {
             if remote.is_some() {

@@ -21,7 +21,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let m = &plugin.manifest;
     let l = plugin.limits;
     let mut out = format::stdout();
-    let article = if m.kind == PluginKind::Embedder { "an" } else { "a" };
+    let article = if matches!(m.kind, PluginKind::Embedder | PluginKind::Extractor) { "an" } else { "a" };
     writeln!(out, "{}: {article} {} plugin for seshat:plugin@{}", args.path.display(), m.kind, plugin.api_version)?;
     if has_manifest {
         writeln!(
@@ -52,6 +52,12 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         PluginKind::Hook => {
             writeln!(out, "host functions: log; told the events a [[hooks.<event>]] entry names it at")?
         }
+        PluginKind::Extractor => writeln!(
+            out,
+            "host functions: complete (the session's model), at most {} calls of at most {} tokens per extraction; \
+             log; chosen by [memory] extract",
+            l.complete_calls, l.complete_max_tokens
+        )?,
     }
     // One realistic history through the plugin, exactly as `plugins test` runs it.
     let r = seshat::client::trial::trial(
@@ -95,6 +101,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             None => "no request".into(),
         },
         (PluginKind::Hook, None) => hook_decisions(&r.decisions),
+        (PluginKind::Extractor, None) => remembered(&r.remembered),
         (PluginKind::Embedder, None) => match &r.request {
             Some(q) => format!(
                 "a {} request to {} of {} bytes embedding {} texts, sent nowhere",
@@ -118,6 +125,12 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     writeln!(out, "ok: seshat would load it")?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What an extractor would remember, in a phrase.
+pub(super) fn remembered(remembered: &[seshat::client::trial::TrialMemory]) -> String {
+    let replacing = remembered.iter().filter(|r| !r.replaced.is_empty()).count();
+    format!("{} observations it would remember ({replacing} replacing an earlier one)", remembered.len())
 }
 
 /// What a hook decided at the history's events, in one phrase.

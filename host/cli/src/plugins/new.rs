@@ -13,18 +13,20 @@ use crate::format;
 pub const WIT_BINDGEN_VERSION: &str = "0.63.0";
 
 /// The SDK's sources, one file per plugin kind beside its root.
-const SDK_SOURCES: [(&str, &str); 6] = [
+const SDK_SOURCES: [(&str, &str); 7] = [
     ("lib.rs", include_str!("../../../../plugins/sdk/src/lib.rs")),
     ("trimmer.rs", include_str!("../../../../plugins/sdk/src/trimmer.rs")),
     ("summariser.rs", include_str!("../../../../plugins/sdk/src/summariser.rs")),
     ("provider.rs", include_str!("../../../../plugins/sdk/src/provider.rs")),
     ("embedder.rs", include_str!("../../../../plugins/sdk/src/embedder.rs")),
     ("hook.rs", include_str!("../../../../plugins/sdk/src/hook.rs")),
+    ("extractor.rs", include_str!("../../../../plugins/sdk/src/extractor.rs")),
 ];
 const OUTCOMES_SOURCE: &str = include_str!("../../../outcomes/src/lib.rs");
 const OUTCOMES_TRIM: &str = include_str!("../../../outcomes/src/trim.rs");
 const OUTCOMES_DECISIONS: &str = include_str!("../../../outcomes/src/decisions.rs");
 const OUTCOMES_NOVELTY: &str = include_str!("../../../outcomes/src/novelty.rs");
+const OUTCOMES_LASTING: &str = include_str!("../../../outcomes/src/lasting.rs");
 const OUTCOMES_MANIFEST: &str = include_str!("../../../outcomes/Cargo.toml");
 const WIT: &str = include_str!("../../../../wit/seshat-plugin.wit");
 
@@ -56,6 +58,7 @@ pub fn run(ctx: &crate::Context, args: &Args) -> anyhow::Result<ExitCode> {
         PluginKind::Provider => include_str!("templates/provider.rs"),
         PluginKind::Embedder => include_str!("templates/embedder.rs"),
         PluginKind::Hook => include_str!("templates/hook.rs"),
+        PluginKind::Extractor => include_str!("templates/extractor.rs"),
     };
     let provider_hosts = if matches!(kind, PluginKind::Provider | PluginKind::Embedder) {
         "allowed_hosts = [\"{base_url}\"]\n"
@@ -78,6 +81,7 @@ pub fn run(ctx: &crate::Context, args: &Args) -> anyhow::Result<ExitCode> {
         ("seshat-outcomes/src/trim.rs".into(), OUTCOMES_TRIM.to_string()),
         ("seshat-outcomes/src/decisions.rs".into(), OUTCOMES_DECISIONS.to_string()),
         ("seshat-outcomes/src/novelty.rs".into(), OUTCOMES_NOVELTY.to_string()),
+        ("seshat-outcomes/src/lasting.rs".into(), OUTCOMES_LASTING.to_string()),
         ("seshat-plugin-sdk/wit/seshat-plugin.wit".into(), WIT.to_string()),
         ("README.md".into(), readme(name, kind, &ctx.dirs.config)),
     ];
@@ -144,6 +148,7 @@ summariser = []
 provider = []
 embedder = []
 hook = []
+extractor = []
 json = ["provider", "dep:serde_json"]
 options = ["dep:serde", "dep:serde_json"]
 
@@ -200,6 +205,8 @@ fn readme(name: &str, kind: PluginKind, config: &Path) -> String {
                  [[hooks.pre_tool]]\nplugin = \"{name}\"\nmatcher = \"bash|shell*\"\n\n\
                  [[hooks.session_start]]\nplugin = \"{name}\"\n"
             )
+        } else if kind == PluginKind::Extractor {
+            format!("[memory]\nextract = \"{name}\"\n")
         } else {
             format!("[plugins]\n{kind} = \"{name}\"\n")
         },

@@ -175,6 +175,16 @@ fn describe(out: &mut impl Write, r: &Outcome) -> anyhow::Result<()> {
         writeln!(out, "body ({} bytes, as built):", req.body.len())?;
         writeln!(out, "{}", req.body)?;
     }
+    if !r.remembered.is_empty() {
+        writeln!(out, "remembered: {}", super::check::remembered(&r.remembered))?;
+        for m in &r.remembered {
+            let replaced = match m.replaced.first() {
+                Some(old) => format!(" (replacing: {})", format::clip(old, 80)),
+                None => String::new(),
+            };
+            writeln!(out, "  [{}] {} (message {}){replaced}", m.scope, format::clip(&m.observation, 120), m.seq)?;
+        }
+    }
     if !r.decisions.is_empty() {
         writeln!(out, "decisions: {}", super::check::hook_decisions(&r.decisions))?;
         for d in &r.decisions {
@@ -258,6 +268,7 @@ fn table(out: &mut impl Write, results: &[Outcome]) -> anyhow::Result<()> {
             let what = match (&r.error, &r.request, &r.summary, &r.answered_by) {
                 (Some(e), ..) => format!("failed [{}]", e.code),
                 _ if !r.decisions.is_empty() => super::check::hook_decisions(&r.decisions),
+                (None, _, _, Some(a)) if a.kind == "stand-in" => super::check::remembered(&r.remembered),
                 (None, Some(req), ..) => format!("request of {} bytes", req.body.len()),
                 (None, None, Some(s), _) => format!("summary of {} bytes", s.len()),
                 (None, None, None, Some(_)) => "no summary (nothing to drop)".into(),

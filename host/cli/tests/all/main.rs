@@ -18,6 +18,7 @@ mod counters;
 mod crash;
 mod database;
 mod deploy;
+mod extraction;
 mod fencing;
 mod fidelity;
 mod foreign;

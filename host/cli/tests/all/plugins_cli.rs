@@ -391,6 +391,19 @@ seshat_plugin_sdk::export_trimmer!(Plugin);
     assert!(out.contains("a hook plugin for seshat:plugin@0.4.0"), "{out}");
     assert!(out.contains(" decisions: 0 blocks, 1 with context, 0 with summary instructions;"), "{out}");
 
+    // And the extractor's: chosen by [memory] extract, it reads the fixture's user messages (none
+    // asks to be remembered) and its proposals would go to a scratch store only.
+    let xdir = home.path().join("my-extractor");
+    home.ok(&["plugins", "new", "extractor", "my-extractor", "--dir", xdir.to_str().unwrap()]);
+    let readme = std::fs::read_to_string(xdir.join("README.md")).unwrap();
+    assert!(readme.contains("[memory]\nextract = \"my-extractor\""), "{readme}");
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugins/Cargo.lock"), xdir.join("Cargo.lock"))
+        .unwrap();
+    build_plugin(&xdir, &target, "the extractor template does not build");
+    let out = home.ok(&["plugins", "check", target.join("wasm32-wasip2/release/my_extractor.wasm").to_str().unwrap()]);
+    assert!(out.contains("an extractor plugin for seshat:plugin@0.4.0"), "{out}");
+    assert!(out.contains("0 observations it would remember"), "{out}");
+
     let err = home.fails(&["plugins", "new", "trimmer", "my-trimmer", "--dir", dir.to_str().unwrap()]);
     assert!(err.contains("already exists"), "{err}");
     let err = home.fails(&["plugins", "new", "widget", "x"]);

@@ -33,7 +33,7 @@ pub enum SessionChoice {
 }
 
 /// How an [`Agent`] runs.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct AgentOptions {
     /// The session.
     pub session: SessionChoice,
@@ -69,6 +69,8 @@ pub struct AgentOptions {
     pub provider_options: String,
     /// The hooks run at the session's events.
     pub hooks: crate::hooks::Hooks,
+    /// The memory extractor (`[memory] extract`), when one is on.
+    pub extraction: Option<super::extraction::Extraction>,
 }
 
 impl Default for AgentOptions {
@@ -89,6 +91,7 @@ impl Default for AgentOptions {
             memory_budget: crate::memory::DEFAULT_CONTEXT_TOKENS,
             provider_options: "{}".into(),
             hooks: Default::default(),
+            extraction: None,
         }
     }
 }
@@ -174,6 +177,11 @@ pub struct Agent {
     pub(super) hooks: std::sync::Arc<crate::hooks::Hooks>,
     /// Context the `session_start` hooks gave, added with the next user message.
     pub(super) hook_context: Vec<String>,
+    /// The memory extractor, when one is on.
+    pub(super) extraction: Option<super::extraction::Extraction>,
+    /// How many messages the session held when this agent opened it (an extractor reading it
+    /// for the first time starts after them).
+    pub(super) opened_at: u64,
 }
 
 impl std::fmt::Debug for Agent {
@@ -335,6 +343,7 @@ impl Agent {
         }
         let window = Some(choice.window);
         let existing_id = existing.is_some();
+        let opened_at = existing.as_ref().map_or(0, |s| s.message_count);
         let session = match existing {
             Some(s) => {
                 client.store().set_session_model(&s.id, Some(&provider_name), Some(&model), window)?;
@@ -353,6 +362,11 @@ impl Agent {
                 s.id
             }
         };
+        if options.extraction.is_some() {
+            // What the session held before is not read at this agent's turns (`memory extract`
+            // reads it).
+            super::extraction::start_at(client.store(), &session, opened_at)?;
+        }
         let info = client.store().session(&session)?;
         let memory = info.metadata["memory_context"]["text"].as_str().map(str::to_string);
         let same_model_after = info.metadata["model_since"].as_u64().unwrap_or(0);
@@ -398,6 +412,8 @@ impl Agent {
             background_provider: None,
             hooks: std::sync::Arc::new(options.hooks),
             hook_context: Vec::new(),
+            extraction: options.extraction,
+            opened_at,
         }
         .started(if existing_id { "resumed" } else { "new" }))
     }
@@ -1126,6 +1142,18 @@ impl Agent {
             self.client.start_background(&self.session, &self.frame, &settings, reason, &mut |p| tell(observer, p))
         {
             warn(out, observer, format!("the summary could not be started in the background: {e}"));
+        }
+        if self.extraction.as_ref().is_some_and(|e| e.at() == crate::config::ExtractAt::Turn) {
+            match self.extract(crate::plugins::ExtractMoment::Turn) {
+                Ok(done) => {
+                    for why in done.map(|d| d.failed).unwrap_or_default() {
+                        warn(out, observer, format!("the memory extractor failed: {why}"));
+                    }
+                }
+                Err(e) => {
+                    warn(out, observer, format!("memory extraction failed (the turn is read again next time): {e}"))
+                }
+            }
         }
         self.flush_notices_into(out, observer);
         match self.context_use() {

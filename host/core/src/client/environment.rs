@@ -278,6 +278,29 @@ impl Environment {
         Ok(hooks)
     }
 
+    /// How long memory is kept by scope (`[memory.ttl]`).
+    fn memory_ttls(&self) -> Result<crate::memory::Ttls> {
+        crate::memory::Ttls::parse(&self.config.memory.ttl).map_err(|message| {
+            Error::Config(crate::config::Error { path: self.dirs.config.join("config.toml"), message })
+        })
+    }
+
+    /// The memory extractor `[memory] extract` names (`extractor` unless `id` names another),
+    /// loaded with its options and limits; `None` when extraction is off and no `id` is given.
+    pub fn extraction_with(&self, id: Option<&str>) -> Result<Option<super::Extraction>> {
+        let kind = crate::plugins::PluginKind::Extractor;
+        let Some(id) = id.or(self.config.memory.extract.as_deref()) else { return Ok(None) };
+        let loaded = self.runtime().load(self.catalog().find(kind, id)?, self.config.limits(kind))?;
+        let plugin = crate::plugins::ExtractorPlugin::new(&loaded)?;
+        let at = self.config.memory.extract_at.unwrap_or_default();
+        Ok(Some(super::Extraction::new(plugin, at, self.config.options_json(kind), self.memory_ttls()?)))
+    }
+
+    /// The memory extractor `[memory] extract` names, when extraction is on.
+    pub fn extraction(&self) -> Result<Option<super::Extraction>> {
+        self.extraction_with(None)
+    }
+
     fn client_config(&self) -> ClientOptions {
         let Overrides { summary_model, auto_compact, .. } = &self.overrides;
         ClientOptions {
@@ -377,10 +400,10 @@ impl Environment {
             memory_budget: config.memory_context_tokens().unwrap_or(crate::memory::DEFAULT_CONTEXT_TOKENS),
             provider_options: "{}".into(),
             hooks: self.hooks()?,
+            // A service acting for its users runs no extractor of its operator's on their sessions.
+            extraction: if self.overrides.user.is_some() { None } else { self.extraction()? },
         };
-        let ttls = crate::memory::Ttls::parse(&config.memory.ttl).map_err(|message| {
-            Error::Config(crate::config::Error { path: self.dirs.config.join("config.toml"), message })
-        })?;
+        let ttls = self.memory_ttls()?;
         let tools = tools.with_memory_ttls(ttls);
         let tools = match self.recall() {
             Some(recall) => tools.with_recall(recall),

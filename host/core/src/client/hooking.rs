@@ -160,10 +160,17 @@ impl Agent {
 }
 
 impl Drop for Agent {
-    /// The front end closes the session: the `session_end` hooks.
+    /// The front end closes the session: the `session_end` hooks, and the extractor when it reads
+    /// at the end.
     fn drop(&mut self) {
         if self.hooks.any(HookEvent::SessionEnd) {
             self.fire(&Data::SessionEnd);
+        }
+        // Read by the extractor once, at the end, when it is set to.
+        if self.extraction.as_ref().is_some_and(|e| e.at() == crate::config::ExtractAt::SessionEnd)
+            && let Err(e) = self.extract(crate::plugins::ExtractMoment::SessionEnd)
+        {
+            tracing::warn!("memory extraction at the session's end failed (it will be read again next time): {e}");
         }
     }
 }

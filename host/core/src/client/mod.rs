@@ -9,6 +9,7 @@
 
 pub mod agent;
 pub mod environment;
+pub mod extraction;
 pub mod history;
 mod hooking;
 pub mod prompt;
@@ -22,6 +23,7 @@ pub mod warming;
 pub use crate::tool::{ToolDef, ToolOutput};
 pub use agent::{Agent, AgentOptions, ContextUse, Observer, Quiet, SessionChoice, TurnOutcome, tell};
 pub use environment::{Environment, Overrides};
+pub use extraction::{Extracted, Extraction, Remembered};
 pub use store_location::{DATABASE_URL_ENV, location_from_argument, store_location};
 pub use tools::{Tool, Tools};
 pub use warming::Warming;

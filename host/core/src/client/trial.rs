@@ -12,6 +12,7 @@ use super::{Client, ClientOptions, Result, Substitute};
 use crate::compaction::{ECHO_MODEL, EchoModel, Frame, ModelClient, Report, TrimChange};
 use crate::conversation::{NewMessage, Part, Role};
 use crate::paths::Dirs;
+use crate::plugins::ExtractMoment;
 use crate::plugins::{
     ChatRequest, EmbedderPlugin, EncodeOptions, LoadedPlugin, PluginKind, PluginMessage, ProviderPlugin, Usage,
 };
@@ -102,10 +103,30 @@ pub struct Outcome {
     /// What a hook decided at each event the history holds.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub decisions: Vec<HookTrial>,
+    /// What an extractor would write to memory from the history (written only to the scratch
+    /// store).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub remembered: Vec<TrialMemory>,
     /// The plugin's guest time and memory on this history.
     pub usage: Usage,
     /// How the plugin failed, if it did.
     pub error: Option<Failure>,
+}
+
+/// One observation an extractor would write.
+#[derive(Debug, Clone, Serialize)]
+pub struct TrialMemory {
+    /// Whose memory (`user` or `project`).
+    pub scope: String,
+    /// The entity.
+    pub entity: String,
+    /// The observation.
+    pub observation: String,
+    /// What it would replace.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub replaced: Vec<String>,
+    /// The message it comes from.
+    pub seq: u64,
 }
 
 /// A hook's decision at one event of the history.
@@ -213,6 +234,7 @@ pub fn trial(home: Home<'_>, plugin: &LoadedPlugin, source: &Source, opts: &Opti
         answered_by: None,
         request: None,
         decisions: Vec::new(),
+        remembered: Vec::new(),
         usage: Usage::default(),
         error: None,
     };
@@ -235,6 +257,39 @@ pub fn trial(home: Home<'_>, plugin: &LoadedPlugin, source: &Source, opts: &Opti
                 Err(e) => outcome.error = fail(e.code(), e.to_string()),
             }
             outcome.usage = p.usage();
+        }
+        PluginKind::Extractor => {
+            // The whole history read once, as at a session's end; what it proposes is written to
+            // the scratch store only. Its model calls are answered "nothing lasting" (`[]`).
+            let p = crate::plugins::ExtractorPlugin::new(plugin)?;
+            let mut extraction = super::Extraction::new(
+                p,
+                crate::config::ExtractAt::SessionEnd,
+                "{}".into(),
+                crate::memory::Ttls::default(),
+            );
+            let mut store = Store::open(&db)?;
+            // The copy is read whole, whatever the user's store read of it already.
+            store.set_metadata(&session, super::extraction::EXTRACTED_THROUGH, serde_json::Value::Null)?;
+            let models: Arc<dyn ModelClient> = Arc::new(NothingLasting);
+            match extraction.run(&mut store, &session, &info.project, ExtractMoment::SessionEnd, 1, (models, "none")) {
+                Ok(done) => {
+                    outcome.remembered = done
+                        .written
+                        .into_iter()
+                        .map(|r| TrialMemory {
+                            scope: r.scope.to_string(),
+                            entity: r.entity,
+                            observation: r.observation,
+                            replaced: r.replaced,
+                            seq: r.seq,
+                        })
+                        .collect();
+                }
+                Err(e) => outcome.error = fail(e.code(), e.to_string()),
+            }
+            outcome.answered_by = Some(Answerer { kind: "stand-in", provider: None, model: "[]".into() });
+            outcome.usage = extraction.usage();
         }
         PluginKind::Embedder => {
             let mut p = EmbedderPlugin::new(plugin)?;
@@ -292,6 +347,26 @@ pub fn trial(home: Home<'_>, plugin: &LoadedPlugin, source: &Source, opts: &Opti
         }
     }
     Ok(outcome)
+}
+
+/// A model that finds nothing lasting: answers an extractor's calls in a trial with `[]`.
+struct NothingLasting;
+
+impl ModelClient for NothingLasting {
+    fn complete(
+        &self,
+        _model: &str,
+        _request: crate::plugins::CompletionRequest,
+    ) -> std::result::Result<crate::plugins::Completion, crate::plugins::ModelError> {
+        Ok(crate::plugins::Completion {
+            text: "[]".into(),
+            usage: None,
+            stop_reason: crate::plugins::StopReason::EndTurn,
+        })
+    }
+    fn context_window(&self, _model: &str) -> Option<u64> {
+        None
+    }
 }
 
 /// A hook told every event the live view holds, in order: the session's start, each user prompt,

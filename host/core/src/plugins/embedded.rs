@@ -22,6 +22,14 @@ const BUILTINS: &[Builtin] = &[
         wasm: include_bytes!("../../plugins/summariser-extractive.wasm"),
     },
     Builtin {
+        manifest: include_str!("../../plugins/extractor.toml"),
+        wasm: include_bytes!("../../plugins/extractor.wasm"),
+    },
+    Builtin {
+        manifest: include_str!("../../plugins/extractor-model.toml"),
+        wasm: include_bytes!("../../plugins/extractor-model.wasm"),
+    },
+    Builtin {
         manifest: include_str!("../../plugins/provider-anthropic.toml"),
         wasm: include_bytes!("../../plugins/provider-anthropic.wasm"),
     },

@@ -31,7 +31,7 @@ impl Limits {
     pub(crate) fn default_for(kind: PluginKind) -> Self {
         let time_ms = match kind {
             PluginKind::Trimmer | PluginKind::Provider | PluginKind::Embedder | PluginKind::Hook => 2_000,
-            PluginKind::Summariser => 10_000,
+            PluginKind::Summariser | PluginKind::Extractor => 10_000,
         };
         Limits { memory_mib: 64, time_ms, complete_calls: 8, complete_max_tokens: 2_000 }
     }

@@ -1,6 +1,6 @@
 //! The plugin runtime: WIT-defined WebAssembly components loaded by a small wasmtime host.
 //!
-//! Policies — the trimmer, the summariser, provider adapters, embedders, hooks — are plugins, so users swap them by
+//! Policies — the trimmer, the summariser, provider adapters, embedders, hooks, extractors — are plugins, so users swap them by
 //! dropping in a `.wasm` and changing one config line. Every call runs sandboxed (see
 //! [`sandbox`]): no files, environment, sockets or stdio; a memory cap; a guest-time budget. A
 //! trap drops only that instance. Compiled components are cached on disk.
@@ -12,6 +12,7 @@ mod embedded;
 mod embedder;
 mod engine;
 mod error;
+mod extractor;
 mod handle;
 mod hook;
 mod limits;
@@ -28,6 +29,10 @@ use wasmtime::component::Component;
 pub use catalog::{Catalog, CatalogEntry, Origin, WasmSource};
 pub use embedder::{EmbedPurpose, EmbedRequest, EmbedderInfo, EmbedderPlugin, EmbeddingModel};
 pub use error::{Error, Result};
+pub use extractor::{
+    ExtractMoment, ExtractProposal, ExtractRequest, ExtractScope, ExtractorPlugin, KnownFact,
+    MAX_PROPOSALS as MAX_EXTRACT_PROPOSALS, Proposed,
+};
 pub use hook::HookPlugin;
 pub use limits::{LimitRequest, Limits, MAXIMUM as MAXIMUM_LIMITS};
 pub use manifest::Manifest;
@@ -47,7 +52,7 @@ use crate::conversation::{Part, Role};
 pub(crate) const API_VERSIONS: &str = "0.1.x, 0.2.x, 0.3.x or 0.4.x";
 /// The contract version the SDK, `seshat plugins new` and the default plugins build against.
 pub const API_VERSION_CURRENT: &str = "0.4.0";
-/// Whether [`API_VERSION_CURRENT`] may still change: 0.4.0 (the hook kind) is open until this
+/// Whether [`API_VERSION_CURRENT`] may still change: 0.4.0 (the hook and extractor kinds) is open until this
 /// round's last addition freezes it.
 pub const API_VERSION_CURRENT_UNSTABLE: bool = true;
 
@@ -63,6 +68,7 @@ impl PluginKind {
             PluginKind::Provider => "translate",
             PluginKind::Embedder => "embed",
             PluginKind::Hook => "on-event",
+            PluginKind::Extractor => "extract",
         }
     }
 
@@ -75,7 +81,7 @@ impl std::str::FromStr for PluginKind {
     type Err = String;
     fn from_str(s: &str) -> std::result::Result<Self, String> {
         Self::ALL.into_iter().find(|k| k.as_str() == s).ok_or_else(|| {
-            format!("unknown plugin kind `{s}`: expected trimmer, summariser, provider, embedder or hook")
+            format!("unknown plugin kind `{s}`: expected trimmer, summariser, provider, embedder, hook or extractor")
         })
     }
 }

@@ -82,7 +82,7 @@ pub struct SummaryRequest {
     pub prompt: Option<String>,
 }
 
-/// Host context of a summariser call.
+/// Host context of a summariser's (or an extractor's) call.
 #[derive(Default)]
 pub(crate) struct ModelHost {
     model: Option<Box<dyn ModelCall>>,
@@ -92,17 +92,27 @@ pub(crate) struct ModelHost {
 }
 
 impl ModelHost {
+    /// A call's context: `model` serves at most `max_calls` calls of at most `max_tokens` each.
+    pub(super) fn new(model: Box<dyn ModelCall>, max_calls: u32, max_tokens: u32) -> Self {
+        ModelHost { model: Some(model), calls: 0, max_calls, max_tokens }
+    }
+
+    /// Ends a call: the model is dropped.
+    pub(super) fn clear(&mut self) {
+        self.model = None;
+    }
+
     /// Serves one `complete` call: bounded in number and `max-tokens`.
-    fn complete(&mut self, request: CompletionRequest) -> std::result::Result<Completion, wit::Error> {
+    pub(super) fn complete(&mut self, request: CompletionRequest) -> std::result::Result<Completion, wit::Error> {
         if self.calls >= self.max_calls {
             return Err(wit::Error {
                 code: "complete_limit".into(),
-                message: format!("this summariser may call the model at most {} times per summary", self.max_calls),
+                message: format!("this plugin may call the model at most {} times per call", self.max_calls),
             });
         }
         self.calls += 1;
         let Some(model) = self.model.as_mut() else {
-            return Err(wit::Error { code: "no_model".into(), message: "no summary model is available here".into() });
+            return Err(wit::Error { code: "no_model".into(), message: "no model is available here".into() });
         };
         let request = CompletionRequest { max_tokens: request.max_tokens.min(self.max_tokens), ..request };
         model.complete(request).map_err(|e| wit::Error { code: e.code, message: e.message })
@@ -130,6 +140,7 @@ macro_rules! model_host {
         }
     };
 }
+pub(super) use model_host;
 
 mod host_v0_1 {
     use super::*;
@@ -192,12 +203,7 @@ impl SummariserPlugin {
             }};
         }
         let summary = self.handle.call(|store, bindings| {
-            *store.data_mut().host_mut() = ModelHost {
-                model: Some(model),
-                calls: 0,
-                max_calls: limits.complete_calls,
-                max_tokens: limits.complete_max_tokens,
-            };
+            *store.data_mut().host_mut() = ModelHost::new(model, limits.complete_calls, limits.complete_max_tokens);
             let result = match bindings {
                 Versioned::V0_1(b) => b
                     .seshat_plugin_summarise()
@@ -215,7 +221,7 @@ impl SummariserPlugin {
                     &request!(v0_4::summariser::exports::seshat::plugin::summarise, instructions, prompt),
                 ),
             };
-            store.data_mut().host_mut().model = None;
+            store.data_mut().host_mut().clear();
             result
         })?;
         if summary.trim().is_empty() {

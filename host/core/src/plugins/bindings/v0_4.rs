@@ -2,7 +2,7 @@
 //! last addition freezes it and `wit/v0.4.0/` holds it as released). Its shared types are
 //! unchanged from 0.1.0 and its trim types from 0.2.0, so they are mapped onto those bindings'
 //! Rust types; its worlds of the earlier kinds are 0.3.0's, served by the same conversions; what
-//! 0.4.0 adds is the hook world.
+//! 0.4.0 adds is the hook and the extractor worlds.
 
 pub(crate) mod trimmer {
     wasmtime::component::bindgen!({
@@ -44,6 +44,17 @@ pub(crate) mod hook {
     wasmtime::component::bindgen!({
         path: "wit",
         world: "hook",
+        with: {
+            "seshat:plugin/types": super::super::v0_1::trimmer::seshat::plugin::types,
+            "seshat:plugin/log": super::trimmer::seshat::plugin::log,
+        },
+    });
+}
+
+pub(crate) mod extractor {
+    wasmtime::component::bindgen!({
+        path: "wit",
+        world: "extractor",
         with: {
             "seshat:plugin/types": super::super::v0_1::trimmer::seshat::plugin::types,
             "seshat:plugin/log": super::trimmer::seshat::plugin::log,
