@@ -6,8 +6,7 @@
 //! already holds is left out.
 
 use seshat_plugin_sdk::extractor::{
-    CompletionRequest, Error, ExtractRequest, Extractor, Message, Part, Proposal, Role, Scope, complete, error,
-    text_of,
+    CompletionRequest, Error, ExtractRequest, Extractor, Message, Part, Proposal, Role, Scope, complete, error, text_of,
 };
 
 /// The model-based extractor.
@@ -81,7 +80,13 @@ impl Extractor for ModelExtractor {
                 .iter()
                 .filter(|p| p.scope == scope)
                 .map(|p| p.observation.as_str())
-                .chain(request.known.iter().filter(|k| k.scope == scope && k.entity == entity).map(|k| k.observation.as_str()))
+                .chain(
+                    request
+                        .known
+                        .iter()
+                        .filter(|k| k.scope == scope && k.entity == entity)
+                        .map(|k| k.observation.as_str()),
+                )
                 .collect();
             if held.iter().any(|h| same(h, observation)) {
                 continue;
