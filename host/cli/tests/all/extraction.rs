@@ -227,10 +227,10 @@ fn the_host_checks_what_an_extractor_proposes_and_serves_its_model_calls() {
 }
 
 /// A long stored session is read in batches to its end; a fork reads its own messages from its
-/// fork point, whatever its parent read; a bare correction ("make that …") replaces nothing
-/// another session wrote.
+/// fork point, whatever its parent read; what a rewind hid is not read; a bare correction ("make
+/// that …") replaces nothing another session wrote.
 #[test]
-fn long_sessions_are_read_whole_forks_from_their_fork_point_and_bare_corrections_stay_in_their_session() {
+fn long_sessions_are_read_whole_forks_from_their_fork_point_rewinds_hide_and_bare_corrections_stay_home() {
     use seshat::client::Extraction;
     use seshat::conversation::{NewMessage, Role};
     use seshat::plugins::ExtractMoment;
@@ -279,6 +279,14 @@ fn long_sessions_are_read_whole_forks_from_their_fork_point_and_bare_corrections
     let done = run(&mut store, &fork);
     assert_eq!(done.read, Some((11, 11)), "the fork's own message, after its fork point: {done:?}");
     assert_eq!(done.written.len(), 1, "{done:?}");
+
+    // What a rewind took out of the view is not read.
+    store.append(&fork, &[NewMessage::text(Role::User, "We decided to use Rust 2024 for the tools.")]).unwrap();
+    store.rewind(&fork, 12, |_| Ok(())).unwrap();
+    store.append(&fork, &[NewMessage::text(Role::User, "Hi again.")]).unwrap();
+    let done = run(&mut store, &fork);
+    assert_eq!(done.read, Some((12, 13)), "{done:?}");
+    assert!(done.written.is_empty(), "the rewound statement is not remembered: {done:?}");
 
     let other = new_session(&mut store);
     store.append(&other, &[NewMessage::text(Role::User, "actually, make that 4 spaces")]).unwrap();

@@ -125,11 +125,16 @@ impl Extraction {
         let mut from = read_through(&info).map_or(first.max(1), |t| t.saturating_add(1));
         let mut out = Extracted::default();
         let project = (!project.is_empty()).then_some(project);
+        // What a rewind took out of the live view is not read.
+        let hidden = store.live_rewinds(session)?;
         while from <= last {
             let to = from.saturating_add(MAX_MESSAGES - 1).min(last);
             let mut messages = Vec::new();
             let mut bytes = 0;
             for m in store.history_range(session, from, to)? {
+                if hidden.iter().any(|r| (r.from_seq..=r.through_seq).contains(&m.seq)) {
+                    continue;
+                }
                 let message = readable(m.seq, m.role, m.parts);
                 let size: usize = message.parts.iter().map(Part::byte_size).sum();
                 if !messages.is_empty() && bytes + size > MAX_REQUEST_BYTES {
@@ -139,6 +144,12 @@ impl Extraction {
                 messages.push(message);
             }
             let to = messages.last().map_or(to, |m| m.id);
+            if messages.is_empty() {
+                out.read = Some((out.read.map_or(from, |r| r.0), to));
+                mark(store, session, to)?;
+                from = to + 1;
+                continue;
+            }
             let known = known(store, project, session)?;
             let request = ExtractRequest {
                 moment,
