@@ -176,7 +176,9 @@ impl Context {
 
     /// The plugin runtime, caching compiled plugins under the cache directory.
     fn runtime(&self) -> Runtime {
-        Runtime::new(Some(self.dirs.cache.join("plugins")))
+        // A configuration that does not load is reported by whatever reads it next.
+        let cap = self.config().map_or(seshat::plugins::cache::DEFAULT_CAP_BYTES, |c| c.plugin_cache_bytes());
+        Runtime::new(Some(self.dirs.cache.join("plugins"))).with_cache_cap(cap)
     }
 
     /// The library's environment for this directory and database, with a command's overrides.

@@ -761,6 +761,9 @@ pub struct PluginsConfig {
     /// Options handed to the selected plugin of a kind as a JSON object: `[plugins.options.trimmer]`.
     #[serde(default)]
     pub options: BTreeMap<PluginKind, toml::Table>,
+    /// The compiled-plugin cache's size cap in MiB (default 512); the least recently used entries
+    /// go first.
+    pub cache_mib: Option<u64>,
 }
 
 impl Config {
@@ -940,6 +943,11 @@ impl Config {
             // The extractor is `[memory] extract`.
             PluginKind::Extractor => self.memory.extract.as_deref(),
         }
+    }
+
+    /// The compiled-plugin cache's size cap in bytes (`[plugins] cache_mib`).
+    pub fn plugin_cache_bytes(&self) -> u64 {
+        self.plugins.cache_mib.map_or(crate::plugins::cache::DEFAULT_CAP_BYTES, |mib| mib.saturating_mul(1 << 20))
     }
 
     /// The options for plugins of `kind`, as the JSON object plugins receive (`{}` when none).

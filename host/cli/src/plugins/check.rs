@@ -13,10 +13,14 @@ use crate::{Context, format};
 pub struct Args {
     /// The plugin's `.wasm` (a `plugin.toml` beside it is read too).
     path: PathBuf,
+    /// Compile it as an installed plugin is (optimised) rather than with the quick tier.
+    #[arg(long)]
+    optimised: bool,
 }
 
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let config = ctx.config()?;
+    let tier = super::choose_tier(ctx, &args.path, args.optimised);
     let (plugin, has_manifest) = ctx.runtime().load_file(&args.path, |k| config.limits(k))?;
     let m = &plugin.manifest;
     let l = plugin.limits;
@@ -33,8 +37,14 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     } else {
         writeln!(out, "manifest: none beside it (installing it needs a plugin.toml with id, kind and api)")?;
     }
-    writeln!(out, "sandbox: no files, no environment, no arguments, no sockets, no stdio")?;
+    writeln!(
+        out,
+        "sandbox: no files, no environment, no arguments, no sockets, no stdin or stdout (stderr is kept: its end shows in a crash's error)"
+    )?;
     writeln!(out, "limits: {} MiB of memory, {} ms of guest time per call", l.memory_mib, l.time_ms)?;
+    if let Some(tier) = tier {
+        writeln!(out, "compile: {tier}")?;
+    }
     for w in &plugin.warnings {
         writeln!(out, "warning: {w}")?;
     }

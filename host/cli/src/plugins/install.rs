@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use serde::Serialize;
-use seshat::plugins::cache;
+use seshat::plugins::{Catalog, cache};
 
 use crate::{Context, format};
 
@@ -19,9 +19,10 @@ pub struct Args {
     /// Install for this project (`.seshat/plugins/` in it) instead of for the user.
     #[arg(long)]
     project: bool,
-    /// Replace a different plugin installed under the same id.
-    #[arg(long)]
-    force: bool,
+    /// Replace what this id names now: a different plugin installed under it, or a built-in plugin
+    /// of the same kind and id (which it then stands in for everywhere).
+    #[arg(long, alias = "force")]
+    replace: bool,
     /// Print what was installed as JSON.
     #[arg(long)]
     json: bool,
@@ -37,6 +38,8 @@ struct Installed {
     sha256: String,
     /// `installed`, `replaced` or `unchanged` (the same plugin was there).
     outcome: &'static str,
+    /// It has a built-in plugin's kind and id, and stands in for it (`--replace`).
+    replaces_builtin: bool,
     select: String,
 }
 
@@ -65,6 +68,17 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         format!("id = \"{}\"\nkind = \"{}\"\napi = \"{}\"\n", m.id, m.kind, plugin.api_version)
     };
     let id = plugin.manifest.id.clone();
+    let kind = plugin.manifest.kind;
+    // A file named `summariser.wasm` without a manifest is the plugin `summariser`: installed, it
+    // would stand in for the built-in summariser in every session, so it is done only on request.
+    let builtin = Catalog::builtin().find(kind, &id).is_ok();
+    if builtin && !args.replace {
+        bail!(
+            "`{id}` is the id of a built-in {kind}: installed under it, this plugin would replace the built-in one \
+             for every session. Give it another id (`id = \"…\"` in its plugin.toml, or rename the .wasm when it has \
+             none), or pass --replace to replace the built-in"
+        );
+    }
     let root =
         if args.project { ctx.project_dir.join(".seshat").join("plugins") } else { ctx.dirs.config.join("plugins") };
     let directory = root.join(&id);
@@ -72,11 +86,11 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let outcome = match std::fs::read(directory.join("plugin.wasm")) {
         Ok(existing) if existing == bytes => {
             let same = std::fs::read_to_string(directory.join("plugin.toml")).is_ok_and(|t| t == manifest_text);
-            if same { "unchanged" } else { replaced(&directory, &id, &existing, &bytes, args.force)? }
+            if same { "unchanged" } else { replaced(&directory, &id, &existing, &bytes, args.replace)? }
         }
-        Ok(existing) => replaced(&directory, &id, &existing, &bytes, args.force)?,
-        Err(_) if directory.exists() && !args.force => bail!(
-            "{} already exists and holds no plugin.wasm: pass --force to install `{id}` there anyway",
+        Ok(existing) => replaced(&directory, &id, &existing, &bytes, args.replace)?,
+        Err(_) if directory.exists() && !args.replace => bail!(
+            "{} already exists and holds no plugin.wasm: pass --replace to install `{id}` there anyway",
             directory.display()
         ),
         Err(_) => "installed",
@@ -90,7 +104,6 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         std::fs::write(directory.join("plugin.toml"), &manifest_text)
             .with_context(|| format!("cannot write {}", directory.join("plugin.toml").display()))?;
     }
-    let kind = plugin.manifest.kind;
     let config_file = if args.project {
         ctx.project_dir.join(".seshat").join("config.toml")
     } else {
@@ -110,6 +123,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         size: bytes.len() as u64,
         sha256: plugin.sha256.clone(),
         outcome,
+        replaces_builtin: builtin,
         select: select.clone(),
     };
     let mut out = format::stdout();
@@ -129,6 +143,12 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             &report.sha256[..12],
             directory.display()
         )?;
+        if builtin {
+            writeln!(
+                out,
+                "warning: it replaces the built-in {kind} `{id}`; `seshat plugins uninstall {id}` brings that back"
+            )?;
+        }
         for w in &plugin.warnings {
             writeln!(out, "warning: {w}")?;
         }
@@ -137,11 +157,11 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A different plugin is installed under `id`: replaced with `--force`, else refused.
-fn replaced(directory: &Path, id: &str, existing: &[u8], new: &[u8], force: bool) -> anyhow::Result<&'static str> {
-    if !force {
+/// A different plugin is installed under `id`: replaced with `--replace`, else refused.
+fn replaced(directory: &Path, id: &str, existing: &[u8], new: &[u8], replace: bool) -> anyhow::Result<&'static str> {
+    if !replace {
         bail!(
-            "a different plugin `{id}` is installed in {} (sha256 {}, this one {}): pass --force to replace it, or give \
+            "a different plugin `{id}` is installed in {} (sha256 {}, this one {}): pass --replace to replace it, or give \
              this one another id in its plugin.toml",
             directory.display(),
             &cache::sha256_hex(existing)[..12],

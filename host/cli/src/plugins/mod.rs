@@ -2,9 +2,12 @@
 
 mod check;
 mod install;
+mod interpreted;
 mod list;
 mod new;
 mod test;
+mod uninstall;
+mod wit;
 
 use std::process::ExitCode;
 
@@ -26,6 +29,11 @@ pub enum PluginsCommand {
     /// Run a plugin on a session, an export or a directory of exports as compaction would, and
     /// show what it did (its edits, its summary, or the request it builds); changes nothing.
     Test(test::Args),
+    /// Remove an installed plugin (a built-in one it replaced is used again).
+    Uninstall(uninstall::Args),
+    /// Print the plugin contract (WIT) this seshat speaks, to build a plugin in any language.
+    #[command(disable_version_flag = true)]
+    Wit(wit::Args),
 }
 
 /// Runs a `plugins` subcommand.
@@ -36,5 +44,32 @@ pub fn run(ctx: &Context, cmd: PluginsCommand) -> anyhow::Result<ExitCode> {
         PluginsCommand::New(args) => new::run(ctx, &args),
         PluginsCommand::Install(args) => install::run(ctx, &args),
         PluginsCommand::Test(args) => test::run(ctx, &args),
+        PluginsCommand::Uninstall(args) => uninstall::run(ctx, &args),
+        PluginsCommand::Wit(args) => wit::run(&args),
     }
+}
+
+/// Chooses the compile tier for checking or testing the file `wasm`: the quick one (a large
+/// component compiles several times faster; its code runs slower), unless `optimised` is asked
+/// for or an installed plugin has the same bytes (its compiled artefact is then in the cache).
+/// Returns a sentence saying which, for the report.
+pub(crate) fn choose_tier(ctx: &Context, wasm: &std::path::Path, optimised: bool) -> Option<&'static str> {
+    if optimised {
+        return None;
+    }
+    let bytes = std::fs::read(wasm).ok()?;
+    let installed = ctx.catalog().entries().iter().any(|e| match &e.wasm {
+        seshat::plugins::WasmSource::File(path) => {
+            std::fs::metadata(path).is_ok_and(|m| m.len() == bytes.len() as u64)
+                && std::fs::read(path).is_ok_and(|b| b == bytes)
+        }
+        seshat::plugins::WasmSource::Embedded(b) => *b == bytes.as_slice(),
+    });
+    if installed || !seshat::plugins::use_quick_tier() {
+        return None;
+    }
+    Some(
+        "compiled with the quick tier (a baseline compiler: much faster to compile, slower to run; guest times are \
+         higher than in sessions, where the installed plugin runs optimised; --optimised compiles as installed)",
+    )
 }

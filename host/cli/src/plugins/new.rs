@@ -1,4 +1,6 @@
-//! `seshat plugins new`: a plugin crate that builds anywhere, with the WIT and SDK written in.
+//! `seshat plugins new`: a plugin that builds anywhere, in Rust (a crate with the WIT and SDK
+//! written in), Python (componentize-py) or JavaScript (jco), with a recorded session to test it
+//! on.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -29,17 +31,33 @@ const OUTCOMES_NOVELTY: &str = include_str!("../../../outcomes/src/novelty.rs");
 const OUTCOMES_LASTING: &str = include_str!("../../../outcomes/src/lasting.rs");
 const OUTCOMES_MANIFEST: &str = include_str!("../../../outcomes/Cargo.toml");
 const WIT: &str = include_str!("../../../../wit/seshat-plugin.wit");
+/// A recorded session every template is tested on (`seshat plugins test plugin.wasm session.jsonl`).
+pub(super) const SESSION: &str = include_str!("templates/session.jsonl");
+
+/// The language a new plugin is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Lang {
+    /// A Rust crate built for wasm32-wasip2 with the plugin SDK.
+    Rust,
+    /// Python, built with componentize-py.
+    Python,
+    /// JavaScript, built with jco (componentize-js).
+    Js,
+}
 
 /// Arguments of `plugins new`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The kind: trimmer, summariser, provider, embedder or hook.
+    /// The kind: trimmer, summariser, provider, embedder, hook or extractor.
     kind: PluginKind,
     /// The plugin's id (letters, digits, `-`, `_`); also the crate's directory name.
     name: String,
-    /// Create the crate here instead of `./<name>`.
+    /// Create the plugin here instead of `./<name>`.
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
+    /// The language to write it in.
+    #[arg(long, value_enum, default_value_t = Lang::Rust)]
+    lang: Lang,
 }
 
 pub fn run(ctx: &crate::Context, args: &Args) -> anyhow::Result<ExitCode> {
@@ -52,6 +70,28 @@ pub fn run(ctx: &crate::Context, args: &Args) -> anyhow::Result<ExitCode> {
         bail!("{} already exists and is not empty: pick another name or --dir", dir.display());
     }
     let kind = args.kind;
+    if args.lang != Lang::Rust {
+        let files = super::interpreted::files(args.lang, name, kind, &ctx.dirs.config, &select(name, kind));
+        for (path, text, executable) in &files {
+            write(&dir.join(path), text)?;
+            if *executable {
+                make_executable(&dir.join(path))?;
+            }
+        }
+        let mut out = format::stdout();
+        writeln!(
+            out,
+            "Created the {kind} plugin `{name}` in {} ({}).",
+            dir.display(),
+            super::interpreted::label(args.lang)
+        )?;
+        for step in super::interpreted::steps(args.lang, &dir) {
+            writeln!(out, "{step}")?;
+        }
+        writeln!(out, "{}", contract_note())?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let template = match kind {
         PluginKind::Trimmer => include_str!("templates/trimmer.rs"),
         PluginKind::Summariser => include_str!("templates/summariser.rs"),
@@ -84,6 +124,7 @@ pub fn run(ctx: &crate::Context, args: &Args) -> anyhow::Result<ExitCode> {
         ("seshat-outcomes/src/lasting.rs".into(), OUTCOMES_LASTING.to_string()),
         ("seshat-plugin-sdk/wit/seshat-plugin.wit".into(), WIT.to_string()),
         ("README.md".into(), readme(name, kind, &ctx.dirs.config)),
+        ("session.jsonl".into(), SESSION.to_string()),
     ];
     files.extend(SDK_SOURCES.iter().map(|(file, text)| (format!("seshat-plugin-sdk/src/{file}"), text.to_string())));
     for (path, text) in &files {
@@ -96,6 +137,41 @@ pub fn run(ctx: &crate::Context, args: &Args) -> anyhow::Result<ExitCode> {
     writeln!(out, "{}", contract_note())?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The plugin contract this seshat builds new plugins against.
+pub(super) fn wit() -> &'static str {
+    WIT
+}
+
+#[cfg(unix)]
+fn make_executable(path: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        .with_context(|| format!("cannot make {} executable", path.display()))
+}
+
+#[cfg(not(unix))]
+fn make_executable(_path: &Path) -> anyhow::Result<()> {
+    Ok(())
+}
+
+/// How the configuration selects the plugin `name` of `kind`, as TOML.
+fn select(name: &str, kind: PluginKind) -> String {
+    match kind {
+        PluginKind::Hook => format!(
+            "# Hooks are chosen per event (a matcher chooses the tools), in the order listed.\n\
+             [[hooks.pre_tool]]\nplugin = \"{name}\"\nmatcher = \"bash|shell*\"\n\n\
+             [[hooks.session_start]]\nplugin = \"{name}\"\n"
+        ),
+        PluginKind::Extractor => format!("[memory]\nextract = \"{name}\"\n"),
+        _ => format!("[plugins]\n{kind} = \"{name}\"\n"),
+    }
+}
+
+/// What a note on the contract's stability says, for templates in every language.
+pub(super) fn stability() -> String {
+    contract_note()
 }
 
 fn write(path: &Path, text: &str) -> anyhow::Result<()> {
@@ -185,8 +261,9 @@ fn readme(name: &str, kind: PluginKind, config: &Path) -> String {
          seshat plugins test plugin.wasm <session id | export.jsonl | dir of exports>   # what it does to real history\n\
          seshat plugins install .    # copies plugin.wasm and plugin.toml to {plugins}/{name}/\n```\n\n\
          Then select it in `{config_file}`:\n\n```toml\n{select}```\n\n\
-         `seshat plugins test` changes nothing: each history runs in a scratch copy. Make a history to test on with \
-         `seshat sessions new` and `seshat sessions append`, or `seshat sessions export <id> > s.jsonl`.\n\n\
+         `seshat plugins test` changes nothing: each history runs in a scratch copy. `session.jsonl` is a recorded \
+         session to start with (`seshat plugins test plugin.wasm session.jsonl`); make your own with `seshat sessions \
+         export <id> > s.jsonl`.\n\n\
          ## Diagnostics and options\n\n\
          `log(Level::Debug, \"…\")` writes to Seshat's log (stderr; shown with \
          `RUST_LOG=seshat::plugin=debug`). A panic's message and place reach the error Seshat reports. With the \
@@ -199,17 +276,7 @@ fn readme(name: &str, kind: PluginKind, config: &Path) -> String {
          cargo build --release --target wasm32-wasip2\n\
          cp \"$CARGO_TARGET_DIR/wasm32-wasip2/release/{file}.wasm\" plugin.wasm\n```\n",
         plugins = config.join("plugins").display(),
-        select = if kind == PluginKind::Hook {
-            format!(
-                "# Hooks are chosen per event (a matcher chooses the tools), in the order listed.\n\
-                 [[hooks.pre_tool]]\nplugin = \"{name}\"\nmatcher = \"bash|shell*\"\n\n\
-                 [[hooks.session_start]]\nplugin = \"{name}\"\n"
-            )
-        } else if kind == PluginKind::Extractor {
-            format!("[memory]\nextract = \"{name}\"\n")
-        } else {
-            format!("[plugins]\n{kind} = \"{name}\"\n")
-        },
+        select = select(name, kind),
         config_file = config.join("config.toml").display(),
         options_at = if matches!(kind, PluginKind::Provider | PluginKind::Hook) {
             String::new()

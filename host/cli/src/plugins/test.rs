@@ -22,6 +22,10 @@ pub struct Args {
     /// What to run it on: an export (`seshat sessions export`), a directory of exports (one row
     /// each), or else a session id (or unique prefix) in the database.
     history: String,
+    /// Compile a `.wasm` as an installed plugin is (optimised, guest times as in sessions) rather
+    /// than with the quick tier.
+    #[arg(long)]
+    optimised: bool,
     /// The context window to compact for (tokens, at least 4096); default: the session's
     /// recorded window, else two thirds of the history's size, so compaction has work to do.
     #[arg(long, value_name = "TOKENS")]
@@ -53,7 +57,7 @@ struct Output<'a> {
 }
 
 pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
-    let plugin = load(ctx, &args.plugin)?;
+    let (plugin, tier) = load(ctx, &args.plugin, args.optimised)?;
     let sources = sources(ctx, &args.history)?;
     let mut opts = Options::default();
     (opts.window, opts.provider, opts.model) = (args.window, args.provider.clone(), args.model.clone());
@@ -67,6 +71,9 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         format::json(&mut out, &Output { plugin, results: &results })?;
     } else {
         writeln!(out, "{}", headline(&plugin))?;
+        if let Some(tier) = tier {
+            writeln!(out, "compile: {tier}")?;
+        }
         if results.len() == 1 {
             describe(&mut out, &results[0])?;
         } else {
@@ -85,8 +92,9 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
 /// The first line: which plugin, which build.
 fn headline(plugin: &LoadedPlugin) -> String {
     let m = &plugin.manifest;
+    let article = if matches!(m.kind, PluginKind::Embedder | PluginKind::Extractor) { "an" } else { "a" };
     format!(
-        "plugin `{}`: a {} for seshat:plugin@{} (sha256 {})",
+        "plugin `{}`: {article} {} for seshat:plugin@{} (sha256 {})",
         m.id,
         m.kind,
         plugin.api_version,
@@ -94,8 +102,9 @@ fn headline(plugin: &LoadedPlugin) -> String {
     )
 }
 
-/// A `.wasm`, a plugin directory or an installed plugin's id.
-fn load(ctx: &Context, name: &str) -> anyhow::Result<LoadedPlugin> {
+/// A `.wasm`, a plugin directory or an installed plugin's id, and the compile tier chosen for a
+/// file (see [`super::choose_tier`]).
+fn load(ctx: &Context, name: &str, optimised: bool) -> anyhow::Result<(LoadedPlugin, Option<&'static str>)> {
     let config = ctx.config()?;
     let path = Path::new(name);
     if path.exists() {
@@ -107,12 +116,13 @@ fn load(ctx: &Context, name: &str) -> anyhow::Result<LoadedPlugin> {
                 path.display()
             );
         }
-        return Ok(ctx.runtime().load_file(&wasm, |k| config.limits(k))?.0);
+        let tier = super::choose_tier(ctx, &wasm, optimised);
+        return Ok((ctx.runtime().load_file(&wasm, |k| config.limits(k))?.0, tier));
     }
     let catalog = ctx.catalog();
     for kind in PluginKind::ALL {
         if let Ok(entry) = catalog.find(kind, name) {
-            return Ok(ctx.runtime().load(entry, config.limits(kind))?);
+            return Ok((ctx.runtime().load(entry, config.limits(kind))?, None));
         }
     }
     bail!(
@@ -250,10 +260,20 @@ fn describe(out: &mut impl Write, r: &Outcome) -> anyhow::Result<()> {
         for line in summary.lines() {
             writeln!(out, "  {line}")?;
         }
-    } else if r.answered_by.is_some() && r.error.is_none() {
+    } else if r.answered_by.as_ref().is_some_and(|a| a.kind != "stand-in") && r.error.is_none() {
         writeln!(out, "summary: none (nothing to drop at this window; pass a smaller --window)")?;
     }
     writeln!(out, "guest: {}", guest(&r.usage))?;
+    // A crash's error already ends with it.
+    let last = r.stderr.as_deref().and_then(|s| s.lines().rev().find(|l| !l.trim().is_empty()));
+    if let Some(stderr) = &r.stderr
+        && !r.error.as_ref().is_some_and(|e| last.is_some_and(|l| e.message.contains(l)))
+    {
+        writeln!(out, "stderr (its end):")?;
+        for line in stderr.trim_end().lines() {
+            writeln!(out, "  {line}")?;
+        }
+    }
     if let Some(e) = &r.error {
         writeln!(out, "failed [{}]: {}", e.code, e.message)?;
     }

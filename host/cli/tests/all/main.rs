@@ -43,6 +43,7 @@ mod model_choice;
 mod network;
 mod owners;
 mod pins;
+mod plugin_languages;
 mod plugins;
 mod plugins_cli;
 mod plugins_test;

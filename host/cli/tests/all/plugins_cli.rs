@@ -568,16 +568,17 @@ fn install_checks_copies_and_refuses_to_replace_another_plugin_of_the_same_id() 
     assert_eq!(row["sdk_version"], "0.4.0", "the SDK's custom section: {row}");
     assert!(home.ok(&["plugins", "list"]).contains(", sdk 0.4.0, installed "), "a detail line for installed plugins");
 
-    // Another plugin under the same id is refused, naming both digests; --force replaces it.
+    // Another plugin under the same id is refused, naming both digests; --replace replaces it.
     let other = home.path().join("other");
     std::fs::create_dir_all(&other).unwrap();
     std::fs::copy(seshat_test_plugins::TRIMMER_0_1_0, other.join("plugin.wasm")).unwrap();
     std::fs::write(other.join("plugin.toml"), "id = \"hostile\"\nkind = \"trimmer\"\napi = \"0.1.0\"\n").unwrap();
     let err = home.fails(&["plugins", "install", other.to_str().unwrap()]);
-    assert!(err.contains("a different plugin `hostile` is installed") && err.contains("--force"), "{err}");
+    assert!(err.contains("a different plugin `hostile` is installed") && err.contains("--replace"), "{err}");
     assert_eq!(std::fs::read(dir.join("plugin.wasm")).unwrap(), std::fs::read(seshat_test_plugins::HOSTILE).unwrap());
     let json: serde_json::Value =
-        serde_json::from_str(&home.ok(&["plugins", "install", other.to_str().unwrap(), "--force", "--json"])).unwrap();
+        serde_json::from_str(&home.ok(&["plugins", "install", other.to_str().unwrap(), "--replace", "--json"]))
+            .unwrap();
     assert_eq!((json["outcome"].as_str(), json["api_version"].as_str()), (Some("replaced"), Some("0.1.0")), "{json}");
     assert_eq!(
         std::fs::read(dir.join("plugin.wasm")).unwrap(),
@@ -616,4 +617,71 @@ fn the_new_crates_readme_names_the_real_plugin_directory() {
         "{readme}"
     );
     assert!(!readme.contains("~/.config"), "{readme}");
+}
+
+/// A plugin named like a built-in would replace it everywhere: refused without --replace, a
+/// warning with it; uninstalling brings the built-in back and removes the compiled code.
+#[test]
+fn installing_over_a_builtin_needs_replace_and_uninstall_brings_it_back() {
+    let home = Home::new();
+    let dir = home.path().join("drop");
+    std::fs::create_dir_all(&dir).unwrap();
+    // A file named like the built-in trimmer, without a manifest: its id is the file's name.
+    let wasm = dir.join("trimmer.wasm");
+    std::fs::copy(seshat_test_plugins::TRIMMER_0_1_0, &wasm).unwrap();
+    let err = home.fails(&["plugins", "install", wasm.to_str().unwrap()]);
+    assert!(err.contains("`trimmer` is the id of a built-in trimmer") && err.contains("--replace"), "{err}");
+    let installed = home.path().join("plugins/trimmer");
+    assert!(!installed.exists(), "nothing was installed");
+    let out = home.ok(&["plugins", "install", wasm.to_str().unwrap(), "--replace"]);
+    assert!(out.contains("warning: it replaces the built-in trimmer `trimmer`"), "{out}");
+    let listed: serde_json::Value = serde_json::from_str(&home.ok(&["plugins", "list", "--json"])).unwrap();
+    let rows: Vec<&serde_json::Value> =
+        listed["plugins"].as_array().unwrap().iter().filter(|p| p["id"] == "trimmer").collect();
+    assert_eq!(rows.len(), 2, "{listed}");
+    assert!(rows.iter().any(|r| r["source"] == "builtin" && r["overridden"] == true), "{listed}");
+    let cache = home.path().join("cache/plugins");
+    let sha = seshat::plugins::cache::sha256_hex(&std::fs::read(&wasm).unwrap());
+    let ours = |sha: &str| {
+        std::fs::read_dir(&cache)
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with(sha))
+            .count()
+    };
+    assert!(ours(&sha) > 0, "install compiled it into the cache");
+
+    let removed: serde_json::Value =
+        serde_json::from_str(&home.ok(&["plugins", "uninstall", "trimmer", "--json"])).unwrap();
+    assert_eq!(removed["now"], "builtin", "{removed}");
+    assert!(removed["freed_cache_bytes"].as_u64().unwrap() > 0, "{removed}");
+    assert!(!installed.exists());
+    assert_eq!(ours(&sha), 0, "its compiled code went with it");
+    let err = home.fails(&["plugins", "uninstall", "trimmer"]);
+    assert!(err.contains("`trimmer` is a built-in plugin, which cannot be uninstalled"), "{err}");
+    let err = home.fails(&["plugins", "uninstall", "nothing-here"]);
+    assert!(err.contains("no plugin `nothing-here` is installed") && err.contains("plugins list"), "{err}");
+
+    // A selected plugin that nothing would stand in for is removed only with --force.
+    let other = home.path().join("mine.wasm");
+    std::fs::copy(seshat_test_plugins::TRIMMER_0_1_0, &other).unwrap();
+    home.ok(&["plugins", "install", other.to_str().unwrap()]);
+    std::fs::write(home.path().join("config.toml"), "[plugins]\ntrimmer = \"mine\"\n").unwrap();
+    let err = home.fails(&["plugins", "uninstall", "mine"]);
+    assert!(err.contains("`mine` is the selected trimmer") && err.contains("--force"), "{err}");
+    let out = home.ok(&["plugins", "uninstall", "mine", "--force"]);
+    assert!(out.contains("warning: the configuration still selects it"), "{out}");
+}
+
+/// The contract comes with the binary: every version it speaks, the current one by default.
+#[test]
+fn plugins_wit_prints_the_contract_from_the_binary() {
+    let home = Home::new();
+    let current = home.ok(&["plugins", "wit"]);
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    assert_eq!(current, std::fs::read_to_string(repo.join("wit/seshat-plugin.wit")).unwrap());
+    assert!(current.contains("a final `\\n` ends the last line"), "the line rule is written down");
+    let old = home.ok(&["plugins", "wit", "--version", "0.2"]);
+    assert_eq!(old, std::fs::read_to_string(repo.join("wit/v0.2.0/seshat-plugin.wit")).unwrap());
+    let err = home.fails(&["plugins", "wit", "--version", "9.9.9"]);
+    assert!(err.contains("no plugin contract `9.9.9`") && err.contains("0.1.0, 0.2.0, 0.3.0, 0.4.0"), "{err}");
 }

@@ -173,7 +173,7 @@ impl Environment {
 
     /// The plugin runtime, caching compiled plugins under the cache directory.
     pub fn runtime(&self) -> Runtime {
-        Runtime::new(Some(self.dirs.cache.join("plugins")))
+        Runtime::new(Some(self.dirs.cache.join("plugins"))).with_cache_cap(self.config.plugin_cache_bytes())
     }
 
     /// Hybrid memory and history search, when the configuration embeds them.

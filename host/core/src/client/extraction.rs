@@ -100,6 +100,11 @@ impl Extraction {
         self.plugin.usage()
     }
 
+    /// The end of what the extractor wrote to stderr (empty when nothing).
+    pub fn stderr(&self) -> &str {
+        self.plugin.stderr()
+    }
+
     /// When it reads.
     pub fn at(&self) -> crate::config::ExtractAt {
         self.at

@@ -214,7 +214,7 @@ impl Client {
             store = store.acting_for(user);
         }
         let catalog = Catalog::discover(&dirs.config, project);
-        let runtime = Runtime::new(Some(dirs.cache.join("plugins")));
+        let runtime = Runtime::new(Some(dirs.cache.join("plugins"))).with_cache_cap(settings.plugin_cache_bytes());
         let load = |kind: PluginKind| -> Result<crate::plugins::LoadedPlugin> {
             let id = settings.selected(kind).unwrap_or(kind.as_str());
             Ok(runtime.load(catalog.find(kind, id)?, settings.limits(kind))?)

@@ -109,6 +109,10 @@ pub struct Outcome {
     pub remembered: Vec<TrialMemory>,
     /// The plugin's guest time and memory on this history.
     pub usage: Usage,
+    /// The end of what the plugin wrote to stderr on this history (at most 4 KiB, redacted, control
+    /// characters escaped), when it wrote anything.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stderr: Option<String>,
     /// How the plugin failed, if it did.
     pub error: Option<Failure>,
 }
@@ -236,6 +240,7 @@ pub fn trial(home: Home<'_>, plugin: &LoadedPlugin, source: &Source, opts: &Opti
         decisions: Vec::new(),
         remembered: Vec::new(),
         usage: Usage::default(),
+        stderr: None,
         error: None,
     };
     let model = opts.model.clone().or(info.model).unwrap_or_else(|| "unknown-model".into());
@@ -248,6 +253,7 @@ pub fn trial(home: Home<'_>, plugin: &LoadedPlugin, source: &Source, opts: &Opti
                 Err(e) => outcome.error = fail(e.code(), e.to_string()),
             }
             outcome.usage = p.usage();
+            outcome.stderr = Some(p.stderr().to_string()).filter(|s| !s.is_empty());
         }
         PluginKind::Hook => {
             let mut p = crate::plugins::HookPlugin::new(plugin)?;
@@ -257,6 +263,7 @@ pub fn trial(home: Home<'_>, plugin: &LoadedPlugin, source: &Source, opts: &Opti
                 Err(e) => outcome.error = fail(e.code(), e.to_string()),
             }
             outcome.usage = p.usage();
+            outcome.stderr = Some(p.stderr().to_string()).filter(|s| !s.is_empty());
         }
         PluginKind::Extractor => {
             // The whole history read once, as at a session's end; what it proposes is written to
@@ -290,6 +297,7 @@ pub fn trial(home: Home<'_>, plugin: &LoadedPlugin, source: &Source, opts: &Opti
             }
             outcome.answered_by = Some(Answerer { kind: "stand-in", provider: None, model: "[]".into() });
             outcome.usage = extraction.usage();
+            outcome.stderr = Some(extraction.stderr().to_string()).filter(|s| !s.is_empty());
         }
         PluginKind::Embedder => {
             let mut p = EmbedderPlugin::new(plugin)?;
@@ -298,6 +306,7 @@ pub fn trial(home: Home<'_>, plugin: &LoadedPlugin, source: &Source, opts: &Opti
                 Err(e) => outcome.error = fail(e.code(), e.to_string()),
             }
             outcome.usage = p.usage();
+            outcome.stderr = Some(p.stderr().to_string()).filter(|s| !s.is_empty());
         }
         kind => {
             let config = ClientOptions {
@@ -324,11 +333,13 @@ pub fn trial(home: Home<'_>, plugin: &LoadedPlugin, source: &Source, opts: &Opti
                 let mut t = crate::plugins::TrimmerPlugin::new(plugin)?;
                 let r = client.preview(&session, &Frame::default(), &settings, Substitute::Trimmer(&mut t));
                 outcome.usage = t.usage();
+                outcome.stderr = Some(t.stderr().to_string()).filter(|s| !s.is_empty());
                 r
             } else {
                 let mut s = crate::plugins::SummariserPlugin::new(plugin)?;
                 let r = client.preview(&session, &Frame::default(), &settings, Substitute::Summariser(&mut s));
                 outcome.usage = s.usage();
+                outcome.stderr = Some(s.stderr().to_string()).filter(|s| !s.is_empty());
                 outcome.answered_by = Some(answerer);
                 r
             };

@@ -80,7 +80,10 @@ pub enum Error {
         limit_mib: u64,
     },
     /// The plugin crashed (a trap: panic, unreachable, stack overflow, …).
-    #[error("plugin `{plugin}` ({kind}) crashed: {message}; it will be restarted on the next call")]
+    #[error(
+        "plugin `{plugin}` ({kind}) crashed: {message}; it will be restarted on the next call{}",
+        stderr_lines(stderr)
+    )]
     Trap {
         /// The plugin.
         plugin: String,
@@ -88,6 +91,9 @@ pub enum Error {
         kind: &'static str,
         /// The trap.
         message: String,
+        /// The last of what it wrote to stderr in that call (an interpreter's traceback), redacted
+        /// and with control characters escaped; empty when it wrote nothing.
+        stderr: String,
     },
     /// The plugin returned an error of its own.
     #[error("plugin `{plugin}` reported an error [{code}]: {message}")]
@@ -143,6 +149,22 @@ impl Error {
             Error::Config { .. } => "config",
         }
     }
+}
+
+/// A crashed plugin's stderr tail as the error's last lines, indented (nothing when empty).
+fn stderr_lines(stderr: &str) -> String {
+    if stderr.trim().is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\nthe end of what it wrote to stderr:");
+    for line in stderr.trim_end().lines() {
+        out.push('\n');
+        if !line.trim().is_empty() {
+            out.push_str("    ");
+            out.push_str(line);
+        }
+    }
+    out
 }
 
 /// Result alias for the plugin runtime.

@@ -67,6 +67,11 @@ impl<K: Kind> Handle<K> {
         self.slot.usage
     }
 
+    /// The end of what its calls wrote to stderr (redacted, escaped; empty when nothing).
+    pub(super) fn stderr(&self) -> &str {
+        &self.slot.stderr
+    }
+
     /// Its limits.
     pub(super) fn limits(&self) -> super::Limits {
         self.slot.limits
@@ -211,6 +216,12 @@ macro_rules! shared_accessors {
             /// What its calls have used so far: calls, guest time and peak memory.
             pub fn usage(&self) -> $crate::plugins::Usage {
                 self.handle.usage()
+            }
+
+            /// The end of what its calls wrote to stderr, at most 4 KiB, redacted and with control
+            /// characters escaped (empty when it wrote nothing).
+            pub fn stderr(&self) -> &str {
+                self.handle.stderr()
             }
 
             /// Hosts its manifest allows requests to (none for a kind that makes no requests).

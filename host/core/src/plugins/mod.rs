@@ -8,6 +8,7 @@
 mod bindings;
 pub mod cache;
 mod catalog;
+mod contract;
 mod embedded;
 mod embedder;
 mod engine;
@@ -15,10 +16,12 @@ mod error;
 mod extractor;
 mod handle;
 mod hook;
+mod imports;
 mod limits;
 mod manifest;
 mod provider;
 mod sandbox;
+mod stderr;
 mod summariser;
 mod trimmer;
 
@@ -27,7 +30,9 @@ use std::path::PathBuf;
 use wasmtime::component::Component;
 
 pub use catalog::{Catalog, CatalogEntry, Origin, WasmSource};
+pub use contract::{wit, wit_versions};
 pub use embedder::{EmbedPurpose, EmbedRequest, EmbedderInfo, EmbedderPlugin, EmbeddingModel};
+pub use engine::{Tier, tier as compile_tier, use_quick_tier};
 pub use error::{Error, Result};
 pub use extractor::{
     ExtractMoment, ExtractProposal, ExtractRequest, ExtractScope, ExtractorPlugin, KnownFact,
@@ -146,12 +151,20 @@ impl LoadedPlugin {
 #[derive(Debug, Clone)]
 pub struct Runtime {
     cache_dir: Option<PathBuf>,
+    cache_cap_bytes: u64,
 }
 
 impl Runtime {
-    /// A runtime caching compiled components in `cache_dir` (`None`: no disk cache).
+    /// A runtime caching compiled components in `cache_dir` (`None`: no disk cache), within
+    /// [`cache::DEFAULT_CAP_BYTES`].
     pub fn new(cache_dir: Option<PathBuf>) -> Self {
-        Self { cache_dir }
+        Self { cache_dir, cache_cap_bytes: cache::DEFAULT_CAP_BYTES }
+    }
+
+    /// The same runtime with its cache kept within `bytes` (least recently used entries go).
+    pub fn with_cache_cap(mut self, bytes: u64) -> Self {
+        self.cache_cap_bytes = bytes;
+        self
     }
 
     /// Loads one plugin with the user's limit overrides for its kind.
@@ -192,12 +205,31 @@ impl Runtime {
         if let Some(message) = not_a_component(wasm) {
             return Err(Error::Load { plugin: name.to_string(), message });
         }
+        // Kind, version and imports are read before compiling, which takes seconds for a large
+        // component: what cannot load is refused at once.
+        let read = match imports::names(wasm) {
+            Some((imports, exports)) => {
+                let (kind, api_version, version) = inspect(&exports, name)?;
+                imports::check(name, kind, &api_version, &imports)?;
+                Some((kind, api_version, version))
+            }
+            None => None,
+        };
         let sha256 = cache::sha256_hex(wasm);
-        let component = cache::load(self.cache_dir.as_deref(), wasm, &sha256).map_err(|e| Error::Load {
+        let dir = self.cache_dir.as_deref().map(|path| cache::Dir { path, cap_bytes: self.cache_cap_bytes });
+        let component = cache::load(dir, wasm, &sha256).map_err(|e| Error::Load {
             plugin: name.to_string(),
             message: format!("not a valid WebAssembly component for this host: {e:#}"),
         })?;
-        let (kind, api_version, version) = inspect(&component, name)?;
+        let (kind, api_version, version) = match read {
+            Some(read) => read,
+            None => {
+                let engine = engine::engine();
+                let exports: Vec<String> =
+                    component.component_type().exports(engine).map(|(name, _)| name.to_string()).collect();
+                inspect(&exports, name)?
+            }
+        };
         let manifest = match manifest {
             Some(m) if m.kind != kind => {
                 return Err(Error::WrongKind {
@@ -227,10 +259,8 @@ impl Runtime {
 }
 
 /// Which kind of plugin a component is and which contract version it was built for, from its
-/// exports; refuses anything this host cannot run, saying what was expected and found.
-fn inspect(component: &Component, plugin: &str) -> Result<(PluginKind, String, bindings::Version)> {
-    let engine = engine::engine();
-    let exports: Vec<String> = component.component_type().exports(engine).map(|(name, _)| name.to_string()).collect();
+/// exports' names; refuses anything this host cannot run, saying what was expected and found.
+fn inspect(exports: &[String], plugin: &str) -> Result<(PluginKind, String, bindings::Version)> {
     let ours: Vec<(&str, &str)> = exports
         .iter()
         .filter_map(|e| e.strip_prefix("seshat:plugin/"))

@@ -425,6 +425,7 @@ impl StreamDecoder<'_> {
             plugin: self.plugin.id().to_string(),
             kind: PluginKind::Provider.as_str(),
             message: "the decoder was lost when the plugin was restarted".into(),
+            stderr: String::new(),
         })
     }
 

@@ -12,6 +12,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::{Version, Versioned};
 use super::limits::Limits;
+use super::stderr::{StderrTail, Written};
 use super::{Error, PluginKind};
 
 /// Caps linear memory and table growth, remembering whether the cap was hit.
@@ -103,6 +104,16 @@ impl Diagnostics {
         crate::conversation::visible(&bounded(&text, LOG_LINE_BYTES)).into_owned()
     }
 
+    /// Several lines of a plugin's text as the host shows them ([`render`](Self::render)'s rules;
+    /// the bound is [`super::stderr::TAIL_BYTES`], which a tail already keeps to).
+    fn render_block(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for secret in self.secrets.iter().filter(|s| !s.is_empty()) {
+            out = out.replace(secret.as_str(), "[redacted]");
+        }
+        crate::conversation::visible(&bounded(&out, super::stderr::TAIL_BYTES + 64)).into_owned()
+    }
+
     /// Writes one of the plugin's lines to the host's log: shown visibly, bounded per line and
     /// per call, never on stdout.
     pub(super) fn log(&mut self, level: LogLevel, message: &str) {
@@ -125,6 +136,18 @@ impl Diagnostics {
     /// Keeps a panic message for the error of the trap that follows.
     pub(super) fn panicked(&mut self, message: &str) {
         self.panic = Some(self.render(message));
+    }
+
+    /// Writes what the plugin wrote to stderr in the call to the host's log, a line at a time
+    /// (bounded as its log lines are): at `warn` when the call failed, else at `debug`.
+    fn stderr(&mut self, written: &Written, failed: bool) {
+        let level = if failed { LogLevel::Warn } else { LogLevel::Debug };
+        if written.cut > 0 {
+            self.log(level, &format!("[stderr] ({} earlier bytes not kept)", written.cut));
+        }
+        for line in written.tail.lines().filter(|l| !l.trim().is_empty()) {
+            self.log(level, &format!("[stderr] {line}"));
+        }
     }
 
     /// Ends a call: says how many lines went unshown, and starts the next call's count.
@@ -152,6 +175,8 @@ pub(crate) struct State<H> {
     pub(super) clock: Clock,
     /// What the plugin logged in the call in progress.
     pub(super) diagnostics: Diagnostics,
+    /// The tail of what it wrote to stderr in the call in progress.
+    stderr: StderrTail,
     /// Kind-specific host context (what host functions need).
     pub(super) host: H,
 }
@@ -223,9 +248,16 @@ impl<H> State<H> {
 /// A new store with an empty WASI context (no files, environment, arguments, sockets or stdio),
 /// the memory cap and the epoch callback installed.
 pub(super) fn new_store<H: Send + 'static>(limits: &Limits, plugin: &str, host: H) -> Store<State<H>> {
-    let wasi =
-        wasmtime_wasi::WasiCtxBuilder::new().allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false).build();
+    // stdin and stdout stay closed; stderr is kept (a tail) for the errors and the log.
+    let stderr = StderrTail::default();
+    let wasi = wasmtime_wasi::WasiCtxBuilder::new()
+        .stderr(stderr.clone())
+        .allow_tcp(false)
+        .allow_udp(false)
+        .allow_ip_name_lookup(false)
+        .build();
     let state = State {
+        stderr,
         wasi,
         table: ResourceTable::new(),
         memory: MemoryCap { max_bytes: limits.memory_bytes(), hit: false, peak: 0 },
@@ -279,12 +311,39 @@ pub(super) fn classify<H>(
             (_, Some(panic)) => format!("it panicked: {panic}"),
             // A Rust plugin's panic ends in `unreachable`.
             (Some(Trap::UnreachableCodeReached), None) => {
-                format!("{} (a panic in the plugin)", Trap::UnreachableCodeReached)
+                format!("{} (a panic, or an uncaught exception, in the plugin)", Trap::UnreachableCodeReached)
             }
             (Some(trap), None) => trap.to_string(),
             (None, None) => format!("{err:#}"),
         };
-        Error::Trap { plugin, kind: kind_name, message }
+        Error::Trap { plugin, kind: kind_name, message, stderr: String::new() }
+    }
+}
+
+/// A failed call's error with what the plugin wrote to stderr (a crash's traceback) in it, and
+/// that written to the log and kept in `record` (its last [`super::stderr::TAIL_BYTES`]); a call
+/// that went well logs and keeps it only.
+fn with_stderr<H, R>(store: &mut Store<State<H>>, record: &mut String, result: super::Result<R>) -> super::Result<R> {
+    let Some(written) = store.data().stderr.take() else { return result };
+    let diagnostics = &mut store.data_mut().diagnostics;
+    diagnostics.stderr(&written, result.is_err());
+    record.push_str(&diagnostics.render_block(&written.tail));
+    if record.len() > super::stderr::TAIL_BYTES {
+        let cut = record.ceil_char_boundary(record.len() - super::stderr::TAIL_BYTES);
+        record.drain(..cut);
+    }
+    match result {
+        Err(Error::Trap { plugin, kind, message, .. }) => {
+            let cut =
+                if written.cut > 0 { format!("[{} earlier bytes not kept]\n", written.cut) } else { String::new() };
+            Err(Error::Trap {
+                plugin,
+                kind,
+                message,
+                stderr: diagnostics.render_block(&format!("{cut}{}", written.tail)),
+            })
+        }
+        other => other,
     }
 }
 
@@ -319,7 +378,16 @@ pub(super) fn prepare<H: Send + 'static, P>(
     let sha256 = plugin.sha256.clone();
     Ok((
         pre,
-        Slot { id, kind, limits: plugin.limits, sha256, usage: Usage::default(), secrets: Vec::new(), live: None },
+        Slot {
+            id,
+            kind,
+            limits: plugin.limits,
+            sha256,
+            usage: Usage::default(),
+            secrets: Vec::new(),
+            stderr: String::new(),
+            live: None,
+        },
     ))
 }
 
@@ -384,6 +452,8 @@ pub(super) struct Slot<H: 'static, B> {
     pub(super) usage: Usage,
     /// Texts its log lines never show ([`Diagnostics::secrets`]).
     secrets: Vec<String>,
+    /// The end of what its calls wrote to stderr, as shown (redacted, escaped).
+    pub(super) stderr: String,
     live: Option<(Store<State<H>>, B)>,
 }
 
@@ -397,6 +467,7 @@ impl<H: Default + Send + 'static> Slot<H, ()> {
             sha256: self.sha256,
             usage: self.usage,
             secrets: self.secrets,
+            stderr: self.stderr,
             live: None,
         }
     }
@@ -417,7 +488,10 @@ impl<H: Default + Send + 'static, B> Slot<H, B> {
             start_call(&mut store);
             match instantiate(&mut store) {
                 Ok(b) => self.live = Some((store, b)),
-                Err(e) => return Err(classify(&store, &e, &self.id, self.kind, &self.limits)),
+                Err(e) => {
+                    let error = classify(&store, &e, &self.id, self.kind, &self.limits);
+                    return with_stderr(&mut store, &mut self.stderr, Err(error));
+                }
             }
         }
         let (store, bindings) = self.live.as_mut().expect("just created");
@@ -428,6 +502,7 @@ impl<H: Default + Send + 'static, B> Slot<H, B> {
             Ok(Err(e)) => Err(Error::Plugin { plugin: self.id.clone(), code: e.code, message: e.message }),
             Err(trap) => Err(classify(store, &trap, &self.id, self.kind, &self.limits)),
         };
+        let result = with_stderr(store, &mut self.stderr, result);
         store.data_mut().diagnostics.end_call();
         let data = store.data();
         self.usage.calls += 1;
