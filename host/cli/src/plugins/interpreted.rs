@@ -41,16 +41,19 @@ fn app(lang: Lang, kind: PluginKind) -> &'static str {
 /// with tens of megabytes and runs a loop over a multi-megabyte tool output far slower than
 /// compiled code (measured: BENCHMARKS.md, "Plugins in Python and JavaScript").
 fn limits(lang: Lang, kind: PluginKind) -> (u64, u64) {
-    let memory_mib = match lang {
-        Lang::Js => 256,
-        _ => 256,
-    };
-    let time_ms = match kind {
-        PluginKind::Trimmer => 10_000,
-        PluginKind::Summariser | PluginKind::Extractor => 20_000,
-        PluginKind::Provider | PluginKind::Embedder | PluginKind::Hook => 5_000,
-    };
-    (memory_mib, time_ms)
+    // (memory MiB, guest ms): each template's peak on an 8 MB tool result (a trimmer, a hook's
+    // post-tool payload, a provider encoding it) or a full batch (an embedder), with a margin; an
+    // idle instance takes about 12 MiB in Python, 9 MiB in JavaScript.
+    match (lang, kind) {
+        (Lang::Python, PluginKind::Trimmer) => (128, 10_000),
+        (Lang::Python, PluginKind::Summariser | PluginKind::Extractor) => (128, 10_000),
+        (Lang::Python, PluginKind::Provider) => (256, 5_000),
+        (Lang::Python, PluginKind::Embedder | PluginKind::Hook) => (128, 5_000),
+        (_, PluginKind::Trimmer) => (128, 5_000),
+        (_, PluginKind::Summariser | PluginKind::Extractor) => (128, 10_000),
+        (_, PluginKind::Provider) => (192, 5_000),
+        (_, PluginKind::Embedder | PluginKind::Hook) => (128, 5_000),
+    }
 }
 
 /// Every file of a new `lang` plugin `name` of `kind`; `select` is the configuration that selects

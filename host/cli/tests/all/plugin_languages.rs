@@ -93,6 +93,11 @@ fn every_template_passes_its_own_test(lang: Lang) {
     for kind in PluginKind::ALL {
         let name = format!("my-{kind}");
         let dir = new_plugin(&home, lang, kind, &name);
+        for file in ["README.md", "plugin.toml", if lang == Lang::Python { "app.py" } else { "app.js" }] {
+            let text = std::fs::read_to_string(dir.join(file)).unwrap();
+            assert!(!text.contains("{{"), "a placeholder left in {file}: {text}");
+            assert!(text.contains(&name) || file != "README.md", "the README names the plugin");
+        }
         let manifest = std::fs::read_to_string(dir.join("plugin.toml")).unwrap();
         assert!(manifest.contains("[limits]\nmemory_mib = "), "an interpreter asks for room: {manifest}");
         let out = script(&home, lang, &dir, true);
@@ -208,40 +213,41 @@ fn a_javascript_trimmer_and_summariser_compact_a_real_session() {
     interpreted_policies_compact_a_real_session(Lang::Js);
 }
 
-/// An uncaught exception shows the interpreter's own report (the sandbox keeps the tail of its
-/// stderr), in `plugins test` and in the error every other path reports.
+/// An uncaught Python exception shows the interpreter's own report (the sandbox keeps the tail
+/// of its stderr), in `plugins test` and in the error every other path reports; the JavaScript
+/// template turns any exception into the contract's error naming it.
 #[test]
 fn an_uncaught_exception_shows_the_interpreters_traceback() {
     let home = Home::new();
-    for (lang, app, throw) in [
-        (Lang::Python, "app.py", "raise KeyError(\"missing key\")"),
-        (Lang::Js, "app.js", "throw new TypeError(\"missing key\");"),
-    ] {
-        let dir = new_plugin(&home, lang, PluginKind::Trimmer, &format!("crash-{}", lang.flag()));
-        let text = std::fs::read_to_string(dir.join(app)).unwrap();
-        // The exception is raised first thing in the export.
-        let at = text.find(if lang == Lang::Python { "    def trim(self" } else { "  trim(" }).expect("the export");
-        let body = at + text[at..].find('\n').unwrap() + 1;
-        let indent = if lang == Lang::Python { "        " } else { "    " };
-        std::fs::write(dir.join(app), format!("{}{indent}{throw}\n{}", &text[..body], &text[body..])).unwrap();
-        let built = script(&home, lang, &dir, false);
+    let test = |dir: &Path| {
+        let built = script(&home, if dir.join("app.py").exists() { Lang::Python } else { Lang::Js }, dir, false);
         assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
-        let out = home.run(&[
-            "plugins",
-            "test",
-            dir.join("plugin.wasm").to_str().unwrap(),
-            dir.join("session.jsonl").to_str().unwrap(),
-        ]);
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(!out.status.success(), "{stdout}");
-        assert!(stdout.contains("crashed") && stdout.contains("the end of what it wrote to stderr:"), "{stdout}");
-        assert!(stdout.contains("missing key"), "the exception's message is shown ({}): {stdout}", lang.flag());
-        if lang == Lang::Python {
-            assert!(stdout.contains("Traceback (most recent call last):") && stdout.contains("KeyError"), "{stdout}");
-        } else {
-            assert!(stdout.contains("TypeError"), "{stdout}");
-        }
-    }
+        let wasm = dir.join("plugin.wasm");
+        let out = home.run(&["plugins", "test", wasm.to_str().unwrap(), dir.join("session.jsonl").to_str().unwrap()]);
+        assert!(!out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let dir = new_plugin(&home, Lang::Python, PluginKind::Trimmer, "crash-python");
+    let app = std::fs::read_to_string(dir.join("app.py")).unwrap();
+    let at = app.find("    def trim(self").expect("the export");
+    let body = at + app[at..].find('\n').unwrap() + 1;
+    std::fs::write(
+        dir.join("app.py"),
+        format!("{}        raise KeyError(\"missing key\")\n{}", &app[..body], &app[body..]),
+    )
+    .unwrap();
+    let out = test(&dir);
+    assert!(out.contains("crashed") && out.contains("the end of what it wrote to stderr:"), "{out}");
+    assert!(out.contains("Traceback (most recent call last):") && out.contains("KeyError: 'missing key'"), "{out}");
+
+    let dir = new_plugin(&home, Lang::Js, PluginKind::Trimmer, "crash-js");
+    let app = std::fs::read_to_string(dir.join("app.js")).unwrap();
+    let guard = "  return (...args) => {\n    try {\n";
+    let at = app.find(guard).expect("the template's guard") + guard.len();
+    let thrown = "      if (args.length) { null.missingKey; }\n";
+    std::fs::write(dir.join("app.js"), format!("{}{thrown}{}", &app[..at], &app[at..])).unwrap();
+    let out = test(&dir);
+    assert!(out.contains("reported an error [internal_error]") && out.contains("TypeError"), "{out}");
 }
 
 /// A default jco build imports `wasi:http`; it is refused before compiling, naming the import and

@@ -65,7 +65,7 @@ export const embed = {
     };
     if (request.dimensions !== undefined) body.dimensions = request.dimensions;
     for (const [key, value] of Object.entries(options.fields)) {
-      if (key in body) fail('bad_options', `\`fields.${key}\` under [plugins.options.embedder] is set by {{name}} itself: remove it`);
+      if (key in body) fail('invalid_options', `\`fields.${key}\` under [plugins.options.embedder] is set by {{name}} itself: remove it`);
       body[key] = value;
     }
     return {
@@ -92,7 +92,8 @@ export const embed = {
     value.data.forEach((item, at) => {
       const index = Number.isInteger(item.index) ? item.index : at;
       if (!Array.isArray(item.embedding)) {
-        fail('invalid_response', `item ${at} of the embeddings answer has no \`embedding\` list (was encoding_format "float" honoured?)`);
+        const why = 'was encoding_format "float" honoured?';
+        fail('invalid_response', `item ${at} of the embeddings answer has no \`embedding\` list (${why})`);
       }
       if (index < 0 || index >= out.length || out[index] !== undefined) {
         fail('invalid_response', `item ${at} has index ${index}, which is out of range or repeated`);
@@ -104,25 +105,26 @@ export const embed = {
 };
 
 /// The user's options (`request.extra`, a JSON object from `[plugins.options.embedder]`),
-/// checked: a wrong one is the contract's `bad_options` error, never a crash.
+/// checked: a wrong one is the contract's `invalid_options` error, never a crash.
 function readOptions(extra) {
   let given;
   try {
     given = JSON.parse(extra || '{}');
   } catch (e) {
-    fail('bad_options', `the options are not JSON (${e.message}): check [plugins.options.embedder] in config.toml`);
+    fail('invalid_options', `the options are not JSON (${e.message}): check [plugins.options.embedder] in config.toml`);
   }
   if (given === null || typeof given !== 'object' || Array.isArray(given)) {
-    fail('bad_options', 'the options must be a table: [plugins.options.embedder] in config.toml');
+    fail('invalid_options', 'the options must be a table: [plugins.options.embedder] in config.toml');
   }
   const options = { ...DEFAULTS };
   for (const [key, value] of Object.entries(given)) {
     if (!(key in DEFAULTS)) {
-      fail('bad_options', `unknown option \`${key}\` under [plugins.options.embedder]: {{name}} reads ${Object.keys(DEFAULTS).join(', ')}`);
+      fail('invalid_options', `unknown option \`${key}\` under [plugins.options.embedder]: {{name}} reads ${Object.keys(DEFAULTS).join(', ')}`);
     }
     const isTable = value !== null && typeof value === 'object' && !Array.isArray(value);
     if (key === 'fields' ? !isTable : typeof value !== 'string') {
-      fail('bad_options', `option \`${key}\` under [plugins.options.embedder] is ${JSON.stringify(value)}: make it ${key === 'fields' ? 'a table of body fields' : 'a string'}`);
+      const want = key === 'fields' ? 'a table of body fields' : 'a string';
+      fail('invalid_options', `option \`${key}\` under [plugins.options.embedder] is ${JSON.stringify(value)}: make it ${want}`);
     }
     options[key] = value;
   }
@@ -165,7 +167,8 @@ function guarded(fn) {
     } catch (e) {
       if (e && typeof e.code === 'string' && typeof e.message === 'string') throw { code: e.code, message: e.message };
       const where = e instanceof Error && e.stack ? ` (at ${e.stack.split('\n').slice(0, 3).join(' < ')})` : '';
-      throw { code: 'internal_error', message: `{{name}} failed: ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}${where}` };
+      const what = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+      throw { code: 'internal_error', message: `{{name}} failed: ${what}${where}` };
     }
   };
 }

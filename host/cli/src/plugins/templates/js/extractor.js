@@ -105,7 +105,9 @@ function sentences(text) {
 
 /// The observation a new one replaces: the current one of the same kind that says otherwise.
 function replaced(known, kind, observation) {
-  const old = known.find((k) => k.scope === 'user' && kind.test(k.observation) && normalise(k.observation) !== normalise(observation));
+  const old = known.find(
+    (k) => k.scope === 'user' && kind.test(k.observation) && normalise(k.observation) !== normalise(observation),
+  );
   return old?.observation; // its exact text, as in `known`
 }
 
@@ -136,26 +138,27 @@ function projectName(key) {
 }
 
 /// The user's options (`request.extra`, a JSON object from `[plugins.options.extractor]`),
-/// checked against DEFAULTS: a wrong one is the contract's `bad_options` error, never a crash.
+/// checked against DEFAULTS: a wrong one is the contract's `invalid_options` error, never a crash.
 function readOptions(extra) {
   let given;
   try {
     given = JSON.parse(extra || '{}');
   } catch (e) {
-    fail('bad_options', `the options are not JSON (${e.message}): check [plugins.options.extractor] in config.toml`);
+    fail('invalid_options', `the options are not JSON (${e.message}): check [plugins.options.extractor] in config.toml`);
   }
   if (given === null || typeof given !== 'object' || Array.isArray(given)) {
-    fail('bad_options', 'the options must be a table: [plugins.options.extractor] in config.toml');
+    fail('invalid_options', 'the options must be a table: [plugins.options.extractor] in config.toml');
   }
   const options = { ...DEFAULTS };
   for (const [key, value] of Object.entries(given)) {
     if (!(key in DEFAULTS)) {
-      fail('bad_options', `unknown option \`${key}\` under [plugins.options.extractor]: {{name}} reads ${Object.keys(DEFAULTS).join(', ')}`);
+      fail('invalid_options', `unknown option \`${key}\` under [plugins.options.extractor]: {{name}} reads ${Object.keys(DEFAULTS).join(', ')}`);
     }
     const want = typeof DEFAULTS[key];
     const ok = want === 'boolean' ? typeof value === 'boolean' : Number.isSafeInteger(value) && value >= 0;
     if (!ok) {
-      fail('bad_options', `option \`${key}\` under [plugins.options.extractor] is ${JSON.stringify(value)}: make it ${want === 'boolean' ? 'true or false' : 'a whole number, 0 or more'}`);
+      const what = want === 'boolean' ? 'true or false' : 'a whole number, 0 or more';
+      fail('invalid_options', `option \`${key}\` under [plugins.options.extractor] is ${JSON.stringify(value)}: make it ${what}`);
     }
     options[key] = value;
   }
@@ -184,7 +187,8 @@ function guarded(fn) {
       const p = e && typeof e.payload === 'object' && e.payload !== null ? e.payload : e;
       if (p && typeof p.code === 'string' && typeof p.message === 'string') throw { code: p.code, message: p.message };
       const where = e instanceof Error && e.stack ? ` (at ${e.stack.split('\n').slice(0, 3).join(' < ')})` : '';
-      throw { code: 'internal_error', message: `{{name}} failed: ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}${where}` };
+      const what = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+      throw { code: 'internal_error', message: `{{name}} failed: ${what}${where}` };
     }
   };
 }

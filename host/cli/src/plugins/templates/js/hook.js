@@ -35,7 +35,8 @@ const RULES = [
   { test: (w) => /^mkfs(\.|$)/.test(base(w[0])), reason: 'formats a file system' },
   { test: (w) => isCommand(w[0], 'dd') && w.some((a) => /^of=\/dev\//.test(a)), reason: 'writes onto a device' },
   {
-    test: (w) => isCommand(w[0], 'git') && w[1] === 'push' && w.some((a) => a === '--force' || a === '-f' || a.startsWith('--force-with-lease')),
+    test: (w) =>
+      isCommand(w[0], 'git') && w[1] === 'push' && w.some((a) => a === '--force' || a === '-f' || a.startsWith('--force-with-lease')),
     reason: 'force-pushes, rewriting shared history',
   },
   { test: (w) => isCommand(w[0], 'git') && w[1] === 'reset' && w.includes('--hard'), reason: 'throws away uncommitted work' },
@@ -65,7 +66,10 @@ export const onEvent = {
           return block(`\`${command}\` ${why}: {{name}} does not let it run. Ask the user to run it themselves, or to allow it.`);
         }
         case 'session-start':
-          return withContext('Commands that delete recursively, format disks, write onto devices, pipe downloads into a shell, force-push or reset hard are blocked: ask the user to run them.');
+          return withContext(
+            'Commands that delete recursively, format disks, write onto devices, pipe downloads into a shell, ' +
+              'force-push or reset hard are blocked: ask the user to run them.',
+          );
         default:
           return proceed();
       }
@@ -78,7 +82,8 @@ export const onEvent = {
       // `{ tag: 'err', val }`: a return value is always the `ok` side.
       if (e && typeof e.code === 'string' && typeof e.message === 'string') throw { code: e.code, message: e.message };
       const where = e instanceof Error && e.stack ? ` (at ${e.stack.split('\n').slice(0, 3).join(' < ')})` : '';
-      throw { code: 'internal_error', message: `{{name}} failed: ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}${where}` };
+      const what = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+      throw { code: 'internal_error', message: `{{name}} failed: ${what}${where}` };
     }
   },
 };
@@ -115,7 +120,8 @@ function shellWords(text) {
 
 function dropPrefixes(words) {
   let i = 0;
-  while (i < words.length && (['sudo', 'env', 'command', 'exec', 'nohup', 'time'].includes(base(words[i])) || /^\w+=/.test(words[i]))) i++;
+  const prefix = (w) => ['sudo', 'env', 'command', 'exec', 'nohup', 'time'].includes(base(w)) || /^\w+=/.test(w);
+  while (i < words.length && prefix(words[i])) i++;
   return words.slice(i);
 }
 

@@ -74,12 +74,16 @@ export const translate = {
         case 'text':
           if (part.val) texts.push(part.val);
           break;
-        case 'tool-call':
-          calls.push({ id: part.val.id, type: 'function', function: { name: part.val.name, arguments: part.val.arguments } });
+        case 'tool-call': {
+          const { id, name, arguments: args } = part.val;
+          calls.push({ id, type: 'function', function: { name, arguments: args } });
           break;
-        case 'tool-result':
-          items.push({ role: 'tool', tool_call_id: part.val.callId, content: part.val.isError ? `Error: ${part.val.content}` : part.val.content });
+        }
+        case 'tool-result': {
+          const { callId, content, isError } = part.val;
+          items.push({ role: 'tool', tool_call_id: callId, content: isError ? `Error: ${content}` : content });
           break;
+        }
         default:
           // 'thinking' / 'redacted-thinking': chat completions takes no reasoning back. An API
           // that does may send it only when `options.sameModel` is true (this provider and model
@@ -176,7 +180,8 @@ export const translate = {
         if (v === undefined) fail('bad_stream', `the server sent an event that is not JSON: ${data.slice(0, 200)}`);
         if (v.error) {
           // A mid-stream error is an event, not a thrown error: what arrived so far is kept.
-          return [{ tag: 'error', val: { code: 'server_error', message: `the server reported an error mid-answer: ${v.error.message ?? JSON.stringify(v.error)}` } }];
+          const message = `the server reported an error mid-answer: ${v.error.message ?? JSON.stringify(v.error)}`;
+          return [{ tag: 'error', val: { code: 'server_error', message } }];
         }
         const out = [];
         for (const choice of v.choices ?? []) {
@@ -272,7 +277,8 @@ export const translate = {
       .map((m) => translate.encodeMessage(m, { model: request.model, sameModel: false, cacheBreakpoint: false }))
       .filter((f) => f !== '');
     if (request.system) encoded.unshift(JSON.stringify({ role: 'system', content: request.system }));
-    const body = `{"model":${JSON.stringify(request.model)},"add_generation_prompt":true,"messages":[${encoded.join(',')}]}`;
+    const head = `{"model":${JSON.stringify(request.model)},"add_generation_prompt":true`;
+    const body = `${head},"messages":[${encoded.join(',')}]}`;
     return [{
       name: 'vllm-tokenize',
       request: {
@@ -307,11 +313,11 @@ function schema(tool) {
 function readOptions(extra) {
   const options = json(extra || '{}');
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-    fail('bad_options', `the provider's options must be a JSON object of body fields, not ${extra}`);
+    fail('invalid_options', `the provider's options must be a JSON object of body fields, not ${extra}`);
   }
   for (const key of Object.keys(options)) {
     if (OWN_FIELDS.includes(key)) {
-      fail('bad_options', `option \`${key}\` is set by {{name}} itself and cannot be overridden: remove it from the options`);
+      fail('invalid_options', `option \`${key}\` is set by {{name}} itself and cannot be overridden: remove it from the options`);
     }
   }
   return options;
@@ -356,7 +362,8 @@ function httpError(status, value, body) {
 }
 
 function get(name, url) {
-  return { name, request: { method: 'GET', url, headers: [['accept', 'application/json']], body: new Uint8Array(0), splice: undefined } };
+  const headers = [['accept', 'application/json']];
+  return { name, request: { method: 'GET', url, headers, body: new Uint8Array(0), splice: undefined } };
 }
 
 /// Parsed JSON from a string or bytes, or undefined.
@@ -405,7 +412,8 @@ function attempt(fn) {
   } catch (e) {
     if (e && typeof e.code === 'string' && typeof e.message === 'string') throw { code: e.code, message: e.message };
     const where = e instanceof Error && e.stack ? ` (at ${e.stack.split('\n').slice(0, 3).join(' < ')})` : '';
-    throw { code: 'internal_error', message: `{{name}} failed: ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}${where}` };
+    const what = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+    throw { code: 'internal_error', message: `{{name}} failed: ${what}${where}` };
   }
 }
 

@@ -57,7 +57,11 @@ export const summarise = {
     const window = Number(request.modelWindow);
     const room = window - request.maxTokens - tokens(system, options) - 512;
     if (room < 1024) {
-      fail('window_too_small', `the summary model's window (${window} tokens) leaves no room for a transcript after ${request.maxTokens} tokens of answer: choose a summary model with a larger window`);
+      fail(
+        'window_too_small',
+        `the summary model's window (${window} tokens) leaves no room for a transcript after ${request.maxTokens} ` +
+          'tokens of answer: choose a summary model with a larger window',
+      );
     }
     // The summary so far rides along with every chunk: leave it room too.
     const chunkRoom = Math.floor(room * 0.6);
@@ -67,7 +71,8 @@ export const summarise = {
     let cut = options;
     let chunks = chunked(render(request.messages, cut), chunkRoom, cut);
     for (let k = 0; chunks.length > options.max_calls && k < 3; k++) {
-      cut = { ...cut, result_lines: Math.ceil(cut.result_lines / 2), outcome_lines: Math.ceil(cut.outcome_lines / 2), line_chars: Math.ceil(cut.line_chars / 2) };
+      const half = (n) => Math.ceil(n / 2);
+      cut = { ...cut, result_lines: half(cut.result_lines), outcome_lines: half(cut.outcome_lines), line_chars: half(cut.line_chars) };
       chunks = chunked(render(request.messages, cut), chunkRoom, cut);
     }
     if (chunks.length > options.max_calls) {
@@ -148,7 +153,9 @@ function outcome(content, options) {
   middle.sort((a, b) => a - b);
   const kept = [];
   let next = 0;
-  for (const i of [...Array(options.result_lines).keys(), ...middle, ...Array.from({ length: options.result_lines }, (_, k) => last + k)]) {
+  const head = Array.from({ length: options.result_lines }, (_, k) => k);
+  const tail = Array.from({ length: options.result_lines }, (_, k) => last + k);
+  for (const i of [...head, ...middle, ...tail]) {
     if (i > next) kept.push(`[… ${i - next} lines left out …]`);
     kept.push(clip(lines[i], options.line_chars));
     next = i + 1;
@@ -202,24 +209,25 @@ function utf8Bytes(s) {
 }
 
 /// The user's options (`request.extra`, a JSON object from `[plugins.options.summariser]`),
-/// checked against DEFAULTS: a wrong one is the contract's `bad_options` error, never a crash.
+/// checked against DEFAULTS: a wrong one is the contract's `invalid_options` error, never a crash.
 function readOptions(extra) {
   let given;
   try {
     given = JSON.parse(extra || '{}');
   } catch (e) {
-    fail('bad_options', `the options are not JSON (${e.message}): check [plugins.options.summariser] in config.toml`);
+    fail('invalid_options', `the options are not JSON (${e.message}): check [plugins.options.summariser] in config.toml`);
   }
   if (given === null || typeof given !== 'object' || Array.isArray(given)) {
-    fail('bad_options', 'the options must be a table: [plugins.options.summariser] in config.toml');
+    fail('invalid_options', 'the options must be a table: [plugins.options.summariser] in config.toml');
   }
   const options = { ...DEFAULTS };
   for (const [key, value] of Object.entries(given)) {
     if (!(key in DEFAULTS)) {
-      fail('bad_options', `unknown option \`${key}\` under [plugins.options.summariser]: {{name}} reads ${Object.keys(DEFAULTS).join(', ')}`);
+      fail('invalid_options', `unknown option \`${key}\` under [plugins.options.summariser]: {{name}} reads ${Object.keys(DEFAULTS).join(', ')}`);
     }
     if (!Number.isSafeInteger(value) || value < 1) {
-      fail('bad_options', `option \`${key}\` under [plugins.options.summariser] is ${JSON.stringify(value)}: make it a whole number, 1 or more`);
+      const is = JSON.stringify(value);
+      fail('invalid_options', `option \`${key}\` under [plugins.options.summariser] is ${is}: make it a whole number, 1 or more`);
     }
     options[key] = value;
   }
@@ -251,7 +259,8 @@ function guarded(fn) {
       const p = e && typeof e.payload === 'object' && e.payload !== null ? e.payload : e;
       if (p && typeof p.code === 'string' && typeof p.message === 'string') throw { code: p.code, message: p.message };
       const where = e instanceof Error && e.stack ? ` (at ${e.stack.split('\n').slice(0, 3).join(' < ')})` : '';
-      throw { code: 'internal_error', message: `{{name}} failed: ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}${where}` };
+      const what = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+      throw { code: 'internal_error', message: `{{name}} failed: ${what}${where}` };
     }
   };
 }

@@ -10,7 +10,8 @@
 // of bytes instead.
 //
 // How to change it. The options below come from config.toml; `FAILURE` and `NOTABLE` are what
-// make a line worth keeping; `choose` is the policy (which results), `keepLines` the cut (which lines of one).
+// make a line worth keeping; `choose` is the policy (which results), `keepLines` the cut (which
+// lines of one).
 //
 //   [plugins.options.trimmer]
 //   min_bytes = 16384        # results smaller than this are left alone
@@ -217,27 +218,27 @@ function utf8Bytes(s) {
 }
 
 /// The user's options (`budget.extra`, a JSON object from `[plugins.options.trimmer]`), checked
-/// against DEFAULTS: a wrong one is the contract's `bad_options` error, never a crash.
+/// against DEFAULTS: a wrong one is the contract's `invalid_options` error, never a crash.
 function readOptions(extra) {
   let given;
   try {
     given = JSON.parse(extra || '{}');
   } catch (e) {
-    fail('bad_options', `the options are not JSON (${e.message}): check [plugins.options.trimmer] in config.toml`);
+    fail('invalid_options', `the options are not JSON (${e.message}): check [plugins.options.trimmer] in config.toml`);
   }
   if (given === null || typeof given !== 'object' || Array.isArray(given)) {
-    fail('bad_options', 'the options must be a table: [plugins.options.trimmer] in config.toml');
+    fail('invalid_options', 'the options must be a table: [plugins.options.trimmer] in config.toml');
   }
   const options = { ...DEFAULTS };
   for (const [key, value] of Object.entries(given)) {
     if (!(key in DEFAULTS)) {
-      fail('bad_options', `unknown option \`${key}\` under [plugins.options.trimmer]: {{name}} reads ${Object.keys(DEFAULTS).join(', ')}`);
+      fail('invalid_options', `unknown option \`${key}\` under [plugins.options.trimmer]: {{name}} reads ${Object.keys(DEFAULTS).join(', ')}`);
     }
     const want = typeof DEFAULTS[key];
     const ok = want === 'boolean' ? typeof value === 'boolean' : Number.isSafeInteger(value) && value >= 0;
     if (!ok) {
       const what = want === 'boolean' ? 'true or false' : 'a whole number, 0 or more';
-      fail('bad_options', `option \`${key}\` under [plugins.options.trimmer] is ${JSON.stringify(value)}: make it ${what}`);
+      fail('invalid_options', `option \`${key}\` under [plugins.options.trimmer] is ${JSON.stringify(value)}: make it ${what}`);
     }
     options[key] = value;
   }
@@ -268,7 +269,8 @@ function guarded(fn) {
       // Already the contract's error (or an Error you gave a string `code`): pass it on as one.
       if (e && typeof e.code === 'string' && typeof e.message === 'string') throw { code: e.code, message: e.message };
       const where = e instanceof Error && e.stack ? ` (at ${e.stack.split('\n').slice(0, 3).join(' < ')})` : '';
-      throw { code: 'internal_error', message: `{{name}} failed: ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}${where}` };
+      const what = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+      throw { code: 'internal_error', message: `{{name}} failed: ${what}${where}` };
     }
   };
 }

@@ -65,20 +65,20 @@ def read_options(extra):
     try:
         given = json.loads(extra or "{}")
     except ValueError as e:
-        raise fail("bad_options", f"the options are not JSON ({e}): fix [plugins.options.embedder] in config.toml")
+        raise fail("invalid_options", f"the options are not JSON ({e}): fix [plugins.options.embedder] in config.toml")
     if not isinstance(given, dict):
-        raise fail("bad_options", "the options must be a table: [plugins.options.embedder] in config.toml")
+        raise fail("invalid_options", "the options must be a table: [plugins.options.embedder] in config.toml")
     options = dict(DEFAULTS)
     for key, value in given.items():
         if key not in DEFAULTS:
-            raise fail("bad_options", f"unknown option `{key}` under [plugins.options.embedder]; this embedder reads "
+            raise fail("invalid_options", f"unknown option `{key}` under [plugins.options.embedder]; this embedder reads "
                                       + ", ".join(DEFAULTS))
         if not isinstance(value, str):
-            raise fail("bad_options", f"option `{key}` under [plugins.options.embedder] must be a string, "
+            raise fail("invalid_options", f"option `{key}` under [plugins.options.embedder] must be a string, "
                                       f"not {json.dumps(value)}")
         options[key] = value
     if options["encoding_format"] not in ("float", "base64"):
-        raise fail("bad_options", f"encoding_format under [plugins.options.embedder] must be \"float\" or "
+        raise fail("invalid_options", f"encoding_format under [plugins.options.embedder] must be \"float\" or "
                                   f"\"base64\", not {json.dumps(options['encoding_format'])}")
     return options
 

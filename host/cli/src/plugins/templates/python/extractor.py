@@ -59,9 +59,9 @@ CORRECTION = re.compile(r"\b(?:actually|instead|no longer|not anymore|changed my
 FIRST_PERSON = re.compile(r"\b(?:i|i'm|i'd|i've|my|me|mine)\b", re.IGNORECASE)
 
 
-def bad_options(message):
+def invalid_options(message):
     """The contract's error for options that do not fit: Seshat shows the code and message."""
-    return Err(types.Error(code="bad_options", message=message))
+    return Err(types.Error(code="invalid_options", message=message))
 
 
 def read_options(extra):
@@ -69,13 +69,13 @@ def read_options(extra):
     try:
         given = json.loads(extra or "{}")
     except ValueError as e:
-        raise bad_options(f"the options are not JSON ({e}): fix [plugins.options.extractor] in config.toml")
+        raise invalid_options(f"the options are not JSON ({e}): fix [plugins.options.extractor] in config.toml")
     if not isinstance(given, dict):
-        raise bad_options("the options must be a table: [plugins.options.extractor] in config.toml")
+        raise invalid_options("the options must be a table: [plugins.options.extractor] in config.toml")
     options = dict(DEFAULTS)
     for key, value in given.items():
         if key not in DEFAULTS:
-            raise bad_options(f"unknown option `{key}` under [plugins.options.extractor]; this extractor reads "
+            raise invalid_options(f"unknown option `{key}` under [plugins.options.extractor]; this extractor reads "
                               + ", ".join(DEFAULTS))
         if key == "min_words":
             ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
@@ -83,7 +83,7 @@ def read_options(extra):
         else:
             ok, kind = isinstance(value, str) and value.strip() != "", "a name (a non-empty string)"
         if not ok:
-            raise bad_options(f"option `{key}` under [plugins.options.extractor] must be {kind}, "
+            raise invalid_options(f"option `{key}` under [plugins.options.extractor] must be {kind}, "
                               f"not {json.dumps(value)}")
         options[key] = value
     return options

@@ -90,13 +90,13 @@ def read_options(extra):
     try:
         options = json.loads(extra or "{}")
     except ValueError as e:
-        raise fail("bad_options", f"the provider options are not JSON ({e}): pass a JSON object")
+        raise fail("invalid_options", f"the provider options are not JSON ({e}): pass a JSON object")
     if not isinstance(options, dict):
-        raise fail("bad_options", 'the provider options must be a JSON object of body fields, '
+        raise fail("invalid_options", 'the provider options must be a JSON object of body fields, '
                                   'e.g. {"temperature": 0.2}')
     taken = sorted(OWN_FIELDS & options.keys())
     if taken:
-        raise fail("bad_options", f"provider option `{taken[0]}` is set by Seshat and cannot be replaced: remove it")
+        raise fail("invalid_options", f"provider option `{taken[0]}` is set by Seshat and cannot be replaced: remove it")
     return options
 
 

@@ -59,9 +59,9 @@ OUTCOME_COUNT = re.compile(r"[0-9] (?:passed|failed|skipped|tests?)\b")
 HEAD_LINES, TAIL_LINES, MAX_OUTCOME_LINES = 4, 6, 30
 
 
-def bad_options(message):
+def invalid_options(message):
     """The contract's error for options that do not fit: Seshat shows the code and message."""
-    return Err(types.Error(code="bad_options", message=message))
+    return Err(types.Error(code="invalid_options", message=message))
 
 
 def read_options(extra):
@@ -69,18 +69,18 @@ def read_options(extra):
     try:
         given = json.loads(extra or "{}")
     except ValueError as e:
-        raise bad_options(f"the options are not JSON ({e}): fix [plugins.options.summariser] in config.toml")
+        raise invalid_options(f"the options are not JSON ({e}): fix [plugins.options.summariser] in config.toml")
     if not isinstance(given, dict):
-        raise bad_options("the options must be a table: [plugins.options.summariser] in config.toml")
+        raise invalid_options("the options must be a table: [plugins.options.summariser] in config.toml")
     options = dict(DEFAULTS)
     for key, value in given.items():
         if key not in DEFAULTS:
             known = ", ".join(DEFAULTS)
-            raise bad_options(f"unknown option `{key}` under [plugins.options.summariser]; "
+            raise invalid_options(f"unknown option `{key}` under [plugins.options.summariser]; "
                               f"this summariser reads {known}")
         # JSON's true is a Python bool, and bool is a kind of int: refuse it apart.
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise bad_options(f"option `{key}` under [plugins.options.summariser] must be a whole number, 1 or more, "
+            raise invalid_options(f"option `{key}` under [plugins.options.summariser] must be a whole number, 1 or more, "
                               f"not {json.dumps(value)}")
         options[key] = value
     return options

@@ -67,9 +67,9 @@ HEAD_BYTES = 2048
 TAIL_BYTES = 1024
 
 
-def bad_options(message):
+def invalid_options(message):
     """The contract's error for options that do not fit: Seshat shows the code and message."""
-    return Err(types.Error(code="bad_options", message=message))
+    return Err(types.Error(code="invalid_options", message=message))
 
 
 def read_options(extra):
@@ -77,14 +77,14 @@ def read_options(extra):
     try:
         given = json.loads(extra or "{}")
     except ValueError as e:
-        raise bad_options(f"the options are not JSON ({e}): fix [plugins.options.trimmer] in config.toml")
+        raise invalid_options(f"the options are not JSON ({e}): fix [plugins.options.trimmer] in config.toml")
     if not isinstance(given, dict):
-        raise bad_options("the options must be a table: [plugins.options.trimmer] in config.toml")
+        raise invalid_options("the options must be a table: [plugins.options.trimmer] in config.toml")
     options = dict(DEFAULTS)
     for key, value in given.items():
         if key not in DEFAULTS:
             known = ", ".join(DEFAULTS)
-            raise bad_options(f"unknown option `{key}` under [plugins.options.trimmer]; this trimmer reads {known}")
+            raise invalid_options(f"unknown option `{key}` under [plugins.options.trimmer]; this trimmer reads {known}")
         # JSON's true is a Python bool, and bool is a kind of int: check bools apart.
         if isinstance(DEFAULTS[key], bool):
             ok, kind = isinstance(value, bool), "true or false"
@@ -92,7 +92,7 @@ def read_options(extra):
             ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
             kind = "a whole number, 0 or more"
         if not ok:
-            raise bad_options(f"option `{key}` under [plugins.options.trimmer] must be {kind}, not {json.dumps(value)}")
+            raise invalid_options(f"option `{key}` under [plugins.options.trimmer] must be {kind}, not {json.dumps(value)}")
         options[key] = value
     return options
 
