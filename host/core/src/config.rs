@@ -917,6 +917,7 @@ impl Config {
         self.plugins.summariser = p.summariser.or(self.plugins.summariser.take());
         self.plugins.provider = p.provider.or(self.plugins.provider.take());
         self.plugins.embedder = p.embedder.or(self.plugins.embedder.take());
+        self.plugins.cache_mib = p.cache_mib.or(self.plugins.cache_mib);
         for (kind, table) in p.options {
             self.plugins.options.entry(kind).or_default().extend(table);
         }

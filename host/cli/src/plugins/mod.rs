@@ -40,13 +40,27 @@ pub enum PluginsCommand {
 pub fn run(ctx: &Context, cmd: PluginsCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         PluginsCommand::List(args) => list::run(ctx, &args),
-        PluginsCommand::Check(args) => check::run(ctx, &args),
+        PluginsCommand::Check(args) => quick_tier_note(check::run(ctx, &args)),
         PluginsCommand::New(args) => new::run(ctx, &args),
         PluginsCommand::Install(args) => install::run(ctx, &args),
-        PluginsCommand::Test(args) => test::run(ctx, &args),
+        PluginsCommand::Test(args) => quick_tier_note(test::run(ctx, &args)),
         PluginsCommand::Uninstall(args) => uninstall::run(ctx, &args),
         PluginsCommand::Wit(args) => wit::run(&args),
     }
+}
+
+/// A failed check or test on the quick tier says how to rule the tier out: Winch lacks some
+/// proposals Cranelift compiles (exceptions, tail calls, GC), and its slower code can run out of a
+/// time budget the installed plugin keeps to.
+fn quick_tier_note(result: anyhow::Result<ExitCode>) -> anyhow::Result<ExitCode> {
+    let failed = !matches!(&result, Ok(code) if *code == ExitCode::SUCCESS);
+    if failed && seshat::plugins::engine_started() && seshat::plugins::compile_tier() == seshat::plugins::Tier::Quick {
+        eprintln!(
+            "note: the plugin was compiled with the quick tier (Winch); run again with --optimised to compile it as an \
+             installed plugin is"
+        );
+    }
+    result
 }
 
 /// Chooses the compile tier for checking or testing the file `wasm`: the quick one (a large

@@ -46,6 +46,15 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         |origin: &Origin| matches!((origin, args.project), (Origin::Project(_), true) | (Origin::User(_), false));
     let Some(entry) = catalog.entries().iter().rev().find(|e| e.manifest.id == *id && from_here(&e.origin)) else {
         let place = if args.project { "this project's" } else { "your" };
+        let elsewhere = catalog.entries().iter().any(|e| {
+            e.manifest.id == *id
+                && matches!((&e.origin, args.project), (Origin::User(_), true) | (Origin::Project(_), false))
+        });
+        if elsewhere {
+            let (there, flag) =
+                if args.project { ("your own", "without --project") } else { ("this project's", "with --project") };
+            bail!("`{id}` is one of {there} plugins, not {place}: run it again {flag}");
+        }
         if Catalog::builtin().entries().iter().any(|e| e.manifest.id == *id) {
             bail!("`{id}` is a built-in plugin, which cannot be uninstalled (select another in the configuration)");
         }

@@ -80,7 +80,16 @@ fn script(home: &Home, lang: Lang, dir: &Path, test: bool) -> Output {
     };
     let mut cmd = Command::new(program);
     cmd.args(args).current_dir(dir);
-    cmd.env("SESHAT", env!("CARGO_BIN_EXE_seshat"))
+    // Only what the toolchains need: nothing of the caller's seshat settings, and npm told never to
+    // reach its registry (no update check, offline).
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .env("npm_config_update_notifier", "false")
+        .env("npm_config_offline", "true")
+        .env("npm_config_fund", "false")
+        .env("npm_config_audit", "false")
+        .env("SESHAT", env!("CARGO_BIN_EXE_seshat"))
         .env("SESHAT_HOME", home.path())
         .env("GIT_CEILING_DIRECTORIES", home.path().parent().unwrap())
         .output()
@@ -258,6 +267,8 @@ fn a_default_javascript_build_is_refused_before_it_is_compiled() {
     let dir = new_plugin(&home, Lang::Js, PluginKind::Summariser, "with-http");
     let jco = dir.join("node_modules/.bin/jco");
     let out = Command::new(&jco)
+        .env("npm_config_update_notifier", "false")
+        .env("npm_config_offline", "true")
         .args(["componentize", "app.js", "--wit", "wit/seshat-plugin.wit", "-n", "summariser", "-o", "http.wasm"])
         .current_dir(&dir)
         .output()

@@ -72,9 +72,20 @@ fn load_noting(dir: Option<Dir<'_>>, wasm: &[u8], wasm_sha: &str) -> wasmtime::R
     Ok((component, compiled))
 }
 
+/// The most the quick tier's entries may take (in their own `quick/` directory, so that checking
+/// and testing files never pushes out what sessions load).
+const QUICK_CAP_BYTES: u64 = 256 << 20;
+
 /// Reads `wasm`'s component from the cache in `dir`, or compiles it; whether it compiled.
 fn load_once(dir: Option<Dir<'_>>, wasm: &[u8], wasm_sha: &str) -> wasmtime::Result<(Component, bool)> {
     let engine = engine::engine();
+    let quick = dir.map(|d| d.path.join("quick"));
+    let dir = match (dir, &quick) {
+        (Some(d), Some(path)) if engine::tier() == engine::Tier::Quick => {
+            Some(Dir { path, cap_bytes: d.cap_bytes.min(QUICK_CAP_BYTES) })
+        }
+        (d, _) => d,
+    };
     let entry = dir.map(|d| d.path.join(format!("{wasm_sha}-{:016x}.cwasm", engine::compatibility_hash())));
     if let Some(entry) = &entry
         && let Some(component) = read_entry(entry)
@@ -99,15 +110,23 @@ fn load_once(dir: Option<Dir<'_>>, wasm: &[u8], wasm_sha: &str) -> wasmtime::Res
     Ok((deserialize(&compiled)?, true))
 }
 
-/// Removes the least recently used entries of `dir` (never `keep`) until the rest fit its cap.
+/// Removes the least recently used entries of `dir` (never `keep`) until the rest fit its cap,
+/// and what a killed writer left (temporary files an hour old).
 fn prune(dir: Dir<'_>, keep: &Path) {
     let Ok(read) = std::fs::read_dir(dir.path) else { return };
+    let an_hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
     let mut entries: Vec<(std::time::SystemTime, u64, PathBuf)> = read
         .filter_map(|e| e.ok())
-        .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
         .filter_map(|e| {
             let meta = e.metadata().ok()?;
             Some((meta.modified().ok()?, meta.len(), e.path()))
+        })
+        .filter(|(modified, _, path)| {
+            let temporary = path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(".tmp-"));
+            if temporary && *modified < an_hour_ago {
+                let _ = std::fs::remove_file(path);
+            }
+            path.extension().is_some_and(|x| x == "cwasm")
         })
         .collect();
     let mut total: u64 = entries.iter().map(|(_, size, _)| size).sum();
@@ -128,8 +147,12 @@ fn prune(dir: Dir<'_>, keep: &Path) {
 }
 
 /// Removes the cache entries of the wasm with digest `wasm_sha` (a plugin uninstalled), every
-/// engine's; how many bytes that freed.
+/// engine's and tier's; how many bytes that freed.
 pub fn forget(dir: &Path, wasm_sha: &str) -> u64 {
+    forget_in(dir, wasm_sha) + forget_in(&dir.join("quick"), wasm_sha)
+}
+
+fn forget_in(dir: &Path, wasm_sha: &str) -> u64 {
     let Ok(read) = std::fs::read_dir(dir) else { return 0 };
     let prefix = format!("{wasm_sha}-");
     let mut freed = 0;
@@ -179,7 +202,8 @@ fn write_entry(entry: &Path, compiled: &[u8]) -> std::io::Result<()> {
     let dir = entry.parent().unwrap_or(Path::new("."));
     create_private_dir(dir)?;
     // Write to temporary names, then rename: a reader sees a whole entry or none.
-    let tmp = dir.join(format!(".tmp-{}-{}", std::process::id(), COMPILED.load(Ordering::Relaxed)));
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    let tmp = dir.join(format!(".tmp-{}-{}", std::process::id(), WRITES.fetch_add(1, Ordering::Relaxed)));
     std::fs::write(&tmp, compiled)?;
     std::fs::rename(&tmp, entry)?;
     let tmp_digest = tmp.with_extension("sha256");

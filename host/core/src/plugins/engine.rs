@@ -32,10 +32,16 @@ pub fn tier() -> Tier {
     *TIER.get_or_init(|| Tier::Optimised)
 }
 
+static ENGINE: OnceLock<Engine> = OnceLock::new();
+
+/// Whether this process has made its engine (compiled or loaded any plugin).
+pub fn engine_started() -> bool {
+    ENGINE.get().is_some()
+}
+
 /// The engine, created on first use with epoch interruption on, plus one background thread
 /// that advances its epoch every [`TICK`].
 pub(super) fn engine() -> &'static Engine {
-    static ENGINE: OnceLock<Engine> = OnceLock::new();
     ENGINE.get_or_init(|| {
         let mut config = Config::new();
         config.epoch_interruption(true);

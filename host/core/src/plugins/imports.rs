@@ -98,6 +98,11 @@ fn refusal(kind: PluginKind, version: &str, import: &str) -> Option<String> {
              fetch-event`), which leaves out the fetch handler that imports it"
                 .to_string(),
         ),
+        Some(("wasi", name)) if WASI.contains(&name) && at.starts_with("0.2.") && at.contains('-') => Some(
+            "a release candidate of WASI 0.2, which the sandbox does not link (only released 0.2.x versions); \
+             rebuild with a current toolchain"
+                .to_string(),
+        ),
         Some(("wasi", name)) if WASI.contains(&name) && at.starts_with("0.2.") => None,
         Some(("wasi", name)) if WASI.contains(&name) => Some(
             "the sandbox speaks WASI 0.2 (as wasm32-wasip2, componentize-py 0.25 and jco 1.34 build); rebuild for \
@@ -149,6 +154,7 @@ mod tests {
             "wasi:http/types@0.2.10".to_string(),
             "seshat:plugin/model@0.4.0".to_string(),
             "wasi:cli/environment@0.3.0".to_string(),
+            "wasi:clocks/wall-clock@0.2.0-rc-2023-11-10".to_string(),
             "acme:kv/store".to_string(),
         ];
         let err = check("p", PluginKind::Trimmer, "0.4.0", &imports).unwrap_err().to_string();
@@ -160,6 +166,7 @@ mod tests {
         assert_eq!(both.matches("-d http").count(), 1, "one reason for both: {both}");
         assert!(err.contains("`wasi:cli/environment@0.3.0`") && err.contains("WASI 0.2"), "{err}");
         assert!(err.contains("`acme:kv/store`"), "{err}");
+        assert!(err.contains("`wasi:clocks/wall-clock@0.2.0-rc-2023-11-10` (a release candidate"), "{err}");
         assert!(!err.contains("`wasi:io/streams@0.2.10`"), "a WASI 0.2 import is linked: {err}");
         let summariser = check("p", PluginKind::Summariser, "0.4.0", &imports[2..3]);
         assert!(summariser.is_ok(), "a summariser imports the model");

@@ -32,7 +32,7 @@ use wasmtime::component::Component;
 pub use catalog::{Catalog, CatalogEntry, Origin, WasmSource};
 pub use contract::{wit, wit_versions};
 pub use embedder::{EmbedPurpose, EmbedRequest, EmbedderInfo, EmbedderPlugin, EmbeddingModel};
-pub use engine::{Tier, tier as compile_tier, use_quick_tier};
+pub use engine::{Tier, engine_started, tier as compile_tier, use_quick_tier};
 pub use error::{Error, Result};
 pub use extractor::{
     ExtractMoment, ExtractProposal, ExtractRequest, ExtractScope, ExtractorPlugin, KnownFact,

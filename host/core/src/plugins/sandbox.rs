@@ -104,14 +104,20 @@ impl Diagnostics {
         crate::conversation::visible(&bounded(&text, LOG_LINE_BYTES)).into_owned()
     }
 
-    /// Several lines of a plugin's text as the host shows them ([`render`](Self::render)'s rules;
-    /// the bound is [`super::stderr::TAIL_BYTES`], which a tail already keeps to).
+    /// The end of several lines of a plugin's text as the host shows them: secrets redacted,
+    /// control characters as escapes, then the last [`super::stderr::TAIL_BYTES`] kept (the end
+    /// is what matters in a tail: the exception).
     fn render_block(&self, text: &str) -> String {
         let mut out = text.to_string();
         for secret in self.secrets.iter().filter(|s| !s.is_empty()) {
             out = out.replace(secret.as_str(), "[redacted]");
         }
-        crate::conversation::visible(&bounded(&out, super::stderr::TAIL_BYTES + 64)).into_owned()
+        let mut out = crate::conversation::visible(&out).into_owned();
+        if out.len() > super::stderr::TAIL_BYTES {
+            let cut = out.ceil_char_boundary(out.len() - super::stderr::TAIL_BYTES);
+            out = format!("[… {cut} bytes cut]{}", &out[cut..]);
+        }
+        out
     }
 
     /// Writes one of the plugin's lines to the host's log: shown visibly, bounded per line and
@@ -528,7 +534,11 @@ impl<H: Default + Send + 'static, B> Slot<H, B> {
     pub(super) fn drop_resource(&mut self, resource: wasmtime::component::ResourceAny) {
         let Some((store, _)) = self.live.as_mut() else { return };
         start_call(store);
-        if let Err(e) = resource.resource_drop(&mut *store) {
+        let dropped = resource.resource_drop(&mut *store);
+        // What the guest wrote while freeing it is this drop's, not the next call's.
+        let _ = with_stderr(store, &mut self.stderr, Ok(()));
+        store.data_mut().diagnostics.end_call();
+        if let Err(e) = dropped {
             tracing::debug!(plugin = %self.id, "a guest resource could not be freed, so the instance is restarted: {e}");
             self.live = None;
         }
@@ -548,6 +558,11 @@ mod tests {
     fn a_plugins_text_is_redacted_bounded_and_shown_visibly() {
         let d = Diagnostics { secrets: vec!["sk-live-123".into(), String::new()], ..Diagnostics::default() };
         assert_eq!(d.render("key sk-live-123 \x1b[31m"), "key [redacted] \\u{1b}[31m");
+        // A stderr tail: redacted, escaped, and its end kept within the bound after escaping.
+        let tail = format!("{}sk-live-123\nKeyError: 'x'\x1b[0m\n", "\x07".repeat(4000));
+        let block = d.render_block(&tail);
+        assert!(block.len() <= super::super::stderr::TAIL_BYTES + 32, "{}", block.len());
+        assert!(block.ends_with("[redacted]\nKeyError: 'x'\\u{1b}[0m\n") && block.starts_with("[… "), "{block}");
         let long = d.render(&"é".repeat(3000));
         assert!(long.len() < LOG_LINE_BYTES + 32 && long.ends_with("bytes cut]"), "{}", long.len());
         assert!(long.starts_with("éé"), "cut at a character boundary");
