@@ -97,22 +97,23 @@ impl Diagnostics {
     /// A plugin's text as the host shows it: secrets redacted, cut to [`LOG_LINE_BYTES`], control
     /// characters as escapes.
     fn render(&self, message: &str) -> String {
-        let mut text = message.to_string();
+        crate::conversation::visible(&bounded(&self.redacted(message), LOG_LINE_BYTES)).into_owned()
+    }
+
+    /// `text` with every secret replaced by `[redacted]`.
+    fn redacted(&self, text: &str) -> String {
+        let mut text = text.to_string();
         for secret in self.secrets.iter().filter(|s| !s.is_empty()) {
             text = text.replace(secret.as_str(), "[redacted]");
         }
-        crate::conversation::visible(&bounded(&text, LOG_LINE_BYTES)).into_owned()
+        text
     }
 
     /// The end of several lines of a plugin's text as the host shows them: secrets redacted,
     /// control characters as escapes, then the last [`super::stderr::TAIL_BYTES`] kept (the end
     /// is what matters in a tail: the exception).
     fn render_block(&self, text: &str) -> String {
-        let mut out = text.to_string();
-        for secret in self.secrets.iter().filter(|s| !s.is_empty()) {
-            out = out.replace(secret.as_str(), "[redacted]");
-        }
-        let mut out = crate::conversation::visible(&out).into_owned();
+        let mut out = crate::conversation::visible(&self.redacted(text)).into_owned();
         if out.len() > super::stderr::TAIL_BYTES {
             let cut = out.ceil_char_boundary(out.len() - super::stderr::TAIL_BYTES);
             out = format!("[… {cut} bytes cut]{}", &out[cut..]);
