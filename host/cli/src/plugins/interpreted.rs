@@ -60,7 +60,9 @@ fn limits(lang: Lang, kind: PluginKind) -> (u64, u64) {
 /// it.
 pub fn files(lang: Lang, name: &str, kind: PluginKind, config_dir: &Path, select: &str) -> Vec<File> {
     let fill = |text: &str| {
-        text.replace("{{name}}", name)
+        // npm takes lower-case package names only.
+        text.replace("{{npm_name}}", &name.to_lowercase())
+            .replace("{{name}}", name)
             .replace("{{kind}}", kind.as_str())
             .replace("{{world}}", kind.as_str())
             .replace("{{select}}", select)

@@ -138,6 +138,13 @@ fn every_python_template_builds_and_passes_its_own_test() {
 #[test]
 fn every_javascript_template_builds_and_passes_its_own_test() {
     every_template_passes_its_own_test(Lang::Js);
+    // An id in capitals is a plugin id, not an npm package name: package.json lower-cases it.
+    let home = Home::new();
+    let dir = new_plugin(&home, Lang::Js, PluginKind::Hook, "My-Hook");
+    let package: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("package.json")).unwrap()).unwrap();
+    assert_eq!(package["name"], "my-hook");
+    let built = script(&home, Lang::Js, &dir, false);
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
 }
 
 /// The recorded session every template is tested on, and its id.
