@@ -79,11 +79,20 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     } else {
         "none"
     };
-    if config.selected(kind) == Some(id.as_str()) && now == "none" && !args.force {
-        bail!(
-            "`{id}` is the selected {kind}: select another in your configuration first, or pass --force to remove it \
-             anyway"
-        );
+    // A hook is chosen per event, in the user's and the project's `[[hooks.<event>]]` lists.
+    let hooked = {
+        let project = config.project_hooks.as_ref().map(|p| &p.hooks);
+        let mut lists = config.hooks.values().chain(project.into_iter().flat_map(|h| h.values()));
+        kind == PluginKind::Hook && lists.any(|list| list.iter().any(|h| h.plugin.as_deref() == Some(id.as_str())))
+    };
+    let selected = config.selected(kind) == Some(id.as_str()) || hooked;
+    if selected && now == "none" && !args.force {
+        let how = if hooked {
+            "a hook your configuration runs (`[[hooks.<event>]]`)".to_string()
+        } else {
+            format!("the selected {kind}")
+        };
+        bail!("`{id}` is {how}: change your configuration first, or pass --force to remove it anyway");
     }
     let sha = entry.wasm.bytes().ok().map(|b| cache::sha256_hex(&b));
     std::fs::remove_dir_all(&directory).with_context(|| format!("cannot remove {}", directory.display()))?;
@@ -110,7 +119,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             String::new()
         };
         writeln!(out, "Uninstalled {kind} `{id}` from {}{freed}{after}.", directory.display())?;
-        if config.selected(kind) == Some(id.as_str()) && now == "none" {
+        if selected && now == "none" {
             writeln!(out, "warning: the configuration still selects it as the {kind}: select another")?;
         }
     }

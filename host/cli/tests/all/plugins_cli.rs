@@ -670,6 +670,16 @@ fn installing_over_a_builtin_needs_replace_and_uninstall_brings_it_back() {
     assert!(err.contains("`mine` is the selected trimmer") && err.contains("--force"), "{err}");
     let out = home.ok(&["plugins", "uninstall", "mine", "--force"]);
     assert!(out.contains("warning: the configuration still selects it"), "{out}");
+
+    // So is a hook plugin an event's hooks name.
+    let hook = home.path().join("guard.wasm");
+    std::fs::copy(seshat_test_plugins::HOOK, &hook).unwrap();
+    home.ok(&["plugins", "install", hook.to_str().unwrap()]);
+    std::fs::write(home.path().join("config.toml"), "[[hooks.pre_tool]]\nplugin = \"guard\"\n").unwrap();
+    let err = home.fails(&["plugins", "uninstall", "guard"]);
+    assert!(err.contains("`guard` is a hook your configuration runs"), "{err}");
+    std::fs::write(home.path().join("config.toml"), "").unwrap();
+    home.ok(&["plugins", "uninstall", "guard"]);
 }
 
 /// The contract comes with the binary: every version it speaks, the current one by default.
