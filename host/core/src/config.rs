@@ -72,6 +72,10 @@ pub struct LimitRequest {
     pub complete_max_tokens: Option<u32>,
 }
 
+/// The compiled-plugin cache's default size cap: the built-in plugins' entries take about 15 MB;
+/// a Python or JavaScript plugin's about 40 MB.
+pub const PLUGIN_CACHE_BYTES: u64 = 512 << 20;
+
 /// File name of the configuration.
 pub const FILE: &str = "config.toml";
 
@@ -948,7 +952,7 @@ impl Config {
 
     /// The compiled-plugin cache's size cap in bytes (`[plugins] cache_mib`).
     pub fn plugin_cache_bytes(&self) -> u64 {
-        self.plugins.cache_mib.map_or(crate::plugins::cache::DEFAULT_CAP_BYTES, |mib| mib.saturating_mul(1 << 20))
+        self.plugins.cache_mib.map_or(PLUGIN_CACHE_BYTES, |mib| mib.saturating_mul(1 << 20))
     }
 
     /// The options for plugins of `kind`, as the JSON object plugins receive (`{}` when none).

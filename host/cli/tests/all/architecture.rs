@@ -239,8 +239,9 @@ fn names_the_cli(text: &str) -> bool {
         let after = text[i + 2..].chars().next();
         before.is_none_or(|c| c == ' ' || c == '`' || c == '(') && after.is_some_and(|c| c.is_ascii_lowercase())
     });
-    // Cargo's flags (how to build a plugin, a test log's last line) are not Seshat's.
-    let cargo = text.contains("cargo ") || text.contains("to rerun pass");
+    // Cargo's flags (how to build a plugin, a test log's last line) are not Seshat's, nor are jco's
+    // (how to build a JavaScript plugin the sandbox can link).
+    let cargo = text.contains("cargo ") || text.contains("to rerun pass") || text.contains("With jco ");
     (flag && !cargo) || text.contains("`seshat ") || text.contains("run seshat ")
 }
 

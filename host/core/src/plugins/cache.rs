@@ -38,9 +38,8 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// parallel.
 static LOADED: Mutex<BTreeMap<String, Arc<Mutex<Option<Component>>>>> = Mutex::new(BTreeMap::new());
 
-/// The cache's default size cap: the built-in plugins' entries take about 15 MB; a Python or
-/// JavaScript plugin's about 40 MB.
-pub const DEFAULT_CAP_BYTES: u64 = 512 << 20;
+/// The cache's default size cap ([`crate::config::PLUGIN_CACHE_BYTES`]).
+pub const DEFAULT_CAP_BYTES: u64 = crate::config::PLUGIN_CACHE_BYTES;
 
 /// A cache directory and its size cap.
 #[derive(Debug, Clone, Copy)]

@@ -125,8 +125,7 @@ fn refusal(kind: PluginKind, version: &str, import: &str) -> Option<String> {
             }
             let world: Vec<&str> = allowed.copied().collect();
             Some(format!(
-                "a {kind}'s world imports only {}; build against the `{kind}` world of the WIT (`seshat plugins \
-                 wit`)",
+                "a {kind}'s world imports only {}; build against the `{kind}` world of the WIT this host speaks",
                 world.join(", ")
             ))
         }
