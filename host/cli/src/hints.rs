@@ -117,6 +117,9 @@ fn plugins(e: &seshat::plugins::Error) -> Option<String> {
     match e {
         seshat::plugins::Error::NotFound { .. } => Some("run `seshat plugins list` to see what is installed".into()),
         seshat::plugins::Error::Incompatible { .. } => Some("`seshat plugins new` writes the current WIT".into()),
+        seshat::plugins::Error::Load { message, .. } if message.contains("world of the WIT this host speaks") => {
+            Some("`seshat plugins wit` prints that WIT".into())
+        }
         _ => None,
     }
 }
